@@ -1,0 +1,145 @@
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from 'fastify';
+import type { Logger } from 'pino';
+import secureJson from 'secure-json-parse';
+import type { Product } from '../gpu/products.js';
+import type { CredentialService } from '../service/credential-service.js';
+import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
+import type { Principal } from '../service/principal.js';
+import type { EventRepository } from '../store/events.js';
+import type { Authenticator } from './auth.js';
+import { CorralError } from './errors.js';
+import type { EndpointLinks } from './links.js';
+import type { ApiMetrics } from './metrics.js';
+import { API_PREFIX } from './prefix.js';
+import type { RateLimiter } from './rate-limit.js';
+import { registerCatalogRoutes } from './routes/catalog.js';
+import { registerCredentialRoutes } from './routes/credentials.js';
+import { registerEndpointRoutes } from './routes/endpoints.js';
+import { registerSystemRoutes } from './routes/system.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export interface ApiCatalog extends ServerCatalog {
+  products(): Product[];
+}
+
+export interface AppOptions {
+  logger: Logger;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  endpoints: EndpointService;
+  credentials: CredentialService;
+  events: EventRepository;
+  catalog: ApiCatalog;
+  links: EndpointLinks;
+  metrics: ApiMetrics;
+  bodyLimitBytes: number;
+}
+
+/** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    bodyLimit: options.bodyLimitBytes,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+
+  acceptJsonWhateverTheContentType(app);
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const corral = toCorralError(error);
+    if (corral.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
+    if (corral.reason === 'RATE_LIMITED')
+      reply.header('Retry-After', String(corral.metadata.retryAfterSeconds));
+    return reply.status(corral.status).send(corral.toBody());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const error = new CorralError(
+      'ROUTE_NOT_FOUND',
+      `no operation ${request.method} ${request.url.split('?')[0]}`,
+    );
+    return reply.status(404).send(error.toBody());
+  });
+  observe(app, options.metrics);
+
+  registerSystemRoutes(app, options);
+  await app.register(
+    async (api) => {
+      api.decorateRequest('principal', null as unknown as Principal);
+      api.addHook('onRequest', async (request) => {
+        const principal = await options.authenticator.authenticate(
+          request.headers.authorization,
+          headerValue(request.headers['x-corral-owner']),
+        );
+        const decision = options.rateLimiter.take(principal.keyId);
+        if (!decision.allowed) {
+          throw new CorralError(
+            'RATE_LIMITED',
+            `too many requests; retry in ${decision.retryAfterSeconds} s`,
+            {
+              retryAfterSeconds: decision.retryAfterSeconds,
+            },
+          );
+        }
+        request.principal = principal;
+      });
+      registerEndpointRoutes(api, options);
+      registerCredentialRoutes(api, options);
+      registerCatalogRoutes(api, options);
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}
+
+/**
+ * Clients of the original service send application/json, but curl's -d sends a form type: every body is
+ * parsed as JSON, with __proto__ and constructor.prototype keys refused.
+ */
+function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (error) {
+      done(
+        new CorralError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`),
+        undefined,
+      );
+    }
+  });
+}
+
+function toCorralError(error: FastifyError): CorralError {
+  if (error instanceof CorralError) return error;
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new CorralError('BODY_TOO_LARGE', 'the body is larger than this server accepts');
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new CorralError('INVALID_FIELD', error.message);
+  }
+  return new CorralError('INTERNAL', 'internal error; the server log has the details');
+}
+
+function observe(app: FastifyInstance, metrics: ApiMetrics): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+  });
+}
+
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

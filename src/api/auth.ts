@@ -1,0 +1,42 @@
+import { apiKeyId, apiKeyMatches } from '../crypto/api-keys.js';
+import type { Clock } from '../service/clock.js';
+import type { Principal } from '../service/principal.js';
+import type { Store } from '../store/store.js';
+import { CorralError } from './errors.js';
+
+const TOUCH_INTERVAL_MS = 60_000;
+
+/** Turns an Authorization header into the caller, or throws UNAUTHENTICATED. Keys never reach a log. */
+export class Authenticator {
+  readonly #o: { store: Store; clock: Clock };
+
+  constructor(options: { store: Store; clock: Clock }) {
+    this.#o = options;
+  }
+
+  /**
+   * Accepts `Bearer <key>` (and a bare key, which some clients send). An admin key may act for another
+   * owner by sending `X-Corral-Owner`.
+   */
+  async authenticate(authorization: string | undefined, actAs: string | undefined): Promise<Principal> {
+    const key = authorization?.replace(/^Bearer\s+/i, '').trim();
+    if (!key) throw unauthenticated('missing Authorization header; send "Authorization: Bearer <API key>"');
+    const id = apiKeyId(key);
+    const record = await this.#o.store.apiKeys.findById(id);
+    if (!record || !apiKeyMatches(key, record.secretHash)) throw unauthenticated('invalid API key');
+    if (record.revokedAt !== null) throw unauthenticated('this API key has been revoked');
+    const now = this.#o.clock();
+    if (record.lastUsedAt === null || now - record.lastUsedAt > TOUCH_INTERVAL_MS) {
+      await this.#o.store.apiKeys.touch(record.id, now);
+    }
+    if (actAs !== undefined && actAs !== record.ownerId) {
+      if (!record.admin) throw unauthenticated('X-Corral-Owner needs an admin key');
+      return { ownerId: actAs, keyId: record.id, admin: true };
+    }
+    return { ownerId: record.ownerId, keyId: record.id, admin: record.admin };
+  }
+}
+
+function unauthenticated(message: string): CorralError {
+  return new CorralError('UNAUTHENTICATED', message);
+}

@@ -1,0 +1,13 @@
+import type { FastifyInstance } from 'fastify';
+import { toWireLimits } from '../../contract/limits.js';
+import type { WireProduct } from '../../contract/wire.js';
+import type { AppOptions } from '../app.js';
+
+export function registerCatalogRoutes(api: FastifyInstance, o: AppOptions): void {
+  api.get('/endpoint/limit', async () => toWireLimits(o.catalog.limits()));
+
+  api.get('/products', async () => {
+    const products: WireProduct[] = o.catalog.products().map((p) => ({ ...p }));
+    return { products };
+  });
+}

@@ -1,0 +1,89 @@
+import type { FastifyInstance } from 'fastify';
+import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoint-input.js';
+import { toWireEndpoint } from '../../contract/endpoint-output.js';
+import { validationError } from '../../contract/errors.js';
+import { readInteger, readPage, readQueryId } from '../../contract/query.js';
+import type { WireEvent } from '../../contract/wire.js';
+import type { Endpoint } from '../../domain/endpoint.js';
+import type { AppOptions } from '../app.js';
+import { CorralError } from '../errors.js';
+
+type Query = Record<string, string | string[] | undefined>;
+
+const ID_KEYS = ['id', 'name', 'endpoint_id'] as const;
+const unchanged = (field: string) => field;
+
+export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): void {
+  const inputDefaults = () => ({ localVolumeSizeGB: o.catalog.limits().localVolumeSizeGB.free });
+  const links = (endpoint: Endpoint) => ({
+    url: o.links.url(endpoint.spec.appName),
+    log: o.links.log(endpoint.id),
+    workers: [],
+  });
+
+  api.get('/endpoints', async (request) => {
+    const page = readPage(request.query as Query);
+    const { endpoints, total } = await o.endpoints.list(request.principal, page);
+    return { endpoints: endpoints.map((e) => toWireEndpoint(e, links(e), 'string')), total };
+  });
+
+  api.get('/endpoint', async (request) => {
+    const id = readQueryId(request.query as Query, ['id', 'endpoint_id']);
+    const endpoint = await o.endpoints.get(request.principal, id);
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint), 'integer') };
+  });
+
+  api.post('/endpoint/create', async (request) => {
+    const parsed = parseCreateBody(request.body, inputDefaults());
+    if (!parsed.ok) throw validationError(parsed.issues, unchanged);
+    const endpoint = await o.endpoints.create(request.principal, parsed.value);
+    request.log.info({ endpointId: endpoint.id, ownerId: endpoint.ownerId }, 'endpoint created');
+    return { id: endpoint.id };
+  });
+
+  api.post('/endpoint/update', async (request) => {
+    const parsed = parseUpdateBody(request.body, inputDefaults());
+    if (!parsed.ok) throw validationError(parsed.issues, unchanged);
+    const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);
+    request.log.info({ endpointId: endpoint.id, revision: endpoint.revision }, 'endpoint updated');
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint), 'integer') };
+  });
+
+  const lifecycle = {
+    delete: (principal: Parameters<typeof o.endpoints.delete>[0], id: string) =>
+      o.endpoints.delete(principal, id),
+    stop: (principal: Parameters<typeof o.endpoints.stop>[0], id: string) => o.endpoints.stop(principal, id),
+    start: (principal: Parameters<typeof o.endpoints.start>[0], id: string) =>
+      o.endpoints.start(principal, id),
+  };
+  for (const [action, run] of Object.entries(lifecycle)) {
+    api.post(`/endpoint/${action}`, async (request) => {
+      const id = readId(request.body, ID_KEYS);
+      if (id === undefined) {
+        throw new CorralError('INVALID_FIELD', `the body needs the endpoint's id: {"id": "..."}`, {
+          field: 'id',
+        });
+      }
+      await run(request.principal, id);
+      request.log.info({ endpointId: id, action }, 'endpoint lifecycle changed');
+      return {};
+    });
+  }
+
+  api.get('/endpoint/log', async (request) => {
+    const query = request.query as Query;
+    const id = readQueryId(query, ['id', 'endpoint_id']);
+    const endpoint = await o.endpoints.get(request.principal, id);
+    const after = readInteger(query, 'after', 0, 0);
+    const limit = Math.min(readInteger(query, 'limit', 100, 1), 1000);
+    const events = await o.events.list(endpoint.id, { afterId: after, limit });
+    const wire: WireEvent[] = events.map((e) => ({
+      id: e.id,
+      at: new Date(e.at).toISOString(),
+      type: e.type,
+      message: e.message,
+      data: e.data,
+    }));
+    return { events: wire, next: events.at(-1)?.id ?? after };
+  });
+}

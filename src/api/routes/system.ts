@@ -1,0 +1,12 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppOptions } from '../app.js';
+
+/** Unauthenticated: liveness and Prometheus metrics. */
+export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', o.metrics.registry.contentType);
+    return o.metrics.registry.metrics();
+  });
+}

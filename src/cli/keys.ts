@@ -1,0 +1,96 @@
+import { Command } from 'commander';
+import { loadConfig } from '../config/config.js';
+import { ApiKeyService, DEFAULT_OWNER } from '../service/api-key-service.js';
+import { systemClock } from '../service/clock.js';
+import { openStore } from '../store/open.js';
+import { givenFlags, settingOptions } from './settings-options.js';
+
+/** `corral keys`: manage API keys directly on the store (no server needed). */
+export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJS.ProcessEnv }): Command {
+  const keys = new Command('keys').description(
+    'create, list and revoke API keys (works on the store directly)',
+  );
+
+  const withService = async (
+    options: Record<string, unknown>,
+    run: (service: ApiKeyService) => Promise<void>,
+  ) => {
+    const config = loadConfig({ flags: givenFlags(options), env: io.env, readFile: () => '' });
+    const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    try {
+      await run(new ApiKeyService({ store, clock: systemClock }));
+    } finally {
+      await store.close();
+    }
+  };
+  const storeOptions = () => settingOptions(['dataDir', 'databaseUrl']);
+
+  const create = new Command('create')
+    .description('create a key and print it once')
+    .option('--owner <owner>', 'owner of the key and of what it creates', DEFAULT_OWNER)
+    .option('--name <name>', 'a label to recognise the key by', '')
+    .option('--admin', 'an admin key may act for other owners with X-Corral-Owner', false)
+    .action((options: { owner: string; name: string; admin: boolean }) =>
+      withService(options, async (service) => {
+        const { id, key } = await service.create({
+          ownerId: options.owner,
+          name: options.name,
+          admin: options.admin,
+        });
+        io.stdout(`${key}\n`);
+        process.stderr.write(`created key ${id} for owner "${options.owner}"; it is not shown again\n`);
+      }),
+    );
+  const list = new Command('list')
+    .description('list keys (never their secret)')
+    .option('--owner <owner>', 'only this owner')
+    .option('--json', 'print JSON', false)
+    .action((options: { owner?: string; json: boolean }) =>
+      withService(options, async (service) => {
+        const records = (await service.list(options.owner)).map((r) => ({
+          id: r.id,
+          owner: r.ownerId,
+          name: r.name,
+          admin: r.admin,
+          created: new Date(r.createdAt).toISOString(),
+          lastUsed: r.lastUsedAt === null ? '' : new Date(r.lastUsedAt).toISOString(),
+          revoked: r.revokedAt === null ? '' : new Date(r.revokedAt).toISOString(),
+        }));
+        if (options.json) io.stdout(`${JSON.stringify(records, null, 2)}\n`);
+        else io.stdout(formatRows(records));
+      }),
+    );
+  const revoke = new Command('revoke')
+    .description('revoke a key by id; requests with it fail at once')
+    .argument('<id>', 'key id, as `corral keys list` shows it')
+    .action((id: string, options: Record<string, unknown>) =>
+      withService(options, async (service) => {
+        if (!(await service.revoke(id))) {
+          process.stderr.write(`error: no active key with id "${id}"\n`);
+          process.exitCode = 1;
+          return;
+        }
+        io.stdout(`revoked ${id}\n`);
+      }),
+    );
+  for (const sub of [create, list, revoke]) {
+    for (const option of storeOptions()) sub.addOption(option);
+    keys.addCommand(sub);
+  }
+  return keys;
+}
+
+function formatRows(rows: Record<string, string | boolean>[]): string {
+  if (rows.length === 0) return 'no keys\n';
+  const headers = Object.keys(rows[0] ?? {});
+  const cells = [headers.map((h) => h.toUpperCase()), ...rows.map((r) => headers.map((h) => String(r[h])))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  return `${cells
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
+}

@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { loadConfig } from '../config/config.js';
+import { SERVE_SETTINGS, type ServeSettingName } from '../config/settings.js';
+import { createLogger } from '../logger.js';
+import { serve } from '../main.js';
+import { givenFlags, settingOptions } from './settings-options.js';
+
+export function makeServeCommand(): Command {
+  const command = new Command('serve').description(
+    'run the Corral API (and, as they land, controller and gateway)',
+  );
+  for (const option of settingOptions(Object.keys(SERVE_SETTINGS) as ServeSettingName[]))
+    command.addOption(option);
+  command.action(async (options: Record<string, unknown>) => {
+    const config = loadConfig({
+      flags: givenFlags(options),
+      env: process.env,
+      readFile: (path) => readFileSync(path, 'utf8'),
+    });
+    const logger = createLogger({ level: config.logLevel });
+    const server = await serve(config, {
+      logger,
+      env: process.env,
+      stdout: (text) => process.stdout.write(text),
+    });
+    let closing = false;
+    const shutdown = (signal: string) => {
+      if (closing) return;
+      closing = true;
+      logger.info({ signal }, 'shutting down');
+      server.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+  });
+  return command;
+}

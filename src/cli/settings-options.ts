@@ -1,0 +1,18 @@
+import { Option } from 'commander';
+import { SERVE_SETTINGS, type ServeSettingName } from '../config/settings.js';
+
+/** Commander options for the named settings, with help that names the environment variable and default. */
+export function settingOptions(names: readonly ServeSettingName[]): Option[] {
+  return names.map((name) => {
+    const setting = SERVE_SETTINGS[name];
+    const fallback = setting.default === undefined ? '' : `, default ${setting.default}`;
+    return new Option(`${setting.flag} <value>`, `${setting.help} [${setting.env}${fallback}]`);
+  });
+}
+
+/** Keeps only the flags the user gave (commander leaves the others undefined). */
+export function givenFlags(options: Record<string, unknown>): Partial<Record<ServeSettingName, string>> {
+  return Object.fromEntries(
+    Object.entries(options).filter(([name, value]) => name in SERVE_SETTINGS && typeof value === 'string'),
+  );
+}

@@ -1,0 +1,98 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { applyWireLimits } from '../contract/limits.js';
+import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
+import type { ConfiguredProduct } from '../gpu/products.js';
+import { parseConfigFile } from './file.js';
+import {
+  ConfigError,
+  type HostPort,
+  parseServeSettings,
+  type ServeSettingName,
+  type ServeSettings,
+} from './settings.js';
+
+export interface NetworkStorage {
+  id: string;
+  clusterId: string;
+  hostPath: string;
+}
+
+export interface RateLimit {
+  requestsPerSecond: number;
+  burst: number;
+}
+
+/** Everything `corral serve` runs with, parsed and checked once at start. */
+export interface Config extends Omit<ServeSettings, 'dataDir' | 'apiUrl' | 'config'> {
+  dataDir: string;
+  apiUrl: string;
+  configFile: string | undefined;
+  /** Limits without cudaVersionList, which comes from the GPU inventory. */
+  limits: Omit<Limits, 'cudaVersions'>;
+  products: ConfiguredProduct[];
+  networkStorages: NetworkStorage[];
+  rateLimit: RateLimit;
+  bodyLimitBytes: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface ConfigSources {
+  flags: Partial<Record<ServeSettingName, string>>;
+  env: NodeJS.ProcessEnv;
+  readFile: (path: string) => string;
+}
+
+export function loadConfig(sources: ConfigSources): Config {
+  const settings = parseServeSettings(sources.flags, sources.env);
+  const configFile = settings.config && resolve(settings.config);
+  const file = configFile ? parseConfigFile(readConfigFile(sources, configFile), configFile) : {};
+  const limits = applyWireLimits({ ...structuredClone(DEFAULT_LIMITS), cudaVersions: [] }, file.limits ?? {});
+  checkLimits(limits);
+  const { cudaVersions: _derivedFromInventory, ...rangeLimits } = limits;
+  return {
+    ...settings,
+    dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
+    apiUrl: settings.apiUrl ?? `http://${formatHostPort(settings.apiAddr)}`,
+    configFile,
+    limits: rangeLimits,
+    products: file.products ?? [],
+    networkStorages: (file.networkStorages ?? []).map((s) => ({
+      id: s.id,
+      clusterId: s.clusterID,
+      hostPath: s.hostPath,
+    })),
+    rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
+    bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+  };
+}
+
+export function formatHostPort(address: HostPort): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}
+
+function readConfigFile(sources: ConfigSources, path: string): string {
+  try {
+    return sources.readFile(path);
+  } catch (error) {
+    throw new ConfigError(
+      `cannot read --config file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
+  }
+}
+
+function checkLimits(limits: Limits): void {
+  for (const [name, range] of Object.entries(limits)) {
+    if (Array.isArray(range)) continue;
+    if (range.min > range.max) {
+      throw new ConfigError(`config file limits: ${name} has min ${range.min} above max ${range.max}`);
+    }
+    if ('free' in range && (range.free < range.min || range.free > range.max)) {
+      throw new ConfigError(
+        `config file limits: ${name} has free ${range.free} outside ${range.min}..${range.max}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { ConfigError } from './settings.js';
+
+const count = z.int().min(0);
+
+const limits = z.strictObject(
+  Object.fromEntries(Object.keys(WIRE_LIMIT_FIELDS).map((key) => [key, count.optional()])) as Record<
+    keyof typeof WIRE_LIMIT_FIELDS,
+    z.ZodOptional<typeof count>
+  >,
+);
+
+const fileSchema = z.strictObject({
+  limits: limits.optional(),
+  products: z
+    .array(
+      z.strictObject({
+        id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a lowercase id such as h100-80g'),
+        name: z.string().optional(),
+        gpuModel: z.string().optional(),
+        gpuMemoryGB: count.optional(),
+      }),
+    )
+    .optional(),
+  networkStorages: z
+    .array(
+      z.strictObject({
+        id: z.string().min(1),
+        clusterID: z.string().min(1),
+        hostPath: z.string().startsWith('/'),
+      }),
+    )
+    .optional(),
+  rateLimit: z
+    .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
+    .optional(),
+  bodyLimitBytes: z.int().min(1024).optional(),
+});
+
+export type ConfigFile = z.output<typeof fileSchema>;
+
+/** Parses the config file's text (YAML, of which JSON is a subset). */
+export function parseConfigFile(text: string, path: string): ConfigFile {
+  let data: unknown;
+  try {
+    data = parseYaml(text) ?? {};
+  } catch (error) {
+    throw new ConfigError(
+      `config file ${path}: not valid YAML or JSON: ${(error as Error).message.split('\n')[0]}`,
+    );
+  }
+  const parsed = fileSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join('.') || '(top level)';
+    throw new ConfigError(`config file ${path}: ${where}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}

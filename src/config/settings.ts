@@ -1,0 +1,157 @@
+import { z } from 'zod';
+import { type GpuSource, parseGpuSource } from '../gpu/inventory.js';
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+const hostPort = z.string().transform((value, ctx): HostPort => {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value.trim());
+  const port = Number(match?.[2]);
+  if (!match?.[1] || port > 65535) {
+    ctx.addIssue({ code: 'custom', message: `expected host:port such as 127.0.0.1:8080, got "${value}"` });
+    return z.NEVER;
+  }
+  return { host: match[1].replace(/^\[|\]$/g, ''), port };
+});
+
+const gpuSource = z.string().transform((value, ctx): GpuSource => {
+  try {
+    return parseGpuSource(value);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
+const domain = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, 'expected a DNS name such as localhost or corral.example.com');
+
+const url = z
+  .string()
+  .trim()
+  .regex(/^https?:\/\/[^\s/]+(\/.*)?$/, 'expected an http:// or https:// URL')
+  .transform((value) => value.replace(/\/+$/, ''));
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+
+/**
+ * Every `corral serve` setting: its flag, its environment variable, its default and its schema.
+ * The CLI registers its options from this table and the config is parsed from it once.
+ */
+export const SERVE_SETTINGS = {
+  apiAddr: {
+    flag: '--api-addr',
+    env: 'CORRAL_API_ADDR',
+    default: '127.0.0.1:8080',
+    help: 'address of the API (host:port)',
+    schema: hostPort,
+  },
+  gatewayAddr: {
+    flag: '--gateway-addr',
+    env: 'CORRAL_GATEWAY_ADDR',
+    default: '127.0.0.1:8000',
+    help: "address of the gateway that serves endpoints' URLs (host:port)",
+    schema: hostPort,
+  },
+  dataDir: {
+    flag: '--data-dir',
+    env: 'CORRAL_DATA_DIR',
+    default: undefined,
+    help: 'directory for the SQLite database and the secret key (default ~/.corral)',
+    schema: optionalText,
+  },
+  databaseUrl: {
+    flag: '--database-url',
+    env: 'CORRAL_DATABASE_URL',
+    default: undefined,
+    help: 'postgres://user:pass@host/db for PostgreSQL; default SQLite in the data directory',
+    schema: optionalText,
+  },
+  runtime: {
+    flag: '--runtime',
+    env: 'CORRAL_RUNTIME',
+    default: 'auto',
+    help: 'worker runtime: auto, docker, kubernetes, local or fake (auto: docker when its socket answers, else local)',
+    schema: z.enum(['auto', 'docker', 'kubernetes', 'local', 'fake'], {
+      error: 'expected auto, docker, kubernetes, local or fake',
+    }),
+  },
+  gpus: {
+    flag: '--gpus',
+    env: 'CORRAL_GPUS',
+    default: 'auto',
+    help: 'auto (nvidia-smi), or a simulated inventory such as 8 or h100-80g:8',
+    schema: gpuSource,
+  },
+  domain: {
+    flag: '--domain',
+    env: 'CORRAL_DOMAIN',
+    default: 'localhost',
+    help: 'endpoints are served at http://{appName}.{domain}:{gateway port}',
+    schema: domain,
+  },
+  publicUrl: {
+    flag: '--public-url',
+    env: 'CORRAL_PUBLIC_URL',
+    default: undefined,
+    help: "public base of endpoints' URLs, e.g. https://run.example.com gives https://{appName}.run.example.com",
+    schema: url.optional(),
+  },
+  apiUrl: {
+    flag: '--api-url',
+    env: 'CORRAL_API_URL',
+    default: undefined,
+    help: 'public base URL of the API, used in log and metrics links (default http://{api-addr})',
+    schema: url.optional(),
+  },
+  config: {
+    flag: '--config',
+    env: 'CORRAL_CONFIG',
+    default: undefined,
+    help: 'YAML or JSON file with limits, products, network storages and rate limits',
+    schema: optionalText,
+  },
+  logLevel: {
+    flag: '--log-level',
+    env: 'CORRAL_LOG_LEVEL',
+    default: 'info',
+    help: 'fatal, error, warn, info, debug or trace',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace'], {
+      error: 'expected fatal, error, warn, info, debug or trace',
+    }),
+  },
+} as const;
+
+export type ServeSettingName = keyof typeof SERVE_SETTINGS;
+export type ServeSettings = { [K in ServeSettingName]: z.output<(typeof SERVE_SETTINGS)[K]['schema']> };
+
+/** Thrown for bad configuration; its message is the one line printed before exiting. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Flags win over environment variables, which win over defaults. */
+export function parseServeSettings(
+  flags: Partial<Record<ServeSettingName, string>>,
+  env: NodeJS.ProcessEnv,
+): ServeSettings {
+  const result: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SERVE_SETTINGS)) {
+    const raw = flags[name as ServeSettingName] ?? env[setting.env] ?? setting.default;
+    const parsed = (setting.schema as z.ZodType).safeParse(raw);
+    if (!parsed.success) {
+      const reason = parsed.error.issues[0]?.message ?? 'invalid value';
+      throw new ConfigError(`invalid ${setting.flag} (${setting.env}): ${reason}`);
+    }
+    result[name] = parsed.data;
+  }
+  return result as ServeSettings;
+}

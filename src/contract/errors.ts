@@ -1,0 +1,20 @@
+import { CorralError } from '../api/errors.js';
+import type { ValidationIssue } from '../domain/validate.js';
+import { wireField } from './fields.js';
+
+/** One 400 for a list of issues: the first one's reason and field lead; all are in `metadata.issues`. */
+export function validationError(
+  issues: ValidationIssue[],
+  mapField: (field: string) => string = wireField,
+): CorralError {
+  const wireIssues = issues.map((issue) => ({ ...issue, field: mapField(issue.field) }));
+  const [first] = wireIssues;
+  if (!first) return new CorralError('INVALID_FIELD', 'invalid request');
+  const more =
+    wireIssues.length > 1 ? ` (and ${wireIssues.length - 1} more problem(s), see metadata.issues)` : '';
+  return new CorralError(first.reason, `${first.message}${more}`, {
+    field: first.field,
+    ...first.details,
+    issues: wireIssues.map(({ field, reason, message }) => ({ field, reason, message })),
+  });
+}

@@ -1,0 +1,39 @@
+import { CorralError } from '../api/errors.js';
+import type { Page } from '../store/endpoints.js';
+
+export const MAX_PAGE_SIZE = 1000;
+
+type Query = Record<string, string | string[] | undefined>;
+
+/** `pageSize` (default and maximum 1000) and zero-based `pageNum` (default 0). */
+export function readPage(query: Query): Page {
+  const size = readInteger(query, 'pageSize', MAX_PAGE_SIZE, 1);
+  const num = readInteger(query, 'pageNum', 0, 0);
+  const limit = Math.min(size, MAX_PAGE_SIZE);
+  return { limit, offset: num * limit };
+}
+
+export function readInteger(query: Query, name: string, fallback: number, min: number): number {
+  const raw = first(query[name]);
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new CorralError('INVALID_QUERY', `${name} must be an integer of at least ${min}, got "${raw}"`, {
+      field: name,
+    });
+  }
+  return value;
+}
+
+/** The first present, non-empty value among the given query keys. */
+export function readQueryId(query: Query, names: readonly string[]): string {
+  for (const name of names) {
+    const value = first(query[name])?.trim();
+    if (value) return value;
+  }
+  throw new CorralError('INVALID_QUERY', `the query needs ${names.join(' or ')}`, { field: names[0] });
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,110 @@
+/**
+ * Wire shapes exactly as clients of the original service see them. Shared by the API (which
+ * produces them) and the typed client (which consumes them); nothing else should import this.
+ */
+export interface WireState {
+  state: string;
+  error: string;
+  message: string;
+}
+
+export interface WireWorker {
+  id: string;
+  state: WireState;
+  log: string;
+  metrics: string;
+  healthy: boolean;
+}
+
+export interface WireEndpoint<PortType extends string | number = string | number> {
+  id: string;
+  name: string;
+  appName: string;
+  state: WireState;
+  url: string;
+  workerConfig: {
+    minNum: number;
+    maxNum: number;
+    freeTimeout: string;
+    maxConcurrent: string;
+    gpuNum: number;
+    cudaVersion: string;
+    requestTimeout: number;
+  };
+  policy: { type: string; value: string };
+  image: { image: string; authId: string; command: string };
+  rootfsSize: number;
+  volumeMounts: { type: string; id: string; size: number; mountPath: string }[];
+  envs: { key: string; value: string }[];
+  ports: { port: PortType }[];
+  workers: WireWorker[];
+  products: { id: string }[];
+  healthy: {
+    path: string;
+    initialDelay: number;
+    period: number;
+    timeout: number;
+    successThreshold: number;
+    failureThreshold: number;
+  };
+  clusterID?: string;
+  log: string;
+}
+
+export interface WireLimits {
+  minRootfsSize: number;
+  maxRootfsSize: number;
+  freeRootfsSize: number;
+  minLocalVolumeSize: number;
+  maxLocalVolumeSize: number;
+  freeLocalVolumeSize: number;
+  minWorkerNum: number;
+  maxWorkerNum: number;
+  minFreeTimeout: number;
+  maxFreeTimeout: number;
+  minConcurrencyNum: number;
+  maxConcurrencyNum: number;
+  minQueueWaitTime: number;
+  maxQueueWaitTime: number;
+  minRequestNum: number;
+  maxRequestNum: number;
+  minGPUNum: number;
+  maxGPUNum: number;
+  minRequestTimeout: number;
+  maxRequestTimeout: number;
+  cudaVersionList: string[];
+}
+
+export interface WireProduct {
+  id: string;
+  name: string;
+  gpuModel: string;
+  gpuMemoryGB: number;
+  gpusTotal: number;
+  gpusFree: number;
+}
+
+export interface WireCredential {
+  id: string;
+  name: string;
+  username: string;
+  createdAt: string;
+}
+
+export interface WireEvent {
+  id: number;
+  at: string;
+  type: string;
+  message: string;
+  data: Record<string, unknown>;
+}
+
+export interface WireError {
+  code: number;
+  reason: string;
+  message: string;
+  metadata: Record<string, unknown>;
+}
+
+/** A create body's `endpoint` or an update body, as a client may send it (loosely typed). */
+export type WireEndpointInput = Record<string, unknown>;

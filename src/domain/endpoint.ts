@@ -1,0 +1,95 @@
+/** The clean internal model of an Endpoint; the wire shapes live in src/contract only. */
+
+export type ScalingPolicyType = 'queue' | 'concurrency';
+
+export type VolumeType = 'local' | 'network';
+
+export interface WorkerSettings {
+  minWorkers: number;
+  maxWorkers: number;
+  idleTimeoutSeconds: number;
+  maxConcurrent: number;
+  gpusPerWorker: number;
+  /** A version from the limits' cudaVersionList, or `any`. */
+  cudaVersion: string;
+  requestTimeoutSeconds: number;
+}
+
+export interface ScalingPolicy {
+  type: ScalingPolicyType;
+  value: number;
+}
+
+export interface ImageSpec {
+  ref: string;
+  /** Id of saved registry credentials; empty when the image is public. */
+  authId: string;
+  command: string;
+}
+
+export type VolumeMount =
+  | { type: 'local'; sizeGB: number; mountPath: string }
+  | { type: 'network'; storageId: string; mountPath: string };
+
+export interface EnvVar {
+  key: string;
+  value: string;
+}
+
+export interface HealthCheck {
+  path: string;
+  initialDelaySeconds: number;
+  periodSeconds: number;
+  timeoutSeconds: number;
+  successThreshold: number;
+  failureThreshold: number;
+}
+
+export interface EndpointSpec {
+  name: string;
+  appName: string;
+  workers: WorkerSettings;
+  port: number;
+  scaling: ScalingPolicy;
+  image: ImageSpec;
+  productIds: string[];
+  rootfsSizeGB: number;
+  volumes: VolumeMount[];
+  clusterId: string;
+  env: EnvVar[];
+  health: HealthCheck;
+}
+
+export type EndpointState = 'deploying' | 'serving' | 'updating' | 'stopped' | 'failed' | 'deleting';
+
+export interface StateReport<S extends string> {
+  state: S;
+  /** A stable UPPER_SNAKE code when something is wrong, else empty. */
+  error: string;
+  message: string;
+}
+
+/** What the owner asked for: the controller converges the runtime towards it. */
+export type DesiredRun = 'running' | 'stopped';
+
+export interface Endpoint {
+  id: string;
+  ownerId: string;
+  spec: EndpointSpec;
+  /** Changes whenever a field that needs new workers changes (see revision.ts). */
+  revision: number;
+  desired: DesiredRun;
+  status: StateReport<EndpointState>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const DEFAULT_HEALTH: Omit<HealthCheck, 'path'> = {
+  initialDelaySeconds: 0,
+  periodSeconds: 2,
+  timeoutSeconds: 2,
+  successThreshold: 1,
+  failureThreshold: 3,
+};
+
+export const DEFAULT_HEALTH_PATH = '/health';

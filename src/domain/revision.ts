@@ -1,0 +1,32 @@
+import type { EndpointSpec } from './endpoint.js';
+
+/**
+ * Which spec changes need new workers (a new revision and a rolling replacement).
+ * Scaling numbers, names and the policy apply in place.
+ */
+export function workerShapeChanges(before: EndpointSpec, after: EndpointSpec): string[] {
+  const shape = (spec: EndpointSpec) => ({
+    image: spec.image,
+    port: spec.port,
+    env: spec.env,
+    volumes: spec.volumes,
+    clusterId: spec.clusterId,
+    productIds: spec.productIds,
+    gpusPerWorker: spec.workers.gpusPerWorker,
+    cudaVersion: spec.workers.cudaVersion,
+    healthPath: spec.health.path,
+    rootfsSizeGB: spec.rootfsSizeGB,
+  });
+  const a = shape(before);
+  const b = shape(after);
+  return (Object.keys(a) as (keyof typeof a)[]).filter(
+    (key) => JSON.stringify(a[key]) !== JSON.stringify(b[key]),
+  );
+}
+
+/** Top-level fields that differ, for the event log. */
+export function changedFields(before: EndpointSpec, after: EndpointSpec): string[] {
+  return (Object.keys(before) as (keyof EndpointSpec)[]).filter(
+    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
+  );
+}

@@ -1,0 +1,259 @@
+import type { EndpointSpec } from './endpoint.js';
+import { inRange, type Limits, type Range } from './limits.js';
+
+/** Why a field was rejected; each is a stable reason in the API's error catalogue. */
+export type ValidationReason =
+  | 'INVALID_FIELD'
+  | 'OUT_OF_RANGE'
+  | 'MIN_ABOVE_MAX'
+  | 'RESERVED_PORT'
+  | 'UNKNOWN_PRODUCT'
+  | 'UNKNOWN_CREDENTIALS'
+  | 'UNKNOWN_STORAGE'
+  | 'CLUSTER_MISMATCH';
+
+export interface ValidationIssue {
+  /** Path in the domain model, e.g. `workers.minWorkers`; the contract maps it to the wire name. */
+  field: string;
+  reason: ValidationReason;
+  message: string;
+  /** Facts that help fix it, such as the allowed range. */
+  details?: Record<string, unknown>;
+}
+
+/** What exists on this server and for this owner, looked up before validation. */
+export interface ValidationCatalog {
+  productIds: ReadonlySet<string>;
+  /** Network storage id -> its cluster id. */
+  networkStorages: ReadonlyMap<string, string>;
+  credentialIds: ReadonlySet<string>;
+}
+
+export const MAX_NAME_LENGTH = 220;
+export const MAX_CLUSTER_ID_LENGTH = 255;
+export const MAX_APP_NAME_LENGTH = 63;
+export const RESERVED_PORTS: readonly number[] = [2222, 2223, 2224];
+const RESERVED_ENV_KEYS = new Set(['CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID']);
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+
+export function isValidAppName(appName: string): boolean {
+  return appName.length <= MAX_APP_NAME_LENGTH && APP_NAME.test(appName);
+}
+
+/** Checks a complete spec against the server's limits and catalogue; returns every problem found. */
+export function validateSpec(
+  spec: EndpointSpec,
+  limits: Limits,
+  catalog: ValidationCatalog,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const add = (issue: ValidationIssue) => issues.push(issue);
+  const range = (field: string, value: number, allowed: Range, what: string) => {
+    if (!inRange(value, allowed)) {
+      add({
+        field,
+        reason: 'OUT_OF_RANGE',
+        message: `${what} must be an integer from ${allowed.min} to ${allowed.max}, got ${value}`,
+        details: { min: allowed.min, max: allowed.max, value },
+      });
+    }
+  };
+
+  if (spec.name.length > MAX_NAME_LENGTH) {
+    add({
+      field: 'name',
+      reason: 'INVALID_FIELD',
+      message: `name is longer than ${MAX_NAME_LENGTH} characters`,
+    });
+  }
+  if (!isValidAppName(spec.appName)) {
+    add({
+      field: 'appName',
+      reason: 'INVALID_FIELD',
+      message: `appName must be a lowercase DNS label (a-z, 0-9, '-', at most ${MAX_APP_NAME_LENGTH} characters, no leading or trailing '-')`,
+    });
+  }
+  if (spec.clusterId.length > MAX_CLUSTER_ID_LENGTH) {
+    add({
+      field: 'clusterId',
+      reason: 'INVALID_FIELD',
+      message: `clusterID is longer than ${MAX_CLUSTER_ID_LENGTH} characters`,
+    });
+  }
+
+  validateWorkers(spec, limits, range, add);
+  validateScaling(spec, limits, range);
+  validatePort(spec.port, add);
+  validateImage(spec, catalog, add);
+  range('rootfsSizeGB', spec.rootfsSizeGB, limits.rootfsSizeGB, 'rootfsSize');
+  validateProducts(spec, catalog, add);
+  validateVolumes(spec, limits, catalog, range, add);
+  validateEnv(spec, add);
+  validateHealth(spec, add);
+  return issues;
+}
+
+type Add = (issue: ValidationIssue) => void;
+type RangeCheck = (field: string, value: number, allowed: Range, what: string) => void;
+
+function validateWorkers(spec: EndpointSpec, limits: Limits, range: RangeCheck, add: Add): void {
+  const w = spec.workers;
+  range('workers.minWorkers', w.minWorkers, limits.workers, 'minNum');
+  range('workers.maxWorkers', w.maxWorkers, limits.workers, 'maxNum');
+  if (w.minWorkers > w.maxWorkers) {
+    add({
+      field: 'workers.minWorkers',
+      reason: 'MIN_ABOVE_MAX',
+      message: `minNum (${w.minWorkers}) is greater than maxNum (${w.maxWorkers})`,
+    });
+  }
+  range('workers.idleTimeoutSeconds', w.idleTimeoutSeconds, limits.idleTimeoutSeconds, 'freeTimeout');
+  range('workers.maxConcurrent', w.maxConcurrent, limits.concurrency, 'maxConcurrent');
+  range('workers.gpusPerWorker', w.gpusPerWorker, limits.gpus, 'gpuNum');
+  range(
+    'workers.requestTimeoutSeconds',
+    w.requestTimeoutSeconds,
+    limits.requestTimeoutSeconds,
+    'requestTimeout',
+  );
+  if (w.cudaVersion !== 'any' && !limits.cudaVersions.includes(w.cudaVersion)) {
+    add({
+      field: 'workers.cudaVersion',
+      reason: 'INVALID_FIELD',
+      message: `cudaVersion must be "any" or one of: ${limits.cudaVersions.join(', ') || '(none on this server)'}`,
+      details: { allowed: limits.cudaVersions },
+    });
+  }
+}
+
+function validateScaling(spec: EndpointSpec, limits: Limits, range: RangeCheck): void {
+  const { type, value } = spec.scaling;
+  if (type === 'queue')
+    range('scaling.value', value, limits.queueWaitSeconds, 'policy value (queue wait seconds)');
+  else range('scaling.value', value, limits.requestCount, 'policy value (queued request count)');
+}
+
+function validatePort(port: number, add: Add): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    add({ field: 'port', reason: 'OUT_OF_RANGE', message: 'port must be an integer from 1 to 65535' });
+  } else if (RESERVED_PORTS.includes(port)) {
+    add({
+      field: 'port',
+      reason: 'RESERVED_PORT',
+      message: `port ${port} is reserved (${RESERVED_PORTS.join(', ')} are internal)`,
+    });
+  }
+}
+
+function validateImage(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  if (spec.image.ref.trim() === '' || /\s/.test(spec.image.ref)) {
+    add({
+      field: 'image.ref',
+      reason: 'INVALID_FIELD',
+      message: 'image must be a non-empty image reference',
+    });
+  }
+  if (spec.image.authId !== '' && !catalog.credentialIds.has(spec.image.authId)) {
+    add({
+      field: 'image.authId',
+      reason: 'UNKNOWN_CREDENTIALS',
+      message: `no registry credentials with id "${spec.image.authId}"`,
+    });
+  }
+}
+
+function validateProducts(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  spec.productIds.forEach((id, index) => {
+    if (!catalog.productIds.has(id)) {
+      add({
+        field: `productIds.${index}`,
+        reason: 'UNKNOWN_PRODUCT',
+        message: `unknown product "${id}"; GET products lists this server's products`,
+        details: { allowed: [...catalog.productIds] },
+      });
+    }
+  });
+}
+
+function validateVolumes(
+  spec: EndpointSpec,
+  limits: Limits,
+  catalog: ValidationCatalog,
+  range: RangeCheck,
+  add: Add,
+): void {
+  const mountPaths = new Set<string>();
+  spec.volumes.forEach((volume, index) => {
+    const field = `volumes.${index}`;
+    if (!volume.mountPath.startsWith('/') || volume.mountPath.includes('..')) {
+      add({
+        field: `${field}.mountPath`,
+        reason: 'INVALID_FIELD',
+        message: 'mountPath must be an absolute path',
+      });
+    } else if (mountPaths.has(volume.mountPath)) {
+      add({ field: `${field}.mountPath`, reason: 'INVALID_FIELD', message: 'mountPath is used twice' });
+    }
+    mountPaths.add(volume.mountPath);
+    if (volume.type === 'local') {
+      range(`${field}.sizeGB`, volume.sizeGB, limits.localVolumeSizeGB, 'local volume size');
+      return;
+    }
+    const cluster = catalog.networkStorages.get(volume.storageId);
+    if (cluster === undefined) {
+      add({
+        field: `${field}.storageId`,
+        reason: 'UNKNOWN_STORAGE',
+        message: `unknown network storage "${volume.storageId}"`,
+      });
+    } else if (cluster !== spec.clusterId) {
+      add({
+        field: 'clusterId',
+        reason: 'CLUSTER_MISMATCH',
+        message: `network storage "${volume.storageId}" is in cluster "${cluster}"; clusterID must equal it`,
+        details: { expected: cluster },
+      });
+    }
+  });
+}
+
+function validateEnv(spec: EndpointSpec, add: Add): void {
+  const seen = new Set<string>();
+  spec.env.forEach(({ key }, index) => {
+    const field = `env.${index}.key`;
+    if (!ENV_KEY.test(key)) {
+      add({ field, reason: 'INVALID_FIELD', message: `"${key}" is not a valid environment variable name` });
+    } else if (RESERVED_ENV_KEYS.has(key)) {
+      add({ field, reason: 'INVALID_FIELD', message: `${key} is set by Corral and cannot be overridden` });
+    } else if (seen.has(key)) {
+      add({ field, reason: 'INVALID_FIELD', message: `environment variable ${key} is set twice` });
+    }
+    seen.add(key);
+  });
+}
+
+function validateHealth(spec: EndpointSpec, add: Add): void {
+  const h = spec.health;
+  if (!h.path.startsWith('/')) {
+    add({ field: 'health.path', reason: 'INVALID_FIELD', message: 'health path must start with "/"' });
+  }
+  const timings: [keyof typeof h, number, number][] = [
+    ['initialDelaySeconds', 0, 3600],
+    ['periodSeconds', 1, 300],
+    ['timeoutSeconds', 1, 300],
+    ['successThreshold', 1, 100],
+    ['failureThreshold', 1, 100],
+  ];
+  for (const [key, min, max] of timings) {
+    const value = h[key] as number;
+    if (!inRange(value, { min, max })) {
+      add({
+        field: `health.${key}`,
+        reason: 'OUT_OF_RANGE',
+        message: `healthy.${key.replace('Seconds', '')} must be an integer from ${min} to ${max}`,
+        details: { min, max, value },
+      });
+    }
+  }
+}

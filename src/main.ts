@@ -1,0 +1,146 @@
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { type ApiCatalog, buildApp } from './api/app.js';
+import { Authenticator } from './api/auth.js';
+import { EndpointLinks } from './api/links.js';
+import { ApiMetrics } from './api/metrics.js';
+import { RateLimiter } from './api/rate-limit.js';
+import { type Config, formatHostPort } from './config/config.js';
+import { validationError } from './contract/errors.js';
+import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
+import { detectGpus } from './gpu/detect.js';
+import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
+import { productCatalog } from './gpu/products.js';
+import { ApiKeyService } from './service/api-key-service.js';
+import { type Clock, systemClock } from './service/clock.js';
+import { CredentialService } from './service/credential-service.js';
+import { EndpointService } from './service/endpoint-service.js';
+import { randomIds } from './service/ids.js';
+import { openStore } from './store/open.js';
+import type { Store } from './store/store.js';
+
+/** Composition root: the only place where the parts are built and connected. */
+
+export interface ApiParts {
+  config: Config;
+  store: Store;
+  gpus: Gpu[];
+  logger: Logger;
+  clock?: Clock;
+  secretKey: Buffer;
+}
+
+/** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
+export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
+  const { config, store, gpus, logger } = parts;
+  const clock = parts.clock ?? systemClock;
+  const limits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
+  const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
+  const products = () => productCatalog(gpus, config.products, new Set());
+  const catalog: ApiCatalog = {
+    limits: () => limits,
+    products,
+    productIds: () => new Set(products().map((p) => p.id)),
+    networkStorages,
+  };
+  return buildApp({
+    logger,
+    authenticator: new Authenticator({ store, clock }),
+    rateLimiter: new RateLimiter({ ...config.rateLimit, clock }),
+    endpoints: new EndpointService({
+      store,
+      catalog,
+      clock,
+      ids: randomIds,
+      toValidationError: validationError,
+    }),
+    credentials: new CredentialService({
+      store,
+      clock,
+      ids: randomIds,
+      secrets: new SecretBox({ key: parts.secretKey }),
+    }),
+    events: store.events,
+    catalog,
+    links: new EndpointLinks({
+      domain: config.domain,
+      gatewayPort: config.gatewayAddr.port,
+      publicUrl: config.publicUrl,
+      apiUrl: config.apiUrl,
+    }),
+    metrics: new ApiMetrics(),
+    bodyLimitBytes: config.bodyLimitBytes,
+  });
+}
+
+export async function inventoryFor(config: Config, logger: Logger): Promise<Gpu[]> {
+  if (config.gpus.kind === 'simulated') return simulatedInventory(config.gpus.groups);
+  const detected = await detectGpus();
+  if (detected.problem) {
+    logger.warn(
+      { problem: detected.problem },
+      'no GPUs found; endpoints cannot be placed (simulate some with --gpus h100-80g:8)',
+    );
+  }
+  return detected.gpus;
+}
+
+export interface RunningServer {
+  apiUrl: string;
+  close(): Promise<void>;
+}
+
+/** `corral serve`: opens the store, makes sure a key exists, and serves the API until closed. */
+export async function serve(
+  config: Config,
+  io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
+): Promise<RunningServer> {
+  const { logger } = io;
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    logger.info({ database: store.describe() }, 'store ready');
+    await ensureKeys(store, io);
+    const gpus = await inventoryFor(config, logger);
+    const secretKey = loadSecretKey({
+      envValue: io.env.CORRAL_SECRET_KEY,
+      path: join(config.dataDir, 'secret.key'),
+    });
+    const app = await buildApi({ config, store, gpus, logger, secretKey });
+    await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
+    const apiUrl = `http://${formatHostPort(config.apiAddr)}`;
+    logger.info(
+      { apiUrl, gpus: gpus.length, simulatedGpus: config.gpus.kind === 'simulated', domain: config.domain },
+      'corral API listening',
+    );
+    return {
+      apiUrl,
+      async close() {
+        await app.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+async function ensureKeys(
+  store: Store,
+  io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
+): Promise<void> {
+  const keys = new ApiKeyService({ store, clock: systemClock });
+  const operatorKey = io.env.CORRAL_API_KEY;
+  if (operatorKey) {
+    const outcome = await keys.ensureOperatorKey(operatorKey);
+    if (outcome === 'revoked') io.logger.warn('CORRAL_API_KEY has been revoked and is not accepted');
+    else io.logger.info({ outcome }, 'CORRAL_API_KEY accepted as an admin key');
+  }
+  const first = await keys.ensureFirstKey();
+  if (first) {
+    io.stdout(
+      `\nCreated the first API key (owner "default", admin). It is shown only this once; keep it safe:\n\n  ${first.key}\n\nUse it as: Authorization: Bearer <key>   (manage keys with: corral keys create|list|revoke)\n\n`,
+    );
+  }
+}

@@ -1,0 +1,76 @@
+import { apiKeyId, apiKeyMatches, generateApiKey, hashApiKey } from '../crypto/api-keys.js';
+import type { ApiKeyRecord } from '../store/api-keys.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from './clock.js';
+
+export const DEFAULT_OWNER = 'default';
+export const MIN_OPERATOR_KEY_LENGTH = 16;
+
+/** Creates, lists and revokes API keys directly on the store (the `corral keys` commands and start-up). */
+export class ApiKeyService {
+  readonly #o: { store: Store; clock: Clock };
+
+  constructor(options: { store: Store; clock: Clock }) {
+    this.#o = options;
+  }
+
+  /** Returns the new key: the only time it exists outside the caller's hands is this return value. */
+  async create(options: {
+    ownerId: string;
+    name: string;
+    admin: boolean;
+  }): Promise<{ id: string; key: string }> {
+    const { id, key, secretHash } = generateApiKey();
+    await this.#o.store.apiKeys.insert({ id, secretHash, createdAt: this.#o.clock(), ...options });
+    await this.#audit(options.ownerId, 'key.create', id);
+    return { id, key };
+  }
+
+  list(ownerId?: string): Promise<ApiKeyRecord[]> {
+    return this.#o.store.apiKeys.list(ownerId);
+  }
+
+  async revoke(id: string): Promise<boolean> {
+    const record = await this.#o.store.apiKeys.findById(id);
+    if (!record || !(await this.#o.store.apiKeys.revoke(id, this.#o.clock()))) return false;
+    await this.#audit(record.ownerId, 'key.revoke', id);
+    return true;
+  }
+
+  /**
+   * Makes the operator's CORRAL_API_KEY a valid admin key of the default owner. A key that was revoked
+   * stays revoked: revocation wins over the environment.
+   */
+  async ensureOperatorKey(key: string): Promise<'created' | 'present' | 'revoked'> {
+    if (key.length < MIN_OPERATOR_KEY_LENGTH) {
+      throw new Error(`CORRAL_API_KEY must be at least ${MIN_OPERATOR_KEY_LENGTH} characters`);
+    }
+    const id = apiKeyId(key);
+    const existing = await this.#o.store.apiKeys.findById(id);
+    if (existing) {
+      if (!apiKeyMatches(key, existing.secretHash))
+        throw new Error('CORRAL_API_KEY collides with another key id');
+      return existing.revokedAt === null ? 'present' : 'revoked';
+    }
+    await this.#o.store.apiKeys.insert({
+      id,
+      ownerId: DEFAULT_OWNER,
+      name: 'CORRAL_API_KEY',
+      secretHash: hashApiKey(key),
+      admin: true,
+      createdAt: this.#o.clock(),
+    });
+    await this.#audit(DEFAULT_OWNER, 'key.create', id);
+    return 'created';
+  }
+
+  /** On a server with no active key, creates an admin key for the default owner and returns it. */
+  async ensureFirstKey(): Promise<{ id: string; key: string } | undefined> {
+    if ((await this.#o.store.apiKeys.countActive()) > 0) return undefined;
+    return this.create({ ownerId: DEFAULT_OWNER, name: 'first key', admin: true });
+  }
+
+  #audit(ownerId: string, action: string, targetId: string): Promise<void> {
+    return this.#o.store.audit.record({ at: this.#o.clock(), ownerId, actor: 'cli', action, targetId });
+  }
+}

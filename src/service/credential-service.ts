@@ -1,0 +1,74 @@
+import { CorralError } from '../api/errors.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { CredentialRecord } from '../store/credentials.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from './clock.js';
+import type { IdGenerator } from './ids.js';
+import type { Principal } from './principal.js';
+
+export interface CredentialInput {
+  name: string;
+  username: string;
+  password: string;
+}
+
+/** Registry credentials for private images: the password is sealed at rest and never returned. */
+export class CredentialService {
+  readonly #o: { store: Store; secrets: SecretBox; clock: Clock; ids: IdGenerator };
+
+  constructor(options: { store: Store; secrets: SecretBox; clock: Clock; ids: IdGenerator }) {
+    this.#o = options;
+  }
+
+  async save(principal: Principal, input: CredentialInput): Promise<string> {
+    const { store, secrets, clock, ids } = this.#o;
+    const id = ids.credentials();
+    const at = clock();
+    await store.credentials.insert(
+      {
+        id,
+        ownerId: principal.ownerId,
+        name: input.name,
+        username: input.username,
+        encryptedSecret: secrets.seal(input.password),
+        createdAt: at,
+      },
+      { at, ownerId: principal.ownerId, actor: principal.keyId, action: 'credentials.save', targetId: id },
+    );
+    return id;
+  }
+
+  list(principal: Principal): Promise<Omit<CredentialRecord, 'encryptedSecret'>[]> {
+    return this.#o.store.credentials.list(principal.ownerId);
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    const { store, clock } = this.#o;
+    const users = await store.endpoints.idsUsingCredentials(principal.ownerId, id);
+    if (users.length > 0) {
+      throw new CorralError(
+        'CREDENTIALS_IN_USE',
+        `credentials "${id}" are used by ${users.length} endpoint(s)`,
+        {
+          endpoints: users,
+        },
+      );
+    }
+    const audit = {
+      at: clock(),
+      ownerId: principal.ownerId,
+      actor: principal.keyId,
+      action: 'credentials.delete',
+      targetId: id,
+    };
+    if (!(await store.credentials.delete(principal.ownerId, id, audit))) {
+      throw new CorralError('CREDENTIALS_NOT_FOUND', `no registry credentials with id "${id}"`, { id });
+    }
+  }
+
+  /** The username and password for an image pull; only the runtime calls this. */
+  async reveal(ownerId: string, id: string): Promise<{ username: string; password: string } | undefined> {
+    const record = await this.#o.store.credentials.get(ownerId, id);
+    return record && { username: record.username, password: this.#o.secrets.open(record.encryptedSecret) };
+  }
+}

@@ -1,0 +1,198 @@
+import { CorralError, type ErrorReason } from '../api/errors.js';
+import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { Limits } from '../domain/limits.js';
+import { changedFields, workerShapeChanges } from '../domain/revision.js';
+import { applyPatch, defaultSpec, type SpecPatch } from '../domain/spec-patch.js';
+import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
+import type { AuditEntry } from '../store/audit.js';
+import type { EndpointChange, Page } from '../store/endpoints.js';
+import { StoreError } from '../store/errors.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from './clock.js';
+import type { IdGenerator } from './ids.js';
+import type { Principal } from './principal.js';
+
+/** What exists on this server, read at validation time (products follow the GPU inventory). */
+export interface ServerCatalog {
+  limits(): Limits;
+  productIds(): ReadonlySet<string>;
+  networkStorages: ReadonlyMap<string, string>;
+}
+
+export interface EndpointServiceOptions {
+  store: Store;
+  catalog: ServerCatalog;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Turns validation issues (domain field names) into the error a client sees. */
+  toValidationError: (issues: ValidationIssue[]) => CorralError;
+}
+
+const WAITING: StateReport<EndpointState> = { state: 'deploying', error: '', message: 'waiting for workers' };
+
+/** The endpoint operations: validation, revisions, state on stop/start/delete, events and audit. */
+export class EndpointService {
+  readonly #o: EndpointServiceOptions;
+
+  constructor(options: EndpointServiceOptions) {
+    this.#o = options;
+  }
+
+  async create(principal: Principal, patch: SpecPatch): Promise<Endpoint> {
+    const { store, catalog, clock, ids } = this.#o;
+    const id = ids.endpoint();
+    const spec = applyPatch(defaultSpec(id, catalog.limits()), patch);
+    this.#validate(spec, await this.#catalogFor(principal, spec.image.authId));
+    const now = clock();
+    const endpoint: Endpoint = {
+      id,
+      ownerId: principal.ownerId,
+      spec,
+      revision: 1,
+      desired: 'running',
+      status: WAITING,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.#translate(() =>
+      store.endpoints.create(
+        endpoint,
+        [{ at: now, type: 'created', message: 'endpoint created', data: { revision: 1 } }],
+        this.#audit(principal, 'endpoint.create', id, now),
+      ),
+    );
+    return endpoint;
+  }
+
+  async get(principal: Principal, id: string): Promise<Endpoint> {
+    return this.#found(await this.#o.store.endpoints.get(principal.ownerId, id), id);
+  }
+
+  list(principal: Principal, page: Page): Promise<{ endpoints: Endpoint[]; total: number }> {
+    return this.#o.store.endpoints.list(principal.ownerId, page);
+  }
+
+  async update(principal: Principal, id: string, patch: SpecPatch): Promise<Endpoint> {
+    const current = await this.get(principal, id);
+    const catalog = await this.#catalogFor(principal, patch.image?.authId ?? current.spec.image.authId);
+    return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
+      // Validated here, on the spec actually written, so that a concurrent update cannot slip past it.
+      const next = applyPatch(endpoint.spec, patch);
+      this.#validate(next, catalog);
+      const fields = changedFields(endpoint.spec, next);
+      const reshaped = workerShapeChanges(endpoint.spec, next).length > 0;
+      const revision = reshaped ? endpoint.revision + 1 : endpoint.revision;
+      const status: StateReport<EndpointState> =
+        reshaped && endpoint.status.state === 'serving'
+          ? { state: 'updating', error: '', message: `rolling out revision ${revision}` }
+          : endpoint.status;
+      return {
+        next: { ...endpoint, spec: next, revision, status, updatedAt: now },
+        events:
+          fields.length === 0
+            ? []
+            : [
+                {
+                  at: now,
+                  type: 'updated',
+                  message: `updated ${fields.join(', ')}`,
+                  data: { fields, revision },
+                },
+              ],
+      };
+    });
+  }
+
+  async stop(principal: Principal, id: string): Promise<Endpoint> {
+    return this.#mutate(principal, id, 'endpoint.stop', (endpoint, now) => ({
+      next: {
+        ...endpoint,
+        desired: 'stopped',
+        status: { state: 'stopped', error: '', message: 'stopped by its owner' },
+        updatedAt: now,
+      },
+      events:
+        endpoint.desired === 'stopped' ? [] : [{ at: now, type: 'stopped', message: 'endpoint stopped' }],
+    }));
+  }
+
+  async start(principal: Principal, id: string): Promise<Endpoint> {
+    return this.#mutate(principal, id, 'endpoint.start', (endpoint, now) =>
+      endpoint.desired === 'running'
+        ? { next: endpoint, events: [] }
+        : {
+            next: { ...endpoint, desired: 'running', status: WAITING, updatedAt: now },
+            events: [{ at: now, type: 'started', message: 'endpoint started' }],
+          },
+    );
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    await this.#mutate(principal, id, 'endpoint.delete', (endpoint, now) => ({
+      next: {
+        ...endpoint,
+        desired: 'stopped',
+        status: { state: 'deleting', error: '', message: 'draining and removing workers' },
+        updatedAt: now,
+      },
+      events: [{ at: now, type: 'deleted', message: 'endpoint deleted' }],
+      deleted: true,
+    }));
+  }
+
+  async #mutate(
+    principal: Principal,
+    id: string,
+    action: string,
+    change: (endpoint: Endpoint, now: number) => EndpointChange,
+  ): Promise<Endpoint> {
+    const { store, clock } = this.#o;
+    const now = clock();
+    const result = await this.#translate(() =>
+      store.endpoints.mutate(
+        principal.ownerId,
+        id,
+        (endpoint) => change(endpoint, now),
+        (applied) =>
+          this.#audit(principal, action, id, now, applied.events[0] ? { event: applied.events[0].type } : {}),
+      ),
+    );
+    return this.#found(result, id);
+  }
+
+  async #catalogFor(principal: Principal, authId: string): Promise<ValidationCatalog> {
+    const { catalog, store } = this.#o;
+    const credentials = authId === '' ? undefined : await store.credentials.get(principal.ownerId, authId);
+    return {
+      productIds: catalog.productIds(),
+      networkStorages: catalog.networkStorages,
+      credentialIds: new Set(credentials ? [credentials.id] : []),
+    };
+  }
+
+  #validate(spec: Endpoint['spec'], catalog: ValidationCatalog): void {
+    const issues = validateSpec(spec, this.#o.catalog.limits(), catalog);
+    if (issues.length > 0) throw this.#o.toValidationError(issues);
+  }
+
+  #audit(principal: Principal, action: string, targetId: string, at: number, detail = {}): AuditEntry {
+    return { at, ownerId: principal.ownerId, actor: principal.keyId, action, targetId, detail };
+  }
+
+  #found(endpoint: Endpoint | undefined, id: string): Endpoint {
+    if (!endpoint) throw new CorralError('ENDPOINT_NOT_FOUND', `no endpoint with id "${id}"`, { id });
+    return endpoint;
+  }
+
+  async #translate<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof StoreError) {
+        const reason: ErrorReason = error.code;
+        throw new CorralError(reason, error.message, reason === 'APP_NAME_TAKEN' ? { field: 'appName' } : {});
+      }
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,13 @@
+import type { Kysely } from 'kysely';
+import type { Database, DialectName } from './schema.js';
+
+/** What each dialect folder provides: the Kysely instance plus the few facts that differ between engines. */
+export interface DatabaseConnection {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** True when the error is a unique-constraint violation, whatever the engine. */
+  isUniqueViolation(error: unknown): boolean;
+  /** Where the data lives, without credentials, for logs. */
+  describe(): string;
+  close(): Promise<void>;
+}

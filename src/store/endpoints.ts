@@ -1,0 +1,182 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { DesiredRun, Endpoint, EndpointSpec, EndpointState } from '../domain/endpoint.js';
+import { type AuditEntry, insertAudit } from './audit.js';
+import type { DatabaseConnection } from './connection.js';
+import { StoreError } from './errors.js';
+import { insertEvents, type NewEvent } from './events.js';
+import type { Database, EndpointsTable } from './schema.js';
+
+/** The result of a change to an endpoint: its next form and what to record about it. */
+export interface EndpointChange {
+  next: Endpoint;
+  events: NewEvent[];
+  deleted?: boolean;
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+const MAX_ATTEMPTS = 5;
+
+export class EndpointRepository {
+  readonly #connection: DatabaseConnection;
+
+  constructor(options: { connection: DatabaseConnection }) {
+    this.#connection = options.connection;
+  }
+
+  /** Inserts a new endpoint with its first events; throws StoreError APP_NAME_TAKEN when the appName is used. */
+  async create(endpoint: Endpoint, events: NewEvent[], audit: AuditEntry): Promise<void> {
+    try {
+      await this.#connection.db.transaction().execute(async (trx) => {
+        await trx.insertInto('endpoints').values(toRow(endpoint, 1)).execute();
+        await insertEvents(trx, endpoint.id, events);
+        await insertAudit(trx, audit);
+      });
+    } catch (error) {
+      throw this.#translate(error, endpoint.spec.appName);
+    }
+  }
+
+  async get(ownerId: string, id: string): Promise<Endpoint | undefined> {
+    const row = await this.#live(this.#connection.db)
+      .selectAll()
+      .where('owner_id', '=', ownerId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && fromRow(row);
+  }
+
+  async findByAppName(appName: string): Promise<Endpoint | undefined> {
+    const row = await this.#live(this.#connection.db)
+      .selectAll()
+      .where('app_name', '=', appName)
+      .executeTakeFirst();
+    return row && fromRow(row);
+  }
+
+  /** Newest first; `total` counts all of the owner's live endpoints. */
+  async list(ownerId: string, page: Page): Promise<{ endpoints: Endpoint[]; total: number }> {
+    const db = this.#connection.db;
+    const [rows, count] = await Promise.all([
+      this.#live(db)
+        .selectAll()
+        .where('owner_id', '=', ownerId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+      this.#live(db)
+        .select((eb) => eb.fn.countAll<number | string>().as('total'))
+        .where('owner_id', '=', ownerId)
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { endpoints: rows.map(fromRow), total: Number(count.total) };
+  }
+
+  /** Ids of the owner's live endpoints whose image pulls with these credentials. */
+  async idsUsingCredentials(ownerId: string, authId: string): Promise<string[]> {
+    const rows = await this.#live(this.#connection.db)
+      .select(['id', 'spec'])
+      .where('owner_id', '=', ownerId)
+      .where('spec', 'like', `%${JSON.stringify(authId).slice(1, -1)}%`)
+      .execute();
+    return rows.filter((r) => (JSON.parse(r.spec) as EndpointSpec).image.authId === authId).map((r) => r.id);
+  }
+
+  /** Every live endpoint of every owner (the controller's view). */
+  async listAll(): Promise<Endpoint[]> {
+    const rows = await this.#live(this.#connection.db).selectAll().orderBy('created_at').execute();
+    return rows.map(fromRow);
+  }
+
+  /**
+   * Reads the endpoint, applies `change` and writes the result if nobody wrote in between (retrying on a
+   * concurrent write). Returns undefined when the endpoint does not exist for this owner. Errors thrown by
+   * `change` (a validation failure, say) propagate and nothing is written.
+   */
+  async mutate(
+    ownerId: string,
+    id: string,
+    change: (current: Endpoint) => EndpointChange,
+    audit: (result: EndpointChange) => AuditEntry,
+  ): Promise<Endpoint | undefined> {
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const row = await this.#live(this.#connection.db)
+        .selectAll()
+        .where('owner_id', '=', ownerId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const result = change(fromRow(row));
+      const written = await this.#write(row.version, result, audit(result));
+      if (written) return result.next;
+    }
+    throw new StoreError('CONCURRENT_UPDATE', `endpoint ${id} kept changing while being updated; try again`);
+  }
+
+  async #write(version: number, result: EndpointChange, audit: AuditEntry): Promise<boolean> {
+    const { next } = result;
+    try {
+      return await this.#connection.db.transaction().execute(async (trx) => {
+        const row = toRow(next, version + 1);
+        const updated = await trx
+          .updateTable('endpoints')
+          .set({ ...row, deleted_at: result.deleted ? next.updatedAt : null })
+          .where('id', '=', next.id)
+          .where('version', '=', version)
+          .executeTakeFirst();
+        if (Number(updated.numUpdatedRows) !== 1) return false;
+        await insertEvents(trx, next.id, result.events);
+        await insertAudit(trx, audit);
+        return true;
+      });
+    } catch (error) {
+      throw this.#translate(error, next.spec.appName);
+    }
+  }
+
+  #live(db: Kysely<Database> | Transaction<Database>) {
+    return db.selectFrom('endpoints').where('deleted_at', 'is', null);
+  }
+
+  #translate(error: unknown, appName: string): unknown {
+    return this.#connection.isUniqueViolation(error)
+      ? new StoreError('APP_NAME_TAKEN', `appName "${appName}" is already taken`)
+      : error;
+  }
+}
+
+function toRow(endpoint: Endpoint, version: number): EndpointsTable {
+  return {
+    id: endpoint.id,
+    owner_id: endpoint.ownerId,
+    app_name: endpoint.spec.appName,
+    spec: JSON.stringify(endpoint.spec),
+    revision: endpoint.revision,
+    desired: endpoint.desired,
+    state: endpoint.status.state,
+    state_error: endpoint.status.error,
+    state_message: endpoint.status.message,
+    version,
+    created_at: endpoint.createdAt,
+    updated_at: endpoint.updatedAt,
+    deleted_at: null,
+  };
+}
+
+function fromRow(row: Selectable<EndpointsTable>): Endpoint {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    spec: JSON.parse(row.spec) as EndpointSpec,
+    revision: row.revision,
+    desired: row.desired as DesiredRun,
+    status: { state: row.state as EndpointState, error: row.state_error, message: row.state_message },
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}

@@ -1,0 +1,29 @@
+import { type Kysely, type Migration, Migrator } from 'kysely';
+import type { Database, DialectName } from '../schema.js';
+import * as initial from './0001-initial.js';
+
+type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
+
+/** Ordered by name; a released migration is never edited, only followed by a new one. */
+const MIGRATIONS: Record<string, VersionedMigration> = {
+  '0001-initial': initial.up,
+};
+
+export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: {
+      getMigrations: async () =>
+        Object.fromEntries(
+          Object.entries(MIGRATIONS).map(([name, up]): [string, Migration] => [
+            name,
+            { up: (migrationDb) => up(migrationDb, dialect) },
+          ]),
+        ),
+    },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error)
+    throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`);
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,45 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConnection } from '../connection.js';
+import type { Database } from '../schema.js';
+
+const INT8_OID = 20;
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Schema to use instead of `public` (tests isolate themselves this way). */
+  schema?: string;
+  maxConnections?: number;
+}
+
+export function connectPostgres(options: PostgresOptions): DatabaseConnection {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // Epoch-millisecond columns are bigint; they fit a JS number, so parse them as one on this pool only.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as never,
+    },
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    isUniqueViolation: (error) =>
+      typeof error === 'object' && error !== null && 'code' in error && error.code === '23505',
+    describe: () => redact(options.connectionString),
+    close: () => db.destroy(),
+  };
+}
+
+function redact(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return 'postgres';
+  }
+}

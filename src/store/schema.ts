@@ -1,0 +1,68 @@
+import type { Generated } from 'kysely';
+
+/** Table shapes as stored. Times are epoch milliseconds; JSON is stored as text for both dialects. */
+export interface EndpointsTable {
+  id: string;
+  owner_id: string;
+  app_name: string;
+  spec: string;
+  revision: number;
+  desired: string;
+  state: string;
+  state_error: string;
+  state_message: string;
+  /** Bumped on every write; updates compare it to detect a concurrent writer. */
+  version: number;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
+}
+
+export interface EndpointEventsTable {
+  id: Generated<number>;
+  endpoint_id: string;
+  at: number;
+  type: string;
+  message: string;
+  data: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  secret_hash: string;
+  admin: number;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface RegistryCredentialsTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  username: string;
+  secret: string;
+  created_at: number;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: number;
+  owner_id: string;
+  actor: string;
+  action: string;
+  target_id: string;
+  detail: string;
+}
+
+export interface Database {
+  endpoints: EndpointsTable;
+  endpoint_events: EndpointEventsTable;
+  api_keys: ApiKeysTable;
+  registry_credentials: RegistryCredentialsTable;
+  audit_log: AuditLogTable;
+}
+
+export type DialectName = 'sqlite' | 'postgres';

@@ -1,0 +1,28 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import type { DatabaseConnection } from '../connection.js';
+import type { Database } from '../schema.js';
+
+/** Opens (creating when needed) an SQLite database in WAL mode; `:memory:` for a throwaway one. */
+export function connectSqlite(path: string): DatabaseConnection {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new SqliteDatabase(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    isUniqueViolation: (error) =>
+      typeof error === 'object' &&
+      error !== null &&
+      'code' in error &&
+      (error.code === 'SQLITE_CONSTRAINT_UNIQUE' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'),
+    describe: () => `sqlite:${path}`,
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,181 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { storeTargets } from '../../test/support/stores.js';
+import type { AuditEntry } from './audit.js';
+import type { Store } from './store.js';
+
+const audit = (action: string, targetId: string): AuditEntry => ({
+  at: 1,
+  ownerId: 'owner-a',
+  actor: 'test',
+  action,
+  targetId,
+});
+
+describe.each(storeTargets())('store on $name', (target) => {
+  let store: Store;
+  let dispose: () => Promise<void>;
+
+  beforeEach(async () => {
+    ({ store, dispose } = await target.open());
+  });
+  afterEach(async () => {
+    await dispose();
+  });
+
+  it('migrating twice applies nothing the second time', async () => {
+    expect(await store.migrate()).toEqual([]);
+  });
+
+  it('creates and reads back an endpoint exactly', async () => {
+    const endpoint = sampleEndpoint({ patch: { env: [{ key: 'A', value: 'b' }] } });
+    await store.endpoints.create(
+      endpoint,
+      [{ at: 1, type: 'created', message: 'created' }],
+      audit('create', endpoint.id),
+    );
+    expect(await store.endpoints.get('owner-a', endpoint.id)).toEqual(endpoint);
+  });
+
+  it("hides another owner's endpoint", async () => {
+    const endpoint = sampleEndpoint();
+    await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    expect(await store.endpoints.get('owner-b', endpoint.id)).toBeUndefined();
+    expect((await store.endpoints.list('owner-b', { limit: 10, offset: 0 })).total).toBe(0);
+  });
+
+  it('refuses a second live endpoint with the same appName, and frees it on delete', async () => {
+    const first = sampleEndpoint({ patch: { appName: 'taken' } });
+    const second = sampleEndpoint({ patch: { appName: 'taken' } });
+    await store.endpoints.create(first, [], audit('create', first.id));
+    await expect(store.endpoints.create(second, [], audit('create', second.id))).rejects.toMatchObject({
+      code: 'APP_NAME_TAKEN',
+    });
+    await store.endpoints.mutate(
+      'owner-a',
+      first.id,
+      (current) => ({ next: current, events: [], deleted: true }),
+      () => audit('delete', first.id),
+    );
+    expect(await store.endpoints.get('owner-a', first.id)).toBeUndefined();
+    await store.endpoints.create(second, [], audit('create', second.id));
+    expect((await store.endpoints.findByAppName('taken'))?.id).toBe(second.id);
+  });
+
+  it('lists newest first in pages with the total', async () => {
+    const created = [];
+    for (let i = 0; i < 5; i++) {
+      const endpoint = sampleEndpoint({ at: 1000 + i });
+      created.push(endpoint.id);
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    }
+    const first = await store.endpoints.list('owner-a', { limit: 2, offset: 0 });
+    const third = await store.endpoints.list('owner-a', { limit: 2, offset: 4 });
+    expect(first.total).toBe(5);
+    expect(first.endpoints.map((e) => e.id)).toEqual([created[4], created[3]]);
+    expect(third.endpoints.map((e) => e.id)).toEqual([created[0]]);
+  });
+
+  it('mutate writes the change with its events and audit entry', async () => {
+    const endpoint = sampleEndpoint();
+    await store.endpoints.create(
+      endpoint,
+      [{ at: 1, type: 'created', message: 'c' }],
+      audit('create', endpoint.id),
+    );
+    const updated = await store.endpoints.mutate(
+      'owner-a',
+      endpoint.id,
+      (current) => ({
+        next: { ...current, revision: 2, spec: { ...current.spec, name: 'renamed' } },
+        events: [{ at: 2, type: 'updated', message: 'u', data: { fields: ['name'] } }],
+      }),
+      () => audit('update', endpoint.id),
+    );
+    expect(updated?.spec.name).toBe('renamed');
+    expect((await store.endpoints.get('owner-a', endpoint.id))?.revision).toBe(2);
+    const events = await store.events.list(endpoint.id, { afterId: 0, limit: 10 });
+    expect(events.map((e) => e.type)).toEqual(['created', 'updated']);
+    expect(events[1]?.data).toEqual({ fields: ['name'] });
+    expect((await store.audit.list('owner-a', 10)).map((a) => a.action)).toEqual(['update', 'create']);
+  });
+
+  it('mutate returns undefined for a missing endpoint and writes nothing when the change throws', async () => {
+    const endpoint = sampleEndpoint();
+    await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    expect(
+      await store.endpoints.mutate(
+        'owner-a',
+        'nope',
+        (c) => ({ next: c, events: [] }),
+        () => audit('x', 'nope'),
+      ),
+    ).toBeUndefined();
+    await expect(
+      store.endpoints.mutate(
+        'owner-a',
+        endpoint.id,
+        () => {
+          throw new Error('invalid');
+        },
+        () => audit('update', endpoint.id),
+      ),
+    ).rejects.toThrow('invalid');
+    expect((await store.audit.list('owner-a', 10)).map((a) => a.action)).toEqual(['create']);
+  });
+
+  it('concurrent mutations both apply (optimistic retry)', async () => {
+    const endpoint = sampleEndpoint({ patch: { env: [] } });
+    await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    const addEnv = (key: string) =>
+      store.endpoints.mutate(
+        'owner-a',
+        endpoint.id,
+        (current) => ({
+          next: { ...current, spec: { ...current.spec, env: [...current.spec.env, { key, value: '1' }] } },
+          events: [],
+        }),
+        () => audit('update', endpoint.id),
+      );
+    await Promise.all([addEnv('A'), addEnv('B'), addEnv('C')]);
+    const keys = (await store.endpoints.get('owner-a', endpoint.id))?.spec.env.map((e) => e.key).sort();
+    expect(keys).toEqual(['A', 'B', 'C']);
+  });
+
+  it('stores API keys, finds them by id and revokes them once', async () => {
+    await store.apiKeys.insert({
+      id: 'k1',
+      ownerId: 'o',
+      name: 'ci',
+      secretHash: 'h',
+      admin: true,
+      createdAt: 5,
+    });
+    expect(await store.apiKeys.findById('k1')).toMatchObject({ ownerId: 'o', admin: true, revokedAt: null });
+    expect(await store.apiKeys.countActive()).toBe(1);
+    expect(await store.apiKeys.revoke('k1', 9)).toBe(true);
+    expect(await store.apiKeys.revoke('k1', 10)).toBe(false);
+    expect((await store.apiKeys.findById('k1'))?.revokedAt).toBe(9);
+    expect(await store.apiKeys.countActive()).toBe(0);
+  });
+
+  it('keeps registry credentials per owner and never lists their secret', async () => {
+    const record = {
+      id: 'c1',
+      ownerId: 'owner-a',
+      name: 'hub',
+      username: 'u',
+      encryptedSecret: 'x',
+      createdAt: 3,
+    };
+    await store.credentials.insert(record, audit('credentials.save', 'c1'));
+    expect(await store.credentials.get('owner-a', 'c1')).toEqual(record);
+    expect(await store.credentials.get('owner-b', 'c1')).toBeUndefined();
+    expect(await store.credentials.list('owner-a')).toEqual([
+      { id: 'c1', ownerId: 'owner-a', name: 'hub', username: 'u', createdAt: 3 },
+    ]);
+    expect(await store.credentials.delete('owner-b', 'c1', audit('credentials.delete', 'c1'))).toBe(false);
+    expect(await store.credentials.delete('owner-a', 'c1', audit('credentials.delete', 'c1'))).toBe(true);
+    expect(await store.credentials.ids('owner-a')).toEqual(new Set());
+  });
+});

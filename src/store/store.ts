@@ -1,0 +1,45 @@
+import { ApiKeyRepository } from './api-keys.js';
+import { AuditRepository } from './audit.js';
+import type { DatabaseConnection } from './connection.js';
+import { CredentialRepository } from './credentials.js';
+import { EndpointRepository } from './endpoints.js';
+import { EventRepository } from './events.js';
+import { migrateToLatest } from './migrations/index.js';
+
+/** Every repository over one database connection. */
+export class Store {
+  readonly endpoints: EndpointRepository;
+  readonly events: EventRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly credentials: CredentialRepository;
+  readonly audit: AuditRepository;
+  readonly #connection: DatabaseConnection;
+
+  constructor(options: { connection: DatabaseConnection }) {
+    const { connection } = options;
+    const db = connection.db;
+    this.#connection = connection;
+    this.endpoints = new EndpointRepository({ connection });
+    this.events = new EventRepository({ db });
+    this.apiKeys = new ApiKeyRepository({ db });
+    this.credentials = new CredentialRepository({ db });
+    this.audit = new AuditRepository({ db });
+  }
+
+  get dialect() {
+    return this.#connection.dialect;
+  }
+
+  describe(): string {
+    return this.#connection.describe();
+  }
+
+  /** Applies pending migrations; returns the names of those applied now. */
+  migrate(): Promise<string[]> {
+    return migrateToLatest(this.#connection.db, this.#connection.dialect);
+  }
+
+  close(): Promise<void> {
+    return this.#connection.close();
+  }
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { type Config, loadConfig } from '../../src/config/config.js';
+import type { ServeSettingName } from '../../src/config/settings.js';
+import { simulatedInventory } from '../../src/gpu/inventory.js';
+import { buildApi } from '../../src/main.js';
+import { ApiKeyService } from '../../src/service/api-key-service.js';
+import type { Store } from '../../src/store/store.js';
+
+export interface TestApi {
+  app: FastifyInstance;
+  config: Config;
+  /** Keys of two owners, to test tenancy. */
+  keyA: string;
+  keyB: string;
+  /** Sends a JSON request with owner A's key unless `key` says otherwise. */
+  call(method: 'GET' | 'POST', path: string, body?: unknown, key?: string | null): Promise<TestResponse>;
+}
+
+export interface TestResponse {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary wire bodies
+  body: any;
+  headers: Record<string, unknown>;
+}
+
+export const PREFIX = '/gpu-instance/openapi/v1';
+
+/** The real API, wired exactly as `corral serve` wires it, over the given store. */
+export async function createTestApi(
+  store: Store,
+  options: {
+    flags?: Partial<Record<ServeSettingName, string>>;
+    configText?: string;
+    clock?: () => number;
+  } = {},
+): Promise<TestApi> {
+  const config = loadConfig({
+    flags: {
+      gpus: 'h100-80g:2,a100-40g:2@12.4',
+      dataDir: '/nonexistent',
+      ...options.flags,
+      ...(options.configText ? { config: '/test/corral.yaml' } : {}),
+    },
+    env: {},
+    readFile: () => options.configText ?? '',
+  });
+  const gpus = config.gpus.kind === 'simulated' ? simulatedInventory(config.gpus.groups) : [];
+  const app = await buildApi({
+    config,
+    store,
+    gpus,
+    logger: pino({ level: 'silent' }),
+    secretKey: randomBytes(32),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  const keys = new ApiKeyService({ store, clock: () => Date.now() });
+  const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;
+  const keyB = (await keys.create({ ownerId: 'owner-b', name: 'b', admin: false })).key;
+  return {
+    app,
+    config,
+    keyA,
+    keyB,
+    async call(method, path, body, key = keyA) {
+      const response = await app.inject({
+        method,
+        url: `${PREFIX}/${path}`,
+        headers: {
+          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
+      const text = response.body;
+      return {
+        status: response.statusCode,
+        body: text ? JSON.parse(text) : undefined,
+        headers: response.headers,
+      };
+    },
+  };
+}
+
+/** A create body as clients of the original service send it. */
+export function originalClientCreateBody(overrides: Record<string, unknown> = {}) {
+  return {
+    endpoint: {
+      name: 'sdxl',
+      workerConfig: [{ minNum: 0, maxNum: 2, freeTimeout: 300, maxConcurrent: 2, gpuNum: 1 }],
+      ports: [{ port: '8000' }],
+      policy: [{ type: 'queue', value: 60 }],
+      image: [{ image: 'registry.example.com/sdxl:1.0', authId: '', command: 'python serve.py' }],
+      products: [{ id: 'h100-80g' }],
+      rootfsSize: 100,
+      volumeMounts: [{ type: 'local', size: 30, id: '', mountPath: '/data' }],
+      clusterID: '',
+      envs: [{ key: 'MODEL', value: 'sdxl' }],
+      healthy: { path: '/health' },
+      ...overrides,
+    },
+  };
+}

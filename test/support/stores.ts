@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { connectPostgres } from '../../src/store/postgres/connect.js';
+import { connectSqlite } from '../../src/store/sqlite/connect.js';
+import { Store } from '../../src/store/store.js';
+import { integrationAvailable } from './integration.js';
+
+export interface StoreTarget {
+  name: 'sqlite' | 'postgres';
+  /** A fresh, migrated, empty store; `dispose` drops what it created. */
+  open(): Promise<{ store: Store; dispose(): Promise<void> }>;
+}
+
+const postgresUrl = process.env.CORRAL_TEST_DATABASE_URL;
+
+const sqlite: StoreTarget = {
+  name: 'sqlite',
+  async open() {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    return { store, dispose: () => store.close() };
+  },
+};
+
+const postgres = (connectionString: string): StoreTarget => ({
+  name: 'postgres',
+  async open() {
+    // Each store gets its own schema so that suites can run in parallel on one database.
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    const store = new Store({ connection: connectPostgres({ connectionString, schema, maxConnections: 4 }) });
+    await store.migrate();
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        await admin.query(`drop schema ${schema} cascade`);
+        await admin.end();
+      },
+    };
+  },
+});
+
+/** SQLite always; PostgreSQL when CORRAL_TEST_DATABASE_URL is set (required in CI). */
+export function storeTargets(): StoreTarget[] {
+  const withPostgres = integrationAvailable(
+    'PostgreSQL',
+    Boolean(postgresUrl),
+    'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
+  );
+  return withPostgres && postgresUrl ? [sqlite, postgres(postgresUrl)] : [sqlite];
+}
