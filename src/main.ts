@@ -108,7 +108,7 @@ export async function serve(
     });
     const app = await buildApi({ config, store, gpus, logger, secretKey });
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
-    const apiUrl = `http://${formatHostPort(config.apiAddr)}`;
+    const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     logger.info(
       { apiUrl, gpus: gpus.length, simulatedGpus: config.gpus.kind === 'simulated', domain: config.domain },
       'corral API listening',
@@ -143,4 +143,10 @@ async function ensureKeys(
       `\nCreated the first API key (owner "default", admin). It is shown only this once; keep it safe:\n\n  ${first.key}\n\nUse it as: Authorization: Bearer <key>   (manage keys with: corral keys create|list|revoke)\n\n`,
     );
   }
+}
+
+/** The bound port, which differs from the configured one when that was 0. */
+function listeningPort(app: FastifyInstance): number {
+  const address = app.server.address();
+  return typeof address === 'object' && address !== null ? address.port : 0;
 }

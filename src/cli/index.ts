@@ -1,16 +1,32 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
+import { makeCredentialsCommand } from './credentials.js';
+import { defaultCliDeps } from './deps.js';
+import { makeEndpointsCommand } from './endpoints.js';
 import { makeKeysCommand } from './keys.js';
+import { makeLimitsCommand } from './limits.js';
+import { makeProductsCommand } from './products.js';
 import { makeServeCommand } from './serve.js';
 
 export function buildProgram(): Command {
+  const deps = defaultCliDeps();
   const program = new Command('corral')
     .description('Corral: serverless GPU endpoints you run yourself')
-    .version('0.1.0')
-    .exitOverride();
+    .version('0.1.0');
   program.addCommand(makeServeCommand());
-  program.addCommand(makeKeysCommand({ stdout: (text) => process.stdout.write(text), env: process.env }));
+  program.addCommand(makeKeysCommand({ stdout: deps.stdout, env: deps.env }));
+  program.addCommand(makeEndpointsCommand(deps));
+  program.addCommand(makeLimitsCommand(deps));
+  program.addCommand(makeProductsCommand(deps));
+  program.addCommand(makeCredentialsCommand(deps));
+  throwInsteadOfExiting(program);
   return program;
+}
+
+/** Usage errors become CommanderError everywhere in the tree (addCommand does not copy the setting). */
+function throwInsteadOfExiting(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) throwInsteadOfExiting(sub);
 }
 
 export async function runCli(argv: string[]): Promise<void> {

@@ -20,7 +20,6 @@ export interface TestApi {
 
 export interface TestResponse {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary wire bodies
   body: any;
   headers: Record<string, unknown>;
 }
@@ -36,15 +35,19 @@ export async function createTestApi(
     clock?: () => number;
   } = {},
 ): Promise<TestApi> {
+  // Suites send bursts of requests; only a suite that configures a rate limit gets one.
+  const configText = options.configText?.includes('rateLimit')
+    ? options.configText
+    : `rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n${options.configText ?? ''}`;
   const config = loadConfig({
     flags: {
       gpus: 'h100-80g:2,a100-40g:2@12.4',
       dataDir: '/nonexistent',
+      config: '/test/corral.yaml',
       ...options.flags,
-      ...(options.configText ? { config: '/test/corral.yaml' } : {}),
     },
     env: {},
-    readFile: () => options.configText ?? '',
+    readFile: () => configText,
   });
   const gpus = config.gpus.kind === 'simulated' ? simulatedInventory(config.gpus.groups) : [];
   const app = await buildApi({

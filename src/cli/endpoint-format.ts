@@ -1,0 +1,98 @@
+import type { WireEndpoint, WireEvent, WireState } from '../client/index.js';
+import { formatKeyValues, formatTable } from './table.js';
+
+/** Human-readable renderings of endpoints and their events. */
+
+export function formatEndpointList(endpoints: readonly WireEndpoint[], total: number): string {
+  if (endpoints.length === 0)
+    return total > 0 ? `No endpoints on this page (${total} in total).\n` : 'No endpoints.\n';
+  const rows = endpoints.map((e) => [
+    e.id,
+    e.name,
+    stateText(e.state),
+    workersText(e),
+    `${e.workerConfig.minNum}-${e.workerConfig.maxNum}`,
+    e.image.image,
+    e.url,
+  ]);
+  const table = formatTable(['ID', 'NAME', 'STATE', 'READY', 'SCALE', 'IMAGE', 'URL'], rows);
+  return total > endpoints.length ? `${table}Showing ${endpoints.length} of ${total} endpoints.\n` : table;
+}
+
+export function formatEndpoint(e: WireEndpoint): string {
+  const w = e.workerConfig;
+  const h = e.healthy;
+  const pairs: [string, string][] = [
+    ['ID', e.id],
+    ['Name', e.name],
+    ['App name', e.appName],
+    ['State', stateText(e.state)],
+    ['URL', e.url],
+    ['Image', e.image.image],
+    ['Command', e.image.command],
+    ['Registry auth', e.image.authId],
+    ['Port', e.ports.map((p) => String(p.port)).join(', ')],
+    ['Workers', `${w.minNum}-${w.maxNum} (ready ${workersText(e)})`],
+    ['GPUs per worker', String(w.gpuNum)],
+    ['CUDA', w.cudaVersion],
+    ['Idle timeout', `${w.freeTimeout}s`],
+    ['Max concurrent', w.maxConcurrent],
+    ['Request timeout', `${w.requestTimeout}s`],
+    ['Scaling policy', `${e.policy.type} ${e.policy.value}`],
+    ['Products', e.products.map((p) => p.id).join(', ')],
+    ['System disk', `${e.rootfsSize} GB`],
+    ['Health check', `${h.path} (delay ${h.initialDelay}s, every ${h.period}s, timeout ${h.timeout}s)`],
+  ];
+  if (e.clusterID !== undefined && e.clusterID !== '') pairs.push(['Cluster', e.clusterID]);
+  pairs.push(['Log', e.log]);
+  const sections = [formatKeyValues(pairs)];
+  if (e.envs.length > 0) {
+    sections.push(
+      `\nEnvironment:\n${indent(
+        formatTable(
+          ['KEY', 'VALUE'],
+          e.envs.map((v) => [v.key, v.value]),
+        ),
+      )}`,
+    );
+  }
+  if (e.volumeMounts.length > 0) {
+    const rows = e.volumeMounts.map((v) => [v.type, v.id, v.size > 0 ? `${v.size} GB` : '', v.mountPath]);
+    sections.push(`\nVolumes:\n${indent(formatTable(['TYPE', 'ID', 'SIZE', 'MOUNT'], rows))}`);
+  }
+  const workerRows = e.workers.map((wk) => [
+    wk.id,
+    stateText(wk.state),
+    wk.healthy ? 'yes' : 'no',
+    wk.state.message,
+  ]);
+  sections.push(
+    workerRows.length === 0
+      ? '\nWorkers: none\n'
+      : `\nWorkers:\n${indent(formatTable(['ID', 'STATE', 'HEALTHY', 'MESSAGE'], workerRows))}`,
+  );
+  return sections.join('');
+}
+
+export function formatEvents(events: readonly WireEvent[]): string {
+  if (events.length === 0) return 'No events.\n';
+  return formatTable(
+    ['TIME', 'TYPE', 'MESSAGE'],
+    events.map((e) => [e.at, e.type, e.message]),
+  );
+}
+
+function stateText(state: WireState): string {
+  return state.error === '' ? state.state : `${state.state} (${state.error})`;
+}
+
+function workersText(e: WireEndpoint): string {
+  return `${e.workers.filter((w) => w.healthy).length}/${e.workers.length}`;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => (line === '' ? line : `  ${line}`))
+    .join('\n');
+}

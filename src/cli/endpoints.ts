@@ -1,0 +1,145 @@
+import type { Command } from 'commander';
+import { parseCount } from './args.js';
+import { addClientOptions, newCommand, runWithClient } from './client-options.js';
+import type { CliDeps } from './deps.js';
+import { formatEndpoint, formatEndpointList, formatEvents } from './endpoint-format.js';
+import { CliError } from './output.js';
+import { type Fields, isRecord, readSpecFile } from './spec-file.js';
+
+/** `corral endpoints list|get|create|update|delete|stop|start|log`. */
+export function makeEndpointsCommand(deps: CliDeps): Command {
+  const group = newCommand('endpoints', deps).description('manage endpoints');
+
+  addClientOptions(group.command('list').description('list endpoints'))
+    .option('--page-size <n>', 'endpoints per page (server default 1000)')
+    .option('--page-num <n>', 'zero-based page number')
+    .action((_opts, command: Command) =>
+      runWithClient<{ pageSize?: string; pageNum?: string }>(
+        deps,
+        command,
+        async ({ client, opts, output }) => {
+          const result = await client.listEndpoints({
+            pageSize: parseCount(opts.pageSize, '--page-size'),
+            pageNum: parseCount(opts.pageNum, '--page-num'),
+          });
+          output(result, () => formatEndpointList(result.endpoints, result.total));
+        },
+      ),
+    );
+
+  addClientOptions(
+    group.command('get').description('show one endpoint').argument('<id>', 'endpoint id'),
+  ).action((id: string, _opts, command: Command) =>
+    runWithClient(deps, command, async ({ client, output }) => {
+      const endpoint = await client.getEndpoint(id);
+      output({ endpoint }, () => formatEndpoint(endpoint));
+    }),
+  );
+
+  addClientOptions(group.command('create').description('create an endpoint from a YAML or JSON spec'))
+    .requiredOption('-f, --file <path>', 'spec file: {endpoint: {...}} or the endpoint fields; - reads stdin')
+    .action((_opts, command: Command) =>
+      runWithClient<{ file: string }>(deps, command, async ({ client, opts, output }) => {
+        const fields = await readSpecFile(deps, opts.file);
+        const created = await client.createEndpoint(fields);
+        output(created, () => `created endpoint ${created.id}\n`);
+      }),
+    );
+
+  addClientOptions(
+    group
+      .command('update')
+      .description('change an endpoint; fields not given keep their value')
+      .argument('<id>', 'endpoint id'),
+  )
+    .option('-f, --file <path>', 'spec file with the fields to change; - reads stdin')
+    .option('--min-workers <n>', 'workerConfig.minNum')
+    .option('--max-workers <n>', 'workerConfig.maxNum')
+    .option('--image <ref>', 'image.image')
+    .option('--name <name>', 'endpoint name')
+    .action((id: string, _opts, command: Command) =>
+      runWithClient<UpdateFlags>(deps, command, async ({ client, opts, output }) => {
+        const base = opts.file === undefined ? {} : await readSpecFile(deps, opts.file);
+        const body = buildUpdateBody(base, opts);
+        const endpoint = await client.updateEndpoint(id, body);
+        output({ endpoint }, () => `updated endpoint ${endpoint.id} (state ${endpoint.state.state})\n`);
+      }),
+    );
+
+  const lifecycle = [
+    ['delete', 'delete an endpoint (drains its workers first)', 'deleted'],
+    ['stop', 'stop an endpoint: drain and remove all workers', 'stopped'],
+    ['start', 'start a stopped endpoint', 'started'],
+  ] as const;
+  for (const [name, description, done] of lifecycle) {
+    addClientOptions(group.command(name).description(description).argument('<id>', 'endpoint id')).action(
+      (id: string, _opts, command: Command) =>
+        runWithClient(deps, command, async ({ client, output }) => {
+          if (name === 'delete') await client.deleteEndpoint(id);
+          else if (name === 'stop') await client.stopEndpoint(id);
+          else await client.startEndpoint(id);
+          output({}, () => `${done} endpoint ${id}\n`);
+        }),
+    );
+  }
+
+  addClientOptions(
+    group.command('log').description("show an endpoint's events").argument('<id>', 'endpoint id'),
+  )
+    .option('--after <n>', 'only events after this cursor (the "next" of a previous page)')
+    .option('--limit <n>', 'at most this many events')
+    .action((id: string, _opts, command: Command) =>
+      runWithClient<{ after?: string; limit?: string }>(deps, command, async ({ client, opts, output }) => {
+        const page = await client.getEndpointLog(id, {
+          after: parseCount(opts.after, '--after'),
+          limit: parseCount(opts.limit, '--limit'),
+        });
+        output(page, () => formatEvents(page.events));
+      }),
+    );
+
+  return group;
+}
+
+export interface UpdateFlags {
+  file?: string;
+  minWorkers?: string;
+  maxWorkers?: string;
+  image?: string;
+  name?: string;
+}
+
+/**
+ * The flat update body: the spec file's fields (if any) with the flags laid over them. Nested
+ * objects carry only what changes; the server keeps the rest (it merges one level deep).
+ */
+export function buildUpdateBody(base: Fields, flags: UpdateFlags): Fields {
+  const body: Fields = { ...base };
+  delete body.id;
+  const minNum = parseCount(flags.minWorkers, '--min-workers');
+  const maxNum = parseCount(flags.maxWorkers, '--max-workers');
+  if (minNum !== undefined && maxNum !== undefined && minNum > maxNum) {
+    throw new CliError(`--min-workers (${minNum}) is greater than --max-workers (${maxNum})`);
+  }
+  if (minNum !== undefined || maxNum !== undefined) {
+    body.workerConfig = { ...nested(body.workerConfig), ...defined({ minNum, maxNum }) };
+  }
+  if (flags.image !== undefined) body.image = { ...nested(body.image), image: flags.image };
+  if (flags.name !== undefined) body.name = flags.name;
+  if (Object.keys(body).length === 0) {
+    throw new CliError(
+      'nothing to update: pass -f <file> or at least one of --min-workers, --max-workers, --image, --name',
+    );
+  }
+  return body;
+}
+
+/** An object field of a spec, also in the one-element-array form older clients use. */
+function nested(value: unknown): Fields {
+  const item = Array.isArray(value) && value.length === 1 ? value[0] : value;
+  return isRecord(item) ? item : {};
+}
+
+function defined(fields: Fields): Fields {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+}

@@ -1,0 +1,175 @@
+import type {
+  WireCredential,
+  WireEndpoint,
+  WireEndpointInput,
+  WireLimits,
+  WireProduct,
+} from '../contract/wire.js';
+import { CorralProtocolError } from './errors.js';
+import { type HttpRequest, isRecord, type Query, send, type TransportOptions } from './http.js';
+import type {
+  CorralClientOptions,
+  CreatedResult,
+  EndpointLogPage,
+  EndpointLogParams,
+  ListEndpointsParams,
+  ListEndpointsResult,
+  SaveCredentialInput,
+} from './types.js';
+
+const API_PREFIX = '/gpu-instance/openapi/v1/';
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * Typed client for Corral's endpoint API (wire-compatible with the original service). Every method
+ * throws CorralApiError for a non-2xx answer, CorralConnectionError when no answer arrives and
+ * CorralProtocolError when a 2xx body is not the expected JSON shape.
+ */
+export class CorralClient {
+  readonly baseUrl: string;
+  readonly #transport: TransportOptions;
+
+  constructor(options: CorralClientOptions) {
+    this.baseUrl = normalizeBaseUrl(options.baseUrl);
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    this.#transport = {
+      baseUrl: this.baseUrl,
+      apiKey: options.apiKey,
+      // Called detached so a browser's window.fetch never sees the client as `this`.
+      fetch: (input, init) => fetchImpl(input, init),
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    };
+  }
+
+  /** `GET endpoints`; `pageNum` is zero-based. */
+  async listEndpoints(params: ListEndpointsParams = {}): Promise<ListEndpointsResult> {
+    const body = await this.#get('endpoints', { pageSize: params.pageSize, pageNum: params.pageNum });
+    return {
+      endpoints: field<WireEndpoint<string>[]>(body, 'endpoints', 'array'),
+      total: numberField(body, 'total'),
+    };
+  }
+
+  /** `POST endpoint/create` with `{endpoint}`; returns the new id. */
+  async createEndpoint(endpoint: WireEndpointInput): Promise<CreatedResult> {
+    const body = await this.#post('endpoint/create', { endpoint });
+    return { id: field<string>(body, 'id', 'string') };
+  }
+
+  /** `GET endpoint?id=`. */
+  async getEndpoint(id: string): Promise<WireEndpoint<number>> {
+    const body = await this.#get('endpoint', { id });
+    return field<WireEndpoint<number>>(body, 'endpoint', 'object');
+  }
+
+  /** `POST endpoint/update` with a flat body; fields left out keep their current value. */
+  async updateEndpoint(id: string, fields: WireEndpointInput): Promise<WireEndpoint<number>> {
+    const body = await this.#post('endpoint/update', { ...fields, id });
+    return field<WireEndpoint<number>>(body, 'endpoint', 'object');
+  }
+
+  async deleteEndpoint(id: string): Promise<void> {
+    await this.#post('endpoint/delete', { id });
+  }
+
+  /** Drains and removes all workers; the endpoint's URL answers 503 until started again. */
+  async stopEndpoint(id: string): Promise<void> {
+    await this.#post('endpoint/stop', { id });
+  }
+
+  async startEndpoint(id: string): Promise<void> {
+    await this.#post('endpoint/start', { id });
+  }
+
+  /** `GET endpoint/limit`: allowed parameter ranges. */
+  async getLimits(): Promise<WireLimits> {
+    const body = await this.#get('endpoint/limit');
+    if (!isRecord(body)) throw shapeError('endpoint/limit', 'an object');
+    return body as unknown as WireLimits;
+  }
+
+  /** `GET endpoint/log`: one page of an endpoint's events. */
+  async getEndpointLog(id: string, params: EndpointLogParams = {}): Promise<EndpointLogPage> {
+    const body = await this.#get('endpoint/log', { id, after: params.after, limit: params.limit });
+    return { events: field(body, 'events', 'array'), next: numberField(body, 'next') };
+  }
+
+  async listProducts(): Promise<WireProduct[]> {
+    return field<WireProduct[]>(await this.#get('products'), 'products', 'array');
+  }
+
+  /** `POST repository/auth/save`; the id goes into an endpoint's `image.authId`. */
+  async saveCredential(input: SaveCredentialInput): Promise<CreatedResult> {
+    const body = await this.#post('repository/auth/save', {
+      name: input.name,
+      username: input.username,
+      password: input.password,
+    });
+    return { id: field<string>(body, 'id', 'string') };
+  }
+
+  async listCredentials(): Promise<WireCredential[]> {
+    return field<WireCredential[]>(await this.#get('repository/auths'), 'auths', 'array');
+  }
+
+  async deleteCredential(id: string): Promise<void> {
+    await this.#post('repository/auth/delete', { id });
+  }
+
+  /** `GET /healthz` (unauthenticated). */
+  async health(): Promise<{ status: string }> {
+    const body = await send(this.#transport, { method: 'GET', path: '/healthz', auth: false });
+    return { status: field<string>(body, 'status', 'string') };
+  }
+
+  #get(route: string, query?: Query): Promise<unknown> {
+    return this.#send({ method: 'GET', path: API_PREFIX + route, query });
+  }
+
+  #post(route: string, body: unknown): Promise<unknown> {
+    return this.#send({ method: 'POST', path: API_PREFIX + route, body });
+  }
+
+  #send(request: HttpRequest): Promise<unknown> {
+    return send(this.#transport, request);
+  }
+}
+
+function normalizeBaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw invalidUrl(raw);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw invalidUrl(raw);
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+}
+
+function invalidUrl(raw: string): TypeError {
+  return new TypeError(
+    `invalid Corral API URL "${raw}": expected http(s)://host[:port], e.g. http://127.0.0.1:8080`,
+  );
+}
+
+type Kind = 'array' | 'object' | 'string';
+
+function field<T>(body: unknown, key: string, kind: Kind): T {
+  const value = isRecord(body) ? body[key] : undefined;
+  const ok =
+    kind === 'array' ? Array.isArray(value) : kind === 'object' ? isRecord(value) : typeof value === 'string';
+  if (!ok) throw shapeError(key, kind === 'array' ? 'an array' : `a ${kind}`);
+  return value as T;
+}
+
+function numberField(body: unknown, key: string): number {
+  const value = isRecord(body) ? body[key] : undefined;
+  if (typeof value !== 'number') throw shapeError(key, 'a number');
+  return value;
+}
+
+function shapeError(key: string, expected: string): CorralProtocolError {
+  return new CorralProtocolError(`unexpected response from the Corral API: "${key}" is not ${expected}`);
+}

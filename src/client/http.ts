@@ -1,0 +1,129 @@
+import { CorralApiError, CorralConnectionError, CorralProtocolError } from './errors.js';
+
+/** Browser-safe JSON-over-HTTP transport for the client (no Node-only APIs). */
+
+export type Query = Record<string, string | number | undefined>;
+
+export interface HttpRequest {
+  method: 'GET' | 'POST';
+  /** Path from the server root, starting with `/`. */
+  path: string;
+  query?: Query;
+  body?: unknown;
+  /** Send the bearer key; false only for unauthenticated routes such as `/healthz`. */
+  auth?: boolean;
+}
+
+export interface TransportOptions {
+  baseUrl: string;
+  apiKey: string;
+  fetch: typeof fetch;
+  timeoutMs: number;
+}
+
+export function buildUrl(baseUrl: string, path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(key, String(value));
+  }
+  const search = params.toString();
+  return `${baseUrl}${path}${search === '' ? '' : `?${search}`}`;
+}
+
+/** Sends one request and returns the parsed JSON body of a 2xx answer. */
+export async function send(options: TransportOptions, request: HttpRequest): Promise<unknown> {
+  const url = buildUrl(options.baseUrl, request.path, request.query);
+  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/json' };
+  if (request.auth !== false) headers.Authorization = `Bearer ${options.apiKey}`;
+  const init: RequestInit = { method: request.method, headers };
+  if (request.body !== undefined) init.body = JSON.stringify(request.body);
+  if (options.timeoutMs > 0) init.signal = AbortSignal.timeout(options.timeoutMs);
+
+  let response: Response;
+  let text: string;
+  try {
+    response = await options.fetch(url, init);
+    text = await response.text();
+  } catch (error) {
+    throw connectionError(options, request, error);
+  }
+  if (!response.ok) throw apiError(response, text);
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new CorralProtocolError(
+      `${request.method} ${request.path} answered ${response.status} with a body that is not JSON`,
+    );
+  }
+}
+
+function connectionError(
+  options: TransportOptions,
+  request: HttpRequest,
+  error: unknown,
+): CorralConnectionError {
+  const where = `${request.method} ${request.path}`;
+  if (isTimeout(error)) {
+    return new CorralConnectionError(
+      options.baseUrl,
+      `no answer from the Corral API at ${options.baseUrl} within ${options.timeoutMs} ms (${where})`,
+      { cause: error, timedOut: true },
+    );
+  }
+  return new CorralConnectionError(
+    options.baseUrl,
+    `cannot reach the Corral API at ${options.baseUrl} (${where}): ${describe(error)}`,
+    { cause: error },
+  );
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+}
+
+/** The innermost useful text of a fetch failure (`fetch failed` hides the reason in `cause`). */
+function describe(error: unknown): string {
+  let current: unknown = error;
+  let text = 'request failed';
+  for (let depth = 0; depth < 4 && current instanceof Error; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    const message = current.message;
+    if (typeof code === 'string' && !message.includes(code)) {
+      text = message === '' ? code : `${code} ${message}`;
+    } else if (message !== '') {
+      text = message;
+    }
+    current = current.cause;
+  }
+  return text;
+}
+
+function apiError(response: Response, text: string): CorralApiError {
+  const body = parseObject(text);
+  if (body !== undefined && typeof body.reason === 'string') {
+    const metadata = isRecord(body.metadata) ? body.metadata : {};
+    const message = typeof body.message === 'string' ? body.message : body.reason;
+    return new CorralApiError(response.status, body.reason, message, metadata);
+  }
+  const snippet = text.trim().slice(0, 200);
+  const statusText = response.statusText === '' ? 'error' : response.statusText;
+  return new CorralApiError(
+    response.status,
+    `HTTP_${response.status}`,
+    snippet === '' ? `${response.status} ${statusText}` : `${response.status} ${statusText}: ${snippet}`,
+  );
+}
+
+function parseObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

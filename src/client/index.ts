@@ -1,0 +1,22 @@
+export type {
+  WireCredential,
+  WireEndpoint,
+  WireEndpointInput,
+  WireError,
+  WireEvent,
+  WireLimits,
+  WireProduct,
+  WireState,
+  WireWorker,
+} from '../contract/wire.js';
+export { CorralClient } from './client.js';
+export { CorralApiError, CorralConnectionError, CorralError, CorralProtocolError } from './errors.js';
+export type {
+  CorralClientOptions,
+  CreatedResult,
+  EndpointLogPage,
+  EndpointLogParams,
+  ListEndpointsParams,
+  ListEndpointsResult,
+  SaveCredentialInput,
+} from './types.js';

@@ -1,0 +1,44 @@
+import type { WireEndpoint, WireEvent } from '../contract/wire.js';
+
+export interface CorralClientOptions {
+  /** Server root, e.g. `http://127.0.0.1:8080`; may carry a path prefix when behind a proxy. */
+  baseUrl: string;
+  apiKey: string;
+  /** Replaces the global `fetch` (tests, custom agents). */
+  fetch?: typeof fetch;
+  /** Per-request deadline; default 30 000 ms. 0 disables it. */
+  timeoutMs?: number;
+}
+
+export interface ListEndpointsParams {
+  pageSize?: number;
+  /** Zero-based page number. */
+  pageNum?: number;
+}
+
+export interface ListEndpointsResult {
+  endpoints: WireEndpoint<string>[];
+  total: number;
+}
+
+export interface EndpointLogParams {
+  /** Return events after this cursor (the `next` of the previous page). */
+  after?: number;
+  limit?: number;
+}
+
+export interface EndpointLogPage {
+  events: WireEvent[];
+  /** Pass as `after` to read the following page. */
+  next: number;
+}
+
+export interface SaveCredentialInput {
+  name: string;
+  username: string;
+  password: string;
+}
+
+export interface CreatedResult {
+  id: string;
+}

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.js';
+
+const load = (flags: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}, file = '') =>
+  loadConfig({ flags, env, readFile: () => file });
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = load({ dataDir: '/var/lib/corral' });
+    expect(config.apiAddr).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(config.gatewayAddr).toEqual({ host: '127.0.0.1', port: 8000 });
+    expect(config.domain).toBe('localhost');
+    expect(config.runtime).toBe('auto');
+    expect(config.gpus).toEqual({ kind: 'auto' });
+    expect(config.apiUrl).toBe('http://127.0.0.1:8080');
+    expect(config.dataDir).toBe('/var/lib/corral');
+    expect(config.limits.workers).toEqual({ min: 0, max: 20 });
+  });
+
+  it('flags win over environment variables, which win over defaults', () => {
+    const env = { CORRAL_API_ADDR: '0.0.0.0:9000', CORRAL_DOMAIN: 'Corral.Example.com' };
+    expect(load({}, env).apiAddr).toEqual({ host: '0.0.0.0', port: 9000 });
+    expect(load({}, env).domain).toBe('corral.example.com');
+    expect(load({ apiAddr: '[::1]:7000' }, env).apiAddr).toEqual({ host: '::1', port: 7000 });
+    expect(load({ apiAddr: '[::1]:7000' }, env).apiUrl).toBe('http://[::1]:7000');
+  });
+
+  it.each([
+    [{ apiAddr: '8080' }, 'invalid --api-addr (CORRAL_API_ADDR): expected host:port'],
+    [{ gatewayAddr: 'x:99999' }, 'invalid --gateway-addr (CORRAL_GATEWAY_ADDR)'],
+    [
+      { runtime: 'podman' },
+      'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, kubernetes, local or fake',
+    ],
+    [{ gpus: 'many' }, 'invalid --gpus (CORRAL_GPUS)'],
+    [{ domain: 'bad domain' }, 'invalid --domain (CORRAL_DOMAIN)'],
+    [{ logLevel: 'loud' }, 'invalid --log-level (CORRAL_LOG_LEVEL)'],
+    [{ publicUrl: 'ftp://x' }, 'invalid --public-url (CORRAL_PUBLIC_URL)'],
+  ])('rejects %j naming the setting', (flags, message) => {
+    expect(() => load(flags)).toThrow(message);
+  });
+
+  it('reads limits by their wire names, products, storages and rate limits from the file', () => {
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      `
+limits: { maxWorkerNum: 50, maxGPUNum: 4 }
+products: [{ id: h100-80g, name: "H100 80GB" }]
+networkStorages: [{ id: models, clusterID: c1, hostPath: /srv/models }]
+rateLimit: { requestsPerSecond: 5, burst: 10 }
+bodyLimitBytes: 2048
+`,
+    );
+    expect(config.limits.workers).toEqual({ min: 0, max: 50 });
+    expect(config.limits.gpus).toEqual({ min: 1, max: 4 });
+    expect(config.products).toEqual([{ id: 'h100-80g', name: 'H100 80GB' }]);
+    expect(config.networkStorages).toEqual([{ id: 'models', clusterId: 'c1', hostPath: '/srv/models' }]);
+    expect(config.rateLimit).toEqual({ requestsPerSecond: 5, burst: 10 });
+    expect(config.bodyLimitBytes).toBe(2048);
+  });
+
+  it.each([
+    ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
+    ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'workers has min 5 above max 2'],
+    ['limits: { freeLocalVolumeSize: 500 }', 'localVolumeSizeGB has free 500 outside 0..100'],
+    ['limts: {}', 'Unrecognized key'],
+    ['networkStorages: [{ id: x, clusterID: c, hostPath: relative }]', 'networkStorages.0.hostPath'],
+    ['{ not yaml', 'not valid YAML or JSON'],
+  ])('rejects the file %j', (file, message) => {
+    expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
+  });
+});

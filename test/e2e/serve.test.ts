@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCorral, type ServeProcess, startServe } from '../support/process.js';
+
+const PREFIX = '/gpu-instance/openapi/v1';
+
+async function api(server: ServeProcess, key: string, path: string, body?: unknown) {
+  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+describe('corral serve as a process', () => {
+  let dataDir: string;
+
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-'));
+  });
+  afterAll(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('prints a first key once, and keeps data across restarts', async () => {
+    const env = { CORRAL_DATA_DIR: dataDir };
+    const first = await startServe(['--gpus', 'h100-80g:2'], env);
+    const key = /\n {2}(sk_\S+)\n/.exec(first.stdout())?.[1] ?? '';
+    expect(key).toMatch(/^sk_[a-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    const created = await api(first, key, 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }] },
+    });
+    expect(created.status).toBe(200);
+    expect(await first.stop()).toBe(0);
+    // The key appears in no log line.
+    expect(
+      first
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes(key)),
+    ).toEqual([`  ${key}`]);
+
+    const second = await startServe(['--gpus', 'h100-80g:2'], env);
+    try {
+      expect(second.stdout()).not.toContain('sk_');
+      const listed = await api(second, key, 'endpoints');
+      expect(listed.body.endpoints.map((e: { id: string }) => e.id)).toEqual([created.body.id]);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('the CLI manages keys on the store while the server runs, and revocation applies at once', async () => {
+    const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
+    const server = await startServe([], env);
+    try {
+      const created = await runCorral(['keys', 'create', '--owner', 'bob', '--name', 'laptop'], env);
+      expect(created.code).toBe(0);
+      const bobKey = created.stdout.trim();
+      expect((await api(server, bobKey, 'endpoints')).body).toEqual({ endpoints: [], total: 0 });
+      // The operator's key is an admin key of the default owner, which already has one endpoint.
+      expect((await api(server, 'operator-key-0123456789abcdef', 'endpoints')).body.total).toBe(1);
+
+      const listed = await runCorral(['keys', 'list', '--json'], env);
+      const keys = JSON.parse(listed.stdout) as { id: string; owner: string }[];
+      expect(listed.stdout).not.toContain(bobKey);
+      const bob = keys.find((k) => k.owner === 'bob');
+      expect(bob).toBeDefined();
+      expect((await runCorral(['keys', 'revoke', bob?.id ?? ''], env)).code).toBe(0);
+      const refused = await api(server, bobKey, 'endpoints');
+      expect(refused.status).toBe(401);
+      expect(refused.body.message).toContain('revoked');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('the endpoints CLI works against the server', async () => {
+    const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
+    const server = await startServe(['--gpus', 'h100-80g:2'], env);
+    const cli = (...args: string[]) => runCorral([...args, '--api-url', server.apiUrl], env);
+    try {
+      const spec = join(dataDir, 'endpoint.yaml');
+      writeFileSync(
+        spec,
+        'endpoint:\n  name: cli-demo\n  appName: cli-demo\n  image: {image: "x/y:2"}\n  ports: [{port: 8080}]\n  products: [{id: h100-80g}]\n',
+      );
+      const created = await cli('endpoints', 'create', '-f', spec);
+      expect(created.code, created.stderr).toBe(0);
+      const list = await cli('endpoints', 'list', '--json');
+      const names = (JSON.parse(list.stdout).endpoints as { name: string }[]).map((e) => e.name);
+      expect(names).toContain('cli-demo');
+      const table = await cli('endpoints', 'list');
+      expect(table.stdout).toContain('cli-demo');
+      const bad = await cli('endpoints', 'update', 'missing-id', '--max-workers', '2');
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('ENDPOINT_NOT_FOUND');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it.each([
+    [['--api-addr', 'nonsense'], '--api-addr (CORRAL_API_ADDR)'],
+    [['--gpus', 'lots'], '--gpus (CORRAL_GPUS)'],
+    [['--runtime', 'podman'], '--runtime (CORRAL_RUNTIME)'],
+    [['--config', '/nonexistent/corral.yaml'], '--config file /nonexistent/corral.yaml'],
+  ])('bad configuration %j stops start-up with one line naming the setting', async (args, named) => {
+    const result = await runCorral(['serve', ...args], { CORRAL_DATA_DIR: dataDir });
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(named);
+  });
+});

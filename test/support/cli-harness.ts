@@ -1,0 +1,146 @@
+import type { Command } from 'commander';
+import type { CliDeps } from '../../src/cli/deps.js';
+import { CorralClient } from '../../src/client/index.js';
+import type { WireEndpoint } from '../../src/contract/wire.js';
+
+/** Test support for the CLI commands: injected deps over a canned API (no vitest import here). */
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  authorization: string | null;
+  body: unknown;
+}
+
+export interface CannedAnswer {
+  status?: number;
+  body: unknown;
+  /** Fail like fetch does when the connection is refused. */
+  refuse?: boolean;
+}
+
+export interface TestHarness {
+  deps: CliDeps;
+  requests: RecordedRequest[];
+  connections: { baseUrl: string; apiKey: string }[];
+  out: () => string;
+  err: () => string;
+}
+
+const PREFIX = '/gpu-instance/openapi/v1/';
+
+/**
+ * Deps whose client is a real CorralClient over a fake fetch answering `routes`
+ * (keys like `GET endpoints`, paths relative to the API prefix).
+ */
+export function makeHarness(
+  options: {
+    routes?: Record<string, CannedAnswer>;
+    env?: NodeJS.ProcessEnv;
+    files?: Record<string, string>;
+    stdin?: string;
+  } = {},
+): TestHarness {
+  const requests: RecordedRequest[] = [];
+  const connections: { baseUrl: string; apiKey: string }[] = [];
+  let out = '';
+  let err = '';
+  const fakeFetch: typeof fetch = async (input, init) => {
+    const url = new URL(String(input));
+    const method = init?.method ?? 'GET';
+    const headers = new Headers(init?.headers);
+    requests.push({
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      authorization: headers.get('authorization'),
+      body: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined,
+    });
+    const route = url.pathname.startsWith(PREFIX) ? url.pathname.slice(PREFIX.length) : url.pathname;
+    const answer = options.routes?.[`${method} ${route}`] ?? {
+      status: 404,
+      body: { code: 404, reason: 'NOT_FOUND', message: `no route ${method} ${route}`, metadata: {} },
+    };
+    if (answer.refuse === true) {
+      const cause = Object.assign(new Error(`connect ECONNREFUSED ${url.host}`), { code: 'ECONNREFUSED' });
+      throw new TypeError('fetch failed', { cause });
+    }
+    return new Response(JSON.stringify(answer.body), {
+      status: answer.status ?? 200,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+  const files = options.files ?? {};
+  const deps: CliDeps = {
+    stdout: (text) => {
+      out += text;
+    },
+    stderr: (text) => {
+      err += text;
+    },
+    env: options.env ?? { CORRAL_API_KEY: 'sk_env_key' },
+    readFile: async (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
+      return text;
+    },
+    readStdin: async () => options.stdin ?? '',
+    makeClient: (opts) => {
+      connections.push(opts);
+      return new CorralClient({ ...opts, fetch: fakeFetch });
+    },
+  };
+  return { deps, requests, connections, out: () => out, err: () => err };
+}
+
+/** Parses `args` (user args, no program name) with commander exits turned into exceptions. */
+export async function runCommand(command: Command, args: string[]): Promise<void> {
+  throwOnExit(command);
+  await command.parseAsync(args, { from: 'user' });
+}
+
+function throwOnExit(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) throwOnExit(sub);
+}
+
+export function sampleEndpoint<P extends string | number>(
+  port: P,
+  overrides: Partial<WireEndpoint<P>> = {},
+): WireEndpoint<P> {
+  return {
+    id: 'ep-1',
+    name: 'echo',
+    appName: 'echo',
+    state: { state: 'serving', error: '', message: '' },
+    url: 'http://echo.localhost:8081',
+    workerConfig: {
+      minNum: 0,
+      maxNum: 2,
+      freeTimeout: '300',
+      maxConcurrent: '4',
+      gpuNum: 1,
+      cudaVersion: 'any',
+      requestTimeout: 300,
+    },
+    policy: { type: 'queue', value: '30' },
+    image: { image: 'corral/echo:1', authId: '', command: '' },
+    rootfsSize: 100,
+    volumeMounts: [],
+    envs: [],
+    ports: [{ port }],
+    workers: [],
+    products: [{ id: 'h100-80g' }],
+    healthy: {
+      path: '/health',
+      initialDelay: 0,
+      period: 2,
+      timeout: 2,
+      successThreshold: 1,
+      failureThreshold: 3,
+    },
+    log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/log?id=ep-1',
+    ...overrides,
+  };
+}

@@ -1,0 +1,80 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.meta.url));
+
+export interface ServeProcess {
+  apiUrl: string;
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `corral serve` as a real process and waits until its API listens (or it exits). */
+export async function startServe(args: string[], env: NodeJS.ProcessEnv): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CORRAL_BIN, 'serve', '--api-addr', '127.0.0.1:0', ...args], {
+    env: { ...process.env, CORRAL_API_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const apiUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`corral serve did not start:\n${out}\n${err}`)), 20_000);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /"apiUrl":"([^"]+)".*"msg":"corral API listening"/.exec(out);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`corral serve exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+  return {
+    apiUrl,
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a `corral` command to completion. */
+export function runCorral(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CORRAL_BIN, ...args], {
+      env: { ...process.env, CORRAL_API_KEY: '', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
