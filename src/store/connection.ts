@@ -5,6 +5,8 @@ import type { Database, DialectName } from './schema.js';
 export interface DatabaseConnection {
   db: Kysely<Database>;
   dialect: DialectName;
+  /** PostgreSQL schema holding the tables (the migrator must not look at other schemas); undefined for SQLite. */
+  schema?: string;
   /** True when the error is a unique-constraint violation, whatever the engine. */
   isUniqueViolation(error: unknown): boolean;
   /** Where the data lives, without credentials, for logs. */

@@ -57,7 +57,26 @@ export interface AuditLogTable {
   detail: string;
 }
 
+export interface WorkersTable {
+  id: string;
+  endpoint_id: string;
+  owner_id: string;
+  revision: number;
+  state: string;
+  state_error: string;
+  state_message: string;
+  healthy: number;
+  /** JSON array of GPU uuids. */
+  gpu_uuids: string;
+  /** JSON {host, port} or null. */
+  address: string | null;
+  created_at: number;
+  updated_at: number;
+  ready_at: number | null;
+}
+
 export interface Database {
+  workers: WorkersTable;
   endpoints: EndpointsTable;
   endpoint_events: EndpointEventsTable;
   api_keys: ApiKeysTable;

@@ -178,4 +178,45 @@ describe.each(storeTargets())('store on $name', (target) => {
     expect(await store.credentials.delete('owner-a', 'c1', audit('credentials.delete', 'c1'))).toBe(true);
     expect(await store.credentials.ids('owner-a')).toEqual(new Set());
   });
+  it('keeps workers: upsert creates then updates, listed per endpoint oldest first', async () => {
+    const worker = {
+      id: 'w1',
+      endpointId: 'e1',
+      ownerId: 'owner-a',
+      revision: 1,
+      status: { state: 'pending' as const, error: '', message: 'needs 1 GPU' },
+      healthy: false,
+      gpuUuids: [],
+      address: null,
+      createdAt: 10,
+      updatedAt: 10,
+      readyAt: null,
+    };
+    await store.workers.upsert(worker);
+    await store.workers.upsert({ ...worker, id: 'w2', createdAt: 11 });
+    await store.workers.upsert({
+      ...worker,
+      status: { state: 'running', error: '', message: '' },
+      healthy: true,
+      gpuUuids: ['GPU-1'],
+      address: { host: '127.0.0.1', port: 32768 },
+      updatedAt: 20,
+      readyAt: 19,
+    });
+    const listed = await store.workers.listByEndpoint('e1');
+    expect(listed.map((w) => w.id)).toEqual(['w1', 'w2']);
+    expect(listed[0]).toMatchObject({
+      status: { state: 'running' },
+      healthy: true,
+      gpuUuids: ['GPU-1'],
+      address: { host: '127.0.0.1', port: 32768 },
+      createdAt: 10,
+      readyAt: 19,
+    });
+    const byEndpoint = await store.workers.listByEndpoints(['e1', 'e2']);
+    expect(byEndpoint.get('e1')).toHaveLength(2);
+    expect(byEndpoint.get('e2')).toEqual([]);
+    await store.workers.delete('w1');
+    expect(await store.workers.get('w1')).toBeUndefined();
+  });
 });

@@ -5,6 +5,7 @@ import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { migrateToLatest } from './migrations/index.js';
+import { WorkerRepository } from './workers.js';
 
 /** Every repository over one database connection. */
 export class Store {
@@ -13,6 +14,7 @@ export class Store {
   readonly apiKeys: ApiKeyRepository;
   readonly credentials: CredentialRepository;
   readonly audit: AuditRepository;
+  readonly workers: WorkerRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -24,6 +26,7 @@ export class Store {
     this.apiKeys = new ApiKeyRepository({ db });
     this.credentials = new CredentialRepository({ db });
     this.audit = new AuditRepository({ db });
+    this.workers = new WorkerRepository({ db });
   }
 
   get dialect() {
@@ -36,7 +39,7 @@ export class Store {
 
   /** Applies pending migrations; returns the names of those applied now. */
   migrate(): Promise<string[]> {
-    return migrateToLatest(this.#connection.db, this.#connection.dialect);
+    return migrateToLatest(this.#connection.db, this.#connection.dialect, this.#connection.schema);
   }
 
   close(): Promise<void> {

@@ -1,17 +1,24 @@
 import { type Kysely, type Migration, Migrator } from 'kysely';
 import type { Database, DialectName } from '../schema.js';
 import * as initial from './0001-initial.js';
+import * as workers from './0002-workers.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
 /** Ordered by name; a released migration is never edited, only followed by a new one. */
 const MIGRATIONS: Record<string, VersionedMigration> = {
   '0001-initial': initial.up,
+  '0002-workers': (db) => workers.up(db),
 };
 
-export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  schema?: string,
+): Promise<string[]> {
   const migrator = new Migrator({
     db,
+    ...(schema ? { migrationTableSchema: schema } : {}),
     provider: {
       getMigrations: async () =>
         Object.fromEntries(

@@ -27,6 +27,7 @@ export function connectPostgres(options: PostgresOptions): DatabaseConnection {
   return {
     db,
     dialect: 'postgres',
+    schema: options.schema ?? 'public',
     isUniqueViolation: (error) =>
       typeof error === 'object' && error !== null && 'code' in error && error.code === '23505',
     describe: () => redact(options.connectionString),

@@ -1,0 +1,24 @@
+import type { StateReport } from './endpoint.js';
+
+export type WorkerState = 'pending' | 'pulling' | 'starting' | 'running' | 'unhealthy' | 'draining' | 'stopped' | 'failed';
+
+/** Stable codes in a failed worker's `error`. */
+export type WorkerErrorCode = 'IMAGE_PULL_FAILED' | 'CRASH_LOOP' | 'HEALTH_TIMEOUT' | 'INSUFFICIENT_GPU' | 'RUNTIME_ERROR';
+
+/** A worker as the controller reports it (the API shows this; the runtime knows only containers). */
+export interface Worker {
+  id: string;
+  endpointId: string;
+  ownerId: string;
+  revision: number;
+  status: StateReport<WorkerState>;
+  /** The health prober's verdict. */
+  healthy: boolean;
+  gpuUuids: string[];
+  /** Where the worker's port is reachable (the gateway routes here). */
+  address: { host: string; port: number } | null;
+  createdAt: number;
+  updatedAt: number;
+  /** When it first passed its health check; null until then. */
+  readyAt: number | null;
+}

@@ -1,0 +1,123 @@
+/**
+ * The one interface every worker runtime implements (docker, local, fake; kubernetes later). The controller
+ * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
+ */
+
+export const LABEL_PREFIX = 'corral.dev/';
+export const LABELS = {
+  managed: `${LABEL_PREFIX}managed`,
+  endpoint: `${LABEL_PREFIX}endpoint`,
+  worker: `${LABEL_PREFIX}worker`,
+  revision: `${LABEL_PREFIX}revision`,
+  owner: `${LABEL_PREFIX}owner`,
+} as const;
+
+export type RuntimeVolume =
+  | { type: 'local'; name: string; sizeGB: number; mountPath: string }
+  | { type: 'network'; hostPath: string; mountPath: string };
+
+export interface RegistryAuth {
+  username: string;
+  password: string;
+  /** Registry host the credentials are for, e.g. registry.example.com; empty for Docker Hub. */
+  server: string;
+}
+
+/** Everything needed to start one worker; built by the controller from the endpoint (pure). */
+export interface WorkerSpec {
+  workerId: string;
+  endpointId: string;
+  ownerId: string;
+  revision: number;
+  image: string;
+  /** argv; empty means the image's default command. */
+  command: string[];
+  /** The endpoint's envs plus PORT, CORRAL_ENDPOINT_ID, CORRAL_WORKER_ID (and NVIDIA_VISIBLE_DEVICES). */
+  env: Record<string, string>;
+  /** The port the app listens on inside the worker. */
+  port: number;
+  /** GPUs allocated to this worker by placement. */
+  gpus: { index: number; uuid: string }[];
+  volumes: RuntimeVolume[];
+  labels: Record<string, string>;
+  registryAuth?: RegistryAuth;
+  /** Where the runtime can enforce it (Docker with a supporting storage driver, Kubernetes). */
+  rootfsSizeGB?: number;
+}
+
+/** What the runtime says of a worker; health is the controller's business, not the runtime's. */
+export type RuntimePhase = 'pulling' | 'starting' | 'running' | 'exited';
+
+export interface RuntimeWorker {
+  workerId: string;
+  endpointId: string;
+  revision: number;
+  labels: Record<string, string>;
+  phase: RuntimePhase;
+  /** Where the worker's HTTP port is reachable from Corral, once it is running. */
+  address?: { host: string; port: number };
+  exitCode?: number;
+  /** Human detail: pull progress, exit reason. */
+  message: string;
+  createdAt: number;
+  gpuUuids: string[];
+}
+
+export interface PullProgress {
+  /** 0-100, or undefined when the registry does not say. */
+  percent?: number;
+  message: string;
+}
+
+export interface WorkerStats {
+  cpuPercent: number;
+  memoryBytes: number;
+}
+
+export interface LogOptions {
+  follow: boolean;
+  /** Last N lines; undefined for all. */
+  tail?: number;
+  signal?: AbortSignal;
+}
+
+export type RuntimeEvent =
+  | { type: 'exited'; workerId: string; exitCode: number }
+  | { type: 'started'; workerId: string }
+  | { type: 'removed'; workerId: string };
+
+export interface WorkerRuntime {
+  readonly name: 'docker' | 'local' | 'fake' | 'kubernetes';
+  /**
+   * Pulls the image when it is not present (reporting progress), creates and starts the worker. Throws
+   * RuntimeError IMAGE_PULL_FAILED when the image cannot be had, RUNTIME_ERROR for anything else.
+   * Returns once the worker is started (not healthy).
+   */
+  create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker>;
+  /** Stops (SIGTERM, then SIGKILL after the grace period) and removes the worker and its local volumes. Idempotent. */
+  remove(workerId: string, options?: { graceSeconds?: number }): Promise<void>;
+  /** Workers whose labels include every given label. */
+  list(selector: Record<string, string>): Promise<RuntimeWorker[]>;
+  inspect(workerId: string): Promise<RuntimeWorker | undefined>;
+  /** The worker's output, line by line. Throws RuntimeError NOT_FOUND for an unknown worker. */
+  logs(workerId: string, options: LogOptions): AsyncIterable<string>;
+  stats(workerId: string): Promise<WorkerStats | undefined>;
+  /** Pushes exits and removals as they happen; returns an unsubscribe function. */
+  watch(onEvent: (event: RuntimeEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+export type RuntimeErrorCode = 'IMAGE_PULL_FAILED' | 'RUNTIME_ERROR' | 'NOT_FOUND' | 'UNAVAILABLE';
+
+/** Every runtime fails the same way: with one of these codes. */
+export class RuntimeError extends Error {
+  override name = 'RuntimeError';
+
+  constructor(
+    readonly code: RuntimeErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,96 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Worker, WorkerState } from '../domain/worker.js';
+import type { Database, WorkersTable } from './schema.js';
+
+/** The controller's report of each worker; the API reads it, only the controller writes it. */
+export class WorkerRepository {
+  readonly #db: Kysely<Database>;
+
+  constructor(options: { db: Kysely<Database> }) {
+    this.#db = options.db;
+  }
+
+  async upsert(worker: Worker): Promise<void> {
+    const row = toRow(worker);
+    const { id: _id, created_at: _created, ...changes } = row;
+    await this.#db
+      .insertInto('workers')
+      .values(row)
+      .onConflict((oc) => oc.column('id').doUpdateSet(changes))
+      .execute();
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#db.deleteFrom('workers').where('id', '=', id).execute();
+  }
+
+  /** Oldest first. */
+  async listByEndpoint(endpointId: string): Promise<Worker[]> {
+    const rows = await this.#db
+      .selectFrom('workers')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  /** Workers of many endpoints at once, keyed by endpoint id (for list pages). */
+  async listByEndpoints(endpointIds: string[]): Promise<Map<string, Worker[]>> {
+    const byEndpoint = new Map<string, Worker[]>(endpointIds.map((id) => [id, []]));
+    if (endpointIds.length === 0) return byEndpoint;
+    const rows = await this.#db
+      .selectFrom('workers')
+      .selectAll()
+      .where('endpoint_id', 'in', endpointIds)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    for (const row of rows) byEndpoint.get(row.endpoint_id)?.push(fromRow(row));
+    return byEndpoint;
+  }
+
+  async listAll(): Promise<Worker[]> {
+    return (await this.#db.selectFrom('workers').selectAll().orderBy('created_at').execute()).map(fromRow);
+  }
+
+  async get(id: string): Promise<Worker | undefined> {
+    const row = await this.#db.selectFrom('workers').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && fromRow(row);
+  }
+}
+
+function toRow(worker: Worker): WorkersTable {
+  return {
+    id: worker.id,
+    endpoint_id: worker.endpointId,
+    owner_id: worker.ownerId,
+    revision: worker.revision,
+    state: worker.status.state,
+    state_error: worker.status.error,
+    state_message: worker.status.message,
+    healthy: worker.healthy ? 1 : 0,
+    gpu_uuids: JSON.stringify(worker.gpuUuids),
+    address: worker.address === null ? null : JSON.stringify(worker.address),
+    created_at: worker.createdAt,
+    updated_at: worker.updatedAt,
+    ready_at: worker.readyAt,
+  };
+}
+
+function fromRow(row: Selectable<WorkersTable>): Worker {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    ownerId: row.owner_id,
+    revision: row.revision,
+    status: { state: row.state as WorkerState, error: row.state_error, message: row.state_message },
+    healthy: Number(row.healthy) === 1,
+    gpuUuids: JSON.parse(row.gpu_uuids) as string[],
+    address: row.address === null ? null : (JSON.parse(row.address) as { host: string; port: number }),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    readyAt: row.ready_at === null ? null : Number(row.ready_at),
+  };
+}
