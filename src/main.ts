@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -7,12 +8,13 @@ import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { RateLimiter } from './api/rate-limit.js';
 import { type Config, formatHostPort } from './config/config.js';
+import { ConfigError } from './config/settings.js';
 import { validationError } from './contract/errors.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
-import { ApiKeyService } from './service/api-key-service.js';
+import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
@@ -97,15 +99,19 @@ export async function serve(
   io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
 ): Promise<RunningServer> {
   const { logger } = io;
+  // Everything that can be wrong with the configuration is found before anything is written.
+  const secretKey = loadSecretKeySetting(io.env, config.dataDir);
+  const operatorKey = io.env.CORRAL_API_KEY || undefined;
+  if (operatorKey !== undefined && operatorKey.length < MIN_OPERATOR_KEY_LENGTH) {
+    throw new ConfigError(
+      `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
+    );
+  }
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     logger.info({ database: store.describe() }, 'store ready');
-    await ensureKeys(store, io);
+    await ensureKeys(store, { ...io, operatorKey });
     const gpus = await inventoryFor(config, logger);
-    const secretKey = loadSecretKey({
-      envValue: io.env.CORRAL_SECRET_KEY,
-      path: join(config.dataDir, 'secret.key'),
-    });
     const app = await buildApi({ config, store, gpus, logger, secretKey });
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
@@ -128,10 +134,10 @@ export async function serve(
 
 async function ensureKeys(
   store: Store,
-  io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
+  io: { logger: Logger; stdout: (text: string) => void; operatorKey: string | undefined },
 ): Promise<void> {
   const keys = new ApiKeyService({ store, clock: systemClock });
-  const operatorKey = io.env.CORRAL_API_KEY;
+  const { operatorKey } = io;
   if (operatorKey) {
     const outcome = await keys.ensureOperatorKey(operatorKey);
     if (outcome === 'revoked') io.logger.warn('CORRAL_API_KEY has been revoked and is not accepted');
@@ -149,4 +155,15 @@ async function ensureKeys(
 function listeningPort(app: FastifyInstance): number {
   const address = app.server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
+}
+
+/** The data directory holds key hashes and sealed credentials: only its owner may read it. */
+function loadSecretKeySetting(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    return loadSecretKey({ envValue: env.CORRAL_SECRET_KEY, path: join(dataDir, 'secret.key') });
+  } catch (error) {
+    const setting = env.CORRAL_SECRET_KEY ? 'CORRAL_SECRET_KEY' : `--data-dir (CORRAL_DATA_DIR) ${dataDir}`;
+    throw new ConfigError(`invalid ${setting}: ${(error as Error).message}`);
+  }
 }

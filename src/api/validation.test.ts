@@ -128,6 +128,7 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
     'envs.1.key',
   ],
   ['reserved env', { envs: [{ key: 'CORRAL_WORKER_ID', value: 'x' }] }, 400, 'INVALID_FIELD', 'envs.0.key'],
+  ['PORT other than the port', { envs: [{ key: 'PORT', value: '9' }] }, 400, 'INVALID_FIELD', 'envs.0.key'],
   [
     'relative mountPath',
     { volumeMounts: [{ type: 'local', size: 1, mountPath: 'data' }] },

@@ -62,8 +62,8 @@ bodyLimitBytes: 2048
 
   it.each([
     ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
-    ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'workers has min 5 above max 2'],
-    ['limits: { freeLocalVolumeSize: 500 }', 'localVolumeSizeGB has free 500 outside 0..100'],
+    ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'minWorkerNum (5) is above maxWorkerNum (2)'],
+    ['limits: { freeLocalVolumeSize: 500 }', 'freeLocalVolumeSize (500) is outside 0..100'],
     ['limts: {}', 'Unrecognized key'],
     ['networkStorages: [{ id: x, clusterID: c, hostPath: relative }]', 'networkStorages.0.hostPath'],
     ['{ not yaml', 'not valid YAML or JSON'],

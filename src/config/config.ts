@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { applyWireLimits } from '../contract/limits.js';
+import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
 import { parseConfigFile } from './file.js';
@@ -24,7 +24,7 @@ export interface RateLimit {
 }
 
 /** Everything `corral serve` runs with, parsed and checked once at start. */
-export interface Config extends Omit<ServeSettings, 'dataDir' | 'apiUrl' | 'config'> {
+export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' | 'config'> {
   dataDir: string;
   apiUrl: string;
   configFile: string | undefined;
@@ -55,7 +55,7 @@ export function loadConfig(sources: ConfigSources): Config {
   return {
     ...settings,
     dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
-    apiUrl: settings.apiUrl ?? `http://${formatHostPort(settings.apiAddr)}`,
+    apiUrl: settings.publicApiUrl ?? `http://${formatHostPort(settings.apiAddr)}`,
     configFile,
     limits: rangeLimits,
     products: file.products ?? [],
@@ -87,12 +87,20 @@ function checkLimits(limits: Limits): void {
   for (const [name, range] of Object.entries(limits)) {
     if (Array.isArray(range)) continue;
     if (range.min > range.max) {
-      throw new ConfigError(`config file limits: ${name} has min ${range.min} above max ${range.max}`);
+      throw new ConfigError(
+        `config file limits: ${wireName(name, 'min')} (${range.min}) is above ${wireName(name, 'max')} (${range.max})`,
+      );
     }
     if ('free' in range && (range.free < range.min || range.free > range.max)) {
       throw new ConfigError(
-        `config file limits: ${name} has free ${range.free} outside ${range.min}..${range.max}`,
+        `config file limits: ${wireName(name, 'free')} (${range.free}) is outside ${range.min}..${range.max}`,
       );
     }
   }
+}
+
+/** The wire name of a limit bound, as written in the config file (workers + min -> minWorkerNum). */
+function wireName(domainKey: string, bound: 'min' | 'max' | 'free'): string {
+  const entry = Object.entries(WIRE_LIMIT_FIELDS).find(([, [key, b]]) => key === domainKey && b === bound);
+  return entry?.[0] ?? `${domainKey}.${bound}`;
 }

@@ -72,8 +72,10 @@ export const SERVE_SETTINGS = {
     flag: '--database-url',
     env: 'CORRAL_DATABASE_URL',
     default: undefined,
-    help: 'postgres://user:pass@host/db for PostgreSQL; default SQLite in the data directory',
-    schema: optionalText,
+    help: 'postgres://user:pass@host/db for PostgreSQL, or sqlite:PATH; default SQLite in the data directory',
+    schema: optionalText.refine((v) => v === undefined || /^(postgres(ql)?:\/\/|sqlite:)/.test(v), {
+      message: 'expected postgres://…, postgresql://… or sqlite:PATH',
+    }),
   },
   runtime: {
     flag: '--runtime',
@@ -105,9 +107,9 @@ export const SERVE_SETTINGS = {
     help: "public base of endpoints' URLs, e.g. https://run.example.com gives https://{appName}.run.example.com",
     schema: url.optional(),
   },
-  apiUrl: {
-    flag: '--api-url',
-    env: 'CORRAL_API_URL',
+  publicApiUrl: {
+    flag: '--public-api-url',
+    env: 'CORRAL_PUBLIC_API_URL',
     default: undefined,
     help: 'public base URL of the API, used in log and metrics links (default http://{api-addr})',
     schema: url.optional(),

@@ -220,10 +220,16 @@ function validateVolumes(
 
 function validateEnv(spec: EndpointSpec, add: Add): void {
   const seen = new Set<string>();
-  spec.env.forEach(({ key }, index) => {
+  spec.env.forEach(({ key, value }, index) => {
     const field = `env.${index}.key`;
     if (!ENV_KEY.test(key)) {
       add({ field, reason: 'INVALID_FIELD', message: `"${key}" is not a valid environment variable name` });
+    } else if (key === 'PORT' && value !== String(spec.port)) {
+      add({
+        field,
+        reason: 'INVALID_FIELD',
+        message: `PORT is set by Corral to the endpoint's port (${spec.port})`,
+      });
     } else if (RESERVED_ENV_KEYS.has(key)) {
       add({ field, reason: 'INVALID_FIELD', message: `${key} is set by Corral and cannot be overridden` });
     } else if (seen.has(key)) {

@@ -1,9 +1,22 @@
 import type { StateReport } from './endpoint.js';
 
-export type WorkerState = 'pending' | 'pulling' | 'starting' | 'running' | 'unhealthy' | 'draining' | 'stopped' | 'failed';
+export type WorkerState =
+  | 'pending'
+  | 'pulling'
+  | 'starting'
+  | 'running'
+  | 'unhealthy'
+  | 'draining'
+  | 'stopped'
+  | 'failed';
 
 /** Stable codes in a failed worker's `error`. */
-export type WorkerErrorCode = 'IMAGE_PULL_FAILED' | 'CRASH_LOOP' | 'HEALTH_TIMEOUT' | 'INSUFFICIENT_GPU' | 'RUNTIME_ERROR';
+export type WorkerErrorCode =
+  | 'IMAGE_PULL_FAILED'
+  | 'CRASH_LOOP'
+  | 'HEALTH_TIMEOUT'
+  | 'INSUFFICIENT_GPU'
+  | 'RUNTIME_ERROR';
 
 /** A worker as the controller reports it (the API shows this; the runtime knows only containers). */
 export interface Worker {

@@ -108,11 +108,24 @@ describe('corral serve as a process', () => {
     [['--gpus', 'lots'], '--gpus (CORRAL_GPUS)'],
     [['--runtime', 'podman'], '--runtime (CORRAL_RUNTIME)'],
     [['--config', '/nonexistent/corral.yaml'], '--config file /nonexistent/corral.yaml'],
+    [['--database-url', 'mysql://x'], '--database-url (CORRAL_DATABASE_URL)'],
   ])('bad configuration %j stops start-up with one line naming the setting', async (args, named) => {
     const result = await runCorral(['serve', ...args], { CORRAL_DATA_DIR: dataDir });
     expect(result.code).toBe(2);
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(named);
+  });
+
+  it.each([
+    [{ CORRAL_SECRET_KEY: 'c2hvcnQ=' }, 'invalid CORRAL_SECRET_KEY'],
+    [{ CORRAL_API_KEY: 'short' }, 'invalid CORRAL_API_KEY'],
+  ])('bad secrets %j stop start-up before anything is written', async (env, named) => {
+    const fresh = mkdtempSync(join(tmpdir(), 'corral-e2e-fresh-'));
+    const result = await runCorral(['serve'], { CORRAL_DATA_DIR: fresh, ...env });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toContain(named);
+    expect(result.stdout).not.toContain('sk_');
+    rmSync(fresh, { recursive: true, force: true });
   });
 });

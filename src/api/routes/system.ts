@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppOptions } from '../app.js';
+import { openApiDocument } from '../openapi.js';
 
 /** Unauthenticated: liveness and Prometheus metrics. */
 export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/openapi.json', async (request) =>
+    openApiDocument({ serverUrl: `${request.protocol}://${request.host}` }),
+  );
 
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', o.metrics.registry.contentType);

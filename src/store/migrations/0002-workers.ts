@@ -17,5 +17,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addColumn('ready_at', 'bigint')
     .execute();
-  await db.schema.createIndex('workers_by_endpoint').on('workers').columns(['endpoint_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('workers_by_endpoint')
+    .on('workers')
+    .columns(['endpoint_id', 'created_at'])
+    .execute();
 }

@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
+import { storeTargets } from '../../test/support/stores.js';
+import { ERROR_CATALOGUE } from './errors.js';
+import { openApiDocument } from './openapi.js';
+
+type Schema = Record<string, unknown>;
+
+interface Document {
+  openapi: string;
+  servers: { url: string }[];
+  paths: Record<string, Record<string, Schema>>;
+  components: { schemas: Record<string, Schema> };
+}
+
+const doc = openApiDocument({ serverUrl: 'http://127.0.0.1:8080' }) as Document;
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+/** Every `METHOD path` the document describes. */
+function documentedOperations(): string[] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.keys(item)
+      .filter((method) => METHODS.includes(method))
+      .map((method) => `${method.toUpperCase()} ${path}`),
+  );
+}
+
+/**
+ * Every `METHOD path` the app serves, from the tree that printRoutes draws: each line is a path segment
+ * appended to its parent's, indented four characters per level, with its methods in parentheses.
+ */
+function servedOperations(tree: string): string[] {
+  const parents: string[] = [];
+  const operations: string[] = [];
+  for (const line of tree.split('\n')) {
+    const match = /^((?:│ {3}| {4})*)(?:├── |└── )(.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!match) continue;
+    const depth = (match[1] ?? '').length / 4;
+    const path = (parents[depth - 1] ?? '') + (match[2] ?? '');
+    parents[depth] = path;
+    parents.length = depth + 1;
+    for (const method of (match[3] ?? '').split(',').map((m) => m.trim())) {
+      if (method !== '' && method !== 'HEAD' && method !== 'OPTIONS') operations.push(`${method} ${path}`);
+    }
+  }
+  return operations;
+}
+
+/** A small structural check: types, required keys, enums and consts, following $ref, allOf and oneOf. */
+function problems(value: unknown, schema: Schema, at = '$'): string[] {
+  if (typeof schema.$ref === 'string') {
+    const name = schema.$ref.replace('#/components/schemas/', '');
+    const target = doc.components.schemas[name];
+    if (!target) return [`${at}: unresolved ${schema.$ref}`];
+    return problems(value, target, at);
+  }
+  const found: string[] = [];
+  if (Array.isArray(schema.allOf)) {
+    for (const part of schema.allOf as Schema[]) found.push(...problems(value, part, at));
+  }
+  if (Array.isArray(schema.oneOf)) {
+    const matching = (schema.oneOf as Schema[]).filter((option) => problems(value, option, at).length === 0);
+    if (matching.length !== 1) found.push(`${at}: matches ${matching.length} of oneOf, not exactly 1`);
+  }
+  if ('const' in schema && value !== schema.const) found.push(`${at}: expected ${String(schema.const)}`);
+  if (Array.isArray(schema.enum) && !schema.enum.includes(value))
+    found.push(`${at}: ${String(value)} not in enum`);
+  switch (schema.type) {
+    case 'integer':
+      if (!Number.isInteger(value)) found.push(`${at}: expected an integer, got ${JSON.stringify(value)}`);
+      break;
+    case 'string':
+    case 'boolean':
+      if (typeof value !== schema.type)
+        found.push(`${at}: expected a ${schema.type}, got ${JSON.stringify(value)}`);
+      break;
+    case 'array':
+      if (!Array.isArray(value)) found.push(`${at}: expected an array`);
+      else {
+        for (const [i, item] of value.entries()) {
+          found.push(...problems(item, schema.items as Schema, `${at}[${i}]`));
+        }
+      }
+      break;
+    case 'object': {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        found.push(`${at}: expected an object`);
+        break;
+      }
+      const record = value as Record<string, unknown>;
+      for (const key of (schema.required as string[] | undefined) ?? []) {
+        if (!(key in record)) found.push(`${at}: missing required ${key}`);
+      }
+      for (const [key, property] of Object.entries((schema.properties as Record<string, Schema>) ?? {})) {
+        if (key in record) found.push(...problems(record[key], property, `${at}.${key}`));
+      }
+      break;
+    }
+  }
+  return found;
+}
+
+const responseSchema = (path: string, method: string, status = '200'): Schema => {
+  const responses = doc.paths[path]?.[method]?.responses as Record<string, Schema> | undefined;
+  const content = responses?.[status]?.content as Record<string, { schema: Schema }> | undefined;
+  const schema = content?.['application/json']?.schema;
+  if (!schema) throw new Error(`no ${status} JSON response documented for ${method} ${path}`);
+  return schema;
+};
+
+const requestSchema = (path: string, method: string): Schema => {
+  const body = doc.paths[path]?.[method]?.requestBody as
+    | { content: Record<string, { schema: Schema }> }
+    | undefined;
+  const schema = body?.content['application/json']?.schema;
+  if (!schema) throw new Error(`no request body documented for ${method} ${path}`);
+  return schema;
+};
+
+const V1 = '/gpu-instance/openapi/v1';
+const target = storeTargets()[0];
+
+describe('the OpenAPI document against the routes', () => {
+  let api: TestApi;
+  let dispose: () => Promise<void>;
+
+  beforeAll(async () => {
+    if (!target) throw new Error('no store target');
+    const opened = await target.open();
+    dispose = opened.dispose;
+    api = await createTestApi(opened.store);
+    await api.app.ready();
+  });
+  afterAll(async () => {
+    await api.app.close();
+    await dispose();
+  });
+
+  it('documents every route the app serves', () => {
+    const served = servedOperations(api.app.printRoutes({ commonPrefix: false }));
+    expect(served.length).toBeGreaterThanOrEqual(16);
+    expect(served.filter((operation) => !documentedOperations().includes(operation))).toEqual([]);
+  });
+
+  it('describes only operations the app serves', () => {
+    const missing = documentedOperations().filter((operation) => {
+      const [method = '', url = ''] = operation.split(' ');
+      return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
+    });
+    expect(missing).toEqual([]);
+    expect(documentedOperations()).toHaveLength(16);
+  });
+
+  it('serves itself at /openapi.json without a key', async () => {
+    const response = await api.app.inject({
+      method: 'GET',
+      url: '/openapi.json',
+      headers: { host: 'corral.example.com:9000' },
+    });
+    expect(response.statusCode).toBe(200);
+    const served = response.json() as Document;
+    expect(served.openapi).toBe('3.1.0');
+    expect(served.servers).toEqual([{ url: 'http://corral.example.com:9000' }]);
+    expect(Object.keys(served.paths)).toEqual(Object.keys(doc.paths));
+  });
+
+  it('resolves every $ref', () => {
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/(\w+)\/(\w+)"/g)];
+    const components = doc.components as unknown as Record<string, Record<string, unknown>>;
+    const unresolved = refs.filter(([, kind = '', name = '']) => components[kind]?.[name] === undefined);
+    expect(unresolved.map(([whole]) => whole)).toEqual([]);
+    expect(refs.length).toBeGreaterThan(20);
+  });
+
+  it('lists every reason of the error catalogue', () => {
+    const error = doc.components.schemas.Error as { properties: { reason: { enum: string[] } } };
+    expect(error.properties.reason.enum).toEqual(Object.keys(ERROR_CATALOGUE));
+  });
+
+  it('requires authentication everywhere but the system routes', () => {
+    const open = Object.entries(doc.paths)
+      .filter(
+        ([, item]) => Array.isArray(item.get?.security) && (item.get.security as unknown[]).length === 0,
+      )
+      .map(([path]) => path);
+    expect(open.sort()).toEqual(['/healthz', '/metrics', '/openapi.json']);
+  });
+
+  it("accepts the original service's client bodies", () => {
+    expect(problems(originalClientCreateBody(), requestSchema(`${V1}/endpoint/create`, 'post'))).toEqual([]);
+    const modern = {
+      endpoint: {
+        image: { image: 'x/y:z' },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: '1', maxNum: 2 },
+        healthy: [{ path: '/ok' }],
+      },
+    };
+    expect(problems(modern, requestSchema(`${V1}/endpoint/create`, 'post'))).toEqual([]);
+  });
+
+  it('matches what the app answers', async () => {
+    const created = await api.call('POST', 'endpoint/create', originalClientCreateBody());
+    expect(created.status).toBe(200);
+    expect(problems(created.body, responseSchema(`${V1}/endpoint/create`, 'post'))).toEqual([]);
+    const id = created.body.id as string;
+
+    const answers: [string, string, unknown][] = [
+      [`${V1}/endpoint`, 'get', (await api.call('GET', `endpoint?id=${id}`)).body],
+      [`${V1}/endpoints`, 'get', (await api.call('GET', 'endpoints')).body],
+      [`${V1}/endpoint/update`, 'post', (await api.call('POST', 'endpoint/update', { id, name: 'x' })).body],
+      [`${V1}/endpoint/log`, 'get', (await api.call('GET', `endpoint/log?id=${id}`)).body],
+      [`${V1}/endpoint/limit`, 'get', (await api.call('GET', 'endpoint/limit')).body],
+      [`${V1}/products`, 'get', (await api.call('GET', 'products')).body],
+      [
+        `${V1}/repository/auth/save`,
+        'post',
+        (await api.call('POST', 'repository/auth/save', { name: 'r', username: 'u', password: 'p' })).body,
+      ],
+      [`${V1}/repository/auths`, 'get', (await api.call('GET', 'repository/auths')).body],
+      [`${V1}/endpoint/stop`, 'post', (await api.call('POST', 'endpoint/stop', { id })).body],
+      [`${V1}/endpoint/start`, 'post', (await api.call('POST', 'endpoint/start', { id })).body],
+    ];
+    for (const [path, method, body] of answers) {
+      expect(problems(body, responseSchema(path, method)), `${method} ${path}`).toEqual([]);
+    }
+    // The check is not vacuous: a listed endpoint (string port) is not a got one (integer port).
+    const listed = answers[1]?.[2] as { endpoints: unknown[] };
+    expect(listed.endpoints).toHaveLength(1);
+    expect(problems({ endpoint: listed.endpoints[0] }, responseSchema(`${V1}/endpoint`, 'get'))).toEqual([
+      '$.endpoint.ports[0].port: expected an integer, got "8000"',
+    ]);
+    expect(problems({}, responseSchema(`${V1}/endpoint/create`, 'post'))).toEqual(['$: missing required id']);
+  });
+
+  it('describes the error bodies the app sends', async () => {
+    const missing = await api.call('GET', 'endpoint?id=nope');
+    expect(missing.status).toBe(404);
+    expect(problems(missing.body, responseSchema(`${V1}/endpoint`, 'get', '404'))).toEqual([]);
+
+    const unauthenticated = await api.call('GET', 'endpoints', undefined, null);
+    expect(unauthenticated.status).toBe(401);
+    expect(problems(unauthenticated.body, responseSchema(`${V1}/endpoints`, 'get', '401'))).toEqual([]);
+
+    const invalid = await api.call(
+      'POST',
+      'endpoint/create',
+      originalClientCreateBody({ ports: [{ port: 2222 }] }),
+    );
+    expect(invalid.status).toBe(400);
+    expect(problems(invalid.body, responseSchema(`${V1}/endpoint/create`, 'post', '400'))).toEqual([]);
+  });
+});

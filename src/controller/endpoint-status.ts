@@ -1,0 +1,50 @@
+import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import { type BackoffPolicy, type CrashRecord, endpointFailure } from './backoff.js';
+import { isActive, type ManagedWorker } from './managed-worker.js';
+
+/** What the endpoint's `state` says, derived from its workers and failures. Pure. */
+export function endpointStatus(
+  endpoint: Endpoint,
+  workers: ManagedWorker[],
+  crash: CrashRecord,
+  policy: BackoffPolicy,
+  capacity: { canEverFit: boolean; missing: string },
+): StateReport<EndpointState> {
+  if (endpoint.desired === 'stopped') return { state: 'stopped', error: '', message: 'stopped by its owner' };
+  if (!capacity.canEverFit) {
+    return { state: 'failed', error: 'INSUFFICIENT_GPU', message: capacity.missing };
+  }
+  const failure = endpointFailure(crash, policy);
+  if (failure) return { state: 'failed', error: failure.code, message: failure.message };
+
+  const active = workers.filter(isActive);
+  const current = active.filter((w) => w.revision === endpoint.revision);
+  const ready = current.filter((w) => w.state === 'running' && w.healthy);
+  const oldServing = active.some((w) => w.revision !== endpoint.revision);
+  if (oldServing) {
+    return {
+      state: 'updating',
+      error: '',
+      message: `rolling out revision ${endpoint.revision}: ${summary(current)}`,
+    };
+  }
+  if (ready.length > 0) return { state: 'serving', error: '', message: summary(current) };
+  if (endpoint.spec.workers.minWorkers === 0 && current.length === 0) {
+    return { state: 'serving', error: '', message: 'scaled to zero; a request wakes it' };
+  }
+  return {
+    state: 'deploying',
+    error: '',
+    message: current.length === 0 ? 'waiting for workers' : summary(current),
+  };
+}
+
+/** "2 running, 1 pending (needs 1 GPU of h100-80g, 0 free)". */
+function summary(workers: ManagedWorker[]): string {
+  const counts = new Map<string, number>();
+  for (const w of workers) counts.set(w.state, (counts.get(w.state) ?? 0) + 1);
+  const parts = [...counts].map(([state, n]) => `${n} ${state}`);
+  const pending = workers.find((w) => w.state === 'pending' && w.message !== '');
+  if (pending) parts.push(`(${pending.message})`);
+  return parts.join(', ') || 'no workers';
+}

@@ -1,0 +1,115 @@
+import type { Endpoint } from '../domain/endpoint.js';
+import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
+import type { CrashRecord } from './backoff.js';
+import { isActive, type ManagedWorker } from './managed-worker.js';
+
+export interface EndpointPlanInput {
+  endpoint: Endpoint;
+  /** Every record of this endpoint's workers. */
+  workers: ManagedWorker[];
+  /** What scaling asks for (minNum until the autoscaler says otherwise); clamped here. */
+  desiredWorkers: number;
+  crash: CrashRecord;
+  now: number;
+  startupTimeoutMs: number;
+}
+
+export type PlanAction =
+  /** New workers of the current revision; they start `pending` until placement gives them GPUs. */
+  | { type: 'add'; count: number }
+  /** Drain then remove the worker (container and record). */
+  | { type: 'remove'; workerId: string; reason: string }
+  /** Mark failed with a stable code and remove its container; counts towards crash-loop backoff. */
+  | { type: 'fail'; workerId: string; code: WorkerErrorCode; message: string };
+
+/** Which workers go first when scaling down: those not serving yet, then the newest. */
+const VICTIM_RANK: Record<WorkerState, number> = {
+  pending: 0,
+  pulling: 1,
+  starting: 2,
+  unhealthy: 3,
+  running: 4,
+  draining: 5,
+  stopped: 5,
+  failed: 5,
+};
+
+/** Decides, for one endpoint, what brings its workers towards what is desired. Pure. */
+export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
+  const { endpoint, workers, now } = input;
+  if (endpoint.desired === 'stopped') {
+    return workers
+      .filter((w) => w.state !== 'failed')
+      .map((w) => ({ type: 'remove' as const, workerId: w.id, reason: 'endpoint stopped' }));
+  }
+  const actions: PlanAction[] = [];
+  const timedOut = new Set<string>();
+  for (const worker of workers) {
+    if (hasMissedStartupDeadline(worker, now, input.startupTimeoutMs)) {
+      timedOut.add(worker.id);
+      actions.push({
+        type: 'fail',
+        workerId: worker.id,
+        code: 'HEALTH_TIMEOUT',
+        message: `never passed its health check ${endpoint.spec.health.path} within ${Math.round(input.startupTimeoutMs / 1000)} s of starting`,
+      });
+    }
+  }
+  const active = workers.filter((w) => isActive(w) && !timedOut.has(w.id));
+  const current = active.filter((w) => w.revision === endpoint.revision);
+  const old = active.filter((w) => w.revision !== endpoint.revision);
+  const { minWorkers, maxWorkers } = endpoint.spec.workers;
+  const target = Math.max(minWorkers, Math.min(maxWorkers, input.desiredWorkers));
+
+  if (current.length < target && now >= input.crash.retryAt) {
+    actions.push({ type: 'add', count: target - current.length });
+  }
+  if (current.length > target) {
+    for (const victim of pickVictims(current, current.length - target)) {
+      actions.push({ type: 'remove', workerId: victim.id, reason: 'scaled down' });
+    }
+  }
+  actions.push(...retireOldRevision(old, current, target));
+  return actions;
+}
+
+export function hasMissedStartupDeadline(
+  worker: ManagedWorker,
+  now: number,
+  startupTimeoutMs: number,
+): boolean {
+  return (
+    (worker.state === 'starting' || worker.state === 'unhealthy') &&
+    worker.readyAt === null &&
+    worker.startedAt !== null &&
+    now - worker.startedAt > startupTimeoutMs
+  );
+}
+
+/** Those not serving yet first, then the newest. */
+export function pickVictims(workers: ManagedWorker[], count: number): ManagedWorker[] {
+  return [...workers]
+    .sort((a, b) => VICTIM_RANK[a.state] - VICTIM_RANK[b.state] || b.createdAt - a.createdAt)
+    .slice(0, count);
+}
+
+/**
+ * Rolling replacement: old-revision workers go once the new revision has `target` healthy workers. When a
+ * new worker waits for GPUs that only an old one holds, one old worker goes per pass to make room.
+ */
+function retireOldRevision(old: ManagedWorker[], current: ManagedWorker[], target: number): PlanAction[] {
+  if (old.length === 0) return [];
+  const ready = current.filter((w) => w.state === 'running' && w.healthy).length;
+  if (ready >= target) {
+    return old.map((w) => ({
+      type: 'remove' as const,
+      workerId: w.id,
+      reason: 'replaced by a new revision',
+    }));
+  }
+  const waitingForGpus = current.some((w) => w.state === 'pending');
+  const oldest = [...old].sort((a, b) => a.createdAt - b.createdAt)[0];
+  return waitingForGpus && oldest
+    ? [{ type: 'remove', workerId: oldest.id, reason: 'making room for the new revision' }]
+    : [];
+}
