@@ -7,13 +7,17 @@ import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { RateLimiter } from './api/rate-limit.js';
+import type { WorkerInsight } from './api/routes/workers.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
 import { validationError } from './contract/errors.js';
+import { Controller } from './controller/controller.js';
+import { httpProbe } from './controller/http-probe.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
+import { selectRuntime } from './runtime/select.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
@@ -30,16 +34,19 @@ export interface ApiParts {
   gpus: Gpu[];
   logger: Logger;
   clock?: Clock;
-  secretKey: Buffer;
+  secrets: SecretBox;
+  /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
+  busyGpus?: () => ReadonlySet<string>;
+  insight?: WorkerInsight;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
 export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
-  const { config, store, gpus, logger } = parts;
+  const { config, store, gpus, logger, secrets } = parts;
   const clock = parts.clock ?? systemClock;
   const limits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
   const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
-  const products = () => productCatalog(gpus, config.products, new Set());
+  const products = () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
   const catalog: ApiCatalog = {
     limits: () => limits,
     products,
@@ -57,13 +64,10 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ids: randomIds,
       toValidationError: validationError,
     }),
-    credentials: new CredentialService({
-      store,
-      clock,
-      ids: randomIds,
-      secrets: new SecretBox({ key: parts.secretKey }),
-    }),
+    credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
+    workers: store.workers,
+    ...(parts.insight ? { insight: parts.insight } : {}),
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
@@ -108,26 +112,62 @@ export async function serve(
     );
   }
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const closers: (() => Promise<void>)[] = [() => store.close()];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close();
+  };
   try {
     logger.info({ database: store.describe() }, 'store ready');
     await ensureKeys(store, { ...io, operatorKey });
     const gpus = await inventoryFor(config, logger);
-    const app = await buildApi({ config, store, gpus, logger, secretKey });
+    const secrets = new SecretBox({ key: secretKey });
+    const runtime = await selectRuntime({
+      choice: config.runtime,
+      dataDir: config.dataDir,
+      logger,
+      simulatedGpus: config.gpus.kind === 'simulated',
+    });
+    closers.push(() => runtime.close());
+    const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
+    const controller = new Controller({
+      store,
+      runtime,
+      gpus,
+      probe: httpProbe,
+      logger: logger.child({ role: 'controller' }),
+      clock: systemClock,
+      storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+      revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
+      startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+      intervalMs: config.controller.reconcileIntervalMs,
+    });
+    const app = await buildApi({
+      config,
+      store,
+      gpus,
+      logger,
+      secrets,
+      busyGpus: () => new Set(controller.workers().flatMap((w) => w.gpuUuids)),
+      insight: runtime,
+    });
+    closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
+    controller.start();
+    closers.push(() => controller.stop());
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     logger.info(
-      { apiUrl, gpus: gpus.length, simulatedGpus: config.gpus.kind === 'simulated', domain: config.domain },
+      {
+        apiUrl,
+        runtime: runtime.name,
+        gpus: gpus.length,
+        simulatedGpus: config.gpus.kind === 'simulated',
+        domain: config.domain,
+      },
       'corral API listening',
     );
-    return {
-      apiUrl,
-      async close() {
-        await app.close();
-        await store.close();
-      },
-    };
+    return { apiUrl, close: closeAll };
   } catch (error) {
-    await store.close();
+    await closeAll();
     throw error;
   }
 }

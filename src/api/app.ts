@@ -11,6 +11,7 @@ import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { Principal } from '../service/principal.js';
 import type { EventRepository } from '../store/events.js';
+import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import { CorralError } from './errors.js';
 import type { EndpointLinks } from './links.js';
@@ -21,6 +22,8 @@ import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerSystemRoutes } from './routes/system.js';
+import type { WorkerInsight } from './routes/workers.js';
+import { registerWorkerRoutes } from './routes/workers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,6 +42,9 @@ export interface AppOptions {
   endpoints: EndpointService;
   credentials: CredentialService;
   events: EventRepository;
+  workers: WorkerRepository;
+  /** Logs and resource use of workers; absent where this process runs no controller. */
+  insight?: WorkerInsight;
   catalog: ApiCatalog;
   links: EndpointLinks;
   metrics: ApiMetrics;
@@ -93,6 +99,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         request.principal = principal;
       });
       registerEndpointRoutes(api, options);
+      registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
       registerCatalogRoutes(api, options);
     },
@@ -111,7 +118,7 @@ function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      done(null, secureJson.parse(text, refuseNul, { protoAction: 'error', constructorAction: 'error' }));
     } catch (error) {
       done(
         new CorralError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`),
@@ -119,6 +126,14 @@ function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
       );
     }
   });
+}
+
+/** PostgreSQL cannot store U+0000 in text, and no client means to send it: refused at the edge. */
+function refuseNul(key: string, value: unknown): unknown {
+  if (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'))) {
+    throw new Error('strings must not contain the NUL character (\\u0000)');
+  }
+  return value;
 }
 
 function toCorralError(error: FastifyError): CorralError {

@@ -38,6 +38,10 @@ export const ERROR_CATALOGUE = {
   ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint with that id belongs to you.' },
   CREDENTIALS_NOT_FOUND: { status: 404, description: 'No registry credentials with that id belong to you.' },
   ROUTE_NOT_FOUND: { status: 404, description: 'No operation at that method and path.' },
+  WORKER_NOT_FOUND: {
+    status: 404,
+    description: 'The endpoint has no worker with that id (or this server runs no controller).',
+  },
   APP_NAME_TAKEN: { status: 409, description: 'Another endpoint already uses that appName.' },
   CREDENTIALS_IN_USE: {
     status: 409,

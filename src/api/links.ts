@@ -25,4 +25,12 @@ export class EndpointLinks {
   log(endpointId: string): string {
     return `${this.#o.apiUrl}${API_PREFIX}/endpoint/log?id=${encodeURIComponent(endpointId)}`;
   }
+
+  workerLog(endpointId: string, workerId: string): string {
+    return `${this.#o.apiUrl}${API_PREFIX}/endpoint/worker/log?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
+  }
+
+  workerMetrics(endpointId: string, workerId: string): string {
+    return `${this.#o.apiUrl}${API_PREFIX}/endpoint/worker/metrics?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
+  }
 }

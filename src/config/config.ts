@@ -34,6 +34,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   networkStorages: NetworkStorage[];
   rateLimit: RateLimit;
   bodyLimitBytes: number;
+  controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
 }
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
@@ -66,6 +67,10 @@ export function loadConfig(sources: ConfigSources): Config {
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
     bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    controller: {
+      startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,
+      reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
+    },
   };
 }
 

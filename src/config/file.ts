@@ -37,6 +37,12 @@ const fileSchema = z.strictObject({
     .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
     .optional(),
   bodyLimitBytes: z.int().min(1024).optional(),
+  controller: z
+    .strictObject({
+      startupTimeoutSeconds: z.int().positive().optional(),
+      reconcileIntervalMs: z.int().min(50).optional(),
+    })
+    .optional(),
 });
 
 export type ConfigFile = z.output<typeof fileSchema>;

@@ -1,4 +1,5 @@
 import type { Endpoint } from '../domain/endpoint.js';
+import type { Worker } from '../domain/worker.js';
 import type { WireEndpoint, WireWorker } from './wire.js';
 
 export interface EndpointLinks {
@@ -64,4 +65,14 @@ export function toWireEndpoint(
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;
+}
+
+export function toWireWorker(worker: Worker, links: { log: string; metrics: string }): WireWorker {
+  return {
+    id: worker.id,
+    state: { ...worker.status },
+    log: links.log,
+    metrics: links.metrics,
+    healthy: worker.healthy,
+  };
 }

@@ -35,5 +35,9 @@ export function readQueryId(query: Query, names: readonly string[]): string {
 }
 
 function first(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text?.includes('\u0000')) {
+    throw new CorralError('INVALID_QUERY', 'query parameters must not contain the NUL character (%00)');
+  }
+  return text;
 }

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { DesiredRun, Endpoint, EndpointSpec, EndpointState } from '../domain/endpoint.js';
+import type { DesiredRun, Endpoint, EndpointSpec, EndpointState, StateReport } from '../domain/endpoint.js';
 import { type AuditEntry, insertAudit } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
 import { StoreError } from './errors.js';
@@ -75,6 +75,46 @@ export class EndpointRepository {
         .executeTakeFirstOrThrow(),
     ]);
     return { endpoints: rows.map(fromRow), total: Number(count.total) };
+  }
+
+  /**
+   * The controller's report of an endpoint's state: writes only the state columns (bumping the version so
+   * that a concurrent API update re-reads), with an event when it changed. No-op when unchanged or gone.
+   */
+  async reportStatus(id: string, status: StateReport<EndpointState>, event: NewEvent): Promise<boolean> {
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const row = await this.#live(this.#connection.db)
+        .select(['version', 'state', 'state_error', 'state_message'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!row) return false;
+      if (
+        row.state === status.state &&
+        row.state_error === status.error &&
+        row.state_message === status.message
+      ) {
+        return false;
+      }
+      const written = await this.#connection.db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('endpoints')
+          .set({
+            state: status.state,
+            state_error: status.error,
+            state_message: status.message,
+            version: row.version + 1,
+          })
+          .where('id', '=', id)
+          .where('version', '=', row.version)
+          .executeTakeFirst();
+        if (Number(updated.numUpdatedRows) !== 1) return false;
+        if (row.state !== status.state || row.state_error !== status.error)
+          await insertEvents(trx, id, [event]);
+        return true;
+      });
+      if (written) return true;
+    }
+    return false;
   }
 
   /** Ids of the owner's live endpoints whose image pulls with these credentials. */

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
+import { SecretBox } from '../../src/crypto/secret-box.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
 import { buildApi } from '../../src/main.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
@@ -55,7 +56,7 @@ export async function createTestApi(
     store,
     gpus,
     logger: pino({ level: 'silent' }),
-    secretKey: randomBytes(32),
+    secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoint-input.js';
-import { toWireEndpoint } from '../../contract/endpoint-output.js';
+import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
 import type { WireEvent } from '../../contract/wire.js';
 import type { Endpoint } from '../../domain/endpoint.js';
+import type { Worker } from '../../domain/worker.js';
 import type { AppOptions } from '../app.js';
 import { CorralError } from '../errors.js';
 
@@ -15,22 +16,32 @@ const unchanged = (field: string) => field;
 
 export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): void {
   const inputDefaults = () => ({ localVolumeSizeGB: o.catalog.limits().localVolumeSizeGB.free });
-  const links = (endpoint: Endpoint) => ({
+  const links = (endpoint: Endpoint, workers: Worker[]) => ({
     url: o.links.url(endpoint.spec.appName),
     log: o.links.log(endpoint.id),
-    workers: [],
+    workers: workers.map((w) =>
+      toWireWorker(w, {
+        log: o.links.workerLog(endpoint.id, w.id),
+        metrics: o.links.workerMetrics(endpoint.id, w.id),
+      }),
+    ),
   });
 
   api.get('/endpoints', async (request) => {
     const page = readPage(request.query as Query);
     const { endpoints, total } = await o.endpoints.list(request.principal, page);
-    return { endpoints: endpoints.map((e) => toWireEndpoint(e, links(e), 'string')), total };
+    const workers = await o.workers.listByEndpoints(endpoints.map((e) => e.id));
+    return {
+      endpoints: endpoints.map((e) => toWireEndpoint(e, links(e, workers.get(e.id) ?? []), 'string')),
+      total,
+    };
   });
 
   api.get('/endpoint', async (request) => {
     const id = readQueryId(request.query as Query, ['id', 'endpoint_id']);
     const endpoint = await o.endpoints.get(request.principal, id);
-    return { endpoint: toWireEndpoint(endpoint, links(endpoint), 'integer') };
+    const workers = await o.workers.listByEndpoint(endpoint.id);
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
   });
 
   api.post('/endpoint/create', async (request) => {
@@ -46,7 +57,8 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     if (!parsed.ok) throw validationError(parsed.issues, unchanged);
     const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);
     request.log.info({ endpointId: endpoint.id, revision: endpoint.revision }, 'endpoint updated');
-    return { endpoint: toWireEndpoint(endpoint, links(endpoint), 'integer') };
+    const workers = await o.workers.listByEndpoint(endpoint.id);
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
   });
 
   const lifecycle = {

@@ -1,0 +1,232 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { storeTargets } from '../../test/support/stores.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { SpecPatch } from '../domain/spec-patch.js';
+import { simulatedInventory } from '../gpu/inventory.js';
+import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
+import type { Store } from '../store/store.js';
+import { Controller, type ControllerOptions } from './controller.js';
+
+const silent = { info: () => {}, warn: () => {}, error: () => {} };
+const [sqlite] = storeTargets();
+
+describe('Controller over the fake runtime', () => {
+  let store: Store;
+  let dispose: () => Promise<void>;
+  let runtime: FakeRuntime;
+  let healthy: (port: number) => boolean;
+  const controllers: Controller[] = [];
+
+  const controller = (options: Partial<ControllerOptions> = {}) => {
+    const c = new Controller({
+      store,
+      runtime,
+      gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
+      probe: async (address) => healthy(address.port),
+      logger: silent,
+      clock: () => Date.now(),
+      storagePaths: new Map(),
+      revealCredentials: async () => undefined,
+      intervalMs: 20,
+      startingProbeIntervalMs: 5,
+      backoff: { baseMs: 10, capMs: 50, crashLoopAfter: 3 },
+      ...options,
+    });
+    controllers.push(c);
+    return c;
+  };
+
+  const create = async (patch: SpecPatch = {}): Promise<Endpoint> => {
+    const endpoint = sampleEndpoint({
+      patch: { workers: { minWorkers: 1, maxWorkers: 3, gpusPerWorker: 1 }, ...patch },
+    });
+    await store.endpoints.create(endpoint, [], {
+      at: 0,
+      ownerId: endpoint.ownerId,
+      actor: 't',
+      action: 'c',
+      targetId: endpoint.id,
+    });
+    return endpoint;
+  };
+  const state = async (endpoint: Endpoint) =>
+    (await store.endpoints.get(endpoint.ownerId, endpoint.id))?.status;
+  const workers = (endpoint: Endpoint) => store.workers.listByEndpoint(endpoint.id);
+  const eventually = (check: () => Promise<void> | void) =>
+    vi.waitFor(check, { timeout: 5000, interval: 10 });
+
+  beforeEach(async () => {
+    if (!sqlite) throw new Error('no sqlite target');
+    ({ store, dispose } = await sqlite.open());
+    runtime = new FakeRuntime({ clock: () => Date.now() });
+    healthy = () => true;
+  });
+  afterEach(async () => {
+    for (const c of controllers.splice(0)) await c.stop();
+    await runtime.close();
+    await dispose();
+  });
+
+  it('keeps minNum workers running and healthy, and reports serving', async () => {
+    const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 3, gpusPerWorker: 1 } });
+    controller().start();
+    await eventually(async () => {
+      const list = await workers(endpoint);
+      expect(list.map((w) => [w.status.state, w.healthy])).toEqual([
+        ['running', true],
+        ['running', true],
+      ]);
+      expect(new Set(list.flatMap((w) => w.gpuUuids)).size).toBe(2);
+      expect((await state(endpoint))?.state).toBe('serving');
+    });
+    expect(runtime.counters.creates).toBe(2);
+  });
+
+  it('replaces a worker that exits', async () => {
+    const endpoint = await create();
+    controller().start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    const [first] = await workers(endpoint);
+    runtime.exit(first?.id ?? '', 1);
+    await eventually(async () => {
+      const running = (await workers(endpoint)).filter((w) => w.status.state === 'running');
+      expect(running).toHaveLength(1);
+      expect(running[0]?.id).not.toBe(first?.id);
+    });
+    const failed = (await workers(endpoint)).find((w) => w.id === first?.id);
+    expect(failed?.status).toMatchObject({
+      state: 'failed',
+      error: 'RUNTIME_ERROR',
+      message: 'worker exited with code 1',
+    });
+  });
+
+  it('fails with IMAGE_PULL_FAILED when the image cannot be had', async () => {
+    runtime.failPull('ghcr.io/nobody/nothing:1');
+    const endpoint = await create({ image: { ref: 'ghcr.io/nobody/nothing:1' } });
+    controller().start();
+    await eventually(async () => {
+      expect(await state(endpoint)).toMatchObject({ state: 'failed', error: 'IMAGE_PULL_FAILED' });
+      expect((await workers(endpoint))[0]?.status).toMatchObject({
+        state: 'failed',
+        error: 'IMAGE_PULL_FAILED',
+      });
+    });
+  });
+
+  it('fails a worker whose health never passes with HEALTH_TIMEOUT, then CRASH_LOOP for the endpoint', async () => {
+    healthy = () => false;
+    const endpoint = await create();
+    controller({ startupTimeoutMs: 50 }).start();
+    await eventually(async () => {
+      const failed = (await workers(endpoint)).filter((w) => w.status.error === 'HEALTH_TIMEOUT');
+      expect(failed.length).toBeGreaterThan(0);
+    });
+    await eventually(async () => expect((await state(endpoint))?.error).toBe('CRASH_LOOP'));
+  });
+
+  it('a worker that needs a GPU waits pending, saying so, and starts when one frees up', async () => {
+    const big = await create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
+    controller().start();
+    await eventually(async () =>
+      expect((await workers(big)).filter((w) => w.status.state === 'running')).toHaveLength(2),
+    );
+    const waiting = await create();
+    await eventually(async () => {
+      const [pending] = await workers(waiting);
+      expect(pending?.status.state).toBe('pending');
+      expect(pending?.status.message).toMatch(/needs 1 GPU/);
+    });
+    await store.endpoints.mutate(
+      big.ownerId,
+      big.id,
+      (e) => ({ next: { ...e, desired: 'stopped' }, events: [] }),
+      () => ({
+        at: 0,
+        ownerId: big.ownerId,
+        actor: 't',
+        action: 'stop',
+        targetId: big.id,
+      }),
+    );
+    await eventually(async () => {
+      expect((await workers(waiting))[0]?.status.state).toBe('running');
+      expect(await workers(big)).toEqual([]);
+      expect((await state(big))?.state).toBe('stopped');
+    });
+  });
+
+  it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
+    const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
+    controller().start();
+    await eventually(async () =>
+      expect(await state(endpoint)).toMatchObject({ state: 'failed', error: 'INSUFFICIENT_GPU' }),
+    );
+  });
+
+  it('removes the workers of a deleted endpoint', async () => {
+    const endpoint = await create();
+    controller().start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    await store.endpoints.mutate(
+      endpoint.ownerId,
+      endpoint.id,
+      (e) => ({ next: e, events: [], deleted: true }),
+      () => ({
+        at: 0,
+        ownerId: endpoint.ownerId,
+        actor: 't',
+        action: 'delete',
+        targetId: endpoint.id,
+      }),
+    );
+    await eventually(async () => {
+      expect(runtime.size).toBe(0);
+      expect(await workers(endpoint)).toEqual([]);
+    });
+  });
+
+  it('after a restart adopts the running workers: no duplicate, no removal', async () => {
+    const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
+    const first = controller();
+    first.start();
+    await eventually(async () => expect((await workers(endpoint)).filter((w) => w.healthy)).toHaveLength(2));
+    const before = (await workers(endpoint)).map((w) => w.id).sort();
+    await first.stop();
+    controller().start();
+    await eventually(async () => {
+      const after = await workers(endpoint);
+      expect(after.map((w) => w.id).sort()).toEqual(before);
+      expect(after.every((w) => w.status.state === 'running' && w.healthy)).toBe(true);
+    });
+    expect(runtime.counters.creates).toBe(2);
+    expect(runtime.counters.removes).toBe(0);
+  });
+
+  it('removes nothing while the runtime cannot be listed', async () => {
+    const endpoint = await create();
+    controller().start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    await controllers[0]?.stop();
+    await store.endpoints.mutate(
+      endpoint.ownerId,
+      endpoint.id,
+      (e) => ({ next: e, events: [], deleted: true }),
+      () => ({
+        at: 0,
+        ownerId: endpoint.ownerId,
+        actor: 't',
+        action: 'delete',
+        targetId: endpoint.id,
+      }),
+    );
+    const list = vi.spyOn(runtime, 'list').mockRejectedValue(new Error('engine down'));
+    const restarted = controller();
+    await restarted.reconcile();
+    expect(runtime.size).toBe(1);
+    list.mockRestore();
+    await restarted.reconcile();
+    await eventually(() => expect(runtime.size).toBe(0));
+  });
+});

@@ -1,0 +1,579 @@
+import { randomString } from '../crypto/api-keys.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Worker, WorkerErrorCode, WorkerState } from '../domain/worker.js';
+import type { Gpu } from '../gpu/inventory.js';
+import { LABELS, RuntimeError, type RuntimeWorker, type WorkerRuntime } from '../runtime/types.js';
+import type { Clock } from '../service/clock.js';
+import type { Store } from '../store/store.js';
+import {
+  type BackoffPolicy,
+  type CrashRecord,
+  DEFAULT_BACKOFF,
+  NO_CRASHES,
+  recordFailure,
+} from './backoff.js';
+import { endpointStatus } from './endpoint-status.js';
+import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
+import type { ManagedWorker } from './managed-worker.js';
+import { canEverFit, placeWorkers } from './placement.js';
+import { type PlanAction, planEndpoint } from './planner.js';
+import { buildWorkerSpec, GPU_LABEL, registryOf } from './worker-spec.js';
+
+/** Probes a worker's health path; true for a 2xx/3xx answer within the timeout. */
+export type HealthProbe = (
+  address: { host: string; port: number },
+  path: string,
+  timeoutMs: number,
+) => Promise<boolean>;
+
+export interface ControllerLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface ControllerOptions {
+  store: Store;
+  runtime: WorkerRuntime;
+  gpus: Gpu[];
+  probe: HealthProbe;
+  logger: ControllerLogger;
+  clock: Clock;
+  /** Network storage id -> host path. */
+  storagePaths: ReadonlyMap<string, string>;
+  /** Registry credentials for an image pull, decrypted only for it. */
+  revealCredentials: (
+    ownerId: string,
+    id: string,
+  ) => Promise<{ username: string; password: string } | undefined>;
+  /** How many workers scaling asks for; minNum when absent (the autoscaler plugs in here). */
+  desiredWorkers?: (endpoint: Endpoint) => number;
+  startupTimeoutMs?: number;
+  backoff?: BackoffPolicy;
+  /** Probing interval while a worker has not passed yet (fast, so a cold start is served at once). */
+  startingProbeIntervalMs?: number;
+  intervalMs?: number;
+  /** Failed workers kept per endpoint so that the API can show why. */
+  failedKept?: number;
+}
+
+/**
+ * Level-triggered reconciliation: compares each endpoint's desired workers with what the runtime runs,
+ * decides with pure functions (planner, placement, status) and applies the decisions here.
+ */
+export class Controller {
+  readonly #o: Required<Omit<ControllerOptions, 'desiredWorkers'>> &
+    Pick<ControllerOptions, 'desiredWorkers'>;
+  readonly #workers = new Map<string, ManagedWorker>();
+  readonly #health = new Map<string, HealthCounters>();
+  readonly #crashes = new Map<string, CrashRecord>();
+  readonly #probeTimers = new Map<string, NodeJS.Timeout>();
+  readonly #busy = new Set<string>();
+  /** Worker records whose store row must be written (or deleted) at the end of the pass. */
+  readonly #dirty = new Set<string>();
+  #adopted = false;
+  #loop: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #unwatch: (() => void) | undefined;
+  #stopped = false;
+
+  constructor(options: ControllerOptions) {
+    this.#o = {
+      startupTimeoutMs: 300_000,
+      backoff: DEFAULT_BACKOFF,
+      startingProbeIntervalMs: 200,
+      intervalMs: 1000,
+      failedKept: 3,
+      ...options,
+    };
+  }
+
+  start(): void {
+    this.#unwatch = this.#o.runtime.watch(() => this.poke());
+    const tick = () => {
+      this.poke();
+      this.#loop = setTimeout(tick, this.#o.intervalMs);
+    };
+    tick();
+  }
+
+  /** Reconciles as soon as possible (coalescing calls that arrive during a pass). */
+  poke(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.reconcile()
+      .catch((error: unknown) => this.#o.logger.error({ err: error }, 'reconcile failed'))
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.poke();
+        }
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#loop);
+    this.#unwatch?.();
+    for (const timer of this.#probeTimers.values()) clearTimeout(timer);
+    this.#probeTimers.clear();
+    await this.#running;
+  }
+
+  /** The controller's current view (for tests and metrics). */
+  workers(): ManagedWorker[] {
+    return [...this.#workers.values()];
+  }
+
+  /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
+  async reconcile(): Promise<void> {
+    const { store, runtime, clock } = this.#o;
+    let observed: RuntimeWorker[];
+    try {
+      observed = await runtime.list({ [LABELS.managed]: 'true' });
+    } catch (error) {
+      this.#o.logger.warn({ err: error }, 'cannot list runtime workers; skipping this pass');
+      return;
+    }
+    const endpoints = await store.endpoints.listAll();
+    const now = clock();
+    if (!this.#adopted) await this.#forgetStaleRows(observed);
+    this.#adopted = true;
+    const live = new Map(endpoints.map((e) => [e.id, e]));
+    this.#observe(observed, live, now);
+    for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
+    this.#removeOrphans(live);
+    this.#place(live, now);
+    await this.#report(endpoints);
+  }
+
+  // ---- observe ----
+
+  /** Rows left by a previous run for workers the runtime no longer has are stale. */
+  async #forgetStaleRows(observed: RuntimeWorker[]): Promise<void> {
+    const present = new Set(observed.map((w) => w.workerId));
+    for (const row of await this.#o.store.workers.listAll()) {
+      if (!present.has(row.id)) await this.#o.store.workers.delete(row.id);
+    }
+  }
+
+  #observe(observed: RuntimeWorker[], live: Map<string, Endpoint>, now: number): void {
+    const seen = new Set<string>();
+    for (const container of observed) {
+      seen.add(container.workerId);
+      const record = this.#workers.get(container.workerId);
+      if (!record) {
+        this.#adopt(container, live.get(container.endpointId), now);
+      } else if (container.phase === 'exited' && isStarted(record.state)) {
+        this.#workerDied(record, `exited with code ${container.exitCode ?? 'unknown'}`, now);
+      }
+    }
+    for (const record of this.#workers.values()) {
+      if (isStarted(record.state) && !seen.has(record.id) && !this.#busy.has(record.id)) {
+        this.#workerDied(record, 'its container disappeared', now);
+      }
+    }
+  }
+
+  /** A worker found by label (after a restart): kept, and probed to learn its health again. */
+  #adopt(container: RuntimeWorker, endpoint: Endpoint | undefined, now: number): void {
+    const record: ManagedWorker = {
+      id: container.workerId,
+      endpointId: container.endpointId,
+      ownerId: container.labels[LABELS.owner] ?? endpoint?.ownerId ?? '',
+      revision: container.revision,
+      state: container.phase === 'exited' ? 'failed' : 'starting',
+      error: container.phase === 'exited' ? 'RUNTIME_ERROR' : '',
+      message:
+        container.phase === 'exited'
+          ? `exited with code ${container.exitCode ?? 'unknown'}`
+          : 'adopted after a restart',
+      healthy: false,
+      gpuUuids: (container.labels[GPU_LABEL] ?? '').split(',').filter((u) => u !== ''),
+      address: container.address ?? null,
+      createdAt: container.createdAt,
+      startedAt: now,
+      readyAt: null,
+    };
+    this.#workers.set(record.id, record);
+    this.#markDirty(record);
+    this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
+    if (record.state === 'failed') this.#removeContainer(record, 'it had exited');
+    else if (endpoint) this.#scheduleProbe(record.id, 0);
+  }
+
+  #workerDied(record: ManagedWorker, reason: string, now: number): void {
+    const crash = recordFailure(
+      this.#crash(record.endpointId),
+      { code: 'RUNTIME_ERROR', message: reason, at: now },
+      this.#o.backoff,
+    );
+    this.#crashes.set(record.endpointId, crash);
+    const code: WorkerErrorCode =
+      crash.failures >= this.#o.backoff.crashLoopAfter ? 'CRASH_LOOP' : 'RUNTIME_ERROR';
+    this.#fail(record, code, `worker ${reason}`);
+    this.#removeContainer(record, reason);
+  }
+
+  // ---- plan and apply ----
+
+  #plan(endpoint: Endpoint, now: number): PlanAction[] {
+    return planEndpoint({
+      endpoint,
+      workers: this.#workersOf(endpoint.id),
+      desiredWorkers: this.#o.desiredWorkers?.(endpoint) ?? endpoint.spec.workers.minWorkers,
+      crash: this.#crash(endpoint.id),
+      now,
+      startupTimeoutMs: this.#o.startupTimeoutMs,
+    });
+  }
+
+  #apply(endpoint: Endpoint, actions: PlanAction[], now: number): void {
+    for (const action of actions) {
+      if (action.type === 'add') {
+        for (let i = 0; i < action.count; i++) this.#addPending(endpoint, now);
+        continue;
+      }
+      const record = this.#workers.get(action.workerId);
+      if (!record) continue;
+      if (action.type === 'remove') {
+        this.#drainAndRemove(record, action.reason);
+      } else {
+        this.#crashes.set(
+          record.endpointId,
+          recordFailure(
+            this.#crash(record.endpointId),
+            { code: action.code, message: action.message, at: now },
+            this.#o.backoff,
+          ),
+        );
+        this.#fail(record, action.code, action.message);
+        this.#removeContainer(record, action.message);
+      }
+    }
+    this.#trimFailed(endpoint.id);
+  }
+
+  #addPending(endpoint: Endpoint, now: number): void {
+    const record: ManagedWorker = {
+      id: `${endpoint.id.slice(0, 8)}-${randomString(8, 'abcdefghijklmnopqrstuvwxyz0123456789')}`,
+      endpointId: endpoint.id,
+      ownerId: endpoint.ownerId,
+      revision: endpoint.revision,
+      state: 'pending',
+      error: '',
+      message: 'waiting for placement',
+      healthy: false,
+      gpuUuids: [],
+      address: null,
+      createdAt: now,
+      startedAt: null,
+      readyAt: null,
+    };
+    this.#workers.set(record.id, record);
+    this.#markDirty(record);
+  }
+
+  /** Workers of endpoints that no longer exist are removed (also after a restart). */
+  #removeOrphans(live: Map<string, Endpoint>): void {
+    for (const record of this.#workers.values()) {
+      if (!live.has(record.endpointId)) this.#drainAndRemove(record, 'its endpoint was deleted');
+    }
+  }
+
+  /** Pending workers get GPUs, oldest first; those that fit start now. */
+  #place(live: Map<string, Endpoint>, now: number): void {
+    const pending = [...this.#workers.values()]
+      .filter((w) => w.state === 'pending' && live.has(w.endpointId))
+      .sort((a, b) => a.createdAt - b.createdAt);
+    if (pending.length === 0) return;
+    const allocations = new Map<string, string>();
+    for (const w of this.#workers.values()) for (const uuid of w.gpuUuids) allocations.set(uuid, w.id);
+    const result = placeWorkers({
+      gpus: this.#o.gpus,
+      allocations,
+      workers: pending.map((w) => {
+        const spec = live.get(w.endpointId)?.spec;
+        return {
+          workerId: w.id,
+          gpusNeeded: spec?.workers.gpusPerWorker ?? 0,
+          productIds: spec?.productIds ?? [],
+          cudaVersion: spec?.workers.cudaVersion ?? 'any',
+        };
+      }),
+    });
+    for (const { workerId, reason } of result.pending) {
+      const record = this.#workers.get(workerId);
+      if (record && record.message !== reason) {
+        record.message = reason;
+        this.#markDirty(record);
+      }
+    }
+    for (const { workerId, gpus } of result.placed) {
+      const record = this.#workers.get(workerId);
+      const endpoint = record && live.get(record.endpointId);
+      if (record && endpoint) void this.#startWorker(record, endpoint, gpus, now);
+    }
+  }
+
+  async #startWorker(record: ManagedWorker, endpoint: Endpoint, gpus: Gpu[], now: number): Promise<void> {
+    record.gpuUuids = gpus.map((g) => g.uuid);
+    this.#setState(record, 'pulling', 'preparing the image');
+    this.#busy.add(record.id);
+    try {
+      const spec = buildWorkerSpec(endpoint, record, gpus, {
+        storagePaths: this.#o.storagePaths,
+        ...(await this.#registryAuth(endpoint)),
+      });
+      const container = await this.#o.runtime.create(spec, (progress) => {
+        const percent = progress.percent === undefined ? '' : ` (${Math.round(progress.percent)}%)`;
+        this.#setState(
+          record,
+          'pulling',
+          `pulling ${endpoint.spec.image.ref}${percent}: ${progress.message}`,
+        );
+      });
+      if (!this.#workers.has(record.id)) {
+        // Removed while it was being created (scaled down, stopped): nothing must be left behind.
+        await this.#o.runtime.remove(record.id).catch(() => undefined);
+        return;
+      }
+      record.address = container.address ?? null;
+      record.startedAt = this.#o.clock();
+      this.#setState(record, 'starting', `waiting for ${endpoint.spec.health.path} to answer`);
+      this.#o.logger.info({ workerId: record.id, endpointId: endpoint.id }, 'worker started');
+      this.#scheduleProbe(record.id, endpoint.spec.health.initialDelaySeconds * 1000);
+    } catch (error) {
+      const code: WorkerErrorCode =
+        error instanceof RuntimeError && error.code === 'IMAGE_PULL_FAILED'
+          ? 'IMAGE_PULL_FAILED'
+          : 'RUNTIME_ERROR';
+      const message = error instanceof Error ? error.message : String(error);
+      this.#crashes.set(
+        record.endpointId,
+        recordFailure(this.#crash(record.endpointId), { code, message, at: now }, this.#o.backoff),
+      );
+      this.#fail(record, code, message);
+      this.#o.logger.warn(
+        { workerId: record.id, endpointId: endpoint.id, code, reason: message },
+        'worker failed to start',
+      );
+    } finally {
+      this.#busy.delete(record.id);
+      this.poke();
+    }
+  }
+
+  async #registryAuth(endpoint: Endpoint) {
+    const { authId, ref } = endpoint.spec.image;
+    if (authId === '') return {};
+    const credentials = await this.#o.revealCredentials(endpoint.ownerId, authId);
+    return credentials ? { registryAuth: { ...credentials, server: registryOf(ref) } } : {};
+  }
+
+  // ---- health ----
+
+  #scheduleProbe(workerId: string, delayMs: number): void {
+    clearTimeout(this.#probeTimers.get(workerId));
+    this.#probeTimers.set(
+      workerId,
+      setTimeout(() => void this.#probeOnce(workerId), delayMs),
+    );
+  }
+
+  async #probeOnce(workerId: string): Promise<void> {
+    const record = this.#workers.get(workerId);
+    const endpoint = record && (await this.#o.store.endpoints.get(record.ownerId, record.endpointId));
+    if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#stopped) {
+      this.#probeTimers.delete(workerId);
+      return;
+    }
+    const check = endpoint.spec.health;
+    const passed = await this.#o
+      .probe(record.address, check.path, check.timeoutSeconds * 1000)
+      .catch(() => false);
+    if (!this.#workers.has(workerId) || !isStarted(record.state)) return;
+    const before = this.#health.get(workerId) ?? UNKNOWN_HEALTH;
+    const after = nextHealth(before, passed, check);
+    this.#health.set(workerId, after);
+    if (after.healthy !== before.healthy || (after.healthy && record.state !== 'running')) {
+      this.#healthChanged(record, after.healthy);
+    }
+    const fast = record.readyAt === null;
+    this.#scheduleProbe(workerId, fast ? this.#o.startingProbeIntervalMs : check.periodSeconds * 1000);
+  }
+
+  #healthChanged(record: ManagedWorker, healthy: boolean): void {
+    record.healthy = healthy;
+    if (healthy) {
+      if (record.readyAt === null) record.readyAt = this.#o.clock();
+      this.#crashes.delete(record.endpointId);
+      this.#setState(record, 'running', '');
+      this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
+    } else {
+      this.#setState(record, 'unhealthy', 'failing its health check');
+    }
+    this.poke();
+  }
+
+  // ---- transitions ----
+
+  #setState(
+    record: ManagedWorker,
+    state: WorkerState,
+    message: string,
+    error: WorkerErrorCode | '' = '',
+  ): void {
+    if (record.state === state && record.message === message && record.error === error) return;
+    record.state = state;
+    record.message = message;
+    record.error = error;
+    if (state !== 'running')
+      record.healthy = state === 'unhealthy' ? false : record.healthy && state === 'draining';
+    this.#markDirty(record);
+  }
+
+  #fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
+    this.#setState(record, 'failed', message, code);
+    record.healthy = false;
+    record.gpuUuids = [];
+    this.#stopProbing(record.id);
+  }
+
+  #drainAndRemove(record: ManagedWorker, reason: string): void {
+    if (record.state === 'draining') return;
+    const hadContainer = record.state !== 'pending' && record.state !== 'failed';
+    this.#stopProbing(record.id);
+    if (!hadContainer) {
+      this.#forget(record);
+      return;
+    }
+    this.#setState(record, 'draining', reason);
+    void this.#o.runtime
+      .remove(record.id)
+      .then(() => this.#forget(record))
+      .catch((error: unknown) => {
+        this.#o.logger.error({ err: error, workerId: record.id }, 'cannot remove worker');
+        this.#setState(
+          record,
+          'failed',
+          `could not be removed: ${(error as Error).message}`,
+          'RUNTIME_ERROR',
+        );
+      })
+      .finally(() => this.poke());
+  }
+
+  #removeContainer(record: ManagedWorker, reason: string): void {
+    void this.#o.runtime.remove(record.id).catch((error: unknown) => {
+      this.#o.logger.warn({ err: error, workerId: record.id, reason }, 'cannot remove failed worker');
+    });
+  }
+
+  #forget(record: ManagedWorker): void {
+    this.#workers.delete(record.id);
+    this.#health.delete(record.id);
+    this.#markDirty(record);
+  }
+
+  #stopProbing(workerId: string): void {
+    clearTimeout(this.#probeTimers.get(workerId));
+    this.#probeTimers.delete(workerId);
+    this.#health.delete(workerId);
+  }
+
+  /** Keeps the newest failed records of an endpoint, for the API to show why. */
+  #trimFailed(endpointId: string): void {
+    const failed = this.#workersOf(endpointId)
+      .filter((w) => w.state === 'failed')
+      .sort((a, b) => b.createdAt - a.createdAt);
+    for (const record of failed.slice(this.#o.failedKept)) this.#forget(record);
+  }
+
+  // ---- report ----
+
+  #markDirty(record: ManagedWorker): void {
+    record.healthy = record.state === 'running' && record.healthy;
+    this.#dirty.add(record.id);
+  }
+
+  async #report(endpoints: Endpoint[]): Promise<void> {
+    const { store, clock } = this.#o;
+    const now = clock();
+    for (const id of [...this.#dirty]) {
+      this.#dirty.delete(id);
+      const record = this.#workers.get(id);
+      if (record) await store.workers.upsert(toWorker(record, now));
+      else await store.workers.delete(id);
+    }
+    for (const endpoint of endpoints) {
+      const workers = this.#workersOf(endpoint.id);
+      const status = endpointStatus(
+        endpoint,
+        workers,
+        this.#crash(endpoint.id),
+        this.#o.backoff,
+        this.#capacity(endpoint),
+      );
+      await store.endpoints.reportStatus(endpoint.id, status, {
+        at: now,
+        type: 'state',
+        message: `${status.state}${status.error ? ` (${status.error})` : ''}: ${status.message}`,
+        data: { state: status.state, error: status.error },
+      });
+    }
+  }
+
+  #capacity(endpoint: Endpoint): { canEverFit: boolean; missing: string } {
+    const need = endpoint.spec.workers.gpusPerWorker;
+    const fits = canEverFit(
+      {
+        workerId: '',
+        gpusNeeded: need,
+        productIds: endpoint.spec.productIds,
+        cudaVersion: endpoint.spec.workers.cudaVersion,
+      },
+      this.#o.gpus,
+    );
+    const products =
+      endpoint.spec.productIds.length > 0 ? ` of ${endpoint.spec.productIds.join(' or ')}` : '';
+    return {
+      canEverFit: fits,
+      missing: `each worker needs ${need} GPU(s)${products}; this server has ${this.#o.gpus.length} GPU(s) in all`,
+    };
+  }
+
+  #workersOf(endpointId: string): ManagedWorker[] {
+    return [...this.#workers.values()].filter((w) => w.endpointId === endpointId);
+  }
+
+  #crash(endpointId: string): CrashRecord {
+    return this.#crashes.get(endpointId) ?? NO_CRASHES;
+  }
+}
+
+/** States in which the worker has (or had) a running container. */
+function isStarted(state: WorkerState): boolean {
+  return state === 'starting' || state === 'running' || state === 'unhealthy';
+}
+
+function toWorker(record: ManagedWorker, now: number): Worker {
+  return {
+    id: record.id,
+    endpointId: record.endpointId,
+    ownerId: record.ownerId,
+    revision: record.revision,
+    status: { state: record.state, error: record.error, message: record.message },
+    healthy: record.healthy,
+    gpuUuids: record.gpuUuids,
+    address: record.address,
+    createdAt: record.createdAt,
+    updatedAt: now,
+    readyAt: record.readyAt,
+  };
+}

@@ -1,0 +1,113 @@
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Gpu } from '../gpu/inventory.js';
+import {
+  LABEL_PREFIX,
+  LABELS,
+  type RegistryAuth,
+  type RuntimeVolume,
+  type WorkerSpec,
+} from '../runtime/types.js';
+import type { ManagedWorker } from './managed-worker.js';
+
+export const GPU_LABEL = `${LABEL_PREFIX}gpus`;
+
+export interface WorkerSpecContext {
+  /** Network storage id -> host path. */
+  storagePaths: ReadonlyMap<string, string>;
+  registryAuth?: RegistryAuth;
+}
+
+/** What a worker runs, from its endpoint and the GPUs placement gave it. Pure. */
+export function buildWorkerSpec(
+  endpoint: Endpoint,
+  worker: ManagedWorker,
+  gpus: Gpu[],
+  context: WorkerSpecContext,
+): WorkerSpec {
+  const { spec } = endpoint;
+  const gpuList = gpus.map((g) => g.uuid).join(',');
+  const env: Record<string, string> = {
+    ...Object.fromEntries(spec.env.map((e) => [e.key, e.value])),
+    PORT: String(spec.port),
+    CORRAL_ENDPOINT_ID: endpoint.id,
+    CORRAL_WORKER_ID: worker.id,
+    // Simulated GPUs have no device to request, but the worker still sees what it was given.
+    NVIDIA_VISIBLE_DEVICES: gpuList === '' ? 'void' : gpuList,
+  };
+  return {
+    workerId: worker.id,
+    endpointId: endpoint.id,
+    ownerId: endpoint.ownerId,
+    revision: worker.revision,
+    image: spec.image.ref,
+    command: splitCommand(spec.image.command),
+    env,
+    port: spec.port,
+    gpus: gpus.filter((g) => !g.simulated).map((g) => ({ index: g.index, uuid: g.uuid })),
+    volumes: spec.volumes.map((volume, index): RuntimeVolume => {
+      if (volume.type === 'local') {
+        return {
+          type: 'local',
+          name: `corral-${worker.id}-${index}`,
+          sizeGB: volume.sizeGB,
+          mountPath: volume.mountPath,
+        };
+      }
+      const hostPath = context.storagePaths.get(volume.storageId);
+      if (hostPath === undefined) throw new Error(`network storage "${volume.storageId}" is not configured`);
+      return { type: 'network', hostPath, mountPath: volume.mountPath };
+    }),
+    labels: {
+      [LABELS.managed]: 'true',
+      [LABELS.endpoint]: endpoint.id,
+      [LABELS.worker]: worker.id,
+      [LABELS.revision]: String(worker.revision),
+      [LABELS.owner]: endpoint.ownerId,
+      [GPU_LABEL]: gpus.map((g) => g.uuid).join(','),
+    },
+    ...(context.registryAuth ? { registryAuth: context.registryAuth } : {}),
+    rootfsSizeGB: spec.rootfsSizeGB,
+  };
+}
+
+/**
+ * Splits `image.command` into argv like a POSIX shell would for words and quotes (no expansion):
+ * `python serve.py --name "my model"` -> ["python", "serve.py", "--name", "my model"].
+ */
+export function splitCommand(command: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < command.length; i++) {
+    const char = command[i] as string;
+    if (quote) {
+      if (char === quote) quote = null;
+      else if (char === '\\' && quote === '"' && i + 1 < command.length) word += command[++i];
+      else word += char;
+    } else if (char === '"' || char === "'") {
+      quote = char;
+      inWord = true;
+    } else if (char === '\\' && i + 1 < command.length) {
+      word += command[++i];
+      inWord = true;
+    } else if (/\s/.test(char)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += char;
+      inWord = true;
+    }
+  }
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** The registry host of an image reference ("" for Docker Hub). */
+export function registryOf(image: string): string {
+  const first = image.split('/')[0] ?? '';
+  return image.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')
+    ? first
+    : '';
+}

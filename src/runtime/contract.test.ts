@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { runtimeContract } from '../../test/support/runtime-contract.js';
+import { WORKER_SCRIPT } from '../../test/support/test-image.js';
+import { FakeRuntime } from './fake/fake-runtime.js';
+import { LocalRuntime } from './local/local-runtime.js';
+import { LABELS, type WorkerSpec } from './types.js';
+
+function baseSpec(overrides: Partial<WorkerSpec>): WorkerSpec {
+  const workerId = overrides.workerId ?? 'w1';
+  const endpointId = overrides.endpointId ?? 'ep1';
+  return {
+    workerId,
+    endpointId,
+    ownerId: 'owner-a',
+    revision: 1,
+    image: 'corral-test-worker:latest',
+    command: [],
+    env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
+    port: 8000,
+    gpus: [],
+    volumes: [],
+    labels: {},
+    ...overrides,
+  };
+}
+
+runtimeContract('fake', async () => {
+  const runtime = new FakeRuntime({ clock: Date.now });
+  runtime.failPull('corral-test/missing:nope');
+  return {
+    runtime,
+    workerSpec: (overrides) => baseSpec(overrides ?? {}),
+    unavailableSpec: (overrides) => baseSpec({ ...overrides, image: 'corral-test/missing:nope' }),
+    kill: async (worker) => {
+      runtime.exit(worker.workerId, 3);
+      return 3;
+    },
+    logLine: async (worker) => {
+      runtime.appendLog(worker.workerId, 'hello from the fake');
+      return 'hello from the fake';
+    },
+    capabilities: { imagePull: true, realProcess: false },
+    cleanup: () => runtime.close(),
+  };
+});
+
+runtimeContract('local', async () => {
+  const stateDir = await mkdtemp(path.join(os.tmpdir(), 'corral-local-contract-'));
+  const runtime = new LocalRuntime({ stateDir, graceSeconds: 2 });
+  return {
+    runtime,
+    workerSpec: (overrides) => baseSpec({ command: [process.execPath, WORKER_SCRIPT], ...overrides }),
+    unavailableSpec: (overrides) => baseSpec({ ...overrides, command: ['/nonexistent/corral-test-worker'] }),
+    kill: async (worker) => {
+      const address = worker.address;
+      if (!address) throw new Error('no address');
+      // The worker may still be starting: retry until it answers, then it exits with 1.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        try {
+          const response = await fetch(`http://${address.host}:${address.port}/crash`, { method: 'POST' });
+          await response.arrayBuffer();
+          return 1;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    },
+    // The test worker logs `worker <id> listening on ...` once it listens.
+    logLine: async (worker) => `worker ${worker.workerId} listening`,
+    capabilities: { imagePull: false, realProcess: true },
+    cleanup: async () => {
+      const left = await runtime.list({ [LABELS.managed]: 'true' });
+      await Promise.all(left.map((w) => runtime.remove(w.workerId, { graceSeconds: 1 })));
+      await runtime.close();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+});

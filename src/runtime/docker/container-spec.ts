@@ -1,0 +1,151 @@
+/**
+ * WorkerSpec -> Docker engine request bodies. Pure: no I/O, no clock, no config; tested by tables.
+ */
+import type { ContainerCreateOptions, HostConfig, MountSettings, VolumeCreateOptions } from 'dockerode';
+import { LABEL_PREFIX, LABELS, type WorkerSpec } from '../types.js';
+
+/**
+ * Docker-only bookkeeping labels, written next to the worker's own labels so that a listing (which carries no
+ * HostConfig) can rebuild the worker's GPU ids, app port and own labels (a container also inherits its image's
+ * labels, which are not the worker's). They are not part of RuntimeWorker.labels.
+ */
+export const DOCKER_LABELS = {
+  gpus: `${LABEL_PREFIX}gpus`,
+  port: `${LABEL_PREFIX}port`,
+  /** Comma-separated keys of the worker's own labels. */
+  keys: `${LABEL_PREFIX}label-keys`,
+  /** On a local volume: the name the endpoint gave it. */
+  volume: `${LABEL_PREFIX}volume`,
+} as const;
+
+/**
+ * Simulated GPUs (`--gpus h100-80g:2` on a machine without one) have uuids like `GPU-simulated-h100-80g-0`. They
+ * get NVIDIA_VISIBLE_DEVICES like real ones but no device request, which the engine would refuse without a driver.
+ */
+export const SIMULATED_GPU_PREFIX = 'GPU-simulated-';
+
+export interface ContainerSpecOptions {
+  /** Host address the worker's port is published on; 127.0.0.1 keeps workers off the network. */
+  hostIp: string;
+  /** Container (and local volume) names are `${namePrefix}${workerId}`. */
+  namePrefix: string;
+  /** Set `StorageOpt.size` from rootfsSizeGB; only overlay2 on xfs with pquota (and a few others) accept it. */
+  enforceRootfsSize?: boolean;
+  /**
+   * Ask the engine for the worker's GPUs (an nvidia device request); default true. False where the GPU inventory
+   * is simulated: workers then see their GPU ids only in NVIDIA_VISIBLE_DEVICES.
+   */
+  requestGpuDevices?: boolean;
+}
+
+export function containerName(workerId: string, options: Pick<ContainerSpecOptions, 'namePrefix'>): string {
+  return `${options.namePrefix}${workerId}`;
+}
+
+/** The n-th (0-based) local volume of a worker, among the worker's local volumes. */
+export function localVolumeName(
+  workerId: string,
+  n: number,
+  options: Pick<ContainerSpecOptions, 'namePrefix'>,
+): string {
+  return `${options.namePrefix}${workerId}-${n}`;
+}
+
+/** The labels every Docker object of the worker carries (container and local volumes). */
+export function workerLabels(spec: WorkerSpec): Record<string, string> {
+  return {
+    ...spec.labels,
+    [LABELS.managed]: 'true',
+    [LABELS.endpoint]: spec.endpointId,
+    [LABELS.worker]: spec.workerId,
+    [LABELS.revision]: String(spec.revision),
+    [LABELS.owner]: spec.ownerId,
+  };
+}
+
+/** The named volumes to create before the container (one per `local` volume), labelled like the worker. */
+export function localVolumes(spec: WorkerSpec, options: Pick<ContainerSpecOptions, 'namePrefix'>) {
+  const labels = workerLabels(spec);
+  return spec.volumes
+    .filter((volume) => volume.type === 'local')
+    .map((volume, n): VolumeCreateOptions & { Name: string } => ({
+      Name: localVolumeName(spec.workerId, n, options),
+      Driver: 'local',
+      Labels: { ...labels, [DOCKER_LABELS.volume]: volume.name },
+    }));
+}
+
+export function isSimulatedGpu(uuid: string): boolean {
+  return uuid.startsWith(SIMULATED_GPU_PREFIX);
+}
+
+function environment(spec: WorkerSpec): string[] {
+  const env = { ...spec.env };
+  if (env.NVIDIA_VISIBLE_DEVICES === undefined) {
+    // `void` hides every GPU even where the nvidia runtime is the default and the image says `all`.
+    env.NVIDIA_VISIBLE_DEVICES = spec.gpus.length > 0 ? spec.gpus.map((gpu) => gpu.uuid).join(',') : 'void';
+  }
+  return Object.entries(env).map(([key, value]) => `${key}=${value}`);
+}
+
+function mounts(spec: WorkerSpec, options: Pick<ContainerSpecOptions, 'namePrefix'>): MountSettings[] {
+  let n = 0;
+  return spec.volumes.map((volume): MountSettings => {
+    if (volume.type === 'network') {
+      return { Type: 'bind', Source: volume.hostPath, Target: volume.mountPath };
+    }
+    const name = localVolumeName(spec.workerId, n, options);
+    n += 1;
+    return { Type: 'volume', Source: name, Target: volume.mountPath };
+  });
+}
+
+function deviceRequests(spec: WorkerSpec, options: ContainerSpecOptions) {
+  if (options.requestGpuDevices === false) return undefined;
+  const ids = spec.gpus.map((gpu) => gpu.uuid).filter((uuid) => !isSimulatedGpu(uuid));
+  if (ids.length === 0) return undefined;
+  return [{ Driver: 'nvidia', DeviceIDs: ids, Capabilities: [['gpu']] }];
+}
+
+/** @types/dockerode marks CgroupPermissions required; the engine does not know it. */
+export type DockerContainerSpec = Omit<ContainerCreateOptions, 'HostConfig'> & {
+  name: string;
+  HostConfig: Omit<HostConfig, 'CgroupPermissions'>;
+};
+
+/** The body of `POST /containers/create` for one worker (dockerode passes `name` as the query parameter). */
+export function containerSpec(spec: WorkerSpec, options: ContainerSpecOptions): DockerContainerSpec {
+  const port = `${spec.port}/tcp`;
+  const own = workerLabels(spec);
+  const labels: Record<string, string> = {
+    ...own,
+    [DOCKER_LABELS.keys]: Object.keys(own).sort().join(','),
+    [DOCKER_LABELS.port]: String(spec.port),
+    [DOCKER_LABELS.gpus]: spec.gpus.map((gpu) => gpu.uuid).join(','),
+  };
+  const devices = deviceRequests(spec, options);
+  const storage =
+    options.enforceRootfsSize && spec.rootfsSizeGB !== undefined
+      ? { StorageOpt: { size: `${spec.rootfsSizeGB}G` } }
+      : {};
+  return {
+    name: containerName(spec.workerId, options),
+    Image: spec.image,
+    Cmd: spec.command.length > 0 ? [...spec.command] : undefined,
+    Env: environment(spec),
+    Labels: labels,
+    ExposedPorts: { [port]: {} },
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    HostConfig: {
+      PortBindings: { [port]: [{ HostIp: options.hostIp, HostPort: '' }] },
+      RestartPolicy: { Name: 'no' },
+      Mounts: mounts(spec, options),
+      ...(devices ? { DeviceRequests: devices } : {}),
+      ...storage,
+    },
+  };
+}

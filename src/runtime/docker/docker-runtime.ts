@@ -1,0 +1,385 @@
+/**
+ * WorkerRuntime on a Docker engine (dockerode). One container per worker, found again by its labels; I/O only:
+ * request bodies come from container-spec.ts, engine answers are read by worker-state.ts.
+ */
+import type Dockerode from 'dockerode';
+import type { Logger } from 'pino';
+import {
+  LABELS,
+  type LogOptions,
+  type PullProgress,
+  RuntimeError,
+  type RuntimeEvent,
+  type RuntimeWorker,
+  type WorkerRuntime,
+  type WorkerSpec,
+  type WorkerStats,
+} from '../types.js';
+import { type ContainerSpecOptions, containerSpec, localVolumes } from './container-spec.js';
+import { engineError, isNotFound, statusOf } from './engine-errors.js';
+import { EventWatch } from './event-watch.js';
+import { logLines } from './log-lines.js';
+import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
+import { computeStats, type RawStats, workerFromInspect, workerFromListing } from './worker-state.js';
+
+export interface DockerRuntimeOptions {
+  docker: Dockerode;
+  /** Where worker ports are published; default 127.0.0.1 (never reachable from the network). */
+  hostIp?: string;
+  /** Container and local volume names start with this; default `corral-`. */
+  namePrefix?: string;
+  logger: Logger;
+  clock?: () => number;
+  /** Pass rootfsSizeGB as StorageOpt.size; default false since most storage drivers refuse it. */
+  enforceRootfsSize?: boolean;
+  /** Request the worker's GPUs from the engine (nvidia device request); default true, false for a simulated
+   * inventory (`--gpus h100-80g:2`), where the worker only sees NVIDIA_VISIBLE_DEVICES. */
+  requestGpuDevices?: boolean;
+  /** Reconnect backoff of the event stream; defaults 200 ms doubling up to 5 s. */
+  eventBackoff?: { initialMs: number; maxMs: number };
+}
+
+const DEFAULT_GRACE_SECONDS = 10;
+const VOLUME_REMOVE_ATTEMPTS = 10;
+
+/** Where dockerode talks to, for messages: the socket path or the TCP address. */
+export function engineAddress(docker: Dockerode): string {
+  const modem = docker.modem as unknown as {
+    socketPath?: unknown;
+    host?: string;
+    port?: unknown;
+    protocol?: string;
+  };
+  if (typeof modem.socketPath === 'string') return modem.socketPath;
+  if (modem.host) return `${modem.protocol ?? 'http'}://${modem.host}${modem.port ? `:${modem.port}` : ''}`;
+  return '/var/run/docker.sock';
+}
+
+/** True when the engine answers `/_ping` within `timeoutMs`; used to pick the default runtime. */
+export async function dockerReachable(docker: Dockerode, timeoutMs = 1_500): Promise<boolean> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const ping = docker.ping as unknown as (options: { abortSignal: AbortSignal }) => Promise<unknown>;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs + 100);
+  });
+  try {
+    return await Promise.race([ping.call(docker, { abortSignal: signal }).then(() => true), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export class DockerRuntime implements WorkerRuntime {
+  readonly name = 'docker' as const;
+  private readonly docker: Dockerode;
+  private readonly logger: Logger;
+  private readonly clock: () => number;
+  private readonly hostIp: string;
+  private readonly specOptions: ContainerSpecOptions;
+  private readonly address: string;
+  private readonly watches = new Set<EventWatch>();
+  private readonly streams = new Set<{ destroy(): unknown }>();
+
+  constructor(private readonly options: DockerRuntimeOptions) {
+    this.docker = options.docker;
+    this.logger = options.logger.child({ runtime: 'docker' });
+    this.clock = options.clock ?? Date.now;
+    this.hostIp = options.hostIp ?? '127.0.0.1';
+    this.specOptions = {
+      hostIp: this.hostIp,
+      namePrefix: options.namePrefix ?? 'corral-',
+      enforceRootfsSize: options.enforceRootfsSize ?? false,
+      requestGpuDevices: options.requestGpuDevices ?? true,
+    };
+    this.address = engineAddress(options.docker);
+  }
+
+  async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
+    if ((await this.containerIds(spec.workerId)).length > 0) {
+      throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
+    }
+    await this.ensureImage(spec, onProgress);
+    const volumes: string[] = [];
+    let container: Dockerode.Container | undefined;
+    try {
+      for (const volume of localVolumes(spec, this.specOptions)) {
+        await this.docker.createVolume(volume);
+        volumes.push(volume.Name);
+      }
+      container = await this.docker.createContainer(
+        containerSpec(spec, this.specOptions) as Dockerode.ContainerCreateOptions,
+      );
+      await container.start();
+      const worker = workerFromInspect(await container.inspect(), this.hostIp);
+      this.logger.info(
+        { workerId: spec.workerId, container: container.id, address: worker.address },
+        'worker started',
+      );
+      return worker;
+    } catch (error) {
+      const failure = engineError(
+        error,
+        `cannot start worker ${spec.workerId} (image ${spec.image})`,
+        this.address,
+      );
+      if (failure.code !== 'UNAVAILABLE') await this.undoCreate(spec.workerId, container, volumes);
+      throw failure;
+    }
+  }
+
+  async remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
+    const grace = options?.graceSeconds ?? DEFAULT_GRACE_SECONDS;
+    try {
+      for (const id of await this.containerIds(workerId)) await this.removeContainer(id, grace);
+      await this.removeVolumes(workerId);
+    } catch (error) {
+      throw engineError(error, `cannot remove worker ${workerId}`, this.address);
+    }
+    this.logger.info({ workerId }, 'worker removed');
+  }
+
+  async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
+    const containers = await this.listContainers(selector);
+    // A container with the managed label but no worker id was not made by Corral (an image may carry the label).
+    return containers
+      .filter((container) => container.Labels?.[LABELS.worker])
+      .map((container) => workerFromListing(container, this.hostIp));
+  }
+
+  async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
+    const [id] = await this.containerIds(workerId);
+    if (!id) return undefined;
+    try {
+      return workerFromInspect(await this.docker.getContainer(id).inspect(), this.hostIp);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw engineError(error, `cannot inspect worker ${workerId}`, this.address);
+    }
+  }
+
+  async *logs(workerId: string, options: LogOptions): AsyncGenerator<string> {
+    const [id] = await this.containerIds(workerId);
+    if (!id) throw new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
+    if (options.signal?.aborted) return;
+    const request = {
+      stdout: true,
+      stderr: true,
+      ...(options.tail === undefined ? {} : { tail: options.tail }),
+      ...(options.signal ? { abortSignal: options.signal } : {}),
+    };
+    const container = this.docker.getContainer(id);
+    if (!options.follow) {
+      const body = await container.logs({ ...request, follow: false }).catch((error: unknown) => {
+        throw this.logError(error, workerId);
+      });
+      yield* logLines([body]);
+      return;
+    }
+    const stream = await container.logs({ ...request, follow: true }).catch((error: unknown) => {
+      throw this.logError(error, workerId);
+    });
+    yield* this.followLogs(stream as NodeJS.ReadableStream & { destroy(): unknown }, options.signal);
+  }
+
+  async stats(workerId: string): Promise<WorkerStats | undefined> {
+    const [id] = await this.containerIds(workerId);
+    if (!id) return undefined;
+    try {
+      const raw = await this.docker.getContainer(id).stats({ stream: false });
+      return computeStats(raw as unknown as RawStats);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw engineError(error, `cannot read stats of worker ${workerId}`, this.address);
+    }
+  }
+
+  watch(onEvent: (event: RuntimeEvent) => void): () => void {
+    const watch = new EventWatch({
+      open: (since, signal) => this.openEvents(since, signal),
+      onEvent,
+      logger: this.logger,
+      clock: this.clock,
+      initialBackoffMs: this.options.eventBackoff?.initialMs,
+      maxBackoffMs: this.options.eventBackoff?.maxMs,
+    });
+    this.watches.add(watch);
+    return () => {
+      watch.close();
+      this.watches.delete(watch);
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const watch of this.watches) watch.close();
+    this.watches.clear();
+    for (const stream of this.streams) stream.destroy();
+    this.streams.clear();
+  }
+
+  // --- image ---
+
+  private async ensureImage(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    try {
+      await this.docker.getImage(spec.image).inspect();
+      return;
+    } catch (error) {
+      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${spec.image}`, this.address);
+    }
+    const log = this.logger.child({ workerId: spec.workerId, image: spec.image });
+    log.info(
+      { registry: spec.registryAuth?.server || undefined, authenticated: !!spec.registryAuth },
+      'pulling',
+    );
+    try {
+      await this.pull(spec, onProgress);
+      await this.docker.getImage(spec.image).inspect();
+    } catch (error) {
+      const failure = engineError(
+        error,
+        `cannot pull image ${spec.image}`,
+        this.address,
+        'IMAGE_PULL_FAILED',
+      );
+      log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
+      throw failure;
+    }
+    log.info('pulled');
+  }
+
+  private async pull(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    const auth = spec.registryAuth;
+    const authconfig = auth
+      ? {
+          username: auth.username,
+          password: auth.password,
+          ...(auth.server ? { serveraddress: auth.server } : {}),
+        }
+      : undefined;
+    const tracker = new PullProgressTracker(spec.image);
+    onProgress?.(tracker.current());
+    const stream = await this.docker.pull(spec.image, authconfig ? { authconfig } : {});
+    let failure: string | undefined;
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (error) => (error ? reject(error) : resolve()),
+        (message: PullMessage) => {
+          failure ??= pullError(message);
+          const progress = failure ? undefined : tracker.update(message);
+          if (progress) onProgress?.(progress);
+        },
+      );
+    });
+    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${spec.image}: ${failure}`);
+  }
+
+  // --- containers and volumes ---
+
+  private async listContainers(selector: Record<string, string>): Promise<Dockerode.ContainerInfo[]> {
+    const label = [
+      `${LABELS.managed}=true`,
+      ...Object.entries(selector)
+        .filter(([key]) => key !== LABELS.managed)
+        .map(([key, value]) => `${key}=${value}`),
+    ];
+    try {
+      return await this.docker.listContainers({ all: true, filters: { label } });
+    } catch (error) {
+      throw engineError(error, 'cannot list workers', this.address);
+    }
+  }
+
+  /** The containers labelled as this worker (normally one; names are not trusted: the prefix may change). */
+  private async containerIds(workerId: string): Promise<string[]> {
+    const containers = await this.listContainers({ [LABELS.worker]: workerId });
+    return containers.map((container) => container.Id);
+  }
+
+  private async removeContainer(id: string, graceSeconds: number): Promise<void> {
+    const container = this.docker.getContainer(id);
+    try {
+      await container.stop({ t: graceSeconds });
+    } catch (error) {
+      // 304: already stopped; 404: already gone; 409: removal already in progress.
+      if (![304, 404, 409].includes(statusOf(error) ?? 0)) throw error;
+    }
+    try {
+      await container.remove({ v: true, force: true });
+    } catch (error) {
+      if (![404, 409].includes(statusOf(error) ?? 0)) throw error;
+    }
+  }
+
+  /** Removes the worker's local volumes, waiting out a container removal still holding them. */
+  private async removeVolumes(workerId: string): Promise<void> {
+    const filters = { label: [`${LABELS.managed}=true`, `${LABELS.worker}=${workerId}`] };
+    const { Volumes } = await this.docker.listVolumes({ filters });
+    for (const volume of Volumes ?? []) {
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await this.docker.getVolume(volume.Name).remove();
+          break;
+        } catch (error) {
+          if (isNotFound(error)) break;
+          if (statusOf(error) !== 409 || attempt >= VOLUME_REMOVE_ATTEMPTS) throw error;
+          await delay(100 * attempt);
+        }
+      }
+    }
+  }
+
+  /** Removes what a failed create made (and only that: a name clash must not remove the other worker). */
+  private async undoCreate(workerId: string, container: Dockerode.Container | undefined, volumes: string[]) {
+    try {
+      if (container) await this.removeContainer(container.id, 0);
+      for (const name of volumes) await this.docker.getVolume(name).remove();
+    } catch (error) {
+      this.logger.warn({ workerId, err: error }, 'cleanup after a failed create failed');
+    }
+  }
+
+  // --- streams ---
+
+  private logError(error: unknown, workerId: string): RuntimeError {
+    if (isNotFound(error)) return new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
+    return engineError(error, `cannot read the log of worker ${workerId}`, this.address);
+  }
+
+  private async *followLogs(
+    stream: NodeJS.ReadableStream & { destroy(): unknown },
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<string> {
+    this.streams.add(stream);
+    try {
+      yield* logLines(stream as AsyncIterable<Buffer>);
+    } catch (error) {
+      if (signal?.aborted || isAbort(error)) return;
+      throw engineError(error, 'log stream failed', this.address);
+    } finally {
+      this.streams.delete(stream);
+      stream.destroy();
+    }
+  }
+
+  private async openEvents(since: number | undefined, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
+    const stream = await this.docker.getEvents({
+      ...(since === undefined ? {} : { since }),
+      filters: { type: ['container'], event: ['start', 'die', 'destroy'], label: [`${LABELS.managed}=true`] },
+      abortSignal: signal,
+    } as Dockerode.GetEventsOptions);
+    return stream as AsyncIterable<Buffer>;
+  }
+}
+
+function isAbort(error: unknown): boolean {
+  const name = (error as { name?: string } | null)?.name;
+  const code = (error as { code?: string } | null)?.code;
+  return name === 'AbortError' || code === 'ABORT_ERR' || code === 'ECONNRESET';
+}

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import Docker from 'dockerode';
+import pino from 'pino';
+import { describe, it } from 'vitest';
+import { integrationAvailable } from '../../../test/support/integration.js';
+import { runtimeContract } from '../../../test/support/runtime-contract.js';
+import { dockerAvailable, ensureTestImage, TEST_IMAGE } from '../../../test/support/test-image.js';
+import { LABELS, type WorkerSpec } from '../types.js';
+import { DockerRuntime } from './docker-runtime.js';
+
+const RUN_LABEL = 'corral.dev/test-run';
+
+const withDocker = integrationAvailable(
+  'Docker',
+  dockerAvailable(),
+  'start dockerd (or run scripts/provision.sh) so that `docker info` answers',
+);
+
+if (withDocker) {
+  runtimeContract('docker', async () => {
+    const run = randomUUID().slice(0, 8);
+    const docker = new Docker();
+    const image = await ensureTestImage();
+    // The suite hands out fake GPU uuids: ask the engine for none (no GPU here), as with a simulated inventory.
+    const runtime = new DockerRuntime({
+      docker,
+      logger: pino({ level: 'silent' }),
+      namePrefix: `corral-ct-${run}-`,
+      requestGpuDevices: false,
+    });
+    const spec = (overrides: Partial<WorkerSpec> = {}): WorkerSpec => {
+      const workerId = overrides.workerId ?? 'w1';
+      const endpointId = overrides.endpointId ?? 'ep1';
+      return {
+        workerId,
+        endpointId,
+        ownerId: 'owner-a',
+        revision: 1,
+        image,
+        command: [],
+        env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
+        port: 8000,
+        gpus: [],
+        volumes: [],
+        ...overrides,
+        // Every container of this run carries the run label, so that cleanup finds all of them.
+        labels: { ...overrides.labels, [RUN_LABEL]: run },
+      };
+    };
+    return {
+      runtime,
+      workerSpec: spec,
+      unavailableSpec: (overrides) => spec({ ...overrides, image: 'corral-does-not-exist:nope' }),
+      kill: async (worker) => {
+        const [container] = await docker.listContainers({
+          all: true,
+          filters: { label: [`${LABELS.worker}=${worker.workerId}`, `${RUN_LABEL}=${run}`] },
+        });
+        if (!container) throw new Error(`no container for ${worker.workerId}`);
+        await docker.getContainer(container.Id).kill();
+        return 137;
+      },
+      logLine: async (worker) => `worker ${worker.workerId} listening`,
+      capabilities: { imagePull: true, realProcess: true },
+      cleanup: async () => {
+        await runtime.close();
+        await removeLabelled(docker, `${RUN_LABEL}=${run}`);
+      },
+    };
+  });
+} else {
+  describe.skip(`WorkerRuntime contract: docker (${TEST_IMAGE})`, () => {
+    it('needs a Docker engine', () => undefined);
+  });
+}
+
+/** Removes every container and volume with the label, whatever state the suite left them in. */
+async function removeLabelled(docker: Docker, label: string): Promise<void> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
+  for (const c of containers)
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
+  const { Volumes } = await docker.listVolumes({ filters: { label: [label] } });
+  for (const v of Volumes ?? [])
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => undefined);
+}

@@ -1,0 +1,329 @@
+/**
+ * In-memory WorkerRuntime for deterministic tests and the controller bench. Nothing runs: a worker is a record that
+ * goes pulling -> starting -> running after the configured delays (on injected timers, so tests need no real sleeps),
+ * and tests drive failures and exits by hand. Workers are indexed by endpoint label so that list() stays cheap with
+ * tens of thousands of them.
+ */
+import {
+  LABELS,
+  type LogOptions,
+  type PullProgress,
+  RuntimeError,
+  type RuntimeEvent,
+  type RuntimePhase,
+  type RuntimeWorker,
+  type WorkerRuntime,
+  type WorkerSpec,
+  type WorkerStats,
+} from '../types.js';
+
+/** The timer functions the fake waits on; method syntax so Node's own setTimeout/clearTimeout fit. */
+export interface FakeTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface FakeRuntimeOptions {
+  clock: () => number;
+  /** Time from created to running (phase `starting` meanwhile). Default 0: create resolves at once. */
+  startDelayMs?: number;
+  /** Time an image takes to pull the first time it is used (phase `pulling`). Default 0. */
+  pullDelayMs?: number;
+  timers?: FakeTimers;
+  /** What stats() returns for a live worker. */
+  stats?: WorkerStats;
+}
+
+export interface FakeCounters {
+  /** create() calls that started a worker (failed ones are not counted here). */
+  creates: number;
+  /** create() calls that threw. */
+  createFailures: number;
+  /** remove() calls that removed an existing worker. */
+  removes: number;
+  /** Image pulls performed (first use of an image when pullDelayMs > 0). */
+  pulls: number;
+}
+
+interface FakeWorker {
+  worker: RuntimeWorker;
+  logs: string[];
+  logWaiters: Set<() => void>;
+  cancelStart?: () => void;
+}
+
+const FAKE_PORT_BASE = 40_000;
+
+/** The labels every runtime puts on a worker: the spec's own plus the Corral ones, which win. */
+export function fakeWorkerLabels(spec: WorkerSpec): Record<string, string> {
+  return {
+    ...spec.labels,
+    [LABELS.managed]: 'true',
+    [LABELS.endpoint]: spec.endpointId,
+    [LABELS.worker]: spec.workerId,
+    [LABELS.revision]: String(spec.revision),
+    [LABELS.owner]: spec.ownerId,
+  };
+}
+
+export class FakeRuntime implements WorkerRuntime {
+  readonly name = 'fake' as const;
+  /** Images whose pull fails with IMAGE_PULL_FAILED. */
+  readonly missingImages = new Set<string>();
+  /** Images already present (no pull delay). */
+  readonly presentImages = new Set<string>();
+  readonly counters: FakeCounters = { creates: 0, createFailures: 0, removes: 0, pulls: 0 };
+  startDelayMs: number;
+  pullDelayMs: number;
+
+  private readonly clock: () => number;
+  private readonly timers: FakeTimers;
+  private readonly workers = new Map<string, FakeWorker>();
+  private readonly byEndpoint = new Map<string, Set<string>>();
+  private readonly listeners = new Set<(event: RuntimeEvent) => void>();
+  private readonly statsValue: WorkerStats;
+  private createFailure: { reason: string; remaining: number } | undefined;
+  private nextPort = FAKE_PORT_BASE;
+  private closed = false;
+
+  constructor(options: FakeRuntimeOptions) {
+    this.clock = options.clock;
+    this.startDelayMs = options.startDelayMs ?? 0;
+    this.pullDelayMs = options.pullDelayMs ?? 0;
+    this.timers = options.timers ?? { setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout };
+    this.statsValue = options.stats ?? { cpuPercent: 1.5, memoryBytes: 64 * 1024 * 1024 };
+  }
+
+  // ---- test controls ----
+
+  /** Makes create() of this image throw IMAGE_PULL_FAILED (until `presentImages`/`missingImages` change). */
+  failPull(imageRef: string): void {
+    this.missingImages.add(imageRef);
+  }
+
+  /** Makes the next `times` create() calls (all of them by default) throw RUNTIME_ERROR with this reason. */
+  failCreate(reason: string, times = Number.POSITIVE_INFINITY): void {
+    this.createFailure = { reason, remaining: times };
+  }
+
+  /** Undoes failPull and failCreate. */
+  clearFailures(): void {
+    this.missingImages.clear();
+    this.createFailure = undefined;
+  }
+
+  /** The worker dies with this exit code: phase `exited`, an 'exited' event. No-op for unknown or exited workers. */
+  exit(workerId: string, code: number, message = `exited with code ${code}`): void {
+    const entry = this.workers.get(workerId);
+    if (!entry || entry.worker.phase === 'exited') return;
+    entry.cancelStart?.();
+    entry.cancelStart = undefined;
+    entry.worker = { ...entry.worker, phase: 'exited', exitCode: code, message };
+    this.wakeLogs(entry);
+    this.emit({ type: 'exited', workerId, exitCode: code });
+  }
+
+  /** Adds a line to the worker's output. */
+  appendLog(workerId: string, line: string): void {
+    const entry = this.workers.get(workerId);
+    if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
+    entry.logs.push(line);
+    this.wakeLogs(entry);
+  }
+
+  /** Number of workers held, any phase. */
+  get size(): number {
+    return this.workers.size;
+  }
+
+  // ---- WorkerRuntime ----
+
+  async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
+    if (this.closed) throw new RuntimeError('UNAVAILABLE', 'the fake runtime is closed');
+    if (this.missingImages.has(spec.image)) {
+      this.counters.createFailures += 1;
+      throw new RuntimeError('IMAGE_PULL_FAILED', `image ${spec.image} not found (fake)`);
+    }
+    if (this.createFailure && this.createFailure.remaining > 0) {
+      this.createFailure.remaining -= 1;
+      const reason = this.createFailure.reason;
+      if (this.createFailure.remaining <= 0) this.createFailure = undefined;
+      this.counters.createFailures += 1;
+      throw new RuntimeError('RUNTIME_ERROR', reason);
+    }
+    if (this.workers.has(spec.workerId)) {
+      this.counters.createFailures += 1;
+      throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
+    }
+
+    const needsPull = this.pullDelayMs > 0 && !this.presentImages.has(spec.image);
+    const phase: RuntimePhase = needsPull ? 'pulling' : this.startDelayMs > 0 ? 'starting' : 'running';
+    const labels = fakeWorkerLabels(spec);
+    const worker: RuntimeWorker = {
+      workerId: spec.workerId,
+      endpointId: spec.endpointId,
+      revision: spec.revision,
+      labels,
+      phase,
+      address: { host: '127.0.0.1', port: this.allocatePort() },
+      message: needsPull ? `pulling ${spec.image}` : phase === 'starting' ? 'starting' : 'running',
+      createdAt: this.clock(),
+      gpuUuids: spec.gpus.map((gpu) => gpu.uuid),
+    };
+    const entry: FakeWorker = { worker, logs: [], logWaiters: new Set() };
+    this.workers.set(spec.workerId, entry);
+    let ids = this.byEndpoint.get(spec.endpointId);
+    if (!ids) {
+      ids = new Set();
+      this.byEndpoint.set(spec.endpointId, ids);
+    }
+    ids.add(spec.workerId);
+    this.counters.creates += 1;
+
+    if (needsPull) {
+      onProgress?.({ percent: 0, message: `pulling ${spec.image}` });
+      await this.wait(entry, this.pullDelayMs);
+      this.presentImages.add(spec.image);
+      this.counters.pulls += 1;
+      onProgress?.({ percent: 100, message: `pulled ${spec.image}` });
+      if (this.startDelayMs > 0) this.setPhase(entry, 'starting', 'starting');
+    }
+    if (this.startDelayMs > 0) await this.wait(entry, this.startDelayMs);
+    if (entry.worker.phase !== 'running') this.setPhase(entry, 'running', 'running');
+    this.emit({ type: 'started', workerId: spec.workerId });
+    return snapshot(entry.worker);
+  }
+
+  async remove(workerId: string): Promise<void> {
+    const entry = this.workers.get(workerId);
+    if (!entry) return;
+    entry.cancelStart?.();
+    this.workers.delete(workerId);
+    const ids = this.byEndpoint.get(entry.worker.endpointId);
+    ids?.delete(workerId);
+    if (ids?.size === 0) this.byEndpoint.delete(entry.worker.endpointId);
+    this.counters.removes += 1;
+    this.wakeLogs(entry);
+    this.emit({ type: 'removed', workerId });
+  }
+
+  async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
+    const entries = Object.entries(selector);
+    const workerId = selector[LABELS.worker];
+    const endpointId = selector[LABELS.endpoint];
+    let candidates: Iterable<string>;
+    if (workerId !== undefined) candidates = [workerId];
+    else if (endpointId !== undefined) candidates = this.byEndpoint.get(endpointId) ?? [];
+    else candidates = this.workers.keys();
+    const out: RuntimeWorker[] = [];
+    for (const id of candidates) {
+      const entry = this.workers.get(id);
+      if (!entry) continue;
+      const labels = entry.worker.labels;
+      let match = true;
+      for (const [key, value] of entries) {
+        if (labels[key] !== value) {
+          match = false;
+          break;
+        }
+      }
+      if (match) out.push(snapshot(entry.worker));
+    }
+    return out;
+  }
+
+  async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
+    const entry = this.workers.get(workerId);
+    return entry ? snapshot(entry.worker) : undefined;
+  }
+
+  async *logs(workerId: string, options: LogOptions): AsyncIterable<string> {
+    const entry = this.workers.get(workerId);
+    if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
+    let position = options.tail === undefined ? 0 : Math.max(0, entry.logs.length - options.tail);
+    for (;;) {
+      while (position < entry.logs.length) {
+        const line = entry.logs[position];
+        position += 1;
+        if (line !== undefined) yield line;
+      }
+      if (!options.follow || options.signal?.aborted) return;
+      if (entry.worker.phase === 'exited' || this.workers.get(workerId) !== entry) return;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          entry.logWaiters.delete(wake);
+          options.signal?.removeEventListener('abort', wake);
+          resolve();
+        };
+        entry.logWaiters.add(wake);
+        options.signal?.addEventListener('abort', wake, { once: true });
+      });
+    }
+  }
+
+  async stats(workerId: string): Promise<WorkerStats | undefined> {
+    const entry = this.workers.get(workerId);
+    if (!entry || entry.worker.phase === 'exited') return undefined;
+    return { ...this.statsValue };
+  }
+
+  watch(onEvent: (event: RuntimeEvent) => void): () => void {
+    this.listeners.add(onEvent);
+    return () => {
+      this.listeners.delete(onEvent);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const entry of this.workers.values()) {
+      entry.cancelStart?.();
+      this.wakeLogs(entry);
+    }
+    this.listeners.clear();
+  }
+
+  // ---- internals ----
+
+  private allocatePort(): number {
+    const port = this.nextPort;
+    this.nextPort = this.nextPort >= 65_535 ? FAKE_PORT_BASE : this.nextPort + 1;
+    return port;
+  }
+
+  private setPhase(entry: FakeWorker, phase: RuntimePhase, message: string): void {
+    entry.worker = { ...entry.worker, phase, message };
+  }
+
+  /** Waits `ms` on the injected timers; rejects when the worker is removed, exits or the runtime closes meanwhile. */
+  private wait(entry: FakeWorker, ms: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const handle = this.timers.setTimeout(() => {
+        entry.cancelStart = undefined;
+        resolve();
+      }, ms);
+      entry.cancelStart = () => {
+        this.timers.clearTimeout(handle);
+        entry.cancelStart = undefined;
+        reject(new RuntimeError('RUNTIME_ERROR', `worker ${entry.worker.workerId} stopped while starting`));
+      };
+    });
+  }
+
+  private wakeLogs(entry: FakeWorker): void {
+    for (const wake of [...entry.logWaiters]) wake();
+  }
+
+  private emit(event: RuntimeEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+}
+
+function snapshot(worker: RuntimeWorker): RuntimeWorker {
+  return {
+    ...worker,
+    labels: { ...worker.labels },
+    gpuUuids: [...worker.gpuUuids],
+    ...(worker.address ? { address: { ...worker.address } } : {}),
+  };
+}

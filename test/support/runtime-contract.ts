@@ -1,0 +1,333 @@
+/**
+ * The behaviour every WorkerRuntime shares (docker, local, fake; kubernetes later). A runtime's test file calls
+ * `runtimeContract(name, setup)`; what legitimately differs between runtimes is declared in `capabilities`, and the
+ * way to kill a worker or to make a create fail comes from the setup.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  LABELS,
+  RuntimeError,
+  type RuntimeErrorCode,
+  type RuntimeEvent,
+  type RuntimeWorker,
+  type WorkerRuntime,
+  type WorkerSpec,
+} from '../../src/runtime/types.js';
+
+export interface RuntimeCapabilities {
+  /** The runtime pulls images: a missing image fails with IMAGE_PULL_FAILED (else RUNTIME_ERROR). */
+  imagePull: boolean;
+  /** Workers are real processes answering HTTP on their address. */
+  realProcess: boolean;
+}
+
+export interface RuntimeContractSetup {
+  runtime: WorkerRuntime;
+  /** A spec that starts a healthy worker; the suite passes unique workerId/endpointId overrides. */
+  workerSpec: (overrides?: Partial<WorkerSpec>) => WorkerSpec;
+  /** A spec whose create must fail: a missing image (fake: after failPull; docker: a nonexistent tag; local: a
+   * command that does not exist). */
+  unavailableSpec: (overrides?: Partial<WorkerSpec>) => WorkerSpec;
+  /** Makes the worker die (fake.exit, POST /crash, docker kill); resolves to the exit code watch must report. */
+  kill: (worker: RuntimeWorker) => Promise<number>;
+  /** Makes the worker write a line to its output, or waits for one it writes anyway; resolves to a substring of it. */
+  logLine: (worker: RuntimeWorker) => Promise<string>;
+  capabilities: RuntimeCapabilities;
+  cleanup(): Promise<void>;
+}
+
+/** How long real runtimes get for things that happen asynchronously (exits, log lines, HTTP answers). */
+const EVENTUALLY_MS = 15_000;
+
+export function runtimeContract(name: string, setup: () => Promise<RuntimeContractSetup>): void {
+  describe(`WorkerRuntime contract: ${name}`, () => {
+    let ctx: RuntimeContractSetup;
+    let runtime: WorkerRuntime;
+    const events: RuntimeEvent[] = [];
+    let unwatch: () => void = () => {};
+    const run = randomUUID().slice(0, 8);
+    let counter = 0;
+
+    /** Unique ids per test so that a shared engine (Docker) never mixes tests up. */
+    function ids(): { endpointId: string; workerId: () => string } {
+      counter += 1;
+      const endpointId = `ct${run}e${counter}`;
+      let n = 0;
+      return {
+        endpointId,
+        workerId: () => {
+          n += 1;
+          return `${endpointId}w${n}`;
+        },
+      };
+    }
+
+    function spec(endpointId: string, workerId: string, overrides: Partial<WorkerSpec> = {}): WorkerSpec {
+      return ctx.workerSpec({ endpointId, workerId, ...overrides });
+    }
+
+    beforeAll(async () => {
+      ctx = await setup();
+      runtime = ctx.runtime;
+      unwatch = runtime.watch((event) => events.push(event));
+    });
+
+    afterAll(async () => {
+      unwatch();
+      await ctx?.cleanup();
+    });
+
+    it('create returns a started worker with its address, labels and GPUs', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const gpus = [{ index: 0, uuid: 'GPU-contract-0' }];
+      const worker = await runtime.create(
+        spec(endpointId, id, { labels: { 'example.com/team': 'a' }, revision: 3, ownerId: 'owner-1', gpus }),
+      );
+      expect(worker.workerId).toBe(id);
+      expect(worker.endpointId).toBe(endpointId);
+      expect(worker.revision).toBe(3);
+      expect(['starting', 'running']).toContain(worker.phase);
+      expect(worker.address?.host).toEqual(expect.any(String));
+      expect(Number.isInteger(worker.address?.port) && (worker.address?.port ?? 0) > 0).toBe(true);
+      expect(worker.labels).toMatchObject({
+        'example.com/team': 'a',
+        [LABELS.managed]: 'true',
+        [LABELS.endpoint]: endpointId,
+        [LABELS.worker]: id,
+        [LABELS.revision]: '3',
+        [LABELS.owner]: 'owner-1',
+      });
+      expect(worker.gpuUuids).toEqual(['GPU-contract-0']);
+      expect(typeof worker.createdAt).toBe('number');
+
+      const inspected = await runtime.inspect(id);
+      expect(inspected?.workerId).toBe(id);
+      expect(inspected?.labels).toEqual(worker.labels);
+      expect(inspected?.address).toEqual(worker.address);
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('list by labels finds exactly the matching workers', async () => {
+      const a = ids();
+      const b = ids();
+      const a1 = a.workerId();
+      const a2 = a.workerId();
+      const b1 = b.workerId();
+      await Promise.all([
+        runtime.create(spec(a.endpointId, a1, { labels: { 'example.com/role': 'x' } })),
+        runtime.create(spec(a.endpointId, a2, { revision: 2 })),
+        runtime.create(spec(b.endpointId, b1)),
+      ]);
+      const idsOf = (workers: RuntimeWorker[]) => workers.map((w) => w.workerId).sort();
+      expect(idsOf(await runtime.list({ [LABELS.endpoint]: a.endpointId }))).toEqual([a1, a2].sort());
+      expect(idsOf(await runtime.list({ [LABELS.endpoint]: b.endpointId }))).toEqual([b1]);
+      expect(idsOf(await runtime.list({ [LABELS.worker]: a2 }))).toEqual([a2]);
+      expect(idsOf(await runtime.list({ [LABELS.endpoint]: a.endpointId, [LABELS.revision]: '2' }))).toEqual([
+        a2,
+      ]);
+      expect(idsOf(await runtime.list({ [LABELS.endpoint]: a.endpointId, 'example.com/role': 'x' }))).toEqual(
+        [a1],
+      );
+      expect(await runtime.list({ [LABELS.endpoint]: `${a.endpointId}-none` })).toEqual([]);
+      const managed = idsOf(await runtime.list({ [LABELS.managed]: 'true' }));
+      expect(managed).toEqual(expect.arrayContaining([a1, a2, b1]));
+      await Promise.all([a1, a2, b1].map((id) => runtime.remove(id, { graceSeconds: 1 })));
+    });
+
+    it('inspect of an unknown worker is undefined', async () => {
+      expect(await runtime.inspect(`ct${run}-unknown`)).toBeUndefined();
+    });
+
+    it('remove is idempotent, reports the removal and the worker is gone', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      await runtime.create(spec(endpointId, id));
+      await runtime.remove(id, { graceSeconds: 1 });
+      expect(await runtime.inspect(id)).toBeUndefined();
+      expect(await runtime.list({ [LABELS.endpoint]: endpointId })).toEqual([]);
+      await runtime.remove(id, { graceSeconds: 1 });
+      await runtime.remove(`ct${run}-never-existed`);
+      await eventually(() => expect(events).toContainEqual({ type: 'removed', workerId: id }));
+      // Concurrent removes of the same worker both succeed.
+      const id2 = workerId();
+      await runtime.create(spec(endpointId, id2));
+      await Promise.all([runtime.remove(id2, { graceSeconds: 1 }), runtime.remove(id2, { graceSeconds: 1 })]);
+      expect(await runtime.inspect(id2)).toBeUndefined();
+    });
+
+    it('create that cannot get its image fails with a RuntimeError and leaves nothing behind', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const expected: RuntimeErrorCode = ctx.capabilities.imagePull ? 'IMAGE_PULL_FAILED' : 'RUNTIME_ERROR';
+      const error = await runtime.create(ctx.unavailableSpec({ endpointId, workerId: id })).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect((error as RuntimeError).code).toBe(expected);
+      expect((error as RuntimeError).message).not.toBe('');
+      expect(await runtime.list({ [LABELS.endpoint]: endpointId })).toEqual([]);
+      expect(await runtime.inspect(id)).toBeUndefined();
+    });
+
+    it('the worker has an address, where a real process answers HTTP', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const address = worker.address;
+      expect(address?.host).toBe('127.0.0.1');
+      expect(address?.port).toBeGreaterThan(0);
+      if (!address || !ctx.capabilities.realProcess) {
+        await runtime.remove(id, { graceSeconds: 1 });
+        return;
+      }
+      await eventually(async () => {
+        const response = await fetch(`http://${address.host}:${address.port}/`, {
+          signal: AbortSignal.timeout(2_000),
+        });
+        await response.arrayBuffer();
+        expect(response.status).toBeGreaterThanOrEqual(200);
+      });
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('watch reports the exit code of a worker that dies; it stays listed as exited until removed', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const seen: RuntimeEvent[] = [];
+      const stop = runtime.watch((event) => seen.push(event));
+      try {
+        const code = await ctx.kill(worker);
+        await eventually(() => expect(seen).toContainEqual({ type: 'exited', workerId: id, exitCode: code }));
+        await eventually(async () => {
+          const after = await runtime.inspect(id);
+          expect(after?.phase).toBe('exited');
+          expect(after?.exitCode).toBe(code);
+        });
+        const listed = await runtime.list({ [LABELS.endpoint]: endpointId });
+        expect(listed.map((w) => [w.workerId, w.phase])).toEqual([[id, 'exited']]);
+      } finally {
+        stop();
+      }
+      await runtime.remove(id, { graceSeconds: 1 });
+      expect(await runtime.list({ [LABELS.endpoint]: endpointId })).toEqual([]);
+    });
+
+    it('an unsubscribed watcher hears nothing more', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      await runtime.create(spec(endpointId, id));
+      const seen: RuntimeEvent[] = [];
+      const stop = runtime.watch((event) => seen.push(event));
+      stop();
+      await runtime.remove(id, { graceSeconds: 1 });
+      await eventually(() => expect(events).toContainEqual({ type: 'removed', workerId: id }));
+      expect(seen).toEqual([]);
+    });
+
+    it('logs yield the worker output line by line, with tail and follow', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const expected = await ctx.logLine(worker);
+      await eventually(async () => {
+        const lines = await collect(runtime.logs(id, { follow: false }));
+        expect(lines.some((line) => line.includes(expected))).toBe(true);
+        for (const line of lines) expect(line).not.toContain('\n');
+      });
+      const all = await collect(runtime.logs(id, { follow: false }));
+      const last = await collect(runtime.logs(id, { follow: false, tail: 1 }));
+      expect(last).toEqual(all.slice(-1));
+      expect(await collect(runtime.logs(id, { follow: false, tail: 0 }))).toEqual([]);
+
+      // follow: yields what is there, then waits; aborting ends the iteration.
+      const controller = new AbortController();
+      const followed: string[] = [];
+      const done = (async () => {
+        for await (const line of runtime.logs(id, { follow: true, signal: controller.signal })) {
+          followed.push(line);
+          if (line.includes(expected)) controller.abort();
+        }
+      })();
+      await withTimeout(done, EVENTUALLY_MS, 'a followed log did not end on abort');
+      expect(followed.some((line) => line.includes(expected))).toBe(true);
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('logs of an unknown worker fail with NOT_FOUND', async () => {
+      const error = await collect(runtime.logs(`ct${run}-unknown`, { follow: false })).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect((error as RuntimeError).code).toBe('NOT_FOUND');
+    });
+
+    it('stats are numbers for a live worker and undefined for an unknown one', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      await runtime.create(spec(endpointId, id));
+      await eventually(async () => {
+        const stats = await runtime.stats(id);
+        expect(stats).toBeDefined();
+        expect(stats?.cpuPercent).toBeGreaterThanOrEqual(0);
+        expect(stats?.memoryBytes).toBeGreaterThanOrEqual(0);
+      });
+      expect(await runtime.stats(`ct${run}-unknown`)).toBeUndefined();
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('creating a worker id that exists fails with RUNTIME_ERROR and leaves the first one alone', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const first = await runtime.create(spec(endpointId, id));
+      const error = await runtime.create(spec(endpointId, id)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect((error as RuntimeError).code).toBe('RUNTIME_ERROR');
+      const listed = await runtime.list({ [LABELS.endpoint]: endpointId });
+      expect(listed.map((w) => w.workerId)).toEqual([id]);
+      expect(listed[0]?.address).toEqual(first.address);
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+  });
+}
+
+/** Retries `check` until it passes or `ms` elapse (then rethrows its last failure). */
+export async function eventually(check: () => unknown | Promise<unknown>, ms = EVENTUALLY_MS): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+export async function collect(lines: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const line of lines) out.push(line);
+  return out;
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(message)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
