@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
@@ -13,6 +14,8 @@ import { ConfigError } from './config/settings.js';
 import { validationError } from './contract/errors.js';
 import { Controller } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
+import type { ManagedWorker } from './controller/managed-worker.js';
+import { ControllerMetrics } from './controller/metrics.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
@@ -38,6 +41,8 @@ export interface ApiParts {
   /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
   busyGpus?: () => ReadonlySet<string>;
   insight?: WorkerInsight;
+  /** Where /metrics reads from; one registry for every role of this process. */
+  registry?: Registry;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -75,7 +80,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       publicUrl: config.publicUrl,
       apiUrl: config.apiUrl,
     }),
-    metrics: new ApiMetrics(),
+    metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
   });
 }
@@ -129,6 +134,8 @@ export async function serve(
     });
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
+    const registry = new Registry();
+    let controllerView: () => Iterable<ManagedWorker> = () => [];
     const controller = new Controller({
       store,
       runtime,
@@ -140,7 +147,13 @@ export async function serve(
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
       startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
       intervalMs: config.controller.reconcileIntervalMs,
+      metrics: new ControllerMetrics({
+        registry,
+        runtime: runtime.name,
+        workerStates: () => [...controllerView()].map((w) => w.state),
+      }),
     });
+    controllerView = () => controller.workers();
     const app = await buildApi({
       config,
       store,
@@ -149,6 +162,7 @@ export async function serve(
       secrets,
       busyGpus: () => new Set(controller.workers().flatMap((w) => w.gpuUuids)),
       insight: runtime,
+      registry,
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });

@@ -15,6 +15,7 @@ import {
 import { endpointStatus } from './endpoint-status.js';
 import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
 import type { ManagedWorker } from './managed-worker.js';
+import type { ControllerMetrics } from './metrics.js';
 import { canEverFit, placeWorkers } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { buildWorkerSpec, GPU_LABEL, registryOf } from './worker-spec.js';
@@ -55,6 +56,7 @@ export interface ControllerOptions {
   intervalMs?: number;
   /** Failed workers kept per endpoint so that the API can show why. */
   failedKept?: number;
+  metrics?: ControllerMetrics;
 }
 
 /**
@@ -62,9 +64,13 @@ export interface ControllerOptions {
  * decides with pure functions (planner, placement, status) and applies the decisions here.
  */
 export class Controller {
-  readonly #o: Required<Omit<ControllerOptions, 'desiredWorkers'>> &
-    Pick<ControllerOptions, 'desiredWorkers'>;
+  readonly #o: Required<Omit<ControllerOptions, 'desiredWorkers' | 'metrics'>> &
+    Pick<ControllerOptions, 'desiredWorkers' | 'metrics'>;
   readonly #workers = new Map<string, ManagedWorker>();
+  /** The same records by endpoint id, so that a pass is linear in the number of workers. */
+  readonly #byEndpoint = new Map<string, Set<ManagedWorker>>();
+  /** Live endpoints as of the last pass (probes read their health settings here, not from the store). */
+  #endpoints = new Map<string, Endpoint>();
   readonly #health = new Map<string, HealthCounters>();
   readonly #crashes = new Map<string, CrashRecord>();
   readonly #probeTimers = new Map<string, NodeJS.Timeout>();
@@ -145,6 +151,7 @@ export class Controller {
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
     const live = new Map(endpoints.map((e) => [e.id, e]));
+    this.#endpoints = live;
     this.#observe(observed, live, now);
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
@@ -200,8 +207,7 @@ export class Controller {
       startedAt: now,
       readyAt: null,
     };
-    this.#workers.set(record.id, record);
-    this.#markDirty(record);
+    this.#track(record);
     this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
     if (record.state === 'failed') this.#removeContainer(record, 'it had exited');
     else if (endpoint) this.#scheduleProbe(record.id, 0);
@@ -275,8 +281,7 @@ export class Controller {
       startedAt: null,
       readyAt: null,
     };
-    this.#workers.set(record.id, record);
-    this.#markDirty(record);
+    this.#track(record);
   }
 
   /** Workers of endpoints that no longer exist are removed (also after a restart). */
@@ -346,6 +351,7 @@ export class Controller {
       record.address = container.address ?? null;
       record.startedAt = this.#o.clock();
       this.#setState(record, 'starting', `waiting for ${endpoint.spec.health.path} to answer`);
+      this.#o.metrics?.starts.inc({ runtime: this.#o.runtime.name });
       this.#o.logger.info({ workerId: record.id, endpointId: endpoint.id }, 'worker started');
       this.#scheduleProbe(record.id, endpoint.spec.health.initialDelaySeconds * 1000);
     } catch (error) {
@@ -388,7 +394,7 @@ export class Controller {
 
   async #probeOnce(workerId: string): Promise<void> {
     const record = this.#workers.get(workerId);
-    const endpoint = record && (await this.#o.store.endpoints.get(record.ownerId, record.endpointId));
+    const endpoint = record && this.#endpoints.get(record.endpointId);
     if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#stopped) {
       this.#probeTimers.delete(workerId);
       return;
@@ -411,7 +417,10 @@ export class Controller {
   #healthChanged(record: ManagedWorker, healthy: boolean): void {
     record.healthy = healthy;
     if (healthy) {
-      if (record.readyAt === null) record.readyAt = this.#o.clock();
+      if (record.readyAt === null) {
+        record.readyAt = this.#o.clock();
+        this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+      }
       this.#crashes.delete(record.endpointId);
       this.#setState(record, 'running', '');
       this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
@@ -440,6 +449,7 @@ export class Controller {
 
   #fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
     this.#setState(record, 'failed', message, code);
+    this.#o.metrics?.failures.inc({ code });
     record.healthy = false;
     record.gpuUuids = [];
     this.#stopProbing(record.id);
@@ -475,8 +485,22 @@ export class Controller {
     });
   }
 
+  #track(record: ManagedWorker): void {
+    this.#workers.set(record.id, record);
+    let set = this.#byEndpoint.get(record.endpointId);
+    if (!set) {
+      set = new Set();
+      this.#byEndpoint.set(record.endpointId, set);
+    }
+    set.add(record);
+    this.#markDirty(record);
+  }
+
   #forget(record: ManagedWorker): void {
     this.#workers.delete(record.id);
+    const set = this.#byEndpoint.get(record.endpointId);
+    set?.delete(record);
+    if (set?.size === 0) this.#byEndpoint.delete(record.endpointId);
     this.#health.delete(record.id);
     this.#markDirty(record);
   }
@@ -520,6 +544,7 @@ export class Controller {
         this.#o.backoff,
         this.#capacity(endpoint),
       );
+      if (sameStatus(status, endpoint.status)) continue;
       await store.endpoints.reportStatus(endpoint.id, status, {
         at: now,
         type: 'state',
@@ -549,7 +574,7 @@ export class Controller {
   }
 
   #workersOf(endpointId: string): ManagedWorker[] {
-    return [...this.#workers.values()].filter((w) => w.endpointId === endpointId);
+    return [...(this.#byEndpoint.get(endpointId) ?? [])];
   }
 
   #crash(endpointId: string): CrashRecord {
@@ -576,4 +601,8 @@ function toWorker(record: ManagedWorker, now: number): Worker {
     updatedAt: now,
     readyAt: record.readyAt,
   };
+}
+
+function sameStatus(a: { state: string; error: string; message: string }, b: typeof a): boolean {
+  return a.state === b.state && a.error === b.error && a.message === b.message;
 }

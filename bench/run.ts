@@ -1,0 +1,36 @@
+/**
+ * `npm run bench` runs every suite; `npm run bench -- api` runs one (several names run those, in order).
+ * Each suite prints its figures with the command and the machine; nothing is written to the repository.
+ */
+import { machineDescription } from './support.js';
+
+type Suite = () => Promise<void>;
+
+/** Later issues add their suites here (gateway, controller). */
+const SUITES: Record<string, Suite> = {
+  api: async () => (await import('./api.js')).runApiBench(),
+};
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => a !== '--');
+  const unknown = asked.filter((name) => !Object.hasOwn(SUITES, name));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown benchmark suite(s): ${unknown.join(', ')}; available: ${Object.keys(SUITES).join(', ')}`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const names = asked.length > 0 ? asked : Object.keys(SUITES);
+  console.log(`corral benchmarks: ${names.join(', ')}`);
+  console.log(`machine: ${machineDescription()}`);
+  for (const name of names) {
+    const suite = SUITES[name];
+    if (suite) await suite();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,54 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { WorkerState } from '../domain/worker.js';
+
+const STATES: WorkerState[] = [
+  'pending',
+  'pulling',
+  'starting',
+  'running',
+  'unhealthy',
+  'draining',
+  'stopped',
+  'failed',
+];
+
+/** The controller's Prometheus metrics, registered on the registry that /metrics serves. */
+export class ControllerMetrics {
+  readonly starts: Counter<'runtime'>;
+  readonly failures: Counter<'code'>;
+  readonly timeToReady: Histogram;
+
+  constructor(options: { registry: Registry; runtime: string; workerStates: () => Iterable<WorkerState> }) {
+    const registers = [options.registry];
+    new Gauge({
+      name: 'corral_workers',
+      help: 'Workers by state',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        const counts = new Map<WorkerState, number>(STATES.map((s) => [s, 0]));
+        for (const state of options.workerStates()) counts.set(state, (counts.get(state) ?? 0) + 1);
+        for (const [state, n] of counts) this.set({ state }, n);
+      },
+    });
+    this.starts = new Counter({
+      name: 'corral_worker_starts_total',
+      help: 'Worker containers started',
+      labelNames: ['runtime'] as const,
+      registers,
+    });
+    this.failures = new Counter({
+      name: 'corral_worker_failures_total',
+      help: 'Workers failed, by error code',
+      labelNames: ['code'] as const,
+      registers,
+    });
+    this.timeToReady = new Histogram({
+      name: 'corral_worker_time_to_running_seconds',
+      help: 'Time from a worker being decided to its first passing health check',
+      buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    });
+    this.starts.inc({ runtime: options.runtime }, 0);
+  }
+}

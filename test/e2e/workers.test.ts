@@ -1,0 +1,219 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { integrationAvailable } from '../support/integration.js';
+import { type ServeProcess, startServe } from '../support/process.js';
+import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+
+const KEY = 'e2e-operator-key-0123456789';
+const PREFIX = '/gpu-instance/openapi/v1';
+const withDocker = integrationAvailable(
+  'Docker',
+  dockerAvailable(),
+  'start dockerd (scripts/provision.sh does)',
+);
+
+async function call(server: ServeProcess, path: string, body?: unknown) {
+  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+/** Polls until `check` passes (it throws until then), or fails with its last error. */
+async function until<T>(check: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+function containers(label: string): string[] {
+  const out = execFileSync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}`], {
+    encoding: 'utf8',
+  });
+  return out
+    .split('\n')
+    .filter((line) => line !== '')
+    .sort();
+}
+
+function publishedPort(workerId: string): number {
+  const out = execFileSync(
+    'docker',
+    ['ps', '--filter', `label=corral.dev/worker=${workerId}`, '--format', '{{.Ports}}'],
+    { encoding: 'utf8' },
+  );
+  const port = /127\.0\.0\.1:(\d+)->/.exec(out)?.[1];
+  if (!port) throw new Error(`no published port for worker ${workerId}: ${out}`);
+  return Number(port);
+}
+
+const endpointBody = (image: string, overrides: Record<string, unknown> = {}) => ({
+  endpoint: {
+    image: { image },
+    ports: [{ port: 8000 }],
+    workerConfig: { minNum: 1, maxNum: 3, gpuNum: 1 },
+    healthy: { path: '/health' },
+    products: [{ id: 'h100-80g' }],
+    ...overrides,
+  },
+});
+
+describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a process', () => {
+  let dataDir: string;
+  let image: string;
+  let server: ServeProcess;
+  const env = () => ({ CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY });
+  const args = (gpus: string) => [
+    '--runtime',
+    'docker',
+    '--gpus',
+    gpus,
+    '--config',
+    join(dataDir, 'corral.yaml'),
+  ];
+  const running = async (id: string, count: number) => {
+    const { body } = await call(server, `endpoint?id=${id}`);
+    const workers = body.endpoint.workers.filter((w: any) => w.state.state === 'running' && w.healthy);
+    expect(workers, JSON.stringify(body.endpoint.workers)).toHaveLength(count);
+    return body.endpoint;
+  };
+
+  beforeAll(async () => {
+    image = await ensureTestImage();
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-workers-'));
+    writeFileSync(
+      join(dataDir, 'corral.yaml'),
+      'controller: { startupTimeoutSeconds: 6, reconcileIntervalMs: 200 }\n',
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    for (const id of containers('corral.dev/managed=true')) {
+      execFileSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore' });
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps minNum workers, survives kill -9 without duplicates, replaces a crash, removes all on stop', async () => {
+    server = await startServe(args('h100-80g:4'), env());
+    const created = await call(
+      server,
+      'endpoint/create',
+      endpointBody(image, { workerConfig: { minNum: 2, maxNum: 2, gpuNum: 1 } }),
+    );
+    expect(created.status).toBe(200);
+    const id = created.body.id as string;
+    const endpoint = await until(() => running(id, 2), 30_000);
+    expect(endpoint.state.state).toBe('serving');
+    const before = containers(`corral.dev/endpoint=${id}`);
+    expect(before).toHaveLength(2);
+
+    // The workers see their GPUs and Corral env.
+    const [first, second] = endpoint.workers as { id: string }[];
+    const envs = await Promise.all(
+      [first, second].map(
+        async (w) => (await fetch(`http://127.0.0.1:${publishedPort(w?.id ?? '')}/env`)).json() as any,
+      ),
+    );
+    expect(envs.map((e) => e.CORRAL_ENDPOINT_ID)).toEqual([id, id]);
+    expect(new Set(envs.map((e) => e.NVIDIA_VISIBLE_DEVICES)).size).toBe(2);
+
+    server.child.kill('SIGKILL');
+    await new Promise((resolve) => server.child.once('exit', resolve));
+    server = await startServe(args('h100-80g:4'), env());
+    await until(() => running(id, 2), 30_000);
+    expect(containers(`corral.dev/endpoint=${id}`)).toEqual(before);
+
+    const crashing = first?.id ?? '';
+    await fetch(`http://127.0.0.1:${publishedPort(crashing)}/crash`, { method: 'POST' }).catch(
+      () => undefined,
+    );
+    const replaced = await until(async () => {
+      const e = await running(id, 2);
+      expect(e.workers.filter((w: any) => w.state.state === 'running').map((w: any) => w.id)).not.toContain(
+        crashing,
+      );
+      return e;
+    }, 30_000);
+    expect(replaced.workers.some((w: any) => w.id === crashing && w.state.state === 'failed')).toBe(true);
+
+    expect((await call(server, 'endpoint/stop', { id })).status).toBe(200);
+    await until(async () => {
+      expect(containers(`corral.dev/endpoint=${id}`)).toEqual([]);
+      expect((await call(server, `endpoint?id=${id}`)).body.endpoint.state.state).toBe('stopped');
+    }, 30_000);
+  }, 180_000);
+
+  it('an image that does not exist fails with IMAGE_PULL_FAILED within seconds', async () => {
+    const started = Date.now();
+    const { body } = await call(server, 'endpoint/create', endpointBody('corral-does-not-exist:nope'));
+    const endpoint = await until(async () => {
+      const e = (await call(server, `endpoint?id=${body.id}`)).body.endpoint;
+      expect(e.state).toMatchObject({ state: 'failed', error: 'IMAGE_PULL_FAILED' });
+      return e;
+    }, 20_000);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(endpoint.workers[0].state.error).toBe('IMAGE_PULL_FAILED');
+    expect(endpoint.state.message).toContain('corral-does-not-exist:nope');
+    await call(server, 'endpoint/delete', { id: body.id });
+  }, 60_000);
+
+  it('a health path that never answers fails the worker with HEALTH_TIMEOUT; delete leaves no container', async () => {
+    const { body } = await call(
+      server,
+      'endpoint/create',
+      endpointBody(image, { healthy: { path: '/never' } }),
+    );
+    await until(async () => {
+      const e = (await call(server, `endpoint?id=${body.id}`)).body.endpoint;
+      expect(e.workers.map((w: any) => w.state.error)).toContain('HEALTH_TIMEOUT');
+    }, 40_000);
+    await call(server, 'endpoint/delete', { id: body.id });
+    await until(async () => expect(containers(`corral.dev/endpoint=${body.id}`)).toEqual([]), 30_000);
+  }, 90_000);
+
+  it('/metrics counts workers by state, starts, failures by code and time to running', async () => {
+    const text = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    expect(text).toMatch(/^corral_workers\{state="running"\} \d+$/m);
+    expect(Number(/^corral_worker_starts_total\{runtime="docker"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(
+      0,
+    );
+    expect(text).toMatch(/^corral_worker_failures_total\{code="IMAGE_PULL_FAILED"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^corral_worker_failures_total\{code="HEALTH_TIMEOUT"\} [1-9]\d*$/m);
+    expect(Number(/^corral_worker_time_to_running_seconds_count (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+  });
+
+  it('a worker short of a GPU waits pending and starts when another endpoint releases one', async () => {
+    await server.stop();
+    server = await startServe(args('h100-80g:3'), env());
+    const holder = (await call(server, 'endpoint/create', endpointBody(image))).body.id as string;
+    await until(() => running(holder, 1), 30_000);
+    const wide = (
+      await call(
+        server,
+        'endpoint/create',
+        endpointBody(image, { workerConfig: { minNum: 3, maxNum: 3, gpuNum: 1 } }),
+      )
+    ).body.id as string;
+    await until(async () => {
+      const e = await running(wide, 2);
+      const pending = e.workers.filter((w: any) => w.state.state === 'pending');
+      expect(pending).toHaveLength(1);
+      expect(pending[0].state.message).toMatch(/needs 1 GPU of h100-80g, 0 free/);
+    }, 30_000);
+    await call(server, 'endpoint/stop', { id: holder });
+    await until(() => running(wide, 3), 30_000);
+  }, 120_000);
+});
