@@ -8,6 +8,7 @@ import {
   MAX_NAME_LENGTH,
   RESERVED_PORTS,
 } from '../domain/validate.js';
+import { WORKER_STATES } from '../domain/worker.js';
 import { ERROR_CATALOGUE, type ErrorReason } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 
@@ -70,16 +71,6 @@ const fromLimits = (what: string) => `${what}; the allowed range is in GET endpo
 // Response schemas
 
 const ENDPOINT_STATES = ['deploying', 'serving', 'updating', 'stopped', 'failed', 'deleting'];
-const WORKER_STATES = [
-  'pending',
-  'pulling',
-  'starting',
-  'running',
-  'unhealthy',
-  'draining',
-  'stopped',
-  'failed',
-];
 const WORKER_ERRORS = [
   'IMAGE_PULL_FAILED',
   'CRASH_LOOP',
@@ -127,7 +118,7 @@ function responseSchemas(): Record<string, Schema> {
       'Stable UPPER_SNAKE code when the endpoint failed, else empty.',
     ),
     WorkerState: stateSchema(
-      WORKER_STATES,
+      [...WORKER_STATES],
       `Stable code when the worker failed (${WORKER_ERRORS.join(', ')}), else empty.`,
     ),
     Worker: object({

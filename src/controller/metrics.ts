@@ -1,16 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { WorkerState } from '../domain/worker.js';
-
-const STATES: WorkerState[] = [
-  'pending',
-  'pulling',
-  'starting',
-  'running',
-  'unhealthy',
-  'draining',
-  'stopped',
-  'failed',
-];
+import { WORKER_STATES, type WorkerState } from '../domain/worker.js';
 
 /** The controller's Prometheus metrics, registered on the registry that /metrics serves. */
 export class ControllerMetrics {
@@ -26,7 +15,7 @@ export class ControllerMetrics {
       labelNames: ['state'] as const,
       registers,
       collect() {
-        const counts = new Map<WorkerState, number>(STATES.map((s) => [s, 0]));
+        const counts = new Map<WorkerState, number>(WORKER_STATES.map((s) => [s, 0]));
         for (const state of options.workerStates()) counts.set(state, (counts.get(state) ?? 0) + 1);
         for (const [state, n] of counts) this.set({ state }, n);
       },

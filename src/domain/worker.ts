@@ -1,14 +1,17 @@
 import type { StateReport } from './endpoint.js';
 
-export type WorkerState =
-  | 'pending'
-  | 'pulling'
-  | 'starting'
-  | 'running'
-  | 'unhealthy'
-  | 'draining'
-  | 'stopped'
-  | 'failed';
+export const WORKER_STATES = [
+  'pending',
+  'pulling',
+  'starting',
+  'running',
+  'unhealthy',
+  'draining',
+  'stopped',
+  'failed',
+] as const;
+
+export type WorkerState = (typeof WORKER_STATES)[number];
 
 /** Stable codes in a failed worker's `error`. */
 export type WorkerErrorCode =

@@ -12,6 +12,18 @@ export const LABELS = {
   owner: `${LABEL_PREFIX}owner`,
 } as const;
 
+/** The labels every runtime puts on a worker: the spec's own plus Corral's, which win. */
+export function workerLabels(spec: WorkerSpec): Record<string, string> {
+  return {
+    ...spec.labels,
+    [LABELS.managed]: 'true',
+    [LABELS.endpoint]: spec.endpointId,
+    [LABELS.worker]: spec.workerId,
+    [LABELS.revision]: String(spec.revision),
+    [LABELS.owner]: spec.ownerId,
+  };
+}
+
 export type RuntimeVolume =
   | { type: 'local'; name: string; sizeGB: number; mountPath: string }
   | { type: 'network'; hostPath: string; mountPath: string };

@@ -60,14 +60,22 @@ export class EndpointRepository {
   /** Newest first; `total` counts all of the owner's live endpoints. */
   async list(ownerId: string, page: Page): Promise<{ endpoints: Endpoint[]; total: number }> {
     const db = this.#connection.db;
+    // A deferred join: the offset walks the (owner_id, created_at, id) index for ids only, and just the
+    // page's rows are read in full. Reading whole rows to skip them made deep pages slow on PostgreSQL.
+    const pageIds = this.#live(db)
+      .select('id')
+      .where('owner_id', '=', ownerId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset);
     const [rows, count] = await Promise.all([
-      this.#live(db)
-        .selectAll()
-        .where('owner_id', '=', ownerId)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit)
-        .offset(page.offset)
+      db
+        .selectFrom('endpoints')
+        .innerJoin(pageIds.as('page'), 'page.id', 'endpoints.id')
+        .selectAll('endpoints')
+        .orderBy('endpoints.created_at', 'desc')
+        .orderBy('endpoints.id', 'desc')
         .execute(),
       this.#live(db)
         .select((eb) => eb.fn.countAll<number | string>().as('total'))

@@ -2,7 +2,7 @@
  * WorkerSpec -> Docker engine request bodies. Pure: no I/O, no clock, no config; tested by tables.
  */
 import type { ContainerCreateOptions, HostConfig, MountSettings, VolumeCreateOptions } from 'dockerode';
-import { LABEL_PREFIX, LABELS, type WorkerSpec } from '../types.js';
+import { LABEL_PREFIX, type WorkerSpec, workerLabels } from '../types.js';
 
 /**
  * Docker-only bookkeeping labels, written next to the worker's own labels so that a listing (which carries no
@@ -49,18 +49,6 @@ export function localVolumeName(
   options: Pick<ContainerSpecOptions, 'namePrefix'>,
 ): string {
   return `${options.namePrefix}${workerId}-${n}`;
-}
-
-/** The labels every Docker object of the worker carries (container and local volumes). */
-export function workerLabels(spec: WorkerSpec): Record<string, string> {
-  return {
-    ...spec.labels,
-    [LABELS.managed]: 'true',
-    [LABELS.endpoint]: spec.endpointId,
-    [LABELS.worker]: spec.workerId,
-    [LABELS.revision]: String(spec.revision),
-    [LABELS.owner]: spec.ownerId,
-  };
 }
 
 /** The named volumes to create before the container (one per `local` volume), labelled like the worker. */

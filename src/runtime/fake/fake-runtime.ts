@@ -15,6 +15,7 @@ import {
   type WorkerRuntime,
   type WorkerSpec,
   type WorkerStats,
+  workerLabels,
 } from '../types.js';
 
 /** The timer functions the fake waits on; method syntax so Node's own setTimeout/clearTimeout fit. */
@@ -53,18 +54,6 @@ interface FakeWorker {
 }
 
 const FAKE_PORT_BASE = 40_000;
-
-/** The labels every runtime puts on a worker: the spec's own plus the Corral ones, which win. */
-export function fakeWorkerLabels(spec: WorkerSpec): Record<string, string> {
-  return {
-    ...spec.labels,
-    [LABELS.managed]: 'true',
-    [LABELS.endpoint]: spec.endpointId,
-    [LABELS.worker]: spec.workerId,
-    [LABELS.revision]: String(spec.revision),
-    [LABELS.owner]: spec.ownerId,
-  };
-}
 
 export class FakeRuntime implements WorkerRuntime {
   readonly name = 'fake' as const;
@@ -158,7 +147,7 @@ export class FakeRuntime implements WorkerRuntime {
 
     const needsPull = this.pullDelayMs > 0 && !this.presentImages.has(spec.image);
     const phase: RuntimePhase = needsPull ? 'pulling' : this.startDelayMs > 0 ? 'starting' : 'running';
-    const labels = fakeWorkerLabels(spec);
+    const labels = workerLabels(spec);
     const worker: RuntimeWorker = {
       workerId: spec.workerId,
       endpointId: spec.endpointId,

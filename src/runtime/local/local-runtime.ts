@@ -32,6 +32,7 @@ import {
   type WorkerRuntime,
   type WorkerSpec,
   type WorkerStats,
+  workerLabels,
 } from '../types.js';
 
 export interface LocalRuntimeOptions {
@@ -84,18 +85,6 @@ interface LocalWorker {
   removing?: Promise<void>;
   exitWaiters: Set<() => void>;
   cpuSample?: { ticks: number; at: number };
-}
-
-/** The labels every runtime puts on a worker: the spec's own plus the Corral ones, which win. */
-export function localWorkerLabels(spec: WorkerSpec): Record<string, string> {
-  return {
-    ...spec.labels,
-    [LABELS.managed]: 'true',
-    [LABELS.endpoint]: spec.endpointId,
-    [LABELS.worker]: spec.workerId,
-    [LABELS.revision]: String(spec.revision),
-    [LABELS.owner]: spec.ownerId,
-  };
 }
 
 /** `/data/models` -> `CORRAL_MOUNT_DATA_MODELS`; `/` -> `CORRAL_MOUNT_ROOT`. */
@@ -208,7 +197,7 @@ export class LocalRuntime implements WorkerRuntime {
         workerId: spec.workerId,
         endpointId: spec.endpointId,
         revision: spec.revision,
-        labels: localWorkerLabels(spec),
+        labels: workerLabels(spec),
         port,
         pid,
         startTime: readProcStat(pid)?.startTime,
