@@ -5,8 +5,10 @@ import { defaultCliDeps } from './deps.js';
 import { makeEndpointsCommand } from './endpoints.js';
 import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
+import { makeLogsCommand } from './logs.js';
 import { makeProductsCommand } from './products.js';
 import { makeServeCommand } from './serve.js';
+import { makeWorkersCommand } from './workers.js';
 
 export function buildProgram(): Command {
   const deps = defaultCliDeps();
@@ -19,6 +21,8 @@ export function buildProgram(): Command {
   program.addCommand(makeLimitsCommand(deps));
   program.addCommand(makeProductsCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));
+  program.addCommand(makeWorkersCommand(deps));
+  program.addCommand(makeLogsCommand(deps));
   throwInsteadOfExiting(program);
   return program;
 }

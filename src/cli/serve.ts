@@ -8,7 +8,7 @@ import { givenFlags, settingOptions } from './settings-options.js';
 
 export function makeServeCommand(): Command {
   const command = new Command('serve').description(
-    'run the Corral API (and, as they land, controller and gateway)',
+    'run the Corral API and controller (the gateway lands with its issue)',
   );
   for (const option of settingOptions(Object.keys(SERVE_SETTINGS) as ServeSettingName[]))
     command.addOption(option);

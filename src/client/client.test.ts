@@ -59,6 +59,17 @@ function endpoint<P extends string | number>(port: P): WireEndpoint<P> {
 
 const LIMITS = { minWorkerNum: 0, maxWorkerNum: 10, cudaVersionList: ['12.4'] } as unknown as WireLimits;
 
+const METRICS = {
+  id: 'w1',
+  state: 'running',
+  healthy: true,
+  gpus: ['GPU-0000'],
+  cpuPercent: 12.5,
+  memoryBytes: 1048576,
+  startedAt: '2024-01-01T00:00:00.000Z',
+  readyAt: null,
+};
+
 /** Canned answers by "METHOD path"; a test may override one before calling. */
 const routes: Record<string, Canned> = {};
 function resetRoutes(): void {
@@ -79,6 +90,7 @@ function resetRoutes(): void {
         next: 7,
       },
     },
+    [`GET ${PREFIX}endpoint/worker/metrics`]: { body: METRICS },
     [`GET ${PREFIX}products`]: {
       body: {
         products: [
@@ -217,6 +229,15 @@ describe('CorralClient requests', () => {
     expect(request.query).toEqual({ id: 'ep1', after: '3', limit: '50' });
   });
 
+  it("reads a worker's metrics by endpoint and worker id", async () => {
+    await expect(client().getWorkerMetrics('ep1', 'w 1')).resolves.toEqual(METRICS);
+    const request = only();
+    expect(request.method).toBe('GET');
+    expect(request.path).toBe(`${PREFIX}endpoint/worker/metrics`);
+    expect(request.query).toEqual({ id: 'ep1', worker: 'w 1' });
+    expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
   it('lists products', async () => {
     const products = await client().listProducts();
     expect(products.map((p) => p.id)).toEqual(['h100-80g']);
@@ -317,6 +338,8 @@ describe('CorralClient errors', () => {
   });
 
   it('throws CorralProtocolError for a 2xx body of the wrong shape', async () => {
+    routes[`GET ${PREFIX}endpoint/worker/metrics`] = { body: { state: 'running' } };
+    await expect(client().getWorkerMetrics('ep1', 'w1')).rejects.toBeInstanceOf(CorralProtocolError);
     routes[`GET ${PREFIX}endpoint`] = { body: { id: 'ep1' } };
     await expect(client().getEndpoint('ep1')).rejects.toBeInstanceOf(CorralProtocolError);
     routes[`GET ${PREFIX}products`] = { body: null, raw: 'not json' };

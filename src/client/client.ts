@@ -7,6 +7,7 @@ import type {
 } from '../contract/wire.js';
 import { CorralProtocolError } from './errors.js';
 import { type HttpRequest, isRecord, type Query, send, type TransportOptions } from './http.js';
+import { streamLines } from './stream.js';
 import type {
   CorralClientOptions,
   CreatedResult,
@@ -15,6 +16,8 @@ import type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  WorkerLogOptions,
+  WorkerMetrics,
 } from './types.js';
 
 const API_PREFIX = '/gpu-instance/openapi/v1/';
@@ -92,6 +95,42 @@ export class CorralClient {
   async getEndpointLog(id: string, params: EndpointLogParams = {}): Promise<EndpointLogPage> {
     const body = await this.#get('endpoint/log', { id, after: params.after, limit: params.limit });
     return { events: field(body, 'events', 'array'), next: numberField(body, 'next') };
+  }
+
+  /** `GET endpoint/worker/metrics?id=&worker=`: one worker's state, GPUs and resource use. */
+  async getWorkerMetrics(endpointId: string, workerId: string): Promise<WorkerMetrics> {
+    const body = await this.#get('endpoint/worker/metrics', { id: endpointId, worker: workerId });
+    field<string>(body, 'id', 'string');
+    field<string>(body, 'state', 'string');
+    return body as WorkerMetrics;
+  }
+
+  /**
+   * `GET endpoint/worker/log?id=&worker=`: the worker's log, one string per line, as the lines
+   * arrive. The request is sent when iteration starts; a non-2xx answer is thrown from the loop.
+   * With `follow` the stream stays open until `signal` aborts (which ends the loop cleanly) or
+   * the worker goes away; leaving the loop early closes the connection. The client's timeout
+   * only bounds the wait for the answer to begin.
+   */
+  streamWorkerLog(
+    endpointId: string,
+    workerId: string,
+    options: WorkerLogOptions = {},
+  ): AsyncIterable<string> {
+    return streamLines(
+      this.#transport,
+      {
+        method: 'GET',
+        path: `${API_PREFIX}endpoint/worker/log`,
+        query: {
+          id: endpointId,
+          worker: workerId,
+          follow: options.follow === true ? 1 : undefined,
+          tail: options.tail,
+        },
+      },
+      options.signal,
+    );
   }
 
   async listProducts(): Promise<WireProduct[]> {

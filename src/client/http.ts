@@ -58,7 +58,7 @@ export async function send(options: TransportOptions, request: HttpRequest): Pro
   }
 }
 
-function connectionError(
+export function connectionError(
   options: TransportOptions,
   request: HttpRequest,
   error: unknown,
@@ -73,7 +73,7 @@ function connectionError(
   }
   return new CorralConnectionError(
     options.baseUrl,
-    `cannot reach the Corral API at ${options.baseUrl} (${where}): ${describe(error)}`,
+    `cannot reach the Corral API at ${options.baseUrl} (${where}): ${describeFailure(error)}`,
     { cause: error },
   );
 }
@@ -83,7 +83,7 @@ function isTimeout(error: unknown): boolean {
 }
 
 /** The innermost useful text of a fetch failure (`fetch failed` hides the reason in `cause`). */
-function describe(error: unknown): string {
+export function describeFailure(error: unknown): string {
   let current: unknown = error;
   let text = 'request failed';
   for (let depth = 0; depth < 4 && current instanceof Error; depth += 1) {
@@ -99,7 +99,7 @@ function describe(error: unknown): string {
   return text;
 }
 
-function apiError(response: Response, text: string): CorralApiError {
+export function apiError(response: Response, text: string): CorralApiError {
   const body = parseObject(text);
   if (body !== undefined && typeof body.reason === 'string') {
     const metadata = isRecord(body.metadata) ? body.metadata : {};

@@ -19,4 +19,6 @@ export type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  WorkerLogOptions,
+  WorkerMetrics,
 } from './types.js';

@@ -42,3 +42,29 @@ export interface SaveCredentialInput {
 export interface CreatedResult {
   id: string;
 }
+
+/** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */
+export interface WorkerMetrics {
+  id: string;
+  state: string;
+  healthy: boolean;
+  /** UUIDs of the GPUs the worker holds. */
+  gpus: string[];
+  /** CPU use as the runtime reports it (100 = one core); null when unknown. */
+  cpuPercent: number | null;
+  /** Memory in use; null when unknown. */
+  memoryBytes: number | null;
+  /** ISO time the worker was created. */
+  startedAt: string;
+  /** ISO time it first passed its health check; null until then. */
+  readyAt: string | null;
+}
+
+export interface WorkerLogOptions {
+  /** Keep streaming new lines until `signal` aborts or the worker goes away. */
+  follow?: boolean;
+  /** Start with only the last N lines. */
+  tail?: number;
+  /** Aborting it ends the iteration without an error and closes the connection. */
+  signal?: AbortSignal;
+}

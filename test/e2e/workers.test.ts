@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { type ServeProcess, startServe } from '../support/process.js';
+import { runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
@@ -129,6 +129,15 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     );
     expect(envs.map((e) => e.CORRAL_ENDPOINT_ID)).toEqual([id, id]);
     expect(new Set(envs.map((e) => e.NVIDIA_VISIBLE_DEVICES)).size).toBe(2);
+
+    // The CLI shows the same workers and their output (each worker logs one line per request).
+    const cli = (...cliArgs: string[]) => runCorral([...cliArgs, '--api-url', server.apiUrl], env());
+    const listed = await cli('workers', 'list', id);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout.match(/running/g)).toHaveLength(2);
+    const logs = await cli('logs', id, '--worker', first?.id ?? '', '--tail', '20');
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain('/env');
 
     server.child.kill('SIGKILL');
     await new Promise((resolve) => server.child.once('exit', resolve));

@@ -15,9 +15,14 @@ export interface RecordedRequest {
 
 export interface CannedAnswer {
   status?: number;
-  body: unknown;
+  body?: unknown;
   /** Fail like fetch does when the connection is refused. */
   refuse?: boolean;
+  /**
+   * Answers in place of `status`/`body`: streamed or plain-text answers, or answers that depend on
+   * the query. Gets the recorded request and the signal the client passed to fetch.
+   */
+  respond?: (request: RecordedRequest, signal: AbortSignal | undefined) => Response | Promise<Response>;
 }
 
 export interface TestHarness {
@@ -50,13 +55,14 @@ export function makeHarness(
     const url = new URL(String(input));
     const method = init?.method ?? 'GET';
     const headers = new Headers(init?.headers);
-    requests.push({
+    const recorded: RecordedRequest = {
       method,
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
       authorization: headers.get('authorization'),
       body: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined,
-    });
+    };
+    requests.push(recorded);
     const route = url.pathname.startsWith(PREFIX) ? url.pathname.slice(PREFIX.length) : url.pathname;
     const answer = options.routes?.[`${method} ${route}`] ?? {
       status: 404,
@@ -66,6 +72,7 @@ export function makeHarness(
       const cause = Object.assign(new Error(`connect ECONNREFUSED ${url.host}`), { code: 'ECONNREFUSED' });
       throw new TypeError('fetch failed', { cause });
     }
+    if (answer.respond !== undefined) return answer.respond(recorded, init?.signal ?? undefined);
     return new Response(JSON.stringify(answer.body), {
       status: answer.status ?? 200,
       headers: { 'content-type': 'application/json' },

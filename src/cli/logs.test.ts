@@ -1,0 +1,238 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  type CannedAnswer,
+  makeHarness,
+  type RecordedRequest,
+  runCommand,
+  sampleEndpoint,
+} from '../../test/support/cli-harness.js';
+import type { WireWorker } from '../client/index.js';
+import { type InterruptListener, makeLogsCommand } from './logs.js';
+
+const PREFIX = '/gpu-instance/openapi/v1/';
+
+afterEach(() => {
+  process.exitCode = undefined;
+});
+
+function worker(id: string): WireWorker {
+  return { id, state: { state: 'running', error: '', message: '' }, log: '', metrics: '', healthy: true };
+}
+
+function endpointWith(ids: string[]): CannedAnswer {
+  return { body: { endpoint: sampleEndpoint(8000, { workers: ids.map(worker) }) } };
+}
+
+/**
+ * A text/plain answer sending `lines` a few ms apart; then it ends, or with `hold` stays open (like
+ * a followed log) until fetch's signal aborts, which errors the body as real fetch does.
+ */
+function textLines(lines: string[], signal: AbortSignal | undefined, hold = false): Response {
+  const encoder = new TextEncoder();
+  let next = 0;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      signal?.addEventListener(
+        'abort',
+        () => {
+          try {
+            controller.error(new DOMException('This operation was aborted', 'AbortError'));
+          } catch {
+            // already closed
+          }
+        },
+        { once: true },
+      );
+    },
+    async pull(controller) {
+      const line = lines[next];
+      if (line !== undefined) {
+        next += 1;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        controller.enqueue(encoder.encode(`${line}\n`));
+      } else if (hold) {
+        await new Promise<void>(() => undefined);
+      } else {
+        controller.close();
+      }
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+}
+
+/** The log route, answering per worker id; `hold` keeps every stream open until aborted. */
+function logRoute(byWorker: Record<string, string[] | CannedAnswer>, hold = false): CannedAnswer {
+  return {
+    respond: (request: RecordedRequest, signal) => {
+      const answer = byWorker[request.query.worker ?? ''];
+      if (answer === undefined || !Array.isArray(answer)) {
+        const error = answer ?? workerNotFound;
+        return new Response(JSON.stringify(error.body), { status: error.status ?? 200 });
+      }
+      return textLines(answer, signal, hold);
+    },
+  };
+}
+
+const workerNotFound = {
+  status: 404,
+  body: { code: 404, reason: 'WORKER_NOT_FOUND', message: 'endpoint ep-1 has no worker "w-9"', metadata: {} },
+};
+
+function logRequests(requests: RecordedRequest[]): RecordedRequest[] {
+  return requests.filter((r) => r.path === `${PREFIX}endpoint/worker/log`);
+}
+
+/** An interrupt the test fires by hand, in place of Ctrl-C. */
+function fakeInterrupt(): { listener: InterruptListener; fire: () => void; listening: () => boolean } {
+  let stop: (() => void) | undefined;
+  let listening = false;
+  return {
+    listener: (onStop) => {
+      stop = onStop;
+      listening = true;
+      return () => {
+        listening = false;
+      };
+    },
+    fire: () => stop?.(),
+    listening: () => listening,
+  };
+}
+
+describe('corral logs', () => {
+  it("prints the single worker's lines without a prefix", async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': endpointWith(['w-1']),
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['a', 'b'] }),
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1', '--tail', '20']);
+    expect(h.err()).toBe('');
+    expect(process.exitCode).toBeUndefined();
+    expect(h.out()).toBe('a\nb\n');
+    expect(h.requests.map((r) => r.path)).toEqual([`${PREFIX}endpoint`, `${PREFIX}endpoint/worker/log`]);
+    expect(h.requests[1]).toMatchObject({
+      query: { id: 'ep-1', worker: 'w-1', tail: '20' },
+      authorization: 'Bearer sk_env_key',
+    });
+  });
+
+  it('prefixes each line with its worker when the endpoint has several', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': endpointWith(['w-1', 'w-2']),
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['one', 'two'], 'w-2': ['three', ''] }),
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1']);
+    expect(h.err()).toBe('');
+    const lines = h.out().split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.sort()).toEqual(['[w-1] one', '[w-1] two', '[w-2] ', '[w-2] three']);
+    // Each worker's own lines keep their order.
+    expect(lines.filter((l) => l.startsWith('[w-1]'))).toEqual(['[w-1] one', '[w-1] two']);
+    expect(logRequests(h.requests).map((r) => r.query)).toEqual([
+      { id: 'ep-1', worker: 'w-1' },
+      { id: 'ep-1', worker: 'w-2' },
+    ]);
+  });
+
+  it('follows every worker at once until interrupted, then ends cleanly', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': endpointWith(['w-1', 'w-2']),
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['from one'], 'w-2': ['from two'] }, true),
+      },
+    });
+    const interrupt = fakeInterrupt();
+    const done = runCommand(makeLogsCommand(h.deps, interrupt.listener), ['ep-1', '-f']);
+    // Both streams stay open: both lines can only arrive if they are read concurrently.
+    await vi.waitFor(() => {
+      expect(h.out()).toContain('[w-1] from one\n');
+      expect(h.out()).toContain('[w-2] from two\n');
+    });
+    expect(interrupt.listening()).toBe(true);
+    interrupt.fire();
+    await done;
+    expect(h.err()).toBe('');
+    expect(process.exitCode).toBeUndefined();
+    expect(interrupt.listening()).toBe(false);
+    expect(logRequests(h.requests).map((r) => r.query.follow)).toEqual(['1', '1']);
+  });
+
+  it('streams only --worker, without asking for the endpoint, and prints lines as they arrive', async () => {
+    const h = makeHarness({
+      routes: { 'GET endpoint/worker/log': logRoute({ 'w-7': ['ready', 'serving'] }, true) },
+    });
+    const interrupt = fakeInterrupt();
+    const done = runCommand(makeLogsCommand(h.deps, interrupt.listener), [
+      'ep-1',
+      '--worker',
+      'w-7',
+      '--follow',
+    ]);
+    await vi.waitFor(() => expect(h.out()).toBe('ready\nserving\n'));
+    interrupt.fire();
+    await done;
+    expect(h.requests).toHaveLength(1);
+    expect(h.requests[0]?.query).toEqual({ id: 'ep-1', worker: 'w-7', follow: '1' });
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it('says clearly that an endpoint without workers has no log, and exits 1', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint': endpointWith([]) } });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1', '-f']);
+    expect(h.out()).toBe('');
+    expect(h.err()).toBe(
+      'error: endpoint ep-1 has no workers, so there is no log to show (endpoint state: serving); ' +
+        'its events: corral endpoints log ep-1\n',
+    );
+    expect(process.exitCode).toBe(1);
+    expect(logRequests(h.requests)).toEqual([]);
+  });
+
+  it('reports an API error for the worker and exits 1', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint/worker/log': logRoute({}) } });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1', '--worker', 'w-9']);
+    expect(h.out()).toBe('');
+    expect(h.err()).toBe('error: WORKER_NOT_FOUND: endpoint ep-1 has no worker "w-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+
+  it('reports an unknown endpoint', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': {
+          status: 404,
+          body: { code: 404, reason: 'ENDPOINT_NOT_FOUND', message: 'no endpoint "ep-9"', metadata: {} },
+        },
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['ep-9']);
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+
+  it("keeps printing the other workers' lines when one fails, then exits 1", async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': endpointWith(['w-1', 'w-9']),
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['still here'], 'w-9': workerNotFound }),
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1']);
+    expect(h.out()).toBe('[w-1] still here\n');
+    expect(h.err()).toBe('error: worker w-9: WORKER_NOT_FOUND: endpoint ep-1 has no worker "w-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+
+  it('rejects a --tail that is not a count before calling the API', async () => {
+    const h = makeHarness();
+    await runCommand(makeLogsCommand(h.deps), ['ep-1', '--tail', 'ten']);
+    expect(h.err()).toBe('error: --tail must be a non-negative integer, got "ten"\n');
+    expect(process.exitCode).toBe(1);
+    expect(h.requests).toEqual([]);
+  });
+});

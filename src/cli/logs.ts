@@ -1,0 +1,88 @@
+import type { Command } from 'commander';
+import type { CorralClient } from '../client/index.js';
+import { parseCount } from './args.js';
+import { DEFAULT_API_URL, newCommand, runWithClient } from './client-options.js';
+import type { CliDeps } from './deps.js';
+import { CliError, formatError } from './output.js';
+
+/**
+ * Calls `stop` when the user interrupts (Ctrl-C) while logs stream; returns a function that stops
+ * listening. Injectable so tests can interrupt without sending a signal to the test process.
+ */
+export type InterruptListener = (stop: () => void) => () => void;
+
+/** The first SIGINT ends the streams cleanly; a second one, with no listener left, kills as usual. */
+export const listenForSigint: InterruptListener = (stop) => {
+  const onSigint = (): void => stop();
+  process.once('SIGINT', onSigint);
+  return () => {
+    process.off('SIGINT', onSigint);
+  };
+};
+
+interface LogsFlags {
+  worker?: string;
+  follow?: boolean;
+  tail?: string;
+}
+
+/**
+ * `corral logs <endpoint> [--worker id] [-f] [--tail N]`: a worker's log lines on stdout as they
+ * arrive. Without --worker: the endpoint's only worker, or every worker at once with each line
+ * prefixed by `[<worker id>] `.
+ */
+export function makeLogsCommand(deps: CliDeps, onInterrupt: InterruptListener = listenForSigint): Command {
+  return newCommand('logs', deps)
+    .description("print an endpoint's worker logs (every worker, each line prefixed, unless --worker)")
+    .argument('<endpoint>', 'endpoint id')
+    .option('--worker <id>', 'only this worker (see corral workers list)')
+    .option('-f, --follow', 'keep printing new lines until Ctrl-C')
+    .option('--tail <n>', 'start with the last N lines of each worker')
+    .option('--api-url <url>', `Corral API base URL (env CORRAL_API_URL, default ${DEFAULT_API_URL})`)
+    .option('--api-key <key>', 'API key (env CORRAL_API_KEY)')
+    .action((endpointId: string, _opts, command: Command) =>
+      runWithClient<LogsFlags>(deps, command, async ({ client, opts }) => {
+        const tail = parseCount(opts.tail, '--tail');
+        const follow = opts.follow === true;
+        const workerIds = opts.worker === undefined ? await workersOf(client, endpointId) : [opts.worker];
+        const controller = new AbortController();
+        const stopListening = onInterrupt(() => controller.abort());
+        try {
+          const stream = (workerId: string) =>
+            client.streamWorkerLog(endpointId, workerId, { follow, tail, signal: controller.signal });
+          const [only] = workerIds;
+          if (workerIds.length === 1 && only !== undefined) {
+            for await (const line of stream(only)) deps.stdout(`${line}\n`);
+            return;
+          }
+          // Several workers at once: one failing must not stop the others' lines.
+          const results = await Promise.all(
+            workerIds.map(async (workerId) => {
+              try {
+                for await (const line of stream(workerId)) deps.stdout(`[${workerId}] ${line}\n`);
+                return true;
+              } catch (error) {
+                deps.stderr(`${formatError(error).replace(/^error: /, `error: worker ${workerId}: `)}\n`);
+                return false;
+              }
+            }),
+          );
+          if (results.includes(false)) process.exitCode = 1;
+        } finally {
+          stopListening();
+        }
+      }),
+    );
+}
+
+async function workersOf(client: CorralClient, endpointId: string): Promise<string[]> {
+  const endpoint = await client.getEndpoint(endpointId);
+  if (endpoint.workers.length === 0) {
+    const { state, error } = endpoint.state;
+    throw new CliError(
+      `endpoint ${endpoint.id} has no workers, so there is no log to show (endpoint state: ${state}` +
+        `${error === '' ? '' : `, ${error}`}); its events: corral endpoints log ${endpoint.id}`,
+    );
+  }
+  return endpoint.workers.map((w) => w.id);
+}

@@ -1,0 +1,183 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeHarness, runCommand, sampleEndpoint } from '../../test/support/cli-harness.js';
+import type { WireWorker, WorkerMetrics } from '../client/index.js';
+import { formatBytes, makeWorkersCommand } from './workers.js';
+
+const PREFIX = '/gpu-instance/openapi/v1/';
+
+afterEach(() => {
+  process.exitCode = undefined;
+});
+
+const workers: WireWorker[] = [
+  {
+    id: 'w-1',
+    state: { state: 'running', error: '', message: '' },
+    log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/worker/log?id=ep-1&worker=w-1',
+    metrics: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/worker/metrics?id=ep-1&worker=w-1',
+    healthy: true,
+  },
+  {
+    id: 'w-2',
+    state: { state: 'pending', error: '', message: 'waiting for 1 free GPU of h100-80g' },
+    log: '',
+    metrics: '',
+    healthy: false,
+  },
+  {
+    id: 'w-3',
+    state: { state: 'failed', error: 'HEALTH_TIMEOUT', message: 'not healthy within 600s' },
+    log: '',
+    metrics: '',
+    healthy: false,
+  },
+];
+
+const notFound = {
+  status: 404,
+  body: { code: 404, reason: 'ENDPOINT_NOT_FOUND', message: 'no endpoint "ep-9"', metadata: {} },
+};
+
+describe('corral workers list', () => {
+  it("prints a table of the endpoint's workers", async () => {
+    const h = makeHarness({
+      routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000, { workers }) } } },
+    });
+    await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1']);
+    expect(h.err()).toBe('');
+    expect(process.exitCode).toBeUndefined();
+    expect(h.out()).toBe(
+      [
+        'ID   STATE    HEALTHY  ERROR           MESSAGE',
+        'w-1  running  yes',
+        'w-2  pending  no                       waiting for 1 free GPU of h100-80g',
+        'w-3  failed   no       HEALTH_TIMEOUT  not healthy within 600s',
+        '',
+      ].join('\n'),
+    );
+    expect(h.requests).toHaveLength(1);
+    expect(h.requests[0]).toMatchObject({
+      method: 'GET',
+      path: `${PREFIX}endpoint`,
+      query: { id: 'ep-1' },
+      authorization: 'Bearer sk_env_key',
+    });
+  });
+
+  it('prints the workers array with --json', async () => {
+    const h = makeHarness({
+      routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000, { workers }) } } },
+    });
+    await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1', '--json']);
+    expect(JSON.parse(h.out())).toEqual(workers);
+  });
+
+  it('says when the endpoint has no workers', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000) } } } });
+    await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1']);
+    expect(h.out()).toBe('Endpoint ep-1 has no workers.\n');
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it('reports an API error and exits 1', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint': notFound } });
+    await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-9']);
+    expect(h.out()).toBe('');
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+});
+
+describe('corral workers metrics', () => {
+  const metrics: WorkerMetrics = {
+    id: 'w-1',
+    state: 'running',
+    healthy: true,
+    gpus: ['GPU-aaaa', 'GPU-bbbb'],
+    cpuPercent: 153.26,
+    memoryBytes: 3 * 1024 ** 3 + 512 * 1024 ** 2,
+    startedAt: '2024-05-01T10:00:00.000Z',
+    readyAt: '2024-05-01T10:00:12.000Z',
+  };
+
+  it('prints the metrics of one worker', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint/worker/metrics': { body: metrics } } });
+    await runCommand(makeWorkersCommand(h.deps), ['metrics', 'ep-1', 'w-1']);
+    expect(h.err()).toBe('');
+    expect(h.out()).toBe(
+      [
+        'ID:       w-1',
+        'State:    running',
+        'Healthy:  yes',
+        'GPUs:     GPU-aaaa, GPU-bbbb',
+        'CPU:      153.3%',
+        'Memory:   3.5 GiB',
+        'Started:  2024-05-01T10:00:00.000Z',
+        'Ready:    2024-05-01T10:00:12.000Z',
+        '',
+      ].join('\n'),
+    );
+    expect(h.requests[0]).toMatchObject({
+      method: 'GET',
+      path: `${PREFIX}endpoint/worker/metrics`,
+      query: { id: 'ep-1', worker: 'w-1' },
+    });
+  });
+
+  it('shows what the runtime does not know', async () => {
+    const pending = {
+      ...metrics,
+      state: 'pending',
+      healthy: false,
+      gpus: [],
+      cpuPercent: null,
+      memoryBytes: null,
+    };
+    const h = makeHarness({
+      routes: { 'GET endpoint/worker/metrics': { body: { ...pending, readyAt: null } } },
+    });
+    await runCommand(makeWorkersCommand(h.deps), ['metrics', 'ep-1', 'w-1']);
+    expect(h.out()).toContain('GPUs:     none\n');
+    expect(h.out()).toContain('CPU:      unknown\n');
+    expect(h.out()).toContain('Memory:   unknown\n');
+    expect(h.out()).toContain('Ready:    not yet\n');
+  });
+
+  it('prints the JSON answer with --json', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint/worker/metrics': { body: metrics } } });
+    await runCommand(makeWorkersCommand(h.deps), ['metrics', 'ep-1', 'w-1', '--json']);
+    expect(JSON.parse(h.out())).toEqual(metrics);
+  });
+
+  it('reports an unknown worker', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint/worker/metrics': {
+          status: 404,
+          body: {
+            code: 404,
+            reason: 'WORKER_NOT_FOUND',
+            message: 'endpoint ep-1 has no worker "w-9"',
+            metadata: { workerId: 'w-9' },
+          },
+        },
+      },
+    });
+    await runCommand(makeWorkersCommand(h.deps), ['metrics', 'ep-1', 'w-9']);
+    expect(h.err()).toBe('error: WORKER_NOT_FOUND: endpoint ep-1 has no worker "w-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+});
+
+describe('formatBytes', () => {
+  it.each([
+    [0, '0 B'],
+    [1023, '1023 B'],
+    [1024, '1.0 KiB'],
+    [1536 * 1024, '1.5 MiB'],
+    [8 * 1024 ** 4, '8.0 TiB'],
+    [2048 * 1024 ** 4, '2048.0 TiB'],
+  ])('%d bytes is %s', (bytes, text) => {
+    expect(formatBytes(bytes)).toBe(text);
+  });
+});

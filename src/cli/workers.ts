@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import type { WireWorker, WorkerMetrics } from '../client/index.js';
+import { addClientOptions, newCommand, runWithClient } from './client-options.js';
+import type { CliDeps } from './deps.js';
+import { formatKeyValues, formatTable } from './table.js';
+
+/** `corral workers list|metrics`: an endpoint's workers as the API reports them. */
+export function makeWorkersCommand(deps: CliDeps): Command {
+  const group = newCommand('workers', deps).description("inspect an endpoint's workers");
+
+  addClientOptions(
+    group
+      .command('list')
+      .description("list an endpoint's workers with their state and health")
+      .argument('<endpoint>', 'endpoint id'),
+  ).action((endpointId: string, _opts, command: Command) =>
+    runWithClient(deps, command, async ({ client, output }) => {
+      const endpoint = await client.getEndpoint(endpointId);
+      output(endpoint.workers, () => formatWorkers(endpoint.id, endpoint.workers));
+    }),
+  );
+
+  addClientOptions(
+    group
+      .command('metrics')
+      .description("show one worker's state, GPUs and resource use")
+      .argument('<endpoint>', 'endpoint id')
+      .argument('<worker>', 'worker id (see corral workers list)'),
+  ).action((endpointId: string, workerId: string, _opts, command: Command) =>
+    runWithClient(deps, command, async ({ client, output }) => {
+      const metrics = await client.getWorkerMetrics(endpointId, workerId);
+      output(metrics, () => formatWorkerMetrics(metrics));
+    }),
+  );
+
+  return group;
+}
+
+export function formatWorkers(endpointId: string, workers: readonly WireWorker[]): string {
+  if (workers.length === 0) return `Endpoint ${endpointId} has no workers.\n`;
+  return formatTable(
+    ['ID', 'STATE', 'HEALTHY', 'ERROR', 'MESSAGE'],
+    workers.map((w) => [w.id, w.state.state, w.healthy ? 'yes' : 'no', w.state.error, w.state.message]),
+  );
+}
+
+export function formatWorkerMetrics(m: WorkerMetrics): string {
+  return formatKeyValues([
+    ['ID', m.id],
+    ['State', m.state],
+    ['Healthy', m.healthy ? 'yes' : 'no'],
+    ['GPUs', m.gpus.length === 0 ? 'none' : m.gpus.join(', ')],
+    ['CPU', m.cpuPercent === null ? 'unknown' : `${round(m.cpuPercent)}%`],
+    ['Memory', m.memoryBytes === null ? 'unknown' : formatBytes(m.memoryBytes)],
+    ['Started', m.startedAt],
+    ['Ready', m.readyAt ?? 'not yet'],
+  ]);
+}
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'] as const;
+
+/** `512 B`, `1.5 MiB`, `7.8 GiB`: binary units, one decimal above bytes. */
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${UNITS[unit]}`;
+}
+
+function round(value: number): string {
+  return String(Math.round(value * 10) / 10);
+}
