@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -17,6 +18,9 @@ import { httpProbe } from './controller/http-probe.js';
 import type { ManagedWorker } from './controller/managed-worker.js';
 import { ControllerMetrics } from './controller/metrics.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
+import { Gateway } from './gateway/gateway.js';
+import { GatewayMetrics } from './gateway/metrics.js';
+import { WorkerPools } from './gateway/pools.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
@@ -43,6 +47,8 @@ export interface ApiParts {
   insight?: WorkerInsight;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
+  /** Told after every endpoint change (the controller's poke, in `corral serve`). */
+  onEndpointsChanged?: () => void;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -68,6 +74,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       clock,
       ids: randomIds,
       toValidationError: validationError,
+      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
@@ -136,7 +143,8 @@ export async function serve(
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const registry = new Registry();
     let controllerView: () => Iterable<ManagedWorker> = () => [];
-    const controller = new Controller({
+    let gateway: Gateway | undefined;
+    const controller: Controller = new Controller({
       store,
       runtime,
       gpus,
@@ -147,6 +155,13 @@ export async function serve(
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
       startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
       intervalMs: config.controller.reconcileIntervalMs,
+      startingProbeIntervalMs: 50,
+      desiredWorkers: (e) =>
+        gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
+      preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],
+      awaitDrained: (endpointId, workerId) =>
+        gateway?.awaitDrained(endpointId, workerId, config.limits.requestTimeoutSeconds.max * 1000) ??
+        Promise.resolve(),
       metrics: new ControllerMetrics({
         registry,
         runtime: runtime.name,
@@ -163,15 +178,46 @@ export async function serve(
       busyGpus: () => new Set(controller.workers().flatMap((w) => w.gpuUuids)),
       insight: runtime,
       registry,
+      onEndpointsChanged: () => controller.poke(),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
+    const pools = new WorkerPools();
+    const gatewayMetrics = new GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
+    gateway = new Gateway({
+      metrics: gatewayMetrics,
+      routing: controller,
+      pools,
+      domain: config.domain,
+      clock: systemClock,
+      logger: logger.child({ role: 'gateway' }),
+      bodyLimitBytes: config.gateway.bodyLimitBytes,
+      maxQueueLength: config.gateway.maxQueueLength,
+      queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
+      reconcileNow: () => controller.poke(),
+      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    });
+    const started = gateway;
+    const gatewayServer = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
+    await listen(gatewayServer, config.gatewayAddr);
+    closers.push(async () => {
+      started.close();
+      await new Promise<void>((resolve) => gatewayServer.close(() => resolve()));
+      gatewayServer.closeAllConnections();
+      await pools.close();
+    });
     controller.start();
     closers.push(() => controller.stop());
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
+    const gatewayAddress = gatewayServer.address();
+    const gatewayUrl = `http://${formatHostPort({
+      host: config.gatewayAddr.host,
+      port: typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0,
+    })}`;
     logger.info(
       {
         apiUrl,
+        gatewayUrl,
         runtime: runtime.name,
         gpus: gpus.length,
         simulatedGpus: config.gpus.kind === 'simulated',
@@ -220,4 +266,14 @@ function loadSecretKeySetting(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
     const setting = env.CORRAL_SECRET_KEY ? 'CORRAL_SECRET_KEY' : `--data-dir (CORRAL_DATA_DIR) ${dataDir}`;
     throw new ConfigError(`invalid ${setting}: ${(error as Error).message}`);
   }
+}
+
+function listen(server: Server, address: { host: string; port: number }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }

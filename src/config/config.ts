@@ -35,6 +35,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   rateLimit: RateLimit;
   bodyLimitBytes: number;
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
+  gateway: { maxQueueLength: number; queueTimeoutSeconds: number; bodyLimitBytes: number };
 }
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
@@ -67,6 +68,11 @@ export function loadConfig(sources: ConfigSources): Config {
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
     bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    gateway: {
+      maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
+      queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
+      bodyLimitBytes: file.gateway?.bodyLimitBytes ?? 100 * 1024 * 1024,
+    },
     controller: {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,

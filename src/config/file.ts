@@ -37,6 +37,13 @@ const fileSchema = z.strictObject({
     .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
     .optional(),
   bodyLimitBytes: z.int().min(1024).optional(),
+  gateway: z
+    .strictObject({
+      maxQueueLength: z.int().min(0).optional(),
+      queueTimeoutSeconds: z.int().positive().optional(),
+      bodyLimitBytes: z.int().min(1024).optional(),
+    })
+    .optional(),
   controller: z
     .strictObject({
       startupTimeoutSeconds: z.int().positive().optional(),

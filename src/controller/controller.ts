@@ -57,15 +57,32 @@ export interface ControllerOptions {
   /** Failed workers kept per endpoint so that the API can show why. */
   failedKept?: number;
   metrics?: ControllerMetrics;
+  /** Resolves once no request is in flight on the worker (the gateway's drain); removal waits for it. */
+  awaitDrained?: (endpointId: string, workerId: string) => Promise<void>;
+  /** Worker ids the autoscaler would remove first (idle ones), for scale-down. */
+  preferredVictims?: (endpoint: Endpoint) => string[];
+}
+
+/** What the gateway needs from the controller: where each endpoint's traffic may go. */
+export interface RoutingView {
+  endpointByAppName(appName: string): Endpoint | undefined;
+  /** Running, healthy workers of any revision (both serve during a rollout). */
+  routableWorkers(endpointId: string): { id: string; address: { host: string; port: number } }[];
+  /** Called after every pass and whenever a worker's health changes. */
+  onChange(listener: () => void): () => void;
 }
 
 /**
  * Level-triggered reconciliation: compares each endpoint's desired workers with what the runtime runs,
  * decides with pure functions (planner, placement, status) and applies the decisions here.
  */
-export class Controller {
-  readonly #o: Required<Omit<ControllerOptions, 'desiredWorkers' | 'metrics'>> &
-    Pick<ControllerOptions, 'desiredWorkers' | 'metrics'>;
+export class Controller implements RoutingView {
+  readonly #o: Required<
+    Omit<ControllerOptions, 'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims'>
+  > &
+    Pick<ControllerOptions, 'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims'>;
+  readonly #listeners = new Set<() => void>();
+  #appNames = new Map<string, Endpoint>();
   readonly #workers = new Map<string, ManagedWorker>();
   /** The same records by endpoint id, so that a pass is linear in the number of workers. */
   readonly #byEndpoint = new Map<string, Set<ManagedWorker>>();
@@ -111,7 +128,9 @@ export class Controller {
       this.#again = true;
       return;
     }
-    this.#running = this.reconcile()
+    // The pass starts on the next turn, so that every poke of this turn (health changes, exits) shares it.
+    this.#running = new Promise((resolve) => setImmediate(resolve))
+      .then(() => (this.#stopped ? undefined : this.reconcile()))
       .catch((error: unknown) => this.#o.logger.error({ err: error }, 'reconcile failed'))
       .finally(() => {
         this.#running = undefined;
@@ -129,6 +148,32 @@ export class Controller {
     for (const timer of this.#probeTimers.values()) clearTimeout(timer);
     this.#probeTimers.clear();
     await this.#running;
+  }
+
+  endpointByAppName(appName: string): Endpoint | undefined {
+    return this.#appNames.get(appName);
+  }
+
+  routableWorkers(endpointId: string): { id: string; address: { host: string; port: number } }[] {
+    const routable: { id: string; address: { host: string; port: number } }[] = [];
+    for (const w of this.#byEndpoint.get(endpointId) ?? []) {
+      if (w.state === 'running' && w.healthy && w.address) routable.push({ id: w.id, address: w.address });
+    }
+    return routable;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** The workers of one endpoint (for the autoscaler). */
+  workersOf(endpointId: string): ManagedWorker[] {
+    return this.#workersOf(endpointId);
   }
 
   /** The controller's current view (for tests and metrics). */
@@ -152,11 +197,13 @@ export class Controller {
     this.#adopted = true;
     const live = new Map(endpoints.map((e) => [e.id, e]));
     this.#endpoints = live;
+    this.#appNames = new Map(endpoints.map((e) => [e.spec.appName, e]));
     this.#observe(observed, live, now);
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
     this.#place(live, now);
     await this.#report(endpoints);
+    this.#changed();
   }
 
   // ---- observe ----
@@ -233,6 +280,7 @@ export class Controller {
       endpoint,
       workers: this.#workersOf(endpoint.id),
       desiredWorkers: this.#o.desiredWorkers?.(endpoint) ?? endpoint.spec.workers.minWorkers,
+      preferredVictims: this.#o.preferredVictims?.(endpoint) ?? [],
       crash: this.#crash(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -427,6 +475,7 @@ export class Controller {
     } else {
       this.#setState(record, 'unhealthy', 'failing its health check');
     }
+    this.#changed();
     this.poke();
   }
 
@@ -464,8 +513,10 @@ export class Controller {
       return;
     }
     this.#setState(record, 'draining', reason);
-    void this.#o.runtime
-      .remove(record.id)
+    this.#changed();
+    const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
+    void drained
+      .then(() => this.#o.runtime.remove(record.id))
       .then(() => this.#forget(record))
       .catch((error: unknown) => {
         this.#o.logger.error({ err: error, workerId: record.id }, 'cannot remove worker');

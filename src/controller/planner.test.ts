@@ -71,6 +71,19 @@ describe('planEndpoint', () => {
     ]);
   });
 
+  it("removes the autoscaler's idle victims before anything else", () => {
+    const starting = worker('starting');
+    const idle = worker('running');
+    const busy = worker('running');
+    const actions = plan({
+      endpoint: endpoint(1, 3),
+      workers: [starting, idle, busy],
+      desiredWorkers: 2,
+      preferredVictims: [idle.id],
+    });
+    expect(actions).toEqual([{ type: 'remove', workerId: idle.id, reason: 'scaled down' }]);
+  });
+
   it('waits for the crash backoff before adding', () => {
     const crash = recordFailure(
       NO_CRASHES,

@@ -12,6 +12,8 @@ export interface EndpointPlanInput {
   crash: CrashRecord;
   now: number;
   startupTimeoutMs: number;
+  /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by VICTIM_RANK. */
+  preferredVictims?: string[];
 }
 
 export type PlanAction =
@@ -65,7 +67,7 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
     actions.push({ type: 'add', count: target - current.length });
   }
   if (current.length > target) {
-    for (const victim of pickVictims(current, current.length - target)) {
+    for (const victim of pickVictims(current, current.length - target, input.preferredVictims)) {
       actions.push({ type: 'remove', workerId: victim.id, reason: 'scaled down' });
     }
   }
@@ -86,11 +88,14 @@ export function hasMissedStartupDeadline(
   );
 }
 
-/** Those not serving yet first, then the newest. */
-export function pickVictims(workers: ManagedWorker[], count: number): ManagedWorker[] {
-  return [...workers]
-    .sort((a, b) => VICTIM_RANK[a.state] - VICTIM_RANK[b.state] || b.createdAt - a.createdAt)
-    .slice(0, count);
+/** The autoscaler's idle victims first, then those not serving yet, then the newest. */
+export function pickVictims(
+  workers: ManagedWorker[],
+  count: number,
+  preferred: string[] = [],
+): ManagedWorker[] {
+  const rank = (w: ManagedWorker) => (preferred.includes(w.id) ? -1 : VICTIM_RANK[w.state]);
+  return [...workers].sort((a, b) => rank(a) - rank(b) || b.createdAt - a.createdAt).slice(0, count);
 }
 
 /**

@@ -5,6 +5,7 @@ export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.me
 
 export interface ServeProcess {
   apiUrl: string;
+  gatewayUrl: string;
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
@@ -14,23 +15,27 @@ export interface ServeProcess {
 
 /** Starts `corral serve` as a real process and waits until its API listens (or it exits). */
 export async function startServe(args: string[], env: NodeJS.ProcessEnv): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CORRAL_BIN, 'serve', '--api-addr', '127.0.0.1:0', ...args], {
-    env: { ...process.env, CORRAL_API_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [CORRAL_BIN, 'serve', '--api-addr', '127.0.0.1:0', '--gateway-addr', '127.0.0.1:0', ...args],
+    {
+      env: { ...process.env, CORRAL_API_KEY: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     err += chunk.toString();
   });
-  const apiUrl = await new Promise<string>((resolve, reject) => {
+  const [apiUrl, gatewayUrl] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`corral serve did not start:\n${out}\n${err}`)), 20_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      const match = /"apiUrl":"([^"]+)".*"msg":"corral API listening"/.exec(out);
-      if (match?.[1]) {
+      const match = /"apiUrl":"([^"]+)","gatewayUrl":"([^"]+)".*"msg":"corral API listening"/.exec(out);
+      if (match?.[1] && match[2]) {
         clearTimeout(timer);
-        resolve(match[1]);
+        resolve([match[1], match[2]]);
       }
     });
     child.on('exit', (code) => {
@@ -40,6 +45,7 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv): Promis
   });
   return {
     apiUrl,
+    gatewayUrl,
     child,
     stdout: () => out,
     stderr: () => err,

@@ -1,0 +1,411 @@
+/**
+ * One endpoint's worker slots and FIFO request queue, in process. Every routable worker has `maxConcurrent` slots; a
+ * request takes a slot on the least-loaded worker at once, or waits in the queue until a slot frees, a worker is
+ * added, the queue timeout passes, or its client goes away.
+ *
+ * Invariants (property-tested in dispatcher.test.ts):
+ * - a grant never takes a worker to more than `maxConcurrent` leases (lowering `maxConcurrent` leaves the leases
+ *   already granted alone; the worker gets no new ones until it is below the new limit);
+ * - every lease is counted once and freed once; a removed worker keeps its leases until they are released, then
+ *   is forgotten;
+ * - after every operation no queued request could be served by a free slot (the dispatcher is work-conserving);
+ * - queued requests are served in arrival order. The one exception is `exclude`: a request that must avoid a worker
+ *   (a retry) does not hold back the requests behind it from a slot on that worker.
+ *
+ * Time comes from an injected clock and timer functions, so tests run with no real sleeps.
+ */
+import type { Clock } from '../service/clock.js';
+import { GatewayError } from './errors.js';
+
+/** Timer functions; method syntax so that Node's own setTimeout/clearTimeout fit. */
+export interface DispatcherTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface DispatcherSettings {
+  /** Slots per worker (workerConfig.maxConcurrent); an integer >= 1. */
+  maxConcurrent: number;
+  /** Requests that may wait; an integer >= 0 (0: no queue, QUEUE_FULL when every slot is taken). */
+  maxQueueLength: number;
+  /** How long a request may wait for a slot before QUEUE_TIMEOUT; finite, >= 0. */
+  queueTimeoutMs: number;
+}
+
+export interface DispatcherOptions extends DispatcherSettings {
+  clock: Clock;
+  timers: DispatcherTimers;
+  /**
+   * Called synchronously on every enqueue (after the request is in the queue), so that the controller can scale up
+   * or wake the endpoint at once. Best effort: an exception it throws is swallowed.
+   */
+  onQueued?: () => void;
+}
+
+export interface WorkerAddress {
+  host: string;
+  port: number;
+}
+
+export interface RoutableWorker {
+  id: string;
+  address: WorkerAddress;
+}
+
+export interface AcquireOptions {
+  /** Aborting it while queued leaves the queue at once and rejects with CLIENT_GONE. Ignored once granted. */
+  signal?: AbortSignal;
+  /** Workers this request must not be sent to (already tried by a retry of a request that never reached one). */
+  exclude?: ReadonlySet<string>;
+}
+
+/** One slot on one worker. The holder must call release() exactly when the request is over (extra calls are no-ops). */
+export interface Lease {
+  readonly workerId: string;
+  /** The worker's address when the slot was granted. */
+  readonly address: WorkerAddress;
+  /** Time spent in the queue (0 when granted at once). */
+  readonly queuedMs: number;
+  release(): void;
+}
+
+export interface DispatcherWorkerStats {
+  id: string;
+  inFlight: number;
+  /** Last time the worker went from busy to idle, or when it was added; meaningful when inFlight is 0. */
+  lastBusyAt: number;
+  /** False for a worker that setWorkers no longer lists and that still finishes its leases (draining). */
+  routable: boolean;
+}
+
+export interface DispatcherStats {
+  queueLength: number;
+  /** When the request at the head of the queue arrived; null when the queue is empty. */
+  oldestEnqueuedAt: number | null;
+  /** Routable workers and draining ones that still hold leases, in the order they were added. */
+  workers: DispatcherWorkerStats[];
+}
+
+interface WorkerSlots {
+  readonly id: string;
+  address: WorkerAddress;
+  inFlight: number;
+  lastBusyAt: number;
+  routable: boolean;
+  /** Sequence number of the last grant or release on this worker (ties in load go to the most recent). */
+  activity: number;
+}
+
+interface Waiter {
+  readonly seq: number;
+  readonly enqueuedAt: number;
+  readonly exclude: ReadonlySet<string> | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly resolve: (lease: Lease) => void;
+  readonly reject: (error: GatewayError) => void;
+  readonly onAbort: () => void;
+  timer: unknown;
+}
+
+/** Weight of the newest lease duration in the running mean used to estimate Retry-After. */
+const HOLD_EWMA_WEIGHT = 0.2;
+/** Node clamps longer delays to 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export class EndpointDispatcher {
+  readonly #clock: Clock;
+  readonly #timers: DispatcherTimers;
+  readonly #onQueued: (() => void) | undefined;
+  #settings: DispatcherSettings;
+  /** Routable and draining workers, by id, in the order they were added. */
+  readonly #workers = new Map<string, WorkerSlots>();
+  /** Waiting requests by arrival sequence; a Map keeps insertion order and removes from the middle in O(1). */
+  readonly #queue = new Map<number, Waiter>();
+  #nextSeq = 0;
+  #activity = 0;
+  #meanHoldMs: number | undefined;
+  #closedWith: GatewayError | undefined;
+
+  constructor(options: DispatcherOptions) {
+    this.#clock = options.clock;
+    this.#timers = options.timers;
+    this.#onQueued = options.onQueued;
+    this.#settings = checkSettings({
+      maxConcurrent: options.maxConcurrent,
+      maxQueueLength: options.maxQueueLength,
+      queueTimeoutMs: options.queueTimeoutMs,
+    });
+  }
+
+  get settings(): Readonly<DispatcherSettings> {
+    return { ...this.#settings };
+  }
+
+  /** The error close() was given, while closed. */
+  get closedWith(): GatewayError | undefined {
+    return this.#closedWith;
+  }
+
+  /**
+   * Applies changed endpoint settings in place. A higher maxConcurrent serves queued requests at once; a lower one
+   * keeps the leases already granted. A lower maxQueueLength evicts nobody. A new queueTimeoutMs applies to the
+   * requests already waiting (counted from their arrival); those already past it time out now.
+   */
+  updateSettings(settings: Partial<DispatcherSettings>): void {
+    const previous = this.#settings;
+    this.#settings = checkSettings({ ...previous, ...settings });
+    this.#dispatch();
+    if (this.#settings.queueTimeoutMs !== previous.queueTimeoutMs) {
+      const now = this.#clock();
+      const expired: Waiter[] = [];
+      for (const waiter of this.#queue.values()) {
+        this.#timers.clearTimeout(waiter.timer);
+        const remaining = waiter.enqueuedAt + this.#settings.queueTimeoutMs - now;
+        if (remaining <= 0) expired.push(waiter);
+        else waiter.timer = this.#startTimer(waiter, remaining);
+      }
+      for (const waiter of expired) this.#timeOut(waiter);
+    }
+  }
+
+  /**
+   * Sets the routable workers (running and healthy). A worker no longer listed gets no new requests and keeps its
+   * leases until they are released; listed again meanwhile, it is routable again with the same count. New workers
+   * serve queued requests at once.
+   */
+  setWorkers(workers: readonly RoutableWorker[]): void {
+    const listed = new Map<string, RoutableWorker>();
+    for (const worker of workers) listed.set(worker.id, worker);
+    for (const slots of this.#workers.values()) {
+      if (listed.has(slots.id)) continue;
+      slots.routable = false;
+      if (slots.inFlight === 0) this.#workers.delete(slots.id);
+    }
+    const now = this.#clock();
+    for (const worker of listed.values()) {
+      const address = Object.freeze({ host: worker.address.host, port: worker.address.port });
+      const slots = this.#workers.get(worker.id);
+      if (slots) {
+        slots.routable = true;
+        slots.address = address;
+      } else {
+        this.#workers.set(worker.id, {
+          id: worker.id,
+          address,
+          inFlight: 0,
+          lastBusyAt: now,
+          routable: true,
+          activity: 0,
+        });
+      }
+    }
+    this.#dispatch();
+  }
+
+  /**
+   * A slot on the least-loaded routable worker with one free (ties: the most recently active, so that light traffic
+   * stays on few workers and the others can go idle and be scaled down), or a place in the FIFO queue. Rejects with
+   * a GatewayError: QUEUE_FULL (with retryAfterSeconds), QUEUE_TIMEOUT, CLIENT_GONE, or the close() error.
+   *
+   * Once the promise resolves the caller owns the lease and must release it, even if its signal aborted since.
+   */
+  acquire(options: AcquireOptions = {}): Promise<Lease> {
+    const { signal, exclude } = options;
+    if (this.#closedWith) return Promise.reject(this.#closedWith);
+    if (signal?.aborted) return Promise.reject(clientGone('before it got a slot', signal.reason));
+    const now = this.#clock();
+    const worker = this.#pick(exclude);
+    if (worker) return Promise.resolve(this.#lease(worker, now));
+    if (this.#queue.size >= this.#settings.maxQueueLength) {
+      const retryAfterSeconds = this.#retryAfterSeconds(now);
+      return Promise.reject(
+        new GatewayError('QUEUE_FULL', `the queue holds ${this.#queue.size} requests, its limit`, {
+          retryAfterSeconds,
+          metadata: { queueLength: this.#queue.size, maxQueueLength: this.#settings.maxQueueLength },
+        }),
+      );
+    }
+    return new Promise<Lease>((resolve, reject) => {
+      const seq = this.#nextSeq++;
+      const waiter: Waiter = {
+        seq,
+        enqueuedAt: now,
+        exclude: exclude && exclude.size > 0 ? exclude : undefined,
+        signal,
+        resolve,
+        reject,
+        onAbort: () => {
+          if (this.#queue.get(seq) !== waiter) return;
+          this.#leave(waiter);
+          reject(clientGone('while queued', signal?.reason));
+        },
+        timer: undefined,
+      };
+      this.#queue.set(seq, waiter);
+      waiter.timer = this.#startTimer(waiter, this.#settings.queueTimeoutMs);
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      try {
+        this.#onQueued?.();
+      } catch {
+        // A scaling hint only: the controller's own tick sees the queue anyway.
+      }
+    });
+  }
+
+  stats(): DispatcherStats {
+    const head = this.#queue.values().next();
+    return {
+      queueLength: this.#queue.size,
+      oldestEnqueuedAt: head.done ? null : head.value.enqueuedAt,
+      workers: [...this.#workers.values()].map((slots) => ({
+        id: slots.id,
+        inFlight: slots.inFlight,
+        lastBusyAt: slots.lastBusyAt,
+        routable: slots.routable,
+      })),
+    };
+  }
+
+  /**
+   * Rejects every queued request with `error` (ENDPOINT_STOPPED, say) and every later acquire() too. Leases already
+   * granted stay valid until released. reopen() undoes it.
+   */
+  close(error: GatewayError): void {
+    this.#closedWith = error;
+    const waiters = [...this.#queue.values()];
+    for (const waiter of waiters) {
+      this.#leave(waiter);
+      waiter.reject(error);
+    }
+  }
+
+  /** Accepts requests again after close() (the endpoint was started again). */
+  reopen(): void {
+    this.#closedWith = undefined;
+  }
+
+  // ---- internals ----
+
+  /** The least-loaded routable worker with a free slot, not excluded; ties go to the most recently active. */
+  #pick(exclude: ReadonlySet<string> | undefined): WorkerSlots | undefined {
+    const max = this.#settings.maxConcurrent;
+    let best: WorkerSlots | undefined;
+    for (const slots of this.#workers.values()) {
+      if (!slots.routable || slots.inFlight >= max || exclude?.has(slots.id)) continue;
+      if (
+        !best ||
+        slots.inFlight < best.inFlight ||
+        (slots.inFlight === best.inFlight && slots.activity > best.activity)
+      ) {
+        best = slots;
+      }
+    }
+    return best;
+  }
+
+  #lease(slots: WorkerSlots, enqueuedAt: number): Lease {
+    slots.inFlight += 1;
+    slots.activity = ++this.#activity;
+    const grantedAt = this.#clock();
+    let released = false;
+    return {
+      workerId: slots.id,
+      address: slots.address,
+      queuedMs: Math.max(0, grantedAt - enqueuedAt),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#release(slots, grantedAt);
+      },
+    };
+  }
+
+  #release(slots: WorkerSlots, grantedAt: number): void {
+    const now = this.#clock();
+    slots.inFlight -= 1;
+    slots.activity = ++this.#activity;
+    const held = Math.max(0, now - grantedAt);
+    this.#meanHoldMs =
+      this.#meanHoldMs === undefined ? held : this.#meanHoldMs + HOLD_EWMA_WEIGHT * (held - this.#meanHoldMs);
+    if (slots.inFlight === 0) {
+      slots.lastBusyAt = now;
+      if (!slots.routable && this.#workers.get(slots.id) === slots) this.#workers.delete(slots.id);
+    }
+    this.#dispatch();
+  }
+
+  /** Gives free slots to queued requests, in arrival order. */
+  #dispatch(): void {
+    for (const waiter of this.#queue.values()) {
+      const any = this.#pick(undefined);
+      if (!any) return;
+      const slots = waiter.exclude ? this.#pick(waiter.exclude) : any;
+      if (!slots) continue;
+      this.#leave(waiter);
+      waiter.resolve(this.#lease(slots, waiter.enqueuedAt));
+    }
+  }
+
+  /** Takes a waiter out of the queue and drops its timer and abort listener. */
+  #leave(waiter: Waiter): void {
+    this.#queue.delete(waiter.seq);
+    this.#timers.clearTimeout(waiter.timer);
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  }
+
+  #startTimer(waiter: Waiter, ms: number): unknown {
+    return this.#timers.setTimeout(
+      () => {
+        if (this.#queue.get(waiter.seq) === waiter) this.#timeOut(waiter);
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
+  }
+
+  #timeOut(waiter: Waiter): void {
+    this.#leave(waiter);
+    const waitedMs = Math.max(0, this.#clock() - waiter.enqueuedAt);
+    waiter.reject(
+      new GatewayError('QUEUE_TIMEOUT', `no worker slot freed within ${this.#settings.queueTimeoutMs} ms`, {
+        metadata: { queuedMs: waitedMs, queueTimeoutMs: this.#settings.queueTimeoutMs },
+      }),
+    );
+  }
+
+  /**
+   * Estimated seconds until the queue has served what it holds now: its length times the mean lease duration over
+   * the routable slots, at most the queue timeout. With no routable slot or no lease finished yet, the time until the
+   * head of the queue has left it for sure (served or timed out). At least 1.
+   */
+  #retryAfterSeconds(now: number): number {
+    const { maxConcurrent, queueTimeoutMs } = this.#settings;
+    let routable = 0;
+    for (const slots of this.#workers.values()) if (slots.routable) routable += 1;
+    let ms: number;
+    if (routable > 0 && this.#meanHoldMs !== undefined) {
+      ms = Math.min((this.#queue.size * this.#meanHoldMs) / (routable * maxConcurrent), queueTimeoutMs);
+    } else {
+      const head = this.#queue.values().next();
+      ms = head.done ? 0 : head.value.enqueuedAt + queueTimeoutMs - now;
+    }
+    return Math.max(1, Math.ceil(ms / 1000));
+  }
+}
+
+function clientGone(when: string, reason: unknown): GatewayError {
+  return new GatewayError('CLIENT_GONE', `the client went away ${when}`, { cause: reason });
+}
+
+function checkSettings(settings: DispatcherSettings): DispatcherSettings {
+  const { maxConcurrent, maxQueueLength, queueTimeoutMs } = settings;
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
+    throw new RangeError(`maxConcurrent must be an integer >= 1, not ${maxConcurrent}`);
+  }
+  if (!Number.isInteger(maxQueueLength) || maxQueueLength < 0) {
+    throw new RangeError(`maxQueueLength must be an integer >= 0, not ${maxQueueLength}`);
+  }
+  if (!Number.isFinite(queueTimeoutMs) || queueTimeoutMs < 0) {
+    throw new RangeError(`queueTimeoutMs must be a finite number >= 0, not ${queueTimeoutMs}`);
+  }
+  return { maxConcurrent, maxQueueLength, queueTimeoutMs };
+}

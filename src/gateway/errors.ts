@@ -1,0 +1,78 @@
+/**
+ * The catalogue of gateway error codes: each stable UPPER_SNAKE code has one HTTP status and one description. The
+ * gateway answers them in the API's error format, `{code: <status>, reason: <CODE>, message, metadata}`. Never
+ * rename a code: clients and dashboards match on it.
+ */
+export const GATEWAY_ERROR_CATALOGUE = {
+  ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint serves that Host header.' },
+  QUEUE_FULL: {
+    status: 429,
+    description: "The endpoint's request queue is full; retry after Retry-After seconds.",
+  },
+  CLIENT_GONE: {
+    status: 499,
+    description: 'The client went away before its response (queued or in flight); for logs and metrics only.',
+  },
+  WORKER_ERROR: {
+    status: 502,
+    description: 'The worker failed or closed the connection after the request reached it; not retried.',
+  },
+  NO_CAPACITY: {
+    status: 503,
+    description: "The endpoint's workers can never be placed on this server's GPUs.",
+  },
+  ENDPOINT_STOPPED: {
+    status: 503,
+    description: 'The endpoint is stopped or being deleted (POST endpoint/start restores a stopped one).',
+  },
+  QUEUE_TIMEOUT: { status: 504, description: 'The request waited the queue timeout for a free worker slot.' },
+  REQUEST_TIMEOUT: {
+    status: 504,
+    description: 'The worker did not answer within workerConfig.requestTimeout.',
+  },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_CATALOGUE;
+
+export interface GatewayErrorOptions {
+  /** Seconds the client should wait before retrying (QUEUE_FULL); sent as `Retry-After`. */
+  retryAfterSeconds?: number;
+  metadata?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+/**
+ * An error the gateway answers with `status` and the body from `toBody()`. `code` is the stable reason. A
+ * CLIENT_GONE error is named `AbortError`, like the error an aborted fetch or stream throws.
+ */
+export class GatewayError extends Error {
+  override name: string;
+  readonly status: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly metadata: Record<string, unknown>;
+
+  constructor(
+    readonly code: GatewayErrorCode,
+    message: string = GATEWAY_ERROR_CATALOGUE[code].description,
+    options: GatewayErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = code === 'CLIENT_GONE' ? 'AbortError' : 'GatewayError';
+    this.status = GATEWAY_ERROR_CATALOGUE[code].status;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.metadata = options.metadata ?? {};
+  }
+
+  /** The response body, in the API's error format. */
+  toBody() {
+    const metadata =
+      this.retryAfterSeconds === undefined
+        ? this.metadata
+        : { ...this.metadata, retryAfterSeconds: this.retryAfterSeconds };
+    return { code: this.status, reason: this.code, message: this.message, metadata };
+  }
+}
+
+export function isGatewayError(error: unknown, code?: GatewayErrorCode): error is GatewayError {
+  return error instanceof GatewayError && (code === undefined || error.code === code);
+}

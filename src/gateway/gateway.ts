@@ -1,0 +1,366 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { decideScale, nextCheckAt, type ScalingInput } from '../autoscaler/autoscaler.js';
+import type { RoutingView } from '../controller/controller.js';
+import type { ManagedWorker } from '../controller/managed-worker.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Clock } from '../service/clock.js';
+import { type DispatcherTimers, EndpointDispatcher, type Lease } from './dispatcher.js';
+import { GatewayError } from './errors.js';
+import { appNameFromHost } from './host.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { WorkerPools } from './pools.js';
+import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
+import { proxyUpgrade } from './websocket.js';
+
+export interface GatewayLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface GatewayOptions {
+  routing: RoutingView;
+  pools: WorkerPools;
+  domain: string;
+  clock: Clock;
+  timers?: DispatcherTimers;
+  logger: GatewayLogger;
+  metrics?: GatewayMetrics;
+  bodyLimitBytes: number;
+  maxQueueLength: number;
+  /** How long a request may wait for a slot (also the whole wait of a wake from zero). */
+  queueTimeoutMs: number;
+  /** Asks the controller for a pass now (a request was queued, or a scaling threshold is reached). */
+  reconcileNow: () => void;
+  /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
+  findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
+}
+
+/** A request that never reached a worker is tried on another, at most this many times in all. */
+const MAX_ATTEMPTS = 3;
+const DRAIN_POLL_MS = 50;
+/**
+ * A worker whose connection failed gets no new request for this long, or until the controller's next report
+ * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
+ * every queued request would be handed to it in turn before its exit is noticed.
+ */
+const QUARANTINE_MS = 2000;
+
+/**
+ * Serves each endpoint's URL: routes by Host, takes a slot on the least-loaded worker or waits in the endpoint's
+ * FIFO queue, proxies both ways, and tells the controller how many workers the queue and idleness ask for.
+ */
+export class Gateway {
+  readonly #o: GatewayOptions;
+  readonly #dispatchers = new Map<string, EndpointDispatcher>();
+  readonly #scaleTimers = new Map<string, NodeJS.Timeout>();
+  /** Worker id -> until when it gets no new requests. */
+  readonly #quarantine = new Map<string, number>();
+  readonly #unsubscribe: () => void;
+
+  constructor(options: GatewayOptions) {
+    this.#o = options;
+    this.#unsubscribe = options.routing.onChange(() => this.#syncWorkers());
+  }
+
+  /** node:http 'request' handler. */
+  readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    void this.#serve(req, res);
+  };
+
+  /** node:http 'upgrade' handler (WebSocket and other upgrades). */
+  readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    void this.#upgrade(req, socket, head);
+  };
+
+  /** How many workers the endpoint's queue and idle workers ask for (the controller's `desiredWorkers`). */
+  desiredWorkers(endpoint: Endpoint, workers: ManagedWorker[]): number {
+    const input = this.#scalingInput(endpoint, workers);
+    if (!input) return endpoint.spec.workers.minWorkers;
+    this.#scheduleScaleCheck(endpoint.id, nextCheckAt(input));
+    const decision = decideScale(input);
+    this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
+    return decision.desired;
+  }
+
+  /** The idle workers the autoscaler would remove first. */
+  preferredVictims(endpoint: Endpoint, workers: ManagedWorker[]): string[] {
+    const input = this.#scalingInput(endpoint, workers);
+    return input ? decideScale(input).victims : [];
+  }
+
+  /** Resolves once the worker has no request in flight (or after the endpoint's request timeout). */
+  async awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
+    const deadline = this.#o.clock() + timeoutMs;
+    const inFlight = () =>
+      this.#dispatchers
+        .get(endpointId)
+        ?.stats()
+        .workers.find((w) => w.id === workerId)?.inFlight ?? 0;
+    while (inFlight() > 0 && this.#o.clock() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+    }
+  }
+
+  /** Queue depth and in-flight requests per endpoint, for metrics. */
+  stats(): { endpointId: string; queueLength: number; inFlight: number }[] {
+    return [...this.#dispatchers].map(([endpointId, d]) => {
+      const s = d.stats();
+      return {
+        endpointId,
+        queueLength: s.queueLength,
+        inFlight: s.workers.reduce((n, w) => n + w.inFlight, 0),
+      };
+    });
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    for (const timer of this.#scaleTimers.values()) clearTimeout(timer);
+    for (const dispatcher of this.#dispatchers.values()) {
+      dispatcher.close(new GatewayError('ENDPOINT_STOPPED', 'the gateway is shutting down'));
+    }
+  }
+
+  async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = this.#o.clock();
+    const endpoint = await this.#route(req, res);
+    if (!endpoint) return;
+    if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
+      return this.#fail(res, endpoint, new GatewayError('WORKER_ERROR', 'request body too large'), 413);
+    }
+    const dispatcher = this.#dispatcher(endpoint);
+    const cold = this.#o.routing.routableWorkers(endpoint.id).length === 0;
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const tried = new Set<string>();
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      let lease: Lease;
+      try {
+        lease = await dispatcher.acquire({ signal: abort.signal, exclude: tried });
+      } catch (error) {
+        return this.#fail(res, endpoint, error);
+      }
+      const outcome = await this.#forward(
+        req,
+        res,
+        endpoint,
+        lease,
+        cold ? this.#o.clock() - arrived : undefined,
+      );
+      // Before the release: releasing hands the slot to the next queued request at once.
+      if (outcome === 'not-sent' || outcome === 'worker-error')
+        this.#quarantineWorker(endpoint.id, lease.workerId);
+      lease.release();
+      if (outcome !== 'not-sent' || attempt === MAX_ATTEMPTS) {
+        this.#o.metrics?.observeRequest(
+          endpoint.id,
+          res.statusCode,
+          this.#o.clock() - arrived,
+          lease.queuedMs,
+        );
+        if (cold && outcome === 'ok')
+          this.#o.metrics?.observeColdStart(endpoint.id, this.#o.clock() - arrived);
+        return;
+      }
+      tried.add(lease.workerId);
+    }
+  }
+
+  #forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    lease: Lease,
+    coldStartMs: number | undefined,
+  ): Promise<ProxyOutcome> {
+    const responseHeaders: Record<string, string> = {
+      'x-corral-worker': lease.workerId,
+      'x-corral-queue-ms': String(lease.queuedMs),
+    };
+    if (coldStartMs !== undefined) responseHeaders['x-corral-cold-start-ms'] = String(coldStartMs);
+    return proxyRequest({
+      req,
+      res,
+      pool: this.#o.pools.get(lease.address, endpoint.spec.workers.maxConcurrent),
+      target: { id: lease.workerId, address: lease.address },
+      requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000,
+      responseHeaders,
+      bodyLimitBytes: this.#o.bodyLimitBytes,
+    });
+  }
+
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const endpoint = await this.#endpointFor(req);
+    if (!endpoint || endpoint.desired === 'stopped') {
+      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const abort = new AbortController();
+    socket.once('close', () => abort.abort());
+    let lease: Lease;
+    try {
+      lease = await this.#dispatcher(endpoint).acquire({ signal: abort.signal });
+    } catch (error) {
+      const status = error instanceof GatewayError ? error.status : 502;
+      socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      return;
+    }
+    try {
+      await proxyUpgrade(req, socket, head, lease.address, { 'x-corral-worker': lease.workerId });
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** The endpoint the request is for, or an error answer (404, 503) already written. */
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<Endpoint | undefined> {
+    const endpoint = await this.#endpointFor(req);
+    if (!endpoint) {
+      this.#write(
+        res,
+        new GatewayError('ENDPOINT_NOT_FOUND', `no endpoint serves ${req.headers.host ?? 'this host'}`),
+      );
+      return undefined;
+    }
+    if (endpoint.desired === 'stopped') {
+      this.#write(res, new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`));
+      return undefined;
+    }
+    if (endpoint.status.error === 'INSUFFICIENT_GPU') {
+      this.#write(res, new GatewayError('NO_CAPACITY', endpoint.status.message));
+      return undefined;
+    }
+    return endpoint;
+  }
+
+  async #endpointFor(req: IncomingMessage): Promise<Endpoint | undefined> {
+    const appName = appNameFromHost(req.headers.host, this.#o.domain);
+    if (appName === undefined) return undefined;
+    const known = this.#o.routing.endpointByAppName(appName);
+    if (known) return known;
+    // Created since the controller's last pass: serve it now (its request waits for a worker).
+    const fresh = await this.#o.findEndpoint(appName);
+    if (fresh) this.#o.reconcileNow();
+    return fresh;
+  }
+
+  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, status?: number): void {
+    const gatewayError =
+      error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
+    if (gatewayError.code === 'CLIENT_GONE') return;
+    this.#write(res, gatewayError, status);
+    this.#o.metrics?.observeRequest(endpoint.id, status ?? gatewayError.status, 0, 0);
+  }
+
+  #write(res: ServerResponse, error: GatewayError, status = error.status): void {
+    if (res.headersSent || res.destroyed) return;
+    const body = JSON.stringify(
+      status === 413
+        ? {
+            code: 413,
+            reason: 'BODY_TOO_LARGE',
+            message: 'the request body is larger than this gateway accepts',
+            metadata: {},
+          }
+        : error.toBody(),
+    );
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    };
+    if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
+    res.writeHead(status, headers).end(body);
+  }
+
+  #dispatcher(endpoint: Endpoint): EndpointDispatcher {
+    const settings = {
+      maxConcurrent: endpoint.spec.workers.maxConcurrent,
+      maxQueueLength: this.#o.maxQueueLength,
+      queueTimeoutMs: this.#o.queueTimeoutMs,
+    };
+    let dispatcher = this.#dispatchers.get(endpoint.id);
+    if (!dispatcher) {
+      dispatcher = new EndpointDispatcher({
+        ...settings,
+        clock: this.#o.clock,
+        timers: this.#o.timers ?? {
+          setTimeout: (cb, ms) => setTimeout(cb, ms),
+          clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+        },
+        onQueued: () => this.#o.reconcileNow(),
+      });
+      dispatcher.setWorkers(this.#routable(endpoint.id));
+      this.#dispatchers.set(endpoint.id, dispatcher);
+    } else if (dispatcher.settings.maxConcurrent !== settings.maxConcurrent) {
+      dispatcher.updateSettings(settings);
+    }
+    return dispatcher;
+  }
+
+  /** After every controller pass and health change: the routable workers, less those in quarantine. */
+  #syncWorkers(): void {
+    const now = this.#o.clock();
+    for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
+    for (const [endpointId, dispatcher] of this.#dispatchers) {
+      dispatcher.setWorkers(this.#routable(endpointId));
+    }
+  }
+
+  #routable(endpointId: string) {
+    const workers = this.#o.routing.routableWorkers(endpointId);
+    return this.#quarantine.size === 0 ? workers : workers.filter((w) => !this.#quarantine.has(w.id));
+  }
+
+  #quarantineWorker(endpointId: string, workerId: string): void {
+    if (this.#quarantine.has(workerId)) return;
+    this.#quarantine.set(workerId, this.#o.clock() + QUARANTINE_MS);
+    this.#dispatchers.get(endpointId)?.setWorkers(this.#routable(endpointId));
+    this.#o.logger.warn({ endpointId, workerId }, 'worker connection failed; no new requests to it for now');
+    this.#o.reconcileNow();
+  }
+
+  #scalingInput(endpoint: Endpoint, workers: ManagedWorker[]): ScalingInput | undefined {
+    const dispatcher = this.#dispatchers.get(endpoint.id);
+    if (!dispatcher) return undefined;
+    const stats = dispatcher.stats();
+    const load = new Map(stats.workers.map((w) => [w.id, w]));
+    const { spec } = endpoint;
+    return {
+      now: this.#o.clock(),
+      policy: spec.scaling,
+      minWorkers: spec.workers.minWorkers,
+      maxWorkers: spec.workers.maxWorkers,
+      maxConcurrent: spec.workers.maxConcurrent,
+      idleTimeoutSeconds: spec.workers.idleTimeoutSeconds,
+      queue: { length: stats.queueLength, oldestEnqueuedAt: stats.oldestEnqueuedAt },
+      workers: workers
+        .filter((w) => w.revision === endpoint.revision)
+        .map((w) => ({
+          id: w.id,
+          state: w.state,
+          inFlight: load.get(w.id)?.inFlight ?? 0,
+          lastBusyAt: load.get(w.id)?.lastBusyAt ?? w.readyAt ?? w.createdAt,
+          createdAt: w.createdAt,
+        })),
+    };
+  }
+
+  /** One timer per endpoint, for the moment the scaling decision changes by itself (queue wait, idle timeout). */
+  #scheduleScaleCheck(endpointId: string, at: number | null): void {
+    clearTimeout(this.#scaleTimers.get(endpointId));
+    this.#scaleTimers.delete(endpointId);
+    if (at === null) return;
+    const timer = setTimeout(
+      () => {
+        this.#scaleTimers.delete(endpointId);
+        this.#o.reconcileNow();
+      },
+      Math.max(0, at - this.#o.clock()),
+    );
+    timer.unref();
+    this.#scaleTimers.set(endpointId, timer);
+  }
+}

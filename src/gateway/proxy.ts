@@ -1,0 +1,376 @@
+/**
+ * Forwards one HTTP request from a node:http server to a worker through an undici pool, streaming both ways.
+ *
+ * The hot path is undici's low-level `dispatch` with one handler object per request: the request body is the
+ * `IncomingMessage` itself (undici pipes it to the socket with backpressure, nothing is buffered), request headers
+ * go as a flat array built from `req.rawHeaders` (see headers.ts), and the response goes to `res` chunk by chunk as
+ * undici parses it, with undici's socket paused while `res` is over its high-water mark. No `req.headers` object,
+ * no intermediate streams, one timer.
+ *
+ * Retry safety. The outcome is `not-sent` only when undici never started the request: `onRequestStart` runs just
+ * before the first byte is written to a connected socket, so an error before it (connection refused or reset while
+ * connecting, connect timeout, a pool closed by `WorkerPools.drop`) means the worker saw nothing and the body was
+ * not read (undici only listens for its `error` event until then). The caller may then call `proxyRequest` again
+ * with the same `req`/`res` on another worker, with the remaining time as `requestTimeoutMs`. Any failure after
+ * `onRequestStart` is `worker-error` and must not be retried, even for a GET (a keep-alive socket the worker closed
+ * under us is the classic case; `WorkerPools` keeps idle sockets for less time than workers do to make it rare).
+ *
+ * After a request with a body, `req.socket` may be null: undici destroys the consumed body and detaches the
+ * socket first so that the client connection survives (use `res.socket`).
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Dispatcher } from 'undici';
+import { GatewayError } from './errors.js';
+import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
+
+export type ProxyOutcome =
+  /** The worker's response was passed on in full. */
+  | 'ok'
+  /** The request never reached the worker; nothing was written to `res` or read from `req`: retry elsewhere. */
+  | 'not-sent'
+  /** Failed after the worker got the request: a 502 WORKER_ERROR was sent, or the started response aborted. */
+  | 'worker-error'
+  /** `requestTimeoutMs` passed: a 504 REQUEST_TIMEOUT was sent, or the started response aborted. */
+  | 'timeout'
+  /** The client disconnected first; the upstream request was aborted and nothing more is written. */
+  | 'client-gone'
+  /** The body is larger than `bodyLimitBytes`: a 413 BODY_TOO_LARGE was sent (or the started response aborted). */
+  | 'body-too-large'
+  /** undici refused the request as malformed (node:http's parser lets almost nothing through): a 400 was sent. */
+  | 'bad-request';
+
+/** The worker a request goes to, as the dispatcher leases it. */
+export interface ProxyTarget {
+  id: string;
+  address?: { host: string; port: number };
+}
+
+export interface ProxyRequestOptions {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** The worker's pool (`WorkerPools.get`); any undici Dispatcher for this one origin. */
+  pool: Dispatcher;
+  target: ProxyTarget;
+  /**
+   * The whole exchange must finish within this many ms, streaming included (a response already started is
+   * aborted). 0 or less: no limit. undici's own headers/body timeouts are turned off for the request.
+   */
+  requestTimeoutMs: number;
+  /** Headers for the client's response, whatever it is (X-Corral-Worker, X-Corral-Queue-Ms...). A worker's own
+   * headers of the same names are dropped. */
+  responseHeaders?: Record<string, string>;
+  /** Largest request body accepted, in bytes: a larger Content-Length gets a 413 at once, a longer chunked body is
+   * cut off when it passes the limit. Undefined: no limit. */
+  bodyLimitBytes?: number;
+}
+
+/** Node clamps longer timer delays to 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Abort reasons, made once: undici hands them back to this file's handler only. */
+const TIMED_OUT = new Error('request timeout');
+const CLIENT_GONE = new Error('client disconnected');
+const BODY_TOO_LARGE = new Error('request body too large');
+
+/**
+ * Whether a Content-Length is over the limit, for a caller that wants to answer 413 before queueing. Cheap: looks
+ * at `req.headers` only when a limit is set.
+ */
+export function contentLengthExceeds(req: IncomingMessage, bodyLimitBytes: number | undefined): boolean {
+  if (bodyLimitBytes === undefined) return false;
+  const value = req.headers['content-length'];
+  return value !== undefined && Number(value) > bodyLimitBytes;
+}
+
+/** Proxies `req` to the worker behind `pool` and resolves how it ended; never rejects. */
+export function proxyRequest(options: ProxyRequestOptions): Promise<ProxyOutcome> {
+  return new Exchange(options).start();
+}
+
+class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly pool: Dispatcher;
+  readonly target: ProxyTarget;
+  readonly requestTimeoutMs: number;
+  readonly responseHeaders: Record<string, string> | undefined;
+  readonly bodyLimitBytes: number | undefined;
+  /** The client connection, kept because undici may null `req.socket`. */
+  readonly clientSocket: Socket;
+
+  // RequestHeadInfo, filled in by forwardRequestHeaders.
+  host: string | undefined = undefined;
+  contentLength: string | undefined = undefined;
+  chunked = false;
+
+  controller: Dispatcher.DispatchController | null = null;
+  settled = false;
+  bodyWritten = false;
+  waitingDrain = false;
+  bodyBytes = 0;
+  timer: NodeJS.Timeout | undefined = undefined;
+  resolve: (outcome: ProxyOutcome) => void = noop;
+
+  constructor(options: ProxyRequestOptions) {
+    this.req = options.req;
+    this.res = options.res;
+    this.pool = options.pool;
+    this.target = options.target;
+    this.requestTimeoutMs = options.requestTimeoutMs;
+    this.responseHeaders = options.responseHeaders;
+    this.bodyLimitBytes = options.bodyLimitBytes;
+    this.clientSocket = options.req.socket;
+  }
+
+  start(): Promise<ProxyOutcome> {
+    const { req, res } = this;
+    const promise = new Promise<ProxyOutcome>((resolve) => {
+      this.resolve = resolve;
+    });
+    const socket = this.clientSocket;
+    if (socket.destroyed || res.destroyed) {
+      this.settle('client-gone');
+      return promise;
+    }
+    const headers = forwardRequestHeaders(
+      req.rawHeaders,
+      socket.remoteAddress,
+      (socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+      this,
+    );
+    const limit = this.bodyLimitBytes;
+    if (limit !== undefined && this.contentLength !== undefined && Number(this.contentLength) > limit) {
+      this.settle('body-too-large');
+      this.respondError(413, bodyTooLargeBody(limit));
+      return promise;
+    }
+    const hasBody = this.chunked || (this.contentLength !== undefined && this.contentLength !== '0');
+    res.on('close', this.onClientClose);
+    if (this.requestTimeoutMs > 0) {
+      this.timer = setTimeout(onRequestTimeout, Math.min(this.requestTimeoutMs, MAX_TIMER_MS), this);
+    }
+    this.pool.dispatch(
+      {
+        path: req.url ?? '/',
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers,
+        body: hasBody ? req : null,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
+      this,
+    );
+    return promise;
+  }
+
+  // --- undici handler ---------------------------------------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.settled) {
+      // Timed out or the client left while the request waited for a connection: never send it.
+      controller.abort(CLIENT_GONE);
+      return;
+    }
+    this.controller = controller;
+    if (this.chunked && this.bodyLimitBytes !== undefined) {
+      // Counted alongside undici's own 'data' listener, which it adds right after this call, so no chunk is missed
+      // and the stream does not start flowing before undici reads it. A Content-Length body needs no count:
+      // node:http never delivers more than the declared length.
+      this.req.on('data', this.countBody);
+    }
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    parsed: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    if (this.settled || statusCode < 200) return; // 1xx (103 Early Hints) are not passed on
+    const raw = controller.rawHeaders;
+    const headers = Array.isArray(raw)
+      ? filterResponseHeaders(raw, this.responseHeaders)
+      : filterResponseHeaders(flatten(parsed), this.responseHeaders);
+    try {
+      this.res.writeHead(statusCode, statusMessage || undefined, headers);
+    } catch {
+      // A header node:http refuses to write (it validates more strictly than llhttp parses).
+      this.fail('worker-error');
+      return;
+    }
+    // A body arriving in the same read is written together with the headers; otherwise (SSE, slow first chunk)
+    // the headers go now rather than with the first chunk.
+    process.nextTick(flushHeadersIfIdle, this);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.bodyWritten = true;
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      if (!this.waitingDrain) {
+        this.waitingDrain = true;
+        this.res.once('drain', this.onDrain);
+      }
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.res.end();
+    this.settle('ok');
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.settled) return; // our own abort, already answered
+    if (this.clientSocket.destroyed || this.res.destroyed) {
+      this.settle('client-gone');
+      return;
+    }
+    if (this.controller === null) {
+      // Never started: nothing reached the worker and the body was not read.
+      if ((error as { code?: string }).code === 'UND_ERR_INVALID_ARG') {
+        this.settle('bad-request');
+        this.respondError(400, {
+          code: 400,
+          reason: 'INVALID_REQUEST',
+          message: `The request cannot be forwarded: ${error.message}`,
+          metadata: {},
+        });
+        return;
+      }
+      this.settle('not-sent');
+      return;
+    }
+    this.settle('worker-error');
+    this.respondError(
+      502,
+      new GatewayError('WORKER_ERROR', `The worker failed while handling the request: ${error.message}`, {
+        metadata: { workerId: this.target.id },
+      }).toBody(),
+    );
+  }
+
+  // --- our own decisions ------------------------------------------------------------------------------------
+
+  readonly onClientClose = (): void => {
+    if (!this.settled && !this.res.writableFinished) this.fail('client-gone');
+  };
+
+  readonly onDrain = (): void => {
+    this.waitingDrain = false;
+    if (!this.settled) this.controller?.resume();
+  };
+
+  readonly countBody = (chunk: Buffer): void => {
+    this.bodyBytes += chunk.length;
+    if (this.bodyLimitBytes !== undefined && this.bodyBytes > this.bodyLimitBytes && !this.settled) {
+      this.req.off('data', this.countBody);
+      this.fail('body-too-large');
+    }
+  };
+
+  /** Ends the exchange on the gateway's decision: aborts the upstream request (freeing its connection at once). */
+  fail(outcome: 'timeout' | 'client-gone' | 'body-too-large' | 'worker-error'): void {
+    if (this.settled) return;
+    this.settle(outcome);
+    const active = this.controller;
+    if (active !== null && !active.aborted) {
+      active.abort(
+        outcome === 'timeout' ? TIMED_OUT : outcome === 'client-gone' ? CLIENT_GONE : BODY_TOO_LARGE,
+      );
+    }
+    switch (outcome) {
+      case 'client-gone':
+        return;
+      case 'timeout':
+        this.respondError(
+          504,
+          new GatewayError(
+            'REQUEST_TIMEOUT',
+            `The worker did not answer within the request timeout (${this.requestTimeoutMs} ms).`,
+            { metadata: { workerId: this.target.id, timeoutMs: this.requestTimeoutMs } },
+          ).toBody(),
+        );
+        return;
+      case 'body-too-large':
+        this.respondError(413, bodyTooLargeBody(this.bodyLimitBytes ?? 0));
+        return;
+      case 'worker-error':
+        this.respondError(
+          502,
+          new GatewayError('WORKER_ERROR', 'The worker sent a response the gateway cannot pass on.', {
+            metadata: { workerId: this.target.id },
+          }).toBody(),
+        );
+        return;
+    }
+  }
+
+  settle(outcome: ProxyOutcome): void {
+    this.settled = true;
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    this.res.off('close', this.onClientClose);
+    this.resolve(outcome);
+  }
+
+  /** Sends an error in the API's format if no response has started; otherwise aborts the response. */
+  respondError(status: number, body: object): void {
+    const res = this.res;
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      return;
+    }
+    const text = JSON.stringify(body);
+    const headers = [
+      'content-type',
+      'application/json; charset=utf-8',
+      'content-length',
+      String(Buffer.byteLength(text)),
+    ];
+    // Unread request body left on the connection: close it rather than read the rest.
+    if (!this.req.complete) headers.push('connection', 'close');
+    if (this.responseHeaders) {
+      for (const name of Object.keys(this.responseHeaders))
+        headers.push(name, this.responseHeaders[name] as string);
+    }
+    res.writeHead(status, headers);
+    res.end(text);
+  }
+}
+
+function onRequestTimeout(exchange: Exchange): void {
+  exchange.timer = undefined;
+  exchange.fail('timeout');
+}
+
+function flushHeadersIfIdle(exchange: Exchange): void {
+  const res = exchange.res;
+  if (!exchange.bodyWritten && !exchange.settled && !res.writableEnded && !res.destroyed) res.flushHeaders();
+}
+
+function bodyTooLargeBody(limit: number) {
+  return {
+    code: 413,
+    reason: 'BODY_TOO_LARGE',
+    message: `The request body is larger than the gateway accepts (${limit} bytes).`,
+    metadata: { limitBytes: limit },
+  };
+}
+
+function flatten(headers: IncomingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const item of value) out.push(name, item);
+    else out.push(name, value);
+  }
+  return out;
+}
+
+function noop(): void {}

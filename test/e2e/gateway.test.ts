@@ -1,0 +1,224 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { integrationAvailable } from '../support/integration.js';
+import { type ServeProcess, startServe } from '../support/process.js';
+import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+
+const KEY = 'e2e-gateway-key-0123456789';
+const withDocker = integrationAvailable(
+  'Docker',
+  dockerAvailable(),
+  'start dockerd (scripts/provision.sh does)',
+);
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** When each chunk of the body arrived (ms since the request was sent). */
+  chunkTimes: number[];
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+/** A request through the gateway with the endpoint's Host header (fetch would not let us set it). */
+function viaGateway(server: ServeProcess, appName: string, path: string): Promise<Answer> {
+  const url = new URL(server.gatewayUrl);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        agent,
+        headers: { host: `${appName}.localhost:${url.port}` },
+      },
+      (res) => {
+        let body = '';
+        const chunkTimes: number[] = [];
+        res.on('data', (chunk: Buffer) => {
+          chunkTimes.push(Date.now() - started);
+          body += chunk.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, chunkTimes }));
+        res.on('error', () => resolve({ status: -1, headers: res.headers, body, chunkTimes }));
+      },
+    );
+    req.on('error', (error) => resolve({ status: 0, headers: {}, body: error.message, chunkTimes: [] }));
+    req.end();
+  });
+}
+
+async function api(server: ServeProcess, path: string, body?: unknown) {
+  const response = await fetch(`${server.apiUrl}/gpu-instance/openapi/v1/${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return (await response.json()) as any;
+}
+
+function containers(endpointId: string): string[] {
+  const out = execFileSync('docker', ['ps', '-q', '--filter', `label=corral.dev/endpoint=${endpointId}`], {
+    encoding: 'utf8',
+  });
+  return out.split('\n').filter((line) => line !== '');
+}
+
+async function until(check: () => void | Promise<void>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as a process', () => {
+  let dataDir: string;
+  let image: string;
+  let server: ServeProcess;
+
+  const create = async (appName: string, extra: Record<string, unknown> = {}) => {
+    const created = await api(server, 'endpoint/create', {
+      endpoint: {
+        appName,
+        image: { image },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 0, maxNum: 3, maxConcurrent: 2, freeTimeout: 5, gpuNum: 1 },
+        policy: { type: 'queue', value: 1 },
+        ...extra,
+      },
+    });
+    expect(created.id, JSON.stringify(created)).toBeDefined();
+    return created.id as string;
+  };
+
+  beforeAll(async () => {
+    image = await ensureTestImage();
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-gateway-'));
+    writeFileSync(join(dataDir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+    server = await startServe(
+      ['--runtime', 'docker', '--gpus', 'h100-80g:8', '--config', join(dataDir, 'corral.yaml')],
+      {
+        CORRAL_DATA_DIR: dataDir,
+        CORRAL_API_KEY: KEY,
+      },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    agent.destroy();
+    await server?.stop();
+    for (const id of execFileSync('docker', ['ps', '-aq', '--filter', 'label=corral.dev/managed=true'], {
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter(Boolean)) {
+      execFileSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore' });
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('unknown hosts get a 404 in the error format', async () => {
+    const answer = await viaGateway(server, 'nobody-here', '/');
+    expect(answer.status).toBe(404);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+  });
+
+  it('wakes from zero, scales to 3 under load with at most 2 in flight each, and back to 0 without errors', async () => {
+    const id = await create('scaling');
+    const first = await viaGateway(server, 'scaling', '/work?ms=10');
+    expect(first.status).toBe(200);
+    expect(Number(first.headers['x-corral-cold-start-ms'])).toBeGreaterThan(0);
+    expect(first.headers['x-corral-worker']).toBeDefined();
+    expect(first.headers['x-corral-queue-ms']).toBeDefined();
+
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => viaGateway(server, 'scaling', '/work?ms=2000')),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(30).fill(200));
+    expect(Math.max(...answers.map((a) => JSON.parse(a.body).inFlight as number))).toBeLessThanOrEqual(2);
+    expect(new Set(answers.map((a) => a.headers['x-corral-worker'])).size).toBe(3);
+
+    // A light stream of requests while idle workers are drained away: none may fail.
+    const light: Answer[] = [];
+    const deadline = Date.now() + 7_000;
+    while (Date.now() < deadline) {
+      light.push(await viaGateway(server, 'scaling', '/work?ms=5'));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    expect(light.filter((a) => a.status !== 200)).toEqual([]);
+    await until(() => expect(containers(id)).toHaveLength(0), 20_000);
+  }, 120_000);
+
+  it('50 concurrent requests at zero: all succeed, with one cold start and no herd of workers', async () => {
+    const id = await create('herd', {
+      workerConfig: { minNum: 0, maxNum: 3, maxConcurrent: 50, freeTimeout: 30, gpuNum: 1 },
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => viaGateway(server, 'herd', '/work?ms=50')),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(50).fill(200));
+    expect(new Set(answers.map((a) => a.headers['x-corral-worker'])).size).toBe(1);
+    const endpoint = (await api(server, `endpoint?id=${id}`)).endpoint;
+    expect(endpoint.workers).toHaveLength(1);
+    await api(server, 'endpoint/delete', { id });
+  }, 60_000);
+
+  it('streams SSE event by event', async () => {
+    const id = await create('sse', {
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 4, freeTimeout: 60, gpuNum: 1 },
+    });
+    await until(async () => expect((await viaGateway(server, 'sse', '/health')).status).toBe(200), 30_000);
+    const answer = await viaGateway(server, 'sse', '/stream?n=20&ms=100');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-type']).toContain('text/event-stream');
+    expect(answer.body.match(/^data: /gm)).toHaveLength(20);
+    // Unbuffered: the events arrive spread over ~2 s, not in one burst at the end.
+    const times = answer.chunkTimes;
+    expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThan(1500);
+    expect(times.length).toBeGreaterThanOrEqual(15);
+    await api(server, 'endpoint/delete', { id });
+  }, 60_000);
+
+  it('a stopped endpoint answers 503 ENDPOINT_STOPPED', async () => {
+    const id = await create('stopped-one');
+    await api(server, 'endpoint/stop', { id });
+    await until(async () => {
+      const answer = await viaGateway(server, 'stopped-one', '/work');
+      expect(answer.status).toBe(503);
+      expect(JSON.parse(answer.body).reason).toBe('ENDPOINT_STOPPED');
+    }, 10_000);
+  });
+
+  it('killing a worker under load fails only the requests in flight on it', async () => {
+    const id = await create('killing', {
+      workerConfig: { minNum: 2, maxNum: 2, maxConcurrent: 2, freeTimeout: 60, gpuNum: 1 },
+    });
+    await until(async () => {
+      const endpoint = (await api(server, `endpoint?id=${id}`)).endpoint;
+      expect(endpoint.workers.filter((w: any) => w.state.state === 'running')).toHaveLength(2);
+    }, 30_000);
+    const victim = containers(id)[0] ?? '';
+    const load = Promise.all(
+      Array.from({ length: 12 }, () => viaGateway(server, 'killing', '/work?ms=1500')),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    execFileSync('docker', ['kill', victim], { stdio: 'ignore' });
+    const answers = await load;
+    const failed = answers.filter((a) => a.status !== 200);
+    // At most the two requests that were in flight on the killed worker fail, with 502 WORKER_ERROR.
+    expect(failed.length).toBeLessThanOrEqual(2);
+    for (const answer of failed) expect([502, -1]).toContain(answer.status);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(10);
+  }, 60_000);
+});
