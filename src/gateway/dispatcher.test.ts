@@ -485,6 +485,7 @@ describe('GatewayError', () => {
     );
     expect(statuses).toEqual({
       ENDPOINT_NOT_FOUND: 404,
+      BODY_TOO_LARGE: 413,
       QUEUE_FULL: 429,
       CLIENT_GONE: 499,
       WORKER_ERROR: 502,

@@ -5,6 +5,7 @@
  */
 export const GATEWAY_ERROR_CATALOGUE = {
   ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint serves that Host header.' },
+  BODY_TOO_LARGE: { status: 413, description: 'The request body is larger than the gateway accepts.' },
   QUEUE_FULL: {
     status: 429,
     description: "The endpoint's request queue is full; retry after Retry-After seconds.",

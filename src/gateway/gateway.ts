@@ -127,7 +127,7 @@ export class Gateway {
     const endpoint = await this.#route(req, res);
     if (!endpoint) return;
     if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
-      return this.#fail(res, endpoint, new GatewayError('WORKER_ERROR', 'request body too large'), 413);
+      return this.#fail(res, endpoint, new GatewayError('BODY_TOO_LARGE'));
     }
     const dispatcher = this.#dispatcher(endpoint);
     const cold = this.#o.routing.routableWorkers(endpoint.id).length === 0;
@@ -136,6 +136,8 @@ export class Gateway {
       if (!res.writableFinished) abort.abort();
     });
     const tried = new Set<string>();
+    // requestTimeout covers the request at the workers: a retry gets what is left of it.
+    let deadline: number | undefined;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       let lease: Lease;
       try {
@@ -143,13 +145,11 @@ export class Gateway {
       } catch (error) {
         return this.#fail(res, endpoint, error);
       }
-      const outcome = await this.#forward(
-        req,
-        res,
-        endpoint,
-        lease,
-        cold ? this.#o.clock() - arrived : undefined,
-      );
+      deadline ??= this.#o.clock() + endpoint.spec.workers.requestTimeoutSeconds * 1000;
+      const outcome = await this.#forward(req, res, endpoint, lease, {
+        coldStartMs: cold ? this.#o.clock() - arrived : undefined,
+        timeoutMs: Math.max(1, deadline - this.#o.clock()),
+      });
       // Before the release: releasing hands the slot to the next queued request at once.
       if (outcome === 'not-sent' || outcome === 'worker-error')
         this.#quarantineWorker(endpoint.id, lease.workerId);
@@ -174,7 +174,7 @@ export class Gateway {
     res: ServerResponse,
     endpoint: Endpoint,
     lease: Lease,
-    coldStartMs: number | undefined,
+    { coldStartMs, timeoutMs }: { coldStartMs: number | undefined; timeoutMs: number },
   ): Promise<ProxyOutcome> {
     const responseHeaders: Record<string, string> = {
       'x-corral-worker': lease.workerId,
@@ -186,7 +186,7 @@ export class Gateway {
       res,
       pool: this.#o.pools.get(lease.address, endpoint.spec.workers.maxConcurrent),
       target: { id: lease.workerId, address: lease.address },
-      requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000,
+      requestTimeoutMs: timeoutMs,
       responseHeaders,
       bodyLimitBytes: this.#o.bodyLimitBytes,
     });
@@ -200,19 +200,28 @@ export class Gateway {
     }
     const abort = new AbortController();
     socket.once('close', () => abort.abort());
-    let lease: Lease;
-    try {
-      lease = await this.#dispatcher(endpoint).acquire({ signal: abort.signal });
-    } catch (error) {
-      const status = error instanceof GatewayError ? error.status : 502;
-      socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-      return;
+    const tried = new Set<string>();
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      let lease: Lease;
+      try {
+        lease = await this.#dispatcher(endpoint).acquire({ signal: abort.signal, exclude: tried });
+      } catch (error) {
+        const status = error instanceof GatewayError ? error.status : 502;
+        socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+        return;
+      }
+      let outcome: Awaited<ReturnType<typeof proxyUpgrade>>;
+      try {
+        outcome = await proxyUpgrade(req, socket, head, lease.address, { 'x-corral-worker': lease.workerId });
+        if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
+      } finally {
+        lease.release();
+      }
+      // Only an unreachable worker leaves the client's socket untouched: try another, or say so.
+      if (outcome !== 'not-sent') return;
+      tried.add(lease.workerId);
     }
-    try {
-      await proxyUpgrade(req, socket, head, lease.address, { 'x-corral-worker': lease.workerId });
-    } finally {
-      lease.release();
-    }
+    socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
   /** The endpoint the request is for, or an error answer (404, 503) already written. */
@@ -247,26 +256,18 @@ export class Gateway {
     return fresh;
   }
 
-  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, status?: number): void {
+  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown): void {
     const gatewayError =
       error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
     if (gatewayError.code === 'CLIENT_GONE') return;
-    this.#write(res, gatewayError, status);
-    this.#o.metrics?.observeRequest(endpoint.id, status ?? gatewayError.status, 0, 0);
+    this.#write(res, gatewayError);
+    this.#o.metrics?.observeRequest(endpoint.id, gatewayError.status, 0, 0);
   }
 
-  #write(res: ServerResponse, error: GatewayError, status = error.status): void {
+  #write(res: ServerResponse, error: GatewayError): void {
     if (res.headersSent || res.destroyed) return;
-    const body = JSON.stringify(
-      status === 413
-        ? {
-            code: 413,
-            reason: 'BODY_TOO_LARGE',
-            message: 'the request body is larger than this gateway accepts',
-            metadata: {},
-          }
-        : error.toBody(),
-    );
+    const status = error.status;
+    const body = JSON.stringify(error.toBody());
     const headers: Record<string, string | number> = {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),

@@ -128,7 +128,7 @@ export function forwardRequestHeaders(
         if (name.length === 17 && sameName(name, 'transfer-encoding')) chunked = true;
         break;
       case CONNECTION:
-        connection = connection === undefined ? value : `${connection},${value}`;
+        if (!namesNoHeader(value)) connection = connection === undefined ? value : `${connection},${value}`;
         break;
       case HOST:
         if (host === undefined) host = value;
@@ -172,7 +172,7 @@ export function filterResponseHeaders(
       if (name.length === 10 && sameName(name, 'connection')) {
         const value = raw[i + 1] as string | Buffer;
         const text = typeof value === 'string' ? value : value.toString('latin1');
-        connection = connection === undefined ? text : `${connection},${text}`;
+        if (!namesNoHeader(text)) connection = connection === undefined ? text : `${connection},${text}`;
       }
       continue;
     }
@@ -185,6 +185,20 @@ export function filterResponseHeaders(
     for (const name of overrideNames) out.push(name, override[name] as string);
   }
   return out;
+}
+
+/** The usual Connection values, which name no header to drop: `keep-alive`, `close`, `upgrade`. */
+function namesNoHeader(value: string): boolean {
+  switch (value.length) {
+    case 5:
+      return sameName(value, 'close');
+    case 7:
+      return sameName(value, 'upgrade');
+    case 10:
+      return sameName(value, 'keep-alive');
+    default:
+      return false;
+  }
 }
 
 function namedIn(name: string, names: readonly string[]): boolean {

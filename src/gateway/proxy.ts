@@ -7,18 +7,18 @@
  * undici parses it, with undici's socket paused while `res` is over its high-water mark. No `req.headers` object,
  * no intermediate streams, one timer.
  *
- * Retry safety. The outcome is `not-sent` only when undici never started the request: `onRequestStart` runs just
+ * Retry safety. The outcome is `not-sent` only when undici never started the request: `onConnect` runs just
  * before the first byte is written to a connected socket, so an error before it (connection refused or reset while
  * connecting, connect timeout, a pool closed by `WorkerPools.drop`) means the worker saw nothing and the body was
  * not read (undici only listens for its `error` event until then). The caller may then call `proxyRequest` again
  * with the same `req`/`res` on another worker, with the remaining time as `requestTimeoutMs`. Any failure after
- * `onRequestStart` is `worker-error` and must not be retried, even for a GET (a keep-alive socket the worker closed
+ * `onConnect` is `worker-error` and must not be retried, even for a GET (a keep-alive socket the worker closed
  * under us is the classic case; `WorkerPools` keeps idle sockets for less time than workers do to make it rare).
  *
  * After a request with a body, `req.socket` may be null: undici destroys the consumed body and detaches the
  * socket first so that the client connection survives (use `res.socket`).
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from './errors.js';
@@ -69,9 +69,13 @@ export interface ProxyRequestOptions {
 const MAX_TIMER_MS = 2_147_483_647;
 
 /** Abort reasons, made once: undici hands them back to this file's handler only. */
-const TIMED_OUT = new Error('request timeout');
 const CLIENT_GONE = new Error('client disconnected');
-const BODY_TOO_LARGE = new Error('request body too large');
+const ABORT_REASONS = {
+  timeout: new Error('request timeout'),
+  'client-gone': CLIENT_GONE,
+  'body-too-large': new Error('request body too large'),
+  'worker-error': new Error('unusable worker response'),
+} as const;
 
 /**
  * Whether a Content-Length is over the limit, for a caller that wants to answer 413 before queueing. Cheap: looks
@@ -104,7 +108,10 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
   contentLength: string | undefined = undefined;
   chunked = false;
 
-  controller: Dispatcher.DispatchController | null = null;
+  /** undici's abort for this request; set when the request starts on a connection (nothing is sent before). */
+  abort: ((error: Error) => void) | null = null;
+  /** undici's resume for a paused response. */
+  resumeResponse: (() => void) | null = null;
   settled = false;
   bodyWritten = false;
   waitingDrain = false;
@@ -164,15 +171,18 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     return promise;
   }
 
-  // --- undici handler ---------------------------------------------------------------------------------------
+  // --- undici handler -----------------------------------------------------------------------------------------
+  // undici 7's own request()/stream() implement this interface (onConnect, onHeaders, onData, onComplete, onError)
+  // and its client calls it directly; the newer onRequestStart/onResponse* style is adapted to it with a wrapper,
+  // a controller and a parsed header object per request, which the hot path does without.
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onConnect(abort: (error?: Error) => void): void {
     if (this.settled) {
       // Timed out or the client left while the request waited for a connection: never send it.
-      controller.abort(CLIENT_GONE);
+      abort(CLIENT_GONE);
       return;
     }
-    this.controller = controller;
+    this.abort = abort;
     if (this.chunked && this.bodyLimitBytes !== undefined) {
       // Counted alongside undici's own 'data' listener, which it adds right after this call, so no chunk is missed
       // and the stream does not start flowing before undici reads it. A Content-Length body needs no count:
@@ -181,54 +191,48 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     }
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    parsed: IncomingHttpHeaders,
-    statusMessage?: string,
-  ): void {
-    if (this.settled || statusCode < 200) return; // 1xx (103 Early Hints) are not passed on
-    const raw = controller.rawHeaders;
-    const headers = Array.isArray(raw)
-      ? filterResponseHeaders(raw, this.responseHeaders)
-      : filterResponseHeaders(flatten(parsed), this.responseHeaders);
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (this.settled || statusCode < 200) return true; // 1xx (103 Early Hints) are not passed on
+    this.resumeResponse = resume;
+    const headers = filterResponseHeaders(rawHeaders, this.responseHeaders);
     try {
-      this.res.writeHead(statusCode, statusMessage || undefined, headers);
+      this.res.writeHead(statusCode, statusText || undefined, headers);
     } catch {
       // A header node:http refuses to write (it validates more strictly than llhttp parses).
       this.fail('worker-error');
-      return;
+      return false;
     }
     // A body arriving in the same read is written together with the headers; otherwise (SSE, slow first chunk)
     // the headers go now rather than with the first chunk.
     process.nextTick(flushHeadersIfIdle, this);
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.settled) return;
+  /** Returns false to pause undici's socket until `res` drains. */
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
     this.bodyWritten = true;
-    if (!this.res.write(chunk)) {
-      controller.pause();
-      if (!this.waitingDrain) {
-        this.waitingDrain = true;
-        this.res.once('drain', this.onDrain);
-      }
+    if (this.res.write(chunk)) return true;
+    if (!this.waitingDrain) {
+      this.waitingDrain = true;
+      this.res.once('drain', this.onDrain);
     }
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     if (this.settled) return;
     this.res.end();
     this.settle('ok');
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  onError(error: Error): void {
     if (this.settled) return; // our own abort, already answered
     if (this.clientSocket.destroyed || this.res.destroyed) {
       this.settle('client-gone');
       return;
     }
-    if (this.controller === null) {
+    if (this.abort === null) {
       // Never started: nothing reached the worker and the body was not read.
       if ((error as { code?: string }).code === 'UND_ERR_INVALID_ARG') {
         this.settle('bad-request');
@@ -260,7 +264,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
 
   readonly onDrain = (): void => {
     this.waitingDrain = false;
-    if (!this.settled) this.controller?.resume();
+    if (!this.settled) this.resumeResponse?.();
   };
 
   readonly countBody = (chunk: Buffer): void => {
@@ -275,12 +279,8 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
   fail(outcome: 'timeout' | 'client-gone' | 'body-too-large' | 'worker-error'): void {
     if (this.settled) return;
     this.settle(outcome);
-    const active = this.controller;
-    if (active !== null && !active.aborted) {
-      active.abort(
-        outcome === 'timeout' ? TIMED_OUT : outcome === 'client-gone' ? CLIENT_GONE : BODY_TOO_LARGE,
-      );
-    }
+    // Not started yet: onConnect aborts it. Started: undici destroys the connection, so the worker sees the abort.
+    this.abort?.(ABORT_REASONS[outcome]);
     switch (outcome) {
       case 'client-gone':
         return;
@@ -360,17 +360,6 @@ function bodyTooLargeBody(limit: number) {
     message: `The request body is larger than the gateway accepts (${limit} bytes).`,
     metadata: { limitBytes: limit },
   };
-}
-
-function flatten(headers: IncomingHttpHeaders): string[] {
-  const out: string[] = [];
-  for (const name of Object.keys(headers)) {
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const item of value) out.push(name, item);
-    else out.push(name, value);
-  }
-  return out;
 }
 
 function noop(): void {}

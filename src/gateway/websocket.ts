@@ -68,6 +68,8 @@ export function proxyUpgrade(
     let outcome: UpgradeOutcome = 'ok';
     let upstreamClosed = false;
     let clientClosed = false;
+    /** The client sent FIN (node:http sockets are half-open, so 'close' may come much later). */
+    let clientEnded = false;
     let received: Buffer[] = [];
     let receivedBytes = 0;
 
@@ -127,12 +129,17 @@ export function proxyUpgrade(
       closeAfterFlush(upstream);
       settleWhenBothClosed();
     };
+    const onClientEnd = () => {
+      clientEnded = true;
+    };
     socket.on('error', onClientError);
     socket.on('close', onClientClose);
+    socket.on('end', onClientEnd);
     /** The worker cannot be reached: leave the client's socket as it was found, for a retry or an answer. */
     const notSent = () => {
       socket.off('error', onClientError);
       socket.off('close', onClientClose);
+      socket.off('end', onClientEnd);
       end('not-sent');
     };
 
@@ -149,8 +156,13 @@ export function proxyUpgrade(
       upstreamClosed = true;
       // Connecting: 'error' or the connect timer settled it, and the client's socket is the caller's again.
       if (phase === 'connecting' || phase === 'done') return;
-      if (phase === 'handshake' && outcome === 'ok' && !clientClosed) {
-        workerFailed('The worker closed the connection before answering the upgrade.');
+      if (phase === 'handshake' && outcome === 'ok') {
+        if (clientClosed || clientEnded) {
+          outcome = 'client-gone';
+          closeAfterFlush(socket);
+        } else {
+          workerFailed('The worker closed the connection before answering the upgrade.');
+        }
       } else {
         closeAfterFlush(socket);
       }
