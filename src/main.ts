@@ -49,6 +49,8 @@ export interface ApiParts {
   registry?: Registry;
   /** Told after every endpoint change (the controller's poke, in `corral serve`). */
   onEndpointsChanged?: () => void;
+  /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
+  bound?: { apiUrl: () => string; gatewayPort: () => number };
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -83,9 +85,9 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
-      gatewayPort: config.gatewayAddr.port,
+      gatewayPort: parts.bound?.gatewayPort ?? (() => config.gatewayAddr.port),
       publicUrl: config.publicUrl,
-      apiUrl: config.apiUrl,
+      apiUrl: parts.bound?.apiUrl ?? (() => config.apiUrl),
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
@@ -144,6 +146,7 @@ export async function serve(
     const registry = new Registry();
     let controllerView: () => Iterable<ManagedWorker> = () => [];
     let gateway: Gateway | undefined;
+    const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const controller: Controller = new Controller({
       store,
       runtime,
@@ -176,12 +179,21 @@ export async function serve(
       logger,
       secrets,
       busyGpus: () => new Set(controller.workers().flatMap((w) => w.gpuUuids)),
-      insight: runtime,
+      insight: {
+        logs: (workerId, options) => runtime.logs(workerId, options),
+        stats: (workerId) => runtime.stats(workerId),
+        load: (endpointId, workerId) =>
+          gateway?.workerLoad(endpointId, workerId) ?? { requests: 0, inFlight: 0 },
+      },
       registry,
       onEndpointsChanged: () => controller.poke(),
+      bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
+    if (config.apiUrl === `http://${formatHostPort(config.apiAddr)}`) {
+      bound.apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
+    }
     const pools = new WorkerPools();
     const gatewayMetrics = new GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
     gateway = new Gateway({
@@ -200,6 +212,8 @@ export async function serve(
     const started = gateway;
     const gatewayServer = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
     await listen(gatewayServer, config.gatewayAddr);
+    const gatewayAddress = gatewayServer.address();
+    bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(async () => {
       started.close();
       await new Promise<void>((resolve) => gatewayServer.close(() => resolve()));
@@ -209,11 +223,7 @@ export async function serve(
     controller.start();
     closers.push(() => controller.stop());
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
-    const gatewayAddress = gatewayServer.address();
-    const gatewayUrl = `http://${formatHostPort({
-      host: config.gatewayAddr.host,
-      port: typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0,
-    })}`;
+    const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
     logger.info(
       {
         apiUrl,

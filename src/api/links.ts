@@ -1,15 +1,18 @@
 import { API_PREFIX } from './prefix.js';
 
+/** Ports and URLs are read when a link is made: with port 0 they are known only once the servers listen. */
+export interface LinkOptions {
+  domain: string;
+  gatewayPort: () => number;
+  publicUrl: string | undefined;
+  apiUrl: () => string;
+}
+
 /** Builds the URLs an endpoint shows: its own URL on the gateway and its log on the API. */
 export class EndpointLinks {
-  readonly #o: { domain: string; gatewayPort: number; publicUrl: string | undefined; apiUrl: string };
+  readonly #o: LinkOptions;
 
-  constructor(options: {
-    domain: string;
-    gatewayPort: number;
-    publicUrl: string | undefined;
-    apiUrl: string;
-  }) {
+  constructor(options: LinkOptions) {
     this.#o = options;
   }
 
@@ -19,18 +22,18 @@ export class EndpointLinks {
       const base = new URL(publicUrl);
       return `${base.protocol}//${appName}.${base.host}`;
     }
-    return `http://${appName}.${domain}:${gatewayPort}`;
+    return `http://${appName}.${domain}:${gatewayPort()}`;
   }
 
   log(endpointId: string): string {
-    return `${this.#o.apiUrl}${API_PREFIX}/endpoint/log?id=${encodeURIComponent(endpointId)}`;
+    return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/log?id=${encodeURIComponent(endpointId)}`;
   }
 
   workerLog(endpointId: string, workerId: string): string {
-    return `${this.#o.apiUrl}${API_PREFIX}/endpoint/worker/log?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
+    return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/worker/log?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
   }
 
   workerMetrics(endpointId: string, workerId: string): string {
-    return `${this.#o.apiUrl}${API_PREFIX}/endpoint/worker/metrics?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
+    return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/worker/metrics?id=${encodeURIComponent(endpointId)}&worker=${encodeURIComponent(workerId)}`;
   }
 }

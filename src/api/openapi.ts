@@ -211,6 +211,8 @@ function responseSchemas(): Record<string, Schema> {
       state: str('Worker state.'),
       healthy: { type: 'boolean' },
       gpus: { type: 'array', items: str('GPU uuid.') },
+      requests: { type: ['integer', 'null'], description: 'Requests the gateway has given this worker.' },
+      inFlight: { type: ['integer', 'null'], description: 'Requests in flight on it now.' },
       cpuPercent: { type: ['number', 'null'], description: 'CPU use (100 = one core); null when unknown.' },
       memoryBytes: { type: ['integer', 'null'], description: 'Memory in use; null when unknown.' },
       startedAt: str('When the worker was created.', { format: 'date-time' }),

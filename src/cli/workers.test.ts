@@ -94,6 +94,8 @@ describe('corral workers metrics', () => {
     state: 'running',
     healthy: true,
     gpus: ['GPU-aaaa', 'GPU-bbbb'],
+    requests: 42,
+    inFlight: 1,
     cpuPercent: 153.26,
     memoryBytes: 3 * 1024 ** 3 + 512 * 1024 ** 2,
     startedAt: '2024-05-01T10:00:00.000Z',
@@ -106,14 +108,16 @@ describe('corral workers metrics', () => {
     expect(h.err()).toBe('');
     expect(h.out()).toBe(
       [
-        'ID:       w-1',
-        'State:    running',
-        'Healthy:  yes',
-        'GPUs:     GPU-aaaa, GPU-bbbb',
-        'CPU:      153.3%',
-        'Memory:   3.5 GiB',
-        'Started:  2024-05-01T10:00:00.000Z',
-        'Ready:    2024-05-01T10:00:12.000Z',
+        'ID:         w-1',
+        'State:      running',
+        'Healthy:    yes',
+        'GPUs:       GPU-aaaa, GPU-bbbb',
+        'Requests:   42',
+        'In flight:  1',
+        'CPU:        153.3%',
+        'Memory:     3.5 GiB',
+        'Started:    2024-05-01T10:00:00.000Z',
+        'Ready:      2024-05-01T10:00:12.000Z',
         '',
       ].join('\n'),
     );
@@ -137,10 +141,10 @@ describe('corral workers metrics', () => {
       routes: { 'GET endpoint/worker/metrics': { body: { ...pending, readyAt: null } } },
     });
     await runCommand(makeWorkersCommand(h.deps), ['metrics', 'ep-1', 'w-1']);
-    expect(h.out()).toContain('GPUs:     none\n');
-    expect(h.out()).toContain('CPU:      unknown\n');
-    expect(h.out()).toContain('Memory:   unknown\n');
-    expect(h.out()).toContain('Ready:    not yet\n');
+    expect(h.out()).toContain('GPUs:       none\n');
+    expect(h.out()).toContain('CPU:        unknown\n');
+    expect(h.out()).toContain('Memory:     unknown\n');
+    expect(h.out()).toContain('Ready:      not yet\n');
   });
 
   it('prints the JSON answer with --json', async () => {

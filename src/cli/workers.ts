@@ -50,6 +50,8 @@ export function formatWorkerMetrics(m: WorkerMetrics): string {
     ['State', m.state],
     ['Healthy', m.healthy ? 'yes' : 'no'],
     ['GPUs', m.gpus.length === 0 ? 'none' : m.gpus.join(', ')],
+    ['Requests', m.requests === null ? 'unknown' : String(m.requests)],
+    ['In flight', m.inFlight === null ? 'unknown' : String(m.inFlight)],
     ['CPU', m.cpuPercent === null ? 'unknown' : `${round(m.cpuPercent)}%`],
     ['Memory', m.memoryBytes === null ? 'unknown' : formatBytes(m.memoryBytes)],
     ['Started', m.startedAt],

@@ -50,6 +50,9 @@ export interface WorkerMetrics {
   healthy: boolean;
   /** UUIDs of the GPUs the worker holds. */
   gpus: string[];
+  /** Requests the gateway has given the worker, and those in flight now; null where no gateway runs. */
+  requests: number | null;
+  inFlight: number | null;
   /** CPU use as the runtime reports it (100 = one core); null when unknown. */
   cpuPercent: number | null;
   /** Memory in use; null when unknown. */

@@ -56,6 +56,8 @@ export class Gateway {
   readonly #scaleTimers = new Map<string, NodeJS.Timeout>();
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
+  /** Requests each worker has been given (for its metrics URL). */
+  readonly #served = new Map<string, number>();
   readonly #unsubscribe: () => void;
 
   constructor(options: GatewayOptions) {
@@ -102,6 +104,13 @@ export class Gateway {
     }
   }
 
+  /** A worker's traffic: requests given to it so far and those in flight now. */
+  workerLoad(endpointId: string, workerId: string): { requests: number; inFlight: number } {
+    const stats = this.#dispatchers.get(endpointId)?.stats();
+    const inFlight = stats?.workers.find((w) => w.id === workerId)?.inFlight ?? 0;
+    return { requests: this.#served.get(workerId) ?? 0, inFlight };
+  }
+
   /** Queue depth and in-flight requests per endpoint, for metrics. */
   stats(): { endpointId: string; queueLength: number; inFlight: number }[] {
     return [...this.#dispatchers].map(([endpointId, d]) => {
@@ -146,6 +155,7 @@ export class Gateway {
         return this.#fail(res, endpoint, error);
       }
       deadline ??= this.#o.clock() + endpoint.spec.workers.requestTimeoutSeconds * 1000;
+      this.#served.set(lease.workerId, (this.#served.get(lease.workerId) ?? 0) + 1);
       const outcome = await this.#forward(req, res, endpoint, lease, {
         coldStartMs: cold ? this.#o.clock() - arrived : undefined,
         timeoutMs: Math.max(1, deadline - this.#o.clock()),

@@ -187,6 +187,13 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     const times = answer.chunkTimes;
     expect((times.at(-1) ?? 0) - (times[0] ?? 0)).toBeGreaterThan(1500);
     expect(times.length).toBeGreaterThanOrEqual(15);
+    // The worker's metrics URL counts what the gateway gave it.
+    const [worker] = (await api(server, `endpoint?id=${id}`)).endpoint.workers;
+    const metrics = (await (
+      await fetch(worker.metrics, { headers: { authorization: `Bearer ${KEY}` } })
+    ).json()) as any;
+    expect(metrics.requests).toBeGreaterThanOrEqual(2);
+    expect(metrics.inFlight).toBe(0);
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
 

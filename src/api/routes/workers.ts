@@ -8,6 +8,8 @@ import { CorralError } from '../errors.js';
 export interface WorkerInsight {
   logs(workerId: string, options: LogOptions): AsyncIterable<string>;
   stats(workerId: string): Promise<WorkerStats | undefined>;
+  /** The gateway's view of the worker's traffic, where this process runs a gateway. */
+  load?(endpointId: string, workerId: string): { requests: number; inFlight: number };
 }
 
 type Query = Record<string, string | string[] | undefined>;
@@ -65,6 +67,8 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
       state: worker.status.state,
       healthy: worker.healthy,
       gpus: worker.gpuUuids,
+      requests: o.insight?.load?.(worker.endpointId, worker.id).requests ?? null,
+      inFlight: o.insight?.load?.(worker.endpointId, worker.id).inFlight ?? null,
       cpuPercent: stats?.cpuPercent ?? null,
       memoryBytes: stats?.memoryBytes ?? null,
       startedAt: new Date(worker.createdAt).toISOString(),
