@@ -197,6 +197,37 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
 
+  it('a rolling update under light traffic fails no request', async () => {
+    const id = await create('rolling', {
+      workerConfig: { minNum: 1, maxNum: 2, maxConcurrent: 4, freeTimeout: 60, gpuNum: 1 },
+    });
+    await until(
+      async () => expect((await viaGateway(server, 'rolling', '/health')).status).toBe(200),
+      30_000,
+    );
+    const before = (await viaGateway(server, 'rolling', '/work?ms=1')).headers['x-corral-worker'];
+    const answers: Answer[] = [];
+    let rolling = true;
+    const traffic = (async () => {
+      while (rolling) {
+        answers.push(await viaGateway(server, 'rolling', '/work?ms=20'));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    await api(server, 'endpoint/update', { id, envs: [{ key: 'REVISION', value: '2' }] });
+    await until(async () => {
+      const endpoint = (await api(server, `endpoint?id=${id}`)).endpoint;
+      expect(endpoint.state.state).toBe('serving');
+      expect(endpoint.workers.map((w: any) => w.id)).not.toContain(before);
+    }, 40_000);
+    rolling = false;
+    await traffic;
+    expect(answers.length).toBeGreaterThanOrEqual(5);
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    expect(new Set(answers.map((a) => a.headers['x-corral-worker'])).size).toBeGreaterThanOrEqual(2);
+    await api(server, 'endpoint/delete', { id });
+  }, 90_000);
+
   it('a stopped endpoint answers 503 ENDPOINT_STOPPED', async () => {
     const id = await create('stopped-one');
     await api(server, 'endpoint/stop', { id });
