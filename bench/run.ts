@@ -9,6 +9,7 @@ type Suite = () => Promise<void>;
 /** Later issues add their suites here (gateway, controller). */
 const SUITES: Record<string, Suite> = {
   api: async () => (await import('./api.js')).runApiBench(),
+  gateway: async () => (await import('./gateway.js')).runGatewayBench(),
   controller: async () => (await import('./controller.js')).runControllerBench(),
 };
 
