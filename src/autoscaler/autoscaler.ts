@@ -30,7 +30,7 @@
  *   `desired` may be below `active - victims.length` and the controller picks the rest itself.
  */
 import type { ScalingPolicy } from '../domain/endpoint.js';
-import type { WorkerState } from '../domain/worker.js';
+import { SCALE_DOWN_RANK, type WorkerState } from '../domain/worker.js';
 
 export interface ScalingWorker {
   id: string;
@@ -85,18 +85,6 @@ export const ACTIVE_SCALING_STATES: ReadonlySet<WorkerState> = new Set([
 
 /** States that are capacity on the way: each absorbs `maxConcurrent` queued requests once up. */
 export const STARTING_STATES: ReadonlySet<WorkerState> = new Set(['pending', 'pulling', 'starting']);
-
-/** Which idle workers go first: those not serving yet, then the rest (ties: the newest first). */
-const VICTIM_RANK: Record<WorkerState, number> = {
-  pending: 0,
-  pulling: 1,
-  starting: 2,
-  unhealthy: 3,
-  running: 4,
-  draining: 5,
-  stopped: 5,
-  failed: 5,
-};
 
 export function decideScale(input: ScalingInput): ScalingDecision {
   const active = input.workers.filter((w) => ACTIVE_SCALING_STATES.has(w.state));
@@ -229,7 +217,7 @@ function victimRoom(input: ScalingInput, active: readonly ScalingWorker[]): numb
 /** Still-starting first, then unhealthy, then running; within a state the newest first; then by id. */
 function victimOrder(a: ScalingWorker, b: ScalingWorker): number {
   return (
-    VICTIM_RANK[a.state] - VICTIM_RANK[b.state] ||
+    SCALE_DOWN_RANK[a.state] - SCALE_DOWN_RANK[b.state] ||
     b.createdAt - a.createdAt ||
     (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
   );

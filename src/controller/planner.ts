@@ -1,5 +1,5 @@
 import type { Endpoint } from '../domain/endpoint.js';
-import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
+import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './backoff.js';
 import { isActive, type ManagedWorker } from './managed-worker.js';
 
@@ -12,7 +12,7 @@ export interface EndpointPlanInput {
   crash: CrashRecord;
   now: number;
   startupTimeoutMs: number;
-  /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by VICTIM_RANK. */
+  /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by SCALE_DOWN_RANK. */
   preferredVictims?: string[];
 }
 
@@ -23,18 +23,6 @@ export type PlanAction =
   | { type: 'remove'; workerId: string; reason: string }
   /** Mark failed with a stable code and remove its container; counts towards crash-loop backoff. */
   | { type: 'fail'; workerId: string; code: WorkerErrorCode; message: string };
-
-/** Which workers go first when scaling down: those not serving yet, then the newest. */
-const VICTIM_RANK: Record<WorkerState, number> = {
-  pending: 0,
-  pulling: 1,
-  starting: 2,
-  unhealthy: 3,
-  running: 4,
-  draining: 5,
-  stopped: 5,
-  failed: 5,
-};
 
 /** Decides, for one endpoint, what brings its workers towards what is desired. Pure. */
 export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
@@ -94,7 +82,7 @@ export function pickVictims(
   count: number,
   preferred: string[] = [],
 ): ManagedWorker[] {
-  const rank = (w: ManagedWorker) => (preferred.includes(w.id) ? -1 : VICTIM_RANK[w.state]);
+  const rank = (w: ManagedWorker) => (preferred.includes(w.id) ? -1 : SCALE_DOWN_RANK[w.state]);
   return [...workers].sort((a, b) => rank(a) - rank(b) || b.createdAt - a.createdAt).slice(0, count);
 }
 

@@ -38,3 +38,15 @@ export interface Worker {
   /** When it first passed its health check; null until then. */
   readyAt: number | null;
 }
+
+/** Which workers go first when scaling down: those not serving yet, then the serving ones. */
+export const SCALE_DOWN_RANK: Record<WorkerState, number> = {
+  pending: 0,
+  pulling: 1,
+  starting: 2,
+  unhealthy: 3,
+  running: 4,
+  draining: 5,
+  stopped: 5,
+  failed: 5,
+};
