@@ -434,6 +434,7 @@ async function gatewayChild(): Promise<void> {
   const workers = [{ id: 'bench-worker', address: { host: '127.0.0.1', port: upstreamPort } }];
   const routing: RoutingView = {
     endpointByAppName: (appName) => (appName === APP_NAME ? endpoint : undefined),
+    endpointById: (endpointId) => (endpointId === endpoint.id ? endpoint : undefined),
     routableWorkers: (endpointId) => (endpointId === endpoint.id ? workers : []),
     onChange: () => () => {},
   };

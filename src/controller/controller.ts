@@ -66,6 +66,8 @@ export interface ControllerOptions {
 /** What the gateway needs from the controller: where each endpoint's traffic may go. */
 export interface RoutingView {
   endpointByAppName(appName: string): Endpoint | undefined;
+  /** The live endpoint as of the last pass; undefined once deleted. */
+  endpointById(endpointId: string): Endpoint | undefined;
   /** Running, healthy workers of any revision (both serve during a rollout). */
   routableWorkers(endpointId: string): { id: string; address: { host: string; port: number } }[];
   /** Called after every pass and whenever a worker's health changes. */
@@ -152,6 +154,10 @@ export class Controller implements RoutingView {
 
   endpointByAppName(appName: string): Endpoint | undefined {
     return this.#appNames.get(appName);
+  }
+
+  endpointById(endpointId: string): Endpoint | undefined {
+    return this.#endpoints.get(endpointId);
   }
 
   routableWorkers(endpointId: string): { id: string; address: { host: string; port: number } }[] {

@@ -316,6 +316,17 @@ export class Gateway {
     const now = this.#o.clock();
     for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
     for (const [endpointId, dispatcher] of this.#dispatchers) {
+      const endpoint = this.#o.routing.endpointById(endpointId);
+      if (!endpoint || endpoint.desired === 'stopped') {
+        // Requests queued while the routing view still said "running" must not wait for a worker that never comes.
+        dispatcher.close(
+          endpoint
+            ? new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpointId} is stopped`)
+            : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
+        );
+        this.#dispatchers.delete(endpointId);
+        continue;
+      }
       dispatcher.setWorkers(this.#routable(endpointId));
     }
   }
