@@ -11,6 +11,15 @@ export class GatewayMetrics {
   readonly #coldStarts: Histogram<'endpoint'>;
   readonly #decisionDelay: Histogram<'endpoint'>;
   readonly #lastThreshold = new Map<string, number>();
+  /** Per-endpoint label children, made once: resolving labels on every request costs the hot path. */
+  readonly #children = new Map<
+    string,
+    {
+      latency: { observe(v: number): void };
+      queueWait: { observe(v: number): void };
+      byStatus: Map<number, { inc(): void }>;
+    }
+  >();
 
   constructor(options: {
     registry: Registry;
@@ -75,9 +84,23 @@ export class GatewayMetrics {
   }
 
   observeRequest(endpoint: string, status: number, durationMs: number, queueMs: number): void {
-    this.#requests.inc({ endpoint, status: String(status) });
-    this.#latency.observe({ endpoint }, durationMs / 1000);
-    this.#queueWait.observe({ endpoint }, queueMs / 1000);
+    let children = this.#children.get(endpoint);
+    if (!children) {
+      children = {
+        latency: this.#latency.labels({ endpoint }),
+        queueWait: this.#queueWait.labels({ endpoint }),
+        byStatus: new Map(),
+      };
+      this.#children.set(endpoint, children);
+    }
+    let counter = children.byStatus.get(status);
+    if (!counter) {
+      counter = this.#requests.labels({ endpoint, status: String(status) });
+      children.byStatus.set(status, counter);
+    }
+    counter.inc();
+    children.latency.observe(durationMs / 1000);
+    children.queueWait.observe(queueMs / 1000);
   }
 
   observeColdStart(endpoint: string, ms: number): void {

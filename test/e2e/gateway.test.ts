@@ -194,6 +194,12 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     ).json()) as any;
     expect(metrics.requests).toBeGreaterThanOrEqual(2);
     expect(metrics.inFlight).toBe(0);
+    const prometheus = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    const served = new RegExp(
+      `^corral_gateway_requests_total\\{endpoint="${id}",status="200"\\} (\\d+)$`,
+      'm',
+    );
+    expect(Number(served.exec(prometheus)?.[1])).toBeGreaterThanOrEqual(2);
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
 
