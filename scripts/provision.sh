@@ -3,6 +3,10 @@
 # Idempotent: does nothing for what is already running. Prints the environment to export on its last lines.
 set -euo pipefail
 
+# Only the environment lines may reach stdout (callers export them): everything else goes to stderr,
+# including what the tools started here print (pg_ctlcluster says "Removed stale pid file." on stdout).
+exec 3>&1 1>&2
+
 log() { printf 'provision: %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -40,9 +44,12 @@ as_root su postgres -c "psql -p $pg_port -qtAc \"select 1 from pg_database where
 # Docker engine: started in the background when its socket does not answer.
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd"
+  # A machine restored from a snapshot keeps the pid file of a dockerd that no longer runs; dockerd refuses
+  # to start if that pid now belongs to another process.
+  if ! pgrep -x dockerd >/dev/null 2>&1; then as_root rm -f /var/run/docker.pid; fi
   as_root sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/dockerd.log"; exit 1; }
 fi
 
-echo "CORRAL_TEST_DATABASE_URL=postgres://corral:corral@127.0.0.1:${pg_port}/corral_test"
+echo >&3 "CORRAL_TEST_DATABASE_URL=postgres://corral:corral@127.0.0.1:${pg_port}/corral_test"
