@@ -490,6 +490,7 @@ describe('GatewayError', () => {
       CLIENT_GONE: 499,
       WORKER_ERROR: 502,
       NO_CAPACITY: 503,
+      ROUTING_UNAVAILABLE: 503,
       ENDPOINT_STOPPED: 503,
       QUEUE_TIMEOUT: 504,
       REQUEST_TIMEOUT: 504,

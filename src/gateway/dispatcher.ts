@@ -141,6 +141,11 @@ export class EndpointDispatcher {
     return { ...this.#settings };
   }
 
+  /** The slots per worker now (without the copy `settings` makes: the gateway reads it on every request). */
+  get maxConcurrent(): number {
+    return this.#settings.maxConcurrent;
+  }
+
   /** The error close() was given, while closed. */
   get closedWith(): GatewayError | undefined {
     return this.#closedWith;
@@ -203,6 +208,19 @@ export class EndpointDispatcher {
   }
 
   /**
+   * The fast path of acquire(): a slot granted now, or undefined when acquire() must decide (no free slot, so the
+   * request would queue or be refused; or the dispatcher is closed). Needs no promise and no abort signal, since
+   * nothing waits. The caller owns the lease and must release it.
+   */
+  tryAcquire(exclude?: ReadonlySet<string>): Lease | undefined {
+    if (this.#closedWith) return undefined;
+    const worker = this.#pick(exclude);
+    if (!worker) return undefined;
+    const now = this.#clock();
+    return this.#lease(worker, now, now);
+  }
+
+  /**
    * A slot on the least-loaded routable worker with one free (ties: the most recently active, so that light traffic
    * stays on few workers and the others can go idle and be scaled down), or a place in the FIFO queue. Rejects with
    * a GatewayError: QUEUE_FULL (with retryAfterSeconds), QUEUE_TIMEOUT, CLIENT_GONE, or the close() error.
@@ -215,7 +233,7 @@ export class EndpointDispatcher {
     if (signal?.aborted) return Promise.reject(clientGone('before it got a slot', signal.reason));
     const now = this.#clock();
     const worker = this.#pick(exclude);
-    if (worker) return Promise.resolve(this.#lease(worker, now));
+    if (worker) return Promise.resolve(this.#lease(worker, now, now));
     if (this.#queue.size >= this.#settings.maxQueueLength) {
       const retryAfterSeconds = this.#retryAfterSeconds(now);
       return Promise.reject(
@@ -303,10 +321,9 @@ export class EndpointDispatcher {
     return best;
   }
 
-  #lease(slots: WorkerSlots, enqueuedAt: number): Lease {
+  #lease(slots: WorkerSlots, enqueuedAt: number, grantedAt = this.#clock()): Lease {
     slots.inFlight += 1;
     slots.activity = ++this.#activity;
-    const grantedAt = this.#clock();
     let released = false;
     return {
       workerId: slots.id,

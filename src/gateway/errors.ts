@@ -22,6 +22,11 @@ export const GATEWAY_ERROR_CATALOGUE = {
     status: 503,
     description: "The endpoint's workers can never be placed on this server's GPUs.",
   },
+  ROUTING_UNAVAILABLE: {
+    status: 503,
+    description:
+      'The gateway could not look up the endpoint for this Host (its store did not answer); retry shortly.',
+  },
   ENDPOINT_STOPPED: {
     status: 503,
     description: 'The endpoint is stopped or being deleted (POST endpoint/start restores a stopped one).',

@@ -65,9 +65,22 @@ export class Gateway {
     this.#unsubscribe = options.routing.onChange(() => this.#syncWorkers());
   }
 
-  /** node:http 'request' handler. */
+  /**
+   * node:http 'request' handler. When the endpoint is known and a slot is free (the common case) the request goes
+   * to its worker synchronously: no lookup promise, no abort signal, no queue entry.
+   */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    void this.#serve(req, res);
+    const arrived = this.#o.clock();
+    const appName = appNameFromHost(req.headers.host, this.#o.domain);
+    const known = appName === undefined ? undefined : this.#o.routing.endpointByAppName(appName);
+    if (known || appName === undefined) {
+      this.#serve(req, res, known, arrived);
+      return;
+    }
+    this.#lookUp(appName).then(
+      (fresh) => this.#serve(req, res, fresh, arrived),
+      (error: unknown) => this.#lookUpFailed(res, appName, error),
+    );
   };
 
   /** node:http 'upgrade' handler (WebSocket and other upgrades). */
@@ -131,51 +144,91 @@ export class Gateway {
     }
   }
 
-  async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const arrived = this.#o.clock();
-    const endpoint = await this.#route(req, res);
-    if (!endpoint) return;
-    if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
-      return this.#fail(res, endpoint, new GatewayError('BODY_TOO_LARGE'));
+  #serve(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | undefined, arrived: number): void {
+    const refusal = this.#refusal(req, endpoint);
+    if (refusal) {
+      this.#write(res, refusal);
+      return;
     }
-    const dispatcher = this.#dispatcher(endpoint);
-    const cold = this.#o.routing.routableWorkers(endpoint.id).length === 0;
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const tried = new Set<string>();
+    const routed = endpoint as Endpoint;
+    if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
+      this.#fail(res, routed, new GatewayError('BODY_TOO_LARGE'));
+      return;
+    }
+    const dispatcher = this.#dispatcher(routed);
+    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire());
+  }
+
+  /**
+   * Proxies the request on `granted`, or on the slot it waits for in the queue, and tries another worker when one
+   * could not be reached. Only a request that has to wait gets an abort signal, so that its client's disconnect
+   * takes it out of the queue; once proxying, the exchange watches the client itself.
+   */
+  async #proxy(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    dispatcher: EndpointDispatcher,
+    arrived: number,
+    granted: Lease | undefined,
+  ): Promise<void> {
+    let lease = granted;
+    let waiting: AbortController | undefined;
+    let onClientClose: (() => void) | undefined;
+    let cold = false;
+    let tried: Set<string> | undefined;
     // requestTimeout covers the request at the workers: a retry gets what is left of it.
     let deadline: number | undefined;
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      let lease: Lease;
-      try {
-        lease = await dispatcher.acquire({ signal: abort.signal, exclude: tried });
-      } catch (error) {
-        return this.#fail(res, endpoint, error);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (!lease) {
+          if (!waiting) {
+            const controller = new AbortController();
+            waiting = controller;
+            onClientClose = () => {
+              if (!res.writableFinished) controller.abort();
+            };
+            res.on('close', onClientClose);
+            // No routable worker at all when the first request arrives: this one wakes the endpoint.
+            cold = attempt === 1 && this.#o.routing.routableWorkers(endpoint.id).length === 0;
+          }
+          try {
+            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
+          } catch (error) {
+            return this.#fail(res, endpoint, error);
+          }
+        }
+        deadline ??= this.#o.clock() + endpoint.spec.workers.requestTimeoutSeconds * 1000;
+        this.#served.set(lease.workerId, (this.#served.get(lease.workerId) ?? 0) + 1);
+        const outcome = await this.#forward(req, res, endpoint, lease, {
+          coldStartMs: cold ? this.#o.clock() - arrived : undefined,
+          timeoutMs: Math.max(1, deadline - this.#o.clock()),
+        });
+        // Before the release: releasing hands the slot to the next queued request at once.
+        if (outcome === 'not-sent' || outcome === 'worker-error')
+          this.#quarantineWorker(endpoint.id, lease.workerId);
+        lease.release();
+        if (outcome === 'not-sent' && attempt === MAX_ATTEMPTS) {
+          return this.#fail(
+            res,
+            endpoint,
+            new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
+              metadata: { attempts: MAX_ATTEMPTS },
+            }),
+          );
+        }
+        if (outcome !== 'not-sent') {
+          const now = this.#o.clock();
+          this.#o.metrics?.observeRequest(endpoint.id, res.statusCode, now - arrived, lease.queuedMs);
+          if (cold && outcome === 'ok') this.#o.metrics?.observeColdStart(endpoint.id, now - arrived);
+          return;
+        }
+        tried ??= new Set();
+        tried.add(lease.workerId);
+        lease = dispatcher.tryAcquire(tried);
       }
-      deadline ??= this.#o.clock() + endpoint.spec.workers.requestTimeoutSeconds * 1000;
-      this.#served.set(lease.workerId, (this.#served.get(lease.workerId) ?? 0) + 1);
-      const outcome = await this.#forward(req, res, endpoint, lease, {
-        coldStartMs: cold ? this.#o.clock() - arrived : undefined,
-        timeoutMs: Math.max(1, deadline - this.#o.clock()),
-      });
-      // Before the release: releasing hands the slot to the next queued request at once.
-      if (outcome === 'not-sent' || outcome === 'worker-error')
-        this.#quarantineWorker(endpoint.id, lease.workerId);
-      lease.release();
-      if (outcome !== 'not-sent' || attempt === MAX_ATTEMPTS) {
-        this.#o.metrics?.observeRequest(
-          endpoint.id,
-          res.statusCode,
-          this.#o.clock() - arrived,
-          lease.queuedMs,
-        );
-        if (cold && outcome === 'ok')
-          this.#o.metrics?.observeColdStart(endpoint.id, this.#o.clock() - arrived);
-        return;
-      }
-      tried.add(lease.workerId);
+    } finally {
+      if (onClientClose) res.off('close', onClientClose);
     }
   }
 
@@ -203,7 +256,14 @@ export class Gateway {
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const endpoint = await this.#endpointFor(req);
+    let endpoint: Endpoint | undefined;
+    try {
+      endpoint = await this.#endpointFor(req);
+    } catch (error) {
+      this.#o.logger.warn({ host: req.headers.host, err: error }, 'endpoint lookup failed');
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
     if (!endpoint || endpoint.desired === 'stopped') {
       socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
@@ -234,36 +294,36 @@ export class Gateway {
     socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
   }
 
-  /** The endpoint the request is for, or an error answer (404, 503) already written. */
-  async #route(req: IncomingMessage, res: ServerResponse): Promise<Endpoint | undefined> {
-    const endpoint = await this.#endpointFor(req);
+  /** Why the request cannot be served at all (404, 503), or undefined when it can. */
+  #refusal(req: IncomingMessage, endpoint: Endpoint | undefined): GatewayError | undefined {
     if (!endpoint) {
-      this.#write(
-        res,
-        new GatewayError('ENDPOINT_NOT_FOUND', `no endpoint serves ${req.headers.host ?? 'this host'}`),
-      );
-      return undefined;
+      return new GatewayError('ENDPOINT_NOT_FOUND', `no endpoint serves ${req.headers.host ?? 'this host'}`);
     }
     if (endpoint.desired === 'stopped') {
-      this.#write(res, new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`));
-      return undefined;
+      return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
     if (endpoint.status.error === 'INSUFFICIENT_GPU') {
-      this.#write(res, new GatewayError('NO_CAPACITY', endpoint.status.message));
-      return undefined;
+      return new GatewayError('NO_CAPACITY', endpoint.status.message);
     }
-    return endpoint;
+    return undefined;
   }
 
   async #endpointFor(req: IncomingMessage): Promise<Endpoint | undefined> {
     const appName = appNameFromHost(req.headers.host, this.#o.domain);
     if (appName === undefined) return undefined;
-    const known = this.#o.routing.endpointByAppName(appName);
-    if (known) return known;
-    // Created since the controller's last pass: serve it now (its request waits for a worker).
+    return this.#o.routing.endpointByAppName(appName) ?? this.#lookUp(appName);
+  }
+
+  /** The store's answer for an appName created since the controller's last pass (its request waits for a worker). */
+  async #lookUp(appName: string): Promise<Endpoint | undefined> {
     const fresh = await this.#o.findEndpoint(appName);
     if (fresh) this.#o.reconcileNow();
     return fresh;
+  }
+
+  #lookUpFailed(res: ServerResponse, appName: string, error: unknown): void {
+    this.#o.logger.warn({ appName, err: error }, 'endpoint lookup failed');
+    this.#write(res, new GatewayError('ROUTING_UNAVAILABLE'));
   }
 
   #fail(res: ServerResponse, endpoint: Endpoint, error: unknown): void {
@@ -287,12 +347,14 @@ export class Gateway {
   }
 
   #dispatcher(endpoint: Endpoint): EndpointDispatcher {
+    let dispatcher = this.#dispatchers.get(endpoint.id);
+    const maxConcurrent = endpoint.spec.workers.maxConcurrent;
+    if (dispatcher && dispatcher.maxConcurrent === maxConcurrent) return dispatcher;
     const settings = {
-      maxConcurrent: endpoint.spec.workers.maxConcurrent,
+      maxConcurrent,
       maxQueueLength: this.#o.maxQueueLength,
       queueTimeoutMs: this.#o.queueTimeoutMs,
     };
-    let dispatcher = this.#dispatchers.get(endpoint.id);
     if (!dispatcher) {
       dispatcher = new EndpointDispatcher({
         ...settings,
@@ -305,7 +367,7 @@ export class Gateway {
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));
       this.#dispatchers.set(endpoint.id, dispatcher);
-    } else if (dispatcher.settings.maxConcurrent !== settings.maxConcurrent) {
+    } else {
       dispatcher.updateSettings(settings);
     }
     return dispatcher;

@@ -1,0 +1,308 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import type { RoutingView } from '../controller/controller.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { Gateway } from './gateway.js';
+import { WorkerPools } from './pools.js';
+
+// A real gateway on port 0 in front of real worker servers on port 0; only the controller's routing view is
+// replaced, by one the test sets by hand.
+
+interface TestWorker {
+  id: string;
+  address: { host: string; port: number };
+  maxInFlight: number;
+  close(): Promise<void>;
+}
+
+async function listen(server: Server): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}
+
+/** A worker that answers `GET /work?ms=N` after N ms with its id, counting the requests it holds at once. */
+async function startWorker(id: string): Promise<TestWorker> {
+  let inFlight = 0;
+  const worker: TestWorker = {
+    id,
+    address: { host: '127.0.0.1', port: 0 },
+    maxInFlight: 0,
+    close: async () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+  const server = createServer((req, res) => {
+    inFlight += 1;
+    worker.maxInFlight = Math.max(worker.maxInFlight, inFlight);
+    const ms = Number(new URL(req.url ?? '/', 'http://w').searchParams.get('ms') ?? 0);
+    setTimeout(() => {
+      inFlight -= 1;
+      res.end(id);
+    }, ms);
+  });
+  worker.address.port = await listen(server);
+  return worker;
+}
+
+/** An address where nothing listens: connecting to it is refused. */
+async function deadAddress(): Promise<{ host: string; port: number }> {
+  const server = createServer();
+  const port = await listen(server);
+  server.close();
+  await once(server, 'close');
+  return { host: '127.0.0.1', port };
+}
+
+class StaticRouting implements RoutingView {
+  readonly endpoints = new Map<string, Endpoint>();
+  readonly workers = new Map<string, { id: string; address: { host: string; port: number } }[]>();
+  readonly #listeners = new Set<() => void>();
+
+  endpointByAppName(appName: string): Endpoint | undefined {
+    for (const endpoint of this.endpoints.values()) if (endpoint.spec.appName === appName) return endpoint;
+    return undefined;
+  }
+  endpointById(endpointId: string): Endpoint | undefined {
+    return this.endpoints.get(endpointId);
+  }
+  routableWorkers(endpointId: string) {
+    return this.workers.get(endpointId) ?? [];
+  }
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}
+
+interface Harness {
+  gateway: Gateway;
+  routing: StaticRouting;
+  port: number;
+  warnings: { fields: object; message: string }[];
+  reconcileCalls: () => number;
+  lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startGateway(options: { queueTimeoutMs?: number } = {}): Promise<Harness> {
+  const routing = new StaticRouting();
+  const warnings: Harness['warnings'] = [];
+  let reconciles = 0;
+  const lookUp: Harness['lookUp'] = { answer: async () => undefined };
+  const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
+  const gateway = new Gateway({
+    routing,
+    pools,
+    domain: 'localhost',
+    clock: Date.now,
+    logger: { info: () => {}, warn: (fields, message) => warnings.push({ fields, message }) },
+    bodyLimitBytes: 1024,
+    maxQueueLength: 10,
+    queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
+    reconcileNow: () => {
+      reconciles += 1;
+    },
+    findEndpoint: (appName) => lookUp.answer(appName),
+  });
+  const server = createServer(gateway.handleRequest);
+  const port = await listen(server);
+  cleanups.push(async () => {
+    gateway.close();
+    server.closeAllConnections();
+    server.close();
+    await pools.close();
+  });
+  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, lookUp };
+}
+
+async function track(worker: Promise<TestWorker>): Promise<TestWorker> {
+  const started = await worker;
+  cleanups.push(() => started.close());
+  return started;
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function get(port: number, host: string, path = '/work?ms=0', extra: Record<string, string> = {}) {
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path, headers: { host, ...extra }, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function runningEndpoint(maxConcurrent = 2): Endpoint {
+  return sampleEndpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 3, maxConcurrent } } });
+}
+
+function hostOf(endpoint: Endpoint): string {
+  return `${endpoint.spec.appName}.localhost:8000`;
+}
+
+describe('Gateway', () => {
+  it('answers 404 ENDPOINT_NOT_FOUND for a host no endpoint serves, and for a host outside the domain', async () => {
+    const h = await startGateway();
+    for (const host of ['nobody.localhost', 'example.com']) {
+      const answer = await get(h.port, host);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+    }
+  });
+
+  it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
+    const h = await startGateway();
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    const answer = await get(h.port, hostOf(endpoint));
+    expect(answer).toMatchObject({ status: 200, body: 'w-1' });
+    expect(answer.headers['x-corral-worker']).toBe('w-1');
+    expect(answer.headers['x-corral-queue-ms']).toBe('0');
+    expect(answer.headers['x-corral-cold-start-ms']).toBeUndefined();
+  });
+
+  it('answers 503 ENDPOINT_STOPPED for a stopped endpoint', async () => {
+    const h = await startGateway();
+    const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const answer = await get(h.port, hostOf(endpoint));
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body).reason).toBe('ENDPOINT_STOPPED');
+  });
+
+  it('queues requests beyond the slots and never gives a worker more than maxConcurrent at once', async () => {
+    const h = await startGateway();
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint(2);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => get(h.port, hostOf(endpoint), '/work?ms=60')),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(worker.maxInFlight).toBe(2);
+    const queued = answers.map((a) => Number(a.headers['x-corral-queue-ms']));
+    expect(queued.filter((ms) => ms >= 50).length).toBeGreaterThanOrEqual(4);
+    expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('serves an endpoint created since the last controller pass once a worker comes, as a cold start', async () => {
+    const h = await startGateway();
+    const endpoint = runningEndpoint();
+    h.lookUp.answer = async (appName) => (appName === endpoint.spec.appName ? endpoint : undefined);
+    const pending = get(h.port, hostOf(endpoint));
+    await sleep(100);
+    expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
+    const worker = await track(startWorker('w-new'));
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    h.routing.changed();
+    const answer = await pending;
+    expect(answer).toMatchObject({ status: 200, body: 'w-new' });
+    expect(Number(answer.headers['x-corral-cold-start-ms'])).toBeGreaterThanOrEqual(90);
+  });
+
+  it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
+    const h = await startGateway();
+    h.lookUp.answer = async () => {
+      throw new Error('connection refused');
+    };
+    const answer = await get(h.port, 'fresh.localhost');
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body).reason).toBe('ROUTING_UNAVAILABLE');
+    expect(h.warnings.map((w) => w.message)).toContain('endpoint lookup failed');
+  });
+
+  it('retries a request that never reached a worker on another one, and stops sending to the dead one', async () => {
+    const h = await startGateway();
+    const good = await track(startWorker('w-good'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    // The dead worker comes first: with equal load the dispatcher tries it first.
+    h.routing.workers.set(endpoint.id, [{ id: 'w-dead', address: await deadAddress() }, good]);
+    const first = await get(h.port, hostOf(endpoint));
+    expect(first).toMatchObject({ status: 200, body: 'w-good' });
+    expect(h.warnings).toContainEqual(
+      expect.objectContaining({ fields: expect.objectContaining({ workerId: 'w-dead' }) }),
+    );
+    const later = await Promise.all(Array.from({ length: 4 }, () => get(h.port, hostOf(endpoint))));
+    expect(later.map((a) => a.body)).toEqual(['w-good', 'w-good', 'w-good', 'w-good']);
+  });
+
+  it('answers 502 WORKER_ERROR when no worker can be reached in three attempts', async () => {
+    const h = await startGateway();
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [
+      { id: 'w-dead-1', address: await deadAddress() },
+      { id: 'w-dead-2', address: await deadAddress() },
+      { id: 'w-dead-3', address: await deadAddress() },
+    ]);
+    const answer = await get(h.port, hostOf(endpoint));
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body)).toMatchObject({ reason: 'WORKER_ERROR', metadata: { attempts: 3 } });
+  });
+
+  it('takes a queued request out of the queue when its client disconnects', async () => {
+    const h = await startGateway();
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const req = request({
+      host: '127.0.0.1',
+      port: h.port,
+      path: '/work?ms=0',
+      headers: { host: hostOf(endpoint) },
+      agent: false,
+    });
+    req.on('error', () => {});
+    req.end();
+    await waitFor(() => h.gateway.stats()[0]?.queueLength === 1);
+    req.destroy();
+    await waitFor(() => h.gateway.stats()[0]?.queueLength === 0);
+  });
+
+  it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {
+    const h = await startGateway({ queueTimeoutMs: 150 });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const answer = await get(h.port, hostOf(endpoint));
+    expect(answer.status).toBe(504);
+    expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
