@@ -4,8 +4,8 @@
  * 1. One test worker (test/fixtures/worker/worker.mjs with this node, `GET /work?ms=0` answers at once) is the
  *    upstream of all three paths: direct, through the gateway, through nginx.
  * 2. The gateway runs in a CHILD process (this file, forked with CORRAL_BENCH_GATEWAY_ROLE=gateway), wired as
- *    `corral serve` wires it (WorkerPools, GatewayMetrics, serve's default settings) but with a static RoutingView
- *    stub: one endpoint (appName `bench`, maxConcurrent 64) and that one worker routable. A child process, not
+ *    `corral serve` wires it (WorkerPools, GatewayMetrics, serve's default settings, the compiled dist/ modules that
+ *    `corral serve` runs; the suite runs `npm run build` first) but with a static RoutingView stub: one endpoint (appName `bench`, maxConcurrent 64) and that one worker routable. A child process, not
  *    in-process, because the gateway is one event loop and so is this orchestrating process: in-process, the
  *    bench's own work (timers, parsing wrk's output, and for the latency figure the load generator) would run on
  *    the gateway's thread and be charged to it and not to nginx, which has its own processes. As a child it is
@@ -58,7 +58,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type Dispatcher, Pool } from 'undici';
@@ -426,6 +426,32 @@ async function startProxyChild(role: 'gateway' | 'bare', upstreamPort: number): 
   };
 }
 
+/**
+ * The gateway's modules as `corral serve` runs them: compiled by `npm run build` into dist/ (the suite builds it
+ * first). Not through tsx: tsx compiles with esbuild's keepNames, which wraps every function the gateway makes per
+ * request in a `__name(...)` call that the shipped code does not pay.
+ */
+async function compiledGatewayModules() {
+  const dist = (file: string) => pathToFileURL(join(REPO_ROOT, 'dist', 'gateway', file)).href;
+  const [gateway, pools, metrics] = await Promise.all([
+    import(dist('gateway.js')) as Promise<typeof import('../src/gateway/gateway.js')>,
+    import(dist('pools.js')) as Promise<typeof import('../src/gateway/pools.js')>,
+    import(dist('metrics.js')) as Promise<typeof import('../src/gateway/metrics.js')>,
+  ]);
+  return { Gateway: gateway.Gateway, WorkerPools: pools.WorkerPools, GatewayMetrics: metrics.GatewayMetrics };
+}
+
+/** Builds dist/ (what `corral serve` runs and the gateway child loads). */
+function buildDist(): void {
+  console.log(
+    'building dist/ with `npm run build` (the gateway child runs the compiled code, as corral serve does)',
+  );
+  execFileSync('npm', ['run', 'build', '--silent'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
 /** Runs in the child: the gateway as `corral serve` wires it, routing to the one worker through a static view. */
 async function gatewayChild(): Promise<void> {
   const upstreamPort = Number(process.env[UPSTREAM_ENV]);
@@ -438,11 +464,12 @@ async function gatewayChild(): Promise<void> {
     routableWorkers: (endpointId) => (endpointId === endpoint.id ? workers : []),
     onChange: () => () => {},
   };
+  const compiled = await compiledGatewayModules();
   const registry = new Registry();
   let gateway: Gateway | undefined;
-  const metrics = new GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
-  const pools = new WorkerPools();
-  gateway = new Gateway({
+  const metrics = new compiled.GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
+  const pools = new compiled.WorkerPools();
+  gateway = new compiled.Gateway({
     routing,
     pools,
     metrics,
@@ -1347,6 +1374,7 @@ export async function runGatewayBench(): Promise<void> {
     }
   })();
   const tools = ensureTools();
+  buildDist();
   console.log(
     `nproc ${nproc}, node ${process.version}, ${tools.nginxVersion}, ${tools.wrkVersion}; load average ${loadAverage()}`,
   );

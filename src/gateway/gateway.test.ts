@@ -2,11 +2,13 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { RoutingView } from '../controller/controller.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Gateway } from './gateway.js';
+import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
 // A real gateway on port 0 in front of real worker servers on port 0; only the controller's routing view is
@@ -97,13 +99,20 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function startGateway(options: { queueTimeoutMs?: number } = {}): Promise<Harness> {
+async function startGateway(
+  options: { queueTimeoutMs?: number; registry?: Registry } = {},
+): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
   let reconciles = 0;
   const lookUp: Harness['lookUp'] = { answer: async () => undefined };
   const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
+  let gatewayRef: Gateway | undefined;
+  const metrics = options.registry
+    ? new GatewayMetrics({ registry: options.registry, load: () => gatewayRef?.stats() ?? [] })
+    : undefined;
   const gateway = new Gateway({
+    metrics,
     routing,
     pools,
     domain: 'localhost',
@@ -117,6 +126,7 @@ async function startGateway(options: { queueTimeoutMs?: number } = {}): Promise<
     },
     findEndpoint: (appName) => lookUp.answer(appName),
   });
+  gatewayRef = gateway;
   const server = createServer(gateway.handleRequest);
   const port = await listen(server);
   cleanups.push(async () => {
@@ -287,6 +297,28 @@ describe('Gateway', () => {
     await waitFor(() => h.gateway.stats()[0]?.queueLength === 1);
     req.destroy();
     await waitFor(() => h.gateway.stats()[0]?.queueLength === 0);
+  });
+
+  it('counts requests per endpoint on /metrics, and forgets a deleted endpoint', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    await get(h.port, hostOf(endpoint));
+    await get(h.port, hostOf(endpoint));
+    let text = await registry.metrics();
+    expect(text).toContain(`corral_gateway_requests_total{endpoint="${endpoint.id}",status="200"} 2`);
+    expect(text).toContain(`corral_gateway_request_duration_seconds_count{endpoint="${endpoint.id}"} 2`);
+    expect(text).toContain(
+      `corral_gateway_queue_wait_seconds_bucket{le="0.001",endpoint="${endpoint.id}"} 2`,
+    );
+    h.routing.endpoints.delete(endpoint.id);
+    h.routing.workers.delete(endpoint.id);
+    h.routing.changed();
+    text = await registry.metrics();
+    expect(text).not.toContain(endpoint.id);
   });
 
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {

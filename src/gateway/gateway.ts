@@ -39,6 +39,7 @@ export interface GatewayOptions {
 /** A request that never reached a worker is tried on another, at most this many times in all. */
 const MAX_ATTEMPTS = 3;
 const DRAIN_POLL_MS = 50;
+const MAX_CACHED_HOSTS = 10_000;
 /**
  * A worker whose connection failed gets no new request for this long, or until the controller's next report
  * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
@@ -59,6 +60,8 @@ export class Gateway {
   /** Requests each worker has been given (for its metrics URL). */
   readonly #served = new Map<string, number>();
   readonly #unsubscribe: () => void;
+  /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
+  readonly #appNames = new Map<string, string | null>();
 
   constructor(options: GatewayOptions) {
     this.#o = options;
@@ -71,7 +74,7 @@ export class Gateway {
    */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const arrived = this.#o.clock();
-    const appName = appNameFromHost(req.headers.host, this.#o.domain);
+    const appName = this.#appName(req.headers.host);
     const known = appName === undefined ? undefined : this.#o.routing.endpointByAppName(appName);
     if (known || appName === undefined) {
       this.#serve(req, res, known, arrived);
@@ -308,8 +311,20 @@ export class Gateway {
     return undefined;
   }
 
+  #appName(host: string | undefined): string | undefined {
+    if (host === undefined) return undefined;
+    let appName = this.#appNames.get(host);
+    if (appName === undefined) {
+      appName = appNameFromHost(host, this.#o.domain) ?? null;
+      // Bounded: a client sending ever new Host headers costs a re-parse now and then, not memory.
+      if (this.#appNames.size >= MAX_CACHED_HOSTS) this.#appNames.clear();
+      this.#appNames.set(host, appName);
+    }
+    return appName ?? undefined;
+  }
+
   async #endpointFor(req: IncomingMessage): Promise<Endpoint | undefined> {
-    const appName = appNameFromHost(req.headers.host, this.#o.domain);
+    const appName = this.#appName(req.headers.host);
     if (appName === undefined) return undefined;
     return this.#o.routing.endpointByAppName(appName) ?? this.#lookUp(appName);
   }
@@ -387,6 +402,7 @@ export class Gateway {
             : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
         );
         this.#dispatchers.delete(endpointId);
+        if (!endpoint) this.#o.metrics?.forget(endpointId);
         continue;
       }
       dispatcher.setWorkers(this.#routable(endpointId));

@@ -78,8 +78,8 @@ const ABORT_REASONS = {
 } as const;
 
 /**
- * Whether a Content-Length is over the limit, for a caller that wants to answer 413 before queueing. Cheap: looks
- * at `req.headers` only when a limit is set.
+ * Whether a Content-Length is over the limit, for a caller that wants to answer 413 before queueing. (node:http
+ * has built `req.headers` already, for its own Host and TE checks.)
  */
 export function contentLengthExceeds(req: IncomingMessage, bodyLimitBytes: number | undefined): boolean {
   if (bodyLimitBytes === undefined) return false;
@@ -187,6 +187,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       // Counted alongside undici's own 'data' listener, which it adds right after this call, so no chunk is missed
       // and the stream does not start flowing before undici reads it. A Content-Length body needs no count:
       // node:http never delivers more than the declared length.
+      this.countBody = this.makeCountBody();
       this.req.on('data', this.countBody);
     }
   }
@@ -215,6 +216,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     if (this.res.write(chunk)) return true;
     if (!this.waitingDrain) {
       this.waitingDrain = true;
+      this.onDrain ??= this.makeOnDrain();
       this.res.once('drain', this.onDrain);
     }
     return false;
@@ -262,18 +264,29 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     if (!this.settled && !this.res.writableFinished) this.fail('client-gone');
   };
 
-  readonly onDrain = (): void => {
-    this.waitingDrain = false;
-    if (!this.settled) this.resumeResponse?.();
-  };
+  /** Made on the first backpressure only: most responses never need it. */
+  onDrain: (() => void) | undefined = undefined;
 
-  readonly countBody = (chunk: Buffer): void => {
-    this.bodyBytes += chunk.length;
-    if (this.bodyLimitBytes !== undefined && this.bodyBytes > this.bodyLimitBytes && !this.settled) {
-      this.req.off('data', this.countBody);
-      this.fail('body-too-large');
-    }
-  };
+  /** Made only for a chunked body under a limit. */
+  countBody: ((chunk: Buffer) => void) | undefined = undefined;
+
+  makeOnDrain(): () => void {
+    return () => {
+      this.waitingDrain = false;
+      if (!this.settled) this.resumeResponse?.();
+    };
+  }
+
+  makeCountBody(): (chunk: Buffer) => void {
+    const countBody = (chunk: Buffer): void => {
+      this.bodyBytes += chunk.length;
+      if (this.bodyLimitBytes !== undefined && this.bodyBytes > this.bodyLimitBytes && !this.settled) {
+        this.req.off('data', countBody);
+        this.fail('body-too-large');
+      }
+    };
+    return countBody;
+  }
 
   /** Ends the exchange on the gateway's decision: aborts the upstream request (freeing its connection at once). */
   fail(outcome: 'timeout' | 'client-gone' | 'body-too-large' | 'worker-error'): void {
