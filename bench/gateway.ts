@@ -64,15 +64,12 @@ import { Registry } from 'prom-client';
 import { type Dispatcher, Pool } from 'undici';
 import type { ScalingDecision } from '../src/autoscaler/autoscaler.js';
 import { type Config, loadConfig } from '../src/config/config.js';
-import { Controller, type RoutingView } from '../src/controller/controller.js';
-import { httpProbe } from '../src/controller/http-probe.js';
-import type { ManagedWorker } from '../src/controller/managed-worker.js';
-import { ControllerMetrics } from '../src/controller/metrics.js';
+import type { Controller, RoutingView } from '../src/controller/controller.js';
 import type { Endpoint, ScalingPolicy, WorkerSettings } from '../src/domain/endpoint.js';
-import { Gateway } from '../src/gateway/gateway.js';
+import type { Gateway } from '../src/gateway/gateway.js';
 import { GatewayMetrics } from '../src/gateway/metrics.js';
-import { WorkerPools } from '../src/gateway/pools.js';
 import { createLogger } from '../src/logger.js';
+import { buildTraffic } from '../src/main.js';
 import { LocalRuntime } from '../src/runtime/local/local-runtime.js';
 import { LABELS } from '../src/runtime/types.js';
 import { systemClock } from '../src/service/clock.js';
@@ -1009,61 +1006,25 @@ interface Stack {
   close(): Promise<void>;
 }
 
-/** Controller + gateway + local runtime + SQLite, wired as src/main.ts `serve` wires them. */
+/** Controller + gateway (src/main.ts `buildTraffic`, as `corral serve` builds them) + local runtime + SQLite. */
 async function startStack(dir: string): Promise<Stack> {
   const config = serveDefaults();
   const store = new Store({ connection: connectSqlite(join(dir, 'corral.db')) });
   await store.migrate();
   const runtime = new LocalRuntime({ stateDir: join(dir, 'local'), graceSeconds: REMOVE_GRACE_S });
-  const logger = devNullLogger();
   const registry = new Registry();
-  let controllerView: () => Iterable<ManagedWorker> = () => [];
-  let gateway: Gateway | undefined;
-  const controller: Controller = new Controller({
+  const traffic = buildTraffic({
+    config,
     store,
     runtime,
     gpus: [],
-    probe: httpProbe,
-    logger,
-    clock: systemClock,
-    storagePaths: new Map(),
-    revealCredentials: async () => undefined,
-    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
-    intervalMs: config.controller.reconcileIntervalMs,
-    // As src/main.ts sets it.
-    startingProbeIntervalMs: 50,
-    desiredWorkers: (e) =>
-      gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
-    preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],
-    awaitDrained: (endpointId, workerId) =>
-      gateway?.awaitDrained(endpointId, workerId, config.limits.requestTimeoutSeconds.max * 1000) ??
-      Promise.resolve(),
-    metrics: new ControllerMetrics({
-      registry,
-      runtime: runtime.name,
-      workerStates: () => [...controllerView()].map((w) => w.state),
-    }),
+    logger: devNullLogger(),
+    registry,
+    gatewayMetrics: (options) => new RecordingGatewayMetrics(options),
   });
-  controllerView = () => controller.workers();
-  const pools = new WorkerPools();
-  const metrics = new RecordingGatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
-  gateway = new Gateway({
-    metrics,
-    routing: controller,
-    pools,
-    domain: config.domain,
-    clock: systemClock,
-    logger,
-    bodyLimitBytes: config.gateway.bodyLimitBytes,
-    maxQueueLength: config.gateway.maxQueueLength,
-    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
-    reconcileNow: () => controller.poke(),
-    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-  });
-  const started = gateway;
-  const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
-  const port = await listenLoopback(server);
-  controller.start();
+  const { controller, gateway, gatewayMetrics: metrics } = traffic;
+  const port = await listenLoopback(traffic.server);
+  traffic.start();
   return {
     store,
     runtime,
@@ -1074,11 +1035,7 @@ async function startStack(dir: string): Promise<Stack> {
     port,
     config,
     async close() {
-      started.close();
-      server.close();
-      server.closeAllConnections();
-      await controller.stop();
-      await pools.close(1_000);
+      await traffic.close();
       const left = await runtime.list({ [LABELS.managed]: 'true' });
       await Promise.all(
         left.map((w) => runtime.remove(w.workerId, { graceSeconds: REMOVE_GRACE_S }).catch(() => undefined)),

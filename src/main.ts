@@ -13,9 +13,8 @@ import type { WorkerInsight } from './api/routes/workers.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
 import { validationError } from './contract/errors.js';
-import { Controller } from './controller/controller.js';
+import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
-import type { ManagedWorker } from './controller/managed-worker.js';
 import { ControllerMetrics } from './controller/metrics.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
@@ -25,6 +24,7 @@ import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
 import { selectRuntime } from './runtime/select.js';
+import type { WorkerRuntime } from './runtime/types.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
@@ -94,6 +94,105 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
   });
 }
 
+export interface TrafficParts<M extends GatewayMetrics> {
+  config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'>;
+  store: Store;
+  runtime: WorkerRuntime;
+  gpus: Gpu[];
+  logger: Logger;
+  /** Where the controller's and the gateway's metrics go; one registry for every role of this process. */
+  registry: Registry;
+  clock?: Clock;
+  /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
+  revealCredentials?: ControllerOptions['revealCredentials'];
+  /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
+  gatewayMetrics?: (options: ConstructorParameters<typeof GatewayMetrics>[0]) => M;
+}
+
+/** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
+export interface Traffic<M extends GatewayMetrics> {
+  controller: Controller;
+  gateway: Gateway;
+  gatewayMetrics: M;
+  /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
+  server: Server;
+  /** Starts the controller's loop. */
+  start(): void;
+  /** Stops the gateway (queued requests get 503), its server and connections, and the controller. */
+  close(): Promise<void>;
+}
+
+/**
+ * The controller and the gateway, each feeding the other: the gateway routes to the controller's workers and asks it
+ * for a pass when a request queues; the controller asks the gateway how many workers each endpoint needs, which idle
+ * ones to remove, and waits for a worker to drain before removing it.
+ */
+export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: TrafficParts<M>): Traffic<M> {
+  const { config, store, runtime, logger, registry } = parts;
+  const clock = parts.clock ?? systemClock;
+  const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
+  // The controller and the gateway refer to each other; the gateway exists before the controller's first pass.
+  let gateway: Gateway | undefined;
+  const controller: Controller = new Controller({
+    store,
+    runtime,
+    gpus: parts.gpus,
+    probe: httpProbe,
+    logger: logger.child({ role: 'controller' }),
+    clock,
+    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    intervalMs: config.controller.reconcileIntervalMs,
+    // A worker that is starting is probed often, so that a wake from zero is served as soon as it is ready.
+    startingProbeIntervalMs: 50,
+    desiredWorkers: (e) =>
+      gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
+    preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],
+    awaitDrained: (endpointId, workerId) =>
+      gateway?.awaitDrained(endpointId, workerId, drainTimeoutMs) ?? Promise.resolve(),
+    metrics: new ControllerMetrics({
+      registry,
+      runtime: runtime.name,
+      workerStates: () => controller.workers().map((w) => w.state),
+    }),
+  });
+  const metricsOptions = { registry, load: () => gateway?.stats() ?? [] };
+  const gatewayMetrics = parts.gatewayMetrics
+    ? parts.gatewayMetrics(metricsOptions)
+    : (new GatewayMetrics(metricsOptions) as M);
+  const pools = new WorkerPools();
+  const built = new Gateway({
+    metrics: gatewayMetrics,
+    routing: controller,
+    pools,
+    domain: config.domain,
+    clock,
+    logger: logger.child({ role: 'gateway' }),
+    bodyLimitBytes: config.gateway.bodyLimitBytes,
+    maxQueueLength: config.gateway.maxQueueLength,
+    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
+    reconcileNow: () => controller.poke(),
+    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+  });
+  gateway = built;
+  const server = createServer(built.handleRequest).on('upgrade', built.handleUpgrade);
+  return {
+    controller,
+    gateway: built,
+    gatewayMetrics,
+    server,
+    start: () => controller.start(),
+    async close() {
+      await controller.stop();
+      built.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await pools.close();
+    },
+  };
+}
+
 export async function inventoryFor(config: Config, logger: Logger): Promise<Gpu[]> {
   if (config.gpus.kind === 'simulated') return simulatedInventory(config.gpus.groups);
   const detected = await detectGpus();
@@ -144,34 +243,17 @@ export async function serve(
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const registry = new Registry();
-    let controllerView: () => Iterable<ManagedWorker> = () => [];
-    let gateway: Gateway | undefined;
-    const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
-    const controller: Controller = new Controller({
+    const traffic = buildTraffic({
+      config,
       store,
       runtime,
       gpus,
-      probe: httpProbe,
-      logger: logger.child({ role: 'controller' }),
-      clock: systemClock,
-      storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+      logger,
+      registry,
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
-      startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
-      intervalMs: config.controller.reconcileIntervalMs,
-      startingProbeIntervalMs: 50,
-      desiredWorkers: (e) =>
-        gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
-      preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],
-      awaitDrained: (endpointId, workerId) =>
-        gateway?.awaitDrained(endpointId, workerId, config.limits.requestTimeoutSeconds.max * 1000) ??
-        Promise.resolve(),
-      metrics: new ControllerMetrics({
-        registry,
-        runtime: runtime.name,
-        workerStates: () => [...controllerView()].map((w) => w.state),
-      }),
     });
-    controllerView = () => controller.workers();
+    const { controller, gateway } = traffic;
+    const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
       store,
@@ -182,8 +264,7 @@ export async function serve(
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),
-        load: (endpointId, workerId) =>
-          gateway?.workerLoad(endpointId, workerId) ?? { requests: 0, inFlight: 0 },
+        load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
       registry,
       onEndpointsChanged: () => controller.poke(),
@@ -194,34 +275,11 @@ export async function serve(
     if (config.apiUrl === `http://${formatHostPort(config.apiAddr)}`) {
       bound.apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     }
-    const pools = new WorkerPools();
-    const gatewayMetrics = new GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
-    gateway = new Gateway({
-      metrics: gatewayMetrics,
-      routing: controller,
-      pools,
-      domain: config.domain,
-      clock: systemClock,
-      logger: logger.child({ role: 'gateway' }),
-      bodyLimitBytes: config.gateway.bodyLimitBytes,
-      maxQueueLength: config.gateway.maxQueueLength,
-      queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
-      reconcileNow: () => controller.poke(),
-      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-    });
-    const started = gateway;
-    const gatewayServer = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
-    await listen(gatewayServer, config.gatewayAddr);
-    const gatewayAddress = gatewayServer.address();
+    await listen(traffic.server, config.gatewayAddr);
+    const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
-    closers.push(async () => {
-      started.close();
-      await new Promise<void>((resolve) => gatewayServer.close(() => resolve()));
-      gatewayServer.closeAllConnections();
-      await pools.close();
-    });
-    controller.start();
-    closers.push(() => controller.stop());
+    closers.push(() => traffic.close());
+    traffic.start();
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
     logger.info(
