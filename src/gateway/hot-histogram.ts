@@ -80,24 +80,17 @@ export class HotHistogram {
 
   /** What a Registry formats as text: bucket labels apart from the series' own label, as prom-client does. */
   async getForPromString() {
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values: this.#values(true),
-      aggregator: this.aggregator,
-    };
+    return this.#export(true);
   }
 
   /** What a Registry returns as JSON: one label object per value. */
   async get() {
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values: this.#values(false),
-      aggregator: this.aggregator,
-    };
+    return this.#export(false);
+  }
+
+  #export(sharedLabels: boolean) {
+    const { name, help, type, aggregator } = this;
+    return { name, help, type, values: this.#values(sharedLabels), aggregator };
   }
 
   #values(shared: boolean): ExportedValue[] {
