@@ -2,12 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type CannedAnswer,
-  makeHarness,
-  runCommand,
-  sampleEndpoint,
-} from '../../test/support/cli-harness.js';
+import { type CannedAnswer, makeHarness, runCommand } from '../../test/support/cli-harness.js';
+import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import { buildUpdateBody, makeEndpointsCommand } from './endpoints.js';
 
 const PREFIX = '/gpu-instance/openapi/v1/';
@@ -22,7 +18,7 @@ function harness(routes: Record<string, CannedAnswer> = {}, extra: Parameters<ty
 
 const twoEndpoints = {
   endpoints: [
-    sampleEndpoint('8000', {
+    sampleWireEndpoint('8000', {
       workers: [
         {
           id: 'w-1',
@@ -33,13 +29,13 @@ const twoEndpoints = {
         },
       ],
     }),
-    sampleEndpoint('9000', {
+    sampleWireEndpoint('9000', {
       id: 'ep-2',
       name: 'whisper-large',
       state: { state: 'failed', error: 'IMAGE_PULL_FAILED', message: 'manifest unknown' },
       image: { image: 'ghcr.io/acme/whisper:2', authId: 'cred-1', command: '' },
       url: 'http://whisper.localhost:8081',
-      workerConfig: { ...sampleEndpoint('1').workerConfig, minNum: 1, maxNum: 10 },
+      workerConfig: { ...sampleWireEndpoint('1').workerConfig, minNum: 1, maxNum: 10 },
     }),
   ],
   total: 2,
@@ -120,7 +116,7 @@ describe('corral endpoints list', () => {
 
 describe('corral endpoints get', () => {
   it('prints the endpoint with its workers', async () => {
-    const endpoint = sampleEndpoint(8000, {
+    const endpoint = sampleWireEndpoint(8000, {
       envs: [{ key: 'MODEL', value: 'tiny' }],
       workers: [
         {
@@ -148,7 +144,7 @@ describe('corral endpoints get', () => {
   });
 
   it('prints the raw {endpoint} answer with --json', async () => {
-    const endpoint = sampleEndpoint(8000);
+    const endpoint = sampleWireEndpoint(8000);
     const h = harness({ 'GET endpoint': { body: { endpoint } } });
     await runCommand(makeEndpointsCommand(h.deps), ['get', 'ep-1', '--json']);
     expect(JSON.parse(h.out())).toEqual({ endpoint });
@@ -286,7 +282,7 @@ describe('corral endpoints create', () => {
 
 describe('corral endpoints update', () => {
   const updated = {
-    body: { endpoint: sampleEndpoint(8000, { state: { state: 'updating', error: '', message: '' } }) },
+    body: { endpoint: sampleWireEndpoint(8000, { state: { state: 'updating', error: '', message: '' } }) },
   };
 
   it('builds a flat body from the flags', async () => {

@@ -4,8 +4,8 @@ import {
   makeHarness,
   type RecordedRequest,
   runCommand,
-  sampleEndpoint,
 } from '../../test/support/cli-harness.js';
+import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import type { WireWorker } from '../client/index.js';
 import { type InterruptListener, makeLogsCommand } from './logs.js';
 
@@ -20,7 +20,7 @@ function worker(id: string): WireWorker {
 }
 
 function endpointWith(ids: string[]): CannedAnswer {
-  return { body: { endpoint: sampleEndpoint(8000, { workers: ids.map(worker) }) } };
+  return { body: { endpoint: sampleWireEndpoint(8000, { workers: ids.map(worker) }) } };
 }
 
 /**

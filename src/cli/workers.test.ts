@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness, runCommand, sampleEndpoint } from '../../test/support/cli-harness.js';
+import { makeHarness, runCommand } from '../../test/support/cli-harness.js';
+import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import type { WireWorker, WorkerMetrics } from '../client/index.js';
 import { formatBytes, makeWorkersCommand } from './workers.js';
 
@@ -41,7 +42,7 @@ const notFound = {
 describe('corral workers list', () => {
   it("prints a table of the endpoint's workers", async () => {
     const h = makeHarness({
-      routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000, { workers }) } } },
+      routes: { 'GET endpoint': { body: { endpoint: sampleWireEndpoint(8000, { workers }) } } },
     });
     await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1']);
     expect(h.err()).toBe('');
@@ -66,14 +67,14 @@ describe('corral workers list', () => {
 
   it('prints the workers array with --json', async () => {
     const h = makeHarness({
-      routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000, { workers }) } } },
+      routes: { 'GET endpoint': { body: { endpoint: sampleWireEndpoint(8000, { workers }) } } },
     });
     await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1', '--json']);
     expect(JSON.parse(h.out())).toEqual(workers);
   });
 
   it('says when the endpoint has no workers', async () => {
-    const h = makeHarness({ routes: { 'GET endpoint': { body: { endpoint: sampleEndpoint(8000) } } } });
+    const h = makeHarness({ routes: { 'GET endpoint': { body: { endpoint: sampleWireEndpoint(8000) } } } });
     await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-1']);
     expect(h.out()).toBe('Endpoint ep-1 has no workers.\n');
     expect(process.exitCode).toBeUndefined();

@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import type { WireEndpoint, WireLimits } from '../contract/wire.js';
 import { CorralApiError, CorralClient, CorralConnectionError, CorralProtocolError } from './index.js';
 
@@ -22,39 +23,13 @@ const PREFIX = '/gpu-instance/openapi/v1/';
 const KEY = 'sk_test_0123456789';
 
 function endpoint<P extends string | number>(port: P): WireEndpoint<P> {
-  return {
+  return sampleWireEndpoint(port, {
     id: 'ep1',
     name: 'demo',
     appName: 'demo',
-    state: { state: 'serving', error: '', message: '' },
     url: 'http://demo.localhost:8081',
-    workerConfig: {
-      minNum: 0,
-      maxNum: 2,
-      freeTimeout: '300',
-      maxConcurrent: '4',
-      gpuNum: 1,
-      cudaVersion: 'any',
-      requestTimeout: 300,
-    },
-    policy: { type: 'queue', value: '30' },
-    image: { image: 'corral/echo:1', authId: '', command: '' },
-    rootfsSize: 100,
-    volumeMounts: [],
-    envs: [],
-    ports: [{ port }],
-    workers: [],
-    products: [{ id: 'h100-80g' }],
-    healthy: {
-      path: '/health',
-      initialDelay: 0,
-      period: 2,
-      timeout: 2,
-      successThreshold: 1,
-      failureThreshold: 3,
-    },
     log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/log?id=ep1',
-  };
+  });
 }
 
 const LIMITS = { minWorkerNum: 0, maxWorkerNum: 10, cudaVersionList: ['12.4'] } as unknown as WireLimits;

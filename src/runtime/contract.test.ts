@@ -1,29 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runtimeContract } from '../../test/support/runtime-contract.js';
+import { runtimeContract, testWorkerSpec } from '../../test/support/runtime-contract.js';
 import { WORKER_SCRIPT } from '../../test/support/test-image.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import { LABELS, type WorkerSpec } from './types.js';
 
 function baseSpec(overrides: Partial<WorkerSpec>): WorkerSpec {
-  const workerId = overrides.workerId ?? 'w1';
-  const endpointId = overrides.endpointId ?? 'ep1';
-  return {
-    workerId,
-    endpointId,
-    ownerId: 'owner-a',
-    revision: 1,
-    image: 'corral-test-worker:latest',
-    command: [],
-    env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
-    port: 8000,
-    gpus: [],
-    volumes: [],
-    labels: {},
-    ...overrides,
-  };
+  return testWorkerSpec({ image: 'corral-test-worker:latest', ...overrides });
 }
 
 runtimeContract('fake', async () => {

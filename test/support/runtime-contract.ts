@@ -299,6 +299,31 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
 }
 
 /** Retries `check` until it passes or `ms` elapse (then rethrows its last failure). */
+/**
+ * A worker spec for runtime tests: `workerId`/`endpointId` default to `w1`/`ep1`, the env a worker gets is filled
+ * in from them, and `extraLabels` go on top of any labels in `overrides` (a run label that cleanup looks for).
+ */
+export function testWorkerSpec(
+  overrides: Partial<WorkerSpec> & { image: string },
+  extraLabels: Record<string, string> = {},
+): WorkerSpec {
+  const workerId = overrides.workerId ?? 'w1';
+  const endpointId = overrides.endpointId ?? 'ep1';
+  return {
+    workerId,
+    endpointId,
+    ownerId: 'owner-a',
+    revision: 1,
+    command: [],
+    env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
+    port: 8000,
+    gpus: [],
+    volumes: [],
+    ...overrides,
+    labels: { ...overrides.labels, ...extraLabels },
+  };
+}
+
 export async function eventually(check: () => unknown | Promise<unknown>, ms = EVENTUALLY_MS): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../../../test/support/integration.js';
-import { collect, eventually } from '../../../test/support/runtime-contract.js';
+import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { dockerAvailable, ensureTestImage } from '../../../test/support/test-image.js';
 import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { DockerRuntime, dockerReachable } from './docker-runtime.js';
@@ -36,22 +36,10 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
 
   function spec(overrides: Partial<WorkerSpec> = {}): WorkerSpec {
     n += 1;
-    const workerId = overrides.workerId ?? `rt${run}w${n}`;
-    const endpointId = overrides.endpointId ?? `rt${run}e`;
-    return {
-      workerId,
-      endpointId,
-      ownerId: 'owner-a',
-      revision: 1,
-      image,
-      command: [],
-      env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
-      port: 8000,
-      gpus: [],
-      volumes: [],
-      ...overrides,
-      labels: { ...overrides.labels, [RUN_LABEL]: run },
-    };
+    return testWorkerSpec(
+      { image, workerId: `rt${run}w${n}`, endpointId: `rt${run}e`, ...overrides },
+      { [RUN_LABEL]: run },
+    );
   }
 
   async function get(address: { host: string; port: number } | undefined, path: string): Promise<unknown> {

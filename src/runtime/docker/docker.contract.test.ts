@@ -3,7 +3,7 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { describe, it } from 'vitest';
 import { integrationAvailable } from '../../../test/support/integration.js';
-import { runtimeContract } from '../../../test/support/runtime-contract.js';
+import { runtimeContract, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { dockerAvailable, ensureTestImage, TEST_IMAGE } from '../../../test/support/test-image.js';
 import { LABELS, type WorkerSpec } from '../types.js';
 import { DockerRuntime } from './docker-runtime.js';
@@ -28,25 +28,9 @@ if (withDocker) {
       namePrefix: `corral-ct-${run}-`,
       requestGpuDevices: false,
     });
-    const spec = (overrides: Partial<WorkerSpec> = {}): WorkerSpec => {
-      const workerId = overrides.workerId ?? 'w1';
-      const endpointId = overrides.endpointId ?? 'ep1';
-      return {
-        workerId,
-        endpointId,
-        ownerId: 'owner-a',
-        revision: 1,
-        image,
-        command: [],
-        env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
-        port: 8000,
-        gpus: [],
-        volumes: [],
-        ...overrides,
-        // Every container of this run carries the run label, so that cleanup finds all of them.
-        labels: { ...overrides.labels, [RUN_LABEL]: run },
-      };
-    };
+    // Every container of this run carries the run label, so that cleanup finds all of them.
+    const spec = (overrides: Partial<WorkerSpec> = {}): WorkerSpec =>
+      testWorkerSpec({ image, ...overrides }, { [RUN_LABEL]: run });
     return {
       runtime,
       workerSpec: spec,

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { collect, eventually } from '../../../test/support/runtime-contract.js';
+import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { WORKER_SCRIPT } from '../../../test/support/test-image.js';
 import { LABELS, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { LocalRuntime, localWorkerEnv, mountEnvName } from './local-runtime.js';
@@ -12,22 +12,13 @@ import { LocalRuntime, localWorkerEnv, mountEnvName } from './local-runtime.js';
 let counter = 0;
 function spec(overrides: Partial<WorkerSpec> = {}): WorkerSpec {
   counter += 1;
-  const workerId = overrides.workerId ?? `lw${counter}`;
-  const endpointId = overrides.endpointId ?? 'lep';
-  return {
-    workerId,
-    endpointId,
-    ownerId: 'owner-a',
-    revision: 1,
+  return testWorkerSpec({
     image: 'ignored:latest',
     command: [process.execPath, WORKER_SCRIPT],
-    env: { PORT: '8000', CORRAL_ENDPOINT_ID: endpointId, CORRAL_WORKER_ID: workerId },
-    port: 8000,
-    gpus: [],
-    volumes: [],
-    labels: {},
+    workerId: `lw${counter}`,
+    endpointId: 'lep',
     ...overrides,
-  };
+  });
 }
 
 /** Alive and not a zombie (an orphan is reaped by whatever init this machine has, maybe late). */
