@@ -20,6 +20,22 @@ export interface Page {
 
 const MAX_ATTEMPTS = 5;
 
+/**
+ * The ids of one page of an owner's live endpoints, newest first, as a subquery: the page's rows, and the workers
+ * of those endpoints (`WorkerRepository.listForEndpointPage`), are read with it in parallel instead of in turn.
+ */
+export function endpointPageIds(db: Kysely<Database>, ownerId: string, page: Page) {
+  return db
+    .selectFrom('endpoints')
+    .where('deleted_at', 'is', null)
+    .select('id')
+    .where('owner_id', '=', ownerId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
 export class EndpointRepository {
   readonly #connection: DatabaseConnection;
 
@@ -62,13 +78,7 @@ export class EndpointRepository {
     const db = this.#connection.db;
     // A deferred join: the offset walks the (owner_id, created_at, id) index for ids only, and just the
     // page's rows are read in full. Reading whole rows to skip them made deep pages slow on PostgreSQL.
-    const pageIds = this.#live(db)
-      .select('id')
-      .where('owner_id', '=', ownerId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit)
-      .offset(page.offset);
+    const pageIds = endpointPageIds(db, ownerId, page);
     const [rows, count] = await Promise.all([
       db
         .selectFrom('endpoints')

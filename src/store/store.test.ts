@@ -178,6 +178,46 @@ describe.each(storeTargets())('store on $name', (target) => {
     expect(await store.credentials.delete('owner-a', 'c1', audit('credentials.delete', 'c1'))).toBe(true);
     expect(await store.credentials.ids('owner-a')).toEqual(new Set());
   });
+  it("lists the workers of exactly one page of an owner's endpoints, as the endpoint list pages them", async () => {
+    const mine = [1, 2, 3].map((i) => sampleEndpoint({ at: 1_000 + i }));
+    const theirs = sampleEndpoint({ ownerId: 'owner-b', at: 2_000 });
+    for (const endpoint of [...mine, theirs]) {
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    }
+    const base = {
+      ownerId: 'owner-a',
+      revision: 1,
+      status: { state: 'running' as const, error: '', message: '' },
+      healthy: true,
+      gpuUuids: [],
+      address: null,
+      updatedAt: 10,
+      readyAt: null,
+    };
+    const workers = [
+      { ...base, id: 'w-old', endpointId: mine[0]?.id as string, createdAt: 10 },
+      { ...base, id: 'w-mid', endpointId: mine[1]?.id as string, createdAt: 11 },
+      { ...base, id: 'w-new-2', endpointId: mine[2]?.id as string, createdAt: 13 },
+      { ...base, id: 'w-new-1', endpointId: mine[2]?.id as string, createdAt: 12 },
+      { ...base, id: 'w-theirs', endpointId: theirs.id, ownerId: 'owner-b', createdAt: 14 },
+    ];
+    for (const worker of workers) await store.workers.upsert(worker);
+    const ids = (map: Map<string, { id: string }[]>) =>
+      Object.fromEntries([...map].map(([endpointId, list]) => [endpointId, list.map((w) => w.id)]));
+
+    const firstPage = { limit: 2, offset: 0 };
+    const { endpoints } = await store.endpoints.list('owner-a', firstPage);
+    expect(endpoints.map((e) => e.id)).toEqual([mine[2]?.id, mine[1]?.id]);
+    expect(ids(await store.workers.listForEndpointPage('owner-a', firstPage))).toEqual({
+      [mine[2]?.id as string]: ['w-new-1', 'w-new-2'],
+      [mine[1]?.id as string]: ['w-mid'],
+    });
+    expect(ids(await store.workers.listForEndpointPage('owner-a', { limit: 2, offset: 2 }))).toEqual({
+      [mine[0]?.id as string]: ['w-old'],
+    });
+    expect(ids(await store.workers.listForEndpointPage('owner-c', firstPage))).toEqual({});
+  });
+
   it('keeps workers: upsert creates then updates, listed per endpoint oldest first', async () => {
     const worker = {
       id: 'w1',
@@ -213,9 +253,6 @@ describe.each(storeTargets())('store on $name', (target) => {
       createdAt: 10,
       readyAt: 19,
     });
-    const byEndpoint = await store.workers.listByEndpoints(['e1', 'e2']);
-    expect(byEndpoint.get('e1')).toHaveLength(2);
-    expect(byEndpoint.get('e2')).toEqual([]);
     await store.workers.delete('w1');
     expect(await store.workers.get('w1')).toBeUndefined();
   });

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Worker, WorkerState } from '../domain/worker.js';
+import { endpointPageIds, type Page } from './endpoints.js';
 import type { Database, WorkersTable } from './schema.js';
 
 /** The controller's report of each worker; the API reads it, only the controller writes it. */
@@ -36,18 +37,24 @@ export class WorkerRepository {
     return rows.map(fromRow);
   }
 
-  /** Workers of many endpoints at once, keyed by endpoint id (for list pages). */
-  async listByEndpoints(endpointIds: string[]): Promise<Map<string, Worker[]>> {
-    const byEndpoint = new Map<string, Worker[]>(endpointIds.map((id) => [id, []]));
-    if (endpointIds.length === 0) return byEndpoint;
+  /**
+   * The workers of one page of an owner's endpoints (the page `EndpointRepository.list` returns for the same
+   * arguments), keyed by endpoint id, in one query that needs no result of the page's own.
+   */
+  async listForEndpointPage(ownerId: string, page: Page): Promise<Map<string, Worker[]>> {
     const rows = await this.#db
       .selectFrom('workers')
       .selectAll()
-      .where('endpoint_id', 'in', endpointIds)
+      .where('endpoint_id', 'in', endpointPageIds(this.#db, ownerId, page))
       .orderBy('created_at')
       .orderBy('id')
       .execute();
-    for (const row of rows) byEndpoint.get(row.endpoint_id)?.push(fromRow(row));
+    const byEndpoint = new Map<string, Worker[]>();
+    for (const row of rows) {
+      const list = byEndpoint.get(row.endpoint_id);
+      if (list) list.push(fromRow(row));
+      else byEndpoint.set(row.endpoint_id, [fromRow(row)]);
+    }
     return byEndpoint;
   }
 

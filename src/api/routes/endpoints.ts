@@ -29,8 +29,11 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
 
   api.get('/endpoints', async (request) => {
     const page = readPage(request.query as Query);
-    const { endpoints, total } = await o.endpoints.list(request.principal, page);
-    const workers = await o.workers.listByEndpoints(endpoints.map((e) => e.id));
+    // Both reads at once: the workers query selects the same page by itself.
+    const [{ endpoints, total }, workers] = await Promise.all([
+      o.endpoints.list(request.principal, page),
+      o.workers.listForEndpointPage(request.principal.ownerId, page),
+    ]);
     return {
       endpoints: endpoints.map((e) => toWireEndpoint(e, links(e, workers.get(e.id) ?? []), 'string')),
       total,
