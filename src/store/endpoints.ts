@@ -20,6 +20,17 @@ export interface Page {
 
 const MAX_ATTEMPTS = 5;
 
+/** Adds `delta` to the owner's count of live endpoints (`endpoint_counts`), creating its row on first use. */
+async function countLive(trx: Transaction<Database>, ownerId: string, delta: 1 | -1): Promise<void> {
+  await trx
+    .insertInto('endpoint_counts')
+    .values({ owner_id: ownerId, live: delta })
+    .onConflict((oc) =>
+      oc.column('owner_id').doUpdateSet({ live: (eb) => eb('endpoint_counts.live', '+', delta) }),
+    )
+    .execute();
+}
+
 /**
  * The ids of one page of an owner's live endpoints, newest first, as a subquery: the page's rows, and the workers
  * of those endpoints (`WorkerRepository.listForEndpointPage`), are read with it in parallel instead of in turn.
@@ -48,6 +59,7 @@ export class EndpointRepository {
     try {
       await this.#connection.db.transaction().execute(async (trx) => {
         await trx.insertInto('endpoints').values(toRow(endpoint, 1)).execute();
+        await countLive(trx, endpoint.ownerId, 1);
         await insertEvents(trx, endpoint.id, events);
         await insertAudit(trx, audit);
       });
@@ -73,7 +85,7 @@ export class EndpointRepository {
     return row && fromRow(row);
   }
 
-  /** Newest first; `total` counts all of the owner's live endpoints. */
+  /** Newest first; `total` counts all of the owner's live endpoints (from `endpoint_counts`). */
   async list(ownerId: string, page: Page): Promise<{ endpoints: Endpoint[]; total: number }> {
     const db = this.#connection.db;
     // A deferred join: the offset walks the (owner_id, created_at, id) index for ids only, and just the
@@ -87,12 +99,9 @@ export class EndpointRepository {
         .orderBy('endpoints.created_at', 'desc')
         .orderBy('endpoints.id', 'desc')
         .execute(),
-      this.#live(db)
-        .select((eb) => eb.fn.countAll<number | string>().as('total'))
-        .where('owner_id', '=', ownerId)
-        .executeTakeFirstOrThrow(),
+      db.selectFrom('endpoint_counts').select('live').where('owner_id', '=', ownerId).executeTakeFirst(),
     ]);
-    return { endpoints: rows.map(fromRow), total: Number(count.total) };
+    return { endpoints: rows.map(fromRow), total: Number(count?.live ?? 0) };
   }
 
   /**
@@ -188,6 +197,8 @@ export class EndpointRepository {
           .where('version', '=', version)
           .executeTakeFirst();
         if (Number(updated.numUpdatedRows) !== 1) return false;
+        // Only live endpoints are mutated, so a deletion is always one live endpoint fewer.
+        if (result.deleted) await countLive(trx, next.ownerId, -1);
         await insertEvents(trx, next.id, result.events);
         await insertAudit(trx, audit);
         return true;

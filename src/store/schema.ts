@@ -75,9 +75,16 @@ export interface WorkersTable {
   ready_at: number | null;
 }
 
+/** Live endpoints per owner (a list's total), kept with every create and delete. */
+export interface EndpointCountsTable {
+  owner_id: string;
+  live: number;
+}
+
 export interface Database {
   workers: WorkersTable;
   endpoints: EndpointsTable;
+  endpoint_counts: EndpointCountsTable;
   endpoint_events: EndpointEventsTable;
   api_keys: ApiKeysTable;
   registry_credentials: RegistryCredentialsTable;

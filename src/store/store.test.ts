@@ -1,7 +1,10 @@
+import fc from 'fast-check';
+import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { AuditEntry } from './audit.js';
+import type { Database } from './schema.js';
 import type { Store } from './store.js';
 
 const audit = (action: string, targetId: string): AuditEntry => ({
@@ -14,10 +17,11 @@ const audit = (action: string, targetId: string): AuditEntry => ({
 
 describe.each(storeTargets())('store on $name', (target) => {
   let store: Store;
+  let db: Kysely<Database>;
   let dispose: () => Promise<void>;
 
   beforeEach(async () => {
-    ({ store, dispose } = await target.open());
+    ({ store, db, dispose } = await target.open());
   });
   afterEach(async () => {
     await dispose();
@@ -74,6 +78,62 @@ describe.each(storeTargets())('store on $name', (target) => {
     expect(first.total).toBe(5);
     expect(first.endpoints.map((e) => e.id)).toEqual([created[4], created[3]]);
     expect(third.endpoints.map((e) => e.id)).toEqual([created[0]]);
+  });
+
+  it("keeps each owner's total exact over any sequence of creates and deletes", async () => {
+    const owners = ['owner-a', 'owner-b'];
+    const live = new Map<string, string[]>(owners.map((o) => [o, []]));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ create: fc.boolean(), owner: fc.constantFrom(...owners), pick: fc.nat() }), {
+          maxLength: 8,
+        }),
+        async (operations) => {
+          for (const { create, owner, pick } of operations) {
+            const ids = live.get(owner) as string[];
+            if (create || ids.length === 0) {
+              const endpoint = sampleEndpoint({ ownerId: owner });
+              await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+              ids.push(endpoint.id);
+            } else {
+              const [id] = ids.splice(pick % ids.length, 1) as [string];
+              await store.endpoints.mutate(
+                owner,
+                id,
+                (current) => ({ next: current, events: [], deleted: true }),
+                () => audit('delete', id),
+              );
+            }
+          }
+          for (const owner of [...owners, 'owner-none']) {
+            const { total } = await store.endpoints.list(owner, { limit: 1, offset: 0 });
+            expect(total).toBe(live.get(owner)?.length ?? 0);
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
+  });
+
+  it('an upgrade from a database made before endpoint_counts counts the live endpoints already there', async () => {
+    const kept = [sampleEndpoint(), sampleEndpoint(), sampleEndpoint({ ownerId: 'owner-b' })];
+    const removed = sampleEndpoint();
+    for (const endpoint of [...kept, removed]) {
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    }
+    await store.endpoints.mutate(
+      'owner-a',
+      removed.id,
+      (current) => ({ next: current, events: [], deleted: true }),
+      () => audit('delete', removed.id),
+    );
+    // Back to the schema before migration 0003, data included.
+    await db.schema.dropTable('endpoint_counts').execute();
+    await sql`delete from kysely_migration where name = '0003-endpoint-counts'`.execute(db);
+    expect(await store.migrate()).toEqual(['0003-endpoint-counts']);
+    const page = { limit: 10, offset: 0 };
+    expect((await store.endpoints.list('owner-a', page)).total).toBe(2);
+    expect((await store.endpoints.list('owner-b', page)).total).toBe(1);
   });
 
   it('mutate writes the change with its events and audit entry', async () => {

@@ -1,14 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { connectPostgres } from '../../src/store/postgres/connect.js';
+import type { Database } from '../../src/store/schema.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
 import { Store } from '../../src/store/store.js';
 import { integrationAvailable } from './integration.js';
 
 export interface StoreTarget {
   name: 'sqlite' | 'postgres';
-  /** A fresh, migrated, empty store; `dispose` drops what it created. */
-  open(): Promise<{ store: Store; dispose(): Promise<void> }>;
+  /** A fresh, migrated, empty store and its database (for tests of what lies below the store); `dispose` drops
+   * what it created. */
+  open(): Promise<{ store: Store; db: Kysely<Database>; dispose(): Promise<void> }>;
 }
 
 const postgresUrl = process.env.CORRAL_TEST_DATABASE_URL;
@@ -16,9 +19,10 @@ const postgresUrl = process.env.CORRAL_TEST_DATABASE_URL;
 const sqlite: StoreTarget = {
   name: 'sqlite',
   async open() {
-    const store = new Store({ connection: connectSqlite(':memory:') });
+    const connection = connectSqlite(':memory:');
+    const store = new Store({ connection });
     await store.migrate();
-    return { store, dispose: () => store.close() };
+    return { store, db: connection.db, dispose: () => store.close() };
   },
 };
 
@@ -30,10 +34,12 @@ const postgres = (connectionString: string): StoreTarget => ({
     const admin = new pg.Client({ connectionString });
     await admin.connect();
     await admin.query(`create schema ${schema}`);
-    const store = new Store({ connection: connectPostgres({ connectionString, schema, maxConnections: 4 }) });
+    const connection = connectPostgres({ connectionString, schema, maxConnections: 4 });
+    const store = new Store({ connection });
     await store.migrate();
     return {
       store,
+      db: connection.db,
       async dispose() {
         await store.close();
         await admin.query(`drop schema ${schema} cascade`);

@@ -2,6 +2,7 @@ import { type Kysely, type Migration, Migrator } from 'kysely';
 import type { Database, DialectName } from '../schema.js';
 import * as initial from './0001-initial.js';
 import * as workers from './0002-workers.js';
+import * as endpointCounts from './0003-endpoint-counts.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -9,6 +10,7 @@ type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise
 const MIGRATIONS: Record<string, VersionedMigration> = {
   '0001-initial': initial.up,
   '0002-workers': (db) => workers.up(db),
+  '0003-endpoint-counts': (db) => endpointCounts.up(db),
 };
 
 export async function migrateToLatest(
