@@ -215,12 +215,13 @@ describe('Gateway', () => {
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.workers.set(endpoint.id, [worker]);
     const answers = await Promise.all(
-      Array.from({ length: 6 }, () => get(h.port, hostOf(endpoint), '/work?ms=60')),
+      Array.from({ length: 6 }, () => get(h.port, hostOf(endpoint), '/work?ms=200')),
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(worker.maxInFlight).toBe(2);
+    // Requests 5 and 6 wait for two rounds of 200 ms, less however far apart the six arrived.
     const queued = answers.map((a) => Number(a.headers['x-corral-queue-ms']));
-    expect(queued.filter((ms) => ms >= 50).length).toBeGreaterThanOrEqual(4);
+    expect(queued.filter((ms) => ms >= 100).length).toBeGreaterThanOrEqual(2);
     expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
   });
 
