@@ -1,50 +1,9 @@
 import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  type DispatcherSettings,
-  type DispatcherTimers,
-  EndpointDispatcher,
-  type Lease,
-} from './dispatcher.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { type DispatcherSettings, EndpointDispatcher, type Lease } from './dispatcher.js';
 import { GATEWAY_ERROR_CATALOGUE, GatewayError, isGatewayError } from './errors.js';
-
-/** Timers that fire only when the test advances time; `now` is the clock. */
-class ManualTimers implements DispatcherTimers {
-  now = 1_000_000;
-  private next = 1;
-  private readonly pending = new Map<number, { at: number; callback: () => void }>();
-
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.next++;
-    this.pending.set(id, { at: this.now + ms, callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-
-  /** Advances the clock, firing due timers in order (same deadline: in the order they were set). */
-  advance(ms: number): void {
-    const target = this.now + ms;
-    for (;;) {
-      let due: [number, { at: number; callback: () => void }] | undefined;
-      for (const entry of this.pending) {
-        if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
-      }
-      if (!due) break;
-      this.pending.delete(due[0]);
-      this.now = due[1].at;
-      due[1].callback();
-    }
-    this.now = target;
-  }
-
-  get count(): number {
-    return this.pending.size;
-  }
-}
 
 /** Lets every settled promise's callbacks run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -53,7 +12,7 @@ const addr = (port: number) => ({ host: '127.0.0.1', port });
 const worker = (id: string, port = 9000) => ({ id, address: addr(port) });
 
 function setup(settings: Partial<DispatcherSettings> = {}) {
-  const timers = new ManualTimers();
+  const timers = new ManualTimers(1_000_000);
   let queued = 0;
   const dispatcher = new EndpointDispatcher({
     maxConcurrent: 1,
@@ -444,7 +403,7 @@ describe('EndpointDispatcher', () => {
   });
 
   it('a throwing onQueued hook does not fail the request', async () => {
-    const timers = new ManualTimers();
+    const timers = new ManualTimers(1_000_000);
     const dispatcher = new EndpointDispatcher({
       maxConcurrent: 1,
       maxQueueLength: 1,
@@ -462,7 +421,7 @@ describe('EndpointDispatcher', () => {
   });
 
   it('the hook may add a worker synchronously (wake from zero)', async () => {
-    const timers = new ManualTimers();
+    const timers = new ManualTimers(1_000_000);
     const dispatcher: EndpointDispatcher = new EndpointDispatcher({
       maxConcurrent: 1,
       maxQueueLength: 1,
@@ -579,7 +538,7 @@ describe('EndpointDispatcher property', () => {
         fc.nat(15),
         fc.array(opArb, { maxLength: 80 }),
         async (maxConcurrent0, maxQueueLength, queueTimeoutMs, initialMask, ops) => {
-          const timers = new ManualTimers();
+          const timers = new ManualTimers(1_000_000);
           const dispatcher = new EndpointDispatcher({
             maxConcurrent: maxConcurrent0,
             maxQueueLength,

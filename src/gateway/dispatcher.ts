@@ -14,14 +14,8 @@
  *
  * Time comes from an injected clock and timer functions, so tests run with no real sleeps.
  */
-import type { Clock } from '../service/clock.js';
+import type { Clock, Timers } from '../service/clock.js';
 import { GatewayError } from './errors.js';
-
-/** Timer functions; method syntax so that Node's own setTimeout/clearTimeout fit. */
-export interface DispatcherTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
 
 export interface DispatcherSettings {
   /** Slots per worker (workerConfig.maxConcurrent); an integer >= 1. */
@@ -34,7 +28,7 @@ export interface DispatcherSettings {
 
 export interface DispatcherOptions extends DispatcherSettings {
   clock: Clock;
-  timers: DispatcherTimers;
+  timers: Timers;
   /**
    * Called synchronously on every enqueue (after the request is in the queue), so that the controller can scale up
    * or wake the endpoint at once. Best effort: an exception it throws is swallowed.
@@ -114,7 +108,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 export class EndpointDispatcher {
   readonly #clock: Clock;
-  readonly #timers: DispatcherTimers;
+  readonly #timers: Timers;
   readonly #onQueued: (() => void) | undefined;
   #settings: DispatcherSettings;
   /** Routable and draining workers, by id, in the order they were added. */

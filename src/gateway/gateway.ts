@@ -4,8 +4,8 @@ import { decideScale, nextCheckAt, type ScalingInput } from '../autoscaler/autos
 import type { RoutingView } from '../controller/controller.js';
 import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { Clock } from '../service/clock.js';
-import { type DispatcherTimers, EndpointDispatcher, type Lease } from './dispatcher.js';
+import { type Clock, systemTimers, type Timers } from '../service/clock.js';
+import { EndpointDispatcher, type Lease } from './dispatcher.js';
 import { GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -23,7 +23,7 @@ export interface GatewayOptions {
   pools: WorkerPools;
   domain: string;
   clock: Clock;
-  timers?: DispatcherTimers;
+  timers?: Timers;
   logger: GatewayLogger;
   metrics?: GatewayMetrics;
   bodyLimitBytes: number;
@@ -374,10 +374,7 @@ export class Gateway {
       dispatcher = new EndpointDispatcher({
         ...settings,
         clock: this.#o.clock,
-        timers: this.#o.timers ?? {
-          setTimeout: (cb, ms) => setTimeout(cb, ms),
-          clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-        },
+        timers: this.#o.timers ?? systemTimers,
         onQueued: () => this.#o.reconcileNow(),
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));

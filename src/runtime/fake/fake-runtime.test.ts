@@ -1,64 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { ManualTimers, settle } from '../../../test/support/manual-timers.js';
+import { testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { LABELS, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
-import { FakeRuntime, type FakeTimers } from './fake-runtime.js';
-
-/** Timers that only fire when the test says so. */
-class ManualTimers implements FakeTimers {
-  now = 0;
-  private next = 1;
-  private readonly pending = new Map<number, { at: number; callback: () => void }>();
-
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = this.next++;
-    this.pending.set(id, { at: this.now + ms, callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-
-  /** Advances the clock, firing due timers in order, and lets promise callbacks run. */
-  async advance(ms: number): Promise<void> {
-    const target = this.now + ms;
-    for (;;) {
-      const due = [...this.pending.entries()]
-        .filter(([, t]) => t.at <= target)
-        .sort((a, b) => a[1].at - b[1].at)[0];
-      if (!due) break;
-      this.pending.delete(due[0]);
-      this.now = due[1].at;
-      due[1].callback();
-      await flush();
-    }
-    this.now = target;
-    await flush();
-  }
-
-  get count(): number {
-    return this.pending.size;
-  }
-}
-
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
-}
+import { FakeRuntime } from './fake-runtime.js';
 
 function spec(workerId: string, endpointId = 'ep1', overrides: Partial<WorkerSpec> = {}): WorkerSpec {
-  return {
-    workerId,
-    endpointId,
-    ownerId: 'o1',
-    revision: 1,
-    image: 'img:1',
-    command: [],
-    env: {},
-    port: 8000,
-    gpus: [],
-    volumes: [],
-    labels: {},
-    ...overrides,
-  };
+  return testWorkerSpec({ image: 'img:1', workerId, endpointId, ...overrides });
 }
 
 function setup(options: { startDelayMs?: number; pullDelayMs?: number } = {}) {
@@ -92,12 +39,12 @@ describe('FakeRuntime', () => {
       resolved = true;
       return w;
     });
-    await flush();
+    await settle();
     expect((await runtime.inspect('a'))?.phase).toBe('starting');
     expect(await runtime.list({ [LABELS.endpoint]: 'ep1' })).toHaveLength(1);
-    await timers.advance(4_999);
+    await timers.advanceSettling(4_999);
     expect(resolved).toBe(false);
-    await timers.advance(1);
+    await timers.advanceSettling(1);
     expect(resolved).toBe(true);
     expect((await created).phase).toBe('running');
     expect((await runtime.inspect('a'))?.phase).toBe('running');
@@ -107,20 +54,20 @@ describe('FakeRuntime', () => {
     const { runtime, timers } = setup({ pullDelayMs: 1_000, startDelayMs: 500 });
     const progress: unknown[] = [];
     const first = runtime.create(spec('a'), (p) => progress.push(p));
-    await flush();
+    await settle();
     expect((await runtime.inspect('a'))?.phase).toBe('pulling');
-    await timers.advance(1_000);
+    await timers.advanceSettling(1_000);
     expect((await runtime.inspect('a'))?.phase).toBe('starting');
-    await timers.advance(500);
+    await timers.advanceSettling(500);
     expect((await first).phase).toBe('running');
     expect(progress).toEqual([
       { percent: 0, message: 'pulling img:1' },
       { percent: 100, message: 'pulled img:1' },
     ]);
     const second = runtime.create(spec('b'));
-    await flush();
+    await settle();
     expect((await runtime.inspect('b'))?.phase).toBe('starting');
-    await timers.advance(500);
+    await timers.advanceSettling(500);
     await second;
     expect(runtime.counters.pulls).toBe(1);
   });
@@ -150,7 +97,7 @@ describe('FakeRuntime', () => {
     const { runtime, timers, events } = setup({ startDelayMs: 1_000 });
     const a = runtime.create(spec('a'));
     const b = runtime.create(spec('b'));
-    await flush();
+    await settle();
     await runtime.remove('a');
     runtime.exit('b', 1);
     await expect(a).rejects.toMatchObject({ code: 'RUNTIME_ERROR' });
@@ -204,9 +151,9 @@ describe('FakeRuntime', () => {
     const following = (async () => {
       for await (const line of runtime.logs('a', { follow: true, tail: 0 })) followed.push(line);
     })();
-    await flush();
+    await settle();
     runtime.appendLog('a', 'four');
-    await flush();
+    await settle();
     runtime.exit('a', 0);
     await following;
     expect(followed).toEqual(['four']);
@@ -219,7 +166,7 @@ describe('FakeRuntime', () => {
       return out;
     })();
     runtime.appendLog('b', 'x');
-    await flush();
+    await settle();
     controller.abort();
     expect(await aborted).toEqual(['x']);
   });

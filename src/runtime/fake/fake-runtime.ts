@@ -4,6 +4,7 @@
  * and tests drive failures and exits by hand. Workers are indexed by endpoint label so that list() stays cheap with
  * tens of thousands of them.
  */
+import { systemTimers, type Timers } from '../../service/clock.js';
 import {
   LABELS,
   type LogOptions,
@@ -18,19 +19,13 @@ import {
   workerLabels,
 } from '../types.js';
 
-/** The timer functions the fake waits on; method syntax so Node's own setTimeout/clearTimeout fit. */
-export interface FakeTimers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
 export interface FakeRuntimeOptions {
   clock: () => number;
   /** Time from created to running (phase `starting` meanwhile). Default 0: create resolves at once. */
   startDelayMs?: number;
   /** Time an image takes to pull the first time it is used (phase `pulling`). Default 0. */
   pullDelayMs?: number;
-  timers?: FakeTimers;
+  timers?: Timers;
   /** What stats() returns for a live worker. */
   stats?: WorkerStats;
 }
@@ -66,7 +61,7 @@ export class FakeRuntime implements WorkerRuntime {
   pullDelayMs: number;
 
   private readonly clock: () => number;
-  private readonly timers: FakeTimers;
+  private readonly timers: Timers;
   private readonly workers = new Map<string, FakeWorker>();
   private readonly byEndpoint = new Map<string, Set<string>>();
   private readonly listeners = new Set<(event: RuntimeEvent) => void>();
@@ -79,7 +74,7 @@ export class FakeRuntime implements WorkerRuntime {
     this.clock = options.clock;
     this.startDelayMs = options.startDelayMs ?? 0;
     this.pullDelayMs = options.pullDelayMs ?? 0;
-    this.timers = options.timers ?? { setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout };
+    this.timers = options.timers ?? systemTimers;
     this.statsValue = options.stats ?? { cpuPercent: 1.5, memoryBytes: 64 * 1024 * 1024 };
   }
 
