@@ -56,8 +56,8 @@ import {
 } from '../src/runtime/types.js';
 import { connectSqlite } from '../src/store/sqlite/connect.js';
 import { Store } from '../src/store/store.js';
-import { sampleEndpoint } from '../test/support/fixtures.js';
-import { ensureTestImage, TEST_IMAGE } from '../test/support/test-image.js';
+import { deleteEndpoint, sampleEndpoint } from '../test/support/fixtures.js';
+import { ensureTestImage, removeLabelled, TEST_IMAGE } from '../test/support/test-image.js';
 import { formatMs, formatRatio, loadAverage, summarize, table } from './support.js';
 
 const ENDPOINTS = 1_000;
@@ -581,22 +581,8 @@ async function controllerRun(
   };
 
   // Delete it (as the API does) and wait for the controller to remove its container.
-  await store.endpoints.mutate(
-    owner,
-    endpoint.id,
-    (current) => ({
-      next: { ...current, updatedAt: Date.now() },
-      events: [{ at: Date.now(), type: 'deleted', message: 'endpoint deleted' }],
-      deleted: true,
-    }),
-    () => ({
-      at: Date.now(),
-      ownerId: owner,
-      actor: 'bench',
-      action: 'endpoint.delete',
-      targetId: endpoint.id,
-    }),
-  );
+  await deleteEndpoint(store, endpoint);
+  controller.poke();
   const removeStart = performance.now();
   const label = `${LABELS.endpoint}=${endpoint.id}`;
   while (performance.now() - removeStart < DOCKER_REMOVE_MAX_MS) {
@@ -688,13 +674,6 @@ async function removeContainer(docker: Dockerode, id: string): Promise<void> {
     .getContainer(id)
     .remove({ force: true, v: true })
     .catch(() => undefined);
-}
-
-/** Removes every container with this label; returns how many there were. */
-async function removeLabelled(docker: Dockerode, label: string): Promise<number> {
-  const containers = await docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => []);
-  for (const container of containers) await removeContainer(docker, container.Id);
-  return containers.length;
 }
 
 function median(values: number[]): number {

@@ -75,7 +75,7 @@ import { LABELS } from '../src/runtime/types.js';
 import { systemClock } from '../src/service/clock.js';
 import { connectSqlite } from '../src/store/sqlite/connect.js';
 import { Store } from '../src/store/store.js';
-import { sampleEndpoint } from '../test/support/fixtures.js';
+import { deleteEndpoint, sampleEndpoint } from '../test/support/fixtures.js';
 import { WORKER_SCRIPT } from '../test/support/test-image.js';
 import { formatMs, loadAverage, summarize, table } from './support.js';
 
@@ -1085,22 +1085,7 @@ async function addEndpoint(stack: Stack, endpoint: Endpoint): Promise<void> {
 
 /** Deletes the endpoint (as the API does) and waits until its workers' processes are gone. */
 async function removeEndpoint(stack: Stack, endpoint: Endpoint): Promise<void> {
-  await stack.store.endpoints.mutate(
-    endpoint.ownerId,
-    endpoint.id,
-    (current) => ({
-      next: { ...current, updatedAt: Date.now() },
-      events: [{ at: Date.now(), type: 'deleted', message: 'endpoint deleted' }],
-      deleted: true,
-    }),
-    () => ({
-      at: Date.now(),
-      ownerId: endpoint.ownerId,
-      actor: 'bench',
-      action: 'endpoint.delete',
-      targetId: endpoint.id,
-    }),
-  );
+  await deleteEndpoint(stack.store, endpoint);
   stack.controller.poke();
   await waitFor(
     `the workers of ${endpoint.spec.appName} to be removed`,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
@@ -169,18 +169,7 @@ describe('Controller over the fake runtime', () => {
     const endpoint = await create();
     controller().start();
     await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
-    await store.endpoints.mutate(
-      endpoint.ownerId,
-      endpoint.id,
-      (e) => ({ next: e, events: [], deleted: true }),
-      () => ({
-        at: 0,
-        ownerId: endpoint.ownerId,
-        actor: 't',
-        action: 'delete',
-        targetId: endpoint.id,
-      }),
-    );
+    await deleteEndpoint(store, endpoint);
     await eventually(async () => {
       expect(runtime.size).toBe(0);
       expect(await workers(endpoint)).toEqual([]);
@@ -209,18 +198,7 @@ describe('Controller over the fake runtime', () => {
     controller().start();
     await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
     await controllers[0]?.stop();
-    await store.endpoints.mutate(
-      endpoint.ownerId,
-      endpoint.id,
-      (e) => ({ next: e, events: [], deleted: true }),
-      () => ({
-        at: 0,
-        ownerId: endpoint.ownerId,
-        actor: 't',
-        action: 'delete',
-        targetId: endpoint.id,
-      }),
-    );
+    await deleteEndpoint(store, endpoint);
     const list = vi.spyOn(runtime, 'list').mockRejectedValue(new Error('engine down'));
     const restarted = controller();
     await restarted.reconcile();

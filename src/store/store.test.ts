@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { AuditEntry } from './audit.js';
 import type { Database } from './schema.js';
@@ -55,12 +55,7 @@ describe.each(storeTargets())('store on $name', (target) => {
     await expect(store.endpoints.create(second, [], audit('create', second.id))).rejects.toMatchObject({
       code: 'APP_NAME_TAKEN',
     });
-    await store.endpoints.mutate(
-      'owner-a',
-      first.id,
-      (current) => ({ next: current, events: [], deleted: true }),
-      () => audit('delete', first.id),
-    );
+    await deleteEndpoint(store, first);
     expect(await store.endpoints.get('owner-a', first.id)).toBeUndefined();
     await store.endpoints.create(second, [], audit('create', second.id));
     expect((await store.endpoints.findByAppName('taken'))?.id).toBe(second.id);
@@ -97,12 +92,7 @@ describe.each(storeTargets())('store on $name', (target) => {
               ids.push(endpoint.id);
             } else {
               const [id] = ids.splice(pick % ids.length, 1) as [string];
-              await store.endpoints.mutate(
-                owner,
-                id,
-                (current) => ({ next: current, events: [], deleted: true }),
-                () => audit('delete', id),
-              );
+              await deleteEndpoint(store, { ownerId: owner, id });
             }
           }
           for (const owner of [...owners, 'owner-none']) {
@@ -121,12 +111,7 @@ describe.each(storeTargets())('store on $name', (target) => {
     for (const endpoint of [...kept, removed]) {
       await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
     }
-    await store.endpoints.mutate(
-      'owner-a',
-      removed.id,
-      (current) => ({ next: current, events: [], deleted: true }),
-      () => audit('delete', removed.id),
-    );
+    await deleteEndpoint(store, removed);
     // Back to the schema before migration 0003, data included.
     await db.schema.dropTable('endpoint_counts').execute();
     await sql`delete from kysely_migration where name = '0003-endpoint-counts'`.execute(db);

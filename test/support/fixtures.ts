@@ -1,6 +1,7 @@
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/domain/limits.js';
 import { applyPatch, defaultSpec, type SpecPatch } from '../../src/domain/spec-patch.js';
+import type { Store } from '../../src/store/store.js';
 
 export const TEST_LIMITS: Limits = { ...DEFAULT_LIMITS, cudaVersions: ['11.8', '12.1', '12.4'] };
 
@@ -26,4 +27,32 @@ export function sampleEndpoint(options: { ownerId?: string; at?: number; patch?:
     createdAt: at,
     updatedAt: at,
   };
+}
+
+/**
+ * Deletes an endpoint through the store as `EndpointService.delete` writes it (a `deleted` event and an audit
+ * entry); the caller pokes a controller if one runs, as the API does. False when it was not there.
+ */
+export async function deleteEndpoint(
+  store: Store,
+  endpoint: { ownerId: string; id: string },
+  at: number = Date.now(),
+): Promise<boolean> {
+  const deleted = await store.endpoints.mutate(
+    endpoint.ownerId,
+    endpoint.id,
+    (current) => ({
+      next: { ...current, updatedAt: at },
+      events: [{ at, type: 'deleted', message: 'endpoint deleted' }],
+      deleted: true,
+    }),
+    () => ({
+      at,
+      ownerId: endpoint.ownerId,
+      actor: 'test',
+      action: 'endpoint.delete',
+      targetId: endpoint.id,
+    }),
+  );
+  return deleted !== undefined;
 }

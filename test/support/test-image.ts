@@ -1,5 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
 
 /** The test worker program; the `local` runtime runs it with the host's node and the worker's env. */
 export const WORKER_SCRIPT = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
@@ -48,4 +49,24 @@ export function ensureTestImage(): Promise<string> {
     throw err;
   });
   return building;
+}
+
+/**
+ * Removes every container and volume with the label, whatever state a test or a bench left them in; returns how
+ * many containers there were. Never throws: it runs in cleanup, also after a failure.
+ */
+export async function removeLabelled(docker: Docker, label: string): Promise<number> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => []);
+  for (const c of containers)
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
+  const volumes = await docker.listVolumes({ filters: { label: [label] } }).catch(() => ({ Volumes: [] }));
+  for (const v of volumes.Volumes ?? [])
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => undefined);
+  return containers.length;
 }

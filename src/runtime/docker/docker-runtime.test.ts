@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../../../test/support/integration.js';
 import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
-import { dockerAvailable, ensureTestImage } from '../../../test/support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeLabelled } from '../../../test/support/test-image.js';
 import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { DockerRuntime, dockerReachable } from './docker-runtime.js';
 
@@ -219,19 +219,3 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     await offline.close();
   });
 });
-
-/** Removes every container and volume with the label, whatever state the tests left them in. */
-async function removeLabelled(docker: Docker, label: string): Promise<void> {
-  const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
-  for (const c of containers)
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true, v: true })
-      .catch(() => undefined);
-  const { Volumes } = await docker.listVolumes({ filters: { label: [label] } });
-  for (const v of Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => undefined);
-}

@@ -4,7 +4,12 @@ import pino from 'pino';
 import { describe, it } from 'vitest';
 import { integrationAvailable } from '../../../test/support/integration.js';
 import { runtimeContract, testWorkerSpec } from '../../../test/support/runtime-contract.js';
-import { dockerAvailable, ensureTestImage, TEST_IMAGE } from '../../../test/support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeLabelled,
+  TEST_IMAGE,
+} from '../../../test/support/test-image.js';
 import { LABELS, type WorkerSpec } from '../types.js';
 import { DockerRuntime } from './docker-runtime.js';
 
@@ -56,20 +61,4 @@ if (withDocker) {
   describe.skip(`WorkerRuntime contract: docker (${TEST_IMAGE})`, () => {
     it('needs a Docker engine', () => undefined);
   });
-}
-
-/** Removes every container and volume with the label, whatever state the suite left them in. */
-async function removeLabelled(docker: Docker, label: string): Promise<void> {
-  const containers = await docker.listContainers({ all: true, filters: { label: [label] } });
-  for (const c of containers)
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true, v: true })
-      .catch(() => undefined);
-  const { Volumes } = await docker.listVolumes({ filters: { label: [label] } });
-  for (const v of Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => undefined);
 }
