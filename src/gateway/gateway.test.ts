@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { RoutingView } from '../controller/controller.js';
 import type { Endpoint } from '../domain/endpoint.js';
@@ -100,7 +99,7 @@ afterEach(async () => {
 });
 
 async function startGateway(
-  options: { queueTimeoutMs?: number; registry?: Registry } = {},
+  options: { queueTimeoutMs?: number; registry?: Registry; clock?: () => number } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
@@ -116,7 +115,7 @@ async function startGateway(
     routing,
     pools,
     domain: 'localhost',
-    clock: Date.now,
+    clock: options.clock ?? Date.now,
     logger: { info: () => {}, warn: (fields, message) => warnings.push({ fields, message }) },
     bodyLimitBytes: 1024,
     maxQueueLength: 10,
@@ -226,19 +225,22 @@ describe('Gateway', () => {
   });
 
   it('serves an endpoint created since the last controller pass once a worker comes, as a cold start', async () => {
-    const h = await startGateway();
+    let now = 1_000;
+    const h = await startGateway({ clock: () => now });
     const endpoint = runningEndpoint();
     h.lookUp.answer = async (appName) => (appName === endpoint.spec.appName ? endpoint : undefined);
     const pending = get(h.port, hostOf(endpoint));
-    await sleep(100);
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
     expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
+    now += 250;
     const worker = await track(startWorker('w-new'));
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.workers.set(endpoint.id, [worker]);
     h.routing.changed();
     const answer = await pending;
     expect(answer).toMatchObject({ status: 200, body: 'w-new' });
-    expect(Number(answer.headers['x-corral-cold-start-ms'])).toBeGreaterThanOrEqual(90);
+    expect(answer.headers['x-corral-cold-start-ms']).toBe('250');
+    expect(answer.headers['x-corral-queue-ms']).toBe('250');
   });
 
   it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
@@ -295,9 +297,9 @@ describe('Gateway', () => {
     });
     req.on('error', () => {});
     req.end();
-    await waitFor(() => h.gateway.stats()[0]?.queueLength === 1);
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
     req.destroy();
-    await waitFor(() => h.gateway.stats()[0]?.queueLength === 0);
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
   });
 
   it('counts requests per endpoint on /metrics, and forgets a deleted endpoint', async () => {
@@ -331,11 +333,3 @@ describe('Gateway', () => {
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
@@ -70,16 +70,9 @@ function containers(endpointId: string): string[] {
   return out.split('\n').filter((line) => line !== '');
 }
 
-async function until(check: () => void | Promise<void>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+/** Retries `check` (it throws until it passes) for at most `timeoutMs`; resolves with what it returned. */
+function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {
+  return vi.waitFor(check, { timeout: timeoutMs, interval: 100 });
 }
 
 describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as a process', () => {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
@@ -24,17 +24,9 @@ async function call(server: ServeProcess, path: string, body?: unknown) {
   return { status: response.status, body: (await response.json()) as any };
 }
 
-/** Polls until `check` passes (it throws until then), or fails with its last error. */
-async function until<T>(check: () => Promise<T>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+/** Retries `check` (it throws until it passes) for at most `timeoutMs`; resolves with what it returned. */
+function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {
+  return vi.waitFor(check, { timeout: timeoutMs, interval: 200 });
 }
 
 function containers(label: string): string[] {

@@ -4,7 +4,7 @@
  * way to kill a worker or to make a create fail comes from the setup.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   LABELS,
   RuntimeError,
@@ -324,17 +324,9 @@ export function testWorkerSpec(
   };
 }
 
-export async function eventually(check: () => unknown | Promise<unknown>, ms = EVENTUALLY_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+/** Retries `check` (it throws until it passes) every 50 ms, for at most `ms`. */
+export function eventually<T>(check: () => T | Promise<T>, ms = EVENTUALLY_MS): Promise<T> {
+  return vi.waitFor(check, { timeout: ms, interval: 50 });
 }
 
 export async function collect(lines: AsyncIterable<string>): Promise<string[]> {
