@@ -216,8 +216,8 @@ describe('EndpointDispatcher', () => {
     expect(onA.workerId).toBe('a');
     dispatcher.setWorkers([worker('b')]);
     expect(dispatcher.stats().workers).toEqual([
-      { id: 'a', inFlight: 1, lastBusyAt: expect.any(Number), routable: false },
-      { id: 'b', inFlight: 0, lastBusyAt: expect.any(Number), routable: true },
+      { id: 'a', inFlight: 1, lastBusyAt: expect.any(Number), routable: false, granted: 1 },
+      { id: 'b', inFlight: 0, lastBusyAt: expect.any(Number), routable: true, granted: 0 },
     ]);
 
     const onB = await dispatcher.acquire();

@@ -70,6 +70,8 @@ export interface DispatcherWorkerStats {
   lastBusyAt: number;
   /** False for a worker that setWorkers no longer lists and that still finishes its leases (draining). */
   routable: boolean;
+  /** Leases granted since the worker was added (it is forgotten once unlisted and idle). */
+  granted: number;
 }
 
 export interface DispatcherStats {
@@ -88,6 +90,7 @@ interface WorkerSlots {
   routable: boolean;
   /** Sequence number of the last grant or release on this worker (ties in load go to the most recent). */
   activity: number;
+  granted: number;
 }
 
 interface Waiter {
@@ -195,6 +198,7 @@ export class EndpointDispatcher {
           lastBusyAt: now,
           routable: true,
           activity: 0,
+          granted: 0,
         });
       }
     }
@@ -274,6 +278,7 @@ export class EndpointDispatcher {
         inFlight: slots.inFlight,
         lastBusyAt: slots.lastBusyAt,
         routable: slots.routable,
+        granted: slots.granted,
       })),
     };
   }
@@ -317,6 +322,7 @@ export class EndpointDispatcher {
 
   #lease(slots: WorkerSlots, enqueuedAt: number, grantedAt = this.#clock()): Lease {
     slots.inFlight += 1;
+    slots.granted += 1;
     slots.activity = ++this.#activity;
     let released = false;
     return {

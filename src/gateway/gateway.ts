@@ -57,8 +57,6 @@ export class Gateway {
   readonly #scaleTimers = new Map<string, NodeJS.Timeout>();
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
-  /** Requests each worker has been given (for its metrics URL). */
-  readonly #served = new Map<string, number>();
   readonly #unsubscribe: () => void;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
@@ -120,11 +118,13 @@ export class Gateway {
     }
   }
 
-  /** A worker's traffic: requests given to it so far and those in flight now. */
+  /** A worker's traffic: requests given to it since it became routable, and those in flight now. */
   workerLoad(endpointId: string, workerId: string): { requests: number; inFlight: number } {
-    const stats = this.#dispatchers.get(endpointId)?.stats();
-    const inFlight = stats?.workers.find((w) => w.id === workerId)?.inFlight ?? 0;
-    return { requests: this.#served.get(workerId) ?? 0, inFlight };
+    const worker = this.#dispatchers
+      .get(endpointId)
+      ?.stats()
+      .workers.find((w) => w.id === workerId);
+    return { requests: worker?.granted ?? 0, inFlight: worker?.inFlight ?? 0 };
   }
 
   /** Queue depth and in-flight requests per endpoint, for metrics. */
@@ -201,11 +201,11 @@ export class Gateway {
             return this.#fail(res, endpoint, error);
           }
         }
-        deadline ??= this.#o.clock() + endpoint.spec.workers.requestTimeoutSeconds * 1000;
-        this.#served.set(lease.workerId, (this.#served.get(lease.workerId) ?? 0) + 1);
+        const sentAt = this.#o.clock();
+        deadline ??= sentAt + endpoint.spec.workers.requestTimeoutSeconds * 1000;
         const outcome = await this.#forward(req, res, endpoint, lease, {
-          coldStartMs: cold ? this.#o.clock() - arrived : undefined,
-          timeoutMs: Math.max(1, deadline - this.#o.clock()),
+          coldStartMs: cold ? sentAt - arrived : undefined,
+          timeoutMs: Math.max(1, deadline - sentAt),
         });
         // Before the release: releasing hands the slot to the next queued request at once.
         if (outcome === 'not-sent' || outcome === 'worker-error')
