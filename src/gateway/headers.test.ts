@@ -207,6 +207,16 @@ describe('filterResponseHeaders', () => {
         ['X-Corral-Queue-Ms', '3'],
       ],
     },
+    {
+      name: 'replaces a header only when its name matches letter for letter ignoring case',
+      raw: ['X-Ab', 'worker', 'x-a^', 'kept'],
+      override: { 'x-aB': 'gw', 'X-A~': 'gw2' },
+      want: [
+        ['x-a^', 'kept'],
+        ['x-aB', 'gw'],
+        ['X-A~', 'gw2'],
+      ],
+    },
     { name: 'handles no headers', raw: [], override: { 'X-A': '1' }, want: [['X-A', '1']] },
   ];
   for (const c of cases) {

@@ -203,9 +203,21 @@ function namesNoHeader(value: string): boolean {
 
 function namedIn(name: string, names: readonly string[]): boolean {
   for (const candidate of names) {
-    if (candidate.length === name.length && candidate.toLowerCase() === name.toLowerCase()) return true;
+    if (candidate.length === name.length && equalIgnoringAsciiCase(candidate, name)) return true;
   }
   return false;
+}
+
+/** Whether two names of the same length are equal ignoring ASCII case, without making lowercase copies. */
+function equalIgnoringAsciiCase(a: string, b: string): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const lower = x | 32;
+    if (lower !== (y | 32) || lower < 97 || lower > 122) return false;
+  }
+  return true;
 }
 
 /**
