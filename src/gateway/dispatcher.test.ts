@@ -209,6 +209,25 @@ describe('EndpointDispatcher', () => {
     expect(inFlight(dispatcher)).toEqual({ a: 0 });
   });
 
+  it("whenIdle resolves when the worker's last lease is released, and at once for an idle or unknown worker", async () => {
+    const { dispatcher } = setup({ maxConcurrent: 2 });
+    dispatcher.setWorkers([worker('a')]);
+    await dispatcher.whenIdle('a');
+    await dispatcher.whenIdle('nobody');
+    const first = await dispatcher.acquire();
+    const second = await dispatcher.acquire();
+    let idle = false;
+    void dispatcher.whenIdle('a').then(() => {
+      idle = true;
+    });
+    first.release();
+    await flush();
+    expect(idle).toBe(false);
+    second.release();
+    await flush();
+    expect(idle).toBe(true);
+  });
+
   it('a removed worker finishes its leases but gets no new requests', async () => {
     const { dispatcher } = setup();
     dispatcher.setWorkers([worker('a'), worker('b')]);

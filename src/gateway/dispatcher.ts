@@ -121,6 +121,8 @@ export class EndpointDispatcher {
   #nextSeq = 0;
   #activity = 0;
   #meanHoldMs: number | undefined;
+  /** Who waits for a worker to hold no lease (a drain before removal), by worker id. */
+  readonly #idleWaiters = new Map<string, (() => void)[]>();
   #closedWith: GatewayError | undefined;
 
   constructor(options: DispatcherOptions) {
@@ -268,6 +270,17 @@ export class EndpointDispatcher {
     });
   }
 
+  /** Resolves once the worker holds no lease: at once if it holds none or is unknown. */
+  whenIdle(workerId: string): Promise<void> {
+    const slots = this.#workers.get(workerId);
+    if (!slots || slots.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiters = this.#idleWaiters.get(workerId);
+      if (waiters) waiters.push(resolve);
+      else this.#idleWaiters.set(workerId, [resolve]);
+    });
+  }
+
   stats(): DispatcherStats {
     const head = this.#queue.values().next();
     return {
@@ -347,6 +360,11 @@ export class EndpointDispatcher {
     if (slots.inFlight === 0) {
       slots.lastBusyAt = now;
       if (!slots.routable && this.#workers.get(slots.id) === slots) this.#workers.delete(slots.id);
+      const idleWaiters = this.#idleWaiters.get(slots.id);
+      if (idleWaiters) {
+        this.#idleWaiters.delete(slots.id);
+        for (const resolve of idleWaiters) resolve();
+      }
     }
     this.#dispatch();
   }

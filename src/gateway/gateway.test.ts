@@ -324,6 +324,23 @@ describe('Gateway', () => {
     expect(text).not.toContain(endpoint.id);
   });
 
+  it("awaitDrained resolves when the worker's requests end, or at the timeout", async () => {
+    const h = await startGateway();
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    await get(h.port, hostOf(endpoint)); // makes the endpoint's dispatcher
+    const slow = get(h.port, hostOf(endpoint), '/work?ms=300');
+    await vi.waitFor(() => expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1));
+    const started = Date.now();
+    await h.gateway.awaitDrained(endpoint.id, 'w-1', 20);
+    expect(Date.now() - started).toBeLessThan(250);
+    await h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
+    expect(h.gateway.workerLoad(endpoint.id, 'w-1')).toEqual({ requests: 2, inFlight: 0 });
+    expect((await slow).status).toBe(200);
+  });
+
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {
     const h = await startGateway({ queueTimeoutMs: 150 });
     const endpoint = runningEndpoint();

@@ -38,7 +38,6 @@ export interface GatewayOptions {
 
 /** A request that never reached a worker is tried on another, at most this many times in all. */
 const MAX_ATTEMPTS = 3;
-const DRAIN_POLL_MS = 50;
 const MAX_CACHED_HOSTS = 10_000;
 /**
  * A worker whose connection failed gets no new request for this long, or until the controller's next report
@@ -107,15 +106,15 @@ export class Gateway {
 
   /** Resolves once the worker has no request in flight (or after the endpoint's request timeout). */
   async awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
-    const deadline = this.#o.clock() + timeoutMs;
-    const inFlight = () =>
-      this.#dispatchers
-        .get(endpointId)
-        ?.stats()
-        .workers.find((w) => w.id === workerId)?.inFlight ?? 0;
-    while (inFlight() > 0 && this.#o.clock() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
-    }
+    const idle = this.#dispatchers.get(endpointId)?.whenIdle(workerId);
+    if (!idle) return;
+    const timers = this.#o.timers ?? systemTimers;
+    let timer: unknown;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = timers.setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([idle, timedOut]);
+    timers.clearTimeout(timer);
   }
 
   /** A worker's traffic: requests given to it since it became routable, and those in flight now. */
