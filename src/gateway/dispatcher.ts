@@ -136,18 +136,9 @@ export class EndpointDispatcher {
     });
   }
 
-  get settings(): Readonly<DispatcherSettings> {
-    return { ...this.#settings };
-  }
-
-  /** The slots per worker now (without the copy `settings` makes: the gateway reads it on every request). */
+  /** The slots per worker now (the gateway compares it with the endpoint's on every request). */
   get maxConcurrent(): number {
     return this.#settings.maxConcurrent;
-  }
-
-  /** The error close() was given, while closed. */
-  get closedWith(): GatewayError | undefined {
-    return this.#closedWith;
   }
 
   /**
@@ -298,7 +289,7 @@ export class EndpointDispatcher {
 
   /**
    * Rejects every queued request with `error` (ENDPOINT_STOPPED, say) and every later acquire() too. Leases already
-   * granted stay valid until released. reopen() undoes it.
+   * granted stay valid until released. A stopped endpoint that starts again gets a new dispatcher.
    */
   close(error: GatewayError): void {
     this.#closedWith = error;
@@ -307,11 +298,6 @@ export class EndpointDispatcher {
       this.#leave(waiter);
       waiter.reject(error);
     }
-  }
-
-  /** Accepts requests again after close() (the endpoint was started again). */
-  reopen(): void {
-    this.#closedWith = undefined;
   }
 
   // ---- internals ----

@@ -78,7 +78,3 @@ export class GatewayError extends Error {
     return { code: this.status, reason: this.code, message: this.message, metadata };
   }
 }
-
-export function isGatewayError(error: unknown, code?: GatewayErrorCode): error is GatewayError {
-  return error instanceof GatewayError && (code === undefined || error.code === code);
-}

@@ -34,8 +34,11 @@ function sameName(name: string, lower: string): boolean {
   return true;
 }
 
-/** The hop-by-hop headers, whichever the direction. `name.length` picks the candidates. */
-function hopByHop(name: string): boolean {
+/**
+ * Whether a header is hop-by-hop by definition, whichever the direction (not counting the ones a Connection header
+ * names). `name.length` picks the candidates.
+ */
+export function isHopByHop(name: string): boolean {
   switch (name.length) {
     case 2:
       return sameName(name, 'te');
@@ -54,11 +57,6 @@ function hopByHop(name: string): boolean {
     default:
       return false;
   }
-}
-
-/** Whether a header is hop-by-hop by definition (not counting the ones a Connection header names). */
-export function isHopByHop(name: string): boolean {
-  return hopByHop(name);
 }
 
 function requestKind(name: string): Kind {
@@ -80,7 +78,7 @@ function requestKind(name: string): Kind {
       // X-Forwarded-Proto is replaced by the gateway's own scheme.
       return sameName(name, 'transfer-encoding') || sameName(name, 'x-forwarded-proto') ? DROP : PASS;
     default:
-      return hopByHop(name) ? DROP : PASS;
+      return isHopByHop(name) ? DROP : PASS;
   }
 }
 
@@ -168,7 +166,7 @@ export function filterResponseHeaders(
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const rawName = raw[i] as string | Buffer;
     const name = typeof rawName === 'string' ? rawName : rawName.toString('latin1');
-    if (hopByHop(name)) {
+    if (isHopByHop(name)) {
       if (name.length === 10 && sameName(name, 'connection')) {
         const value = raw[i + 1] as string | Buffer;
         const text = typeof value === 'string' ? value : value.toString('latin1');
