@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WorkerPools } from './pools.js';
 
 let server: Server;
@@ -95,7 +94,7 @@ describe('WorkerPools', () => {
     const pools = new WorkerPools();
     const old = pools.get({ host: '127.0.0.1', port });
     const pending = get(pools, '/?ms=100');
-    await sleep(20);
+    await vi.waitFor(() => expect(old.stats.running).toBe(1));
     const dropped = pools.drop({ host: '127.0.0.1', port });
     expect(pools.has({ host: '127.0.0.1', port })).toBe(false);
     expect(await pending).toBe('ok');
@@ -110,7 +109,7 @@ describe('WorkerPools', () => {
   it('drop destroys the pool when its requests outlast the grace period', async () => {
     const pools = new WorkerPools();
     const pending = get(pools, '/?ms=2000').catch((error: Error) => error);
-    await sleep(20);
+    await vi.waitFor(() => expect(pools.get({ host: '127.0.0.1', port }).stats.running).toBe(1));
     const started = Date.now();
     await pools.drop({ host: '127.0.0.1', port }, 100);
     expect(Date.now() - started).toBeLessThan(1000);

@@ -11,7 +11,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WorkerPools } from './pools.js';
 import { type ProxyOutcome, proxyRequest } from './proxy.js';
 
@@ -505,7 +505,7 @@ describe('proxyRequest', () => {
     const req = request({ host: '127.0.0.1', port: gatewayPort, path: '/hang', agent: false });
     req.on('error', () => undefined);
     req.end();
-    while (events.hangClosed === undefined) await sleep(5);
+    await vi.waitFor(() => expect(events.hangClosed).toBeDefined());
     const disconnectedAt = Date.now();
     req.destroy();
     expect(await outcome).toBe('client-gone');

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, request, type Server } from 'node:h
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { proxyUpgrade, type UpgradeOutcome, type UpgradeTarget } from './websocket.js';
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -268,7 +268,7 @@ describe('proxyUpgrade', () => {
     req.on('error', () => undefined);
     req.end();
     upstreamSocketClosed = undefined;
-    while (upstreamSocketClosed === undefined) await sleep(5);
+    await vi.waitFor(() => expect(upstreamSocketClosed).toBeDefined());
     req.destroy();
     expect(await done).toBe('client-gone');
     await upstreamSocketClosed;
