@@ -460,6 +460,7 @@ describe('GatewayError', () => {
       Object.entries(GATEWAY_ERROR_CATALOGUE).map(([code, entry]) => [code, entry.status]),
     );
     expect(statuses).toEqual({
+      INVALID_REQUEST: 400,
       ENDPOINT_NOT_FOUND: 404,
       BODY_TOO_LARGE: 413,
       QUEUE_FULL: 429,

@@ -4,6 +4,11 @@
  * rename a code: clients and dashboards match on it.
  */
 export const GATEWAY_ERROR_CATALOGUE = {
+  INVALID_REQUEST: {
+    status: 400,
+    description:
+      'The request cannot be forwarded as it is (a header or target the worker connection refuses).',
+  },
   ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint serves that Host header.' },
   BODY_TOO_LARGE: { status: 413, description: 'The request body is larger than the gateway accepts.' },
   QUEUE_FULL: {
@@ -77,4 +82,13 @@ export class GatewayError extends Error {
         : { ...this.metadata, retryAfterSeconds: this.retryAfterSeconds };
     return { code: this.status, reason: this.code, message: this.message, metadata };
   }
+}
+
+/** BODY_TOO_LARGE with the limit, the same whether the gateway saw the Content-Length or counted the body. */
+export function bodyTooLarge(limitBytes: number): GatewayError {
+  return new GatewayError(
+    'BODY_TOO_LARGE',
+    `The request body is larger than the gateway accepts (${limitBytes} bytes).`,
+    { metadata: { limitBytes } },
+  );
 }

@@ -198,6 +198,41 @@ describe('Gateway', () => {
     expect(answer.headers['x-corral-cold-start-ms']).toBeUndefined();
   });
 
+  it('refuses a Content-Length over the limit with 413 before it takes a slot or reaches a worker', async () => {
+    const h = await startGateway();
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    const answer = await new Promise<Answer>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: h.port,
+          method: 'POST',
+          path: '/work',
+          headers: { host: hostOf(endpoint), 'content-length': '2048' },
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => {
+            body += chunk.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        },
+      );
+      req.on('error', reject);
+      req.write(Buffer.alloc(16));
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      reason: 'BODY_TOO_LARGE',
+      metadata: { limitBytes: 1024 },
+    });
+    expect(worker.maxInFlight).toBe(0);
+  });
+
   it('answers 503 ENDPOINT_STOPPED for a stopped endpoint', async () => {
     const h = await startGateway();
     const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };

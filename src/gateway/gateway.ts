@@ -6,7 +6,7 @@ import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
-import { GatewayError } from './errors.js';
+import { bodyTooLarge, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
@@ -154,7 +154,7 @@ export class Gateway {
     }
     const routed = endpoint as Endpoint;
     if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
-      this.#fail(res, routed, new GatewayError('BODY_TOO_LARGE'));
+      this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes));
       return;
     }
     const dispatcher = this.#dispatcher(routed);

@@ -21,7 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { GatewayError } from './errors.js';
+import { bodyTooLarge, GatewayError } from './errors.js';
 import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
 
 export type ProxyOutcome =
@@ -149,7 +149,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     const limit = this.bodyLimitBytes;
     if (limit !== undefined && this.contentLength !== undefined && Number(this.contentLength) > limit) {
       this.settle('body-too-large');
-      this.respondError(413, bodyTooLargeBody(limit));
+      this.respondError(413, bodyTooLarge(limit).toBody());
       return promise;
     }
     const hasBody = this.chunked || (this.contentLength !== undefined && this.contentLength !== '0');
@@ -238,12 +238,10 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       // Never started: nothing reached the worker and the body was not read.
       if ((error as { code?: string }).code === 'UND_ERR_INVALID_ARG') {
         this.settle('bad-request');
-        this.respondError(400, {
-          code: 400,
-          reason: 'INVALID_REQUEST',
-          message: `The request cannot be forwarded: ${error.message}`,
-          metadata: {},
-        });
+        this.respondError(
+          400,
+          new GatewayError('INVALID_REQUEST', `The request cannot be forwarded: ${error.message}`).toBody(),
+        );
         return;
       }
       this.settle('not-sent');
@@ -308,7 +306,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
         );
         return;
       case 'body-too-large':
-        this.respondError(413, bodyTooLargeBody(this.bodyLimitBytes ?? 0));
+        this.respondError(413, bodyTooLarge(this.bodyLimitBytes ?? 0).toBody());
         return;
       case 'worker-error':
         this.respondError(
@@ -364,15 +362,6 @@ function onRequestTimeout(exchange: Exchange): void {
 function flushHeadersIfIdle(exchange: Exchange): void {
   const res = exchange.res;
   if (!exchange.bodyWritten && !exchange.settled && !res.writableEnded && !res.destroyed) res.flushHeaders();
-}
-
-function bodyTooLargeBody(limit: number) {
-  return {
-    code: 413,
-    reason: 'BODY_TOO_LARGE',
-    message: `The request body is larger than the gateway accepts (${limit} bytes).`,
-    metadata: { limitBytes: limit },
-  };
 }
 
 function noop(): void {}
