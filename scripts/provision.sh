@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Installs and starts what the integration suites need: PostgreSQL and a Docker engine (Debian packages).
-# Idempotent: does nothing for what is already running. Prints the environment to export on its last lines.
+# Idempotent: does nothing for what is already running.
+# Usage: provision.sh [ENV_FILE]. The environment to export is written to ENV_FILE, or printed when none is given.
 set -euo pipefail
+env_file=${1:-}
 
-# Only the environment lines may reach stdout (callers export them): everything else goes to stderr,
-# including what the tools started here print (pg_ctlcluster says "Removed stale pid file." on stdout).
+# Everything but the environment goes to stderr (pg_ctlcluster says "Removed stale pid file." on stdout).
 exec 3>&1 1>&2
 
 log() { printf 'provision: %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+# A daemon must hold none of this script's descriptors: a caller that reads our output through a pipe
+# (`$(provision.sh)`, or CI's log) would otherwise wait for the daemon to exit, that is forever.
+# in_new_session LOG --wait|--fork COMMAND...: COMMAND in its own session, its output appended to LOG.
+in_new_session() {
+  local log=$1
+  shift
+  as_root setsid "$@" </dev/null >>"$log" 2>&1 3>&-
+}
 
 need_packages=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need_packages+=(postgresql)
@@ -30,7 +39,10 @@ fi
 read -r pg_version pg_name pg_port pg_status _ <<<"$cluster"
 if [ "$pg_status" != online ]; then
   log "starting PostgreSQL $pg_version/$pg_name"
-  as_root pg_ctlcluster "$pg_version" "$pg_name" start
+  pg_start_log=$(mktemp)
+  in_new_session "$pg_start_log" --wait pg_ctlcluster "$pg_version" "$pg_name" start ||
+    { cat "$pg_start_log"; rm -f "$pg_start_log"; log "PostgreSQL did not start"; exit 1; }
+  rm -f "$pg_start_log"
 fi
 for _ in $(seq 1 30); do
   as_root su postgres -c "psql -p $pg_port -qtAc 'select 1'" >/dev/null 2>&1 && break
@@ -47,9 +59,10 @@ if ! docker info >/dev/null 2>&1; then
   # A machine restored from a snapshot keeps the pid file of a dockerd that no longer runs; dockerd refuses
   # to start if that pid now belongs to another process.
   if ! pgrep -x dockerd >/dev/null 2>&1; then as_root rm -f /var/run/docker.pid; fi
-  as_root sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+  in_new_session /var/log/dockerd.log --fork dockerd
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/dockerd.log"; exit 1; }
 fi
 
-echo >&3 "CORRAL_TEST_DATABASE_URL=postgres://corral:corral@127.0.0.1:${pg_port}/corral_test"
+env_line="CORRAL_TEST_DATABASE_URL=postgres://corral:corral@127.0.0.1:${pg_port}/corral_test"
+if [ -n "$env_file" ]; then printf '%s\n' "$env_line" >"$env_file"; else printf '%s\n' "$env_line" >&3; fi
