@@ -61,7 +61,11 @@ if ! docker info >/dev/null 2>&1; then
   if ! pgrep -x dockerd >/dev/null 2>&1; then as_root rm -f /var/run/docker.pid; fi
   in_new_session /var/log/dockerd.log --fork dockerd
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
-  docker info >/dev/null 2>&1 || { log "dockerd did not start; see /var/log/dockerd.log"; exit 1; }
+  if ! docker info >/dev/null 2>&1; then
+    log "dockerd did not answer in 60 s; the end of /var/log/dockerd.log:"
+    tail -n 40 /var/log/dockerd.log >&2
+    exit 1
+  fi
 fi
 
 env_line="CORRAL_TEST_DATABASE_URL=postgres://corral:corral@127.0.0.1:${pg_port}/corral_test"
