@@ -42,7 +42,7 @@
  *
  * Every process and worker started here is stopped at the end, also on failure.
  */
-import { type ChildProcess, execFileSync, fork, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import {
   existsSync,
@@ -56,7 +56,7 @@ import {
 import { Agent, createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pino, { type Logger } from 'pino';
@@ -78,6 +78,7 @@ import { Store } from '../src/store/store.js';
 import { deleteEndpoint, sampleEndpoint } from '../test/support/fixtures.js';
 import { WORKER_SCRIPT } from '../test/support/test-image.js';
 import { formatMs, loadAverage, summarize, table } from './support.js';
+import { buildDist, ensureTools, parseWrk, runWrk as runWrkProcess, type Tools } from './tools.js';
 
 // ---- settings ----
 
@@ -313,74 +314,6 @@ function totalCpuMs(pids: number[]): number {
 
 // ---- tools ----
 
-function findBinary(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin'];
-  for (const dir of dirs) {
-    if (dir === '') continue;
-    const candidate = join(dir, name);
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
-
-interface Tools {
-  nginx: string | undefined;
-  wrk: string | undefined;
-  nginxVersion: string;
-  wrkVersion: string;
-}
-
-/** nginx and wrk, installed with apt-get (Debian's nginx-light and wrk) when missing. */
-function ensureTools(): Tools {
-  let nginx = findBinary('nginx');
-  let wrk = findBinary('wrk');
-  if (!nginx || !wrk) {
-    const missing = [!nginx && 'nginx (package nginx-light)', !wrk && 'wrk'].filter(Boolean).join(' and ');
-    const aptGet = findBinary('apt-get');
-    if (!aptGet) {
-      console.log(`${missing} not found and there is no apt-get: install them to measure against nginx`);
-    } else {
-      const root = process.getuid?.() === 0;
-      const sudo = root ? undefined : findBinary('sudo');
-      console.log(
-        `${missing} not found: installing nginx-light and wrk with ${sudo ? 'sudo -n ' : ''}apt-get (Debian packages; ` +
-          'the bench runs nginx with its own config on a free 127.0.0.1 port and does not touch a system nginx)',
-      );
-      const apt = (args: string[]) => {
-        const command = sudo ? sudo : aptGet;
-        const argv = sudo ? ['-n', aptGet, ...args] : args;
-        return spawnSync(command, argv, {
-          stdio: ['ignore', 'ignore', 'inherit'],
-          env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-          timeout: 300_000,
-        }).status;
-      };
-      if (!root && !sudo) {
-        console.log('not root and no sudo: cannot install; run `apt-get install -y nginx-light wrk` as root');
-      } else if (apt(['install', '-y', 'nginx-light', 'wrk']) !== 0) {
-        console.log('apt-get install failed; running apt-get update and trying again');
-        apt(['update']);
-        apt(['install', '-y', 'nginx-light', 'wrk']);
-      }
-      nginx = findBinary('nginx');
-      wrk = findBinary('wrk');
-    }
-  }
-  return {
-    nginx,
-    wrk,
-    nginxVersion: nginx ? versionOf(nginx, ['-v']) : 'not installed',
-    wrkVersion: wrk ? versionOf(wrk, ['-v']) : 'not installed',
-  };
-}
-
-/** The first line a binary prints about its version (nginx prints to stderr, wrk exits 1). */
-function versionOf(binary: string, args: string[]): string {
-  const result = spawnSync(binary, args, { encoding: 'utf8', timeout: 10_000 });
-  const text = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n')[0] ?? '';
-  return text.replace(/\s+Copyright.*$/, '').trim() || 'unknown';
-}
-
 // ---- the gateway child ----
 
 interface GatewayProcess {
@@ -436,17 +369,6 @@ async function compiledGatewayModules() {
     import(dist('metrics.js')) as Promise<typeof import('../src/gateway/metrics.js')>,
   ]);
   return { Gateway: gateway.Gateway, WorkerPools: pools.WorkerPools, GatewayMetrics: metrics.GatewayMetrics };
-}
-
-/** Builds dist/ (what `corral serve` runs and the gateway child loads). */
-function buildDist(): void {
-  console.log(
-    'building dist/ with `npm run build` (the gateway child runs the compiled code, as corral serve does)',
-  );
-  execFileSync('npm', ['run', 'build', '--silent'], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
 }
 
 /** Runs in the child: the gateway as `corral serve` wires it, routing to the one worker through a static view. */
@@ -686,48 +608,14 @@ interface WrkResult {
   workerCpuMs: number;
 }
 
-function parseWrk(output: string): Omit<WrkResult, 'proxyCpuMs' | 'workerCpuMs'> {
-  const done = /(\d+) requests in ([\d.]+)(us|ms|s|m)\b/.exec(output);
-  if (!done) throw new Error(`cannot read wrk's output:\n${output}`);
-  const seconds = Number(done[2]) * ({ us: 1e-6, ms: 1e-3, s: 1, m: 60 }[done[3] ?? 's'] ?? 1);
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
-  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
-  const socketErrors = socket ? socket.slice(1).reduce((sum, v) => sum + Number(v), 0) : 0;
-  const percentile = (p: string) => {
-    const match = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(output);
-    if (!match) return Number.NaN;
-    return Number(match[1]) * ({ us: 1e-3, ms: 1, s: 1000 }[match[2] ?? 'ms'] ?? 1);
-  };
-  return {
-    requests: Number(done[1]),
-    seconds,
-    non2xx,
-    socketErrors,
-    p50Ms: percentile('50'),
-    p99Ms: percentile('99'),
-  };
-}
-
 function runWrk(wrk: string, path: Path, seconds: number): Promise<string> {
-  const args = ['-t', String(WRK_THREADS), '-c', String(WRK_CONNECTIONS), '-d', `${seconds}s`, '--latency'];
-  if (path.host) args.push('-H', `Host: ${path.host}`);
-  args.push(`http://127.0.0.1:${path.port}${WORK_PATH}`);
-  return new Promise((resolve, reject) => {
-    const child = track(spawn(wrk, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`wrk exited with ${code}: ${out}`));
-    });
+  return runWrkProcess(wrk, {
+    threads: WRK_THREADS,
+    connections: WRK_CONNECTIONS,
+    seconds,
+    url: `http://127.0.0.1:${path.port}${WORK_PATH}`,
+    ...(path.host ? { host: path.host } : {}),
+    onSpawn: track,
   });
 }
 

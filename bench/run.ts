@@ -6,11 +6,12 @@ import { machineDescription } from './support.js';
 
 type Suite = () => Promise<void>;
 
-/** Later issues add their suites here (gateway, controller). */
+/** One entry per suite; `npm run bench` runs them in this order. */
 const SUITES: Record<string, Suite> = {
   api: async () => (await import('./api.js')).runApiBench(),
   gateway: async () => (await import('./gateway.js')).runGatewayBench(),
   controller: async () => (await import('./controller.js')).runControllerBench(),
+  memory: async () => (await import('./memory.js')).runMemoryBench(),
 };
 
 async function main(): Promise<void> {

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
@@ -243,6 +243,8 @@ export async function serve(
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const registry = new Registry();
+    // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
+    collectDefaultMetrics({ register: registry });
     const traffic = buildTraffic({
       config,
       store,

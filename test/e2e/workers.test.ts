@@ -193,6 +193,9 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     );
     expect(text).toMatch(/^corral_worker_failures_total\{code="IMAGE_PULL_FAILED"\} [1-9]\d*$/m);
     expect(text).toMatch(/^corral_worker_failures_total\{code="HEALTH_TIMEOUT"\} [1-9]\d*$/m);
+    // The process's own figures, for whoever watches its memory.
+    expect(Number(/^process_resident_memory_bytes (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+    expect(Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
     expect(Number(/^corral_worker_time_to_running_seconds_count (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
   });
 

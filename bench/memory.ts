@@ -1,0 +1,398 @@
+/**
+ * Memory benchmark (DESIGN section 5): the resident memory of a real `corral serve` process (the compiled dist/,
+ * SQLite, the `local` runtime running the test worker), sampled from /proc/<pid>/status, in three phases:
+ *
+ * 1. Idle: 10 s after start with no endpoint, then 10 s after one endpoint's worker (minNum 1) is serving; the
+ *    median of 5 samples 1 s apart each time. Target: RSS under 150 MiB.
+ * 2. Under the gateway benchmark's load: `wrk -t2 -c32` for 30 s through the gateway at that endpoint
+ *    (`GET /work?ms=0`, the gateway bench's request), RSS sampled every 250 ms; the peak, and VmHWM (the kernel's
+ *    own high-water mark) after it. Target: under 300 MiB.
+ * 3. Soak: `CORRAL_BENCH_SOAK_S` seconds (default 600, the target's 10 minutes) of the same wrk load in 60 s
+ *    runs, while every 15 s an endpoint is created with minNum 0, woken by a first request, sent 9 more and
+ *    deleted (the per-endpoint paths: routing, dispatcher, metrics series, worker start and removal). RSS and the
+ *    process's own heap used (`nodejs_heap_size_used_bytes` from /metrics) every 5 s. The first fifth of the soak
+ *    (at most 2 minutes) is warm-up and not counted. Target: no growth, read as a least-squares slope of RSS
+ *    and of heap used over the rest under 1 MiB per minute (at this load that is a leak of well under a byte
+ *    per request; the figure per request is printed).
+ *
+ * The workers are other processes and not counted: what is measured is Corral's own memory.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CorralClient } from '../src/client/index.js';
+import { type ServeProcess, startServe } from '../test/support/process.js';
+import { WORKER_SCRIPT } from '../test/support/test-image.js';
+import { formatMs, loadAverage, table } from './support.js';
+import { buildDist, ensureTools, parseWrk, runWrk, type WrkFigures } from './tools.js';
+
+const TARGET = { idleMiB: 150, loadMiB: 300, slopeMiBPerMin: 1 };
+const WRK = { threads: 2, connections: 32 };
+const WORK_PATH = '/work?ms=0';
+const IDLE_SETTLE_MS = 10_000;
+const IDLE_SAMPLES = 5;
+const LOAD_S = 30;
+const LOAD_SAMPLE_MS = 250;
+const SOAK_S = Number(process.env.CORRAL_BENCH_SOAK_S ?? 600);
+const SOAK_WRK_S = 60;
+const SOAK_SAMPLE_MS = 5_000;
+const CHURN_EVERY_MS = 15_000;
+const CHURN_REQUESTS = 10;
+const MIB = 1024 * 1024;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** VmRSS and VmHWM of a process, in MiB (undefined once it is gone). */
+function memoryOf(pid: number): { rssMiB: number; hwmMiB: number } | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const kib = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024 };
+}
+
+/** The process's own heap used, in MiB, from its Prometheus /metrics (prom-client's default metrics). */
+async function heapUsedMiB(apiUrl: string): Promise<number> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const match = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([\d.e+]+)/m.exec(text);
+  return match ? Number(match[1]) / MIB : Number.NaN;
+}
+
+interface Sample {
+  atMs: number;
+  rssMiB: number;
+  heapMiB: number;
+}
+
+/** Samples `pid`'s RSS (and, when `apiUrl` is given, its heap) every `everyMs` until stopped. */
+function startSampling(pid: number, everyMs: number, apiUrl?: string) {
+  const samples: Sample[] = [];
+  const started = Date.now();
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    const rss = memoryOf(pid)?.rssMiB ?? Number.NaN;
+    const heap = apiUrl ? heapUsedMiB(apiUrl).catch(() => Number.NaN) : Promise.resolve(Number.NaN);
+    void heap.then((heapMiB) => {
+      samples.push({ atMs: Date.now() - started, rssMiB: rss, heapMiB });
+      busy = false;
+    });
+  }, everyMs);
+  return {
+    samples,
+    stop: () => clearInterval(timer),
+  };
+}
+
+async function medianRss(pid: number, count: number): Promise<number> {
+  const values: number[] = [];
+  for (let i = 0; i < count; i++) {
+    values.push(memoryOf(pid)?.rssMiB ?? Number.NaN);
+    if (i < count - 1) await sleep(1_000);
+  }
+  return median(values);
+}
+
+function median(values: number[]): number {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] ?? Number.NaN)
+    : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** Least-squares slope of `value` over time, per minute. */
+function slopePerMinute(points: { atMs: number; value: number }[]): number {
+  const valid = points.filter((p) => Number.isFinite(p.value));
+  if (valid.length < 3) return Number.NaN;
+  const n = valid.length;
+  const meanX = valid.reduce((sum, p) => sum + p.atMs, 0) / n;
+  const meanY = valid.reduce((sum, p) => sum + p.value, 0) / n;
+  let covariance = 0;
+  let variance = 0;
+  for (const p of valid) {
+    covariance += (p.atMs - meanX) * (p.value - meanY);
+    variance += (p.atMs - meanX) ** 2;
+  }
+  return variance === 0 ? Number.NaN : (covariance / variance) * 60_000;
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+
+/** One request through the gateway to `appName`; resolves with the status (0 when no answer came). */
+function viaGateway(gatewayPort: number, appName: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: '127.0.0.1', port: gatewayPort, path, agent, headers: { host: `${appName}.localhost` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      },
+    );
+    req.setTimeout(60_000, () => req.destroy());
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+/** An endpoint whose worker is the test worker, run by the local runtime with this node. */
+function workerEndpoint(appName: string, workerConfig: Record<string, unknown>) {
+  const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
+  return {
+    name: appName,
+    appName,
+    image: {
+      image: 'corral-test-worker:local',
+      command: `${quote(process.execPath)} ${quote(WORKER_SCRIPT)}`,
+    },
+    ports: [{ port: 8000 }],
+    envs: [{ key: 'HOST', value: '127.0.0.1' }],
+    healthy: { path: '/health' },
+    policy: { type: 'queue', value: 1 },
+    workerConfig: { gpuNum: 1, maxConcurrent: 64, freeTimeout: 5, ...workerConfig },
+  };
+}
+
+async function waitServing(gatewayPort: number, appName: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await viaGateway(gatewayPort, appName, '/health')) === 200) return;
+    await sleep(100);
+  }
+  throw new Error(`${appName} did not serve through the gateway in ${timeoutMs} ms`);
+}
+
+/** Worker processes the local runtime still has (its state files), to stop what the bench leaves behind. */
+function leftoverWorkerPids(dataDir: string): number[] {
+  const dir = join(dataDir, 'local-runtime', 'workers');
+  try {
+    return readdirSync(dir).flatMap((file) => {
+      try {
+        const state = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { pid?: unknown };
+        return typeof state.pid === 'number' ? [state.pid] : [];
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+interface Churn {
+  cycles: number;
+  requests: number;
+  failed: number;
+  wakeMs: number[];
+}
+
+/** Every CHURN_EVERY_MS until `until`: create an endpoint at zero, wake it, use it, delete it. */
+async function churn(client: CorralClient, gatewayPort: number, until: number): Promise<Churn> {
+  const result: Churn = { cycles: 0, requests: 0, failed: 0, wakeMs: [] };
+  while (Date.now() + CHURN_EVERY_MS < until) {
+    const cycleStart = Date.now();
+    const appName = `churn-${result.cycles}`;
+    const { id } = await client.createEndpoint(workerEndpoint(appName, { minNum: 0, maxNum: 1 }));
+    for (let i = 0; i < CHURN_REQUESTS; i++) {
+      const sent = Date.now();
+      const status = await viaGateway(gatewayPort, appName, WORK_PATH);
+      if (i === 0) result.wakeMs.push(Date.now() - sent);
+      result.requests++;
+      if (status !== 200) result.failed++;
+    }
+    await client.deleteEndpoint(id);
+    result.cycles++;
+    await sleep(Math.max(0, cycleStart + CHURN_EVERY_MS - Date.now()));
+  }
+  return result;
+}
+
+function mib(value: number): string {
+  return Number.isFinite(value) ? value.toFixed(1) : '-';
+}
+
+function verdict(ok: boolean | undefined): string {
+  return ok === undefined ? 'NOT MEASURED' : ok ? 'PASS' : 'MISS';
+}
+
+export async function runMemoryBench(): Promise<void> {
+  console.log('\n== Memory of corral serve (DESIGN section 5) ==');
+  console.log(`command: npm run bench -- memory   (soak: CORRAL_BENCH_SOAK_S=${SOAK_S})`);
+  const tools = ensureTools();
+  if (!tools.wrk) throw new Error('wrk is needed for the load phases (apt-get install -y wrk)');
+  buildDist();
+  console.log(`node ${process.version}, ${tools.wrkVersion}; load average ${loadAverage()}`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-memory-'));
+  const key = `sk_bench_${randomBytes(16).toString('hex')}`;
+  const wrkChildren = new Set<ChildProcess>();
+  let server: ServeProcess | undefined;
+  try {
+    server = await startServe(['--runtime', 'local', '--gpus', 'h100-80g:8'], {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: key,
+    });
+    const pid = server.child.pid;
+    if (pid === undefined) throw new Error('corral serve has no pid');
+    const gatewayPort = Number(new URL(server.gatewayUrl).port);
+    const client = new CorralClient({ baseUrl: server.apiUrl, apiKey: key });
+    const summary: string[][] = [];
+
+    await sleep(IDLE_SETTLE_MS);
+    const idleEmpty = await medianRss(pid, IDLE_SAMPLES);
+    await client.createEndpoint(workerEndpoint('steady', { minNum: 1, maxNum: 1 }));
+    await waitServing(gatewayPort, 'steady');
+    await sleep(IDLE_SETTLE_MS);
+    const idleServing = await medianRss(pid, IDLE_SAMPLES);
+    const idleWorst = Math.max(idleEmpty, idleServing);
+    console.log(
+      `\nIdle: RSS ${mib(idleEmpty)} MiB with no endpoint, ${mib(idleServing)} MiB with one serving`,
+    );
+    summary.push([
+      'idle RSS (no endpoint / one serving)',
+      `${mib(idleEmpty)} / ${mib(idleServing)} MiB`,
+      `< ${TARGET.idleMiB} MiB`,
+      verdict(Number.isFinite(idleWorst) ? idleWorst < TARGET.idleMiB : undefined),
+    ]);
+
+    const wrkRun = (seconds: number) =>
+      runWrk(tools.wrk as string, {
+        ...WRK,
+        seconds,
+        url: `http://127.0.0.1:${gatewayPort}${WORK_PATH}`,
+        host: 'steady.localhost',
+        onSpawn: (child) => {
+          wrkChildren.add(child);
+          child.once('exit', () => wrkChildren.delete(child));
+        },
+      }).then(parseWrk);
+
+    const loadSampling = startSampling(pid, LOAD_SAMPLE_MS);
+    const load = await wrkRun(LOAD_S);
+    loadSampling.stop();
+    const loadPeak = Math.max(...loadSampling.samples.map((s) => s.rssMiB).filter(Number.isFinite));
+    const hwm = memoryOf(pid)?.hwmMiB ?? Number.NaN;
+    console.log(
+      `\nUnder load: wrk -t${WRK.threads} -c${WRK.connections} -d${LOAD_S}s GET ${WORK_PATH} through the gateway: ` +
+        `${Math.round(load.requests / load.seconds)} req/s, ${load.non2xx} non-2xx, ${load.socketErrors} socket errors; ` +
+        `RSS peak ${mib(loadPeak)} MiB (${loadSampling.samples.length} samples), VmHWM ${mib(hwm)} MiB`,
+    );
+    const loadWorst = Math.max(loadPeak, hwm);
+    summary.push([
+      `RSS under wrk -c${WRK.connections} (peak sampled / VmHWM)`,
+      `${mib(loadPeak)} / ${mib(hwm)} MiB`,
+      `< ${TARGET.loadMiB} MiB`,
+      verdict(Number.isFinite(loadWorst) ? loadWorst < TARGET.loadMiB : undefined),
+    ]);
+
+    const soak = await runSoak({ pid, apiUrl: server.apiUrl, client, gatewayPort, wrkRun });
+    summary.push(...soak.summary);
+
+    console.log('\nSummary (memory)');
+    console.log(table(['figure', 'measured', 'target', 'verdict'], summary));
+    console.log(`load average at the end ${loadAverage()}`);
+  } finally {
+    for (const child of wrkChildren) child.kill('SIGKILL');
+    agent.destroy();
+    await server?.stop();
+    for (const workerPid of leftoverWorkerPids(dataDir)) {
+      try {
+        process.kill(-workerPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+interface SoakOptions {
+  pid: number;
+  apiUrl: string;
+  client: CorralClient;
+  gatewayPort: number;
+  wrkRun: (seconds: number) => Promise<WrkFigures>;
+}
+
+async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
+  const warmupMs = Math.min(120_000, (SOAK_S * 1000) / 5);
+  console.log(
+    `\nSoak: ${SOAK_S} s of wrk -c${WRK.connections} in ${SOAK_WRK_S} s runs, and every ${CHURN_EVERY_MS / 1000} s ` +
+      `an endpoint created at zero, woken, sent ${CHURN_REQUESTS} requests and deleted; ` +
+      `RSS and heap every ${SOAK_SAMPLE_MS / 1000} s, the first ${formatMs(warmupMs / 1000)} s not counted`,
+  );
+  const sampling = startSampling(o.pid, SOAK_SAMPLE_MS, o.apiUrl);
+  const until = Date.now() + SOAK_S * 1000;
+  const churning = churn(o.client, o.gatewayPort, until);
+  const runs: WrkFigures[] = [];
+  while (Date.now() < until) {
+    const seconds = Math.min(SOAK_WRK_S, Math.ceil((until - Date.now()) / 1000));
+    if (seconds < 1) break;
+    runs.push(await o.wrkRun(seconds));
+    const last = sampling.samples.at(-1);
+    console.log(
+      `  ${formatMs((last?.atMs ?? 0) / 1000)} s: RSS ${mib(last?.rssMiB ?? Number.NaN)} MiB, ` +
+        `heap used ${mib(last?.heapMiB ?? Number.NaN)} MiB`,
+    );
+  }
+  const churned = await churning;
+  sampling.stop();
+
+  const counted = sampling.samples.filter((s) => s.atMs >= warmupMs);
+  const rssSlope = slopePerMinute(counted.map((s) => ({ atMs: s.atMs, value: s.rssMiB })));
+  const heapSlope = slopePerMinute(counted.map((s) => ({ atMs: s.atMs, value: s.heapMiB })));
+  const requests = runs.reduce((sum, r) => sum + r.requests, 0);
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
+  const perMinute = seconds > 0 ? (requests / seconds) * 60 : Number.NaN;
+  const bytesPerRequest = (rssSlope * MIB) / perMinute;
+  const firstMinute = median(counted.slice(0, 12).map((s) => s.rssMiB));
+  const lastMinute = median(counted.slice(-12).map((s) => s.rssMiB));
+  const maxRss = Math.max(...sampling.samples.map((s) => s.rssMiB).filter(Number.isFinite));
+  console.log(
+    `  wrk: ${requests} requests in ${formatMs(seconds)} s (${Math.round(requests / seconds)} req/s), ` +
+      `${runs.reduce((sum, r) => sum + r.non2xx, 0)} non-2xx, ${runs.reduce((sum, r) => sum + r.socketErrors, 0)} socket errors`,
+  );
+  console.log(
+    `  churn: ${churned.cycles} endpoints created, woken and deleted; ${churned.requests} requests, ` +
+      `${churned.failed} failed; wake median ${formatMs(median(churned.wakeMs))} ms`,
+  );
+  console.log(
+    `  RSS after warm-up ${mib(firstMinute)} MiB (median of its first minute), at the end ${mib(lastMinute)} MiB ` +
+      `(median of the last minute), max ${mib(maxRss)} MiB; slope ${rssSlope.toFixed(2)} MiB/min ` +
+      `(${bytesPerRequest.toFixed(3)} bytes per request); heap used slope ${heapSlope.toFixed(2)} MiB/min`,
+  );
+  const grew = (slope: number) => (Number.isFinite(slope) ? slope < TARGET.slopeMiBPerMin : undefined);
+  const rssOk = grew(rssSlope);
+  const heapOk = grew(heapSlope);
+  return {
+    summary: [
+      [
+        `soak ${SOAK_S} s: RSS slope after warm-up`,
+        `${rssSlope.toFixed(2)} MiB/min (${mib(firstMinute)} -> ${mib(lastMinute)} MiB)`,
+        `< ${TARGET.slopeMiBPerMin} MiB/min`,
+        verdict(rssOk),
+      ],
+      [
+        `soak ${SOAK_S} s: heap used slope after warm-up`,
+        `${heapSlope.toFixed(2)} MiB/min`,
+        `< ${TARGET.slopeMiBPerMin} MiB/min`,
+        verdict(heapOk),
+      ],
+      [
+        'soak: failed requests (wrk non-2xx + socket errors, churn)',
+        String(runs.reduce((sum, r) => sum + r.non2xx + r.socketErrors, 0) + churned.failed),
+        '0',
+        verdict(runs.every((r) => r.non2xx + r.socketErrors === 0) && churned.failed === 0),
+      ],
+    ],
+  };
+}
