@@ -272,6 +272,18 @@ export class EndpointDispatcher {
     });
   }
 
+  /** Where the workers it may still use listen: routable ones, and draining ones that hold leases. */
+  addresses(): WorkerAddress[] {
+    return [...this.#workers.values()].map((slots) => slots.address);
+  }
+
+  /** Resolves once no worker holds a lease. */
+  whenAllIdle(): Promise<void> {
+    return Promise.all([...this.#workers.keys()].map((workerId) => this.whenIdle(workerId))).then(
+      () => undefined,
+    );
+  }
+
   stats(): DispatcherStats {
     const head = this.#queue.values().next();
     return {

@@ -90,6 +90,7 @@ interface Harness {
   port: number;
   warnings: { fields: object; message: string }[];
   reconcileCalls: () => number;
+  pools: WorkerPools;
   lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
 }
 
@@ -134,7 +135,7 @@ async function startGateway(
     server.close();
     await pools.close();
   });
-  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, lookUp };
+  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, pools, lookUp };
 }
 
 async function track(worker: Promise<TestWorker>): Promise<TestWorker> {
@@ -374,6 +375,52 @@ describe('Gateway', () => {
     await h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
     expect(h.gateway.workerLoad(endpoint.id, 'w-1')).toEqual({ requests: 2, inFlight: 0 });
     expect((await slow).status).toBe(200);
+  });
+
+  it.each([
+    ['deleted', (h: Harness, endpoint: Endpoint) => h.routing.endpoints.delete(endpoint.id)],
+    [
+      'stopped',
+      (h: Harness, endpoint: Endpoint) =>
+        h.routing.endpoints.set(endpoint.id, { ...endpoint, desired: 'stopped' }),
+    ],
+  ])(
+    'a request in flight when its endpoint is %s is drained: awaitDrained waits for it',
+    async (_, leave) => {
+      const h = await startGateway();
+      const worker = await track(startWorker('w-1'));
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [worker]);
+      const slow = get(h.port, hostOf(endpoint), '/work?ms=300');
+      await vi.waitFor(() => expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1));
+      leave(h, endpoint);
+      h.routing.workers.delete(endpoint.id);
+      h.routing.changed();
+      const started = Date.now();
+      await h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
+      expect(Date.now() - started).toBeGreaterThan(150);
+      expect(await slow).toMatchObject({ status: 200, body: 'w-1' });
+    },
+  );
+
+  it("keeps a connection pool only for workers it can still send to, and closes a departed worker's", async () => {
+    const h = await startGateway();
+    const [one, two] = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [one]);
+    await get(h.port, hostOf(endpoint));
+    expect(h.pools.has(one.address)).toBe(true);
+    h.routing.workers.set(endpoint.id, [two]);
+    h.routing.changed();
+    expect((await get(h.port, hostOf(endpoint))).body).toBe('w-2');
+    expect(h.pools.has(one.address)).toBe(false);
+    expect(h.pools.size).toBe(1);
+    h.routing.endpoints.delete(endpoint.id);
+    h.routing.workers.delete(endpoint.id);
+    h.routing.changed();
+    expect(h.pools.size).toBe(0);
   });
 
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {

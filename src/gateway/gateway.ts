@@ -53,6 +53,8 @@ const QUARANTINE_MS = 2000;
 export class Gateway {
   readonly #o: GatewayOptions;
   readonly #dispatchers = new Map<string, EndpointDispatcher>();
+  /** Dispatchers of deleted or stopped endpoints whose requests are still in flight -> their endpoint id. */
+  readonly #retired = new Map<EndpointDispatcher, string>();
   readonly #scaleTimers = new Map<string, NodeJS.Timeout>();
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
@@ -106,8 +108,13 @@ export class Gateway {
 
   /** Resolves once the worker has no request in flight (or after the endpoint's request timeout). */
   async awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
-    const idle = this.#dispatchers.get(endpointId)?.whenIdle(workerId);
-    if (!idle) return;
+    const holders = [...this.#retired]
+      .filter(([, id]) => id === endpointId)
+      .map(([dispatcher]) => dispatcher);
+    const active = this.#dispatchers.get(endpointId);
+    if (active) holders.push(active);
+    if (holders.length === 0) return;
+    const idle = Promise.all(holders.map((dispatcher) => dispatcher.whenIdle(workerId)));
     const timers = this.#o.timers ?? systemTimers;
     let timer: unknown;
     const timedOut = new Promise<void>((resolve) => {
@@ -398,11 +405,27 @@ export class Gateway {
             : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
         );
         this.#dispatchers.delete(endpointId);
+        this.#retire(endpointId, dispatcher);
         if (!endpoint) this.#o.metrics?.forget(endpointId);
         continue;
       }
       dispatcher.setWorkers(this.#routable(endpointId));
     }
+    this.#o.pools.retainOnly(this.#reachableAddresses());
+  }
+
+  /** Kept until its requests end, so that removing its workers waits for them (the controller's drain). */
+  #retire(endpointId: string, dispatcher: EndpointDispatcher): void {
+    dispatcher.setWorkers([]); // it forgets its idle workers, and each busy one once its last lease ends
+    if (dispatcher.addresses().length === 0) return;
+    this.#retired.set(dispatcher, endpointId);
+    void dispatcher.whenAllIdle().then(() => this.#retired.delete(dispatcher));
+  }
+
+  /** Every worker some request may still be sent to: routable, or draining with requests in flight. */
+  *#reachableAddresses(): Iterable<{ host: string; port: number }> {
+    for (const dispatcher of this.#dispatchers.values()) yield* dispatcher.addresses();
+    for (const dispatcher of this.#retired.keys()) yield* dispatcher.addresses();
   }
 
   #routable(endpointId: string) {

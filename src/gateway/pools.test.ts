@@ -117,6 +117,17 @@ describe('WorkerPools', () => {
     await pools.close();
   });
 
+  it('retainOnly closes the pools of workers not named, however their address is spelled', async () => {
+    const pools = new WorkerPools();
+    const kept = pools.get({ host: '127.0.0.1', port });
+    const gone = pools.get('127.0.0.1:1');
+    pools.retainOnly([`http://127.0.0.1:${port}/`]);
+    expect(pools.size).toBe(1);
+    expect(pools.get({ host: '127.0.0.1', port })).toBe(kept);
+    await vi.waitFor(() => expect(gone.closed).toBe(true));
+    await pools.close();
+  });
+
   it('refuses new pools once closed', async () => {
     const pools = new WorkerPools();
     await pools.close();

@@ -89,6 +89,13 @@ export class WorkerPools {
     return this.#closeGracefully(entry.pool, graceMs);
   }
 
+  /** Drops (as `drop` does) the pool of every worker not in `live`: those that left since. */
+  retainOnly(live: Iterable<PoolAddress>): void {
+    const kept = new Set<string>();
+    for (const address of live) kept.add(poolKey(address));
+    for (const key of [...this.#pools.keys()]) if (!kept.has(key)) void this.drop(key);
+  }
+
   /** Closes every pool (as `drop` does) and refuses new ones. */
   async close(graceMs = 30_000): Promise<void> {
     this.#closed = true;
