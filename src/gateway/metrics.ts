@@ -110,11 +110,13 @@ export class GatewayMetrics {
     series.queueWait.observe(queueMs / 1000);
   }
 
-  /** Forgets a deleted endpoint's request series, so that a long-lived server does not keep every one it had. */
+  /** Forgets every series of a deleted endpoint, so that a long-lived server does not keep every one it had. */
   forget(endpoint: string): void {
     this.#endpoints.delete(endpoint);
     this.#latency.remove(endpoint);
     this.#queueWait.remove(endpoint);
+    this.#coldStarts.remove({ endpoint });
+    this.#decisionDelay.remove({ endpoint });
     this.#lastThreshold.delete(endpoint);
   }
 
