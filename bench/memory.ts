@@ -11,9 +11,14 @@
  *    runs, while every 15 s an endpoint is created with minNum 0, woken by a first request, sent 9 more and
  *    deleted (the per-endpoint paths: routing, dispatcher, metrics series, worker start and removal). RSS and the
  *    process's own heap used (`nodejs_heap_size_used_bytes` from /metrics) every 5 s. The first fifth of the soak
- *    (at most 2 minutes) is warm-up and not counted. Target: no growth, read as a least-squares slope of RSS
- *    and of heap used over the rest under 1 MiB per minute (at this load that is a leak of well under a byte
- *    per request; the figure per request is printed).
+ *    (at most 2 minutes) is warm-up and not counted. Target: no growth, read three ways. The least-squares slope
+ *    of RSS, and of heap used, over the rest: under 1 MiB per minute (at this load, well under a byte per
+ *    request; the figure per request is printed). Heap used is sampled whenever the scrape comes, between
+ *    collections, so its slope is noisy; the third reading is not: the heap in use right after a full collection
+ *    (forced through the inspector, serve runs with `--inspect=127.0.0.1:0`), between wrk runs at the end of the
+ *    warm-up and at the end, without V8's compiled code (which grows as code gets optimised, and stops). Its
+ *    growth must stay under 1 MiB, where a leak of one byte per request would add several. (Heap snapshots would
+ *    say the same but raise RSS by about 120 MiB for good, spoiling the RSS figures.)
  *
  * The workers are other processes and not counted: what is measured is Corral's own memory.
  */
@@ -23,13 +28,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { WebSocket } from 'undici';
 import { CorralClient } from '../src/client/index.js';
 import { type ServeProcess, startServe } from '../test/support/process.js';
 import { WORKER_SCRIPT } from '../test/support/test-image.js';
 import { formatMs, loadAverage, table } from './support.js';
 import { buildDist, ensureTools, parseWrk, runWrk, type WrkFigures } from './tools.js';
 
-const TARGET = { idleMiB: 150, loadMiB: 300, slopeMiBPerMin: 1 };
+const TARGET = { idleMiB: 150, loadMiB: 300, slopeMiBPerMin: 1, liveHeapGrowthMiB: 1 };
 const WRK = { threads: 2, connections: 32 };
 const WORK_PATH = '/work?ms=0';
 const IDLE_SETTLE_MS = 10_000;
@@ -63,6 +69,59 @@ async function heapUsedMiB(apiUrl: string): Promise<number> {
   const text = await (await fetch(`${apiUrl}/metrics`)).text();
   const match = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([\d.e+]+)/m.exec(text);
   return match ? Number(match[1]) / MIB : Number.NaN;
+}
+
+interface LiveHeap {
+  /** V8's heap in use right after a full collection. */
+  usedMiB: number;
+  /** V8's compiled code among it. */
+  codeMiB: number;
+}
+
+/** Sends one Chrome DevTools Protocol command to the process's inspector and waits for its answer. */
+function inspectorCommand(url: string, method: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url);
+    const timer = setTimeout(() => {
+      socket.close();
+      reject(new Error(`the inspector did not answer ${method} in 60 s`));
+    }, 60_000);
+    socket.addEventListener('open', () => socket.send(JSON.stringify({ id: 1, method })));
+    socket.addEventListener('message', (event) => {
+      const answer = JSON.parse(String(event.data)) as { id?: number; error?: { message: string } };
+      if (answer.id !== 1) return;
+      clearTimeout(timer);
+      socket.close();
+      if (answer.error) reject(new Error(`${method}: ${answer.error.message}`));
+      else resolve();
+    });
+    socket.addEventListener('error', () => {
+      clearTimeout(timer);
+      reject(new Error(`cannot reach the inspector at ${url}`));
+    });
+  });
+}
+
+/** The heap in use after a full collection (forced through the inspector), from the process's own /metrics. */
+async function liveHeap(inspectorUrl: string, apiUrl: string): Promise<LiveHeap> {
+  await inspectorCommand(inspectorUrl, 'HeapProfiler.collectGarbage');
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const used = Number(/^nodejs_heap_size_used_bytes ([\d.e+]+)$/m.exec(text)?.[1] ?? Number.NaN);
+  const space = (name: string) =>
+    Number(
+      new RegExp(`^nodejs_heap_space_size_used_bytes\\{space="${name}"\\} ([\\d.e+]+)$`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  const code = space('code') + space('code_large_object');
+  return { usedMiB: used / MIB, codeMiB: code / MIB };
+}
+
+/** The inspector's WebSocket URL, from what `node --inspect` printed on the process's stderr. */
+function inspectorUrlOf(server: ServeProcess): string {
+  const url = /Debugger listening on (ws:\/\/\S+)/.exec(server.stderr())?.[1];
+  if (!url) throw new Error(`corral serve printed no inspector URL:\n${server.stderr()}`);
+  return url;
 }
 
 interface Sample {
@@ -197,8 +256,7 @@ interface Churn {
 }
 
 /** Every CHURN_EVERY_MS until `until`: create an endpoint at zero, wake it, use it, delete it. */
-async function churn(client: CorralClient, gatewayPort: number, until: number): Promise<Churn> {
-  const result: Churn = { cycles: 0, requests: 0, failed: 0, wakeMs: [] };
+async function churn(client: CorralClient, gatewayPort: number, until: number, result: Churn): Promise<void> {
   while (Date.now() + CHURN_EVERY_MS < until) {
     const cycleStart = Date.now();
     const appName = `churn-${result.cycles}`;
@@ -214,7 +272,6 @@ async function churn(client: CorralClient, gatewayPort: number, until: number): 
     result.cycles++;
     await sleep(Math.max(0, cycleStart + CHURN_EVERY_MS - Date.now()));
   }
-  return result;
 }
 
 function mib(value: number): string {
@@ -237,10 +294,11 @@ export async function runMemoryBench(): Promise<void> {
   const wrkChildren = new Set<ChildProcess>();
   let server: ServeProcess | undefined;
   try {
-    server = await startServe(['--runtime', 'local', '--gpus', 'h100-80g:8'], {
-      CORRAL_DATA_DIR: dataDir,
-      CORRAL_API_KEY: key,
-    });
+    server = await startServe(
+      ['--runtime', 'local', '--gpus', 'h100-80g:8'],
+      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
+      { nodeArgs: ['--inspect=127.0.0.1:0'] },
+    );
     const pid = server.child.pid;
     if (pid === undefined) throw new Error('corral serve has no pid');
     const gatewayPort = Number(new URL(server.gatewayUrl).port);
@@ -294,7 +352,14 @@ export async function runMemoryBench(): Promise<void> {
       verdict(Number.isFinite(loadWorst) ? loadWorst < TARGET.loadMiB : undefined),
     ]);
 
-    const soak = await runSoak({ pid, apiUrl: server.apiUrl, client, gatewayPort, wrkRun });
+    const soak = await runSoak({
+      pid,
+      apiUrl: server.apiUrl,
+      client,
+      gatewayPort,
+      wrkRun,
+      inspectorUrl: inspectorUrlOf(server),
+    });
     summary.push(...soak.summary);
 
     console.log('\nSummary (memory)');
@@ -321,6 +386,7 @@ interface SoakOptions {
   client: CorralClient;
   gatewayPort: number;
   wrkRun: (seconds: number) => Promise<WrkFigures>;
+  inspectorUrl: string;
 }
 
 async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
@@ -331,9 +397,12 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
       `RSS and heap every ${SOAK_SAMPLE_MS / 1000} s, the first ${formatMs(warmupMs / 1000)} s not counted`,
   );
   const sampling = startSampling(o.pid, SOAK_SAMPLE_MS, o.apiUrl);
-  const until = Date.now() + SOAK_S * 1000;
-  const churning = churn(o.client, o.gatewayPort, until);
+  const started = Date.now();
+  const until = started + SOAK_S * 1000;
+  const churned: Churn = { cycles: 0, requests: 0, failed: 0, wakeMs: [] };
+  const churning = churn(o.client, o.gatewayPort, until, churned);
   const runs: WrkFigures[] = [];
+  let warm: { heap: LiveHeap; requests: number; cycles: number } | undefined;
   while (Date.now() < until) {
     const seconds = Math.min(SOAK_WRK_S, Math.ceil((until - Date.now()) / 1000));
     if (seconds < 1) break;
@@ -343,9 +412,17 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
       `  ${formatMs((last?.atMs ?? 0) / 1000)} s: RSS ${mib(last?.rssMiB ?? Number.NaN)} MiB, ` +
         `heap used ${mib(last?.heapMiB ?? Number.NaN)} MiB`,
     );
+    if (!warm && Date.now() - started >= warmupMs && Date.now() < until) {
+      const heap = await liveHeap(o.inspectorUrl, o.apiUrl);
+      warm = { heap, requests: runs.reduce((sum, r) => sum + r.requests, 0), cycles: churned.cycles };
+      console.log(
+        `  heap after a full collection: ${mib(heap.usedMiB)} MiB (${mib(heap.codeMiB)} MiB of it code)`,
+      );
+    }
   }
-  const churned = await churning;
+  await churning;
   sampling.stop();
+  const end = await liveHeap(o.inspectorUrl, o.apiUrl);
 
   const counted = sampling.samples.filter((s) => s.atMs >= warmupMs);
   const rssSlope = slopePerMinute(counted.map((s) => ({ atMs: s.atMs, value: s.rssMiB })));
@@ -370,6 +447,15 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
       `(median of the last minute), max ${mib(maxRss)} MiB; slope ${rssSlope.toFixed(2)} MiB/min ` +
       `(${bytesPerRequest.toFixed(3)} bytes per request); heap used slope ${heapSlope.toFixed(2)} MiB/min`,
   );
+  const liveGrowth = warm ? end.usedMiB - end.codeMiB - (warm.heap.usedMiB - warm.heap.codeMiB) : Number.NaN;
+  const laterRequests = warm ? requests - warm.requests : 0;
+  const laterCycles = warm ? churned.cycles - warm.cycles : 0;
+  console.log(
+    `  heap after a full collection at the end: ${mib(end.usedMiB)} MiB (${mib(end.codeMiB)} MiB code); without code ` +
+      `${liveGrowth >= 0 ? '+' : ''}${(liveGrowth * 1024).toFixed(0)} KiB since the warm-up, over ${laterRequests} ` +
+      `requests and ${laterCycles} endpoints (${((liveGrowth * MIB) / Math.max(1, laterCycles)).toFixed(0)} bytes ` +
+      'per endpoint if it were all theirs)',
+  );
   const grew = (slope: number) => (Number.isFinite(slope) ? slope < TARGET.slopeMiBPerMin : undefined);
   const rssOk = grew(rssSlope);
   const heapOk = grew(heapSlope);
@@ -386,6 +472,12 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
         `${heapSlope.toFixed(2)} MiB/min`,
         `< ${TARGET.slopeMiBPerMin} MiB/min`,
         verdict(heapOk),
+      ],
+      [
+        `soak ${SOAK_S} s: heap after full GC, without code, end - warm-up`,
+        `${(liveGrowth * 1024).toFixed(0)} KiB`,
+        `< ${TARGET.liveHeapGrowthMiB} MiB`,
+        verdict(Number.isFinite(liveGrowth) ? liveGrowth < TARGET.liveHeapGrowthMiB : undefined),
       ],
       [
         'soak: failed requests (wrk non-2xx + socket errors, churn)',

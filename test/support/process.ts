@@ -13,11 +13,24 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `corral serve` as a real process and waits until its API listens (or it exits). */
-export async function startServe(args: string[], env: NodeJS.ProcessEnv): Promise<ServeProcess> {
+/** Starts `corral serve` as a real process (`nodeArgs`: options for node itself) and waits until its API listens. */
+export async function startServe(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { nodeArgs?: string[] } = {},
+): Promise<ServeProcess> {
   const child = spawn(
     process.execPath,
-    [CORRAL_BIN, 'serve', '--api-addr', '127.0.0.1:0', '--gateway-addr', '127.0.0.1:0', ...args],
+    [
+      ...(options.nodeArgs ?? []),
+      CORRAL_BIN,
+      'serve',
+      '--api-addr',
+      '127.0.0.1:0',
+      '--gateway-addr',
+      '127.0.0.1:0',
+      ...args,
+    ],
     {
       env: { ...process.env, CORRAL_API_KEY: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
