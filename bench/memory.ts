@@ -15,8 +15,8 @@
  *    of RSS, and of heap used, over the rest: under 1 MiB per minute (at this load, well under a byte per
  *    request; the figure per request is printed). Heap used is sampled whenever the scrape comes, between
  *    collections, so its slope is noisy; the third reading is not: the heap in use right after a full collection
- *    (forced through the inspector, serve runs with `--inspect=127.0.0.1:0`), between wrk runs at the end of the
- *    warm-up and at the end, without V8's compiled code (which grows as code gets optimised, and stops). Its
+ *    (forced through the inspector, serve runs with `--inspect=127.0.0.1:0`), between wrk runs after the first
+ *    one and at the end, without V8's compiled code (which grows as code gets optimised, and stops). Its
  *    growth must stay under 1 MiB, where a leak of one byte per request would add several. (Heap snapshots would
  *    say the same but raise RSS by about 120 MiB for good, spoiling the RSS figures.)
  *
@@ -412,7 +412,8 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
       `  ${formatMs((last?.atMs ?? 0) / 1000)} s: RSS ${mib(last?.rssMiB ?? Number.NaN)} MiB, ` +
         `heap used ${mib(last?.heapMiB ?? Number.NaN)} MiB`,
     );
-    if (!warm && Date.now() - started >= warmupMs && Date.now() < until) {
+    // After the first run, so that RSS has recovered from this collection before its counted samples begin.
+    if (!warm && Date.now() < until) {
       const heap = await liveHeap(o.inspectorUrl, o.apiUrl);
       warm = { heap, requests: runs.reduce((sum, r) => sum + r.requests, 0), cycles: churned.cycles };
       console.log(
@@ -452,7 +453,7 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
   const laterCycles = warm ? churned.cycles - warm.cycles : 0;
   console.log(
     `  heap after a full collection at the end: ${mib(end.usedMiB)} MiB (${mib(end.codeMiB)} MiB code); without code ` +
-      `${liveGrowth >= 0 ? '+' : ''}${(liveGrowth * 1024).toFixed(0)} KiB since the warm-up, over ${laterRequests} ` +
+      `${liveGrowth >= 0 ? '+' : ''}${(liveGrowth * 1024).toFixed(0)} KiB since run 1, over ${laterRequests} ` +
       `requests and ${laterCycles} endpoints (${((liveGrowth * MIB) / Math.max(1, laterCycles)).toFixed(0)} bytes ` +
       'per endpoint if it were all theirs)',
   );
@@ -474,7 +475,7 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
         verdict(heapOk),
       ],
       [
-        `soak ${SOAK_S} s: heap after full GC, without code, end - warm-up`,
+        `soak ${SOAK_S} s: heap after full GC, without code, end - after run 1`,
         `${(liveGrowth * 1024).toFixed(0)} KiB`,
         `< ${TARGET.liveHeapGrowthMiB} MiB`,
         verdict(Number.isFinite(liveGrowth) ? liveGrowth < TARGET.liveHeapGrowthMiB : undefined),
