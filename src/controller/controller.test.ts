@@ -176,19 +176,31 @@ describe('Controller over the fake runtime', () => {
     });
   });
 
-  it('after a restart adopts the running workers: no duplicate, no removal', async () => {
+  it('after a restart adopts the running workers: no duplicate, no removal, the same GPUs held', async () => {
     const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
     const first = controller();
     first.start();
     await eventually(async () => expect((await workers(endpoint)).filter((w) => w.healthy)).toHaveLength(2));
-    const before = (await workers(endpoint)).map((w) => w.id).sort();
+    const gpusOf = (list: { id: string; gpuUuids: string[] }[]) =>
+      Object.fromEntries(list.map((w) => [w.id, w.gpuUuids]));
+    const before = gpusOf(await workers(endpoint));
+    expect(new Set(Object.values(before).flat()).size).toBe(2);
     await first.stop();
-    controller().start();
+    const restarted = controller();
+    restarted.start();
     await eventually(async () => {
       const after = await workers(endpoint);
-      expect(after.map((w) => w.id).sort()).toEqual(before);
+      expect(gpusOf(after)).toEqual(before);
       expect(after.every((w) => w.status.state === 'running' && w.healthy)).toBe(true);
     });
+    // Both GPUs are held by adopted workers: a newcomer waits instead of getting one of them.
+    const newcomer = await create();
+    await eventually(async () => {
+      const [pending] = await workers(newcomer);
+      expect(pending?.status.state).toBe('pending');
+      expect(pending?.status.message).toMatch(/^needs 1 GPU .*h100-80g 0$/);
+    });
+    expect(restarted.workers().flatMap((w) => w.gpuUuids)).toHaveLength(2);
     expect(runtime.counters.creates).toBe(2);
     expect(runtime.counters.removes).toBe(0);
   });

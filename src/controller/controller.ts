@@ -18,7 +18,7 @@ import type { ManagedWorker } from './managed-worker.js';
 import type { ControllerMetrics } from './metrics.js';
 import { canEverFit, placeWorkers } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
-import { buildWorkerSpec, GPU_LABEL, registryOf } from './worker-spec.js';
+import { buildWorkerSpec, registryOf } from './worker-spec.js';
 
 /** Probes a worker's health path; true for a 2xx/3xx answer within the timeout. */
 export type HealthProbe = (
@@ -254,7 +254,8 @@ export class Controller implements RoutingView {
           ? `exited with code ${container.exitCode ?? 'unknown'}`
           : 'adopted after a restart',
       healthy: false,
-      gpuUuids: (container.labels[GPU_LABEL] ?? '').split(',').filter((u) => u !== ''),
+      // What the runtime kept with the worker: placement must count these GPUs as held from the first pass.
+      gpuUuids: [...container.gpuUuids],
       address: container.address ?? null,
       createdAt: container.createdAt,
       startedAt: now,

@@ -45,7 +45,7 @@ describe('buildWorkerSpec', () => {
     readyAt: null,
   };
 
-  it('sets Corral env and labels; simulated GPUs are visible in env but not requested from the runtime', () => {
+  it('sets Corral env and labels; simulated GPUs are in env and in spec.gpus, flagged as simulated', () => {
     const endpoint = sampleEndpoint({
       patch: {
         env: [{ key: 'MODEL', value: 'x' }],
@@ -68,13 +68,17 @@ describe('buildWorkerSpec', () => {
       CORRAL_WORKER_ID: 'w1',
       NVIDIA_VISIBLE_DEVICES: `${gpus[0]?.uuid},${gpus[1]?.uuid}`,
     });
-    expect(spec.gpus).toEqual([]);
-    expect(spec.labels).toMatchObject({
+    // The runtime keeps them with the worker (RuntimeWorker.gpuUuids); only real GPUs become device requests.
+    expect(spec.gpus).toEqual([
+      { index: 0, uuid: gpus[0]?.uuid, simulated: true },
+      { index: 1, uuid: gpus[1]?.uuid, simulated: true },
+    ]);
+    expect(spec.labels).toEqual({
       'corral.dev/managed': 'true',
       'corral.dev/endpoint': endpoint.id,
       'corral.dev/worker': 'w1',
       'corral.dev/revision': '3',
-      'corral.dev/gpus': `${gpus[0]?.uuid},${gpus[1]?.uuid}`,
+      'corral.dev/owner': 'owner-a',
     });
     expect(spec.volumes).toEqual([
       { type: 'local', name: 'corral-w1-0', sizeGB: 5, mountPath: '/scratch' },

@@ -1,15 +1,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
-import {
-  LABEL_PREFIX,
-  LABELS,
-  type RegistryAuth,
-  type RuntimeVolume,
-  type WorkerSpec,
-} from '../runtime/types.js';
+import { LABELS, type RegistryAuth, type RuntimeVolume, type WorkerSpec } from '../runtime/types.js';
 import type { ManagedWorker } from './managed-worker.js';
-
-export const GPU_LABEL = `${LABEL_PREFIX}gpus`;
 
 export interface WorkerSpecContext {
   /** Network storage id -> host path. */
@@ -43,7 +35,9 @@ export function buildWorkerSpec(
     command: splitCommand(spec.image.command),
     env,
     port: spec.port,
-    gpus: gpus.filter((g) => !g.simulated).map((g) => ({ index: g.index, uuid: g.uuid })),
+    // Simulated GPUs too: the runtime keeps every allocated uuid with the worker (RuntimeWorker.gpuUuids), which
+    // is how a restarted controller learns what an adopted worker holds; only real ones become device requests.
+    gpus: gpus.map((g) => ({ index: g.index, uuid: g.uuid, ...(g.simulated ? { simulated: true } : {}) })),
     volumes: spec.volumes.map((volume, index): RuntimeVolume => {
       if (volume.type === 'local') {
         return {
@@ -63,7 +57,6 @@ export function buildWorkerSpec(
       [LABELS.worker]: worker.id,
       [LABELS.revision]: String(worker.revision),
       [LABELS.owner]: endpoint.ownerId,
-      [GPU_LABEL]: gpus.map((g) => g.uuid).join(','),
     },
     ...(context.registryAuth ? { registryAuth: context.registryAuth } : {}),
     rootfsSizeGB: spec.rootfsSizeGB,

@@ -24,6 +24,13 @@ export function workerLabels(spec: WorkerSpec): Record<string, string> {
   };
 }
 
+export interface RuntimeGpu {
+  index: number;
+  uuid: string;
+  /** A GPU of a simulated inventory (`--gpus h100-80g:2`): named to the worker, never requested from a device. */
+  simulated?: boolean;
+}
+
 export type RuntimeVolume =
   | { type: 'local'; name: string; sizeGB: number; mountPath: string }
   | { type: 'network'; hostPath: string; mountPath: string };
@@ -48,8 +55,11 @@ export interface WorkerSpec {
   env: Record<string, string>;
   /** The port the app listens on inside the worker. */
   port: number;
-  /** GPUs allocated to this worker by placement. */
-  gpus: { index: number; uuid: string }[];
+  /**
+   * Every GPU placement gave this worker, real or simulated. The runtime keeps their uuids with the worker and
+   * gives them back as RuntimeWorker.gpuUuids, so that a restarted controller knows which GPUs are held.
+   */
+  gpus: RuntimeGpu[];
   volumes: RuntimeVolume[];
   labels: Record<string, string>;
   registryAuth?: RegistryAuth;
@@ -72,6 +82,7 @@ export interface RuntimeWorker {
   /** Human detail: pull progress, exit reason. */
   message: string;
   createdAt: number;
+  /** The uuids of the GPUs the worker was created with (spec.gpus, real or simulated), in the same order. */
   gpuUuids: string[];
 }
 

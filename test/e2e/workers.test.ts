@@ -29,6 +29,22 @@ function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {
   return vi.waitFor(check, { timeout: timeoutMs, interval: 200 });
 }
 
+/** A worker's GPU ids, from its `metrics` URL (what `workers[].metrics` links to). */
+async function workerGpus(url: string): Promise<string[]> {
+  const response = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { gpus: string[] }).gpus;
+}
+
+/** GPU ids by worker id, for the endpoint's running workers. */
+async function gpusByWorker(endpoint: any): Promise<Record<string, string[]>> {
+  const running = endpoint.workers.filter((w: any) => w.state.state === 'running');
+  const entries = await Promise.all(
+    running.map(async (w: any) => [w.id as string, await workerGpus(w.metrics)] as const),
+  );
+  return Object.fromEntries(entries);
+}
+
 function containers(label: string): string[] {
   const out = execFileSync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}`], {
     encoding: 'utf8',
@@ -74,6 +90,10 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     '--config',
     join(dataDir, 'corral.yaml'),
   ];
+  const gpusFree = async (productId: string): Promise<number> => {
+    const { body } = await call(server, 'products');
+    return body.products.find((p: any) => p.id === productId)?.gpusFree;
+  };
   const running = async (id: string, count: number) => {
     const { body } = await call(server, `endpoint?id=${id}`);
     const workers = body.endpoint.workers.filter((w: any) => w.state.state === 'running' && w.healthy);
@@ -131,13 +151,23 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout).toContain('/env');
 
+    // Each worker holds its own GPU, as its metrics and the products' free count say.
+    const gpusBefore = await gpusByWorker(endpoint);
+    expect(Object.values(gpusBefore).map((gpus) => gpus.length)).toEqual([1, 1]);
+    expect(new Set(Object.values(gpusBefore).flat()).size).toBe(2);
+    expect(await gpusFree('h100-80g')).toBe(2);
+
     server.child.kill('SIGKILL');
     await new Promise((resolve) => server.child.once('exit', resolve));
     server = await startServe(args('h100-80g:4'), env());
-    await until(() => running(id, 2), 30_000);
+    const adopted = await until(() => running(id, 2), 30_000);
     expect(containers(`corral.dev/endpoint=${id}`)).toEqual(before);
+    // The adopted workers still hold the same GPUs (they came back from the containers, not from memory).
+    expect(await gpusByWorker(adopted)).toEqual(gpusBefore);
+    expect(await gpusFree('h100-80g')).toBe(2);
 
     const crashing = first?.id ?? '';
+    const survivor = second?.id ?? '';
     await fetch(`http://127.0.0.1:${publishedPort(crashing)}/crash`, { method: 'POST' }).catch(
       () => undefined,
     );
@@ -149,6 +179,14 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
       return e;
     }, 30_000);
     expect(replaced.workers.some((w: any) => w.id === crashing && w.state.state === 'failed')).toBe(true);
+    // The replacement got a GPU nobody else holds: not the survivor's.
+    const gpusAfter = await gpusByWorker(replaced);
+    expect(gpusAfter[survivor]).toEqual(gpusBefore[survivor]);
+    const replacement = Object.keys(gpusAfter).find((workerId) => workerId !== survivor) ?? '';
+    expect(gpusAfter[replacement]).toHaveLength(1);
+    expect(gpusAfter[replacement]).not.toEqual(gpusAfter[survivor]);
+    // The crashed worker's GPU is free again once its container is gone.
+    await until(async () => expect(await gpusFree('h100-80g')).toBe(2), 15_000);
 
     expect((await call(server, 'endpoint/stop', { id })).status).toBe(200);
     await until(async () => {

@@ -81,7 +81,10 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
     it('create returns a started worker with its address, labels and GPUs', async () => {
       const { endpointId, workerId } = ids();
       const id = workerId();
-      const gpus = [{ index: 0, uuid: 'GPU-contract-0' }];
+      const gpus = [
+        { index: 1, uuid: 'GPU-contract-1' },
+        { index: 0, uuid: 'GPU-contract-0', simulated: true },
+      ];
       const worker = await runtime.create(
         spec(endpointId, id, { labels: { 'example.com/team': 'a' }, revision: 3, ownerId: 'owner-1', gpus }),
       );
@@ -99,14 +102,37 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
         [LABELS.revision]: '3',
         [LABELS.owner]: 'owner-1',
       });
-      expect(worker.gpuUuids).toEqual(['GPU-contract-0']);
+      expect(worker.gpuUuids).toEqual(['GPU-contract-1', 'GPU-contract-0']);
       expect(typeof worker.createdAt).toBe('number');
 
       const inspected = await runtime.inspect(id);
       expect(inspected?.workerId).toBe(id);
       expect(inspected?.labels).toEqual(worker.labels);
       expect(inspected?.address).toEqual(worker.address);
+      expect(inspected?.gpuUuids).toEqual(['GPU-contract-1', 'GPU-contract-0']);
       await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('a listed worker carries the GPU uuids it was created with, real or simulated (what a restart adopts)', async () => {
+      const { endpointId, workerId } = ids();
+      const withGpus = workerId();
+      const without = workerId();
+      await runtime.create(
+        spec(endpointId, withGpus, {
+          gpus: [
+            { index: 3, uuid: 'GPU-simulated-h100-80g-3', simulated: true },
+            { index: 2, uuid: 'GPU-simulated-h100-80g-2', simulated: true },
+          ],
+        }),
+      );
+      await runtime.create(spec(endpointId, without));
+      const listed = await runtime.list({ [LABELS.endpoint]: endpointId });
+      const gpusOf = (id: string) => listed.find((w) => w.workerId === id)?.gpuUuids;
+      expect(gpusOf(withGpus)).toEqual(['GPU-simulated-h100-80g-3', 'GPU-simulated-h100-80g-2']);
+      expect(gpusOf(without)).toEqual([]);
+      // Corral's bookkeeping is not among the worker's own labels.
+      for (const worker of listed) expect(Object.keys(worker.labels)).not.toContain('corral.dev/gpus');
+      await Promise.all([withGpus, without].map((id) => runtime.remove(id, { graceSeconds: 1 })));
     });
 
     it('list by labels finds exactly the matching workers', async () => {

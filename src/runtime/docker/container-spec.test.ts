@@ -102,6 +102,15 @@ describe('containerSpec', () => {
       requests: undefined,
       label: 'GPU-simulated-h100-80g-0',
     },
+    {
+      name: 'a GPU flagged simulated: label only; the real one beside it is requested',
+      gpus: [
+        { index: 0, uuid: 'GPU-sim-a', simulated: true },
+        { index: 1, uuid: 'GPU-eeee' },
+      ],
+      requests: [{ Driver: 'nvidia', DeviceIDs: ['GPU-eeee'], Capabilities: [['gpu']] }],
+      label: 'GPU-sim-a,GPU-eeee',
+    },
   ])('GPUs: $name', ({ gpus, requests, label }) => {
     const body = containerSpec(spec({ gpus }), options);
     expect(body.HostConfig.DeviceRequests).toEqual(requests);

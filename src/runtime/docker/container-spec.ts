@@ -90,7 +90,7 @@ function mounts(spec: WorkerSpec, options: Pick<ContainerSpecOptions, 'namePrefi
 
 function deviceRequests(spec: WorkerSpec, options: ContainerSpecOptions) {
   if (options.requestGpuDevices === false) return undefined;
-  const ids = spec.gpus.map((gpu) => gpu.uuid).filter((uuid) => !isSimulatedGpu(uuid));
+  const ids = spec.gpus.filter((gpu) => !gpu.simulated && !isSimulatedGpu(gpu.uuid)).map((gpu) => gpu.uuid);
   if (ids.length === 0) return undefined;
   return [{ Driver: 'nvidia', DeviceIDs: ids, Capabilities: [['gpu']] }];
 }
