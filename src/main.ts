@@ -262,7 +262,7 @@ export async function serve(
       gpus,
       logger,
       secrets,
-      busyGpus: () => new Set(controller.workers().flatMap((w) => w.gpuUuids)),
+      busyGpus: () => new Set(controller.heldGpus().keys()),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),

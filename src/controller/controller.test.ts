@@ -157,6 +157,40 @@ describe('Controller over the fake runtime', () => {
     });
   });
 
+  it("keeps a failed worker's GPU held until its container is removed, then places the waiting worker on it", async () => {
+    let now = 1_000_000;
+    healthy = () => false;
+    const oneGpu = simulatedInventory([{ productId: 'h100-80g', count: 1, cudaVersion: '12.4' }]);
+    const gpu = oneGpu[0]?.uuid ?? '';
+    const first = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } });
+    const c = controller({ gpus: oneGpu, clock: () => now, startupTimeoutMs: 1_000 });
+    c.start();
+    await eventually(async () => expect((await workers(first))[0]?.status.state).toBe('starting'));
+    const waiting = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } });
+    await eventually(async () => expect((await workers(waiting))[0]?.status.state).toBe('pending'));
+
+    // The health deadline passes; the failed worker's container takes its grace period to go.
+    const release = runtime.holdRemovals();
+    now += 5_000;
+    await eventually(async () =>
+      expect((await workers(first))[0]?.status).toMatchObject({ state: 'failed', error: 'HEALTH_TIMEOUT' }),
+    );
+    const passes = vi.spyOn(runtime, 'list');
+    await eventually(() => expect(passes.mock.calls.length).toBeGreaterThan(2));
+    expect((await workers(waiting))[0]?.status.state).toBe('pending');
+    expect(runtime.size).toBe(1);
+    expect([...c.heldGpus().keys()]).toEqual([gpu]);
+    expect((await workers(first))[0]?.gpuUuids).toEqual([gpu]);
+
+    release();
+    await eventually(async () => {
+      const [started] = await workers(waiting);
+      expect(started?.status.state).toBe('starting');
+      expect(started?.gpuUuids).toEqual([gpu]);
+      expect((await workers(first))[0]?.gpuUuids).toEqual([]);
+    });
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

@@ -93,7 +93,13 @@ export class Controller implements RoutingView {
   readonly #health = new Map<string, HealthCounters>();
   readonly #crashes = new Map<string, CrashRecord>();
   readonly #probeTimers = new Map<string, NodeJS.Timeout>();
-  readonly #busy = new Set<string>();
+  /** Workers whose create is under way -> the GPUs they were given (held even if the record goes meanwhile). */
+  readonly #busy = new Map<string, string[]>();
+  /**
+   * Containers being removed (or whose removal failed, to be retried) -> their GPUs. A removal takes up to the
+   * runtime's grace period, during which the container still runs on its GPUs: they stay held until it is gone.
+   */
+  readonly #releasing = new Map<string, { gpuUuids: string[]; inFlight: boolean }>();
   /** Worker records whose store row must be written (or deleted) at the end of the pass. */
   readonly #dirty = new Set<string>();
   #adopted = false;
@@ -187,6 +193,20 @@ export class Controller implements RoutingView {
     return [...this.#workers.values()];
   }
 
+  /**
+   * GPU uuid -> the worker holding it: workers' GPUs, those of creates under way and those of containers not removed
+   * yet. Placement never hands out one of these; GET products counts them as busy.
+   */
+  heldGpus(): Map<string, string> {
+    const held = new Map<string, string>();
+    for (const w of this.#workers.values()) for (const uuid of w.gpuUuids) held.set(uuid, w.id);
+    for (const [workerId, gpuUuids] of this.#busy) for (const uuid of gpuUuids) held.set(uuid, workerId);
+    for (const [workerId, { gpuUuids }] of this.#releasing) {
+      for (const uuid of gpuUuids) held.set(uuid, workerId);
+    }
+    return held;
+  }
+
   /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
   async reconcile(): Promise<void> {
     const { store, runtime, clock } = this.#o;
@@ -227,6 +247,7 @@ export class Controller implements RoutingView {
     for (const container of observed) {
       seen.add(container.workerId);
       const record = this.#workers.get(container.workerId);
+      if (this.#releasing.has(container.workerId)) continue;
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && isStarted(record.state)) {
@@ -237,6 +258,16 @@ export class Controller implements RoutingView {
       if (isStarted(record.state) && !seen.has(record.id) && !this.#busy.has(record.id)) {
         this.#workerDied(record, 'its container disappeared', now);
       }
+    }
+    this.#retryRemovals(seen);
+  }
+
+  /** A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. */
+  #retryRemovals(seen: ReadonlySet<string>): void {
+    for (const [workerId, held] of this.#releasing) {
+      if (held.inFlight) continue;
+      if (seen.has(workerId)) void this.#removeContainer(workerId, held.gpuUuids, 'retrying its removal');
+      else this.#released(workerId);
     }
   }
 
@@ -263,7 +294,7 @@ export class Controller implements RoutingView {
     };
     this.#track(record);
     this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
-    if (record.state === 'failed') this.#removeContainer(record, 'it had exited');
+    if (record.state === 'failed') void this.#removeContainer(record.id, record.gpuUuids, 'it had exited');
     else if (endpoint) this.#scheduleProbe(record.id, 0);
   }
 
@@ -277,7 +308,7 @@ export class Controller implements RoutingView {
     const code: WorkerErrorCode =
       crash.failures >= this.#o.backoff.crashLoopAfter ? 'CRASH_LOOP' : 'RUNTIME_ERROR';
     this.#fail(record, code, `worker ${reason}`);
-    this.#removeContainer(record, reason);
+    void this.#removeContainer(record.id, record.gpuUuids, reason);
   }
 
   // ---- plan and apply ----
@@ -314,7 +345,7 @@ export class Controller implements RoutingView {
           ),
         );
         this.#fail(record, action.code, action.message);
-        this.#removeContainer(record, action.message);
+        void this.#removeContainer(record.id, record.gpuUuids, action.message);
       }
     }
     this.#trimFailed(endpoint.id);
@@ -352,11 +383,9 @@ export class Controller implements RoutingView {
       .filter((w) => w.state === 'pending' && live.has(w.endpointId))
       .sort((a, b) => a.createdAt - b.createdAt);
     if (pending.length === 0) return;
-    const allocations = new Map<string, string>();
-    for (const w of this.#workers.values()) for (const uuid of w.gpuUuids) allocations.set(uuid, w.id);
     const result = placeWorkers({
       gpus: this.#o.gpus,
-      allocations,
+      allocations: this.heldGpus(),
       workers: pending.map((w) => {
         const spec = live.get(w.endpointId)?.spec;
         return {
@@ -384,7 +413,7 @@ export class Controller implements RoutingView {
   async #startWorker(record: ManagedWorker, endpoint: Endpoint, gpus: Gpu[], now: number): Promise<void> {
     record.gpuUuids = gpus.map((g) => g.uuid);
     this.#setState(record, 'pulling', 'preparing the image');
-    this.#busy.add(record.id);
+    this.#busy.set(record.id, record.gpuUuids);
     try {
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
@@ -399,8 +428,9 @@ export class Controller implements RoutingView {
         );
       });
       if (!this.#workers.has(record.id)) {
-        // Removed while it was being created (scaled down, stopped): nothing must be left behind.
-        await this.#o.runtime.remove(record.id).catch(() => undefined);
+        // Removed while it was being created (scaled down, stopped): nothing must be left behind, and its GPUs
+        // stay held until the container is gone.
+        void this.#removeContainer(record.id, record.gpuUuids, 'its worker was removed while starting');
         return;
       }
       record.address = container.address ?? null;
@@ -420,6 +450,9 @@ export class Controller implements RoutingView {
         recordFailure(this.#crash(record.endpointId), { code, message, at: now }, this.#o.backoff),
       );
       this.#fail(record, code, message);
+      // A failed create leaves nothing behind, except where the engine could not be reached to clean up: its GPUs
+      // are free once a removal (idempotent, cheap when there is nothing) has confirmed that.
+      void this.#removeContainer(record.id, record.gpuUuids, 'its create failed');
       this.#o.logger.warn(
         { workerId: record.id, endpointId: endpoint.id, code, reason: message },
         'worker failed to start',
@@ -503,11 +536,11 @@ export class Controller implements RoutingView {
     this.#markDirty(record);
   }
 
+  /** The record only: its GPUs are released by #removeContainer once the container is gone. */
   #fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
     this.#setState(record, 'failed', message, code);
     this.#o.metrics?.failures.inc({ code });
     record.healthy = false;
-    record.gpuUuids = [];
     this.#stopProbing(record.id);
   }
 
@@ -523,24 +556,45 @@ export class Controller implements RoutingView {
     this.#changed();
     const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
     void drained
-      .then(() => this.#o.runtime.remove(record.id))
-      .then(() => this.#forget(record))
-      .catch((error: unknown) => {
-        this.#o.logger.error({ err: error, workerId: record.id }, 'cannot remove worker');
-        this.#setState(
-          record,
-          'failed',
-          `could not be removed: ${(error as Error).message}`,
-          'RUNTIME_ERROR',
-        );
-      })
-      .finally(() => this.poke());
+      .then(() => this.#removeContainer(record.id, record.gpuUuids, reason))
+      .then((error) => {
+        if (!error) {
+          this.#forget(record);
+          return;
+        }
+        // The GPUs stay held by the removal, which later passes retry.
+        this.#setState(record, 'failed', `could not be removed: ${error.message}`, 'RUNTIME_ERROR');
+      });
   }
 
-  #removeContainer(record: ManagedWorker, reason: string): void {
-    void this.#o.runtime.remove(record.id).catch((error: unknown) => {
-      this.#o.logger.warn({ err: error, workerId: record.id, reason }, 'cannot remove failed worker');
-    });
+  /**
+   * Removes the worker's container. Its GPUs stay held (#releasing) until the runtime has removed it: the container
+   * runs on them through the grace period. Resolves to the error when the removal failed (retried by later passes).
+   */
+  async #removeContainer(workerId: string, gpuUuids: string[], reason: string): Promise<Error | undefined> {
+    const held = { gpuUuids: [...gpuUuids], inFlight: true };
+    this.#releasing.set(workerId, held);
+    try {
+      await this.#o.runtime.remove(workerId);
+      this.#released(workerId);
+      return undefined;
+    } catch (error) {
+      held.inFlight = false;
+      this.#o.logger.warn({ err: error, workerId, reason }, 'cannot remove worker');
+      return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      this.poke();
+    }
+  }
+
+  /** The container is gone: its GPUs are free, and a failed record shown in the API no longer names them. */
+  #released(workerId: string): void {
+    this.#releasing.delete(workerId);
+    const record = this.#workers.get(workerId);
+    if (record?.state === 'failed' && record.gpuUuids.length > 0) {
+      record.gpuUuids = [];
+      this.#markDirty(record);
+    }
   }
 
   #track(record: ManagedWorker): void {

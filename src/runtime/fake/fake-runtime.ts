@@ -67,6 +67,7 @@ export class FakeRuntime implements WorkerRuntime {
   private readonly listeners = new Set<(event: RuntimeEvent) => void>();
   private readonly statsValue: WorkerStats;
   private createFailure: { reason: string; remaining: number } | undefined;
+  private removalGate: Promise<void> | undefined;
   private nextPort = FAKE_PORT_BASE;
   private closed = false;
 
@@ -105,6 +106,22 @@ export class FakeRuntime implements WorkerRuntime {
     entry.worker = { ...entry.worker, phase: 'exited', exitCode: code, message };
     this.wakeLogs(entry);
     this.emit({ type: 'exited', workerId, exitCode: code });
+  }
+
+  /**
+   * Makes remove() wait until the returned function is called, the worker still listed meanwhile: what a real
+   * container does through its stop grace period.
+   */
+  holdRemovals(): () => void {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.removalGate = gate;
+    return () => {
+      if (this.removalGate === gate) this.removalGate = undefined;
+      release();
+    };
   }
 
   /** Adds a line to the worker's output. */
@@ -179,6 +196,7 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async remove(workerId: string): Promise<void> {
+    if (this.removalGate) await this.removalGate;
     const entry = this.workers.get(workerId);
     if (!entry) return;
     entry.cancelStart?.();
