@@ -191,6 +191,44 @@ describe('Controller over the fake runtime', () => {
     });
   });
 
+  it('a create that completes while a pass waits for the store is not taken for a vanished container', async () => {
+    await create();
+    const c = controller();
+    let finishCreate = () => {};
+    const createGate = new Promise<void>((resolve) => {
+      finishCreate = resolve;
+    });
+    const realCreate = runtime.create.bind(runtime);
+    vi.spyOn(runtime, 'create').mockImplementation(async (spec, onProgress) => {
+      await createGate;
+      return realCreate(spec, onProgress);
+    });
+    await c.reconcile(); // places the worker; its create waits
+    expect(c.workers().map((w) => w.state)).toEqual(['pulling']);
+
+    // The next pass lists the runtime (the worker is not there yet), then waits for the store...
+    let resumeStore = () => {};
+    const storeGate = new Promise<void>((resolve) => {
+      resumeStore = resolve;
+    });
+    const realListAll = store.endpoints.listAll.bind(store.endpoints);
+    const listAll = vi.spyOn(store.endpoints, 'listAll').mockImplementationOnce(async () => {
+      await storeGate;
+      return realListAll();
+    });
+    const pass = c.reconcile();
+    await eventually(() => expect(listAll).toHaveBeenCalled());
+    // ...while the create completes.
+    finishCreate();
+    await eventually(() => expect(c.workers()[0]?.startedAt).not.toBeNull());
+    resumeStore();
+    await pass;
+
+    expect(c.workers()[0]?.state).toMatch(/^(starting|running)$/);
+    expect(runtime.counters.removes).toBe(0);
+    expect(runtime.size).toBe(1);
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

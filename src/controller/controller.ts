@@ -102,6 +102,13 @@ export class Controller implements RoutingView {
   readonly #releasing = new Map<string, { gpuUuids: string[]; inFlight: boolean }>();
   /** Worker records whose store row must be written (or deleted) at the end of the pass. */
   readonly #dirty = new Set<string>();
+  /** Runtime listings begun so far; a pass's listing is as old as the number it took. */
+  #listings = 0;
+  /**
+   * Worker id -> #listings when its create completed. A listing begun before that may not contain the worker, so
+   * its absence there says nothing.
+   */
+  readonly #createdAtListing = new Map<string, number>();
   #adopted = false;
   #loop: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -211,6 +218,7 @@ export class Controller implements RoutingView {
   async reconcile(): Promise<void> {
     const { store, runtime, clock } = this.#o;
     let observed: RuntimeWorker[];
+    const listing = ++this.#listings;
     try {
       observed = await runtime.list({ [LABELS.managed]: 'true' });
     } catch (error) {
@@ -224,7 +232,7 @@ export class Controller implements RoutingView {
     const live = new Map(endpoints.map((e) => [e.id, e]));
     this.#endpoints = live;
     this.#appNames = new Map(endpoints.map((e) => [e.spec.appName, e]));
-    this.#observe(observed, live, now);
+    this.#observe(observed, listing, live, now);
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
     this.#place(live, now);
@@ -242,7 +250,7 @@ export class Controller implements RoutingView {
     }
   }
 
-  #observe(observed: RuntimeWorker[], live: Map<string, Endpoint>, now: number): void {
+  #observe(observed: RuntimeWorker[], listing: number, live: Map<string, Endpoint>, now: number): void {
     const seen = new Set<string>();
     for (const container of observed) {
       seen.add(container.workerId);
@@ -255,11 +263,20 @@ export class Controller implements RoutingView {
       }
     }
     for (const record of this.#workers.values()) {
-      if (isStarted(record.state) && !seen.has(record.id) && !this.#busy.has(record.id)) {
+      if (isStarted(record.state) && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
         this.#workerDied(record, 'its container disappeared', now);
       }
     }
     this.#retryRemovals(seen);
+  }
+
+  /**
+   * Whether this listing began after the worker's create completed, so that it would show the worker. A pass awaits
+   * the store between its listing and this check: a create that completes meanwhile is missing from the listing.
+   */
+  #listedSinceCreated(workerId: string, listing: number): boolean {
+    if (this.#busy.has(workerId)) return false;
+    return (this.#createdAtListing.get(workerId) ?? 0) < listing;
   }
 
   /** A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. */
@@ -433,6 +450,7 @@ export class Controller implements RoutingView {
         void this.#removeContainer(record.id, record.gpuUuids, 'its worker was removed while starting');
         return;
       }
+      this.#createdAtListing.set(record.id, this.#listings);
       record.address = container.address ?? null;
       record.startedAt = this.#o.clock();
       this.#setState(record, 'starting', `waiting for ${endpoint.spec.health.path} to answer`);
@@ -614,6 +632,7 @@ export class Controller implements RoutingView {
     set?.delete(record);
     if (set?.size === 0) this.#byEndpoint.delete(record.endpointId);
     this.#health.delete(record.id);
+    this.#createdAtListing.delete(record.id);
     this.#markDirty(record);
   }
 
