@@ -1,3 +1,4 @@
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
@@ -7,6 +8,7 @@ import { simulatedInventory } from '../gpu/inventory.js';
 import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
 import type { Store } from '../store/store.js';
 import { Controller, type ControllerOptions } from './controller.js';
+import { ControllerMetrics } from './metrics.js';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 const [sqlite] = storeTargets();
@@ -275,6 +277,38 @@ describe('Controller over the fake runtime', () => {
     expect(restarted.workers().flatMap((w) => w.gpuUuids)).toHaveLength(2);
     expect(runtime.counters.creates).toBe(2);
     expect(runtime.counters.removes).toBe(0);
+  });
+
+  it('observes create-to-running only for workers it created, not for those adopted after a restart', async () => {
+    const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
+    const measured = async (registry: Registry) =>
+      Number(
+        /^corral_worker_time_to_running_seconds_count (\d+)$/m.exec(await registry.metrics())?.[1] ?? 'NaN',
+      );
+    const withMetrics = () => {
+      const registry = new Registry();
+      const c: Controller = controller({
+        metrics: new ControllerMetrics({
+          registry,
+          runtime: 'fake',
+          workerStates: () => c.workers().map((w) => w.state),
+        }),
+      });
+      return { c, registry };
+    };
+    const first = withMetrics();
+    first.c.start();
+    await eventually(async () => expect((await workers(endpoint)).filter((w) => w.healthy)).toHaveLength(2));
+    expect(await measured(first.registry)).toBe(2);
+    await first.c.stop();
+
+    const restarted = withMetrics();
+    restarted.c.start();
+    await eventually(() => expect(restarted.c.workers().filter((w) => w.healthy)).toHaveLength(2));
+    expect(await measured(restarted.registry)).toBe(0);
+    // A worker it starts itself is measured again.
+    runtime.exit(restarted.c.workers()[0]?.id ?? '', 1);
+    await eventually(async () => expect(await measured(restarted.registry)).toBe(1));
   });
 
   it('removes nothing while the runtime cannot be listed', async () => {

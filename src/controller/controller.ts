@@ -109,6 +109,8 @@ export class Controller implements RoutingView {
    * its absence there says nothing.
    */
   readonly #createdAtListing = new Map<string, number>();
+  /** Workers found running after a restart: their create-to-running time was not seen by this process. */
+  readonly #adoptedIds = new Set<string>();
   #adopted = false;
   #loop: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -310,6 +312,7 @@ export class Controller implements RoutingView {
       readyAt: null,
     };
     this.#track(record);
+    this.#adoptedIds.add(record.id);
     this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
     if (record.state === 'failed') void this.#removeContainer(record.id, record.gpuUuids, 'it had exited');
     else if (endpoint) this.#scheduleProbe(record.id, 0);
@@ -525,7 +528,10 @@ export class Controller implements RoutingView {
     if (healthy) {
       if (record.readyAt === null) {
         record.readyAt = this.#o.clock();
-        this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+        // An adopted worker's createdAt is its container's: the histogram would record its whole age.
+        if (!this.#adoptedIds.has(record.id)) {
+          this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+        }
       }
       this.#crashes.delete(record.endpointId);
       this.#setState(record, 'running', '');
@@ -633,6 +639,7 @@ export class Controller implements RoutingView {
     if (set?.size === 0) this.#byEndpoint.delete(record.endpointId);
     this.#health.delete(record.id);
     this.#createdAtListing.delete(record.id);
+    this.#adoptedIds.delete(record.id);
     this.#markDirty(record);
   }
 
