@@ -231,6 +231,38 @@ describe('Controller over the fake runtime', () => {
     expect(runtime.size).toBe(1);
   });
 
+  it('a worker of a stopped endpoint is stopped once drained, until its container is removed', async () => {
+    const endpoint = await create();
+    const c = controller();
+    c.start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    const release = runtime.holdRemovals();
+    await store.endpoints.mutate(
+      endpoint.ownerId,
+      endpoint.id,
+      (e) => ({ next: { ...e, desired: 'stopped' }, events: [] }),
+      () => ({ at: 0, ownerId: endpoint.ownerId, actor: 't', action: 'stop', targetId: endpoint.id }),
+    );
+    await eventually(async () =>
+      expect((await workers(endpoint))[0]?.status).toMatchObject({
+        state: 'stopped',
+        error: '',
+        message: 'drained (endpoint stopped); removing its container',
+      }),
+    );
+    const [stopped] = await workers(endpoint);
+    expect(stopped?.healthy).toBe(false);
+    expect(c.routableWorkers(endpoint.id)).toEqual([]);
+    // Still on its GPU until the container is gone.
+    expect(c.heldGpus().size).toBe(1);
+    release();
+    await eventually(async () => {
+      expect(await workers(endpoint)).toEqual([]);
+      expect(runtime.size).toBe(0);
+      expect(c.heldGpus().size).toBe(0);
+    });
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

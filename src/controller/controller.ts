@@ -568,8 +568,9 @@ export class Controller implements RoutingView {
     this.#stopProbing(record.id);
   }
 
+  /** draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. */
   #drainAndRemove(record: ManagedWorker, reason: string): void {
-    if (record.state === 'draining') return;
+    if (record.state === 'draining' || record.state === 'stopped') return;
     const hadContainer = record.state !== 'pending' && record.state !== 'failed';
     this.#stopProbing(record.id);
     if (!hadContainer) {
@@ -580,7 +581,10 @@ export class Controller implements RoutingView {
     this.#changed();
     const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
     void drained
-      .then(() => this.#removeContainer(record.id, record.gpuUuids, reason))
+      .then(() => {
+        this.#setState(record, 'stopped', `drained (${reason}); removing its container`);
+        return this.#removeContainer(record.id, record.gpuUuids, reason);
+      })
       .then((error) => {
         if (!error) {
           this.#forget(record);
