@@ -263,6 +263,20 @@ describe('Controller over the fake runtime', () => {
     });
   });
 
+  it.each([
+    { name: 'an image present locally never asks', present: true, asked: 0 },
+    { name: 'an image to pull asks once, for the pull', present: false, asked: 1 },
+  ])('registry credentials are decrypted only for a pull: $name', async ({ present, asked }) => {
+    runtime.pullDelayMs = 1;
+    if (present) runtime.presentImages.add('registry.example.com/team/app:1');
+    const reveal = vi.fn(async () => ({ username: 'bob', password: 's3cret' }));
+    const endpoint = await create({ image: { ref: 'registry.example.com/team/app:1', authId: 'cred-1' } });
+    controller({ revealCredentials: reveal }).start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    expect(reveal).toHaveBeenCalledTimes(asked);
+    if (asked > 0) expect(reveal).toHaveBeenCalledWith(endpoint.ownerId, 'cred-1');
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

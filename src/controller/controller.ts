@@ -2,7 +2,13 @@ import { randomString } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Worker, WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
-import { LABELS, RuntimeError, type RuntimeWorker, type WorkerRuntime } from '../runtime/types.js';
+import {
+  LABELS,
+  type RegistryAuth,
+  RuntimeError,
+  type RuntimeWorker,
+  type WorkerRuntime,
+} from '../runtime/types.js';
 import type { Clock } from '../service/clock.js';
 import type { Store } from '../store/store.js';
 import {
@@ -435,9 +441,10 @@ export class Controller implements RoutingView {
     this.#setState(record, 'pulling', 'preparing the image');
     this.#busy.set(record.id, record.gpuUuids);
     try {
+      const registryAuth = this.#registryAuth(endpoint);
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
-        ...(await this.#registryAuth(endpoint)),
+        ...(registryAuth ? { registryAuth } : {}),
       });
       const container = await this.#o.runtime.create(spec, (progress) => {
         const percent = progress.percent === undefined ? '' : ` (${Math.round(progress.percent)}%)`;
@@ -484,11 +491,15 @@ export class Controller implements RoutingView {
     }
   }
 
-  async #registryAuth(endpoint: Endpoint) {
+  /** Decrypts the endpoint's registry credentials when called: only the runtime's pull path calls it. */
+  #registryAuth(endpoint: Endpoint): (() => Promise<RegistryAuth | undefined>) | undefined {
     const { authId, ref } = endpoint.spec.image;
-    if (authId === '') return {};
-    const credentials = await this.#o.revealCredentials(endpoint.ownerId, authId);
-    return credentials ? { registryAuth: { ...credentials, server: registryOf(ref) } } : {};
+    if (authId === '') return undefined;
+    const { ownerId } = endpoint;
+    return async () => {
+      const credentials = await this.#o.revealCredentials(ownerId, authId);
+      return credentials ? { ...credentials, server: registryOf(ref) } : undefined;
+    };
   }
 
   // ---- health ----

@@ -6,7 +6,8 @@ import type { ManagedWorker } from './managed-worker.js';
 export interface WorkerSpecContext {
   /** Network storage id -> host path. */
   storagePaths: ReadonlyMap<string, string>;
-  registryAuth?: RegistryAuth;
+  /** Yields the image's registry credentials; called by the runtime only when it pulls. */
+  registryAuth?: () => Promise<RegistryAuth | undefined>;
 }
 
 /** What a worker runs, from its endpoint and the GPUs placement gave it. Pure. */

@@ -62,7 +62,11 @@ export interface WorkerSpec {
   gpus: RuntimeGpu[];
   volumes: RuntimeVolume[];
   labels: Record<string, string>;
-  registryAuth?: RegistryAuth;
+  /**
+   * Registry credentials for the image, decrypted when called. Only a runtime's pull path calls it: an image present
+   * locally never asks, so the password is not read or passed around when no pull happens.
+   */
+  registryAuth?: () => Promise<RegistryAuth | undefined>;
   /** Where the runtime can enforce it (Docker with a supporting storage driver, Kubernetes). */
   rootfsSizeGB?: number;
 }

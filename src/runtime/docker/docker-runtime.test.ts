@@ -192,16 +192,34 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     expect(await runtime.list({ [LABELS.worker]: s.workerId })).toEqual([]);
   });
 
-  it('a pull with registry credentials fails without the password in the message', async () => {
+  it('a pull with registry credentials asks for them once and fails without the password in the message', async () => {
+    let asked = 0;
     const s = spec({
       image: 'registry.invalid:5000/corral/app:1',
-      registryAuth: { username: 'bob', password: 's3cret-pa55', server: 'registry.invalid:5000' },
+      registryAuth: async () => {
+        asked += 1;
+        return { username: 'bob', password: 's3cret-pa55', server: 'registry.invalid:5000' };
+      },
     });
     const progress: PullProgress[] = [];
     const error = await runtime.create(s, (p) => progress.push(p)).catch((e: unknown) => e);
     expect((error as RuntimeError).code).toBe('IMAGE_PULL_FAILED');
     expect((error as RuntimeError).message).not.toContain('s3cret-pa55');
     expect(progress[0]?.message).toContain('pulling registry.invalid:5000/corral/app:1');
+    expect(asked).toBe(1);
+  });
+
+  it('an image present locally never asks for the registry credentials', async () => {
+    let asked = 0;
+    const s = spec({
+      registryAuth: async () => {
+        asked += 1;
+        return { username: 'bob', password: 's3cret-pa55', server: '' };
+      },
+    });
+    await runtime.create(s);
+    expect(asked).toBe(0);
+    await runtime.remove(s.workerId, { graceSeconds: 0 });
   });
 
   it('an unreachable engine is UNAVAILABLE, naming the socket', async () => {

@@ -8,6 +8,7 @@ import {
   LABELS,
   type LogOptions,
   type PullProgress,
+  type RegistryAuth,
   RuntimeError,
   type RuntimeEvent,
   type RuntimeWorker,
@@ -233,12 +234,11 @@ export class DockerRuntime implements WorkerRuntime {
       if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${spec.image}`, this.address);
     }
     const log = this.logger.child({ workerId: spec.workerId, image: spec.image });
-    log.info(
-      { registry: spec.registryAuth?.server || undefined, authenticated: !!spec.registryAuth },
-      'pulling',
-    );
     try {
-      await this.pull(spec, onProgress);
+      // Decrypted here, for this pull only.
+      const auth = await spec.registryAuth?.();
+      log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
+      await this.pull(spec.image, auth, onProgress);
       await this.docker.getImage(spec.image).inspect();
     } catch (error) {
       const failure = engineError(
@@ -253,8 +253,11 @@ export class DockerRuntime implements WorkerRuntime {
     log.info('pulled');
   }
 
-  private async pull(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
-    const auth = spec.registryAuth;
+  private async pull(
+    image: string,
+    auth: RegistryAuth | undefined,
+    onProgress?: (progress: PullProgress) => void,
+  ): Promise<void> {
     const authconfig = auth
       ? {
           username: auth.username,
@@ -262,9 +265,9 @@ export class DockerRuntime implements WorkerRuntime {
           ...(auth.server ? { serveraddress: auth.server } : {}),
         }
       : undefined;
-    const tracker = new PullProgressTracker(spec.image);
+    const tracker = new PullProgressTracker(image);
     onProgress?.(tracker.current());
-    const stream = await this.docker.pull(spec.image, authconfig ? { authconfig } : {});
+    const stream = await this.docker.pull(image, authconfig ? { authconfig } : {});
     let failure: string | undefined;
     await new Promise<void>((resolve, reject) => {
       this.docker.modem.followProgress(
@@ -277,7 +280,7 @@ export class DockerRuntime implements WorkerRuntime {
         },
       );
     });
-    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${spec.image}: ${failure}`);
+    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
   }
 
   // --- containers and volumes ---

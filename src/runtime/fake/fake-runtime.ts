@@ -152,12 +152,13 @@ export class FakeRuntime implements WorkerRuntime {
       this.counters.createFailures += 1;
       throw new RuntimeError('RUNTIME_ERROR', reason);
     }
+    const needsPull = this.pullDelayMs > 0 && !this.presentImages.has(spec.image);
+    // As a real runtime does: the credentials are asked for by the pull, and only then.
+    if (needsPull) await this.readCredentials(spec);
     if (this.workers.has(spec.workerId)) {
       this.counters.createFailures += 1;
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
     }
-
-    const needsPull = this.pullDelayMs > 0 && !this.presentImages.has(spec.image);
     const phase: RuntimePhase = needsPull ? 'pulling' : this.startDelayMs > 0 ? 'starting' : 'running';
     const labels = workerLabels(spec);
     const worker: RuntimeWorker = {
@@ -286,6 +287,16 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   // ---- internals ----
+
+  private async readCredentials(spec: WorkerSpec): Promise<void> {
+    try {
+      await spec.registryAuth?.();
+    } catch (error) {
+      this.counters.createFailures += 1;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${spec.image}: ${reason}`);
+    }
+  }
 
   private allocatePort(): number {
     const port = this.nextPort;
