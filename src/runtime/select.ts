@@ -9,13 +9,30 @@ import type { WorkerRuntime } from './types.js';
 
 export type RuntimeChoice = 'auto' | 'docker' | 'kubernetes' | 'local' | 'fake';
 
-/** Builds the runtime `--runtime` names; `auto` is docker when its socket answers, else local. */
-export async function selectRuntime(options: {
+/** The Docker engine `auto` and `docker` talk to; injected by tests, which need no engine. */
+export interface DockerEngine {
+  docker: Dockerode;
+  /** Whether the engine answers (its `/_ping`). */
+  reachable(): Promise<boolean>;
+}
+
+export interface SelectRuntimeOptions {
   choice: RuntimeChoice;
   dataDir: string;
   logger: Logger;
   simulatedGpus: boolean;
-}): Promise<WorkerRuntime> {
+  /** Default: the engine of DOCKER_HOST or the local socket, probed with `/_ping` within 1.5 s. */
+  engine?: DockerEngine;
+}
+
+/** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
+export function defaultDockerEngine(): DockerEngine {
+  const docker = new Dockerode();
+  return { docker, reachable: () => dockerReachable(docker) };
+}
+
+/** Builds the runtime `--runtime` names; `auto` is docker when its socket answers, else local. */
+export async function selectRuntime(options: SelectRuntimeOptions): Promise<WorkerRuntime> {
   const { choice, logger } = options;
   if (choice === 'kubernetes') {
     throw new ConfigError(
@@ -24,8 +41,9 @@ export async function selectRuntime(options: {
   }
   if (choice === 'fake') return new FakeRuntime({ clock: Date.now });
   if (choice === 'local') return local(options.dataDir);
-  const docker = new Dockerode();
-  const reachable = await dockerReachable(docker);
+  const engine = options.engine ?? defaultDockerEngine();
+  const { docker } = engine;
+  const reachable = await engine.reachable();
   if (choice === 'docker' && !reachable) {
     throw new ConfigError(
       `invalid --runtime (CORRAL_RUNTIME): docker does not answer at ${engineAddress(docker)}`,

@@ -1,0 +1,89 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import Dockerode from 'dockerode';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ConfigError } from '../config/settings.js';
+import { type RuntimeChoice, selectRuntime } from './select.js';
+
+/** Log lines as pino writes them, to check what start-up says. */
+function capturingLogger() {
+  const lines: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+describe('selectRuntime', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'corral-select-'));
+  });
+  afterAll(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  // No engine is contacted: `reachable` is the probe's answer; Dockerode makes no request when constructed.
+  const engine = (answers: boolean) => ({
+    docker: new Dockerode({ socketPath: '/run/corral-test/docker.sock' }),
+    reachable: vi.fn(async () => answers),
+  });
+
+  it.each<{ choice: RuntimeChoice; answers: boolean; runtime: string; probed: boolean; warns?: RegExp }>([
+    { choice: 'auto', answers: true, runtime: 'docker', probed: true },
+    {
+      choice: 'auto',
+      answers: false,
+      runtime: 'local',
+      probed: true,
+      warns: /no Docker engine answers; using the local runtime/,
+    },
+    { choice: 'docker', answers: true, runtime: 'docker', probed: true },
+    { choice: 'local', answers: true, runtime: 'local', probed: false },
+    { choice: 'local', answers: false, runtime: 'local', probed: false },
+    { choice: 'fake', answers: true, runtime: 'fake', probed: false },
+  ])(
+    '--runtime $choice, docker answering: $answers -> $runtime',
+    async ({ choice, answers, runtime, probed, warns }) => {
+      const { logger, lines } = capturingLogger();
+      const docker = engine(answers);
+      const selected = await selectRuntime({ choice, dataDir, logger, simulatedGpus: true, engine: docker });
+      expect(selected.name).toBe(runtime);
+      expect(docker.reachable).toHaveBeenCalledTimes(probed ? 1 : 0);
+      const warnings = lines.filter((line) => line.level === 40).map((line) => line.msg);
+      expect(warnings).toEqual(warns ? [expect.stringMatching(warns)] : []);
+      await selected.close();
+    },
+  );
+
+  it.each<{ choice: RuntimeChoice; answers: boolean; message: RegExp; probed: boolean }>([
+    {
+      choice: 'docker',
+      answers: false,
+      message:
+        /^invalid --runtime \(CORRAL_RUNTIME\): docker does not answer at \/run\/corral-test\/docker\.sock$/,
+      probed: true,
+    },
+    {
+      choice: 'kubernetes',
+      answers: true,
+      message: /the kubernetes runtime is not available yet; use docker or local$/,
+      probed: false,
+    },
+  ])(
+    '--runtime $choice, docker answering: $answers -> a ConfigError',
+    async ({ choice, answers, message, probed }) => {
+      const docker = engine(answers);
+      const error = await selectRuntime({
+        choice,
+        dataDir,
+        logger: capturingLogger().logger,
+        simulatedGpus: false,
+        engine: docker,
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).message).toMatch(message);
+      expect(docker.reachable).toHaveBeenCalledTimes(probed ? 1 : 0);
+    },
+  );
+});
