@@ -95,7 +95,8 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
 }
 
 export interface TrafficParts<M extends GatewayMetrics> {
-  config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'>;
+  config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
+    Partial<Pick<Config, 'workers'>>;
   store: Store;
   runtime: WorkerRuntime;
   gpus: Gpu[];
@@ -143,6 +144,9 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    ...(config.workers?.memoryGBPerGpu === undefined
+      ? {}
+      : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
     // A worker that is starting is probed often, so that a wake from zero is served as soon as it is ready.
     startingProbeIntervalMs: 50,

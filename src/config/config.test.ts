@@ -61,12 +61,24 @@ bodyLimitBytes: 2048
   });
 
   it.each([
+    ['', undefined],
+    ['workers: {}', undefined],
+    ['workers: { memoryGBPerGpu: 64 }', 64],
+    ['workers: { memoryGBPerGpu: 7.5 }', 7.5],
+  ])('workers.memoryGBPerGpu from %j: %s (unset: no memory limit)', (file, memoryGBPerGpu) => {
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).workers).toEqual({ memoryGBPerGpu });
+  });
+
+  it.each([
     ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
     ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'minWorkerNum (5) is above maxWorkerNum (2)'],
     ['limits: { freeLocalVolumeSize: 500 }', 'freeLocalVolumeSize (500) is outside 0..100'],
     ['limts: {}', 'Unrecognized key'],
     ['networkStorages: [{ id: x, clusterID: c, hostPath: relative }]', 'networkStorages.0.hostPath'],
     ['{ not yaml', 'not valid YAML or JSON'],
+    ['workers: { memoryGBPerGpu: 0 }', 'workers.memoryGBPerGpu'],
+    ['workers: { memoryGBPerGpu: -8 }', 'workers.memoryGBPerGpu'],
+    ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
   });

@@ -35,6 +35,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   rateLimit: RateLimit;
   bodyLimitBytes: number;
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
+  /** memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: no limit. */
+  workers: { memoryGBPerGpu: number | undefined };
   gateway: { maxQueueLength: number; queueTimeoutSeconds: number; bodyLimitBytes: number };
 }
 
@@ -77,6 +79,7 @@ export function loadConfig(sources: ConfigSources): Config {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
     },
+    workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu },
   };
 }
 

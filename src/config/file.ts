@@ -50,6 +50,12 @@ const fileSchema = z.strictObject({
       reconcileIntervalMs: z.int().min(50).optional(),
     })
     .optional(),
+  workers: z
+    .strictObject({
+      /** Host memory a worker may use per GPU it has, in GiB; unset: no limit. */
+      memoryGBPerGpu: z.number().positive().optional(),
+    })
+    .optional(),
 });
 
 export type ConfigFile = z.output<typeof fileSchema>;

@@ -277,6 +277,14 @@ describe('Controller over the fake runtime', () => {
     if (asked > 0) expect(reveal).toHaveBeenCalledWith(endpoint.ownerId, 'cred-1');
   });
 
+  it('gives each worker its memory limit: memoryGBPerGpu per GPU', async () => {
+    const created = vi.spyOn(runtime, 'create');
+    const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 2 } });
+    controller({ memoryGBPerGpu: 8 }).start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    expect(created.mock.calls[0]?.[0].memoryBytes).toBe(16 * 1024 ** 3);
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

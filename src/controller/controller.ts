@@ -48,6 +48,8 @@ export interface ControllerOptions {
   clock: Clock;
   /** Network storage id -> host path. */
   storagePaths: ReadonlyMap<string, string>;
+  /** A worker's host memory limit per GPU, in GiB (one share without GPUs); undefined: no limit. */
+  memoryGBPerGpu?: number;
   /** Registry credentials for an image pull, decrypted only for it. */
   revealCredentials: (
     ownerId: string,
@@ -86,9 +88,15 @@ export interface RoutingView {
  */
 export class Controller implements RoutingView {
   readonly #o: Required<
-    Omit<ControllerOptions, 'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims'>
+    Omit<
+      ControllerOptions,
+      'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims' | 'memoryGBPerGpu'
+    >
   > &
-    Pick<ControllerOptions, 'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims'>;
+    Pick<
+      ControllerOptions,
+      'desiredWorkers' | 'metrics' | 'awaitDrained' | 'preferredVictims' | 'memoryGBPerGpu'
+    >;
   readonly #listeners = new Set<() => void>();
   #appNames = new Map<string, Endpoint>();
   readonly #workers = new Map<string, ManagedWorker>();
@@ -442,9 +450,11 @@ export class Controller implements RoutingView {
     this.#busy.set(record.id, record.gpuUuids);
     try {
       const registryAuth = this.#registryAuth(endpoint);
+      const { memoryGBPerGpu } = this.#o;
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
         ...(registryAuth ? { registryAuth } : {}),
+        ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });
       const container = await this.#o.runtime.create(spec, (progress) => {
         const percent = progress.percent === undefined ? '' : ` (${Math.round(progress.percent)}%)`;

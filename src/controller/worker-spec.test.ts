@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { simulatedInventory } from '../gpu/inventory.js';
 import type { ManagedWorker } from './managed-worker.js';
-import { buildWorkerSpec, registryOf, splitCommand } from './worker-spec.js';
+import { buildWorkerSpec, memoryLimitBytes, registryOf, splitCommand } from './worker-spec.js';
 
 describe('splitCommand', () => {
   it.each([
@@ -85,6 +85,27 @@ describe('buildWorkerSpec', () => {
       { type: 'network', hostPath: '/srv/models', mountPath: '/models' },
     ]);
   });
+
+  it.each([
+    { gpuCount: 2, memoryGBPerGpu: undefined, bytes: undefined },
+    { gpuCount: 0, memoryGBPerGpu: undefined, bytes: undefined },
+    { gpuCount: 1, memoryGBPerGpu: 64, bytes: 64 * 1024 ** 3 },
+    { gpuCount: 3, memoryGBPerGpu: 64, bytes: 192 * 1024 ** 3 },
+    { gpuCount: 0, memoryGBPerGpu: 16, bytes: 16 * 1024 ** 3 },
+    { gpuCount: 2, memoryGBPerGpu: 0.5, bytes: 1024 ** 3 },
+  ])(
+    'memory limit for $gpuCount GPU(s) at $memoryGBPerGpu GiB each: $bytes bytes',
+    ({ gpuCount, memoryGBPerGpu, bytes }) => {
+      expect(memoryLimitBytes(gpuCount, memoryGBPerGpu)).toBe(bytes);
+      const gpus = simulatedInventory([{ productId: 'h100-80g', count: gpuCount, cudaVersion: '12.4' }]);
+      const spec = buildWorkerSpec(sampleEndpoint(), worker, gpus, {
+        storagePaths: new Map(),
+        ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+      });
+      expect(spec.memoryBytes).toBe(bytes);
+      expect('memoryBytes' in spec).toBe(bytes !== undefined);
+    },
+  );
 
   it('requests real GPUs by uuid', () => {
     const real = [

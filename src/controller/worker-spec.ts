@@ -8,6 +8,19 @@ export interface WorkerSpecContext {
   storagePaths: ReadonlyMap<string, string>;
   /** Yields the image's registry credentials; called by the runtime only when it pulls. */
   registryAuth?: () => Promise<RegistryAuth | undefined>;
+  /** A worker's host memory per GPU it has, in GiB (config `workers.memoryGBPerGpu`); undefined: no limit. */
+  memoryGBPerGpu?: number;
+}
+
+const GIB = 1024 ** 3;
+
+/**
+ * gpuNum shares of memoryGBPerGpu; a worker without GPUs gets one share, so that setting a limit leaves no worker
+ * unlimited. Whole bytes, as the engine wants them.
+ */
+export function memoryLimitBytes(gpuCount: number, memoryGBPerGpu: number | undefined): number | undefined {
+  if (memoryGBPerGpu === undefined) return undefined;
+  return Math.round(Math.max(1, gpuCount) * memoryGBPerGpu * GIB);
 }
 
 /** What a worker runs, from its endpoint and the GPUs placement gave it. Pure. */
@@ -61,7 +74,13 @@ export function buildWorkerSpec(
     },
     ...(context.registryAuth ? { registryAuth: context.registryAuth } : {}),
     rootfsSizeGB: spec.rootfsSizeGB,
+    ...memoryLimit(gpus.length, context.memoryGBPerGpu),
   };
+}
+
+function memoryLimit(gpuCount: number, memoryGBPerGpu: number | undefined): { memoryBytes?: number } {
+  const bytes = memoryLimitBytes(gpuCount, memoryGBPerGpu);
+  return bytes === undefined ? {} : { memoryBytes: bytes };
 }
 
 /**

@@ -5,6 +5,8 @@ import Dockerode from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../config/settings.js';
+import { DockerRuntime } from './docker/docker-runtime.js';
+import type { DockerInfo } from './docker/engine-limits.js';
 import { type RuntimeChoice, selectRuntime } from './select.js';
 
 /** Log lines as pino writes them, to check what start-up says. */
@@ -24,9 +26,10 @@ describe('selectRuntime', () => {
   });
 
   // No engine is contacted: `reachable` is the probe's answer; Dockerode makes no request when constructed.
-  const engine = (answers: boolean) => ({
+  const engine = (answers: boolean, info: DockerInfo = { Driver: 'overlay2' }) => ({
     docker: new Dockerode({ socketPath: '/run/corral-test/docker.sock' }),
     reachable: vi.fn(async () => answers),
+    info: vi.fn(async () => info),
   });
 
   it.each<{ choice: RuntimeChoice; answers: boolean; runtime: string; probed: boolean; warns?: RegExp }>([
@@ -84,6 +87,48 @@ describe('selectRuntime', () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as ConfigError).message).toMatch(message);
       expect(docker.reachable).toHaveBeenCalledTimes(probed ? 1 : 0);
+    },
+  );
+
+  it.each<{ name: string; info: () => Promise<DockerInfo>; enforced: boolean; storage: string }>([
+    {
+      name: 'overlay2 on xfs',
+      info: async () => ({ Driver: 'overlay2', DriverStatus: [['Backing Filesystem', 'xfs']] }),
+      enforced: true,
+      storage: 'overlay2 on xfs',
+    },
+    {
+      name: 'overlay2 on extfs',
+      info: async () => ({ Driver: 'overlay2', DriverStatus: [['Backing Filesystem', 'extfs']] }),
+      enforced: false,
+      storage: 'overlay2 on extfs',
+    },
+    { name: 'zfs', info: async () => ({ Driver: 'zfs' }), enforced: true, storage: 'zfs' },
+    {
+      name: 'no answer to docker info',
+      info: () => Promise.reject(new Error('boom')),
+      enforced: false,
+      storage: 'unknown',
+    },
+  ])(
+    'docker on $name: the rootfs size limit is enforced: $enforced, said once at start',
+    async ({ info, enforced, storage }) => {
+      const { logger, lines } = capturingLogger();
+      const docker = { ...engine(true), info: vi.fn(info) };
+      const selected = await selectRuntime({
+        choice: 'docker',
+        dataDir,
+        logger,
+        simulatedGpus: true,
+        engine: docker,
+      });
+      expect(selected).toBeInstanceOf(DockerRuntime);
+      expect((selected as DockerRuntime).enforcesRootfsSize).toBe(enforced);
+      const said = lines.filter((line) => line.msg === 'worker limits the Docker engine enforces');
+      expect(said).toEqual([
+        expect.objectContaining({ storage, rootfsSizeLimit: enforced, memoryLimit: true }),
+      ]);
+      await selected.close();
     },
   );
 });

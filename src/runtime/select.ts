@@ -3,6 +3,7 @@ import Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/settings.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
+import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import type { WorkerRuntime } from './types.js';
@@ -14,6 +15,8 @@ export interface DockerEngine {
   docker: Dockerode;
   /** Whether the engine answers (its `/_ping`). */
   reachable(): Promise<boolean>;
+  /** `GET /info`: the storage driver and cgroup support say which limits the engine enforces. */
+  info(): Promise<DockerInfo>;
 }
 
 export interface SelectRuntimeOptions {
@@ -28,7 +31,11 @@ export interface SelectRuntimeOptions {
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
 export function defaultDockerEngine(): DockerEngine {
   const docker = new Dockerode();
-  return { docker, reachable: () => dockerReachable(docker) };
+  return {
+    docker,
+    reachable: () => dockerReachable(docker),
+    info: async () => (await docker.info()) as DockerInfo,
+  };
 }
 
 /** Builds the runtime `--runtime` names; `auto` is docker when its socket answers, else local. */
@@ -56,7 +63,22 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
     );
     return local(options.dataDir);
   }
-  return new DockerRuntime({ docker, logger, requestGpuDevices: !options.simulatedGpus });
+  const limits = engineLimits(await engine.info().catch((): DockerInfo => ({})));
+  logger.info(
+    {
+      storage: limits.storage,
+      rootfsSizeLimit: limits.rootfsSize,
+      rootfsReason: limits.rootfsReason,
+      memoryLimit: limits.memory,
+    },
+    'worker limits the Docker engine enforces',
+  );
+  return new DockerRuntime({
+    docker,
+    logger,
+    requestGpuDevices: !options.simulatedGpus,
+    enforceRootfsSize: limits.rootfsSize,
+  });
 }
 
 function local(dataDir: string): WorkerRuntime {

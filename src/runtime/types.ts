@@ -69,6 +69,8 @@ export interface WorkerSpec {
   registryAuth?: () => Promise<RegistryAuth | undefined>;
   /** Where the runtime can enforce it (Docker with a supporting storage driver, Kubernetes). */
   rootfsSizeGB?: number;
+  /** Host memory limit in bytes (Docker: HostConfig.Memory, no swap beyond it); undefined: none. */
+  memoryBytes?: number;
 }
 
 /** What the runtime says of a worker; health is the controller's business, not the runtime's. */

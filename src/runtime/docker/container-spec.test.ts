@@ -204,6 +204,19 @@ describe('containerSpec', () => {
     },
   );
 
+  it.each([
+    { memoryBytes: undefined, Memory: undefined, MemorySwap: undefined },
+    { memoryBytes: 64 * 1024 ** 3, Memory: 64 * 1024 ** 3, MemorySwap: 64 * 1024 ** 3 },
+    { memoryBytes: 512 * 1024 ** 2, Memory: 512 * 1024 ** 2, MemorySwap: 512 * 1024 ** 2 },
+  ])(
+    'memory limit $memoryBytes: Memory $Memory, no swap beyond it',
+    ({ memoryBytes, Memory, MemorySwap }) => {
+      const { HostConfig } = containerSpec(spec(memoryBytes === undefined ? {} : { memoryBytes }), options);
+      expect(HostConfig.Memory).toBe(Memory);
+      expect(HostConfig.MemorySwap).toBe(MemorySwap);
+    },
+  );
+
   it('does not share arrays with the spec', () => {
     const s = spec({ command: ['a'] });
     const body = containerSpec(s, options);

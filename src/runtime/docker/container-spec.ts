@@ -133,6 +133,8 @@ export function containerSpec(spec: WorkerSpec, options: ContainerSpecOptions): 
       RestartPolicy: { Name: 'no' },
       Mounts: mounts(spec, options),
       ...(devices ? { DeviceRequests: devices } : {}),
+      // MemorySwap equal to Memory: no swap beyond the limit, so that it is a real one.
+      ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes }),
       ...storage,
     },
   };

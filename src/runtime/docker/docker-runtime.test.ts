@@ -11,6 +11,7 @@ import { collect, eventually, testWorkerSpec } from '../../../test/support/runti
 import { dockerAvailable, ensureTestImage, removeLabelled } from '../../../test/support/test-image.js';
 import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { DockerRuntime, dockerReachable } from './docker-runtime.js';
+import { type DockerInfo, engineLimits } from './engine-limits.js';
 
 const RUN_LABEL = 'corral.dev/test-run';
 
@@ -179,6 +180,46 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     expect(await docker.listContainers({ all: true, filters: { label: [label] } })).toEqual([]);
     expect((await docker.listVolumes({ filters: { label: [label] } })).Volumes ?? []).toEqual([]);
     await strict.close();
+  });
+
+  it('memory limit and rootfs size: set where the engine takes them; a refused size limit is dropped once, with a warning', async () => {
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line).msg) });
+    const limited = new DockerRuntime({
+      docker,
+      logger,
+      namePrefix: `corral-rt-${run}-`,
+      requestGpuDevices: false,
+      enforceRootfsSize: true,
+    });
+    const inspect = async (workerId: string) => {
+      const [container] = await docker.listContainers({
+        filters: { label: [`${LABELS.worker}=${workerId}`] },
+      });
+      return (await docker.getContainer(container?.Id ?? '').inspect()).HostConfig;
+    };
+    const supported = engineLimits((await docker.info()) as DockerInfo).rootfsSize;
+    const first = spec({ rootfsSizeGB: 10, memoryBytes: 256 * 1024 ** 2 });
+    await limited.create(first);
+    const host = await inspect(first.workerId);
+    expect(host.Memory).toBe(256 * 1024 ** 2);
+    if (supported && limited.enforcesRootfsSize) {
+      // xfs with pquota, btrfs or zfs: the engine took it.
+      expect(host.StorageOpt).toEqual({ size: '10G' });
+    } else {
+      // This engine's driver cannot (overlay2 on ext4 here): the worker runs all the same, without the limit.
+      expect(limited.enforcesRootfsSize).toBe(false);
+      expect(host.StorageOpt ?? null).toBeNull();
+      expect(warnings).toEqual([
+        'the engine refuses a rootfs size limit; workers run without one from now on',
+      ]);
+      const second = spec({ rootfsSizeGB: 10 });
+      await limited.create(second);
+      expect(warnings).toHaveLength(1);
+      await limited.remove(second.workerId, { graceSeconds: 0 });
+    }
+    await limited.remove(first.workerId, { graceSeconds: 0 });
+    await limited.close();
   });
 
   it('a nonexistent image fails with IMAGE_PULL_FAILED within seconds, naming the image; nothing is left', async () => {

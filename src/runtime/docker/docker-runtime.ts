@@ -17,7 +17,8 @@ import {
   type WorkerStats,
 } from '../types.js';
 import { type ContainerSpecOptions, containerSpec, localVolumes } from './container-spec.js';
-import { engineError, isNotFound, statusOf } from './engine-errors.js';
+import { engineError, isNotFound, reasonOf, statusOf } from './engine-errors.js';
+import { isStorageOptRefused } from './engine-limits.js';
 import { EventWatch } from './event-watch.js';
 import { logLines } from './log-lines.js';
 import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
@@ -31,7 +32,11 @@ export interface DockerRuntimeOptions {
   namePrefix?: string;
   logger: Logger;
   clock?: () => number;
-  /** Pass rootfsSizeGB as StorageOpt.size; default false since most storage drivers refuse it. */
+  /**
+   * Pass rootfsSizeGB as StorageOpt.size; default false since most storage drivers refuse it (selectRuntime turns it
+   * on where `docker info` says the driver can: engineLimits). Should the engine refuse it all the same (xfs
+   * without pquota), the limit is dropped with a warning and the worker created without it.
+   */
   enforceRootfsSize?: boolean;
   /** Request the worker's GPUs from the engine (nvidia device request); default true, false for a simulated
    * inventory (`--gpus h100-80g:2`), where the worker only sees NVIDIA_VISIBLE_DEVICES. */
@@ -83,7 +88,7 @@ export class DockerRuntime implements WorkerRuntime {
   private readonly logger: Logger;
   private readonly clock: () => number;
   private readonly hostIp: string;
-  private readonly specOptions: ContainerSpecOptions;
+  private specOptions: ContainerSpecOptions;
   private readonly address: string;
   private readonly watches = new Set<EventWatch>();
   private readonly streams = new Set<{ destroy(): unknown }>();
@@ -102,6 +107,11 @@ export class DockerRuntime implements WorkerRuntime {
     this.address = engineAddress(options.docker);
   }
 
+  /** Whether workers get StorageOpt.size (false once the engine has refused it). */
+  get enforcesRootfsSize(): boolean {
+    return this.specOptions.enforceRootfsSize === true;
+  }
+
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     if ((await this.containerIds(spec.workerId)).length > 0) {
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
@@ -114,9 +124,7 @@ export class DockerRuntime implements WorkerRuntime {
         await this.docker.createVolume(volume);
         volumes.push(volume.Name);
       }
-      container = await this.docker.createContainer(
-        containerSpec(spec, this.specOptions) as Dockerode.ContainerCreateOptions,
-      );
+      container = await this.createContainer(spec);
       await container.start();
       const worker = workerFromInspect(await container.inspect(), this.hostIp);
       this.logger.info(
@@ -284,6 +292,24 @@ export class DockerRuntime implements WorkerRuntime {
   }
 
   // --- containers and volumes ---
+
+  /** Creates the container; drops the rootfs size limit for good if the engine refuses it. */
+  private async createContainer(spec: WorkerSpec): Promise<Dockerode.Container> {
+    const create = () =>
+      this.docker.createContainer(containerSpec(spec, this.specOptions) as Dockerode.ContainerCreateOptions);
+    try {
+      return await create();
+    } catch (error) {
+      const limited = this.specOptions.enforceRootfsSize && spec.rootfsSizeGB !== undefined;
+      if (!limited || statusOf(error) === undefined || !isStorageOptRefused(reasonOf(error))) throw error;
+      this.logger.warn(
+        { workerId: spec.workerId, reason: reasonOf(error) },
+        'the engine refuses a rootfs size limit; workers run without one from now on',
+      );
+      this.specOptions = { ...this.specOptions, enforceRootfsSize: false };
+      return await create();
+    }
+  }
 
   private async listContainers(selector: Record<string, string>): Promise<Dockerode.ContainerInfo[]> {
     const label = [

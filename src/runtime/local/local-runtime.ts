@@ -1,8 +1,9 @@
 /**
  * The `local` runtime: a DEVELOPMENT runtime for machines without Docker. Each worker is a child process on this
  * host, not a container: there is no isolation, no image (the endpoint's `image.command` is run as is, with the
- * host's PATH), no memory or disk limit, and GPUs are only assigned through CUDA_VISIBLE_DEVICES /
- * NVIDIA_VISIBLE_DEVICES. Do not use it to run code you do not trust.
+ * host's PATH), no memory or disk limit (spec.memoryBytes and rootfsSizeGB are not enforced: an address-space rlimit
+ * would break runtimes that reserve large virtual ranges, CUDA among them), and GPUs are only assigned through
+ * CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES. Do not use it to run code you do not trust.
  *
  * - `PORT` is replaced by a free host port chosen here; the worker is reached at 127.0.0.1:<that port>.
  * - The environment is Corral's own minus anything Corral-specific (CORRAL_* such as CORRAL_API_KEY,
