@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
@@ -283,6 +284,18 @@ describe('Controller over the fake runtime', () => {
     controller({ memoryGBPerGpu: 8 }).start();
     await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
     expect(created.mock.calls[0]?.[0].memoryBytes).toBe(16 * 1024 ** 3);
+  });
+
+  it("a pulling worker's message is the runtime's one line of progress", async () => {
+    runtime = new FakeRuntime({ clock: () => Date.now(), timers: new ManualTimers(), pullDelayMs: 60_000 });
+    const endpoint = await create({ image: { ref: 'nginx:latest' } });
+    controller().start();
+    await eventually(async () =>
+      expect((await workers(endpoint))[0]?.status).toMatchObject({
+        state: 'pulling',
+        message: 'pulling nginx:latest: 0%',
+      }),
+    );
   });
 
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {

@@ -456,14 +456,10 @@ export class Controller implements RoutingView {
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });
-      const container = await this.#o.runtime.create(spec, (progress) => {
-        const percent = progress.percent === undefined ? '' : ` (${Math.round(progress.percent)}%)`;
-        this.#setState(
-          record,
-          'pulling',
-          `pulling ${endpoint.spec.image.ref}${percent}: ${progress.message}`,
-        );
-      });
+      // The runtime's message already names the image and the percentage.
+      const container = await this.#o.runtime.create(spec, (progress) =>
+        this.#setState(record, 'pulling', progress.message),
+      );
       if (!this.#workers.has(record.id)) {
         // Removed while it was being created (scaled down, stopped): nothing must be left behind, and its GPUs
         // stay held until the container is gone.

@@ -95,6 +95,7 @@ export interface RuntimeWorker {
 export interface PullProgress {
   /** 0-100, or undefined when the registry does not say. */
   percent?: number;
+  /** The whole line the worker's state shows, e.g. `pulling nginx:latest: 42% (120/285 MB)`. */
   message: string;
 }
 

@@ -13,19 +13,19 @@ describe('PullProgressTracker', () => {
       { status: 'Pulling from library/app', id: '1' },
       { status: 'Pulling fs layer', id: 'a' },
       { status: 'Pulling fs layer', id: 'b' },
-      { status: 'Downloading', id: 'a', progressDetail: { current: 50, total: 100 } },
+      { status: 'Downloading', id: 'a', progressDetail: { current: 50_000_000, total: 100_000_000 } },
     ]);
-    expect(reported.at(-1)).toEqual({ percent: 25, message: 'pulling app:1: 25% (0/2 layers)' });
+    expect(reported.at(-1)).toEqual({ percent: 25, message: 'pulling app:1: 25% (50/100 MB)' });
   });
 
   it('climbs to 100 when every layer is done, and never goes backwards', () => {
     const { reported, tracker } = run([
       { status: 'Pulling fs layer', id: 'a' },
       { status: 'Pulling fs layer', id: 'b' },
-      { status: 'Downloading', id: 'a', progressDetail: { current: 90, total: 100 } },
-      { status: 'Downloading', id: 'b', progressDetail: { current: 1, total: 1000 } },
+      { status: 'Downloading', id: 'a', progressDetail: { current: 90e6, total: 100e6 } },
+      { status: 'Downloading', id: 'b', progressDetail: { current: 1e6, total: 1000e6 } },
       { status: 'Download complete', id: 'a' },
-      { status: 'Downloading', id: 'b', progressDetail: { current: 1000, total: 1000 } },
+      { status: 'Downloading', id: 'b', progressDetail: { current: 1000e6, total: 1000e6 } },
       { status: 'Extracting', id: 'a', progressDetail: { current: 10, total: 100 } },
       { status: 'Pull complete', id: 'a' },
       { status: 'Pull complete', id: 'b' },
@@ -34,16 +34,16 @@ describe('PullProgressTracker', () => {
     ]);
     const percents = reported.filter((p) => p !== undefined).map((p) => p?.percent ?? 0);
     expect(percents).toEqual([...percents].sort((x, y) => x - y));
-    expect(tracker.current()).toEqual({ percent: 100, message: 'pulling app:1: 100% (2/2 layers)' });
+    expect(tracker.current()).toEqual({ percent: 100, message: 'pulling app:1: 100% (1100/1100 MB)' });
   });
 
   it('layers already present count as done', () => {
     const { tracker } = run([
       { status: 'Already exists', id: 'a' },
       { status: 'Pulling fs layer', id: 'b' },
-      { status: 'Downloading', id: 'b', progressDetail: { current: 30, total: 100 } },
+      { status: 'Downloading', id: 'b', progressDetail: { current: 3_400_000, total: 11_300_000 } },
     ]);
-    expect(tracker.current()).toEqual({ percent: 30, message: 'pulling app:1: 30% (1/2 layers)' });
+    expect(tracker.current()).toEqual({ percent: 30, message: 'pulling app:1: 30% (3.4/11 MB)' });
   });
 
   it('without sizes, no percent', () => {
@@ -52,6 +52,15 @@ describe('PullProgressTracker', () => {
       { status: 'Waiting', id: 'a' },
     ]);
     expect(tracker.current()).toEqual({ message: 'pulling app:1 (0/1 layers)' });
+  });
+
+  it('a pull of layers all present: 100% without sizes', () => {
+    const { tracker } = run([
+      { status: 'Already exists', id: 'a' },
+      { status: 'Digest: sha256:abc' },
+      { status: 'Status: Downloaded newer image for app:1' },
+    ]);
+    expect(tracker.current()).toEqual({ percent: 100, message: 'pulling app:1: 100%' });
   });
 
   it('reports only changes', () => {

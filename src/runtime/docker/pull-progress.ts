@@ -35,6 +35,12 @@ export function pullError(message: PullMessage): string | undefined {
   return message.error ?? message.errorDetail?.message;
 }
 
+/** Decimal megabytes, as `docker pull` prints them; one decimal below 10 MB. */
+function megabytes(bytes: number): string {
+  const mb = bytes / 1_000_000;
+  return mb < 10 ? mb.toFixed(1) : String(Math.round(mb));
+}
+
 export class PullProgressTracker {
   private readonly layers = new Map<string, Layer>();
   private percent: number | undefined;
@@ -54,12 +60,22 @@ export class PullProgressTracker {
     return progress;
   }
 
+  /**
+   * One message the worker's state shows as is: `pulling nginx:latest: 42% (120/285 MB)` once sizes are known,
+   * `pulling nginx:latest (1/3 layers)` before.
+   */
   current(): PullProgress {
     const layers = [...this.layers.values()];
-    const done = layers.filter((layer) => layer.done).length;
-    const counted = layers.length > 0 ? ` (${done}/${layers.length} layers)` : '';
-    if (this.percent === undefined) return { message: `pulling ${this.image}${counted}` };
-    return { percent: this.percent, message: `pulling ${this.image}: ${this.percent}%${counted}` };
+    if (this.percent === undefined) {
+      const done = layers.filter((layer) => layer.done).length;
+      const counted = layers.length > 0 ? ` (${done}/${layers.length} layers)` : '';
+      return { message: `pulling ${this.image}${counted}` };
+    }
+    const sized = layers.filter((layer) => layer.total !== undefined);
+    const total = sized.reduce((sum, layer) => sum + (layer.total ?? 0), 0);
+    const current = sized.reduce((sum, layer) => sum + layer.current, 0);
+    const bytes = total > 0 ? ` (${megabytes(current)}/${megabytes(total)} MB)` : '';
+    return { percent: this.percent, message: `pulling ${this.image}: ${this.percent}%${bytes}` };
   }
 
   private updateLayer(message: PullMessage): void {

@@ -61,8 +61,8 @@ describe('FakeRuntime', () => {
     await timers.advanceSettling(500);
     expect((await first).phase).toBe('running');
     expect(progress).toEqual([
-      { percent: 0, message: 'pulling img:1' },
-      { percent: 100, message: 'pulled img:1' },
+      { percent: 0, message: 'pulling img:1: 0%' },
+      { percent: 100, message: 'pulling img:1: 100%' },
     ]);
     const second = runtime.create(spec('b'));
     await settle();

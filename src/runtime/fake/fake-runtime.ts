@@ -183,11 +183,11 @@ export class FakeRuntime implements WorkerRuntime {
     this.counters.creates += 1;
 
     if (needsPull) {
-      onProgress?.({ percent: 0, message: `pulling ${spec.image}` });
+      onProgress?.({ percent: 0, message: `pulling ${spec.image}: 0%` });
       await this.wait(entry, this.pullDelayMs);
       this.presentImages.add(spec.image);
       this.counters.pulls += 1;
-      onProgress?.({ percent: 100, message: `pulled ${spec.image}` });
+      onProgress?.({ percent: 100, message: `pulling ${spec.image}: 100%` });
       if (this.startDelayMs > 0) this.setPhase(entry, 'starting', 'starting');
     }
     if (this.startDelayMs > 0) await this.wait(entry, this.startDelayMs);
