@@ -58,11 +58,38 @@ describe('nvidia-smi', () => {
   it.each([
     ['NVIDIA H100 80GB HBM3', 80, 'h100-80g'],
     ['NVIDIA A100-SXM4-40GB', 40, 'a100-40g'],
-    ['NVIDIA GeForce RTX 4090', 24, 'rtx-4090-24g'],
-    ['Tesla T4', 15, 't4-15g'],
-    ['NVIDIA H200', 140, 'h200-140g'],
+    ['NVIDIA GeForce RTX 4090', 24, 'rtx4090-24g'],
+    ['NVIDIA RTX A6000', 48, 'rtx-a6000-48g'],
+    ['NVIDIA RTX 6000 Ada Generation', 48, 'rtx6000-ada-48g'],
+    ['Tesla T4', 16, 't4-16g'],
+    ['NVIDIA H200', 141, 'h200-141g'],
   ])('names %s (%i GB) %s', (name, memory, id) => {
     expect(productIdFor(name, memory)).toBe(id);
+  });
+
+  // memory.total as nvidia-smi reports it (MiB) on these cards.
+  it.each([
+    ['NVIDIA H100 80GB HBM3', 81559, 'h100-80g', 80],
+    ['NVIDIA H100 PCIe', 81559, 'h100-80g', 80],
+    ['NVIDIA H100 NVL', 95830, 'h100-94g', 94],
+    ['NVIDIA A100-SXM4-80GB', 81920, 'a100-80g', 80],
+    ['NVIDIA A100 80GB PCIe', 81920, 'a100-80g', 80],
+    ['NVIDIA A100-SXM4-40GB', 40960, 'a100-40g', 40],
+    ['NVIDIA A100-PCIE-40GB', 40960, 'a100-40g', 40],
+    ['NVIDIA L4', 23034, 'l4-24g', 24],
+    ['NVIDIA H200', 143771, 'h200-141g', 141],
+    ['NVIDIA A10', 23028, 'a10-24g', 24],
+    ['NVIDIA A10G', 23028, 'a10g-24g', 24],
+    ['NVIDIA GeForce RTX 4090', 24564, 'rtx4090-24g', 24],
+    ['NVIDIA L40S', 46068, 'l40s-48g', 48],
+    ['Tesla T4', 15360, 't4-16g', 16],
+    ['Tesla V100-SXM2-16GB', 16160, 'v100-16g', 16],
+    ['NVIDIA GH200 480GB', 97871, 'gh200-96g', 96],
+    ['NVIDIA Future 1000', 1_000_000, 'future-1000-977g', 977],
+  ])('nvidia-smi %s with %i MiB is %s', (name, memoryMiB, id, memoryGB) => {
+    const [gpu] = parseNvidiaSmi(`0, GPU-x, ${name}, ${memoryMiB}, 550.54.15\n`, BANNER);
+    expect(gpu?.productId).toBe(id);
+    expect(gpu?.memoryGB).toBe(memoryGB);
   });
 });
 

@@ -101,7 +101,7 @@ export function parseNvidiaSmi(csv: string, banner: string): Gpu[] {
       if (index === undefined || uuid === undefined || name === undefined || memoryMiB === undefined) {
         throw new Error(`unexpected nvidia-smi line: ${line}`);
       }
-      const memoryGB = Math.round(Number(memoryMiB) / 1024);
+      const memoryGB = marketedMemoryGB(name, Number(memoryMiB));
       return {
         index: Number(index),
         uuid,
@@ -115,14 +115,43 @@ export function parseNvidiaSmi(csv: string, banner: string): Gpu[] {
     });
 }
 
-/** "NVIDIA H100 80GB HBM3" with 80 GB -> "h100-80g"; "NVIDIA GeForce RTX 4090" with 24 GB -> "rtx-4090-24g". */
+/** The memory sizes NVIDIA sells GPUs with, in GB. */
+const MARKETED_GB = [
+  2, 3, 4, 6, 8, 10, 11, 12, 16, 20, 24, 32, 40, 48, 64, 80, 94, 96, 128, 141, 144, 180, 192, 288,
+];
+
+/**
+ * The memory size a GPU is known by, from nvidia-smi's name and memory.total (MiB). nvidia-smi reports less than
+ * the card is sold with (ECC and driver reservations: an L4 says 23034 MiB, an H200 143771 MiB), so rounding gives
+ * names nobody knows (l4-22g, h200-140g). The size written in the name wins ("NVIDIA H100 80GB HBM3" -> 80) when it
+ * is plausibly the card's own (a GH200's "480GB" counts the CPU's memory too); otherwise the marketed size nearest
+ * to the reported GiB; a card near none of them gets its GiB rounded.
+ */
+export function marketedMemoryGB(name: string, memoryMiB: number): number {
+  const gib = memoryMiB / 1024;
+  const named = Number(/(\d+)\s*GB\b/i.exec(name)?.[1] ?? Number.NaN);
+  if (named >= gib * 0.9 && named <= gib * 1.25) return named;
+  const nearest = MARKETED_GB.reduce((best, size) =>
+    Math.abs(size - gib) < Math.abs(best - gib) ? size : best,
+  );
+  return Math.abs(nearest - gib) <= gib * 0.1 ? nearest : Math.round(gib);
+}
+
+/**
+ * "NVIDIA H100 80GB HBM3" with 80 GB -> "h100-80g"; "NVIDIA GeForce RTX 4090" with 24 GB -> "rtx4090-24g" (RTX and
+ * GTX stick to their number, as the cards are called).
+ */
 export function productIdFor(name: string, memoryGB: number): string {
   const words = name
     .toLowerCase()
     .split(/[\s_-]+/)
-    .filter((w) => !['nvidia', 'geforce', 'tesla', 'quadro'].includes(w))
+    .filter((w) => !['nvidia', 'geforce', 'tesla', 'quadro', 'generation'].includes(w))
     .filter((w) => !/^\d+gb$|^hbm\d*e?$|^pcie$|^sxm\d*$|^nvl$|^gddr\d*x?$/.test(w));
-  const model = words.join('-').replace(/[^a-z0-9-]/g, '') || 'gpu';
+  const model =
+    words
+      .join('-')
+      .replace(/\b([rg]tx)-(\d)/g, '$1$2')
+      .replace(/[^a-z0-9-]/g, '') || 'gpu';
   return `${model}-${memoryGB}g`;
 }
 
