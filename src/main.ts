@@ -148,8 +148,8 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       ? {}
       : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
-    // A worker that is starting is probed often, so that a wake from zero is served as soon as it is ready.
-    startingProbeIntervalMs: 50,
+    // A worker that is starting is probed often (STARTING_PROBE_INTERVAL_MS, the default), so that a wake from zero
+    // is served as soon as it is ready.
     desiredWorkers: (e) =>
       gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
     preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],

@@ -26,6 +26,12 @@ import { canEverFit, placeWorkers } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { buildWorkerSpec, registryOf } from './worker-spec.js';
 
+/**
+ * How often a worker that has not passed its health check yet is probed. Short, because a wake from zero waits for
+ * it: the probe adds 0 to this much over the worker's own readiness (docs/performance.md, wake from zero).
+ */
+export const STARTING_PROBE_INTERVAL_MS = 50;
+
 /** Probes a worker's health path; true for a 2xx/3xx answer within the timeout. */
 export type HealthProbe = (
   address: { host: string; port: number },
@@ -136,7 +142,7 @@ export class Controller implements RoutingView {
     this.#o = {
       startupTimeoutMs: 300_000,
       backoff: DEFAULT_BACKOFF,
-      startingProbeIntervalMs: 200,
+      startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
       intervalMs: 1000,
       failedKept: 3,
       ...options,
