@@ -237,9 +237,13 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     expect(Number(/^corral_worker_time_to_running_seconds_count (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
   });
 
-  it('a worker short of a GPU waits pending and starts when another endpoint releases one', async () => {
+  it('with 2 GPUs and minNum 3: two run on different GPU ids, one waits pending for a GPU and starts once another endpoint releases one', async () => {
     await server.stop();
-    server = await startServe(args('h100-80g:3'), env());
+    server = await startServe(args('h100-80g:2'), env());
+    const lacksGpu = 'needs 1 GPU of h100-80g, 0 free';
+    const pendingOf = (e: any) => e.workers.filter((w: any) => w.state.state === 'pending');
+
+    // Another endpoint holds one of the two GPUs.
     const holder = (await call(server, 'endpoint/create', endpointBody(image))).body.id as string;
     await until(() => running(holder, 1), 30_000);
     const wide = (
@@ -249,13 +253,34 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
         endpointBody(image, { workerConfig: { minNum: 3, maxNum: 3, gpuNum: 1 } }),
       )
     ).body.id as string;
-    await until(async () => {
-      const e = await running(wide, 2);
-      const pending = e.workers.filter((w: any) => w.state.state === 'pending');
-      expect(pending).toHaveLength(1);
-      expect(pending[0].state.message).toMatch(/needs 1 GPU of h100-80g, 0 free/);
+    // One GPU is left: one worker runs; the others wait, saying they lack a GPU.
+    const waiting = await until(async () => {
+      const pending = pendingOf(await running(wide, 1));
+      expect(pending.map((w: any) => w.state.message)).toEqual([lacksGpu, lacksGpu]);
+      return pending.map((w: any) => w.id as string);
     }, 30_000);
-    await call(server, 'endpoint/stop', { id: holder });
-    await until(() => running(wide, 3), 30_000);
+    expect(await gpusFree('h100-80g')).toBe(0);
+
+    // The other endpoint releases its GPU: a waiting worker starts on it.
+    expect((await call(server, 'endpoint/stop', { id: holder })).status).toBe(200);
+    const endpoint = await until(async () => {
+      const e = await running(wide, 2);
+      expect(pendingOf(e).map((w: any) => w.state.message)).toEqual([lacksGpu]);
+      return e;
+    }, 30_000);
+    const runningIds = endpoint.workers
+      .filter((w: any) => w.state.state === 'running')
+      .map((w: any) => w.id as string);
+    expect(runningIds.filter((id: string) => waiting.includes(id))).toHaveLength(1);
+
+    // Two workers on two different GPU ids (their metrics and their containers agree); the third still waits.
+    const gpus = await gpusByWorker(endpoint);
+    expect(Object.values(gpus).map((ids) => ids.length)).toEqual([1, 1]);
+    expect(new Set(Object.values(gpus).flat()).size).toBe(2);
+    for (const [workerId, ids] of Object.entries(gpus)) {
+      const seen = (await (await fetch(`http://127.0.0.1:${publishedPort(workerId)}/env`)).json()) as any;
+      expect(seen.NVIDIA_VISIBLE_DEVICES).toBe(ids.join(','));
+    }
+    expect(await gpusFree('h100-80g')).toBe(0);
   }, 120_000);
 });
