@@ -298,6 +298,17 @@ describe('Controller over the fake runtime', () => {
     );
   });
 
+  it('a drain that fails does not keep the worker: it is removed all the same', async () => {
+    const endpoint = await create();
+    controller({ awaitDrained: () => Promise.reject(new Error('gateway gone')) }).start();
+    await eventually(async () => expect((await workers(endpoint))[0]?.status.state).toBe('running'));
+    await deleteEndpoint(store, endpoint);
+    await eventually(async () => {
+      expect(runtime.size).toBe(0);
+      expect(await workers(endpoint)).toEqual([]);
+    });
+  });
+
   it('reports INSUFFICIENT_GPU when no placement can ever fit', async () => {
     const endpoint = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 4 } });
     controller().start();

@@ -276,8 +276,9 @@ export class Controller implements RoutingView {
     const seen = new Set<string>();
     for (const container of observed) {
       seen.add(container.workerId);
-      const record = this.#workers.get(container.workerId);
+      // Being removed: neither a worker to adopt again nor one that died.
       if (this.#releasing.has(container.workerId)) continue;
+      const record = this.#workers.get(container.workerId);
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && isStarted(record.state)) {
@@ -604,6 +605,10 @@ export class Controller implements RoutingView {
     this.#changed();
     const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
     void drained
+      .catch((error: unknown) => {
+        // Requests still in flight fail with the worker; it must go all the same.
+        this.#o.logger.warn({ err: error, workerId: record.id }, 'drain failed; removing the worker anyway');
+      })
       .then(() => {
         this.#setState(record, 'stopped', `drained (${reason}); removing its container`);
         return this.#removeContainer(record.id, record.gpuUuids, reason);
