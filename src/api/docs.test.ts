@@ -5,6 +5,7 @@ import { servedOperations } from '../../test/support/routes.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { SERVE_SETTINGS } from '../config/settings.js';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
 import { ERROR_CATALOGUE } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 
@@ -60,6 +61,11 @@ describe('docs/api.md', () => {
       Object.entries(ERROR_CATALOGUE).map(([reason, entry]) => [reason, entry.status]),
     );
     expect(documented).toEqual(catalogue);
+  });
+
+  it('describes every event type of the endpoint log, and no other', () => {
+    const events = tableRows(section(apiDoc, "### Read an endpoint's events"), /^`([a-z]+)`$/);
+    expect([...events.keys()].sort()).toEqual([...ENDPOINT_EVENT_TYPES].sort());
   });
 
   it('documents every field of the limits record', () => {

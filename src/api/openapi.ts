@@ -9,6 +9,7 @@ import {
   RESERVED_PORTS,
 } from '../domain/validate.js';
 import { WORKER_STATES } from '../domain/worker.js';
+import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
 import { ERROR_CATALOGUE, type ErrorReason } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 
@@ -202,7 +203,7 @@ function responseSchemas(): Record<string, Schema> {
     Event: object({
       id: int('Increasing; pass the last one as `after` to read on.'),
       at: str(undefined, { format: 'date-time' }),
-      type: str('created, updated, stopped, started, deleted, ...'),
+      type: str(`What happened: ${ENDPOINT_EVENT_TYPES.join(', ')} (docs/api.md describes each).`),
       message: str(),
       data: { type: 'object', additionalProperties: true },
     }),
