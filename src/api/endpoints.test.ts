@@ -105,6 +105,41 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(updated.body.endpoint.healthy).toMatchObject({ path: '/health', period: 2 });
   });
 
+  it('healthy sent as [] restores the health defaults, like {}', async () => {
+    const defaults = {
+      path: '/health',
+      initialDelay: 0,
+      period: 2,
+      timeout: 2,
+      successThreshold: 1,
+      failureThreshold: 3,
+    };
+    const id = await create({ healthy: { path: '/ready', period: 5, failureThreshold: 9 } });
+    const updated = await api.call('POST', 'endpoint/update', { id, healthy: [] });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body.endpoint.healthy).toEqual(defaults);
+    expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint.healthy).toEqual(defaults);
+    const created = await create({ healthy: [] });
+    expect((await api.call('GET', `endpoint?id=${created}`)).body.endpoint.healthy).toEqual(defaults);
+  });
+
+  it.each(['workerConfig', 'policy', 'image'])(
+    '%s sent as [] is a 400 that says it is required and cannot be cleared',
+    async (field) => {
+      const id = await create();
+      const before = (await api.call('GET', `endpoint?id=${id}`)).body;
+      for (const response of [
+        await api.call('POST', 'endpoint/update', { id, [field]: [] }),
+        await api.call('POST', 'endpoint/create', originalClientCreateBody({ [field]: [] })),
+      ]) {
+        expect(response.status).toBe(400);
+        expect(response.body).toMatchObject({ reason: 'INVALID_FIELD', metadata: { field } });
+        expect(response.body.message).toMatch(new RegExp(`^${field} is required and cannot be cleared`));
+      }
+      expect((await api.call('GET', `endpoint?id=${id}`)).body).toEqual(before);
+    },
+  );
+
   it('changing the image makes a new revision; changing scaling numbers does not', async () => {
     const id = await create();
     await api.call('POST', 'endpoint/update', { id, workerConfig: { maxNum: 4 }, policy: { value: 10 } });

@@ -53,10 +53,15 @@ const object = (
   );
 };
 
-/** Request shapes may be the object itself or a one-element array holding it (older clients). */
-const objectOrSingleton = (name: string, description: string): Schema => ({
-  description: `${description} The object, or a one-element array holding it.`,
-  oneOf: [ref(name), { type: 'array', items: ref(name), minItems: 1, maxItems: 1 }],
+/**
+ * Request shapes may be the object itself or a one-element array holding it (older clients); a clearable one
+ * (healthy) may also be [] (its defaults), the others may not.
+ */
+const objectOrSingleton = (name: string, description: string, clearable = false): Schema => ({
+  description: clearable
+    ? `${description} The object, or a one-element array holding it; {} or [] restores the defaults.`
+    : `${description} The object, or a one-element array holding it; required, so it cannot be cleared with [].`,
+  oneOf: [ref(name), { type: 'array', items: ref(name), minItems: clearable ? 0 : 1, maxItems: 1 }],
 });
 
 /** An integer field of a request: a JSON integer or a numeric string (clients echo responses back). */
@@ -363,7 +368,7 @@ function requestSchemas(): Record<string, Schema> {
       {
         required: ['id'],
         description:
-          'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} restores the health defaults. Objects merge one level deep.',
+          'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} (or []) restores the health defaults. Objects merge one level deep; workerConfig, policy and image cannot be cleared.',
       },
     ),
     EndpointIdRequest: {
@@ -405,7 +410,7 @@ function endpointInputProperties(): Record<string, Schema> {
       { maxLength: MAX_CLUSTER_ID_LENGTH },
     ),
     envs: arrayOf(ref('EnvInput')),
-    healthy: objectOrSingleton('HealthyInput', 'Health check.'),
+    healthy: objectOrSingleton('HealthyInput', 'Health check.', true),
   };
 }
 
