@@ -73,6 +73,9 @@ const intInput = (description: string, defaultValue?: number): Schema => ({
 
 const fromLimits = (what: string) => `${what}; the allowed range is in GET endpoint/limit.`;
 
+const CLAMPED_DEFAULTS =
+  "On create, an omitted field takes the default shown, moved to the nearest bound of the server's range when that range leaves it out.";
+
 // ---------------------------------------------------------------------------------------------------------
 // Response schemas
 
@@ -292,10 +295,11 @@ function requestSchemas(): Record<string, Schema> {
         gpuNum: intInput(fromLimits('GPUs per worker'), DEFAULT_WORKERS.gpusPerWorker),
         cudaVersion: str('A version of cudaVersionList, or "any".', { default: DEFAULT_WORKERS.cudaVersion }),
         requestTimeout: intInput(
-          fromLimits('Per-request deadline in seconds (default 300 or the maximum if lower)'),
+          fromLimits('Per-request deadline in seconds'),
+          DEFAULT_WORKERS.requestTimeoutSeconds,
         ),
       },
-      { required: [] },
+      { required: [], description: CLAMPED_DEFAULTS },
     ),
     PolicyInput: object(
       {
@@ -305,7 +309,7 @@ function requestSchemas(): Record<string, Schema> {
           DEFAULT_SCALING.value,
         ),
       },
-      { required: [] },
+      { required: [], description: CLAMPED_DEFAULTS },
     ),
     ImageInput: object(
       {

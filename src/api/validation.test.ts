@@ -212,3 +212,67 @@ describe.each(storeTargets())('validation on $name', (target) => {
     expect((await api.call('POST', 'endpoint/create', { name: 'x' })).body.metadata.field).toBe('endpoint');
   });
 });
+
+describe.each(storeTargets())('create defaults under narrowed limits on $name', (target) => {
+  let api: TestApi;
+  let dispose: () => Promise<void>;
+
+  beforeAll(async () => {
+    const opened = await target.open();
+    dispose = opened.dispose;
+    api = await createTestApi(opened.store, {
+      configText: `
+limits:
+  minFreeTimeout: 120
+  minWorkerNum: 1
+  minConcurrencyNum: 2
+  minGPUNum: 2
+  maxRequestTimeout: 60
+  minQueueWaitTime: 10
+  minRequestNum: 8
+`,
+    });
+  });
+  afterAll(async () => {
+    await api.app.close();
+    await dispose();
+  });
+
+  it('a create that leaves the numbers out gets the defaults moved into the configured ranges', async () => {
+    const created = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const endpoint = (await api.call('GET', `endpoint?id=${created.body.id}`)).body.endpoint;
+    expect(endpoint.workerConfig).toEqual({
+      minNum: 1,
+      maxNum: 1,
+      freeTimeout: '120',
+      maxConcurrent: '2',
+      gpuNum: 2,
+      cudaVersion: 'any',
+      requestTimeout: 60,
+    });
+    expect(endpoint.policy).toEqual({ type: 'queue', value: '10' });
+  });
+
+  it("a policy without a value gets the default of its type's range", async () => {
+    const created = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }], policy: { type: 'concurrency' } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const endpoint = (await api.call('GET', `endpoint?id=${created.body.id}`)).body.endpoint;
+    expect(endpoint.policy).toEqual({ type: 'concurrency', value: '8' });
+  });
+
+  it('a value the client sends is still checked against the range', async () => {
+    const refused = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }], workerConfig: { freeTimeout: 60 } },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      reason: 'OUT_OF_RANGE',
+      metadata: { field: 'workerConfig.freeTimeout' },
+    });
+  });
+});
