@@ -32,6 +32,13 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   ],
   ['freeTimeout 0', { workerConfig: { freeTimeout: 0 } }, 400, 'OUT_OF_RANGE', 'workerConfig.freeTimeout'],
   [
+    'freeTimeout 3601',
+    { workerConfig: { freeTimeout: 3601 } },
+    400,
+    'OUT_OF_RANGE',
+    'workerConfig.freeTimeout',
+  ],
+  [
     'concurrency 257',
     { workerConfig: { maxConcurrent: 257 } },
     400,
@@ -42,6 +49,13 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   [
     'requestTimeout 0',
     { workerConfig: { requestTimeout: 0 } },
+    400,
+    'OUT_OF_RANGE',
+    'workerConfig.requestTimeout',
+  ],
+  [
+    'requestTimeout 3601',
+    { workerConfig: { requestTimeout: 3601 } },
     400,
     'OUT_OF_RANGE',
     'workerConfig.requestTimeout',
