@@ -150,6 +150,24 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(log.body.events.map((e: { type: string }) => e.type)).toEqual(['created', 'updated', 'updated']);
   });
 
+  it("the log's updated events name the fields by their wire keys", async () => {
+    const id = await create();
+    await api.call('POST', 'endpoint/update', {
+      id,
+      workerConfig: { maxNum: 4 },
+      policy: { value: 30 },
+      envs: [],
+      ports: [{ port: 9000 }],
+      products: [],
+      volumeMounts: [],
+      healthy: { period: 5 },
+    });
+    const [, updated] = (await api.call('GET', `endpoint/log?id=${id}`)).body.events;
+    const fields = ['workerConfig', 'ports', 'policy', 'products', 'volumeMounts', 'envs', 'healthy'];
+    expect(updated).toMatchObject({ type: 'updated', message: `updated ${fields.join(', ')}` });
+    expect(updated.data).toEqual({ fields, revision: 2 });
+  });
+
   it('accepts the object or a one-element array, and ints as strings', async () => {
     const id = await create({
       workerConfig: { minNum: '1', maxNum: '2', freeTimeout: '10', maxConcurrent: '1', gpuNum: '2' },
