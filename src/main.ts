@@ -12,6 +12,7 @@ import { RateLimiter } from './api/rate-limit.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
+import { databaseError, listenError } from './config/startup.js';
 import { validationError } from './contract/errors.js';
 import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
@@ -228,7 +229,11 @@ export async function serve(
       `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
     );
   }
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
+    (error: unknown) => {
+      throw databaseError(error);
+    },
+  );
   const closers: (() => Promise<void>)[] = [() => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
@@ -277,11 +282,15 @@ export async function serve(
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
     });
     closers.push(() => app.close());
-    await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port });
+    await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
+      throw listenError('apiAddr', config.apiAddr, error);
+    });
     if (config.apiUrl === `http://${formatHostPort(config.apiAddr)}`) {
       bound.apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     }
-    await listen(traffic.server, config.gatewayAddr);
+    await listen(traffic.server, config.gatewayAddr).catch((error: unknown) => {
+      throw listenError('gatewayAddr', config.gatewayAddr, error);
+    });
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());

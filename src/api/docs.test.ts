@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { createTestApi } from '../../test/support/api.js';
+import { servedOperations } from '../../test/support/routes.js';
+import { storeTargets } from '../../test/support/stores.js';
 import { SERVE_SETTINGS } from '../config/settings.js';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
 import { ERROR_CATALOGUE } from './errors.js';
+import { API_PREFIX } from './prefix.js';
 
 const read = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');
 const apiDoc = read('api.md');
@@ -17,6 +22,28 @@ function tableRows(markdown: string, firstCell: RegExp): Map<string, string[]> {
     if (line.startsWith('| `') && name !== undefined && !rows.has(name)) rows.set(name, cells.slice(2, -1));
   }
   return rows;
+}
+
+/** The text of a markdown section, from its heading to the next heading of any level. */
+function section(markdown: string, heading: string): string {
+  const start = markdown.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`no section "${heading}"`);
+  const body = markdown.slice(start + heading.length + 2);
+  const end = body.search(/^#{1,6} /m);
+  return end < 0 ? body : body.slice(0, end);
+}
+
+/**
+ * `METHOD path` of every operation in the operations table (first cells such as `` `GET endpoints` `` or
+ * `` `GET /healthz`, `GET /metrics` ``): paths without a leading slash are relative to the API prefix.
+ */
+function documentedOperations(markdown: string): string[] {
+  const table = section(markdown, '## Operations');
+  return table
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`(GET|POST|PUT|PATCH|DELETE) (\S+)`/g)])
+    .map(([, method, path = '']) => `${method} ${path.startsWith('/') ? path : `${API_PREFIX}/${path}`}`);
 }
 
 describe('docs/api.md', () => {
@@ -36,11 +63,34 @@ describe('docs/api.md', () => {
     expect(documented).toEqual(catalogue);
   });
 
+  it('describes every event type of the endpoint log, and no other', () => {
+    const events = tableRows(section(apiDoc, "### Read an endpoint's events"), /^`([a-z]+)`$/);
+    expect([...events.keys()].sort()).toEqual([...ENDPOINT_EVENT_TYPES].sort());
+  });
+
   it('documents every field of the limits record', () => {
     const missing = [...Object.keys(WIRE_LIMIT_FIELDS), 'cudaVersionList'].filter(
       (field) => !apiDoc.includes(`"${field}"`),
     );
     expect(missing).toEqual([]);
+  });
+});
+
+describe("docs/api.md's operations table", () => {
+  it('lists exactly the routes the server serves', async () => {
+    const target = storeTargets()[0];
+    if (!target) throw new Error('no store target');
+    const { store, dispose } = await target.open();
+    const api = await createTestApi(store);
+    try {
+      await api.app.ready();
+      const served = servedOperations(api.app).sort();
+      expect(served.length).toBeGreaterThanOrEqual(18);
+      expect(documentedOperations(apiDoc).sort()).toEqual(served);
+    } finally {
+      await api.app.close();
+      await dispose();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Store } from '../store/store.js';
 
@@ -105,6 +106,41 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(updated.body.endpoint.healthy).toMatchObject({ path: '/health', period: 2 });
   });
 
+  it('healthy sent as [] restores the health defaults, like {}', async () => {
+    const defaults = {
+      path: '/health',
+      initialDelay: 0,
+      period: 2,
+      timeout: 2,
+      successThreshold: 1,
+      failureThreshold: 3,
+    };
+    const id = await create({ healthy: { path: '/ready', period: 5, failureThreshold: 9 } });
+    const updated = await api.call('POST', 'endpoint/update', { id, healthy: [] });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body.endpoint.healthy).toEqual(defaults);
+    expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint.healthy).toEqual(defaults);
+    const created = await create({ healthy: [] });
+    expect((await api.call('GET', `endpoint?id=${created}`)).body.endpoint.healthy).toEqual(defaults);
+  });
+
+  it.each(['workerConfig', 'policy', 'image'])(
+    '%s sent as [] is a 400 that says it is required and cannot be cleared',
+    async (field) => {
+      const id = await create();
+      const before = (await api.call('GET', `endpoint?id=${id}`)).body;
+      for (const response of [
+        await api.call('POST', 'endpoint/update', { id, [field]: [] }),
+        await api.call('POST', 'endpoint/create', originalClientCreateBody({ [field]: [] })),
+      ]) {
+        expect(response.status).toBe(400);
+        expect(response.body).toMatchObject({ reason: 'INVALID_FIELD', metadata: { field } });
+        expect(response.body.message).toMatch(new RegExp(`^${field} is required and cannot be cleared`));
+      }
+      expect((await api.call('GET', `endpoint?id=${id}`)).body).toEqual(before);
+    },
+  );
+
   it('changing the image makes a new revision; changing scaling numbers does not', async () => {
     const id = await create();
     await api.call('POST', 'endpoint/update', { id, workerConfig: { maxNum: 4 }, policy: { value: 10 } });
@@ -112,6 +148,24 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     const log = await api.call('GET', `endpoint/log?id=${id}`);
     expect(log.body.events.map((e: { data: { revision: number } }) => e.data.revision)).toEqual([1, 1, 2]);
     expect(log.body.events.map((e: { type: string }) => e.type)).toEqual(['created', 'updated', 'updated']);
+  });
+
+  it("the log's updated events name the fields by their wire keys", async () => {
+    const id = await create();
+    await api.call('POST', 'endpoint/update', {
+      id,
+      workerConfig: { maxNum: 4 },
+      policy: { value: 30 },
+      envs: [],
+      ports: [{ port: 9000 }],
+      products: [],
+      volumeMounts: [],
+      healthy: { period: 5 },
+    });
+    const [, updated] = (await api.call('GET', `endpoint/log?id=${id}`)).body.events;
+    const fields = ['workerConfig', 'ports', 'policy', 'products', 'volumeMounts', 'envs', 'healthy'];
+    expect(updated).toMatchObject({ type: 'updated', message: `updated ${fields.join(', ')}` });
+    expect(updated.data).toEqual({ fields, revision: 2 });
   });
 
   it('accepts the object or a one-element array, and ints as strings', async () => {
@@ -206,6 +260,67 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(limits.freeRootfsSize).toBe(100);
     expect(limits.freeLocalVolumeSize).toBe(30);
     expect(limits.cudaVersionList).toEqual(['11.8', '12.0', '12.1', '12.2', '12.3', '12.4']);
+  });
+
+  it('reports exactly the default limits the issue asks for, as integers', async () => {
+    const limits = (await api.call('GET', 'endpoint/limit')).body;
+    // Written out rather than read from DEFAULT_LIMITS: a changed default must fail here.
+    expect(limits).toStrictEqual({
+      minRootfsSize: 100,
+      maxRootfsSize: 100,
+      freeRootfsSize: 100,
+      minLocalVolumeSize: 0,
+      maxLocalVolumeSize: 100,
+      freeLocalVolumeSize: 30,
+      minWorkerNum: 0,
+      maxWorkerNum: 20,
+      minFreeTimeout: 1,
+      maxFreeTimeout: 3600,
+      minConcurrencyNum: 1,
+      maxConcurrencyNum: 256,
+      minQueueWaitTime: 1,
+      maxQueueWaitTime: 300,
+      minRequestNum: 1,
+      maxRequestNum: 1000,
+      minGPUNum: 1,
+      maxGPUNum: 8,
+      minRequestTimeout: 1,
+      maxRequestTimeout: 3600,
+      cudaVersionList: ['11.8', '12.0', '12.1', '12.2', '12.3', '12.4'],
+    });
+  });
+
+  it('a list without pageSize returns up to 1000 endpoints, and total counts them all', async () => {
+    // Written through the store, four at a time: 1001 creates through the API would make this test slow.
+    const endpoints = Array.from({ length: 1001 }, (_, i) =>
+      sampleEndpoint({ ownerId: 'owner-a', at: 1_700_000_000_000 + i }),
+    );
+    let next = 0;
+    const writer = async () => {
+      for (let endpoint = endpoints[next++]; endpoint; endpoint = endpoints[next++]) {
+        await store.endpoints.create(endpoint, [], {
+          at: endpoint.createdAt,
+          ownerId: endpoint.ownerId,
+          actor: 'test',
+          action: 'endpoint.create',
+          targetId: endpoint.id,
+        });
+      }
+    };
+    await Promise.all([writer(), writer(), writer(), writer()]);
+
+    const first = await api.call('GET', 'endpoints');
+    expect(first.status).toBe(200);
+    expect(first.body.total).toBe(1001);
+    expect(first.body.endpoints).toHaveLength(1000);
+    // Newest first: the oldest one is left for the second page.
+    expect(first.body.endpoints[0].id).toBe(endpoints[1000]?.id);
+    expect(first.body.endpoints.map((e: { id: string }) => e.id)).not.toContain(endpoints[0]?.id);
+    const second = await api.call('GET', 'endpoints?pageNum=1');
+    expect(second.body.endpoints.map((e: { id: string }) => e.id)).toEqual([endpoints[0]?.id]);
+    expect(second.body.total).toBe(1001);
+    // A larger pageSize is capped at 1000 too.
+    expect((await api.call('GET', 'endpoints?pageSize=5000')).body.endpoints).toHaveLength(1000);
   });
 
   it('lists products from the GPU inventory', async () => {

@@ -9,6 +9,7 @@ import {
   RESERVED_PORTS,
 } from '../domain/validate.js';
 import { WORKER_STATES } from '../domain/worker.js';
+import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
 import { ERROR_CATALOGUE, type ErrorReason } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 
@@ -52,10 +53,15 @@ const object = (
   );
 };
 
-/** Request shapes may be the object itself or a one-element array holding it (older clients). */
-const objectOrSingleton = (name: string, description: string): Schema => ({
-  description: `${description} The object, or a one-element array holding it.`,
-  oneOf: [ref(name), { type: 'array', items: ref(name), minItems: 1, maxItems: 1 }],
+/**
+ * Request shapes may be the object itself or a one-element array holding it (older clients); a clearable one
+ * (healthy) may also be [] (its defaults), the others may not.
+ */
+const objectOrSingleton = (name: string, description: string, clearable = false): Schema => ({
+  description: clearable
+    ? `${description} The object, or a one-element array holding it; {} or [] restores the defaults.`
+    : `${description} The object, or a one-element array holding it; required, so it cannot be cleared with [].`,
+  oneOf: [ref(name), { type: 'array', items: ref(name), minItems: clearable ? 0 : 1, maxItems: 1 }],
 });
 
 /** An integer field of a request: a JSON integer or a numeric string (clients echo responses back). */
@@ -66,6 +72,9 @@ const intInput = (description: string, defaultValue?: number): Schema => ({
 });
 
 const fromLimits = (what: string) => `${what}; the allowed range is in GET endpoint/limit.`;
+
+const CLAMPED_DEFAULTS =
+  "On create, an omitted field takes the default shown, moved to the nearest bound of the server's range when that range leaves it out.";
 
 // ---------------------------------------------------------------------------------------------------------
 // Response schemas
@@ -202,7 +211,7 @@ function responseSchemas(): Record<string, Schema> {
     Event: object({
       id: int('Increasing; pass the last one as `after` to read on.'),
       at: str(undefined, { format: 'date-time' }),
-      type: str('created, updated, stopped, started, deleted, ...'),
+      type: str(`What happened: ${ENDPOINT_EVENT_TYPES.join(', ')} (docs/api.md describes each).`),
       message: str(),
       data: { type: 'object', additionalProperties: true },
     }),
@@ -286,10 +295,11 @@ function requestSchemas(): Record<string, Schema> {
         gpuNum: intInput(fromLimits('GPUs per worker'), DEFAULT_WORKERS.gpusPerWorker),
         cudaVersion: str('A version of cudaVersionList, or "any".', { default: DEFAULT_WORKERS.cudaVersion }),
         requestTimeout: intInput(
-          fromLimits('Per-request deadline in seconds (default 300 or the maximum if lower)'),
+          fromLimits('Per-request deadline in seconds'),
+          DEFAULT_WORKERS.requestTimeoutSeconds,
         ),
       },
-      { required: [] },
+      { required: [], description: CLAMPED_DEFAULTS },
     ),
     PolicyInput: object(
       {
@@ -299,7 +309,7 @@ function requestSchemas(): Record<string, Schema> {
           DEFAULT_SCALING.value,
         ),
       },
-      { required: [] },
+      { required: [], description: CLAMPED_DEFAULTS },
     ),
     ImageInput: object(
       {
@@ -362,7 +372,7 @@ function requestSchemas(): Record<string, Schema> {
       {
         required: ['id'],
         description:
-          'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} restores the health defaults. Objects merge one level deep.',
+          'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} (or []) restores the health defaults. Objects merge one level deep; workerConfig, policy and image cannot be cleared.',
       },
     ),
     EndpointIdRequest: {
@@ -404,7 +414,7 @@ function endpointInputProperties(): Record<string, Schema> {
       { maxLength: MAX_CLUSTER_ID_LENGTH },
     ),
     envs: arrayOf(ref('EnvInput')),
-    healthy: objectOrSingleton('HealthyInput', 'Health check.'),
+    healthy: objectOrSingleton('HealthyInput', 'Health check.', true),
   };
 }
 

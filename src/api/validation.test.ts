@@ -32,6 +32,13 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   ],
   ['freeTimeout 0', { workerConfig: { freeTimeout: 0 } }, 400, 'OUT_OF_RANGE', 'workerConfig.freeTimeout'],
   [
+    'freeTimeout 3601',
+    { workerConfig: { freeTimeout: 3601 } },
+    400,
+    'OUT_OF_RANGE',
+    'workerConfig.freeTimeout',
+  ],
+  [
     'concurrency 257',
     { workerConfig: { maxConcurrent: 257 } },
     400,
@@ -42,6 +49,13 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   [
     'requestTimeout 0',
     { workerConfig: { requestTimeout: 0 } },
+    400,
+    'OUT_OF_RANGE',
+    'workerConfig.requestTimeout',
+  ],
+  [
+    'requestTimeout 3601',
+    { workerConfig: { requestTimeout: 3601 } },
     400,
     'OUT_OF_RANGE',
     'workerConfig.requestTimeout',
@@ -210,5 +224,69 @@ describe.each(storeTargets())('validation on $name', (target) => {
     expect(response.status).toBe(400);
     expect(response.body.metadata.field).toBe('image.image');
     expect((await api.call('POST', 'endpoint/create', { name: 'x' })).body.metadata.field).toBe('endpoint');
+  });
+});
+
+describe.each(storeTargets())('create defaults under narrowed limits on $name', (target) => {
+  let api: TestApi;
+  let dispose: () => Promise<void>;
+
+  beforeAll(async () => {
+    const opened = await target.open();
+    dispose = opened.dispose;
+    api = await createTestApi(opened.store, {
+      configText: `
+limits:
+  minFreeTimeout: 120
+  minWorkerNum: 1
+  minConcurrencyNum: 2
+  minGPUNum: 2
+  maxRequestTimeout: 60
+  minQueueWaitTime: 10
+  minRequestNum: 8
+`,
+    });
+  });
+  afterAll(async () => {
+    await api.app.close();
+    await dispose();
+  });
+
+  it('a create that leaves the numbers out gets the defaults moved into the configured ranges', async () => {
+    const created = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const endpoint = (await api.call('GET', `endpoint?id=${created.body.id}`)).body.endpoint;
+    expect(endpoint.workerConfig).toEqual({
+      minNum: 1,
+      maxNum: 1,
+      freeTimeout: '120',
+      maxConcurrent: '2',
+      gpuNum: 2,
+      cudaVersion: 'any',
+      requestTimeout: 60,
+    });
+    expect(endpoint.policy).toEqual({ type: 'queue', value: '10' });
+  });
+
+  it("a policy without a value gets the default of its type's range", async () => {
+    const created = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }], policy: { type: 'concurrency' } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const endpoint = (await api.call('GET', `endpoint?id=${created.body.id}`)).body.endpoint;
+    expect(endpoint.policy).toEqual({ type: 'concurrency', value: '8' });
+  });
+
+  it('a value the client sends is still checked against the range', async () => {
+    const refused = await api.call('POST', 'endpoint/create', {
+      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }], workerConfig: { freeTimeout: 60 } },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      reason: 'OUT_OF_RANGE',
+      metadata: { field: 'workerConfig.freeTimeout' },
+    });
   });
 });

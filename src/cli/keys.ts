@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
+import { databaseError } from '../config/startup.js';
 import { ApiKeyService, DEFAULT_OWNER } from '../service/api-key-service.js';
 import { systemClock } from '../service/clock.js';
 import { openStore } from '../store/open.js';
@@ -16,7 +17,11 @@ export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJ
     run: (service: ApiKeyService) => Promise<void>,
   ) => {
     const config = loadConfig({ flags: givenFlags(options), env: io.env, readFile: () => '' });
-    const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
+      (error: unknown) => {
+        throw databaseError(error);
+      },
+    );
     try {
       await run(new ApiKeyService({ store, clock: systemClock }));
     } finally {

@@ -140,6 +140,12 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** How messages name a setting: its flag and its environment variable, e.g. `--api-addr (CORRAL_API_ADDR)`. */
+export function describeSetting(name: ServeSettingName): string {
+  const setting = SERVE_SETTINGS[name];
+  return `${setting.flag} (${setting.env})`;
+}
+
 /** Flags win over environment variables, which win over defaults. */
 export function parseServeSettings(
   flags: Partial<Record<ServeSettingName, string>>,
@@ -151,7 +157,7 @@ export function parseServeSettings(
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'invalid value';
-      throw new ConfigError(`invalid ${setting.flag} (${setting.env}): ${reason}`);
+      throw new ConfigError(`invalid ${describeSetting(name as ServeSettingName)}: ${reason}`);
     }
     result[name] = parsed.data;
   }

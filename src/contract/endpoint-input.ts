@@ -5,7 +5,8 @@ import type { ValidationIssue } from '../domain/validate.js';
 
 /*
  * Wire quirks accepted here and nowhere else: integers may arrive as numeric strings (clients echo
- * responses back), `workerConfig`/`policy`/`image`/`healthy` may be a one-element array of the object,
+ * responses back), `workerConfig`/`policy`/`image`/`healthy` may be a one-element array of the object
+ * (`healthy: []` restores the health defaults like `{}`; the other three cannot be cleared),
  * `null` means omitted, and unknown keys are ignored.
  */
 
@@ -22,11 +23,25 @@ const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform(
 /** An object, or a one-element array holding it (older clients send the latter). */
 const single = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (Array.isArray(v) && v.length === 1 ? v[0] : v), schema);
+/** An object every endpoint has (workerConfig, policy, image): `[]` would clear it, which it cannot be. */
+const requiredSingle = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v, ctx) => {
+    if (!Array.isArray(v) || v.length > 0) return v;
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'is required and cannot be cleared: send the object (or a one-element array holding it), or leave the key out to keep its current value',
+    });
+    return z.NEVER;
+  }, single(schema));
+/** An object with defaults (healthy): `[]` clears it to the defaults, as `{}` does, since a key sent as either clears it. */
+const clearableSingle = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (Array.isArray(v) && v.length === 0 ? {} : v), single(schema));
 const object = <S extends z.ZodRawShape>(shape: S) =>
   z.object(shape, { error: 'must be an object (or a one-element array holding one)' });
 const list = <T extends z.ZodType>(item: T) => z.array(item, { error: 'must be an array' });
 
-const workerConfig = single(
+const workerConfig = requiredSingle(
   object({
     minNum: optional(integer),
     maxNum: optional(integer),
@@ -37,13 +52,15 @@ const workerConfig = single(
     requestTimeout: optional(integer),
   }),
 );
-const policy = single(
+const policy = requiredSingle(
   object({
     type: optional(z.enum(['queue', 'concurrency'], { error: 'must be "queue" or "concurrency"' })),
     value: optional(integer),
   }),
 );
-const image = single(object({ image: optional(text), authId: optional(text), command: optional(text) }));
+const image = requiredSingle(
+  object({ image: optional(text), authId: optional(text), command: optional(text) }),
+);
 const port = z.union([object({ port: integer }), integer], { error: 'must be {"port": <1-65535>}' });
 const product = z.union([object({ id: text }), text], { error: 'must be {"id": "<product id>"}' });
 const volumeMount = object({
@@ -53,7 +70,7 @@ const volumeMount = object({
   mountPath: text,
 });
 const env = object({ key: text, value: optional(text) });
-const healthy = single(
+const healthy = clearableSingle(
   object({
     path: optional(text),
     initialDelay: optional(integer),

@@ -1,3 +1,21 @@
+import type { EndpointSpec } from '../domain/endpoint.js';
+
+/** Each top-level field of the domain's spec and the wire key a client knows it by (the event log names them). */
+export const WIRE_SPEC_FIELDS: Record<keyof EndpointSpec, string> = {
+  name: 'name',
+  appName: 'appName',
+  workers: 'workerConfig',
+  port: 'ports',
+  scaling: 'policy',
+  image: 'image',
+  productIds: 'products',
+  rootfsSizeGB: 'rootfsSize',
+  volumes: 'volumeMounts',
+  clusterId: 'clusterID',
+  env: 'envs',
+  health: 'healthy',
+};
+
 /** Maps a domain field path (validate.ts) to the wire field a client sent. */
 const RENAMES: [RegExp, string][] = [
   [/^workers\.minWorkers$/, 'workerConfig.minNum'],

@@ -6,10 +6,11 @@ import {
   type HealthCheck,
   type ImageSpec,
   type ScalingPolicy,
+  type ScalingPolicyType,
   type VolumeMount,
   type WorkerSettings,
 } from './endpoint.js';
-import type { Limits } from './limits.js';
+import type { Limits, Range } from './limits.js';
 
 /**
  * The fields a create or update request carried. Omitted fields keep their value; objects merge one
@@ -30,25 +31,63 @@ export interface SpecPatch {
   health?: Partial<HealthCheck> | 'reset';
 }
 
-export const DEFAULT_WORKERS: Omit<WorkerSettings, 'requestTimeoutSeconds'> = {
+/** The fixed defaults of a create, before they are clamped into the server's configured ranges. */
+export const DEFAULT_WORKERS: WorkerSettings = {
   minWorkers: 0,
   maxWorkers: 1,
   idleTimeoutSeconds: 60,
   maxConcurrent: 1,
   gpusPerWorker: 1,
   cudaVersion: 'any',
+  requestTimeoutSeconds: 300,
 };
 
 export const DEFAULT_SCALING: ScalingPolicy = { type: 'queue', value: 4 };
 
-/** The spec a create starts from before the request's fields are applied. */
-export function defaultSpec(id: string, limits: Limits): EndpointSpec {
+/** The nearest value of the range: a fixed default the operator's range leaves out becomes the nearest bound. */
+export function clampInto(value: number, range: Range): number {
+  return Math.min(Math.max(value, range.min), range.max);
+}
+
+/**
+ * The worker settings a create starts from: each fixed default clamped into its configured range, so that a create
+ * that leaves a field out is never refused for a value the client did not send (with `minFreeTimeout: 120` in the
+ * config file, an omitted freeTimeout is 120, not 60).
+ */
+export function defaultWorkers(limits: Limits): WorkerSettings {
+  const d = DEFAULT_WORKERS;
+  return {
+    minWorkers: clampInto(d.minWorkers, limits.workers),
+    maxWorkers: clampInto(d.maxWorkers, limits.workers),
+    idleTimeoutSeconds: clampInto(d.idleTimeoutSeconds, limits.idleTimeoutSeconds),
+    maxConcurrent: clampInto(d.maxConcurrent, limits.concurrency),
+    gpusPerWorker: clampInto(d.gpusPerWorker, limits.gpus),
+    cudaVersion: d.cudaVersion,
+    requestTimeoutSeconds: clampInto(d.requestTimeoutSeconds, limits.requestTimeoutSeconds),
+  };
+}
+
+/** The policy value a create uses when it names none: the default, clamped into the range of the policy's type. */
+export function defaultScaling(type: ScalingPolicyType, limits: Limits): ScalingPolicy {
+  const range = type === 'queue' ? limits.queueWaitSeconds : limits.requestCount;
+  return { type, value: clampInto(DEFAULT_SCALING.value, range) };
+}
+
+/**
+ * The spec a create starts from before the request's fields are applied. `policyType` is the type the request
+ * names, since the default value must lie in that type's range.
+ */
+export function defaultSpec(
+  id: string,
+  limits: Limits,
+  policyType: ScalingPolicyType = DEFAULT_SCALING.type,
+): EndpointSpec {
   return {
     name: '',
     appName: id,
-    workers: { ...DEFAULT_WORKERS, requestTimeoutSeconds: Math.min(300, limits.requestTimeoutSeconds.max) },
+    workers: defaultWorkers(limits),
     port: 0,
-    scaling: { ...DEFAULT_SCALING },
+    scaling: defaultScaling(policyType, limits),
     image: { ref: '', authId: '', command: '' },
     productIds: [],
     rootfsSizeGB: limits.rootfsSizeGB.free,
@@ -57,6 +96,11 @@ export function defaultSpec(id: string, limits: Limits): EndpointSpec {
     env: [],
     health: { path: DEFAULT_HEALTH_PATH, ...DEFAULT_HEALTH },
   };
+}
+
+/** The spec a create makes: the defaults for the request's policy type, with the request's fields on top. */
+export function createSpec(id: string, limits: Limits, patch: SpecPatch): EndpointSpec {
+  return applyPatch(defaultSpec(id, limits, patch.scaling?.type), patch);
 }
 
 export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {

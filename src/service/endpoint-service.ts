@@ -2,7 +2,7 @@ import { CorralError, type ErrorReason } from '../api/errors.js';
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
-import { applyPatch, defaultSpec, type SpecPatch } from '../domain/spec-patch.js';
+import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
 import type { AuditEntry } from '../store/audit.js';
 import type { EndpointChange, Page } from '../store/endpoints.js';
@@ -43,7 +43,7 @@ export class EndpointService {
   async create(principal: Principal, patch: SpecPatch): Promise<Endpoint> {
     const { store, catalog, clock, ids } = this.#o;
     const id = ids.endpoint();
-    const spec = applyPatch(defaultSpec(id, catalog.limits()), patch);
+    const spec = createSpec(id, catalog.limits(), patch);
     this.#validate(spec, await this.#catalogFor(principal, spec.image.authId));
     const now = clock();
     const endpoint: Endpoint = {

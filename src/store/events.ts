@@ -1,15 +1,25 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
+/**
+ * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
+ * and the controller's `state` changes. docs/api.md describes each (a test checks the list).
+ */
+export const ENDPOINT_EVENT_TYPES = ['created', 'updated', 'stopped', 'started', 'deleted', 'state'] as const;
+
+export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
+
 export interface NewEvent {
   at: number;
-  type: string;
+  type: EndpointEventType;
   message: string;
   data?: Record<string, unknown>;
 }
 
-export interface StoredEvent extends Required<NewEvent> {
+/** A recorded event. Its type is read as a plain string: a newer server sharing the database may know more. */
+export interface StoredEvent extends Omit<Required<NewEvent>, 'type'> {
   id: number;
+  type: string;
 }
 
 export async function insertEvents(

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { ApiKeyRepository } from './api-keys.js';
 import { AuditRepository } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
@@ -35,6 +36,11 @@ export class Store {
 
   describe(): string {
     return this.#connection.describe();
+  }
+
+  /** One trivial query; it fails when the database cannot be reached or opened. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.#connection.db);
   }
 
   /** Applies pending migrations; returns the names of those applied now. */

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,11 +19,16 @@ async function api(server: ServeProcess, key: string, path: string, body?: unkno
 describe('corral serve as a process', () => {
   let dataDir: string;
 
-  beforeAll(() => {
+  /** A port another process holds, for the "address in use" cases: BUSY in their table stands for it. */
+  const busy = createServer();
+
+  beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-'));
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   });
-  afterAll(() => {
+  afterAll(async () => {
     rmSync(dataDir, { recursive: true, force: true });
+    await new Promise<void>((resolve) => busy.close(() => resolve()));
   });
 
   it('prints a first key once, and keeps data across restarts', async () => {
@@ -103,18 +109,38 @@ describe('corral serve as a process', () => {
     }
   });
 
+  const withBusy = (text: string) =>
+    text.replace('BUSY', `127.0.0.1:${(busy.address() as AddressInfo).port}`);
+  // The fake runtime and simulated GPUs keep Docker and nvidia-smi out of the cases that get that far.
+  const quiet = ['--runtime', 'fake', '--gpus', '1'];
+
   it.each([
     [['--api-addr', 'nonsense'], '--api-addr (CORRAL_API_ADDR)'],
     [['--gpus', 'lots'], '--gpus (CORRAL_GPUS)'],
     [['--runtime', 'podman'], '--runtime (CORRAL_RUNTIME)'],
     [['--config', '/nonexistent/corral.yaml'], '--config file /nonexistent/corral.yaml'],
     [['--database-url', 'mysql://x'], '--database-url (CORRAL_DATABASE_URL)'],
+    [
+      [...quiet, '--database-url', 'postgres://corral:secret@127.0.0.1:1/x'],
+      '--database-url (CORRAL_DATABASE_URL) postgres://corral:***@127.0.0.1:1/x: connect ECONNREFUSED',
+    ],
+    [
+      [...quiet, '--api-addr', 'BUSY', '--gateway-addr', '127.0.0.1:0'],
+      '--api-addr (CORRAL_API_ADDR) BUSY: the address is already in use',
+    ],
+    [
+      [...quiet, '--api-addr', '127.0.0.1:0', '--gateway-addr', 'BUSY'],
+      '--gateway-addr (CORRAL_GATEWAY_ADDR) BUSY: the address is already in use',
+    ],
   ])('bad configuration %j stops start-up with one line naming the setting', async (args, named) => {
-    const result = await runCorral(['serve', ...args], { CORRAL_DATA_DIR: dataDir });
-    expect(result.code).toBe(2);
+    const result = await runCorral(['serve', ...args.map(withBusy)], { CORRAL_DATA_DIR: dataDir });
+    expect(result.code, result.stderr).toBe(2);
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(named);
+    expect(lines[0]).toMatch(/^corral: /);
+    expect(lines[0]).toContain(withBusy(named));
+    // The database URL's password is shown nowhere, not even in the logs.
+    expect(`${result.stdout}${result.stderr}`).not.toContain('secret');
   });
 
   it.each([

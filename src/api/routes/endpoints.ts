@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoint-input.js';
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
+import { toWireEvent } from '../../contract/events.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
-import type { WireEvent } from '../../contract/wire.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker } from '../../domain/worker.js';
 import type { AppOptions } from '../app.js';
@@ -92,13 +92,6 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     const after = readInteger(query, 'after', 0, 0);
     const limit = Math.min(readInteger(query, 'limit', 100, 1), 1000);
     const events = await o.events.list(endpoint.id, { afterId: after, limit });
-    const wire: WireEvent[] = events.map((e) => ({
-      id: e.id,
-      at: new Date(e.at).toISOString(),
-      type: e.type,
-      message: e.message,
-      data: e.data,
-    }));
-    return { events: wire, next: events.at(-1)?.id ?? after };
+    return { events: events.map(toWireEvent), next: events.at(-1)?.id ?? after };
   });
 }

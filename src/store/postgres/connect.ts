@@ -30,12 +30,13 @@ export function connectPostgres(options: PostgresOptions): DatabaseConnection {
     schema: options.schema ?? 'public',
     isUniqueViolation: (error) =>
       typeof error === 'object' && error !== null && 'code' in error && error.code === '23505',
-    describe: () => redact(options.connectionString),
+    describe: () => redactDatabaseUrl(options.connectionString),
     close: () => db.destroy(),
   };
 }
 
-function redact(connectionString: string): string {
+/** The URL without its password, for logs and error messages. */
+export function redactDatabaseUrl(connectionString: string): string {
   try {
     const url = new URL(connectionString);
     if (url.password) url.password = '***';

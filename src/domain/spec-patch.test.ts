@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, type Limits } from './limits.js';
+import { clampInto, createSpec, defaultScaling, defaultSpec, defaultWorkers } from './spec-patch.js';
+import { validateSpec } from './validate.js';
+
+const limits = (overrides: Partial<Limits> = {}): Limits => ({
+  ...structuredClone(DEFAULT_LIMITS),
+  cudaVersions: ['12.4'],
+  ...overrides,
+});
+
+describe('create defaults', () => {
+  it.each([
+    [5, { min: 1, max: 10 }, 5],
+    [0, { min: 1, max: 10 }, 1],
+    [60, { min: 120, max: 3600 }, 120],
+    [300, { min: 1, max: 120 }, 120],
+    [4, { min: 4, max: 4 }, 4],
+  ])('clampInto(%d, %j) is %d', (value, range, clamped) => {
+    expect(clampInto(value, range)).toBe(clamped);
+  });
+
+  it('are the fixed defaults with the default limits', () => {
+    expect(defaultWorkers(limits())).toEqual({
+      minWorkers: 0,
+      maxWorkers: 1,
+      idleTimeoutSeconds: 60,
+      maxConcurrent: 1,
+      gpusPerWorker: 1,
+      cudaVersion: 'any',
+      requestTimeoutSeconds: 300,
+    });
+    expect(defaultScaling('queue', limits())).toEqual({ type: 'queue', value: 4 });
+    expect(defaultScaling('concurrency', limits())).toEqual({ type: 'concurrency', value: 4 });
+  });
+
+  /** [what the operator narrowed, the narrowed limits, what the default becomes] */
+  const NARROWED: [string, Partial<Limits>, (spec: ReturnType<typeof defaultSpec>) => unknown, unknown][] = [
+    [
+      'minFreeTimeout 120',
+      { idleTimeoutSeconds: { min: 120, max: 3600 } },
+      (s) => s.workers.idleTimeoutSeconds,
+      120,
+    ],
+    [
+      'maxFreeTimeout 30',
+      { idleTimeoutSeconds: { min: 1, max: 30 } },
+      (s) => s.workers.idleTimeoutSeconds,
+      30,
+    ],
+    [
+      'minWorkerNum 2',
+      { workers: { min: 2, max: 20 } },
+      (s) => [s.workers.minWorkers, s.workers.maxWorkers],
+      [2, 2],
+    ],
+    [
+      'maxWorkerNum 0',
+      { workers: { min: 0, max: 0 } },
+      (s) => [s.workers.minWorkers, s.workers.maxWorkers],
+      [0, 0],
+    ],
+    ['minConcurrencyNum 8', { concurrency: { min: 8, max: 256 } }, (s) => s.workers.maxConcurrent, 8],
+    ['minGPUNum 2', { gpus: { min: 2, max: 8 } }, (s) => s.workers.gpusPerWorker, 2],
+    [
+      'maxRequestTimeout 60',
+      { requestTimeoutSeconds: { min: 1, max: 60 } },
+      (s) => s.workers.requestTimeoutSeconds,
+      60,
+    ],
+    [
+      'minRequestTimeout 600',
+      { requestTimeoutSeconds: { min: 600, max: 3600 } },
+      (s) => s.workers.requestTimeoutSeconds,
+      600,
+    ],
+    [
+      'minQueueWaitTime 10',
+      { queueWaitSeconds: { min: 10, max: 300 } },
+      (s) => s.scaling,
+      { type: 'queue', value: 10 },
+    ],
+    [
+      'maxQueueWaitTime 2',
+      { queueWaitSeconds: { min: 1, max: 2 } },
+      (s) => s.scaling,
+      { type: 'queue', value: 2 },
+    ],
+    ['freeRootfsSize 50', { rootfsSizeGB: { min: 20, max: 200, free: 50 } }, (s) => s.rootfsSizeGB, 50],
+  ];
+
+  it.each(NARROWED)('follow a narrowed range: %s', (_what, narrowed, read, expected) => {
+    const spec = defaultSpec('ep', limits(narrowed));
+    expect(read(spec)).toEqual(expected);
+  });
+
+  it.each(NARROWED)('never make a create that leaves the field out invalid: %s', (_what, narrowed) => {
+    const l = limits(narrowed);
+    const spec = createSpec('ep', l, { image: { ref: 'x/y:1' }, port: 8000 });
+    const catalog = {
+      productIds: new Set<string>(),
+      networkStorages: new Map(),
+      credentialIds: new Set<string>(),
+    };
+    expect(validateSpec(spec, l, catalog)).toEqual([]);
+  });
+
+  it('take the policy value from the range of the type the request names', () => {
+    const l = limits({ queueWaitSeconds: { min: 30, max: 300 }, requestCount: { min: 10, max: 100 } });
+    expect(createSpec('ep', l, { scaling: { type: 'concurrency' } }).scaling).toEqual({
+      type: 'concurrency',
+      value: 10,
+    });
+    expect(createSpec('ep', l, {}).scaling).toEqual({ type: 'queue', value: 30 });
+    expect(createSpec('ep', l, { scaling: { type: 'concurrency', value: 50 } }).scaling.value).toBe(50);
+  });
+
+  it('keep what the request sends, in range or not (validation judges it)', () => {
+    const l = limits({ idleTimeoutSeconds: { min: 120, max: 3600 } });
+    expect(createSpec('ep', l, { workers: { idleTimeoutSeconds: 60 } }).workers.idleTimeoutSeconds).toBe(60);
+  });
+});
