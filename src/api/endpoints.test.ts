@@ -93,6 +93,31 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(e.name).toBe('sdxl');
   });
 
+  it('an update wrapped like create, or a get response sent back whole, changes what it says', async () => {
+    const id = await create();
+    const wrapped = await api.call('POST', 'endpoint/update', {
+      id,
+      endpoint: { workerConfig: { maxNum: 6 }, envs: [{ key: 'MODEL', value: 'flux' }] },
+    });
+    expect(wrapped.status, JSON.stringify(wrapped.body)).toBe(200);
+    expect(wrapped.body.endpoint.workerConfig.maxNum).toBe(6);
+    expect(wrapped.body.endpoint.envs).toEqual([{ key: 'MODEL', value: 'flux' }]);
+
+    const got = (await api.call('GET', `endpoint?id=${id}`)).body;
+    got.endpoint.name = 'renamed';
+    const echoed = await api.call('POST', 'endpoint/update', got);
+    expect(echoed.status, JSON.stringify(echoed.body)).toBe(200);
+    expect(echoed.body.endpoint.name).toBe('renamed');
+
+    // A flat body that happens to carry an `endpoint` key is read flat, as before.
+    const flat = await api.call('POST', 'endpoint/update', {
+      id,
+      name: 'flat',
+      endpoint: { name: 'ignored' },
+    });
+    expect(flat.body.endpoint.name).toBe('flat');
+  });
+
   it('a key sent as [] or {} clears it', async () => {
     const id = await create({ healthy: { path: '/ready', period: 5 } });
     const updated = await api.call('POST', 'endpoint/update', {

@@ -132,10 +132,23 @@ export function parseUpdateBody(
   defaults: InputDefaults,
 ): ParseResult<{ id: string; patch: SpecPatch }> {
   if (!isRecord(body)) return fail('', 'the body must be a JSON object');
-  const id = readId(body, ['id']);
+  const fields = updateFields(body);
+  const id = readId(body, ['id']) ?? readId(fields, ['id']);
   if (id === undefined) return fail('id', 'id is required');
-  const parsed = parseFields(body, defaults);
+  const parsed = parseFields(fields, defaults);
   return parsed.ok ? { ok: true, value: { id, patch: parsed.value } } : parsed;
+}
+
+/**
+ * The fields of an update. Some clients send update wrapped like create (`{"id", "endpoint": {...}}`); since
+ * unknown keys are ignored, that body would otherwise succeed and change nothing. The wrapper is read only
+ * when no endpoint field stands at the top level, so a flat body that echoes an `endpoint` key is unaffected.
+ */
+function updateFields(body: Record<string, unknown>): Record<string, unknown> {
+  const wrapped = body.endpoint;
+  if (!isRecord(wrapped)) return body;
+  const flat = Object.keys(endpointFields).some((key) => Object.hasOwn(body, key));
+  return flat ? body : wrapped;
 }
 
 /** Reads the first present id-like key as a non-empty string. */
