@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
@@ -127,7 +127,7 @@ async function startGateway(
     findEndpoint: (appName) => lookUp.answer(appName),
   });
   gatewayRef = gateway;
-  const server = createServer(gateway.handleRequest);
+  const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
   const port = await listen(server);
   cleanups.push(async () => {
     gateway.close();
@@ -430,5 +430,67 @@ describe('Gateway', () => {
     const answer = await get(h.port, hostOf(endpoint));
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
+  });
+
+  describe('upgrades', () => {
+    /** A raw client that has sent an upgrade request and reads whatever comes back. */
+    async function upgradeClient(
+      port: number,
+      host: string,
+    ): Promise<{ socket: Socket; received: () => string }> {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+      });
+      socket.on('error', () => {});
+      socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+      return { socket, received: () => text };
+    }
+
+    it('survives a client that resets its upgrade while queued, and takes it out of the queue', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      client.socket.resetAndDestroy();
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      // The gateway still serves.
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
+
+    it('survives a reset while the endpoint is looked up, and never queues the departed client', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      let answer: ((value: Endpoint | undefined) => void) | undefined;
+      h.lookUp.answer = async (appName) =>
+        appName !== endpoint.spec.appName
+          ? undefined
+          : new Promise((resolve) => {
+              answer = resolve;
+            });
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(answer).toBeDefined());
+      client.socket.resetAndDestroy();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      answer?.(endpoint);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(h.gateway.stats().map((s) => s.queueLength)).not.toContain(1);
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
+
+    it('survives a reset while queued for a retry after an unreachable worker', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [{ id: 'w-dead', address: await deadAddress() }]);
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      client.socket.resetAndDestroy();
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
   });
 });

@@ -85,9 +85,18 @@ export class Gateway {
     );
   };
 
-  /** node:http 'upgrade' handler (WebSocket and other upgrades). */
+  /**
+   * node:http 'upgrade' handler (WebSocket and other upgrades). node:http removes its own error listener from the
+   * socket before emitting 'upgrade', so one is added here at once and kept for the socket's whole life: a client
+   * that resets while the upgrade waits (for the store, in the queue, between two workers) would otherwise raise
+   * an 'error' nobody listens to, which ends the process. Its 'close' is watched from the start too, so that a
+   * client that leaves during the lookup is never queued.
+   */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    void this.#upgrade(req, socket, head);
+    socket.on('error', destroyOnError);
+    const gone = new AbortController();
+    socket.once('close', () => gone.abort());
+    void this.#upgrade(req, socket, head, gone.signal);
   };
 
   /** How many workers the endpoint's queue and idle workers ask for (the controller's `desiredWorkers`). */
@@ -264,7 +273,7 @@ export class Gateway {
     });
   }
 
-  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, gone: AbortSignal): Promise<void> {
     let endpoint: Endpoint | undefined;
     try {
       endpoint = await this.#endpointFor(req);
@@ -273,17 +282,16 @@ export class Gateway {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
     }
+    if (gone.aborted) return;
     if (!endpoint || endpoint.desired === 'stopped') {
       socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
     }
-    const abort = new AbortController();
-    socket.once('close', () => abort.abort());
     const tried = new Set<string>();
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       let lease: Lease;
       try {
-        lease = await this.#dispatcher(endpoint).acquire({ signal: abort.signal, exclude: tried });
+        lease = await this.#dispatcher(endpoint).acquire({ signal: gone, exclude: tried });
       } catch (error) {
         const status = error instanceof GatewayError ? error.status : 502;
         socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
@@ -482,4 +490,9 @@ export class Gateway {
     timer.unref();
     this.#scaleTimers.set(endpointId, timer);
   }
+}
+
+/** The upgrade socket's error listener: a reset or broken client connection just ends the upgrade. */
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }
