@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { RoutingView } from '../controller/controller.js';
+import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Gateway } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
@@ -430,6 +431,44 @@ describe('Gateway', () => {
     const answer = await get(h.port, hostOf(endpoint));
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
+  });
+
+  it('a busy worker quarantined for a moment keeps its last busy time, so it is not the next scale-down victim', async () => {
+    let now = 1_000_000;
+    const h = await startGateway({ clock: () => now });
+    const [busy, other] = [await track(startWorker('w-busy')), await track(startWorker('w-other'))];
+    const endpoint = sampleEndpoint({
+      patch: { workers: { minWorkers: 0, maxWorkers: 3, maxConcurrent: 1, idleTimeoutSeconds: 60 } },
+    });
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [busy]);
+    // w-busy has been running since t=0 and has just served a request.
+    expect((await get(h.port, hostOf(endpoint))).body).toBe('w-busy');
+    // One connection to it fails (a keep-alive race, say): the request goes to w-other, w-busy is quarantined.
+    h.routing.workers.set(endpoint.id, [{ id: 'w-busy', address: await deadAddress() }, other]);
+    h.routing.changed();
+    expect((await get(h.port, hostOf(endpoint))).body).toBe('w-other');
+    expect(h.warnings.map((w) => w.message)).toContain(
+      'worker connection failed; no new requests to it for now',
+    );
+    now += 10_000;
+    const managed = (id: string, readyAt: number): ManagedWorker => ({
+      id,
+      endpointId: endpoint.id,
+      ownerId: endpoint.ownerId,
+      revision: endpoint.revision,
+      state: 'running',
+      error: '',
+      message: '',
+      healthy: true,
+      gpuUuids: [],
+      address: null,
+      createdAt: 0,
+      startedAt: 0,
+      readyAt,
+    });
+    // Idle for 10 s, not 1000 s: no victim.
+    expect(h.gateway.preferredVictims(endpoint, [managed('w-busy', 0), managed('w-other', 0)])).toEqual([]);
   });
 
   describe('upgrades', () => {

@@ -454,6 +454,7 @@ export class Gateway {
     if (!dispatcher) return undefined;
     const stats = dispatcher.stats();
     const load = new Map(stats.workers.map((w) => [w.id, w]));
+    dispatcher.retainDeparted((workerId) => workers.some((w) => w.id === workerId));
     const { spec } = endpoint;
     return {
       now: this.#o.clock(),
@@ -469,7 +470,9 @@ export class Gateway {
           id: w.id,
           state: w.state,
           inFlight: load.get(w.id)?.inFlight ?? 0,
-          lastBusyAt: load.get(w.id)?.lastBusyAt ?? w.readyAt ?? w.createdAt,
+          // A worker out of the dispatcher for a moment (quarantined) keeps its last busy time: falling back to
+          // readyAt would make a busy worker that hit one connection error the next scale-down victim.
+          lastBusyAt: dispatcher.lastBusyAt(w.id) ?? w.readyAt ?? w.createdAt,
           createdAt: w.createdAt,
         })),
     };
