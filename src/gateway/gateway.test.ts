@@ -280,6 +280,47 @@ describe('Gateway', () => {
     expect(answer.headers['x-corral-queue-ms']).toBe('250');
   });
 
+  it('counts one cold start per wake, from the first waiting request to the first routable worker', async () => {
+    let now = 1_000;
+    const registry = new Registry();
+    const h = await startGateway({ clock: () => now, registry });
+    const endpoint = runningEndpoint(2);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const herd = Array.from({ length: 5 }, () => get(h.port, hostOf(endpoint)));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(5));
+    now += 800;
+    const worker = await track(startWorker('w-1'));
+    h.routing.workers.set(endpoint.id, [worker]);
+    h.routing.changed();
+    const answers = await Promise.all(herd);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    // Every request that waited through the wake says how long it waited for it.
+    expect(answers.map((a) => a.headers['x-corral-cold-start-ms'])).toEqual(Array(5).fill('800'));
+    const coldStarts = async () => {
+      const text = await registry.metrics();
+      const count = new RegExp(
+        `^corral_gateway_cold_start_seconds_count\\{endpoint="${endpoint.id}"\\} (\\d+)$`,
+        'm',
+      );
+      const sum = new RegExp(
+        `^corral_gateway_cold_start_seconds_sum\\{endpoint="${endpoint.id}"\\} ([\\d.]+)$`,
+        'm',
+      );
+      return { count: Number(count.exec(text)?.[1]), sum: Number(sum.exec(text)?.[1]) };
+    };
+    expect(await coldStarts()).toEqual({ count: 1, sum: 0.8 });
+    // Scaled to zero and woken again: a second cold start.
+    h.routing.workers.set(endpoint.id, []);
+    h.routing.changed();
+    const again = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    now += 300;
+    h.routing.workers.set(endpoint.id, [worker]);
+    h.routing.changed();
+    expect((await again).status).toBe(200);
+    expect(await coldStarts()).toEqual({ count: 2, sum: 1.1 });
+  });
+
   it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
     const h = await startGateway();
     h.lookUp.answer = async () => {

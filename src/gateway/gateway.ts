@@ -59,6 +59,11 @@ export class Gateway {
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
   readonly #unsubscribe: () => void;
+  /**
+   * Endpoints waking from zero -> when the first request that found no routable worker arrived. One entry per
+   * wake: it ends (and is measured) when the endpoint's first worker becomes routable.
+   */
+  readonly #wakes = new Map<string, number>();
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
 
@@ -207,8 +212,9 @@ export class Gateway {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
-            // No routable worker at all when the first request arrives: this one wakes the endpoint.
+            // No routable worker at all when the first request arrives: this one waits through a wake from zero.
             cold = attempt === 1 && this.#o.routing.routableWorkers(endpoint.id).length === 0;
+            if (cold && !this.#wakes.has(endpoint.id)) this.#wakes.set(endpoint.id, arrived);
           }
           try {
             lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
@@ -238,7 +244,6 @@ export class Gateway {
         if (outcome !== 'not-sent') {
           const now = this.#o.clock();
           this.#o.metrics?.observeRequest(endpoint.id, res.statusCode, now - arrived, lease.queuedMs);
-          if (cold && outcome === 'ok') this.#o.metrics?.observeColdStart(endpoint.id, now - arrived);
           return;
         }
         tried ??= new Set();
@@ -413,13 +418,24 @@ export class Gateway {
             : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
         );
         this.#dispatchers.delete(endpointId);
+        this.#wakes.delete(endpointId);
         this.#retire(endpointId, dispatcher);
         if (!endpoint) this.#o.metrics?.forget(endpointId);
         continue;
       }
-      dispatcher.setWorkers(this.#routable(endpointId));
+      const routable = this.#o.routing.routableWorkers(endpointId);
+      dispatcher.setWorkers(this.#withoutQuarantined(routable));
+      if (routable.length > 0) this.#woken(endpointId, now);
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());
+  }
+
+  /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
+  #woken(endpointId: string, now: number): void {
+    const since = this.#wakes.get(endpointId);
+    if (since === undefined) return;
+    this.#wakes.delete(endpointId);
+    this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since));
   }
 
   /** Kept until its requests end, so that removing its workers waits for them (the controller's drain). */
@@ -437,7 +453,10 @@ export class Gateway {
   }
 
   #routable(endpointId: string) {
-    const workers = this.#o.routing.routableWorkers(endpointId);
+    return this.#withoutQuarantined(this.#o.routing.routableWorkers(endpointId));
+  }
+
+  #withoutQuarantined<W extends { id: string }>(workers: W[]): W[] {
     return this.#quarantine.size === 0 ? workers : workers.filter((w) => !this.#quarantine.has(w.id));
   }
 

@@ -60,7 +60,7 @@ export class GatewayMetrics {
     });
     this.#coldStarts = new Histogram({
       name: 'corral_gateway_cold_start_seconds',
-      help: 'Wakes from zero: time from the first request to its response starting',
+      help: 'Wakes from zero, one per wake: time from the arrival of the first request that found no routable worker to the first worker becoming routable',
       labelNames: ['endpoint'] as const,
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers,
@@ -120,6 +120,7 @@ export class GatewayMetrics {
     this.#lastThreshold.delete(endpoint);
   }
 
+  /** One wake from zero (not one per request that waited through it). */
   observeColdStart(endpoint: string, ms: number): void {
     this.#coldStarts.observe({ endpoint }, ms / 1000);
   }
