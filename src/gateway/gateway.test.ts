@@ -4,6 +4,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { RoutingView } from '../controller/controller.js';
 import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
@@ -101,7 +102,7 @@ afterEach(async () => {
 });
 
 async function startGateway(
-  options: { queueTimeoutMs?: number; registry?: Registry; clock?: () => number } = {},
+  options: { queueTimeoutMs?: number; registry?: Registry; clock?: () => number; timers?: ManualTimers } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
@@ -117,7 +118,8 @@ async function startGateway(
     routing,
     pools,
     domain: 'localhost',
-    clock: options.clock ?? Date.now,
+    clock: options.clock ?? (options.timers ? () => options.timers?.now ?? 0 : Date.now),
+    ...(options.timers ? { timers: options.timers } : {}),
     logger: { info: () => {}, warn: (fields, message) => warnings.push({ fields, message }) },
     bodyLimitBytes: 1024,
     maxQueueLength: 10,
@@ -166,6 +168,23 @@ function get(port: number, host: string, path = '/work?ms=0', extra: Record<stri
     );
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** One sample of a metric in the registry's text, by its full series name (`name{labels}`); NaN when absent. */
+async function sample(registry: Registry, series: string): Promise<number> {
+  const text = await registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+}
+
+/** A request whose client goes away `afterMs` after sending it (or once `when` resolves). */
+function abandon(port: number, host: string, path: string, when: Promise<unknown>): Promise<void> {
+  const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false });
+  req.on('error', () => {});
+  req.end();
+  return when.then(() => {
+    req.destroy();
   });
 }
 
@@ -402,6 +421,20 @@ describe('Gateway', () => {
     expect(text).not.toContain(endpoint.id);
   });
 
+  it('counts what a stopped endpoint is refused, and forgets it once the endpoint is deleted', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    expect((await get(h.port, hostOf(endpoint))).status).toBe(503);
+    expect(
+      await sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="503"}`),
+    ).toBe(1);
+    h.routing.endpoints.delete(endpoint.id);
+    h.routing.changed();
+    expect(await registry.metrics()).not.toContain(endpoint.id);
+  });
+
   it("awaitDrained resolves when the worker's requests end, or at the timeout", async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));
@@ -463,6 +496,61 @@ describe('Gateway', () => {
     h.routing.workers.delete(endpoint.id);
     h.routing.changed();
     expect(h.pools.size).toBe(0);
+  });
+
+  it('records a client that leaves in flight or while queued as 499, with its latency', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    const load = () => h.gateway.stats()[0] ?? { inFlight: 0, queueLength: 0 };
+    // Twice a client leaves while its request is at the worker; then one leaves while queued behind another.
+    for (let i = 0; i < 2; i++) {
+      await abandon(
+        h.port,
+        hostOf(endpoint),
+        '/work?ms=5000',
+        vi.waitFor(() => expect(load().inFlight).toBe(1)),
+      );
+      await vi.waitFor(() => expect(load().inFlight).toBe(0));
+    }
+    const held = get(h.port, hostOf(endpoint), '/work?ms=300');
+    await vi.waitFor(() => expect(load().inFlight).toBe(1));
+    await abandon(
+      h.port,
+      hostOf(endpoint),
+      '/work?ms=0',
+      vi.waitFor(() => expect(load().queueLength).toBe(1)),
+    );
+    await vi.waitFor(() => expect(load().queueLength).toBe(0));
+    expect((await held).status).toBe(200);
+    const requests = (status: number) =>
+      sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="${status}"}`);
+    await vi.waitFor(async () => expect(await requests(499)).toBe(3));
+    expect(await requests(200)).toBe(1);
+    expect(
+      await sample(registry, `corral_gateway_request_duration_seconds_count{endpoint="${endpoint.id}"}`),
+    ).toBe(4);
+  });
+
+  it('records a gateway error with its real latency and queue wait', async () => {
+    const registry = new Registry();
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ registry, timers, queueTimeoutMs: 5_000 });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const answer = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    timers.advance(5_000);
+    expect((await answer).status).toBe(504);
+    const series = (name: string) => sample(registry, `${name}{endpoint="${endpoint.id}"}`);
+    expect(
+      await sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="504"}`),
+    ).toBe(1);
+    expect(await series('corral_gateway_request_duration_seconds_sum')).toBe(5);
+    expect(await series('corral_gateway_queue_wait_seconds_sum')).toBe(5);
   });
 
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {

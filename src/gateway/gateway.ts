@@ -6,7 +6,7 @@ import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
-import { bodyTooLarge, GatewayError } from './errors.js';
+import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
@@ -35,6 +35,17 @@ export interface GatewayOptions {
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
 }
+
+/** The status recorded in metrics for an exchange that did not end with the worker's own response. */
+const OUTCOME_STATUS: Record<Exclude<ProxyOutcome, 'ok'>, number> = {
+  'not-sent': GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status,
+  // A response the worker had started and that was then cut off is a failed request, whatever status it began with.
+  'worker-error': GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status,
+  timeout: GATEWAY_ERROR_CATALOGUE.REQUEST_TIMEOUT.status,
+  'client-gone': GATEWAY_ERROR_CATALOGUE.CLIENT_GONE.status,
+  'body-too-large': GATEWAY_ERROR_CATALOGUE.BODY_TOO_LARGE.status,
+  'bad-request': GATEWAY_ERROR_CATALOGUE.INVALID_REQUEST.status,
+};
 
 /** A request that never reached a worker is tried on another, at most this many times in all. */
 const MAX_ATTEMPTS = 3;
@@ -170,12 +181,13 @@ export class Gateway {
   #serve(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | undefined, arrived: number): void {
     const refusal = this.#refusal(req, endpoint);
     if (refusal) {
-      this.#write(res, refusal);
+      if (endpoint) this.#fail(res, endpoint, refusal, arrived, 0);
+      else this.#write(res, refusal);
       return;
     }
     const routed = endpoint as Endpoint;
     if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
-      this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes));
+      this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes), arrived, 0);
       return;
     }
     const dispatcher = this.#dispatcher(routed);
@@ -216,10 +228,11 @@ export class Gateway {
             cold = attempt === 1 && this.#o.routing.routableWorkers(endpoint.id).length === 0;
             if (cold && !this.#wakes.has(endpoint.id)) this.#wakes.set(endpoint.id, arrived);
           }
+          const waitFrom = this.#o.clock();
           try {
             lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
           } catch (error) {
-            return this.#fail(res, endpoint, error);
+            return this.#fail(res, endpoint, error, arrived, this.#o.clock() - waitFrom);
           }
         }
         const sentAt = this.#o.clock();
@@ -239,11 +252,13 @@ export class Gateway {
             new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
               metadata: { attempts: MAX_ATTEMPTS },
             }),
+            arrived,
+            lease.queuedMs,
           );
         }
         if (outcome !== 'not-sent') {
-          const now = this.#o.clock();
-          this.#o.metrics?.observeRequest(endpoint.id, res.statusCode, now - arrived, lease.queuedMs);
+          const status = outcome === 'ok' ? res.statusCode : OUTCOME_STATUS[outcome];
+          this.#observe(endpoint.id, status, arrived, lease.queuedMs);
           return;
         }
         tried ??= new Set();
@@ -360,12 +375,19 @@ export class Gateway {
     this.#write(res, new GatewayError('ROUTING_UNAVAILABLE'));
   }
 
-  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown): void {
+  /**
+   * Answers a request of `endpoint` with the gateway's own error (nothing, for a client that is gone) and records
+   * it with its real latency and queue wait (499 for a client that left).
+   */
+  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, arrived: number, queuedMs: number): void {
     const gatewayError =
       error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
-    if (gatewayError.code === 'CLIENT_GONE') return;
-    this.#write(res, gatewayError);
-    this.#o.metrics?.observeRequest(endpoint.id, gatewayError.status, 0, 0);
+    if (gatewayError.code !== 'CLIENT_GONE') this.#write(res, gatewayError);
+    this.#observe(endpoint.id, gatewayError.status, arrived, queuedMs);
+  }
+
+  #observe(endpointId: string, status: number, arrived: number, queuedMs: number): void {
+    this.#o.metrics?.observeRequest(endpointId, status, this.#o.clock() - arrived, queuedMs);
   }
 
   #write(res: ServerResponse, error: GatewayError): void {
@@ -420,7 +442,6 @@ export class Gateway {
         this.#dispatchers.delete(endpointId);
         this.#wakes.delete(endpointId);
         this.#retire(endpointId, dispatcher);
-        if (!endpoint) this.#o.metrics?.forget(endpointId);
         continue;
       }
       const routable = this.#o.routing.routableWorkers(endpointId);
@@ -428,6 +449,8 @@ export class Gateway {
       if (routable.length > 0) this.#woken(endpointId, now);
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());
+    // Also endpoints that never had a dispatcher (a stopped one answers 503 and is counted) once they are deleted.
+    this.#o.metrics?.retain((endpointId) => this.#o.routing.endpointById(endpointId) !== undefined);
   }
 
   /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */

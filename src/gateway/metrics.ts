@@ -120,6 +120,11 @@ export class GatewayMetrics {
     this.#lastThreshold.delete(endpoint);
   }
 
+  /** Forgets the series of every endpoint `exists` denies (deleted ones), keeping the others'. */
+  retain(exists: (endpoint: string) => boolean): void {
+    for (const endpoint of [...this.#endpoints.keys()]) if (!exists(endpoint)) this.forget(endpoint);
+  }
+
   /** One wake from zero (not one per request that waited through it). */
   observeColdStart(endpoint: string, ms: number): void {
     this.#coldStarts.observe({ endpoint }, ms / 1000);
