@@ -49,6 +49,10 @@ async function startWorker(id: string): Promise<TestWorker> {
       res.end(id);
     }, ms);
   });
+  // Upgrades are accepted and the connection closed at once.
+  server.on('upgrade', (_req, socket: Socket) => {
+    socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+  });
   worker.address.port = await listen(server);
   return worker;
 }
@@ -553,6 +557,30 @@ describe('Gateway', () => {
     expect(await series('corral_gateway_queue_wait_seconds_sum')).toBe(5);
   });
 
+  it("puts X-Corral-Queue-Ms on the gateway's own errors for an endpoint, 0 where the request never queued", async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ timers, queueTimeoutMs: 5_000 });
+    expect((await get(h.port, 'nobody.localhost')).headers['x-corral-queue-ms']).toBeUndefined();
+    const stopped: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+    h.routing.endpoints.set(stopped.id, stopped);
+    const refused = await get(h.port, hostOf(stopped));
+    expect([refused.status, refused.headers['x-corral-queue-ms']]).toEqual([503, '0']);
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const tooLarge = await get(h.port, hostOf(endpoint), '/work', { 'content-length': '4096' });
+    expect([tooLarge.status, tooLarge.headers['x-corral-queue-ms']]).toEqual([413, '0']);
+    const queued = Array.from({ length: 10 }, () => get(h.port, hostOf(endpoint)));
+    const queueLength = () => h.gateway.stats().find((s) => s.endpointId === endpoint.id)?.queueLength;
+    await vi.waitFor(() => expect(queueLength()).toBe(10));
+    const full = await get(h.port, hostOf(endpoint));
+    expect([full.status, full.headers['x-corral-queue-ms']]).toEqual([429, '0']);
+    expect(full.headers['retry-after']).toBeDefined();
+    timers.advance(5_000);
+    for (const answer of await Promise.all(queued)) {
+      expect([answer.status, answer.headers['x-corral-queue-ms']]).toEqual([504, '5000']);
+    }
+  });
+
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {
     const h = await startGateway({ queueTimeoutMs: 150 });
     const endpoint = runningEndpoint();
@@ -605,7 +633,7 @@ describe('Gateway', () => {
     async function upgradeClient(
       port: number,
       host: string,
-    ): Promise<{ socket: Socket; received: () => string }> {
+    ): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown> }> {
       const socket = connect(port, '127.0.0.1');
       await once(socket, 'connect');
       let text = '';
@@ -613,9 +641,80 @@ describe('Gateway', () => {
         text += chunk.toString('latin1');
       });
       socket.on('error', () => {});
+      const closed = once(socket, 'close');
       socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
-      return { socket, received: () => text };
+      return { socket, received: () => text, closed };
     }
+
+    /** The whole answer to an upgrade, once the gateway has closed the connection. */
+    async function upgradeAnswer(port: number, host: string, before?: () => Promise<void>) {
+      const client = await upgradeClient(port, host);
+      await before?.();
+      await client.closed;
+      const [head = '', body = ''] = client.received().split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((line) => {
+          const colon = line.indexOf(':');
+          return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
+        }),
+      );
+      return { statusLine, headers, body };
+    }
+
+    it('refuses in the JSON error format: unknown host 404, stopped endpoint 503, with X-Corral-Queue-Ms', async () => {
+      const registry = new Registry();
+      const h = await startGateway({ registry });
+      const unknown = await upgradeAnswer(h.port, 'nobody.localhost');
+      expect(unknown.statusLine).toBe('HTTP/1.1 404 Not Found');
+      expect(unknown.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(Number(unknown.headers['content-length'])).toBe(Buffer.byteLength(unknown.body));
+      expect(unknown.headers['x-corral-queue-ms']).toBeUndefined();
+      expect(JSON.parse(unknown.body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+
+      const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const stopped = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(stopped.statusLine).toBe('HTTP/1.1 503 Service Unavailable');
+      expect(stopped.headers['x-corral-queue-ms']).toBe('0');
+      expect(JSON.parse(stopped.body)).toMatchObject({ code: 503, reason: 'ENDPOINT_STOPPED' });
+      const refused = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="503"}`;
+      expect(await sample(registry, refused)).toBe(1);
+    });
+
+    it('answers 504 QUEUE_TIMEOUT after the wait, with the wait in X-Corral-Queue-Ms, and counts it', async () => {
+      const registry = new Registry();
+      const timers = new ManualTimers(1_000_000);
+      const h = await startGateway({ registry, timers, queueTimeoutMs: 5_000 });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const answer = await upgradeAnswer(h.port, hostOf(endpoint), async () => {
+        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+        timers.advance(5_000);
+      });
+      expect(answer.statusLine).toBe('HTTP/1.1 504 Gateway Timeout');
+      expect(answer.headers['x-corral-queue-ms']).toBe('5000');
+      expect(JSON.parse(answer.body)).toMatchObject({ reason: 'QUEUE_TIMEOUT' });
+      const timedOut = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="504"}`;
+      expect(await sample(registry, timedOut)).toBe(1);
+      expect(await sample(registry, `corral_gateway_queue_wait_seconds_sum{endpoint="${endpoint.id}"}`)).toBe(
+        5,
+      );
+    });
+
+    it("passes the worker's 101 with X-Corral-Worker and X-Corral-Queue-Ms, and counts it", async () => {
+      const registry = new Registry();
+      const h = await startGateway({ registry });
+      const worker = await track(startWorker('w-1'));
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [worker]);
+      const answer = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(answer.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      expect(answer.headers).toMatchObject({ 'x-corral-worker': 'w-1', 'x-corral-queue-ms': '0' });
+      const switched = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="101"}`;
+      expect(await sample(registry, switched)).toBe(1);
+    });
 
     it('survives a client that resets its upgrade while queued, and takes it out of the queue', async () => {
       const h = await startGateway();

@@ -11,7 +11,7 @@ import { appNameFromHost } from './host.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
-import { proxyUpgrade } from './websocket.js';
+import { answerUpgrade, proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 
 export interface GatewayLogger {
   info(fields: object, message: string): void;
@@ -109,10 +109,11 @@ export class Gateway {
    * client that leaves during the lookup is never queued.
    */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const arrived = this.#o.clock();
     socket.on('error', destroyOnError);
     const gone = new AbortController();
     socket.once('close', () => gone.abort());
-    void this.#upgrade(req, socket, head, gone.signal);
+    void this.#upgrade(req, socket, head, gone.signal, arrived);
   };
 
   /** How many workers the endpoint's queue and idle workers ask for (the controller's `desiredWorkers`). */
@@ -293,42 +294,101 @@ export class Gateway {
     });
   }
 
-  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, gone: AbortSignal): Promise<void> {
+  /**
+   * An upgrade goes through the same refusals and queue as a request and is counted the same way (with the
+   * worker's status when its response head passes, 101 for a WebSocket). Refusals are answered in the JSON error
+   * format; only a worker that cannot be reached leaves the socket untouched, for the next attempt.
+   */
+  async #upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    gone: AbortSignal,
+    arrived: number,
+  ): Promise<void> {
     let endpoint: Endpoint | undefined;
     try {
       endpoint = await this.#endpointFor(req);
     } catch (error) {
       this.#o.logger.warn({ host: req.headers.host, err: error }, 'endpoint lookup failed');
-      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      this.#refuseUpgrade(socket, new GatewayError('ROUTING_UNAVAILABLE'), undefined);
       return;
     }
-    if (gone.aborted) return;
-    if (!endpoint || endpoint.desired === 'stopped') {
-      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    const refusal = gone.aborted ? clientGone() : this.#refusal(req, endpoint);
+    if (refusal) {
+      if (endpoint) this.#observe(endpoint.id, refusal.status, arrived, 0);
+      this.#refuseUpgrade(socket, refusal, endpoint ? 0 : undefined);
       return;
     }
+    const routed = endpoint as Endpoint;
+    const dispatcher = this.#dispatcher(routed);
     const tried = new Set<string>();
+    let queuedMs = 0;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const waitFrom = this.#o.clock();
       let lease: Lease;
       try {
-        lease = await this.#dispatcher(endpoint).acquire({ signal: gone, exclude: tried });
+        lease = await dispatcher.acquire({ signal: gone, exclude: tried });
       } catch (error) {
-        const status = error instanceof GatewayError ? error.status : 502;
-        socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+        const failure = error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR');
+        queuedMs = this.#o.clock() - waitFrom;
+        this.#observe(routed.id, failure.status, arrived, queuedMs);
+        this.#refuseUpgrade(socket, failure, queuedMs);
         return;
       }
-      let outcome: Awaited<ReturnType<typeof proxyUpgrade>>;
-      try {
-        outcome = await proxyUpgrade(req, socket, head, lease.address, { 'x-corral-worker': lease.workerId });
-        if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
-      } finally {
-        lease.release();
-      }
+      queuedMs = lease.queuedMs;
+      const outcome = await this.#tunnel(req, socket, head, routed, lease, arrived);
       // Only an unreachable worker leaves the client's socket untouched: try another, or say so.
       if (outcome !== 'not-sent') return;
       tried.add(lease.workerId);
     }
-    socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    this.#observe(routed.id, GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status, arrived, queuedMs);
+    this.#refuseUpgrade(
+      socket,
+      new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
+        metadata: { attempts: MAX_ATTEMPTS },
+      }),
+      queuedMs,
+    );
+  }
+
+  /** One attempt at the upgrade on `lease`'s worker; counted unless the worker could not be reached. */
+  async #tunnel(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    endpoint: Endpoint,
+    lease: Lease,
+    arrived: number,
+  ): Promise<UpgradeOutcome> {
+    let counted = false;
+    const headers = { 'x-corral-worker': lease.workerId, 'x-corral-queue-ms': String(lease.queuedMs) };
+    let outcome: UpgradeOutcome;
+    try {
+      outcome = await proxyUpgrade(req, socket, head, lease.address, headers, {
+        workerId: lease.workerId,
+        onResponse: (status) => {
+          counted = true;
+          this.#observe(endpoint.id, status, arrived, lease.queuedMs);
+        },
+      });
+      if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
+    } finally {
+      lease.release();
+    }
+    if (!counted && outcome !== 'ok' && outcome !== 'not-sent') {
+      this.#observe(endpoint.id, OUTCOME_STATUS[outcome], arrived, lease.queuedMs);
+    }
+    return outcome;
+  }
+
+  /** Answers an upgrade with the gateway's own error, in the JSON format, with X-Corral-Queue-Ms where known. */
+  #refuseUpgrade(socket: Duplex, error: GatewayError, queuedMs: number | undefined): void {
+    if (error.code === 'CLIENT_GONE') return;
+    const headers: Record<string, string | number> = {};
+    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
+    if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
+    answerUpgrade(socket, error.status, error.toBody(), headers);
   }
 
   /** Why the request cannot be served at all (404, 503), or undefined when it can. */
@@ -382,7 +442,7 @@ export class Gateway {
   #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, arrived: number, queuedMs: number): void {
     const gatewayError =
       error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
-    if (gatewayError.code !== 'CLIENT_GONE') this.#write(res, gatewayError);
+    if (gatewayError.code !== 'CLIENT_GONE') this.#write(res, gatewayError, queuedMs);
     this.#observe(endpoint.id, gatewayError.status, arrived, queuedMs);
   }
 
@@ -390,7 +450,8 @@ export class Gateway {
     this.#o.metrics?.observeRequest(endpointId, status, this.#o.clock() - arrived, queuedMs);
   }
 
-  #write(res: ServerResponse, error: GatewayError): void {
+  /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */
+  #write(res: ServerResponse, error: GatewayError, queuedMs?: number): void {
     if (res.headersSent || res.destroyed) return;
     const status = error.status;
     const body = JSON.stringify(error.toBody());
@@ -398,6 +459,7 @@ export class Gateway {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
     };
+    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
     if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
     res.writeHead(status, headers).end(body);
   }
@@ -535,6 +597,10 @@ export class Gateway {
     timer.unref();
     this.#scaleTimers.set(endpointId, timer);
   }
+}
+
+function clientGone(): GatewayError {
+  return new GatewayError('CLIENT_GONE', 'the client went away before the endpoint was found');
 }
 
 /** The upgrade socket's error listener: a reset or broken client connection just ends the upgrade. */
