@@ -19,6 +19,7 @@ import { ControllerMetrics } from './controller/metrics.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
+import { neverPlaceableOn } from './gateway/placement.js';
 import { WorkerPools } from './gateway/pools.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
@@ -174,6 +175,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     reconcileNow: () => controller.poke(),
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    neverPlaceable: neverPlaceableOn(parts.gpus),
   });
   gateway = built;
   const server = createServer(built.handleRequest).on('upgrade', built.handleUpgrade);

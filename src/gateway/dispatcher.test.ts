@@ -448,6 +448,21 @@ describe('EndpointDispatcher', () => {
     expect(dispatcher.lastBusyAt('never')).toBeUndefined();
   });
 
+  it('rejectQueued rejects the requests queued now and lets later ones queue', async () => {
+    const { dispatcher } = setup();
+    const waiting = [track(dispatcher.acquire()), track(dispatcher.acquire())];
+    dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', 'never placeable'));
+    await flush();
+    expect(waiting.map((w) => w.error?.code)).toEqual(['NO_CAPACITY', 'NO_CAPACITY']);
+    expect(dispatcher.stats().queueLength).toBe(0);
+    const later = track(dispatcher.acquire());
+    await flush();
+    expect(later.settled).toBe(false);
+    dispatcher.setWorkers([worker('a')]);
+    await flush();
+    expect(later.lease?.workerId).toBe('a');
+  });
+
   it('a throwing onQueued hook does not fail the request', async () => {
     const timers = new ManualTimers(1_000_000);
     const dispatcher = new EndpointDispatcher({

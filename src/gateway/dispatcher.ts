@@ -327,6 +327,14 @@ export class EndpointDispatcher {
    */
   close(error: GatewayError): void {
     this.#closedWith = error;
+    this.rejectQueued(error);
+  }
+
+  /**
+   * Rejects every request queued now with `error` (NO_CAPACITY: the endpoint can never get a worker); unlike
+   * close(), later requests may queue again (the endpoint may be changed so that it fits).
+   */
+  rejectQueued(error: GatewayError): void {
     const waiters = [...this.#queue.values()];
     for (const waiter of waiters) {
       this.#leave(waiter);

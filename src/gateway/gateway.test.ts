@@ -106,7 +106,13 @@ afterEach(async () => {
 });
 
 async function startGateway(
-  options: { queueTimeoutMs?: number; registry?: Registry; clock?: () => number; timers?: ManualTimers } = {},
+  options: {
+    queueTimeoutMs?: number;
+    registry?: Registry;
+    clock?: () => number;
+    timers?: ManualTimers;
+    neverPlaceable?: (endpoint: Endpoint) => string | undefined;
+  } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
@@ -132,6 +138,7 @@ async function startGateway(
       reconciles += 1;
     },
     findEndpoint: (appName) => lookUp.answer(appName),
+    ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
   gatewayRef = gateway;
   const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
@@ -579,6 +586,53 @@ describe('Gateway', () => {
     for (const answer of await Promise.all(queued)) {
       expect([answer.status, answer.headers['x-corral-queue-ms']]).toEqual([504, '5000']);
     }
+  });
+
+  it('rejects queued requests with 503 NO_CAPACITY as soon as the status says the endpoint can never be placed', async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ timers });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const queued = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    const message = 'each worker needs 16 GPU(s); this server has 8 GPU(s) in all';
+    h.routing.endpoints.set(endpoint.id, {
+      ...endpoint,
+      status: { state: 'failed', error: 'INSUFFICIENT_GPU', message },
+    });
+    h.routing.changed();
+    // No time passes: the queue timeout is not what ends it.
+    const answer = await queued;
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body)).toMatchObject({ reason: 'NO_CAPACITY', message });
+  });
+
+  it('with a placement rule, refuses and rejects at the first sight of an unplaceable spec, and queues again once it fits', async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({
+      timers,
+      neverPlaceable: (e) =>
+        e.spec.workers.gpusPerWorker > 8 ? 'needs more GPUs than there are' : undefined,
+    });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const queued = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    // Updated to 16 GPUs per worker; its status still says what the last pass found.
+    const huge: Endpoint = {
+      ...endpoint,
+      spec: { ...endpoint.spec, workers: { ...endpoint.spec.workers, gpusPerWorker: 16 } },
+    };
+    h.routing.endpoints.set(endpoint.id, huge);
+    h.routing.changed();
+    expect(JSON.parse((await queued).body)).toMatchObject({ code: 503, reason: 'NO_CAPACITY' });
+    expect((await get(h.port, hostOf(endpoint))).status).toBe(503);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.changed();
+    const again = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    timers.advance(5_000);
+    expect((await again).status).toBe(504);
   });
 
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {

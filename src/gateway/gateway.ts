@@ -34,6 +34,12 @@ export interface GatewayOptions {
   reconcileNow: () => void;
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
+  /**
+   * Why the endpoint's workers can never be placed on this server (what the controller reports as
+   * INSUFFICIENT_GPU), decided from its spec; undefined when they can. Pure: called once per endpoint object.
+   * Without it the gateway goes by the endpoint's reported status, which lags a controller pass behind a change.
+   */
+  neverPlaceable?: (endpoint: Endpoint) => string | undefined;
 }
 
 /** The status recorded in metrics for an exchange that did not end with the worker's own response. */
@@ -75,6 +81,8 @@ export class Gateway {
    * wake: it ends (and is measured) when the endpoint's first worker becomes routable.
    */
   readonly #wakes = new Map<string, number>();
+  /** neverPlaceable's answer per endpoint object (null: placeable); the routing view makes new ones each pass. */
+  readonly #placement = new WeakMap<Endpoint, string | null>();
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
 
@@ -399,10 +407,20 @@ export class Gateway {
     if (endpoint.desired === 'stopped') {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
-    if (endpoint.status.error === 'INSUFFICIENT_GPU') {
-      return new GatewayError('NO_CAPACITY', endpoint.status.message);
+    const never = this.#neverPlaceable(endpoint);
+    return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
+  }
+
+  /** Why the endpoint can never get a worker on this server, or undefined (see GatewayOptions.neverPlaceable). */
+  #neverPlaceable(endpoint: Endpoint): string | undefined {
+    const decide = this.#o.neverPlaceable;
+    if (!decide) return endpoint.status.error === 'INSUFFICIENT_GPU' ? endpoint.status.message : undefined;
+    let never = this.#placement.get(endpoint);
+    if (never === undefined) {
+      never = decide(endpoint) ?? null;
+      this.#placement.set(endpoint, never);
     }
-    return undefined;
+    return never ?? undefined;
   }
 
   #appName(host: string | undefined): string | undefined {
@@ -505,6 +523,13 @@ export class Gateway {
         this.#wakes.delete(endpointId);
         this.#retire(endpointId, dispatcher);
         continue;
+      }
+      const never = this.#neverPlaceable(endpoint);
+      if (never !== undefined) {
+        // Requests queued before the endpoint turned out unplaceable (an update asked for more GPUs than the
+        // server has) would otherwise wait the whole queue timeout for a worker that never comes.
+        dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', never));
+        this.#wakes.delete(endpointId);
       }
       const routable = this.#o.routing.routableWorkers(endpointId);
       dispatcher.setWorkers(this.#withoutQuarantined(routable));
