@@ -351,6 +351,40 @@ describe('Gateway', () => {
     expect(await coldStarts()).toEqual({ count: 2, sum: 1.1 });
   });
 
+  it('asks the store about an unknown host at most once a second, and again once the controller reports', async () => {
+    let now = 1_000;
+    const h = await startGateway({ clock: () => now });
+    const asked: string[] = [];
+    const created = runningEndpoint();
+    let exists = false;
+    h.lookUp.answer = async (appName) => {
+      asked.push(appName);
+      return exists && appName === created.spec.appName ? created : undefined;
+    };
+    const host = hostOf(created);
+    const flood = await Promise.all(Array.from({ length: 20 }, () => get(h.port, host)));
+    expect(flood.map((a) => a.status)).toEqual(Array(20).fill(404));
+    for (let i = 0; i < 5; i++) expect((await get(h.port, host)).status).toBe(404);
+    expect(asked).toHaveLength(1);
+    now += 999;
+    await get(h.port, host);
+    expect(asked).toHaveLength(1);
+    now += 1;
+    await get(h.port, host);
+    expect(asked).toHaveLength(2);
+    // Created since: the controller's report after its creation clears the remembered "none".
+    exists = true;
+    h.routing.changed();
+    const pending = get(h.port, host);
+    await vi.waitFor(() => expect(asked).toHaveLength(3));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    const worker = await track(startWorker('w-1'));
+    h.routing.endpoints.set(created.id, created);
+    h.routing.workers.set(created.id, [worker]);
+    h.routing.changed();
+    expect((await pending).status).toBe(200);
+  });
+
   it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
     const h = await startGateway();
     h.lookUp.answer = async () => {

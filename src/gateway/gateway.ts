@@ -57,6 +57,12 @@ const OUTCOME_STATUS: Record<Exclude<ProxyOutcome, 'ok'>, number> = {
 const MAX_ATTEMPTS = 3;
 const MAX_CACHED_HOSTS = 10_000;
 /**
+ * How long the store's "no endpoint has this appName" is believed. Short, since an endpoint created meanwhile is
+ * answered 404 until then; the controller's report after its creation (a pass follows every API change) clears
+ * it sooner.
+ */
+const MISS_TTL_MS = 1000;
+/**
  * A worker whose connection failed gets no new request for this long, or until the controller's next report
  * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
  * every queued request would be handed to it in turn before its exit is noticed.
@@ -83,6 +89,10 @@ export class Gateway {
   readonly #wakes = new Map<string, number>();
   /** neverPlaceable's answer per endpoint object (null: placeable); the routing view makes new ones each pass. */
   readonly #placement = new WeakMap<Endpoint, string | null>();
+  /** appName -> until when the store's answer "no such endpoint" is believed without asking it again. */
+  readonly #misses = new Map<string, number>();
+  /** Store lookups under way, by appName. */
+  readonly #lookups = new Map<string, Promise<Endpoint | undefined>>();
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
 
@@ -441,11 +451,41 @@ export class Gateway {
     return this.#o.routing.endpointByAppName(appName) ?? this.#lookUp(appName);
   }
 
-  /** The store's answer for an appName created since the controller's last pass (its request waits for a worker). */
-  async #lookUp(appName: string): Promise<Endpoint | undefined> {
-    const fresh = await this.#o.findEndpoint(appName);
-    if (fresh) this.#o.reconcileNow();
-    return fresh;
+  /**
+   * The store's answer for an appName the routing view does not know: one created since the controller's last pass
+   * (its request waits for a worker), or none. A flood of requests for a wrong Host must not query the store once
+   * each: concurrent lookups of one appName share one query, and "none" is believed for MISS_TTL_MS (or until the
+   * controller reports again, which it does right after an endpoint is created).
+   */
+  #lookUp(appName: string): Promise<Endpoint | undefined> {
+    const missUntil = this.#misses.get(appName);
+    if (missUntil !== undefined) {
+      if (this.#o.clock() < missUntil) return Promise.resolve(undefined);
+      this.#misses.delete(appName);
+    }
+    let pending = this.#lookups.get(appName);
+    if (!pending) {
+      pending = this.#o.findEndpoint(appName).then(
+        (fresh) => {
+          this.#lookups.delete(appName);
+          if (fresh) this.#o.reconcileNow();
+          else this.#rememberMiss(appName);
+          return fresh;
+        },
+        (error: unknown) => {
+          this.#lookups.delete(appName);
+          throw error;
+        },
+      );
+      this.#lookups.set(appName, pending);
+    }
+    return pending;
+  }
+
+  #rememberMiss(appName: string): void {
+    // Bounded like #appNames: a client sending ever new Host headers costs store queries now and then, not memory.
+    if (this.#misses.size >= MAX_CACHED_HOSTS) this.#misses.clear();
+    this.#misses.set(appName, this.#o.clock() + MISS_TTL_MS);
   }
 
   #lookUpFailed(res: ServerResponse, appName: string, error: unknown): void {
@@ -509,6 +549,8 @@ export class Gateway {
   /** After every controller pass and health change: the routable workers, less those in quarantine. */
   #syncWorkers(): void {
     const now = this.#o.clock();
+    // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
+    if (this.#misses.size > 0) this.#misses.clear();
     for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
     for (const [endpointId, dispatcher] of this.#dispatchers) {
       const endpoint = this.#o.routing.endpointById(endpointId);
