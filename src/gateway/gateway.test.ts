@@ -385,6 +385,31 @@ describe('Gateway', () => {
     expect((await pending).status).toBe(200);
   });
 
+  it('does not take an endpoint found in the store for deleted when a pass that predates it reports', async () => {
+    let now = 1_000;
+    const h = await startGateway({ clock: () => now });
+    const [fresh, gone] = [runningEndpoint(), runningEndpoint()];
+    h.lookUp.answer = async (appName) => [fresh, gone].find((e) => e.spec.appName === appName);
+    const waiting = get(h.port, hostOf(fresh));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    // A pass that read the endpoints before `fresh` was created ends now.
+    h.routing.changed();
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
+    const worker = await track(startWorker('w-1'));
+    h.routing.endpoints.set(fresh.id, fresh);
+    h.routing.workers.set(fresh.id, [worker]);
+    h.routing.changed();
+    expect((await waiting).status).toBe(200);
+    // One deleted before any pass saw it: taken for deleted once no pass has reported it for 10 s.
+    const orphan = get(h.port, hostOf(gone));
+    await vi.waitFor(() =>
+      expect(h.gateway.stats().find((s) => s.endpointId === gone.id)?.queueLength).toBe(1),
+    );
+    now += 10_000;
+    h.routing.changed();
+    expect(JSON.parse((await orphan).body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+  });
+
   it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
     const h = await startGateway();
     h.lookUp.answer = async () => {

@@ -63,6 +63,11 @@ const MAX_CACHED_HOSTS = 10_000;
  */
 const MISS_TTL_MS = 1000;
 /**
+ * How long an endpoint found in the store may stay unknown to the routing view before the gateway takes it for
+ * deleted. A pass is asked for when it is found and passes run every second, so one reports it well within this.
+ */
+const UNREPORTED_GRACE_MS = 10_000;
+/**
  * A worker whose connection failed gets no new request for this long, or until the controller's next report
  * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
  * every queued request would be handed to it in turn before its exit is noticed.
@@ -89,6 +94,12 @@ export class Gateway {
   readonly #wakes = new Map<string, number>();
   /** neverPlaceable's answer per endpoint object (null: placeable); the routing view makes new ones each pass. */
   readonly #placement = new WeakMap<Endpoint, string | null>();
+  /**
+   * Endpoints found in the store that the routing view has not reported yet -> when their dispatcher was made. A
+   * controller pass that read the endpoints before one was created ends after its requests queued: without this
+   * they were answered 404 "deleted".
+   */
+  readonly #unreported = new Map<string, number>();
   /** appName -> until when the store's answer "no such endpoint" is believed without asking it again. */
   readonly #misses = new Map<string, number>();
   /** Store lookups under way, by appName. */
@@ -540,6 +551,7 @@ export class Gateway {
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));
       this.#dispatchers.set(endpoint.id, dispatcher);
+      if (!this.#o.routing.endpointById(endpoint.id)) this.#unreported.set(endpoint.id, this.#o.clock());
     } else {
       dispatcher.updateSettings(settings);
     }
@@ -554,6 +566,11 @@ export class Gateway {
     for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
     for (const [endpointId, dispatcher] of this.#dispatchers) {
       const endpoint = this.#o.routing.endpointById(endpointId);
+      if (endpoint) {
+        if (this.#unreported.size > 0) this.#unreported.delete(endpointId);
+      } else if (this.#awaitingReport(endpointId, now)) {
+        continue;
+      }
       if (!endpoint || endpoint.desired === 'stopped') {
         // Requests queued while the routing view still said "running" must not wait for a worker that never comes.
         dispatcher.close(
@@ -579,7 +596,19 @@ export class Gateway {
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());
     // Also endpoints that never had a dispatcher (a stopped one answers 503 and is counted) once they are deleted.
-    this.#o.metrics?.retain((endpointId) => this.#o.routing.endpointById(endpointId) !== undefined);
+    this.#o.metrics?.retain(
+      (endpointId) =>
+        this.#o.routing.endpointById(endpointId) !== undefined || this.#unreported.has(endpointId),
+    );
+  }
+
+  /** Whether an endpoint the routing view does not know was found in the store too recently to be called deleted. */
+  #awaitingReport(endpointId: string, now: number): boolean {
+    const since = this.#unreported.get(endpointId);
+    if (since === undefined) return false;
+    if (now - since < UNREPORTED_GRACE_MS) return true;
+    this.#unreported.delete(endpointId);
+    return false;
   }
 
   /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
