@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,6 +21,7 @@ import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
 import { neverPlaceableOn } from './gateway/placement.js';
 import { WorkerPools } from './gateway/pools.js';
+import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
@@ -178,7 +179,10 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     neverPlaceable: neverPlaceableOn(parts.gpus),
   });
   gateway = built;
-  const server = createServer(built.handleRequest).on('upgrade', built.handleUpgrade);
+  const server = createGatewayServer(built, {
+    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
+    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+  });
   return {
     controller,
     gateway: built,
