@@ -163,7 +163,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const gatewayMetrics = parts.gatewayMetrics
     ? parts.gatewayMetrics(metricsOptions)
     : (new GatewayMetrics(metricsOptions) as M);
-  const pools = new WorkerPools();
+  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const built = new Gateway({
     metrics: gatewayMetrics,
     routing: controller,

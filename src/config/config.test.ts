@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 
@@ -60,6 +61,33 @@ bodyLimitBytes: 2048
     expect(config.bodyLimitBytes).toBe(2048);
   });
 
+  it("reads the gateway's settings, the idle keep-alive of worker connections defaulting to 4 s", () => {
+    expect(load().gateway).toEqual({
+      maxQueueLength: 1000,
+      queueTimeoutSeconds: 300,
+      bodyLimitBytes: 100 * 1024 * 1024,
+      workerKeepAliveMs: 4000,
+    });
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      'gateway: { queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 }',
+    );
+    expect(config.gateway).toMatchObject({ queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 });
+  });
+
+  it('accepts the config file example of docs/configuration.md, with every gateway key', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const example = /## The config file[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const config = load({ config: '/etc/corral.yaml' }, {}, example);
+    expect(config.gateway).toEqual({
+      maxQueueLength: 1000,
+      queueTimeoutSeconds: 300,
+      bodyLimitBytes: 104857600,
+      workerKeepAliveMs: 4000,
+    });
+  });
+
   it.each([
     ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
     ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'minWorkerNum (5) is above maxWorkerNum (2)'],
@@ -67,6 +95,8 @@ bodyLimitBytes: 2048
     ['limts: {}', 'Unrecognized key'],
     ['networkStorages: [{ id: x, clusterID: c, hostPath: relative }]', 'networkStorages.0.hostPath'],
     ['{ not yaml', 'not valid YAML or JSON'],
+    ['gateway: { workerKeepAliveMs: 0 }', 'gateway.workerKeepAliveMs'],
+    ['gateway: { workerKeepAliveMs: 2.5 }', 'gateway.workerKeepAliveMs'],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
   });
