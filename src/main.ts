@@ -159,7 +159,11 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       workerStates: () => controller.workers().map((w) => w.state),
     }),
   });
-  const metricsOptions = { registry, load: () => gateway?.stats() ?? [] };
+  const metricsOptions = {
+    registry,
+    load: () => gateway?.stats() ?? [],
+    workers: () => controller.workers(),
+  };
   const gatewayMetrics = parts.gatewayMetrics
     ? parts.gatewayMetrics(metricsOptions)
     : (new GatewayMetrics(metricsOptions) as M);
