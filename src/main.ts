@@ -9,6 +9,7 @@ import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { RateLimiter } from './api/rate-limit.js';
+import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
@@ -47,6 +48,8 @@ export interface ApiParts {
   /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
   busyGpus?: () => ReadonlySet<string>;
   insight?: WorkerInsight;
+  /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
+  traffic?: TrafficSource;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
   /** Told after every endpoint change (the controller's poke, in `corral serve`). */
@@ -84,6 +87,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     events: store.events,
     workers: store.workers,
     ...(parts.insight ? { insight: parts.insight } : {}),
+    ...(parts.traffic ? { traffic: parts.traffic } : {}),
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
@@ -278,6 +282,7 @@ export async function serve(
         stats: (workerId) => runtime.stats(workerId),
         load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
+      traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
       registry,
       onEndpointsChanged: () => controller.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
