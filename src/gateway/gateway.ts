@@ -8,6 +8,7 @@ import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
+import { StoreLookup } from './lookup.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
@@ -57,9 +58,9 @@ const OUTCOME_STATUS: Record<Exclude<ProxyOutcome, 'ok'>, number> = {
 const MAX_ATTEMPTS = 3;
 const MAX_CACHED_HOSTS = 10_000;
 /**
- * How long the store's "no endpoint has this appName" is believed. Short, since an endpoint created meanwhile is
- * answered 404 until then; the controller's report after its creation (a pass follows every API change) clears
- * it sooner.
+ * How long the store's "no endpoint has this appName" is believed, so that a flood of requests for a wrong Host
+ * does not query the store once each. Short, since an endpoint created meanwhile is answered 404 until then; the
+ * controller's report after its creation (a pass follows every API change) clears it sooner.
  */
 const MISS_TTL_MS = 1000;
 /**
@@ -100,15 +101,19 @@ export class Gateway {
    * they were answered 404 "deleted".
    */
   readonly #unreported = new Map<string, number>();
-  /** appName -> until when the store's answer "no such endpoint" is believed without asking it again. */
-  readonly #misses = new Map<string, number>();
-  /** Store lookups under way, by appName. */
-  readonly #lookups = new Map<string, Promise<Endpoint | undefined>>();
+  /** The store, asked about appNames the routing view does not know (shared queries, misses kept briefly). */
+  readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
 
   constructor(options: GatewayOptions) {
     this.#o = options;
+    this.#store = new StoreLookup({
+      find: options.findEndpoint,
+      clock: options.clock,
+      missTtlMs: MISS_TTL_MS,
+      maxMisses: MAX_CACHED_HOSTS,
+    });
     this.#unsubscribe = options.routing.onChange(() => this.#syncWorkers());
   }
 
@@ -462,41 +467,11 @@ export class Gateway {
     return this.#o.routing.endpointByAppName(appName) ?? this.#lookUp(appName);
   }
 
-  /**
-   * The store's answer for an appName the routing view does not know: one created since the controller's last pass
-   * (its request waits for a worker), or none. A flood of requests for a wrong Host must not query the store once
-   * each: concurrent lookups of one appName share one query, and "none" is believed for MISS_TTL_MS (or until the
-   * controller reports again, which it does right after an endpoint is created).
-   */
-  #lookUp(appName: string): Promise<Endpoint | undefined> {
-    const missUntil = this.#misses.get(appName);
-    if (missUntil !== undefined) {
-      if (this.#o.clock() < missUntil) return Promise.resolve(undefined);
-      this.#misses.delete(appName);
-    }
-    let pending = this.#lookups.get(appName);
-    if (!pending) {
-      pending = this.#o.findEndpoint(appName).then(
-        (fresh) => {
-          this.#lookups.delete(appName);
-          if (fresh) this.#o.reconcileNow();
-          else this.#rememberMiss(appName);
-          return fresh;
-        },
-        (error: unknown) => {
-          this.#lookups.delete(appName);
-          throw error;
-        },
-      );
-      this.#lookups.set(appName, pending);
-    }
-    return pending;
-  }
-
-  #rememberMiss(appName: string): void {
-    // Bounded like #appNames: a client sending ever new Host headers costs store queries now and then, not memory.
-    if (this.#misses.size >= MAX_CACHED_HOSTS) this.#misses.clear();
-    this.#misses.set(appName, this.#o.clock() + MISS_TTL_MS);
+  /** The store's answer for an appName created since the controller's last pass (its request waits for a worker). */
+  async #lookUp(appName: string): Promise<Endpoint | undefined> {
+    const fresh = await this.#store.find(appName);
+    if (fresh) this.#o.reconcileNow();
+    return fresh;
   }
 
   #lookUpFailed(res: ServerResponse, appName: string, error: unknown): void {
@@ -562,7 +537,7 @@ export class Gateway {
   #syncWorkers(): void {
     const now = this.#o.clock();
     // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
-    if (this.#misses.size > 0) this.#misses.clear();
+    this.#store.forgetMisses();
     for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
     for (const [endpointId, dispatcher] of this.#dispatchers) {
       const endpoint = this.#o.routing.endpointById(endpointId);
