@@ -815,6 +815,25 @@ describe('Gateway', () => {
       );
     });
 
+    it('an upgrade at an endpoint with no worker waits through the wake, which is counted once', async () => {
+      let now = 1_000;
+      const registry = new Registry();
+      const h = await startGateway({ registry, clock: () => now });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const worker = await track(startWorker('w-1'));
+      const answer = upgradeAnswer(h.port, hostOf(endpoint), async () => {
+        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+        now += 400;
+        h.routing.workers.set(endpoint.id, [worker]);
+        h.routing.changed();
+      });
+      expect((await answer).statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      const series = (name: string) => sample(registry, `${name}{endpoint="${endpoint.id}"}`);
+      expect(await series('corral_gateway_cold_start_seconds_count')).toBe(1);
+      expect(await series('corral_gateway_cold_start_seconds_sum')).toBe(0.4);
+    });
+
     it("passes the worker's 101 with X-Corral-Worker and X-Corral-Queue-Ms, and counts it", async () => {
       const registry = new Registry();
       const h = await startGateway({ registry });

@@ -259,9 +259,7 @@ export class Gateway {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
-            // No routable worker at all when the first request arrives: this one waits through a wake from zero.
-            cold = attempt === 1 && this.#o.routing.routableWorkers(endpoint.id).length === 0;
-            if (cold && !this.#wakes.has(endpoint.id)) this.#wakes.set(endpoint.id, arrived);
+            cold = attempt === 1 && this.#wakingFor(endpoint.id, arrived);
           }
           const waitFrom = this.#o.clock();
           try {
@@ -360,6 +358,7 @@ export class Gateway {
     let queuedMs = 0;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const waitFrom = this.#o.clock();
+      if (attempt === 1) this.#wakingFor(routed.id, arrived);
       let lease: Lease;
       try {
         lease = await dispatcher.acquire({ signal: gone, exclude: tried });
@@ -584,6 +583,16 @@ export class Gateway {
     if (now - since < UNREPORTED_GRACE_MS) return true;
     this.#unreported.delete(endpointId);
     return false;
+  }
+
+  /**
+   * Whether a request about to queue finds no routable worker at all, so that it waits through a wake from zero;
+   * the first such request starts the wake's clock.
+   */
+  #wakingFor(endpointId: string, arrived: number): boolean {
+    if (this.#o.routing.routableWorkers(endpointId).length > 0) return false;
+    if (!this.#wakes.has(endpointId)) this.#wakes.set(endpointId, arrived);
+    return true;
   }
 
   /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
