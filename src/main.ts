@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { RateLimiter } from './api/rate-limit.js';
+import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
@@ -20,7 +21,9 @@ import { ControllerMetrics } from './controller/metrics.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
+import { neverPlaceableOn } from './gateway/placement.js';
 import { WorkerPools } from './gateway/pools.js';
+import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
@@ -46,6 +49,8 @@ export interface ApiParts {
   /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
   busyGpus?: () => ReadonlySet<string>;
   insight?: WorkerInsight;
+  /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
+  traffic?: TrafficSource;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
   /** Told after every endpoint change (the controller's poke, in `corral serve`). */
@@ -83,6 +88,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     events: store.events,
     workers: store.workers,
     ...(parts.insight ? { insight: parts.insight } : {}),
+    ...(parts.traffic ? { traffic: parts.traffic } : {}),
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
@@ -162,11 +168,15 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       workerStates: () => controller.workers().map((w) => w.state),
     }),
   });
-  const metricsOptions = { registry, load: () => gateway?.stats() ?? [] };
+  const metricsOptions = {
+    registry,
+    load: () => gateway?.stats() ?? [],
+    workers: () => controller.workers(),
+  };
   const gatewayMetrics = parts.gatewayMetrics
     ? parts.gatewayMetrics(metricsOptions)
     : (new GatewayMetrics(metricsOptions) as M);
-  const pools = new WorkerPools();
+  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const built = new Gateway({
     metrics: gatewayMetrics,
     routing: controller,
@@ -179,9 +189,13 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     reconcileNow: () => controller.poke(),
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    neverPlaceable: neverPlaceableOn(parts.gpus),
   });
   gateway = built;
-  const server = createServer(built.handleRequest).on('upgrade', built.handleUpgrade);
+  const server = createGatewayServer(built, {
+    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
+    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+  });
   return {
     controller,
     gateway: built,
@@ -277,6 +291,7 @@ export async function serve(
         stats: (workerId) => runtime.stats(workerId),
         load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
+      traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
       registry,
       onEndpointsChanged: () => controller.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },

@@ -20,6 +20,7 @@ import { API_PREFIX } from './prefix.js';
 import type { RateLimiter } from './rate-limit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
+import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
@@ -45,6 +46,8 @@ export interface AppOptions {
   workers: WorkerRepository;
   /** Logs and resource use of workers; absent where this process runs no controller. */
   insight?: WorkerInsight;
+  /** An endpoint's traffic through this process's gateway; absent where it runs none. */
+  traffic?: TrafficSource;
   catalog: ApiCatalog;
   links: EndpointLinks;
   metrics: ApiMetrics;
@@ -99,6 +102,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         request.principal = principal;
       });
       registerEndpointRoutes(api, options);
+      registerEndpointMetricsRoute(api, options);
       registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
       registerCatalogRoutes(api, options);

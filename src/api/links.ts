@@ -8,7 +8,7 @@ export interface LinkOptions {
   apiUrl: () => string;
 }
 
-/** Builds the URLs an endpoint shows: its own URL on the gateway and its log on the API. */
+/** Builds the URLs an endpoint shows: its own URL on the gateway, its log and its metrics on the API. */
 export class EndpointLinks {
   readonly #o: LinkOptions;
 
@@ -27,6 +27,10 @@ export class EndpointLinks {
 
   log(endpointId: string): string {
     return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/log?id=${encodeURIComponent(endpointId)}`;
+  }
+
+  metrics(endpointId: string): string {
+    return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/metrics?id=${encodeURIComponent(endpointId)}`;
   }
 
   workerLog(endpointId: string, workerId: string): string {

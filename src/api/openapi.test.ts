@@ -128,7 +128,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(18);
+    expect(documentedOperations()).toHaveLength(19);
   });
 
   it('serves itself at /openapi.json without a key', async () => {
@@ -190,6 +190,7 @@ describe('the OpenAPI document against the routes', () => {
       [`${V1}/endpoints`, 'get', (await api.call('GET', 'endpoints')).body],
       [`${V1}/endpoint/update`, 'post', (await api.call('POST', 'endpoint/update', { id, name: 'x' })).body],
       [`${V1}/endpoint/log`, 'get', (await api.call('GET', `endpoint/log?id=${id}`)).body],
+      [`${V1}/endpoint/metrics`, 'get', (await api.call('GET', `endpoint/metrics?id=${id}`)).body],
       [`${V1}/endpoint/limit`, 'get', (await api.call('GET', 'endpoint/limit')).body],
       [`${V1}/products`, 'get', (await api.call('GET', 'products')).body],
       [

@@ -115,8 +115,69 @@ function endpointSchema(port: Schema, description: string): Schema {
       healthy: ref('Healthy'),
       clusterID: str('Present only when a network volume is mounted.'),
       log: str('URL of the endpoint log (GET endpoint/log).', { format: 'uri' }),
+      metrics: str('URL of the endpoint metrics (GET endpoint/metrics).', { format: 'uri' }),
     },
     { optional: ['clusterID'], description },
+  );
+}
+
+/** A latency-like figure in milliseconds: percentiles from the histogram buckets, the exact mean. */
+const distribution = (what: string): Schema => ({
+  type: ['object', 'null'],
+  description: `${what}, in ms; each null before the first request. Null without a gateway in this process.`,
+  properties: {
+    p50: { type: ['number', 'null'], description: 'Median, estimated from the histogram buckets.' },
+    p99: { type: ['number', 'null'], description: '99th percentile, estimated from the histogram buckets.' },
+    mean: { type: ['number', 'null'], description: 'Mean.' },
+  },
+  required: ['p50', 'p99', 'mean'],
+});
+
+const nullableCount = (description: string): Schema => ({
+  type: ['integer', 'null'],
+  description: `${description} Null without a gateway in this process.`,
+});
+
+function endpointMetricsSchema(): Schema {
+  return object(
+    {
+      id: str('Endpoint id.'),
+      workers: {
+        type: 'object',
+        additionalProperties: { type: 'integer' },
+        description: 'Workers by state (states with none are left out), as the endpoint shows them.',
+      },
+      requests: {
+        type: ['object', 'null'],
+        description:
+          'Requests (upgrades included) by status code; 499: the client left. Null without a gateway in this process.',
+        properties: {
+          total: int(),
+          byStatus: { type: 'object', additionalProperties: { type: 'integer' } },
+        },
+        required: ['total', 'byStatus'],
+      },
+      latencyMs: distribution('From arrival to the end of the response, queue wait included'),
+      queueWaitMs: distribution('Time waited for a worker slot'),
+      queueDepth: nullableCount('Requests waiting for a slot now.'),
+      inFlight: nullableCount('Requests at workers now.'),
+      coldStarts: {
+        type: ['object', 'null'],
+        description: 'Wakes from zero (one per wake). Null without a gateway in this process.',
+        properties: {
+          count: int(),
+          meanMs: {
+            type: ['number', 'null'],
+            description: 'Mean time from the first waiting request to the first routable worker.',
+          },
+        },
+        required: ['count', 'meanMs'],
+      },
+    },
+    {
+      description:
+        "One endpoint's metrics. Traffic figures are this process's gateway's since it started; see docs/gateway.md.",
+    },
   );
 }
 
@@ -231,6 +292,7 @@ function responseSchemas(): Record<string, Schema> {
         description: 'When it first passed its health check.',
       },
     }),
+    EndpointMetrics: endpointMetricsSchema(),
     EventPage: object({
       events: arrayOf(ref('Event'), 'Oldest first.'),
       next: int('The id to pass as `after` for the next page (the last id, or `after` if none).'),
@@ -581,6 +643,19 @@ function operations(): Operation[] {
         }),
       ],
       response: json('EventPage', 'Events, oldest first.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/metrics'),
+      operationId: 'getEndpointMetrics',
+      summary: "Read an endpoint's metrics",
+      description:
+        "The URL in the endpoint's metrics field: workers by state, and its requests by status, latency, queue wait, queue depth, in flight and cold starts through this gateway.",
+      tag: endpoints,
+      auth: true,
+      parameters: [...endpointIdParameters],
+      response: json('EndpointMetrics', "The endpoint's metrics."),
       errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
     },
     {

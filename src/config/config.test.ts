@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 
@@ -60,6 +61,33 @@ bodyLimitBytes: 2048
     expect(config.bodyLimitBytes).toBe(2048);
   });
 
+  it("reads the gateway's settings, the idle keep-alive of worker connections defaulting to 4 s", () => {
+    expect(load().gateway).toEqual({
+      maxQueueLength: 1000,
+      queueTimeoutSeconds: 300,
+      bodyLimitBytes: 100 * 1024 * 1024,
+      workerKeepAliveMs: 4000,
+    });
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      'gateway: { queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 }',
+    );
+    expect(config.gateway).toMatchObject({ queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 });
+  });
+
+  it('accepts the config file example of docs/configuration.md, with every gateway key', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const example = /## The config file[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const config = load({ config: '/etc/corral.yaml' }, {}, example);
+    expect(config.gateway).toEqual({
+      maxQueueLength: 1000,
+      queueTimeoutSeconds: 300,
+      bodyLimitBytes: 104857600,
+      workerKeepAliveMs: 4000,
+    });
+  });
+
   it.each([
     ['', undefined],
     ['workers: {}', undefined],
@@ -79,6 +107,8 @@ bodyLimitBytes: 2048
     ['workers: { memoryGBPerGpu: 0 }', 'workers.memoryGBPerGpu'],
     ['workers: { memoryGBPerGpu: -8 }', 'workers.memoryGBPerGpu'],
     ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],
+    ['gateway: { workerKeepAliveMs: 0 }', 'gateway.workerKeepAliveMs'],
+    ['gateway: { workerKeepAliveMs: 2.5 }', 'gateway.workerKeepAliveMs'],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
   });

@@ -37,7 +37,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
   /** memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: no limit. */
   workers: { memoryGBPerGpu: number | undefined };
-  gateway: { maxQueueLength: number; queueTimeoutSeconds: number; bodyLimitBytes: number };
+  gateway: {
+    maxQueueLength: number;
+    queueTimeoutSeconds: number;
+    bodyLimitBytes: number;
+    /** How long an idle connection to a worker is kept; below the workers' own keep-alive timeout. */
+    workerKeepAliveMs: number;
+  };
 }
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
@@ -74,6 +80,8 @@ export function loadConfig(sources: ConfigSources): Config {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
       bodyLimitBytes: file.gateway?.bodyLimitBytes ?? 100 * 1024 * 1024,
+      // Below the 5 s of node's and uvicorn's servers, so that the gateway closes an idle connection first.
+      workerKeepAliveMs: file.gateway?.workerKeepAliveMs ?? 4000,
     },
     controller: {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,

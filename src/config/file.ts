@@ -42,6 +42,7 @@ const fileSchema = z.strictObject({
       maxQueueLength: z.int().min(0).optional(),
       queueTimeoutSeconds: z.int().positive().optional(),
       bodyLimitBytes: z.int().min(1024).optional(),
+      workerKeepAliveMs: z.int().min(1).max(600_000).optional(),
     })
     .optional(),
   controller: z

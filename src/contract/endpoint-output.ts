@@ -5,6 +5,7 @@ import type { WireEndpoint, WireWorker } from './wire.js';
 export interface EndpointLinks {
   url: string;
   log: string;
+  metrics: string;
   workers: WireWorker[];
 }
 
@@ -62,6 +63,7 @@ export function toWireEndpoint(
       failureThreshold: spec.health.failureThreshold,
     },
     log: links.log,
+    metrics: links.metrics,
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

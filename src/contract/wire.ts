@@ -49,6 +49,8 @@ export interface WireEndpoint<PortType extends string | number = string | number
   };
   clusterID?: string;
   log: string;
+  /** GET endpoint/metrics for this endpoint (a Corral extension). */
+  metrics: string;
 }
 
 export interface WireLimits {

@@ -419,6 +419,50 @@ describe('EndpointDispatcher', () => {
     expect(dispatcher.stats().workers[0]).toMatchObject({ inFlight: 0, lastBusyAt: added + 2_000 });
   });
 
+  it('remembers when an unlisted worker was last busy: it does not go back when the worker is listed again', async () => {
+    const { dispatcher, timers } = setup();
+    dispatcher.setWorkers([worker('a')]);
+    timers.advance(5_000);
+    const lease = await dispatcher.acquire();
+    timers.advance(60_000);
+    lease.release();
+    const busy = timers.now;
+    expect(dispatcher.lastBusyAt('a')).toBe(busy);
+    // Quarantined (unlisted) while idle: its slot record goes, its last busy time stays.
+    timers.advance(1_000);
+    dispatcher.setWorkers([]);
+    expect(dispatcher.stats().workers).toEqual([]);
+    expect(dispatcher.lastBusyAt('a')).toBe(busy);
+    timers.advance(2_000);
+    dispatcher.setWorkers([worker('a')]);
+    expect(dispatcher.stats().workers[0]).toMatchObject({ id: 'a', lastBusyAt: busy });
+    // Unlisted while busy: remembered from its last release.
+    const again = await dispatcher.acquire();
+    dispatcher.setWorkers([]);
+    timers.advance(1_000);
+    again.release();
+    expect(dispatcher.lastBusyAt('a')).toBe(timers.now);
+    // Forgotten once the worker no longer exists; a worker never listed has no value.
+    dispatcher.retainDeparted((id) => id !== 'a');
+    expect(dispatcher.lastBusyAt('a')).toBeUndefined();
+    expect(dispatcher.lastBusyAt('never')).toBeUndefined();
+  });
+
+  it('rejectQueued rejects the requests queued now and lets later ones queue', async () => {
+    const { dispatcher } = setup();
+    const waiting = [track(dispatcher.acquire()), track(dispatcher.acquire())];
+    dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', 'never placeable'));
+    await flush();
+    expect(waiting.map((w) => w.error?.code)).toEqual(['NO_CAPACITY', 'NO_CAPACITY']);
+    expect(dispatcher.stats().queueLength).toBe(0);
+    const later = track(dispatcher.acquire());
+    await flush();
+    expect(later.settled).toBe(false);
+    dispatcher.setWorkers([worker('a')]);
+    await flush();
+    expect(later.lease?.workerId).toBe('a');
+  });
+
   it('a throwing onQueued hook does not fail the request', async () => {
     const timers = new ManualTimers(1_000_000);
     const dispatcher = new EndpointDispatcher({

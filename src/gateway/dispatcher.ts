@@ -121,6 +121,12 @@ export class EndpointDispatcher {
   #nextSeq = 0;
   #activity = 0;
   #meanHoldMs: number | undefined;
+  /**
+   * lastBusyAt of workers forgotten while the controller may still have them (unlisted for a moment: a quarantine,
+   * a failed health check), so that listing one again, or asking about it, does not make it look idle for longer
+   * than it is. Pruned by `retainDeparted`.
+   */
+  readonly #departed = new Map<string, number>();
   /** Who waits for a worker to hold no lease (a drain before removal), by worker id. */
   readonly #idleWaiters = new Map<string, (() => void)[]>();
   #closedWith: GatewayError | undefined;
@@ -174,7 +180,7 @@ export class EndpointDispatcher {
     for (const slots of this.#workers.values()) {
       if (listed.has(slots.id)) continue;
       slots.routable = false;
-      if (slots.inFlight === 0) this.#workers.delete(slots.id);
+      if (slots.inFlight === 0) this.#forgetWorker(slots);
     }
     const now = this.#clock();
     for (const worker of listed.values()) {
@@ -184,11 +190,13 @@ export class EndpointDispatcher {
         slots.routable = true;
         slots.address = address;
       } else {
+        const lastBusyAt = this.#departed.get(worker.id) ?? now;
+        this.#departed.delete(worker.id);
         this.#workers.set(worker.id, {
           id: worker.id,
           address,
           inFlight: 0,
-          lastBusyAt: now,
+          lastBusyAt,
           routable: true,
           activity: 0,
           granted: 0,
@@ -284,6 +292,20 @@ export class EndpointDispatcher {
     );
   }
 
+  /**
+   * When the worker last went idle (or was first listed), also for a worker unlisted since (a quarantine): never
+   * earlier than a value returned before, for as long as `retainDeparted` keeps it. Undefined for a worker never
+   * listed.
+   */
+  lastBusyAt(workerId: string): number | undefined {
+    return this.#workers.get(workerId)?.lastBusyAt ?? this.#departed.get(workerId);
+  }
+
+  /** Forgets the remembered lastBusyAt of unlisted workers that no longer exist (`exists` says which do). */
+  retainDeparted(exists: (workerId: string) => boolean): void {
+    for (const workerId of this.#departed.keys()) if (!exists(workerId)) this.#departed.delete(workerId);
+  }
+
   stats(): DispatcherStats {
     const head = this.#queue.values().next();
     return {
@@ -305,6 +327,14 @@ export class EndpointDispatcher {
    */
   close(error: GatewayError): void {
     this.#closedWith = error;
+    this.rejectQueued(error);
+  }
+
+  /**
+   * Rejects every request queued now with `error` (NO_CAPACITY: the endpoint can never get a worker); unlike
+   * close(), later requests may queue again (the endpoint may be changed so that it fits).
+   */
+  rejectQueued(error: GatewayError): void {
     const waiters = [...this.#queue.values()];
     for (const waiter of waiters) {
       this.#leave(waiter);
@@ -357,7 +387,7 @@ export class EndpointDispatcher {
       this.#meanHoldMs === undefined ? held : this.#meanHoldMs + HOLD_EWMA_WEIGHT * (held - this.#meanHoldMs);
     if (slots.inFlight === 0) {
       slots.lastBusyAt = now;
-      if (!slots.routable && this.#workers.get(slots.id) === slots) this.#workers.delete(slots.id);
+      if (!slots.routable && this.#workers.get(slots.id) === slots) this.#forgetWorker(slots);
       const idleWaiters = this.#idleWaiters.get(slots.id);
       if (idleWaiters) {
         this.#idleWaiters.delete(slots.id);
@@ -365,6 +395,12 @@ export class EndpointDispatcher {
       }
     }
     this.#dispatch();
+  }
+
+  /** Drops an unlisted, idle worker's slots, remembering when it was last busy. */
+  #forgetWorker(slots: WorkerSlots): void {
+    this.#workers.delete(slots.id);
+    this.#departed.set(slots.id, slots.lastBusyAt);
   }
 
   /** Gives free slots to queued requests, in arrival order. */

@@ -1,10 +1,12 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { RoutingView } from '../controller/controller.js';
+import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Gateway } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
@@ -46,6 +48,10 @@ async function startWorker(id: string): Promise<TestWorker> {
       inFlight -= 1;
       res.end(id);
     }, ms);
+  });
+  // Upgrades are accepted and the connection closed at once.
+  server.on('upgrade', (_req, socket: Socket) => {
+    socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
   });
   worker.address.port = await listen(server);
   return worker;
@@ -100,7 +106,13 @@ afterEach(async () => {
 });
 
 async function startGateway(
-  options: { queueTimeoutMs?: number; registry?: Registry; clock?: () => number } = {},
+  options: {
+    queueTimeoutMs?: number;
+    registry?: Registry;
+    clock?: () => number;
+    timers?: ManualTimers;
+    neverPlaceable?: (endpoint: Endpoint) => string | undefined;
+  } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
@@ -116,7 +128,8 @@ async function startGateway(
     routing,
     pools,
     domain: 'localhost',
-    clock: options.clock ?? Date.now,
+    clock: options.clock ?? (options.timers ? () => options.timers?.now ?? 0 : Date.now),
+    ...(options.timers ? { timers: options.timers } : {}),
     logger: { info: () => {}, warn: (fields, message) => warnings.push({ fields, message }) },
     bodyLimitBytes: 1024,
     maxQueueLength: 10,
@@ -125,9 +138,10 @@ async function startGateway(
       reconciles += 1;
     },
     findEndpoint: (appName) => lookUp.answer(appName),
+    ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
   gatewayRef = gateway;
-  const server = createServer(gateway.handleRequest);
+  const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
   const port = await listen(server);
   cleanups.push(async () => {
     gateway.close();
@@ -165,6 +179,23 @@ function get(port: number, host: string, path = '/work?ms=0', extra: Record<stri
     );
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** One sample of a metric in the registry's text, by its full series name (`name{labels}`); NaN when absent. */
+async function sample(registry: Registry, series: string): Promise<number> {
+  const text = await registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+}
+
+/** A request whose client goes away `afterMs` after sending it (or once `when` resolves). */
+function abandon(port: number, host: string, path: string, when: Promise<unknown>): Promise<void> {
+  const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false });
+  req.on('error', () => {});
+  req.end();
+  return when.then(() => {
+    req.destroy();
   });
 }
 
@@ -279,6 +310,106 @@ describe('Gateway', () => {
     expect(answer.headers['x-corral-queue-ms']).toBe('250');
   });
 
+  it('counts one cold start per wake, from the first waiting request to the first routable worker', async () => {
+    let now = 1_000;
+    const registry = new Registry();
+    const h = await startGateway({ clock: () => now, registry });
+    const endpoint = runningEndpoint(2);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const herd = Array.from({ length: 5 }, () => get(h.port, hostOf(endpoint)));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(5));
+    now += 800;
+    const worker = await track(startWorker('w-1'));
+    h.routing.workers.set(endpoint.id, [worker]);
+    h.routing.changed();
+    const answers = await Promise.all(herd);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    // Every request that waited through the wake says how long it waited for it.
+    expect(answers.map((a) => a.headers['x-corral-cold-start-ms'])).toEqual(Array(5).fill('800'));
+    const coldStarts = async () => {
+      const text = await registry.metrics();
+      const count = new RegExp(
+        `^corral_gateway_cold_start_seconds_count\\{endpoint="${endpoint.id}"\\} (\\d+)$`,
+        'm',
+      );
+      const sum = new RegExp(
+        `^corral_gateway_cold_start_seconds_sum\\{endpoint="${endpoint.id}"\\} ([\\d.]+)$`,
+        'm',
+      );
+      return { count: Number(count.exec(text)?.[1]), sum: Number(sum.exec(text)?.[1]) };
+    };
+    expect(await coldStarts()).toEqual({ count: 1, sum: 0.8 });
+    // Scaled to zero and woken again: a second cold start.
+    h.routing.workers.set(endpoint.id, []);
+    h.routing.changed();
+    const again = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    now += 300;
+    h.routing.workers.set(endpoint.id, [worker]);
+    h.routing.changed();
+    expect((await again).status).toBe(200);
+    expect(await coldStarts()).toEqual({ count: 2, sum: 1.1 });
+  });
+
+  it('asks the store about an unknown host at most once a second, and again once the controller reports', async () => {
+    let now = 1_000;
+    const h = await startGateway({ clock: () => now });
+    const asked: string[] = [];
+    const created = runningEndpoint();
+    let exists = false;
+    h.lookUp.answer = async (appName) => {
+      asked.push(appName);
+      return exists && appName === created.spec.appName ? created : undefined;
+    };
+    const host = hostOf(created);
+    const flood = await Promise.all(Array.from({ length: 20 }, () => get(h.port, host)));
+    expect(flood.map((a) => a.status)).toEqual(Array(20).fill(404));
+    for (let i = 0; i < 5; i++) expect((await get(h.port, host)).status).toBe(404);
+    expect(asked).toHaveLength(1);
+    now += 999;
+    await get(h.port, host);
+    expect(asked).toHaveLength(1);
+    now += 1;
+    await get(h.port, host);
+    expect(asked).toHaveLength(2);
+    // Created since: the controller's report after its creation clears the remembered "none".
+    exists = true;
+    h.routing.changed();
+    const pending = get(h.port, host);
+    await vi.waitFor(() => expect(asked).toHaveLength(3));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    const worker = await track(startWorker('w-1'));
+    h.routing.endpoints.set(created.id, created);
+    h.routing.workers.set(created.id, [worker]);
+    h.routing.changed();
+    expect((await pending).status).toBe(200);
+  });
+
+  it('does not take an endpoint found in the store for deleted when a pass that predates it reports', async () => {
+    let now = 1_000;
+    const h = await startGateway({ clock: () => now });
+    const [fresh, gone] = [runningEndpoint(), runningEndpoint()];
+    h.lookUp.answer = async (appName) => [fresh, gone].find((e) => e.spec.appName === appName);
+    const waiting = get(h.port, hostOf(fresh));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    // A pass that read the endpoints before `fresh` was created ends now.
+    h.routing.changed();
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
+    const worker = await track(startWorker('w-1'));
+    h.routing.endpoints.set(fresh.id, fresh);
+    h.routing.workers.set(fresh.id, [worker]);
+    h.routing.changed();
+    expect((await waiting).status).toBe(200);
+    // One deleted before any pass saw it: taken for deleted once no pass has reported it for 10 s.
+    const orphan = get(h.port, hostOf(gone));
+    await vi.waitFor(() =>
+      expect(h.gateway.stats().find((s) => s.endpointId === gone.id)?.queueLength).toBe(1),
+    );
+    now += 10_000;
+    h.routing.changed();
+    expect(JSON.parse((await orphan).body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+  });
+
   it('answers 503 ROUTING_UNAVAILABLE when the store cannot be asked about an unknown host', async () => {
     const h = await startGateway();
     h.lookUp.answer = async () => {
@@ -360,6 +491,20 @@ describe('Gateway', () => {
     expect(text).not.toContain(endpoint.id);
   });
 
+  it('counts what a stopped endpoint is refused, and forgets it once the endpoint is deleted', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    expect((await get(h.port, hostOf(endpoint))).status).toBe(503);
+    expect(
+      await sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="503"}`),
+    ).toBe(1);
+    h.routing.endpoints.delete(endpoint.id);
+    h.routing.changed();
+    expect(await registry.metrics()).not.toContain(endpoint.id);
+  });
+
   it("awaitDrained resolves when the worker's requests end, or at the timeout", async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));
@@ -423,6 +568,132 @@ describe('Gateway', () => {
     expect(h.pools.size).toBe(0);
   });
 
+  it('records a client that leaves in flight or while queued as 499, with its latency', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    const load = () => h.gateway.stats()[0] ?? { inFlight: 0, queueLength: 0 };
+    // Twice a client leaves while its request is at the worker; then one leaves while queued behind another.
+    for (let i = 0; i < 2; i++) {
+      await abandon(
+        h.port,
+        hostOf(endpoint),
+        '/work?ms=5000',
+        vi.waitFor(() => expect(load().inFlight).toBe(1)),
+      );
+      await vi.waitFor(() => expect(load().inFlight).toBe(0));
+    }
+    const held = get(h.port, hostOf(endpoint), '/work?ms=300');
+    await vi.waitFor(() => expect(load().inFlight).toBe(1));
+    await abandon(
+      h.port,
+      hostOf(endpoint),
+      '/work?ms=0',
+      vi.waitFor(() => expect(load().queueLength).toBe(1)),
+    );
+    await vi.waitFor(() => expect(load().queueLength).toBe(0));
+    expect((await held).status).toBe(200);
+    const requests = (status: number) =>
+      sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="${status}"}`);
+    await vi.waitFor(async () => expect(await requests(499)).toBe(3));
+    expect(await requests(200)).toBe(1);
+    expect(
+      await sample(registry, `corral_gateway_request_duration_seconds_count{endpoint="${endpoint.id}"}`),
+    ).toBe(4);
+  });
+
+  it('records a gateway error with its real latency and queue wait', async () => {
+    const registry = new Registry();
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ registry, timers, queueTimeoutMs: 5_000 });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const answer = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    timers.advance(5_000);
+    expect((await answer).status).toBe(504);
+    const series = (name: string) => sample(registry, `${name}{endpoint="${endpoint.id}"}`);
+    expect(
+      await sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="504"}`),
+    ).toBe(1);
+    expect(await series('corral_gateway_request_duration_seconds_sum')).toBe(5);
+    expect(await series('corral_gateway_queue_wait_seconds_sum')).toBe(5);
+  });
+
+  it("puts X-Corral-Queue-Ms on the gateway's own errors for an endpoint, 0 where the request never queued", async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ timers, queueTimeoutMs: 5_000 });
+    expect((await get(h.port, 'nobody.localhost')).headers['x-corral-queue-ms']).toBeUndefined();
+    const stopped: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+    h.routing.endpoints.set(stopped.id, stopped);
+    const refused = await get(h.port, hostOf(stopped));
+    expect([refused.status, refused.headers['x-corral-queue-ms']]).toEqual([503, '0']);
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const tooLarge = await get(h.port, hostOf(endpoint), '/work', { 'content-length': '4096' });
+    expect([tooLarge.status, tooLarge.headers['x-corral-queue-ms']]).toEqual([413, '0']);
+    const queued = Array.from({ length: 10 }, () => get(h.port, hostOf(endpoint)));
+    const queueLength = () => h.gateway.stats().find((s) => s.endpointId === endpoint.id)?.queueLength;
+    await vi.waitFor(() => expect(queueLength()).toBe(10));
+    const full = await get(h.port, hostOf(endpoint));
+    expect([full.status, full.headers['x-corral-queue-ms']]).toEqual([429, '0']);
+    expect(full.headers['retry-after']).toBeDefined();
+    timers.advance(5_000);
+    for (const answer of await Promise.all(queued)) {
+      expect([answer.status, answer.headers['x-corral-queue-ms']]).toEqual([504, '5000']);
+    }
+  });
+
+  it('rejects queued requests with 503 NO_CAPACITY as soon as the status says the endpoint can never be placed', async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({ timers });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const queued = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    const message = 'each worker needs 16 GPU(s); this server has 8 GPU(s) in all';
+    h.routing.endpoints.set(endpoint.id, {
+      ...endpoint,
+      status: { state: 'failed', error: 'INSUFFICIENT_GPU', message },
+    });
+    h.routing.changed();
+    // No time passes: the queue timeout is not what ends it.
+    const answer = await queued;
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body)).toMatchObject({ reason: 'NO_CAPACITY', message });
+  });
+
+  it('with a placement rule, refuses and rejects at the first sight of an unplaceable spec, and queues again once it fits', async () => {
+    const timers = new ManualTimers(1_000_000);
+    const h = await startGateway({
+      timers,
+      neverPlaceable: (e) =>
+        e.spec.workers.gpusPerWorker > 8 ? 'needs more GPUs than there are' : undefined,
+    });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const queued = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    // Updated to 16 GPUs per worker; its status still says what the last pass found.
+    const huge: Endpoint = {
+      ...endpoint,
+      spec: { ...endpoint.spec, workers: { ...endpoint.spec.workers, gpusPerWorker: 16 } },
+    };
+    h.routing.endpoints.set(endpoint.id, huge);
+    h.routing.changed();
+    expect(JSON.parse((await queued).body)).toMatchObject({ code: 503, reason: 'NO_CAPACITY' });
+    expect((await get(h.port, hostOf(endpoint))).status).toBe(503);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.changed();
+    const again = get(h.port, hostOf(endpoint));
+    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    timers.advance(5_000);
+    expect((await again).status).toBe(504);
+  });
+
   it('answers 504 QUEUE_TIMEOUT when no slot frees within the queue timeout', async () => {
     const h = await startGateway({ queueTimeoutMs: 150 });
     const endpoint = runningEndpoint();
@@ -430,5 +701,195 @@ describe('Gateway', () => {
     const answer = await get(h.port, hostOf(endpoint));
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
+  });
+
+  it('a busy worker quarantined for a moment keeps its last busy time, so it is not the next scale-down victim', async () => {
+    let now = 1_000_000;
+    const h = await startGateway({ clock: () => now });
+    const [busy, other] = [await track(startWorker('w-busy')), await track(startWorker('w-other'))];
+    const endpoint = sampleEndpoint({
+      patch: { workers: { minWorkers: 0, maxWorkers: 3, maxConcurrent: 1, idleTimeoutSeconds: 60 } },
+    });
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [busy]);
+    // w-busy has been running since t=0 and has just served a request.
+    expect((await get(h.port, hostOf(endpoint))).body).toBe('w-busy');
+    // One connection to it fails (a keep-alive race, say): the request goes to w-other, w-busy is quarantined.
+    h.routing.workers.set(endpoint.id, [{ id: 'w-busy', address: await deadAddress() }, other]);
+    h.routing.changed();
+    expect((await get(h.port, hostOf(endpoint))).body).toBe('w-other');
+    expect(h.warnings.map((w) => w.message)).toContain(
+      'worker connection failed; no new requests to it for now',
+    );
+    now += 10_000;
+    const managed = (id: string, readyAt: number): ManagedWorker => ({
+      id,
+      endpointId: endpoint.id,
+      ownerId: endpoint.ownerId,
+      revision: endpoint.revision,
+      state: 'running',
+      error: '',
+      message: '',
+      healthy: true,
+      gpuUuids: [],
+      address: null,
+      createdAt: 0,
+      startedAt: 0,
+      readyAt,
+    });
+    // Idle for 10 s, not 1000 s: no victim.
+    expect(h.gateway.preferredVictims(endpoint, [managed('w-busy', 0), managed('w-other', 0)])).toEqual([]);
+  });
+
+  describe('upgrades', () => {
+    /** A raw client that has sent an upgrade request and reads whatever comes back. */
+    async function upgradeClient(
+      port: number,
+      host: string,
+    ): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown> }> {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+      });
+      socket.on('error', () => {});
+      const closed = once(socket, 'close');
+      socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+      return { socket, received: () => text, closed };
+    }
+
+    /** The whole answer to an upgrade, once the gateway has closed the connection. */
+    async function upgradeAnswer(port: number, host: string, before?: () => Promise<void>) {
+      const client = await upgradeClient(port, host);
+      await before?.();
+      await client.closed;
+      const [head = '', body = ''] = client.received().split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((line) => {
+          const colon = line.indexOf(':');
+          return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
+        }),
+      );
+      return { statusLine, headers, body };
+    }
+
+    it('refuses in the JSON error format: unknown host 404, stopped endpoint 503, with X-Corral-Queue-Ms', async () => {
+      const registry = new Registry();
+      const h = await startGateway({ registry });
+      const unknown = await upgradeAnswer(h.port, 'nobody.localhost');
+      expect(unknown.statusLine).toBe('HTTP/1.1 404 Not Found');
+      expect(unknown.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(Number(unknown.headers['content-length'])).toBe(Buffer.byteLength(unknown.body));
+      expect(unknown.headers['x-corral-queue-ms']).toBeUndefined();
+      expect(JSON.parse(unknown.body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
+
+      const endpoint: Endpoint = { ...runningEndpoint(), desired: 'stopped' };
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const stopped = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(stopped.statusLine).toBe('HTTP/1.1 503 Service Unavailable');
+      expect(stopped.headers['x-corral-queue-ms']).toBe('0');
+      expect(JSON.parse(stopped.body)).toMatchObject({ code: 503, reason: 'ENDPOINT_STOPPED' });
+      const refused = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="503"}`;
+      expect(await sample(registry, refused)).toBe(1);
+    });
+
+    it('answers 504 QUEUE_TIMEOUT after the wait, with the wait in X-Corral-Queue-Ms, and counts it', async () => {
+      const registry = new Registry();
+      const timers = new ManualTimers(1_000_000);
+      const h = await startGateway({ registry, timers, queueTimeoutMs: 5_000 });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const answer = await upgradeAnswer(h.port, hostOf(endpoint), async () => {
+        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+        timers.advance(5_000);
+      });
+      expect(answer.statusLine).toBe('HTTP/1.1 504 Gateway Timeout');
+      expect(answer.headers['x-corral-queue-ms']).toBe('5000');
+      expect(JSON.parse(answer.body)).toMatchObject({ reason: 'QUEUE_TIMEOUT' });
+      const timedOut = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="504"}`;
+      expect(await sample(registry, timedOut)).toBe(1);
+      expect(await sample(registry, `corral_gateway_queue_wait_seconds_sum{endpoint="${endpoint.id}"}`)).toBe(
+        5,
+      );
+    });
+
+    it('an upgrade at an endpoint with no worker waits through the wake, which is counted once', async () => {
+      let now = 1_000;
+      const registry = new Registry();
+      const h = await startGateway({ registry, clock: () => now });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const worker = await track(startWorker('w-1'));
+      const answer = upgradeAnswer(h.port, hostOf(endpoint), async () => {
+        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+        now += 400;
+        h.routing.workers.set(endpoint.id, [worker]);
+        h.routing.changed();
+      });
+      expect((await answer).statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      const series = (name: string) => sample(registry, `${name}{endpoint="${endpoint.id}"}`);
+      expect(await series('corral_gateway_cold_start_seconds_count')).toBe(1);
+      expect(await series('corral_gateway_cold_start_seconds_sum')).toBe(0.4);
+    });
+
+    it("passes the worker's 101 with X-Corral-Worker and X-Corral-Queue-Ms, and counts it", async () => {
+      const registry = new Registry();
+      const h = await startGateway({ registry });
+      const worker = await track(startWorker('w-1'));
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [worker]);
+      const answer = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(answer.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      expect(answer.headers).toMatchObject({ 'x-corral-worker': 'w-1', 'x-corral-queue-ms': '0' });
+      const switched = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="101"}`;
+      expect(await sample(registry, switched)).toBe(1);
+    });
+
+    it('survives a client that resets its upgrade while queued, and takes it out of the queue', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      client.socket.resetAndDestroy();
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      // The gateway still serves.
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
+
+    it('survives a reset while the endpoint is looked up, and never queues the departed client', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      let answer: ((value: Endpoint | undefined) => void) | undefined;
+      h.lookUp.answer = async (appName) =>
+        appName !== endpoint.spec.appName
+          ? undefined
+          : new Promise((resolve) => {
+              answer = resolve;
+            });
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(answer).toBeDefined());
+      client.socket.resetAndDestroy();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      answer?.(endpoint);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(h.gateway.stats().map((s) => s.queueLength)).not.toContain(1);
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
+
+    it('survives a reset while queued for a retry after an unreachable worker', async () => {
+      const h = await startGateway();
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [{ id: 'w-dead', address: await deadAddress() }]);
+      const client = await upgradeClient(h.port, hostOf(endpoint));
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      client.socket.resetAndDestroy();
+      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
+    });
   });
 });

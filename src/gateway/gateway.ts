@@ -6,12 +6,13 @@ import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
-import { bodyTooLarge, GatewayError } from './errors.js';
+import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
+import { StoreLookup } from './lookup.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
-import { proxyUpgrade } from './websocket.js';
+import { answerUpgrade, proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 
 export interface GatewayLogger {
   info(fields: object, message: string): void;
@@ -34,11 +35,39 @@ export interface GatewayOptions {
   reconcileNow: () => void;
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
+  /**
+   * Why the endpoint's workers can never be placed on this server (what the controller reports as
+   * INSUFFICIENT_GPU), decided from its spec; undefined when they can. Pure: called once per endpoint object.
+   * Without it the gateway goes by the endpoint's reported status, which lags a controller pass behind a change.
+   */
+  neverPlaceable?: (endpoint: Endpoint) => string | undefined;
 }
+
+/** The status recorded in metrics for an exchange that did not end with the worker's own response. */
+const OUTCOME_STATUS: Record<Exclude<ProxyOutcome, 'ok'>, number> = {
+  'not-sent': GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status,
+  // A response the worker had started and that was then cut off is a failed request, whatever status it began with.
+  'worker-error': GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status,
+  timeout: GATEWAY_ERROR_CATALOGUE.REQUEST_TIMEOUT.status,
+  'client-gone': GATEWAY_ERROR_CATALOGUE.CLIENT_GONE.status,
+  'body-too-large': GATEWAY_ERROR_CATALOGUE.BODY_TOO_LARGE.status,
+  'bad-request': GATEWAY_ERROR_CATALOGUE.INVALID_REQUEST.status,
+};
 
 /** A request that never reached a worker is tried on another, at most this many times in all. */
 const MAX_ATTEMPTS = 3;
 const MAX_CACHED_HOSTS = 10_000;
+/**
+ * How long the store's "no endpoint has this appName" is believed, so that a flood of requests for a wrong Host
+ * does not query the store once each. Short, since an endpoint created meanwhile is answered 404 until then; the
+ * controller's report after its creation (a pass follows every API change) clears it sooner.
+ */
+const MISS_TTL_MS = 1000;
+/**
+ * How long an endpoint found in the store may stay unknown to the routing view before the gateway takes it for
+ * deleted. A pass is asked for when it is found and passes run every second, so one reports it well within this.
+ */
+const UNREPORTED_GRACE_MS = 10_000;
 /**
  * A worker whose connection failed gets no new request for this long, or until the controller's next report
  * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
@@ -59,11 +88,32 @@ export class Gateway {
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
   readonly #unsubscribe: () => void;
+  /**
+   * Endpoints waking from zero -> when the first request that found no routable worker arrived. One entry per
+   * wake: it ends (and is measured) when the endpoint's first worker becomes routable.
+   */
+  readonly #wakes = new Map<string, number>();
+  /** neverPlaceable's answer per endpoint object (null: placeable); the routing view makes new ones each pass. */
+  readonly #placement = new WeakMap<Endpoint, string | null>();
+  /**
+   * Endpoints found in the store that the routing view has not reported yet -> when their dispatcher was made. A
+   * controller pass that read the endpoints before one was created ends after its requests queued: without this
+   * they were answered 404 "deleted".
+   */
+  readonly #unreported = new Map<string, number>();
+  /** The store, asked about appNames the routing view does not know (shared queries, misses kept briefly). */
+  readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
 
   constructor(options: GatewayOptions) {
     this.#o = options;
+    this.#store = new StoreLookup({
+      find: options.findEndpoint,
+      clock: options.clock,
+      missTtlMs: MISS_TTL_MS,
+      maxMisses: MAX_CACHED_HOSTS,
+    });
     this.#unsubscribe = options.routing.onChange(() => this.#syncWorkers());
   }
 
@@ -85,9 +135,19 @@ export class Gateway {
     );
   };
 
-  /** node:http 'upgrade' handler (WebSocket and other upgrades). */
+  /**
+   * node:http 'upgrade' handler (WebSocket and other upgrades). node:http removes its own error listener from the
+   * socket before emitting 'upgrade', so one is added here at once and kept for the socket's whole life: a client
+   * that resets while the upgrade waits (for the store, in the queue, between two workers) would otherwise raise
+   * an 'error' nobody listens to, which ends the process. Its 'close' is watched from the start too, so that a
+   * client that leaves during the lookup is never queued.
+   */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    void this.#upgrade(req, socket, head);
+    const arrived = this.#o.clock();
+    socket.on('error', destroyOnError);
+    const gone = new AbortController();
+    socket.once('close', () => gone.abort());
+    void this.#upgrade(req, socket, head, gone.signal, arrived);
   };
 
   /** How many workers the endpoint's queue and idle workers ask for (the controller's `desiredWorkers`). */
@@ -156,12 +216,13 @@ export class Gateway {
   #serve(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | undefined, arrived: number): void {
     const refusal = this.#refusal(req, endpoint);
     if (refusal) {
-      this.#write(res, refusal);
+      if (endpoint) this.#fail(res, endpoint, refusal, arrived, 0);
+      else this.#write(res, refusal);
       return;
     }
     const routed = endpoint as Endpoint;
     if (contentLengthExceeds(req, this.#o.bodyLimitBytes)) {
-      this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes));
+      this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes), arrived, 0);
       return;
     }
     const dispatcher = this.#dispatcher(routed);
@@ -198,13 +259,13 @@ export class Gateway {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
-            // No routable worker at all when the first request arrives: this one wakes the endpoint.
-            cold = attempt === 1 && this.#o.routing.routableWorkers(endpoint.id).length === 0;
+            cold = attempt === 1 && this.#wakingFor(endpoint.id, arrived);
           }
+          const waitFrom = this.#o.clock();
           try {
             lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
           } catch (error) {
-            return this.#fail(res, endpoint, error);
+            return this.#fail(res, endpoint, error, arrived, this.#o.clock() - waitFrom);
           }
         }
         const sentAt = this.#o.clock();
@@ -224,12 +285,13 @@ export class Gateway {
             new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
               metadata: { attempts: MAX_ATTEMPTS },
             }),
+            arrived,
+            lease.queuedMs,
           );
         }
         if (outcome !== 'not-sent') {
-          const now = this.#o.clock();
-          this.#o.metrics?.observeRequest(endpoint.id, res.statusCode, now - arrived, lease.queuedMs);
-          if (cold && outcome === 'ok') this.#o.metrics?.observeColdStart(endpoint.id, now - arrived);
+          const status = outcome === 'ok' ? res.statusCode : OUTCOME_STATUS[outcome];
+          this.#observe(endpoint.id, status, arrived, lease.queuedMs);
           return;
         }
         tried ??= new Set();
@@ -264,43 +326,102 @@ export class Gateway {
     });
   }
 
-  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  /**
+   * An upgrade goes through the same refusals and queue as a request and is counted the same way (with the
+   * worker's status when its response head passes, 101 for a WebSocket). Refusals are answered in the JSON error
+   * format; only a worker that cannot be reached leaves the socket untouched, for the next attempt.
+   */
+  async #upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    gone: AbortSignal,
+    arrived: number,
+  ): Promise<void> {
     let endpoint: Endpoint | undefined;
     try {
       endpoint = await this.#endpointFor(req);
     } catch (error) {
       this.#o.logger.warn({ host: req.headers.host, err: error }, 'endpoint lookup failed');
-      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      this.#refuseUpgrade(socket, new GatewayError('ROUTING_UNAVAILABLE'), undefined);
       return;
     }
-    if (!endpoint || endpoint.desired === 'stopped') {
-      socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    const refusal = gone.aborted ? clientGone() : this.#refusal(req, endpoint);
+    if (refusal) {
+      if (endpoint) this.#observe(endpoint.id, refusal.status, arrived, 0);
+      this.#refuseUpgrade(socket, refusal, endpoint ? 0 : undefined);
       return;
     }
-    const abort = new AbortController();
-    socket.once('close', () => abort.abort());
+    const routed = endpoint as Endpoint;
+    const dispatcher = this.#dispatcher(routed);
     const tried = new Set<string>();
+    let queuedMs = 0;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const waitFrom = this.#o.clock();
+      if (attempt === 1) this.#wakingFor(routed.id, arrived);
       let lease: Lease;
       try {
-        lease = await this.#dispatcher(endpoint).acquire({ signal: abort.signal, exclude: tried });
+        lease = await dispatcher.acquire({ signal: gone, exclude: tried });
       } catch (error) {
-        const status = error instanceof GatewayError ? error.status : 502;
-        socket.end(`HTTP/1.1 ${status} Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+        const failure = error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR');
+        queuedMs = this.#o.clock() - waitFrom;
+        this.#observe(routed.id, failure.status, arrived, queuedMs);
+        this.#refuseUpgrade(socket, failure, queuedMs);
         return;
       }
-      let outcome: Awaited<ReturnType<typeof proxyUpgrade>>;
-      try {
-        outcome = await proxyUpgrade(req, socket, head, lease.address, { 'x-corral-worker': lease.workerId });
-        if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
-      } finally {
-        lease.release();
-      }
+      queuedMs = lease.queuedMs;
+      const outcome = await this.#tunnel(req, socket, head, routed, lease, arrived);
       // Only an unreachable worker leaves the client's socket untouched: try another, or say so.
       if (outcome !== 'not-sent') return;
       tried.add(lease.workerId);
     }
-    socket.end('HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    this.#observe(routed.id, GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status, arrived, queuedMs);
+    this.#refuseUpgrade(
+      socket,
+      new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
+        metadata: { attempts: MAX_ATTEMPTS },
+      }),
+      queuedMs,
+    );
+  }
+
+  /** One attempt at the upgrade on `lease`'s worker; counted unless the worker could not be reached. */
+  async #tunnel(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    endpoint: Endpoint,
+    lease: Lease,
+    arrived: number,
+  ): Promise<UpgradeOutcome> {
+    let counted = false;
+    const headers = { 'x-corral-worker': lease.workerId, 'x-corral-queue-ms': String(lease.queuedMs) };
+    let outcome: UpgradeOutcome;
+    try {
+      outcome = await proxyUpgrade(req, socket, head, lease.address, headers, {
+        workerId: lease.workerId,
+        onResponse: (status) => {
+          counted = true;
+          this.#observe(endpoint.id, status, arrived, lease.queuedMs);
+        },
+      });
+      if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
+    } finally {
+      lease.release();
+    }
+    if (!counted && outcome !== 'ok' && outcome !== 'not-sent') {
+      this.#observe(endpoint.id, OUTCOME_STATUS[outcome], arrived, lease.queuedMs);
+    }
+    return outcome;
+  }
+
+  /** Answers an upgrade with the gateway's own error, in the JSON format, with X-Corral-Queue-Ms where known. */
+  #refuseUpgrade(socket: Duplex, error: GatewayError, queuedMs: number | undefined): void {
+    if (error.code === 'CLIENT_GONE') return;
+    const headers: Record<string, string | number> = {};
+    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
+    if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
+    answerUpgrade(socket, error.status, error.toBody(), headers);
   }
 
   /** Why the request cannot be served at all (404, 503), or undefined when it can. */
@@ -311,10 +432,20 @@ export class Gateway {
     if (endpoint.desired === 'stopped') {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
-    if (endpoint.status.error === 'INSUFFICIENT_GPU') {
-      return new GatewayError('NO_CAPACITY', endpoint.status.message);
+    const never = this.#neverPlaceable(endpoint);
+    return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
+  }
+
+  /** Why the endpoint can never get a worker on this server, or undefined (see GatewayOptions.neverPlaceable). */
+  #neverPlaceable(endpoint: Endpoint): string | undefined {
+    const decide = this.#o.neverPlaceable;
+    if (!decide) return endpoint.status.error === 'INSUFFICIENT_GPU' ? endpoint.status.message : undefined;
+    let never = this.#placement.get(endpoint);
+    if (never === undefined) {
+      never = decide(endpoint) ?? null;
+      this.#placement.set(endpoint, never);
     }
-    return undefined;
+    return never ?? undefined;
   }
 
   #appName(host: string | undefined): string | undefined {
@@ -337,7 +468,7 @@ export class Gateway {
 
   /** The store's answer for an appName created since the controller's last pass (its request waits for a worker). */
   async #lookUp(appName: string): Promise<Endpoint | undefined> {
-    const fresh = await this.#o.findEndpoint(appName);
+    const fresh = await this.#store.find(appName);
     if (fresh) this.#o.reconcileNow();
     return fresh;
   }
@@ -347,15 +478,23 @@ export class Gateway {
     this.#write(res, new GatewayError('ROUTING_UNAVAILABLE'));
   }
 
-  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown): void {
+  /**
+   * Answers a request of `endpoint` with the gateway's own error (nothing, for a client that is gone) and records
+   * it with its real latency and queue wait (499 for a client that left).
+   */
+  #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, arrived: number, queuedMs: number): void {
     const gatewayError =
       error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
-    if (gatewayError.code === 'CLIENT_GONE') return;
-    this.#write(res, gatewayError);
-    this.#o.metrics?.observeRequest(endpoint.id, gatewayError.status, 0, 0);
+    if (gatewayError.code !== 'CLIENT_GONE') this.#write(res, gatewayError, queuedMs);
+    this.#observe(endpoint.id, gatewayError.status, arrived, queuedMs);
   }
 
-  #write(res: ServerResponse, error: GatewayError): void {
+  #observe(endpointId: string, status: number, arrived: number, queuedMs: number): void {
+    this.#o.metrics?.observeRequest(endpointId, status, this.#o.clock() - arrived, queuedMs);
+  }
+
+  /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */
+  #write(res: ServerResponse, error: GatewayError, queuedMs?: number): void {
     if (res.headersSent || res.destroyed) return;
     const status = error.status;
     const body = JSON.stringify(error.toBody());
@@ -363,6 +502,7 @@ export class Gateway {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
     };
+    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
     if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
     res.writeHead(status, headers).end(body);
   }
@@ -385,6 +525,7 @@ export class Gateway {
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));
       this.#dispatchers.set(endpoint.id, dispatcher);
+      if (!this.#o.routing.endpointById(endpoint.id)) this.#unreported.set(endpoint.id, this.#o.clock());
     } else {
       dispatcher.updateSettings(settings);
     }
@@ -394,9 +535,16 @@ export class Gateway {
   /** After every controller pass and health change: the routable workers, less those in quarantine. */
   #syncWorkers(): void {
     const now = this.#o.clock();
+    // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
+    this.#store.forgetMisses();
     for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
     for (const [endpointId, dispatcher] of this.#dispatchers) {
       const endpoint = this.#o.routing.endpointById(endpointId);
+      if (endpoint) {
+        if (this.#unreported.size > 0) this.#unreported.delete(endpointId);
+      } else if (this.#awaitingReport(endpointId, now)) {
+        continue;
+      }
       if (!endpoint || endpoint.desired === 'stopped') {
         // Requests queued while the routing view still said "running" must not wait for a worker that never comes.
         dispatcher.close(
@@ -405,13 +553,54 @@ export class Gateway {
             : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
         );
         this.#dispatchers.delete(endpointId);
+        this.#wakes.delete(endpointId);
         this.#retire(endpointId, dispatcher);
-        if (!endpoint) this.#o.metrics?.forget(endpointId);
         continue;
       }
-      dispatcher.setWorkers(this.#routable(endpointId));
+      const never = this.#neverPlaceable(endpoint);
+      if (never !== undefined) {
+        // Requests queued before the endpoint turned out unplaceable (an update asked for more GPUs than the
+        // server has) would otherwise wait the whole queue timeout for a worker that never comes.
+        dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', never));
+        this.#wakes.delete(endpointId);
+      }
+      const routable = this.#o.routing.routableWorkers(endpointId);
+      dispatcher.setWorkers(this.#withoutQuarantined(routable));
+      if (routable.length > 0) this.#woken(endpointId, now);
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());
+    // Also endpoints that never had a dispatcher (a stopped one answers 503 and is counted) once they are deleted.
+    this.#o.metrics?.retain(
+      (endpointId) =>
+        this.#o.routing.endpointById(endpointId) !== undefined || this.#unreported.has(endpointId),
+    );
+  }
+
+  /** Whether an endpoint the routing view does not know was found in the store too recently to be called deleted. */
+  #awaitingReport(endpointId: string, now: number): boolean {
+    const since = this.#unreported.get(endpointId);
+    if (since === undefined) return false;
+    if (now - since < UNREPORTED_GRACE_MS) return true;
+    this.#unreported.delete(endpointId);
+    return false;
+  }
+
+  /**
+   * Whether a request about to queue finds no routable worker at all, so that it waits through a wake from zero;
+   * the first such request starts the wake's clock.
+   */
+  #wakingFor(endpointId: string, arrived: number): boolean {
+    if (this.#o.routing.routableWorkers(endpointId).length > 0) return false;
+    if (!this.#wakes.has(endpointId)) this.#wakes.set(endpointId, arrived);
+    return true;
+  }
+
+  /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
+  #woken(endpointId: string, now: number): void {
+    const since = this.#wakes.get(endpointId);
+    if (since === undefined) return;
+    this.#wakes.delete(endpointId);
+    this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since));
   }
 
   /** Kept until its requests end, so that removing its workers waits for them (the controller's drain). */
@@ -429,7 +618,10 @@ export class Gateway {
   }
 
   #routable(endpointId: string) {
-    const workers = this.#o.routing.routableWorkers(endpointId);
+    return this.#withoutQuarantined(this.#o.routing.routableWorkers(endpointId));
+  }
+
+  #withoutQuarantined<W extends { id: string }>(workers: W[]): W[] {
     return this.#quarantine.size === 0 ? workers : workers.filter((w) => !this.#quarantine.has(w.id));
   }
 
@@ -446,6 +638,7 @@ export class Gateway {
     if (!dispatcher) return undefined;
     const stats = dispatcher.stats();
     const load = new Map(stats.workers.map((w) => [w.id, w]));
+    dispatcher.retainDeparted((workerId) => workers.some((w) => w.id === workerId));
     const { spec } = endpoint;
     return {
       now: this.#o.clock(),
@@ -461,7 +654,9 @@ export class Gateway {
           id: w.id,
           state: w.state,
           inFlight: load.get(w.id)?.inFlight ?? 0,
-          lastBusyAt: load.get(w.id)?.lastBusyAt ?? w.readyAt ?? w.createdAt,
+          // A worker out of the dispatcher for a moment (quarantined) keeps its last busy time: falling back to
+          // readyAt would make a busy worker that hit one connection error the next scale-down victim.
+          lastBusyAt: dispatcher.lastBusyAt(w.id) ?? w.readyAt ?? w.createdAt,
           createdAt: w.createdAt,
         })),
     };
@@ -482,4 +677,13 @@ export class Gateway {
     timer.unref();
     this.#scaleTimers.set(endpointId, timer);
   }
+}
+
+function clientGone(): GatewayError {
+  return new GatewayError('CLIENT_GONE', 'the client went away before the endpoint was found');
+}
+
+/** The upgrade socket's error listener: a reset or broken client connection just ends the upgrade. */
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }

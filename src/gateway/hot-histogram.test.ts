@@ -26,6 +26,29 @@ async function exportBoth(observations: { endpoint: string; value: number }[]) {
 const withoutExemplars = (metrics: { values: object[] }[]) =>
   metrics.map((m) => ({ ...m, values: m.values.map(({ exemplar: _, ...v }: { exemplar?: unknown }) => v) }));
 
+describe('HistogramSeries.quantile', () => {
+  it("estimates as Prometheus' histogram_quantile does: linear within the bucket", () => {
+    const hot = new HotHistogram({
+      name: 'q_seconds',
+      help: 'q',
+      labelName: 'l',
+      buckets: BUCKETS,
+      registers: [],
+    });
+    const series = hot.series('a');
+    expect(series.quantile(0.5)).toBeUndefined();
+    for (let i = 0; i < 4; i++) series.observe(0.005); // (0.001, 0.01]
+    for (let i = 0; i < 4; i++) series.observe(0.05); // (0.01, 0.1]
+    expect(series.quantile(0.25)).toBeCloseTo(0.0055); // half-way through the first 4
+    expect(series.quantile(0.5)).toBeCloseTo(0.01);
+    expect(series.quantile(0.75)).toBeCloseTo(0.055);
+    series.observe(100); // +Inf: the highest finite bound
+    expect(series.quantile(1)).toBe(10);
+    expect(hot.existing('a')).toBe(series);
+    expect(hot.existing('b')).toBeUndefined();
+  });
+});
+
 describe('HotHistogram', () => {
   it('exports exactly what prom-client exports for the same observations, as text and as JSON', async () => {
     await fc.assert(

@@ -18,6 +18,27 @@ export class HistogramSeries {
     this.sum += value;
     this.count += 1;
   }
+
+  /**
+   * The q-quantile (0 < q <= 1) estimated from the buckets as Prometheus' histogram_quantile does: linear within
+   * the bucket it falls in (from 0 for the first), the highest finite bound when it falls in +Inf. Undefined with
+   * no observation.
+   */
+  quantile(q: number): number | undefined {
+    if (this.count === 0) return undefined;
+    const bounds = this.bounds;
+    const rank = q * this.count;
+    let below = 0;
+    for (let i = 0; i < bounds.length; i++) {
+      const inBucket = this.counts[i] as number;
+      if (inBucket > 0 && below + inBucket >= rank) {
+        const lower = i === 0 ? 0 : (bounds[i - 1] as number);
+        return lower + ((bounds[i] as number) - lower) * ((rank - below) / inBucket);
+      }
+      below += inBucket;
+    }
+    return bounds.at(-1);
+  }
 }
 
 interface ExportedValue {
@@ -67,6 +88,11 @@ export class HotHistogram {
       this.#series.set(labelValue, series);
     }
     return series;
+  }
+
+  /** The series for one label value if it has one (unlike `series`, makes none). */
+  existing(labelValue: string): HistogramSeries | undefined {
+    return this.#series.get(labelValue);
   }
 
   /** Drops a label value's series (an endpoint that was deleted). */

@@ -26,6 +26,55 @@ describe('GatewayMetrics', () => {
     expect(text).toContain('corral_autoscaler_decision_delay_seconds_sum{endpoint="ep-a"} 0.04');
   });
 
+  it('exports the workers of each endpoint by state, at scrape time', async () => {
+    const registry = new Registry();
+    const workers = [
+      { endpointId: 'ep-a', state: 'running' },
+      { endpointId: 'ep-a', state: 'running' },
+      { endpointId: 'ep-a', state: 'starting' },
+      { endpointId: 'ep-b', state: 'draining' },
+    ];
+    new GatewayMetrics({ registry, load: () => [], workers: () => workers });
+    let text = await registry.metrics();
+    expect(text).toContain('corral_endpoint_workers{endpoint="ep-a",state="running"} 2');
+    expect(text).toContain('corral_endpoint_workers{endpoint="ep-a",state="starting"} 1');
+    expect(text).toContain('corral_endpoint_workers{endpoint="ep-b",state="draining"} 1');
+    workers.splice(0, 3);
+    text = await registry.metrics();
+    expect(text).not.toContain('endpoint="ep-a"');
+  });
+
+  it("summarises an endpoint's traffic: requests by status, latency and queue wait, load, cold starts", () => {
+    const metrics = new GatewayMetrics({
+      registry: new Registry(),
+      load: () => [{ endpointId: 'ep-a', queueLength: 3, inFlight: 2 }],
+    });
+    expect(metrics.summary('ep-a')).toEqual({
+      requests: { total: 0, byStatus: {} },
+      latencyMs: { p50: null, p99: null, mean: null },
+      queueWaitMs: { p50: null, p99: null, mean: null },
+      queueDepth: 3,
+      inFlight: 2,
+      coldStarts: { count: 0, meanMs: null },
+    });
+    // 98 fast requests (7 ms, in the 5-10 ms bucket), two slow ones (2 s, in the 1-2.5 s bucket).
+    for (let i = 0; i < 98; i++) metrics.observeRequest('ep-a', 200, 7, 0);
+    metrics.observeRequest('ep-a', 504, 2_000, 2_000);
+    metrics.observeRequest('ep-a', 499, 2_000, 0);
+    metrics.observeColdStart('ep-a', 1_500);
+    metrics.observeColdStart('ep-a', 2_500);
+    const summary = metrics.summary('ep-a');
+    expect(summary.requests).toEqual({ total: 100, byStatus: { 200: 98, 504: 1, 499: 1 } });
+    expect(summary.latencyMs.p50).toBeGreaterThan(5);
+    expect(summary.latencyMs.p50).toBeLessThanOrEqual(10);
+    expect(summary.latencyMs.p99).toBeGreaterThan(1_000);
+    expect(summary.latencyMs.p99).toBeLessThanOrEqual(2_500);
+    expect(summary.latencyMs.mean).toBe(46.9);
+    expect(summary.queueWaitMs.mean).toBe(20);
+    expect(summary.coldStarts).toEqual({ count: 2, meanMs: 2_000 });
+    expect(metrics.summary('ep-unknown').requests.total).toBe(0);
+  });
+
   it("forgets every series of a deleted endpoint and keeps the others'", async () => {
     const { registry, metrics } = metricsWithTraffic(['ep-gone', 'ep-kept']);
     metrics.forget('ep-gone');

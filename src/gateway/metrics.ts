@@ -2,6 +2,29 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { ScalingDecision } from '../autoscaler/autoscaler.js';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
 
+/** What the API's `endpoint/metrics` shows of one endpoint's traffic through this process's gateway. */
+export interface EndpointTraffic {
+  requests: { total: number; byStatus: Record<string, number> };
+  latencyMs: Distribution;
+  queueWaitMs: Distribution;
+  queueDepth: number;
+  inFlight: number;
+  coldStarts: { count: number; meanMs: number | null };
+}
+
+/** Percentiles estimated from the histogram's buckets, and the exact mean; null before any request. */
+export interface Distribution {
+  p50: number | null;
+  p99: number | null;
+  mean: number | null;
+}
+
+/** A worker as the per-endpoint worker gauge counts it. */
+export interface EndpointWorker {
+  endpointId: string;
+  state: string;
+}
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** One endpoint's per-request metrics, found once per request by endpoint id. */
@@ -20,7 +43,8 @@ interface EndpointSeries {
 export class GatewayMetrics {
   readonly #latency: HotHistogram;
   readonly #queueWait: HotHistogram;
-  readonly #coldStarts: Histogram<'endpoint'>;
+  readonly #coldStarts: HotHistogram;
+  readonly #load: () => { endpointId: string; queueLength: number; inFlight: number }[];
   readonly #decisionDelay: Histogram<'endpoint'>;
   readonly #lastThreshold = new Map<string, number>();
   readonly #endpoints = new Map<string, EndpointSeries>();
@@ -28,6 +52,8 @@ export class GatewayMetrics {
   constructor(options: {
     registry: Registry;
     load: () => { endpointId: string; queueLength: number; inFlight: number }[];
+    /** Every worker the controller has, read at scrape time for corral_endpoint_workers. */
+    workers?: () => Iterable<EndpointWorker>;
   }) {
     const registers = [options.registry];
     const endpoints = this.#endpoints;
@@ -58,10 +84,10 @@ export class GatewayMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.#coldStarts = new Histogram({
+    this.#coldStarts = new HotHistogram({
       name: 'corral_gateway_cold_start_seconds',
-      help: 'Wakes from zero: time from the first request to its response starting',
-      labelNames: ['endpoint'] as const,
+      help: 'Wakes from zero, one per wake: time from the arrival of the first request that found no routable worker to the first worker becoming routable',
+      labelName: 'endpoint',
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers,
     });
@@ -73,6 +99,7 @@ export class GatewayMetrics {
       registers,
     });
     const load = options.load;
+    this.#load = load;
     new Gauge({
       name: 'corral_gateway_queue_depth',
       help: 'Requests waiting for a worker slot',
@@ -93,6 +120,22 @@ export class GatewayMetrics {
         for (const s of load()) this.set({ endpoint: s.endpointId }, s.inFlight);
       },
     });
+    const workers = options.workers;
+    if (workers) {
+      new Gauge({
+        name: 'corral_endpoint_workers',
+        help: "Workers by endpoint and state (states an endpoint has no worker in are left out); corral_workers is every endpoint's",
+        labelNames: ['endpoint', 'state'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [key, count] of countByEndpointAndState(workers())) {
+            const [endpoint = '', state = ''] = key.split('\u0000');
+            this.set({ endpoint, state }, count);
+          }
+        },
+      });
+    }
   }
 
   observeRequest(endpoint: string, status: number, durationMs: number, queueMs: number): void {
@@ -115,13 +158,43 @@ export class GatewayMetrics {
     this.#endpoints.delete(endpoint);
     this.#latency.remove(endpoint);
     this.#queueWait.remove(endpoint);
-    this.#coldStarts.remove({ endpoint });
+    this.#coldStarts.remove(endpoint);
     this.#decisionDelay.remove({ endpoint });
     this.#lastThreshold.delete(endpoint);
   }
 
+  /** Forgets the series of every endpoint `exists` denies (deleted ones), keeping the others'. */
+  retain(exists: (endpoint: string) => boolean): void {
+    for (const endpoint of [...this.#endpoints.keys()]) if (!exists(endpoint)) this.forget(endpoint);
+  }
+
+  /** One wake from zero (not one per request that waited through it). */
   observeColdStart(endpoint: string, ms: number): void {
-    this.#coldStarts.observe({ endpoint }, ms / 1000);
+    this.#coldStarts.series(endpoint).observe(ms / 1000);
+  }
+
+  /** The endpoint's traffic through this gateway since it started (the API's `endpoint/metrics`). */
+  summary(endpoint: string): EndpointTraffic {
+    const series = this.#endpoints.get(endpoint);
+    const byStatus: Record<string, number> = {};
+    let total = 0;
+    for (const [status, count] of series?.byStatus ?? []) {
+      byStatus[String(status)] = count;
+      total += count;
+    }
+    const load = this.#load().find((s) => s.endpointId === endpoint);
+    const coldStarts = this.#coldStarts.existing(endpoint);
+    return {
+      requests: { total, byStatus },
+      latencyMs: distribution(series?.latency),
+      queueWaitMs: distribution(series?.queueWait),
+      queueDepth: load?.queueLength ?? 0,
+      inFlight: load?.inFlight ?? 0,
+      coldStarts: {
+        count: coldStarts?.count ?? 0,
+        meanMs: coldStarts && coldStarts.count > 0 ? toMs(coldStarts.sum / coldStarts.count) : null,
+      },
+    };
   }
 
   /** Records, once per threshold crossing, how long after it the decision came. */
@@ -131,4 +204,28 @@ export class GatewayMetrics {
     this.#lastThreshold.set(endpoint, crossed);
     this.#decisionDelay.observe({ endpoint }, (now - crossed) / 1000);
   }
+}
+
+function distribution(series: HistogramSeries | undefined): Distribution {
+  if (!series || series.count === 0) return { p50: null, p99: null, mean: null };
+  return {
+    p50: toMs(series.quantile(0.5) ?? 0),
+    p99: toMs(series.quantile(0.99) ?? 0),
+    mean: toMs(series.sum / series.count),
+  };
+}
+
+/** Seconds to milliseconds, to a tenth (the buckets are no finer than a millisecond). */
+function toMs(seconds: number): number {
+  return Math.round(seconds * 10_000) / 10;
+}
+
+/** Workers counted by endpoint and state, keyed `endpoint\u0000state`. */
+function countByEndpointAndState(workers: Iterable<EndpointWorker>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const w of workers) {
+    const key = `${w.endpointId}\u0000${w.state}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
 }

@@ -8,7 +8,7 @@
  * it (whatever its status: a worker that refuses the upgrade answers through the same path); everything after it
  * passes untouched.
  */
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GatewayError } from './errors.js';
@@ -39,11 +39,14 @@ export interface ProxyUpgradeOptions {
   handshakeTimeoutMs?: number;
   /** Worker id for error metadata. */
   workerId?: string;
+  /** Called once with the worker's status code when its response head is passed on (101, or a refusal). */
+  onResponse?: (statusCode: number) => void;
 }
 
 /** A worker's response head larger than this is refused. */
 const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+const STATUS_LINE = /^HTTP\/\d(?:\.\d)? (\d{3})/;
 /** How long a side may take to flush its last writes once the other side has closed. */
 const CLOSE_GRACE_MS = 10_000;
 
@@ -93,20 +96,13 @@ export function proxyUpgrade(
     const settleWhenBothClosed = () => {
       if (upstreamClosed && clientClosed) end(outcome);
     };
-    const answer = (status: number, statusText: string, body: object) => {
-      if (socket.destroyed || !socket.writable) return;
-      const text = JSON.stringify(body);
-      let headText = `HTTP/1.1 ${status} ${statusText}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n`;
-      if (responseHeaders)
-        for (const [name, value] of Object.entries(responseHeaders)) headText += `${name}: ${value}\r\n`;
-      socket.end(`${headText}\r\n${text}`);
-    };
     const workerFailed = (message: string) => {
       if (phase === 'handshake') {
-        answer(
+        answerUpgrade(
+          socket,
           502,
-          'Bad Gateway',
           new GatewayError('WORKER_ERROR', message, { metadata: { workerId: options.workerId } }).toBody(),
+          responseHeaders,
         );
       } else {
         socket.destroy();
@@ -176,12 +172,13 @@ export function proxyUpgrade(
       timer = setTimeout(() => {
         timer = undefined;
         if (phase !== 'handshake') return;
-        answer(
+        answerUpgrade(
+          socket,
           504,
-          'Gateway Timeout',
           new GatewayError('REQUEST_TIMEOUT', 'The worker did not answer the upgrade in time.', {
             metadata: { workerId: options.workerId, timeoutMs: handshakeTimeoutMs },
           }).toBody(),
+          responseHeaders,
         );
         outcome = 'timeout';
         upstream.destroy();
@@ -216,11 +213,30 @@ export function proxyUpgrade(
         timer = undefined;
       }
       const headText = all.toString('latin1', 0, at + 2); // status line and header lines, each ending in CRLF
+      options.onResponse?.(Number(STATUS_LINE.exec(headText)?.[1] ?? 0));
       socket.write(rewriteResponseHead(headText, responseHeaders), 'latin1');
       if (at + 4 < all.length) socket.write(all.subarray(at + 4));
       upstream.pipe(socket);
     };
   });
+}
+
+/**
+ * Answers an upgrade request on its raw socket as the gateway answers HTTP requests: a status line, the JSON error
+ * body with its content type and length, `headers` (X-Corral-Queue-Ms, Retry-After...), then the connection closes.
+ * Nothing is written to a socket that is already closed.
+ */
+export function answerUpgrade(
+  socket: Duplex,
+  status: number,
+  body: object,
+  headers?: Record<string, string | number>,
+): void {
+  if (socket.destroyed || !socket.writable) return;
+  const text = JSON.stringify(body);
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n`;
+  if (headers) for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  socket.end(`${head}\r\n${text}`);
 }
 
 /** The request line and headers to send to the worker, ending with the blank line. */

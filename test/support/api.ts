@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
+import type { TrafficSource } from '../../src/api/routes/endpoint-metrics.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
@@ -34,6 +35,8 @@ export async function createTestApi(
     flags?: Partial<Record<ServeSettingName, string>>;
     configText?: string;
     clock?: () => number;
+    /** What GET endpoint/metrics reports of the gateway (none: no gateway in this process). */
+    traffic?: TrafficSource;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests; only a suite that configures a rate limit gets one.
@@ -58,6 +61,7 @@ export async function createTestApi(
     logger: pino({ level: 'silent' }),
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.traffic ? { traffic: options.traffic } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

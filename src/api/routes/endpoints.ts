@@ -19,6 +19,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
   const links = (endpoint: Endpoint, workers: Worker[]) => ({
     url: o.links.url(endpoint.spec.appName),
     log: o.links.log(endpoint.id),
+    metrics: o.links.metrics(endpoint.id),
     workers: workers.map((w) =>
       toWireWorker(w, {
         log: o.links.workerLog(endpoint.id, w.id),
