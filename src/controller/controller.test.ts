@@ -71,6 +71,28 @@ describe('Controller over the fake runtime', () => {
     await dispose();
   });
 
+  it('a worker that dies leaves routing before its container is removed', async () => {
+    const endpoint = await create();
+    const c = controller();
+    let routable: string[] = [];
+    c.onChange(() => {
+      routable = c.routableWorkers(endpoint.id).map((w) => w.id);
+    });
+    const routableAtRemoval: string[][] = [];
+    const remove = runtime.remove.bind(runtime);
+    runtime.remove = (workerId: string) => {
+      routableAtRemoval.push(routable.filter((id) => id === workerId));
+      return remove(workerId);
+    };
+    c.start();
+    await eventually(() => expect(routable).toHaveLength(1));
+    const [dying] = routable;
+    runtime.exit(dying ?? '', 1);
+    await eventually(() => expect(routableAtRemoval).toHaveLength(1));
+    // The gateway (an onChange listener) must stop sending requests to it before the container is stopped.
+    expect(routableAtRemoval).toEqual([[]]);
+  });
+
   it('keeps minNum workers running and healthy, and reports serving', async () => {
     const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 3, gpusPerWorker: 1 } });
     controller().start();

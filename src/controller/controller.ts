@@ -586,10 +586,13 @@ export class Controller implements RoutingView {
 
   /** The record only: its GPUs are released by #removeContainer once the container is gone. */
   #fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
+    const wasRoutable = record.state === 'running';
     this.#setState(record, 'failed', message, code);
     this.#o.metrics?.failures.inc({ code });
     record.healthy = false;
     this.#stopProbing(record.id);
+    // The gateway must stop sending it requests now, not at the end of the pass: its container is stopped next.
+    if (wasRoutable) this.#changed();
   }
 
   /** draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. */
