@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { type ServeProcess, startServe } from '../support/process.js';
+import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const KEY = 'e2e-gateway-key-0123456789';
@@ -89,6 +89,8 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
   let dataDir: string;
   let image: string;
   let server: ServeProcess;
+  // A failure in CI shows what corral serve logged, which the assertion alone does not.
+  beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
   const create = async (appName: string, extra: Record<string, unknown> = {}) => {
     const created = await api(server, 'endpoint/create', {

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
@@ -81,6 +81,8 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
   let dataDir: string;
   let image: string;
   let server: ServeProcess;
+  // A failure in CI shows what corral serve logged, which the assertion alone does not.
+  beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
   const env = () => ({ CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY });
   const args = (gpus: string) => [
     '--runtime',

@@ -13,6 +13,13 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
+/** Writes the end of what a `corral serve` logged to stderr (for a failed test; undefined if it never started). */
+export function printServeLog(server: ServeProcess | undefined, lines = 200): void {
+  if (!server) return;
+  const tail = server.stdout().split('\n').slice(-lines).join('\n');
+  process.stderr.write(`--- the last ${lines} lines corral serve logged ---\n${tail}\n${server.stderr()}\n`);
+}
+
 /** Starts `corral serve` as a real process (`nodeArgs`: options for node itself) and waits until its API listens. */
 export async function startServe(
   args: string[],
