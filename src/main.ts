@@ -18,10 +18,10 @@ import { validationError } from './contract/errors.js';
 import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
 import { ControllerMetrics } from './controller/metrics.js';
+import { whyNeverPlaceable } from './controller/placement.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
-import { neverPlaceableOn } from './gateway/placement.js';
 import { WorkerPools } from './gateway/pools.js';
 import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
@@ -189,7 +189,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     reconcileNow: () => controller.poke(),
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-    neverPlaceable: neverPlaceableOn(parts.gpus),
+    neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
   });
   gateway = built;
   const server = createGatewayServer(built, {

@@ -22,7 +22,7 @@ import { endpointStatus } from './endpoint-status.js';
 import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
 import type { ManagedWorker } from './managed-worker.js';
 import type { ControllerMetrics } from './metrics.js';
-import { canEverFit, placeWorkers } from './placement.js';
+import { placeWorkers, whyNeverPlaceable } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { buildWorkerSpec, registryOf } from './worker-spec.js';
 
@@ -715,7 +715,7 @@ export class Controller implements RoutingView {
         workers,
         this.#crash(endpoint.id),
         this.#o.backoff,
-        this.#capacity(endpoint),
+        whyNeverPlaceable(endpoint.spec, this.#o.gpus),
       );
       if (sameStatus(status, endpoint.status)) continue;
       await store.endpoints.reportStatus(endpoint.id, status, {
@@ -725,25 +725,6 @@ export class Controller implements RoutingView {
         data: { state: status.state, error: status.error },
       });
     }
-  }
-
-  #capacity(endpoint: Endpoint): { canEverFit: boolean; missing: string } {
-    const need = endpoint.spec.workers.gpusPerWorker;
-    const fits = canEverFit(
-      {
-        workerId: '',
-        gpusNeeded: need,
-        productIds: endpoint.spec.productIds,
-        cudaVersion: endpoint.spec.workers.cudaVersion,
-      },
-      this.#o.gpus,
-    );
-    const products =
-      endpoint.spec.productIds.length > 0 ? ` of ${endpoint.spec.productIds.join(' or ')}` : '';
-    return {
-      canEverFit: fits,
-      missing: `each worker needs ${need} GPU(s)${products}; this server has ${this.#o.gpus.length} GPU(s) in all`,
-    };
   }
 
   #workersOf(endpointId: string): ManagedWorker[] {

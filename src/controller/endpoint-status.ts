@@ -8,11 +8,12 @@ export function endpointStatus(
   workers: ManagedWorker[],
   crash: CrashRecord,
   policy: BackoffPolicy,
-  capacity: { canEverFit: boolean; missing: string },
+  /** whyNeverPlaceable's answer: set when no placement can ever fit. */
+  neverPlaceable: string | undefined,
 ): StateReport<EndpointState> {
   if (endpoint.desired === 'stopped') return { state: 'stopped', error: '', message: 'stopped by its owner' };
-  if (!capacity.canEverFit) {
-    return { state: 'failed', error: 'INSUFFICIENT_GPU', message: capacity.missing };
+  if (neverPlaceable !== undefined) {
+    return { state: 'failed', error: 'INSUFFICIENT_GPU', message: neverPlaceable };
   }
   const failure = endpointFailure(crash, policy);
   if (failure) return { state: 'failed', error: failure.code, message: failure.message };

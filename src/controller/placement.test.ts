@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { compareVersions, type Gpu, simulatedInventory } from '../gpu/inventory.js';
-import { canEverFit, type PlacementWorker, placeWorkers } from './placement.js';
+import { canEverFit, type PlacementWorker, placeWorkers, whyNeverPlaceable } from './placement.js';
 
 function inventory(...groups: [productId: string, count: number, cudaVersion?: string][]): Gpu[] {
   return simulatedInventory(
@@ -286,5 +287,26 @@ describe('placement properties', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('whyNeverPlaceable', () => {
+  const gpus = inventory(['h100-80g', 2, '12.4']);
+  const spec = (gpusPerWorker: number, productIds: string[] = [], cudaVersion = 'any') =>
+    sampleEndpoint({ patch: { workers: { gpusPerWorker, cudaVersion }, productIds } }).spec;
+
+  it('says nothing for a spec that fits the GPUs', () => {
+    expect(whyNeverPlaceable(spec(2), gpus)).toBeUndefined();
+    expect(whyNeverPlaceable(spec(1, ['h100-80g']), gpus)).toBeUndefined();
+  });
+
+  it('says why for one that never can: too many GPUs, another product, a newer CUDA', () => {
+    expect(whyNeverPlaceable(spec(3), gpus)).toBe(
+      'each worker needs 3 GPU(s); this server has 2 GPU(s) in all',
+    );
+    expect(whyNeverPlaceable(spec(1, ['a100-40g']), gpus)).toBe(
+      'each worker needs 1 GPU(s) of a100-40g; this server has 2 GPU(s) in all',
+    );
+    expect(whyNeverPlaceable(spec(1, [], '12.8'), gpus)).toBeDefined();
   });
 });

@@ -4,6 +4,7 @@
  * are placed in the order given (callers order them by priority); one that cannot fit stays pending with a human
  * reason and does not block the ones after it.
  */
+import type { EndpointSpec } from '../domain/endpoint.js';
 import { compareVersions, type Gpu } from '../gpu/inventory.js';
 
 export interface PlacementWorker {
@@ -79,6 +80,23 @@ export function canEverFit(worker: PlacementWorker, gpus: Gpu[]): boolean {
   if (needed === 0) return true;
   const unique = [...new Map(gpus.map((gpu) => [gpu.uuid, gpu])).values()];
   return choose(worker, needed, unique) !== undefined;
+}
+
+/**
+ * Why workers of this spec can never be placed on `gpus`, all of them free (INSUFFICIENT_GPU's message), or
+ * undefined when they can. The controller reports it as the endpoint's state; the gateway refuses requests with it.
+ */
+export function whyNeverPlaceable(spec: EndpointSpec, gpus: Gpu[]): string | undefined {
+  const need = spec.workers.gpusPerWorker;
+  const worker = {
+    workerId: '',
+    gpusNeeded: need,
+    productIds: spec.productIds,
+    cudaVersion: spec.workers.cudaVersion,
+  };
+  if (canEverFit(worker, gpus)) return undefined;
+  const products = spec.productIds.length > 0 ? ` of ${spec.productIds.join(' or ')}` : '';
+  return `each worker needs ${need} GPU(s)${products}; this server has ${gpus.length} GPU(s) in all`;
 }
 
 export function cudaSatisfies(gpu: Gpu, cudaVersion: string): boolean {

@@ -131,7 +131,7 @@ describe('planEndpoint', () => {
 });
 
 describe('endpointStatus', () => {
-  const fits = { canEverFit: true, missing: '' };
+  const fits = undefined;
 
   it.each([
     ['no workers yet', 1, [], 'deploying'],
@@ -164,10 +164,13 @@ describe('endpointStatus', () => {
   });
 
   it('is failed INSUFFICIENT_GPU when no placement can ever fit', () => {
-    const status = endpointStatus(endpoint(1, 1), [], NO_CRASHES, DEFAULT_BACKOFF, {
-      canEverFit: false,
-      missing: 'needs 9 GPUs of h100-80g; the server has 2',
-    });
+    const status = endpointStatus(
+      endpoint(1, 1),
+      [],
+      NO_CRASHES,
+      DEFAULT_BACKOFF,
+      'needs 9 GPUs of h100-80g; the server has 2',
+    );
     expect(status).toEqual({
       state: 'failed',
       error: 'INSUFFICIENT_GPU',
