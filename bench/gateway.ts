@@ -363,12 +363,18 @@ async function startProxyChild(role: 'gateway' | 'bare', upstreamPort: number): 
  */
 async function compiledGatewayModules() {
   const dist = (file: string) => pathToFileURL(join(REPO_ROOT, 'dist', 'gateway', file)).href;
-  const [gateway, pools, metrics] = await Promise.all([
+  const [gateway, pools, metrics, server] = await Promise.all([
     import(dist('gateway.js')) as Promise<typeof import('../src/gateway/gateway.js')>,
     import(dist('pools.js')) as Promise<typeof import('../src/gateway/pools.js')>,
     import(dist('metrics.js')) as Promise<typeof import('../src/gateway/metrics.js')>,
+    import(dist('server.js')) as Promise<typeof import('../src/gateway/server.js')>,
   ]);
-  return { Gateway: gateway.Gateway, WorkerPools: pools.WorkerPools, GatewayMetrics: metrics.GatewayMetrics };
+  return {
+    Gateway: gateway.Gateway,
+    WorkerPools: pools.WorkerPools,
+    GatewayMetrics: metrics.GatewayMetrics,
+    createGatewayServer: server.createGatewayServer,
+  };
 }
 
 /** Runs in the child: the gateway as `corral serve` wires it, routing to the one worker through a static view. */
@@ -387,7 +393,7 @@ async function gatewayChild(): Promise<void> {
   const registry = new Registry();
   let gateway: Gateway | undefined;
   const metrics = new compiled.GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
-  const pools = new compiled.WorkerPools();
+  const pools = new compiled.WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   gateway = new compiled.Gateway({
     routing,
     pools,
@@ -402,7 +408,10 @@ async function gatewayChild(): Promise<void> {
     findEndpoint: async (appName) => (appName === APP_NAME ? endpoint : undefined),
   });
   const started = gateway;
-  const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
+  const server = compiled.createGatewayServer(gateway, {
+    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
+    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+  });
   const port = await listenLoopback(server);
   const stop = async () => {
     started.close();
