@@ -1,4 +1,10 @@
-import type { WireEndpoint, WireEvent, WireState } from '../client/index.js';
+import type {
+  EndpointMetrics,
+  MetricsDistribution,
+  WireEndpoint,
+  WireEvent,
+  WireState,
+} from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
 
 /** Human-readable renderings of endpoints and their events. */
@@ -95,4 +101,41 @@ function indent(text: string): string {
     .split('\n')
     .map((line) => (line === '' ? line : `  ${line}`))
     .join('\n');
+}
+
+/** `corral endpoints metrics`: workers by state, then the gateway's traffic figures where it reports them. */
+export function formatEndpointMetrics(m: EndpointMetrics): string {
+  const states = Object.entries(m.workers);
+  const pairs: [string, string][] = [
+    ['ID', m.id],
+    ['Workers', states.length === 0 ? 'none' : states.map(([state, n]) => `${n} ${state}`).join(', ')],
+  ];
+  if (m.requests === null) {
+    pairs.push(['Traffic', 'unknown (no gateway runs in the server that answered)']);
+    return formatKeyValues(pairs);
+  }
+  const statuses = Object.entries(m.requests.byStatus).map(([status, n]) => `${n} x ${status}`);
+  pairs.push(
+    ['Requests', statuses.length === 0 ? '0' : `${m.requests.total} (${statuses.join(', ')})`],
+    ['Latency', distributionText(m.latencyMs)],
+    ['Queue wait', distributionText(m.queueWaitMs)],
+    ['Queued now', String(m.queueDepth ?? 0)],
+    ['In flight', String(m.inFlight ?? 0)],
+    [
+      'Cold starts',
+      m.coldStarts === null || m.coldStarts.count === 0
+        ? '0'
+        : `${m.coldStarts.count} (mean ${msText(m.coldStarts.meanMs)})`,
+    ],
+  );
+  return formatKeyValues(pairs);
+}
+
+function distributionText(d: MetricsDistribution | null): string {
+  if (d === null || d.mean === null) return 'no requests yet';
+  return `p50 ${msText(d.p50)}, p99 ${msText(d.p99)}, mean ${msText(d.mean)}`;
+}
+
+function msText(ms: number | null): string {
+  return ms === null ? 'unknown' : `${Math.round(ms * 10) / 10} ms`;
 }

@@ -426,3 +426,65 @@ describe('corral endpoints delete|stop|start|log', () => {
     expect(process.exitCode).toBe(1);
   });
 });
+
+describe('corral endpoints metrics', () => {
+  const metrics = {
+    id: 'ep-1',
+    workers: { running: 2, starting: 1 },
+    requests: { total: 12, byStatus: { '200': 11, '504': 1 } },
+    latencyMs: { p50: 4.25, p99: 480, mean: 23.04 },
+    queueWaitMs: { p50: 0.5, p99: 250, mean: 10 },
+    queueDepth: 3,
+    inFlight: 4,
+    coldStarts: { count: 1, meanMs: 1832.46 },
+  };
+
+  it('prints workers by state and the traffic, or --json as the API answers', async () => {
+    const h = harness({ 'GET endpoint/metrics': { body: metrics } });
+    await runCommand(makeEndpointsCommand(h.deps), ['metrics', 'ep-1']);
+    expect(h.requests[0]).toMatchObject({
+      method: 'GET',
+      path: `${PREFIX}endpoint/metrics`,
+      query: { id: 'ep-1' },
+    });
+    expect(h.out()).toBe(
+      [
+        'ID:           ep-1',
+        'Workers:      2 running, 1 starting',
+        'Requests:     12 (11 x 200, 1 x 504)',
+        'Latency:      p50 4.3 ms, p99 480 ms, mean 23 ms',
+        'Queue wait:   p50 0.5 ms, p99 250 ms, mean 10 ms',
+        'Queued now:   3',
+        'In flight:    4',
+        'Cold starts:  1 (mean 1832.5 ms)',
+        '',
+      ].join('\n'),
+    );
+    const json = harness({ 'GET endpoint/metrics': { body: metrics } });
+    await runCommand(makeEndpointsCommand(json.deps), ['metrics', 'ep-1', '--json']);
+    expect(JSON.parse(json.out())).toEqual(metrics);
+  });
+
+  it('says when the answering server runs no gateway', async () => {
+    const bare = {
+      id: 'ep-1',
+      workers: {},
+      requests: null,
+      latencyMs: null,
+      queueWaitMs: null,
+      queueDepth: null,
+      inFlight: null,
+      coldStarts: null,
+    };
+    const h = harness({ 'GET endpoint/metrics': { body: bare } });
+    await runCommand(makeEndpointsCommand(h.deps), ['metrics', 'ep-1']);
+    expect(h.out()).toBe(
+      [
+        'ID:       ep-1',
+        'Workers:  none',
+        'Traffic:  unknown (no gateway runs in the server that answered)',
+        '',
+      ].join('\n'),
+    );
+  });
+});

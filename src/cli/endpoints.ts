@@ -2,7 +2,12 @@ import type { Command } from 'commander';
 import { parseCount } from './args.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
-import { formatEndpoint, formatEndpointList, formatEvents } from './endpoint-format.js';
+import {
+  formatEndpoint,
+  formatEndpointList,
+  formatEndpointMetrics,
+  formatEvents,
+} from './endpoint-format.js';
 import { CliError } from './output.js';
 import { type Fields, isRecord, readSpecFile } from './spec-file.js';
 
@@ -82,6 +87,20 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
         }),
     );
   }
+
+  addClientOptions(
+    group
+      .command('metrics')
+      .description(
+        "show an endpoint's workers by state and its traffic (requests, latency, queue, cold starts)",
+      )
+      .argument('<id>', 'endpoint id'),
+  ).action((id: string, _opts, command: Command) =>
+    runWithClient(deps, command, async ({ client, output }) => {
+      const metrics = await client.getEndpointMetrics(id);
+      output(metrics, () => formatEndpointMetrics(metrics));
+    }),
+  );
 
   addClientOptions(
     group.command('log').description("show an endpoint's events").argument('<id>', 'endpoint id'),

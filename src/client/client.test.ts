@@ -213,6 +213,15 @@ describe('CorralClient requests', () => {
     expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
   });
 
+  it("reads an endpoint's metrics, and refuses an answer without its workers", async () => {
+    const metrics = { id: 'ep1', workers: { running: 1 }, requests: null };
+    routes[`GET ${PREFIX}endpoint/metrics`] = { body: metrics };
+    await expect(client().getEndpointMetrics('ep1')).resolves.toEqual(metrics);
+    expect(only().query).toEqual({ id: 'ep1' });
+    routes[`GET ${PREFIX}endpoint/metrics`] = { body: { id: 'ep1' } };
+    await expect(client().getEndpointMetrics('ep1')).rejects.toBeInstanceOf(CorralProtocolError);
+  });
+
   it('lists products', async () => {
     const products = await client().listProducts();
     expect(products.map((p) => p.id)).toEqual(['h100-80g']);

@@ -13,6 +13,7 @@ import type {
   CreatedResult,
   EndpointLogPage,
   EndpointLogParams,
+  EndpointMetrics,
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
@@ -95,6 +96,14 @@ export class CorralClient {
   async getEndpointLog(id: string, params: EndpointLogParams = {}): Promise<EndpointLogPage> {
     const body = await this.#get('endpoint/log', { id, after: params.after, limit: params.limit });
     return { events: field(body, 'events', 'array'), next: numberField(body, 'next') };
+  }
+
+  /** `GET endpoint/metrics?id=`: workers by state and the gateway's traffic figures. */
+  async getEndpointMetrics(id: string): Promise<EndpointMetrics> {
+    const body = await this.#get('endpoint/metrics', { id });
+    field<string>(body, 'id', 'string');
+    field(body, 'workers', 'object');
+    return body as EndpointMetrics;
   }
 
   /** `GET endpoint/worker/metrics?id=&worker=`: one worker's state, GPUs and resource use. */
