@@ -8,7 +8,7 @@ import { givenFlags, settingOptions } from './settings-options.js';
 
 export function makeServeCommand(): Command {
   const command = new Command('serve').description(
-    'run the Corral API and controller (the gateway lands with its issue)',
+    'run the Corral API, the controller that runs workers, and the gateway that serves endpoints',
   );
   for (const option of settingOptions(Object.keys(SERVE_SETTINGS) as ServeSettingName[]))
     command.addOption(option);
