@@ -1052,6 +1052,8 @@ interface ScaleRun {
   /** The queued request's wait, as X-Corral-Queue-Ms says. */
   queuedMs: number;
   desired: number;
+  /** What corral_autoscaler_decision_delay_seconds holds for the endpoint, read before it is deleted (and forgotten). */
+  registry: { count: number; sumMs: number };
 }
 
 async function scaleRun(stack: Stack, appName: string): Promise<ScaleRun> {
@@ -1096,6 +1098,7 @@ async function scaleRun(stack: Stack, appName: string): Promise<ScaleRun> {
       throw new Error(`answers ${held.status} and ${served.status}: ${held.body} ${served.body}`);
     }
     return {
+      registry: await decisionHistogram(stack.registry, endpoint.id),
       decisionMs: decision.decidedAt - decision.crossedAt,
       createdMs: added.createdAt - decision.crossedAt,
       startedMs: (added.startedAt ?? Number.NaN) - decision.crossedAt,
@@ -1108,13 +1111,22 @@ async function scaleRun(stack: Stack, appName: string): Promise<ScaleRun> {
   }
 }
 
-/** corral_autoscaler_decision_delay_seconds as /metrics would show it: count and sum over endpoints. */
-async function decisionHistogram(registry: Registry): Promise<{ count: number; sumMs: number }> {
+/** One endpoint's corral_autoscaler_decision_delay_seconds as /metrics shows it: its count and sum. */
+async function decisionHistogram(
+  registry: Registry,
+  endpointId: string,
+): Promise<{ count: number; sumMs: number }> {
   const metric = registry.getSingleMetric('corral_autoscaler_decision_delay_seconds');
   const data = metric ? await metric.get() : undefined;
   let count = 0;
   let sum = 0;
-  for (const value of (data?.values ?? []) as { value: number; metricName?: string }[]) {
+  const values = (data?.values ?? []) as {
+    value: number;
+    metricName?: string;
+    labels: { endpoint?: string };
+  }[];
+  for (const value of values) {
+    if (value.labels.endpoint !== endpointId) continue;
     if (value.metricName?.endsWith('_count')) count += value.value;
     if (value.metricName?.endsWith('_sum')) sum += value.value;
   }
@@ -1501,7 +1513,11 @@ async function controlPlaneFigures(dir: string, problems: string[], summary: str
     verdict(Number.isFinite(overhead) ? overhead < TARGET.wakeOverheadMs : undefined),
   ]);
 
-  const histogram = await decisionHistogram(stack.registry);
+  // Each run's series, read before its endpoint was deleted: a deleted endpoint's series are dropped.
+  const histogram = {
+    count: scales.reduce((n, s) => n + s.registry.count, 0),
+    sumMs: scales.reduce((n, s) => n + s.registry.sumMs, 0),
+  };
   console.log(
     `\nScale-up decision: policy queue ${SCALE_POLICY_S} s, one worker of maxConcurrent 1 held by a ` +
       `${SCALE_HOLD_MS} ms request, one request queued; ms from the threshold (enqueue + ${SCALE_POLICY_S} s)`,
