@@ -1,7 +1,7 @@
 import type {
-  EndpointMetrics,
-  MetricsDistribution,
+  WireDistribution,
   WireEndpoint,
+  WireEndpointMetrics,
   WireEvent,
   WireState,
 } from '../client/index.js';
@@ -104,7 +104,7 @@ function indent(text: string): string {
 }
 
 /** `corral endpoints metrics`: workers by state, then the gateway's traffic figures where it reports them. */
-export function formatEndpointMetrics(m: EndpointMetrics): string {
+export function formatEndpointMetrics(m: WireEndpointMetrics): string {
   const states = Object.entries(m.workers);
   const pairs: [string, string][] = [
     ['ID', m.id],
@@ -131,7 +131,7 @@ export function formatEndpointMetrics(m: EndpointMetrics): string {
   return formatKeyValues(pairs);
 }
 
-function distributionText(d: MetricsDistribution | null): string {
+function distributionText(d: WireDistribution | null): string {
   if (d === null || d.mean === null) return 'no requests yet';
   return `p50 ${msText(d.p50)}, p99 ${msText(d.p99)}, mean ${msText(d.mean)}`;
 }

@@ -2,6 +2,7 @@ import type {
   WireCredential,
   WireEndpoint,
   WireEndpointInput,
+  WireEndpointMetrics,
   WireLimits,
   WireProduct,
 } from '../contract/wire.js';
@@ -13,7 +14,6 @@ import type {
   CreatedResult,
   EndpointLogPage,
   EndpointLogParams,
-  EndpointMetrics,
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
@@ -99,11 +99,11 @@ export class CorralClient {
   }
 
   /** `GET endpoint/metrics?id=`: workers by state and the gateway's traffic figures. */
-  async getEndpointMetrics(id: string): Promise<EndpointMetrics> {
+  async getEndpointMetrics(id: string): Promise<WireEndpointMetrics> {
     const body = await this.#get('endpoint/metrics', { id });
     field<string>(body, 'id', 'string');
     field(body, 'workers', 'object');
-    return body as EndpointMetrics;
+    return body as WireEndpointMetrics;
   }
 
   /** `GET endpoint/worker/metrics?id=&worker=`: one worker's state, GPUs and resource use. */

@@ -43,29 +43,6 @@ export interface CreatedResult {
   id: string;
 }
 
-/** Percentiles (estimated from histogram buckets) and the exact mean, in ms; null before any request. */
-export interface MetricsDistribution {
-  p50: number | null;
-  p99: number | null;
-  mean: number | null;
-}
-
-/**
- * `GET endpoint/metrics`: workers by state, and the traffic the gateway of the answering server has seen since it
- * started (null where that server runs no gateway).
- */
-export interface EndpointMetrics {
-  id: string;
-  /** state -> how many workers are in it (only states that have workers). */
-  workers: Record<string, number>;
-  requests: { total: number; byStatus: Record<string, number> } | null;
-  latencyMs: MetricsDistribution | null;
-  queueWaitMs: MetricsDistribution | null;
-  queueDepth: number | null;
-  inFlight: number | null;
-  coldStarts: { count: number; meanMs: number | null } | null;
-}
-
 /** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */
 export interface WorkerMetrics {
   id: string;

@@ -108,5 +108,28 @@ export interface WireError {
   metadata: Record<string, unknown>;
 }
 
+/** Percentiles (estimated from histogram buckets) and the exact mean, in ms; null before any request. */
+export interface WireDistribution {
+  p50: number | null;
+  p99: number | null;
+  mean: number | null;
+}
+
+/**
+ * `GET endpoint/metrics`: workers by state, and the traffic the gateway of the answering server has seen since it
+ * started (null where that server runs no gateway).
+ */
+export interface WireEndpointMetrics {
+  id: string;
+  /** state -> how many workers are in it (only states that have workers). */
+  workers: Record<string, number>;
+  requests: { total: number; byStatus: Record<string, number> } | null;
+  latencyMs: WireDistribution | null;
+  queueWaitMs: WireDistribution | null;
+  queueDepth: number | null;
+  inFlight: number | null;
+  coldStarts: { count: number; meanMs: number | null } | null;
+}
+
 /** A create body's `endpoint` or an update body, as a client may send it (loosely typed). */
 export type WireEndpointInput = Record<string, unknown>;

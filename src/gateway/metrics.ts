@@ -129,10 +129,7 @@ export class GatewayMetrics {
         registers,
         collect() {
           this.reset();
-          for (const [key, count] of countByEndpointAndState(workers())) {
-            const [endpoint = '', state = ''] = key.split('\u0000');
-            this.set({ endpoint, state }, count);
-          }
+          for (const w of workers()) this.inc({ endpoint: w.endpointId, state: w.state });
         },
       });
     }
@@ -218,14 +215,4 @@ function distribution(series: HistogramSeries | undefined): Distribution {
 /** Seconds to milliseconds, to a tenth (the buckets are no finer than a millisecond). */
 function toMs(seconds: number): number {
   return Math.round(seconds * 10_000) / 10;
-}
-
-/** Workers counted by endpoint and state, keyed `endpoint\u0000state`. */
-function countByEndpointAndState(workers: Iterable<EndpointWorker>): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const w of workers) {
-    const key = `${w.endpointId}\u0000${w.state}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  return counts;
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { readQueryId } from '../../contract/query.js';
+import type { WireEndpointMetrics } from '../../contract/wire.js';
 import type { EndpointTraffic } from '../../gateway/metrics.js';
 import type { AppOptions } from '../app.js';
 
@@ -15,7 +16,7 @@ export type TrafficSource = (endpointId: string) => EndpointTraffic;
  * owner's id answers 404, as everywhere.
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
-  api.get('/endpoint/metrics', async (request) => {
+  api.get('/endpoint/metrics', async (request): Promise<WireEndpointMetrics> => {
     const id = readQueryId(request.query as Query, ['id', 'endpoint_id']);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers: Record<string, number> = {};
