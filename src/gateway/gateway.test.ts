@@ -98,6 +98,8 @@ interface Harness {
   reconcileCalls: () => number;
   pools: WorkerPools;
   lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
+  /** Client connections the gateway's server still holds (upgraded sockets too, until they close). */
+  connections: () => Promise<number>;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -149,7 +151,11 @@ async function startGateway(
     server.close();
     await pools.close();
   });
-  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, pools, lookUp };
+  const connections = () =>
+    new Promise<number>((resolve, reject) =>
+      server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
+  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, pools, lookUp, connections };
 }
 
 async function track(worker: Promise<TestWorker>): Promise<TestWorker> {
@@ -861,7 +867,8 @@ describe('Gateway', () => {
     });
 
     it('survives a reset while the endpoint is looked up, and never queues the departed client', async () => {
-      const h = await startGateway();
+      const registry = new Registry();
+      const h = await startGateway({ registry });
       const endpoint = runningEndpoint();
       let answer: ((value: Endpoint | undefined) => void) | undefined;
       h.lookUp.answer = async (appName) =>
@@ -873,9 +880,12 @@ describe('Gateway', () => {
       const client = await upgradeClient(h.port, hostOf(endpoint));
       await vi.waitFor(() => expect(answer).toBeDefined());
       client.socket.resetAndDestroy();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The gateway has seen the reset before the lookup answers...
+      await vi.waitFor(async () => expect(await h.connections()).toBe(0));
       answer?.(endpoint);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // ...and, once it has, counts the upgrade as a client that left instead of queueing it.
+      const gone = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="499"}`;
+      await vi.waitFor(async () => expect(await sample(registry, gone)).toBe(1));
       expect(h.gateway.stats().map((s) => s.queueLength)).not.toContain(1);
       expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
     });
