@@ -405,37 +405,38 @@ function mib(bytes: number): string {
  */
 class ScopedRuntime implements WorkerRuntime {
   readonly name: WorkerRuntime['name'];
+  readonly #inner: WorkerRuntime;
+  readonly #scope: Record<string, string>;
 
-  constructor(
-    private readonly inner: WorkerRuntime,
-    private readonly scope: Record<string, string>,
-  ) {
+  constructor(inner: WorkerRuntime, scope: Record<string, string>) {
+    this.#inner = inner;
+    this.#scope = scope;
     this.name = inner.name;
   }
 
   create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
-    return this.inner.create(spec, onProgress);
+    return this.#inner.create(spec, onProgress);
   }
   remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
-    return this.inner.remove(workerId, options);
+    return this.#inner.remove(workerId, options);
   }
   list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
-    return this.inner.list({ ...selector, ...this.scope });
+    return this.#inner.list({ ...selector, ...this.#scope });
   }
   inspect(workerId: string): Promise<RuntimeWorker | undefined> {
-    return this.inner.inspect(workerId);
+    return this.#inner.inspect(workerId);
   }
   logs(workerId: string, options: LogOptions): AsyncIterable<string> {
-    return this.inner.logs(workerId, options);
+    return this.#inner.logs(workerId, options);
   }
   stats(workerId: string): Promise<WorkerStats | undefined> {
-    return this.inner.stats(workerId);
+    return this.#inner.stats(workerId);
   }
   watch(onEvent: (event: RuntimeEvent) => void): () => void {
-    return this.inner.watch(onEvent);
+    return this.#inner.watch(onEvent);
   }
   close(): Promise<void> {
-    return this.inner.close();
+    return this.#inner.close();
   }
 }
 

@@ -9,7 +9,7 @@ type Suite = () => Promise<void>;
 /** One entry per suite; `npm run bench` runs them in this order. */
 const SUITES: Record<string, Suite> = {
   api: async () => (await import('./api.js')).runApiBench(),
-  gateway: async () => (await import('./gateway.js')).runGatewayBench(),
+  gateway: async () => (await import('./gateway/suite.js')).runGatewayBench(),
   controller: async () => (await import('./controller.js')).runControllerBench(),
   memory: async () => (await import('./memory.js')).runMemoryBench(),
 };

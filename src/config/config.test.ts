@@ -29,10 +29,8 @@ describe('loadConfig', () => {
   it.each([
     [{ apiAddr: '8080' }, 'invalid --api-addr (CORRAL_API_ADDR): expected host:port'],
     [{ gatewayAddr: 'x:99999' }, 'invalid --gateway-addr (CORRAL_GATEWAY_ADDR)'],
-    [
-      { runtime: 'podman' },
-      'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, kubernetes, local or fake',
-    ],
+    [{ runtime: 'podman' }, 'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, local or fake'],
+    [{ runtime: 'kubernetes' }, 'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, local or fake'],
     [{ gpus: 'many' }, 'invalid --gpus (CORRAL_GPUS)'],
     [{ domain: 'bad domain' }, 'invalid --domain (CORRAL_DOMAIN)'],
     [{ logLevel: 'loud' }, 'invalid --log-level (CORRAL_LOG_LEVEL)'],

@@ -81,9 +81,9 @@ export const SERVE_SETTINGS = {
     flag: '--runtime',
     env: 'CORRAL_RUNTIME',
     default: 'auto',
-    help: 'worker runtime: auto, docker, kubernetes, local or fake (auto: docker when its socket answers, else local)',
-    schema: z.enum(['auto', 'docker', 'kubernetes', 'local', 'fake'], {
-      error: 'expected auto, docker, kubernetes, local or fake',
+    help: 'worker runtime: auto, docker, local or fake (auto: docker when its socket answers, else local)',
+    schema: z.enum(['auto', 'docker', 'local', 'fake'], {
+      error: 'expected auto, docker, local or fake',
     }),
   },
   gpus: {

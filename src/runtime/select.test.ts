@@ -67,12 +67,6 @@ describe('selectRuntime', () => {
         /^invalid --runtime \(CORRAL_RUNTIME\): docker does not answer at \/run\/corral-test\/docker\.sock$/,
       probed: true,
     },
-    {
-      choice: 'kubernetes',
-      answers: true,
-      message: /the kubernetes runtime is not available yet; use docker or local$/,
-      probed: false,
-    },
   ])(
     '--runtime $choice, docker answering: $answers -> a ConfigError',
     async ({ choice, answers, message, probed }) => {

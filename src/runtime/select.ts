@@ -8,7 +8,7 @@ import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import type { WorkerRuntime } from './types.js';
 
-export type RuntimeChoice = 'auto' | 'docker' | 'kubernetes' | 'local' | 'fake';
+export type RuntimeChoice = 'auto' | 'docker' | 'local' | 'fake';
 
 /** The Docker engine `auto` and `docker` talk to; injected by tests, which need no engine. */
 export interface DockerEngine {
@@ -41,11 +41,6 @@ export function defaultDockerEngine(): DockerEngine {
 /** Builds the runtime `--runtime` names; `auto` is docker when its socket answers, else local. */
 export async function selectRuntime(options: SelectRuntimeOptions): Promise<WorkerRuntime> {
   const { choice, logger } = options;
-  if (choice === 'kubernetes') {
-    throw new ConfigError(
-      'invalid --runtime (CORRAL_RUNTIME): the kubernetes runtime is not available yet; use docker or local',
-    );
-  }
   if (choice === 'fake') return new FakeRuntime({ clock: Date.now });
   if (choice === 'local') return local(options.dataDir);
   const engine = options.engine ?? defaultDockerEngine();

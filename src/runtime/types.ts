@@ -1,5 +1,5 @@
 /**
- * The one interface every worker runtime implements (docker, local, fake; kubernetes later). The controller
+ * The one interface every worker runtime implements (docker, local, fake). The controller
  * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
  */
 
@@ -117,7 +117,7 @@ export type RuntimeEvent =
   | { type: 'removed'; workerId: string };
 
 export interface WorkerRuntime {
-  readonly name: 'docker' | 'local' | 'fake' | 'kubernetes';
+  readonly name: 'docker' | 'local' | 'fake';
   /**
    * Pulls the image when it is not present (reporting progress), creates and starts the worker. Throws
    * RuntimeError IMAGE_PULL_FAILED when the image cannot be had, RUNTIME_ERROR for anything else.

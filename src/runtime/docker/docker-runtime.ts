@@ -84,50 +84,52 @@ function delay(ms: number): Promise<void> {
 
 export class DockerRuntime implements WorkerRuntime {
   readonly name = 'docker' as const;
-  private readonly docker: Dockerode;
-  private readonly logger: Logger;
-  private readonly clock: () => number;
-  private readonly hostIp: string;
-  private specOptions: ContainerSpecOptions;
-  private readonly address: string;
-  private readonly watches = new Set<EventWatch>();
-  private readonly streams = new Set<{ destroy(): unknown }>();
+  readonly #docker: Dockerode;
+  readonly #logger: Logger;
+  readonly #clock: () => number;
+  readonly #hostIp: string;
+  #specOptions: ContainerSpecOptions;
+  readonly #address: string;
+  readonly #watches = new Set<EventWatch>();
+  readonly #streams = new Set<{ destroy(): unknown }>();
+  readonly #options: DockerRuntimeOptions;
 
-  constructor(private readonly options: DockerRuntimeOptions) {
-    this.docker = options.docker;
-    this.logger = options.logger.child({ runtime: 'docker' });
-    this.clock = options.clock ?? Date.now;
-    this.hostIp = options.hostIp ?? '127.0.0.1';
-    this.specOptions = {
-      hostIp: this.hostIp,
+  constructor(options: DockerRuntimeOptions) {
+    this.#options = options;
+    this.#docker = options.docker;
+    this.#logger = options.logger.child({ runtime: 'docker' });
+    this.#clock = options.clock ?? Date.now;
+    this.#hostIp = options.hostIp ?? '127.0.0.1';
+    this.#specOptions = {
+      hostIp: this.#hostIp,
       namePrefix: options.namePrefix ?? 'corral-',
       enforceRootfsSize: options.enforceRootfsSize ?? false,
       requestGpuDevices: options.requestGpuDevices ?? true,
     };
-    this.address = engineAddress(options.docker);
+    this.#address = engineAddress(options.docker);
   }
 
   /** Whether workers get StorageOpt.size (false once the engine has refused it). */
   get enforcesRootfsSize(): boolean {
-    return this.specOptions.enforceRootfsSize === true;
+    return this.#specOptions.enforceRootfsSize === true;
   }
 
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
-    if ((await this.containerIds(spec.workerId)).length > 0) {
+    if ((await this.#containerIds(spec.workerId)).length > 0) {
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
     }
-    await this.ensureImage(spec, onProgress);
+    await this.#ensureImage(spec, onProgress);
     const volumes: string[] = [];
     let container: Dockerode.Container | undefined;
     try {
-      for (const volume of localVolumes(spec, this.specOptions)) {
-        await this.docker.createVolume(volume);
+      for (const volume of localVolumes(spec, this.#specOptions)) {
+        await this.#docker.createVolume(volume);
         volumes.push(volume.Name);
       }
-      container = await this.createContainer(spec);
+      container = await this.#createContainer(spec);
       await container.start();
-      const worker = workerFromInspect(await container.inspect(), this.hostIp);
-      this.logger.info(
+      const worker = workerFromInspect(await container.inspect(), this.#hostIp);
+      this.#logger.info(
         { workerId: spec.workerId, container: container.id, address: worker.address },
         'worker started',
       );
@@ -136,9 +138,9 @@ export class DockerRuntime implements WorkerRuntime {
       const failure = engineError(
         error,
         `cannot start worker ${spec.workerId} (image ${spec.image})`,
-        this.address,
+        this.#address,
       );
-      if (failure.code !== 'UNAVAILABLE') await this.undoCreate(spec.workerId, container, volumes);
+      if (failure.code !== 'UNAVAILABLE') await this.#undoCreate(spec.workerId, container, volumes);
       throw failure;
     }
   }
@@ -146,35 +148,35 @@ export class DockerRuntime implements WorkerRuntime {
   async remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
     const grace = options?.graceSeconds ?? DEFAULT_GRACE_SECONDS;
     try {
-      for (const id of await this.containerIds(workerId)) await this.removeContainer(id, grace);
-      await this.removeVolumes(workerId);
+      for (const id of await this.#containerIds(workerId)) await this.#removeContainer(id, grace);
+      await this.#removeVolumes(workerId);
     } catch (error) {
-      throw engineError(error, `cannot remove worker ${workerId}`, this.address);
+      throw engineError(error, `cannot remove worker ${workerId}`, this.#address);
     }
-    this.logger.info({ workerId }, 'worker removed');
+    this.#logger.info({ workerId }, 'worker removed');
   }
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
-    const containers = await this.listContainers(selector);
+    const containers = await this.#listContainers(selector);
     // A container with the managed label but no worker id was not made by Corral (an image may carry the label).
     return containers
       .filter((container) => container.Labels?.[LABELS.worker])
-      .map((container) => workerFromListing(container, this.hostIp));
+      .map((container) => workerFromListing(container, this.#hostIp));
   }
 
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
-    const [id] = await this.containerIds(workerId);
+    const [id] = await this.#containerIds(workerId);
     if (!id) return undefined;
     try {
-      return workerFromInspect(await this.docker.getContainer(id).inspect(), this.hostIp);
+      return workerFromInspect(await this.#docker.getContainer(id).inspect(), this.#hostIp);
     } catch (error) {
       if (isNotFound(error)) return undefined;
-      throw engineError(error, `cannot inspect worker ${workerId}`, this.address);
+      throw engineError(error, `cannot inspect worker ${workerId}`, this.#address);
     }
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncGenerator<string> {
-    const [id] = await this.containerIds(workerId);
+    const [id] = await this.#containerIds(workerId);
     if (!id) throw new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
     if (options.signal?.aborted) return;
     const request = {
@@ -183,76 +185,76 @@ export class DockerRuntime implements WorkerRuntime {
       ...(options.tail === undefined ? {} : { tail: options.tail }),
       ...(options.signal ? { abortSignal: options.signal } : {}),
     };
-    const container = this.docker.getContainer(id);
+    const container = this.#docker.getContainer(id);
     if (!options.follow) {
       const body = await container.logs({ ...request, follow: false }).catch((error: unknown) => {
-        throw this.logError(error, workerId);
+        throw this.#logError(error, workerId);
       });
       yield* logLines([body]);
       return;
     }
     const stream = await container.logs({ ...request, follow: true }).catch((error: unknown) => {
-      throw this.logError(error, workerId);
+      throw this.#logError(error, workerId);
     });
-    yield* this.followLogs(stream as NodeJS.ReadableStream & { destroy(): unknown }, options.signal);
+    yield* this.#followLogs(stream as NodeJS.ReadableStream & { destroy(): unknown }, options.signal);
   }
 
   async stats(workerId: string): Promise<WorkerStats | undefined> {
-    const [id] = await this.containerIds(workerId);
+    const [id] = await this.#containerIds(workerId);
     if (!id) return undefined;
     try {
-      const raw = await this.docker.getContainer(id).stats({ stream: false });
+      const raw = await this.#docker.getContainer(id).stats({ stream: false });
       return computeStats(raw as unknown as RawStats);
     } catch (error) {
       if (isNotFound(error)) return undefined;
-      throw engineError(error, `cannot read stats of worker ${workerId}`, this.address);
+      throw engineError(error, `cannot read stats of worker ${workerId}`, this.#address);
     }
   }
 
   watch(onEvent: (event: RuntimeEvent) => void): () => void {
     const watch = new EventWatch({
-      open: (since, signal) => this.openEvents(since, signal),
+      open: (since, signal) => this.#openEvents(since, signal),
       onEvent,
-      logger: this.logger,
-      clock: this.clock,
-      initialBackoffMs: this.options.eventBackoff?.initialMs,
-      maxBackoffMs: this.options.eventBackoff?.maxMs,
+      logger: this.#logger,
+      clock: this.#clock,
+      initialBackoffMs: this.#options.eventBackoff?.initialMs,
+      maxBackoffMs: this.#options.eventBackoff?.maxMs,
     });
-    this.watches.add(watch);
+    this.#watches.add(watch);
     return () => {
       watch.close();
-      this.watches.delete(watch);
+      this.#watches.delete(watch);
     };
   }
 
   async close(): Promise<void> {
-    for (const watch of this.watches) watch.close();
-    this.watches.clear();
-    for (const stream of this.streams) stream.destroy();
-    this.streams.clear();
+    for (const watch of this.#watches) watch.close();
+    this.#watches.clear();
+    for (const stream of this.#streams) stream.destroy();
+    this.#streams.clear();
   }
 
   // --- image ---
 
-  private async ensureImage(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
+  async #ensureImage(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
     try {
-      await this.docker.getImage(spec.image).inspect();
+      await this.#docker.getImage(spec.image).inspect();
       return;
     } catch (error) {
-      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${spec.image}`, this.address);
+      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${spec.image}`, this.#address);
     }
-    const log = this.logger.child({ workerId: spec.workerId, image: spec.image });
+    const log = this.#logger.child({ workerId: spec.workerId, image: spec.image });
     try {
       // Decrypted here, for this pull only.
       const auth = await spec.registryAuth?.();
       log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
-      await this.pull(spec.image, auth, onProgress);
-      await this.docker.getImage(spec.image).inspect();
+      await this.#pull(spec.image, auth, onProgress);
+      await this.#docker.getImage(spec.image).inspect();
     } catch (error) {
       const failure = engineError(
         error,
         `cannot pull image ${spec.image}`,
-        this.address,
+        this.#address,
         'IMAGE_PULL_FAILED',
       );
       log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
@@ -261,7 +263,7 @@ export class DockerRuntime implements WorkerRuntime {
     log.info('pulled');
   }
 
-  private async pull(
+  async #pull(
     image: string,
     auth: RegistryAuth | undefined,
     onProgress?: (progress: PullProgress) => void,
@@ -275,10 +277,10 @@ export class DockerRuntime implements WorkerRuntime {
       : undefined;
     const tracker = new PullProgressTracker(image);
     onProgress?.(tracker.current());
-    const stream = await this.docker.pull(image, authconfig ? { authconfig } : {});
+    const stream = await this.#docker.pull(image, authconfig ? { authconfig } : {});
     let failure: string | undefined;
     await new Promise<void>((resolve, reject) => {
-      this.docker.modem.followProgress(
+      this.#docker.modem.followProgress(
         stream,
         (error) => (error ? reject(error) : resolve()),
         (message: PullMessage) => {
@@ -294,24 +296,26 @@ export class DockerRuntime implements WorkerRuntime {
   // --- containers and volumes ---
 
   /** Creates the container; drops the rootfs size limit for good if the engine refuses it. */
-  private async createContainer(spec: WorkerSpec): Promise<Dockerode.Container> {
+  async #createContainer(spec: WorkerSpec): Promise<Dockerode.Container> {
     const create = () =>
-      this.docker.createContainer(containerSpec(spec, this.specOptions) as Dockerode.ContainerCreateOptions);
+      this.#docker.createContainer(
+        containerSpec(spec, this.#specOptions) as Dockerode.ContainerCreateOptions,
+      );
     try {
       return await create();
     } catch (error) {
-      const limited = this.specOptions.enforceRootfsSize && spec.rootfsSizeGB !== undefined;
+      const limited = this.#specOptions.enforceRootfsSize && spec.rootfsSizeGB !== undefined;
       if (!limited || statusOf(error) === undefined || !isStorageOptRefused(reasonOf(error))) throw error;
-      this.logger.warn(
+      this.#logger.warn(
         { workerId: spec.workerId, reason: reasonOf(error) },
         'the engine refuses a rootfs size limit; workers run without one from now on',
       );
-      this.specOptions = { ...this.specOptions, enforceRootfsSize: false };
+      this.#specOptions = { ...this.#specOptions, enforceRootfsSize: false };
       return await create();
     }
   }
 
-  private async listContainers(selector: Record<string, string>): Promise<Dockerode.ContainerInfo[]> {
+  async #listContainers(selector: Record<string, string>): Promise<Dockerode.ContainerInfo[]> {
     const label = [
       `${LABELS.managed}=true`,
       ...Object.entries(selector)
@@ -319,20 +323,20 @@ export class DockerRuntime implements WorkerRuntime {
         .map(([key, value]) => `${key}=${value}`),
     ];
     try {
-      return await this.docker.listContainers({ all: true, filters: { label } });
+      return await this.#docker.listContainers({ all: true, filters: { label } });
     } catch (error) {
-      throw engineError(error, 'cannot list workers', this.address);
+      throw engineError(error, 'cannot list workers', this.#address);
     }
   }
 
   /** The containers labelled as this worker (normally one; names are not trusted: the prefix may change). */
-  private async containerIds(workerId: string): Promise<string[]> {
-    const containers = await this.listContainers({ [LABELS.worker]: workerId });
+  async #containerIds(workerId: string): Promise<string[]> {
+    const containers = await this.#listContainers({ [LABELS.worker]: workerId });
     return containers.map((container) => container.Id);
   }
 
-  private async removeContainer(id: string, graceSeconds: number): Promise<void> {
-    const container = this.docker.getContainer(id);
+  async #removeContainer(id: string, graceSeconds: number): Promise<void> {
+    const container = this.#docker.getContainer(id);
     try {
       await container.stop({ t: graceSeconds });
     } catch (error) {
@@ -347,13 +351,13 @@ export class DockerRuntime implements WorkerRuntime {
   }
 
   /** Removes the worker's local volumes, waiting out a container removal still holding them. */
-  private async removeVolumes(workerId: string): Promise<void> {
+  async #removeVolumes(workerId: string): Promise<void> {
     const filters = { label: [`${LABELS.managed}=true`, `${LABELS.worker}=${workerId}`] };
-    const { Volumes } = await this.docker.listVolumes({ filters });
+    const { Volumes } = await this.#docker.listVolumes({ filters });
     for (const volume of Volumes ?? []) {
       for (let attempt = 1; ; attempt += 1) {
         try {
-          await this.docker.getVolume(volume.Name).remove();
+          await this.#docker.getVolume(volume.Name).remove();
           break;
         } catch (error) {
           if (isNotFound(error)) break;
@@ -365,40 +369,40 @@ export class DockerRuntime implements WorkerRuntime {
   }
 
   /** Removes what a failed create made (and only that: a name clash must not remove the other worker). */
-  private async undoCreate(workerId: string, container: Dockerode.Container | undefined, volumes: string[]) {
+  async #undoCreate(workerId: string, container: Dockerode.Container | undefined, volumes: string[]) {
     try {
-      if (container) await this.removeContainer(container.id, 0);
-      for (const name of volumes) await this.docker.getVolume(name).remove();
+      if (container) await this.#removeContainer(container.id, 0);
+      for (const name of volumes) await this.#docker.getVolume(name).remove();
     } catch (error) {
-      this.logger.warn({ workerId, err: error }, 'cleanup after a failed create failed');
+      this.#logger.warn({ workerId, err: error }, 'cleanup after a failed create failed');
     }
   }
 
   // --- streams ---
 
-  private logError(error: unknown, workerId: string): RuntimeError {
+  #logError(error: unknown, workerId: string): RuntimeError {
     if (isNotFound(error)) return new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
-    return engineError(error, `cannot read the log of worker ${workerId}`, this.address);
+    return engineError(error, `cannot read the log of worker ${workerId}`, this.#address);
   }
 
-  private async *followLogs(
+  async *#followLogs(
     stream: NodeJS.ReadableStream & { destroy(): unknown },
     signal: AbortSignal | undefined,
   ): AsyncGenerator<string> {
-    this.streams.add(stream);
+    this.#streams.add(stream);
     try {
       yield* logLines(stream as AsyncIterable<Buffer>);
     } catch (error) {
       if (signal?.aborted || isAbort(error)) return;
-      throw engineError(error, 'log stream failed', this.address);
+      throw engineError(error, 'log stream failed', this.#address);
     } finally {
-      this.streams.delete(stream);
+      this.#streams.delete(stream);
       stream.destroy();
     }
   }
 
-  private async openEvents(since: number | undefined, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
-    const stream = await this.docker.getEvents({
+  async #openEvents(since: number | undefined, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
+    const stream = await this.#docker.getEvents({
       ...(since === undefined ? {} : { since }),
       filters: { type: ['container'], event: ['start', 'die', 'destroy'], label: [`${LABELS.managed}=true`] },
       abortSignal: signal,

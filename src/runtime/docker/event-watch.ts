@@ -19,89 +19,91 @@ export interface EventWatchOptions {
 const REMEMBERED = 256;
 
 export class EventWatch {
-  private readonly abort = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  private attempt = 0;
+  readonly #abort = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+  #attempt = 0;
   /** Undefined until the first connection: that one streams live, reconnections resume from here. */
-  private sinceSeconds: number | undefined;
-  private readonly seen: string[] = [];
+  #sinceSeconds: number | undefined;
+  readonly #seen: string[] = [];
+  readonly #options: EventWatchOptions;
 
-  constructor(private readonly options: EventWatchOptions) {
-    void this.connect();
+  constructor(options: EventWatchOptions) {
+    this.#options = options;
+    void this.#connect();
   }
 
   get closed(): boolean {
-    return this.abort.signal.aborted;
+    return this.#abort.signal.aborted;
   }
 
   close(): void {
-    this.abort.abort();
-    clearTimeout(this.timer);
+    this.#abort.abort();
+    clearTimeout(this.#timer);
   }
 
-  private async connect(): Promise<void> {
+  async #connect(): Promise<void> {
     if (this.closed) return;
     try {
-      const stream = await this.options.open(this.sinceSeconds, this.abort.signal);
+      const stream = await this.#options.open(this.#sinceSeconds, this.#abort.signal);
       // A second back absorbs clock skew with the engine; a replayed exit is harmless to a level-triggered reader.
-      this.sinceSeconds ??= this.options.clock() / 1000 - 1;
-      await this.consume(stream);
-      if (!this.closed) this.options.logger.warn('docker event stream ended; reconnecting');
+      this.#sinceSeconds ??= this.#options.clock() / 1000 - 1;
+      await this.#consume(stream);
+      if (!this.closed) this.#options.logger.warn('docker event stream ended; reconnecting');
     } catch (error) {
       if (this.closed) return;
-      this.options.logger.warn({ err: error }, 'docker event stream failed; reconnecting');
+      this.#options.logger.warn({ err: error }, 'docker event stream failed; reconnecting');
     }
-    this.scheduleReconnect();
+    this.#scheduleReconnect();
   }
 
-  private scheduleReconnect(): void {
+  #scheduleReconnect(): void {
     if (this.closed) return;
-    const initial = this.options.initialBackoffMs ?? 200;
-    const delay = Math.min(this.options.maxBackoffMs ?? 5_000, initial * 2 ** this.attempt);
-    this.attempt += 1;
-    this.timer = setTimeout(() => void this.connect(), delay);
-    this.timer.unref?.();
+    const initial = this.#options.initialBackoffMs ?? 200;
+    const delay = Math.min(this.#options.maxBackoffMs ?? 5_000, initial * 2 ** this.#attempt);
+    this.#attempt += 1;
+    this.#timer = setTimeout(() => void this.#connect(), delay);
+    this.#timer.unref?.();
   }
 
-  private async consume(stream: AsyncIterable<Buffer | string>): Promise<void> {
+  async #consume(stream: AsyncIterable<Buffer | string>): Promise<void> {
     let rest = '';
     for await (const chunk of stream) {
       if (this.closed) return;
       const lines = (rest + chunk.toString()).split('\n');
       rest = lines.pop() ?? '';
-      for (const line of lines) this.handle(line);
+      for (const line of lines) this.#handle(line);
     }
   }
 
-  private handle(line: string): void {
+  #handle(line: string): void {
     if (line.trim() === '') return;
     let message: DockerEventMessage;
     try {
       message = JSON.parse(line) as DockerEventMessage;
     } catch {
-      this.options.logger.warn({ line: line.slice(0, 200) }, 'unreadable docker event');
+      this.#options.logger.warn({ line: line.slice(0, 200) }, 'unreadable docker event');
       return;
     }
-    this.attempt = 0;
-    if (!this.remember(message)) return;
+    this.#attempt = 0;
+    if (!this.#remember(message)) return;
     const event = eventFromDocker(message);
     if (!event) return;
     try {
-      this.options.onEvent(event);
+      this.#options.onEvent(event);
     } catch (error) {
-      this.options.logger.error({ err: error }, 'runtime event handler threw');
+      this.#options.logger.error({ err: error }, 'runtime event handler threw');
     }
   }
 
   /** Records the event; false when it was already delivered (a replay after reconnecting with `since`). */
-  private remember(message: DockerEventMessage): boolean {
+  #remember(message: DockerEventMessage): boolean {
     const key = `${message.timeNano ?? message.time}|${message.Actor?.ID}|${message.Action ?? message.status}`;
-    if (this.seen.includes(key)) return false;
-    this.seen.push(key);
-    if (this.seen.length > REMEMBERED) this.seen.shift();
+    if (this.#seen.includes(key)) return false;
+    this.#seen.push(key);
+    if (this.#seen.length > REMEMBERED) this.#seen.shift();
     const seconds = message.timeNano ? message.timeNano / 1e9 : message.time;
     // A microsecond back: the float may round past the event, and replays are dropped above anyway.
-    if (seconds !== undefined) this.sinceSeconds = Math.max(this.sinceSeconds ?? 0, seconds - 1e-6);
+    if (seconds !== undefined) this.#sinceSeconds = Math.max(this.#sinceSeconds ?? 0, seconds - 1e-6);
     return true;
   }
 }

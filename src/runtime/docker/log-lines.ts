@@ -7,19 +7,19 @@
 const HEADER = 8;
 
 class LineSplitter {
-  private rest = '';
-  private readonly decoder = new TextDecoder();
+  #rest = '';
+  readonly #decoder = new TextDecoder();
 
   push(bytes: Uint8Array): string[] {
-    const text = this.rest + this.decoder.decode(bytes, { stream: true });
+    const text = this.#rest + this.#decoder.decode(bytes, { stream: true });
     const parts = text.split('\n');
-    this.rest = parts.pop() ?? '';
+    this.#rest = parts.pop() ?? '';
     return parts.map(stripCr);
   }
 
   end(): string[] {
-    const text = this.rest + this.decoder.decode();
-    this.rest = '';
+    const text = this.#rest + this.#decoder.decode();
+    this.#rest = '';
     return text === '' ? [] : [stripCr(text)];
   }
 }

@@ -42,21 +42,24 @@ function megabytes(bytes: number): string {
 }
 
 export class PullProgressTracker {
-  private readonly layers = new Map<string, Layer>();
-  private percent: number | undefined;
-  private lastKey = '';
+  readonly #layers = new Map<string, Layer>();
+  #percent: number | undefined;
+  #lastKey = '';
+  readonly #image: string;
 
-  constructor(private readonly image: string) {}
+  constructor(image: string) {
+    this.#image = image;
+  }
 
   /** Takes one message; returns the new progress when it changed enough to report, else undefined. */
   update(message: PullMessage): PullProgress | undefined {
-    if (message.id && message.status && LAYER_STATUSES.has(message.status)) this.updateLayer(message);
+    if (message.id && message.status && LAYER_STATUSES.has(message.status)) this.#updateLayer(message);
     // `Digest: ...` then `Status: Downloaded newer image for ...` close a successful pull.
-    if (!message.id && /^(Digest|Status):/.test(message.status ?? '')) this.percent = 100;
+    if (!message.id && /^(Digest|Status):/.test(message.status ?? '')) this.#percent = 100;
     const progress = this.current();
     const key = `${progress.percent}|${progress.message}`;
-    if (key === this.lastKey) return undefined;
-    this.lastKey = key;
+    if (key === this.#lastKey) return undefined;
+    this.#lastKey = key;
     return progress;
   }
 
@@ -65,23 +68,23 @@ export class PullProgressTracker {
    * `pulling nginx:latest (1/3 layers)` before.
    */
   current(): PullProgress {
-    const layers = [...this.layers.values()];
-    if (this.percent === undefined) {
+    const layers = [...this.#layers.values()];
+    if (this.#percent === undefined) {
       const done = layers.filter((layer) => layer.done).length;
       const counted = layers.length > 0 ? ` (${done}/${layers.length} layers)` : '';
-      return { message: `pulling ${this.image}${counted}` };
+      return { message: `pulling ${this.#image}${counted}` };
     }
     const sized = layers.filter((layer) => layer.total !== undefined);
     const total = sized.reduce((sum, layer) => sum + (layer.total ?? 0), 0);
     const current = sized.reduce((sum, layer) => sum + layer.current, 0);
     const bytes = total > 0 ? ` (${megabytes(current)}/${megabytes(total)} MB)` : '';
-    return { percent: this.percent, message: `pulling ${this.image}: ${this.percent}%${bytes}` };
+    return { percent: this.#percent, message: `pulling ${this.#image}: ${this.#percent}%${bytes}` };
   }
 
-  private updateLayer(message: PullMessage): void {
+  #updateLayer(message: PullMessage): void {
     const id = message.id ?? '';
-    const layer = this.layers.get(id) ?? { current: 0, done: false };
-    this.layers.set(id, layer);
+    const layer = this.#layers.get(id) ?? { current: 0, done: false };
+    this.#layers.set(id, layer);
     const detail = message.progressDetail;
     if (message.status === 'Downloading' && detail?.total && detail.total > 0) {
       layer.total = detail.total;
@@ -91,15 +94,15 @@ export class PullProgressTracker {
       layer.done = true;
       if (layer.total !== undefined) layer.current = layer.total;
     }
-    this.recompute();
+    this.#recompute();
   }
 
   /**
    * Bytes downloaded over bytes known, times the share of layers to download whose size is known yet; layers
    * already present do not count. Never goes backwards; 100 only once the engine says the pull is complete.
    */
-  private recompute(): void {
-    const layers = [...this.layers.values()];
+  #recompute(): void {
+    const layers = [...this.#layers.values()];
     const sized = layers.filter((layer) => layer.total !== undefined);
     const total = sized.reduce((sum, layer) => sum + (layer.total ?? 0), 0);
     if (total === 0) return;
@@ -107,6 +110,6 @@ export class PullProgressTracker {
     const sizedShare =
       sized.length / layers.filter((layer) => !(layer.done && layer.total === undefined)).length;
     const percent = Math.floor((current / total) * 100 * sizedShare);
-    this.percent = Math.min(99, Math.max(this.percent ?? 0, percent));
+    this.#percent = Math.min(99, Math.max(this.#percent ?? 0, percent));
   }
 }

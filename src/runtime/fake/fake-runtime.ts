@@ -60,23 +60,23 @@ export class FakeRuntime implements WorkerRuntime {
   startDelayMs: number;
   pullDelayMs: number;
 
-  private readonly clock: () => number;
-  private readonly timers: Timers;
-  private readonly workers = new Map<string, FakeWorker>();
-  private readonly byEndpoint = new Map<string, Set<string>>();
-  private readonly listeners = new Set<(event: RuntimeEvent) => void>();
-  private readonly statsValue: WorkerStats;
-  private createFailure: { reason: string; remaining: number } | undefined;
-  private removalGate: Promise<void> | undefined;
-  private nextPort = FAKE_PORT_BASE;
-  private closed = false;
+  readonly #clock: () => number;
+  readonly #timers: Timers;
+  readonly #workers = new Map<string, FakeWorker>();
+  readonly #byEndpoint = new Map<string, Set<string>>();
+  readonly #listeners = new Set<(event: RuntimeEvent) => void>();
+  readonly #statsValue: WorkerStats;
+  #createFailure: { reason: string; remaining: number } | undefined;
+  #removalGate: Promise<void> | undefined;
+  #nextPort = FAKE_PORT_BASE;
+  #closed = false;
 
   constructor(options: FakeRuntimeOptions) {
-    this.clock = options.clock;
+    this.#clock = options.clock;
     this.startDelayMs = options.startDelayMs ?? 0;
     this.pullDelayMs = options.pullDelayMs ?? 0;
-    this.timers = options.timers ?? systemTimers;
-    this.statsValue = options.stats ?? { cpuPercent: 1.5, memoryBytes: 64 * 1024 * 1024 };
+    this.#timers = options.timers ?? systemTimers;
+    this.#statsValue = options.stats ?? { cpuPercent: 1.5, memoryBytes: 64 * 1024 * 1024 };
   }
 
   // ---- test controls ----
@@ -88,24 +88,24 @@ export class FakeRuntime implements WorkerRuntime {
 
   /** Makes the next `times` create() calls (all of them by default) throw RUNTIME_ERROR with this reason. */
   failCreate(reason: string, times = Number.POSITIVE_INFINITY): void {
-    this.createFailure = { reason, remaining: times };
+    this.#createFailure = { reason, remaining: times };
   }
 
   /** Undoes failPull and failCreate. */
   clearFailures(): void {
     this.missingImages.clear();
-    this.createFailure = undefined;
+    this.#createFailure = undefined;
   }
 
   /** The worker dies with this exit code: phase `exited`, an 'exited' event. No-op for unknown or exited workers. */
   exit(workerId: string, code: number, message = `exited with code ${code}`): void {
-    const entry = this.workers.get(workerId);
+    const entry = this.#workers.get(workerId);
     if (!entry || entry.worker.phase === 'exited') return;
     entry.cancelStart?.();
     entry.cancelStart = undefined;
     entry.worker = { ...entry.worker, phase: 'exited', exitCode: code, message };
-    this.wakeLogs(entry);
-    this.emit({ type: 'exited', workerId, exitCode: code });
+    this.#wakeLogs(entry);
+    this.#emit({ type: 'exited', workerId, exitCode: code });
   }
 
   /**
@@ -117,45 +117,45 @@ export class FakeRuntime implements WorkerRuntime {
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    this.removalGate = gate;
+    this.#removalGate = gate;
     return () => {
-      if (this.removalGate === gate) this.removalGate = undefined;
+      if (this.#removalGate === gate) this.#removalGate = undefined;
       release();
     };
   }
 
   /** Adds a line to the worker's output. */
   appendLog(workerId: string, line: string): void {
-    const entry = this.workers.get(workerId);
+    const entry = this.#workers.get(workerId);
     if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
     entry.logs.push(line);
-    this.wakeLogs(entry);
+    this.#wakeLogs(entry);
   }
 
   /** Number of workers held, any phase. */
   get size(): number {
-    return this.workers.size;
+    return this.#workers.size;
   }
 
   // ---- WorkerRuntime ----
 
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
-    if (this.closed) throw new RuntimeError('UNAVAILABLE', 'the fake runtime is closed');
+    if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the fake runtime is closed');
     if (this.missingImages.has(spec.image)) {
       this.counters.createFailures += 1;
       throw new RuntimeError('IMAGE_PULL_FAILED', `image ${spec.image} not found (fake)`);
     }
-    if (this.createFailure && this.createFailure.remaining > 0) {
-      this.createFailure.remaining -= 1;
-      const reason = this.createFailure.reason;
-      if (this.createFailure.remaining <= 0) this.createFailure = undefined;
+    if (this.#createFailure && this.#createFailure.remaining > 0) {
+      this.#createFailure.remaining -= 1;
+      const reason = this.#createFailure.reason;
+      if (this.#createFailure.remaining <= 0) this.#createFailure = undefined;
       this.counters.createFailures += 1;
       throw new RuntimeError('RUNTIME_ERROR', reason);
     }
     const needsPull = this.pullDelayMs > 0 && !this.presentImages.has(spec.image);
     // As a real runtime does: the credentials are asked for by the pull, and only then.
-    if (needsPull) await this.readCredentials(spec);
-    if (this.workers.has(spec.workerId)) {
+    if (needsPull) await this.#readCredentials(spec);
+    if (this.#workers.has(spec.workerId)) {
       this.counters.createFailures += 1;
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
     }
@@ -167,47 +167,47 @@ export class FakeRuntime implements WorkerRuntime {
       revision: spec.revision,
       labels,
       phase,
-      address: { host: '127.0.0.1', port: this.allocatePort() },
+      address: { host: '127.0.0.1', port: this.#allocatePort() },
       message: needsPull ? `pulling ${spec.image}` : phase === 'starting' ? 'starting' : 'running',
-      createdAt: this.clock(),
+      createdAt: this.#clock(),
       gpuUuids: spec.gpus.map((gpu) => gpu.uuid),
     };
     const entry: FakeWorker = { worker, logs: [], logWaiters: new Set() };
-    this.workers.set(spec.workerId, entry);
-    let ids = this.byEndpoint.get(spec.endpointId);
+    this.#workers.set(spec.workerId, entry);
+    let ids = this.#byEndpoint.get(spec.endpointId);
     if (!ids) {
       ids = new Set();
-      this.byEndpoint.set(spec.endpointId, ids);
+      this.#byEndpoint.set(spec.endpointId, ids);
     }
     ids.add(spec.workerId);
     this.counters.creates += 1;
 
     if (needsPull) {
       onProgress?.({ percent: 0, message: `pulling ${spec.image}: 0%` });
-      await this.wait(entry, this.pullDelayMs);
+      await this.#wait(entry, this.pullDelayMs);
       this.presentImages.add(spec.image);
       this.counters.pulls += 1;
       onProgress?.({ percent: 100, message: `pulling ${spec.image}: 100%` });
-      if (this.startDelayMs > 0) this.setPhase(entry, 'starting', 'starting');
+      if (this.startDelayMs > 0) this.#setPhase(entry, 'starting', 'starting');
     }
-    if (this.startDelayMs > 0) await this.wait(entry, this.startDelayMs);
-    if (entry.worker.phase !== 'running') this.setPhase(entry, 'running', 'running');
-    this.emit({ type: 'started', workerId: spec.workerId });
+    if (this.startDelayMs > 0) await this.#wait(entry, this.startDelayMs);
+    if (entry.worker.phase !== 'running') this.#setPhase(entry, 'running', 'running');
+    this.#emit({ type: 'started', workerId: spec.workerId });
     return snapshot(entry.worker);
   }
 
   async remove(workerId: string): Promise<void> {
-    if (this.removalGate) await this.removalGate;
-    const entry = this.workers.get(workerId);
+    if (this.#removalGate) await this.#removalGate;
+    const entry = this.#workers.get(workerId);
     if (!entry) return;
     entry.cancelStart?.();
-    this.workers.delete(workerId);
-    const ids = this.byEndpoint.get(entry.worker.endpointId);
+    this.#workers.delete(workerId);
+    const ids = this.#byEndpoint.get(entry.worker.endpointId);
     ids?.delete(workerId);
-    if (ids?.size === 0) this.byEndpoint.delete(entry.worker.endpointId);
+    if (ids?.size === 0) this.#byEndpoint.delete(entry.worker.endpointId);
     this.counters.removes += 1;
-    this.wakeLogs(entry);
-    this.emit({ type: 'removed', workerId });
+    this.#wakeLogs(entry);
+    this.#emit({ type: 'removed', workerId });
   }
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
@@ -216,11 +216,11 @@ export class FakeRuntime implements WorkerRuntime {
     const endpointId = selector[LABELS.endpoint];
     let candidates: Iterable<string>;
     if (workerId !== undefined) candidates = [workerId];
-    else if (endpointId !== undefined) candidates = this.byEndpoint.get(endpointId) ?? [];
-    else candidates = this.workers.keys();
+    else if (endpointId !== undefined) candidates = this.#byEndpoint.get(endpointId) ?? [];
+    else candidates = this.#workers.keys();
     const out: RuntimeWorker[] = [];
     for (const id of candidates) {
-      const entry = this.workers.get(id);
+      const entry = this.#workers.get(id);
       if (!entry) continue;
       const labels = entry.worker.labels;
       let match = true;
@@ -236,12 +236,12 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
-    const entry = this.workers.get(workerId);
+    const entry = this.#workers.get(workerId);
     return entry ? snapshot(entry.worker) : undefined;
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncIterable<string> {
-    const entry = this.workers.get(workerId);
+    const entry = this.#workers.get(workerId);
     if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
     let position = options.tail === undefined ? 0 : Math.max(0, entry.logs.length - options.tail);
     for (;;) {
@@ -251,7 +251,7 @@ export class FakeRuntime implements WorkerRuntime {
         if (line !== undefined) yield line;
       }
       if (!options.follow || options.signal?.aborted) return;
-      if (entry.worker.phase === 'exited' || this.workers.get(workerId) !== entry) return;
+      if (entry.worker.phase === 'exited' || this.#workers.get(workerId) !== entry) return;
       await new Promise<void>((resolve) => {
         const wake = () => {
           entry.logWaiters.delete(wake);
@@ -265,30 +265,30 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async stats(workerId: string): Promise<WorkerStats | undefined> {
-    const entry = this.workers.get(workerId);
+    const entry = this.#workers.get(workerId);
     if (!entry || entry.worker.phase === 'exited') return undefined;
-    return { ...this.statsValue };
+    return { ...this.#statsValue };
   }
 
   watch(onEvent: (event: RuntimeEvent) => void): () => void {
-    this.listeners.add(onEvent);
+    this.#listeners.add(onEvent);
     return () => {
-      this.listeners.delete(onEvent);
+      this.#listeners.delete(onEvent);
     };
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const entry of this.workers.values()) {
+    this.#closed = true;
+    for (const entry of this.#workers.values()) {
       entry.cancelStart?.();
-      this.wakeLogs(entry);
+      this.#wakeLogs(entry);
     }
-    this.listeners.clear();
+    this.#listeners.clear();
   }
 
   // ---- internals ----
 
-  private async readCredentials(spec: WorkerSpec): Promise<void> {
+  async #readCredentials(spec: WorkerSpec): Promise<void> {
     try {
       await spec.registryAuth?.();
     } catch (error) {
@@ -298,37 +298,37 @@ export class FakeRuntime implements WorkerRuntime {
     }
   }
 
-  private allocatePort(): number {
-    const port = this.nextPort;
-    this.nextPort = this.nextPort >= 65_535 ? FAKE_PORT_BASE : this.nextPort + 1;
+  #allocatePort(): number {
+    const port = this.#nextPort;
+    this.#nextPort = this.#nextPort >= 65_535 ? FAKE_PORT_BASE : this.#nextPort + 1;
     return port;
   }
 
-  private setPhase(entry: FakeWorker, phase: RuntimePhase, message: string): void {
+  #setPhase(entry: FakeWorker, phase: RuntimePhase, message: string): void {
     entry.worker = { ...entry.worker, phase, message };
   }
 
   /** Waits `ms` on the injected timers; rejects when the worker is removed, exits or the runtime closes meanwhile. */
-  private wait(entry: FakeWorker, ms: number): Promise<void> {
+  #wait(entry: FakeWorker, ms: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const handle = this.timers.setTimeout(() => {
+      const handle = this.#timers.setTimeout(() => {
         entry.cancelStart = undefined;
         resolve();
       }, ms);
       entry.cancelStart = () => {
-        this.timers.clearTimeout(handle);
+        this.#timers.clearTimeout(handle);
         entry.cancelStart = undefined;
         reject(new RuntimeError('RUNTIME_ERROR', `worker ${entry.worker.workerId} stopped while starting`));
       };
     });
   }
 
-  private wakeLogs(entry: FakeWorker): void {
+  #wakeLogs(entry: FakeWorker): void {
     for (const wake of [...entry.logWaiters]) wake();
   }
 
-  private emit(event: RuntimeEvent): void {
-    for (const listener of [...this.listeners]) listener(event);
+  #emit(event: RuntimeEvent): void {
+    for (const listener of [...this.#listeners]) listener(event);
   }
 }
 
