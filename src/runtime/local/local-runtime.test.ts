@@ -296,17 +296,19 @@ describe('LocalRuntime', () => {
       const events: RuntimeEvent[] = [];
       runtime.watch((e) => events.push(e));
       // A directory where the state file goes: the rename onto it fails, as a full or read-only disk would.
-      await mkdir(path.join(stateDir, 'workers', 'unrecorded.json'), { recursive: true });
-      await expect(runtime.create(spec({ workerId: 'unrecorded' }))).rejects.toMatchObject({
+      // Unique to this test run: processesOf looks at every process on the machine.
+      const workerId = `unrecorded${process.pid}`;
+      await mkdir(path.join(stateDir, 'workers', `${workerId}.json`), { recursive: true });
+      await expect(runtime.create(spec({ workerId }))).rejects.toMatchObject({
         code: 'RUNTIME_ERROR',
         message: expect.stringMatching(
-          /^cannot write the state file of worker unrecorded, so it was stopped/,
+          new RegExp(`^cannot write the state file of worker ${workerId}, so it was stopped`),
         ),
       });
-      expect(processesOf('unrecorded')).toEqual([]);
-      expect(await runtime.inspect('unrecorded')).toBeUndefined();
+      expect(processesOf(workerId)).toEqual([]);
+      expect(await runtime.inspect(workerId)).toBeUndefined();
       expect(events).toEqual([]);
-      expect(existsSync(path.join(stateDir, 'logs', 'unrecorded.log'))).toBe(false);
+      expect(existsSync(path.join(stateDir, 'logs', `${workerId}.log`))).toBe(false);
     },
   );
 
