@@ -42,7 +42,7 @@ export function defaultDockerEngine(): DockerEngine {
 export async function selectRuntime(options: SelectRuntimeOptions): Promise<WorkerRuntime> {
   const { choice, logger } = options;
   if (choice === 'fake') return new FakeRuntime({ clock: Date.now });
-  if (choice === 'local') return local(options.dataDir);
+  if (choice === 'local') return local(options.dataDir, logger);
   const engine = options.engine ?? defaultDockerEngine();
   const { docker } = engine;
   const reachable = await engine.reachable();
@@ -56,7 +56,7 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
       { engine: engineAddress(docker) },
       'no Docker engine answers; using the local runtime (development only)',
     );
-    return local(options.dataDir);
+    return local(options.dataDir, logger);
   }
   const limits = engineLimits(await engine.info().catch((): DockerInfo => ({})));
   logger.info(
@@ -76,6 +76,6 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
   });
 }
 
-function local(dataDir: string): WorkerRuntime {
-  return new LocalRuntime({ stateDir: join(dataDir, 'local-runtime') });
+function local(dataDir: string, logger: Logger): WorkerRuntime {
+  return new LocalRuntime({ stateDir: join(dataDir, 'local-runtime'), logger });
 }

@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { WORKER_SCRIPT } from '../../../test/support/test-image.js';
 import { LABELS, type RuntimeEvent, type WorkerSpec } from '../types.js';
-import { LocalRuntime, localWorkerEnv, mountEnvName } from './local-runtime.js';
+import { LocalRuntime } from './local-runtime.js';
 
 let counter = 0;
 function spec(overrides: Partial<WorkerSpec> = {}): WorkerSpec {
@@ -51,64 +52,34 @@ async function getJson(address: { host: string; port: number } | undefined, rout
   throw last;
 }
 
+/** Live processes whose environment names the worker: what a failed create must not leave behind. */
+function processesOf(workerId: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = readFileSync(`/proc/${name}/environ`, 'utf8');
+      if (environ.split('\0').includes(`CORRAL_WORKER_ID=${workerId}`) && alive(Number(name)))
+        pids.push(Number(name));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return pids;
+}
+
+/** A logger whose lines the test reads. */
+function recordingLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return {
+    logger: pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+    lines,
+  };
+}
+
 async function readState(stateDir: string, workerId: string): Promise<any> {
   return JSON.parse(await readFile(path.join(stateDir, 'workers', `${workerId}.json`), 'utf8'));
 }
-
-describe('localWorkerEnv (pure)', () => {
-  const base = {
-    PATH: '/usr/bin',
-    HOME: '/home/x',
-    CORRAL_API_KEY: 'k',
-    CORRAL_SECRET_KEY: 's',
-    CORRAL_DATABASE_URL: 'postgres://secret',
-    CORRAL_API_ADDR: '0.0.0.0:8080',
-    CUDA_VISIBLE_DEVICES: '0,1,2,3',
-  };
-
-  it('scrubs Corral variables, keeps the rest, replaces PORT and sets GPUs and mounts', () => {
-    const env = localWorkerEnv(
-      spec({
-        workerId: 'w9',
-        endpointId: 'e9',
-        env: { PORT: '8000', FOO: 'bar', CORRAL_WORKER_ID: 'w9', CORRAL_ENDPOINT_ID: 'e9' },
-        gpus: [
-          { index: 2, uuid: 'GPU-b' },
-          { index: 0, uuid: 'GPU-a' },
-        ],
-      }),
-      base,
-      41234,
-      [{ mountPath: '/data/models', dir: '/state/volumes/w9/0' }],
-    );
-    expect(env).toEqual({
-      PATH: '/usr/bin',
-      HOME: '/home/x',
-      FOO: 'bar',
-      PORT: '41234',
-      CORRAL_WORKER_ID: 'w9',
-      CORRAL_ENDPOINT_ID: 'e9',
-      NVIDIA_VISIBLE_DEVICES: 'GPU-b,GPU-a',
-      CUDA_VISIBLE_DEVICES: 'GPU-b,GPU-a',
-      CORRAL_MOUNT_DATA_MODELS: '/state/volumes/w9/0',
-    });
-  });
-
-  it('hides every GPU from a worker that was given none', () => {
-    const env = localWorkerEnv(spec(), base, 1, []);
-    expect(env.CUDA_VISIBLE_DEVICES).toBe('');
-    expect(env.NVIDIA_VISIBLE_DEVICES).toBe('void');
-  });
-
-  it.each([
-    ['/data', 'CORRAL_MOUNT_DATA'],
-    ['/data/models', 'CORRAL_MOUNT_DATA_MODELS'],
-    ['/workspace/my-cache.d/', 'CORRAL_MOUNT_WORKSPACE_MY_CACHE_D'],
-    ['/', 'CORRAL_MOUNT_ROOT'],
-  ])('mountEnvName(%s) = %s', (mountPath, name) => {
-    expect(mountEnvName(mountPath)).toBe(name);
-  });
-});
 
 describe('LocalRuntime', () => {
   let stateDir: string;
@@ -305,5 +276,89 @@ describe('LocalRuntime', () => {
       'line 4999',
       'late',
     ]);
+  });
+
+  it('stamps createdAt with the injected clock', async () => {
+    const runtime = new LocalRuntime({ stateDir, clock: () => 42_000 });
+    runtimes.push(runtime);
+    const worker = await runtime.create(spec({ workerId: 'clocked' }));
+    expect(worker.createdAt).toBe(42_000);
+    expect(await readState(stateDir, 'clocked')).toMatchObject({ createdAt: 42_000, startedAt: 42_000 });
+    expect(await runtime.stats('clocked')).toMatchObject({ cpuPercent: expect.any(Number) });
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'fails a create whose state file cannot be written, and stops its process',
+    async () => {
+      const { logger } = recordingLogger();
+      const runtime = new LocalRuntime({ stateDir, logger });
+      runtimes.push(runtime);
+      const events: RuntimeEvent[] = [];
+      runtime.watch((e) => events.push(e));
+      // A directory where the state file goes: the rename onto it fails, as a full or read-only disk would.
+      // Unique to this test run: processesOf looks at every process on the machine.
+      const workerId = `unrecorded${process.pid}`;
+      await mkdir(path.join(stateDir, 'workers', `${workerId}.json`), { recursive: true });
+      await expect(runtime.create(spec({ workerId }))).rejects.toMatchObject({
+        code: 'RUNTIME_ERROR',
+        message: expect.stringMatching(
+          new RegExp(`^cannot write the state file of worker ${workerId}, so it was stopped`),
+        ),
+      });
+      expect(processesOf(workerId)).toEqual([]);
+      expect(await runtime.inspect(workerId)).toBeUndefined();
+      expect(events).toEqual([]);
+      expect(existsSync(path.join(stateDir, 'logs', `${workerId}.log`))).toBe(false);
+    },
+  );
+
+  it('logs a listener that throws, and still tells the other listeners', async () => {
+    const { logger, lines } = recordingLogger();
+    const runtime = new LocalRuntime({ stateDir, logger });
+    runtimes.push(runtime);
+    const events: RuntimeEvent[] = [];
+    runtime.watch(() => {
+      throw new Error('listener bug');
+    });
+    runtime.watch((e) => events.push(e));
+    await runtime.create(spec({ workerId: 'heard' }));
+    expect(events).toEqual([{ type: 'started', workerId: 'heard' }]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        runtime: 'local',
+        msg: 'runtime event handler threw',
+        err: expect.objectContaining({ message: 'listener bug' }),
+      }),
+    );
+  });
+
+  it('logs a state directory it cannot load when watched, and fails the calls that need it', async () => {
+    const { logger, lines } = recordingLogger();
+    const notADir = path.join(stateDir, 'a-file');
+    await writeFile(notADir, '');
+    const runtime = new LocalRuntime({ stateDir: notADir, logger });
+    runtimes.push(runtime);
+    runtime.watch(() => {});
+    await expect(runtime.list({})).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 50, msg: 'cannot load the local runtime state', stateDir: notADir }),
+    );
+  });
+
+  it('warns of a state file it cannot read (its process would run on unwatched)', async () => {
+    await mkdir(path.join(stateDir, 'workers'), { recursive: true });
+    await writeFile(path.join(stateDir, 'workers', 'torn.json'), '{"version":1,');
+    const { logger, lines } = recordingLogger();
+    const runtime = new LocalRuntime({ stateDir, logger });
+    runtimes.push(runtime);
+    expect(await runtime.list({})).toEqual([]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'skipping an unreadable local worker state file',
+        file: 'torn.json',
+      }),
+    );
   });
 });
