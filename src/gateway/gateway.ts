@@ -4,9 +4,9 @@ import { decideScale, nextCheckAt, type ScalingInput } from '../autoscaler/autos
 import type { RoutingView } from '../controller/controller.js';
 import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
-import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
 import { StoreLookup } from './lookup.js';
 import type { GatewayMetrics } from './metrics.js';

@@ -21,7 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { bodyTooLarge, GatewayError } from './errors.js';
+import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
 
 export type ProxyOutcome =

@@ -11,7 +11,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../errors/gateway-catalogue.js';
 import { forwardRequestHeaders } from './headers.js';
 
 export type UpgradeOutcome =
