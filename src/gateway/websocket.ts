@@ -8,10 +8,11 @@
  * it (whatever its status: a worker that refuses the upgrade answers through the same path); everything after it
  * passes untouched.
  */
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GatewayError } from '../errors/gateway-catalogue.js';
+import { answerUpgrade } from './answer.js';
 import { forwardRequestHeaders } from './headers.js';
 
 export type UpgradeOutcome =
@@ -100,8 +101,7 @@ export function proxyUpgrade(
       if (phase === 'handshake') {
         answerUpgrade(
           socket,
-          502,
-          new GatewayError('WORKER_ERROR', message, { metadata: { workerId: options.workerId } }).toBody(),
+          new GatewayError('WORKER_ERROR', message, { metadata: { workerId: options.workerId } }),
           responseHeaders,
         );
       } else {
@@ -174,10 +174,9 @@ export function proxyUpgrade(
         if (phase !== 'handshake') return;
         answerUpgrade(
           socket,
-          504,
           new GatewayError('REQUEST_TIMEOUT', 'The worker did not answer the upgrade in time.', {
             metadata: { workerId: options.workerId, timeoutMs: handshakeTimeoutMs },
-          }).toBody(),
+          }),
           responseHeaders,
         );
         outcome = 'timeout';
@@ -219,24 +218,6 @@ export function proxyUpgrade(
       upstream.pipe(socket);
     };
   });
-}
-
-/**
- * Answers an upgrade request on its raw socket as the gateway answers HTTP requests: a status line, the JSON error
- * body with its content type and length, `headers` (X-Corral-Queue-Ms, Retry-After...), then the connection closes.
- * Nothing is written to a socket that is already closed.
- */
-export function answerUpgrade(
-  socket: Duplex,
-  status: number,
-  body: object,
-  headers?: Record<string, string | number>,
-): void {
-  if (socket.destroyed || !socket.writable) return;
-  const text = JSON.stringify(body);
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n`;
-  if (headers) for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
-  socket.end(`${head}\r\n${text}`);
 }
 
 /** The request line and headers to send to the worker, ending with the blank line. */
