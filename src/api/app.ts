@@ -6,6 +6,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
+import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
@@ -13,7 +14,6 @@ import type { Principal } from '../service/principal.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
-import { CorralError } from './errors.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
 import { API_PREFIX } from './prefix.js';
@@ -65,14 +65,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   acceptJsonWhateverTheContentType(app);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const corral = toCorralError(error);
-    if (corral.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
-    if (corral.reason === 'RATE_LIMITED')
-      reply.header('Retry-After', String(corral.metadata.retryAfterSeconds));
-    return reply.status(corral.status).send(corral.toBody());
+    const answer = toApiError(error);
+    if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
+    if (answer.code === 'RATE_LIMITED')
+      reply.header('Retry-After', String(answer.metadata.retryAfterSeconds));
+    return reply.status(answer.status).send(answer.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
-    const error = new CorralError(
+    const error = new ApiError(
       'ROUTE_NOT_FOUND',
       `no operation ${request.method} ${request.url.split('?')[0]}`,
     );
@@ -91,13 +91,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         );
         const decision = options.rateLimiter.take(principal.keyId);
         if (!decision.allowed) {
-          throw new CorralError(
-            'RATE_LIMITED',
-            `too many requests; retry in ${decision.retryAfterSeconds} s`,
-            {
-              retryAfterSeconds: decision.retryAfterSeconds,
-            },
-          );
+          throw new ApiError('RATE_LIMITED', `too many requests; retry in ${decision.retryAfterSeconds} s`, {
+            retryAfterSeconds: decision.retryAfterSeconds,
+          });
         }
         request.principal = principal;
       });
@@ -125,7 +121,7 @@ function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
       done(null, secureJson.parse(text, refuseNul, { protoAction: 'error', constructorAction: 'error' }));
     } catch (error) {
       done(
-        new CorralError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`),
+        new ApiError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`),
         undefined,
       );
     }
@@ -140,15 +136,15 @@ function refuseNul(key: string, value: unknown): unknown {
   return value;
 }
 
-function toCorralError(error: FastifyError): CorralError {
-  if (error instanceof CorralError) return error;
+function toApiError(error: FastifyError): ApiError {
+  if (error instanceof ApiError) return error;
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new CorralError('BODY_TOO_LARGE', 'the body is larger than this server accepts');
+    return new ApiError('BODY_TOO_LARGE', 'the body is larger than this server accepts');
   }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-    return new CorralError('INVALID_FIELD', error.message);
+    return new ApiError('INVALID_FIELD', error.message);
   }
-  return new CorralError('INTERNAL', 'internal error; the server log has the details');
+  return new ApiError('INTERNAL', 'internal error; the server log has the details');
 }
 
 function observe(app: FastifyInstance, metrics: ApiMetrics): void {

@@ -1,8 +1,8 @@
 import { apiKeyId, apiKeyMatches } from '../crypto/api-keys.js';
+import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../service/clock.js';
 import type { Principal } from '../service/principal.js';
 import type { Store } from '../store/store.js';
-import { CorralError } from './errors.js';
 
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -37,6 +37,6 @@ export class Authenticator {
   }
 }
 
-function unauthenticated(message: string): CorralError {
-  return new CorralError('UNAUTHENTICATED', message);
+function unauthenticated(message: string): ApiError {
+  return new ApiError('UNAUTHENTICATED', message);
 }

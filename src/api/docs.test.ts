@@ -6,7 +6,6 @@ import { storeTargets } from '../../test/support/stores.js';
 import { SERVE_SETTINGS } from '../config/settings.js';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
-import { ERROR_CATALOGUE } from './errors.js';
 import { API_PREFIX } from './prefix.js';
 
 const read = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');
@@ -47,22 +46,6 @@ function documentedOperations(markdown: string): string[] {
 }
 
 describe('docs/api.md', () => {
-  const errorRows = tableRows(apiDoc, /^`([A-Z][A-Z_]+)`$/);
-  const statusRows = [...errorRows].filter(([, cells]) => /^\d{3}$/.test(cells[0] ?? ''));
-
-  it('names every error reason of the catalogue', () => {
-    const missing = Object.keys(ERROR_CATALOGUE).filter((reason) => !apiDoc.includes(`\`${reason}\``));
-    expect(missing).toEqual([]);
-  });
-
-  it('has a table row for every reason, with its status', () => {
-    const documented = Object.fromEntries(statusRows.map(([reason, cells]) => [reason, Number(cells[0])]));
-    const catalogue = Object.fromEntries(
-      Object.entries(ERROR_CATALOGUE).map(([reason, entry]) => [reason, entry.status]),
-    );
-    expect(documented).toEqual(catalogue);
-  });
-
   it('describes every event type of the endpoint log, and no other', () => {
     const events = tableRows(section(apiDoc, "### Read an endpoint's events"), /^`([a-z]+)`$/);
     expect([...events.keys()].sort()).toEqual([...ENDPOINT_EVENT_TYPES].sort());

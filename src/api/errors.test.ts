@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, PREFIX, type TestApi } from '../../test/support/api.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { ERROR_CATALOGUE } from './errors.js';
+import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
 
 describe('errors, auth and abuse', () => {
   let api: TestApi;
@@ -31,7 +31,7 @@ describe('errors, auth and abuse', () => {
       message: expect.any(String),
       metadata: expect.any(Object),
     });
-    expect(ERROR_CATALOGUE[reason as keyof typeof ERROR_CATALOGUE].status).toBe(status);
+    expect(API_ERROR_CATALOGUE[reason as keyof typeof API_ERROR_CATALOGUE].status).toBe(status);
   };
 
   it('401 without a key, with a wrong key, or with a malformed header', async () => {

@@ -1,83 +1,8 @@
 /**
- * The catalogue of error reasons: each stable UPPER_SNAKE reason has one status and one description.
- * docs/api.md documents every reason (a test checks it). Never rename a reason: clients match on it.
+ * Old names of the API's error catalogue, kept for the OpenAPI document (api/openapi.ts) until it imports
+ * src/errors/api-catalogue.ts, where the catalogue and `ApiError` live now.
  */
-export const ERROR_CATALOGUE = {
-  INVALID_JSON: {
-    status: 400,
-    description: 'The body is not valid JSON, or holds a forbidden key such as __proto__.',
-  },
-  INVALID_FIELD: {
-    status: 400,
-    description: 'A field has the wrong type or an invalid value; metadata.field names it.',
-  },
-  INVALID_QUERY: {
-    status: 400,
-    description: 'A query parameter is missing or invalid; metadata.field names it.',
-  },
-  OUT_OF_RANGE: {
-    status: 400,
-    description: 'A number is outside the range that GET endpoint/limit reports.',
-  },
-  MIN_ABOVE_MAX: { status: 400, description: 'workerConfig.minNum is greater than workerConfig.maxNum.' },
-  RESERVED_PORT: { status: 400, description: 'The port is one of the internal ports 2222, 2223, 2224.' },
-  UNKNOWN_PRODUCT: {
-    status: 400,
-    description: 'products[].id is not a product of this server (see GET products).',
-  },
-  UNKNOWN_CREDENTIALS: { status: 400, description: 'image.authId names no registry credentials of yours.' },
-  UNKNOWN_STORAGE: {
-    status: 400,
-    description: 'A network volume names a storage this server does not have.',
-  },
-  CLUSTER_MISMATCH: { status: 400, description: "clusterID differs from the network storage's cluster." },
-  UNAUTHENTICATED: {
-    status: 401,
-    description: 'The Authorization header is missing, malformed, or the key is unknown or revoked.',
-  },
-  ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint with that id belongs to you.' },
-  CREDENTIALS_NOT_FOUND: { status: 404, description: 'No registry credentials with that id belong to you.' },
-  ROUTE_NOT_FOUND: { status: 404, description: 'No operation at that method and path.' },
-  WORKER_NOT_FOUND: {
-    status: 404,
-    description: 'The endpoint has no worker with that id (or this server runs no controller).',
-  },
-  APP_NAME_TAKEN: { status: 409, description: 'Another endpoint already uses that appName.' },
-  CREDENTIALS_IN_USE: {
-    status: 409,
-    description: 'Endpoints still pull with these credentials; change them first.',
-  },
-  CONCURRENT_UPDATE: { status: 409, description: 'The endpoint kept changing while being updated; retry.' },
-  BODY_TOO_LARGE: {
-    status: 413,
-    description: 'The body is larger than the server accepts (1 MiB by default).',
-  },
-  RATE_LIMITED: { status: 429, description: 'Too many requests for this key; wait Retry-After seconds.' },
-  INTERNAL: {
-    status: 500,
-    description: 'A fault in Corral; the log has the details. Never caused by bad input.',
-  },
-} as const satisfies Record<string, { status: number; description: string }>;
-
-export type ErrorReason = keyof typeof ERROR_CATALOGUE;
-
-/** An error a client can act on; the API turns it into `{code, reason, message, metadata}`. */
-export class CorralError extends Error {
-  override name = 'CorralError';
-
-  constructor(
-    readonly reason: ErrorReason,
-    message: string,
-    readonly metadata: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-
-  get status(): number {
-    return ERROR_CATALOGUE[this.reason].status;
-  }
-
-  toBody() {
-    return { code: this.status, reason: this.reason, message: this.message, metadata: this.metadata };
-  }
-}
+export {
+  API_ERROR_CATALOGUE as ERROR_CATALOGUE,
+  type ApiErrorReason as ErrorReason,
+} from '../errors/api-catalogue.js';

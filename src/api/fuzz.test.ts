@@ -12,9 +12,9 @@ import { storeTargets } from '../../test/support/stores.js';
 import type { Endpoint, EndpointSpec } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
 import { type ValidationCatalog, validateSpec } from '../domain/validate.js';
+import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
 import { simulatedInventory, supportedCudaVersions } from '../gpu/inventory.js';
 import type { Store } from '../store/store.js';
-import { ERROR_CATALOGUE } from './errors.js';
 
 /** Runs per property: SQLite is fast enough for many; Postgres gets fewer so the suite stays short. */
 const RUNS = { sqlite: 150, postgres: 30 } as const;
@@ -57,10 +57,10 @@ function checkAnswer({ status, body }: Answer): void {
   if (!isRecord(body)) throw new Error(`a ${status} without an error object: ${JSON.stringify(body)}`);
   expect(Object.keys(body).sort()).toEqual(['code', 'message', 'metadata', 'reason']);
   const reason = body.reason;
-  if (typeof reason !== 'string' || !Object.hasOwn(ERROR_CATALOGUE, reason)) {
-    throw new Error(`reason ${JSON.stringify(reason)} is not in ERROR_CATALOGUE`);
+  if (typeof reason !== 'string' || !Object.hasOwn(API_ERROR_CATALOGUE, reason)) {
+    throw new Error(`reason ${JSON.stringify(reason)} is not in API_ERROR_CATALOGUE`);
   }
-  expect(ERROR_CATALOGUE[reason as keyof typeof ERROR_CATALOGUE].status).toBe(status);
+  expect(API_ERROR_CATALOGUE[reason as keyof typeof API_ERROR_CATALOGUE].status).toBe(status);
   expect(body.code).toBe(status);
   expect(typeof body.message === 'string' && body.message !== '').toBe(true);
   expect(isRecord(body.metadata)).toBe(true);

@@ -1,10 +1,15 @@
+/**
+ * The errors the client throws. Their base, `CorralClientError`, lets callers catch them all at once; the
+ * server's own error classes (src/errors/) are a different family, never thrown by the client.
+ */
+
 /** Base class of every error the client throws, so callers can catch them all at once. */
-export class CorralError extends Error {
-  override name = 'CorralError';
+export class CorralClientError extends Error {
+  override name = 'CorralClientError';
 }
 
 /** The server answered with a non-2xx status; fields come from its `{code, reason, message, metadata}` body. */
-export class CorralApiError extends CorralError {
+export class CorralApiError extends CorralClientError {
   override name = 'CorralApiError';
   readonly status: number;
   readonly reason: string;
@@ -25,7 +30,7 @@ export class CorralApiError extends CorralError {
 }
 
 /** The request never got an HTTP answer: connection refused, DNS failure, TLS error, timeout. */
-export class CorralConnectionError extends CorralError {
+export class CorralConnectionError extends CorralClientError {
   override name = 'CorralConnectionError';
   readonly baseUrl: string;
   readonly timedOut: boolean;
@@ -38,6 +43,6 @@ export class CorralConnectionError extends CorralError {
 }
 
 /** The server answered 2xx but the body is not the JSON shape this operation returns. */
-export class CorralProtocolError extends CorralError {
+export class CorralProtocolError extends CorralClientError {
   override name = 'CorralProtocolError';
 }

@@ -12,7 +12,12 @@ export type {
   WireWorker,
 } from '../contract/wire.js';
 export { CorralClient } from './client.js';
-export { CorralApiError, CorralConnectionError, CorralError, CorralProtocolError } from './errors.js';
+export {
+  CorralApiError,
+  CorralClientError,
+  CorralConnectionError,
+  CorralProtocolError,
+} from './errors.js';
 export type {
   CorralClientOptions,
   CreatedResult,

@@ -1,4 +1,4 @@
-import { CorralError } from '../api/errors.js';
+import { ApiError } from '../errors/api-catalogue.js';
 import type { Page } from '../store/endpoints.js';
 
 export const MAX_PAGE_SIZE = 1000;
@@ -18,7 +18,7 @@ export function readInteger(query: Query, name: string, fallback: number, min: n
   if (raw === undefined || raw.trim() === '') return fallback;
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < min) {
-    throw new CorralError('INVALID_QUERY', `${name} must be an integer of at least ${min}, got "${raw}"`, {
+    throw new ApiError('INVALID_QUERY', `${name} must be an integer of at least ${min}, got "${raw}"`, {
       field: name,
     });
   }
@@ -31,13 +31,13 @@ export function readQueryId(query: Query, names: readonly string[]): string {
     const value = first(query[name])?.trim();
     if (value) return value;
   }
-  throw new CorralError('INVALID_QUERY', `the query needs ${names.join(' or ')}`, { field: names[0] });
+  throw new ApiError('INVALID_QUERY', `the query needs ${names.join(' or ')}`, { field: names[0] });
 }
 
 function first(value: string | string[] | undefined): string | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (text?.includes('\u0000')) {
-    throw new CorralError('INVALID_QUERY', 'query parameters must not contain the NUL character (%00)');
+    throw new ApiError('INVALID_QUERY', 'query parameters must not contain the NUL character (%00)');
   }
   return text;
 }

@@ -2,8 +2,8 @@ import { getEventListeners } from 'node:events';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type DispatcherSettings, EndpointDispatcher, type Lease } from './dispatcher.js';
-import { GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 
 /** Lets every settled promise's callbacks run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -14,8 +14,9 @@
  *
  * Time comes from an injected clock and timer functions, so tests run with no real sleeps.
  */
+
+import { GatewayError } from '../errors/gateway-catalogue.js';
 import type { Clock, Timers } from '../service/clock.js';
-import { GatewayError } from './errors.js';
 
 export interface DispatcherSettings {
   /** Slots per worker (workerConfig.maxConcurrent); an integer >= 1. */

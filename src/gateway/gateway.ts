@@ -4,15 +4,16 @@ import { decideScale, nextCheckAt, type ScalingInput } from '../autoscaler/autos
 import type { RoutingView } from '../controller/controller.js';
 import type { ManagedWorker } from '../controller/managed-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
+import { answer, answerUpgrade, queuedHeader } from './answer.js';
 import { EndpointDispatcher, type Lease } from './dispatcher.js';
-import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './errors.js';
 import { appNameFromHost } from './host.js';
 import { StoreLookup } from './lookup.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
-import { answerUpgrade, proxyUpgrade, type UpgradeOutcome } from './websocket.js';
+import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 
 export interface GatewayLogger {
   info(fields: object, message: string): void;
@@ -417,11 +418,7 @@ export class Gateway {
 
   /** Answers an upgrade with the gateway's own error, in the JSON format, with X-Corral-Queue-Ms where known. */
   #refuseUpgrade(socket: Duplex, error: GatewayError, queuedMs: number | undefined): void {
-    if (error.code === 'CLIENT_GONE') return;
-    const headers: Record<string, string | number> = {};
-    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
-    if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
-    answerUpgrade(socket, error.status, error.toBody(), headers);
+    answerUpgrade(socket, error, queuedHeader(queuedMs));
   }
 
   /** Why the request cannot be served at all (404, 503), or undefined when it can. */
@@ -485,7 +482,7 @@ export class Gateway {
   #fail(res: ServerResponse, endpoint: Endpoint, error: unknown, arrived: number, queuedMs: number): void {
     const gatewayError =
       error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR', (error as Error).message);
-    if (gatewayError.code !== 'CLIENT_GONE') this.#write(res, gatewayError, queuedMs);
+    this.#write(res, gatewayError, queuedMs);
     this.#observe(endpoint.id, gatewayError.status, arrived, queuedMs);
   }
 
@@ -495,16 +492,7 @@ export class Gateway {
 
   /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */
   #write(res: ServerResponse, error: GatewayError, queuedMs?: number): void {
-    if (res.headersSent || res.destroyed) return;
-    const status = error.status;
-    const body = JSON.stringify(error.toBody());
-    const headers: Record<string, string | number> = {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-    };
-    if (queuedMs !== undefined) headers['x-corral-queue-ms'] = queuedMs;
-    if (error.retryAfterSeconds !== undefined) headers['retry-after'] = error.retryAfterSeconds;
-    res.writeHead(status, headers).end(body);
+    answer(res, error, { headers: queuedHeader(queuedMs) });
   }
 
   #dispatcher(endpoint: Endpoint): EndpointDispatcher {

@@ -21,7 +21,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { bodyTooLarge, GatewayError } from './errors.js';
+import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
+import { answer } from './answer.js';
 import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
 
 export type ProxyOutcome =
@@ -149,7 +150,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     const limit = this.bodyLimitBytes;
     if (limit !== undefined && this.contentLength !== undefined && Number(this.contentLength) > limit) {
       this.settle('body-too-large');
-      this.respondError(413, bodyTooLarge(limit).toBody());
+      this.respond(bodyTooLarge(limit));
       return promise;
     }
     const hasBody = this.chunked || (this.contentLength !== undefined && this.contentLength !== '0');
@@ -238,9 +239,8 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       // Never started: nothing reached the worker and the body was not read.
       if ((error as { code?: string }).code === 'UND_ERR_INVALID_ARG') {
         this.settle('bad-request');
-        this.respondError(
-          400,
-          new GatewayError('INVALID_REQUEST', `The request cannot be forwarded: ${error.message}`).toBody(),
+        this.respond(
+          new GatewayError('INVALID_REQUEST', `The request cannot be forwarded: ${error.message}`),
         );
         return;
       }
@@ -248,11 +248,10 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       return;
     }
     this.settle('worker-error');
-    this.respondError(
-      502,
+    this.respond(
       new GatewayError('WORKER_ERROR', `The worker failed while handling the request: ${error.message}`, {
         metadata: { workerId: this.target.id },
-      }).toBody(),
+      }),
     );
   }
 
@@ -296,24 +295,22 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       case 'client-gone':
         return;
       case 'timeout':
-        this.respondError(
-          504,
+        this.respond(
           new GatewayError(
             'REQUEST_TIMEOUT',
             `The worker did not answer within the request timeout (${this.requestTimeoutMs} ms).`,
             { metadata: { workerId: this.target.id, timeoutMs: this.requestTimeoutMs } },
-          ).toBody(),
+          ),
         );
         return;
       case 'body-too-large':
-        this.respondError(413, bodyTooLarge(this.bodyLimitBytes ?? 0).toBody());
+        this.respond(bodyTooLarge(this.bodyLimitBytes ?? 0));
         return;
       case 'worker-error':
-        this.respondError(
-          502,
+        this.respond(
           new GatewayError('WORKER_ERROR', 'The worker sent a response the gateway cannot pass on.', {
             metadata: { workerId: this.target.id },
-          }).toBody(),
+          }),
         );
         return;
     }
@@ -329,28 +326,11 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     this.resolve(outcome);
   }
 
-  /** Sends an error in the API's format if no response has started; otherwise aborts the response. */
-  respondError(status: number, body: object): void {
-    const res = this.res;
-    if (res.headersSent || res.destroyed) {
-      res.destroy();
-      return;
-    }
-    const text = JSON.stringify(body);
-    const headers = [
-      'content-type',
-      'application/json; charset=utf-8',
-      'content-length',
-      String(Buffer.byteLength(text)),
-    ];
+  /** Answers with the gateway's error if no response has started; otherwise aborts the response. */
+  respond(error: GatewayError): void {
     // Unread request body left on the connection: close it rather than read the rest.
-    if (!this.req.complete) headers.push('connection', 'close');
-    if (this.responseHeaders) {
-      for (const name of Object.keys(this.responseHeaders))
-        headers.push(name, this.responseHeaders[name] as string);
-    }
-    res.writeHead(status, headers);
-    res.end(text);
+    const answered = answer(this.res, error, { headers: this.responseHeaders, close: !this.req.complete });
+    if (!answered) this.res.destroy();
   }
 }
 

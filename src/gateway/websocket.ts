@@ -7,11 +7,22 @@
  * The worker's response head is read up to its blank line so that the gateway's response headers can be added to
  * it (whatever its status: a worker that refuses the upgrade answers through the same path); everything after it
  * passes untouched.
+ *
+ * One `Tunnel` per upgrade, like proxy.ts's `Exchange` per request, goes through four phases:
+ * - `connecting`: until the worker's socket connects. A failure here (refused, connect timeout) is `not-sent`:
+ *   nothing was written to the client's socket or read from it, and its listeners are taken off again, so that
+ *   the caller may try another worker or answer itself. A client that closes now ends it as `client-gone`.
+ * - `handshake`: the request head is sent and the client's bytes flow to the worker; the worker's response head is
+ *   awaited (at most `handshakeTimeoutMs`, then 504). A worker that fails now gets the client a 502.
+ * - `open`: the response head has been passed on and bytes flow both ways. A failure now just closes the client.
+ * - `done`: the outcome is resolved, once both sides are closed (or at once for `not-sent`/`client-gone` while
+ *   connecting). Events that arrive later change nothing.
  */
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../errors/gateway-catalogue.js';
+import { answerUpgrade } from './answer.js';
 import { forwardRequestHeaders } from './headers.js';
 
 export type UpgradeOutcome =
@@ -64,179 +75,245 @@ export function proxyUpgrade(
   options: ProxyUpgradeOptions = {},
 ): Promise<UpgradeOutcome> {
   if (socket.destroyed) return Promise.resolve('client-gone');
-  return new Promise((resolve) => {
-    const connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
-    const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
-    let phase: 'connecting' | 'handshake' | 'open' | 'done' = 'connecting';
-    let outcome: UpgradeOutcome = 'ok';
-    let upstreamClosed = false;
-    let clientClosed = false;
-    /** The client sent FIN (node:http sockets are half-open, so 'close' may come much later). */
-    let clientEnded = false;
-    let received: Buffer[] = [];
-    let receivedBytes = 0;
-
-    const clientAddress = (socket as net.Socket).remoteAddress ?? req.socket?.remoteAddress;
-    const proto = (socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-    const upstream = net.connect({ host: target.host, port: target.port });
-    upstream.setNoDelay(true);
-    let timer: NodeJS.Timeout | undefined = setTimeout(() => {
-      timer = undefined;
-      if (phase !== 'connecting') return;
-      upstream.destroy();
-      notSent();
-    }, connectTimeoutMs);
-
-    const end = (result: UpgradeOutcome) => {
-      if (phase === 'done') return;
-      phase = 'done';
-      if (timer !== undefined) clearTimeout(timer);
-      resolve(result);
-    };
-    const settleWhenBothClosed = () => {
-      if (upstreamClosed && clientClosed) end(outcome);
-    };
-    const workerFailed = (message: string) => {
-      if (phase === 'handshake') {
-        answerUpgrade(
-          socket,
-          502,
-          new GatewayError('WORKER_ERROR', message, { metadata: { workerId: options.workerId } }).toBody(),
-          responseHeaders,
-        );
-      } else {
-        socket.destroy();
-      }
-      outcome = 'worker-error';
-    };
-
-    const onClientError = () => {
-      socket.destroy();
-    };
-    const onClientClose = () => {
-      clientClosed = true;
-      if (phase === 'done') return;
-      if (phase === 'connecting') {
-        upstream.destroy();
-        end('client-gone');
-        return;
-      }
-      if (phase === 'handshake' && outcome === 'ok') outcome = 'client-gone';
-      closeAfterFlush(upstream);
-      settleWhenBothClosed();
-    };
-    const onClientEnd = () => {
-      clientEnded = true;
-    };
-    socket.on('error', onClientError);
-    socket.on('close', onClientClose);
-    socket.on('end', onClientEnd);
-    /** The worker cannot be reached: leave the client's socket as it was found, for a retry or an answer. */
-    const notSent = () => {
-      socket.off('error', onClientError);
-      socket.off('close', onClientClose);
-      socket.off('end', onClientEnd);
-      end('not-sent');
-    };
-
-    upstream.on('error', (error) => {
-      if (phase === 'connecting') {
-        upstream.destroy();
-        if (clientClosed) end('client-gone');
-        else notSent();
-        return;
-      }
-      if (phase === 'handshake' || phase === 'open') workerFailed(error.message);
-    });
-    upstream.on('close', () => {
-      upstreamClosed = true;
-      // Connecting: 'error' or the connect timer settled it, and the client's socket is the caller's again.
-      if (phase === 'connecting' || phase === 'done') return;
-      if (phase === 'handshake' && outcome === 'ok') {
-        if (clientClosed || clientEnded) {
-          outcome = 'client-gone';
-          closeAfterFlush(socket);
-        } else {
-          workerFailed('The worker closed the connection before answering the upgrade.');
-        }
-      } else {
-        closeAfterFlush(socket);
-      }
-      settleWhenBothClosed();
-    });
-
-    upstream.once('connect', () => {
-      if (phase !== 'connecting') return;
-      phase = 'handshake';
-      if (timer !== undefined) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        if (phase !== 'handshake') return;
-        answerUpgrade(
-          socket,
-          504,
-          new GatewayError('REQUEST_TIMEOUT', 'The worker did not answer the upgrade in time.', {
-            metadata: { workerId: options.workerId, timeoutMs: handshakeTimeoutMs },
-          }).toBody(),
-          responseHeaders,
-        );
-        outcome = 'timeout';
-        upstream.destroy();
-      }, handshakeTimeoutMs);
-      (socket as net.Socket).setNoDelay?.(true);
-      upstream.write(requestHead(req, target, clientAddress, proto), 'latin1');
-      if (head.length > 0) upstream.write(head);
-      socket.pipe(upstream);
-      upstream.on('data', onHeadData);
-    });
-
-    const onHeadData = (chunk: Buffer) => {
-      received.push(chunk);
-      receivedBytes += chunk.length;
-      const all = received.length === 1 ? chunk : Buffer.concat(received, receivedBytes);
-      const at = all.indexOf(HEAD_END);
-      if (at === -1) {
-        received = [all];
-        if (receivedBytes > MAX_HEAD_BYTES) {
-          upstream.off('data', onHeadData);
-          workerFailed('The worker sent a response head that is too large.');
-          upstream.destroy();
-        }
-        return;
-      }
-      upstream.pause();
-      upstream.off('data', onHeadData);
-      received = [];
-      phase = 'open';
-      if (timer !== undefined) {
-        clearTimeout(timer);
-        timer = undefined;
-      }
-      const headText = all.toString('latin1', 0, at + 2); // status line and header lines, each ending in CRLF
-      options.onResponse?.(Number(STATUS_LINE.exec(headText)?.[1] ?? 0));
-      socket.write(rewriteResponseHead(headText, responseHeaders), 'latin1');
-      if (at + 4 < all.length) socket.write(all.subarray(at + 4));
-      upstream.pipe(socket);
-    };
-  });
+  return new Tunnel({ ...options, req, socket, head, target, responseHeaders }).start();
 }
 
-/**
- * Answers an upgrade request on its raw socket as the gateway answers HTTP requests: a status line, the JSON error
- * body with its content type and length, `headers` (X-Corral-Queue-Ms, Retry-After...), then the connection closes.
- * Nothing is written to a socket that is already closed.
- */
-export function answerUpgrade(
-  socket: Duplex,
-  status: number,
-  body: object,
-  headers?: Record<string, string | number>,
-): void {
-  if (socket.destroyed || !socket.writable) return;
-  const text = JSON.stringify(body);
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n`;
-  if (headers) for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
-  socket.end(`${head}\r\n${text}`);
+interface TunnelOptions extends ProxyUpgradeOptions {
+  req: IncomingMessage;
+  /** The client's socket, from node:http's `upgrade` event. */
+  socket: Duplex;
+  /** Bytes the client sent after its request head. */
+  head: Buffer;
+  target: UpgradeTarget;
+  responseHeaders: Record<string, string> | undefined;
+}
+
+type Phase = 'connecting' | 'handshake' | 'open' | 'done';
+
+class Tunnel {
+  readonly #req: IncomingMessage;
+  readonly #client: Duplex;
+  readonly #head: Buffer;
+  readonly #target: UpgradeTarget;
+  readonly #responseHeaders: Record<string, string> | undefined;
+  readonly #connectTimeoutMs: number;
+  readonly #handshakeTimeoutMs: number;
+  readonly #workerId: string | undefined;
+  readonly #onResponse: ((statusCode: number) => void) | undefined;
+  /** Read before anything happens to the client's socket: a closed one no longer knows it. */
+  readonly #clientAddress: string | undefined;
+  readonly #proto: 'http' | 'https';
+  readonly #upstream = new net.Socket();
+
+  #phase: Phase = 'connecting';
+  /** What the tunnel resolves once both sides are closed: `ok` unless something went wrong first. */
+  #outcome: UpgradeOutcome = 'ok';
+  #upstreamClosed = false;
+  #clientClosed = false;
+  /** The client sent FIN (node:http sockets are half-open, so 'close' may come much later). */
+  #clientEnded = false;
+  /** The worker's response head so far, while its blank line has not arrived. */
+  #received: Buffer[] = [];
+  #receivedBytes = 0;
+  /** The connect timeout, then the handshake timeout; none once the tunnel is open. */
+  #timer: NodeJS.Timeout | undefined = undefined;
+  #resolve: (outcome: UpgradeOutcome) => void = noop;
+
+  constructor(options: TunnelOptions) {
+    this.#req = options.req;
+    this.#client = options.socket;
+    this.#head = options.head;
+    this.#target = options.target;
+    this.#responseHeaders = options.responseHeaders;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
+    this.#workerId = options.workerId;
+    this.#onResponse = options.onResponse;
+    this.#clientAddress = (options.socket as net.Socket).remoteAddress ?? options.req.socket?.remoteAddress;
+    this.#proto = (options.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  }
+
+  start(): Promise<UpgradeOutcome> {
+    const promise = new Promise<UpgradeOutcome>((resolve) => {
+      this.#resolve = resolve;
+    });
+    const upstream = this.#upstream;
+    upstream.connect({ host: this.#target.host, port: this.#target.port });
+    upstream.setNoDelay(true);
+    this.#timer = setTimeout(this.#onConnectTimeout, this.#connectTimeoutMs);
+    const client = this.#client;
+    client.on('error', this.#onClientError);
+    client.on('close', this.#onClientClose);
+    client.on('end', this.#onClientEnd);
+    upstream.on('error', this.#onUpstreamError);
+    upstream.on('close', this.#onUpstreamClose);
+    upstream.once('connect', this.#onConnected);
+    return promise;
+  }
+
+  // --- connecting -------------------------------------------------------------------------------------------
+
+  readonly #onConnectTimeout = (): void => {
+    this.#timer = undefined;
+    if (this.#phase !== 'connecting') return;
+    this.#upstream.destroy();
+    this.#notSent();
+  };
+
+  /** Connected: send the request head and the client's bytes, and wait for the worker's response head. */
+  readonly #onConnected = (): void => {
+    if (this.#phase !== 'connecting') return;
+    this.#phase = 'handshake';
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = setTimeout(this.#onHandshakeTimeout, this.#handshakeTimeoutMs);
+    const client = this.#client;
+    const upstream = this.#upstream;
+    (client as net.Socket).setNoDelay?.(true);
+    upstream.write(requestHead(this.#req, this.#target, this.#clientAddress, this.#proto), 'latin1');
+    if (this.#head.length > 0) upstream.write(this.#head);
+    client.pipe(upstream);
+    upstream.on('data', this.#onHeadData);
+  };
+
+  // --- handshake --------------------------------------------------------------------------------------------
+
+  readonly #onHandshakeTimeout = (): void => {
+    this.#timer = undefined;
+    if (this.#phase !== 'handshake') return;
+    answerUpgrade(
+      this.#client,
+      new GatewayError('REQUEST_TIMEOUT', 'The worker did not answer the upgrade in time.', {
+        metadata: { workerId: this.#workerId, timeoutMs: this.#handshakeTimeoutMs },
+      }),
+      this.#responseHeaders,
+    );
+    this.#outcome = 'timeout';
+    this.#upstream.destroy();
+  };
+
+  /** Collects the worker's response head until its blank line, then opens the tunnel. */
+  readonly #onHeadData = (chunk: Buffer): void => {
+    this.#received.push(chunk);
+    this.#receivedBytes += chunk.length;
+    const all = this.#received.length === 1 ? chunk : Buffer.concat(this.#received, this.#receivedBytes);
+    const at = all.indexOf(HEAD_END);
+    if (at === -1) {
+      this.#received = [all];
+      if (this.#receivedBytes > MAX_HEAD_BYTES) {
+        this.#upstream.off('data', this.#onHeadData);
+        this.#workerFailed('The worker sent a response head that is too large.');
+        this.#upstream.destroy();
+      }
+      return;
+    }
+    this.#open(all, at);
+  };
+
+  // --- open -------------------------------------------------------------------------------------------------
+
+  /** Passes on the response head (`all` up to `at`, the blank line) with the gateway's headers, then the rest. */
+  #open(all: Buffer, at: number): void {
+    const client = this.#client;
+    const upstream = this.#upstream;
+    upstream.pause();
+    upstream.off('data', this.#onHeadData);
+    this.#received = [];
+    this.#phase = 'open';
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    const headText = all.toString('latin1', 0, at + 2); // status line and header lines, each ending in CRLF
+    this.#onResponse?.(Number(STATUS_LINE.exec(headText)?.[1] ?? 0));
+    client.write(rewriteResponseHead(headText, this.#responseHeaders), 'latin1');
+    if (at + 4 < all.length) client.write(all.subarray(at + 4));
+    upstream.pipe(client);
+  }
+
+  // --- either side, in every phase --------------------------------------------------------------------------
+
+  readonly #onUpstreamError = (error: Error): void => {
+    if (this.#phase === 'connecting') {
+      this.#upstream.destroy();
+      if (this.#clientClosed) this.#end('client-gone');
+      else this.#notSent();
+      return;
+    }
+    if (this.#phase === 'handshake' || this.#phase === 'open') this.#workerFailed(error.message);
+  };
+
+  readonly #onUpstreamClose = (): void => {
+    this.#upstreamClosed = true;
+    // Connecting: 'error' or the connect timer settled it, and the client's socket is the caller's again.
+    if (this.#phase === 'connecting' || this.#phase === 'done') return;
+    if (this.#phase === 'handshake' && this.#outcome === 'ok') {
+      if (this.#clientClosed || this.#clientEnded) {
+        this.#outcome = 'client-gone';
+        closeAfterFlush(this.#client);
+      } else {
+        this.#workerFailed('The worker closed the connection before answering the upgrade.');
+      }
+    } else {
+      closeAfterFlush(this.#client);
+    }
+    this.#settleWhenBothClosed();
+  };
+
+  readonly #onClientError = (): void => {
+    this.#client.destroy();
+  };
+
+  readonly #onClientClose = (): void => {
+    this.#clientClosed = true;
+    if (this.#phase === 'done') return;
+    if (this.#phase === 'connecting') {
+      this.#upstream.destroy();
+      this.#end('client-gone');
+      return;
+    }
+    if (this.#phase === 'handshake' && this.#outcome === 'ok') this.#outcome = 'client-gone';
+    closeAfterFlush(this.#upstream);
+    this.#settleWhenBothClosed();
+  };
+
+  readonly #onClientEnd = (): void => {
+    this.#clientEnded = true;
+  };
+
+  // --- endings ----------------------------------------------------------------------------------------------
+
+  /** The worker failed after it got the request: a 502 while the client still waits for an answer, else a cut. */
+  #workerFailed(message: string): void {
+    if (this.#phase === 'handshake') {
+      answerUpgrade(
+        this.#client,
+        new GatewayError('WORKER_ERROR', message, { metadata: { workerId: this.#workerId } }),
+        this.#responseHeaders,
+      );
+    } else {
+      this.#client.destroy();
+    }
+    this.#outcome = 'worker-error';
+  }
+
+  /** The worker cannot be reached: leave the client's socket as it was found, for a retry or an answer. */
+  #notSent(): void {
+    this.#client.off('error', this.#onClientError);
+    this.#client.off('close', this.#onClientClose);
+    this.#client.off('end', this.#onClientEnd);
+    this.#end('not-sent');
+  }
+
+  #settleWhenBothClosed(): void {
+    if (this.#upstreamClosed && this.#clientClosed) this.#end(this.#outcome);
+  }
+
+  #end(outcome: UpgradeOutcome): void {
+    if (this.#phase === 'done') return;
+    this.#phase = 'done';
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#resolve(outcome);
+  }
 }
 
 /** The request line and headers to send to the worker, ending with the blank line. */
@@ -287,3 +364,5 @@ function closeAfterFlush(stream: Duplex): void {
   fallback.unref();
   stream.once('close', () => clearTimeout(fallback));
 }
+
+function noop(): void {}

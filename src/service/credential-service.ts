@@ -1,5 +1,5 @@
-import { CorralError } from '../api/errors.js';
 import type { SecretBox } from '../crypto/secret-box.js';
+import { ApiError } from '../errors/api-catalogue.js';
 import type { CredentialRecord } from '../store/credentials.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
@@ -46,7 +46,7 @@ export class CredentialService {
     const { store, clock } = this.#o;
     const users = await store.endpoints.idsUsingCredentials(principal.ownerId, id);
     if (users.length > 0) {
-      throw new CorralError(
+      throw new ApiError(
         'CREDENTIALS_IN_USE',
         `credentials "${id}" are used by ${users.length} endpoint(s)`,
         {
@@ -62,7 +62,7 @@ export class CredentialService {
       targetId: id,
     };
     if (!(await store.credentials.delete(principal.ownerId, id, audit))) {
-      throw new CorralError('CREDENTIALS_NOT_FOUND', `no registry credentials with id "${id}"`, { id });
+      throw new ApiError('CREDENTIALS_NOT_FOUND', `no registry credentials with id "${id}"`, { id });
     }
   }
 

@@ -1,9 +1,9 @@
-import { CorralError, type ErrorReason } from '../api/errors.js';
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
+import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
 import type { AuditEntry } from '../store/audit.js';
 import type { EndpointChange, Page } from '../store/endpoints.js';
 import { StoreError } from '../store/errors.js';
@@ -25,7 +25,7 @@ export interface EndpointServiceOptions {
   clock: Clock;
   ids: IdGenerator;
   /** Turns validation issues (domain field names) into the error a client sees. */
-  toValidationError: (issues: ValidationIssue[]) => CorralError;
+  toValidationError: (issues: ValidationIssue[]) => ApiError;
   /** Told after every change, so that the controller acts at once rather than at its next tick. */
   onChanged?: () => void;
 }
@@ -184,7 +184,7 @@ export class EndpointService {
   }
 
   #found(endpoint: Endpoint | undefined, id: string): Endpoint {
-    if (!endpoint) throw new CorralError('ENDPOINT_NOT_FOUND', `no endpoint with id "${id}"`, { id });
+    if (!endpoint) throw new ApiError('ENDPOINT_NOT_FOUND', `no endpoint with id "${id}"`, { id });
     return endpoint;
   }
 
@@ -193,8 +193,8 @@ export class EndpointService {
       return await operation();
     } catch (error) {
       if (error instanceof StoreError) {
-        const reason: ErrorReason = error.code;
-        throw new CorralError(reason, error.message, reason === 'APP_NAME_TAKEN' ? { field: 'appName' } : {});
+        const reason: ApiErrorReason = error.code;
+        throw new ApiError(reason, error.message, reason === 'APP_NAME_TAKEN' ? { field: 'appName' } : {});
       }
       throw error;
     }

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { readId } from '../../contract/endpoint-input.js';
 import type { WireCredential } from '../../contract/wire.js';
+import { ApiError } from '../../errors/api-catalogue.js';
 import type { AppOptions } from '../app.js';
-import { CorralError } from '../errors.js';
 
 export function registerCredentialRoutes(api: FastifyInstance, o: AppOptions): void {
   api.post('/repository/auth/save', async (request) => {
@@ -31,7 +31,7 @@ export function registerCredentialRoutes(api: FastifyInstance, o: AppOptions): v
   api.post('/repository/auth/delete', async (request) => {
     const id = readId(request.body, ['id']);
     if (id === undefined)
-      throw new CorralError('INVALID_FIELD', 'the body needs {"id": "..."}', { field: 'id' });
+      throw new ApiError('INVALID_FIELD', 'the body needs {"id": "..."}', { field: 'id' });
     await o.credentials.delete(request.principal, id);
     return {};
   });
@@ -40,7 +40,7 @@ export function registerCredentialRoutes(api: FastifyInstance, o: AppOptions): v
 function requiredText(body: Record<string, unknown>, field: string): string {
   const value = body[field];
   if (typeof value !== 'string' || value === '' || value.length > 4096) {
-    throw new CorralError('INVALID_FIELD', `${field} must be a non-empty string`, { field });
+    throw new ApiError('INVALID_FIELD', `${field} must be a non-empty string`, { field });
   }
   return value;
 }

@@ -6,8 +6,8 @@ import { toWireEvent } from '../../contract/events.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker } from '../../domain/worker.js';
+import { ApiError } from '../../errors/api-catalogue.js';
 import type { AppOptions } from '../app.js';
-import { CorralError } from '../errors.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -76,7 +76,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     api.post(`/endpoint/${action}`, async (request) => {
       const id = readId(request.body, ID_KEYS);
       if (id === undefined) {
-        throw new CorralError('INVALID_FIELD', `the body needs the endpoint's id: {"id": "..."}`, {
+        throw new ApiError('INVALID_FIELD', `the body needs the endpoint's id: {"id": "..."}`, {
           field: 'id',
         });
       }

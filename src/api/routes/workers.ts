@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { readInteger, readQueryId } from '../../contract/query.js';
+import { ApiError } from '../../errors/api-catalogue.js';
 import type { LogOptions, WorkerStats } from '../../runtime/types.js';
 import type { AppOptions } from '../app.js';
-import { CorralError } from '../errors.js';
 
 /** What the API may ask of the runtime about a worker: its output and its resource use, nothing else. */
 export interface WorkerInsight {
@@ -20,7 +20,7 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
     const workerId = readQueryId(query, ['worker', 'worker_id']);
     const worker = (await o.workers.listByEndpoint(endpoint.id)).find((w) => w.id === workerId);
     if (!worker) {
-      throw new CorralError('WORKER_NOT_FOUND', `endpoint ${endpoint.id} has no worker "${workerId}"`, {
+      throw new ApiError('WORKER_NOT_FOUND', `endpoint ${endpoint.id} has no worker "${workerId}"`, {
         workerId,
       });
     }
@@ -28,7 +28,7 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
   };
   const insight = (): WorkerInsight => {
     if (!o.insight)
-      throw new CorralError('WORKER_NOT_FOUND', 'this server runs no controller, so it has no worker logs');
+      throw new ApiError('WORKER_NOT_FOUND', 'this server runs no controller, so it has no worker logs');
     return o.insight;
   };
 

@@ -1,16 +1,26 @@
 /**
- * The catalogue of gateway error codes: each stable UPPER_SNAKE code has one HTTP status and one description. The
- * gateway answers them in the API's error format, `{code: <status>, reason: <CODE>, message, metadata}`. Never
- * rename a code: clients and dashboards match on it.
+ * The gateway's error catalogue: each stable UPPER_SNAKE code has one HTTP status and one description (also the
+ * message of an error made without one), and `GatewayError`, the error the gateway answers with, in the API's
+ * format `{code: <status>, reason: <CODE>, message, metadata}`. docs/gateway.md documents every code (a test checks
+ * it). Never rename a code: clients and dashboards match on it.
  */
+import { CorralError } from './corral-error.js';
+import { SHARED_ERROR_STATUS } from './shared-codes.js';
+
 export const GATEWAY_ERROR_CATALOGUE = {
   INVALID_REQUEST: {
     status: 400,
     description:
       'The request cannot be forwarded as it is (a header or target the worker connection refuses).',
   },
-  ENDPOINT_NOT_FOUND: { status: 404, description: 'No endpoint serves that Host header.' },
-  BODY_TOO_LARGE: { status: 413, description: 'The request body is larger than the gateway accepts.' },
+  ENDPOINT_NOT_FOUND: {
+    status: SHARED_ERROR_STATUS.ENDPOINT_NOT_FOUND,
+    description: 'No endpoint serves that Host header.',
+  },
+  BODY_TOO_LARGE: {
+    status: SHARED_ERROR_STATUS.BODY_TOO_LARGE,
+    description: 'The request body is larger than the gateway accepts.',
+  },
   QUEUE_FULL: {
     status: 429,
     description: "The endpoint's request queue is full; retry after Retry-After seconds.",
@@ -53,34 +63,30 @@ export interface GatewayErrorOptions {
 }
 
 /**
- * An error the gateway answers with `status` and the body from `toBody()`. `code` is the stable reason. A
- * CLIENT_GONE error is named `AbortError`, like the error an aborted fetch or stream throws.
+ * An error the gateway answers with `status` and the body from `toBody()`. A CLIENT_GONE error is named
+ * `AbortError`, like the error an aborted fetch or stream throws.
  */
-export class GatewayError extends Error {
+export class GatewayError extends CorralError<GatewayErrorCode> {
   override name: string;
-  readonly status: number;
   readonly retryAfterSeconds: number | undefined;
-  readonly metadata: Record<string, unknown>;
 
   constructor(
-    readonly code: GatewayErrorCode,
+    code: GatewayErrorCode,
     message: string = GATEWAY_ERROR_CATALOGUE[code].description,
     options: GatewayErrorOptions = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, GATEWAY_ERROR_CATALOGUE[code], message, options);
     this.name = code === 'CLIENT_GONE' ? 'AbortError' : 'GatewayError';
-    this.status = GATEWAY_ERROR_CATALOGUE[code].status;
     this.retryAfterSeconds = options.retryAfterSeconds;
-    this.metadata = options.metadata ?? {};
   }
 
-  /** The response body, in the API's error format. */
-  toBody() {
-    const metadata =
-      this.retryAfterSeconds === undefined
-        ? this.metadata
-        : { ...this.metadata, retryAfterSeconds: this.retryAfterSeconds };
-    return { code: this.status, reason: this.code, message: this.message, metadata };
+  /** The body, with `retryAfterSeconds` in its metadata when the answer carries `Retry-After`. */
+  override toBody() {
+    const body = super.toBody();
+    if (this.retryAfterSeconds !== undefined) {
+      body.metadata = { ...this.metadata, retryAfterSeconds: this.retryAfterSeconds };
+    }
+    return body;
   }
 }
 
