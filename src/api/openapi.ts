@@ -1,4 +1,5 @@
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { API_PREFIX } from '../contract/paths.js';
 import { MAX_PAGE_SIZE } from '../contract/query.js';
 import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH } from '../domain/endpoint.js';
 import { DEFAULT_SCALING, DEFAULT_WORKERS } from '../domain/spec-patch.js';
@@ -11,7 +12,6 @@ import {
 import { WORKER_STATES } from '../domain/worker.js';
 import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
 import { ERROR_CATALOGUE, type ErrorReason } from './errors.js';
-import { API_PREFIX } from './prefix.js';
 
 /**
  * The OpenAPI 3.1 document of the whole API, served at GET /openapi.json. It is built from the same

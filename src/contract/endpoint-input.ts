@@ -20,9 +20,13 @@ const text = z.preprocess(
 );
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
 
+/** The object a one-element array holds (older clients send `[{...}]` for an object); anything else as it is. */
+export function unwrapSingle(value: unknown): unknown {
+  return Array.isArray(value) && value.length === 1 ? value[0] : value;
+}
+
 /** An object, or a one-element array holding it (older clients send the latter). */
-const single = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (Array.isArray(v) && v.length === 1 ? v[0] : v), schema);
+const single = <T extends z.ZodType>(schema: T) => z.preprocess(unwrapSingle, schema);
 /** An object every endpoint has (workerConfig, policy, image): `[]` would clear it, which it cannot be. */
 const requiredSingle = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v, ctx) => {
