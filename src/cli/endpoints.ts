@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { unwrapSingle } from '../contract/endpoint-input.js';
+import { unwrapSingle } from '../contract/endpoint-schema.js';
 import { parseCount } from './args.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';

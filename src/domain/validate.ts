@@ -34,8 +34,8 @@ export const MAX_CLUSTER_ID_LENGTH = 255;
 export const MAX_APP_NAME_LENGTH = 63;
 export const RESERVED_PORTS: readonly number[] = [2222, 2223, 2224];
 const RESERVED_ENV_KEYS = new Set(['CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID']);
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 export function isValidAppName(appName: string): boolean {
   return appName.length <= MAX_APP_NAME_LENGTH && APP_NAME.test(appName);
