@@ -1,13 +1,17 @@
 import { CorralError } from '../api/errors.js';
 import type { ValidationIssue } from '../domain/validate.js';
-import { wireField } from './fields.js';
+import { wireField, wireMessage } from './fields.js';
 
 /** One 400 for a list of issues: the first one's reason and field lead; all are in `metadata.issues`. */
 export function validationError(
   issues: ValidationIssue[],
   mapField: (field: string) => string = wireField,
 ): CorralError {
-  const wireIssues = issues.map((issue) => ({ ...issue, field: mapField(issue.field) }));
+  const wireIssues = issues.map((issue) => ({
+    ...issue,
+    field: mapField(issue.field),
+    message: wireMessage(issue.message),
+  }));
   const [first] = wireIssues;
   if (!first) return new CorralError('INVALID_FIELD', 'invalid request');
   const more =
