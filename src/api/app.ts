@@ -6,6 +6,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
+import { API_PREFIX } from '../contract/paths.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
@@ -16,7 +17,6 @@ import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
-import { API_PREFIX } from './prefix.js';
 import type { RateLimiter } from './rate-limit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';

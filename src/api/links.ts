@@ -1,4 +1,4 @@
-import { API_PREFIX } from './prefix.js';
+import { API_PREFIX } from '../contract/paths.js';
 
 /** Ports and URLs are read when a link is made: with port 0 they are known only once the servers listen. */
 export interface LinkOptions {

@@ -2,8 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
 import { servedOperations } from '../../test/support/routes.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { ERROR_CATALOGUE } from './errors.js';
-import { openApiDocument } from './openapi.js';
+import { endpointInput } from '../contract/endpoint-schema.js';
+import { requestJsonSchemas } from '../contract/json-schema.js';
+import { openApiDocument } from '../contract/openapi/document.js';
+import { API_PREFIX } from '../contract/paths.js';
+import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
 
 type Schema = Record<string, unknown>;
 
@@ -38,6 +41,10 @@ function problems(value: unknown, schema: Schema, at = '$'): string[] {
   if (Array.isArray(schema.allOf)) {
     for (const part of schema.allOf as Schema[]) found.push(...problems(value, part, at));
   }
+  if (Array.isArray(schema.anyOf)) {
+    const matching = (schema.anyOf as Schema[]).filter((option) => problems(value, option, at).length === 0);
+    if (matching.length === 0) found.push(`${at}: matches none of anyOf`);
+  }
   if (Array.isArray(schema.oneOf)) {
     const matching = (schema.oneOf as Schema[]).filter((option) => problems(value, option, at).length === 0);
     if (matching.length !== 1) found.push(`${at}: matches ${matching.length} of oneOf, not exactly 1`);
@@ -45,6 +52,23 @@ function problems(value: unknown, schema: Schema, at = '$'): string[] {
   if ('const' in schema && value !== schema.const) found.push(`${at}: expected ${String(schema.const)}`);
   if (Array.isArray(schema.enum) && !schema.enum.includes(value))
     found.push(`${at}: ${String(value)} not in enum`);
+  if (Array.isArray(schema.type)) {
+    const options = (schema.type as string[]).map((type) => problems(value, { ...schema, type }, at));
+    if (!options.some((found) => found.length === 0)) found.push(...(options[0] ?? []));
+    return found;
+  }
+  if (schema.type === 'null' && value !== null) found.push(`${at}: expected null`);
+  if (schema.type === 'number' && typeof value !== 'number') found.push(`${at}: expected a number`);
+  if (
+    typeof schema.pattern === 'string' &&
+    typeof value === 'string' &&
+    !new RegExp(schema.pattern).test(value)
+  )
+    found.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+  if (Array.isArray(value) && typeof schema.maxItems === 'number' && value.length > schema.maxItems)
+    found.push(`${at}: more than ${schema.maxItems} items`);
+  if (Array.isArray(value) && typeof schema.minItems === 'number' && value.length < schema.minItems)
+    found.push(`${at}: fewer than ${schema.minItems} items`);
   switch (schema.type) {
     case 'integer':
       if (!Number.isInteger(value)) found.push(`${at}: expected an integer, got ${JSON.stringify(value)}`);
@@ -98,6 +122,58 @@ const requestSchema = (path: string, method: string): Schema => {
 };
 
 const V1 = '/gpu-instance/openapi/v1';
+
+describe('the request schemas', () => {
+  it('are what zod says of the schemas that parse requests', () => {
+    const generated = requestJsonSchemas();
+    expect(Object.keys(generated).sort()).toEqual(
+      [
+        'EndpointInput',
+        'EnvInput',
+        'HealthyInput',
+        'ImageInput',
+        'IntegerInput',
+        'PolicyInput',
+        'PortInput',
+        'ProductInput',
+        'VolumeMountInput',
+        'WorkerConfigInput',
+      ].sort(),
+    );
+    for (const [name, schema] of Object.entries(generated)) {
+      expect(doc.components.schemas[name], name).toEqual(schema);
+    }
+  });
+
+  it('accept and refuse what the parser accepts and refuses', () => {
+    const samples: unknown[] = [
+      {},
+      { name: 'n', ports: [{ port: 8000 }], image: { image: 'x' } },
+      { ports: [8000], products: ['h100', { id: 'a100' }] },
+      { workerConfig: { minNum: '1', maxNum: ' 2 ' }, policy: [{ type: 'queue', value: 3 }] },
+      { workerConfig: [], image: [{ image: 'x' }] },
+      { healthy: [] },
+      { healthy: [{ path: '/ok' }] },
+      { healthy: [{}, {}] },
+      { workerConfig: { minNum: 1.5 } },
+      { workerConfig: { minNum: 'one' } },
+      { policy: { type: 'fastest' } },
+      { volumeMounts: [{ type: 'local', mountPath: '/data' }] },
+      { volumeMounts: [{ type: 'local' }] },
+      { envs: [{ key: 'A', value: null }], clusterID: null },
+      { envs: 'A=1' },
+      { ports: [{ port: 'http' }] },
+    ];
+    const schema = doc.components.schemas.EndpointInput as Schema;
+    const verdicts = samples.map((body) => [
+      JSON.stringify(body),
+      endpointInput.safeParse(body).success,
+      problems(body, schema).length === 0,
+    ]);
+    expect(verdicts.filter(([, parsed, documented]) => parsed !== documented)).toEqual([]);
+    expect(verdicts.filter(([, parsed]) => !parsed).length).toBeGreaterThan(5);
+  });
+});
 const target = storeTargets()[0];
 
 describe('the OpenAPI document against the routes', () => {
@@ -118,6 +194,7 @@ describe('the OpenAPI document against the routes', () => {
 
   it('documents every route the app serves', () => {
     const served = servedOperations(api.app);
+    expect(served.filter((operation) => operation.includes(API_PREFIX)).length).toBeGreaterThan(10);
     expect(served.length).toBeGreaterThanOrEqual(18);
     expect(served.filter((operation) => !documentedOperations().includes(operation))).toEqual([]);
   });
@@ -154,7 +231,7 @@ describe('the OpenAPI document against the routes', () => {
 
   it('lists every reason of the error catalogue', () => {
     const error = doc.components.schemas.Error as { properties: { reason: { enum: string[] } } };
-    expect(error.properties.reason.enum).toEqual(Object.keys(ERROR_CATALOGUE));
+    expect(error.properties.reason.enum).toEqual(Object.keys(API_ERROR_CATALOGUE));
   });
 
   it('requires authentication everywhere but the system routes', () => {

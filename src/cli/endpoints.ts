@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { unwrapSingle } from '../contract/endpoint-schema.js';
 import { parseCount } from './args.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
@@ -155,7 +156,7 @@ export function buildUpdateBody(base: Fields, flags: UpdateFlags): Fields {
 
 /** An object field of a spec, also in the one-element-array form older clients use. */
 function nested(value: unknown): Fields {
-  const item = Array.isArray(value) && value.length === 1 ? value[0] : value;
+  const item = unwrapSingle(value);
   return isRecord(item) ? item : {};
 }
 

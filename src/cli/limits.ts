@@ -1,10 +1,11 @@
+/** `corral limits`: the allowed ranges of endpoint parameters, as a table. */
 import type { Command } from 'commander';
 import type { WireLimits } from '../client/index.js';
+import { type LimitRange, wireLimitKeys } from '../contract/limits.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { type Column, formatTable } from './table.js';
 
-/** `corral limits`: the allowed ranges of endpoint parameters. */
 export function makeLimitsCommand(deps: CliDeps): Command {
   return addClientOptions(
     newCommand('limits', deps).description('show the allowed ranges of endpoint parameters'),
@@ -16,23 +17,22 @@ export function makeLimitsCommand(deps: CliDeps): Command {
   );
 }
 
-/** [label, wire stem (min<stem>, max<stem>, free<stem>), unit] */
-const ROWS: readonly (readonly [string, string, string])[] = [
-  ['rootfsSize', 'RootfsSize', 'GB'],
-  ['local volume size', 'LocalVolumeSize', 'GB'],
-  ['workers (minNum/maxNum)', 'WorkerNum', ''],
-  ['freeTimeout', 'FreeTimeout', 's'],
-  ['maxConcurrent', 'ConcurrencyNum', ''],
-  ['queue wait (policy queue)', 'QueueWaitTime', 's'],
-  ['requests (policy concurrency)', 'RequestNum', ''],
-  ['gpuNum', 'GPUNum', ''],
-  ['requestTimeout', 'RequestTimeout', 's'],
+/** [label, the range it shows, unit]; the range's wire keys come from the contract. */
+const ROWS: readonly (readonly [string, LimitRange, string])[] = [
+  ['rootfsSize', 'rootfsSizeGB', 'GB'],
+  ['local volume size', 'localVolumeSizeGB', 'GB'],
+  ['workers (minNum/maxNum)', 'workers', ''],
+  ['freeTimeout', 'idleTimeoutSeconds', 's'],
+  ['maxConcurrent', 'concurrency', ''],
+  ['queue wait (policy queue)', 'queueWaitSeconds', 's'],
+  ['requests (policy concurrency)', 'requestCount', ''],
+  ['gpuNum', 'gpus', ''],
+  ['requestTimeout', 'requestTimeoutSeconds', 's'],
 ];
 
 export function formatLimits(limits: WireLimits): string {
-  const record = limits as unknown as Record<string, unknown>;
-  const cell = (key: string) => {
-    const value = record[key];
+  const cell = (key: keyof WireLimits | undefined) => {
+    const value = key === undefined ? undefined : limits[key];
     return typeof value === 'number' ? String(value) : '-';
   };
   const columns: Column[] = [
@@ -42,13 +42,10 @@ export function formatLimits(limits: WireLimits): string {
     { header: 'FREE', align: 'right' },
     { header: 'UNIT' },
   ];
-  const rows = ROWS.map(([label, stem, unit]) => [
-    label,
-    cell(`min${stem}`),
-    cell(`max${stem}`),
-    cell(`free${stem}`),
-    unit,
-  ]);
+  const rows = ROWS.map(([label, range, unit]) => {
+    const keys = wireLimitKeys(range);
+    return [label, cell(keys.min), cell(keys.max), cell(keys.free), unit];
+  });
   const cuda = Array.isArray(limits.cudaVersionList) ? limits.cudaVersionList.join(', ') : '';
   return `${formatTable(columns, rows)}\nCUDA versions: ${cuda === '' ? '-' : cuda}\n`;
 }

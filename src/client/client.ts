@@ -1,3 +1,4 @@
+import { API_PREFIX } from '../contract/paths.js';
 import type {
   WireCredential,
   WireEndpoint,
@@ -21,7 +22,6 @@ import type {
   WorkerMetrics,
 } from './types.js';
 
-const API_PREFIX = '/gpu-instance/openapi/v1/';
 const DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
@@ -130,7 +130,7 @@ export class CorralClient {
       this.#transport,
       {
         method: 'GET',
-        path: `${API_PREFIX}endpoint/worker/log`,
+        path: `${API_PREFIX}/endpoint/worker/log`,
         query: {
           id: endpointId,
           worker: workerId,
@@ -171,11 +171,11 @@ export class CorralClient {
   }
 
   #get(route: string, query?: Query): Promise<unknown> {
-    return this.#send({ method: 'GET', path: API_PREFIX + route, query });
+    return this.#send({ method: 'GET', path: `${API_PREFIX}/${route}`, query });
   }
 
   #post(route: string, body: unknown): Promise<unknown> {
-    return this.#send({ method: 'POST', path: API_PREFIX + route, body });
+    return this.#send({ method: 'POST', path: `${API_PREFIX}/${route}`, body });
   }
 
   #send(request: HttpRequest): Promise<unknown> {

@@ -1,4 +1,4 @@
-import type { WireEndpoint, WireEvent } from '../contract/wire.js';
+import type { WireEndpoint, WireEvent, WireWorkerMetrics } from '../contract/wire.js';
 
 export interface CorralClientOptions {
   /** Server root, e.g. `http://127.0.0.1:8080`; may carry a path prefix when behind a proxy. */
@@ -44,24 +44,7 @@ export interface CreatedResult {
 }
 
 /** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */
-export interface WorkerMetrics {
-  id: string;
-  state: string;
-  healthy: boolean;
-  /** UUIDs of the GPUs the worker holds. */
-  gpus: string[];
-  /** Requests the gateway has given the worker, and those in flight now; null where no gateway runs. */
-  requests: number | null;
-  inFlight: number | null;
-  /** CPU use as the runtime reports it (100 = one core); null when unknown. */
-  cpuPercent: number | null;
-  /** Memory in use; null when unknown. */
-  memoryBytes: number | null;
-  /** ISO time the worker was created. */
-  startedAt: string;
-  /** ISO time it first passed its health check; null until then. */
-  readyAt: string | null;
-}
+export type WorkerMetrics = WireWorkerMetrics;
 
 export interface WorkerLogOptions {
   /** Keep streaming new lines until `signal` aborts or the worker goes away. */

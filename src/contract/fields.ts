@@ -1,3 +1,4 @@
+/** How the domain's field names read on the wire: keys, paths and the names messages use. */
 import type { EndpointSpec } from '../domain/endpoint.js';
 
 /** Each top-level field of the domain's spec and the wire key a client knows it by (the event log names them). */
@@ -43,4 +44,25 @@ export function wireField(domainField: string): string {
     if (pattern.test(domainField)) return domainField.replace(pattern, replacement);
   }
   return domainField;
+}
+
+/** Where a message names a field more briefly than its wire path: one number of workerConfig by its own key. */
+const MESSAGE_NAMES: [RegExp, string][] = [
+  [/^workerConfig\./, ''],
+  [/^policy\.value$/, 'policy value'],
+  [/^image\.image$/, 'image'],
+];
+
+/** How a message names a domain field to a client: its wire key (wireField), briefly where that is clear. */
+export function wireName(domainField: string): string {
+  const field = wireField(domainField);
+  for (const [pattern, replacement] of MESSAGE_NAMES) {
+    if (pattern.test(field)) return field.replace(pattern, replacement);
+  }
+  return field;
+}
+
+/** A domain message (validate.ts) as a client reads it: each backticked domain field named as the client knows it. */
+export function wireMessage(message: string): string {
+  return message.replace(/`([A-Za-z]+(?:\.[A-Za-z0-9]+)*)`/g, (_whole, field: string) => wireName(field));
 }

@@ -1,13 +1,13 @@
+/** The limits record on the wire: its keys, and how they map to and from the domain's Limits. */
 import type { Limits } from '../domain/limits.js';
 import type { WireLimits } from './wire.js';
 
-type RangeKey = Exclude<keyof Limits, 'cudaVersions'>;
+/** A range of the domain's Limits (every key but the CUDA version list). */
+export type LimitRange = Exclude<keyof Limits, 'cudaVersions'>;
+type Bound = 'min' | 'max' | 'free';
 
 /** Each wire field of the limits record and where it lives in the domain's Limits. */
-export const WIRE_LIMIT_FIELDS: Record<
-  Exclude<keyof WireLimits, 'cudaVersionList'>,
-  [RangeKey, 'min' | 'max' | 'free']
-> = {
+export const WIRE_LIMIT_FIELDS: Record<Exclude<keyof WireLimits, 'cudaVersionList'>, [LimitRange, Bound]> = {
   minRootfsSize: ['rootfsSizeGB', 'min'],
   maxRootfsSize: ['rootfsSizeGB', 'max'],
   freeRootfsSize: ['rootfsSizeGB', 'free'],
@@ -51,4 +51,13 @@ export function applyWireLimits(
       (next[target[0]] as unknown as Record<string, number>)[target[1]] = value;
   }
   return next;
+}
+
+/** The wire keys of one range: its minimum, maximum and, where the wire has one, default. */
+export function wireLimitKeys(range: LimitRange): Partial<Record<Bound, keyof WireLimits>> {
+  const keys: Partial<Record<Bound, keyof WireLimits>> = {};
+  for (const [wireKey, [domainKey, bound]] of Object.entries(WIRE_LIMIT_FIELDS)) {
+    if (domainKey === range) keys[bound] = wireKey as keyof WireLimits;
+  }
+  return keys;
 }

@@ -2,6 +2,8 @@
  * Wire shapes exactly as clients of the original service see them. Shared by the API (which
  * produces them) and the typed client (which consumes them); nothing else should import this.
  */
+import type { Product } from '../gpu/products.js';
+
 export interface WireState {
   state: string;
   error: string;
@@ -77,14 +79,8 @@ export interface WireLimits {
   cudaVersionList: string[];
 }
 
-export interface WireProduct {
-  id: string;
-  name: string;
-  gpuModel: string;
-  gpuMemoryGB: number;
-  gpusTotal: number;
-  gpusFree: number;
-}
+/** A GPU product of the server's catalogue; the catalogue's own record is sent as it is. */
+export type WireProduct = Product;
 
 export interface WireCredential {
   id: string;
@@ -129,6 +125,26 @@ export interface WireEndpointMetrics {
   queueDepth: number | null;
   inFlight: number | null;
   coldStarts: { count: number; meanMs: number | null } | null;
+}
+
+/** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */
+export interface WireWorkerMetrics {
+  id: string;
+  state: string;
+  healthy: boolean;
+  /** UUIDs of the GPUs the worker holds. */
+  gpus: string[];
+  /** Requests the gateway has given the worker, and those in flight now; null where no gateway runs. */
+  requests: number | null;
+  inFlight: number | null;
+  /** CPU use as the runtime reports it (100 = one core); null when unknown. */
+  cpuPercent: number | null;
+  /** Memory in use; null when unknown. */
+  memoryBytes: number | null;
+  /** ISO time the worker was created. */
+  startedAt: string;
+  /** ISO time it first passed its health check; null until then. */
+  readyAt: string | null;
 }
 
 /** A create body's `endpoint` or an update body, as a client may send it (loosely typed). */

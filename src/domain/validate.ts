@@ -16,6 +16,10 @@ export interface ValidationIssue {
   /** Path in the domain model, e.g. `workers.minWorkers`; the contract maps it to the wire name. */
   field: string;
   reason: ValidationReason;
+  /**
+   * In the domain's words: a field whose domain name differs from the one clients know is named by its path in
+   * backticks (`workers.minWorkers`), which the contract writes as clients know it (minNum).
+   */
   message: string;
   /** Facts that help fix it, such as the allowed range. */
   details?: Record<string, unknown>;
@@ -34,8 +38,8 @@ export const MAX_CLUSTER_ID_LENGTH = 255;
 export const MAX_APP_NAME_LENGTH = 63;
 export const RESERVED_PORTS: readonly number[] = [2222, 2223, 2224];
 const RESERVED_ENV_KEYS = new Set(['CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID']);
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 export function isValidAppName(appName: string): boolean {
   return appName.length <= MAX_APP_NAME_LENGTH && APP_NAME.test(appName);
@@ -49,7 +53,7 @@ export function validateSpec(
 ): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   const add = (issue: ValidationIssue) => issues.push(issue);
-  const range = (field: string, value: number, allowed: Range, what: string) => {
+  const range = (field: string, value: number, allowed: Range, what = `\`${field}\``) => {
     if (!inRange(value, allowed)) {
       add({
         field,
@@ -78,7 +82,7 @@ export function validateSpec(
     add({
       field: 'clusterId',
       reason: 'INVALID_FIELD',
-      message: `clusterID is longer than ${MAX_CLUSTER_ID_LENGTH} characters`,
+      message: `\`clusterId\` is longer than ${MAX_CLUSTER_ID_LENGTH} characters`,
     });
   }
 
@@ -86,7 +90,7 @@ export function validateSpec(
   validateScaling(spec, limits, range);
   validatePort(spec.port, add);
   validateImage(spec, catalog, add);
-  range('rootfsSizeGB', spec.rootfsSizeGB, limits.rootfsSizeGB, 'rootfsSize');
+  range('rootfsSizeGB', spec.rootfsSizeGB, limits.rootfsSizeGB);
   validateProducts(spec, catalog, add);
   validateVolumes(spec, limits, catalog, range, add);
   validateEnv(spec, add);
@@ -95,33 +99,29 @@ export function validateSpec(
 }
 
 type Add = (issue: ValidationIssue) => void;
-type RangeCheck = (field: string, value: number, allowed: Range, what: string) => void;
+/** Adds OUT_OF_RANGE unless the value is in range; the message names the field, or `what` where given. */
+type RangeCheck = (field: string, value: number, allowed: Range, what?: string) => void;
 
 function validateWorkers(spec: EndpointSpec, limits: Limits, range: RangeCheck, add: Add): void {
   const w = spec.workers;
-  range('workers.minWorkers', w.minWorkers, limits.workers, 'minNum');
-  range('workers.maxWorkers', w.maxWorkers, limits.workers, 'maxNum');
+  range('workers.minWorkers', w.minWorkers, limits.workers);
+  range('workers.maxWorkers', w.maxWorkers, limits.workers);
   if (w.minWorkers > w.maxWorkers) {
     add({
       field: 'workers.minWorkers',
       reason: 'MIN_ABOVE_MAX',
-      message: `minNum (${w.minWorkers}) is greater than maxNum (${w.maxWorkers})`,
+      message: `\`workers.minWorkers\` (${w.minWorkers}) is greater than \`workers.maxWorkers\` (${w.maxWorkers})`,
     });
   }
-  range('workers.idleTimeoutSeconds', w.idleTimeoutSeconds, limits.idleTimeoutSeconds, 'freeTimeout');
-  range('workers.maxConcurrent', w.maxConcurrent, limits.concurrency, 'maxConcurrent');
-  range('workers.gpusPerWorker', w.gpusPerWorker, limits.gpus, 'gpuNum');
-  range(
-    'workers.requestTimeoutSeconds',
-    w.requestTimeoutSeconds,
-    limits.requestTimeoutSeconds,
-    'requestTimeout',
-  );
+  range('workers.idleTimeoutSeconds', w.idleTimeoutSeconds, limits.idleTimeoutSeconds);
+  range('workers.maxConcurrent', w.maxConcurrent, limits.concurrency);
+  range('workers.gpusPerWorker', w.gpusPerWorker, limits.gpus);
+  range('workers.requestTimeoutSeconds', w.requestTimeoutSeconds, limits.requestTimeoutSeconds);
   if (w.cudaVersion !== 'any' && !limits.cudaVersions.includes(w.cudaVersion)) {
     add({
       field: 'workers.cudaVersion',
       reason: 'INVALID_FIELD',
-      message: `cudaVersion must be "any" or one of: ${limits.cudaVersions.join(', ') || '(none on this server)'}`,
+      message: `\`workers.cudaVersion\` must be "any" or one of: ${limits.cudaVersions.join(', ') || '(none on this server)'}`,
       details: { allowed: limits.cudaVersions },
     });
   }
@@ -130,8 +130,8 @@ function validateWorkers(spec: EndpointSpec, limits: Limits, range: RangeCheck, 
 function validateScaling(spec: EndpointSpec, limits: Limits, range: RangeCheck): void {
   const { type, value } = spec.scaling;
   if (type === 'queue')
-    range('scaling.value', value, limits.queueWaitSeconds, 'policy value (queue wait seconds)');
-  else range('scaling.value', value, limits.requestCount, 'policy value (queued request count)');
+    range('scaling.value', value, limits.queueWaitSeconds, '`scaling.value` (queue wait seconds)');
+  else range('scaling.value', value, limits.requestCount, '`scaling.value` (queued request count)');
 }
 
 function validatePort(port: number, add: Add): void {
@@ -151,7 +151,7 @@ function validateImage(spec: EndpointSpec, catalog: ValidationCatalog, add: Add)
     add({
       field: 'image.ref',
       reason: 'INVALID_FIELD',
-      message: 'image must be a non-empty image reference',
+      message: '`image.ref` must be a non-empty image reference',
     });
   }
   if (spec.image.authId !== '' && !catalog.credentialIds.has(spec.image.authId)) {
@@ -211,7 +211,7 @@ function validateVolumes(
       add({
         field: 'clusterId',
         reason: 'CLUSTER_MISMATCH',
-        message: `network storage "${volume.storageId}" is in cluster "${cluster}"; clusterID must equal it`,
+        message: `network storage "${volume.storageId}" is in cluster "${cluster}"; \`clusterId\` must equal it`,
         details: { expected: cluster },
       });
     }
@@ -257,7 +257,7 @@ function validateHealth(spec: EndpointSpec, add: Add): void {
       add({
         field: `health.${key}`,
         reason: 'OUT_OF_RANGE',
-        message: `healthy.${key.replace('Seconds', '')} must be an integer from ${min} to ${max}`,
+        message: `\`health.${key}\` must be an integer from ${min} to ${max}`,
         details: { min, max, value },
       });
     }

@@ -7,7 +7,7 @@ export function registerCatalogRoutes(api: FastifyInstance, o: AppOptions): void
   api.get('/endpoint/limit', async () => toWireLimits(o.catalog.limits()));
 
   api.get('/products', async () => {
-    const products: WireProduct[] = o.catalog.products().map((p) => ({ ...p }));
+    const products: WireProduct[] = o.catalog.products();
     return { products };
   });
 }

@@ -3,6 +3,7 @@ import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoin
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
 import { toWireEvent } from '../../contract/events.js';
+import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker } from '../../domain/worker.js';
@@ -11,7 +12,6 @@ import type { AppOptions } from '../app.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
-const ID_KEYS = ['id', 'name', 'endpoint_id'] as const;
 const unchanged = (field: string) => field;
 
 export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): void {
@@ -42,7 +42,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
   });
 
   api.get('/endpoint', async (request) => {
-    const id = readQueryId(request.query as Query, ['id', 'endpoint_id']);
+    const id = readQueryId(request.query as Query, ENDPOINT_ID_QUERY_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers = await o.workers.listByEndpoint(endpoint.id);
     return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
@@ -74,7 +74,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
   };
   for (const [action, run] of Object.entries(lifecycle)) {
     api.post(`/endpoint/${action}`, async (request) => {
-      const id = readId(request.body, ID_KEYS);
+      const id = readId(request.body, ENDPOINT_ID_BODY_KEYS);
       if (id === undefined) {
         throw new ApiError('INVALID_FIELD', `the body needs the endpoint's id: {"id": "..."}`, {
           field: 'id',
@@ -88,7 +88,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
 
   api.get('/endpoint/log', async (request) => {
     const query = request.query as Query;
-    const id = readQueryId(query, ['id', 'endpoint_id']);
+    const id = readQueryId(query, ENDPOINT_ID_QUERY_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const after = readInteger(query, 'after', 0, 0);
     const limit = Math.min(readInteger(query, 'limit', 100, 1), 1000);

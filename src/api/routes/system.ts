@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { openApiDocument } from '../../contract/openapi/document.js';
 import type { AppOptions } from '../app.js';
-import { openApiDocument } from '../openapi.js';
 
 /** Unauthenticated: liveness and Prometheus metrics. */
 export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {

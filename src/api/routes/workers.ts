@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
 import { readInteger, readQueryId } from '../../contract/query.js';
+import type { WireWorkerMetrics } from '../../contract/wire.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { LogOptions, WorkerStats } from '../../runtime/types.js';
 import type { AppOptions } from '../app.js';
@@ -16,7 +18,7 @@ type Query = Record<string, string | string[] | undefined>;
 
 export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void {
   const findWorker = async (principal: Parameters<AppOptions['endpoints']['get']>[0], query: Query) => {
-    const endpoint = await o.endpoints.get(principal, readQueryId(query, ['id', 'endpoint_id']));
+    const endpoint = await o.endpoints.get(principal, readQueryId(query, ENDPOINT_ID_QUERY_KEYS));
     const workerId = readQueryId(query, ['worker', 'worker_id']);
     const worker = (await o.workers.listByEndpoint(endpoint.id)).find((w) => w.id === workerId);
     if (!worker) {
@@ -57,7 +59,7 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
     return reply;
   });
 
-  api.get('/endpoint/worker/metrics', async (request) => {
+  api.get('/endpoint/worker/metrics', async (request): Promise<WireWorkerMetrics> => {
     const worker = await findWorker(request.principal, request.query as Query);
     const stats = await insight()
       .stats(worker.id)

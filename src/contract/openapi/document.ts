@@ -1,0 +1,50 @@
+/**
+ * The OpenAPI 3.1 document of the whole API, served at GET /openapi.json. The request schemas are generated
+ * from the zod schemas that parse requests; the rest is built from the same constants the code uses (error
+ * catalogue, limit fields, defaults), and src/api/openapi.test.ts checks it against the routes the app serves.
+ */
+import { API_PREFIX } from '../paths.js';
+import { paths } from './operations.js';
+import { requestSchemas } from './requests.js';
+import { responseSchemas } from './responses.js';
+
+export function openApiDocument(options: { serverUrl: string }): object {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Corral API',
+      version: 'v1',
+      description: `Serverless GPU endpoints, wire-compatible with ${API_PREFIX}. Requests accept integers as numeric strings and workerConfig/policy/image/healthy as a one-element array; unknown keys are ignored. See docs/api.md.`,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    servers: [{ url: options.serverUrl }],
+    security: [{ bearerAuth: [] }],
+    tags: [
+      { name: 'Endpoints' },
+      { name: 'Catalog', description: 'Limits and GPU products.' },
+      { name: 'Registry credentials', description: 'Credentials for private images.' },
+      { name: 'System', description: 'Unauthenticated.' },
+    ],
+    paths: paths(),
+    components: {
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'Authorization: Bearer <API key>. The first key is printed when the server first starts.',
+        },
+      },
+      parameters: {
+        ActAsOwner: {
+          name: 'X-Corral-Owner',
+          in: 'header',
+          required: false,
+          description: 'With an admin key: act for this owner.',
+          schema: { type: 'string' },
+        },
+      },
+      schemas: { ...responseSchemas(), ...requestSchemas() },
+    },
+  };
+}

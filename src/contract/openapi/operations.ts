@@ -1,0 +1,370 @@
+/**
+ * The operations of the OpenAPI document: paths, summaries, descriptions and the error reasons each may answer
+ * (what no schema says), and their operation objects.
+ */
+import { API_ERROR_CATALOGUE, type ApiErrorReason } from '../../errors/api-catalogue.js';
+import { API_PREFIX, ENDPOINT_ID_QUERY_KEYS } from '../paths.js';
+import { MAX_PAGE_SIZE } from '../query.js';
+import { ref, type Schema, str } from './schema.js';
+
+interface Operation {
+  method: 'get' | 'post';
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** False for the unauthenticated system routes. */
+  auth: boolean;
+  parameters?: Schema[];
+  /** Component schema name of the JSON body. */
+  body?: string;
+  response: { description: string; schema: Schema; contentType?: string };
+  /** Reasons specific to this operation (auth, rate limit and internal errors are added for all). */
+  errors?: ApiErrorReason[];
+}
+
+const VALIDATION: ApiErrorReason[] = [
+  'INVALID_FIELD',
+  'OUT_OF_RANGE',
+  'MIN_ABOVE_MAX',
+  'RESERVED_PORT',
+  'UNKNOWN_PRODUCT',
+  'UNKNOWN_CREDENTIALS',
+  'UNKNOWN_STORAGE',
+  'CLUSTER_MISMATCH',
+];
+
+const queryParameter = (name: string, description: string, schema: Schema, required = false): Schema => ({
+  name,
+  in: 'query',
+  required,
+  description,
+  schema,
+});
+
+const [idKey, ...aliases] = ENDPOINT_ID_QUERY_KEYS;
+const endpointIdParameters = [
+  queryParameter(idKey, `The endpoint id (required unless ${aliases.join(' or ')} is given).`, str()),
+  ...aliases.map((alias) => queryParameter(alias, `Alias of ${idKey}.`, str())),
+];
+
+const json = (schemaName: string, description: string) => ({ description, schema: ref(schemaName) });
+
+const v1 = (path: string) => `${API_PREFIX}${path}`;
+
+function operations(): Operation[] {
+  const endpoints = 'Endpoints';
+  const lifecycle = (
+    action: 'delete' | 'stop' | 'start',
+    summary: string,
+    description: string,
+  ): Operation => ({
+    method: 'post',
+    path: v1(`/endpoint/${action}`),
+    operationId: `${action}Endpoint`,
+    summary,
+    description,
+    tag: endpoints,
+    auth: true,
+    body: 'EndpointIdRequest',
+    response: json('Empty', 'Done.'),
+    errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'CONCURRENT_UPDATE'],
+  });
+  return [
+    {
+      method: 'get',
+      path: v1('/endpoints'),
+      operationId: 'listEndpoints',
+      summary: 'List endpoints',
+      description: 'Newest first. ports[].port, freeTimeout, maxConcurrent and policy.value are strings.',
+      tag: endpoints,
+      auth: true,
+      parameters: [
+        queryParameter('pageSize', `Entries per page (at most ${MAX_PAGE_SIZE}).`, {
+          type: 'integer',
+          minimum: 1,
+          default: MAX_PAGE_SIZE,
+        }),
+        queryParameter('pageNum', 'Zero-based page number (0 is the first page).', {
+          type: 'integer',
+          minimum: 0,
+          default: 0,
+        }),
+      ],
+      response: json('EndpointList', 'One page of endpoints and the total count.'),
+      errors: ['INVALID_QUERY'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint'),
+      operationId: 'getEndpoint',
+      summary: 'Get an endpoint',
+      description: 'ports[].port is an integer here.',
+      tag: endpoints,
+      auth: true,
+      parameters: endpointIdParameters,
+      response: json('EndpointResponse', 'The endpoint.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/create'),
+      operationId: 'createEndpoint',
+      summary: 'Create an endpoint',
+      tag: endpoints,
+      auth: true,
+      body: 'CreateEndpointRequest',
+      response: json('IdResponse', 'The id of the new endpoint.'),
+      errors: [...VALIDATION, 'APP_NAME_TAKEN'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/update'),
+      operationId: 'updateEndpoint',
+      summary: 'Update an endpoint',
+      description:
+        'Omitted keys keep their value. Changing the image, command, envs, port, volumes, GPU count or health path rolls out a new revision; scaling numbers apply in place.',
+      tag: endpoints,
+      auth: true,
+      body: 'UpdateEndpointRequest',
+      response: json('EndpointResponse', 'The endpoint after the update.'),
+      errors: [...VALIDATION, 'ENDPOINT_NOT_FOUND', 'APP_NAME_TAKEN', 'CONCURRENT_UPDATE'],
+    },
+    lifecycle(
+      'delete',
+      'Delete an endpoint',
+      'Its workers are drained and removed; the id answers 404 at once.',
+    ),
+    lifecycle(
+      'stop',
+      'Stop an endpoint',
+      'Drains and removes every worker; the gateway answers 503 ENDPOINT_STOPPED.',
+    ),
+    lifecycle(
+      'start',
+      'Start a stopped endpoint',
+      'Restores scaling; starting a running endpoint does nothing.',
+    ),
+    {
+      method: 'get',
+      path: v1('/endpoint/log'),
+      operationId: 'getEndpointLog',
+      summary: "Read an endpoint's events",
+      tag: endpoints,
+      auth: true,
+      parameters: [
+        ...endpointIdParameters,
+        queryParameter('after', 'Return events with an id above this one.', {
+          type: 'integer',
+          minimum: 0,
+          default: 0,
+        }),
+        queryParameter('limit', 'Most events to return (at most 1000).', {
+          type: 'integer',
+          minimum: 1,
+          maximum: 1000,
+          default: 100,
+        }),
+      ],
+      response: json('EventPage', 'Events, oldest first.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/metrics'),
+      operationId: 'getEndpointMetrics',
+      summary: "Read an endpoint's metrics",
+      description:
+        "The URL in the endpoint's metrics field: workers by state, and its requests by status, latency, queue wait, queue depth, in flight and cold starts through this gateway.",
+      tag: endpoints,
+      auth: true,
+      parameters: [...endpointIdParameters],
+      response: json('EndpointMetrics', "The endpoint's metrics."),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/worker/log'),
+      operationId: 'getWorkerLog',
+      summary: "Stream a worker's log",
+      description: 'The URL in workers[].log. Plain text, one line per log line; follow=1 keeps streaming.',
+      tag: endpoints,
+      auth: true,
+      parameters: [
+        ...endpointIdParameters,
+        queryParameter('worker', 'The worker id, as workers[].id shows it.', str(), true),
+        queryParameter('follow', '1 to keep streaming new lines.', { type: 'string', enum: ['0', '1'] }),
+        queryParameter('tail', 'Only the last N lines.', { type: 'integer', minimum: 0 }),
+      ],
+      response: { description: 'Log lines.', schema: { type: 'string' }, contentType: 'text/plain' },
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND', 'WORKER_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/worker/metrics'),
+      operationId: 'getWorkerMetrics',
+      summary: "Read a worker's metrics",
+      description: 'The URL in workers[].metrics: state, health, GPUs and resource use from the runtime.',
+      tag: endpoints,
+      auth: true,
+      parameters: [
+        ...endpointIdParameters,
+        queryParameter('worker', 'The worker id, as workers[].id shows it.', str(), true),
+      ],
+      response: json('WorkerMetrics', 'The worker and its resource use.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND', 'WORKER_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/limit'),
+      operationId: 'getLimits',
+      summary: 'Get the allowed parameter ranges',
+      tag: 'Catalog',
+      auth: true,
+      response: json('Limits', 'The limits record.'),
+    },
+    {
+      method: 'get',
+      path: v1('/products'),
+      operationId: 'listProducts',
+      summary: 'List GPU products',
+      tag: 'Catalog',
+      auth: true,
+      response: json('ProductList', "The server's products."),
+    },
+    {
+      method: 'post',
+      path: v1('/repository/auth/save'),
+      operationId: 'saveCredentials',
+      summary: 'Save registry credentials',
+      description: 'For private images: pass the returned id as image.authId.',
+      tag: 'Registry credentials',
+      auth: true,
+      body: 'SaveCredentialsRequest',
+      response: json('IdResponse', 'The id of the saved credentials.'),
+      errors: ['INVALID_FIELD'],
+    },
+    {
+      method: 'get',
+      path: v1('/repository/auths'),
+      operationId: 'listCredentials',
+      summary: 'List registry credentials',
+      tag: 'Registry credentials',
+      auth: true,
+      response: json('CredentialsList', 'Your saved credentials, without passwords.'),
+    },
+    {
+      method: 'post',
+      path: v1('/repository/auth/delete'),
+      operationId: 'deleteCredentials',
+      summary: 'Delete registry credentials',
+      tag: 'Registry credentials',
+      auth: true,
+      body: 'IdRequest',
+      response: json('Empty', 'Deleted.'),
+      errors: ['INVALID_FIELD', 'CREDENTIALS_NOT_FOUND', 'CREDENTIALS_IN_USE'],
+    },
+    {
+      method: 'get',
+      path: '/healthz',
+      operationId: 'health',
+      summary: 'Liveness',
+      tag: 'System',
+      auth: false,
+      response: json('Health', 'The server is up.'),
+    },
+    {
+      method: 'get',
+      path: '/metrics',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics',
+      tag: 'System',
+      auth: false,
+      response: {
+        description: 'Metrics in the Prometheus text format.',
+        schema: { type: 'string' },
+        contentType: 'text/plain',
+      },
+    },
+    {
+      method: 'get',
+      path: '/openapi.json',
+      operationId: 'openApiDocument',
+      summary: 'This OpenAPI document',
+      tag: 'System',
+      auth: false,
+      response: { description: 'The OpenAPI 3.1 document.', schema: { type: 'object' } },
+    },
+  ];
+}
+
+/** Error responses for the given reasons, one per status, each naming the reasons it may carry. */
+function errorResponses(reasons: ApiErrorReason[]): Record<string, Schema> {
+  const byStatus = new Map<number, ApiErrorReason[]>();
+  for (const reason of new Set(reasons)) {
+    const { status } = API_ERROR_CATALOGUE[reason];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), reason]);
+  }
+  const entries = [...byStatus.entries()].sort(([a], [b]) => a - b);
+  return Object.fromEntries(
+    entries.map(([status, group]) => [
+      String(status),
+      {
+        description: group.map((r) => `\`${r}\`: ${API_ERROR_CATALOGUE[r].description}`).join('\n\n'),
+        ...(group.includes('RATE_LIMITED')
+          ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } } }
+          : {}),
+        content: {
+          'application/json': {
+            schema: {
+              allOf: [
+                ref('Error'),
+                { type: 'object', properties: { code: { const: status }, reason: { enum: group } } },
+              ],
+            },
+          },
+        },
+      },
+    ]),
+  );
+}
+
+function toOperationObject(op: Operation): Schema {
+  const reasons: ApiErrorReason[] = [
+    ...(op.body ? (['INVALID_JSON', 'BODY_TOO_LARGE'] as const) : []),
+    ...(op.errors ?? []),
+    ...(op.auth ? (['UNAUTHENTICATED', 'RATE_LIMITED'] as const) : []),
+    'INTERNAL',
+  ];
+  const parameters = [
+    ...(op.auth ? [{ $ref: '#/components/parameters/ActAsOwner' }] : []),
+    ...(op.parameters ?? []),
+  ];
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    tags: [op.tag],
+    ...(op.auth ? {} : { security: [] }),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(op.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } }
+      : {}),
+    responses: {
+      '200': {
+        description: op.response.description,
+        content: { [op.response.contentType ?? 'application/json']: { schema: op.response.schema } },
+      },
+      ...errorResponses(reasons),
+    },
+  };
+}
+
+export function paths(): Record<string, Record<string, Schema>> {
+  const result: Record<string, Record<string, Schema>> = {};
+  for (const op of operations()) {
+    result[op.path] = { ...result[op.path], [op.method]: toOperationObject(op) };
+  }
+  return result;
+}

@@ -1,0 +1,43 @@
+/**
+ * The request schemas of the OpenAPI document: the endpoint fields generated from the zod schemas that parse
+ * them (contract/endpoint-schema.ts), and the bodies around them, whose rules live in code rather than in a
+ * schema (create needs image.image and ports; lifecycle bodies name the endpoint by one of several keys).
+ */
+import '../endpoint-schema.js';
+import { requestJsonSchemas } from '../json-schema.js';
+import { ENDPOINT_ID_BODY_KEYS } from '../paths.js';
+import { object, ref, type Schema, str } from './schema.js';
+
+const credentialText = (description?: string) => str(description, { minLength: 1, maxLength: 4096 });
+
+export function requestSchemas(): Record<string, Schema> {
+  return {
+    ...requestJsonSchemas(),
+    CreateEndpointRequest: object({
+      endpoint: { allOf: [ref('EndpointInput'), { required: ['image', 'ports'] }] },
+    }),
+    UpdateEndpointRequest: {
+      description:
+        'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} (or []) restores the health defaults. Objects merge one level deep; workerConfig, policy and image cannot be cleared.',
+      allOf: [ref('EndpointInput'), object({ id: str('The endpoint to update.') })],
+    },
+    EndpointIdRequest: {
+      ...object(
+        Object.fromEntries(
+          ENDPOINT_ID_BODY_KEYS.map((key) => [
+            key,
+            str(key === 'id' ? 'The endpoint id.' : 'The endpoint id, under the key some clients use.'),
+          ]),
+        ),
+        { required: [] },
+      ),
+      anyOf: ENDPOINT_ID_BODY_KEYS.map((key) => ({ required: [key] })),
+    },
+    SaveCredentialsRequest: object({
+      name: credentialText('A label, 1-4096 characters.'),
+      username: credentialText(),
+      password: credentialText('Stored encrypted; never returned.'),
+    }),
+    IdRequest: object({ id: str() }),
+  };
+}

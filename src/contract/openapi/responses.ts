@@ -1,0 +1,268 @@
+/**
+ * The response schemas of the OpenAPI document. Responses are built by code (contract/endpoint-output.ts and the
+ * routes) into the TypeScript shapes of contract/wire.ts, not parsed by a schema, so their JSON Schemas are
+ * written here; src/api/openapi.test.ts checks them against what the app answers.
+ */
+
+import { WORKER_STATES } from '../../domain/worker.js';
+import { API_ERROR_CATALOGUE } from '../../errors/api-catalogue.js';
+import { ENDPOINT_EVENT_TYPES } from '../../store/events.js';
+import { WIRE_LIMIT_FIELDS } from '../limits.js';
+import { arrayOf, bool, int, object, ref, type Schema, str } from './schema.js';
+
+const ENDPOINT_STATES = ['deploying', 'serving', 'updating', 'stopped', 'failed', 'deleting'];
+const WORKER_ERRORS = [
+  'IMAGE_PULL_FAILED',
+  'CRASH_LOOP',
+  'HEALTH_TIMEOUT',
+  'INSUFFICIENT_GPU',
+  'RUNTIME_ERROR',
+];
+
+const stateSchema = (states: string[], errorText: string): Schema =>
+  object({
+    state: str(undefined, { enum: states }),
+    error: str(errorText),
+    message: str('Human-readable detail.'),
+  });
+
+function endpointSchema(port: Schema, description: string): Schema {
+  return object(
+    {
+      id: str('Endpoint id; also the default appName.'),
+      name: str(),
+      appName: str('DNS label used in the URL; unique on the server.'),
+      state: ref('EndpointState'),
+      url: str('Where the endpoint is served: http://{appName}.{domain}:{gateway port} or the public base.'),
+      workerConfig: ref('WorkerConfig'),
+      policy: ref('Policy'),
+      image: ref('Image'),
+      rootfsSize: int('System disk size, GB.'),
+      volumeMounts: arrayOf(ref('VolumeMount')),
+      envs: arrayOf(ref('Env')),
+      ports: arrayOf(object({ port }), 'Always exactly one port.', { minItems: 1, maxItems: 1 }),
+      workers: arrayOf(ref('Worker')),
+      products: arrayOf(ref('ProductRef')),
+      healthy: ref('Healthy'),
+      clusterID: str('Present only when a network volume is mounted.'),
+      log: str('URL of the endpoint log (GET endpoint/log).', { format: 'uri' }),
+      metrics: str('URL of the endpoint metrics (GET endpoint/metrics).', { format: 'uri' }),
+    },
+    { optional: ['clusterID'], description },
+  );
+}
+
+/** A latency-like figure in milliseconds: percentiles from the histogram buckets, the exact mean. */
+const distribution = (what: string): Schema => ({
+  type: ['object', 'null'],
+  description: `${what}, in ms; each null before the first request. Null without a gateway in this process.`,
+  properties: {
+    p50: { type: ['number', 'null'], description: 'Median, estimated from the histogram buckets.' },
+    p99: { type: ['number', 'null'], description: '99th percentile, estimated from the histogram buckets.' },
+    mean: { type: ['number', 'null'], description: 'Mean.' },
+  },
+  required: ['p50', 'p99', 'mean'],
+});
+
+const nullableCount = (description: string): Schema => ({
+  type: ['integer', 'null'],
+  description: `${description} Null without a gateway in this process.`,
+});
+
+function endpointMetricsSchema(): Schema {
+  return object(
+    {
+      id: str('Endpoint id.'),
+      workers: {
+        type: 'object',
+        additionalProperties: { type: 'integer' },
+        description: 'Workers by state (states with none are left out), as the endpoint shows them.',
+      },
+      requests: {
+        type: ['object', 'null'],
+        description:
+          'Requests (upgrades included) by status code; 499: the client left. Null without a gateway in this process.',
+        properties: {
+          total: int(),
+          byStatus: { type: 'object', additionalProperties: { type: 'integer' } },
+        },
+        required: ['total', 'byStatus'],
+      },
+      latencyMs: distribution('From arrival to the end of the response, queue wait included'),
+      queueWaitMs: distribution('Time waited for a worker slot'),
+      queueDepth: nullableCount('Requests waiting for a slot now.'),
+      inFlight: nullableCount('Requests at workers now.'),
+      coldStarts: {
+        type: ['object', 'null'],
+        description: 'Wakes from zero (one per wake). Null without a gateway in this process.',
+        properties: {
+          count: int(),
+          meanMs: {
+            type: ['number', 'null'],
+            description: 'Mean time from the first waiting request to the first routable worker.',
+          },
+        },
+        required: ['count', 'meanMs'],
+      },
+    },
+    {
+      description:
+        "One endpoint's metrics. Traffic figures are this process's gateway's since it started; see docs/gateway.md.",
+    },
+  );
+}
+
+export function responseSchemas(): Record<string, Schema> {
+  return {
+    EndpointState: stateSchema(
+      ENDPOINT_STATES,
+      'Stable UPPER_SNAKE code when the endpoint failed, else empty.',
+    ),
+    WorkerState: stateSchema(
+      [...WORKER_STATES],
+      `Stable code when the worker failed (${WORKER_ERRORS.join(', ')}), else empty.`,
+    ),
+    Worker: object({
+      id: str(),
+      state: ref('WorkerState'),
+      log: str("URL of the worker's log stream."),
+      metrics: str("URL of the worker's metrics."),
+      healthy: bool('Whether the worker passes its health check (and so receives requests).'),
+    }),
+    WorkerConfig: object({
+      minNum: int(),
+      maxNum: int(),
+      freeTimeout: str('Idle seconds before a worker is removed, as a string.', { pattern: '^\\d+$' }),
+      maxConcurrent: str('Concurrent requests per worker, as a string.', { pattern: '^\\d+$' }),
+      gpuNum: int('GPUs per worker.'),
+      cudaVersion: str('A version of cudaVersionList, or "any".'),
+      requestTimeout: int("Seconds the gateway waits for a worker's response."),
+    }),
+    Policy: object({
+      type: str('queue: value is the seconds the oldest request may wait; concurrency: queued requests.', {
+        enum: ['queue', 'concurrency'],
+      }),
+      value: str('As a string.', { pattern: '^\\d+$' }),
+    }),
+    Image: object({
+      image: str('Image reference.'),
+      authId: str('Id of registry credentials (POST repository/auth/save), or empty.'),
+      command: str('Command the container runs, or empty for the image default.'),
+    }),
+    VolumeMount: object({
+      type: str(undefined, { enum: ['local', 'network'] }),
+      id: str('Network storage id; empty for a local volume.'),
+      size: int('GB; 0 for a network volume.'),
+      mountPath: str(),
+    }),
+    Env: object({ key: str(), value: str() }),
+    ProductRef: object({ id: str('A product id of GET products.') }),
+    Healthy: object({
+      path: str(),
+      initialDelay: int('Seconds.'),
+      period: int('Seconds.'),
+      timeout: int('Seconds.'),
+      successThreshold: int(),
+      failureThreshold: int(),
+    }),
+    Endpoint: endpointSchema(
+      int(undefined, { minimum: 1, maximum: 65535 }),
+      'An endpoint as get and update return it (ports[].port is an integer).',
+    ),
+    ListedEndpoint: endpointSchema(
+      str(undefined, { pattern: '^\\d+$' }),
+      'An endpoint as list returns it (ports[].port is a string).',
+    ),
+    EndpointList: object({
+      endpoints: arrayOf(ref('ListedEndpoint'), 'Newest first.'),
+      total: int('How many endpoints the caller has in all pages.'),
+    }),
+    EndpointResponse: object({ endpoint: ref('Endpoint') }),
+    IdResponse: object({ id: str() }),
+    Empty: { type: 'object', description: 'An empty object.', maxProperties: 0 },
+    Limits: limitsSchema(),
+    Product: object({
+      id: str('Product id, such as h100-80g; use it in products[].id.'),
+      name: str(),
+      gpuModel: str(),
+      gpuMemoryGB: int(),
+      gpusTotal: int(),
+      gpusFree: int(),
+    }),
+    ProductList: object({ products: arrayOf(ref('Product')) }),
+    Credentials: object(
+      {
+        id: str('Use it as image.authId.'),
+        name: str(),
+        username: str(),
+        createdAt: str(undefined, { format: 'date-time' }),
+      },
+      { description: 'Saved registry credentials; the password is never returned.' },
+    ),
+    CredentialsList: object({ auths: arrayOf(ref('Credentials')) }),
+    Event: object({
+      id: int('Increasing; pass the last one as `after` to read on.'),
+      at: str(undefined, { format: 'date-time' }),
+      type: str(`What happened: ${ENDPOINT_EVENT_TYPES.join(', ')} (docs/api.md describes each).`),
+      message: str(),
+      data: { type: 'object', additionalProperties: true },
+    }),
+    WorkerMetrics: object({
+      id: str('Worker id.'),
+      state: str('Worker state.'),
+      healthy: { type: 'boolean' },
+      gpus: { type: 'array', items: str('GPU uuid.') },
+      requests: { type: ['integer', 'null'], description: 'Requests the gateway has given this worker.' },
+      inFlight: { type: ['integer', 'null'], description: 'Requests in flight on it now.' },
+      cpuPercent: { type: ['number', 'null'], description: 'CPU use (100 = one core); null when unknown.' },
+      memoryBytes: { type: ['integer', 'null'], description: 'Memory in use; null when unknown.' },
+      startedAt: str('When the worker was created.', { format: 'date-time' }),
+      readyAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'When it first passed its health check.',
+      },
+    }),
+    EndpointMetrics: endpointMetricsSchema(),
+    EventPage: object({
+      events: arrayOf(ref('Event'), 'Oldest first.'),
+      next: int('The id to pass as `after` for the next page (the last id, or `after` if none).'),
+    }),
+    Health: object({ status: str(undefined, { const: 'ok' }) }),
+    Error: object(
+      {
+        code: int('The HTTP status code.'),
+        reason: str('Stable reason; clients match on it.', { enum: Object.keys(API_ERROR_CATALOGUE) }),
+        message: str('Human-readable explanation.'),
+        metadata: {
+          type: 'object',
+          additionalProperties: true,
+          description:
+            'Facts about the error: field (the wire field at fault), issues, min/max, retryAfterSeconds...',
+        },
+      },
+      { description: 'The body of every error response.' },
+    ),
+  };
+}
+
+function limitsSchema(): Schema {
+  const units: Record<string, string> = {
+    rootfsSizeGB: 'system disk size (GB)',
+    localVolumeSizeGB: 'local volume size (GB)',
+    workers: 'worker count (minNum, maxNum)',
+    idleTimeoutSeconds: 'freeTimeout (seconds)',
+    concurrency: 'maxConcurrent (requests per worker)',
+    queueWaitSeconds: 'policy value when type is queue (seconds)',
+    requestCount: 'policy value when type is concurrency (queued requests)',
+    gpus: 'gpuNum (GPUs per worker)',
+    requestTimeoutSeconds: 'requestTimeout (seconds)',
+  };
+  const bounds = { min: 'Smallest', max: 'Largest', free: 'Default' };
+  const properties: Record<string, Schema> = {};
+  for (const [wireKey, [domainKey, bound]] of Object.entries(WIRE_LIMIT_FIELDS)) {
+    properties[wireKey] = int(`${bounds[bound]} ${units[domainKey] ?? domainKey}.`);
+  }
+  properties.cudaVersionList = arrayOf(str(), 'CUDA versions every GPU of the server supports.');
+  return object(properties, { description: 'Allowed ranges for create and update; all fields present.' });
+}

@@ -1,0 +1,10 @@
+/** Where the wire contract lives in URLs, and the keys a request may name an endpoint by. */
+
+/** Every operation of the wire contract lives under this path. */
+export const API_PREFIX = '/gpu-instance/openapi/v1';
+
+/** Query keys that carry an endpoint's id, in the order they are read (`endpoint_id` is an alias). */
+export const ENDPOINT_ID_QUERY_KEYS = ['id', 'endpoint_id'] as const;
+
+/** Body keys of the lifecycle operations (delete, stop, start) that carry an endpoint's id. */
+export const ENDPOINT_ID_BODY_KEYS = ['id', 'name', 'endpoint_id'] as const;
