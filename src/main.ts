@@ -11,6 +11,8 @@ import { ApiMetrics } from './api/metrics.js';
 import { RateLimiter } from './api/rate-limit.js';
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
+import { ScalerMetrics } from './autoscaler/metrics.js';
+import { Scaler } from './autoscaler/scaler.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
@@ -19,6 +21,7 @@ import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
 import { ControllerMetrics } from './controller/metrics.js';
 import { whyNeverPlaceable } from './controller/placement.js';
+import { RoutingTable } from './controller/routing-table.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
@@ -30,7 +33,7 @@ import { productCatalog } from './gpu/products.js';
 import { selectRuntime } from './runtime/select.js';
 import type { WorkerRuntime } from './runtime/types.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
-import { type Clock, systemClock } from './service/clock.js';
+import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
@@ -114,13 +117,18 @@ export interface TrafficParts<M extends GatewayMetrics> {
   /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
   revealCredentials?: ControllerOptions['revealCredentials'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
-  gatewayMetrics?: (options: ConstructorParameters<typeof GatewayMetrics>[0]) => M;
+  gatewayMetrics?: (options: { registry: Registry }) => M;
+  /** The autoscaler's metrics object (a benchmark records each decision). */
+  scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
 export interface Traffic<M extends GatewayMetrics> {
   controller: Controller;
   gateway: Gateway;
+  scaler: Scaler;
+  /** The endpoints and routable workers the controller publishes and the gateway routes by. */
+  routes: RoutingTable;
   gatewayMetrics: M;
   /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
   server: Server;
@@ -131,23 +139,50 @@ export interface Traffic<M extends GatewayMetrics> {
 }
 
 /**
- * The controller and the gateway, each feeding the other: the gateway routes to the controller's workers and asks it
- * for a pass when a request queues; the controller asks the gateway how many workers each endpoint needs, which idle
- * ones to remove, and waits for a worker to drain before removing it.
+ * The traffic side, built in dependency order with no part referring to one built after it: the routing table
+ * (the controller writes it, the gateway reads it and asks it for a fresh look), the gateway (its queues are the
+ * autoscaler's signals), the scaler (asked by the controller how many workers each endpoint wants and which go;
+ * it asks the controller for a pass when a request queues), and the controller (waits for the gateway to drain a
+ * worker before removing it).
  */
 export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: TrafficParts<M>): Traffic<M> {
   const { config, store, runtime, logger, registry } = parts;
   const clock = parts.clock ?? systemClock;
   const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
-  // The controller and the gateway refer to each other; the gateway exists before the controller's first pass.
-  let gateway: Gateway | undefined;
-  const controller: Controller = new Controller({
+  const routes = new RoutingTable();
+  const gatewayMetrics = parts.gatewayMetrics
+    ? parts.gatewayMetrics({ registry })
+    : (new GatewayMetrics({ registry }) as M);
+  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const gateway = new Gateway({
+    metrics: gatewayMetrics,
+    routing: routes,
+    pools,
+    domain: config.domain,
+    clock,
+    logger: logger.child({ role: 'gateway' }),
+    bodyLimitBytes: config.gateway.bodyLimitBytes,
+    maxQueueLength: config.gateway.maxQueueLength,
+    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
+    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
+  });
+  const scaler = new Scaler({
+    signals: gateway,
+    clock,
+    timers: systemTimers,
+    metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
+  });
+  const controllerMetrics = new ControllerMetrics({ registry, runtime: runtime.name });
+  const controller = new Controller({
     store,
     runtime,
     gpus: parts.gpus,
     probe: httpProbe,
     logger: logger.child({ role: 'controller' }),
     clock,
+    routes,
+    scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
@@ -157,54 +192,27 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     intervalMs: config.controller.reconcileIntervalMs,
     // A worker that is starting is probed often (STARTING_PROBE_INTERVAL_MS, the default), so that a wake from zero
     // is served as soon as it is ready.
-    desiredWorkers: (e) =>
-      gateway?.desiredWorkers(e, controller.workersOf(e.id)) ?? e.spec.workers.minWorkers,
-    preferredVictims: (e) => gateway?.preferredVictims(e, controller.workersOf(e.id)) ?? [],
-    awaitDrained: (endpointId, workerId) =>
-      gateway?.awaitDrained(endpointId, workerId, drainTimeoutMs) ?? Promise.resolve(),
-    metrics: new ControllerMetrics({
-      registry,
-      runtime: runtime.name,
-      workerStates: () => controller.workers().map((w) => w.state),
-    }),
+    awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+    metrics: controllerMetrics,
   });
-  const metricsOptions = {
-    registry,
-    load: () => gateway?.stats() ?? [],
-    workers: () => controller.workers(),
-  };
-  const gatewayMetrics = parts.gatewayMetrics
-    ? parts.gatewayMetrics(metricsOptions)
-    : (new GatewayMetrics(metricsOptions) as M);
-  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
-  const built = new Gateway({
-    metrics: gatewayMetrics,
-    routing: controller,
-    pools,
-    domain: config.domain,
-    clock,
-    logger: logger.child({ role: 'gateway' }),
-    bodyLimitBytes: config.gateway.bodyLimitBytes,
-    maxQueueLength: config.gateway.maxQueueLength,
-    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
-    reconcileNow: () => controller.poke(),
-    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-    neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
-  });
-  gateway = built;
-  const server = createGatewayServer(built, {
+  controllerMetrics.readFrom({ workerStates: () => controller.workers().map((w) => w.state) });
+  gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => controller.workers() });
+  const server = createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
     queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
   });
   return {
     controller,
-    gateway: built,
+    gateway,
+    scaler,
+    routes,
     gatewayMetrics,
     server,
     start: () => controller.start(),
     async close() {
       await controller.stop();
-      built.close();
+      scaler.close();
+      gateway.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await pools.close();

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
-import { ManualTimers } from '../../test/support/manual-timers.js';
+import { ManualTimers, settle } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
@@ -10,6 +10,7 @@ import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
 import type { Store } from '../store/store.js';
 import { Controller, type ControllerOptions } from './controller.js';
 import { ControllerMetrics } from './metrics.js';
+import { RoutingTable } from './routing-table.js';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 const [sqlite] = storeTargets();
@@ -19,6 +20,9 @@ describe('Controller over the fake runtime', () => {
   let dispose: () => Promise<void>;
   let runtime: FakeRuntime;
   let healthy: (port: number) => boolean;
+  let routes: RoutingTable;
+  /** Every timer of the controller (loop, passes, probes) and of the fake runtime: time passes only by hand. */
+  let timers: ManualTimers;
   const controllers: Controller[] = [];
 
   const controller = (options: Partial<ControllerOptions> = {}) => {
@@ -28,7 +32,9 @@ describe('Controller over the fake runtime', () => {
       gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
       probe: async (address) => healthy(address.port),
       logger: silent,
-      clock: () => Date.now(),
+      clock: () => timers.now,
+      timers,
+      routes,
       storagePaths: new Map(),
       revealCredentials: async () => undefined,
       intervalMs: 20,
@@ -56,14 +62,37 @@ describe('Controller over the fake runtime', () => {
   const state = async (endpoint: Endpoint) =>
     (await store.endpoints.get(endpoint.ownerId, endpoint.id))?.status;
   const workers = (endpoint: Endpoint) => store.workers.listByEndpoint(endpoint.id);
-  const eventually = (check: () => Promise<void> | void) =>
-    vi.waitFor(check, { timeout: 5000, interval: 10 });
+  /** Runs whatever is due now: timers, and the passes they start, until nothing is left to run at this time. */
+  const flush = async () => {
+    for (let round = 0; round < 100; round++) {
+      await timers.advanceSettling(0);
+      const passes = controllers.map((c) => c.passes.settled());
+      await Promise.all(passes);
+      await settle();
+      if (timers.due() === 0 && controllers.every((c) => c.passes.idle)) return;
+    }
+  };
+  /** Lets simulated time pass in 5 ms steps until `check` holds (5 s of it at most; no real time passes). */
+  const eventually = async (check: () => Promise<void> | void) => {
+    for (let waited = 0; ; waited += 5) {
+      await flush();
+      try {
+        await check();
+        return;
+      } catch (error) {
+        if (waited >= 5_000) throw error;
+      }
+      await timers.advanceSettling(5);
+    }
+  };
 
   beforeEach(async () => {
     if (!sqlite) throw new Error('no sqlite target');
     ({ store, dispose } = await sqlite.open());
-    runtime = new FakeRuntime({ clock: () => Date.now() });
+    timers = new ManualTimers(1_000_000);
+    runtime = new FakeRuntime({ clock: () => timers.now, timers });
     healthy = () => true;
+    routes = new RoutingTable();
   });
   afterEach(async () => {
     for (const c of controllers.splice(0)) await c.stop();
@@ -75,8 +104,8 @@ describe('Controller over the fake runtime', () => {
     const endpoint = await create();
     const c = controller();
     let routable: string[] = [];
-    c.onChange(() => {
-      routable = c.routableWorkers(endpoint.id).map((w) => w.id);
+    routes.onChange(() => {
+      routable = routes.routableWorkers(endpoint.id).map((w) => w.id);
     });
     const routableAtRemoval: string[][] = [];
     const remove = runtime.remove.bind(runtime);
@@ -183,12 +212,11 @@ describe('Controller over the fake runtime', () => {
   });
 
   it("keeps a failed worker's GPU held until its container is removed, then places the waiting worker on it", async () => {
-    let now = 1_000_000;
     healthy = () => false;
     const oneGpu = simulatedInventory([{ productId: 'h100-80g', count: 1, cudaVersion: '12.4' }]);
     const gpu = oneGpu[0]?.uuid ?? '';
     const first = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } });
-    const c = controller({ gpus: oneGpu, clock: () => now, startupTimeoutMs: 1_000 });
+    const c = controller({ gpus: oneGpu, startupTimeoutMs: 1_000 });
     c.start();
     await eventually(async () => expect((await workers(first))[0]?.status.state).toBe('starting'));
     const waiting = await create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } });
@@ -196,7 +224,7 @@ describe('Controller over the fake runtime', () => {
 
     // The health deadline passes; the failed worker's container takes its grace period to go.
     const release = runtime.holdRemovals();
-    now += 5_000;
+    await timers.advanceSettling(5_000);
     await eventually(async () =>
       expect((await workers(first))[0]?.status).toMatchObject({ state: 'failed', error: 'HEALTH_TIMEOUT' }),
     );
@@ -275,7 +303,7 @@ describe('Controller over the fake runtime', () => {
     );
     const [stopped] = await workers(endpoint);
     expect(stopped?.healthy).toBe(false);
-    expect(c.routableWorkers(endpoint.id)).toEqual([]);
+    expect(routes.routableWorkers(endpoint.id)).toEqual([]);
     // Still on its GPU until the container is gone.
     expect(c.heldGpus().size).toBe(1);
     release();
@@ -309,7 +337,7 @@ describe('Controller over the fake runtime', () => {
   });
 
   it("a pulling worker's message is the runtime's one line of progress", async () => {
-    runtime = new FakeRuntime({ clock: () => Date.now(), timers: new ManualTimers(), pullDelayMs: 60_000 });
+    runtime = new FakeRuntime({ clock: () => timers.now, timers, pullDelayMs: 60_000 });
     const endpoint = await create({ image: { ref: 'nginx:latest' } });
     controller().start();
     await eventually(async () =>

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { HealthProbe } from './controller.js';
+import type { HealthProbe } from './health-prober.js';
 
 /** GET the health path; a 2xx or 3xx answer within the timeout passes. */
 export const httpProbe: HealthProbe = (address, path, timeoutMs) =>

@@ -7,8 +7,12 @@ export class ControllerMetrics {
   readonly failures: Counter<'code'>;
   readonly timeToReady: Histogram;
 
-  constructor(options: { registry: Registry; runtime: string; workerStates: () => Iterable<WorkerState> }) {
+  #workerStates: () => Iterable<WorkerState>;
+
+  constructor(options: { registry: Registry; runtime: string; workerStates?: () => Iterable<WorkerState> }) {
     const registers = [options.registry];
+    this.#workerStates = options.workerStates ?? (() => []);
+    const workerStates = () => this.#workerStates();
     new Gauge({
       name: 'corral_workers',
       help: 'Workers by state',
@@ -16,7 +20,7 @@ export class ControllerMetrics {
       registers,
       collect() {
         const counts = new Map<WorkerState, number>(WORKER_STATES.map((s) => [s, 0]));
-        for (const state of options.workerStates()) counts.set(state, (counts.get(state) ?? 0) + 1);
+        for (const state of workerStates()) counts.set(state, (counts.get(state) ?? 0) + 1);
         for (const [state, n] of counts) this.set({ state }, n);
       },
     });
@@ -39,5 +43,10 @@ export class ControllerMetrics {
       registers,
     });
     this.starts.inc({ runtime: options.runtime }, 0);
+  }
+
+  /** Where corral_workers reads the workers' states at scrape time (given once the controller exists). */
+  readFrom(sources: { workerStates: () => Iterable<WorkerState> }): void {
+    this.#workerStates = sources.workerStates;
   }
 }

@@ -1,7 +1,14 @@
+/** What a worker runs: the runtime's WorkerSpec built from its endpoint and GPUs (pure), and its registry credentials. */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { LABELS, type RegistryAuth, type RuntimeVolume, type WorkerSpec } from '../runtime/types.js';
 import type { ManagedWorker } from './managed-worker.js';
+
+/** Decrypts registry credentials by owner and id (the credential service). */
+export type RevealCredentials = (
+  ownerId: string,
+  id: string,
+) => Promise<{ username: string; password: string } | undefined>;
 
 export interface WorkerSpecContext {
   /** Network storage id -> host path. */
@@ -13,6 +20,23 @@ export interface WorkerSpecContext {
 }
 
 const GIB = 1024 ** 3;
+
+/**
+ * The endpoint's registry credentials as the runtime's pull asks for them: decrypted only when called, which only a
+ * pull does. Undefined for an image without an authId.
+ */
+export function registryAuthFor(
+  endpoint: Endpoint,
+  reveal: RevealCredentials,
+): (() => Promise<RegistryAuth | undefined>) | undefined {
+  const { authId, ref } = endpoint.spec.image;
+  if (authId === '') return undefined;
+  const { ownerId } = endpoint;
+  return async () => {
+    const credentials = await reveal(ownerId, authId);
+    return credentials ? { ...credentials, server: registryOf(ref) } : undefined;
+  };
+}
 
 /**
  * gpuNum shares of memoryGBPerGpu; a worker without GPUs gets one share, so that setting a limit leaves no worker

@@ -5,8 +5,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import type { RoutingView } from '../controller/controller.js';
-import type { ManagedWorker } from '../controller/managed-worker.js';
+import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Gateway } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
@@ -88,6 +87,10 @@ class StaticRouting implements RoutingView {
   changed(): void {
     for (const listener of this.#listeners) listener();
   }
+  refreshes = 0;
+  requestRefresh(): void {
+    this.refreshes += 1;
+  }
 }
 
 interface Harness {
@@ -95,7 +98,8 @@ interface Harness {
   routing: StaticRouting;
   port: number;
   warnings: { fields: object; message: string }[];
-  reconcileCalls: () => number;
+  /** Endpoints the gateway said a request queued at (the autoscaler's signal), in order. */
+  queued: string[];
   pools: WorkerPools;
   lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
   /** Client connections the gateway's server still holds (upgraded sockets too, until they close). */
@@ -118,13 +122,9 @@ async function startGateway(
 ): Promise<Harness> {
   const routing = new StaticRouting();
   const warnings: Harness['warnings'] = [];
-  let reconciles = 0;
   const lookUp: Harness['lookUp'] = { answer: async () => undefined };
   const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
-  let gatewayRef: Gateway | undefined;
-  const metrics = options.registry
-    ? new GatewayMetrics({ registry: options.registry, load: () => gatewayRef?.stats() ?? [] })
-    : undefined;
+  const metrics = options.registry ? new GatewayMetrics({ registry: options.registry }) : undefined;
   const gateway = new Gateway({
     metrics,
     routing,
@@ -136,13 +136,12 @@ async function startGateway(
     bodyLimitBytes: 1024,
     maxQueueLength: 10,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
-    reconcileNow: () => {
-      reconciles += 1;
-    },
     findEndpoint: (appName) => lookUp.answer(appName),
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
-  gatewayRef = gateway;
+  metrics?.readFrom({ load: () => gateway.stats() });
+  const queued: string[] = [];
+  gateway.onQueued((endpointId) => queued.push(endpointId));
   const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
   const port = await listen(server);
   cleanups.push(async () => {
@@ -155,7 +154,7 @@ async function startGateway(
     new Promise<number>((resolve, reject) =>
       server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
     );
-  return { gateway, routing, port, warnings, reconcileCalls: () => reconciles, pools, lookUp, connections };
+  return { gateway, routing, port, warnings, queued, pools, lookUp, connections };
 }
 
 async function track(worker: Promise<TestWorker>): Promise<TestWorker> {
@@ -294,7 +293,9 @@ describe('Gateway', () => {
     // Requests 5 and 6 wait for two rounds of 200 ms, less however far apart the six arrived.
     const queued = answers.map((a) => Number(a.headers['x-corral-queue-ms']));
     expect(queued.filter((ms) => ms >= 100).length).toBeGreaterThanOrEqual(2);
-    expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
+    // Each request that had to wait was signalled to the autoscaler.
+    expect(h.queued.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(h.queued)).toEqual(new Set([endpoint.id]));
   });
 
   it('serves an endpoint created since the last controller pass once a worker comes, as a cold start', async () => {
@@ -304,7 +305,9 @@ describe('Gateway', () => {
     h.lookUp.answer = async (appName) => (appName === endpoint.spec.appName ? endpoint : undefined);
     const pending = get(h.port, hostOf(endpoint));
     await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
-    expect(h.reconcileCalls()).toBeGreaterThanOrEqual(1);
+    // The routing view is asked for a fresh look (the controller's pass), and the wait is signalled.
+    expect(h.routing.refreshes).toBeGreaterThanOrEqual(1);
+    expect(h.queued).toEqual([endpoint.id]);
     now += 250;
     const worker = await track(startWorker('w-new'));
     h.routing.endpoints.set(endpoint.id, endpoint);
@@ -709,7 +712,7 @@ describe('Gateway', () => {
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
   });
 
-  it('a busy worker quarantined for a moment keeps its last busy time, so it is not the next scale-down victim', async () => {
+  it('a busy worker quarantined for a moment keeps its last busy time in the queue signal', async () => {
     let now = 1_000_000;
     const h = await startGateway({ clock: () => now });
     const [busy, other] = [await track(startWorker('w-busy')), await track(startWorker('w-other'))];
@@ -727,24 +730,14 @@ describe('Gateway', () => {
     expect(h.warnings.map((w) => w.message)).toContain(
       'worker connection failed; no new requests to it for now',
     );
+    const busySince = now;
     now += 10_000;
-    const managed = (id: string, readyAt: number): ManagedWorker => ({
-      id,
-      endpointId: endpoint.id,
-      ownerId: endpoint.ownerId,
-      revision: endpoint.revision,
-      state: 'running',
-      error: '',
-      message: '',
-      healthy: true,
-      gpuUuids: [],
-      address: null,
-      createdAt: 0,
-      startedAt: 0,
-      readyAt,
-    });
-    // Idle for 10 s, not 1000 s: no victim.
-    expect(h.gateway.preferredVictims(endpoint, [managed('w-busy', 0), managed('w-other', 0)])).toEqual([]);
+    // Its queue signal keeps the busy time it had before the quarantine (the autoscaler's idle clock), not none.
+    const signal = h.gateway.queueSignal(endpoint.id, () => true);
+    expect(signal?.lastBusyAt('w-busy')).toBe(busySince);
+    expect(signal?.inFlight('w-busy')).toBe(0);
+    // Once the controller no longer has it, it is forgotten.
+    expect(h.gateway.queueSignal(endpoint.id, (id) => id !== 'w-busy')?.lastBusyAt('w-busy')).toBeUndefined();
   });
 
   describe('upgrades', () => {

@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { decideScale, nextCheckAt, type ScalingInput } from '../autoscaler/autoscaler.js';
-import type { RoutingView } from '../controller/controller.js';
-import type { ManagedWorker } from '../controller/managed-worker.js';
+import type { EndpointQueueSignal, QueueSignals } from '../autoscaler/queue-signals.js';
+import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
@@ -32,8 +31,6 @@ export interface GatewayOptions {
   maxQueueLength: number;
   /** How long a request may wait for a slot (also the whole wait of a wake from zero). */
   queueTimeoutMs: number;
-  /** Asks the controller for a pass now (a request was queued, or a scaling threshold is reached). */
-  reconcileNow: () => void;
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
   /**
@@ -78,14 +75,16 @@ const QUARANTINE_MS = 2000;
 
 /**
  * Serves each endpoint's URL: routes by Host, takes a slot on the least-loaded worker or waits in the endpoint's
- * FIFO queue, proxies both ways, and tells the controller how many workers the queue and idleness ask for.
+ * FIFO queue, and proxies both ways. It knows nothing of scaling: it reports its queues (QueueSignals) and the
+ * autoscaler decides.
  */
-export class Gateway {
+export class Gateway implements QueueSignals {
   readonly #o: GatewayOptions;
   readonly #dispatchers = new Map<string, EndpointDispatcher>();
   /** Dispatchers of deleted or stopped endpoints whose requests are still in flight -> their endpoint id. */
   readonly #retired = new Map<EndpointDispatcher, string>();
-  readonly #scaleTimers = new Map<string, NodeJS.Timeout>();
+  /** Told each time a request has to wait (the autoscaler: a wake or a scale-up may be due). */
+  readonly #queuedListeners = new Set<(endpointId: string) => void>();
   /** Worker id -> until when it gets no new requests. */
   readonly #quarantine = new Map<string, number>();
   readonly #unsubscribe: () => void;
@@ -151,20 +150,28 @@ export class Gateway {
     void this.#upgrade(req, socket, head, gone.signal, arrived);
   };
 
-  /** How many workers the endpoint's queue and idle workers ask for (the controller's `desiredWorkers`). */
-  desiredWorkers(endpoint: Endpoint, workers: ManagedWorker[]): number {
-    const input = this.#scalingInput(endpoint, workers);
-    if (!input) return endpoint.spec.workers.minWorkers;
-    this.#scheduleScaleCheck(endpoint.id, nextCheckAt(input));
-    const decision = decideScale(input);
-    this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
-    return decision.desired;
+  /**
+   * The endpoint's queue and its workers' load (the autoscaler's QueueSignals), or undefined when no request has
+   * reached it. What is remembered of workers `exists` denies is forgotten.
+   */
+  queueSignal(endpointId: string, exists: (workerId: string) => boolean): EndpointQueueSignal | undefined {
+    const dispatcher = this.#dispatchers.get(endpointId);
+    if (!dispatcher) return undefined;
+    dispatcher.retainDeparted(exists);
+    const stats = dispatcher.stats();
+    const load = new Map(stats.workers.map((w) => [w.id, w.inFlight]));
+    return {
+      queueLength: stats.queueLength,
+      oldestEnqueuedAt: stats.oldestEnqueuedAt,
+      inFlight: (workerId) => load.get(workerId) ?? 0,
+      lastBusyAt: (workerId) => dispatcher.lastBusyAt(workerId),
+    };
   }
 
-  /** The idle workers the autoscaler would remove first. */
-  preferredVictims(endpoint: Endpoint, workers: ManagedWorker[]): string[] {
-    const input = this.#scalingInput(endpoint, workers);
-    return input ? decideScale(input).victims : [];
+  /** Calls `listener` with the endpoint id each time a request has to wait for a slot. */
+  onQueued(listener: (endpointId: string) => void): () => void {
+    this.#queuedListeners.add(listener);
+    return () => this.#queuedListeners.delete(listener);
   }
 
   /** Resolves once the worker has no request in flight (or after the endpoint's request timeout). */
@@ -208,7 +215,6 @@ export class Gateway {
 
   close(): void {
     this.#unsubscribe();
-    for (const timer of this.#scaleTimers.values()) clearTimeout(timer);
     for (const dispatcher of this.#dispatchers.values()) {
       dispatcher.close(new GatewayError('ENDPOINT_STOPPED', 'the gateway is shutting down'));
     }
@@ -466,7 +472,7 @@ export class Gateway {
   /** The store's answer for an appName created since the controller's last pass (its request waits for a worker). */
   async #lookUp(appName: string): Promise<Endpoint | undefined> {
     const fresh = await this.#store.find(appName);
-    if (fresh) this.#o.reconcileNow();
+    if (fresh) this.#o.routing.requestRefresh();
     return fresh;
   }
 
@@ -509,7 +515,7 @@ export class Gateway {
         ...settings,
         clock: this.#o.clock,
         timers: this.#o.timers ?? systemTimers,
-        onQueued: () => this.#o.reconcileNow(),
+        onQueued: () => this.#queued(endpoint.id),
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));
       this.#dispatchers.set(endpoint.id, dispatcher);
@@ -609,7 +615,7 @@ export class Gateway {
     return this.#withoutQuarantined(this.#o.routing.routableWorkers(endpointId));
   }
 
-  #withoutQuarantined<W extends { id: string }>(workers: W[]): W[] {
+  #withoutQuarantined<W extends { id: string }>(workers: readonly W[]): readonly W[] {
     return this.#quarantine.size === 0 ? workers : workers.filter((w) => !this.#quarantine.has(w.id));
   }
 
@@ -618,52 +624,11 @@ export class Gateway {
     this.#quarantine.set(workerId, this.#o.clock() + QUARANTINE_MS);
     this.#dispatchers.get(endpointId)?.setWorkers(this.#routable(endpointId));
     this.#o.logger.warn({ endpointId, workerId }, 'worker connection failed; no new requests to it for now');
-    this.#o.reconcileNow();
+    this.#o.routing.requestRefresh();
   }
 
-  #scalingInput(endpoint: Endpoint, workers: ManagedWorker[]): ScalingInput | undefined {
-    const dispatcher = this.#dispatchers.get(endpoint.id);
-    if (!dispatcher) return undefined;
-    const stats = dispatcher.stats();
-    const load = new Map(stats.workers.map((w) => [w.id, w]));
-    dispatcher.retainDeparted((workerId) => workers.some((w) => w.id === workerId));
-    const { spec } = endpoint;
-    return {
-      now: this.#o.clock(),
-      policy: spec.scaling,
-      minWorkers: spec.workers.minWorkers,
-      maxWorkers: spec.workers.maxWorkers,
-      maxConcurrent: spec.workers.maxConcurrent,
-      idleTimeoutSeconds: spec.workers.idleTimeoutSeconds,
-      queue: { length: stats.queueLength, oldestEnqueuedAt: stats.oldestEnqueuedAt },
-      workers: workers
-        .filter((w) => w.revision === endpoint.revision)
-        .map((w) => ({
-          id: w.id,
-          state: w.state,
-          inFlight: load.get(w.id)?.inFlight ?? 0,
-          // A worker out of the dispatcher for a moment (quarantined) keeps its last busy time: falling back to
-          // readyAt would make a busy worker that hit one connection error the next scale-down victim.
-          lastBusyAt: dispatcher.lastBusyAt(w.id) ?? w.readyAt ?? w.createdAt,
-          createdAt: w.createdAt,
-        })),
-    };
-  }
-
-  /** One timer per endpoint, for the moment the scaling decision changes by itself (queue wait, idle timeout). */
-  #scheduleScaleCheck(endpointId: string, at: number | null): void {
-    clearTimeout(this.#scaleTimers.get(endpointId));
-    this.#scaleTimers.delete(endpointId);
-    if (at === null) return;
-    const timer = setTimeout(
-      () => {
-        this.#scaleTimers.delete(endpointId);
-        this.#o.reconcileNow();
-      },
-      Math.max(0, at - this.#o.clock()),
-    );
-    timer.unref();
-    this.#scaleTimers.set(endpointId, timer);
+  #queued(endpointId: string): void {
+    for (const listener of this.#queuedListeners) listener(endpointId);
   }
 }
 

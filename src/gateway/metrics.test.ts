@@ -8,22 +8,16 @@ function metricsWithTraffic(endpoints: string[]) {
   for (const endpoint of endpoints) {
     metrics.observeRequest(endpoint, 200, 12, 0);
     metrics.observeColdStart(endpoint, 900);
-    metrics.observeScaleDecision(
-      endpoint,
-      { desired: 1, victims: [], reason: '', thresholdCrossedAt: 1_000 },
-      1_040,
-    );
   }
   return { registry, metrics };
 }
 
 describe('GatewayMetrics', () => {
-  it('exports requests, cold starts and decision delays per endpoint', async () => {
+  it('exports requests and cold starts per endpoint', async () => {
     const { registry } = metricsWithTraffic(['ep-a']);
     const text = await registry.metrics();
     expect(text).toContain('corral_gateway_requests_total{endpoint="ep-a",status="200"} 1');
     expect(text).toContain('corral_gateway_cold_start_seconds_count{endpoint="ep-a"} 1');
-    expect(text).toContain('corral_autoscaler_decision_delay_seconds_sum{endpoint="ep-a"} 0.04');
   });
 
   it('exports the workers of each endpoint by state, at scrape time', async () => {
@@ -85,7 +79,6 @@ describe('GatewayMetrics', () => {
       'corral_gateway_request_duration_seconds_count',
       'corral_gateway_queue_wait_seconds_count',
       'corral_gateway_cold_start_seconds_count',
-      'corral_autoscaler_decision_delay_seconds_count',
     ]) {
       expect(text).toMatch(new RegExp(`^${name}\\{endpoint="ep-kept"[^}]*\\} 1$`, 'm'));
     }

@@ -1,5 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ScalingDecision } from '../autoscaler/autoscaler.js';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
 
 /** What the API's `endpoint/metrics` shows of one endpoint's traffic through this process's gateway. */
@@ -40,21 +39,28 @@ interface EndpointSeries {
  * and queue wait) is kept in plain numbers per endpoint and handed to the registry when it is scraped; prom-client's
  * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
  */
+export interface EndpointLoad {
+  endpointId: string;
+  queueLength: number;
+  inFlight: number;
+}
+
+export interface GatewayMetricsSources {
+  /** Queue depth and requests in flight per endpoint (the gateway's). */
+  load: () => EndpointLoad[];
+  /** Every worker the controller has, read at scrape time for corral_endpoint_workers. */
+  workers: () => Iterable<EndpointWorker>;
+}
+
 export class GatewayMetrics {
   readonly #latency: HotHistogram;
   readonly #queueWait: HotHistogram;
   readonly #coldStarts: HotHistogram;
-  readonly #load: () => { endpointId: string; queueLength: number; inFlight: number }[];
-  readonly #decisionDelay: Histogram<'endpoint'>;
-  readonly #lastThreshold = new Map<string, number>();
+  #load: () => EndpointLoad[];
+  #workers: (() => Iterable<EndpointWorker>) | undefined;
   readonly #endpoints = new Map<string, EndpointSeries>();
 
-  constructor(options: {
-    registry: Registry;
-    load: () => { endpointId: string; queueLength: number; inFlight: number }[];
-    /** Every worker the controller has, read at scrape time for corral_endpoint_workers. */
-    workers?: () => Iterable<EndpointWorker>;
-  }) {
+  constructor(options: { registry: Registry } & Partial<GatewayMetricsSources>) {
     const registers = [options.registry];
     const endpoints = this.#endpoints;
     new Counter({
@@ -91,15 +97,9 @@ export class GatewayMetrics {
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers,
     });
-    this.#decisionDelay = new Histogram({
-      name: 'corral_autoscaler_decision_delay_seconds',
-      help: "Time from a scaling policy's threshold being crossed to the decision that acts on it",
-      labelNames: ['endpoint'] as const,
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
-    });
-    const load = options.load;
-    this.#load = load;
+    this.#load = options.load ?? (() => []);
+    this.#workers = options.workers;
+    const load = () => this.#load();
     new Gauge({
       name: 'corral_gateway_queue_depth',
       help: 'Requests waiting for a worker slot',
@@ -120,19 +120,26 @@ export class GatewayMetrics {
         for (const s of load()) this.set({ endpoint: s.endpointId }, s.inFlight);
       },
     });
-    const workers = options.workers;
-    if (workers) {
-      new Gauge({
-        name: 'corral_endpoint_workers',
-        help: "Workers by endpoint and state (states an endpoint has no worker in are left out); corral_workers is every endpoint's",
-        labelNames: ['endpoint', 'state'] as const,
-        registers,
-        collect() {
-          this.reset();
-          for (const w of workers()) this.inc({ endpoint: w.endpointId, state: w.state });
-        },
-      });
-    }
+    const workers = () => this.#workers?.() ?? [];
+    new Gauge({
+      name: 'corral_endpoint_workers',
+      help: "Workers by endpoint and state (states an endpoint has no worker in are left out); corral_workers is every endpoint's",
+      labelNames: ['endpoint', 'state'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const w of workers()) this.inc({ endpoint: w.endpointId, state: w.state });
+      },
+    });
+  }
+
+  /**
+   * Where the gauges read the gateway's load and the controller's workers at scrape time; given once both parts
+   * exist (the metrics object is built before them).
+   */
+  readFrom(sources: Partial<GatewayMetricsSources>): void {
+    if (sources.load) this.#load = sources.load;
+    if (sources.workers) this.#workers = sources.workers;
   }
 
   observeRequest(endpoint: string, status: number, durationMs: number, queueMs: number): void {
@@ -156,8 +163,6 @@ export class GatewayMetrics {
     this.#latency.remove(endpoint);
     this.#queueWait.remove(endpoint);
     this.#coldStarts.remove(endpoint);
-    this.#decisionDelay.remove({ endpoint });
-    this.#lastThreshold.delete(endpoint);
   }
 
   /** Forgets the series of every endpoint `exists` denies (deleted ones), keeping the others'. */
@@ -192,14 +197,6 @@ export class GatewayMetrics {
         meanMs: coldStarts && coldStarts.count > 0 ? toMs(coldStarts.sum / coldStarts.count) : null,
       },
     };
-  }
-
-  /** Records, once per threshold crossing, how long after it the decision came. */
-  observeScaleDecision(endpoint: string, decision: ScalingDecision, now: number): void {
-    const crossed = decision.thresholdCrossedAt;
-    if (crossed === null || crossed > now || this.#lastThreshold.get(endpoint) === crossed) return;
-    this.#lastThreshold.set(endpoint, crossed);
-    this.#decisionDelay.observe({ endpoint }, (now - crossed) / 1000);
   }
 }
 

@@ -33,6 +33,13 @@ export class ManualTimers implements Timers {
     return this.#pending.size;
   }
 
+  /** Timers due now (set for a time not after `now`) that have not fired yet. */
+  due(): number {
+    let due = 0;
+    for (const pending of this.#pending.values()) if (pending.at <= this.now) due += 1;
+    return due;
+  }
+
   /** Advances the clock by `ms`, firing due timers synchronously. */
   advance(ms: number): void {
     const target = this.now + ms;

@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import type { EndpointQueueSignal, QueueSignals } from './queue-signals.js';
+import { type ScalableWorker, Scaler } from './scaler.js';
+
+/** Queue signals set by hand, as a gateway would report them. */
+class HandSignals implements QueueSignals {
+  readonly queues = new Map<string, { length: number; oldestEnqueuedAt: number | null }>();
+  readonly load = new Map<string, { inFlight: number; lastBusyAt?: number }>();
+  readonly asked: string[][] = [];
+  readonly #listeners = new Set<(endpointId: string) => void>();
+
+  queueSignal(endpointId: string, exists: (workerId: string) => boolean): EndpointQueueSignal | undefined {
+    const queue = this.queues.get(endpointId);
+    if (!queue) return undefined;
+    this.asked.push([...this.load.keys()].filter(exists));
+    return {
+      queueLength: queue.length,
+      oldestEnqueuedAt: queue.oldestEnqueuedAt,
+      inFlight: (id) => this.load.get(id)?.inFlight ?? 0,
+      lastBusyAt: (id) => this.load.get(id)?.lastBusyAt,
+    };
+  }
+
+  onQueued(listener: (endpointId: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  queued(endpointId: string): void {
+    for (const listener of this.#listeners) listener(endpointId);
+  }
+}
+
+function harness() {
+  const timers = new ManualTimers(100_000);
+  const signals = new HandSignals();
+  const decisions: { endpointId: string; desired: number; at: number }[] = [];
+  const scaler = new Scaler({
+    signals,
+    clock: () => timers.now,
+    timers,
+    metrics: {
+      observeScaleDecision: (endpointId, decision, now) =>
+        decisions.push({ endpointId, desired: decision.desired, at: now }),
+      retain: () => {},
+    },
+  });
+  let rescales = 0;
+  scaler.onRescale(() => {
+    rescales += 1;
+  });
+  return { timers, signals, scaler, decisions, rescales: () => rescales };
+}
+
+const endpoint = (patch: Parameters<typeof sampleEndpoint>[0] = {}) =>
+  sampleEndpoint({
+    patch: {
+      workers: { minWorkers: 0, maxWorkers: 4, maxConcurrent: 2, idleTimeoutSeconds: 10 },
+      scaling: { type: 'queue', value: 1 },
+      ...patch.patch,
+    },
+  });
+
+const running = (id: string, revision: number, readyAt = 0, createdAt = 0): ScalableWorker => ({
+  id,
+  revision,
+  state: 'running',
+  createdAt,
+  readyAt,
+});
+
+describe('Scaler', () => {
+  it('asks for minNum and names no victim for an endpoint no request has reached', () => {
+    const h = harness();
+    const e = sampleEndpoint({ patch: { workers: { minWorkers: 2, maxWorkers: 4 } } });
+    expect(h.scaler.desiredWorkers(e, [])).toBe(2);
+    expect(h.scaler.victims(e, [])).toEqual([]);
+    expect(h.timers.count).toBe(0);
+  });
+
+  it('asks the controller for a pass the moment a request queues (a wake from zero)', () => {
+    const h = harness();
+    const e = endpoint();
+    h.signals.queued(e.id);
+    expect(h.rescales()).toBe(1);
+    h.signals.queues.set(e.id, { length: 1, oldestEnqueuedAt: h.timers.now });
+    expect(h.scaler.desiredWorkers(e, [])).toBe(1);
+    expect(h.decisions.at(-1)).toMatchObject({ endpointId: e.id, desired: 1 });
+  });
+
+  it("arms one timer for the queue policy's threshold and asks for a pass when it is reached", () => {
+    const h = harness();
+    const e = endpoint();
+    const workers = [running('w1', e.revision)];
+    h.signals.load.set('w1', { inFlight: 2, lastBusyAt: h.timers.now });
+    h.signals.queues.set(e.id, { length: 3, oldestEnqueuedAt: h.timers.now });
+    expect(h.scaler.desiredWorkers(e, workers)).toBe(1);
+    expect(h.scaler.desiredWorkers(e, workers)).toBe(1);
+    expect(h.timers.count).toBe(1);
+    h.timers.advance(999);
+    expect(h.rescales()).toBe(0);
+    h.timers.advance(1);
+    expect(h.rescales()).toBe(1);
+    // Past the threshold: enough workers for the queue, ceil(3 / 2) more.
+    expect(h.scaler.desiredWorkers(e, workers)).toBe(3);
+  });
+
+  it('scales down an idle worker once idle for the timeout, newest first, and only workers of the current revision', () => {
+    const h = harness();
+    const e = endpoint();
+    const workers = [
+      running('w-old', e.revision - 1),
+      running('w1', e.revision, 1_000, 10),
+      running('w2', e.revision, 2_000, 50),
+    ];
+    h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
+    h.signals.load.set('w1', { inFlight: 0, lastBusyAt: h.timers.now });
+    h.signals.load.set('w2', { inFlight: 0, lastBusyAt: h.timers.now });
+    expect(h.scaler.desiredWorkers(e, workers)).toBe(2);
+    h.timers.advance(10_000);
+    expect(h.rescales()).toBe(1);
+    expect(h.scaler.desiredWorkers(e, workers)).toBe(0);
+    expect(h.scaler.victims(e, workers)).toEqual(['w2', 'w1']);
+  });
+
+  it("counts a worker the gateway never saw busy as idle since it was ready, and passes the controller's workers for pruning", () => {
+    const h = harness();
+    const e = endpoint();
+    const workers = [running('w1', e.revision, 80_000)];
+    h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
+    h.signals.load.set('gone', { inFlight: 0, lastBusyAt: 1 });
+    expect(h.scaler.victims(e, workers)).toEqual(['w1']);
+    expect(h.signals.asked.at(-1)).toEqual([]);
+  });
+
+  it('drops the timers of endpoints that no longer exist, and all of them on close', () => {
+    const h = harness();
+    const [kept, gone] = [endpoint(), endpoint()];
+    for (const e of [kept, gone]) {
+      h.signals.queues.set(e.id, { length: 1, oldestEnqueuedAt: h.timers.now });
+      h.scaler.desiredWorkers(e, [running(`w-${e.id}`, e.revision)]);
+    }
+    expect(h.timers.count).toBe(2);
+    h.scaler.retain((id) => id === kept.id);
+    expect(h.timers.count).toBe(1);
+    h.scaler.close();
+    expect(h.timers.count).toBe(0);
+    h.signals.queued(kept.id);
+    expect(h.rescales()).toBe(0);
+  });
+});

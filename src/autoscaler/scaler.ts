@@ -1,0 +1,129 @@
+/**
+ * The autoscaler's one home outside the pure policy: builds each endpoint's `ScalingInput` from the queue signals
+ * (the gateway) and the workers the controller passes in, answers the controller's "how many, and which go?", and
+ * arms one timer per endpoint for the moment the decision changes by itself (a queued request reaching the policy's
+ * wait, a worker reaching its idle timeout). It asks the controller for a pass through `onRescale` listeners: when
+ * a request queues (a wake from zero starts at once) and when such a timer fires.
+ */
+import type { Endpoint } from '../domain/endpoint.js';
+import type { WorkerState } from '../domain/worker.js';
+import type { Clock, Timers } from '../service/clock.js';
+import { decideScale, nextCheckAt, type ScalingDecision, type ScalingInput } from './autoscaler.js';
+import type { QueueSignals } from './queue-signals.js';
+
+/** What the scaler needs of a worker (the controller's records have more). */
+export interface ScalableWorker {
+  id: string;
+  revision: number;
+  state: WorkerState;
+  createdAt: number;
+  readyAt: number | null;
+}
+
+export interface ScaleDecisionObserver {
+  observeScaleDecision(endpointId: string, decision: ScalingDecision, now: number): void;
+  retain(exists: (endpointId: string) => boolean): void;
+}
+
+export interface ScalerOptions {
+  signals: QueueSignals;
+  clock: Clock;
+  timers: Timers;
+  metrics?: ScaleDecisionObserver;
+}
+
+export class Scaler {
+  readonly #o: ScalerOptions;
+  readonly #checks = new Map<string, unknown>();
+  readonly #listeners = new Set<() => void>();
+  readonly #unsubscribe: () => void;
+
+  constructor(options: ScalerOptions) {
+    this.#o = options;
+    this.#unsubscribe = options.signals.onQueued(() => this.#rescale());
+  }
+
+  /** How many workers of the current revision the endpoint wants (its minimum when no request reached it). */
+  desiredWorkers(endpoint: Endpoint, workers: readonly ScalableWorker[]): number {
+    const input = this.#input(endpoint, workers);
+    if (!input) return endpoint.spec.workers.minWorkers;
+    this.#scheduleCheck(endpoint.id, nextCheckAt(input));
+    const decision = decideScale(input);
+    this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
+    return decision.desired;
+  }
+
+  /** The idle workers to remove first, in order. */
+  victims(endpoint: Endpoint, workers: readonly ScalableWorker[]): string[] {
+    const input = this.#input(endpoint, workers);
+    return input ? decideScale(input).victims : [];
+  }
+
+  /** Endpoints that still exist: timers and metrics of the others go. */
+  retain(exists: (endpointId: string) => boolean): void {
+    for (const endpointId of [...this.#checks.keys()]) {
+      if (!exists(endpointId)) this.#scheduleCheck(endpointId, null);
+    }
+    this.#o.metrics?.retain(exists);
+  }
+
+  /** Called whenever the decision may have changed: the controller should pass now. */
+  onRescale(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    for (const endpointId of [...this.#checks.keys()]) this.#scheduleCheck(endpointId, null);
+  }
+
+  #rescale(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  #input(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingInput | undefined {
+    const signal = this.#o.signals.queueSignal(endpoint.id, (id) => workers.some((w) => w.id === id));
+    if (!signal) return undefined;
+    const { spec } = endpoint;
+    return {
+      now: this.#o.clock(),
+      policy: spec.scaling,
+      minWorkers: spec.workers.minWorkers,
+      maxWorkers: spec.workers.maxWorkers,
+      maxConcurrent: spec.workers.maxConcurrent,
+      idleTimeoutSeconds: spec.workers.idleTimeoutSeconds,
+      queue: { length: signal.queueLength, oldestEnqueuedAt: signal.oldestEnqueuedAt },
+      workers: workers
+        .filter((w) => w.revision === endpoint.revision)
+        .map((w) => ({
+          id: w.id,
+          state: w.state,
+          inFlight: signal.inFlight(w.id),
+          // A worker out of routing for a moment (quarantined) keeps its last busy time: falling back to readyAt
+          // would make a busy worker that hit one connection error the next scale-down victim.
+          lastBusyAt: signal.lastBusyAt(w.id) ?? w.readyAt ?? w.createdAt,
+          createdAt: w.createdAt,
+        })),
+    };
+  }
+
+  /** One timer per endpoint, for the moment the scaling decision changes by itself (queue wait, idle timeout). */
+  #scheduleCheck(endpointId: string, at: number | null): void {
+    const { timers, clock } = this.#o;
+    const previous = this.#checks.get(endpointId);
+    if (previous !== undefined) timers.clearTimeout(previous);
+    this.#checks.delete(endpointId);
+    if (at === null) return;
+    const timer = timers.setTimeout(
+      () => {
+        this.#checks.delete(endpointId);
+        this.#rescale();
+      },
+      Math.max(0, at - clock()),
+    );
+    // A pending check must not keep the process alive on its own.
+    (timer as { unref?: () => void } | undefined)?.unref?.();
+    this.#checks.set(endpointId, timer);
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The controller's options and the narrow interfaces of what it is given: the autoscaler's advice, a logger, the
+ * health probe. Kept apart from controller.ts so that the wiring (main.ts, benchmarks, tests) reads one short file.
+ */
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Gpu } from '../gpu/inventory.js';
+import type { WorkerRuntime } from '../runtime/types.js';
+import type { Clock, Timers } from '../service/clock.js';
+import type { Store } from '../store/store.js';
+import type { BackoffPolicy } from './backoff.js';
+import type { HealthProbe } from './health-prober.js';
+import type { ManagedWorker } from './managed-worker.js';
+import type { ControllerMetrics } from './metrics.js';
+import type { RoutingTable } from './routing-table.js';
+import type { RevealCredentials } from './worker-spec.js';
+
+/**
+ * How often a worker that has not passed its health check yet is probed. Short, because a wake from zero waits for
+ * it: the probe adds 0 to this much over the worker's own readiness (docs/performance.md, wake from zero).
+ */
+export const STARTING_PROBE_INTERVAL_MS = 50;
+
+/** What the controller asks the autoscaler (src/autoscaler/scaler.ts); minNum and no victims without one. */
+export interface ScalingAdvisor {
+  /** Workers of the current revision the endpoint wants. */
+  desiredWorkers(endpoint: Endpoint, workers: readonly ManagedWorker[]): number;
+  /** Idle workers to remove first, in order. */
+  victims(endpoint: Endpoint, workers: readonly ManagedWorker[]): string[];
+  /** The endpoints that exist after a pass: what is kept of the others goes. */
+  retain(exists: (endpointId: string) => boolean): void;
+  /** Called when the answers may have changed by themselves (a request queued, a threshold reached). */
+  onRescale(listener: () => void): () => void;
+}
+
+export interface ControllerLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface ControllerOptions {
+  store: Store;
+  runtime: WorkerRuntime;
+  gpus: Gpu[];
+  probe: HealthProbe;
+  logger: ControllerLogger;
+  clock: Clock;
+  /** The controller's loop and health probes run on these (tests advance them by hand). */
+  timers?: Timers;
+  /** Where the controller publishes each endpoint's routable workers (the gateway reads it). */
+  routes: RoutingTable;
+  /** Network storage id -> host path. */
+  storagePaths: ReadonlyMap<string, string>;
+  /** A worker's host memory limit per GPU, in GiB (one share without GPUs); undefined: no limit. */
+  memoryGBPerGpu?: number;
+  /** Registry credentials for an image pull, decrypted only for it. */
+  revealCredentials: RevealCredentials;
+  /** How many workers scaling asks for, and which go first; minNum when absent. */
+  scaling?: ScalingAdvisor;
+  startupTimeoutMs?: number;
+  backoff?: BackoffPolicy;
+  /** Probing interval while a worker has not passed yet (fast, so a cold start is served at once). */
+  startingProbeIntervalMs?: number;
+  intervalMs?: number;
+  /** Failed workers kept per endpoint so that the API can show why. */
+  failedKept?: number;
+  metrics?: ControllerMetrics;
+  /** Resolves once no request is in flight on the worker (the gateway's drain); removal waits for it. */
+  awaitDrained?: (endpointId: string, workerId: string) => Promise<void>;
+}

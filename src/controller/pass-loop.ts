@@ -1,0 +1,88 @@
+/**
+ * When the controller's passes run: one at a time, on the next timer turn after a poke (so that every poke of one
+ * turn shares a pass), again at once when poked during a pass, and every `intervalMs` regardless. Runs on injected
+ * timers, so that tests fire passes by advancing time.
+ */
+import type { Timers } from '../service/clock.js';
+
+export interface PassLoopOptions {
+  timers: Timers;
+  intervalMs: number;
+  /** One pass; a rejection is handed to `onError` and the loop goes on. */
+  pass: () => Promise<void>;
+  onError: (error: unknown) => void;
+}
+
+export class PassLoop {
+  readonly #o: PassLoopOptions;
+  #tick: unknown;
+  /** The timer of a pass asked for and not begun. */
+  #scheduled: unknown;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(options: PassLoopOptions) {
+    this.#o = options;
+  }
+
+  /** A pass now, then one every interval. */
+  start(): void {
+    const tick = () => {
+      this.poke();
+      this.#tick = this.#o.timers.setTimeout(tick, this.#o.intervalMs);
+    };
+    tick();
+  }
+
+  /** A pass as soon as possible (calls before or during a pass are coalesced). */
+  poke(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    if (this.#scheduled !== undefined) return;
+    this.#scheduled = this.#o.timers.setTimeout(() => {
+      this.#scheduled = undefined;
+      this.#run();
+    }, 0);
+  }
+
+  /** No more passes; resolves once the one under way (if any) has ended. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#o.timers.clearTimeout(this.#tick);
+    this.#o.timers.clearTimeout(this.#scheduled);
+    this.#scheduled = undefined;
+    await this.#running;
+  }
+
+  /** Resolves when the pass under way (if any) ends; one asked for but not begun waits for its timer. */
+  settled(): Promise<void> {
+    return this.#running ?? Promise.resolve();
+  }
+
+  /** No pass under way or asked for. */
+  get idle(): boolean {
+    return this.#running === undefined && this.#scheduled === undefined;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  #run(): void {
+    if (this.#stopped) return;
+    this.#running = this.#o
+      .pass()
+      .catch(this.#o.onError)
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.poke();
+        }
+      });
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Where each endpoint's traffic may go: the live endpoints and their routable workers, as the controller last
+ * published them. The controller writes it; the gateway reads it and asks it for a fresh look. Being its own
+ * object (not the controller) lets the gateway be built before the controller, and lets another source (a change
+ * feed from the store, for replicas without the controller) fill it later.
+ */
+import type { Endpoint } from '../domain/endpoint.js';
+
+export interface RoutableWorker {
+  id: string;
+  address: { host: string; port: number };
+}
+
+/** What the gateway needs: where each endpoint's traffic may go. */
+export interface RoutingView {
+  endpointByAppName(appName: string): Endpoint | undefined;
+  /** The live endpoint as of the last publication; undefined once deleted. */
+  endpointById(endpointId: string): Endpoint | undefined;
+  /** Running, healthy workers of any revision (both serve during a rollout). */
+  routableWorkers(endpointId: string): readonly RoutableWorker[];
+  /** Called after every publication (each controller pass, each health change). */
+  onChange(listener: () => void): () => void;
+  /** Asks the source for a fresh look now: a request named an endpoint it lacks, or a worker could not be reached. */
+  requestRefresh(): void;
+}
+
+const NONE: readonly RoutableWorker[] = Object.freeze([]);
+
+export class RoutingTable implements RoutingView {
+  #byId = new Map<string, Endpoint>();
+  #byAppName = new Map<string, Endpoint>();
+  #routable = new Map<string, readonly RoutableWorker[]>();
+  readonly #listeners = new Set<() => void>();
+  readonly #refreshListeners = new Set<() => void>();
+
+  endpointByAppName(appName: string): Endpoint | undefined {
+    return this.#byAppName.get(appName);
+  }
+
+  endpointById(endpointId: string): Endpoint | undefined {
+    return this.#byId.get(endpointId);
+  }
+
+  routableWorkers(endpointId: string): readonly RoutableWorker[] {
+    return this.#routable.get(endpointId) ?? NONE;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  requestRefresh(): void {
+    for (const listener of this.#refreshListeners) listener();
+  }
+
+  /** The source's side of requestRefresh. */
+  onRefreshRequested(listener: () => void): () => void {
+    this.#refreshListeners.add(listener);
+    return () => this.#refreshListeners.delete(listener);
+  }
+
+  /**
+   * Replaces the whole view and tells the readers. `routable` holds only endpoints that have routable workers;
+   * the arrays are kept as they are, so the publisher must not change them afterwards.
+   */
+  publish(endpoints: Iterable<Endpoint>, routable: Map<string, readonly RoutableWorker[]>): void {
+    const byId = new Map<string, Endpoint>();
+    const byAppName = new Map<string, Endpoint>();
+    for (const endpoint of endpoints) {
+      byId.set(endpoint.id, endpoint);
+      byAppName.set(endpoint.spec.appName, endpoint);
+    }
+    this.#byId = byId;
+    this.#byAppName = byAppName;
+    this.#routable = routable;
+    this.#notify();
+  }
+
+  /** Replaces the routable workers alone (a health change between two passes) and tells the readers. */
+  publishRoutable(routable: Map<string, readonly RoutableWorker[]>): void {
+    this.#routable = routable;
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The controller's write-back to the store at the end of a pass: the worker rows its records changed (deleted for
+ * records it forgot), and each endpoint's status where it differs from the stored one, with a state event.
+ */
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Store } from '../store/store.js';
+import { type ManagedWorker, toWorker } from './managed-worker.js';
+
+type Status = Endpoint['status'];
+
+/** Writes (or deletes) the row of every worker id in `dirty`, emptying it as it goes. */
+export async function writeWorkers(
+  store: Store,
+  dirty: Set<string>,
+  recordOf: (workerId: string) => ManagedWorker | undefined,
+  now: number,
+): Promise<void> {
+  for (const id of [...dirty]) {
+    dirty.delete(id);
+    const record = recordOf(id);
+    if (record) await store.workers.upsert(toWorker(record, now));
+    else await store.workers.delete(id);
+  }
+}
+
+/** Reports each endpoint's new status (`statusOf`) where it changed, with a `state` event naming it. */
+export async function writeStatuses(
+  store: Store,
+  endpoints: readonly Endpoint[],
+  now: number,
+  statusOf: (endpoint: Endpoint) => Status,
+): Promise<void> {
+  for (const endpoint of endpoints) {
+    const status = statusOf(endpoint);
+    if (sameStatus(status, endpoint.status)) continue;
+    await store.endpoints.reportStatus(endpoint.id, status, {
+      at: now,
+      type: 'state',
+      message: `${status.state}${status.error ? ` (${status.error})` : ''}: ${status.message}`,
+      data: { state: status.state, error: status.error },
+    });
+  }
+}
+
+function sameStatus(a: Status, b: Status): boolean {
+  return a.state === b.state && a.error === b.error && a.message === b.message;
+}
