@@ -39,6 +39,7 @@ import { Registry } from 'prom-client';
 import { loadConfig } from '../src/config/config.js';
 import { Controller, type HealthProbe } from '../src/controller/controller.js';
 import { httpProbe } from '../src/controller/http-probe.js';
+import { RoutingTable } from '../src/controller/routing-table.js';
 import type { Endpoint } from '../src/domain/endpoint.js';
 import { createLogger } from '../src/logger.js';
 import { buildTraffic } from '../src/main.js';
@@ -154,6 +155,7 @@ async function converge(probe: HealthProbe): Promise<FakeSetup> {
     probe,
     logger: devNullLogger(),
     clock: Date.now,
+    routes: new RoutingTable(),
     storagePaths: new Map(),
     revealCredentials: async () => undefined,
     intervalMs: SERVE_INTERVAL_MS,

@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Registry } from 'prom-client';
-import type { RoutingView } from '../../src/controller/controller.js';
+import type { RoutingView } from '../../src/controller/routing-table.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
 import { systemClock } from '../../src/service/clock.js';
 import { listenLoopback } from './http.js';
@@ -42,13 +42,13 @@ export async function gatewayChild(): Promise<void> {
     endpointById: (endpointId) => (endpointId === endpoint.id ? endpoint : undefined),
     routableWorkers: (endpointId) => (endpointId === endpoint.id ? workers : []),
     onChange: () => () => {},
+    requestRefresh: () => {},
   };
   const compiled = await compiledGatewayModules();
   const registry = new Registry();
-  let gateway: Gateway | undefined;
-  const metrics = new compiled.GatewayMetrics({ registry, load: () => gateway?.stats() ?? [] });
+  const metrics = new compiled.GatewayMetrics({ registry });
   const pools = new compiled.WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
-  gateway = new compiled.Gateway({
+  const gateway: Gateway = new compiled.Gateway({
     routing,
     pools,
     metrics,
@@ -58,9 +58,9 @@ export async function gatewayChild(): Promise<void> {
     bodyLimitBytes: config.gateway.bodyLimitBytes,
     maxQueueLength: config.gateway.maxQueueLength,
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
-    reconcileNow: () => {},
     findEndpoint: async (appName) => (appName === APP_NAME ? endpoint : undefined),
   });
+  metrics.readFrom({ load: () => gateway.stats() });
   const started = gateway;
   const server = compiled.createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,

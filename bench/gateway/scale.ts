@@ -37,7 +37,7 @@ export async function scaleRun(stack: Stack, appName: string): Promise<ScaleRun>
   try {
     const first = await waitFor(
       `the first worker of ${appName}`,
-      () => stack.controller.routableWorkers(endpoint.id)[0],
+      () => stack.routes.routableWorkers(endpoint.id)[0],
       { intervalMs: 10 },
     );
     const load = () => stack.gateway.stats().find((s) => s.endpointId === endpoint.id);

@@ -6,11 +6,12 @@
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { ScalingDecision } from '../../src/autoscaler/autoscaler.js';
+import { ScalerMetrics } from '../../src/autoscaler/metrics.js';
 import type { Config } from '../../src/config/config.js';
 import type { Controller } from '../../src/controller/controller.js';
+import type { RoutingTable } from '../../src/controller/routing-table.js';
 import type { Endpoint, ScalingPolicy, WorkerSettings } from '../../src/domain/endpoint.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import { buildTraffic } from '../../src/main.js';
 import { LocalRuntime } from '../../src/runtime/local/local-runtime.js';
 import { LABELS } from '../../src/runtime/types.js';
@@ -21,8 +22,8 @@ import { WORKER_SCRIPT } from '../../test/support/test-image.js';
 import { listenLoopback, waitFor } from './http.js';
 import { devNullLogger, REMOVE_GRACE_S, serveDefaults } from './settings.js';
 
-/** GatewayMetrics that also keeps each threshold crossing's decision, to report them one by one. */
-export class RecordingGatewayMetrics extends GatewayMetrics {
+/** ScalerMetrics that also keeps each threshold crossing's decision, to report them one by one. */
+export class RecordingScalerMetrics extends ScalerMetrics {
   readonly decisions: { endpointId: string; crossedAt: number; decidedAt: number; desired: number }[] = [];
 
   override observeScaleDecision(endpoint: string, decision: ScalingDecision, now: number): void {
@@ -48,7 +49,8 @@ export interface Stack {
   runtime: LocalRuntime;
   controller: Controller;
   gateway: Gateway;
-  metrics: RecordingGatewayMetrics;
+  metrics: RecordingScalerMetrics;
+  routes: RoutingTable;
   registry: Registry;
   port: number;
   config: Config;
@@ -62,6 +64,7 @@ export async function startStack(dir: string): Promise<Stack> {
   await store.migrate();
   const runtime = new LocalRuntime({ stateDir: join(dir, 'local'), graceSeconds: REMOVE_GRACE_S });
   const registry = new Registry();
+  const metrics = new RecordingScalerMetrics({ registry });
   const traffic = buildTraffic({
     config,
     store,
@@ -69,9 +72,9 @@ export async function startStack(dir: string): Promise<Stack> {
     gpus: [],
     logger: devNullLogger(),
     registry,
-    gatewayMetrics: (options) => new RecordingGatewayMetrics(options),
+    scalerMetrics: () => metrics,
   });
-  const { controller, gateway, gatewayMetrics: metrics } = traffic;
+  const { controller, gateway, routes } = traffic;
   const port = await listenLoopback(traffic.server);
   traffic.start();
   return {
@@ -80,6 +83,7 @@ export async function startStack(dir: string): Promise<Stack> {
     controller,
     gateway,
     metrics,
+    routes,
     registry,
     port,
     config,
@@ -132,7 +136,7 @@ export async function addEndpoint(stack: Stack, endpoint: Endpoint): Promise<voi
   );
   stack.controller.poke();
   await waitFor(`the controller to see ${endpoint.spec.appName}`, () =>
-    stack.controller.endpointByAppName(endpoint.spec.appName) ? true : undefined,
+    stack.routes.endpointByAppName(endpoint.spec.appName) ? true : undefined,
   );
 }
 
