@@ -1,8 +1,7 @@
+/** Shared by the benchmark suites: a loopback HTTP client, latency statistics and table printing. */
 import { Agent, request } from 'node:http';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
-
-/** Shared by the benchmark suites: a loopback HTTP client, latency statistics and table printing. */
 
 export interface HttpAnswer {
   status: number;

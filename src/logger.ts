@@ -1,3 +1,4 @@
+/** The pino logger of `corral serve`: structured, with secret-bearing fields redacted. */
 import pino, { type Logger } from 'pino';
 
 /** Structured logs; anything that could hold a secret is redacted even if a caller logs it by mistake. */

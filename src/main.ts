@@ -1,3 +1,7 @@
+/**
+ * Composition root: the only place where the parts are built and connected (`buildApi`, `buildTraffic`), and
+ * `serve`, which opens the store, makes sure an API key exists, and listens.
+ */
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
@@ -39,8 +43,6 @@ import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
-
-/** Composition root: the only place where the parts are built and connected. */
 
 export interface ApiParts {
   config: Config;

@@ -1,3 +1,4 @@
+/** API authentication: a bearer key checked against its stored hash, and whom an admin key may act for. */
 import { apiKeyId, apiKeyMatches } from '../crypto/api-keys.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../service/clock.js';

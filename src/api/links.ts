@@ -1,3 +1,4 @@
+/** The URLs shown with an endpoint: its own on the gateway, its log and metrics (and its workers') on the API. */
 import { API_PREFIX } from '../contract/paths.js';
 
 /** Ports and URLs are read when a link is made: with port 0 they are known only once the servers listen. */

@@ -1,3 +1,4 @@
+/** The API's own Prometheus metrics (requests and latency per route); the gateway and controller keep theirs. */
 import { Counter, Histogram, Registry } from 'prom-client';
 
 /** The API's Prometheus metrics, on the registry /metrics serves (never prom-client's global one). */

@@ -1,3 +1,7 @@
+/**
+ * The API's rate limit: a token bucket per API key, in this process's memory (each API replica limits on its
+ * own), on an injected clock.
+ */
 import type { Clock } from '../service/clock.js';
 
 export interface RateDecision {

@@ -1,3 +1,4 @@
+/** Flag values the client commands share the parsing of (counts such as --tail and --page-size). */
 import { CliError } from './output.js';
 
 /** Parses a flag value that must be a non-negative integer; undefined stays undefined. */

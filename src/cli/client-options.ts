@@ -1,3 +1,8 @@
+/**
+ * What every command that talks to the API shares: the --api-url, --api-key and --json options, their resolution
+ * (flag, then environment, then default), and `runWithClient`, which hands an action a client and reports its
+ * failure.
+ */
 import { Command } from 'commander';
 import type { CorralClient } from '../client/index.js';
 import type { CliDeps } from './deps.js';

@@ -1,3 +1,7 @@
+/**
+ * `corral credentials save|list|delete`: private-registry logins for `image.authId`. The password comes from stdin
+ * or CORRAL_REGISTRY_PASSWORD, never from a flag.
+ */
 import type { Command } from 'commander';
 import type { WireCredential } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
@@ -7,7 +11,6 @@ import { formatTable } from './table.js';
 
 export const PASSWORD_ENV = 'CORRAL_REGISTRY_PASSWORD';
 
-/** `corral credentials save|list|delete`: private-registry logins for `image.authId`. */
 export function makeCredentialsCommand(deps: CliDeps): Command {
   const group = newCommand('credentials', deps).description('manage container registry credentials');
 

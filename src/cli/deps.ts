@@ -1,3 +1,4 @@
+/** The client commands' outside world (output streams, environment, files, stdin, the API client), injectable. */
 import { readFile } from 'node:fs/promises';
 import { CorralClient } from '../client/index.js';
 

@@ -1,3 +1,4 @@
+/** Human-readable renderings of endpoints and their events: what `corral endpoints` prints without --json. */
 import type {
   WireDistribution,
   WireEndpoint,
@@ -6,8 +7,6 @@ import type {
   WireState,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
-
-/** Human-readable renderings of endpoints and their events. */
 
 export function formatEndpointList(endpoints: readonly WireEndpoint[], total: number): string {
   if (endpoints.length === 0)

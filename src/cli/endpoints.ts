@@ -1,3 +1,7 @@
+/**
+ * `corral endpoints list|get|create|update|delete|stop|start|log`. The text output is endpoint-format.ts's, the
+ * spec files are read by spec-file.ts.
+ */
 import type { Command } from 'commander';
 import { unwrapSingle } from '../contract/endpoint-schema.js';
 import { parseCount } from './args.js';
@@ -12,7 +16,6 @@ import {
 import { CliError } from './output.js';
 import { type Fields, isRecord, readSpecFile } from './spec-file.js';
 
-/** `corral endpoints list|get|create|update|delete|stop|start|log`. */
 export function makeEndpointsCommand(deps: CliDeps): Command {
   const group = newCommand('endpoints', deps).description('manage endpoints');
 

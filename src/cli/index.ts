@@ -1,3 +1,7 @@
+/**
+ * The `corral` program: its commands, and how a failure ends it (one line on stderr; exit code 2 for bad
+ * configuration, 1 otherwise).
+ */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
 import { makeCredentialsCommand } from './credentials.js';

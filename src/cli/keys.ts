@@ -1,3 +1,4 @@
+/** `corral keys create|list|revoke`: API keys managed directly on the store, with no server running. */
 import { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
 import { databaseError } from '../config/startup.js';
@@ -6,7 +7,6 @@ import { systemClock } from '../service/clock.js';
 import { openStore } from '../store/open.js';
 import { givenFlags, settingOptions } from './settings-options.js';
 
-/** `corral keys`: manage API keys directly on the store (no server needed). */
 export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJS.ProcessEnv }): Command {
   const keys = new Command('keys').description(
     'create, list and revoke API keys (works on the store directly)',

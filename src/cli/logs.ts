@@ -1,3 +1,4 @@
+/** `corral logs`: workers' log lines streamed to stdout; the first Ctrl-C ends the streams cleanly. */
 import type { Command } from 'commander';
 import type { CorralClient } from '../client/index.js';
 import { parseCount } from './args.js';

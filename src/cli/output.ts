@@ -1,3 +1,4 @@
+/** How the client commands report: `CliError` for the CLI's own failures, `error: ...` lines, JSON printing. */
 import { CorralApiError } from '../client/index.js';
 import type { CliDeps } from './deps.js';
 

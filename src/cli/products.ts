@@ -1,10 +1,10 @@
+/** `corral products`: the GPU products endpoints can ask for in `products[].id`. */
 import type { Command } from 'commander';
 import type { WireProduct } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { formatTable } from './table.js';
 
-/** `corral products`: the GPU products endpoints can ask for in `products[].id`. */
 export function makeProductsCommand(deps: CliDeps): Command {
   return addClientOptions(
     newCommand('products', deps).description('list the GPU products of this server'),

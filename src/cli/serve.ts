@@ -1,3 +1,7 @@
+/**
+ * `corral serve`: loads the configuration from flags, environment and config file, runs main.ts's `serve`, and
+ * closes it on SIGINT or SIGTERM.
+ */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { loadConfig } from '../config/config.js';

@@ -1,3 +1,4 @@
+/** The serve settings table (config/settings.ts) as commander options, for `corral serve` and `corral keys`. */
 import { Option } from 'commander';
 import { SERVE_SETTINGS, type ServeSettingName } from '../config/settings.js';
 

@@ -1,3 +1,4 @@
+/** An endpoint spec read from a YAML or JSON file, or stdin, for `corral endpoints create|update`. */
 import { parse } from 'yaml';
 import type { CliDeps } from './deps.js';
 import { CliError } from './output.js';

@@ -1,10 +1,10 @@
+/** `corral workers list|metrics`: an endpoint's workers as the API reports them. */
 import type { Command } from 'commander';
 import type { WireWorker, WorkerMetrics } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { formatKeyValues, formatTable } from './table.js';
 
-/** `corral workers list|metrics`: an endpoint's workers as the API reports them. */
 export function makeWorkersCommand(deps: CliDeps): Command {
   const group = newCommand('workers', deps).description("inspect an endpoint's workers");
 

@@ -1,3 +1,7 @@
+/**
+ * `CorralClient`: one typed method per API operation, each checking the shape of the answer it returns. The
+ * transport is http.ts (JSON) and stream.ts (log lines); like them, it uses no Node-only API.
+ */
 import { API_PREFIX } from '../contract/paths.js';
 import type {
   WireCredential,

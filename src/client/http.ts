@@ -1,6 +1,5 @@
-import { CorralApiError, CorralConnectionError, CorralProtocolError } from './errors.js';
-
 /** Browser-safe JSON-over-HTTP transport for the client (no Node-only APIs). */
+import { CorralApiError, CorralConnectionError, CorralProtocolError } from './errors.js';
 
 export type Query = Record<string, string | number | undefined>;
 

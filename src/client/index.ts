@@ -1,3 +1,4 @@
+/** The client's public surface: `CorralClient`, its error classes, its own types and the wire types it returns. */
 export type {
   WireCredential,
   WireDistribution,

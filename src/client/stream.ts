@@ -1,3 +1,4 @@
+/** A text/plain answer (a worker's log) streamed line by line; the rules it keeps are on `streamLines`. */
 import { CorralConnectionError } from './errors.js';
 import {
   apiError,

@@ -1,3 +1,4 @@
+/** The client's options, parameters and results; the wire shapes themselves are contract/wire.ts's. */
 import type { WireEndpoint, WireEvent, WireWorkerMetrics } from '../contract/wire.js';
 
 export interface CorralClientOptions {

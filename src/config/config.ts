@@ -1,3 +1,7 @@
+/**
+ * `loadConfig`: the one `Config` that `corral serve` runs with, from the settings (settings.ts), the config file
+ * (file.ts) and defaults, parsed and its limits checked once at start.
+ */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';

@@ -1,3 +1,7 @@
+/**
+ * The config file (YAML or JSON) and its strict schema: limits, products, network storages, and the rate-limit,
+ * gateway, controller and worker tuning that has no flag.
+ */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';

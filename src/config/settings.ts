@@ -1,3 +1,7 @@
+/**
+ * The table of `corral serve` settings (flag, environment variable, default and schema of each), their parsing
+ * with flags over environment over defaults, and `ConfigError`, the one-line failure of a bad setting.
+ */
 import { z } from 'zod';
 import { type GpuSource, parseGpuSource } from '../gpu/inventory.js';
 

@@ -1,12 +1,11 @@
-import { DatabaseUnreachableError } from '../store/open.js';
-import { formatHostPort } from './config.js';
-import { ConfigError, describeSetting, type HostPort } from './settings.js';
-
-/*
+/**
  * Start-up failures that come from a setting's value (a database that cannot be reached, an address that cannot
  * be listened on) become a ConfigError: one line naming the setting and its value, and exit code 2. Anything
  * else is returned unchanged, since it is not the setting's fault.
  */
+import { DatabaseUnreachableError } from '../store/open.js';
+import { formatHostPort } from './config.js';
+import { ConfigError, describeSetting, type HostPort } from './settings.js';
 
 /** Why an address cannot be listened on, by the error's code. */
 const LISTEN_PROBLEMS = new Map([

@@ -1,3 +1,4 @@
+/** Domain endpoints and workers in their wire shapes (wire.ts), with the links the API hands in. */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Worker } from '../domain/worker.js';
 import type { WireEndpoint, WireWorker } from './wire.js';

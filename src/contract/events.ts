@@ -1,3 +1,4 @@
+/** Endpoint log events in their wire shape, with the domain's field names given as the wire keys clients know. */
 import type { EndpointSpec } from '../domain/endpoint.js';
 import type { StoredEvent } from '../store/events.js';
 import { WIRE_SPEC_FIELDS } from './fields.js';

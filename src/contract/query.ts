@@ -1,3 +1,4 @@
+/** Query-string readers for the API's GET routes (page, integers, ids); a bad value fails with INVALID_QUERY. */
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Page } from '../store/endpoints.js';
 

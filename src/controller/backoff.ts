@@ -1,3 +1,7 @@
+/**
+ * Crash-loop backoff, pure: the delay before the next worker after consecutive failures (doubling up to a cap),
+ * and when the endpoint counts as failed. crash-ledger.ts keeps the records per endpoint.
+ */
 import type { WorkerErrorCode } from '../domain/worker.js';
 
 /** Consecutive worker failures of one endpoint; a worker becoming ready resets it. */

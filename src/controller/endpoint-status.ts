@@ -1,3 +1,4 @@
+/** The endpoint's reported `state` (serving, deploying, updating, failed, stopped) from its workers. Pure. */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import { type BackoffPolicy, type CrashRecord, endpointFailure } from './backoff.js';
 import { isActive, type ManagedWorker } from './managed-worker.js';

@@ -1,3 +1,4 @@
+/** A worker's health from its consecutive probe results. Pure; health-prober.ts runs the probes. */
 import type { HealthCheck } from '../domain/endpoint.js';
 
 /** Consecutive probe results of one worker. */

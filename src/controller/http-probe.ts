@@ -1,3 +1,4 @@
+/** The health probe `corral serve` uses: an HTTP GET of the worker's health path. Tests inject their own. */
 import { request } from 'node:http';
 import type { HealthProbe } from './health-prober.js';
 

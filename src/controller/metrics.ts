@@ -1,3 +1,4 @@
+/** The controller's Prometheus metrics: workers by state, starts, failures by code and time to running. */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { WORKER_STATES, type WorkerState } from '../domain/worker.js';
 

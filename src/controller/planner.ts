@@ -1,3 +1,8 @@
+/**
+ * The pure half of a pass for one endpoint: the actions (add, remove, fail) that bring its workers towards what
+ * is desired, from startup deadlines, scale-down victims and the rolling replacement of an old revision.
+ * controller.ts applies them.
+ */
 import type { Endpoint } from '../domain/endpoint.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './backoff.js';

@@ -1,9 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-
 /**
  * API keys look like `sk_<id>_<secret>`: the id (public, shown in listings) finds the stored record and
  * the whole key's SHA-256 is compared in constant time. Keys are random enough that a slow hash adds nothing.
  */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const KEY_PATTERN = /^sk_([a-z0-9]{12})_([A-Za-z0-9]{32})$/;
 

@@ -1,3 +1,7 @@
+/**
+ * Secrets at rest: AES-256-GCM sealing of registry passwords, and the server's secret key it uses (from
+ * CORRAL_SECRET_KEY or a 0600 file in the data directory).
+ */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -1,3 +1,7 @@
+/**
+ * Spec comparison: which changes need a new revision (new workers, rolled out) and which apply in place, and which
+ * top-level fields changed, for the event log.
+ */
 import type { EndpointSpec } from './endpoint.js';
 
 /**

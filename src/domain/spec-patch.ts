@@ -1,3 +1,7 @@
+/**
+ * What a create or update asks to change (`SpecPatch`) and how it becomes a spec: the defaults a create starts
+ * from, clamped into the server's ranges, and the one-level-deep merge of an update.
+ */
 import {
   DEFAULT_HEALTH,
   DEFAULT_HEALTH_PATH,

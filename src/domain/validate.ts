@@ -1,3 +1,7 @@
+/**
+ * Validation of a complete spec against the server's limits and what exists for the owner (products, credentials,
+ * network storages): every problem found, each with a stable reason, in the domain's words. Pure.
+ */
 import type { EndpointSpec } from './endpoint.js';
 import { inRange, type Limits, type Range } from './limits.js';
 

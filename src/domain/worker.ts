@@ -1,3 +1,4 @@
+/** The domain's worker: its states, its stable failure codes, and which workers go first when scaling down. */
 import type { StateReport } from './endpoint.js';
 
 export const WORKER_STATES = [

@@ -1,3 +1,8 @@
+/**
+ * The gateway's request path: Host to endpoint (routing view, then the store), a slot or a queue place from the
+ * endpoint's dispatcher, then proxy.ts or websocket.ts to the worker, retried elsewhere if it never got there.
+ * Scaling policy is the autoscaler's; the server is server.ts, the gateway's own answers answer.ts.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { EndpointQueueSignal, QueueSignals } from '../autoscaler/queue-signals.js';

@@ -1,3 +1,4 @@
+/** A prom-client-compatible histogram cheap enough to observe on every gateway request (see `HotHistogram`). */
 import type { Registry } from 'prom-client';
 
 /** One label value's series: bucket counts (not cumulative; the last slot is +Inf), sum and count. */

@@ -1,3 +1,4 @@
+/** The store look-up behind the routing view: an unknown Host name asked once, its miss believed for a while. */
 import type { Clock } from '../service/clock.js';
 
 export interface StoreLookupOptions<T> {

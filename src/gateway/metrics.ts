@@ -1,3 +1,8 @@
+/**
+ * Per-endpoint gateway metrics, on the registry /metrics serves. What every request records (its status, latency
+ * and queue wait) is kept in plain numbers per endpoint and handed to the registry when it is scraped; prom-client's
+ * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
+ */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
 
@@ -34,11 +39,6 @@ interface EndpointSeries {
   byStatus: Map<number, number>;
 }
 
-/**
- * Per-endpoint gateway metrics, on the registry /metrics serves. What every request records (its status, latency
- * and queue wait) is kept in plain numbers per endpoint and handed to the registry when it is scraped; prom-client's
- * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
- */
 export interface EndpointLoad {
   endpointId: string;
   queueLength: number;

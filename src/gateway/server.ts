@@ -1,3 +1,4 @@
+/** The gateway's node:http server and the timeouts that bound a client (head, idle keep-alive, request). */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 

@@ -1,3 +1,4 @@
+/** GPU detection on this machine through nvidia-smi; parsing its output is inventory.ts's. */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type Gpu, NVIDIA_SMI_QUERY, parseNvidiaSmi } from './inventory.js';

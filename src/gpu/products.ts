@@ -1,3 +1,4 @@
+/** The GPU products endpoints ask for: one per inventory GPU model, plus configured ones, with free counts. */
 import type { Gpu } from './inventory.js';
 
 export interface Product {

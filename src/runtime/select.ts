@@ -1,3 +1,7 @@
+/**
+ * `--runtime`: builds the WorkerRuntime it names (docker, local, fake); `auto` takes docker when its engine
+ * answers, else local.
+ */
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from 'pino';

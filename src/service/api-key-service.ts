@@ -1,3 +1,4 @@
+/** API key management over the store: create, list, revoke, and the operator's or first key at start-up. */
 import { apiKeyId, apiKeyMatches, generateApiKey, hashApiKey } from '../crypto/api-keys.js';
 import type { ApiKeyRecord } from '../store/api-keys.js';
 import type { Store } from '../store/store.js';

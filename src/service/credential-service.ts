@@ -1,3 +1,7 @@
+/**
+ * Registry credentials per owner: the password sealed at rest and revealed only to pull an image, never in an
+ * answer; credentials an endpoint still uses cannot be deleted.
+ */
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { CredentialRecord } from '../store/credentials.js';

@@ -1,3 +1,7 @@
+/**
+ * The endpoint operations between the API and the store: validation against the catalogue, revisions, the desired
+ * state on stop, start and delete, and the events and audit entries each change records. No HTTP here.
+ */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';

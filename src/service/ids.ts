@@ -1,3 +1,4 @@
+/** Random ids for new endpoints and registry credentials, behind `IdGenerator` so that tests choose their own. */
 import { randomString } from '../crypto/api-keys.js';
 
 const LOWER = 'abcdefghijklmnopqrstuvwxyz';

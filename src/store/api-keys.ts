@@ -1,3 +1,4 @@
+/** The `api_keys` table: key records by id (hashes only, never a key), revocation and last use. */
 import type { Kysely, Selectable } from 'kysely';
 import type { ApiKeysTable, Database } from './schema.js';
 

@@ -1,3 +1,4 @@
+/** The `audit_log` table: who changed what, written in the transaction of the change it records. */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 

@@ -1,3 +1,4 @@
+/** `DatabaseConnection`: what the store needs of a database, provided by sqlite/ and postgres/ alike. */
 import type { Kysely } from 'kysely';
 import type { Database, DialectName } from './schema.js';
 

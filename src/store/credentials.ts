@@ -1,3 +1,4 @@
+/** The `registry_credentials` table: each owner's registry logins, passwords stored sealed. */
 import type { Kysely } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
 import type { Database } from './schema.js';

@@ -1,3 +1,7 @@
+/**
+ * The `endpoints` and `endpoint_counts` tables: endpoints by owner, id and appName, paged lists, and changes
+ * written under a version check, with their events and audit entry in the same transaction.
+ */
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { DesiredRun, Endpoint, EndpointSpec, EndpointState, StateReport } from '../domain/endpoint.js';
 import { type AuditEntry, insertAudit } from './audit.js';

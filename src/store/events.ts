@@ -1,3 +1,4 @@
+/** The `endpoint_events` table: each endpoint's log of changes and state reports. */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 

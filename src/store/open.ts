@@ -1,3 +1,7 @@
+/**
+ * Opening the store from a database URL or the data directory: which engine, whether the database answers
+ * (`DatabaseUnreachableError`, with no password in it), and migration.
+ */
 import { join } from 'node:path';
 import type { DatabaseConnection } from './connection.js';
 import { connectPostgres, redactDatabaseUrl } from './postgres/connect.js';

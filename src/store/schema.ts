@@ -1,3 +1,4 @@
+/** The database's tables as Kysely types, one shape for both engines; migrations/ creates them. */
 import type { Generated } from 'kysely';
 
 /** Table shapes as stored. Times are epoch milliseconds; JSON is stored as text for both dialects. */

@@ -1,3 +1,4 @@
+/** `Store`: every repository over one database connection, with its ping, migration and close. */
 import { sql } from 'kysely';
 import { ApiKeyRepository } from './api-keys.js';
 import { AuditRepository } from './audit.js';

@@ -1,3 +1,4 @@
+/** The `workers` table: each worker as the controller reports it; the API reads it, only the controller writes. */
 import type { Kysely, Selectable } from 'kysely';
 import type { Worker, WorkerState } from '../domain/worker.js';
 import { endpointPageIds, type Page } from './endpoints.js';

@@ -1,3 +1,4 @@
+/** The real API wired as `corral serve` wires it, over a test's store, with two owners' keys to call it with. */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';

@@ -1,8 +1,7 @@
+/** Test support for the CLI commands: injected deps over a canned API (no vitest import here). */
 import type { Command } from 'commander';
 import type { CliDeps } from '../../src/cli/deps.js';
 import { CorralClient } from '../../src/client/index.js';
-
-/** Test support for the CLI commands: injected deps over a canned API (no vitest import here). */
 
 export interface RecordedRequest {
   method: string;

@@ -1,3 +1,4 @@
+/** Domain fixtures: the test limits, sample endpoints (unique ids), and deletion as the API does it. */
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/domain/limits.js';
 import { applyPatch, defaultSpec, type SpecPatch } from '../../src/domain/spec-patch.js';

@@ -1,3 +1,4 @@
+/** Manual time for unit tests of timer-driven code (`ManualTimers`, `settle`): no real time passes. */
 import type { Timers } from '../../src/service/clock.js';
 
 interface Pending {

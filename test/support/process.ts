@@ -1,3 +1,4 @@
+/** The `corral` binary as a real process, for end-to-end tests: `serve` started and awaited, commands run. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 

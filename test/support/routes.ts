@@ -1,3 +1,4 @@
+/** The operations a Fastify app serves, read from its route tree (for the API docs and OpenAPI tests). */
 import type { FastifyInstance } from 'fastify';
 
 /**

@@ -1,3 +1,4 @@
+/** The stores each store suite runs on: SQLite always, PostgreSQL in a throwaway schema when it is configured. */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';

@@ -1,3 +1,4 @@
+/** The test worker (its script and `FROM scratch` image) and the cleanup of labelled Docker containers. */
 import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';

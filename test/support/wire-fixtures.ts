@@ -1,3 +1,4 @@
+/** Wire fixtures for client and CLI tests: an endpoint as the API answers it. */
 import type { WireEndpoint } from '../../src/contract/wire.js';
 
 /** An endpoint as the API answers it (get: integer ports; list: string ports), for client and CLI tests. */

@@ -1,3 +1,4 @@
+/** `GET endpoint/limit` and `GET products`: what this server lets an endpoint ask for. */
 import type { FastifyInstance } from 'fastify';
 import { toWireLimits } from '../../contract/limits.js';
 import type { WireProduct } from '../../contract/wire.js';

@@ -1,3 +1,4 @@
+/** `repository/auth/save|delete` and `GET repository/auths`: registry credentials; no answer holds a password. */
 import type { FastifyInstance } from 'fastify';
 import { readId } from '../../contract/endpoint-input.js';
 import type { WireCredential } from '../../contract/wire.js';

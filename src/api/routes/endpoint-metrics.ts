@@ -1,3 +1,4 @@
+/** `GET endpoint/metrics`: an endpoint's workers (from the store) beside its traffic (this process's gateway). */
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';

@@ -1,3 +1,7 @@
+/**
+ * The endpoint routes: list, get, create, update, delete, stop, start and the event log. Bodies are parsed in
+ * contract/ and decided by EndpointService; this file maps HTTP onto them and adds each endpoint's links.
+ */
 import type { FastifyInstance } from 'fastify';
 import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoint-input.js';
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';

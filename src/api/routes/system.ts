@@ -1,3 +1,4 @@
+/** The routes outside the API prefix that need no key: `/healthz`, `/openapi.json` and `/metrics`. */
 import type { FastifyInstance } from 'fastify';
 import { openApiDocument } from '../../contract/openapi/document.js';
 import type { AppOptions } from '../app.js';

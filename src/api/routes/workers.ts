@@ -1,3 +1,4 @@
+/** `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight). */
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
 import { readInteger, readQueryId } from '../../contract/query.js';

@@ -1,3 +1,4 @@
+/** Migration 0001, the first schema: endpoints, endpoint events, API keys, registry credentials, audit log. */
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from '../schema.js';
 

@@ -1,3 +1,4 @@
+/** Migration 0002: the `workers` table, each worker as the controller reports it, indexed by endpoint. */
 import type { Kysely } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {

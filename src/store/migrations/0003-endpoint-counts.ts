@@ -1,10 +1,10 @@
-import { type Kysely, sql } from 'kysely';
-
 /**
  * Live endpoints per owner, kept by the endpoint repository in the same transaction as each create and delete, so
  * that a list's `total` is one row instead of a `count(*)` over the owner's endpoints (which PostgreSQL answers by
  * visiting the table itself until it has been vacuumed, e.g. right after many endpoints arrive at once).
  */
+import { type Kysely, sql } from 'kysely';
+
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('endpoint_counts')

@@ -1,3 +1,4 @@
+/** Every migration in order, and `migrateToLatest`, which applies those a database has not had yet. */
 import { type Kysely, type Migration, Migrator } from 'kysely';
 import type { Database, DialectName } from '../schema.js';
 import * as initial from './0001-initial.js';

@@ -1,3 +1,4 @@
+/** PostgreSQL's `DatabaseConnection`: a pg pool reading bigints as numbers, optionally in its own schema. */
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConnection } from '../connection.js';

@@ -1,3 +1,4 @@
+/** SQLite's `DatabaseConnection` (better-sqlite3): the store of a server given no database URL. */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
