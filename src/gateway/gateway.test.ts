@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { RoutingView } from '../controller/routing-table.js';
@@ -12,12 +12,44 @@ import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
 // A real gateway on port 0 in front of real worker servers on port 0; only the controller's routing view is
-// replaced, by one the test sets by hand.
+// replaced, by one the test sets by hand. Sockets are real (I/O); time is not: the gateway runs on ManualTimers and
+// its clock, and tests await the events that make a state true (a request queued, one reaching a worker, a
+// connection closing) instead of polling for it.
+
+/** How many times something has happened, awaitable: `reached(n)` resolves once it has happened n times in all. */
+class Tally {
+  count = 0;
+  readonly #waiters: { total: number; resolve: () => void }[] = [];
+
+  add(): void {
+    this.count += 1;
+    for (const waiter of this.#waiters.filter((w) => w.total <= this.count)) {
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  }
+
+  reached(total: number): Promise<void> {
+    if (this.count >= total) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ total, resolve }));
+  }
+}
+
+/** Lets the callbacks that I/O events and settled promises have queued run (event-loop turns, not time). */
+async function flushIo(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+}
 
 interface TestWorker {
   id: string;
   address: { host: string; port: number };
   maxInFlight: number;
+  /** Resolves once the worker has received `total` requests in all. */
+  received(total: number): Promise<void>;
+  /** Resolves once `total` requests in all were abandoned by the gateway before the worker answered them. */
+  left(total: number): Promise<void>;
+  /** Answers every request held at `/hold` so far. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -27,13 +59,24 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-/** A worker that answers `GET /work?ms=N` after N ms with its id, counting the requests it holds at once. */
+/**
+ * A worker that answers with its id, `/hold` only once the test calls release(), anything else at once; it counts
+ * the requests it holds at once.
+ */
 async function startWorker(id: string): Promise<TestWorker> {
   let inFlight = 0;
+  const held: (() => void)[] = [];
+  const received = new Tally();
+  const left = new Tally();
   const worker: TestWorker = {
     id,
     address: { host: '127.0.0.1', port: 0 },
     maxInFlight: 0,
+    received: (total) => received.reached(total),
+    left: (total) => left.reached(total),
+    release: () => {
+      for (const answer of held.splice(0)) answer();
+    },
     close: async () => {
       server.closeAllConnections();
       server.close();
@@ -42,11 +85,22 @@ async function startWorker(id: string): Promise<TestWorker> {
   const server = createServer((req, res) => {
     inFlight += 1;
     worker.maxInFlight = Math.max(worker.maxInFlight, inFlight);
-    const ms = Number(new URL(req.url ?? '/', 'http://w').searchParams.get('ms') ?? 0);
-    setTimeout(() => {
+    let done = false;
+    const finish = (): boolean => {
+      if (done) return false;
+      done = true;
       inFlight -= 1;
-      res.end(id);
-    }, ms);
+      return true;
+    };
+    const answer = () => {
+      if (finish()) res.end(id);
+    };
+    res.on('close', () => {
+      if (!res.writableFinished && finish()) left.add();
+    });
+    if (req.url?.startsWith('/hold')) held.push(answer);
+    else answer();
+    received.add();
   });
   // Upgrades are accepted and the connection closed at once.
   server.on('upgrade', (_req, socket: Socket) => {
@@ -97,9 +151,18 @@ interface Harness {
   gateway: Gateway;
   routing: StaticRouting;
   port: number;
+  /** The gateway's timers; `timers.now` is its clock. */
+  timers: ManualTimers;
   warnings: { fields: object; message: string }[];
   /** Endpoints the gateway said a request queued at (the autoscaler's signal), in order. */
   queued: string[];
+  /** Resolves once `total` requests in all have had to wait in a queue (the gateway's onQueued). */
+  whenQueued(total: number): Promise<void>;
+  /**
+   * Resolves once `total` client connections in all have closed at the gateway's server, and the gateway has run
+   * what their 'close' set off.
+   */
+  whenClosed(total: number): Promise<void>;
   pools: WorkerPools;
   lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
   /** Client connections the gateway's server still holds (upgraded sockets too, until they close). */
@@ -115,12 +178,12 @@ async function startGateway(
   options: {
     queueTimeoutMs?: number;
     registry?: Registry;
-    clock?: () => number;
     timers?: ManualTimers;
     neverPlaceable?: (endpoint: Endpoint) => string | undefined;
   } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
+  const timers = options.timers ?? new ManualTimers(1_000);
   const warnings: Harness['warnings'] = [];
   const lookUp: Harness['lookUp'] = { answer: async () => undefined };
   const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
@@ -130,8 +193,8 @@ async function startGateway(
     routing,
     pools,
     domain: 'localhost',
-    clock: options.clock ?? (options.timers ? () => options.timers?.now ?? 0 : Date.now),
-    ...(options.timers ? { timers: options.timers } : {}),
+    clock: () => timers.now,
+    timers,
     logger: { info: () => {}, warn: (fields, message) => warnings.push({ fields, message }) },
     bodyLimitBytes: 1024,
     maxQueueLength: 10,
@@ -141,8 +204,14 @@ async function startGateway(
   });
   metrics?.readFrom({ load: () => gateway.stats() });
   const queued: string[] = [];
-  gateway.onQueued((endpointId) => queued.push(endpointId));
+  const queuedTally = new Tally();
+  gateway.onQueued((endpointId) => {
+    queued.push(endpointId);
+    queuedTally.add();
+  });
+  const closed = new Tally();
   const server = createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade);
+  server.on('connection', (socket: Socket) => socket.on('close', () => closed.add()));
   const port = await listen(server);
   cleanups.push(async () => {
     gateway.close();
@@ -154,7 +223,22 @@ async function startGateway(
     new Promise<number>((resolve, reject) =>
       server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
     );
-  return { gateway, routing, port, warnings, queued, pools, lookUp, connections };
+  return {
+    gateway,
+    routing,
+    port,
+    timers,
+    warnings,
+    queued,
+    whenQueued: (total) => queuedTally.reached(total),
+    whenClosed: async (total) => {
+      await closed.reached(total);
+      await flushIo();
+    },
+    pools,
+    lookUp,
+    connections,
+  };
 }
 
 async function track(worker: Promise<TestWorker>): Promise<TestWorker> {
@@ -169,7 +253,7 @@ interface Answer {
   body: string;
 }
 
-function get(port: number, host: string, path = '/work?ms=0', extra: Record<string, string> = {}) {
+function get(port: number, host: string, path = '/work', extra: Record<string, string> = {}) {
   return new Promise<Answer>((resolve, reject) => {
     const req = request(
       { host: '127.0.0.1', port, path, headers: { host, ...extra }, agent: false },
@@ -194,7 +278,7 @@ async function sample(registry: Registry, series: string): Promise<number> {
   return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
 }
 
-/** A request whose client goes away `afterMs` after sending it (or once `when` resolves). */
+/** A request whose client goes away once `when` resolves. */
 function abandon(port: number, host: string, path: string, when: Promise<unknown>): Promise<void> {
   const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false });
   req.on('error', () => {});
@@ -285,30 +369,35 @@ describe('Gateway', () => {
     const endpoint = runningEndpoint(2);
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.workers.set(endpoint.id, [worker]);
-    const answers = await Promise.all(
-      Array.from({ length: 6 }, () => get(h.port, hostOf(endpoint), '/work?ms=200')),
-    );
+    const pending = Array.from({ length: 6 }, () => get(h.port, hostOf(endpoint), '/hold'));
+    // Two at the worker, four waiting; then each 200 ms the worker answers the two it holds.
+    await Promise.all([worker.received(2), h.whenQueued(4)]);
+    for (let round = 1; round <= 3; round++) {
+      h.timers.advance(200);
+      worker.release();
+      if (round < 3) await worker.received(2 + 2 * round);
+    }
+    const answers = await Promise.all(pending);
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(worker.maxInFlight).toBe(2);
-    // Requests 5 and 6 wait for two rounds of 200 ms, less however far apart the six arrived.
+    // Requests 3 and 4 wait for one round of 200 ms, requests 5 and 6 for two.
     const queued = answers.map((a) => Number(a.headers['x-corral-queue-ms']));
-    expect(queued.filter((ms) => ms >= 100).length).toBeGreaterThanOrEqual(2);
+    expect(queued.sort((a, b) => a - b)).toEqual([0, 0, 200, 200, 400, 400]);
     // Each request that had to wait was signalled to the autoscaler.
-    expect(h.queued.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(h.queued)).toEqual(new Set([endpoint.id]));
+    expect(h.queued).toEqual(Array(4).fill(endpoint.id));
   });
 
   it('serves an endpoint created since the last controller pass once a worker comes, as a cold start', async () => {
-    let now = 1_000;
-    const h = await startGateway({ clock: () => now });
+    const h = await startGateway();
     const endpoint = runningEndpoint();
     h.lookUp.answer = async (appName) => (appName === endpoint.spec.appName ? endpoint : undefined);
     const pending = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     // The routing view is asked for a fresh look (the controller's pass), and the wait is signalled.
     expect(h.routing.refreshes).toBeGreaterThanOrEqual(1);
     expect(h.queued).toEqual([endpoint.id]);
-    now += 250;
+    h.timers.advance(250);
     const worker = await track(startWorker('w-new'));
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.workers.set(endpoint.id, [worker]);
@@ -320,14 +409,14 @@ describe('Gateway', () => {
   });
 
   it('counts one cold start per wake, from the first waiting request to the first routable worker', async () => {
-    let now = 1_000;
     const registry = new Registry();
-    const h = await startGateway({ clock: () => now, registry });
+    const h = await startGateway({ registry });
     const endpoint = runningEndpoint(2);
     h.routing.endpoints.set(endpoint.id, endpoint);
     const herd = Array.from({ length: 5 }, () => get(h.port, hostOf(endpoint)));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(5));
-    now += 800;
+    await h.whenQueued(5);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(5);
+    h.timers.advance(800);
     const worker = await track(startWorker('w-1'));
     h.routing.workers.set(endpoint.id, [worker]);
     h.routing.changed();
@@ -352,8 +441,9 @@ describe('Gateway', () => {
     h.routing.workers.set(endpoint.id, []);
     h.routing.changed();
     const again = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
-    now += 300;
+    await h.whenQueued(6);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
+    h.timers.advance(300);
     h.routing.workers.set(endpoint.id, [worker]);
     h.routing.changed();
     expect((await again).status).toBe(200);
@@ -361,8 +451,7 @@ describe('Gateway', () => {
   });
 
   it('asks the store about an unknown host at most once a second, and again once the controller reports', async () => {
-    let now = 1_000;
-    const h = await startGateway({ clock: () => now });
+    const h = await startGateway();
     const asked: string[] = [];
     const created = runningEndpoint();
     let exists = false;
@@ -375,18 +464,20 @@ describe('Gateway', () => {
     expect(flood.map((a) => a.status)).toEqual(Array(20).fill(404));
     for (let i = 0; i < 5; i++) expect((await get(h.port, host)).status).toBe(404);
     expect(asked).toHaveLength(1);
-    now += 999;
+    h.timers.advance(999);
     await get(h.port, host);
     expect(asked).toHaveLength(1);
-    now += 1;
+    h.timers.advance(1);
     await get(h.port, host);
     expect(asked).toHaveLength(2);
     // Created since: the controller's report after its creation clears the remembered "none".
     exists = true;
     h.routing.changed();
     const pending = get(h.port, host);
-    await vi.waitFor(() => expect(asked).toHaveLength(3));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    // It waits once the store has been asked again.
+    await h.whenQueued(1);
+    expect(asked).toHaveLength(3);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     const worker = await track(startWorker('w-1'));
     h.routing.endpoints.set(created.id, created);
     h.routing.workers.set(created.id, [worker]);
@@ -395,12 +486,13 @@ describe('Gateway', () => {
   });
 
   it('does not take an endpoint found in the store for deleted when a pass that predates it reports', async () => {
-    let now = 1_000;
-    const h = await startGateway({ clock: () => now });
+    // A queue timeout longer than the grace below, so that the orphan's wait is ended by a report, not by it.
+    const h = await startGateway({ queueTimeoutMs: 60_000 });
     const [fresh, gone] = [runningEndpoint(), runningEndpoint()];
     h.lookUp.answer = async (appName) => [fresh, gone].find((e) => e.spec.appName === appName);
     const waiting = get(h.port, hostOf(fresh));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     // A pass that read the endpoints before `fresh` was created ends now.
     h.routing.changed();
     expect(h.gateway.stats()[0]?.queueLength).toBe(1);
@@ -411,10 +503,9 @@ describe('Gateway', () => {
     expect((await waiting).status).toBe(200);
     // One deleted before any pass saw it: taken for deleted once no pass has reported it for 10 s.
     const orphan = get(h.port, hostOf(gone));
-    await vi.waitFor(() =>
-      expect(h.gateway.stats().find((s) => s.endpointId === gone.id)?.queueLength).toBe(1),
-    );
-    now += 10_000;
+    await h.whenQueued(2);
+    expect(h.gateway.stats().find((s) => s.endpointId === gone.id)?.queueLength).toBe(1);
+    h.timers.advance(10_000);
     h.routing.changed();
     expect(JSON.parse((await orphan).body)).toMatchObject({ code: 404, reason: 'ENDPOINT_NOT_FOUND' });
   });
@@ -467,15 +558,17 @@ describe('Gateway', () => {
     const req = request({
       host: '127.0.0.1',
       port: h.port,
-      path: '/work?ms=0',
+      path: '/work',
       headers: { host: hostOf(endpoint) },
       agent: false,
     });
     req.on('error', () => {});
     req.end();
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     req.destroy();
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+    await h.whenClosed(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(0);
   });
 
   it('counts requests per endpoint on /metrics, and forgets a deleted endpoint', async () => {
@@ -521,12 +614,18 @@ describe('Gateway', () => {
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.workers.set(endpoint.id, [worker]);
     await get(h.port, hostOf(endpoint)); // makes the endpoint's dispatcher
-    const slow = get(h.port, hostOf(endpoint), '/work?ms=300');
-    await vi.waitFor(() => expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1));
-    const started = Date.now();
-    await h.gateway.awaitDrained(endpoint.id, 'w-1', 20);
-    expect(Date.now() - started).toBeLessThan(250);
-    await h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
+    const slow = get(h.port, hostOf(endpoint), '/hold');
+    await worker.received(2);
+    expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1);
+    // The timeout passes with the request still at the worker.
+    const timedOut = h.gateway.awaitDrained(endpoint.id, 'w-1', 20);
+    h.timers.advance(20);
+    await timedOut;
+    expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1);
+    // The request ends long before the timeout: no time passes.
+    const drained = h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
+    worker.release();
+    await drained;
     expect(h.gateway.workerLoad(endpoint.id, 'w-1')).toEqual({ requests: 2, inFlight: 0 });
     expect((await slow).status).toBe(200);
   });
@@ -546,14 +645,20 @@ describe('Gateway', () => {
       const endpoint = runningEndpoint();
       h.routing.endpoints.set(endpoint.id, endpoint);
       h.routing.workers.set(endpoint.id, [worker]);
-      const slow = get(h.port, hostOf(endpoint), '/work?ms=300');
-      await vi.waitFor(() => expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1));
+      const slow = get(h.port, hostOf(endpoint), '/hold');
+      await worker.received(1);
+      expect(h.gateway.workerLoad(endpoint.id, 'w-1').inFlight).toBe(1);
       leave(h, endpoint);
       h.routing.workers.delete(endpoint.id);
       h.routing.changed();
-      const started = Date.now();
-      await h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000);
-      expect(Date.now() - started).toBeGreaterThan(150);
+      let drained = false;
+      const draining = h.gateway.awaitDrained(endpoint.id, 'w-1', 10_000).then(() => {
+        drained = true;
+      });
+      await flushIo();
+      expect(drained).toBe(false);
+      worker.release();
+      await draining;
       expect(await slow).toMatchObject({ status: 200, body: 'w-1' });
     },
   );
@@ -586,28 +691,35 @@ describe('Gateway', () => {
     h.routing.workers.set(endpoint.id, [worker]);
     const load = () => h.gateway.stats()[0] ?? { inFlight: 0, queueLength: 0 };
     // Twice a client leaves while its request is at the worker; then one leaves while queued behind another.
-    for (let i = 0; i < 2; i++) {
+    for (let i = 1; i <= 2; i++) {
       await abandon(
         h.port,
         hostOf(endpoint),
-        '/work?ms=5000',
-        vi.waitFor(() => expect(load().inFlight).toBe(1)),
+        '/hold',
+        worker.received(i).then(() => expect(load().inFlight).toBe(1)),
       );
-      await vi.waitFor(() => expect(load().inFlight).toBe(0));
+      // The gateway aborts the worker's request once it sees its client go, after freeing the slot.
+      await worker.left(i);
+      await flushIo();
+      expect(load().inFlight).toBe(0);
     }
-    const held = get(h.port, hostOf(endpoint), '/work?ms=300');
-    await vi.waitFor(() => expect(load().inFlight).toBe(1));
+    const held = get(h.port, hostOf(endpoint), '/hold');
+    await worker.received(3);
+    expect(load().inFlight).toBe(1);
     await abandon(
       h.port,
       hostOf(endpoint),
-      '/work?ms=0',
-      vi.waitFor(() => expect(load().queueLength).toBe(1)),
+      '/work',
+      h.whenQueued(1).then(() => expect(load().queueLength).toBe(1)),
     );
-    await vi.waitFor(() => expect(load().queueLength).toBe(0));
+    // The two clients gone before, then this one.
+    await h.whenClosed(3);
+    expect(load().queueLength).toBe(0);
+    worker.release();
     expect((await held).status).toBe(200);
     const requests = (status: number) =>
       sample(registry, `corral_gateway_requests_total{endpoint="${endpoint.id}",status="${status}"}`);
-    await vi.waitFor(async () => expect(await requests(499)).toBe(3));
+    expect(await requests(499)).toBe(3);
     expect(await requests(200)).toBe(1);
     expect(
       await sample(registry, `corral_gateway_request_duration_seconds_count{endpoint="${endpoint.id}"}`),
@@ -621,7 +733,8 @@ describe('Gateway', () => {
     const endpoint = runningEndpoint();
     h.routing.endpoints.set(endpoint.id, endpoint);
     const answer = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     timers.advance(5_000);
     expect((await answer).status).toBe(504);
     const series = (name: string) => sample(registry, `${name}{endpoint="${endpoint.id}"}`);
@@ -646,7 +759,8 @@ describe('Gateway', () => {
     expect([tooLarge.status, tooLarge.headers['x-corral-queue-ms']]).toEqual([413, '0']);
     const queued = Array.from({ length: 10 }, () => get(h.port, hostOf(endpoint)));
     const queueLength = () => h.gateway.stats().find((s) => s.endpointId === endpoint.id)?.queueLength;
-    await vi.waitFor(() => expect(queueLength()).toBe(10));
+    await h.whenQueued(10);
+    expect(queueLength()).toBe(10);
     const full = await get(h.port, hostOf(endpoint));
     expect([full.status, full.headers['x-corral-queue-ms']]).toEqual([429, '0']);
     expect(full.headers['retry-after']).toBeDefined();
@@ -662,7 +776,8 @@ describe('Gateway', () => {
     const endpoint = runningEndpoint();
     h.routing.endpoints.set(endpoint.id, endpoint);
     const queued = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     const message = 'each worker needs 16 GPU(s); this server has 8 GPU(s) in all';
     h.routing.endpoints.set(endpoint.id, {
       ...endpoint,
@@ -685,7 +800,8 @@ describe('Gateway', () => {
     const endpoint = runningEndpoint();
     h.routing.endpoints.set(endpoint.id, endpoint);
     const queued = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(1);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     // Updated to 16 GPUs per worker; its status still says what the last pass found.
     const huge: Endpoint = {
       ...endpoint,
@@ -698,7 +814,8 @@ describe('Gateway', () => {
     h.routing.endpoints.set(endpoint.id, endpoint);
     h.routing.changed();
     const again = get(h.port, hostOf(endpoint));
-    await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+    await h.whenQueued(2);
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
     timers.advance(5_000);
     expect((await again).status).toBe(504);
   });
@@ -707,14 +824,19 @@ describe('Gateway', () => {
     const h = await startGateway({ queueTimeoutMs: 150 });
     const endpoint = runningEndpoint();
     h.routing.endpoints.set(endpoint.id, endpoint);
-    const answer = await get(h.port, hostOf(endpoint));
+    const pending = get(h.port, hostOf(endpoint));
+    await h.whenQueued(1);
+    h.timers.advance(149);
+    await flushIo();
+    expect(h.gateway.stats()[0]?.queueLength).toBe(1);
+    h.timers.advance(1);
+    const answer = await pending;
     expect(answer.status).toBe(504);
     expect(JSON.parse(answer.body).reason).toBe('QUEUE_TIMEOUT');
   });
 
   it('a busy worker quarantined for a moment keeps its last busy time in the queue signal', async () => {
-    let now = 1_000_000;
-    const h = await startGateway({ clock: () => now });
+    const h = await startGateway({ timers: new ManualTimers(1_000_000) });
     const [busy, other] = [await track(startWorker('w-busy')), await track(startWorker('w-other'))];
     const endpoint = sampleEndpoint({
       patch: { workers: { minWorkers: 0, maxWorkers: 3, maxConcurrent: 1, idleTimeoutSeconds: 60 } },
@@ -730,8 +852,8 @@ describe('Gateway', () => {
     expect(h.warnings.map((w) => w.message)).toContain(
       'worker connection failed; no new requests to it for now',
     );
-    const busySince = now;
-    now += 10_000;
+    const busySince = h.timers.now;
+    h.timers.advance(10_000);
     // Its queue signal keeps the busy time it had before the quarantine (the autoscaler's idle clock), not none.
     const signal = h.gateway.queueSignal(endpoint.id, () => true);
     expect(signal?.lastBusyAt('w-busy')).toBe(busySince);
@@ -801,7 +923,8 @@ describe('Gateway', () => {
       const endpoint = runningEndpoint();
       h.routing.endpoints.set(endpoint.id, endpoint);
       const answer = await upgradeAnswer(h.port, hostOf(endpoint), async () => {
-        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+        await h.whenQueued(1);
+        expect(h.gateway.stats()[0]?.queueLength).toBe(1);
         timers.advance(5_000);
       });
       expect(answer.statusLine).toBe('HTTP/1.1 504 Gateway Timeout');
@@ -815,15 +938,15 @@ describe('Gateway', () => {
     });
 
     it('an upgrade at an endpoint with no worker waits through the wake, which is counted once', async () => {
-      let now = 1_000;
       const registry = new Registry();
-      const h = await startGateway({ registry, clock: () => now });
+      const h = await startGateway({ registry });
       const endpoint = runningEndpoint();
       h.routing.endpoints.set(endpoint.id, endpoint);
       const worker = await track(startWorker('w-1'));
       const answer = upgradeAnswer(h.port, hostOf(endpoint), async () => {
-        await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
-        now += 400;
+        await h.whenQueued(1);
+        expect(h.gateway.stats()[0]?.queueLength).toBe(1);
+        h.timers.advance(400);
         h.routing.workers.set(endpoint.id, [worker]);
         h.routing.changed();
       });
@@ -852,9 +975,11 @@ describe('Gateway', () => {
       const endpoint = runningEndpoint();
       h.routing.endpoints.set(endpoint.id, endpoint);
       const client = await upgradeClient(h.port, hostOf(endpoint));
-      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      await h.whenQueued(1);
+      expect(h.gateway.stats()[0]?.queueLength).toBe(1);
       client.socket.resetAndDestroy();
-      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      await h.whenClosed(1);
+      expect(h.gateway.stats()[0]?.queueLength).toBe(0);
       // The gateway still serves.
       expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
     });
@@ -864,21 +989,28 @@ describe('Gateway', () => {
       const h = await startGateway({ registry });
       const endpoint = runningEndpoint();
       let answer: ((value: Endpoint | undefined) => void) | undefined;
+      let lookingUp: () => void = () => {};
+      const asked = new Promise<void>((resolve) => {
+        lookingUp = resolve;
+      });
       h.lookUp.answer = async (appName) =>
         appName !== endpoint.spec.appName
           ? undefined
           : new Promise((resolve) => {
               answer = resolve;
+              lookingUp();
             });
       const client = await upgradeClient(h.port, hostOf(endpoint));
-      await vi.waitFor(() => expect(answer).toBeDefined());
+      await asked;
       client.socket.resetAndDestroy();
       // The gateway has seen the reset before the lookup answers...
-      await vi.waitFor(async () => expect(await h.connections()).toBe(0));
+      await h.whenClosed(1);
+      expect(await h.connections()).toBe(0);
       answer?.(endpoint);
       // ...and, once it has, counts the upgrade as a client that left instead of queueing it.
+      await flushIo();
       const gone = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="499"}`;
-      await vi.waitFor(async () => expect(await sample(registry, gone)).toBe(1));
+      expect(await sample(registry, gone)).toBe(1);
       expect(h.gateway.stats().map((s) => s.queueLength)).not.toContain(1);
       expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
     });
@@ -889,9 +1021,11 @@ describe('Gateway', () => {
       h.routing.endpoints.set(endpoint.id, endpoint);
       h.routing.workers.set(endpoint.id, [{ id: 'w-dead', address: await deadAddress() }]);
       const client = await upgradeClient(h.port, hostOf(endpoint));
-      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(1));
+      await h.whenQueued(1);
+      expect(h.gateway.stats()[0]?.queueLength).toBe(1);
       client.socket.resetAndDestroy();
-      await vi.waitFor(() => expect(h.gateway.stats()[0]?.queueLength).toBe(0));
+      await h.whenClosed(1);
+      expect(h.gateway.stats()[0]?.queueLength).toBe(0);
       expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
     });
   });
