@@ -11,10 +11,11 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import { answer, answerUpgrade, queuedHeader } from './answer.js';
-import { EndpointDispatcher, type Lease } from './dispatcher.js';
+import type { EndpointDispatcher, Lease } from './dispatcher.js';
+import { EndpointTable } from './endpoint-table.js';
 import { appNameFromHost } from './host.js';
 import { StoreLookup } from './lookup.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
@@ -66,17 +67,6 @@ const MAX_CACHED_HOSTS = 10_000;
  * controller's report after its creation (a pass follows every API change) clears it sooner.
  */
 const MISS_TTL_MS = 1000;
-/**
- * How long an endpoint found in the store may stay unknown to the routing view before the gateway takes it for
- * deleted. A pass is asked for when it is found and passes run every second, so one reports it well within this.
- */
-const UNREPORTED_GRACE_MS = 10_000;
-/**
- * A worker whose connection failed gets no new request for this long, or until the controller's next report
- * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
- * every queued request would be handed to it in turn before its exit is noticed.
- */
-const QUARANTINE_MS = 2000;
 
 /**
  * Serves each endpoint's URL: routes by Host, takes a slot on the least-loaded worker or waits in the endpoint's
@@ -85,27 +75,10 @@ const QUARANTINE_MS = 2000;
  */
 export class Gateway implements QueueSignals {
   readonly #o: GatewayOptions;
-  readonly #dispatchers = new Map<string, EndpointDispatcher>();
-  /** Dispatchers of deleted or stopped endpoints whose requests are still in flight -> their endpoint id. */
-  readonly #retired = new Map<EndpointDispatcher, string>();
+  /** Each endpoint's dispatcher, in step with the routing view. */
+  readonly #endpoints: EndpointTable;
   /** Told each time a request has to wait (the autoscaler: a wake or a scale-up may be due). */
   readonly #queuedListeners = new Set<(endpointId: string) => void>();
-  /** Worker id -> until when it gets no new requests. */
-  readonly #quarantine = new Map<string, number>();
-  readonly #unsubscribe: () => void;
-  /**
-   * Endpoints waking from zero -> when the first request that found no routable worker arrived. One entry per
-   * wake: it ends (and is measured) when the endpoint's first worker becomes routable.
-   */
-  readonly #wakes = new Map<string, number>();
-  /** neverPlaceable's answer per endpoint object (null: placeable); the routing view makes new ones each pass. */
-  readonly #placement = new WeakMap<Endpoint, string | null>();
-  /**
-   * Endpoints found in the store that the routing view has not reported yet -> when their dispatcher was made. A
-   * controller pass that read the endpoints before one was created ends after its requests queued: without this
-   * they were answered 404 "deleted".
-   */
-  readonly #unreported = new Map<string, number>();
   /** The store, asked about appNames the routing view does not know (shared queries, misses kept briefly). */
   readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
@@ -119,7 +92,21 @@ export class Gateway implements QueueSignals {
       missTtlMs: MISS_TTL_MS,
       maxMisses: MAX_CACHED_HOSTS,
     });
-    this.#unsubscribe = options.routing.onChange(() => this.#syncWorkers());
+    this.#endpoints = new EndpointTable({
+      routing: options.routing,
+      pools: options.pools,
+      clock: options.clock,
+      timers: options.timers ?? systemTimers,
+      metrics: options.metrics,
+      maxQueueLength: options.maxQueueLength,
+      queueTimeoutMs: options.queueTimeoutMs,
+      neverPlaceable: options.neverPlaceable,
+      onQueued: (endpointId) => {
+        for (const listener of this.#queuedListeners) listener(endpointId);
+      },
+      // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
+      onSynced: () => this.#store.forgetMisses(),
+    });
   }
 
   /**
@@ -160,17 +147,22 @@ export class Gateway implements QueueSignals {
    * reached it. What is remembered of workers `exists` denies is forgotten.
    */
   queueSignal(endpointId: string, exists: (workerId: string) => boolean): EndpointQueueSignal | undefined {
-    const dispatcher = this.#dispatchers.get(endpointId);
-    if (!dispatcher) return undefined;
-    dispatcher.retainDeparted(exists);
-    const stats = dispatcher.stats();
-    const load = new Map(stats.workers.map((w) => [w.id, w.inFlight]));
-    return {
-      queueLength: stats.queueLength,
-      oldestEnqueuedAt: stats.oldestEnqueuedAt,
-      inFlight: (workerId) => load.get(workerId) ?? 0,
-      lastBusyAt: (workerId) => dispatcher.lastBusyAt(workerId),
-    };
+    return this.#endpoints.queueSignal(endpointId, exists);
+  }
+
+  /** Resolves once the worker has no request in flight (or after `timeoutMs`): the controller's drain. */
+  awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
+    return this.#endpoints.awaitDrained(endpointId, workerId, timeoutMs);
+  }
+
+  /** A worker's traffic: requests given to it since it became routable, and those in flight now. */
+  workerLoad(endpointId: string, workerId: string): { requests: number; inFlight: number } {
+    return this.#endpoints.workerLoad(endpointId, workerId);
+  }
+
+  /** Queue depth and in-flight requests per endpoint, for metrics. */
+  stats(): EndpointLoad[] {
+    return this.#endpoints.stats();
   }
 
   /** Calls `listener` with the endpoint id each time a request has to wait for a slot. */
@@ -179,50 +171,8 @@ export class Gateway implements QueueSignals {
     return () => this.#queuedListeners.delete(listener);
   }
 
-  /** Resolves once the worker has no request in flight (or after the endpoint's request timeout). */
-  async awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
-    const holders = [...this.#retired]
-      .filter(([, id]) => id === endpointId)
-      .map(([dispatcher]) => dispatcher);
-    const active = this.#dispatchers.get(endpointId);
-    if (active) holders.push(active);
-    if (holders.length === 0) return;
-    const idle = Promise.all(holders.map((dispatcher) => dispatcher.whenIdle(workerId)));
-    const timers = this.#o.timers ?? systemTimers;
-    let timer: unknown;
-    const timedOut = new Promise<void>((resolve) => {
-      timer = timers.setTimeout(resolve, timeoutMs);
-    });
-    await Promise.race([idle, timedOut]);
-    timers.clearTimeout(timer);
-  }
-
-  /** A worker's traffic: requests given to it since it became routable, and those in flight now. */
-  workerLoad(endpointId: string, workerId: string): { requests: number; inFlight: number } {
-    const worker = this.#dispatchers
-      .get(endpointId)
-      ?.stats()
-      .workers.find((w) => w.id === workerId);
-    return { requests: worker?.granted ?? 0, inFlight: worker?.inFlight ?? 0 };
-  }
-
-  /** Queue depth and in-flight requests per endpoint, for metrics. */
-  stats(): { endpointId: string; queueLength: number; inFlight: number }[] {
-    return [...this.#dispatchers].map(([endpointId, d]) => {
-      const s = d.stats();
-      return {
-        endpointId,
-        queueLength: s.queueLength,
-        inFlight: s.workers.reduce((n, w) => n + w.inFlight, 0),
-      };
-    });
-  }
-
   close(): void {
-    this.#unsubscribe();
-    for (const dispatcher of this.#dispatchers.values()) {
-      dispatcher.close(new GatewayError('ENDPOINT_STOPPED', 'the gateway is shutting down'));
-    }
+    this.#endpoints.close(new GatewayError('ENDPOINT_STOPPED', 'the gateway is shutting down'));
   }
 
   #serve(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | undefined, arrived: number): void {
@@ -237,7 +187,7 @@ export class Gateway implements QueueSignals {
       this.#fail(res, routed, bodyTooLarge(this.#o.bodyLimitBytes), arrived, 0);
       return;
     }
-    const dispatcher = this.#dispatcher(routed);
+    const dispatcher = this.#endpoints.dispatcherFor(routed);
     void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire());
   }
 
@@ -271,7 +221,7 @@ export class Gateway implements QueueSignals {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
-            cold = attempt === 1 && this.#wakingFor(endpoint.id, arrived);
+            cold = attempt === 1 && this.#endpoints.wakingFor(endpoint.id, arrived);
           }
           const waitFrom = this.#o.clock();
           try {
@@ -288,7 +238,7 @@ export class Gateway implements QueueSignals {
         });
         // Before the release: releasing hands the slot to the next queued request at once.
         if (outcome === 'not-sent' || outcome === 'worker-error')
-          this.#quarantineWorker(endpoint.id, lease.workerId);
+          this.#quarantine(endpoint.id, lease.workerId);
         lease.release();
         if (outcome === 'not-sent' && attempt === MAX_ATTEMPTS) {
           return this.#fail(
@@ -365,12 +315,12 @@ export class Gateway implements QueueSignals {
       return;
     }
     const routed = endpoint as Endpoint;
-    const dispatcher = this.#dispatcher(routed);
+    const dispatcher = this.#endpoints.dispatcherFor(routed);
     const tried = new Set<string>();
     let queuedMs = 0;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const waitFrom = this.#o.clock();
-      if (attempt === 1) this.#wakingFor(routed.id, arrived);
+      if (attempt === 1) this.#endpoints.wakingFor(routed.id, arrived);
       let lease: Lease;
       try {
         lease = await dispatcher.acquire({ signal: gone, exclude: tried });
@@ -417,7 +367,7 @@ export class Gateway implements QueueSignals {
           this.#observe(endpoint.id, status, arrived, lease.queuedMs);
         },
       });
-      if (outcome === 'not-sent') this.#quarantineWorker(endpoint.id, lease.workerId);
+      if (outcome === 'not-sent') this.#quarantine(endpoint.id, lease.workerId);
     } finally {
       lease.release();
     }
@@ -440,20 +390,8 @@ export class Gateway implements QueueSignals {
     if (endpoint.desired === 'stopped') {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
-    const never = this.#neverPlaceable(endpoint);
+    const never = this.#endpoints.neverPlaceable(endpoint);
     return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
-  }
-
-  /** Why the endpoint can never get a worker on this server, or undefined (see GatewayOptions.neverPlaceable). */
-  #neverPlaceable(endpoint: Endpoint): string | undefined {
-    const decide = this.#o.neverPlaceable;
-    if (!decide) return endpoint.status.error === 'INSUFFICIENT_GPU' ? endpoint.status.message : undefined;
-    let never = this.#placement.get(endpoint);
-    if (never === undefined) {
-      never = decide(endpoint) ?? null;
-      this.#placement.set(endpoint, never);
-    }
-    return never ?? undefined;
   }
 
   #appName(host: string | undefined): string | undefined {
@@ -506,134 +444,11 @@ export class Gateway implements QueueSignals {
     answer(res, error, { headers: queuedHeader(queuedMs) });
   }
 
-  #dispatcher(endpoint: Endpoint): EndpointDispatcher {
-    let dispatcher = this.#dispatchers.get(endpoint.id);
-    const maxConcurrent = endpoint.spec.workers.maxConcurrent;
-    if (dispatcher && dispatcher.maxConcurrent === maxConcurrent) return dispatcher;
-    const settings = {
-      maxConcurrent,
-      maxQueueLength: this.#o.maxQueueLength,
-      queueTimeoutMs: this.#o.queueTimeoutMs,
-    };
-    if (!dispatcher) {
-      dispatcher = new EndpointDispatcher({
-        ...settings,
-        clock: this.#o.clock,
-        timers: this.#o.timers ?? systemTimers,
-        onQueued: () => this.#queued(endpoint.id),
-      });
-      dispatcher.setWorkers(this.#routable(endpoint.id));
-      this.#dispatchers.set(endpoint.id, dispatcher);
-      if (!this.#o.routing.endpointById(endpoint.id)) this.#unreported.set(endpoint.id, this.#o.clock());
-    } else {
-      dispatcher.updateSettings(settings);
-    }
-    return dispatcher;
-  }
-
-  /** After every controller pass and health change: the routable workers, less those in quarantine. */
-  #syncWorkers(): void {
-    const now = this.#o.clock();
-    // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
-    this.#store.forgetMisses();
-    for (const [workerId, until] of this.#quarantine) if (until <= now) this.#quarantine.delete(workerId);
-    for (const [endpointId, dispatcher] of this.#dispatchers) {
-      const endpoint = this.#o.routing.endpointById(endpointId);
-      if (endpoint) {
-        if (this.#unreported.size > 0) this.#unreported.delete(endpointId);
-      } else if (this.#awaitingReport(endpointId, now)) {
-        continue;
-      }
-      if (!endpoint || endpoint.desired === 'stopped') {
-        // Requests queued while the routing view still said "running" must not wait for a worker that never comes.
-        dispatcher.close(
-          endpoint
-            ? new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpointId} is stopped`)
-            : new GatewayError('ENDPOINT_NOT_FOUND', `endpoint ${endpointId} was deleted`),
-        );
-        this.#dispatchers.delete(endpointId);
-        this.#wakes.delete(endpointId);
-        this.#retire(endpointId, dispatcher);
-        continue;
-      }
-      const never = this.#neverPlaceable(endpoint);
-      if (never !== undefined) {
-        // Requests queued before the endpoint turned out unplaceable (an update asked for more GPUs than the
-        // server has) would otherwise wait the whole queue timeout for a worker that never comes.
-        dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', never));
-        this.#wakes.delete(endpointId);
-      }
-      const routable = this.#o.routing.routableWorkers(endpointId);
-      dispatcher.setWorkers(this.#withoutQuarantined(routable));
-      if (routable.length > 0) this.#woken(endpointId, now);
-    }
-    this.#o.pools.retainOnly(this.#reachableAddresses());
-    // Also endpoints that never had a dispatcher (a stopped one answers 503 and is counted) once they are deleted.
-    this.#o.metrics?.retain(
-      (endpointId) =>
-        this.#o.routing.endpointById(endpointId) !== undefined || this.#unreported.has(endpointId),
-    );
-  }
-
-  /** Whether an endpoint the routing view does not know was found in the store too recently to be called deleted. */
-  #awaitingReport(endpointId: string, now: number): boolean {
-    const since = this.#unreported.get(endpointId);
-    if (since === undefined) return false;
-    if (now - since < UNREPORTED_GRACE_MS) return true;
-    this.#unreported.delete(endpointId);
-    return false;
-  }
-
-  /**
-   * Whether a request about to queue finds no routable worker at all, so that it waits through a wake from zero;
-   * the first such request starts the wake's clock.
-   */
-  #wakingFor(endpointId: string, arrived: number): boolean {
-    if (this.#o.routing.routableWorkers(endpointId).length > 0) return false;
-    if (!this.#wakes.has(endpointId)) this.#wakes.set(endpointId, arrived);
-    return true;
-  }
-
-  /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
-  #woken(endpointId: string, now: number): void {
-    const since = this.#wakes.get(endpointId);
-    if (since === undefined) return;
-    this.#wakes.delete(endpointId);
-    this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since));
-  }
-
-  /** Kept until its requests end, so that removing its workers waits for them (the controller's drain). */
-  #retire(endpointId: string, dispatcher: EndpointDispatcher): void {
-    dispatcher.setWorkers([]); // it forgets its idle workers, and each busy one once its last lease ends
-    if (dispatcher.addresses().length === 0) return;
-    this.#retired.set(dispatcher, endpointId);
-    void dispatcher.whenAllIdle().then(() => this.#retired.delete(dispatcher));
-  }
-
-  /** Every worker some request may still be sent to: routable, or draining with requests in flight. */
-  *#reachableAddresses(): Iterable<{ host: string; port: number }> {
-    for (const dispatcher of this.#dispatchers.values()) yield* dispatcher.addresses();
-    for (const dispatcher of this.#retired.keys()) yield* dispatcher.addresses();
-  }
-
-  #routable(endpointId: string) {
-    return this.#withoutQuarantined(this.#o.routing.routableWorkers(endpointId));
-  }
-
-  #withoutQuarantined<W extends { id: string }>(workers: readonly W[]): readonly W[] {
-    return this.#quarantine.size === 0 ? workers : workers.filter((w) => !this.#quarantine.has(w.id));
-  }
-
-  #quarantineWorker(endpointId: string, workerId: string): void {
-    if (this.#quarantine.has(workerId)) return;
-    this.#quarantine.set(workerId, this.#o.clock() + QUARANTINE_MS);
-    this.#dispatchers.get(endpointId)?.setWorkers(this.#routable(endpointId));
+  /** A worker whose connection failed: out of routing for a moment, and the routing view asked to look again. */
+  #quarantine(endpointId: string, workerId: string): void {
+    if (!this.#endpoints.quarantine(endpointId, workerId)) return;
     this.#o.logger.warn({ endpointId, workerId }, 'worker connection failed; no new requests to it for now');
     this.#o.routing.requestRefresh();
-  }
-
-  #queued(endpointId: string): void {
-    for (const listener of this.#queuedListeners) listener(endpointId);
   }
 }
 
