@@ -4,7 +4,7 @@
  * a burst of other work then falls on every path alike rather than on one.
  */
 import { formatMs, table } from '../support.js';
-import { parseWrk, runWrk as runWrkProcess } from '../tools.js';
+import { parseWrk, runWrk as runWrkProcess, type WrkFigures } from '../tools.js';
 import type { Path } from './paths.js';
 import { cpuMs, totalCpuMs, track } from './processes.js';
 import { fixed, verdict } from './report.js';
@@ -19,13 +19,8 @@ import {
   WRK_WARMUP_S,
 } from './settings.js';
 
-interface WrkResult {
-  requests: number;
-  seconds: number;
-  non2xx: number;
-  socketErrors: number;
-  p50Ms: number;
-  p99Ms: number;
+/** One wrk run's figures, with the CPU the proxy and the worker used during it. */
+interface WrkResult extends WrkFigures {
   proxyCpuMs: number;
   workerCpuMs: number;
 }
