@@ -10,7 +10,7 @@ type Suite = () => Promise<void>;
 const SUITES: Record<string, Suite> = {
   api: async () => (await import('./api.js')).runApiBench(),
   gateway: async () => (await import('./gateway/suite.js')).runGatewayBench(),
-  controller: async () => (await import('./controller.js')).runControllerBench(),
+  controller: async () => (await import('./controller/suite.js')).runControllerBench(),
   memory: async () => (await import('./memory.js')).runMemoryBench(),
 };
 

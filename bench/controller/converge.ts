@@ -1,0 +1,157 @@
+/**
+ * Part 1's setup: a seeded store and a controller over a FakeRuntime, started as `corral serve` starts it and
+ * run until every worker is running and healthy; the batched probe; and the line that describes a convergence.
+ */
+import { performance } from 'node:perf_hooks';
+import { Controller, type HealthProbe } from '../../src/controller/controller.js';
+import { RoutingTable } from '../../src/controller/routing-table.js';
+import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
+import type { Store } from '../../src/store/store.js';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { formatMs, summarize } from '../support.js';
+import {
+  CONVERGE_MAX_MS,
+  devNullLogger,
+  ENDPOINTS,
+  SERVE_INTERVAL_MS,
+  sleep,
+  TOTAL_WORKERS,
+  WORKERS_PER_ENDPOINT,
+} from './settings.js';
+import { insertEndpoint, openSqlite } from './store.js';
+
+export interface FakeSetup {
+  store: Store;
+  runtime: FakeRuntime;
+  controller: Controller;
+  /** Every pass the controller ran, in ms. */
+  passes: number[];
+  converged: boolean;
+  convergeMs: number;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Seeds a fresh store, starts a controller over a fresh FakeRuntime as `corral serve` starts it, and waits until
+ * all workers are running and healthy in the controller and in the store and every endpoint is serving, or
+ * until CONVERGE_MAX_MS. The controller is stopped (its loop and probes) before this returns. The deadline is
+ * also enforced from inside the passes: a controller whose passes never yield to the event loop would
+ * otherwise keep this function's own timer from firing.
+ */
+export async function converge(probe: HealthProbe): Promise<FakeSetup> {
+  const { store, dispose: disposeStore } = await openSqlite();
+  const runtime = new FakeRuntime({ clock: Date.now });
+  const controller = new Controller({
+    store,
+    runtime,
+    gpus: [],
+    probe,
+    logger: devNullLogger(),
+    clock: Date.now,
+    routes: new RoutingTable(),
+    storagePaths: new Map(),
+    revealCredentials: async () => undefined,
+    intervalMs: SERVE_INTERVAL_MS,
+  });
+  const dispose = async () => {
+    await controller.stop();
+    await runtime.close();
+    await disposeStore();
+  };
+  try {
+    for (let i = 0; i < ENDPOINTS; i++) {
+      await insertEndpoint(
+        store,
+        sampleEndpoint({
+          ownerId: 'bench',
+          patch: {
+            name: `bench-${i}`,
+            workers: { minWorkers: WORKERS_PER_ENDPOINT, maxWorkers: WORKERS_PER_ENDPOINT, gpusPerWorker: 0 },
+          },
+        }),
+      );
+    }
+    const passes: number[] = [];
+    const reconcile = controller.reconcile.bind(controller);
+    const convergeStart = performance.now();
+    let stopping = false;
+    controller.reconcile = async () => {
+      const start = performance.now();
+      try {
+        await reconcile();
+      } finally {
+        passes.push(performance.now() - start);
+        if (!stopping && performance.now() - convergeStart > CONVERGE_MAX_MS) {
+          stopping = true;
+          void controller.stop();
+        }
+      }
+    };
+    controller.start();
+    let converged = false;
+    while (performance.now() - convergeStart < CONVERGE_MAX_MS) {
+      await sleep(20);
+      const workers = controller.workers();
+      if (workers.length !== TOTAL_WORKERS || !workers.every((w) => w.state === 'running' && w.healthy)) {
+        continue;
+      }
+      const rows = await store.workers.listAll();
+      const endpoints = await store.endpoints.listAll();
+      if (
+        rows.length === TOTAL_WORKERS &&
+        rows.every((w) => w.status.state === 'running' && w.healthy) &&
+        endpoints.every((e) => e.status.state === 'serving')
+      ) {
+        converged = true;
+        break;
+      }
+    }
+    const convergeMs = performance.now() - convergeStart;
+    stopping = true;
+    await controller.stop();
+    controller.reconcile = reconcile;
+    return { store, runtime, controller, passes, converged, convergeMs, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+/**
+ * Answers true at once, but all the probes asked during one turn of the event loop answer together on the next
+ * (as many sockets answering in one poll phase would), so that their health changes reach the controller in
+ * one batch and coalesce into one pass.
+ */
+export function batchedProbe(): HealthProbe {
+  let waiting: ((passed: boolean) => void)[] = [];
+  return () =>
+    new Promise<boolean>((resolve) => {
+      waiting.push(resolve);
+      if (waiting.length === 1) {
+        setImmediate(() => {
+          const batch = waiting;
+          waiting = [];
+          for (const answer of batch) answer(true);
+        });
+      }
+    });
+}
+
+export function describeConvergence(setup: FakeSetup): string {
+  const { passes, runtime } = setup;
+  const healthy = setup.controller.workers().filter((w) => w.state === 'running' && w.healthy).length;
+  const head = `${passes.length} passes (first, cold: ${formatMs(passes[0] ?? Number.NaN)} ms; then p50 ${formatMs(summarize(passes.slice(1)).p50)} ms)`;
+  const counters = `runtime: ${runtime.counters.creates} creates, ${runtime.counters.removes} removes`;
+  return setup.converged
+    ? `converged in ${formatMs(setup.convergeMs)} ms: all ${TOTAL_WORKERS.toLocaleString('en')} workers running and ` +
+        `healthy (controller and store), every endpoint serving; ${head}; ${counters}`
+    : `GAVE UP after ${formatMs(setup.convergeMs)} ms: ${healthy.toLocaleString('en')} of ` +
+        `${TOTAL_WORKERS.toLocaleString('en')} workers running and healthy ` +
+        `(${countBy(setup.controller.workers().map((w) => w.state))}); ${head}; ${counters}`;
+}
+
+function countBy(values: string[]): string {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${n} ${k}`).join(', ') || 'none';
+}
