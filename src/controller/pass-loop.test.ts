@@ -86,4 +86,32 @@ describe('PassLoop', () => {
     h.timers.advance(0);
     expect(h.passes).toEqual([0, 0]);
   });
+
+  it("starts a pass with the timers' setImmediate where they have one, and cancels it on stop", async () => {
+    const timers = new ManualTimers();
+    const immediates: (() => void)[] = [];
+    const cancelled: unknown[] = [];
+    const withImmediate = Object.assign(timers, {
+      setImmediate: (callback: () => void) => immediates.push(callback),
+      clearImmediate: (handle: unknown) => cancelled.push(handle),
+    });
+    let passes = 0;
+    const loop = new PassLoop({
+      timers: withImmediate,
+      intervalMs: 1000,
+      pass: async () => {
+        passes += 1;
+      },
+      onError: () => {},
+    });
+    loop.poke();
+    timers.advance(10);
+    expect(passes).toBe(0);
+    immediates.shift()?.();
+    expect(passes).toBe(1);
+    await loop.settled();
+    loop.poke();
+    await loop.stop();
+    expect(cancelled).toEqual([1]);
+  });
 });

@@ -1,9 +1,9 @@
 /**
- * When the controller's passes run: one at a time, on the next timer turn after a poke (so that every poke of one
- * turn shares a pass), again at once when poked during a pass, and every `intervalMs` regardless. Runs on injected
+ * When the controller's passes run: one at a time, on the next turn after a poke (setImmediate, so that every poke
+ * of one turn shares a pass), again at once when poked during a pass, and every `intervalMs` regardless. Runs on injected
  * timers, so that tests fire passes by advancing time.
  */
-import type { Timers } from '../service/clock.js';
+import { nextTurn, type Timers } from '../service/clock.js';
 
 export interface PassLoopOptions {
   timers: Timers;
@@ -16,8 +16,8 @@ export interface PassLoopOptions {
 export class PassLoop {
   readonly #o: PassLoopOptions;
   #tick: unknown;
-  /** The timer of a pass asked for and not begun. */
-  #scheduled: unknown;
+  /** Cancels the pass asked for and not begun (undefined: none is). */
+  #scheduled: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
@@ -43,17 +43,19 @@ export class PassLoop {
       return;
     }
     if (this.#scheduled !== undefined) return;
-    this.#scheduled = this.#o.timers.setTimeout(() => {
+    // The next turn (setImmediate), after every timer and I/O callback already due: the health changes of one
+    // turn (thousands of probes ending together) share one pass.
+    this.#scheduled = nextTurn(this.#o.timers, () => {
       this.#scheduled = undefined;
       this.#run();
-    }, 0);
+    });
   }
 
   /** No more passes; resolves once the one under way (if any) has ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#o.timers.clearTimeout(this.#tick);
-    this.#o.timers.clearTimeout(this.#scheduled);
+    this.#scheduled?.();
     this.#scheduled = undefined;
     await this.#running;
   }
