@@ -100,10 +100,9 @@ export class Controller {
     return this.#loop;
   }
 
-  /** Tells the routing table which workers are routable now (running and healthy, of any revision). */
-  #publishRoutes(endpoints?: Iterable<Endpoint>): void {
-    if (endpoints) this.#o.routes.publish(endpoints, this.#book.routable());
-    else this.#o.routes.publishRoutable(this.#book.routable());
+  /** Tells the routing table one endpoint's routable workers, after one of them changed between passes. */
+  #publishRoutesOf(endpointId: string): void {
+    this.#o.routes.publishRoutable(endpointId, this.#book.routableOf(endpointId));
   }
 
   /** The workers of one endpoint. */
@@ -147,7 +146,8 @@ export class Controller {
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
     await this.#report(endpoints);
-    this.#publishRoutes(endpoints);
+    // Every endpoint and its routable workers (running and healthy, of any revision), for the gateway.
+    this.#o.routes.publish(endpoints, this.#book.routable());
   }
 
   // ---- observe ----
@@ -374,7 +374,7 @@ export class Controller {
     } else {
       this.#setState(record, 'unhealthy', 'failing its health check');
     }
-    this.#publishRoutes();
+    this.#publishRoutesOf(record.endpointId);
     this.poke();
   }
 
@@ -403,7 +403,7 @@ export class Controller {
     record.healthy = false;
     this.#prober.stop(record.id);
     // The gateway must stop sending it requests now, not at the end of the pass: its container is stopped next.
-    if (wasRoutable) this.#publishRoutes();
+    if (wasRoutable) this.#publishRoutesOf(record.endpointId);
   }
 
   /** draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. */
@@ -416,7 +416,7 @@ export class Controller {
       return;
     }
     this.#setState(record, 'draining', reason);
-    this.#publishRoutes();
+    this.#publishRoutesOf(record.endpointId);
     const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
     void drained
       .catch((error: unknown) => {

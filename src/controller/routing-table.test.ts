@@ -25,10 +25,10 @@ describe('RoutingTable', () => {
     const seen: number[] = [];
     const unsubscribe = table.onChange(() => seen.push(table.routableWorkers(e.id).length));
     table.publish([e], new Map());
-    table.publishRoutable(new Map([[e.id, [worker('w1', 9001), worker('w2', 9002)]]]));
+    table.publishRoutable(e.id, [worker('w1', 9001), worker('w2', 9002)]);
     expect(table.endpointById(e.id)).toBe(e);
     unsubscribe();
-    table.publishRoutable(new Map());
+    table.publishRoutable(e.id, []);
     expect(seen).toEqual([0, 2]);
   });
 

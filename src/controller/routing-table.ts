@@ -77,9 +77,13 @@ export class RoutingTable implements RoutingView {
     this.#notify();
   }
 
-  /** Replaces the routable workers alone (a health change between two passes) and tells the readers. */
-  publishRoutable(routable: Map<string, readonly RoutableWorker[]>): void {
-    this.#routable = routable;
+  /**
+   * Replaces one endpoint's routable workers (a health change between two passes) and tells the readers. One
+   * endpoint at a time, so that thousands of workers turning healthy together cost one list each, not one table.
+   */
+  publishRoutable(endpointId: string, workers: readonly RoutableWorker[]): void {
+    if (workers.length > 0) this.#routable.set(endpointId, workers);
+    else this.#routable.delete(endpointId);
     this.#notify();
   }
 

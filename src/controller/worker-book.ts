@@ -63,13 +63,19 @@ export class WorkerBook {
   /** Endpoint id -> its running, healthy workers with an address (endpoints without any are left out). */
   routable(): Map<string, readonly RoutableWorker[]> {
     const routable = new Map<string, readonly RoutableWorker[]>();
-    for (const [endpointId, workers] of this.#byEndpoint) {
-      const ready: RoutableWorker[] = [];
-      for (const w of workers) {
-        if (w.state === 'running' && w.healthy && w.address) ready.push({ id: w.id, address: w.address });
-      }
+    for (const endpointId of this.#byEndpoint.keys()) {
+      const ready = this.routableOf(endpointId);
       if (ready.length > 0) routable.set(endpointId, ready);
     }
     return routable;
+  }
+
+  /** One endpoint's running, healthy workers with an address. */
+  routableOf(endpointId: string): RoutableWorker[] {
+    const ready: RoutableWorker[] = [];
+    for (const w of this.#byEndpoint.get(endpointId) ?? []) {
+      if (w.state === 'running' && w.healthy && w.address) ready.push({ id: w.id, address: w.address });
+    }
+    return ready;
   }
 }
