@@ -1,5 +1,6 @@
 /** Shared by the benchmark suites: a loopback HTTP client, latency statistics and table printing. */
 import { Agent, request } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -161,4 +162,17 @@ export function loadAverage(): string {
   return loadavg()
     .map((v) => v.toFixed(2))
     .join(' ');
+}
+
+/** A port free on 127.0.0.1 now (asked of the kernel by listening on port 0). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
 }

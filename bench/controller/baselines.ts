@@ -3,11 +3,11 @@
  * DockerRuntime calls), each timed to its /health answering 200.
  */
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { httpProbe } from '../../src/controller/http-probe.js';
+import { freePort } from '../support.js';
 import { BASELINE_PROBE_EVERY_MS, DOCKER_RUN_MAX_MS, sleep, WORKER_PORT } from './settings.js';
 
 const execFileAsync = promisify(execFile);
@@ -66,18 +66,6 @@ async function waitHealthy(port: number, start: number): Promise<number> {
     await sleep(BASELINE_PROBE_EVERY_MS);
   }
   throw new Error(`/health did not answer 200 within ${DOCKER_RUN_MAX_MS / 1000} s`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function removeContainer(docker: Dockerode, id: string): Promise<void> {

@@ -1,23 +1,10 @@
 /** The loopback HTTP helpers of the gateway suite: a free port, one GET, polling until something holds. */
 import type { ChildProcess } from 'node:child_process';
 import { Agent, type IncomingHttpHeaders, request, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { STEP_MAX_MS } from './settings.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export function listenLoopback(server: Server): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -2,7 +2,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, httpGet, waitFor } from './http.js';
+import { freePort } from '../support.js';
+import { httpGet, waitFor } from './http.js';
 import { childPids, stopChild, track } from './processes.js';
 
 export interface NginxProcess {

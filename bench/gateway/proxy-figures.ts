@@ -3,8 +3,9 @@
  * process and with `auto`, the bare reference proxy), then throughput and latency through each.
  */
 import { performance } from 'node:perf_hooks';
+import { freePort } from '../support.js';
 import type { Tools } from '../tools.js';
-import { freePort, httpGet, pollHealthy } from './http.js';
+import { httpGet, pollHealthy } from './http.js';
 import { latencyFigures } from './latency.js';
 import { type NginxProcess, startNginx } from './nginx.js';
 import type { Path } from './paths.js';

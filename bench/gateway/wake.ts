@@ -5,8 +5,8 @@
  */
 import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { formatMs, table } from '../support.js';
-import { freePort, httpGet, pollHealthy, sleep } from './http.js';
+import { formatMs, freePort, table } from '../support.js';
+import { httpGet, pollHealthy, sleep } from './http.js';
 import { spawnWorker, stopChild } from './processes.js';
 import { median, verdict } from './report.js';
 import { BASELINE_POLL_MS, TARGET, WORK_PATH } from './settings.js';
