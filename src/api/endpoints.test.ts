@@ -206,6 +206,18 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(e.healthy.path).toBe('/ok');
   });
 
+  it('cudaVersion "" means not set: the default on create, unchanged on update (waverless sends it)', async () => {
+    const id = await create({ workerConfig: { minNum: 0, maxNum: 1, cudaVersion: '' } });
+    expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint.workerConfig.cudaVersion).toBe('any');
+    const pinned = await create({ workerConfig: { minNum: 0, maxNum: 1, cudaVersion: '12.4' } });
+    const updated = await api.call('POST', 'endpoint/update', {
+      endpoint_id: pinned,
+      workerConfig: { maxNum: 2, cudaVersion: '' },
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body.endpoint.workerConfig).toMatchObject({ maxNum: 2, cudaVersion: '12.4' });
+  });
+
   it('pages zero-based, newest first', async () => {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(await create());

@@ -3,6 +3,7 @@ import type { EnvVar, VolumeMount } from '../domain/endpoint.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
 import type { ValidationIssue } from '../domain/validate.js';
 import { type EndpointInput, endpointFields, endpointInput } from './endpoint-schema.js';
+import { ENDPOINT_ID_KEYS } from './paths.js';
 
 export interface InputDefaults {
   /** Size of a local volume that does not say its size. */
@@ -32,15 +33,15 @@ export function parseCreateBody(body: unknown, defaults: InputDefaults): ParseRe
   return missing.length > 0 ? { ok: false, issues: missing } : parsed;
 }
 
-/** Parses a flat update body: `id` plus any endpoint fields; omitted fields keep their value. */
+/** Parses a flat update body: `id` (or `endpoint_id`) plus any endpoint fields; omitted fields keep their value. */
 export function parseUpdateBody(
   body: unknown,
   defaults: InputDefaults,
 ): ParseResult<{ id: string; patch: SpecPatch }> {
   if (!isRecord(body)) return fail('', 'the body must be a JSON object');
   const fields = updateFields(body);
-  const id = readId(body, ['id']) ?? readId(fields, ['id']);
-  if (id === undefined) return fail('id', 'id is required');
+  const id = readId(body, ENDPOINT_ID_KEYS) ?? readId(fields, ENDPOINT_ID_KEYS);
+  if (id === undefined) return fail('id', 'id (or endpoint_id) is required');
   const parsed = parseFields(fields, defaults);
   return parsed.ok ? { ok: true, value: { id, patch: parsed.value } } : parsed;
 }
@@ -102,7 +103,8 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
       idleTimeoutSeconds: w.freeTimeout,
       maxConcurrent: w.maxConcurrent,
       gpusPerWorker: w.gpuNum,
-      cudaVersion: w.cudaVersion,
+      // Clients send "" for "not set" (waverless's update does): the default on create, unchanged on update.
+      cudaVersion: w.cudaVersion === '' ? undefined : w.cudaVersion,
       requestTimeoutSeconds: w.requestTimeout,
     },
     port: firstPort === undefined ? undefined : typeof firstPort === 'number' ? firstPort : firstPort.port,

@@ -106,7 +106,11 @@ const workerConfig = documented(
       DEFAULT_WORKERS.maxConcurrent,
     ),
     gpuNum: field(integer, fromLimits('GPUs per worker'), DEFAULT_WORKERS.gpusPerWorker),
-    cudaVersion: field(text, 'A version of cudaVersionList, or "any".', DEFAULT_WORKERS.cudaVersion),
+    cudaVersion: field(
+      text,
+      'A version of cudaVersionList, or "any"; "" means not set (the default on create, unchanged on update).',
+      DEFAULT_WORKERS.cudaVersion,
+    ),
     requestTimeout: field(
       integer,
       fromLimits('Per-request deadline in seconds'),

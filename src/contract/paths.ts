@@ -3,8 +3,11 @@
 /** Every operation of the wire contract lives under this path. */
 export const API_PREFIX = '/gpu-instance/openapi/v1';
 
-/** Query keys that carry an endpoint's id, in the order they are read (`endpoint_id` is an alias). */
-export const ENDPOINT_ID_QUERY_KEYS = ['id', 'endpoint_id'] as const;
+/**
+ * Keys that carry an endpoint's id in a query and in an update's body, in the order they are read (`endpoint_id`
+ * is an alias some clients send).
+ */
+export const ENDPOINT_ID_KEYS = ['id', 'endpoint_id'] as const;
 
 /** Body keys of the lifecycle operations (delete, stop, start) that carry an endpoint's id. */
 export const ENDPOINT_ID_BODY_KEYS = ['id', 'name', 'endpoint_id'] as const;

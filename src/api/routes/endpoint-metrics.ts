@@ -1,6 +1,6 @@
 /** `GET endpoint/metrics`: an endpoint's workers (from the store) beside its traffic (this process's gateway). */
 import type { FastifyInstance } from 'fastify';
-import { ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
+import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
 import type { WireEndpointMetrics } from '../../contract/wire.js';
 import type { EndpointTraffic } from '../../gateway/metrics.js';
@@ -19,7 +19,7 @@ export type TrafficSource = (endpointId: string) => EndpointTraffic;
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
   api.get('/endpoint/metrics', async (request): Promise<WireEndpointMetrics> => {
-    const id = readQueryId(request.query as Query, ENDPOINT_ID_QUERY_KEYS);
+    const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers: Record<string, number> = {};
     for (const worker of await o.workers.listByEndpoint(endpoint.id)) {

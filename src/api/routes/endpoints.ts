@@ -7,7 +7,7 @@ import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoin
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
 import { toWireEvent } from '../../contract/events.js';
-import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
+import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker } from '../../domain/worker.js';
@@ -46,7 +46,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
   });
 
   api.get('/endpoint', async (request) => {
-    const id = readQueryId(request.query as Query, ENDPOINT_ID_QUERY_KEYS);
+    const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers = await o.workers.listByEndpoint(endpoint.id);
     return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
@@ -92,7 +92,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
 
   api.get('/endpoint/log', async (request) => {
     const query = request.query as Query;
-    const id = readQueryId(query, ENDPOINT_ID_QUERY_KEYS);
+    const id = readQueryId(query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const after = readInteger(query, 'after', 0, 0);
     const limit = Math.min(readInteger(query, 'limit', 100, 1), 1000);

@@ -1,6 +1,6 @@
 /** `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight). */
 import type { FastifyInstance } from 'fastify';
-import { ENDPOINT_ID_QUERY_KEYS } from '../../contract/paths.js';
+import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readInteger, readQueryId } from '../../contract/query.js';
 import type { WireWorkerMetrics } from '../../contract/wire.js';
 import { ApiError } from '../../errors/api-catalogue.js';
@@ -19,7 +19,7 @@ type Query = Record<string, string | string[] | undefined>;
 
 export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void {
   const findWorker = async (principal: Parameters<AppOptions['endpoints']['get']>[0], query: Query) => {
-    const endpoint = await o.endpoints.get(principal, readQueryId(query, ENDPOINT_ID_QUERY_KEYS));
+    const endpoint = await o.endpoints.get(principal, readQueryId(query, ENDPOINT_ID_KEYS));
     const workerId = readQueryId(query, ['worker', 'worker_id']);
     const worker = (await o.workers.listByEndpoint(endpoint.id)).find((w) => w.id === workerId);
     if (!worker) {

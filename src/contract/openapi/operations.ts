@@ -3,7 +3,7 @@
  * (what no schema says), and their operation objects.
  */
 import { API_ERROR_CATALOGUE, type ApiErrorReason } from '../../errors/api-catalogue.js';
-import { API_PREFIX, ENDPOINT_ID_QUERY_KEYS } from '../paths.js';
+import { API_PREFIX, ENDPOINT_ID_KEYS } from '../paths.js';
 import { MAX_PAGE_SIZE } from '../query.js';
 import { ref, type Schema, str } from './schema.js';
 
@@ -43,7 +43,7 @@ const queryParameter = (name: string, description: string, schema: Schema, requi
   schema,
 });
 
-const [idKey, ...aliases] = ENDPOINT_ID_QUERY_KEYS;
+const [idKey, ...aliases] = ENDPOINT_ID_KEYS;
 const endpointIdParameters = [
   queryParameter(idKey, `The endpoint id (required unless ${aliases.join(' or ')} is given).`, str()),
   ...aliases.map((alias) => queryParameter(alias, `Alias of ${idKey}.`, str())),

@@ -5,7 +5,7 @@
  */
 import '../endpoint-schema.js';
 import { requestJsonSchemas } from '../json-schema.js';
-import { ENDPOINT_ID_BODY_KEYS } from '../paths.js';
+import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../paths.js';
 import { object, ref, type Schema, str } from './schema.js';
 
 const credentialText = (description?: string) => str(description, { minLength: 1, maxLength: 4096 });
@@ -19,7 +19,19 @@ export function requestSchemas(): Record<string, Schema> {
     UpdateEndpointRequest: {
       description:
         'Partial update: omitted (or null) keys keep their value; [] clears a list and healthy: {} (or []) restores the health defaults. Objects merge one level deep; workerConfig, policy and image cannot be cleared.',
-      allOf: [ref('EndpointInput'), object({ id: str('The endpoint to update.') })],
+      allOf: [
+        ref('EndpointInput'),
+        {
+          ...object(
+            {
+              id: str('The endpoint to update.'),
+              endpoint_id: str('The endpoint to update, under the key some clients use.'),
+            },
+            { required: [] },
+          ),
+          anyOf: ENDPOINT_ID_KEYS.map((key) => ({ required: [key] })),
+        },
+      ],
     },
     EndpointIdRequest: {
       ...object(
