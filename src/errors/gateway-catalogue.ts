@@ -11,7 +11,7 @@ export const GATEWAY_ERROR_CATALOGUE = {
   INVALID_REQUEST: {
     status: 400,
     description:
-      'The request cannot be forwarded as it is (a header or target the worker connection refuses).',
+      'The request cannot be routed or forwarded as it is: two Host headers, a target that is neither a path nor an http(s) URL naming the Host, or a header the worker connection refuses.',
   },
   ENDPOINT_NOT_FOUND: {
     status: SHARED_ERROR_STATUS.ENDPOINT_NOT_FOUND,

@@ -306,6 +306,35 @@ describe('Gateway', () => {
     }
   });
 
+  it('routes an absolute-form target by the host it names and forwards its path; refuses two Host headers and a target naming another host', async () => {
+    const h = await startGateway();
+    const echo = createServer((req, res) => res.end(req.url));
+    const echoPort = await listen(echo);
+    cleanups.push(() => {
+      echo.closeAllConnections();
+      echo.close();
+    });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port: echoPort } }]);
+    const absolute = await get(h.port, hostOf(endpoint), `http://${hostOf(endpoint)}/v1/models?x=1`);
+    expect([absolute.status, absolute.body]).toEqual([200, '/v1/models?x=1']);
+    const elsewhere = await get(h.port, hostOf(endpoint), 'http://other.localhost:8000/admin');
+    expect(elsewhere.status).toBe(400);
+    expect(JSON.parse(elsewhere.body)).toMatchObject({ reason: 'INVALID_REQUEST' });
+    const client = connect(h.port, '127.0.0.1');
+    client.write(
+      `GET /v1 HTTP/1.1\r\nHost: ${hostOf(endpoint)}\r\nHost: other.localhost:8000\r\nConnection: close\r\n\r\n`,
+    );
+    let raw = '';
+    client.on('data', (chunk: Buffer) => {
+      raw += chunk.toString('latin1');
+    });
+    await once(client, 'close');
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toContain('more than one Host header');
+  });
+
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));

@@ -18,6 +18,7 @@ import { StoreLookup } from './lookup.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
+import { targetProblem } from './request-target.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 
 export interface GatewayLogger {
@@ -115,6 +116,11 @@ export class Gateway implements QueueSignals {
    */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const arrived = this.#o.clock();
+    const problem = targetProblem(req);
+    if (problem !== undefined) {
+      this.#write(res, new GatewayError('INVALID_REQUEST', problem));
+      return;
+    }
     const appName = this.#appName(req.headers.host);
     const known = appName === undefined ? undefined : this.#o.routing.endpointByAppName(appName);
     if (known || appName === undefined) {
@@ -300,6 +306,11 @@ export class Gateway implements QueueSignals {
     gone: AbortSignal,
     arrived: number,
   ): Promise<void> {
+    const problem = targetProblem(req);
+    if (problem !== undefined) {
+      this.#refuseUpgrade(socket, new GatewayError('INVALID_REQUEST', problem), undefined);
+      return;
+    }
     let endpoint: Endpoint | undefined;
     try {
       endpoint = await this.#endpointFor(req);
