@@ -335,6 +335,36 @@ describe('Gateway', () => {
     expect(raw).toContain('more than one Host header');
   });
 
+  it('serves an endpoint under /e/{appName}/ on a Host that names none: prefix stripped, X-Forwarded-Prefix set', async () => {
+    const h = await startGateway();
+    const echo = createServer((req, res) =>
+      res.end(JSON.stringify({ url: req.url, prefix: req.headers['x-forwarded-prefix'] ?? null })),
+    );
+    const echoPort = await listen(echo);
+    cleanups.push(() => {
+      echo.closeAllConnections();
+      echo.close();
+    });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port: echoPort } }]);
+    const gatewayHost = `127.0.0.1:${h.port}`;
+    const { appName } = endpoint.spec;
+    const viaPath = await get(h.port, gatewayHost, `/e/${appName}/v1/models?x=1`, {
+      'x-forwarded-prefix': '/spoofed',
+    });
+    expect(viaPath.status).toBe(200);
+    expect(JSON.parse(viaPath.body)).toEqual({ url: '/v1/models?x=1', prefix: `/e/${appName}` });
+    // A Host that names an endpoint wins: its path is forwarded as it is.
+    const viaHost = await get(h.port, hostOf(endpoint), `/e/${appName}/v1`);
+    expect(JSON.parse(viaHost.body)).toEqual({ url: `/e/${appName}/v1`, prefix: null });
+    const unknown = await get(h.port, gatewayHost, '/e/nobody/v1');
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body).message).toBe('no endpoint serves /e/nobody');
+    const bare = await get(h.port, gatewayHost, '/v1');
+    expect(JSON.parse(bare.body).message).toContain('/e/{appName}/');
+  });
+
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));

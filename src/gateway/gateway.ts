@@ -18,7 +18,7 @@ import { StoreLookup } from './lookup.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
-import { targetProblem } from './request-target.js';
+import { forwardedPrefix, takePathForm, targetProblem } from './request-target.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 
 export interface GatewayLogger {
@@ -121,7 +121,7 @@ export class Gateway implements QueueSignals {
       this.#write(res, new GatewayError('INVALID_REQUEST', problem));
       return;
     }
-    const appName = this.#appName(req.headers.host);
+    const appName = this.#appNameOf(req);
     const known = appName === undefined ? undefined : this.#o.routing.endpointByAppName(appName);
     if (known || appName === undefined) {
       this.#serve(req, res, known, arrived);
@@ -396,13 +396,27 @@ export class Gateway implements QueueSignals {
   /** Why the request cannot be served at all (404, 503), or undefined when it can. */
   #refusal(req: IncomingMessage, endpoint: Endpoint | undefined): GatewayError | undefined {
     if (!endpoint) {
-      return new GatewayError('ENDPOINT_NOT_FOUND', `no endpoint serves ${req.headers.host ?? 'this host'}`);
+      const prefix = forwardedPrefix(req);
+      return new GatewayError(
+        'ENDPOINT_NOT_FOUND',
+        prefix === undefined
+          ? `no endpoint serves ${req.headers.host ?? 'this host'} (an endpoint is {appName}.${this.#o.domain} or /e/{appName}/)`
+          : `no endpoint serves ${prefix}`,
+      );
     }
     if (endpoint.desired === 'stopped') {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
     const never = this.#endpoints.neverPlaceable(endpoint);
     return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
+  }
+
+  /**
+   * The appName the request is for: from its Host (`{appName}.{domain}`), or, only when the Host names no endpoint,
+   * from the path form `/e/{appName}/...` (stripped from the path the worker sees).
+   */
+  #appNameOf(req: IncomingMessage): string | undefined {
+    return this.#appName(req.headers.host) ?? takePathForm(req);
   }
 
   #appName(host: string | undefined): string | undefined {
@@ -418,7 +432,7 @@ export class Gateway implements QueueSignals {
   }
 
   async #endpointFor(req: IncomingMessage): Promise<Endpoint | undefined> {
-    const appName = this.#appName(req.headers.host);
+    const appName = this.#appNameOf(req);
     if (appName === undefined) return undefined;
     return this.#o.routing.endpointByAppName(appName) ?? this.#lookUp(appName);
   }

@@ -136,6 +136,19 @@ describe('forwardRequestHeaders', () => {
     });
   }
 
+  it("drops the client's X-Forwarded-Prefix and sets the gateway's own when it stripped one", () => {
+    const raw = ['X-Forwarded-Prefix', '/spoofed', 'Accept', '*/*'];
+    expect(pairs(forward(raw))).toEqual([
+      ['Accept', '*/*'],
+      ['x-forwarded-for', '10.0.0.9'],
+      ['x-forwarded-proto', 'http'],
+    ]);
+    expect(pairs(forwardRequestHeaders(raw, '10.0.0.9', 'http', undefined, '/e/app')).at(-1)).toEqual([
+      'x-forwarded-prefix',
+      '/e/app',
+    ]);
+  });
+
   it('reports Host, Content-Length and chunked framing to the caller', () => {
     const info: RequestHeadInfo = { host: 'stale', contentLength: 'stale', chunked: true };
     forwardRequestHeaders(['Host', 'h', 'Content-Length', '5'], '1.2.3.4', 'http', info);

@@ -77,6 +77,9 @@ function requestKind(name: string): Kind {
     case 17:
       // X-Forwarded-Proto is replaced by the gateway's own scheme.
       return sameName(name, 'transfer-encoding') || sameName(name, 'x-forwarded-proto') ? DROP : PASS;
+    case 18:
+      // X-Forwarded-Prefix is the gateway's to set (the path form of an endpoint's URL), never the client's.
+      return sameName(name, 'x-forwarded-prefix') || isHopByHop(name) ? DROP : PASS;
     default:
       return isHopByHop(name) ? DROP : PASS;
   }
@@ -97,9 +100,10 @@ export interface RequestHeadInfo {
 
 /**
  * The headers to send to the worker for a request with raw headers `raw`: hop-by-hop headers, the headers named by
- * Connection, Host, Expect and any X-Forwarded-Host/Proto dropped; everything else in order and untouched; then
+ * Connection, Host, Expect and any X-Forwarded-Host/Proto/Prefix dropped; everything else in order and untouched; then
  * `X-Forwarded-For` (the client's existing values, joined, with `clientAddress` appended), `X-Forwarded-Proto`
- * (`proto`) and `X-Forwarded-Host` (the original Host, when there was one). Host itself is not forwarded: undici
+ * (`proto`), `X-Forwarded-Host` (the original Host, when there was one) and `X-Forwarded-Prefix` (the path prefix
+ * the gateway stripped, for a request to an endpoint's path form). Host itself is not forwarded: undici
  * sends the worker's address, as nginx does by default.
  */
 export function forwardRequestHeaders(
@@ -107,6 +111,7 @@ export function forwardRequestHeaders(
   clientAddress: string | undefined,
   proto: string,
   info?: RequestHeadInfo,
+  forwardedPrefix?: string,
 ): string[] {
   const out: string[] = [];
   let connection: string | undefined;
@@ -141,6 +146,7 @@ export function forwardRequestHeaders(
   if (forwardedFor !== undefined) out.push('x-forwarded-for', forwardedFor);
   out.push('x-forwarded-proto', proto);
   if (host !== undefined) out.push('x-forwarded-host', host);
+  if (forwardedPrefix !== undefined) out.push('x-forwarded-prefix', forwardedPrefix);
   if (info) {
     info.host = host;
     info.contentLength = contentLength;

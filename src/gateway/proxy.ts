@@ -24,6 +24,7 @@ import type { Dispatcher } from 'undici';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { answer } from './answer.js';
 import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
+import { forwardedPrefix } from './request-target.js';
 
 export type ProxyOutcome =
   /** The worker's response was passed on in full. */
@@ -146,6 +147,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       socket.remoteAddress,
       (socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
       this,
+      forwardedPrefix(req),
     );
     const limit = this.bodyLimitBytes;
     if (limit !== undefined && this.contentLength !== undefined && Number(this.contentLength) > limit) {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { splitAbsoluteUrl, type TargetedRequest, targetProblem } from './request-target.js';
+import {
+  forwardedPrefix,
+  splitAbsoluteUrl,
+  type TargetedRequest,
+  takePathForm,
+  targetProblem,
+} from './request-target.js';
 
 function request(url: string, hosts: string[]): TargetedRequest {
   return { url, rawHeaders: hosts.flatMap((h) => ['Host', h]), headers: { host: hosts[0] } };
@@ -78,4 +84,28 @@ describe('splitAbsoluteUrl', () => {
   ])('%s -> %j', (url, expected) => {
     expect(splitAbsoluteUrl(url)).toEqual(expected);
   });
+});
+
+describe('takePathForm', () => {
+  it.each([
+    ['/e/my-app/v1/models?x=1', 'my-app', '/v1/models?x=1'],
+    ['/e/my-app', 'my-app', '/'],
+    ['/e/My-App?x=1', 'my-app', '/?x=1'],
+    ['/e/a1/', 'a1', '/'],
+  ])('%s is the endpoint %s, forwarded as %s', (url, appName, path) => {
+    const req = { url };
+    expect(takePathForm(req)).toBe(appName);
+    expect(req.url).toBe(path);
+    expect(forwardedPrefix(req)).toBe(`/e/${appName}`);
+  });
+
+  it.each(['/v1/models', '/e/', '/e//x', '/e/bad_name/x', '/e/-x/', '/eapp/x'])(
+    '%s is no path form',
+    (url) => {
+      const req = { url };
+      expect(takePathForm(req)).toBeUndefined();
+      expect(req.url).toBe(url);
+      expect(forwardedPrefix(req)).toBeUndefined();
+    },
+  );
 });

@@ -2,7 +2,13 @@
  * Which endpoint a request names, before routing: exactly one Host header, and a request target that is a path
  * (origin-form) or an http(s) URL naming that same host (absolute-form, RFC 9112 section 3.2.2), which is then
  * forwarded as its path. Anything else is refused with 400 rather than routed by one header and forwarded by another.
+ * And the path form of an endpoint's URL, `/e/{appName}/...`, for clients that cannot resolve `*.localhost`.
  */
+import { APP_NAME } from '../domain/validate.js';
+
+const PATH_FORM = '/e/';
+/** Requests routed by the path form -> the prefix stripped from their path (for X-Forwarded-Prefix). */
+const strippedPrefixes = new WeakMap<object, string>();
 
 /** What routing needs of a request: its Host header(s) and its target. */
 export interface TargetedRequest {
@@ -51,4 +57,26 @@ export function splitAbsoluteUrl(url: string): { authority: string; path: string
   if (authority === '' || authority.includes('@')) return undefined;
   const tail = end === -1 ? '' : rest.slice(end).replace(/#.*$/, '');
   return { authority, path: tail.startsWith('/') ? tail : `/${tail}` };
+}
+
+/**
+ * The appName of a request to an endpoint's path form, `/e/{appName}` followed by `/`, `?` or nothing; undefined for
+ * any other path. The prefix is stripped from `req.url` (the worker sees `/...`) and kept for `forwardedPrefix`.
+ */
+export function takePathForm(req: { url?: string | undefined }): string | undefined {
+  const url = req.url;
+  if (url === undefined || !url.startsWith(PATH_FORM)) return undefined;
+  const rest = url.slice(PATH_FORM.length);
+  const end = rest.search(/[/?]/);
+  const appName = (end === -1 ? rest : rest.slice(0, end)).toLowerCase();
+  if (!APP_NAME.test(appName)) return undefined;
+  const tail = end === -1 ? '' : rest.slice(end);
+  req.url = tail.startsWith('/') ? tail : `/${tail}`;
+  strippedPrefixes.set(req, `${PATH_FORM}${appName}`);
+  return appName;
+}
+
+/** The prefix `takePathForm` stripped from this request's path, if it did. */
+export function forwardedPrefix(req: object): string | undefined {
+  return strippedPrefixes.get(req);
 }

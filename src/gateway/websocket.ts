@@ -24,6 +24,7 @@ import type { Duplex } from 'node:stream';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade } from './answer.js';
 import { forwardRequestHeaders } from './headers.js';
+import { forwardedPrefix } from './request-target.js';
 
 export type UpgradeOutcome =
   /** The worker answered and the connection ran until one side closed it. */
@@ -323,7 +324,13 @@ function requestHead(
   clientAddress: string | undefined,
   proto: string,
 ): string {
-  const headers = forwardRequestHeaders(req.rawHeaders, clientAddress, proto);
+  const headers = forwardRequestHeaders(
+    req.rawHeaders,
+    clientAddress,
+    proto,
+    undefined,
+    forwardedPrefix(req),
+  );
   const host = target.host.includes(':') ? `[${target.host}]` : target.host;
   let text = `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1\r\nHost: ${host}:${target.port}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;

@@ -227,6 +227,24 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
 
+  it('a Python urllib client, which cannot resolve *.localhost, reaches an endpoint through /e/{appName}/', async () => {
+    const id = await create('by-path', {
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 4, freeTimeout: 60, gpuNum: 1 },
+    });
+    await until(
+      async () => expect((await viaGateway(server, 'by-path', '/health')).status).toBe(200),
+      30_000,
+    );
+    const script = [
+      'import sys, urllib.request',
+      'answer = urllib.request.urlopen(sys.argv[1] + "/e/by-path/health")',
+      'print(answer.status, answer.headers["X-Corral-Worker"] is not None)',
+    ].join('\n');
+    const printed = execFileSync('python3', ['-c', script, server.gatewayUrl], { encoding: 'utf8' });
+    expect(printed.trim()).toBe('200 True');
+    await api(server, 'endpoint/delete', { id });
+  }, 60_000);
+
   it('streams SSE event by event', async () => {
     const id = await create('sse', {
       workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 4, freeTimeout: 60, gpuNum: 1 },
