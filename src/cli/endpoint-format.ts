@@ -24,6 +24,28 @@ export function formatEndpointList(endpoints: readonly WireEndpoint[], total: nu
   return total > endpoints.length ? `${table}Showing ${endpoints.length} of ${total} endpoints.\n` : table;
 }
 
+/**
+ * The endpoint's path-form URL (docs/gateway.md), for clients that cannot resolve `*.localhost`: shown when the
+ * host form is under `localhost`, as the gateway's port on the host the API answers at (its `log` link's host).
+ */
+export function pathFormUrl(e: WireEndpoint): string | undefined {
+  let url: URL;
+  let api: URL;
+  try {
+    url = new URL(e.url);
+    api = new URL(e.log);
+  } catch {
+    return undefined;
+  }
+  if (!url.hostname.endsWith('.localhost')) return undefined;
+  return `${url.protocol}//${api.hostname}${url.port === '' ? '' : `:${url.port}`}/e/${e.appName}/`;
+}
+
+function pathForm(e: WireEndpoint): [string, string][] {
+  const url = pathFormUrl(e);
+  return url === undefined ? [] : [['Path URL', url]];
+}
+
 export function formatEndpoint(e: WireEndpoint): string {
   const w = e.workerConfig;
   const h = e.healthy;
@@ -33,6 +55,7 @@ export function formatEndpoint(e: WireEndpoint): string {
     ['App name', e.appName],
     ['State', stateText(e.state)],
     ['URL', e.url],
+    ...pathForm(e),
     ['Image', e.image.image],
     ['Command', e.image.command],
     ['Registry auth', e.image.authId],

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CannedAnswer, makeHarness, runCommand } from '../../test/support/cli-harness.js';
 import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
+import { pathFormUrl } from './endpoint-format.js';
 import { buildUpdateBody, makeEndpointsCommand } from './endpoints.js';
 
 const PREFIX = '/gpu-instance/openapi/v1/';
@@ -114,6 +115,17 @@ describe('corral endpoints list', () => {
   });
 });
 
+describe('pathFormUrl', () => {
+  it.each([
+    ['http://echo.localhost:8081', 'http://127.0.0.1:8080/x', 'http://127.0.0.1:8081/e/echo/'],
+    ['http://echo.localhost', 'http://10.0.0.5:8080/x', 'http://10.0.0.5/e/echo/'],
+    ['https://echo.run.example.com', 'http://127.0.0.1:8080/x', undefined],
+    ['not a url', 'http://127.0.0.1:8080/x', undefined],
+  ])('url %s, API at %s -> %s', (url, log, expected) => {
+    expect(pathFormUrl(sampleWireEndpoint(8000, { url, log }))).toBe(expected);
+  });
+});
+
 describe('corral endpoints get', () => {
   it('prints the endpoint with its workers', async () => {
     const endpoint = sampleWireEndpoint(8000, {
@@ -135,6 +147,9 @@ describe('corral endpoints get', () => {
     expect(out).toContain('ID:               ep-1\n');
     expect(out).toContain('State:            serving\n');
     expect(out).toContain('Image:            corral/echo:1\n');
+    // The path form, for clients that cannot resolve *.localhost, beside the host form.
+    expect(out).toContain('URL:              http://echo.localhost:8081\n');
+    expect(out).toContain('Path URL:         http://127.0.0.1:8081/e/echo/\n');
     expect(out).toContain('Port:             8000\n');
     expect(out).toContain('Workers:          0-2 (ready 0/1)\n');
     expect(out).toContain('Environment:\n  KEY    VALUE\n  MODEL  tiny\n');
