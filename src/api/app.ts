@@ -74,6 +74,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
     if (answer.code === 'RATE_LIMITED')
       reply.header('Retry-After', String(answer.metadata.retryAfterSeconds));
+    if (
+      answer.code === 'BODY_TOO_LARGE' &&
+      lingers(request.headers['content-length'], options.bodyLimitBytes)
+    ) {
+      // Fastify closes the connection after a 413 while the client may still be sending its body: the kernel then
+      // resets it, and a client still writing sees a broken pipe instead of the answer. Kept alive, node reads
+      // and discards the rest of the body, so the 413 reaches every client.
+      reply.removeHeader('connection');
+    }
     return reply.status(answer.status).send(answer.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
@@ -140,6 +149,19 @@ function refuseNul(key: string, value: unknown): unknown {
   }
   return value;
 }
+
+/**
+ * Whether a request refused as too large is read to its end rather than cut off: only a declared length (a chunked
+ * body has none), and at most LINGER_BODY_FACTOR times the limit, so that a client cannot make the server read
+ * without end.
+ */
+function lingers(contentLength: string | undefined, limitBytes: number): boolean {
+  const declared = Number(contentLength);
+  return Number.isFinite(declared) && declared <= limitBytes * LINGER_BODY_FACTOR;
+}
+
+/** How far past the body limit a declared body is still read (and discarded) so that its 413 is read. */
+const LINGER_BODY_FACTOR = 16;
 
 function toApiError(error: FastifyError): ApiError {
   if (error instanceof ApiError) return error;

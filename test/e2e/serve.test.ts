@@ -1,11 +1,36 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCorral, type ServeProcess, startServe } from '../support/process.js';
 
 const PREFIX = '/gpu-instance/openapi/v1';
+const execFileAsync = promisify(execFile);
+
+/**
+ * Python's http.client, as a user's script sends a large body: it writes all of it before reading the answer, so a
+ * server that closes after its 413 while the body still arrives resets the connection under it (a broken pipe).
+ * Prints one line per attempt: the status and the start of the body, or the error's name.
+ */
+const PYTHON_UPLOADS = `
+import http.client, sys
+port, key, size, attempts = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+body = b"x" * size
+for _ in range(attempts):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("POST", "/gpu-instance/openapi/v1/endpoint/create", body=body,
+                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+        r = c.getresponse()
+        print(r.status, r.read().decode()[:40])
+    except Exception as e:
+        print(type(e).__name__)
+    finally:
+        c.close()
+`;
 
 async function api(server: ServeProcess, key: string, path: string, body?: unknown) {
   const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
@@ -83,6 +108,32 @@ describe('corral serve as a process', () => {
       await server.stop();
     }
   });
+
+  it("answers a body over the API limit with 413 every time, also to Python's http.client, which reads only once it has sent it all", async () => {
+    const key = 'operator-key-0123456789abcdef';
+    const server = await startServe(['--gpus', 'h100-80g:2'], {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: key,
+    });
+    try {
+      const attempts = 60;
+      const { stdout } = await execFileAsync('python3', [
+        '-c',
+        PYTHON_UPLOADS,
+        new URL(server.apiUrl).port,
+        key,
+        String(3 * 1024 * 1024),
+        String(attempts),
+      ]);
+      const answers = stdout.trim().split('\n');
+      expect(answers).toHaveLength(attempts);
+      expect(answers.filter((line) => !line.startsWith('413 {"code":413,"reason":"BODY_TOO_LARGE"'))).toEqual(
+        [],
+      );
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
 
   it('the endpoints CLI works against the server', async () => {
     const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
