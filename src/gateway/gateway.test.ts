@@ -1,5 +1,11 @@
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  request,
+  type Server,
+} from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -288,6 +294,20 @@ function abandon(port: number, host: string, path: string, when: Promise<unknown
   });
 }
 
+/** A running endpoint whose one worker answers each request with `answer(req)` (what reached the worker). */
+async function routedToEcho(h: Harness, answer: (req: IncomingMessage) => string): Promise<Endpoint> {
+  const echo = createServer((req, res) => res.end(answer(req)));
+  const port = await listen(echo);
+  cleanups.push(() => {
+    echo.closeAllConnections();
+    echo.close();
+  });
+  const endpoint = runningEndpoint();
+  h.routing.endpoints.set(endpoint.id, endpoint);
+  h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port } }]);
+  return endpoint;
+}
+
 function runningEndpoint(maxConcurrent = 2): Endpoint {
   return sampleEndpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 3, maxConcurrent } } });
 }
@@ -308,15 +328,7 @@ describe('Gateway', () => {
 
   it('routes an absolute-form target by the host it names and forwards its path; refuses two Host headers and a target naming another host', async () => {
     const h = await startGateway();
-    const echo = createServer((req, res) => res.end(req.url));
-    const echoPort = await listen(echo);
-    cleanups.push(() => {
-      echo.closeAllConnections();
-      echo.close();
-    });
-    const endpoint = runningEndpoint();
-    h.routing.endpoints.set(endpoint.id, endpoint);
-    h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port: echoPort } }]);
+    const endpoint = await routedToEcho(h, (req) => req.url ?? '');
     const absolute = await get(h.port, hostOf(endpoint), `http://${hostOf(endpoint)}/v1/models?x=1`);
     expect([absolute.status, absolute.body]).toEqual([200, '/v1/models?x=1']);
     const elsewhere = await get(h.port, hostOf(endpoint), 'http://other.localhost:8000/admin');
@@ -337,17 +349,9 @@ describe('Gateway', () => {
 
   it('serves an endpoint under /e/{appName}/ on a Host that names none: prefix stripped, X-Forwarded-Prefix set', async () => {
     const h = await startGateway();
-    const echo = createServer((req, res) =>
-      res.end(JSON.stringify({ url: req.url, prefix: req.headers['x-forwarded-prefix'] ?? null })),
+    const endpoint = await routedToEcho(h, (req) =>
+      JSON.stringify({ url: req.url, prefix: req.headers['x-forwarded-prefix'] ?? null }),
     );
-    const echoPort = await listen(echo);
-    cleanups.push(() => {
-      echo.closeAllConnections();
-      echo.close();
-    });
-    const endpoint = runningEndpoint();
-    h.routing.endpoints.set(endpoint.id, endpoint);
-    h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port: echoPort } }]);
     const gatewayHost = `127.0.0.1:${h.port}`;
     const { appName } = endpoint.spec;
     const viaPath = await get(h.port, gatewayHost, `/e/${appName}/v1/models?x=1`, {
