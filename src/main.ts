@@ -264,7 +264,9 @@ export async function serve(
   };
   try {
     logger.info({ database: store.describe() }, 'store ready');
-    await ensureKeys(store, { ...io, operatorKey });
+    // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
+    const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
+    await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
     const gpus = await inventoryFor(config, logger);
     const secrets = new SecretBox({ key: secretKey });
     const runtime = await selectRuntime({
@@ -342,7 +344,12 @@ export async function serve(
 
 async function ensureKeys(
   store: Store,
-  io: { logger: Logger; stdout: (text: string) => void; operatorKey: string | undefined },
+  io: {
+    logger: Logger;
+    stdout: (text: string) => void;
+    operatorKey: string | undefined;
+    apiUrl: string | undefined;
+  },
 ): Promise<void> {
   const keys = new ApiKeyService({ store, clock: systemClock });
   const { operatorKey } = io;
@@ -352,11 +359,26 @@ async function ensureKeys(
     else io.logger.info({ outcome }, 'CORRAL_API_KEY accepted as an admin key');
   }
   const first = await keys.ensureFirstKey();
-  if (first) {
-    io.stdout(
-      `\nCreated the first API key (owner "default", admin). It is shown only this once; keep it safe:\n\n  ${first.key}\n\nUse it as: Authorization: Bearer <key>   (manage keys with: corral keys create|list|revoke)\n\n`,
-    );
-  }
+  if (first) io.stdout(firstKeyBanner(first.key, io.apiUrl));
+}
+
+/** What the first start prints: the key, once, and the lines that set up the CLI, ready to paste. */
+function firstKeyBanner(key: string, apiUrl: string | undefined): string {
+  const exports = [`  export CORRAL_API_KEY=${key}`];
+  if (apiUrl !== undefined) exports.push(`  export CORRAL_API_URL=${apiUrl}`);
+  return [
+    '',
+    'Created the first API key (owner "default", admin). It is shown only this once; keep it safe:',
+    '',
+    `  ${key}`,
+    '',
+    'Use it as: Authorization: Bearer <key>   (manage keys with: corral keys create|list|revoke)',
+    'For the corral CLI, paste:',
+    '',
+    ...exports,
+    '',
+    '',
+  ].join('\n');
 }
 
 /** The bound port, which differs from the configured one when that was 0. */

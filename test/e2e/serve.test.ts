@@ -61,18 +61,20 @@ describe('corral serve as a process', () => {
     const first = await startServe(['--gpus', 'h100-80g:2'], env);
     const key = /\n {2}(sk_\S+)\n/.exec(first.stdout())?.[1] ?? '';
     expect(key).toMatch(/^sk_[a-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    // Ready to paste for the CLI (no CORRAL_API_URL line here: the test server listens on a port chosen at start).
+    expect(first.stdout()).toContain(`For the corral CLI, paste:\n\n  export CORRAL_API_KEY=${key}\n`);
     const created = await api(first, key, 'endpoint/create', {
       endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }] },
     });
     expect(created.status).toBe(200);
     expect(await first.stop()).toBe(0);
-    // The key appears in no log line.
+    // The key appears in the banner only, in no log line.
     expect(
       first
         .stdout()
         .split('\n')
         .filter((line) => line.includes(key)),
-    ).toEqual([`  ${key}`]);
+    ).toEqual([`  ${key}`, `  export CORRAL_API_KEY=${key}`]);
 
     const second = await startServe(['--gpus', 'h100-80g:2'], env);
     try {
