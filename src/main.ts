@@ -192,8 +192,6 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       ? {}
       : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
-    // A worker that is starting is probed often (STARTING_PROBE_INTERVAL_MS, the default), so that a wake from zero
-    // is served as soon as it is ready.
     awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
     metrics: controllerMetrics,
   });

@@ -75,8 +75,8 @@ describe('Scaler', () => {
   it('asks for minNum and names no victim for an endpoint no request has reached', () => {
     const h = harness();
     const e = sampleEndpoint({ patch: { workers: { minWorkers: 2, maxWorkers: 4 } } });
-    expect(h.scaler.desiredWorkers(e, [])).toBe(2);
-    expect(h.scaler.victims(e, [])).toEqual([]);
+    expect(h.scaler.advise(e, []).desired).toBe(2);
+    expect(h.scaler.advise(e, []).victims).toEqual([]);
     expect(h.timers.count).toBe(0);
   });
 
@@ -86,7 +86,7 @@ describe('Scaler', () => {
     h.signals.queued(e.id);
     expect(h.rescales()).toBe(1);
     h.signals.queues.set(e.id, { length: 1, oldestEnqueuedAt: h.timers.now });
-    expect(h.scaler.desiredWorkers(e, [])).toBe(1);
+    expect(h.scaler.advise(e, []).desired).toBe(1);
     expect(h.decisions.at(-1)).toMatchObject({ endpointId: e.id, desired: 1 });
   });
 
@@ -96,15 +96,15 @@ describe('Scaler', () => {
     const workers = [running('w1', e.revision)];
     h.signals.load.set('w1', { inFlight: 2, lastBusyAt: h.timers.now });
     h.signals.queues.set(e.id, { length: 3, oldestEnqueuedAt: h.timers.now });
-    expect(h.scaler.desiredWorkers(e, workers)).toBe(1);
-    expect(h.scaler.desiredWorkers(e, workers)).toBe(1);
+    expect(h.scaler.advise(e, workers).desired).toBe(1);
+    expect(h.scaler.advise(e, workers).desired).toBe(1);
     expect(h.timers.count).toBe(1);
     h.timers.advance(999);
     expect(h.rescales()).toBe(0);
     h.timers.advance(1);
     expect(h.rescales()).toBe(1);
     // Past the threshold: enough workers for the queue, ceil(3 / 2) more.
-    expect(h.scaler.desiredWorkers(e, workers)).toBe(3);
+    expect(h.scaler.advise(e, workers).desired).toBe(3);
   });
 
   it('scales down an idle worker once idle for the timeout, newest first, and only workers of the current revision', () => {
@@ -118,11 +118,11 @@ describe('Scaler', () => {
     h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
     h.signals.load.set('w1', { inFlight: 0, lastBusyAt: h.timers.now });
     h.signals.load.set('w2', { inFlight: 0, lastBusyAt: h.timers.now });
-    expect(h.scaler.desiredWorkers(e, workers)).toBe(2);
+    expect(h.scaler.advise(e, workers).desired).toBe(2);
     h.timers.advance(10_000);
     expect(h.rescales()).toBe(1);
-    expect(h.scaler.desiredWorkers(e, workers)).toBe(0);
-    expect(h.scaler.victims(e, workers)).toEqual(['w2', 'w1']);
+    expect(h.scaler.advise(e, workers).desired).toBe(0);
+    expect(h.scaler.advise(e, workers).victims).toEqual(['w2', 'w1']);
   });
 
   it("counts a worker the gateway never saw busy as idle since it was ready, and passes the controller's workers for pruning", () => {
@@ -131,7 +131,7 @@ describe('Scaler', () => {
     const workers = [running('w1', e.revision, 80_000)];
     h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
     h.signals.load.set('gone', { inFlight: 0, lastBusyAt: 1 });
-    expect(h.scaler.victims(e, workers)).toEqual(['w1']);
+    expect(h.scaler.advise(e, workers).victims).toEqual(['w1']);
     expect(h.signals.asked.at(-1)).toEqual([]);
   });
 
@@ -140,7 +140,7 @@ describe('Scaler', () => {
     const [kept, gone] = [endpoint(), endpoint()];
     for (const e of [kept, gone]) {
       h.signals.queues.set(e.id, { length: 1, oldestEnqueuedAt: h.timers.now });
-      h.scaler.desiredWorkers(e, [running(`w-${e.id}`, e.revision)]);
+      h.scaler.advise(e, [running(`w-${e.id}`, e.revision)]);
     }
     expect(h.timers.count).toBe(2);
     h.scaler.retain((id) => id === kept.id);

@@ -20,6 +20,12 @@ export interface ScalableWorker {
   readyAt: number | null;
 }
 
+/** The scaler's answer to the controller for one endpoint. */
+export interface ScalingAdvice {
+  desired: number;
+  victims: string[];
+}
+
 export interface ScaleDecisionObserver {
   observeScaleDecision(endpointId: string, decision: ScalingDecision, now: number): void;
   retain(exists: (endpointId: string) => boolean): void;
@@ -43,20 +49,17 @@ export class Scaler {
     this.#unsubscribe = options.signals.onQueued(() => this.#rescale());
   }
 
-  /** How many workers of the current revision the endpoint wants (its minimum when no request reached it). */
-  desiredWorkers(endpoint: Endpoint, workers: readonly ScalableWorker[]): number {
+  /**
+   * How many workers of the current revision the endpoint wants (its minimum when no request reached it), and the
+   * idle workers to remove first, in order: one decision per endpoint and pass.
+   */
+  advise(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingAdvice {
     const input = this.#input(endpoint, workers);
-    if (!input) return endpoint.spec.workers.minWorkers;
+    if (!input) return { desired: endpoint.spec.workers.minWorkers, victims: [] };
     this.#scheduleCheck(endpoint.id, nextCheckAt(input));
     const decision = decideScale(input);
     this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
-    return decision.desired;
-  }
-
-  /** The idle workers to remove first, in order. */
-  victims(endpoint: Endpoint, workers: readonly ScalableWorker[]): string[] {
-    const input = this.#input(endpoint, workers);
-    return input ? decideScale(input).victims : [];
+    return { desired: decision.desired, victims: decision.victims };
   }
 
   /** Endpoints that still exist: timers and metrics of the others go. */

@@ -22,10 +22,8 @@ export const STARTING_PROBE_INTERVAL_MS = 50;
 
 /** What the controller asks the autoscaler (src/autoscaler/scaler.ts); minNum and no victims without one. */
 export interface ScalingAdvisor {
-  /** Workers of the current revision the endpoint wants. */
-  desiredWorkers(endpoint: Endpoint, workers: readonly ManagedWorker[]): number;
-  /** Idle workers to remove first, in order. */
-  victims(endpoint: Endpoint, workers: readonly ManagedWorker[]): string[];
+  /** Workers of the current revision the endpoint wants, and the idle ones to remove first, in order. */
+  advise(endpoint: Endpoint, workers: readonly ManagedWorker[]): { desired: number; victims: string[] };
   /** The endpoints that exist after a pass: what is kept of the others goes. */
   retain(exists: (endpointId: string) => boolean): void;
   /** Called when the answers may have changed by themselves (a request queued, a threshold reached). */

@@ -24,7 +24,6 @@ import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
 import { writeStatuses, writeWorkers } from './write-back.js';
 
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
-export { STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
 type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
@@ -218,12 +217,12 @@ export class Controller {
 
   #plan(endpoint: Endpoint, now: number): PlanAction[] {
     const workers = this.#book.ofEndpoint(endpoint.id);
-    const { scaling } = this.#o;
+    const advice = this.#o.scaling?.advise(endpoint, workers);
     return planEndpoint({
       endpoint,
       workers,
-      desiredWorkers: scaling?.desiredWorkers(endpoint, workers) ?? endpoint.spec.workers.minWorkers,
-      preferredVictims: scaling?.victims(endpoint, workers) ?? [],
+      desiredWorkers: advice?.desired ?? endpoint.spec.workers.minWorkers,
+      preferredVictims: advice?.victims ?? [],
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,

@@ -23,7 +23,7 @@ const UNREPORTED_GRACE_MS = 10_000;
  * after it: behind Docker's userland proxy a dead container's port still accepts connections, and without this
  * every queued request would be handed to it in turn before its exit is noticed.
  */
-export const QUARANTINE_MS = 2000;
+const QUARANTINE_MS = 2000;
 
 export interface EndpointTableOptions {
   routing: RoutingView;

@@ -38,7 +38,7 @@ export function targetProblem(req: TargetedRequest): string | undefined {
 }
 
 /** How many Host headers a raw header list holds. */
-export function hostHeaders(raw: readonly string[]): number {
+function hostHeaders(raw: readonly string[]): number {
   let count = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
