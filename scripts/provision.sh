@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs and starts what the integration suites need: PostgreSQL and a Docker engine (Debian packages).
+# Installs and starts what the integration suites need: PostgreSQL, a Docker engine, and the registry and htpasswd
+# of the private-image suite (Debian packages; the suite starts the registry itself).
 # Idempotent: does nothing for what is already running.
 # Usage: provision.sh [ENV_FILE]. The environment to export is written to ENV_FILE, or printed when none is given.
 set -euo pipefail
@@ -22,6 +23,9 @@ in_new_session() {
 need_packages=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need_packages+=(postgresql)
 command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
+# The private-image suite starts its own registry (htpasswd auth): Debian's docker-registry and htpasswd.
+command -v docker-registry >/dev/null 2>&1 || need_packages+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_packages+=(apache2-utils)
 if [ "${#need_packages[@]}" -gt 0 ]; then
   log "installing ${need_packages[*]}"
   as_root apt-get update -qq

@@ -16,6 +16,7 @@ const ALLOWED: Record<string, string[]> = {
   crypto: [],
   gpu: [],
   logger: [],
+  registry: [],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu', 'store'],
   service: ['crypto', 'domain', 'errors', 'store'],
