@@ -24,7 +24,7 @@ const ALLOWED: Record<string, string[]> = {
   runtime: ['config', 'service'],
   controller: ['crypto', 'domain', 'gpu', 'runtime', 'service', 'store'],
   gateway: ['autoscaler', 'controller', 'domain', 'errors', 'service'],
-  config: ['contract', 'domain', 'gpu', 'store'],
+  config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gateway', 'gpu', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['client', 'config', 'contract', 'logger', 'main', 'service', 'store'],

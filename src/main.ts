@@ -34,12 +34,14 @@ import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
+import { ImageAccessGuard } from './registry/image-access-guard.js';
+import { registryManifestCheck } from './registry/manifest-check.js';
 import { selectRuntime } from './runtime/select.js';
 import type { WorkerRuntime } from './runtime/types.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
-import { EndpointService } from './service/endpoint-service.js';
+import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
@@ -62,6 +64,8 @@ export interface ApiParts {
   onEndpointsChanged?: () => void;
   /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
   bound?: { apiUrl: () => string; gatewayPort: () => number };
+  /** Whether an owner may run an image, asked at create/update; none: the pull alone decides. */
+  imageAccess?: ImageAccessCheck;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -88,6 +92,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ids: randomIds,
       toValidationError: validationError,
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+      ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
@@ -118,6 +123,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   clock?: Clock;
   /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
   revealCredentials?: ControllerOptions['revealCredentials'];
+  /** Whether the owner may run the image, before each worker start; none: the pull alone decides. */
+  imageAccess?: ControllerOptions['imageAccess'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -187,6 +194,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     ...(config.workers?.memoryGBPerGpu === undefined
       ? {}
@@ -275,6 +283,7 @@ export async function serve(
     });
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
+    const imageGuard = imageAccessGuard(runtime, config, credentials);
     const registry = new Registry();
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
@@ -286,6 +295,16 @@ export async function serve(
       logger,
       registry,
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
+      ...(imageGuard
+        ? {
+            imageAccess: (request) =>
+              imageGuard.check({
+                ...request,
+                at: 'start',
+                admin: () => ownerIsAdmin(store, request.ownerId),
+              }),
+          }
+        : {}),
     });
     const { controller, gateway } = traffic;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
@@ -305,6 +324,7 @@ export async function serve(
       registry,
       onEndpointsChanged: () => controller.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
+      ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
@@ -338,6 +358,31 @@ export async function serve(
     await closeAll();
     throw error;
   }
+}
+
+/**
+ * Private images stay private (docs/api.md, Private images): on a runtime that holds images, the registry is asked
+ * whether the owner's own credentials pull an image, at create/update and before each worker start.
+ */
+function imageAccessGuard(
+  runtime: WorkerRuntime,
+  config: Config,
+  credentials: CredentialService,
+): ImageAccessGuard | undefined {
+  const localImage = runtime.localImage?.bind(runtime);
+  if (!localImage) return undefined;
+  return new ImageAccessGuard({
+    localImage,
+    checkManifest: registryManifestCheck(),
+    login: (ownerId, authId) => credentials.reveal(ownerId, authId),
+    allowLocal: config.allowLocalImages,
+    clock: systemClock,
+  });
+}
+
+/** Whether the owner holds an admin key that is not revoked (a worker start has no caller to ask). */
+async function ownerIsAdmin(store: Store, ownerId: string): Promise<boolean> {
+  return (await store.apiKeys.list(ownerId)).some((key) => key.admin && key.revokedAt === null);
 }
 
 async function ensureKeys(

@@ -35,8 +35,20 @@ describe('loadConfig', () => {
     [{ domain: 'bad domain' }, 'invalid --domain (CORRAL_DOMAIN)'],
     [{ logLevel: 'loud' }, 'invalid --log-level (CORRAL_LOG_LEVEL)'],
     [{ publicUrl: 'ftp://x' }, 'invalid --public-url (CORRAL_PUBLIC_URL)'],
+    [{ allowLocalImages: 'Admins' }, 'invalid --allow-local-images (CORRAL_ALLOW_LOCAL_IMAGES)'],
+    [{ allowLocalImages: 'app,Bad Name' }, 'got "Bad Name"'],
   ])('rejects %j naming the setting', (flags, message) => {
     expect(() => load(flags)).toThrow(message);
+  });
+
+  it.each([
+    [undefined, 'admins'],
+    ['all', 'all'],
+    ['corral-test-worker:latest', ['corral-test-worker:latest']],
+    [' app , team/app:1 ', ['app', 'team/app:1']],
+  ])('--allow-local-images %j: %j (default: admins only)', (value, allowance) => {
+    const env = value === undefined ? {} : { CORRAL_ALLOW_LOCAL_IMAGES: value };
+    expect(load({}, env).allowLocalImages).toEqual(allowance);
   });
 
   it('reads limits by their wire names, products, storages and rate limits from the file', () => {

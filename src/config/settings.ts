@@ -4,6 +4,8 @@
  */
 import { z } from 'zod';
 import { type GpuSource, parseGpuSource } from '../gpu/inventory.js';
+import type { LocalImageAllowance } from '../registry/image-access.js';
+import { parseImageReference } from '../registry/image-reference.js';
 
 export interface HostPort {
   host: string;
@@ -40,6 +42,22 @@ const url = z
   .trim()
   .regex(/^https?:\/\/[^\s/]+(\/.*)?$/, 'expected an http:// or https:// URL')
   .transform((value) => value.replace(/\/+$/, ''));
+
+/** `admins`, `all`, or a comma-separated list of image names (a name without a tag allows every tag). */
+const localImageAllowance = z.string().transform((value, ctx): LocalImageAllowance => {
+  const trimmed = value.trim();
+  if (trimmed === 'admins' || trimmed === 'all') return trimmed;
+  const names = trimmed.split(',').map((name) => name.trim());
+  const bad = names.find((name) => parseImageReference(name) === undefined);
+  if (bad !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected admins, all or image names such as app,team/app:1, got "${bad}"`,
+    });
+    return z.NEVER;
+  }
+  return names;
+});
 
 const optionalText = z
   .string()
@@ -124,6 +142,13 @@ export const SERVE_SETTINGS = {
     default: undefined,
     help: 'YAML or JSON file with limits, products, network storages and rate limits',
     schema: optionalText,
+  },
+  allowLocalImages: {
+    flag: '--allow-local-images',
+    env: 'CORRAL_ALLOW_LOCAL_IMAGES',
+    default: 'admins',
+    help: 'who may run images that exist only on this machine (built here, never pulled): admins, all, or image names',
+    schema: localImageAllowance,
   },
   logLevel: {
     flag: '--log-level',

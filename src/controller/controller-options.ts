@@ -36,6 +36,16 @@ export interface ControllerLogger {
   error(fields: object, message: string): void;
 }
 
+/**
+ * Whether the endpoint's owner may run its image, asked before each worker start (docs/api.md, Private images);
+ * a refusal fails the worker with IMAGE_PULL_FAILED and the message.
+ */
+export type StartImageCheck = (request: {
+  ownerId: string;
+  authId: string;
+  image: string;
+}) => Promise<{ allowed: true } | { allowed: false; message: string }>;
+
 export interface ControllerOptions {
   store: Store;
   runtime: WorkerRuntime;
@@ -53,6 +63,8 @@ export interface ControllerOptions {
   memoryGBPerGpu?: number;
   /** Registry credentials for an image pull, decrypted only for it. */
   revealCredentials: RevealCredentials;
+  /** Checked before each worker start; absent: the runtime's pull is the only check. */
+  imageAccess?: StartImageCheck;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;

@@ -169,6 +169,37 @@ describe('Controller over the fake runtime', () => {
     });
   });
 
+  it('asks before each start whether the owner may run the image, and a refusal fails the worker with its reason', async () => {
+    const asked: { ownerId: string; authId: string; image: string }[] = [];
+    const message = "registry refused owner's credentials for image 127.0.0.1:5000/a/model:1 (HTTP 401)";
+    const endpoint = await create({ image: { ref: '127.0.0.1:5000/a/model:1', authId: 'auth-b' } });
+    controller({
+      imageAccess: async (request) => {
+        asked.push(request);
+        return { allowed: false, message };
+      },
+    }).start();
+    await eventually(async () => {
+      expect((await workers(endpoint))[0]?.status).toEqual({
+        state: 'failed',
+        error: 'IMAGE_PULL_FAILED',
+        message,
+      });
+    });
+    expect(asked[0]).toEqual({
+      ownerId: endpoint.ownerId,
+      authId: 'auth-b',
+      image: '127.0.0.1:5000/a/model:1',
+    });
+    expect(runtime.counters.creates).toBe(0);
+  });
+
+  it('a granted image starts as before', async () => {
+    const endpoint = await create();
+    controller({ imageAccess: async () => ({ allowed: true }) }).start();
+    await eventually(async () => expect((await state(endpoint))?.state).toBe('serving'));
+  });
+
   it('fails a worker whose health never passes with HEALTH_TIMEOUT, then CRASH_LOOP for the endpoint', async () => {
     healthy = () => false;
     const endpoint = await create();

@@ -26,7 +26,7 @@ import { writeStatuses, writeWorkers } from './write-back.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
+type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'imageAccess';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -297,6 +297,7 @@ export class Controller {
     this.#setState(record, 'pulling', 'preparing the image');
     this.#gpus.createStarted(record.id, record.gpuUuids);
     try {
+      await this.#checkImageAccess(endpoint);
       const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
       const { memoryGBPerGpu } = this.#o;
       const spec = buildWorkerSpec(endpoint, record, gpus, {
@@ -340,6 +341,15 @@ export class Controller {
       this.#gpus.createEnded(record.id);
       this.poke();
     }
+  }
+
+  /** As Kubernetes' AlwaysPullImages: an image already here is still the owner's to run only if the registry says so. */
+  async #checkImageAccess(endpoint: Endpoint): Promise<void> {
+    const check = this.#o.imageAccess;
+    if (!check) return;
+    const { ref, authId } = endpoint.spec.image;
+    const verdict = await check({ ownerId: endpoint.ownerId, authId, image: ref });
+    if (!verdict.allowed) throw new RuntimeError('IMAGE_PULL_FAILED', verdict.message);
   }
 
   // ---- health ----

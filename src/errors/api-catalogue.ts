@@ -64,6 +64,11 @@ export const API_ERROR_CATALOGUE = {
     status: 500,
     description: 'A fault in Corral; the log has the details. Never caused by bad input.',
   },
+  IMAGE_ACCESS_DENIED: {
+    status: 400,
+    description:
+      'The image is private and the registry refused your credentials (or you gave none), the registry has no such image, or it exists only on this server and only admins may run it.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -116,8 +116,17 @@ export type RuntimeEvent =
   | { type: 'started'; workerId: string }
   | { type: 'removed'; workerId: string };
 
+/** An image the engine holds (docs/workers.md, Private images). */
+export interface LocalImage {
+  id: string;
+  /** `repository@sha256:...` for each registry it was pulled from or pushed to; empty for an image built here. */
+  repoDigests: string[];
+}
+
 export interface WorkerRuntime {
   readonly name: 'docker' | 'local' | 'fake';
+  /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
+  localImage?(image: string): Promise<LocalImage | undefined>;
   /**
    * Pulls the image when it is not present (reporting progress), creates and starts the worker. Throws
    * RuntimeError IMAGE_PULL_FAILED when the image cannot be had, RUNTIME_ERROR for anything else.

@@ -23,6 +23,14 @@ export interface ServerCatalog {
   networkStorages: ReadonlyMap<string, string>;
 }
 
+/** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in main.ts). */
+export type ImageAccessCheck = (request: {
+  ownerId: string;
+  authId: string;
+  image: string;
+  admin: boolean;
+}) => Promise<{ allowed: true } | { allowed: false; cause: string; message: string }>;
+
 export interface EndpointServiceOptions {
   store: Store;
   catalog: ServerCatalog;
@@ -32,6 +40,11 @@ export interface EndpointServiceOptions {
   toValidationError: (issues: ValidationIssue[]) => ApiError;
   /** Told after every change, so that the controller acts at once rather than at its next tick. */
   onChanged?: () => void;
+  /**
+   * Whether the owner may run the image, asked at create and when an update changes the image or its authId
+   * (docs/api.md, Private images); absent: every image is accepted here and only the pull decides.
+   */
+  imageAccess?: ImageAccessCheck;
 }
 
 const WAITING: StateReport<EndpointState> = { state: 'deploying', error: '', message: 'waiting for workers' };
@@ -49,6 +62,7 @@ export class EndpointService {
     const id = ids.endpoint();
     const spec = createSpec(id, catalog.limits(), patch);
     this.#validate(spec, await this.#catalogFor(principal, spec.image.authId));
+    await this.#checkImageAccess(principal, spec.image);
     const now = clock();
     const endpoint: Endpoint = {
       id,
@@ -82,6 +96,12 @@ export class EndpointService {
   async update(principal: Principal, id: string, patch: SpecPatch): Promise<Endpoint> {
     const current = await this.get(principal, id);
     const catalog = await this.#catalogFor(principal, patch.image?.authId ?? current.spec.image.authId);
+    const image = applyPatch(current.spec, patch).image;
+    if (image.ref !== current.spec.image.ref || image.authId !== current.spec.image.authId) {
+      // Validated first, so that a bad field is answered as such before the registry is asked.
+      this.#validate(applyPatch(current.spec, patch), catalog);
+      await this.#checkImageAccess(principal, image);
+    }
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
       // Validated here, on the spec actually written, so that a concurrent update cannot slip past it.
       const next = applyPatch(endpoint.spec, patch);
@@ -176,6 +196,24 @@ export class EndpointService {
       networkStorages: catalog.networkStorages,
       credentialIds: new Set(credentials ? [credentials.id] : []),
     };
+  }
+
+  async #checkImageAccess(principal: Principal, image: Endpoint['spec']['image']): Promise<void> {
+    const check = this.#o.imageAccess;
+    if (!check) return;
+    const verdict = await check({
+      ownerId: principal.ownerId,
+      authId: image.authId,
+      image: image.ref,
+      admin: principal.admin,
+    });
+    if (!verdict.allowed) {
+      throw new ApiError('IMAGE_ACCESS_DENIED', verdict.message, {
+        field: 'image.image',
+        image: image.ref,
+        cause: verdict.cause,
+      });
+    }
   }
 
   #validate(spec: Endpoint['spec'], catalog: ValidationCatalog): void {

@@ -9,6 +9,7 @@ import { SecretBox } from '../../src/crypto/secret-box.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
 import { buildApi } from '../../src/main.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
+import type { ImageAccessCheck } from '../../src/service/endpoint-service.js';
 import type { Store } from '../../src/store/store.js';
 
 export interface TestApi {
@@ -38,6 +39,8 @@ export async function createTestApi(
     clock?: () => number;
     /** What GET endpoint/metrics reports of the gateway (none: no gateway in this process). */
     traffic?: TrafficSource;
+    /** Whether an owner may run an image (none: every image is accepted, as without a Docker runtime). */
+    imageAccess?: ImageAccessCheck;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests; only a suite that configures a rate limit gets one.
@@ -63,6 +66,7 @@ export async function createTestApi(
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
+    ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

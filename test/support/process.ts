@@ -1,6 +1,7 @@
 /** The `corral` binary as a real process, for end-to-end tests: `serve` started and awaited, commands run. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { TEST_IMAGE } from './test-image.js';
 
 export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.meta.url));
 
@@ -40,7 +41,8 @@ export async function startServe(
       ...args,
     ],
     {
-      env: { ...process.env, CORRAL_API_KEY: '', ...env },
+      // The test worker image is built on this machine (never pulled): owners without an admin key may run it too.
+      env: { ...process.env, CORRAL_API_KEY: '', CORRAL_ALLOW_LOCAL_IMAGES: TEST_IMAGE, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

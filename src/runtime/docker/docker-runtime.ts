@@ -6,6 +6,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import {
   LABELS,
+  type LocalImage,
   type LogOptions,
   type PullProgress,
   type RegistryAuth,
@@ -235,6 +236,16 @@ export class DockerRuntime implements WorkerRuntime {
   }
 
   // --- image ---
+
+  async localImage(image: string): Promise<LocalImage | undefined> {
+    try {
+      const inspected = await this.#docker.getImage(image).inspect();
+      return { id: inspected.Id, repoDigests: inspected.RepoDigests ?? [] };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw engineError(error, `cannot inspect image ${image}`, this.#address);
+    }
+  }
 
   async #ensureImage(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
     try {
