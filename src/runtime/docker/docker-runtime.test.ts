@@ -67,6 +67,12 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     await removeLabelled(docker, `${RUN_LABEL}=${run}`);
   });
 
+  it('says which image it holds and where that came from: the test image was built here, so no RepoDigests', async () => {
+    const local = await runtime.localImage(image);
+    expect(local).toEqual({ id: expect.stringMatching(/^sha256:/), repoDigests: [] });
+    expect(await runtime.localImage(`corral-absent-${run}:1`)).toBeUndefined();
+  });
+
   it('dockerReachable: true here, false for a socket nobody listens on', async () => {
     expect(await dockerReachable(docker)).toBe(true);
     const started = Date.now();
