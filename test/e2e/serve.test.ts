@@ -64,7 +64,7 @@ describe('corral serve as a process', () => {
     // Ready to paste for the CLI (no CORRAL_API_URL line here: the test server listens on a port chosen at start).
     expect(first.stdout()).toContain(`For the corral CLI, paste:\n\n  export CORRAL_API_KEY=${key}\n`);
     const created = await api(first, key, 'endpoint/create', {
-      endpoint: { image: { image: 'x/y:1' }, ports: [{ port: 8000 }] },
+      endpoint: { image: { image: 'registry.invalid/x/y:1' }, ports: [{ port: 8000 }] },
     });
     expect(created.status).toBe(200);
     expect(await first.stop()).toBe(0);
@@ -145,7 +145,7 @@ describe('corral serve as a process', () => {
       const spec = join(dataDir, 'endpoint.yaml');
       writeFileSync(
         spec,
-        'endpoint:\n  name: cli-demo\n  appName: cli-demo\n  image: {image: "x/y:2"}\n  ports: [{port: 8080}]\n  products: [{id: h100-80g}]\n',
+        'endpoint:\n  name: cli-demo\n  appName: cli-demo\n  image: {image: "registry.invalid/x/y:2"}\n  ports: [{port: 8080}]\n  products: [{id: h100-80g}]\n',
       );
       const created = await cli('endpoints', 'create', '-f', spec);
       expect(created.code, created.stderr).toBe(0);
