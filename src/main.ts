@@ -41,6 +41,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
+import { WorkerService } from './service/worker-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -92,6 +93,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
     workers: store.workers,
+    workerService: new WorkerService({
+      store,
+      clock,
+      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+    }),
     ...(parts.insight ? { insight: parts.insight } : {}),
     ...(parts.traffic ? { traffic: parts.traffic } : {}),
     catalog,
