@@ -59,7 +59,7 @@ export interface ApiParts {
   traffic?: TrafficSource;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
-  /** Told after every endpoint change (the controller's poke, in `corral serve`). */
+  /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
   onEndpointsChanged?: () => void;
   /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
   bound?: { apiUrl: () => string; gatewayPort: () => number };
