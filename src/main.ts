@@ -43,6 +43,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
+import { WorkerService } from './service/worker-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -60,7 +61,7 @@ export interface ApiParts {
   traffic?: TrafficSource;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
-  /** Told after every endpoint change (the controller's poke, in `corral serve`). */
+  /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
   onEndpointsChanged?: () => void;
   /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
   bound?: { apiUrl: () => string; gatewayPort: () => number };
@@ -97,6 +98,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
     workers: store.workers,
+    workerService: new WorkerService({
+      store,
+      clock,
+      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+    }),
     ...(parts.insight ? { insight: parts.insight } : {}),
     ...(parts.traffic ? { traffic: parts.traffic } : {}),
     catalog,

@@ -17,6 +17,7 @@ import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { Principal } from '../service/principal.js';
+import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
@@ -49,6 +50,8 @@ export interface AppOptions {
   credentials: CredentialService;
   events: EventRepository;
   workers: WorkerRepository;
+  /** Drains and undrains workers (`POST endpoint/worker/drain`). */
+  workerService: WorkerService;
   /** Logs and resource use of workers; absent where this process runs no controller. */
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway; absent where it runs none. */

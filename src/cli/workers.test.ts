@@ -186,3 +186,37 @@ describe('formatBytes', () => {
     expect(formatBytes(bytes)).toBe(text);
   });
 });
+
+describe('corral workers drain', () => {
+  it('drains a worker, and undrains it with --undrain', async () => {
+    const h = makeHarness({ routes: { 'POST endpoint/worker/drain': { body: {} } } });
+    await runCommand(makeWorkersCommand(h.deps), ['drain', 'w-1']);
+    await runCommand(makeWorkersCommand(h.deps), ['drain', 'w-1', '--undrain']);
+    expect(h.err()).toBe('');
+    expect(h.out()).toBe(
+      [
+        'Worker w-1 is draining: it takes no new requests and is replaced.',
+        'Worker w-1 is back in service (unless its removal had begun).',
+        '',
+      ].join('\n'),
+    );
+    expect(h.requests.map((r) => [r.method, r.path, r.body])).toEqual([
+      ['POST', `${PREFIX}endpoint/worker/drain`, { workerID: 'w-1', drain: true }],
+      ['POST', `${PREFIX}endpoint/worker/drain`, { workerID: 'w-1', drain: false }],
+    ]);
+  });
+
+  it('reports an unknown worker and exits 1', async () => {
+    const h = makeHarness({
+      routes: {
+        'POST endpoint/worker/drain': {
+          status: 404,
+          body: { code: 404, reason: 'WORKER_NOT_FOUND', message: 'you have no worker "w-9"', metadata: {} },
+        },
+      },
+    });
+    await runCommand(makeWorkersCommand(h.deps), ['drain', 'w-9']);
+    expect(h.err()).toBe('error: WORKER_NOT_FOUND: you have no worker "w-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+});

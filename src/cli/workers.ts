@@ -1,4 +1,4 @@
-/** `corral workers list|metrics`: an endpoint's workers as the API reports them. */
+/** `corral workers list|metrics|drain`: an endpoint's workers as the API reports them, and draining one. */
 import type { Command } from 'commander';
 import type { WireWorker, WorkerMetrics } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
@@ -30,6 +30,26 @@ export function makeWorkersCommand(deps: CliDeps): Command {
     runWithClient(deps, command, async ({ client, output }) => {
       const metrics = await client.getWorkerMetrics(endpointId, workerId);
       output(metrics, () => formatWorkerMetrics(metrics));
+    }),
+  );
+
+  addClientOptions(
+    group
+      .command('drain')
+      .description(
+        'take a worker out of service: no new requests, it finishes those in flight and is replaced',
+      )
+      .argument('<worker>', 'worker id (see corral workers list)')
+      .option('--undrain', 'put a drained worker back into service (before it is removed)'),
+  ).action((workerId: string, opts: { undrain?: boolean }, command: Command) =>
+    runWithClient(deps, command, async ({ client, output }) => {
+      const drain = opts.undrain !== true;
+      await client.drainWorker(workerId, drain);
+      output({ workerID: workerId, drain }, () =>
+        drain
+          ? `Worker ${workerId} is draining: it takes no new requests and is replaced.\n`
+          : `Worker ${workerId} is back in service (unless its removal had begun).\n`,
+      );
     }),
   );
 

@@ -57,6 +57,7 @@ function resetRoutes(): void {
     [`POST ${PREFIX}endpoint/update`]: { body: { endpoint: endpoint(8000) } },
     [`POST ${PREFIX}endpoint/delete`]: { body: {} },
     [`POST ${PREFIX}endpoint/stop`]: { body: {} },
+    [`POST ${PREFIX}endpoint/worker/drain`]: { body: {} },
     [`POST ${PREFIX}endpoint/start`]: { body: {} },
     [`GET ${PREFIX}endpoint/limit`]: { body: LIMITS },
     [`GET ${PREFIX}endpoint/log`]: {
@@ -202,6 +203,15 @@ describe('CorralClient requests', () => {
     const request = only();
     expect(request.path).toBe(`${PREFIX}endpoint/log`);
     expect(request.query).toEqual({ id: 'ep1', after: '3', limit: '50' });
+  });
+
+  it('drains and undrains a worker with the body waverless sends', async () => {
+    await expect(client().drainWorker('w1')).resolves.toBeUndefined();
+    await expect(client().drainWorker('w1', false)).resolves.toBeUndefined();
+    expect(requests.map((r) => [r.method, r.path, r.body])).toEqual([
+      ['POST', `${PREFIX}endpoint/worker/drain`, { workerID: 'w1', drain: true }],
+      ['POST', `${PREFIX}endpoint/worker/drain`, { workerID: 'w1', drain: false }],
+    ]);
   });
 
   it("reads a worker's metrics by endpoint and worker id", async () => {

@@ -119,6 +119,14 @@ export class CorralClient {
   }
 
   /**
+   * `POST endpoint/worker/drain`: drains one of your workers (it takes no new request, finishes those in flight
+   * and is replaced), or with `drain: false` puts it back before its removal.
+   */
+  async drainWorker(workerId: string, drain = true): Promise<void> {
+    await this.#post('endpoint/worker/drain', { workerID: workerId, drain });
+  }
+
+  /**
    * `GET endpoint/worker/log?id=&worker=`: the worker's log, one string per line, as the lines
    * arrive. The request is sent when iteration starts; a non-2xx answer is thrown from the loop.
    * With `follow` the stream stays open until `signal` aborts (which ends the loop cleanly) or

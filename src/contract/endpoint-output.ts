@@ -77,5 +77,6 @@ export function toWireWorker(worker: Worker, links: { log: string; metrics: stri
     log: links.log,
     metrics: links.metrics,
     healthy: worker.healthy,
+    drain: worker.drainRequested ?? false,
   };
 }

@@ -3,8 +3,8 @@
  * (endpoint-input.ts) and, with the descriptions registered beside them, are the request schemas of the OpenAPI
  * document (json-schema.ts). Wire quirks accepted here and nowhere else: integers may arrive as numeric strings
  * (clients echo responses back), `workerConfig`/`policy`/`image`/`healthy` may be a one-element array of the
- * object (`healthy: []` restores the health defaults like `{}`; the other three cannot be cleared), `null` means
- * omitted, and unknown keys are ignored.
+ * object (`healthy: []` restores the health defaults like `{}`; the other three cannot be cleared), `ports` may be
+ * its one object alone, `null` means omitted, and unknown keys are ignored.
  */
 import { z } from 'zod';
 import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH } from '../domain/endpoint.js';
@@ -74,6 +74,12 @@ const clearableSingle = <T extends z.ZodType>(schema: T) =>
 const object = <S extends z.ZodRawShape>(shape: S) =>
   z.object(shape, { error: 'must be an object (or a one-element array holding one)' });
 const list = <T extends z.ZodType>(item: T) => z.array(item, { error: 'must be an array' });
+/** An array, or one item object on its own (read as a one-element array: some clients send `ports: {"port": N}`). */
+const listOrLoneObject = <T extends z.ZodType>(item: T) =>
+  widened(
+    z.preprocess((v) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? [v] : v), list(item)),
+    (json) => ({ oneOf: [json, (json as { items: JsonSchema }).items] }),
+  );
 
 /** An optional field of a request and what the document says of it. */
 const field = <T extends z.ZodType>(
@@ -196,7 +202,10 @@ export const endpointFields = {
     { pattern: APP_NAME.source, maxLength: MAX_APP_NAME_LENGTH },
   ),
   workerConfig: field(requiredSingle(workerConfig), required('Worker settings.')),
-  ports: field(list(port), 'Exactly one HTTP port.'),
+  ports: field(
+    listOrLoneObject(port),
+    'Exactly one HTTP port; a lone {"port": N} object is read as [{"port": N}].',
+  ),
   policy: field(requiredSingle(policy), required('Scaling policy.')),
   image: field(requiredSingle(image), required('Container image.')),
   products: field(list(product), 'Products workers may be placed on; empty means any.'),

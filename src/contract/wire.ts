@@ -16,6 +16,11 @@ export interface WireWorker {
   log: string;
   metrics: string;
   healthy: boolean;
+  /**
+   * Its owner drained it (`POST endpoint/worker/drain`); waverless's Novita types read it as `drain`. Always sent;
+   * optional for clients of servers older than the drain operation.
+   */
+  drain?: boolean;
 }
 
 export interface WireEndpoint<PortType extends string | number = string | number> {

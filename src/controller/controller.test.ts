@@ -484,4 +484,98 @@ describe('Controller over the fake runtime', () => {
     await restarted.reconcile();
     await eventually(() => expect(runtime.size).toBe(0));
   });
+
+  describe("an owner's drain", () => {
+    const audit = { at: 0, ownerId: '', actor: 't', action: 'worker.drain', targetId: '' };
+    const drain = (endpoint: Endpoint, workerId: string, on = true) =>
+      store.workers.requestDrain(endpoint.ownerId, workerId, on, { ...audit, ownerId: endpoint.ownerId });
+    /** awaitDrained as the gateway answers it: held while the test says the worker has requests in flight. */
+    const inFlight = new Map<string, () => void>();
+    const awaitDrained = (_endpointId: string, workerId: string) =>
+      new Promise<void>((resolve) => {
+        if (!held.has(workerId)) resolve();
+        else inFlight.set(workerId, resolve);
+      });
+    const held = new Set<string>();
+    const finish = (workerId: string) => {
+      held.delete(workerId);
+      inFlight.get(workerId)?.();
+    };
+    const routable = (endpoint: Endpoint) =>
+      routes
+        .routableWorkers(endpoint.id)
+        .map((w) => w.id)
+        .sort();
+    const present = async (workerId: string) => (await runtime.list({})).some((w) => w.workerId === workerId);
+
+    const twoServing = async () => {
+      const endpoint = await create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 0 } });
+      const c = controller({ awaitDrained });
+      c.start();
+      await eventually(() => expect(routable(endpoint)).toHaveLength(2));
+      const [first, second] = routable(endpoint) as [string, string];
+      return { endpoint, c, first, second };
+    };
+
+    it('leaves routing at once, finishes its requests, is removed, and is replaced', async () => {
+      const { endpoint, first, second } = await twoServing();
+      held.add(first);
+      await drain(endpoint, first);
+      await eventually(() => expect(routable(endpoint)).not.toContain(first));
+      expect(routable(endpoint)).toContain(second);
+      expect(await present(first)).toBe(true);
+      // Counted out while it drains: a replacement starts beside it, so two workers keep serving.
+      await eventually(() => expect(routable(endpoint)).toHaveLength(2));
+      expect(routable(endpoint)).not.toContain(first);
+      expect((await store.workers.get(first))?.status.state).toBe('draining');
+      finish(first);
+      await eventually(async () => {
+        expect(await present(first)).toBe(false);
+        expect(await store.workers.get(first)).toBeUndefined();
+      });
+      expect(runtime.size).toBe(2);
+    });
+
+    it('an undrain before its removal puts it back into routing, and the surplus replacement goes', async () => {
+      const { endpoint, first, second } = await twoServing();
+      held.add(first);
+      await drain(endpoint, first);
+      await eventually(() => {
+        expect(routable(endpoint)).not.toContain(first);
+        expect(routable(endpoint)).toHaveLength(2);
+      });
+      await drain(endpoint, first, false);
+      await eventually(async () => {
+        expect(routable(endpoint)).toEqual([first, second].sort());
+        expect(await workers(endpoint)).toHaveLength(2);
+      });
+      // Its earlier drain finishing later removes nothing.
+      finish(first);
+      await flush();
+      expect(await present(first)).toBe(true);
+      expect(routable(endpoint)).toEqual([first, second].sort());
+    });
+
+    it('survives a restart: a worker still draining when Corral restarted is adopted, never routed, and removed', async () => {
+      const { endpoint, c, first, second } = await twoServing();
+      held.add(first);
+      await drain(endpoint, first);
+      await eventually(async () => expect((await store.workers.get(first))?.status.state).toBe('draining'));
+      await c.stop();
+      // A new process: a new routing table, nothing in flight through its gateway.
+      routes = new RoutingTable();
+      held.clear();
+      const seen = new Set<string>();
+      routes.onChange(() => {
+        for (const id of routable(endpoint)) seen.add(id);
+      });
+      controller({ awaitDrained }).start();
+      await eventually(async () => {
+        expect(await present(first)).toBe(false);
+        expect(routable(endpoint)).toHaveLength(2);
+      });
+      expect(seen.has(first)).toBe(false);
+      expect(seen.has(second)).toBe(true);
+    });
+  });
 });

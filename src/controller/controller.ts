@@ -15,7 +15,7 @@ import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
-import { adoptedRecord, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
+import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
 import { placeWorkers, whyNeverPlaceable } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
@@ -46,6 +46,11 @@ export class Controller {
   /** Workers found running after a restart: their create-to-running time was not seen by this process. */
   readonly #adoptedIds = new Set<string>();
   #adopted = false;
+  /**
+   * Workers draining because their owner asked (`POST endpoint/worker/drain`), and whether each was serving then:
+   * an undrain before its removal puts it back as it was. The entry's identity tells a drain from a later one.
+   */
+  readonly #ownerDrains = new Map<string, { wasServing: boolean }>();
   readonly #loop: PassLoop;
   readonly #unsubscribe: (() => void)[] = [];
 
@@ -134,12 +139,16 @@ export class Controller {
       return;
     }
     const endpoints = await store.endpoints.listAll();
+    const drainRequested = await store.workers.drainRequested();
     const now = clock();
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
     const live = new Map(endpoints.map((e) => [e.id, e]));
     this.#endpoints = live;
     this.#observe(observed, listing, live, now);
+    // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
+    // drained before it was ever routed.
+    this.#applyOwnerDrains(drainRequested);
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
@@ -211,6 +220,48 @@ export class Controller {
     const code = this.#crashes.recordDeath(record.endpointId, reason, now);
     this.#fail(record, code, `worker ${reason}`);
     void this.#removeContainer(record.id, record.gpuUuids, reason);
+  }
+
+  // ---- owners' drains ----
+
+  /**
+   * Drains the workers their owners drained since the last pass, and puts back those undrained before their
+   * removal began. A drained worker leaves routing at once, finishes its requests and is removed as a scale-down
+   * victim is; it stops counting towards the endpoint's workers, so the plan starts a replacement (and a scale-down
+   * that follows, as waverless's does, removes the replacement first, since it is the newest and not serving yet).
+   */
+  #applyOwnerDrains(requested: ReadonlySet<string>): void {
+    for (const workerId of requested) {
+      const record = this.#book.get(workerId);
+      if (!record || !isActive(record)) continue;
+      const drain = { wasServing: record.state === 'running' && record.healthy };
+      this.#ownerDrains.set(workerId, drain);
+      this.#o.logger.info({ workerId, endpointId: record.endpointId }, 'worker drained by its owner');
+      this.#drainAndRemove(
+        record,
+        'drained by its owner',
+        () => this.#ownerDrains.get(workerId) === drain && record.state === 'draining',
+      );
+    }
+    for (const [workerId, drain] of [...this.#ownerDrains]) {
+      if (!requested.has(workerId)) this.#undrain(workerId, drain);
+    }
+  }
+
+  /** Back into service while still draining; once its removal has begun it goes all the same. */
+  #undrain(workerId: string, drain: { wasServing: boolean }): void {
+    this.#ownerDrains.delete(workerId);
+    const record = this.#book.get(workerId);
+    if (record?.state !== 'draining') return;
+    if (drain.wasServing) {
+      record.healthy = true;
+      this.#setState(record, 'running', '');
+    } else {
+      this.#setState(record, 'starting', 'undrained; waiting for its health check');
+    }
+    this.#o.logger.info({ workerId, endpointId: record.endpointId }, 'worker undrained by its owner');
+    this.#publishRoutesOf(record.endpointId);
+    this.#prober.schedule(record.id, 0);
   }
 
   // ---- plan and apply ----
@@ -415,8 +466,11 @@ export class Controller {
     if (wasRoutable) this.#publishRoutesOf(record.endpointId);
   }
 
-  /** draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. */
-  #drainAndRemove(record: ManagedWorker, reason: string): void {
+  /**
+   * draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. Once its
+   * requests have finished, the removal goes ahead only while `stillWanted` (an owner may undrain meanwhile).
+   */
+  #drainAndRemove(record: ManagedWorker, reason: string, stillWanted: () => boolean = () => true): void {
     if (record.state === 'draining' || record.state === 'stopped') return;
     const hadContainer = record.state !== 'pending' && record.state !== 'failed';
     this.#prober.stop(record.id);
@@ -426,24 +480,25 @@ export class Controller {
     }
     this.#setState(record, 'draining', reason);
     this.#publishRoutesOf(record.endpointId);
-    const drained = this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve();
-    void drained
-      .catch((error: unknown) => {
-        // Requests still in flight fail with the worker; it must go all the same.
-        this.#o.logger.warn({ err: error, workerId: record.id }, 'drain failed; removing the worker anyway');
-      })
-      .then(() => {
-        this.#setState(record, 'stopped', `drained (${reason}); removing its container`);
-        return this.#removeContainer(record.id, record.gpuUuids, reason);
-      })
-      .then((error) => {
-        if (!error) {
-          this.#forget(record);
-          return;
-        }
-        // The GPUs stay held by the removal, which later passes retry.
-        this.#setState(record, 'failed', `could not be removed: ${error.message}`, 'RUNTIME_ERROR');
-      });
+    void this.#removeOnceDrained(record, reason, stillWanted);
+  }
+
+  async #removeOnceDrained(record: ManagedWorker, reason: string, stillWanted: () => boolean): Promise<void> {
+    try {
+      await (this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve());
+    } catch (error) {
+      // Requests still in flight fail with the worker; it must go all the same.
+      this.#o.logger.warn({ err: error, workerId: record.id }, 'drain failed; removing the worker anyway');
+    }
+    if (!stillWanted()) return;
+    this.#setState(record, 'stopped', `drained (${reason}); removing its container`);
+    const error = await this.#removeContainer(record.id, record.gpuUuids, reason);
+    if (!error) {
+      this.#forget(record);
+      return;
+    }
+    // The GPUs stay held by the removal, which later passes retry.
+    this.#setState(record, 'failed', `could not be removed: ${error.message}`, 'RUNTIME_ERROR');
   }
 
   /**
@@ -476,6 +531,7 @@ export class Controller {
   }
 
   #forget(record: ManagedWorker): void {
+    this.#ownerDrains.delete(record.id);
     this.#book.forget(record);
     this.#prober.stop(record.id);
     this.#createdAtListing.delete(record.id);

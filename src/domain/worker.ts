@@ -38,6 +38,8 @@ export interface Worker {
   updatedAt: number;
   /** When it first passed its health check; null until then. */
   readyAt: number | null;
+  /** Its owner drained it (`POST endpoint/worker/drain`); as the store holds it, so absent in the controller's writes. */
+  drainRequested?: boolean;
 }
 
 /** Which workers go first when scaling down: those not serving yet, then the serving ones. */

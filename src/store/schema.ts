@@ -74,6 +74,8 @@ export interface WorkersTable {
   created_at: number;
   updated_at: number;
   ready_at: number | null;
+  /** 1 once the owner drained the worker (0 after an undrain); written by the API only, read by the controller. */
+  drain_requested: Generated<number>;
 }
 
 /** Live endpoints per owner (a list's total), kept with every create and delete. */

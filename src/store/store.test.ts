@@ -112,10 +112,12 @@ describe.each(storeTargets())('store on $name', (target) => {
       await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
     }
     await deleteEndpoint(store, removed);
-    // Back to the schema before migration 0003, data included.
+    // Back to the schema before migration 0003, data included (and so without the later ones).
+    await db.schema.dropIndex('workers_drain_requested').execute();
+    await db.schema.alterTable('workers').dropColumn('drain_requested').execute();
     await db.schema.dropTable('endpoint_counts').execute();
-    await sql`delete from kysely_migration where name = '0003-endpoint-counts'`.execute(db);
-    expect(await store.migrate()).toEqual(['0003-endpoint-counts']);
+    await sql`delete from kysely_migration where name >= '0003'`.execute(db);
+    expect(await store.migrate()).toEqual(['0003-endpoint-counts', '0004-worker-drain']);
     const page = { limit: 10, offset: 0 };
     expect((await store.endpoints.list('owner-a', page)).total).toBe(2);
     expect((await store.endpoints.list('owner-b', page)).total).toBe(1);
@@ -300,5 +302,49 @@ describe.each(storeTargets())('store on $name', (target) => {
     });
     await store.workers.delete('w1');
     expect(await store.workers.get('w1')).toBeUndefined();
+  });
+
+  it("keeps an owner's drain of a worker across the controller's writes, until the row goes", async () => {
+    const worker = {
+      id: 'w1',
+      endpointId: 'e1',
+      ownerId: 'owner-a',
+      revision: 1,
+      status: { state: 'running' as const, error: '', message: '' },
+      healthy: true,
+      gpuUuids: [],
+      address: null,
+      createdAt: 10,
+      updatedAt: 10,
+      readyAt: 10,
+    };
+    await store.workers.upsert(worker);
+    await store.workers.upsert({ ...worker, id: 'w2' });
+    expect(
+      await store.workers.requestDrain('owner-b', 'w1', true, audit('worker.drain', 'w1')),
+    ).toBeUndefined();
+    expect(
+      await store.workers.requestDrain('owner-a', 'nope', true, audit('worker.drain', 'nope')),
+    ).toBeUndefined();
+    expect(await store.workers.drainRequested()).toEqual(new Set());
+
+    const drained = await store.workers.requestDrain('owner-a', 'w1', true, audit('worker.drain', 'w1'));
+    expect(drained).toMatchObject({ id: 'w1', endpointId: 'e1', drainRequested: true });
+    // The controller's next report of the worker leaves the owner's drain in place.
+    await store.workers.upsert({
+      ...worker,
+      status: { state: 'draining', error: '', message: '' },
+      updatedAt: 20,
+    });
+    expect(await store.workers.drainRequested()).toEqual(new Set(['w1']));
+    expect((await store.workers.get('w1'))?.drainRequested).toBe(true);
+    expect((await store.workers.get('w2'))?.drainRequested).toBe(false);
+    expect((await store.audit.list('owner-a', 10)).map((e) => e.action)).toEqual(['worker.drain']);
+
+    await store.workers.requestDrain('owner-a', 'w1', false, audit('worker.undrain', 'w1'));
+    expect(await store.workers.drainRequested()).toEqual(new Set());
+    await store.workers.requestDrain('owner-a', 'w1', true, audit('worker.drain', 'w1'));
+    await store.workers.delete('w1');
+    expect(await store.workers.drainRequested()).toEqual(new Set());
   });
 });

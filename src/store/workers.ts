@@ -1,6 +1,7 @@
 /** The `workers` table: each worker as the controller reports it; the API reads it, only the controller writes. */
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { Worker, WorkerState } from '../domain/worker.js';
+import { type AuditEntry, insertAudit } from './audit.js';
 import { endpointPageIds, type Page } from './endpoints.js';
 import type { Database, WorkersTable } from './schema.js';
 
@@ -63,13 +64,44 @@ export class WorkerRepository {
     return (await this.#db.selectFrom('workers').selectAll().orderBy('created_at').execute()).map(fromRow);
   }
 
+  /**
+   * Drains (or undrains) one of the owner's workers, with the audit entry, in one transaction; the controller
+   * acts on it at its next pass. Undefined when the owner has no worker of that id. The controller's upserts
+   * leave the flag alone, and it goes with the row once the worker is removed.
+   */
+  async requestDrain(
+    ownerId: string,
+    workerId: string,
+    drain: boolean,
+    audit: AuditEntry,
+  ): Promise<Worker | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('workers')
+        .set({ drain_requested: drain ? 1 : 0 })
+        .where('id', '=', workerId)
+        .where('owner_id', '=', ownerId)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return undefined;
+      await insertAudit(trx, audit);
+      return fromRow(row);
+    });
+  }
+
+  /** Ids of the workers their owners drained (and did not undrain since); the controller reads it every pass. */
+  async drainRequested(): Promise<Set<string>> {
+    const rows = await this.#db.selectFrom('workers').select('id').where('drain_requested', '=', 1).execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
   async get(id: string): Promise<Worker | undefined> {
     const row = await this.#db.selectFrom('workers').selectAll().where('id', '=', id).executeTakeFirst();
     return row && fromRow(row);
   }
 }
 
-function toRow(worker: Worker): WorkersTable {
+function toRow(worker: Worker): Insertable<WorkersTable> {
   return {
     id: worker.id,
     endpoint_id: worker.endpointId,
@@ -100,5 +132,6 @@ function fromRow(row: Selectable<WorkersTable>): Worker {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     readyAt: row.ready_at === null ? null : Number(row.ready_at),
+    drainRequested: Number(row.drain_requested) === 1,
   };
 }

@@ -1,8 +1,13 @@
-/** `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight). */
+/**
+ * `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight);
+ * `endpoint/worker/drain`: its owner drains or undrains it (WorkerService).
+ */
 import type { FastifyInstance } from 'fastify';
+import { validationError } from '../../contract/errors.js';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readInteger, readQueryId } from '../../contract/query.js';
 import type { WireWorkerMetrics } from '../../contract/wire.js';
+import { parseDrainBody } from '../../contract/worker-drain.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { LogOptions, WorkerStats } from '../../runtime/types.js';
 import type { AppOptions } from '../app.js';
@@ -77,5 +82,14 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
       startedAt: new Date(worker.createdAt).toISOString(),
       readyAt: worker.readyAt === null ? null : new Date(worker.readyAt).toISOString(),
     };
+  });
+  /** A drained worker takes no new request, finishes those in flight and is replaced; `drain: false` undoes it. */
+  api.post('/endpoint/worker/drain', async (request) => {
+    const parsed = parseDrainBody(request.body);
+    if (!parsed.ok) throw validationError(parsed.issues, (field) => field);
+    const { workerId, drain } = parsed.value;
+    const worker = await o.workerService.setDrain(request.principal, workerId, drain);
+    request.log.info({ workerId, endpointId: worker.endpointId, drain }, 'worker drain changed');
+    return {};
   });
 }

@@ -216,6 +216,19 @@ function operations(): Operation[] {
       errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND', 'WORKER_NOT_FOUND'],
     },
     {
+      method: 'post',
+      path: v1('/endpoint/worker/drain'),
+      operationId: 'drainWorker',
+      summary: 'Drain or undrain a worker',
+      description:
+        "drain: true takes the worker out of routing at once; it finishes the requests it has, is removed, and a replacement starts (it no longer counts towards the endpoint's workers). drain: false before its removal puts it back. waverless's scale-down drains its victims this way, then lowers minNum/maxNum.",
+      tag: endpoints,
+      auth: true,
+      body: 'DrainWorkerRequest',
+      response: json('Empty', 'Done; the controller acts on it within a pass.'),
+      errors: ['INVALID_FIELD', 'WORKER_NOT_FOUND'],
+    },
+    {
       method: 'get',
       path: v1('/endpoint/limit'),
       operationId: 'getLimits',

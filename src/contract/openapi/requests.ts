@@ -6,7 +6,8 @@
 import '../endpoint-schema.js';
 import { requestJsonSchemas } from '../json-schema.js';
 import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../paths.js';
-import { object, ref, type Schema, str } from './schema.js';
+import { WORKER_ID_BODY_KEYS } from '../worker-drain.js';
+import { bool, object, ref, type Schema, str } from './schema.js';
 
 const credentialText = (description?: string) => str(description, { minLength: 1, maxLength: 4096 });
 
@@ -50,6 +51,21 @@ export function requestSchemas(): Record<string, Schema> {
       username: credentialText(),
       password: credentialText('Stored encrypted; never returned.'),
     }),
+    DrainWorkerRequest: {
+      ...object(
+        {
+          ...Object.fromEntries(
+            WORKER_ID_BODY_KEYS.map((key) => [
+              key,
+              str(key === 'workerID' ? 'The worker id, as workers[].id shows it.' : 'Alias of workerID.'),
+            ]),
+          ),
+          drain: bool('true (the default) drains the worker; false undrains it.'),
+        },
+        { required: [] },
+      ),
+      anyOf: WORKER_ID_BODY_KEYS.map((key) => ({ required: [key] })),
+    },
     IdRequest: object({ id: str() }),
   };
 }

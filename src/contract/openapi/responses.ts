@@ -128,6 +128,9 @@ export function responseSchemas(): Record<string, Schema> {
       log: str("URL of the worker's log stream."),
       metrics: str("URL of the worker's metrics."),
       healthy: bool('Whether the worker passes its health check (and so receives requests).'),
+      drain: bool(
+        'Whether its owner drained it (POST endpoint/worker/drain): it takes no new request and is replaced.',
+      ),
     }),
     WorkerConfig: object({
       minNum: int(),
