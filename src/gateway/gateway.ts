@@ -408,7 +408,8 @@ export class Gateway implements QueueSignals {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
     const never = this.#endpoints.neverPlaceable(endpoint);
-    return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
+    if (never !== undefined) return new GatewayError('NO_CAPACITY', never);
+    return this.#endpoints.refusalOf(endpoint);
   }
 
   /**
