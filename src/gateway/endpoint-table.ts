@@ -150,7 +150,7 @@ export class EndpointTable {
    */
   refusalOf(endpoint: Endpoint): GatewayError | undefined {
     const refusal = this.#o.routing.conditionOf(endpoint.id)?.refusal;
-    if (!refusal || this.#o.routing.routableWorkers(endpoint.id).length > 0) return undefined;
+    if (!refusal || this.#routable(endpoint.id).length > 0) return undefined;
     return refusalError(endpoint, refusal);
   }
 
@@ -283,7 +283,12 @@ export class EndpointTable {
   quarantine(endpointId: string, workerId: string): boolean {
     if (this.#quarantine.has(workerId)) return false;
     this.#quarantine.set(workerId, this.#o.clock() + QUARANTINE_MS);
-    this.#dispatchers.get(endpointId)?.setWorkers(this.#routable(endpointId));
+    const dispatcher = this.#dispatchers.get(endpointId);
+    dispatcher?.setWorkers(this.#routable(endpointId));
+    // Its last worker gone (killed while the engine is away, say) and no new one can come: nobody waits for one.
+    const endpoint = this.#o.routing.endpointById(endpointId);
+    const refused = endpoint && this.refusalOf(endpoint);
+    if (refused) dispatcher?.rejectQueued(refused);
     return true;
   }
 }

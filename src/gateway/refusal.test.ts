@@ -181,6 +181,27 @@ describe('an endpoint that cannot serve', () => {
     expect((await get(g.port, endpoint)).body.reason).toBe('ENDPOINT_FAILED');
   });
 
+  it('a worker that cannot be reached, the last of an endpoint that can get no new one: 503 at once, not a wait', async () => {
+    const g = await startGateway();
+    const endpoint = sampleEndpoint();
+    const dead = createServer();
+    const deadPort = await listen(dead);
+    dead.close();
+    const routable = new Map([[endpoint.id, [{ id: 'w1', address: { host: '127.0.0.1', port: deadPort } }]]]);
+    const outage: EndpointCondition = {
+      refusal: {
+        kind: 'runtime-unavailable',
+        reason: 'RUNTIME_UNAVAILABLE',
+        message: 'engine away',
+        lastWorkerMessage: '',
+      },
+    };
+    g.routes.publish([endpoint], routable, new Map([[endpoint.id, outage]]));
+    const answer = await get(g.port, endpoint);
+    expect([answer.status, answer.body.reason]).toEqual([503, 'RUNTIME_UNAVAILABLE']);
+    expect(g.queued).toEqual([]);
+  });
+
   it('a request that times out in the queue says what the endpoint waited for', async () => {
     const g = await startGateway();
     const endpoint = sampleEndpoint();
