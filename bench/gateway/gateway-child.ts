@@ -41,6 +41,7 @@ export async function gatewayChild(): Promise<void> {
     endpointByAppName: (appName) => (appName === APP_NAME ? endpoint : undefined),
     endpointById: (endpointId) => (endpointId === endpoint.id ? endpoint : undefined),
     routableWorkers: (endpointId) => (endpointId === endpoint.id ? workers : []),
+    conditionOf: () => undefined,
     onChange: () => () => {},
     requestRefresh: () => {},
   };

@@ -17,11 +17,12 @@ import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
+import { reportPass } from './pass-report.js';
 import { placeWorkers, whyNeverPlaceable } from './placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
+import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
 import { WorkerBook } from './worker-book.js';
 import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
-import { writeStatuses, writeWorkers } from './write-back.js';
 
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
@@ -51,6 +52,10 @@ export class Controller {
    * an undrain before its removal puts it back as it was. The entry's identity tells a drain from a later one.
    */
   readonly #ownerDrains = new Map<string, { wasServing: boolean }>();
+  /** Whether the runtime answers; while it does not, passes only report (and the gateway refuses new work). */
+  readonly #outage: RuntimeOutage;
+  /** Endpoint id -> its updatedAt at the last pass: an owner's change (update, start) gives it a new try. */
+  #seenUpdatedAt = new Map<string, number>();
   readonly #loop: PassLoop;
   readonly #unsubscribe: (() => void)[] = [];
 
@@ -65,11 +70,14 @@ export class Controller {
       ...options,
     };
     this.#crashes = new CrashLedger({ policy: this.#o.backoff });
+    this.#outage = new RuntimeOutage({ logger: this.#o.logger });
     this.#loop = new PassLoop({
       timers: this.#o.timers,
       intervalMs: this.#o.intervalMs,
       pass: () => this.reconcile(),
-      onError: (error) => this.#o.logger.error({ err: error }, 'reconcile failed'),
+      onError: (error, { repeated }) => {
+        if (!repeated) this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
+      },
     });
     this.#prober = new HealthProber({
       probe: this.#o.probe,
@@ -135,12 +143,17 @@ export class Controller {
     try {
       observed = await runtime.list({ [LABELS.managed]: 'true' });
     } catch (error) {
-      this.#o.logger.warn({ err: error }, 'cannot list runtime workers; skipping this pass');
+      // Nothing is observed or changed, but the states say so and the gateway refuses what needs a new worker.
+      this.#outage.failed(error, clock());
+      await this.#reportOutage();
       return;
     }
+    for (const record of this.#outage.reachable(clock(), (id) => this.#book.get(id)))
+      this.#book.markDirty(record);
     const endpoints = await store.endpoints.listAll();
     const drainRequested = await store.workers.drainRequested();
     const now = clock();
+    this.#giveChangedOnesATry(endpoints);
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
     const live = new Map(endpoints.map((e) => [e.id, e]));
@@ -153,9 +166,22 @@ export class Controller {
     this.#removeOrphans(live);
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
-    await this.#report(endpoints);
-    // Every endpoint and its routable workers (running and healthy, of any revision), for the gateway.
-    this.#o.routes.publish(endpoints, this.#book.routable());
+    await this.#reportAndPublish(endpoints);
+  }
+
+  /** A pass while the runtime cannot be reached: the outage is written on the workers and statuses, and published. */
+  async #reportOutage(): Promise<void> {
+    const endpoints = await this.#o.store.endpoints.listAll();
+    this.#endpoints = new Map(endpoints.map((e) => [e.id, e]));
+    for (const record of this.#outage.note(this.#book.all())) this.#book.markDirty(record);
+    await this.#reportAndPublish(endpoints);
+  }
+
+  /** An endpoint its owner changed since the last pass (a new image, a start) has no failures held against it. */
+  #giveChangedOnesATry(endpoints: Endpoint[]): void {
+    const before = this.#seenUpdatedAt;
+    this.#seenUpdatedAt = new Map(endpoints.map((e) => [e.id, e.updatedAt]));
+    for (const [id, at] of this.#seenUpdatedAt) if ((before.get(id) ?? at) !== at) this.#crashes.clear(id);
   }
 
   // ---- observe ----
@@ -379,7 +405,9 @@ export class Controller {
           ? 'IMAGE_PULL_FAILED'
           : 'RUNTIME_ERROR';
       const message = error instanceof Error ? error.message : String(error);
-      this.#crashes.record(record.endpointId, { code, message, at: now });
+      // An engine that cannot be reached is an outage, not the endpoint's failure: it counts toward no crash loop.
+      if (isRuntimeUnreachable(error)) this.#outage.failed(error, this.#o.clock());
+      else this.#crashes.record(record.endpointId, { code, message, at: now });
       this.#fail(record, code, message);
       // A failed create leaves nothing behind, except where the engine could not be reached to clean up: its GPUs
       // are free once a removal (idempotent, cheap when there is nothing) has confirmed that.
@@ -513,7 +541,7 @@ export class Controller {
       return undefined;
     } catch (error) {
       this.#gpus.releaseFailed(workerId);
-      this.#o.logger.warn({ err: error, workerId, reason }, 'cannot remove worker');
+      this.#o.logger.warn({ ...runtimeErrorFields(error), workerId, reason }, 'cannot remove worker');
       return error instanceof Error ? error : new Error(String(error));
     } finally {
       this.poke();
@@ -545,19 +573,24 @@ export class Controller {
 
   // ---- report ----
 
-  /** The pass's changes to the store: dirty worker rows, then endpoint statuses that differ from the stored ones. */
-  async #report(endpoints: Endpoint[]): Promise<void> {
-    const { store, clock, gpus } = this.#o;
-    const now = clock();
-    await writeWorkers(store, this.#book.dirty, (id) => this.#book.get(id), now);
-    await writeStatuses(store, endpoints, now, (endpoint) =>
-      endpointStatus(
-        endpoint,
-        this.#book.ofEndpoint(endpoint.id),
-        this.#crashes.of(endpoint.id),
-        this.#crashes.policy,
-        whyNeverPlaceable(endpoint.spec, gpus),
-      ),
-    );
+  /** The pass's changes to the store, and what the gateway reads to the routing table (pass-report.ts). */
+  async #reportAndPublish(endpoints: Endpoint[]): Promise<void> {
+    const { store, routes, clock, gpus } = this.#o;
+    await reportPass({
+      store,
+      routes,
+      book: this.#book,
+      endpoints,
+      now: clock(),
+      outage: this.#outage.text,
+      statusOf: (endpoint, workers) =>
+        endpointStatus(
+          endpoint,
+          workers,
+          this.#crashes.of(endpoint.id),
+          this.#crashes.policy,
+          whyNeverPlaceable(endpoint.spec, gpus),
+        ),
+    });
   }
 }

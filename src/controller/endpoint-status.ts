@@ -1,6 +1,7 @@
 /** The endpoint's reported `state` (serving, deploying, updating, failed, stopped) from its workers. Pure. */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import { type BackoffPolicy, type CrashRecord, endpointFailure } from './backoff.js';
+import { NO_WORKERS_MESSAGE } from './endpoint-condition.js';
 import { isActive, type ManagedWorker } from './managed-worker.js';
 
 /** What the endpoint's `state` says, derived from its workers and failures. Pure. */
@@ -31,6 +32,9 @@ export function endpointStatus(
     };
   }
   if (ready.length > 0) return { state: 'serving', error: '', message: summary(current) };
+  if (endpoint.spec.workers.maxWorkers === 0 && current.length === 0) {
+    return { state: 'serving', error: '', message: NO_WORKERS_MESSAGE };
+  }
   if (endpoint.spec.workers.minWorkers === 0 && current.length === 0) {
     return { state: 'serving', error: '', message: 'scaled to zero; a request wakes it' };
   }

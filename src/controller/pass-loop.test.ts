@@ -21,7 +21,7 @@ function harness() {
         finish = resolve;
       });
     },
-    onError: (error) => errors.push(error),
+    onError: (error, { repeated }) => errors.push({ error, repeated }),
   });
   const endPass = async () => {
     finish?.();
@@ -85,6 +85,24 @@ describe('PassLoop', () => {
     h.loop.poke();
     h.timers.advance(0);
     expect(h.passes).toEqual([0, 0]);
+  });
+
+  it("says whether a failure repeats the last pass's, so that a lasting one is logged once", async () => {
+    const h = harness();
+    for (let i = 0; i < 3; i++) {
+      h.failNextPass();
+      h.loop.poke();
+      h.timers.advance(0);
+      await h.loop.settled();
+    }
+    h.loop.poke();
+    h.timers.advance(0);
+    await h.endPass();
+    h.failNextPass();
+    h.loop.poke();
+    h.timers.advance(0);
+    await h.loop.settled();
+    expect(h.errors.map((e) => (e as { repeated: boolean }).repeated)).toEqual([false, true, true, false]);
   });
 
   it("starts a pass with the timers' setImmediate where they have one, and cancels it on stop", async () => {

@@ -10,7 +10,11 @@ export interface PassLoopOptions {
   intervalMs: number;
   /** One pass; a rejection is handed to `onError` and the loop goes on. */
   pass: () => Promise<void>;
-  onError: (error: unknown) => void;
+  /**
+   * `repeated`: the pass before failed with the same message, so that a failure that lasts (a store that is
+   * down) can be logged once, not once a pass.
+   */
+  onError: (error: unknown, context: { repeated: boolean }) => void;
 }
 
 export class PassLoop {
@@ -21,6 +25,8 @@ export class PassLoop {
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
+  /** The message of the last pass's failure; undefined after a pass that succeeded. */
+  #lastFailure: string | undefined;
 
   constructor(options: PassLoopOptions) {
     this.#o = options;
@@ -78,7 +84,17 @@ export class PassLoop {
     if (this.#stopped) return;
     this.#running = this.#o
       .pass()
-      .catch(this.#o.onError)
+      .then(
+        () => {
+          this.#lastFailure = undefined;
+        },
+        (error: unknown) => {
+          const message = error instanceof Error ? error.message : String(error);
+          const repeated = message === this.#lastFailure;
+          this.#lastFailure = message;
+          this.#o.onError(error, { repeated });
+        },
+      )
       .finally(() => {
         this.#running = undefined;
         if (this.#again) {

@@ -11,6 +11,28 @@ export interface RoutableWorker {
   address: { host: string; port: number };
 }
 
+/**
+ * Why a request that needs a new worker cannot get one now: the endpoint is failed (`reason` is its error code,
+ * INSUFFICIENT_GPU among them), has `maxNum: 0`, or the runtime cannot be reached. The gateway answers 503 at once
+ * while the endpoint has no routable worker; what Corral still retries (a worker that crashed once, a GPU that is
+ * busy) is no refusal: its requests wait.
+ */
+export interface EndpointRefusal {
+  kind: 'failed' | 'no-capacity' | 'no-workers' | 'runtime-unavailable';
+  /** The endpoint's error code (IMAGE_PULL_FAILED, CRASH_LOOP, ...; RUNTIME_UNAVAILABLE, NO_WORKERS). */
+  reason: string;
+  message: string;
+  /** The message of the endpoint's most recent worker that did not serve (its failure, or what it waits for). */
+  lastWorkerMessage: string;
+}
+
+/** What the controller knows of an endpoint beyond its workers, for the gateway's answers. */
+export interface EndpointCondition {
+  refusal?: EndpointRefusal;
+  /** Why its requests wait when no worker is routable (a pending worker's message, pull progress, ...). */
+  waitingFor?: string;
+}
+
 /** What the gateway needs: where each endpoint's traffic may go. */
 export interface RoutingView {
   endpointByAppName(appName: string): Endpoint | undefined;
@@ -18,6 +40,8 @@ export interface RoutingView {
   endpointById(endpointId: string): Endpoint | undefined;
   /** Running, healthy workers of any revision (both serve during a rollout). */
   routableWorkers(endpointId: string): readonly RoutableWorker[];
+  /** Why the endpoint cannot get a new worker or what its requests wait for; undefined when nothing is known. */
+  conditionOf(endpointId: string): EndpointCondition | undefined;
   /** Called after every publication (each controller pass, each health change). */
   onChange(listener: () => void): () => void;
   /** Asks the source for a fresh look now: a request named an endpoint it lacks, or a worker could not be reached. */
@@ -30,6 +54,7 @@ export class RoutingTable implements RoutingView {
   #byId = new Map<string, Endpoint>();
   #byAppName = new Map<string, Endpoint>();
   #routable = new Map<string, readonly RoutableWorker[]>();
+  #conditions: ReadonlyMap<string, EndpointCondition> = new Map();
   readonly #listeners = new Set<() => void>();
   readonly #refreshListeners = new Set<() => void>();
 
@@ -43,6 +68,10 @@ export class RoutingTable implements RoutingView {
 
   routableWorkers(endpointId: string): readonly RoutableWorker[] {
     return this.#routable.get(endpointId) ?? NONE;
+  }
+
+  conditionOf(endpointId: string): EndpointCondition | undefined {
+    return this.#conditions.get(endpointId);
   }
 
   onChange(listener: () => void): () => void {
@@ -62,9 +91,14 @@ export class RoutingTable implements RoutingView {
 
   /**
    * Replaces the whole view and tells the readers. `routable` holds only endpoints that have routable workers;
-   * the arrays are kept as they are, so the publisher must not change them afterwards.
+   * the arrays are kept as they are, so the publisher must not change them afterwards. `conditions` holds only
+   * endpoints that have one.
    */
-  publish(endpoints: Iterable<Endpoint>, routable: Map<string, readonly RoutableWorker[]>): void {
+  publish(
+    endpoints: Iterable<Endpoint>,
+    routable: Map<string, readonly RoutableWorker[]>,
+    conditions: ReadonlyMap<string, EndpointCondition> = new Map(),
+  ): void {
     const byId = new Map<string, Endpoint>();
     const byAppName = new Map<string, Endpoint>();
     for (const endpoint of endpoints) {
@@ -74,6 +108,7 @@ export class RoutingTable implements RoutingView {
     this.#byId = byId;
     this.#byAppName = byAppName;
     this.#routable = routable;
+    this.#conditions = conditions;
     this.#notify();
   }
 

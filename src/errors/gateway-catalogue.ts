@@ -51,6 +51,20 @@ export const GATEWAY_ERROR_CATALOGUE = {
     status: 504,
     description: 'The worker did not answer within workerConfig.requestTimeout.',
   },
+  ENDPOINT_FAILED: {
+    status: 503,
+    description:
+      "The endpoint is failed (metadata.endpointError: IMAGE_PULL_FAILED, CRASH_LOOP, HEALTH_TIMEOUT, ...) and no worker of it serves; the message names the reason and the last worker's message. An update or a start tries again.",
+  },
+  NO_WORKERS: {
+    status: 503,
+    description: "The endpoint's maxNum is 0: it can have no worker. Raise maxNum to serve.",
+  },
+  RUNTIME_UNAVAILABLE: {
+    status: 503,
+    description:
+      'The container engine cannot be reached and no worker of the endpoint serves, so none can start; retry shortly (Corral recovers by itself when the engine answers again).',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_CATALOGUE;

@@ -515,6 +515,9 @@ describe('GatewayError', () => {
       ENDPOINT_STOPPED: 503,
       QUEUE_TIMEOUT: 504,
       REQUEST_TIMEOUT: 504,
+      ENDPOINT_FAILED: 503,
+      NO_WORKERS: 503,
+      RUNTIME_UNAVAILABLE: 503,
     });
     for (const entry of Object.values(GATEWAY_ERROR_CATALOGUE)) expect(entry.description).toMatch(/\.$/);
   });

@@ -35,6 +35,11 @@ export interface DispatcherOptions extends DispatcherSettings {
    * or wake the endpoint at once. Best effort: an exception it throws is swallowed.
    */
   onQueued?: () => void;
+  /**
+   * Why no worker is routable (a pending worker's message, a pull's progress), asked when a request times out in
+   * the queue so that its QUEUE_TIMEOUT says why it waited; undefined when nothing is known.
+   */
+  whyNoWorker?: () => string | undefined;
 }
 
 export interface WorkerAddress {
@@ -114,6 +119,7 @@ export class EndpointDispatcher {
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #onQueued: (() => void) | undefined;
+  readonly #whyNoWorker: (() => string | undefined) | undefined;
   #settings: DispatcherSettings;
   /** Routable and draining workers, by id, in the order they were added. */
   readonly #workers = new Map<string, WorkerSlots>();
@@ -136,6 +142,7 @@ export class EndpointDispatcher {
     this.#clock = options.clock;
     this.#timers = options.timers;
     this.#onQueued = options.onQueued;
+    this.#whyNoWorker = options.whyNoWorker;
     this.#settings = checkSettings({
       maxConcurrent: options.maxConcurrent,
       maxQueueLength: options.maxQueueLength,
@@ -435,11 +442,31 @@ export class EndpointDispatcher {
   #timeOut(waiter: Waiter): void {
     this.#leave(waiter);
     const waitedMs = Math.max(0, this.#clock() - waiter.enqueuedAt);
+    const waitingFor = this.#waitingFor();
     waiter.reject(
-      new GatewayError('QUEUE_TIMEOUT', `no worker slot freed within ${this.#settings.queueTimeoutMs} ms`, {
-        metadata: { queuedMs: waitedMs, queueTimeoutMs: this.#settings.queueTimeoutMs },
-      }),
+      new GatewayError(
+        'QUEUE_TIMEOUT',
+        `no worker slot freed within ${this.#settings.queueTimeoutMs} ms${waitingFor ? `: ${waitingFor}` : ''}`,
+        {
+          metadata: {
+            queuedMs: waitedMs,
+            queueTimeoutMs: this.#settings.queueTimeoutMs,
+            ...(waitingFor ? { waitingFor } : {}),
+          },
+        },
+      ),
     );
+  }
+
+  /** Why a queued request got no slot: every routable worker busy, or what the endpoint's new worker waits for. */
+  #waitingFor(): string | undefined {
+    let routable = 0;
+    for (const slots of this.#workers.values()) if (slots.routable) routable += 1;
+    if (routable > 0) {
+      return `all ${routable} routable worker(s) busy with ${this.#settings.maxConcurrent} request(s) each`;
+    }
+    const why = this.#whyNoWorker?.();
+    return why ? `no worker is routable: ${why}` : 'no worker is routable';
   }
 
   /**

@@ -12,6 +12,7 @@ import type { Clock, Timers } from '../service/clock.js';
 import { EndpointDispatcher } from './dispatcher.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
+import { refusalError } from './refusal.js';
 
 /**
  * How long an endpoint found in the store may stay unknown to the routing view before the gateway takes it for
@@ -143,6 +144,16 @@ export class EndpointTable {
     return never ?? undefined;
   }
 
+  /**
+   * Why a request of the endpoint cannot be served now, as the controller published it (failed, maxNum 0, the
+   * runtime unreachable), while no worker of it is routable; undefined when it can, or may soon.
+   */
+  refusalOf(endpoint: Endpoint): GatewayError | undefined {
+    const refusal = this.#o.routing.conditionOf(endpoint.id)?.refusal;
+    if (!refusal || this.#routable(endpoint.id).length > 0) return undefined;
+    return refusalError(endpoint, refusal);
+  }
+
   /** The endpoint's dispatcher, made on its first request (its settings follow the endpoint's). */
   dispatcherFor(endpoint: Endpoint): EndpointDispatcher {
     let dispatcher = this.#dispatchers.get(endpoint.id);
@@ -159,6 +170,7 @@ export class EndpointTable {
         clock: this.#o.clock,
         timers: this.#o.timers,
         onQueued: () => this.#o.onQueued(endpoint.id),
+        whyNoWorker: () => this.#o.routing.conditionOf(endpoint.id)?.waitingFor,
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));
       this.#dispatchers.set(endpoint.id, dispatcher);
@@ -198,6 +210,12 @@ export class EndpointTable {
         // Requests queued before the endpoint turned out unplaceable (an update asked for more GPUs than the
         // server has) would otherwise wait the whole queue timeout for a worker that never comes.
         dispatcher.rejectQueued(new GatewayError('NO_CAPACITY', never));
+        this.#wakes.delete(endpointId);
+      }
+      const refused = this.refusalOf(endpoint);
+      if (refused) {
+        // Failed, maxNum 0, or the runtime unreachable, with no worker left to serve: waiting helps nobody.
+        dispatcher.rejectQueued(refused);
         this.#wakes.delete(endpointId);
       }
       const routable = this.#o.routing.routableWorkers(endpointId);
@@ -265,7 +283,12 @@ export class EndpointTable {
   quarantine(endpointId: string, workerId: string): boolean {
     if (this.#quarantine.has(workerId)) return false;
     this.#quarantine.set(workerId, this.#o.clock() + QUARANTINE_MS);
-    this.#dispatchers.get(endpointId)?.setWorkers(this.#routable(endpointId));
+    const dispatcher = this.#dispatchers.get(endpointId);
+    dispatcher?.setWorkers(this.#routable(endpointId));
+    // Its last worker gone (killed while the engine is away, say) and no new one can come: nobody waits for one.
+    const endpoint = this.#o.routing.endpointById(endpointId);
+    const refused = endpoint && this.refusalOf(endpoint);
+    if (refused) dispatcher?.rejectQueued(refused);
     return true;
   }
 }

@@ -140,6 +140,9 @@ class StaticRouting implements RoutingView {
   routableWorkers(endpointId: string) {
     return this.workers.get(endpointId) ?? [];
   }
+  conditionOf() {
+    return undefined;
+  }
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

@@ -229,6 +229,9 @@ export class Gateway implements QueueSignals {
             res.on('close', onClientClose);
             cold = attempt === 1 && this.#endpoints.wakingFor(endpoint.id, arrived);
           }
+          // A retry whose workers all failed, of an endpoint that can get no new one, is answered now.
+          const refused = tried && this.#endpoints.refusalOf(endpoint);
+          if (refused) return this.#fail(res, endpoint, refused, arrived, 0);
           const waitFrom = this.#o.clock();
           try {
             lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
@@ -408,7 +411,8 @@ export class Gateway implements QueueSignals {
       return new GatewayError('ENDPOINT_STOPPED', `endpoint ${endpoint.id} is stopped`);
     }
     const never = this.#endpoints.neverPlaceable(endpoint);
-    return never === undefined ? undefined : new GatewayError('NO_CAPACITY', never);
+    if (never !== undefined) return new GatewayError('NO_CAPACITY', never);
+    return this.#endpoints.refusalOf(endpoint);
   }
 
   /**

@@ -27,6 +27,11 @@ runtimeContract('fake', async () => {
       return 'hello from the fake';
     },
     capabilities: { imagePull: true, realProcess: false },
+    unreachable: async () => {
+      const offline = new FakeRuntime({ clock: Date.now });
+      offline.unreachable();
+      return { runtime: offline, close: () => offline.close() };
+    },
     cleanup: () => runtime.close(),
   };
 });

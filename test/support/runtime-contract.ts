@@ -34,6 +34,11 @@ export interface RuntimeContractSetup {
   /** Makes the worker write a line to its output, or waits for one it writes anyway; resolves to a substring of it. */
   logLine: (worker: RuntimeWorker) => Promise<string>;
   capabilities: RuntimeCapabilities;
+  /**
+   * The same runtime with an engine it cannot reach (docker: a socket nobody listens on; fake: unreachable()), for
+   * runtimes that have an engine; `close` ends it.
+   */
+  unreachable?: () => Promise<{ runtime: WorkerRuntime; close(): Promise<void> }>;
   cleanup(): Promise<void>;
 }
 
@@ -160,6 +165,31 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
       const managed = idsOf(await runtime.list({ [LABELS.managed]: 'true' }));
       expect(managed).toEqual(expect.arrayContaining([a1, a2, b1]));
       await Promise.all([a1, a2, b1].map((id) => runtime.remove(id, { graceSeconds: 1 })));
+    });
+
+    it('an engine that cannot be reached fails every call with RuntimeError UNAVAILABLE, the same for every runtime', async (context) => {
+      if (!ctx.unreachable) return context.skip();
+      const { endpointId, workerId } = ids();
+      const offline = await ctx.unreachable();
+      try {
+        const calls = [
+          () => offline.runtime.list({ [LABELS.managed]: 'true' }),
+          () => offline.runtime.inspect(workerId()),
+          () => offline.runtime.create(spec(endpointId, workerId())),
+          () => offline.runtime.remove(workerId()),
+        ];
+        for (const call of calls) {
+          const error = await call().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(error).toBeInstanceOf(RuntimeError);
+          expect((error as RuntimeError).code).toBe('UNAVAILABLE');
+          expect((error as RuntimeError).message).toMatch(/cannot reach the .*engine/);
+        }
+      } finally {
+        await offline.close();
+      }
     });
 
     it('inspect of an unknown worker is undefined', async () => {

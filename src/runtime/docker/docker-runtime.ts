@@ -44,9 +44,15 @@ export interface DockerRuntimeOptions {
   requestGpuDevices?: boolean;
   /** Reconnect backoff of the event stream; defaults 200 ms doubling up to 5 s. */
   eventBackoff?: { initialMs: number; maxMs: number };
+  /**
+   * How long a listing may take before the engine counts as unreachable (UNAVAILABLE); default 10 s. An engine
+   * that accepts connections and never answers would otherwise hold every controller pass.
+   */
+  listTimeoutMs?: number;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
+const DEFAULT_LIST_TIMEOUT_MS = 10_000;
 const VOLUME_REMOVE_ATTEMPTS = 10;
 
 /** Where dockerode talks to, for messages: the socket path or the TCP address. */
@@ -333,9 +339,18 @@ export class DockerRuntime implements WorkerRuntime {
         .filter(([key]) => key !== LABELS.managed)
         .map(([key, value]) => `${key}=${value}`),
     ];
+    const timeoutMs = this.#options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS;
+    const abortSignal = AbortSignal.timeout(timeoutMs);
     try {
-      return await this.#docker.listContainers({ all: true, filters: { label } });
+      return await this.#docker.listContainers({ all: true, filters: { label }, abortSignal });
     } catch (error) {
+      if (abortSignal.aborted) {
+        throw new RuntimeError(
+          'UNAVAILABLE',
+          `cannot reach the Docker engine at ${this.#address}: no answer to a listing within ${timeoutMs} ms`,
+          { cause: error },
+        );
+      }
       throw engineError(error, 'cannot list workers', this.#address);
     }
   }

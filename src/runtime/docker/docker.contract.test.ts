@@ -51,6 +51,13 @@ if (withDocker) {
       },
       logLine: async (worker) => `worker ${worker.workerId} listening`,
       capabilities: { imagePull: true, realProcess: true },
+      unreachable: async () => {
+        const offline = new DockerRuntime({
+          docker: new Docker({ socketPath: `/tmp/corral-ct-${run}-nobody.sock` }),
+          logger: pino({ level: 'silent' }),
+        });
+        return { runtime: offline, close: () => offline.close() };
+      },
       cleanup: async () => {
         await runtime.close();
         await removeLabelled(docker, `${RUN_LABEL}=${run}`);

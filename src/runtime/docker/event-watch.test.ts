@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LABELS, type RuntimeEvent } from '../types.js';
 import { EventWatch } from './event-watch.js';
@@ -89,6 +89,45 @@ describe('EventWatch', () => {
     const after = attempts;
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(attempts).toBeLessThanOrEqual(after + 1);
+  });
+
+  it('says once that the stream is lost and once that it is back, however many attempts it takes', async () => {
+    const lines: { level: string; message: string }[] = [];
+    const record = (level: string) => (first: unknown, second?: unknown) =>
+      lines.push({ level, message: String(typeof first === 'string' ? first : second) });
+    const captured = {
+      warn: record('warn'),
+      info: record('info'),
+      debug: record('debug'),
+      error: record('error'),
+    } as unknown as Logger;
+    let refusing = true;
+    let attempts = 0;
+    const opened: PassThrough[] = [];
+    const watch = new EventWatch({
+      open: async () => {
+        attempts += 1;
+        if (refusing) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        const stream = new PassThrough();
+        opened.push(stream);
+        return stream;
+      },
+      onEvent: () => undefined,
+      logger: captured,
+      clock: () => 0,
+      initialBackoffMs: 1,
+      maxBackoffMs: 2,
+    });
+    watches.push(watch);
+    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(5));
+    refusing = false;
+    await vi.waitFor(() => expect(opened).toHaveLength(1));
+    const loud = lines.filter((line) => line.level !== 'debug');
+    expect(loud).toEqual([
+      { level: 'warn', message: 'docker event stream failed; reconnecting' },
+      { level: 'info', message: 'docker event stream reconnected' },
+    ]);
+    expect(lines.filter((line) => line.level === 'debug').length).toBeGreaterThanOrEqual(3);
   });
 
   it('a throwing handler does not stop the stream', async () => {

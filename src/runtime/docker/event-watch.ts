@@ -1,9 +1,11 @@
 /**
  * Follows the engine's event stream and reconnects with capped exponential backoff when it ends or fails,
- * resuming from the last event seen (`since`) so nothing in between is lost; replays are dropped.
+ * resuming from the last event seen (`since`) so nothing in between is lost; replays are dropped. The log says once
+ * that the stream is lost and once that it is back, however many attempts an engine outage takes.
  */
 import type { Logger } from 'pino';
 import type { RuntimeEvent } from '../types.js';
+import { reasonOf } from './engine-errors.js';
 import { type DockerEventMessage, eventFromDocker } from './worker-state.js';
 
 export interface EventWatchOptions {
@@ -26,6 +28,8 @@ export class EventWatch {
   #sinceSeconds: number | undefined;
   readonly #seen: string[] = [];
   readonly #options: EventWatchOptions;
+  /** Since the stream was lost and until it is open again: further failures are logged at debug level only. */
+  #lost = false;
 
   constructor(options: EventWatchOptions) {
     this.#options = options;
@@ -45,15 +49,29 @@ export class EventWatch {
     if (this.closed) return;
     try {
       const stream = await this.#options.open(this.#sinceSeconds, this.#abort.signal);
+      if (this.#lost) {
+        this.#lost = false;
+        this.#options.logger.info('docker event stream reconnected');
+      }
       // A second back absorbs clock skew with the engine; a replayed exit is harmless to a level-triggered reader.
       this.#sinceSeconds ??= this.#options.clock() / 1000 - 1;
       await this.#consume(stream);
-      if (!this.closed) this.#options.logger.warn('docker event stream ended; reconnecting');
+      if (!this.closed) this.#streamLost(undefined, 'docker event stream ended; reconnecting');
     } catch (error) {
       if (this.closed) return;
-      this.#options.logger.warn({ err: error }, 'docker event stream failed; reconnecting');
+      this.#streamLost(reasonOf(error), 'docker event stream failed; reconnecting');
     }
     this.#scheduleReconnect();
+  }
+
+  #streamLost(reason: string | undefined, message: string): void {
+    const fields = reason === undefined ? {} : { reason };
+    if (this.#lost) {
+      this.#options.logger.debug(fields, message);
+      return;
+    }
+    this.#lost = true;
+    this.#options.logger.warn(fields, message);
   }
 
   #scheduleReconnect(): void {

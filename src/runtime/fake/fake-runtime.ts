@@ -67,6 +67,8 @@ export class FakeRuntime implements WorkerRuntime {
   readonly #listeners = new Set<(event: RuntimeEvent) => void>();
   readonly #statsValue: WorkerStats;
   #createFailure: { reason: string; remaining: number } | undefined;
+  /** Set while the simulated engine cannot be reached: why every call fails. */
+  #unreachable: string | undefined;
   #removalGate: Promise<void> | undefined;
   #nextPort = FAKE_PORT_BASE;
   #closed = false;
@@ -89,6 +91,20 @@ export class FakeRuntime implements WorkerRuntime {
   /** Makes the next `times` create() calls (all of them by default) throw RUNTIME_ERROR with this reason. */
   failCreate(reason: string, times = Number.POSITIVE_INFINITY): void {
     this.#createFailure = { reason, remaining: times };
+  }
+
+  /**
+   * Simulates an engine that cannot be reached: every call fails with RuntimeError UNAVAILABLE (as the Docker
+   * runtime's do when its socket refuses) until reachable(). Workers keep their state; exit() still works (the
+   * engine killing a container meanwhile).
+   */
+  unreachable(reason = 'connect ECONNREFUSED /var/run/fake.sock'): void {
+    this.#unreachable = reason;
+  }
+
+  /** The simulated engine answers again. */
+  reachable(): void {
+    this.#unreachable = undefined;
   }
 
   /** Undoes failPull and failCreate. */
@@ -141,6 +157,7 @@ export class FakeRuntime implements WorkerRuntime {
 
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the fake runtime is closed');
+    this.#ensureReachable();
     if (this.missingImages.has(spec.image)) {
       this.counters.createFailures += 1;
       throw new RuntimeError('IMAGE_PULL_FAILED', `image ${spec.image} not found (fake)`);
@@ -197,6 +214,7 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async remove(workerId: string): Promise<void> {
+    this.#ensureReachable();
     if (this.#removalGate) await this.#removalGate;
     const entry = this.#workers.get(workerId);
     if (!entry) return;
@@ -211,6 +229,7 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
+    this.#ensureReachable();
     const entries = Object.entries(selector);
     const workerId = selector[LABELS.worker];
     const endpointId = selector[LABELS.endpoint];
@@ -236,11 +255,13 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
+    this.#ensureReachable();
     const entry = this.#workers.get(workerId);
     return entry ? snapshot(entry.worker) : undefined;
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncIterable<string> {
+    this.#ensureReachable();
     const entry = this.#workers.get(workerId);
     if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
     let position = options.tail === undefined ? 0 : Math.max(0, entry.logs.length - options.tail);
@@ -265,6 +286,7 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   async stats(workerId: string): Promise<WorkerStats | undefined> {
+    this.#ensureReachable();
     const entry = this.#workers.get(workerId);
     if (!entry || entry.worker.phase === 'exited') return undefined;
     return { ...this.#statsValue };
@@ -287,6 +309,12 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   // ---- internals ----
+
+  #ensureReachable(): void {
+    if (this.#unreachable !== undefined) {
+      throw new RuntimeError('UNAVAILABLE', `cannot reach the fake engine: ${this.#unreachable}`);
+    }
+  }
 
   async #readCredentials(spec: WorkerSpec): Promise<void> {
     try {

@@ -1,0 +1,39 @@
+/**
+ * The end of every pass, also of one that could not reach the runtime: the worker rows that changed and the
+ * endpoint statuses that differ go to the store, then every endpoint with its routable workers and its condition
+ * (why it cannot get a worker, what its requests wait for) goes to the routing table, for the gateway.
+ */
+import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { Store } from '../store/store.js';
+import { endpointCondition, statusDuringOutage } from './endpoint-condition.js';
+import type { ManagedWorker } from './managed-worker.js';
+import type { EndpointCondition, RoutingTable } from './routing-table.js';
+import type { WorkerBook } from './worker-book.js';
+import { writeStatuses, writeWorkers } from './write-back.js';
+
+export interface PassReport {
+  store: Store;
+  routes: RoutingTable;
+  book: WorkerBook;
+  endpoints: Endpoint[];
+  now: number;
+  /** endpointStatus's answer for the endpoint, as the runtime was last seen. */
+  statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) => StateReport<EndpointState>;
+  /** RuntimeOutage's text while the runtime cannot be reached. */
+  outage: string | undefined;
+}
+
+export async function reportPass(report: PassReport): Promise<void> {
+  const { store, book, endpoints, now, outage } = report;
+  await writeWorkers(store, book.dirty, (id) => book.get(id), now);
+  const conditions = new Map<string, EndpointCondition>();
+  await writeStatuses(store, endpoints, now, (endpoint) => {
+    const workers = book.ofEndpoint(endpoint.id);
+    const found = report.statusOf(endpoint, workers);
+    const status = outage === undefined ? found : statusDuringOutage(found, workers, outage);
+    const condition = endpointCondition({ endpoint, status, workers, runtimeOutage: outage });
+    if (condition) conditions.set(endpoint.id, condition);
+    return status;
+  });
+  report.routes.publish(endpoints, book.routable(), conditions);
+}
