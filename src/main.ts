@@ -40,7 +40,7 @@ import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-servic
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
-import { randomIds } from './service/ids.js';
+import { newInstallationId, randomIds } from './service/ids.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -118,6 +118,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   clock?: Clock;
   /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
   revealCredentials?: ControllerOptions['revealCredentials'];
+  /** This installation's id, labelled on every worker (none: the controller takes every managed worker as its own). */
+  installationId?: string;
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -186,6 +188,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     routes,
     scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     ...(config.workers?.memoryGBPerGpu === undefined
@@ -261,7 +264,8 @@ export async function serve(
     for (const close of closers.reverse()) await close();
   };
   try {
-    logger.info({ database: store.describe() }, 'store ready');
+    const installationId = await store.installation.ensure(newInstallationId(), systemClock());
+    logger.info({ database: store.describe(), installationId }, 'store ready');
     // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
     const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
     await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
@@ -286,6 +290,7 @@ export async function serve(
       logger,
       registry,
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
+      installationId,
     });
     const { controller, gateway } = traffic;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };

@@ -15,6 +15,7 @@ import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
+import { ownedHere } from './installation.js';
 import { adoptedRecord, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
 import { placeWorkers, whyNeverPlaceable } from './placement.js';
@@ -26,7 +27,7 @@ import { writeStatuses, writeWorkers } from './write-back.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
+type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'installationId';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -134,10 +135,11 @@ export class Controller {
       return;
     }
     const endpoints = await store.endpoints.listAll();
+    const live = new Map(endpoints.map((e) => [e.id, e]));
+    observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
-    const live = new Map(endpoints.map((e) => [e.id, e]));
     this.#endpoints = live;
     this.#observe(observed, listing, live, now);
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
@@ -301,6 +303,7 @@ export class Controller {
       const { memoryGBPerGpu } = this.#o;
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
+        ...(this.#o.installationId === undefined ? {} : { installationId: this.#o.installationId }),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });
