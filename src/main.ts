@@ -42,7 +42,7 @@ import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-servic
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
-import { randomIds } from './service/ids.js';
+import { newInstallationId, randomIds } from './service/ids.js';
 import { WorkerService } from './service/worker-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
@@ -131,6 +131,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   revealCredentials?: ControllerOptions['revealCredentials'];
   /** Whether the owner may run the image, before each worker start; none: the pull alone decides. */
   imageAccess?: ControllerOptions['imageAccess'];
+  /** This installation's id, labelled on every worker (none: the controller takes every managed worker as its own). */
+  installationId?: string;
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -199,6 +201,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     routes,
     scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
@@ -275,7 +278,8 @@ export async function serve(
     for (const close of closers.reverse()) await close();
   };
   try {
-    logger.info({ database: store.describe() }, 'store ready');
+    const installationId = await store.installation.ensure(newInstallationId(), systemClock());
+    logger.info({ database: store.describe(), installationId }, 'store ready');
     // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
     const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
     await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
@@ -311,6 +315,7 @@ export async function serve(
               }),
           }
         : {}),
+      installationId,
     });
     const { controller, gateway } = traffic;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };

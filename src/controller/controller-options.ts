@@ -57,6 +57,11 @@ export interface ControllerOptions {
   timers?: Timers;
   /** Where the controller publishes each endpoint's routable workers (the gateway reads it). */
   routes: RoutingTable;
+  /**
+   * This installation's id, put on every worker it makes; workers of another installation on the same engine are
+   * neither adopted nor removed. Undefined (tests, benchmarks): every managed worker is this controller's.
+   */
+  installationId?: string;
   /** Network storage id -> host path. */
   storagePaths: ReadonlyMap<string, string>;
   /** A worker's host memory limit per GPU, in GiB (one share without GPUs); undefined: no limit. */

@@ -15,6 +15,7 @@ import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
+import { ownedHere } from './installation.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
@@ -27,7 +28,13 @@ import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'imageAccess';
+type OptionalOptions =
+  | 'scaling'
+  | 'metrics'
+  | 'awaitDrained'
+  | 'memoryGBPerGpu'
+  | 'imageAccess'
+  | 'installationId';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -152,11 +159,12 @@ export class Controller {
       this.#book.markDirty(record);
     const endpoints = await store.endpoints.listAll();
     const drainRequested = await store.workers.drainRequested();
+    const live = new Map(endpoints.map((e) => [e.id, e]));
+    observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
     this.#giveChangedOnesATry(endpoints);
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
-    const live = new Map(endpoints.map((e) => [e.id, e]));
     this.#endpoints = live;
     this.#observe(observed, listing, live, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
@@ -379,6 +387,7 @@ export class Controller {
       const { memoryGBPerGpu } = this.#o;
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
+        ...(this.#o.installationId === undefined ? {} : { installationId: this.#o.installationId }),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });

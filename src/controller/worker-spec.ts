@@ -17,6 +17,8 @@ export interface WorkerSpecContext {
   registryAuth?: () => Promise<RegistryAuth | undefined>;
   /** A worker's host memory per GPU it has, in GiB (config `workers.memoryGBPerGpu`); undefined: no limit. */
   memoryGBPerGpu?: number;
+  /** Labelled on the worker (LABELS.installation), so that only this installation adopts or removes it. */
+  installationId?: string;
 }
 
 const GIB = 1024 ** 3;
@@ -95,6 +97,7 @@ export function buildWorkerSpec(
       [LABELS.worker]: worker.id,
       [LABELS.revision]: String(worker.revision),
       [LABELS.owner]: endpoint.ownerId,
+      ...(context.installationId === undefined ? {} : { [LABELS.installation]: context.installationId }),
     },
     ...(context.registryAuth ? { registryAuth: context.registryAuth } : {}),
     rootfsSizeGB: spec.rootfsSizeGB,

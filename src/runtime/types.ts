@@ -10,6 +10,8 @@ export const LABELS = {
   worker: `${LABEL_PREFIX}worker`,
   revision: `${LABEL_PREFIX}revision`,
   owner: `${LABEL_PREFIX}owner`,
+  /** The id of the installation that made it: Corral adopts and removes only its own installation's workers. */
+  installation: `${LABEL_PREFIX}installation`,
 } as const;
 
 /** The labels every runtime puts on a worker: the spec's own plus Corral's, which win. */

@@ -14,3 +14,8 @@ export const randomIds: IdGenerator = {
   endpoint: () => randomString(1, LOWER) + randomString(15, LOWER_DIGITS),
   credentials: () => `auth-${randomString(12, LOWER_DIGITS)}`,
 };
+
+/** An installation's id, made once per database (LABELS.installation on everything it makes). */
+export function newInstallationId(): string {
+  return `inst-${randomString(12, LOWER_DIGITS)}`;
+}

@@ -84,7 +84,14 @@ export interface EndpointCountsTable {
   live: number;
 }
 
+/** One row: this installation's id (labels on everything Corral makes). */
+export interface InstallationTable {
+  id: string;
+  created_at: number;
+}
+
 export interface Database {
+  installation: InstallationTable;
   workers: WorkersTable;
   endpoints: EndpointsTable;
   endpoint_counts: EndpointCountsTable;

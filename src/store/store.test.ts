@@ -116,11 +116,17 @@ describe.each(storeTargets())('store on $name', (target) => {
     await db.schema.dropIndex('workers_drain_requested').execute();
     await db.schema.alterTable('workers').dropColumn('drain_requested').execute();
     await db.schema.dropTable('endpoint_counts').execute();
+    await db.schema.dropTable('installation').execute();
     await sql`delete from kysely_migration where name >= '0003'`.execute(db);
-    expect(await store.migrate()).toEqual(['0003-endpoint-counts', '0004-worker-drain']);
+    expect(await store.migrate()).toEqual(['0003-endpoint-counts', '0004-worker-drain', '0007-installation']);
     const page = { limit: 10, offset: 0 };
     expect((await store.endpoints.list('owner-a', page)).total).toBe(2);
     expect((await store.endpoints.list('owner-b', page)).total).toBe(1);
+  });
+
+  it('keeps the first installation id it stored, whatever id a later start offers', async () => {
+    expect(await store.installation.ensure('inst-first', 1)).toBe('inst-first');
+    expect(await store.installation.ensure('inst-second', 2)).toBe('inst-first');
   });
 
   it('mutate writes the change with its events and audit entry', async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
 
 const KEY = 'e2e-gateway-key-0123456789';
 const withDocker = integrationAvailable(
@@ -123,13 +123,7 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
   afterAll(async () => {
     agent.destroy();
     await server?.stop();
-    for (const id of execFileSync('docker', ['ps', '-aq', '--filter', 'label=corral.dev/managed=true'], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter(Boolean)) {
-      execFileSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore' });
-    }
+    if (server) removeInstallationContainers(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

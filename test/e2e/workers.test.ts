@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
 const PREFIX = '/gpu-instance/openapi/v1';
@@ -114,9 +114,7 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
 
   afterAll(async () => {
     await server?.stop();
-    for (const id of containers('corral.dev/managed=true')) {
-      execFileSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore' });
-    }
+    if (server) removeInstallationContainers(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -8,6 +8,8 @@ export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.me
 export interface ServeProcess {
   apiUrl: string;
   gatewayUrl: string;
+  /** The server's installation id (label corral.dev/installation on each worker it makes). */
+  installationId: string;
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
@@ -66,9 +68,12 @@ export async function startServe(
       reject(new Error(`corral serve exited with ${code}:\n${out}\n${err}`));
     });
   });
+  const installationId = /"installationId":"([^"]+)"/.exec(out)?.[1];
+  if (!installationId) throw new Error(`corral serve logged no installation id:\n${out}`);
   return {
     apiUrl,
     gatewayUrl,
+    installationId,
     child,
     stdout: () => out,
     stderr: () => err,

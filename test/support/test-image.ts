@@ -1,5 +1,5 @@
 /** The test worker (its script and `FROM scratch` image) and the cleanup of labelled Docker containers. */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 
@@ -70,4 +70,19 @@ export async function removeLabelled(docker: Docker, label: string): Promise<num
       .remove()
       .catch(() => undefined);
   return containers.length;
+}
+
+/**
+ * Removes the containers (and their volumes) of one `corral serve` installation, after its test: never those of
+ * other suites running beside it on the same engine.
+ */
+export function removeInstallationContainers(installationId: string): void {
+  const ids = execFileSync(
+    'docker',
+    ['ps', '-aq', '--filter', `label=corral.dev/installation=${installationId}`],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .filter(Boolean);
+  if (ids.length > 0) execFileSync('docker', ['rm', '-f', '-v', ...ids], { stdio: 'ignore' });
 }

@@ -5,6 +5,7 @@ import * as initial from './0001-initial.js';
 import * as workers from './0002-workers.js';
 import * as endpointCounts from './0003-endpoint-counts.js';
 import * as workerDrain from './0004-worker-drain.js';
+import * as installation from './0007-installation.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0002-workers': (db) => workers.up(db),
   '0003-endpoint-counts': (db) => endpointCounts.up(db),
   '0004-worker-drain': (db) => workerDrain.up(db),
+  '0007-installation': (db) => installation.up(db),
 };
 
 export async function migrateToLatest(
