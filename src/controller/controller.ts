@@ -7,9 +7,11 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
+import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
 import { systemTimers } from '../service/clock.js';
-import { DEFAULT_BACKOFF } from './backoff.js';
+import type { NewEvent } from '../store/events.js';
+import { DEFAULT_BACKOFF, DEFAULT_CRASH_RESET_MS } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
 import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
@@ -26,7 +28,7 @@ import { writeStatuses, writeWorkers } from './write-back.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
+type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'crashResetMs';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -48,6 +50,8 @@ export class Controller {
   #adopted = false;
   readonly #loop: PassLoop;
   readonly #unsubscribe: (() => void)[] = [];
+  /** Events of this pass for the endpoints' logs (a worker that exited), written with the statuses. */
+  readonly #events: { endpointId: string; event: NewEvent }[] = [];
 
   constructor(options: ControllerOptions) {
     this.#o = {
@@ -59,7 +63,10 @@ export class Controller {
       timers: systemTimers,
       ...options,
     };
-    this.#crashes = new CrashLedger({ policy: this.#o.backoff });
+    this.#crashes = new CrashLedger({
+      policy: this.#o.backoff,
+      resetAfterMs: this.#o.crashResetMs ?? DEFAULT_CRASH_RESET_MS,
+    });
     this.#loop = new PassLoop({
       timers: this.#o.timers,
       intervalMs: this.#o.intervalMs,
@@ -143,6 +150,7 @@ export class Controller {
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
+    this.#crashes.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
     await this.#report(endpoints);
     // Every endpoint and its routable workers (running and healthy, of any revision), for the gateway.
@@ -169,7 +177,7 @@ export class Controller {
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && isStarted(record.state)) {
-        this.#workerDied(record, `exited with code ${container.exitCode ?? 'unknown'}`, now);
+        this.#workerDied(record, exitDescription(container), now, container);
       }
     }
     for (const record of this.#book.all()) {
@@ -207,9 +215,18 @@ export class Controller {
     else if (endpoint) this.#prober.schedule(record.id, 0);
   }
 
-  #workerDied(record: ManagedWorker, reason: string, now: number): void {
-    const code = this.#crashes.recordDeath(record.endpointId, reason, now);
+  #workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
+    const code = this.#crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
     this.#fail(record, code, `worker ${reason}`);
+    const exit = { exitCode: container?.exitCode ?? null, reason: container?.exitReason ?? '' };
+    const data = { workerId: record.id, error: code, ...exit };
+    const event: NewEvent = {
+      at: now,
+      type: 'crashed',
+      message: `worker ${record.id} ${reason}`,
+      data,
+    };
+    this.#events.push({ endpointId: record.endpointId, event });
     void this.#removeContainer(record.id, record.gpuUuids, reason);
   }
 
@@ -217,6 +234,10 @@ export class Controller {
 
   #plan(endpoint: Endpoint, now: number): PlanAction[] {
     const workers = this.#book.ofEndpoint(endpoint.id);
+    const readySince = workers.flatMap((w) =>
+      w.state === 'running' && w.readyAt !== null ? [w.readyAt] : [],
+    );
+    this.#crashes.settle(endpoint.id, endpoint.revision, readySince, now);
     const advice = this.#o.scaling?.advise(endpoint, workers);
     return planEndpoint({
       endpoint,
@@ -367,7 +388,7 @@ export class Controller {
           this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
         }
       }
-      this.#crashes.clear(record.endpointId);
+      // The next pass ends the endpoint's run of failures, if this was enough to end it (CrashLedger.settle).
       this.#setState(record, 'running', '');
       this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
     } else {
@@ -484,6 +505,8 @@ export class Controller {
     const { store, clock, gpus } = this.#o;
     const now = clock();
     await writeWorkers(store, this.#book.dirty, (id) => this.#book.get(id), now);
+    for (const { endpointId, event } of this.#events.splice(0))
+      await store.events.append(endpointId, [event]);
     await writeStatuses(store, endpoints, now, (endpoint) =>
       endpointStatus(
         endpoint,
