@@ -11,15 +11,18 @@ import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
 import { systemTimers } from '../service/clock.js';
 import type { NewEvent } from '../store/events.js';
-import { DEFAULT_BACKOFF, DEFAULT_CRASH_RESET_MS } from './backoff.js';
+import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
+import { crashedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
+import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
 import { adoptedRecord, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
-import { placeWorkers, whyNeverPlaceable } from './placement.js';
+import { whyNeverPlaceable } from './placement.js';
+import { placementRequest } from './placement-request.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { WorkerBook } from './worker-book.js';
 import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
@@ -50,8 +53,8 @@ export class Controller {
   #adopted = false;
   readonly #loop: PassLoop;
   readonly #unsubscribe: (() => void)[] = [];
-  /** Events of this pass for the endpoints' logs (a worker that exited), written with the statuses. */
-  readonly #events: { endpointId: string; event: NewEvent }[] = [];
+  /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
+  readonly #events: [endpointId: string, event: NewEvent][] = [];
 
   constructor(options: ControllerOptions) {
     this.#o = {
@@ -63,10 +66,7 @@ export class Controller {
       timers: systemTimers,
       ...options,
     };
-    this.#crashes = new CrashLedger({
-      policy: this.#o.backoff,
-      resetAfterMs: this.#o.crashResetMs ?? DEFAULT_CRASH_RESET_MS,
-    });
+    this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
     this.#loop = new PassLoop({
       timers: this.#o.timers,
       intervalMs: this.#o.intervalMs,
@@ -218,15 +218,7 @@ export class Controller {
   #workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
     const code = this.#crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
     this.#fail(record, code, `worker ${reason}`);
-    const exit = { exitCode: container?.exitCode ?? null, reason: container?.exitReason ?? '' };
-    const data = { workerId: record.id, error: code, ...exit };
-    const event: NewEvent = {
-      at: now,
-      type: 'crashed',
-      message: `worker ${record.id} ${reason}`,
-      data,
-    };
-    this.#events.push({ endpointId: record.endpointId, event });
+    this.#events.push([record.endpointId, crashedEvent(record.id, reason, code, container, now)]);
     void this.#removeContainer(record.id, record.gpuUuids, reason);
   }
 
@@ -234,10 +226,7 @@ export class Controller {
 
   #plan(endpoint: Endpoint, now: number): PlanAction[] {
     const workers = this.#book.ofEndpoint(endpoint.id);
-    const readySince = workers.flatMap((w) =>
-      w.state === 'running' && w.readyAt !== null ? [w.readyAt] : [],
-    );
-    this.#crashes.settle(endpoint.id, endpoint.revision, readySince, now);
+    this.#crashes.settle(endpoint.id, endpoint.revision, workers, now);
     const advice = this.#o.scaling?.advise(endpoint, workers);
     return planEndpoint({
       endpoint,
@@ -280,25 +269,14 @@ export class Controller {
     }
   }
 
-  /** Pending workers get GPUs, oldest first; those that fit start now. */
+  /**
+   * Pending workers get GPUs, by fair share of each product among owners (fair-placement.ts), then oldest first;
+   * those that fit start now. Workers of an owner above its share drain when one under its share waits.
+   */
   #place(live: Map<string, Endpoint>, now: number): void {
-    const pending = [...this.#book.all()]
-      .filter((w) => w.state === 'pending' && live.has(w.endpointId))
-      .sort((a, b) => a.createdAt - b.createdAt);
-    if (pending.length === 0) return;
-    const result = placeWorkers({
-      gpus: this.#o.gpus,
-      allocations: this.heldGpus(),
-      workers: pending.map((w) => {
-        const spec = live.get(w.endpointId)?.spec;
-        return {
-          workerId: w.id,
-          gpusNeeded: spec?.workers.gpusPerWorker ?? 0,
-          productIds: spec?.productIds ?? [],
-          cudaVersion: spec?.workers.cudaVersion ?? 'any',
-        };
-      }),
-    });
+    const request = placementRequest([...this.#book.all()], live, this.#o.gpus, this.heldGpus());
+    if (!request) return;
+    const result = placeFairly(request);
     for (const { workerId, reason } of result.pending) {
       const record = this.#book.get(workerId);
       if (record && record.message !== reason) {
@@ -310,6 +288,10 @@ export class Controller {
       const record = this.#book.get(workerId);
       const endpoint = record && live.get(record.endpointId);
       if (record && endpoint) void this.#startWorker(record, endpoint, gpus, now);
+    }
+    for (const { workerId, reason } of result.reclaim) {
+      const record = this.#book.get(workerId);
+      if (record) this.#drainAndRemove(record, reason);
     }
   }
 
@@ -388,7 +370,6 @@ export class Controller {
           this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
         }
       }
-      // The next pass ends the endpoint's run of failures, if this was enough to end it (CrashLedger.settle).
       this.#setState(record, 'running', '');
       this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
     } else {
@@ -505,8 +486,7 @@ export class Controller {
     const { store, clock, gpus } = this.#o;
     const now = clock();
     await writeWorkers(store, this.#book.dirty, (id) => this.#book.get(id), now);
-    for (const { endpointId, event } of this.#events.splice(0))
-      await store.events.append(endpointId, [event]);
+    for (const [endpointId, event] of this.#events.splice(0)) await store.events.append(endpointId, [event]);
     await writeStatuses(store, endpoints, now, (endpoint) =>
       endpointStatus(
         endpoint,

@@ -37,9 +37,9 @@ describe('CrashLedger', () => {
   it('a death after turning ready keeps counting until a worker has run healthy for resetAfterMs', () => {
     const ledger = new CrashLedger({ policy, resetAfterMs: 10_000 });
     ledger.recordDeath('ep', 'ran out of memory', 1000, true);
-    ledger.settle('ep', 1, [4000], 5000);
+    ledger.settle('ep', 1, [{ state: 'running', readyAt: 4000 }], 5000);
     expect(ledger.of('ep').failures).toBe(1);
-    ledger.settle('ep', 1, [4000], 14_000);
+    ledger.settle('ep', 1, [{ state: 'running', readyAt: 4000 }], 14_000);
     expect(ledger.of('ep')).toEqual(NO_CRASHES);
   });
 

@@ -14,6 +14,7 @@ import {
   recordFailure,
   runIsOver,
 } from './backoff.js';
+import type { ManagedWorker } from './managed-worker.js';
 
 export class CrashLedger {
   readonly #policy: BackoffPolicy;
@@ -22,7 +23,7 @@ export class CrashLedger {
   /** The revision each endpoint had when last settled: a new one starts with a clean slate. */
   readonly #revisions = new Map<string, number>();
 
-  constructor(options: { policy: BackoffPolicy; resetAfterMs?: number }) {
+  constructor(options: { policy: BackoffPolicy; resetAfterMs?: number | undefined }) {
     this.#policy = options.policy;
     this.#resetAfterMs = options.resetAfterMs ?? DEFAULT_CRASH_RESET_MS;
   }
@@ -53,9 +54,17 @@ export class CrashLedger {
 
   /**
    * Ends the endpoint's run of failures when it is over (see runIsOver) or the endpoint has a new revision.
-   * `readySince`: when each of its healthy workers first became ready.
+   * A worker turning ready does not end it by itself: the next pass's settle does, if that is enough.
    */
-  settle(endpointId: string, revision: number, readySince: readonly number[], now: number): void {
+  settle(
+    endpointId: string,
+    revision: number,
+    workers: readonly Pick<ManagedWorker, 'state' | 'readyAt'>[],
+    now: number,
+  ): void {
+    const readySince = workers.flatMap((w) =>
+      w.state === 'running' && w.readyAt !== null ? [w.readyAt] : [],
+    );
     const seen = this.#revisions.get(endpointId);
     this.#revisions.set(endpointId, revision);
     if (seen !== undefined && seen !== revision) this.clear(endpointId);
