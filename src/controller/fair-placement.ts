@@ -62,11 +62,24 @@ interface Product {
 }
 
 export function placeFairly(request: FairPlacementRequest): FairPlacementResult {
+  // Nothing to share: workers that need no GPU (the common case of a big pass) are placed as they are.
+  if (request.waiting.every((w) => needOf(w) === 0))
+    return { ...placeWorkers({ ...request, workers: request.waiting }), reclaim: [] };
   const inventory = [...new Map(request.gpus.map((gpu) => [gpu.uuid, gpu])).values()];
   const productOf = new Map(inventory.map((gpu) => [gpu.uuid, gpu.productId]));
-  const fits = (w: FairWorker) => needOf(w) > 0 && canEverFit(w, inventory);
-  const accepted = new Map(request.waiting.map((w) => [w.workerId, acceptedProducts(w, inventory)]));
-  const acceptsOf = (w: FairWorker) => accepted.get(w.workerId) ?? [];
+  // Per worker, once (a pass may hold tens of thousands of waiting workers, most of them alike).
+  const kinds = new Map<string, { fits: boolean; accepts: string[] }>();
+  const kindOf = (w: FairWorker) => {
+    const key = `${needOf(w)}|${w.cudaVersion}|${w.productIds.join(',')}`;
+    let kind = kinds.get(key);
+    if (!kind) {
+      kind = { fits: needOf(w) > 0 && canEverFit(w, inventory), accepts: acceptedProducts(w, inventory) };
+      kinds.set(key, kind);
+    }
+    return kind;
+  };
+  const fits = (w: FairWorker) => kindOf(w).fits;
+  const acceptsOf = (w: FairWorker) => kindOf(w).accepts;
   const products = productsOf(request, inventory, productOf, fits, acceptsOf);
   const share = (productId: string, ownerId: string) => products.get(productId)?.shares.get(ownerId) ?? 0;
 
@@ -97,22 +110,22 @@ export function placeFairly(request: FairPlacementRequest): FairPlacementResult 
   const first = placeWorkers({ gpus: request.gpus, allocations: request.allocations, workers: ordered });
   const taken = new Map(request.allocations);
   for (const { workerId, gpus } of first.placed) for (const gpu of gpus) taken.set(gpu.uuid, workerId);
+  const byId = new Map(request.waiting.map((w) => [w.workerId, w]));
   const waitingWithin = first.pending.flatMap((p) => {
-    const worker = ordered.find((w) => w.workerId === p.workerId);
+    const worker = byId.get(p.workerId);
     return worker && fits(worker) ? [worker] : [];
   });
   // Products an owner under its share waits for: no one above its share takes them meanwhile.
   const blocked = new Set(waitingWithin.flatMap(acceptsOf));
-  const free = above.filter((w) => !acceptsOf(w).some((id) => blocked.has(id)));
-  const second = placeWorkers({ gpus: request.gpus, allocations: taken, workers: free });
+  const free = new Set(above.filter((w) => !acceptsOf(w).some((id) => blocked.has(id))));
+  const second = placeWorkers({ gpus: request.gpus, allocations: taken, workers: [...free] });
 
   const placedNow = new Set([...first.placed, ...second.placed].flatMap((p) => p.gpus.map((g) => g.uuid)));
   const soon = soonFree(request, inventory, taken, placedNow);
   const reclaim = reclaimFor(waitingWithin, acceptsOf, products, request.holders, productOf, new Map(soon));
-  const ownerOf = new Map(request.waiting.map((w) => [w.workerId, w]));
   const pending: PendingWorker[] = [];
   for (const p of first.pending) {
-    const worker = ownerOf.get(p.workerId);
+    const worker = byId.get(p.workerId);
     const contested =
       worker && fits(worker) && acceptsOf(worker).find((id) => othersHold(products.get(id), worker.ownerId));
     const product = contested ? products.get(contested) : undefined;
@@ -122,7 +135,7 @@ export function placeFairly(request: FairPlacementRequest): FairPlacementResult 
     });
   }
   for (const p of second.pending) {
-    const worker = ownerOf.get(p.workerId);
+    const worker = byId.get(p.workerId);
     // Shares matter only where other owners want the product too.
     const shared = worker && [...(products.get(acceptsOf(worker)[0] ?? '')?.shares.keys() ?? [])].length > 1;
     pending.push({
@@ -130,7 +143,7 @@ export function placeFairly(request: FairPlacementRequest): FairPlacementResult 
       reason: worker && shared ? `${p.reason}; ${shareNote(worker)}` : p.reason,
     });
   }
-  for (const worker of above.filter((w) => !free.includes(w))) {
+  for (const worker of above.filter((w) => !free.has(w))) {
     pending.push({
       workerId: worker.workerId,
       reason: `held back: ${shareNote(worker)}; workers of owners below their share go first`,
@@ -256,6 +269,14 @@ function reclaimFor(
   const reclaim: Reclaim[] = [];
   const gone = new Set<string>();
   const holds = new Map([...products].map(([id, p]) => [id, new Map(p.holds)]));
+  const byOwner = new Map<string, GpuHolder[]>();
+  for (const holder of holders) {
+    if (holder.leaving || holder.gpuUuids.length === 0) continue;
+    const list = byOwner.get(holder.ownerId) ?? [];
+    list.push(holder);
+    byOwner.set(holder.ownerId, list);
+  }
+  for (const list of byOwner.values()) list.sort((a, b) => a.rank - b.rank || b.createdAt - a.createdAt);
   for (const worker of waiting) {
     const need = needOf(worker);
     const candidates = acceptsOf(worker);
@@ -276,10 +297,9 @@ function reclaimFor(
       const chosen: { holder: GpuHolder; owner: string; gpus: number; heldBefore: number }[] = [];
       const left = new Map(owners.map((owner) => [owner, excess(owner)]));
       for (const owner of owners) {
-        const victims = holders
-          .filter((h) => h.ownerId === owner && !h.leaving && !gone.has(h.workerId))
-          .filter((h) => h.gpuUuids.length > 0 && h.gpuUuids.every((u) => productOf.get(u) === productId))
-          .sort((a, b) => a.rank - b.rank || b.createdAt - a.createdAt);
+        const victims = (byOwner.get(owner) ?? []).filter(
+          (h) => !gone.has(h.workerId) && h.gpuUuids.every((u) => productOf.get(u) === productId),
+        );
         for (const holder of victims) {
           const gpus = holder.gpuUuids.length;
           if (deficit <= 0) break;
