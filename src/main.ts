@@ -188,6 +188,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    crashResetMs: config.controller.crashResetSeconds * 1000,
     ...(config.workers?.memoryGBPerGpu === undefined
       ? {}
       : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
