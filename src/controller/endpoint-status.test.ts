@@ -117,6 +117,22 @@ describe('endpointStatus during a run of worker failures', () => {
     expect(status.state).toBe(state);
   });
 
+  it('a crash loop with a worker serving meanwhile stays failed and says so', () => {
+    const status = endpointStatus(
+      endpoint(1, 'failed'),
+      [worker('running')],
+      failures(5),
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status).toEqual({
+      state: 'failed',
+      error: 'CRASH_LOOP',
+      message:
+        '5 workers failed in a row; last: worker ran out of memory: limit 256 MiB (exit code 137); serving meanwhile: 1 running',
+    });
+  });
+
   it('says which worker failed and how, while it keeps its state', () => {
     const status = endpointStatus(
       endpoint(1, 'serving'),

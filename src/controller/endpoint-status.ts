@@ -16,12 +16,16 @@ export function endpointStatus(
   if (neverPlaceable !== undefined) {
     return { state: 'failed', error: 'INSUFFICIENT_GPU', message: neverPlaceable };
   }
-  const failure = endpointFailure(crash, policy);
-  if (failure) return { state: 'failed', error: failure.code, message: failure.message };
-
   const active = workers.filter(isActive);
   const current = active.filter((w) => w.revision === endpoint.revision);
   const ready = current.filter((w) => w.state === 'running' && w.healthy);
+  const failure = endpointFailure(crash, policy);
+  if (failure) {
+    // Failed until the run is over (a worker healthy long enough), even while one serves meanwhile.
+    const meanwhile = ready.length > 0 ? `; serving meanwhile: ${summary(current)}` : '';
+    return { state: 'failed', error: failure.code, message: `${failure.message}${meanwhile}` };
+  }
+
   const oldServing = active.some((w) => w.revision !== endpoint.revision);
   if (oldServing) {
     return {
