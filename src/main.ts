@@ -205,6 +205,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    crashResetMs: config.controller.crashResetSeconds * 1000,
     ...(config.workers?.memoryGBPerGpu === undefined
       ? {}
       : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),

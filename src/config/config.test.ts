@@ -108,6 +108,13 @@ bodyLimitBytes: 2048
   });
 
   it.each([
+    ['', 600],
+    ['controller: { crashResetSeconds: 120 }', 120],
+  ])('controller.crashResetSeconds from %j: %s (default: 10 min, as the kubelet)', (file, seconds) => {
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).controller.crashResetSeconds).toBe(seconds);
+  });
+
+  it.each([
     ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
     ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'minWorkerNum (5) is above maxWorkerNum (2)'],
     ['limits: { freeLocalVolumeSize: 500 }', 'freeLocalVolumeSize (500) is outside 0..100'],

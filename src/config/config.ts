@@ -38,7 +38,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   networkStorages: NetworkStorage[];
   rateLimit: RateLimit;
   bodyLimitBytes: number;
-  controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
+  /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
+  controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number; crashResetSeconds: number };
   /** memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: no limit. */
   workers: { memoryGBPerGpu: number | undefined };
   gateway: {
@@ -90,6 +91,7 @@ export function loadConfig(sources: ConfigSources): Config {
     controller: {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
+      crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
     },
     workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu },
   };

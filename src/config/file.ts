@@ -53,6 +53,7 @@ const fileSchema = z.strictObject({
     .strictObject({
       startupTimeoutSeconds: z.int().positive().optional(),
       reconcileIntervalMs: z.int().min(50).optional(),
+      crashResetSeconds: z.int().positive().optional(),
     })
     .optional(),
   workers: z

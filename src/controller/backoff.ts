@@ -4,16 +4,33 @@
  */
 import type { WorkerErrorCode } from '../domain/worker.js';
 
-/** Consecutive worker failures of one endpoint; a worker becoming ready resets it. */
+/**
+ * Consecutive worker failures of one endpoint. A worker becoming ready ends the run, unless a worker that had been
+ * ready died in it (`afterReady`, a flapping worker): then only one that stays healthy for a while does.
+ */
 export interface CrashRecord {
   failures: number;
   lastCode: WorkerErrorCode | '';
   lastMessage: string;
+  /** When the last failure happened. */
+  lastAt: number;
   /** No new worker is started before this time. */
   retryAt: number;
+  /** A worker that had passed its health check died in this run. */
+  afterReady: boolean;
 }
 
-export const NO_CRASHES: CrashRecord = { failures: 0, lastCode: '', lastMessage: '', retryAt: 0 };
+export const NO_CRASHES: CrashRecord = {
+  failures: 0,
+  lastCode: '',
+  lastMessage: '',
+  lastAt: 0,
+  retryAt: 0,
+  afterReady: false,
+};
+
+/** How long a worker must run healthy to end a run of failures that flapping workers are in (the kubelet's 10 min). */
+export const DEFAULT_CRASH_RESET_MS = 600_000;
 
 export interface BackoffPolicy {
   baseMs: number;
@@ -24,14 +41,46 @@ export interface BackoffPolicy {
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, capMs: 60_000, crashLoopAfter: 5 };
 
-export function recordFailure(
-  record: CrashRecord,
-  failure: { code: WorkerErrorCode; message: string; at: number },
-  policy: BackoffPolicy,
-): CrashRecord {
+export interface Failure {
+  code: WorkerErrorCode;
+  message: string;
+  at: number;
+  /** The worker had passed its health check before it failed. */
+  afterReady?: boolean;
+}
+
+export function recordFailure(record: CrashRecord, failure: Failure, policy: BackoffPolicy): CrashRecord {
   const failures = record.failures + 1;
-  const delay = Math.min(policy.capMs, policy.baseMs * 2 ** (failures - 1));
-  return { failures, lastCode: failure.code, lastMessage: failure.message, retryAt: failure.at + delay };
+  return {
+    failures,
+    lastCode: failure.code,
+    lastMessage: failure.message,
+    lastAt: failure.at,
+    retryAt: failure.at + backoffDelay(failures, policy),
+    afterReady: record.afterReady || failure.afterReady === true,
+  };
+}
+
+/** The wait before the next worker after `failures` in a row: base, doubling, up to the cap. */
+export function backoffDelay(failures: number, policy: BackoffPolicy): number {
+  return Math.min(policy.capMs, policy.baseMs * 2 ** (failures - 1));
+}
+
+/**
+ * Whether the run of failures is over. A ready worker ends a run of workers that never got ready (a pull, a start, a
+ * health check that failed: fixed now). A run in which ready workers died ends only when a worker that became ready
+ * after the last failure has run `resetAfterMs` since: a worker that dies soon after turning healthy keeps counting.
+ */
+export function runIsOver(
+  record: CrashRecord,
+  readySince: readonly number[],
+  now: number,
+  resetAfterMs: number,
+): boolean {
+  if (record.failures === 0) return false;
+  const readyAfterLastFailure = readySince.filter((at) => at >= record.lastAt);
+  if (!record.afterReady) return readyAfterLastFailure.length > 0;
+  return readyAfterLastFailure.some((at) => now - at >= resetAfterMs);
 }
 
 /** Whether the endpoint should show `failed`: a pull that failed, or a crash loop. */

@@ -74,6 +74,11 @@ export interface ControllerOptions {
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
   backoff?: BackoffPolicy;
+  /**
+   * How long a worker must run healthy before the failures of flapping workers (ones that died after passing their
+   * health check) stop counting toward the crash loop. Default 10 min, as the kubelet (docs/workers.md says why).
+   */
+  crashResetMs?: number;
   /** Probing interval while a worker has not passed yet (fast, so a cold start is served at once). */
   startingProbeIntervalMs?: number;
   intervalMs?: number;

@@ -7,19 +7,24 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
+import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
 import { systemTimers } from '../service/clock.js';
+import type { NewEvent } from '../store/events.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
+import { crashedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
+import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
 import { ownedHere } from './installation.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
-import { placeWorkers, whyNeverPlaceable } from './placement.js';
+import { whyNeverPlaceable } from './placement.js';
+import { placementRequest } from './placement-request.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
 import { WorkerBook } from './worker-book.js';
@@ -34,7 +39,8 @@ type OptionalOptions =
   | 'awaitDrained'
   | 'memoryGBPerGpu'
   | 'imageAccess'
-  | 'installationId';
+  | 'installationId'
+  | 'crashResetMs';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -65,6 +71,8 @@ export class Controller {
   #seenUpdatedAt = new Map<string, number>();
   readonly #loop: PassLoop;
   readonly #unsubscribe: (() => void)[] = [];
+  /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
+  readonly #events: [endpointId: string, event: NewEvent][] = [];
 
   constructor(options: ControllerOptions) {
     this.#o = {
@@ -76,7 +84,7 @@ export class Controller {
       timers: systemTimers,
       ...options,
     };
-    this.#crashes = new CrashLedger({ policy: this.#o.backoff });
+    this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
     this.#outage = new RuntimeOutage({ logger: this.#o.logger });
     this.#loop = new PassLoop({
       timers: this.#o.timers,
@@ -173,6 +181,7 @@ export class Controller {
     for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
     this.#removeOrphans(live);
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
+    this.#crashes.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
     await this.#reportAndPublish(endpoints);
   }
@@ -212,7 +221,7 @@ export class Controller {
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && isStarted(record.state)) {
-        this.#workerDied(record, `exited with code ${container.exitCode ?? 'unknown'}`, now);
+        this.#workerDied(record, exitDescription(container), now, container);
       }
     }
     for (const record of this.#book.all()) {
@@ -250,9 +259,10 @@ export class Controller {
     else if (endpoint) this.#prober.schedule(record.id, 0);
   }
 
-  #workerDied(record: ManagedWorker, reason: string, now: number): void {
-    const code = this.#crashes.recordDeath(record.endpointId, reason, now);
+  #workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
+    const code = this.#crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
     this.#fail(record, code, `worker ${reason}`);
+    this.#events.push([record.endpointId, crashedEvent(record.id, reason, code, container, now)]);
     void this.#removeContainer(record.id, record.gpuUuids, reason);
   }
 
@@ -302,6 +312,7 @@ export class Controller {
 
   #plan(endpoint: Endpoint, now: number): PlanAction[] {
     const workers = this.#book.ofEndpoint(endpoint.id);
+    this.#crashes.settle(endpoint.id, endpoint.revision, workers, now);
     const advice = this.#o.scaling?.advise(endpoint, workers);
     return planEndpoint({
       endpoint,
@@ -344,25 +355,14 @@ export class Controller {
     }
   }
 
-  /** Pending workers get GPUs, oldest first; those that fit start now. */
+  /**
+   * Pending workers get GPUs, by fair share of each product among owners (fair-placement.ts), then oldest first;
+   * those that fit start now. Workers of an owner above its share drain when one under its share waits.
+   */
   #place(live: Map<string, Endpoint>, now: number): void {
-    const pending = [...this.#book.all()]
-      .filter((w) => w.state === 'pending' && live.has(w.endpointId))
-      .sort((a, b) => a.createdAt - b.createdAt);
-    if (pending.length === 0) return;
-    const result = placeWorkers({
-      gpus: this.#o.gpus,
-      allocations: this.heldGpus(),
-      workers: pending.map((w) => {
-        const spec = live.get(w.endpointId)?.spec;
-        return {
-          workerId: w.id,
-          gpusNeeded: spec?.workers.gpusPerWorker ?? 0,
-          productIds: spec?.productIds ?? [],
-          cudaVersion: spec?.workers.cudaVersion ?? 'any',
-        };
-      }),
-    });
+    const request = placementRequest([...this.#book.all()], live, this.#o.gpus, this.heldGpus());
+    if (!request) return;
+    const result = placeFairly(request);
     for (const { workerId, reason } of result.pending) {
       const record = this.#book.get(workerId);
       if (record && record.message !== reason) {
@@ -374,6 +374,10 @@ export class Controller {
       const record = this.#book.get(workerId);
       const endpoint = record && live.get(record.endpointId);
       if (record && endpoint) void this.#startWorker(record, endpoint, gpus, now);
+    }
+    for (const { workerId, reason } of result.reclaim) {
+      const record = this.#book.get(workerId);
+      if (record) this.#drainAndRemove(record, reason);
     }
   }
 
@@ -465,7 +469,6 @@ export class Controller {
           this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
         }
       }
-      this.#crashes.clear(record.endpointId);
       this.#setState(record, 'running', '');
       this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
     } else {
@@ -585,6 +588,7 @@ export class Controller {
   /** The pass's changes to the store, and what the gateway reads to the routing table (pass-report.ts). */
   async #reportAndPublish(endpoints: Endpoint[]): Promise<void> {
     const { store, routes, clock, gpus } = this.#o;
+    for (const [endpointId, event] of this.#events.splice(0)) await store.events.append(endpointId, [event]);
     await reportPass({
       store,
       routes,

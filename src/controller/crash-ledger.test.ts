@@ -33,4 +33,23 @@ describe('CrashLedger', () => {
     expect(ledger.of('a')).toMatchObject({ failures: 1, lastCode: 'IMAGE_PULL_FAILED' });
     expect(ledger.of('b')).toEqual(NO_CRASHES);
   });
+
+  it('a death after turning ready keeps counting until a worker has run healthy for resetAfterMs', () => {
+    const ledger = new CrashLedger({ policy, resetAfterMs: 10_000 });
+    ledger.recordDeath('ep', 'ran out of memory', 1000, true);
+    ledger.settle('ep', 1, [{ state: 'running', readyAt: 4000 }], 5000);
+    expect(ledger.of('ep').failures).toBe(1);
+    ledger.settle('ep', 1, [{ state: 'running', readyAt: 4000 }], 14_000);
+    expect(ledger.of('ep')).toEqual(NO_CRASHES);
+  });
+
+  it('a new revision starts with no failures', () => {
+    const ledger = new CrashLedger({ policy });
+    ledger.settle('ep', 1, [], 0);
+    ledger.recordDeath('ep', 'exited', 0, true);
+    ledger.settle('ep', 1, [], 1);
+    expect(ledger.of('ep').failures).toBe(1);
+    ledger.settle('ep', 2, [], 2);
+    expect(ledger.of('ep')).toEqual(NO_CRASHES);
+  });
 });

@@ -17,12 +17,16 @@ export function endpointStatus(
   if (neverPlaceable !== undefined) {
     return { state: 'failed', error: 'INSUFFICIENT_GPU', message: neverPlaceable };
   }
-  const failure = endpointFailure(crash, policy);
-  if (failure) return { state: 'failed', error: failure.code, message: failure.message };
-
   const active = workers.filter(isActive);
   const current = active.filter((w) => w.revision === endpoint.revision);
   const ready = current.filter((w) => w.state === 'running' && w.healthy);
+  const failure = endpointFailure(crash, policy);
+  if (failure) {
+    // Failed until the run is over (a worker healthy long enough), even while one serves meanwhile.
+    const meanwhile = ready.length > 0 ? `; serving meanwhile: ${summary(current)}` : '';
+    return { state: 'failed', error: failure.code, message: `${failure.message}${meanwhile}` };
+  }
+
   const oldServing = active.some((w) => w.revision !== endpoint.revision);
   if (oldServing) {
     return {
@@ -38,11 +42,15 @@ export function endpointStatus(
   if (endpoint.spec.workers.minWorkers === 0 && current.length === 0) {
     return { state: 'serving', error: '', message: 'scaled to zero; a request wakes it' };
   }
-  return {
-    state: 'deploying',
-    error: '',
-    message: current.length === 0 ? 'waiting for workers' : summary(current),
-  };
+  const workersMessage = current.length === 0 ? 'waiting for workers' : summary(current);
+  // A run of failures: the gap between a failed worker and its replacement is not a change of state, or a flapping
+  // worker would write serving/deploying events at each restart. The endpoint stays as it was until it is failed.
+  const was = endpoint.status.state;
+  if (crash.failures > 0 && (was === 'serving' || was === 'updating')) {
+    const last = `${crash.failures} failed in a row, last: ${crash.lastMessage}`;
+    return { state: was, error: '', message: `replacing a failed worker (${last}): ${workersMessage}` };
+  }
+  return { state: 'deploying', error: '', message: workersMessage };
 }
 
 /** "2 running, 1 pending (needs 1 GPU of h100-80g, 0 free)". */

@@ -26,6 +26,10 @@ runtimeContract('fake', async () => {
       runtime.appendLog(worker.workerId, 'hello from the fake');
       return 'hello from the fake';
     },
+    outOfMemory: {
+      spec: { memoryBytes: 64 * 1024 * 1024 },
+      trigger: async (worker) => runtime.outOfMemory(worker.workerId),
+    },
     capabilities: { imagePull: true, realProcess: false },
     unreachable: async () => {
       const offline = new FakeRuntime({ clock: Date.now });

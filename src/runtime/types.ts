@@ -78,6 +78,9 @@ export interface WorkerSpec {
 /** What the runtime says of a worker; health is the controller's business, not the runtime's. */
 export type RuntimePhase = 'pulling' | 'starting' | 'running' | 'exited';
 
+/** `out-of-memory`: the kernel's OOM killer ended the worker (it went over its memory limit). */
+export type ExitReason = 'out-of-memory';
+
 export interface RuntimeWorker {
   workerId: string;
   endpointId: string;
@@ -87,6 +90,10 @@ export interface RuntimeWorker {
   /** Where the worker's HTTP port is reachable from Corral, once it is running. */
   address?: { host: string; port: number };
   exitCode?: number;
+  /** Why it exited, where the runtime can tell (set only with phase `exited`). */
+  exitReason?: ExitReason;
+  /** The host memory limit it runs under, in bytes (WorkerSpec.memoryBytes), where the runtime keeps it. */
+  memoryLimitBytes?: number;
   /** Human detail: pull progress, exit reason. */
   message: string;
   createdAt: number;

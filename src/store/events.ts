@@ -4,9 +4,17 @@ import type { Database } from './schema.js';
 
 /**
  * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
- * and the controller's `state` changes. docs/api.md describes each (a test checks the list).
+ * and the controller's `state` changes and exits of its workers (`crashed`, out of memory among them). docs/api.md describes each (a test checks the list).
  */
-export const ENDPOINT_EVENT_TYPES = ['created', 'updated', 'stopped', 'started', 'deleted', 'state'] as const;
+export const ENDPOINT_EVENT_TYPES = [
+  'created',
+  'updated',
+  'stopped',
+  'started',
+  'deleted',
+  'state',
+  'crashed',
+] as const;
 
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 

@@ -31,6 +31,14 @@ export interface RuntimeContractSetup {
   unavailableSpec: (overrides?: Partial<WorkerSpec>) => WorkerSpec;
   /** Makes the worker die (fake.exit, POST /crash, docker kill); resolves to the exit code watch must report. */
   kill: (worker: RuntimeWorker) => Promise<number>;
+  /**
+   * Where the runtime enforces a memory limit: a spec whose worker goes over it (a real runtime: the test worker's
+   * ALLOCATE_MB above `memoryBytes`), and what else makes it do so (the fake: outOfMemory). Absent: not enforced.
+   */
+  outOfMemory?: {
+    spec: Partial<WorkerSpec> & { memoryBytes: number };
+    trigger?: (worker: RuntimeWorker) => Promise<void>;
+  };
   /** Makes the worker write a line to its output, or waits for one it writes anyway; resolves to a substring of it. */
   logLine: (worker: RuntimeWorker) => Promise<string>;
   capabilities: RuntimeCapabilities;
@@ -265,11 +273,34 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
         });
         const listed = await runtime.list({ [LABELS.endpoint]: endpointId });
         expect(listed.map((w) => [w.workerId, w.phase])).toEqual([[id, 'exited']]);
+        // Killed, not out of memory: no limit was set.
+        expect(listed[0]?.exitReason).toBeUndefined();
       } finally {
         stop();
       }
       await runtime.remove(id, { graceSeconds: 1 });
       expect(await runtime.list({ [LABELS.endpoint]: endpointId })).toEqual([]);
+    });
+
+    it('a worker the OOM killer ends is listed and inspected as out-of-memory, with its limit', async (test) => {
+      const oom = ctx.outOfMemory;
+      if (!oom) return test.skip();
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const base = spec(endpointId, id);
+      const worker = await runtime.create({ ...base, ...oom.spec, env: { ...base.env, ...oom.spec.env } });
+      await oom.trigger?.(worker);
+      await eventually(async () => {
+        const [listed] = await runtime.list({ [LABELS.endpoint]: endpointId });
+        expect(listed).toMatchObject({ phase: 'exited', exitReason: 'out-of-memory' });
+        expect(listed?.memoryLimitBytes).toBe(oom.spec.memoryBytes);
+        const inspected = await runtime.inspect(id);
+        expect(inspected).toMatchObject({ phase: 'exited', exitReason: 'out-of-memory' });
+        expect(inspected?.message).toContain(
+          `out of memory: limit ${oom.spec.memoryBytes / 1024 / 1024} MiB`,
+        );
+      });
+      await runtime.remove(id, { graceSeconds: 1 });
     });
 
     it('an unsubscribed watcher hears nothing more', async () => {

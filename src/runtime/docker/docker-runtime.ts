@@ -23,7 +23,13 @@ import { isStorageOptRefused } from './engine-limits.js';
 import { EventWatch } from './event-watch.js';
 import { logLines } from './log-lines.js';
 import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
-import { computeStats, type RawStats, workerFromInspect, workerFromListing } from './worker-state.js';
+import {
+  computeStats,
+  phaseOf,
+  type RawStats,
+  workerFromInspect,
+  workerFromListing,
+} from './worker-state.js';
 
 export interface DockerRuntimeOptions {
   docker: Dockerode;
@@ -166,9 +172,27 @@ export class DockerRuntime implements WorkerRuntime {
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
     const containers = await this.#listContainers(selector);
     // A container with the managed label but no worker id was not made by Corral (an image may carry the label).
-    return containers
-      .filter((container) => container.Labels?.[LABELS.worker])
-      .map((container) => workerFromListing(container, this.#hostIp));
+    return Promise.all(
+      containers
+        .filter((container) => container.Labels?.[LABELS.worker])
+        .map((container) =>
+          phaseOf(container.State) === 'exited'
+            ? this.#exitedWorker(container)
+            : workerFromListing(container, this.#hostIp),
+        ),
+    );
+  }
+
+  /**
+   * A listing does not say why a container exited: an exited one (few, and removed soon) is inspected for the OOM
+   * killer and its memory limit. Gone meanwhile, or the engine failing: the listing's entry.
+   */
+  async #exitedWorker(container: Dockerode.ContainerInfo): Promise<RuntimeWorker> {
+    try {
+      return workerFromInspect(await this.#docker.getContainer(container.Id).inspect(), this.#hostIp);
+    } catch {
+      return workerFromListing(container, this.#hostIp);
+    }
   }
 
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {

@@ -49,6 +49,8 @@ if (withDocker) {
         await docker.getContainer(container.Id).kill();
         return 137;
       },
+      // The test worker allocates 256 MiB as soon as it listens: over a 64 MiB limit, the OOM killer ends it.
+      outOfMemory: { spec: { memoryBytes: 64 * 1024 * 1024, env: { ALLOCATE_MB: '256' } } },
       logLine: async (worker) => `worker ${worker.workerId} listening`,
       capabilities: { imagePull: true, realProcess: true },
       unreachable: async () => {

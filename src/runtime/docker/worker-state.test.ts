@@ -142,7 +142,11 @@ describe('workerFromListing', () => {
 });
 
 describe('workerFromInspect', () => {
-  function inspect(state: Partial<ContainerInspectInfo['State']>, ports: unknown = {}): ContainerInspectInfo {
+  function inspect(
+    state: Partial<ContainerInspectInfo['State']>,
+    ports: unknown = {},
+    memoryBytes = 0,
+  ): ContainerInspectInfo {
     return {
       Id: 'c1',
       Created: '2024-01-02T03:04:05.678Z',
@@ -161,6 +165,7 @@ describe('workerFromInspect', () => {
         ...state,
       },
       Config: { Labels: labels },
+      HostConfig: { Memory: memoryBytes },
       NetworkSettings: { Ports: ports },
     } as unknown as ContainerInspectInfo;
   }
@@ -179,16 +184,57 @@ describe('workerFromInspect', () => {
     });
   });
 
-  it('exited out of memory', () => {
+  const MIB = 1024 * 1024;
+  it.each([
+    {
+      why: 'the engine says OOMKilled, with a limit',
+      state: { ExitCode: 137, OOMKilled: true },
+      memory: 256 * MIB,
+      reason: 'out-of-memory',
+      message: 'ran out of memory: limit 256 MiB (exit code 137)',
+    },
+    {
+      why: 'killed (137) under a limit, not flagged (cgroup v2, a child killed)',
+      state: { ExitCode: 137, OOMKilled: false },
+      memory: 512 * MIB,
+      reason: 'out-of-memory',
+      message: 'ran out of memory: limit 512 MiB (exit code 137)',
+    },
+    {
+      why: 'the engine says OOMKilled, no limit of its own (the host ran out)',
+      state: { ExitCode: 137, OOMKilled: true },
+      memory: 0,
+      reason: 'out-of-memory',
+      message: 'ran out of memory: no limit known (exit code 137)',
+    },
+    {
+      why: 'killed (137) without a limit',
+      state: { ExitCode: 137, OOMKilled: false },
+      memory: 0,
+      reason: undefined,
+      message: 'exited with code 137',
+    },
+    {
+      why: 'an ordinary exit under a limit',
+      state: { ExitCode: 1, OOMKilled: false },
+      memory: 256 * MIB,
+      reason: undefined,
+      message: 'exited with code 1',
+    },
+  ])('exit reason when $why', ({ state, memory, reason, message }) => {
     const worker = workerFromInspect(
-      inspect({ Status: 'exited', Running: false, ExitCode: 137, OOMKilled: true }),
+      inspect({ Status: 'exited', Running: false, ...state }, {}, memory),
       '127.0.0.1',
     );
-    expect(worker).toMatchObject({
-      phase: 'exited',
-      exitCode: 137,
-      message: 'exited with code 137 (out of memory)',
-    });
+    expect(worker).toMatchObject({ phase: 'exited', exitCode: state.ExitCode, message });
+    expect(worker.exitReason).toBe(reason);
+    expect(worker.memoryLimitBytes).toBe(memory > 0 ? memory : undefined);
+  });
+
+  it('a running worker under a limit says its limit and no exit reason', () => {
+    const worker = workerFromInspect(inspect({}, {}, 256 * MIB), '127.0.0.1');
+    expect(worker).toMatchObject({ phase: 'running', memoryLimitBytes: 256 * MIB });
+    expect(worker.exitReason).toBeUndefined();
   });
 
   it('failed to start', () => {

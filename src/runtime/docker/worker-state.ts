@@ -2,7 +2,9 @@
  * Docker engine answers -> runtime shapes. Pure: every function takes what the engine said and returns plain data.
  */
 import type { ContainerInfo, ContainerInspectInfo } from 'dockerode';
+import { exitDescription } from '../exit-description.js';
 import {
+  type ExitReason,
   LABELS,
   type RuntimeEvent,
   type RuntimePhase,
@@ -57,11 +59,32 @@ function reachableHost(ip: string | undefined, fallback: string): string {
   return ip;
 }
 
-export function exitMessage(exitCode: number | undefined, detail?: { oomKilled?: boolean; error?: string }) {
-  const code = exitCode === undefined ? 'exited' : `exited with code ${exitCode}`;
-  const oom = detail?.oomKilled ? ' (out of memory)' : '';
+export function exitMessage(
+  exitCode: number | undefined,
+  detail?: { exitReason?: ExitReason; memoryLimitBytes?: number; error?: string },
+) {
+  const code =
+    exitCode === undefined && detail?.exitReason === undefined
+      ? 'exited'
+      : exitDescription({
+          exitCode,
+          exitReason: detail?.exitReason,
+          memoryLimitBytes: detail?.memoryLimitBytes,
+        });
   const error = detail?.error ? `: ${detail.error}` : '';
-  return `${code}${oom}${error}`;
+  return `${code}${error}`;
+}
+
+/**
+ * The kernel's OOM killer ended it: the engine says so (State.OOMKilled), or it was killed (137, SIGKILL) under a
+ * memory limit. The second catches cgroup v2 kills of a child process, which some engines do not flag; Corral's own
+ * removals also end in 137, but the controller no longer looks at a worker it is removing.
+ */
+export function oomKilled(
+  state: { OOMKilled?: boolean; ExitCode?: number },
+  memoryLimitBytes: number | undefined,
+) {
+  return state.OOMKilled === true || (state.ExitCode === 137 && memoryLimitBytes !== undefined);
 }
 
 function baseWorker(labels: Record<string, string>) {
@@ -108,9 +131,13 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
     (entry) => Number(entry.HostPort) > 0,
   );
   const exitCode = phase === 'exited' ? info.State.ExitCode : undefined;
+  const memory = info.HostConfig?.Memory;
+  const memoryLimitBytes = memory !== undefined && memory > 0 ? memory : undefined;
+  const exitReason: ExitReason | undefined =
+    phase === 'exited' && oomKilled(info.State, memoryLimitBytes) ? 'out-of-memory' : undefined;
   const message =
     phase === 'exited'
-      ? exitMessage(exitCode, { oomKilled: info.State.OOMKilled, error: info.State.Error })
+      ? exitMessage(exitCode, { exitReason, memoryLimitBytes, error: info.State.Error })
       : info.State.Status;
   return {
     ...baseWorker(labels),
@@ -119,6 +146,8 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
       ? { address: { host: reachableHost(binding.HostIp, hostIp), port: Number(binding.HostPort) } }
       : {}),
     ...(exitCode === undefined ? {} : { exitCode }),
+    ...(exitReason === undefined ? {} : { exitReason }),
+    ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
     message,
     createdAt: Date.parse(info.Created) || 0,
   };

@@ -117,15 +117,29 @@ describe('FakeRuntime', () => {
     runtime.exit('a', 137);
     runtime.exit('a', 1);
     runtime.exit('nope', 1);
-    expect(await runtime.inspect('a')).toMatchObject({
-      phase: 'exited',
-      exitCode: 137,
-      message: 'exited with code 137',
-    });
+    const exited = await runtime.inspect('a');
+    expect(exited).toMatchObject({ phase: 'exited', exitCode: 137, message: 'exited with code 137' });
+    expect(exited?.exitReason).toBeUndefined();
     expect(events.filter((e) => e.type === 'exited')).toEqual([
       { type: 'exited', workerId: 'a', exitCode: 137 },
     ]);
     expect(await runtime.stats('a')).toBeUndefined();
+  });
+
+  it('outOfMemory ends a worker the way Docker reports an OOM kill: 137, out-of-memory, its limit', async () => {
+    const { runtime, events } = setup();
+    await runtime.create(spec('a', 'ep1', { memoryBytes: 256 * 1024 * 1024 }));
+    runtime.outOfMemory('a');
+    expect(await runtime.inspect('a')).toMatchObject({
+      phase: 'exited',
+      exitCode: 137,
+      exitReason: 'out-of-memory',
+      memoryLimitBytes: 256 * 1024 * 1024,
+      message: 'ran out of memory: limit 256 MiB (exit code 137)',
+    });
+    expect(events.filter((e) => e.type === 'exited')).toEqual([
+      { type: 'exited', workerId: 'a', exitCode: 137 },
+    ]);
   });
 
   it('returns copies: callers cannot change what the runtime holds', async () => {

@@ -5,6 +5,7 @@
  * tens of thousands of them.
  */
 import { systemTimers, type Timers } from '../../service/clock.js';
+import { exitDescription } from '../exit-description.js';
 import {
   LABELS,
   type LogOptions,
@@ -117,11 +118,23 @@ export class FakeRuntime implements WorkerRuntime {
   exit(workerId: string, code: number, message = `exited with code ${code}`): void {
     const entry = this.#workers.get(workerId);
     if (!entry || entry.worker.phase === 'exited') return;
+    this.#exit(entry, { exitCode: code }, message);
+  }
+
+  #exit(entry: FakeWorker, exited: Pick<RuntimeWorker, 'exitCode' | 'exitReason'>, message: string): void {
     entry.cancelStart?.();
     entry.cancelStart = undefined;
-    entry.worker = { ...entry.worker, phase: 'exited', exitCode: code, message };
+    entry.worker = { ...entry.worker, phase: 'exited', ...exited, message };
     this.#wakeLogs(entry);
-    this.#emit({ type: 'exited', workerId, exitCode: code });
+    this.#emit({ type: 'exited', workerId: entry.worker.workerId, exitCode: exited.exitCode ?? -1 });
+  }
+
+  /** The kernel's OOM killer ends the worker, as Docker reports it: exit 137, exitReason `out-of-memory`. */
+  outOfMemory(workerId: string): void {
+    const entry = this.#workers.get(workerId);
+    if (!entry || entry.worker.phase === 'exited') return;
+    const exited = { exitCode: 137, exitReason: 'out-of-memory' as const };
+    this.#exit(entry, exited, exitDescription({ ...entry.worker, ...exited }));
   }
 
   /**
@@ -188,6 +201,7 @@ export class FakeRuntime implements WorkerRuntime {
       message: needsPull ? `pulling ${spec.image}` : phase === 'starting' ? 'starting' : 'running',
       createdAt: this.#clock(),
       gpuUuids: spec.gpus.map((gpu) => gpu.uuid),
+      ...(spec.memoryBytes === undefined ? {} : { memoryLimitBytes: spec.memoryBytes }),
     };
     const entry: FakeWorker = { worker, logs: [], logWaiters: new Set() };
     this.#workers.set(spec.workerId, entry);

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import type { EndpointState } from '../domain/endpoint.js';
+import type { WorkerState } from '../domain/worker.js';
+import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './backoff.js';
+import { endpointStatus } from './endpoint-status.js';
+import type { ManagedWorker } from './managed-worker.js';
+
+const endpoint = (min: number, was: EndpointState) => ({
+  ...sampleEndpoint({ patch: { workers: { minWorkers: min, maxWorkers: 2 } } }),
+  status: { state: was, error: '', message: '' },
+});
+
+const worker = (state: WorkerState): ManagedWorker => ({
+  id: `w-${state}`,
+  endpointId: 'e',
+  ownerId: 'o',
+  revision: 1,
+  state,
+  error: '',
+  message: '',
+  healthy: state === 'running',
+  gpuUuids: [],
+  address: null,
+  createdAt: 0,
+  startedAt: state === 'pending' ? null : 0,
+  readyAt: state === 'running' ? 1 : null,
+});
+
+const failures = (n: number) => {
+  let crash = NO_CRASHES;
+  for (let i = 0; i < n; i++) {
+    crash = recordFailure(
+      crash,
+      { code: 'RUNTIME_ERROR', message: 'worker ran out of memory: limit 256 MiB (exit code 137)', at: i },
+      DEFAULT_BACKOFF,
+    );
+  }
+  return crash;
+};
+
+describe('endpointStatus during a run of worker failures', () => {
+  it.each([
+    {
+      why: 'no failures, a worker replaced',
+      min: 1,
+      was: 'serving',
+      crashes: 0,
+      workers: ['pending'],
+      state: 'deploying',
+    },
+    {
+      why: 'a failure, the replacement pending',
+      min: 1,
+      was: 'serving',
+      crashes: 1,
+      workers: ['pending'],
+      state: 'serving',
+    },
+    {
+      why: 'failures, the replacement starting',
+      min: 1,
+      was: 'serving',
+      crashes: 4,
+      workers: ['starting'],
+      state: 'serving',
+    },
+    {
+      why: 'failures, waiting out the backoff',
+      min: 1,
+      was: 'serving',
+      crashes: 2,
+      workers: [],
+      state: 'serving',
+    },
+    {
+      why: 'scaled to zero endpoint, failures, waking',
+      min: 0,
+      was: 'serving',
+      crashes: 2,
+      workers: ['pending'],
+      state: 'serving',
+    },
+    {
+      why: 'failures while rolling out',
+      min: 1,
+      was: 'updating',
+      crashes: 1,
+      workers: ['pending'],
+      state: 'updating',
+    },
+    {
+      why: 'never served: still deploying',
+      min: 1,
+      was: 'deploying',
+      crashes: 2,
+      workers: ['pending'],
+      state: 'deploying',
+    },
+    { why: 'a crash loop', min: 1, was: 'serving', crashes: 5, workers: ['pending'], state: 'failed' },
+    {
+      why: 'a crash loop, a worker healthy again (not for long)',
+      min: 1,
+      was: 'failed',
+      crashes: 5,
+      workers: ['running'],
+      state: 'failed',
+    },
+  ] as const)('$why: $was -> $state', ({ min, was, crashes, workers, state }) => {
+    const status = endpointStatus(
+      endpoint(min, was),
+      workers.map(worker),
+      failures(crashes),
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status.state).toBe(state);
+  });
+
+  it('a crash loop with a worker serving meanwhile stays failed and says so', () => {
+    const status = endpointStatus(
+      endpoint(1, 'failed'),
+      [worker('running')],
+      failures(5),
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status).toEqual({
+      state: 'failed',
+      error: 'CRASH_LOOP',
+      message:
+        '5 workers failed in a row; last: worker ran out of memory: limit 256 MiB (exit code 137); serving meanwhile: 1 running',
+    });
+  });
+
+  it('says which worker failed and how, while it keeps its state', () => {
+    const status = endpointStatus(
+      endpoint(1, 'serving'),
+      [worker('pending')],
+      failures(2),
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status.message).toBe(
+      'replacing a failed worker (2 failed in a row, last: worker ran out of memory: limit 256 MiB (exit code 137)): 1 pending',
+    );
+  });
+});
