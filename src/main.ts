@@ -41,6 +41,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
+import { InvokeKeyService } from './service/invoke-key-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -156,6 +157,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ? parts.gatewayMetrics({ registry })
     : (new GatewayMetrics({ registry }) as M);
   const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const keys = new InvokeKeyService({ store, clock });
   const gateway = new Gateway({
     metrics: gatewayMetrics,
     routing: routes,
@@ -168,6 +170,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
+    verifyKey: (key) => keys.grant(key),
   });
   const scaler = new Scaler({
     signals: gateway,

@@ -53,6 +53,8 @@ export interface WireEndpoint<PortType extends string | number = string | number
   log: string;
   /** GET endpoint/metrics for this endpoint (a Corral extension). */
   metrics: string;
+  /** Corral extension: the URL answers without a key. */
+  public: boolean;
 }
 
 export interface WireLimits {

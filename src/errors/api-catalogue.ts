@@ -36,7 +36,7 @@ export const API_ERROR_CATALOGUE = {
   },
   CLUSTER_MISMATCH: { status: 400, description: "clusterID differs from the network storage's cluster." },
   UNAUTHENTICATED: {
-    status: 401,
+    status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
     description: 'The Authorization header is missing, malformed, or the key is unknown or revoked.',
   },
   ENDPOINT_NOT_FOUND: {
@@ -63,6 +63,10 @@ export const API_ERROR_CATALOGUE = {
   INTERNAL: {
     status: 500,
     description: 'A fault in Corral; the log has the details. Never caused by bad input.',
+  },
+  INVOKE_KEY_NOT_FOUND: {
+    status: 404,
+    description: 'The endpoint has no active invoke key with that id.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

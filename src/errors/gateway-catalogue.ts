@@ -51,6 +51,11 @@ export const GATEWAY_ERROR_CATALOGUE = {
     status: 504,
     description: 'The worker did not answer within workerConfig.requestTimeout.',
   },
+  UNAUTHENTICATED: {
+    status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
+    description:
+      "The request has no Authorization: Bearer key of the endpoint's owner (or an admin), nor an invoke key made for the endpoint.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_CATALOGUE;

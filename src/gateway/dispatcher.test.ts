@@ -515,6 +515,7 @@ describe('GatewayError', () => {
       ENDPOINT_STOPPED: 503,
       QUEUE_TIMEOUT: 504,
       REQUEST_TIMEOUT: 504,
+      UNAUTHENTICATED: 401,
     });
     for (const entry of Object.values(GATEWAY_ERROR_CATALOGUE)) expect(entry.description).toMatch(/\.$/);
   });

@@ -82,6 +82,17 @@ export interface EndpointCountsTable {
   live: number;
 }
 
+/** Keys that call one endpoint's URL only (`ik_...`), made by its owner; hashes only. */
+export interface InvokeKeysTable {
+  id: string;
+  endpoint_id: string;
+  owner_id: string;
+  name: string;
+  secret_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
 export interface Database {
   workers: WorkersTable;
   endpoints: EndpointsTable;
@@ -90,6 +101,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   registry_credentials: RegistryCredentialsTable;
   audit_log: AuditLogTable;
+  invoke_keys: InvokeKeysTable;
 }
 
 export type DialectName = 'sqlite' | 'postgres';

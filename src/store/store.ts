@@ -6,6 +6,7 @@ import type { DatabaseConnection } from './connection.js';
 import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
+import { InvokeKeyRepository } from './invoke-keys.js';
 import { migrateToLatest } from './migrations/index.js';
 import { WorkerRepository } from './workers.js';
 
@@ -17,6 +18,7 @@ export class Store {
   readonly credentials: CredentialRepository;
   readonly audit: AuditRepository;
   readonly workers: WorkerRepository;
+  readonly invokeKeys: InvokeKeyRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -29,6 +31,7 @@ export class Store {
     this.credentials = new CredentialRepository({ db });
     this.audit = new AuditRepository({ db });
     this.workers = new WorkerRepository({ db });
+    this.invokeKeys = new InvokeKeyRepository({ db });
   }
 
   get dialect() {

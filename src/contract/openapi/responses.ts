@@ -47,6 +47,7 @@ function endpointSchema(port: Schema, description: string): Schema {
       clusterID: str('Present only when a network volume is mounted.'),
       log: str('URL of the endpoint log (GET endpoint/log).', { format: 'uri' }),
       metrics: str('URL of the endpoint metrics (GET endpoint/metrics).', { format: 'uri' }),
+      public: bool("Corral extension: true when the endpoint's URL answers without a key."),
     },
     { optional: ['clusterID'], description },
   );
