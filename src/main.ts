@@ -91,6 +91,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
+    invokeKeys: new InvokeKeyService({ store, clock }),
     events: store.events,
     workers: store.workers,
     ...(parts.insight ? { insight: parts.insight } : {}),
@@ -104,6 +105,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
   });
 }
 

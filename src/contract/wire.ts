@@ -91,6 +91,21 @@ export interface WireCredential {
   createdAt: string;
 }
 
+/** An invoke key as listed (Corral extension): never the key itself. */
+export interface WireInvokeKey {
+  id: string;
+  endpointId: string;
+  name: string;
+  createdAt: string;
+  /** When it was revoked; null while it works. */
+  revokedAt: string | null;
+}
+
+/** `POST endpoint/invoke-key/create`: the key, shown this once. */
+export interface WireNewInvokeKey extends WireInvokeKey {
+  key: string;
+}
+
 export interface WireEvent {
   id: number;
   at: string;

@@ -29,8 +29,6 @@ export interface EndpointKeyGrant {
 /** An invoke key as its owner sees it listed: never the key itself. */
 export type InvokeKeyInfo = Omit<InvokeKeyRecord, 'secretHash'>;
 
-export const MAX_INVOKE_KEY_NAME_LENGTH = 100;
-
 export class InvokeKeyService {
   readonly #o: { store: Store; clock: Clock };
 
