@@ -64,9 +64,16 @@ function memoryOf(pid: number): { rssMiB: number; hwmMiB: number } | undefined {
   return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024 };
 }
 
+/**
+ * The operator key `corral serve` runs with in this bench: the API, /metrics (an admin key) and the endpoints'
+ * URLs (the gateway needs a key) all take it.
+ */
+const BENCH_KEY = `sk_bench_${randomBytes(16).toString('hex')}`;
+const AUTHORIZATION = { authorization: `Bearer ${BENCH_KEY}` };
+
 /** The process's own heap used, in MiB, from its Prometheus /metrics (prom-client's default metrics). */
 async function heapUsedMiB(apiUrl: string): Promise<number> {
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const text = await (await fetch(`${apiUrl}/metrics`, { headers: AUTHORIZATION })).text();
   const match = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([\d.e+]+)/m.exec(text);
   return match ? Number(match[1]) / MIB : Number.NaN;
 }
@@ -105,7 +112,7 @@ function inspectorCommand(url: string, method: string): Promise<void> {
 /** The heap in use after a full collection (forced through the inspector), from the process's own /metrics. */
 async function liveHeap(inspectorUrl: string, apiUrl: string): Promise<LiveHeap> {
   await inspectorCommand(inspectorUrl, 'HeapProfiler.collectGarbage');
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const text = await (await fetch(`${apiUrl}/metrics`, { headers: AUTHORIZATION })).text();
   const used = Number(/^nodejs_heap_size_used_bytes ([\d.e+]+)$/m.exec(text)?.[1] ?? Number.NaN);
   const space = (name: string) =>
     Number(
@@ -191,7 +198,13 @@ const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 function viaGateway(gatewayPort: number, appName: string, path: string): Promise<number> {
   return new Promise((resolve) => {
     const req = request(
-      { host: '127.0.0.1', port: gatewayPort, path, agent, headers: { host: `${appName}.localhost` } },
+      {
+        host: '127.0.0.1',
+        port: gatewayPort,
+        path,
+        agent,
+        headers: { host: `${appName}.localhost`, ...AUTHORIZATION },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -290,7 +303,7 @@ export async function runMemoryBench(): Promise<void> {
   buildDist();
   console.log(`node ${process.version}, ${tools.wrkVersion}; load average ${loadAverage()}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-memory-'));
-  const key = `sk_bench_${randomBytes(16).toString('hex')}`;
+  const key = BENCH_KEY;
   const wrkChildren = new Set<ChildProcess>();
   let server: ServeProcess | undefined;
   try {
@@ -328,6 +341,7 @@ export async function runMemoryBench(): Promise<void> {
         seconds,
         url: `http://127.0.0.1:${gatewayPort}${WORK_PATH}`,
         host: 'steady.localhost',
+        authorization: AUTHORIZATION.authorization,
         onSpawn: (child) => {
           wrkChildren.add(child);
           child.once('exit', () => wrkChildren.delete(child));

@@ -124,6 +124,8 @@ export interface WrkRun {
   url: string;
   /** The Host header (the gateway routes by it). */
   host?: string;
+  /** The Authorization header (the gateway needs a key for an endpoint that is not public). */
+  authorization?: string;
   /** Sees the wrk process as it starts (to kill it if the bench dies first). */
   onSpawn?: (child: ChildProcess) => void;
 }
@@ -140,6 +142,7 @@ export function runWrk(wrk: string, run: WrkRun): Promise<string> {
     '--latency',
   ];
   if (run.host) args.push('-H', `Host: ${run.host}`);
+  if (run.authorization) args.push('-H', `Authorization: ${run.authorization}`);
   args.push(run.url);
   return new Promise((resolve, reject) => {
     const child = spawn(wrk, args, { stdio: ['ignore', 'pipe', 'pipe'] });

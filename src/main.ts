@@ -43,6 +43,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { newInstallationId, randomIds } from './service/ids.js';
+import { InvokeKeyService } from './service/invoke-key-service.js';
 import { WorkerService } from './service/worker-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
@@ -96,6 +97,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
+    invokeKeys: new InvokeKeyService({ store, clock }),
     events: store.events,
     workers: store.workers,
     workerService: new WorkerService({
@@ -114,6 +116,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
   });
 }
 
@@ -171,6 +174,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ? parts.gatewayMetrics({ registry })
     : (new GatewayMetrics({ registry }) as M);
   const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const keys = new InvokeKeyService({ store, clock });
   const gateway = new Gateway({
     metrics: gatewayMetrics,
     routing: routes,
@@ -183,6 +187,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
+    verifyKey: (key) => keys.grant(key),
   });
   const scaler = new Scaler({
     signals: gateway,

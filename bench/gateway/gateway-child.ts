@@ -8,7 +8,7 @@ import { systemClock } from '../../src/service/clock.js';
 import { listenLoopback } from './http.js';
 import { UPSTREAM_ENV } from './processes.js';
 import { serveUntilStopped } from './proxy-child.js';
-import { APP_NAME, benchEndpoint, devNullLogger, REPO_ROOT, serveDefaults } from './settings.js';
+import { APP_NAME, BENCH_KEY, benchEndpoint, devNullLogger, REPO_ROOT, serveDefaults } from './settings.js';
 
 /**
  * The gateway's modules as `corral serve` runs them: compiled by `npm run build` into dist/ (the suite builds it
@@ -60,6 +60,7 @@ export async function gatewayChild(): Promise<void> {
     maxQueueLength: config.gateway.maxQueueLength,
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: async (appName) => (appName === APP_NAME ? endpoint : undefined),
+    verifyKey: async (key) => (key === BENCH_KEY ? { ownerId: endpoint.ownerId, admin: false } : undefined),
   });
   metrics.readFrom({ load: () => gateway.stats() });
   const started = gateway;

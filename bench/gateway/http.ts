@@ -2,7 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { Agent, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { STEP_MAX_MS } from './settings.js';
+import { BENCH_AUTHORIZATION, STEP_MAX_MS } from './settings.js';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -28,7 +28,7 @@ export function httpGet(
   options: { host?: string; agent?: Agent | false; timeoutMs?: number } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { authorization: BENCH_AUTHORIZATION };
     if (options.host !== undefined) headers.host = options.host;
     const req = request(
       { host: '127.0.0.1', port, path, method: 'GET', headers, agent: options.agent ?? false },

@@ -6,7 +6,7 @@
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { forkRole, LOADGEN_ENV } from './processes.js';
-import { STEP_MAX_MS, WRK_CONNECTIONS } from './settings.js';
+import { BENCH_AUTHORIZATION, STEP_MAX_MS, WRK_CONNECTIONS } from './settings.js';
 
 export interface LoadgenTarget {
   name: string;
@@ -82,7 +82,8 @@ function openLoop(
 ): Promise<LoadgenResult> {
   const intervalMs = 1000 / params.rate;
   const total = Math.round((params.rate * durationMs) / 1000);
-  const headers: Record<string, string> = target.host ? { host: target.host } : {};
+  const headers: Record<string, string> = { authorization: BENCH_AUTHORIZATION };
+  if (target.host) headers.host = target.host;
   const result: LoadgenResult = { serviceMs: [], fromDueMs: [], errors: 0, maxSendLagMs: 0 };
   return new Promise((resolve) => {
     if (total === 0) {

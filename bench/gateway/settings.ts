@@ -48,6 +48,12 @@ export const APP_NAME = 'bench';
 /** The reference row: a bare node:http + undici proxy (see bare-proxy-child.ts). */
 export const BARE_PATH = 'node:http+undici (ref)';
 export const WORK_PATH = '/work?ms=0';
+/**
+ * The key every bench request sends (an API key of the bench endpoint's owner), as a client of a non-public
+ * endpoint must; nginx, the reference proxy and the direct path get it too, so each path carries the same bytes.
+ */
+export const BENCH_KEY = 'sk_benchbench01_BenchKeyBenchKeyBenchKeyBenchKey';
+export const BENCH_AUTHORIZATION = `Bearer ${BENCH_KEY}`;
 /** Set to a directory to write a V8 CPU profile of the gateway child (node --cpu-prof) there. */
 export const PROFILE_ENV = 'CORRAL_BENCH_GATEWAY_CPU_PROF';
 

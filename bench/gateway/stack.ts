@@ -10,6 +10,7 @@ import { ScalerMetrics } from '../../src/autoscaler/metrics.js';
 import type { Config } from '../../src/config/config.js';
 import type { Controller } from '../../src/controller/controller.js';
 import type { RoutingTable } from '../../src/controller/routing-table.js';
+import { apiKeyId, hashApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint, ScalingPolicy, WorkerSettings } from '../../src/domain/endpoint.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
 import { buildTraffic } from '../../src/main.js';
@@ -20,7 +21,7 @@ import { Store } from '../../src/store/store.js';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
 import { WORKER_SCRIPT } from '../../test/support/test-image.js';
 import { listenLoopback, waitFor } from './http.js';
-import { devNullLogger, REMOVE_GRACE_S, serveDefaults } from './settings.js';
+import { BENCH_KEY, devNullLogger, REMOVE_GRACE_S, serveDefaults } from './settings.js';
 
 /** ScalerMetrics that also keeps each threshold crossing's decision, to report them one by one. */
 export class RecordingScalerMetrics extends ScalerMetrics {
@@ -57,11 +58,22 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+const BENCH_OWNER = 'bench';
+
 /** Controller + gateway (src/main.ts `buildTraffic`, as `corral serve` builds them) + local runtime + SQLite. */
 export async function startStack(dir: string): Promise<Stack> {
   const config = serveDefaults();
   const store = new Store({ connection: connectSqlite(join(dir, 'corral.db')) });
   await store.migrate();
+  // The key the bench's requests send: an API key of the owner of its endpoints (localEndpoint).
+  await store.apiKeys.insert({
+    id: apiKeyId(BENCH_KEY),
+    ownerId: BENCH_OWNER,
+    name: 'bench',
+    secretHash: hashApiKey(BENCH_KEY),
+    admin: false,
+    createdAt: Date.now(),
+  });
   const runtime = new LocalRuntime({ stateDir: join(dir, 'local'), graceSeconds: REMOVE_GRACE_S });
   const registry = new Registry();
   const metrics = new RecordingScalerMetrics({ registry });
@@ -107,7 +119,7 @@ export function localEndpoint(
 ) {
   const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
   return sampleEndpoint({
-    ownerId: 'bench',
+    ownerId: BENCH_OWNER,
     at: Date.now(),
     patch: {
       appName,

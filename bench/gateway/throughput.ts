@@ -10,6 +10,7 @@ import { cpuMs, totalCpuMs, track } from './processes.js';
 import { fixed, verdict } from './report.js';
 import {
   BARE_PATH,
+  BENCH_AUTHORIZATION,
   TARGET,
   WORK_PATH,
   WRK_CONNECTIONS,
@@ -32,6 +33,7 @@ function runWrk(wrk: string, path: Path, seconds: number): Promise<string> {
     seconds,
     url: `http://127.0.0.1:${path.port}${WORK_PATH}`,
     ...(path.host ? { host: path.host } : {}),
+    authorization: BENCH_AUTHORIZATION,
     onSpawn: track,
   });
 }

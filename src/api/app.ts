@@ -16,6 +16,7 @@ import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
+import type { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Principal } from '../service/principal.js';
 import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
@@ -28,6 +29,7 @@ import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
+import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
 import { registerWorkerRoutes } from './routes/workers.js';
@@ -48,6 +50,8 @@ export interface AppOptions {
   rateLimiter: RateLimiter;
   endpoints: EndpointService;
   credentials: CredentialService;
+  /** Keys that call one endpoint's URL (Corral extension). */
+  invokeKeys: InvokeKeyService;
   events: EventRepository;
   workers: WorkerRepository;
   /** Drains and undrains workers (`POST endpoint/worker/drain`). */
@@ -60,6 +64,8 @@ export interface AppOptions {
   links: EndpointLinks;
   metrics: ApiMetrics;
   bodyLimitBytes: number;
+  /** A bearer token that may read /metrics besides admin keys (Prometheus's scrape); none: admin keys only. */
+  metricsToken?: string;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -75,6 +81,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const answer = toApiError(error);
     if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
+    // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
+    if (answer.status === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (answer.code === 'RATE_LIMITED')
       reply.header('Retry-After', String(answer.metadata.retryAfterSeconds));
     if (
@@ -119,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
       registerCatalogRoutes(api, options);
+      registerInvokeKeyRoutes(api, options);
     },
     { prefix: API_PREFIX },
   );

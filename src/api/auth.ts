@@ -1,5 +1,6 @@
 /** API authentication: a bearer key checked against its stored hash, and whom an admin key may act for. */
 import { apiKeyId, apiKeyMatches } from '../crypto/api-keys.js';
+import { looksLikeInvokeKey } from '../crypto/invoke-keys.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../service/clock.js';
 import type { Principal } from '../service/principal.js';
@@ -22,6 +23,9 @@ export class Authenticator {
   async authenticate(authorization: string | undefined, actAs: string | undefined): Promise<Principal> {
     const key = authorization?.replace(/^Bearer\s+/i, '').trim();
     if (!key) throw unauthenticated('missing Authorization header; send "Authorization: Bearer <API key>"');
+    if (looksLikeInvokeKey(key)) {
+      throw unauthenticated("an invoke key calls its endpoint's URL only, not the API; use an API key");
+    }
     const id = apiKeyId(key);
     const record = await this.#o.store.apiKeys.findById(id);
     if (!record || !apiKeyMatches(key, record.secretHash)) throw unauthenticated('invalid API key');

@@ -41,6 +41,15 @@ export function pathFormUrl(e: WireEndpoint): string | undefined {
   return `${url.protocol}//${api.hostname}${url.port === '' ? '' : `:${url.port}`}/e/${e.appName}/`;
 }
 
+/**
+ * A request to paste into a shell: curl on the endpoint's URL with the key the CLI uses, which the gateway needs
+ * unless the endpoint is public (docs/gateway.md, Keys).
+ */
+export function exampleRequest(e: WireEndpoint): string {
+  const url = e.url.endsWith('/') ? e.url : `${e.url}/`;
+  return e.public ? `curl ${url}` : `curl -H "Authorization: Bearer $CORRAL_API_KEY" ${url}`;
+}
+
 function pathForm(e: WireEndpoint): [string, string][] {
   const url = pathFormUrl(e);
   return url === undefined ? [] : [['Path URL', url]];
@@ -56,6 +65,7 @@ export function formatEndpoint(e: WireEndpoint): string {
     ['State', stateText(e.state)],
     ['URL', e.url],
     ...pathForm(e),
+    ['Call', exampleRequest(e)],
     ['Image', e.image.image],
     ['Command', e.image.command],
     ['Registry auth', e.image.authId],

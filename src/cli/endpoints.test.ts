@@ -150,6 +150,10 @@ describe('corral endpoints get', () => {
     // The path form, for clients that cannot resolve *.localhost, beside the host form.
     expect(out).toContain('URL:              http://echo.localhost:8081\n');
     expect(out).toContain('Path URL:         http://127.0.0.1:8081/e/echo/\n');
+    // A request ready to paste, with the key the gateway needs for an endpoint that is not public.
+    expect(out).toContain(
+      'Call:             curl -H "Authorization: Bearer $CORRAL_API_KEY" http://echo.localhost:8081/\n',
+    );
     expect(out).toContain('Port:             8000\n');
     expect(out).toContain('Workers:          0-2 (ready 0/1)\n');
     expect(out).toContain('Environment:\n  KEY    VALUE\n  MODEL  tiny\n');

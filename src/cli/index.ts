@@ -7,6 +7,7 @@ import { ConfigError } from '../config/settings.js';
 import { makeCredentialsCommand } from './credentials.js';
 import { defaultCliDeps } from './deps.js';
 import { makeEndpointsCommand } from './endpoints.js';
+import { makeInvokeKeysCommand } from './invoke-keys.js';
 import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   program.addCommand(makeLimitsCommand(deps));
   program.addCommand(makeProductsCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));
+  program.addCommand(makeInvokeKeysCommand(deps));
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   throwInsteadOfExiting(program);

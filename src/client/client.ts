@@ -8,7 +8,9 @@ import type {
   WireEndpoint,
   WireEndpointInput,
   WireEndpointMetrics,
+  WireInvokeKey,
   WireLimits,
+  WireNewInvokeKey,
   WireProduct,
 } from '../contract/wire.js';
 import { CorralProtocolError } from './errors.js';
@@ -174,6 +176,28 @@ export class CorralClient {
 
   async deleteCredential(id: string): Promise<void> {
     await this.#post('repository/auth/delete', { id });
+  }
+
+  /** `POST endpoint/invoke-key/create` (extension): a key that calls only this endpoint's URL, shown this once. */
+  async createInvokeKey(endpointId: string, name = ''): Promise<WireNewInvokeKey> {
+    const body = await this.#post('endpoint/invoke-key/create', { id: endpointId, name });
+    field<string>(body, 'key', 'string');
+    field<string>(body, 'id', 'string');
+    return body as WireNewInvokeKey;
+  }
+
+  /** `GET endpoint/invoke-keys?id=` (extension): the endpoint's invoke keys, revoked ones included, never a key. */
+  async listInvokeKeys(endpointId: string): Promise<WireInvokeKey[]> {
+    return field<WireInvokeKey[]>(
+      await this.#get('endpoint/invoke-keys', { id: endpointId }),
+      'keys',
+      'array',
+    );
+  }
+
+  /** `POST endpoint/invoke-key/delete` (extension): the gateway refuses the key within 10 seconds. */
+  async revokeInvokeKey(endpointId: string, keyId: string): Promise<void> {
+    await this.#post('endpoint/invoke-key/delete', { id: endpointId, keyId });
   }
 
   /** `GET /healthz` (unauthenticated). */

@@ -150,6 +150,15 @@ export const SERVE_SETTINGS = {
     help: 'who may run images that exist only on this machine (built here, never pulled): admins, all, or image names',
     schema: localImageAllowance,
   },
+  metricsToken: {
+    flag: '--metrics-token',
+    env: 'CORRAL_METRICS_TOKEN',
+    default: undefined,
+    help: 'a bearer token (16+ characters) that may read /metrics, for Prometheus; admin keys may too',
+    schema: optionalText.refine((v) => v === undefined || v.trim().length >= 16, {
+      message: 'use at least 16 random characters',
+    }),
+  },
   logLevel: {
     flag: '--log-level',
     env: 'CORRAL_LOG_LEVEL',

@@ -132,6 +132,7 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
               successThreshold: h.successThreshold,
               failureThreshold: h.failureThreshold,
             },
+    public: input.public,
   };
 }
 

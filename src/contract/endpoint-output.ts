@@ -65,6 +65,7 @@ export function toWireEndpoint(
     },
     log: links.log,
     metrics: links.metrics,
+    public: spec.public,
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

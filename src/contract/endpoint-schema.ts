@@ -222,6 +222,11 @@ export const endpointFields = {
     clearableSingle(healthy),
     'Health check. The object, or a one-element array holding it; {} or [] restores the defaults.',
   ),
+  public: field(
+    z.boolean({ error: 'must be true or false' }),
+    "Corral extension: true lets anyone call the endpoint's URL without a key (the gateway otherwise needs one of the owner's keys or an invoke key).",
+    false,
+  ),
 };
 
 export const endpointInput = documented(z.object(endpointFields, { error: 'must be an object' }), {

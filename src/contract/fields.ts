@@ -15,6 +15,7 @@ export const WIRE_SPEC_FIELDS: Record<keyof EndpointSpec, string> = {
   clusterId: 'clusterID',
   env: 'envs',
   health: 'healthy',
+  public: 'public',
 };
 
 /** Maps a domain field path (validate.ts) to the wire field a client sent. */

@@ -58,6 +58,8 @@ export interface WireEndpoint<PortType extends string | number = string | number
   log: string;
   /** GET endpoint/metrics for this endpoint (a Corral extension). */
   metrics: string;
+  /** Corral extension: the URL answers without a key. */
+  public: boolean;
 }
 
 export interface WireLimits {
@@ -92,6 +94,21 @@ export interface WireCredential {
   name: string;
   username: string;
   createdAt: string;
+}
+
+/** An invoke key as listed (Corral extension): never the key itself. */
+export interface WireInvokeKey {
+  id: string;
+  endpointId: string;
+  name: string;
+  createdAt: string;
+  /** When it was revoked; null while it works. */
+  revokedAt: string | null;
+}
+
+/** `POST endpoint/invoke-key/create`: the key, shown this once. */
+export interface WireNewInvokeKey extends WireInvokeKey {
+  key: string;
 }
 
 export interface WireEvent {

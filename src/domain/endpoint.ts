@@ -58,6 +58,8 @@ export interface EndpointSpec {
   clusterId: string;
   env: EnvVar[];
   health: HealthCheck;
+  /** Its URL answers without a key (the gateway otherwise needs one of the owner's keys or an invoke key). */
+  public: boolean;
 }
 
 export type EndpointState = 'deploying' | 'serving' | 'updating' | 'stopped' | 'failed' | 'deleting';

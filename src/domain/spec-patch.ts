@@ -33,6 +33,7 @@ export interface SpecPatch {
   clusterId?: string;
   env?: EnvVar[];
   health?: Partial<HealthCheck> | 'reset';
+  public?: boolean;
 }
 
 /** The fixed defaults of a create, before they are clamped into the server's configured ranges. */
@@ -99,6 +100,7 @@ export function defaultSpec(
     clusterId: '',
     env: [],
     health: { path: DEFAULT_HEALTH_PATH, ...DEFAULT_HEALTH },
+    public: false,
   };
 }
 
@@ -125,6 +127,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     clusterId: patch.clusterId ?? base.clusterId,
     env: patch.env ?? base.env,
     health,
+    public: patch.public ?? base.public,
   };
 }
 

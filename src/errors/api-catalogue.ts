@@ -36,7 +36,7 @@ export const API_ERROR_CATALOGUE = {
   },
   CLUSTER_MISMATCH: { status: 400, description: "clusterID differs from the network storage's cluster." },
   UNAUTHENTICATED: {
-    status: 401,
+    status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
     description: 'The Authorization header is missing, malformed, or the key is unknown or revoked.',
   },
   ENDPOINT_NOT_FOUND: {
@@ -68,6 +68,10 @@ export const API_ERROR_CATALOGUE = {
     status: 400,
     description:
       'The image is private and the registry refused your credentials (or you gave none), the registry has no such image, or it exists only on this server and only admins may run it.',
+  },
+  INVOKE_KEY_NOT_FOUND: {
+    status: 404,
+    description: 'The endpoint has no active invoke key with that id.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

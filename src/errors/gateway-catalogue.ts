@@ -65,6 +65,11 @@ export const GATEWAY_ERROR_CATALOGUE = {
     description:
       'The container engine cannot be reached and no worker of the endpoint serves, so none can start; retry shortly (Corral recovers by itself when the engine answers again).',
   },
+  UNAUTHENTICATED: {
+    status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
+    description:
+      "The request has no Authorization: Bearer key of the endpoint's owner (or an admin), nor an invoke key made for the endpoint.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_CATALOGUE;

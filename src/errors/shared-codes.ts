@@ -16,6 +16,11 @@ export const SHARED_ERROR_STATUS = {
    * waited in its queue).
    */
   ENDPOINT_NOT_FOUND: 404,
+  /**
+   * No key, or not one that may make this request. The API: the key is missing, unknown or revoked. The gateway:
+   * the same, or the key is not the endpoint's owner's nor an invoke key made for that endpoint.
+   */
+  UNAUTHENTICATED: 401,
 } as const;
 
 export type SharedErrorCode = keyof typeof SHARED_ERROR_STATUS;

@@ -18,7 +18,10 @@ export interface AnswerOptions {
 }
 
 export interface ErrorAnswer {
-  /** Flat name, value list in the order written: Content-Type, Content-Length, Connection, `headers`, Retry-After. */
+  /**
+   * Flat name, value list in the order written: Content-Type, Content-Length, Connection, `headers`, Retry-After,
+   * WWW-Authenticate.
+   */
   headers: string[];
   body: string;
 }
@@ -31,6 +34,8 @@ export function errorAnswer(error: GatewayError, options: AnswerOptions = {}): E
   const extra = options.headers;
   if (extra) for (const name of Object.keys(extra)) headers.push(name, extra[name] as string);
   if (error.retryAfterSeconds !== undefined) headers.push('retry-after', String(error.retryAfterSeconds));
+  // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
+  if (error.status === 401) headers.push('www-authenticate', 'Bearer');
   return { headers, body };
 }
 

@@ -518,6 +518,7 @@ describe('GatewayError', () => {
       ENDPOINT_FAILED: 503,
       NO_WORKERS: 503,
       RUNTIME_UNAVAILABLE: 503,
+      UNAUTHENTICATED: 401,
     });
     for (const entry of Object.values(GATEWAY_ERROR_CATALOGUE)) expect(entry.description).toMatch(/\.$/);
   });

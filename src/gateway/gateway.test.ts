@@ -13,7 +13,9 @@ import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { Gateway } from './gateway.js';
+import { KEY_CACHE_TTL_MS } from './invoke-auth.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -125,6 +127,10 @@ async function deadAddress(): Promise<{ host: string; port: number }> {
   return { host: '127.0.0.1', port };
 }
 
+/** An API key of owner-a, the owner of sampleEndpoint(): what every request of these tests sends unless told. */
+const OWNER_KEY = 'sk_ownera000000_ownerAkeyOwnerAkeyOwnerAkeyOwnerA';
+const AUTHORIZATION = `Bearer ${OWNER_KEY}`;
+
 class StaticRouting implements RoutingView {
   readonly endpoints = new Map<string, Endpoint>();
   readonly workers = new Map<string, { id: string; address: { host: string; port: number } }[]>();
@@ -174,6 +180,11 @@ interface Harness {
   whenClosed(total: number): Promise<void>;
   pools: WorkerPools;
   lookUp: { answer: (appName: string) => Promise<Endpoint | undefined> };
+  /** The keys the store knows (OWNER_KEY to begin with), and how many times the gateway asked it about one. */
+  keys: Map<string, EndpointKeyGrant>;
+  keyQueries: () => number;
+  /** The store's answer about a key (by default: from `keys`). */
+  keyStore: { answer: (key: string) => Promise<EndpointKeyGrant | undefined> };
   /** Client connections the gateway's server still holds (upgraded sockets too, until they close). */
   connections: () => Promise<number>;
 }
@@ -195,6 +206,9 @@ async function startGateway(
   const timers = options.timers ?? new ManualTimers(1_000);
   const warnings: Harness['warnings'] = [];
   const lookUp: Harness['lookUp'] = { answer: async () => undefined };
+  const keys = new Map<string, EndpointKeyGrant>([[OWNER_KEY, { ownerId: 'owner-a', admin: false }]]);
+  let keyQueries = 0;
+  const keyStore: Harness['keyStore'] = { answer: async (key) => keys.get(key) };
   const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
   const metrics = options.registry ? new GatewayMetrics({ registry: options.registry }) : undefined;
   const gateway = new Gateway({
@@ -209,6 +223,10 @@ async function startGateway(
     maxQueueLength: 10,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
     findEndpoint: (appName) => lookUp.answer(appName),
+    verifyKey: (key) => {
+      keyQueries += 1;
+      return keyStore.answer(key);
+    },
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
   metrics?.readFrom({ load: () => gateway.stats() });
@@ -246,6 +264,9 @@ async function startGateway(
     },
     pools,
     lookUp,
+    keys,
+    keyQueries: () => keyQueries,
+    keyStore,
     connections,
   };
 }
@@ -262,19 +283,21 @@ interface Answer {
   body: string;
 }
 
-function get(port: number, host: string, path = '/work', extra: Record<string, string> = {}) {
+/** A GET with OWNER_KEY's Authorization unless `extra` says otherwise (`authorization: undefined`: none). */
+function get(port: number, host: string, path = '/work', extra: Record<string, string | undefined> = {}) {
+  const headers: Record<string, string> = { host };
+  for (const [name, value] of Object.entries({ authorization: AUTHORIZATION, ...extra })) {
+    if (value !== undefined) headers[name] = value;
+  }
   return new Promise<Answer>((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, headers: { host, ...extra }, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
+    const req = request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
     req.on('error', reject);
     req.end();
   });
@@ -289,7 +312,13 @@ async function sample(registry: Registry, series: string): Promise<number> {
 
 /** A request whose client goes away once `when` resolves. */
 function abandon(port: number, host: string, path: string, when: Promise<unknown>): Promise<void> {
-  const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false });
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    path,
+    headers: { host, authorization: AUTHORIZATION },
+    agent: false,
+  });
   req.on('error', () => {});
   req.end();
   return when.then(() => {
@@ -339,7 +368,7 @@ describe('Gateway', () => {
     expect(JSON.parse(elsewhere.body)).toMatchObject({ reason: 'INVALID_REQUEST' });
     const client = connect(h.port, '127.0.0.1');
     client.write(
-      `GET /v1 HTTP/1.1\r\nHost: ${hostOf(endpoint)}\r\nHost: other.localhost:8000\r\nConnection: close\r\n\r\n`,
+      `GET /v1 HTTP/1.1\r\nHost: ${hostOf(endpoint)}\r\nHost: other.localhost:8000\r\nAuthorization: ${AUTHORIZATION}\r\nConnection: close\r\n\r\n`,
     );
     let raw = '';
     client.on('data', (chunk: Buffer) => {
@@ -398,7 +427,7 @@ describe('Gateway', () => {
           port: h.port,
           method: 'POST',
           path: '/work',
-          headers: { host: hostOf(endpoint), 'content-length': '2048' },
+          headers: { host: hostOf(endpoint), authorization: AUTHORIZATION, 'content-length': '2048' },
           agent: false,
         },
         (res) => {
@@ -625,7 +654,7 @@ describe('Gateway', () => {
       host: '127.0.0.1',
       port: h.port,
       path: '/work',
-      headers: { host: hostOf(endpoint) },
+      headers: { host: hostOf(endpoint), authorization: AUTHORIZATION },
       agent: false,
     });
     req.on('error', () => {});
@@ -933,7 +962,9 @@ describe('Gateway', () => {
     async function upgradeClient(
       port: number,
       host: string,
+      authorization: string | null = AUTHORIZATION,
     ): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown> }> {
+      const authorizationLine = authorization === null ? '' : `Authorization: ${authorization}\r\n`;
       const socket = connect(port, '127.0.0.1');
       await once(socket, 'connect');
       let text = '';
@@ -942,13 +973,20 @@ describe('Gateway', () => {
       });
       socket.on('error', () => {});
       const closed = once(socket, 'close');
-      socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+      socket.write(
+        `GET /ws HTTP/1.1\r\nHost: ${host}\r\n${authorizationLine}Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+      );
       return { socket, received: () => text, closed };
     }
 
     /** The whole answer to an upgrade, once the gateway has closed the connection. */
-    async function upgradeAnswer(port: number, host: string, before?: () => Promise<void>) {
-      const client = await upgradeClient(port, host);
+    async function upgradeAnswer(
+      port: number,
+      host: string,
+      before?: () => Promise<void>,
+      authorization: string | null = AUTHORIZATION,
+    ) {
+      const client = await upgradeClient(port, host, authorization);
       await before?.();
       await client.closed;
       const [head = '', body = ''] = client.received().split('\r\n\r\n');
@@ -1094,5 +1132,152 @@ describe('Gateway', () => {
       expect(h.gateway.stats()[0]?.queueLength).toBe(0);
       expect((await get(h.port, 'nobody.localhost')).status).toBe(404);
     });
+
+    it('refuses an upgrade without a key with 401 UNAUTHENTICATED before any worker, and passes one with the key without it', async () => {
+      const h = await startGateway();
+      let seen: string | null | undefined;
+      const echo = createServer();
+      echo.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+        seen = req.headers.authorization ?? null;
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      });
+      const port = await listen(echo);
+      cleanups.push(() => {
+        echo.closeAllConnections();
+        echo.close();
+      });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [{ id: 'w-ws', address: { host: '127.0.0.1', port } }]);
+      const keyless = await upgradeAnswer(h.port, hostOf(endpoint), undefined, null);
+      expect(keyless.statusLine).toBe('HTTP/1.1 401 Unauthorized');
+      expect(keyless.headers['www-authenticate']).toBe('Bearer');
+      expect(JSON.parse(keyless.body)).toMatchObject({ code: 401, reason: 'UNAUTHENTICATED' });
+      expect(seen).toBeUndefined();
+      const keyed = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(keyed.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      expect(seen).toBeNull();
+    });
+  });
+});
+
+describe('Gateway: keys on endpoint URLs', () => {
+  /** A running endpoint whose worker answers with the Authorization header that reached it (null: none). */
+  const authorizationEcho = (h: Harness) =>
+    routedToEcho(h, (req) => JSON.stringify(req.headers.authorization ?? null));
+
+  it('answers 401 UNAUTHENTICATED with WWW-Authenticate: Bearer to a request without a key, before any worker', async () => {
+    const h = await startGateway();
+    const worker = await track(startWorker('w-1'));
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [worker]);
+    for (const path of ['/work', `/e/${endpoint.spec.appName}/work`]) {
+      const host = path.startsWith('/e/') ? `127.0.0.1:${h.port}` : hostOf(endpoint);
+      const answer = await get(h.port, host, path, { authorization: undefined });
+      expect(answer.status).toBe(401);
+      expect(answer.headers['www-authenticate']).toBe('Bearer');
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 401, reason: 'UNAUTHENTICATED' });
+    }
+    const empty = await get(h.port, hostOf(endpoint), '/work', { authorization: 'Bearer ' });
+    expect(empty.status).toBe(401);
+    expect(worker.maxInFlight).toBe(0);
+  });
+
+  it("answers 401 to another owner's key, an unknown key and an invoke key of another endpoint; 200 to the owner's, an admin's and the endpoint's invoke key", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('sk-owner-b', { ownerId: 'owner-b', admin: false });
+    h.keys.set('sk-admin-b', { ownerId: 'owner-b', admin: true });
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    h.keys.set('ik-other', { ownerId: 'owner-a', admin: false, endpointId: 'ep-other' });
+    const status = async (key: string) =>
+      (await get(h.port, hostOf(endpoint), '/work', { authorization: `Bearer ${key}` })).status;
+    expect(await status('sk-owner-b')).toBe(401);
+    expect(await status('sk-nobody')).toBe(401);
+    expect(await status('ik-other')).toBe(401);
+    expect(await status(OWNER_KEY)).toBe(200);
+    expect(await status('sk-admin-b')).toBe(200);
+    expect(await status('ik-this')).toBe(200);
+    // A bare key (no "Bearer "), as some clients send it, is read as the API reads it.
+    expect((await get(h.port, hostOf(endpoint), '/work', { authorization: OWNER_KEY })).status).toBe(200);
+    const wrong = await get(h.port, hostOf(endpoint), '/work', { authorization: 'Bearer sk-owner-b' });
+    expect(JSON.parse(wrong.body).message).toBe("the key is not one of the endpoint's owner");
+  });
+
+  it('never hands the Authorization header to the worker', async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    const viaHost = await get(h.port, hostOf(endpoint));
+    expect([viaHost.status, viaHost.body]).toEqual([200, 'null']);
+    const viaPath = await get(h.port, `127.0.0.1:${h.port}`, `/e/${endpoint.spec.appName}/work`, {
+      authorization: 'Bearer ik-this',
+    });
+    expect([viaPath.status, viaPath.body]).toEqual([200, 'null']);
+  });
+
+  it('refuses two Authorization headers', async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    const client = connect(h.port, '127.0.0.1');
+    client.write(
+      `GET /work HTTP/1.1\r\nHost: ${hostOf(endpoint)}\r\nAuthorization: ${AUTHORIZATION}\r\nAuthorization: Bearer x\r\nConnection: close\r\n\r\n`,
+    );
+    let raw = '';
+    client.on('data', (chunk: Buffer) => {
+      raw += chunk.toString('latin1');
+    });
+    await once(client, 'close');
+    expect(raw).toMatch(/^HTTP\/1\.1 401 /);
+    expect(raw).toContain('more than one Authorization header');
+  });
+
+  it('asks the store about a key once per cache period, so a revoked key is refused once its check expires', async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    const call = async () =>
+      (await get(h.port, hostOf(endpoint), '/work', { authorization: 'Bearer ik-this' })).status;
+    expect(await Promise.all([call(), call(), call()])).toEqual([200, 200, 200]);
+    expect(await call()).toBe(200);
+    expect(h.keyQueries()).toBe(1);
+    h.keys.delete('ik-this');
+    h.timers.advance(KEY_CACHE_TTL_MS - 1);
+    expect(await call()).toBe(200);
+    h.timers.advance(1);
+    expect(await call()).toBe(401);
+    expect(h.keyQueries()).toBe(2);
+    // A wrong key is remembered too: a flood of it does not query the store once per request.
+    expect(await call()).toBe(401);
+    expect(h.keyQueries()).toBe(2);
+  });
+
+  it('answers 503 ROUTING_UNAVAILABLE when the store cannot check the key, and asks again next time', async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keyStore.answer = async () => {
+      throw new Error('database is down');
+    };
+    const down = await get(h.port, hostOf(endpoint));
+    expect(down.status).toBe(503);
+    expect(JSON.parse(down.body)).toMatchObject({ reason: 'ROUTING_UNAVAILABLE' });
+    h.keyStore.answer = async (key) => h.keys.get(key);
+    expect((await get(h.port, hostOf(endpoint))).status).toBe(200);
+  });
+
+  it('serves a public endpoint without a key; its own Authorization passes through, a Corral key does not', async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    endpoint.spec.public = true;
+    const keyless = await get(h.port, hostOf(endpoint), '/work', { authorization: undefined });
+    expect([keyless.status, keyless.body]).toEqual([200, 'null']);
+    const own = await get(h.port, hostOf(endpoint), '/work', { authorization: 'Bearer app-token' });
+    expect([own.status, own.body]).toEqual([200, '"Bearer app-token"']);
+    const corral = await get(h.port, hostOf(endpoint), '/work', {
+      authorization: 'Bearer ik_abcdefghijkl_ABCDEFGHIJKLMNOPQRSTUVWXYZ012345',
+    });
+    expect([corral.status, corral.body]).toEqual([200, 'null']);
+    expect(h.keyQueries()).toBe(0);
   });
 });

@@ -10,10 +10,12 @@ import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { answer, answerUpgrade, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
 import { EndpointTable } from './endpoint-table.js';
 import { appNameFromHost } from './host.js';
+import { InvokeAuth } from './invoke-auth.js';
 import { StoreLookup } from './lookup.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
@@ -46,6 +48,11 @@ export interface GatewayOptions {
    * Without it the gateway goes by the endpoint's reported status, which lags a controller pass behind a change.
    */
   neverPlaceable?: (endpoint: Endpoint) => string | undefined;
+  /**
+   * What a key in `Authorization: Bearer` allows (the store's answer; undefined: nothing). Asked once per key per
+   * KEY_CACHE_TTL_MS (invoke-auth.ts); a request to a non-public endpoint without an allowed key gets 401.
+   */
+  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
 }
 
 /** The status recorded in metrics for an exchange that did not end with the worker's own response. */
@@ -84,9 +91,12 @@ export class Gateway implements QueueSignals {
   readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
+  /** Who may call which endpoint: the Authorization header checked (cached) and taken off. */
+  readonly #keys: InvokeAuth;
 
   constructor(options: GatewayOptions) {
     this.#o = options;
+    this.#keys = new InvokeAuth({ verify: options.verifyKey, clock: options.clock });
     this.#store = new StoreLookup({
       find: options.findEndpoint,
       clock: options.clock,
@@ -124,11 +134,11 @@ export class Gateway implements QueueSignals {
     const appName = this.#appNameOf(req);
     const known = appName === undefined ? undefined : this.#o.routing.endpointByAppName(appName);
     if (known || appName === undefined) {
-      this.#serve(req, res, known, arrived);
+      this.#serveAllowed(req, res, known, arrived);
       return;
     }
     this.#lookUp(appName).then(
-      (fresh) => this.#serve(req, res, fresh, arrived),
+      (fresh) => this.#serveAllowed(req, res, fresh, arrived),
       (error: unknown) => this.#lookUpFailed(res, appName, error),
     );
   };
@@ -179,6 +189,30 @@ export class Gateway implements QueueSignals {
 
   close(): void {
     this.#endpoints.close(new GatewayError('ENDPOINT_STOPPED', 'the gateway is shutting down'));
+  }
+
+  /**
+   * Serves the request if its key allows it (401 otherwise); an unknown endpoint goes on to its 404. Synchronous
+   * when the key's check is cached.
+   */
+  #serveAllowed(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint | undefined,
+    arrived: number,
+  ): void {
+    const denied = endpoint && this.#keys.check(req, endpoint);
+    if (denied === undefined) {
+      this.#serve(req, res, endpoint, arrived);
+    } else if (denied instanceof Promise) {
+      denied.then((verdict) =>
+        verdict === undefined
+          ? this.#serve(req, res, endpoint, arrived)
+          : this.#fail(res, endpoint as Endpoint, verdict, arrived, 0),
+      );
+    } else {
+      this.#fail(res, endpoint as Endpoint, denied, arrived, 0);
+    }
   }
 
   #serve(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | undefined, arrived: number): void {
@@ -320,6 +354,12 @@ export class Gateway implements QueueSignals {
     } catch (error) {
       this.#o.logger.warn({ host: req.headers.host, err: error }, 'endpoint lookup failed');
       this.#refuseUpgrade(socket, new GatewayError('ROUTING_UNAVAILABLE'), undefined);
+      return;
+    }
+    const denied = endpoint && !gone.aborted ? await this.#keys.check(req, endpoint) : undefined;
+    if (endpoint && denied) {
+      this.#observe(endpoint.id, denied.status, arrived, 0);
+      this.#refuseUpgrade(socket, denied, 0);
       return;
     }
     const refusal = gone.aborted ? clientGone() : this.#refusal(req, endpoint);

@@ -30,6 +30,8 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
+const ADMIN_KEY = 'refusal-test-admin-key';
+
 async function startGateway() {
   const timers = new ManualTimers(1_000_000);
   const routes = new RoutingTable();
@@ -46,6 +48,8 @@ async function startGateway() {
     maxQueueLength: 10,
     queueTimeoutMs: 5_000,
     findEndpoint: async () => undefined,
+    // Every request here carries an admin key: what is under test is what happens after the key check.
+    verifyKey: async (key) => (key === ADMIN_KEY ? { ownerId: 'admin', admin: true } : undefined),
   });
   gateway.onQueued((id) => queued.push(id));
   const port = await listen(createServer(gateway.handleRequest));
@@ -63,7 +67,7 @@ function get(port: number, endpoint: Endpoint) {
         host: '127.0.0.1',
         port,
         path: '/',
-        headers: { host: `${endpoint.spec.appName}.localhost` },
+        headers: { host: `${endpoint.spec.appName}.localhost`, authorization: `Bearer ${ADMIN_KEY}` },
         agent: false,
       },
       (res) => {

@@ -241,11 +241,14 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
   };
 }
 
+const NOT_PUBLIC: Pick<EndpointSpec, 'public'> = { public: false };
+
 function fromRow(row: Selectable<EndpointsTable>): Endpoint {
   return {
     id: row.id,
     ownerId: row.owner_id,
-    spec: JSON.parse(row.spec) as EndpointSpec,
+    // A spec stored before `public` existed has none: not public.
+    spec: { ...NOT_PUBLIC, ...(JSON.parse(row.spec) as EndpointSpec) },
     revision: row.revision,
     desired: row.desired as DesiredRun,
     status: { state: row.state as EndpointState, error: row.state_error, message: row.state_message },

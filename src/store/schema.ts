@@ -90,6 +90,17 @@ export interface InstallationTable {
   created_at: number;
 }
 
+/** Keys that call one endpoint's URL only (`ik_...`), made by its owner; hashes only. */
+export interface InvokeKeysTable {
+  id: string;
+  endpoint_id: string;
+  owner_id: string;
+  name: string;
+  secret_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
 export interface Database {
   installation: InstallationTable;
   workers: WorkersTable;
@@ -99,6 +110,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   registry_credentials: RegistryCredentialsTable;
   audit_log: AuditLogTable;
+  invoke_keys: InvokeKeysTable;
 }
 
 export type DialectName = 'sqlite' | 'postgres';

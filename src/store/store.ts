@@ -7,6 +7,7 @@ import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { InstallationRepository } from './installation.js';
+import { InvokeKeyRepository } from './invoke-keys.js';
 import { migrateToLatest } from './migrations/index.js';
 import { WorkerRepository } from './workers.js';
 
@@ -19,6 +20,7 @@ export class Store {
   readonly audit: AuditRepository;
   readonly workers: WorkerRepository;
   readonly installation: InstallationRepository;
+  readonly invokeKeys: InvokeKeyRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -32,6 +34,7 @@ export class Store {
     this.audit = new AuditRepository({ db });
     this.workers = new WorkerRepository({ db });
     this.installation = new InstallationRepository({ db });
+    this.invokeKeys = new InvokeKeyRepository({ db });
   }
 
   get dialect() {

@@ -25,7 +25,10 @@ interface Answer {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-/** A request through the gateway with the endpoint's Host header (fetch would not let us set it). */
+/**
+ * A request through the gateway with the endpoint's Host header (fetch would not let us set it) and the operator's
+ * key, which the gateway needs (every endpoint here is the operator's).
+ */
 function viaGateway(server: ServeProcess, appName: string, path: string): Promise<Answer> {
   const url = new URL(server.gatewayUrl);
   const started = Date.now();
@@ -36,7 +39,7 @@ function viaGateway(server: ServeProcess, appName: string, path: string): Promis
         port: url.port,
         path,
         agent,
-        headers: { host: `${appName}.localhost:${url.port}` },
+        headers: { host: `${appName}.localhost:${url.port}`, authorization: `Bearer ${KEY}` },
       },
       (res) => {
         let body = '';
@@ -216,7 +219,9 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     const metrics = await api(server, `endpoint/metrics?id=${id}`);
     expect(metrics.coldStarts.count).toBe(1);
     expect(metrics.requests).toMatchObject({ total: 50, byStatus: { 200: 50 } });
-    const prometheus = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    const prometheus = await (
+      await fetch(`${server.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).text();
     expect(prometheus).toContain(`corral_gateway_cold_start_seconds_count{endpoint="${id}"} 1`);
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
@@ -231,10 +236,12 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     );
     const script = [
       'import sys, urllib.request',
-      'answer = urllib.request.urlopen(sys.argv[1] + "/e/by-path/health")',
+      'request = urllib.request.Request(sys.argv[1] + "/e/by-path/health")',
+      'request.add_header("Authorization", "Bearer " + sys.argv[2])',
+      'answer = urllib.request.urlopen(request)',
       'print(answer.status, answer.headers["X-Corral-Worker"] is not None)',
     ].join('\n');
-    const printed = execFileSync('python3', ['-c', script, server.gatewayUrl], { encoding: 'utf8' });
+    const printed = execFileSync('python3', ['-c', script, server.gatewayUrl, KEY], { encoding: 'utf8' });
     expect(printed.trim()).toBe('200 True');
     await api(server, 'endpoint/delete', { id });
   }, 60_000);
@@ -259,7 +266,9 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
     ).json()) as any;
     expect(metrics.requests).toBeGreaterThanOrEqual(2);
     expect(metrics.inFlight).toBe(0);
-    const prometheus = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    const prometheus = await (
+      await fetch(`${server.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).text();
     const served = new RegExp(
       `^corral_gateway_requests_total\\{endpoint="${id}",status="200"\\} (\\d+)$`,
       'm',

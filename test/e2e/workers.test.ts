@@ -230,7 +230,9 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
   }, 90_000);
 
   it('/metrics counts workers by state, starts, failures by code and time to running', async () => {
-    const text = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    const text = await (
+      await fetch(`${server.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).text();
     expect(text).toMatch(/^corral_workers\{state="running"\} \d+$/m);
     expect(Number(/^corral_worker_starts_total\{runtime="docker"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(
       0,

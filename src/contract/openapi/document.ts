@@ -23,6 +23,10 @@ export function openApiDocument(options: { serverUrl: string }): object {
       { name: 'Endpoints' },
       { name: 'Catalog', description: 'Limits and GPU products.' },
       { name: 'Registry credentials', description: 'Credentials for private images.' },
+      {
+        name: 'Invoke keys',
+        description: "Keys that call one endpoint's URL and nothing else (Corral extension).",
+      },
       { name: 'System', description: 'Unauthenticated.' },
     ],
     paths: paths(),

@@ -16,6 +16,8 @@ interface Operation {
   tag: string;
   /** False for the unauthenticated system routes. */
   auth: boolean;
+  /** A system route that needs an admin key or the scrape token (/metrics): no X-Corral-Owner, no rate limit. */
+  adminOnly?: boolean;
   parameters?: Schema[];
   /** Component schema name of the JSON body. */
   body?: string;
@@ -279,6 +281,43 @@ function operations(): Operation[] {
       errors: ['INVALID_FIELD', 'CREDENTIALS_NOT_FOUND', 'CREDENTIALS_IN_USE'],
     },
     {
+      method: 'post',
+      path: v1('/endpoint/invoke-key/create'),
+      operationId: 'createInvokeKey',
+      summary: 'Create an invoke key (Corral extension)',
+      description:
+        "A key that calls this endpoint's URL and nothing else (the API refuses it). The key is in this answer only.",
+      tag: 'Invoke keys',
+      auth: true,
+      body: 'CreateInvokeKeyRequest',
+      response: json('NewInvokeKey', 'The new key, shown this once.'),
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/invoke-keys'),
+      operationId: 'listInvokeKeys',
+      summary: "List an endpoint's invoke keys (Corral extension)",
+      tag: 'Invoke keys',
+      auth: true,
+      parameters: endpointIdParameters,
+      response: json('InvokeKeyList', 'The keys, without the keys themselves.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/invoke-key/delete'),
+      operationId: 'deleteInvokeKey',
+      summary: 'Revoke an invoke key (Corral extension)',
+      description:
+        'The gateway refuses the key within 10 seconds (each gateway caches a key check that long).',
+      tag: 'Invoke keys',
+      auth: true,
+      body: 'DeleteInvokeKeyRequest',
+      response: json('Empty', 'Revoked.'),
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'INVOKE_KEY_NOT_FOUND'],
+    },
+    {
       method: 'get',
       path: '/healthz',
       operationId: 'health',
@@ -292,8 +331,12 @@ function operations(): Operation[] {
       path: '/metrics',
       operationId: 'metrics',
       summary: 'Prometheus metrics',
+      description:
+        'Needs an admin API key, or the scrape token set with --metrics-token (CORRAL_METRICS_TOKEN).',
       tag: 'System',
       auth: false,
+      adminOnly: true,
+      errors: ['UNAUTHENTICATED'],
       response: {
         description: 'Metrics in the Prometheus text format.',
         schema: { type: 'string' },
@@ -359,7 +402,7 @@ function toOperationObject(op: Operation): Schema {
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
     tags: [op.tag],
-    ...(op.auth ? {} : { security: [] }),
+    ...(op.auth || op.adminOnly ? {} : { security: [] }),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body
       ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } }

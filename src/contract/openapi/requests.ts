@@ -4,6 +4,7 @@
  * schema (create needs image.image and ports; lifecycle bodies name the endpoint by one of several keys).
  */
 import '../endpoint-schema.js';
+import { MAX_INVOKE_KEY_NAME_LENGTH } from '../invoke-keys.js';
 import { requestJsonSchemas } from '../json-schema.js';
 import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../paths.js';
 import { WORKER_ID_BODY_KEYS } from '../worker-drain.js';
@@ -67,5 +68,13 @@ export function requestSchemas(): Record<string, Schema> {
       anyOf: WORKER_ID_BODY_KEYS.map((key) => ({ required: [key] })),
     },
     IdRequest: object({ id: str() }),
+    CreateInvokeKeyRequest: object(
+      {
+        id: str('The endpoint id.'),
+        name: str(`A label for the key, at most ${MAX_INVOKE_KEY_NAME_LENGTH} characters (default empty).`),
+      },
+      { required: ['id'] },
+    ),
+    DeleteInvokeKeyRequest: object({ id: str('The endpoint id.'), keyId: str('The invoke key id.') }),
   };
 }

@@ -47,6 +47,7 @@ function endpointSchema(port: Schema, description: string): Schema {
       clusterID: str('Present only when a network volume is mounted.'),
       log: str('URL of the endpoint log (GET endpoint/log).', { format: 'uri' }),
       metrics: str('URL of the endpoint metrics (GET endpoint/metrics).', { format: 'uri' }),
+      public: bool("Corral extension: true when the endpoint's URL answers without a key."),
     },
     { optional: ['clusterID'], description },
   );
@@ -203,6 +204,20 @@ export function responseSchemas(): Record<string, Schema> {
       { description: 'Saved registry credentials; the password is never returned.' },
     ),
     CredentialsList: object({ auths: arrayOf(ref('Credentials')) }),
+    InvokeKey: object({
+      id: str('The key id (the part after ik_); revoke by it.'),
+      endpointId: str('The endpoint the key calls.'),
+      name: str(),
+      createdAt: str(undefined, { format: 'date-time' }),
+      revokedAt: { type: ['string', 'null'], format: 'date-time', description: 'Null while the key works.' },
+    }),
+    NewInvokeKey: {
+      allOf: [
+        ref('InvokeKey'),
+        object({ key: str('The key, ik_<id>_<secret>: shown only in this answer.') }, { required: ['key'] }),
+      ],
+    },
+    InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
     Event: object({
       id: int('Increasing; pass the last one as `after` to read on.'),
       at: str(undefined, { format: 'date-time' }),

@@ -1,0 +1,77 @@
+/** The `invoke_keys` table: keys that call one endpoint's URL, by id (hashes only, never a key), and revocation. */
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, InvokeKeysTable } from './schema.js';
+
+export interface InvokeKeyRecord {
+  id: string;
+  endpointId: string;
+  ownerId: string;
+  name: string;
+  secretHash: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export class InvokeKeyRepository {
+  readonly #db: Kysely<Database>;
+
+  constructor(options: { db: Kysely<Database> }) {
+    this.#db = options.db;
+  }
+
+  async insert(key: Omit<InvokeKeyRecord, 'revokedAt'>): Promise<void> {
+    await this.#db
+      .insertInto('invoke_keys')
+      .values({
+        id: key.id,
+        endpoint_id: key.endpointId,
+        owner_id: key.ownerId,
+        name: key.name,
+        secret_hash: key.secretHash,
+        created_at: key.createdAt,
+        revoked_at: null,
+      })
+      .execute();
+  }
+
+  async findById(id: string): Promise<InvokeKeyRecord | undefined> {
+    const row = await this.#db.selectFrom('invoke_keys').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && fromRow(row);
+  }
+
+  /** One endpoint's keys, oldest first; revoked keys included so that a listing shows them. */
+  async listByEndpoint(endpointId: string): Promise<InvokeKeyRecord[]> {
+    const rows = await this.#db
+      .selectFrom('invoke_keys')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  /** Revokes the endpoint's key `id`; false when the endpoint has no such active key. */
+  async revoke(endpointId: string, id: string, at: number): Promise<boolean> {
+    const result = await this.#db
+      .updateTable('invoke_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('endpoint_id', '=', endpointId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+}
+
+function fromRow(row: Selectable<InvokeKeysTable>): InvokeKeyRecord {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    ownerId: row.owner_id,
+    name: row.name,
+    secretHash: row.secret_hash,
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
