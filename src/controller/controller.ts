@@ -26,7 +26,7 @@ import { writeStatuses, writeWorkers } from './write-back.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
+type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'readOnlyStorages';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -301,6 +301,7 @@ export class Controller {
       const { memoryGBPerGpu } = this.#o;
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
+        ...(this.#o.readOnlyStorages ? { readOnlyStorages: this.#o.readOnlyStorages } : {}),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });

@@ -64,6 +64,10 @@ export const API_ERROR_CATALOGUE = {
     status: 500,
     description: 'A fault in Corral; the log has the details. Never caused by bad input.',
   },
+  STORAGE_NOT_ALLOWED: {
+    status: 400,
+    description: "A network volume names a storage the server's configuration does not share with you.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;
