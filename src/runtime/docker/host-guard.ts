@@ -71,7 +71,7 @@ export class HostGuard {
   async #applyFirewall(): Promise<boolean> {
     if (!this.#o.blockHost) {
       this.#logger.warn(
-        'workers.sandbox.network.blockHost is off: workers can reach services on the host addresses (docs/workers.md)',
+        'workers are not kept off the host: workers.sandbox.network has blockHost off or isolation none (docs/workers.md)',
       );
       return false;
     }
