@@ -76,13 +76,15 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
     },
     'worker limits the Docker engine enforces',
   );
-  return new DockerRuntime({
+  const runtime = new DockerRuntime({
     docker,
     logger,
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
     ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger) : {}),
   });
+  if (options.sandbox) await runtime.pruneNetworks();
+  return runtime;
 }
 
 /** The sandbox and its host guard, whose firewall goes up now so that the start-up log says where it stands. */

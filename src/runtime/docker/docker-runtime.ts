@@ -317,6 +317,13 @@ export class DockerRuntime implements WorkerRuntime {
     if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
   }
 
+  /** Removes the worker networks no worker uses any more; a failure is logged (they go at a later removal). */
+  async pruneNetworks(): Promise<void> {
+    await this.#networks.pruneUnused().catch((error: unknown) => {
+      this.#logger.warn({ err: error }, 'cannot list worker networks');
+    });
+  }
+
   // --- sandbox ---
 
   #network(spec: WorkerSpec) {

@@ -7,7 +7,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { LABELS, RuntimeError } from '../types.js';
 import { isNotFound, statusOf } from './engine-errors.js';
-import { NETWORK_LABEL, type WorkerNetwork } from './sandbox.js';
+import { ISOLATION_LABEL, NETWORK_LABEL, type WorkerNetwork } from './sandbox.js';
 
 export class WorkerNetworks {
   readonly #docker: Dockerode;
@@ -44,6 +44,14 @@ export class WorkerNetworks {
         this.#logger.warn({ network: name, err: error }, 'worker network could not be removed');
       }
     });
+  }
+
+  /** Removes every worker network no worker uses (left behind when Corral stopped between the two removals). */
+  async pruneUnused(): Promise<void> {
+    const networks = await this.#docker.listNetworks({
+      filters: { label: [`${LABELS.managed}=true`, ISOLATION_LABEL] },
+    });
+    for (const { Name } of networks) await this.releaseIfUnused(Name);
   }
 
   async #ensure(network: WorkerNetwork): Promise<void> {
