@@ -4,6 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -26,6 +27,7 @@ import { httpProbe } from './controller/http-probe.js';
 import { ControllerMetrics } from './controller/metrics.js';
 import { whyNeverPlaceable } from './controller/placement.js';
 import { RoutingTable } from './controller/routing-table.js';
+import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
@@ -76,12 +78,14 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
   const clock = parts.clock ?? systemClock;
   const limits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
   const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
+  const storageOwners = new Map(config.networkStorages.map((s) => [s.id, s.owners]));
   const products = () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
   const catalog: ApiCatalog = {
     limits: () => limits,
     products,
     productIds: () => new Set(products().map((p) => p.id)),
     networkStorages,
+    storageOwners,
   };
   return buildApp({
     logger,
@@ -196,6 +200,11 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
   });
   const controllerMetrics = new ControllerMetrics({ registry, runtime: runtime.name });
+  // Configured, or each GPU's share of the machine; callers without a `workers` section keep no limit.
+  const memoryGBPerGpu =
+    config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
+  if (config.workers)
+    logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
   const controller = new Controller({
     store,
     runtime,
@@ -207,13 +216,12 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
+    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
-    ...(config.workers?.memoryGBPerGpu === undefined
-      ? {}
-      : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
+    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
     awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
     metrics: controllerMetrics,
@@ -296,6 +304,7 @@ export async function serve(
       dataDir: config.dataDir,
       logger,
       simulatedGpus: config.gpus.kind === 'simulated',
+      sandbox: config.workers.sandbox,
     });
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });

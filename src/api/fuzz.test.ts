@@ -26,7 +26,7 @@ const CONFIG_TEXT = [
   // The fuzzer sends far more than the default 50 requests/s of one key; 429s would hide everything else.
   'rateLimit: {requestsPerSecond: 1000000, burst: 1000000}',
   'networkStorages:',
-  '  - {id: shared, clusterID: c1, hostPath: /srv/shared}',
+  '  - {id: shared, clusterID: c1, hostPath: /srv/shared, owners: all}',
 ].join('\n');
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -4,7 +4,7 @@ import { storeTargets } from '../../test/support/stores.js';
 
 const CONFIG = `
 networkStorages:
-  - { id: shared-models, clusterID: cluster-1, hostPath: /srv/models }
+  - { id: shared-models, clusterID: cluster-1, hostPath: /srv/models, owners: all }
 `;
 
 /** [what, endpoint fields to override, status, reason, field] */

@@ -58,7 +58,9 @@ describe('loadConfig', () => {
       `
 limits: { maxWorkerNum: 50, maxGPUNum: 4 }
 products: [{ id: h100-80g, name: "H100 80GB" }]
-networkStorages: [{ id: models, clusterID: c1, hostPath: /srv/models }]
+networkStorages:
+  - { id: models, clusterID: c1, hostPath: /srv/models, owners: all }
+  - { id: team, clusterID: c1, hostPath: /srv/team, owners: [alice, bob], readOnly: true }
 rateLimit: { requestsPerSecond: 5, burst: 10 }
 bodyLimitBytes: 2048
 `,
@@ -66,7 +68,10 @@ bodyLimitBytes: 2048
     expect(config.limits.workers).toEqual({ min: 0, max: 50 });
     expect(config.limits.gpus).toEqual({ min: 1, max: 4 });
     expect(config.products).toEqual([{ id: 'h100-80g', name: 'H100 80GB' }]);
-    expect(config.networkStorages).toEqual([{ id: 'models', clusterId: 'c1', hostPath: '/srv/models' }]);
+    expect(config.networkStorages).toEqual([
+      { id: 'models', clusterId: 'c1', hostPath: '/srv/models', owners: 'all', readOnly: false },
+      { id: 'team', clusterId: 'c1', hostPath: '/srv/team', owners: ['alice', 'bob'], readOnly: true },
+    ]);
     expect(config.rateLimit).toEqual({ requestsPerSecond: 5, burst: 10 });
     expect(config.bodyLimitBytes).toBe(2048);
   });
@@ -103,8 +108,43 @@ bodyLimitBytes: 2048
     ['workers: {}', undefined],
     ['workers: { memoryGBPerGpu: 64 }', 64],
     ['workers: { memoryGBPerGpu: 7.5 }', 7.5],
-  ])('workers.memoryGBPerGpu from %j: %s (unset: no memory limit)', (file, memoryGBPerGpu) => {
-    expect(load({ config: '/etc/corral.yaml' }, {}, file).workers).toEqual({ memoryGBPerGpu });
+    ['workers: { memoryGBPerGpu: 0 }', 0],
+  ])(
+    'workers.memoryGBPerGpu from %j: %s (unset: each GPU gets its share of the machine; 0: no limit)',
+    (file, memoryGBPerGpu) => {
+      expect(load({ config: '/etc/corral.yaml' }, {}, file).workers.memoryGBPerGpu).toBe(memoryGBPerGpu);
+    },
+  );
+
+  it('confines workers by default: capabilities, pids, log rotation, a network per owner, the host guarded', () => {
+    expect(load({}, {}, '').workers.sandbox).toEqual({
+      capAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID', 'KILL', 'NET_BIND_SERVICE'],
+      pidsLimit: 4096,
+      log: { maxSizeMB: 10, maxFiles: 3 },
+      networkIsolation: 'owner',
+      blockHost: true,
+      storageNosuid: true,
+    });
+  });
+
+  it('reads every sandbox setting from the file', () => {
+    const file = `
+workers:
+  sandbox:
+    capAdd: [NET_BIND_SERVICE, SYS_PTRACE]
+    pidsLimit: 0
+    log: { maxSizeMB: 50, maxFiles: 5 }
+    network: { isolation: endpoint, blockHost: false }
+    storage: { nosuid: false }
+`;
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).workers.sandbox).toEqual({
+      capAdd: ['NET_BIND_SERVICE', 'SYS_PTRACE'],
+      pidsLimit: 0,
+      log: { maxSizeMB: 50, maxFiles: 5 },
+      networkIsolation: 'endpoint',
+      blockHost: false,
+      storageNosuid: false,
+    });
   });
 
   it.each([
@@ -121,7 +161,16 @@ bodyLimitBytes: 2048
     ['limts: {}', 'Unrecognized key'],
     ['networkStorages: [{ id: x, clusterID: c, hostPath: relative }]', 'networkStorages.0.hostPath'],
     ['{ not yaml', 'not valid YAML or JSON'],
-    ['workers: { memoryGBPerGpu: 0 }', 'workers.memoryGBPerGpu'],
+    ['networkStorages: [{ id: x, clusterID: c, hostPath: /x }]', 'networkStorages.0.owners: name the owners'],
+    ['networkStorages: [{ id: x, clusterID: c, hostPath: /x, owners: [] }]', 'networkStorages.0.owners'],
+    [
+      'networkStorages: [{ id: x, clusterID: c, hostPath: /x, owners: everyone }]',
+      'networkStorages.0.owners',
+    ],
+    ['workers: { sandbox: { capAdd: [cap_net_raw] } }', 'workers.sandbox.capAdd.0'],
+    ['workers: { sandbox: { network: { isolation: tenant } } }', 'workers.sandbox.network.isolation'],
+    ['workers: { sandbox: { log: { maxSizeMB: 0 } } }', 'workers.sandbox.log.maxSizeMB'],
+    ['workers: { sandbox: { pidsLimit: -1 } }', 'workers.sandbox.pidsLimit'],
     ['workers: { memoryGBPerGpu: -8 }', 'workers.memoryGBPerGpu'],
     ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],
     ['gateway: { workerKeepAliveMs: 0 }', 'gateway.workerKeepAliveMs'],

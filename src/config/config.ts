@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
-import { parseConfigFile } from './file.js';
+import { type ConfigFile, parseConfigFile } from './file.js';
 import {
   ConfigError,
   type HostPort,
@@ -20,7 +20,53 @@ export interface NetworkStorage {
   id: string;
   clusterId: string;
   hostPath: string;
+  /** The owners whose endpoints may mount it, or every owner. */
+  owners: readonly string[] | 'all';
+  /** Mounted read-only in every worker. */
+  readOnly: boolean;
 }
+
+/** How Docker workers are confined; docs/workers.md says what each setting allows and why it is the default. */
+export interface WorkerSandbox {
+  /** Capabilities a worker keeps; every other one is dropped. */
+  capAdd: readonly string[];
+  /** Most processes and threads a worker may have; 0: no limit. */
+  pidsLimit: number;
+  /** json-file log rotation: at most maxFiles files of maxSizeMB each per worker. */
+  log: { maxSizeMB: number; maxFiles: number };
+  /**
+   * owner: one bridge network per owner; endpoint: one per endpoint; none: Docker's default bridge. Workers on a
+   * network of their own cannot reach each other either (inter-container traffic is off).
+   */
+  networkIsolation: 'owner' | 'endpoint' | 'none';
+  /** Keep workers off the host's own addresses and 169.254.0.0/16 with iptables rules (root only). */
+  blockHost: boolean;
+  /** Make each network storage's host path a nosuid,nodev mount (root only). */
+  storageNosuid: boolean;
+}
+
+/**
+ * Capabilities a worker keeps by default: what images that start as root and then drop to a user (entrypoints
+ * with gosu, chown of caches and volumes, nginx-style workers) need. docs/workers.md justifies each.
+ */
+export const DEFAULT_CAP_ADD: readonly string[] = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'SETGID',
+  'SETUID',
+  'KILL',
+  'NET_BIND_SERVICE',
+];
+
+export const DEFAULT_SANDBOX: WorkerSandbox = {
+  capAdd: DEFAULT_CAP_ADD,
+  pidsLimit: 4096,
+  log: { maxSizeMB: 10, maxFiles: 3 },
+  networkIsolation: 'owner',
+  blockHost: true,
+  storageNosuid: true,
+};
 
 export interface RateLimit {
   requestsPerSecond: number;
@@ -40,8 +86,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   bodyLimitBytes: number;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number; crashResetSeconds: number };
-  /** memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: no limit. */
-  workers: { memoryGBPerGpu: number | undefined };
+  /**
+   * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (main.ts
+   * gives each GPU its share of the machine's memory); 0: no limit.
+   */
+  workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -78,6 +127,8 @@ export function loadConfig(sources: ConfigSources): Config {
       id: s.id,
       clusterId: s.clusterID,
       hostPath: s.hostPath,
+      owners: s.owners,
+      readOnly: s.readOnly ?? false,
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
     bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
@@ -93,7 +144,22 @@ export function loadConfig(sources: ConfigSources): Config {
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
       crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
     },
-    workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu },
+    workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu, sandbox: workerSandbox(file.workers?.sandbox) },
+  };
+}
+
+function workerSandbox(file: NonNullable<ConfigFile['workers']>['sandbox']): WorkerSandbox {
+  const d = DEFAULT_SANDBOX;
+  return {
+    capAdd: file?.capAdd ?? d.capAdd,
+    pidsLimit: file?.pidsLimit ?? d.pidsLimit,
+    log: {
+      maxSizeMB: file?.log?.maxSizeMB ?? d.log.maxSizeMB,
+      maxFiles: file?.log?.maxFiles ?? d.log.maxFiles,
+    },
+    networkIsolation: file?.network?.isolation ?? d.networkIsolation,
+    blockHost: file?.network?.blockHost ?? d.blockHost,
+    storageNosuid: file?.storage?.nosuid ?? d.storageNosuid,
   };
 }
 

@@ -16,6 +16,25 @@ const limits = z.strictObject(
   >,
 );
 
+/** A Linux capability name as Docker takes it, without the CAP_ prefix. */
+const capability = z.string().regex(/^[A-Z][A-Z_]*$/, 'expected a capability name such as NET_BIND_SERVICE');
+
+/** How Docker workers are confined (docs/workers.md); every key has a default. */
+const sandboxSchema = z.strictObject({
+  capAdd: z.array(capability).optional(),
+  pidsLimit: z.int().min(0).optional(),
+  log: z
+    .strictObject({ maxSizeMB: z.int().min(1).optional(), maxFiles: z.int().min(1).max(100).optional() })
+    .optional(),
+  network: z
+    .strictObject({
+      isolation: z.enum(['owner', 'endpoint', 'none']).optional(),
+      blockHost: z.boolean().optional(),
+    })
+    .optional(),
+  storage: z.strictObject({ nosuid: z.boolean().optional() }).optional(),
+});
+
 const fileSchema = z.strictObject({
   limits: limits.optional(),
   products: z
@@ -34,6 +53,11 @@ const fileSchema = z.strictObject({
         id: z.string().min(1),
         clusterID: z.string().min(1),
         hostPath: z.string().startsWith('/'),
+        /** Who may mount it: owner ids, or `all`. Required, so that sharing is always a decision. */
+        owners: z.union([z.literal('all'), z.array(z.string().min(1)).min(1)], {
+          error: 'name the owners who may mount it: a list of owner ids, or all',
+        }),
+        readOnly: z.boolean().optional(),
       }),
     )
     .optional(),
@@ -58,8 +82,9 @@ const fileSchema = z.strictObject({
     .optional(),
   workers: z
     .strictObject({
-      /** Host memory a worker may use per GPU it has, in GiB; unset: no limit. */
-      memoryGBPerGpu: z.number().positive().optional(),
+      /** Host memory a worker may use per GPU it has, in GiB; unset: its GPUs' share of the machine; 0: none. */
+      memoryGBPerGpu: z.number().min(0).optional(),
+      sandbox: sandboxSchema.optional(),
     })
     .optional(),
 });

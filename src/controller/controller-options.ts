@@ -64,6 +64,8 @@ export interface ControllerOptions {
   installationId?: string;
   /** Network storage id -> host path. */
   storagePaths: ReadonlyMap<string, string>;
+  /** Network storages mounted read-only. */
+  readOnlyStorages?: ReadonlySet<string>;
   /** A worker's host memory limit per GPU, in GiB (one share without GPUs); undefined: no limit. */
   memoryGBPerGpu?: number;
   /** Registry credentials for an image pull, decrypted only for it. */

@@ -40,7 +40,8 @@ type OptionalOptions =
   | 'memoryGBPerGpu'
   | 'imageAccess'
   | 'installationId'
-  | 'crashResetMs';
+  | 'crashResetMs'
+  | 'readOnlyStorages';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -392,6 +393,7 @@ export class Controller {
       const spec = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
         ...(this.#o.installationId === undefined ? {} : { installationId: this.#o.installationId }),
+        ...(this.#o.readOnlyStorages ? { readOnlyStorages: this.#o.readOnlyStorages } : {}),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { simulatedInventory } from '../gpu/inventory.js';
 import type { ManagedWorker } from './managed-worker.js';
-import { buildWorkerSpec, memoryLimitBytes, registryOf, splitCommand } from './worker-spec.js';
+import {
+  buildWorkerSpec,
+  memoryLimitBytes,
+  registryOf,
+  splitCommand,
+  workerMemoryGBPerGpu,
+} from './worker-spec.js';
 
 describe('splitCommand', () => {
   it.each([
@@ -25,6 +31,20 @@ describe('registryOf', () => {
     ['localhost:5000/x', 'localhost:5000'],
   ])('%s -> %j', (image, registry) => {
     expect(registryOf(image)).toBe(registry);
+  });
+});
+
+describe('workerMemoryGBPerGpu', () => {
+  const GIB = 1024 ** 3;
+  it.each<[string, number | undefined, number, number, number | undefined]>([
+    ['configured', 64, 2048 * GIB, 8, 64],
+    ['configured 0: no limit', 0, 2048 * GIB, 8, undefined],
+    ['unset, 2 TiB and 8 GPUs: 90% / 8', undefined, 2048 * GIB, 8, 230.375],
+    ['unset, 23.5 GiB and 4 GPUs', undefined, 23.5 * GIB, 4, 5.25],
+    ['unset, no GPUs: one share', undefined, 16 * GIB, 0, 14.375],
+    ['unset, a tiny machine: at least 1/8 GiB', undefined, 0.1 * GIB, 8, 0.125],
+  ])('%s', (_what, configured, machine, gpus, expected) => {
+    expect(workerMemoryGBPerGpu(configured, machine, gpus)).toBe(expected);
   });
 });
 
@@ -106,6 +126,28 @@ describe('buildWorkerSpec', () => {
       expect('memoryBytes' in spec).toBe(bytes !== undefined);
     },
   );
+
+  it('mounts a read-only storage read-only, and only that one', () => {
+    const endpoint = sampleEndpoint({
+      patch: {
+        volumes: [
+          { type: 'network', storageId: 'models', mountPath: '/models' },
+          { type: 'network', storageId: 'scratch', mountPath: '/scratch' },
+        ],
+      },
+    });
+    const spec = buildWorkerSpec(endpoint, worker, [], {
+      storagePaths: new Map([
+        ['models', '/srv/models'],
+        ['scratch', '/srv/scratch'],
+      ]),
+      readOnlyStorages: new Set(['models']),
+    });
+    expect(spec.volumes).toEqual([
+      { type: 'network', hostPath: '/srv/models', mountPath: '/models', readOnly: true },
+      { type: 'network', hostPath: '/srv/scratch', mountPath: '/scratch' },
+    ]);
+  });
 
   it('requests real GPUs by uuid', () => {
     const real = [

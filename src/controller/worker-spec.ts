@@ -19,6 +19,8 @@ export interface WorkerSpecContext {
   memoryGBPerGpu?: number;
   /** Labelled on the worker (LABELS.installation), so that only this installation adopts or removes it. */
   installationId?: string;
+  /** Network storages every worker mounts read-only. */
+  readOnlyStorages?: ReadonlySet<string>;
 }
 
 const GIB = 1024 ** 3;
@@ -47,6 +49,24 @@ export function registryAuthFor(
 export function memoryLimitBytes(gpuCount: number, memoryGBPerGpu: number | undefined): number | undefined {
   if (memoryGBPerGpu === undefined) return undefined;
   return Math.round(Math.max(1, gpuCount) * memoryGBPerGpu * GIB);
+}
+
+/** The share of the machine's memory a default limit gives away; the rest is left to the host and Corral. */
+export const DEFAULT_MEMORY_SHARE = 0.9;
+
+/**
+ * A worker's memory limit per GPU, in GiB: the configured one (0: no limit); unset, each GPU's share of 90% of the
+ * machine's memory, so that no worker takes more than its GPUs' part of the host (a machine without GPUs counts
+ * as one share). Rounded down to 1/8 GiB so that the number reads well in the log.
+ */
+export function workerMemoryGBPerGpu(
+  configured: number | undefined,
+  machineBytes: number,
+  gpuCount: number,
+): number | undefined {
+  if (configured !== undefined) return configured === 0 ? undefined : configured;
+  const share = (machineBytes * DEFAULT_MEMORY_SHARE) / Math.max(1, gpuCount) / GIB;
+  return Math.max(0.125, Math.floor(share * 8) / 8);
 }
 
 /** What a worker runs, from its endpoint and the GPUs placement gave it. Pure. */
@@ -89,7 +109,8 @@ export function buildWorkerSpec(
       }
       const hostPath = context.storagePaths.get(volume.storageId);
       if (hostPath === undefined) throw new Error(`network storage "${volume.storageId}" is not configured`);
-      return { type: 'network', hostPath, mountPath: volume.mountPath };
+      const readOnly = context.readOnlyStorages?.has(volume.storageId) === true;
+      return { type: 'network', hostPath, mountPath: volume.mountPath, ...(readOnly ? { readOnly } : {}) };
     }),
     labels: {
       [LABELS.managed]: 'true',

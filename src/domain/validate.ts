@@ -14,7 +14,8 @@ export type ValidationReason =
   | 'UNKNOWN_PRODUCT'
   | 'UNKNOWN_CREDENTIALS'
   | 'UNKNOWN_STORAGE'
-  | 'CLUSTER_MISMATCH';
+  | 'CLUSTER_MISMATCH'
+  | 'STORAGE_NOT_ALLOWED';
 
 export interface ValidationIssue {
   /** Path in the domain model, e.g. `workers.minWorkers`; the contract maps it to the wire name. */
@@ -35,6 +36,8 @@ export interface ValidationCatalog {
   /** Network storage id -> its cluster id. */
   networkStorages: ReadonlyMap<string, string>;
   credentialIds: ReadonlySet<string>;
+  /** Network storages that exist but are not shared with this owner. */
+  forbiddenStorages?: ReadonlySet<string>;
 }
 
 export const MAX_NAME_LENGTH = 220;
@@ -187,19 +190,12 @@ function validateVolumes(
   range: RangeCheck,
   add: Add,
 ): void {
-  const mountPaths = new Set<string>();
+  const mounted: { path: string; index: number }[] = [];
   spec.volumes.forEach((volume, index) => {
     const field = `volumes.${index}`;
-    if (!volume.mountPath.startsWith('/') || volume.mountPath.includes('..')) {
-      add({
-        field: `${field}.mountPath`,
-        reason: 'INVALID_FIELD',
-        message: 'mountPath must be an absolute path',
-      });
-    } else if (mountPaths.has(volume.mountPath)) {
-      add({ field: `${field}.mountPath`, reason: 'INVALID_FIELD', message: 'mountPath is used twice' });
-    }
-    mountPaths.add(volume.mountPath);
+    const problem = mountPathProblem(volume.mountPath, mounted);
+    if (problem) add({ field: `${field}.mountPath`, reason: 'INVALID_FIELD', message: problem });
+    else mounted.push({ path: normalMountPath(volume.mountPath), index });
     if (volume.type === 'local') {
       range(`${field}.sizeGB`, volume.sizeGB, limits.localVolumeSizeGB, 'local volume size');
       return;
@@ -211,6 +207,13 @@ function validateVolumes(
         reason: 'UNKNOWN_STORAGE',
         message: `unknown network storage "${volume.storageId}"`,
       });
+    } else if (catalog.forbiddenStorages?.has(volume.storageId)) {
+      add({
+        field: `${field}.storageId`,
+        reason: 'STORAGE_NOT_ALLOWED',
+        message: `network storage "${volume.storageId}" is not shared with you; the server's operator decides who may mount it`,
+        details: { storage: volume.storageId },
+      });
     } else if (cluster !== spec.clusterId) {
       add({
         field: 'clusterId',
@@ -220,6 +223,43 @@ function validateVolumes(
       });
     }
   });
+}
+
+/** The worker's own system directories: a mount on them (or in /proc and /sys) breaks the container. */
+const SYSTEM_PATHS = ['/proc', '/sys', '/dev'];
+
+/** `/x//y/./z/` -> `/x/y/z`: how the engine reads a mount path. */
+export function normalMountPath(path: string): string {
+  const parts = path.split('/').filter((part) => part !== '' && part !== '.');
+  return `/${parts.join('/')}`;
+}
+
+/**
+ * Why a mount path cannot be used next to the ones before it, or undefined. The engine refuses a path mounted twice
+ * (`/x` and `/x/`) and `/`, and a container cannot start with a mount on /proc, /sys or /dev; a mount inside another
+ * one writes its mount point into the other volume (a network storage shared with others, maybe read-only).
+ */
+export function mountPathProblem(
+  path: string,
+  before: { path: string; index: number }[],
+): string | undefined {
+  if (!path.startsWith('/') || path.split('/').includes('..')) return 'mountPath must be an absolute path';
+  const normal = normalMountPath(path);
+  if (normal === '/') return "mountPath cannot be / (the worker's root filesystem)";
+  for (const system of SYSTEM_PATHS) {
+    // /dev/shm is where larger shared memory goes (PyTorch data loaders): the one place below them that is allowed.
+    if (normal === system || (normal.startsWith(`${system}/`) && normal !== '/dev/shm')) {
+      return `mountPath ${normal} is inside ${system}, which the worker's system needs; mount elsewhere`;
+    }
+  }
+  for (const other of before) {
+    const where = `\`volumes.${other.index}.mountPath\``;
+    if (other.path === normal) return `mountPath ${normal} is used twice (also ${where})`;
+    if (normal.startsWith(`${other.path}/`) || other.path.startsWith(`${normal}/`)) {
+      return `mountPath ${normal} and ${where} (${other.path}) are nested; mount volumes side by side`;
+    }
+  }
+  return undefined;
 }
 
 function validateEnv(spec: EndpointSpec, add: Add): void {

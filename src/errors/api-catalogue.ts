@@ -73,6 +73,10 @@ export const API_ERROR_CATALOGUE = {
     status: 404,
     description: 'The endpoint has no active invoke key with that id.',
   },
+  STORAGE_NOT_ALLOWED: {
+    status: 400,
+    description: "A network volume names a storage the server's configuration does not share with you.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -5,9 +5,11 @@
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from 'pino';
+import type { WorkerSandbox } from '../config/config.js';
 import { ConfigError } from '../config/settings.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
+import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import type { WorkerRuntime } from './types.js';
@@ -30,6 +32,8 @@ export interface SelectRuntimeOptions {
   simulatedGpus: boolean;
   /** Default: the engine of DOCKER_HOST or the local socket, probed with `/_ping` within 1.5 s. */
   engine?: DockerEngine;
+  /** How Docker workers are confined; with it, Corral also guards the host (firewall, nosuid storage mounts). */
+  sandbox?: WorkerSandbox;
 }
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
@@ -72,12 +76,36 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
     },
     'worker limits the Docker engine enforces',
   );
-  return new DockerRuntime({
+  const runtime = new DockerRuntime({
     docker,
     logger,
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
+    ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger) : {}),
   });
+  if (options.sandbox) await runtime.pruneNetworks();
+  return runtime;
+}
+
+/** The sandbox and its host guard, whose firewall goes up now so that the start-up log says where it stands. */
+async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger) {
+  const hostGuard = new HostGuard({
+    logger,
+    blockHost: sandbox.blockHost && sandbox.networkIsolation !== 'none',
+    storageNosuid: sandbox.storageNosuid,
+    unable: hostGuardUnable({ engineAddress: address, uid: process.getuid?.() }),
+  });
+  logger.info(
+    {
+      capAdd: sandbox.capAdd,
+      pidsLimit: sandbox.pidsLimit,
+      log: sandbox.log,
+      networkIsolation: sandbox.networkIsolation,
+    },
+    'worker sandbox',
+  );
+  await hostGuard.firewall();
+  return { sandbox, hostGuard };
 }
 
 function local(dataDir: string, logger: Logger): WorkerRuntime {

@@ -35,7 +35,7 @@ export interface RuntimeGpu {
 
 export type RuntimeVolume =
   | { type: 'local'; name: string; sizeGB: number; mountPath: string }
-  | { type: 'network'; hostPath: string; mountPath: string };
+  | { type: 'network'; hostPath: string; mountPath: string; readOnly?: boolean };
 
 export interface RegistryAuth {
   username: string;

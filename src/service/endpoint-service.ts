@@ -21,6 +21,8 @@ export interface ServerCatalog {
   limits(): Limits;
   productIds(): ReadonlySet<string>;
   networkStorages: ReadonlyMap<string, string>;
+  /** Network storage id -> the owners who may mount it; a storage not in it is open to every owner. */
+  storageOwners?: ReadonlyMap<string, readonly string[] | 'all'>;
 }
 
 /** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in main.ts). */
@@ -194,6 +196,7 @@ export class EndpointService {
     return {
       productIds: catalog.productIds(),
       networkStorages: catalog.networkStorages,
+      forbiddenStorages: forbiddenStorages(catalog.storageOwners, principal.ownerId),
       credentialIds: new Set(credentials ? [credentials.id] : []),
     };
   }
@@ -241,4 +244,16 @@ export class EndpointService {
       throw error;
     }
   }
+}
+
+/** The network storages the owner may not mount. */
+function forbiddenStorages(
+  owners: ReadonlyMap<string, readonly string[] | 'all'> | undefined,
+  ownerId: string,
+): Set<string> {
+  const forbidden = new Set<string>();
+  for (const [id, allowed] of owners ?? []) {
+    if (allowed !== 'all' && !allowed.includes(ownerId)) forbidden.add(id);
+  }
+  return forbidden;
 }

@@ -35,6 +35,7 @@ const VALIDATION: ApiErrorReason[] = [
   'UNKNOWN_CREDENTIALS',
   'UNKNOWN_STORAGE',
   'CLUSTER_MISMATCH',
+  'STORAGE_NOT_ALLOWED',
 ];
 
 const queryParameter = (name: string, description: string, schema: Schema, required = false): Schema => ({

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SANDBOX } from '../../config/config.js';
 import { LABELS, type WorkerSpec } from '../types.js';
 import { containerSpec, DOCKER_LABELS, localVolumes } from './container-spec.js';
+import { NETWORK_LABEL, sandboxHostConfig, workerNetwork } from './sandbox.js';
 
 const options = { hostIp: '127.0.0.1', namePrefix: 'corral-' };
 
@@ -180,6 +182,12 @@ describe('containerSpec', () => {
       ],
       created: ['corral-w1-0', 'corral-w1-1'],
     },
+    {
+      name: 'a read-only network volume',
+      volumes: [{ type: 'network' as const, hostPath: '/srv/models', mountPath: '/models', readOnly: true }],
+      mounts: [{ Type: 'bind', Source: '/srv/models', Target: '/models', ReadOnly: true }],
+      created: [],
+    },
   ])('volumes: $name', ({ volumes, mounts, created }) => {
     const s = spec({ volumes });
     expect(containerSpec(s, options).HostConfig.Mounts).toEqual(mounts);
@@ -216,6 +224,27 @@ describe('containerSpec', () => {
       expect(HostConfig.MemorySwap).toBe(MemorySwap);
     },
   );
+
+  it('with a sandbox: capabilities, no-new-privileges, pids, logs and the network of its owner, named in a label', () => {
+    const body = containerSpec(spec(), { ...options, sandbox: DEFAULT_SANDBOX });
+    const network = workerNetwork(spec(), DEFAULT_SANDBOX, 'corral-')?.Name;
+    expect(network).toMatch(/^corral-owner-o1-/);
+    expect(body.HostConfig).toMatchObject({
+      ...sandboxHostConfig(DEFAULT_SANDBOX, network),
+      PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] },
+    });
+    expect(body.Labels?.[NETWORK_LABEL]).toBe(network);
+  });
+
+  it("with isolation none: the sandbox, on Docker's default bridge, and no network label", () => {
+    const body = containerSpec(spec(), {
+      ...options,
+      sandbox: { ...DEFAULT_SANDBOX, networkIsolation: 'none' },
+    });
+    expect(body.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(body.HostConfig.NetworkMode).toBeUndefined();
+    expect(body.Labels?.[NETWORK_LABEL]).toBeUndefined();
+  });
 
   it('does not share arrays with the spec', () => {
     const s = spec({ command: ['a'] });

@@ -2,7 +2,9 @@
  * WorkerSpec -> Docker engine request bodies. Pure: no I/O, no clock, no config; tested by tables.
  */
 import type { ContainerCreateOptions, HostConfig, MountSettings, VolumeCreateOptions } from 'dockerode';
+import type { WorkerSandbox } from '../../config/config.js';
 import { LABEL_PREFIX, type WorkerSpec, workerLabels } from '../types.js';
+import { NETWORK_LABEL, sandboxHostConfig, workerNetwork } from './sandbox.js';
 
 /**
  * Docker-only bookkeeping labels, written next to the worker's own labels so that a listing (which carries no
@@ -36,6 +38,8 @@ export interface ContainerSpecOptions {
    * is simulated: workers then see their GPU ids only in NVIDIA_VISIBLE_DEVICES.
    */
   requestGpuDevices?: boolean;
+  /** Capabilities, no-new-privileges, pids and log limits, the worker's network; none: Docker's defaults. */
+  sandbox?: WorkerSandbox;
 }
 
 export function containerName(workerId: string, options: Pick<ContainerSpecOptions, 'namePrefix'>): string {
@@ -80,7 +84,12 @@ function mounts(spec: WorkerSpec, options: Pick<ContainerSpecOptions, 'namePrefi
   let n = 0;
   return spec.volumes.map((volume): MountSettings => {
     if (volume.type === 'network') {
-      return { Type: 'bind', Source: volume.hostPath, Target: volume.mountPath };
+      return {
+        Type: 'bind',
+        Source: volume.hostPath,
+        Target: volume.mountPath,
+        ...(volume.readOnly ? { ReadOnly: true } : {}),
+      };
     }
     const name = localVolumeName(spec.workerId, n, options);
     n += 1;
@@ -111,6 +120,8 @@ export function containerSpec(spec: WorkerSpec, options: ContainerSpecOptions): 
     [DOCKER_LABELS.port]: String(spec.port),
     [DOCKER_LABELS.gpus]: spec.gpus.map((gpu) => gpu.uuid).join(','),
   };
+  const network = options.sandbox && workerNetwork(spec, options.sandbox, options.namePrefix);
+  if (network) labels[NETWORK_LABEL] = network.Name;
   const devices = deviceRequests(spec, options);
   const storage =
     options.enforceRootfsSize && spec.rootfsSizeGB !== undefined
@@ -136,6 +147,7 @@ export function containerSpec(spec: WorkerSpec, options: ContainerSpecOptions): 
       // MemorySwap equal to Memory: no swap beyond the limit, so that it is a real one.
       ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes, MemorySwap: spec.memoryBytes }),
       ...storage,
+      ...(options.sandbox ? sandboxHostConfig(options.sandbox, network?.Name) : {}),
     },
   };
 }

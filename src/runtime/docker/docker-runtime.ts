@@ -4,6 +4,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
+import { DEFAULT_SANDBOX, type WorkerSandbox } from '../../config/config.js';
 import {
   LABELS,
   type LocalImage,
@@ -21,8 +22,11 @@ import { type ContainerSpecOptions, containerSpec, localVolumes } from './contai
 import { engineError, isNotFound, reasonOf, statusOf } from './engine-errors.js';
 import { isStorageOptRefused } from './engine-limits.js';
 import { EventWatch } from './event-watch.js';
+import type { HostGuard } from './host-guard.js';
 import { logLines } from './log-lines.js';
 import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
+import { NETWORK_LABEL, workerNetwork } from './sandbox.js';
+import { WorkerNetworks } from './worker-networks.js';
 import {
   computeStats,
   phaseOf,
@@ -55,6 +59,10 @@ export interface DockerRuntimeOptions {
    * that accepts connections and never answers would otherwise hold every controller pass.
    */
   listTimeoutMs?: number;
+  /** How workers are confined (capabilities, pids, logs, their network); default DEFAULT_SANDBOX. */
+  sandbox?: WorkerSandbox;
+  /** Changes the host for the sandbox (firewall rules, nosuid storage mounts); none: the host is left alone. */
+  hostGuard?: HostGuard;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
@@ -106,6 +114,7 @@ export class DockerRuntime implements WorkerRuntime {
   readonly #watches = new Set<EventWatch>();
   readonly #streams = new Set<{ destroy(): unknown }>();
   readonly #options: DockerRuntimeOptions;
+  readonly #networks: WorkerNetworks;
 
   constructor(options: DockerRuntimeOptions) {
     this.#options = options;
@@ -118,8 +127,10 @@ export class DockerRuntime implements WorkerRuntime {
       namePrefix: options.namePrefix ?? 'corral-',
       enforceRootfsSize: options.enforceRootfsSize ?? false,
       requestGpuDevices: options.requestGpuDevices ?? true,
+      sandbox: options.sandbox ?? DEFAULT_SANDBOX,
     };
     this.#address = engineAddress(options.docker);
+    this.#networks = new WorkerNetworks({ docker: options.docker, logger: this.#logger });
   }
 
   /** Whether workers get StorageOpt.size (false once the engine has refused it). */
@@ -132,14 +143,19 @@ export class DockerRuntime implements WorkerRuntime {
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
     }
     await this.#ensureImage(spec, onProgress);
+    await this.#guardHost(spec);
     const volumes: string[] = [];
     let container: Dockerode.Container | undefined;
+    const network = this.#network(spec);
     try {
-      for (const volume of localVolumes(spec, this.#specOptions)) {
-        await this.#docker.createVolume(volume);
-        volumes.push(volume.Name);
-      }
-      container = await this.#createContainer(spec);
+      const make = async () => {
+        for (const volume of localVolumes(spec, this.#specOptions)) {
+          await this.#docker.createVolume(volume);
+          volumes.push(volume.Name);
+        }
+        return this.#createContainer(spec);
+      };
+      container = network ? await this.#networks.withNetwork(network, make) : await make();
       await container.start();
       const worker = workerFromInspect(await container.inspect(), this.#hostIp);
       this.#logger.info(
@@ -153,7 +169,10 @@ export class DockerRuntime implements WorkerRuntime {
         `cannot start worker ${spec.workerId} (image ${spec.image})`,
         this.#address,
       );
-      if (failure.code !== 'UNAVAILABLE') await this.#undoCreate(spec.workerId, container, volumes);
+      if (failure.code !== 'UNAVAILABLE') {
+        await this.#undoCreate(spec.workerId, container, volumes);
+        if (network) await this.#releaseNetwork(network.Name);
+      }
       throw failure;
     }
   }
@@ -161,8 +180,13 @@ export class DockerRuntime implements WorkerRuntime {
   async remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
     const grace = options?.graceSeconds ?? DEFAULT_GRACE_SECONDS;
     try {
-      for (const id of await this.#containerIds(workerId)) await this.#removeContainer(id, grace);
+      const containers = await this.#listContainers({ [LABELS.worker]: workerId });
+      for (const { Id } of containers) await this.#removeContainer(Id, grace);
       await this.#removeVolumes(workerId);
+      const networks = new Set(
+        containers.map((c) => c.Labels?.[NETWORK_LABEL]).filter((n) => n !== undefined),
+      );
+      for (const name of networks) await this.#releaseNetwork(name);
     } catch (error) {
       throw engineError(error, `cannot remove worker ${workerId}`, this.#address);
     }
@@ -332,6 +356,37 @@ export class DockerRuntime implements WorkerRuntime {
       );
     });
     if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
+  }
+
+  /** Removes the worker networks no worker uses any more; a failure is logged (they go at a later removal). */
+  async pruneNetworks(): Promise<void> {
+    await this.#networks.pruneUnused().catch((error: unknown) => {
+      this.#logger.warn({ err: error }, 'cannot list worker networks');
+    });
+  }
+
+  // --- sandbox ---
+
+  #network(spec: WorkerSpec) {
+    const { sandbox, namePrefix } = this.#specOptions;
+    return sandbox ? workerNetwork(spec, sandbox, namePrefix) : undefined;
+  }
+
+  /** Before the first worker on a network or a storage path: the host-side part of the sandbox (once each). */
+  async #guardHost(spec: WorkerSpec): Promise<void> {
+    const guard = this.#options.hostGuard;
+    if (!guard) return;
+    if (this.#network(spec)) await guard.firewall();
+    for (const volume of spec.volumes) {
+      if (volume.type === 'network') await guard.protectStorage(volume.hostPath);
+    }
+  }
+
+  /** A network left unused is removed; failing that is logged, never the removal's failure. */
+  async #releaseNetwork(name: string): Promise<void> {
+    await this.#networks.releaseIfUnused(name).catch((error: unknown) => {
+      this.#logger.warn({ network: name, err: error }, 'cannot check whether a worker network is still used');
+    });
   }
 
   // --- containers and volumes ---
