@@ -2,7 +2,6 @@
  * Composition root: the only place where the parts are built and connected (`buildApi`, `buildTraffic`), and
  * `serve`, which opens the store, makes sure an API key exists, and listens.
  */
-import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -18,6 +17,7 @@ import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
 import { type Config, formatHostPort } from './config/config.js';
+import { secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
 import { validationError } from './contract/errors.js';
@@ -34,14 +34,15 @@ import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog } from './gpu/products.js';
-import { selectRuntime } from './runtime/select.js';
+import { runtimeReadiness, runtimeReady, selectRuntime } from './runtime/select.js';
 import type { WorkerRuntime } from './runtime/types.js';
+import type { Readiness } from './runtime/waiting-runtime.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
-import { openStore } from './store/open.js';
+import { openStore, sqliteFileOf } from './store/open.js';
 import type { Store } from './store/store.js';
 
 export interface ApiParts {
@@ -62,6 +63,10 @@ export interface ApiParts {
   onEndpointsChanged?: () => void;
   /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
   bound?: { apiUrl: () => string; gatewayPort: () => number };
+  /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
+  singleTenant?: boolean;
+  /** Whether workers can run now, for `/healthz` (always, when absent). */
+  readiness?: () => Readiness;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -88,6 +93,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ids: randomIds,
       toValidationError: validationError,
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+      ...(parts.singleTenant ? { singleTenant: true } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     events: store.events,
@@ -103,6 +109,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    ...(parts.readiness ? { readiness: parts.readiness } : {}),
   });
 }
 
@@ -244,7 +251,14 @@ export async function serve(
 ): Promise<RunningServer> {
   const { logger } = io;
   // Everything that can be wrong with the configuration is found before anything is written.
+  const tightened = secureDataDirSetting(config);
   const secretKey = loadSecretKeySetting(io.env, config.dataDir);
+  for (const change of tightened) {
+    logger.warn(
+      change,
+      "tightened the mode of a data file (it holds secrets; only Corral's user may read it)",
+    );
+  }
   const operatorKey = io.env.CORRAL_API_KEY || undefined;
   if (operatorKey !== undefined && operatorKey.length < MIN_OPERATOR_KEY_LENGTH) {
     throw new ConfigError(
@@ -272,6 +286,7 @@ export async function serve(
       dataDir: config.dataDir,
       logger,
       simulatedGpus: config.gpus.kind === 'simulated',
+      allowRoot: config.localAllowRoot,
     });
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
@@ -305,6 +320,8 @@ export async function serve(
       registry,
       onEndpointsChanged: () => controller.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
+      singleTenant: runtime.name === 'local',
+      readiness: () => runtimeReadiness(runtime),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
@@ -319,7 +336,12 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
-    traffic.start();
+    // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).
+    let closing = false;
+    closers.push(async () => {
+      closing = true;
+    });
+    void runtimeReady(runtime).then((ready) => ready && !closing && traffic.start());
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
     logger.info(
@@ -385,10 +407,22 @@ function listeningPort(app: FastifyInstance): number {
   return typeof address === 'object' && address !== null ? address.port : 0;
 }
 
-/** The data directory holds key hashes and sealed credentials: only its owner may read it. */
+/** The data directory holds key hashes and sealed secrets: 0700, its key and database 0600 (config/data-dir.ts). */
+function secureDataDirSetting(config: Config): TightenedMode[] {
+  try {
+    return secureDataDir({
+      dataDir: config.dataDir,
+      databaseFile: sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+    });
+  } catch (error) {
+    throw new ConfigError(
+      `invalid --data-dir (CORRAL_DATA_DIR) ${config.dataDir}: ${(error as Error).message}`,
+    );
+  }
+}
+
 function loadSecretKeySetting(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     return loadSecretKey({ envValue: env.CORRAL_SECRET_KEY, path: join(dataDir, 'secret.key') });
   } catch (error) {
     const setting = env.CORRAL_SECRET_KEY ? 'CORRAL_SECRET_KEY' : `--data-dir (CORRAL_DATA_DIR) ${dataDir}`;

@@ -57,6 +57,8 @@ export interface AppOptions {
   links: EndpointLinks;
   metrics: ApiMetrics;
   bodyLimitBytes: number;
+  /** Whether workers can run now (false while an awaited Docker engine is silent); `/healthz` says it. */
+  readiness?: () => { ready: boolean; waitingFor?: string };
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */

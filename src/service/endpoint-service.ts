@@ -32,6 +32,11 @@ export interface EndpointServiceOptions {
   toValidationError: (issues: ValidationIssue[]) => ApiError;
   /** Told after every change, so that the controller acts at once rather than at its next tick. */
   onChanged?: () => void;
+  /**
+   * Workers run as host processes (the local runtime): only admin keys may create or change endpoints, since a
+   * command given by anyone else would run with Corral's own rights.
+   */
+  singleTenant?: boolean;
 }
 
 const WAITING: StateReport<EndpointState> = { state: 'deploying', error: '', message: 'waiting for workers' };
@@ -45,6 +50,7 @@ export class EndpointService {
   }
 
   async create(principal: Principal, patch: SpecPatch): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'create');
     const { store, catalog, clock, ids } = this.#o;
     const id = ids.endpoint();
     const spec = createSpec(id, catalog.limits(), patch);
@@ -80,6 +86,7 @@ export class EndpointService {
   }
 
   async update(principal: Principal, id: string, patch: SpecPatch): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'update');
     const current = await this.get(principal, id);
     const catalog = await this.#catalogFor(principal, patch.image?.authId ?? current.spec.image.authId);
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
@@ -124,6 +131,7 @@ export class EndpointService {
   }
 
   async start(principal: Principal, id: string): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'start');
     return this.#mutate(principal, id, 'endpoint.start', (endpoint, now) =>
       endpoint.desired === 'running'
         ? { next: endpoint, events: [] }
@@ -176,6 +184,15 @@ export class EndpointService {
       networkStorages: catalog.networkStorages,
       credentialIds: new Set(credentials ? [credentials.id] : []),
     };
+  }
+
+  #refuseOnSingleTenant(principal: Principal, operation: string): void {
+    if (!this.#o.singleTenant || principal.admin) return;
+    throw new ApiError(
+      'RUNTIME_SINGLE_TENANT',
+      `this server runs workers as host processes (the local runtime); only an admin key may ${operation} endpoints`,
+      { runtime: 'local' },
+    );
   }
 
   #validate(spec: Endpoint['spec'], catalog: ValidationCatalog): void {

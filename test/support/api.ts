@@ -38,6 +38,8 @@ export async function createTestApi(
     clock?: () => number;
     /** What GET endpoint/metrics reports of the gateway (none: no gateway in this process). */
     traffic?: TrafficSource;
+    /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
+    singleTenant?: boolean;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests; only a suite that configures a rate limit gets one.
@@ -63,6 +65,7 @@ export async function createTestApi(
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
+    ...(options.singleTenant ? { singleTenant: true } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

@@ -228,7 +228,14 @@ export function responseSchemas(): Record<string, Schema> {
       events: arrayOf(ref('Event'), 'Oldest first.'),
       next: int('The id to pass as `after` for the next page (the last id, or `after` if none).'),
     }),
-    Health: object({ status: str(undefined, { const: 'ok' }) }),
+    Health: object(
+      {
+        status: str(undefined, { const: 'ok' }),
+        ready: bool('False while workers cannot run yet: corral serve waits for a Docker engine to answer.'),
+        waitingFor: str('What corral serve waits for, while not ready.'),
+      },
+      { optional: ['waitingFor'] },
+    ),
     Error: object(
       {
         code: int('The HTTP status code.'),
