@@ -42,6 +42,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
+import { SecretService } from './service/secret-service.js';
 import { openStore, sqliteFileOf } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -96,6 +97,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.singleTenant ? { singleTenant: true } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
+    ownerSecrets: new SecretService({ store, clock, secrets }),
     events: store.events,
     workers: store.workers,
     ...(parts.insight ? { insight: parts.insight } : {}),
@@ -125,6 +127,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   clock?: Clock;
   /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
   revealCredentials?: ControllerOptions['revealCredentials'];
+  /** Resolves `{{ CORRAL_SECRET_name }}` in a starting worker's env (none: env values as written). */
+  resolveEnv?: ControllerOptions['resolveEnv'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -194,6 +198,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     scaling: scaler,
     storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     ...(config.workers?.memoryGBPerGpu === undefined
       ? {}
@@ -290,6 +295,7 @@ export async function serve(
     });
     closers.push(() => runtime.close());
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
+    const ownerSecrets = new SecretService({ store, clock: systemClock, secrets });
     const registry = new Registry();
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
@@ -301,6 +307,7 @@ export async function serve(
       logger,
       registry,
       revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
+      resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
     });
     const { controller, gateway } = traffic;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };

@@ -17,6 +17,7 @@ import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { Principal } from '../service/principal.js';
+import type { SecretService } from '../service/secret-service.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
@@ -27,6 +28,7 @@ import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
+import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
 import { registerWorkerRoutes } from './routes/workers.js';
@@ -57,6 +59,8 @@ export interface AppOptions {
   links: EndpointLinks;
   metrics: ApiMetrics;
   bodyLimitBytes: number;
+  /** Owners' secrets for `{{ CORRAL_SECRET_name }}`; absent: the secret routes are not served. */
+  ownerSecrets?: SecretService;
   /** Whether workers can run now (false while an awaited Docker engine is silent); `/healthz` says it. */
   readiness?: () => { ready: boolean; waitingFor?: string };
 }
@@ -117,6 +121,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerEndpointMetricsRoute(api, options);
       registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
+      registerSecretRoutes(api, options);
       registerCatalogRoutes(api, options);
     },
     { prefix: API_PREFIX },

@@ -10,6 +10,7 @@ import type {
   WireEndpointMetrics,
   WireLimits,
   WireProduct,
+  WireSecret,
 } from '../contract/wire.js';
 import { CorralProtocolError } from './errors.js';
 import { type HttpRequest, isRecord, type Query, send, type TransportOptions } from './http.js';
@@ -22,6 +23,7 @@ import type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  SavedSecret,
   WorkerLogOptions,
   WorkerMetrics,
 } from './types.js';
@@ -166,6 +168,24 @@ export class CorralClient {
 
   async deleteCredential(id: string): Promise<void> {
     await this.#post('repository/auth/delete', { id });
+  }
+
+  /** `POST secret/save` (extension): creates or replaces a secret for `{{ CORRAL_SECRET_name }}` in env values. */
+  async saveSecret(name: string, value: string): Promise<SavedSecret> {
+    const body = await this.#post('secret/save', { name, value });
+    return {
+      name: field<string>(body, 'name', 'string'),
+      replaced: isRecord(body) && body.replaced === true,
+    };
+  }
+
+  /** `GET secrets`: names and times, never values. */
+  async listSecrets(): Promise<WireSecret[]> {
+    return field<WireSecret[]>(await this.#get('secrets'), 'secrets', 'array');
+  }
+
+  async deleteSecret(name: string): Promise<void> {
+    await this.#post('secret/delete', { name });
   }
 
   /** `GET /healthz` (unauthenticated). */

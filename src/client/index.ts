@@ -9,6 +9,7 @@ export type {
   WireEvent,
   WireLimits,
   WireProduct,
+  WireSecret,
   WireState,
   WireWorker,
 } from '../contract/wire.js';
@@ -27,6 +28,7 @@ export type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  SavedSecret,
   WorkerLogOptions,
   WorkerMetrics,
 } from './types.js';

@@ -89,6 +89,13 @@ export interface WireCredential {
   createdAt: string;
 }
 
+/** An owner's secret as listed: never its value. */
+export interface WireSecret {
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface WireEvent {
   id: number;
   at: string;

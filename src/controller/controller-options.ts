@@ -53,6 +53,11 @@ export interface ControllerOptions {
   memoryGBPerGpu?: number;
   /** Registry credentials for an image pull, decrypted only for it. */
   revealCredentials: RevealCredentials;
+  /**
+   * The env a worker starts with, its `{{ CORRAL_SECRET_name }}` references replaced by the owner's values (the
+   * secret service); throws, naming the env and the secret, when one is missing. Absent: env values as written.
+   */
+  resolveEnv?: (ownerId: string, env: Readonly<Record<string, string>>) => Promise<Record<string, string>>;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;

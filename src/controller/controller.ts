@@ -26,7 +26,7 @@ import { writeStatuses, writeWorkers } from './write-back.js';
 export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
-type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu';
+type OptionalOptions = 'scaling' | 'metrics' | 'awaitDrained' | 'memoryGBPerGpu' | 'resolveEnv';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -299,11 +299,14 @@ export class Controller {
     try {
       const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
       const { memoryGBPerGpu } = this.#o;
-      const spec = buildWorkerSpec(endpoint, record, gpus, {
+      const built = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });
+      // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
+      const { resolveEnv } = this.#o;
+      const spec = resolveEnv ? { ...built, env: await resolveEnv(endpoint.ownerId, built.env) } : built;
       // The runtime's message already names the image and the percentage.
       const container = await this.#o.runtime.create(spec, (progress) =>
         this.#setState(record, 'pulling', progress.message),

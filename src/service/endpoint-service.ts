@@ -183,6 +183,7 @@ export class EndpointService {
       productIds: catalog.productIds(),
       networkStorages: catalog.networkStorages,
       credentialIds: new Set(credentials ? [credentials.id] : []),
+      secretNames: await store.secrets.names(principal.ownerId),
     };
   }
 

@@ -82,6 +82,15 @@ export interface EndpointCountsTable {
   live: number;
 }
 
+/** Owners' secrets; `secret` is the value sealed with the server's key. */
+export interface SecretsTable {
+  owner_id: string;
+  name: string;
+  secret: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   workers: WorkersTable;
   endpoints: EndpointsTable;
@@ -90,6 +99,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   registry_credentials: RegistryCredentialsTable;
   audit_log: AuditLogTable;
+  secrets: SecretsTable;
 }
 
 export type DialectName = 'sqlite' | 'postgres';

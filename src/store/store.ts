@@ -7,6 +7,7 @@ import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { migrateToLatest } from './migrations/index.js';
+import { SecretRepository } from './secrets.js';
 import { WorkerRepository } from './workers.js';
 
 /** Every repository over one database connection. */
@@ -17,6 +18,7 @@ export class Store {
   readonly credentials: CredentialRepository;
   readonly audit: AuditRepository;
   readonly workers: WorkerRepository;
+  readonly secrets: SecretRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -29,6 +31,7 @@ export class Store {
     this.credentials = new CredentialRepository({ db });
     this.audit = new AuditRepository({ db });
     this.workers = new WorkerRepository({ db });
+    this.secrets = new SecretRepository({ db });
   }
 
   get dialect() {

@@ -23,6 +23,7 @@ export function openApiDocument(options: { serverUrl: string }): object {
       { name: 'Endpoints' },
       { name: 'Catalog', description: 'Limits and GPU products.' },
       { name: 'Registry credentials', description: 'Credentials for private images.' },
+      { name: 'Secrets', description: 'Values for {{ CORRAL_SECRET_name }} in env values; never returned.' },
       { name: 'System', description: 'Unauthenticated.' },
     ],
     paths: paths(),

@@ -51,5 +51,12 @@ export function requestSchemas(): Record<string, Schema> {
       password: credentialText('Stored encrypted; never returned.'),
     }),
     IdRequest: object({ id: str() }),
+    SaveSecretRequest: object({
+      name: str('Letters, digits, _ and -, 1-64 characters; referenced as {{ CORRAL_SECRET_name }}.', {
+        pattern: '^[A-Za-z0-9_-]{1,64}$',
+      }),
+      value: str('Stored encrypted; never returned.', { minLength: 1, maxLength: 32768 }),
+    }),
+    SecretNameRequest: object({ name: str() }),
   };
 }

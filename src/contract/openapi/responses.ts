@@ -200,6 +200,19 @@ export function responseSchemas(): Record<string, Schema> {
       { description: 'Saved registry credentials; the password is never returned.' },
     ),
     CredentialsList: object({ auths: arrayOf(ref('Credentials')) }),
+    SavedSecret: object({
+      name: str(),
+      replaced: bool('True when a secret of that name existed and its value was replaced.'),
+    }),
+    Secret: object(
+      {
+        name: str('Referenced as {{ CORRAL_SECRET_name }} in env values.'),
+        createdAt: str(undefined, { format: 'date-time' }),
+        updatedAt: str(undefined, { format: 'date-time' }),
+      },
+      { description: 'A saved secret; its value is never returned.' },
+    ),
+    SecretList: object({ secrets: arrayOf(ref('Secret')) }),
     Event: object({
       id: int('Increasing; pass the last one as `after` to read on.'),
       at: str(undefined, { format: 'date-time' }),

@@ -4,6 +4,7 @@ import type { Database, DialectName } from '../schema.js';
 import * as initial from './0001-initial.js';
 import * as workers from './0002-workers.js';
 import * as endpointCounts from './0003-endpoint-counts.js';
+import * as secrets from './0006-secrets.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0001-initial': initial.up,
   '0002-workers': (db) => workers.up(db),
   '0003-endpoint-counts': (db) => endpointCounts.up(db),
+  '0006-secrets': (db) => secrets.up(db),
 };
 
 export async function migrateToLatest(
@@ -21,6 +23,9 @@ export async function migrateToLatest(
 ): Promise<string[]> {
   const migrator = new Migrator({
     db,
+    // Migrations are independent additions written on parallel branches: a database that has a later one (0006)
+    // still takes an earlier one it lacks (0004) instead of refusing to start.
+    allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
     provider: {
       getMigrations: async () =>
