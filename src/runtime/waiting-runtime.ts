@@ -109,7 +109,7 @@ export class WaitingRuntime implements WorkerRuntime {
 
   #runtime(): WorkerRuntime {
     if (this.#inner) return this.#inner;
-    throw new RuntimeError('UNAVAILABLE', `waiting for the Docker engine (${this.#o.waitingFor}) to answer`);
+    throw new RuntimeError('UNAVAILABLE', `waiting for ${this.#o.waitingFor} to answer`);
   }
 
   #schedule(ms: number): void {
