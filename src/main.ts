@@ -17,7 +17,7 @@ import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
 import { type Config, formatHostPort } from './config/config.js';
-import { secureDataDir, type TightenedMode } from './config/data-dir.js';
+import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
 import { validationError } from './contract/errors.js';
@@ -270,6 +270,7 @@ export async function serve(
       `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
     );
   }
+  createDatabaseFile(sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
     (error: unknown) => {
       throw databaseError(error);

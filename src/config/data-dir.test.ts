@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { secureDataDir } from './data-dir.js';
+import { createDatabaseFile, secureDataDir } from './data-dir.js';
 
 const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
@@ -18,6 +18,7 @@ describe('secureDataDir', () => {
     const previous = process.umask(0o000);
     try {
       expect(secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') })).toEqual([]);
+      createDatabaseFile(join(dataDir, 'corral.db'));
     } finally {
       process.umask(previous);
     }

@@ -23,18 +23,14 @@ export interface DataDirFiles {
 }
 
 /**
- * Creates the data directory 0700 and an absent SQLite database file 0600 (SQLite gives its -wal and -shm the
- * database's mode), and takes group and other rights away from what exists. Returns what was tightened.
+ * Creates the data directory 0700 and takes group and other rights away from the directory, the key and the SQLite
+ * files where they exist. Returns what was tightened.
  */
 export function secureDataDir(files: DataDirFiles): TightenedMode[] {
   const tightened: TightenedMode[] = [];
   mkdirSync(files.dataDir, { recursive: true, mode: DATA_DIR_MODE });
   tighten(files.dataDir, DATA_DIR_MODE, tightened);
   const { databaseFile } = files;
-  if (databaseFile !== undefined && !existsSync(databaseFile) && existsSync(dirname(databaseFile))) {
-    // An empty file is a new SQLite database; made here, it never exists with the umask's mode.
-    closeSync(openSync(databaseFile, 'a', DATA_FILE_MODE));
-  }
   const candidates = [join(files.dataDir, 'secret.key')];
   if (databaseFile !== undefined) {
     candidates.push(databaseFile, `${databaseFile}-wal`, `${databaseFile}-shm`);
@@ -43,6 +39,15 @@ export function secureDataDir(files: DataDirFiles): TightenedMode[] {
     if (existsSync(path)) tighten(path, DATA_FILE_MODE, tightened);
   }
   return tightened;
+}
+
+/**
+ * Creates an absent SQLite database file 0600 before SQLite opens it (an empty file is a new database), so that it
+ * never exists with the umask's mode; SQLite gives its -wal and -shm the database's mode.
+ */
+export function createDatabaseFile(databaseFile: string | undefined): void {
+  if (databaseFile === undefined || existsSync(databaseFile) || !existsSync(dirname(databaseFile))) return;
+  closeSync(openSync(databaseFile, 'a', DATA_FILE_MODE));
 }
 
 /** Removes every right beyond `mode` (a 0400 key stays 0400). */
