@@ -43,6 +43,7 @@ import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
 import { SecretService } from './service/secret-service.js';
+import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { openStore, sqliteFileOf } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -295,6 +296,7 @@ export async function serve(
       allowRoot: config.localAllowRoot,
     });
     closers.push(() => runtime.close());
+    if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const ownerSecrets = new SecretService({ store, clock: systemClock, secrets });
     const registry = new Registry();
@@ -407,6 +409,17 @@ function firstKeyBanner(key: string, apiUrl: string | undefined): string {
     '',
     '',
   ].join('\n');
+}
+
+/** Endpoints made before by owners without an admin key would run as host processes on the local runtime. */
+async function warnOfTenantEndpoints(store: Store, logger: Logger): Promise<void> {
+  const endpoints = await endpointsOfNonAdminOwners(store);
+  if (endpoints.length === 0) return;
+  logger.warn(
+    { count: endpoints.length, endpoints: endpoints.slice(0, 20) },
+    'endpoints of owners without an admin key exist; on the local runtime their workers run as host processes ' +
+      "with Corral's rights: stop or delete them unless you trust their owners",
+  );
 }
 
 /** The bound port, which differs from the configured one when that was 0. */
