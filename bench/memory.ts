@@ -308,7 +308,14 @@ export async function runMemoryBench(): Promise<void> {
   let server: ServeProcess | undefined;
   try {
     server = await startServe(
-      ['--runtime', 'local', '--gpus', 'h100-80g:8'],
+      // The local runtime refuses root unless told that its workers (host processes) may run as root.
+      [
+        '--runtime',
+        'local',
+        '--gpus',
+        'h100-80g:8',
+        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
+      ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
       { nodeArgs: ['--inspect=127.0.0.1:0'] },
     );

@@ -2,7 +2,6 @@
  * Composition root: the only place where the parts are built and connected (`buildApi`, `buildTraffic`), and
  * `serve`, which opens the store, makes sure an API key exists, and listens.
  */
-import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
 import { type Config, formatHostPort } from './config/config.js';
+import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
 import { validationError } from './contract/errors.js';
@@ -38,16 +38,19 @@ import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inven
 import { productCatalog } from './gpu/products.js';
 import { ImageAccessGuard } from './registry/image-access-guard.js';
 import { registryManifestCheck } from './registry/manifest-check.js';
-import { selectRuntime } from './runtime/select.js';
+import { runtimeReadiness, runtimeReady, selectRuntime } from './runtime/select.js';
 import type { WorkerRuntime } from './runtime/types.js';
+import type { Readiness } from './runtime/waiting-runtime.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { newInstallationId, randomIds } from './service/ids.js';
 import { InvokeKeyService } from './service/invoke-key-service.js';
+import { SecretService } from './service/secret-service.js';
+import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { WorkerService } from './service/worker-service.js';
-import { openStore } from './store/open.js';
+import { openStore, sqliteFileOf } from './store/open.js';
 import type { Store } from './store/store.js';
 
 export interface ApiParts {
@@ -70,6 +73,10 @@ export interface ApiParts {
   bound?: { apiUrl: () => string; gatewayPort: () => number };
   /** Whether an owner may run an image, asked at create/update; none: the pull alone decides. */
   imageAccess?: ImageAccessCheck;
+  /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
+  singleTenant?: boolean;
+  /** Whether workers can run now, for `/healthz` (always, when absent). */
+  readiness?: () => Readiness;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -99,9 +106,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       toValidationError: validationError,
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+      ...(parts.singleTenant ? { singleTenant: true } : {}),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
     invokeKeys: new InvokeKeyService({ store, clock }),
+    ownerSecrets: new SecretService({ store, clock, secrets }),
     events: store.events,
     workers: store.workers,
     workerService: new WorkerService({
@@ -121,6 +130,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+    ...(parts.readiness ? { readiness: parts.readiness } : {}),
   });
 }
 
@@ -140,6 +150,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   imageAccess?: ControllerOptions['imageAccess'];
   /** This installation's id, labelled on every worker (none: the controller takes every managed worker as its own). */
   installationId?: string;
+  /** Resolves `{{ CORRAL_SECRET_name }}` in a starting worker's env (none: env values as written). */
+  resolveEnv?: ControllerOptions['resolveEnv'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -219,6 +231,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
@@ -275,13 +288,21 @@ export async function serve(
 ): Promise<RunningServer> {
   const { logger } = io;
   // Everything that can be wrong with the configuration is found before anything is written.
+  const tightened = secureDataDirSetting(config);
   const secretKey = loadSecretKeySetting(io.env, config.dataDir);
+  for (const change of tightened) {
+    logger.warn(
+      change,
+      "tightened the mode of a data file (it holds secrets; only Corral's user may read it)",
+    );
+  }
   const operatorKey = io.env.CORRAL_API_KEY || undefined;
   if (operatorKey !== undefined && operatorKey.length < MIN_OPERATOR_KEY_LENGTH) {
     throw new ConfigError(
       `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
     );
   }
+  createDatabaseFile(sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
     (error: unknown) => {
       throw databaseError(error);
@@ -305,10 +326,13 @@ export async function serve(
       logger,
       simulatedGpus: config.gpus.kind === 'simulated',
       sandbox: config.workers.sandbox,
+      allowRoot: config.localAllowRoot,
     });
     closers.push(() => runtime.close());
+    if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
+    const ownerSecrets = new SecretService({ store, clock: systemClock, secrets });
     const registry = new Registry();
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
@@ -331,6 +355,7 @@ export async function serve(
           }
         : {}),
       installationId,
+      resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
     });
     const { controller, gateway } = traffic;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
@@ -351,6 +376,8 @@ export async function serve(
       onEndpointsChanged: () => controller.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
       ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
+      singleTenant: runtime.name === 'local',
+      readiness: () => runtimeReadiness(runtime),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
@@ -365,7 +392,12 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
-    traffic.start();
+    // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).
+    let closing = false;
+    closers.push(async () => {
+      closing = true;
+    });
+    void runtimeReady(runtime).then((ready) => ready && !closing && traffic.start());
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
     logger.info(
@@ -450,16 +482,39 @@ function firstKeyBanner(key: string, apiUrl: string | undefined): string {
   ].join('\n');
 }
 
+/** Endpoints made before by owners without an admin key would run as host processes on the local runtime. */
+async function warnOfTenantEndpoints(store: Store, logger: Logger): Promise<void> {
+  const endpoints = await endpointsOfNonAdminOwners(store);
+  if (endpoints.length === 0) return;
+  logger.warn(
+    { count: endpoints.length, endpoints: endpoints.slice(0, 20) },
+    'endpoints of owners without an admin key exist; on the local runtime their workers run as host processes ' +
+      "with Corral's rights: stop or delete them unless you trust their owners",
+  );
+}
+
 /** The bound port, which differs from the configured one when that was 0. */
 function listeningPort(app: FastifyInstance): number {
   const address = app.server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
 }
 
-/** The data directory holds key hashes and sealed credentials: only its owner may read it. */
+/** The data directory holds key hashes and sealed secrets: 0700, its key and database 0600 (config/data-dir.ts). */
+function secureDataDirSetting(config: Config): TightenedMode[] {
+  try {
+    return secureDataDir({
+      dataDir: config.dataDir,
+      databaseFile: sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+    });
+  } catch (error) {
+    throw new ConfigError(
+      `invalid --data-dir (CORRAL_DATA_DIR) ${config.dataDir}: ${(error as Error).message}`,
+    );
+  }
+}
+
 function loadSecretKeySetting(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     return loadSecretKey({ envValue: env.CORRAL_SECRET_KEY, path: join(dataDir, 'secret.key') });
   } catch (error) {
     const setting = env.CORRAL_SECRET_KEY ? 'CORRAL_SECRET_KEY' : `--data-dir (CORRAL_DATA_DIR) ${dataDir}`;

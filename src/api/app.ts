@@ -19,6 +19,7 @@ import type { EndpointService, ServerCatalog } from '../service/endpoint-service
 import type { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Principal } from '../service/principal.js';
 import type { WorkerService } from '../service/worker-service.js';
+import type { SecretService } from '../service/secret-service.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
@@ -30,6 +31,7 @@ import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
+import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
 import { registerWorkerRoutes } from './routes/workers.js';
@@ -66,6 +68,10 @@ export interface AppOptions {
   bodyLimitBytes: number;
   /** A bearer token that may read /metrics besides admin keys (Prometheus's scrape); none: admin keys only. */
   metricsToken?: string;
+  /** Owners' secrets for `{{ CORRAL_SECRET_name }}`; absent: the secret routes are not served. */
+  ownerSecrets?: SecretService;
+  /** Whether workers can run now (false while an awaited Docker engine is silent); `/healthz` says it. */
+  readiness?: () => { ready: boolean; waitingFor?: string };
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -126,6 +132,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerEndpointMetricsRoute(api, options);
       registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
+      registerSecretRoutes(api, options);
       registerCatalogRoutes(api, options);
       registerInvokeKeyRoutes(api, options);
     },

@@ -104,7 +104,10 @@ describe('errors, auth and abuse', () => {
   });
 
   it('healthz needs no key; metrics does (metrics-access.test.ts has the rest)', async () => {
-    expect((await api.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+    expect((await api.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({
+      status: 'ok',
+      ready: true,
+    });
     const metrics = await api.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.statusCode).toBe(401);
   });

@@ -12,6 +12,7 @@ import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
 import { makeProductsCommand } from './products.js';
+import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
 import { makeWorkersCommand } from './workers.js';
 
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   program.addCommand(makeProductsCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));
   program.addCommand(makeInvokeKeysCommand(deps));
+  program.addCommand(makeSecretsCommand(deps));
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   throwInsteadOfExiting(program);

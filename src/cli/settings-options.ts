@@ -7,13 +7,16 @@ export function settingOptions(names: readonly ServeSettingName[]): Option[] {
   return names.map((name) => {
     const setting = SERVE_SETTINGS[name];
     const fallback = setting.default === undefined ? '' : `, default ${setting.default}`;
-    return new Option(`${setting.flag} <value>`, `${setting.help} [${setting.env}${fallback}]`);
+    const value = 'switch' in setting ? '' : ' <value>';
+    return new Option(`${setting.flag}${value}`, `${setting.help} [${setting.env}${fallback}]`);
   });
 }
 
-/** Keeps only the flags the user gave (commander leaves the others undefined). */
+/** Keeps only the flags the user gave (commander leaves the others undefined; a switch given is `true`). */
 export function givenFlags(options: Record<string, unknown>): Partial<Record<ServeSettingName, string>> {
   return Object.fromEntries(
-    Object.entries(options).filter(([name, value]) => name in SERVE_SETTINGS && typeof value === 'string'),
+    Object.entries(options)
+      .filter(([name, value]) => name in SERVE_SETTINGS && (typeof value === 'string' || value === true))
+      .map(([name, value]) => [name, String(value)]),
   );
 }

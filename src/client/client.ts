@@ -12,6 +12,7 @@ import type {
   WireLimits,
   WireNewInvokeKey,
   WireProduct,
+  WireSecret,
 } from '../contract/wire.js';
 import { CorralProtocolError } from './errors.js';
 import { type HttpRequest, isRecord, type Query, send, type TransportOptions } from './http.js';
@@ -24,6 +25,7 @@ import type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  SavedSecret,
   WorkerLogOptions,
   WorkerMetrics,
 } from './types.js';
@@ -198,6 +200,24 @@ export class CorralClient {
   /** `POST endpoint/invoke-key/delete` (extension): the gateway refuses the key within 10 seconds. */
   async revokeInvokeKey(endpointId: string, keyId: string): Promise<void> {
     await this.#post('endpoint/invoke-key/delete', { id: endpointId, keyId });
+  }
+
+  /** `POST secret/save` (extension): creates or replaces a secret for `{{ CORRAL_SECRET_name }}` in env values. */
+  async saveSecret(name: string, value: string): Promise<SavedSecret> {
+    const body = await this.#post('secret/save', { name, value });
+    return {
+      name: field<string>(body, 'name', 'string'),
+      replaced: isRecord(body) && body.replaced === true,
+    };
+  }
+
+  /** `GET secrets`: names and times, never values. */
+  async listSecrets(): Promise<WireSecret[]> {
+    return field<WireSecret[]>(await this.#get('secrets'), 'secrets', 'array');
+  }
+
+  async deleteSecret(name: string): Promise<void> {
+    await this.#post('secret/delete', { name });
   }
 
   /** `GET /healthz` (unauthenticated). */

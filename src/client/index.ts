@@ -11,6 +11,7 @@ export type {
   WireLimits,
   WireNewInvokeKey,
   WireProduct,
+  WireSecret,
   WireState,
   WireWorker,
 } from '../contract/wire.js';
@@ -29,6 +30,7 @@ export type {
   ListEndpointsParams,
   ListEndpointsResult,
   SaveCredentialInput,
+  SavedSecret,
   WorkerLogOptions,
   WorkerMetrics,
 } from './types.js';

@@ -40,6 +40,12 @@ export interface SaveCredentialInput {
   password: string;
 }
 
+export interface SavedSecret {
+  name: string;
+  /** A secret of that name existed and its value was replaced. */
+  replaced: boolean;
+}
+
 export interface CreatedResult {
   id: string;
 }

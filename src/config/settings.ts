@@ -103,10 +103,23 @@ export const SERVE_SETTINGS = {
     flag: '--runtime',
     env: 'CORRAL_RUNTIME',
     default: 'auto',
-    help: 'worker runtime: auto, docker, local or fake (auto: docker when its socket answers, else local)',
+    help:
+      'worker runtime: auto, docker, local or fake (auto: docker; waits for an engine that does not answer yet; ' +
+      'local only where no engine is installed)',
     schema: z.enum(['auto', 'docker', 'local', 'fake'], {
       error: 'expected auto, docker, local or fake',
     }),
+  },
+  localAllowRoot: {
+    flag: '--local-allow-root',
+    env: 'CORRAL_LOCAL_ALLOW_ROOT',
+    default: 'false',
+    help: 'let the local runtime run workers as root: they are host processes, so they run as root on this host',
+    /** A flag without a value; the environment variable takes 1/true or 0/false. */
+    switch: true,
+    schema: z
+      .enum(['1', 'true', '0', 'false', ''], { error: 'expected 1, true, 0 or false' })
+      .transform((v) => v === '1' || v === 'true'),
   },
   gpus: {
     flag: '--gpus',

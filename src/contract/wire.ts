@@ -111,6 +111,13 @@ export interface WireNewInvokeKey extends WireInvokeKey {
   key: string;
 }
 
+/** An owner's secret as listed: never its value. */
+export interface WireSecret {
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface WireEvent {
   id: number;
   at: string;

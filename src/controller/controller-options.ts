@@ -72,6 +72,11 @@ export interface ControllerOptions {
   revealCredentials: RevealCredentials;
   /** Checked before each worker start; absent: the runtime's pull is the only check. */
   imageAccess?: StartImageCheck;
+  /**
+   * The env a worker starts with, its `{{ CORRAL_SECRET_name }}` references replaced by the owner's values (the
+   * secret service); throws, naming the env and the secret, when one is missing. Absent: env values as written.
+   */
+  resolveEnv?: (ownerId: string, env: Readonly<Record<string, string>>) => Promise<Record<string, string>>;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;

@@ -41,7 +41,8 @@ type OptionalOptions =
   | 'imageAccess'
   | 'installationId'
   | 'crashResetMs'
-  | 'readOnlyStorages';
+  | 'readOnlyStorages'
+  | 'resolveEnv';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -390,13 +391,16 @@ export class Controller {
       await this.#checkImageAccess(endpoint);
       const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
       const { memoryGBPerGpu } = this.#o;
-      const spec = buildWorkerSpec(endpoint, record, gpus, {
+      const built = buildWorkerSpec(endpoint, record, gpus, {
         storagePaths: this.#o.storagePaths,
         ...(this.#o.installationId === undefined ? {} : { installationId: this.#o.installationId }),
         ...(this.#o.readOnlyStorages ? { readOnlyStorages: this.#o.readOnlyStorages } : {}),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       });
+      // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
+      const { resolveEnv } = this.#o;
+      const spec = resolveEnv ? { ...built, env: await resolveEnv(endpoint.ownerId, built.env) } : built;
       // The runtime's message already names the image and the percentage.
       const container = await this.#o.runtime.create(spec, (progress) =>
         this.#setState(record, 'pulling', progress.message),

@@ -4,6 +4,7 @@
  */
 import type { EndpointSpec } from './endpoint.js';
 import { inRange, type Limits, type Range } from './limits.js';
+import { secretReferences } from './secret-refs.js';
 
 /** Why a field was rejected; each is a stable reason in the API's error catalogue. */
 export type ValidationReason =
@@ -15,7 +16,8 @@ export type ValidationReason =
   | 'UNKNOWN_CREDENTIALS'
   | 'UNKNOWN_STORAGE'
   | 'CLUSTER_MISMATCH'
-  | 'STORAGE_NOT_ALLOWED';
+  | 'STORAGE_NOT_ALLOWED'
+  | 'UNKNOWN_SECRET';
 
 export interface ValidationIssue {
   /** Path in the domain model, e.g. `workers.minWorkers`; the contract maps it to the wire name. */
@@ -38,6 +40,8 @@ export interface ValidationCatalog {
   credentialIds: ReadonlySet<string>;
   /** Network storages that exist but are not shared with this owner. */
   forbiddenStorages?: ReadonlySet<string>;
+  /** The owner's secret names, which env values may reference; absent: references are not checked. */
+  secretNames?: ReadonlySet<string>;
 }
 
 export const MAX_NAME_LENGTH = 220;
@@ -101,6 +105,7 @@ export function validateSpec(
   validateProducts(spec, catalog, add);
   validateVolumes(spec, limits, catalog, range, add);
   validateEnv(spec, add);
+  validateSecretReferences(spec, catalog, add);
   validateHealth(spec, add);
   return issues;
 }
@@ -280,6 +285,23 @@ function validateEnv(spec: EndpointSpec, add: Add): void {
       add({ field, reason: 'INVALID_FIELD', message: `environment variable ${key} is set twice` });
     }
     seen.add(key);
+  });
+}
+
+/** `{{ CORRAL_SECRET_name }}` must name a secret of the owner (it is resolved only when a worker starts). */
+function validateSecretReferences(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  const names = catalog.secretNames;
+  if (names === undefined) return;
+  spec.env.forEach(({ key, value }, index) => {
+    for (const secret of secretReferences(value)) {
+      if (names.has(secret)) continue;
+      add({
+        field: `env.${index}.value`,
+        reason: 'UNKNOWN_SECRET',
+        message: `environment variable ${key} references secret "${secret}", which you do not have (save it first)`,
+        details: { env: key, secret },
+      });
+    }
   });
 }
 

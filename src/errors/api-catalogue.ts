@@ -77,6 +77,21 @@ export const API_ERROR_CATALOGUE = {
     status: 400,
     description: "A network volume names a storage the server's configuration does not share with you.",
   },
+  RUNTIME_SINGLE_TENANT: {
+    status: 403,
+    description:
+      'This server runs workers as host processes (the local runtime): only admin keys may create or change endpoints.',
+  },
+  SECRET_NOT_FOUND: { status: 404, description: 'You have no secret with that name.' },
+  SECRET_IN_USE: {
+    status: 409,
+    description:
+      'Endpoints still reference the secret in their envs; change them first (metadata.endpoints).',
+  },
+  UNKNOWN_SECRET: {
+    status: 400,
+    description: 'An env value references {{ CORRAL_SECRET_name }} and you have no secret of that name.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

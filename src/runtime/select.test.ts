@@ -4,10 +4,12 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import { ConfigError } from '../config/settings.js';
 import { DockerRuntime } from './docker/docker-runtime.js';
 import type { DockerInfo } from './docker/engine-limits.js';
-import { type RuntimeChoice, selectRuntime } from './select.js';
+import { type RuntimeChoice, runtimeReadiness, runtimeReady, selectRuntime } from './select.js';
+import type { WorkerRuntime } from './types.js';
 
 /** Log lines as pino writes them, to check what start-up says. */
 function capturingLogger() {
@@ -32,30 +34,137 @@ describe('selectRuntime', () => {
     info: vi.fn(async () => info),
   });
 
-  it.each<{ choice: RuntimeChoice; answers: boolean; runtime: string; probed: boolean; warns?: RegExp }>([
-    { choice: 'auto', answers: true, runtime: 'docker', probed: true },
+  const engineHere = { env: { DOCKER_HOST: 'unix:///run/corral-test/docker.sock' }, exists: () => false };
+  const noEngine = { env: { PATH: '/usr/bin' }, exists: () => false };
+  const LOCAL_WARNING = /^LOCAL RUNTIME: workers run as host processes/;
+  const WAITING = /^waiting for the Docker engine to answer .*choose --runtime local explicitly$/;
+
+  it.each<{
+    choice: RuntimeChoice;
+    answers: boolean;
+    engineExpected: boolean;
+    runtime: string;
+    probed: boolean;
+    warns: RegExp[];
+    ready?: boolean;
+  }>([
+    { choice: 'auto', answers: true, engineExpected: true, runtime: 'docker', probed: true, warns: [] },
+    // An engine that should be there but is silent is waited for, never replaced by host processes.
     {
       choice: 'auto',
       answers: false,
+      engineExpected: true,
+      runtime: 'docker',
+      probed: true,
+      warns: [WAITING],
+      ready: false,
+    },
+    {
+      choice: 'auto',
+      answers: false,
+      engineExpected: false,
       runtime: 'local',
       probed: true,
-      warns: /no Docker engine answers; using the local runtime/,
+      warns: [LOCAL_WARNING],
     },
-    { choice: 'docker', answers: true, runtime: 'docker', probed: true },
-    { choice: 'local', answers: true, runtime: 'local', probed: false },
-    { choice: 'local', answers: false, runtime: 'local', probed: false },
-    { choice: 'fake', answers: true, runtime: 'fake', probed: false },
+    { choice: 'docker', answers: true, engineExpected: true, runtime: 'docker', probed: true, warns: [] },
+    {
+      choice: 'local',
+      answers: true,
+      engineExpected: true,
+      runtime: 'local',
+      probed: false,
+      warns: [LOCAL_WARNING],
+    },
+    {
+      choice: 'local',
+      answers: false,
+      engineExpected: false,
+      runtime: 'local',
+      probed: false,
+      warns: [LOCAL_WARNING],
+    },
+    { choice: 'fake', answers: true, engineExpected: false, runtime: 'fake', probed: false, warns: [] },
   ])(
-    '--runtime $choice, docker answering: $answers -> $runtime',
-    async ({ choice, answers, runtime, probed, warns }) => {
+    '--runtime $choice, docker answering: $answers, an engine expected: $engineExpected -> $runtime',
+    async ({ choice, answers, engineExpected, runtime, probed, warns, ready = true }) => {
       const { logger, lines } = capturingLogger();
       const docker = engine(answers);
-      const selected = await selectRuntime({ choice, dataDir, logger, simulatedGpus: true, engine: docker });
+      const selected = await selectRuntime({
+        choice,
+        dataDir,
+        logger,
+        simulatedGpus: true,
+        engine: docker,
+        machine: engineExpected ? engineHere : noEngine,
+        uid: 1000,
+      });
       expect(selected.name).toBe(runtime);
+      expect(runtimeReadiness(selected).ready).toBe(ready);
       expect(docker.reachable).toHaveBeenCalledTimes(probed ? 1 : 0);
       const warnings = lines.filter((line) => line.level === 40).map((line) => line.msg);
-      expect(warnings).toEqual(warns ? [expect.stringMatching(warns)] : []);
+      expect(warnings).toEqual(warns.map((w) => expect.stringMatching(w)));
       await selected.close();
+    },
+  );
+
+  it('waits for a silent engine that should be there, and runs Docker once it answers', async () => {
+    const { logger, lines } = capturingLogger();
+    const timers = new ManualTimers();
+    let answers = false;
+    const docker = { ...engine(false), reachable: vi.fn(async () => answers) };
+    const selected = await selectRuntime({
+      choice: 'auto',
+      dataDir,
+      logger,
+      simulatedGpus: true,
+      engine: docker,
+      machine: engineHere,
+      uid: 0,
+      timers,
+    });
+    expect(runtimeReadiness(selected)).toEqual({
+      ready: false,
+      waitingFor: 'the Docker engine at /run/corral-test/docker.sock',
+    });
+    // Nothing runs while waiting: not on the host, not anywhere.
+    await expect(selected.list({})).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await timers.advanceSettling(2_000);
+    expect(runtimeReadiness(selected).ready).toBe(false);
+    answers = true;
+    const ready = runtimeReady(selected);
+    await timers.advanceSettling(2_000);
+    await expect(ready).resolves.toBe(true);
+    expect(runtimeReadiness(selected)).toEqual({ ready: true });
+    expect(lines.filter((l) => l.level === 40)).toHaveLength(1);
+    expect(lines.map((l) => l.msg)).toContain('the Docker engine answers; workers can run');
+    await selected.close();
+  });
+
+  it.each<{ uid: number; allowRoot: boolean; refused: boolean }>([
+    { uid: 0, allowRoot: false, refused: true },
+    { uid: 0, allowRoot: true, refused: false },
+    { uid: 1000, allowRoot: false, refused: false },
+  ])(
+    '--runtime local as uid $uid, allowRoot $allowRoot: refused $refused',
+    async ({ uid, allowRoot, refused }) => {
+      const outcome = await selectRuntime({
+        choice: 'local',
+        dataDir,
+        logger: capturingLogger().logger,
+        simulatedGpus: true,
+        uid,
+        allowRoot,
+      }).catch((e: unknown) => e);
+      if (refused) {
+        expect(outcome).toBeInstanceOf(ConfigError);
+        expect((outcome as Error).message).toMatch(
+          /^refusing the local runtime as root: .*would run as root on this host.*--local-allow-root \(CORRAL_LOCAL_ALLOW_ROOT=1\)/,
+        );
+      } else {
+        expect((outcome as WorkerRuntime).name).toBe('local');
+        await (outcome as WorkerRuntime).close();
+      }
     },
   );
 

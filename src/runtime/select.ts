@@ -1,18 +1,23 @@
 /**
- * `--runtime`: builds the WorkerRuntime it names (docker, local, fake); `auto` takes docker when its engine
- * answers, else local.
+ * `--runtime`: builds the WorkerRuntime it names (docker, local, fake). `auto` takes docker when its engine answers,
+ * waits for it when one should be there (engine-presence.ts) but is silent, and takes local only on a machine with
+ * no engine at all. Local workers are host processes: the runtime warns, and refuses root without `allowRoot`.
  */
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import type { WorkerSandbox } from '../config/config.js';
 import { ConfigError } from '../config/settings.js';
+import { systemTimers, type Timers } from '../service/clock.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
+import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import type { WorkerRuntime } from './types.js';
+import { type Readiness, WaitingRuntime } from './waiting-runtime.js';
 
 export type RuntimeChoice = 'auto' | 'docker' | 'local' | 'fake';
 
@@ -34,6 +39,14 @@ export interface SelectRuntimeOptions {
   engine?: DockerEngine;
   /** How Docker workers are confined; with it, Corral also guards the host (firewall, nosuid storage mounts). */
   sandbox?: WorkerSandbox;
+  /** `--local-allow-root`: the local runtime may run workers as root (they are host processes). */
+  allowRoot?: boolean;
+  /** Corral's user id; default process.getuid(). */
+  uid?: number;
+  /** Where signs of an engine are looked for; default the real environment and filesystem. */
+  machine?: MachineView;
+  /** The wait for a silent engine probes on these; default the system's. */
+  timers?: Timers;
 }
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
@@ -46,11 +59,11 @@ export function defaultDockerEngine(): DockerEngine {
   };
 }
 
-/** Builds the runtime `--runtime` names; `auto` is docker when its socket answers, else local. */
+/** Builds the runtime `--runtime` names; see the file's header for `auto`. */
 export async function selectRuntime(options: SelectRuntimeOptions): Promise<WorkerRuntime> {
   const { choice, logger } = options;
   if (choice === 'fake') return new FakeRuntime({ clock: Date.now });
-  if (choice === 'local') return local(options.dataDir, logger);
+  if (choice === 'local') return local(options);
   const engine = options.engine ?? defaultDockerEngine();
   const { docker } = engine;
   const reachable = await engine.reachable();
@@ -59,13 +72,40 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
       `invalid --runtime (CORRAL_RUNTIME): docker does not answer at ${engineAddress(docker)}`,
     );
   }
-  if (!reachable) {
-    logger.warn(
-      { engine: engineAddress(docker) },
-      'no Docker engine answers; using the local runtime (development only)',
-    );
-    return local(options.dataDir, logger);
+  if (reachable) return dockerRuntime(engine, options);
+  const expected = expectedDockerEngine(options.machine ?? realMachine);
+  if (expected === undefined) {
+    logger.info('no Docker engine on this machine (no DOCKER_HOST, socket or docker binary)');
+    return local(options);
   }
+  const address = engineAddress(docker);
+  logger.warn(
+    { engine: address, because: expected },
+    'waiting for the Docker engine to answer before running workers; to run workers as host processes instead, ' +
+      'choose --runtime local explicitly',
+  );
+  return new WaitingRuntime({
+    waitingFor: `the Docker engine at ${address}`,
+    probe: () => engine.reachable(),
+    build: () => dockerRuntime(engine, options),
+    timers: options.timers ?? systemTimers,
+    onReady: () => logger.info({ engine: address }, 'the Docker engine answers; workers can run'),
+  });
+}
+
+/** What `/healthz` reports: ready unless a Docker engine is still awaited. */
+export function runtimeReadiness(runtime: WorkerRuntime): Readiness {
+  return runtime instanceof WaitingRuntime ? runtime.readiness() : { ready: true };
+}
+
+/** Resolves true once the runtime can run workers (at once, but for an awaited engine), false if closed first. */
+export function runtimeReady(runtime: WorkerRuntime): Promise<boolean> {
+  return runtime instanceof WaitingRuntime ? runtime.whenReady() : Promise.resolve(true);
+}
+
+async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions): Promise<WorkerRuntime> {
+  const { docker } = engine;
+  const { logger } = options;
   const limits = engineLimits(await engine.info().catch((): DockerInfo => ({})));
   logger.info(
     {
@@ -108,6 +148,27 @@ async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger
   return { sandbox, hostGuard };
 }
 
-function local(dataDir: string, logger: Logger): WorkerRuntime {
-  return new LocalRuntime({ stateDir: join(dataDir, 'local-runtime'), logger });
+/** The local runtime: refused as root without `allowRoot`, and loud about what it is. */
+function local(options: SelectRuntimeOptions): WorkerRuntime {
+  const uid = options.uid ?? process.getuid?.() ?? -1;
+  if (uid === 0 && !options.allowRoot) {
+    throw new ConfigError(
+      'refusing the local runtime as root: its workers are host processes and would run as root on this host; ' +
+        'run corral as another user, use Docker, or pass --local-allow-root (CORRAL_LOCAL_ALLOW_ROOT=1) to accept it',
+    );
+  }
+  options.logger.warn(
+    { runtime: 'local', user: userName(), uid, asRoot: uid === 0 },
+    'LOCAL RUNTIME: workers run as host processes with the rights of this user, with no isolation from the host ' +
+      'or from each other; single-tenant: only admin keys may create endpoints',
+  );
+  return new LocalRuntime({ stateDir: join(options.dataDir, 'local-runtime'), logger: options.logger });
+}
+
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }

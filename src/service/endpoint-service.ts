@@ -47,6 +47,11 @@ export interface EndpointServiceOptions {
    * (docs/api.md, Private images); absent: every image is accepted here and only the pull decides.
    */
   imageAccess?: ImageAccessCheck;
+  /**
+   * Workers run as host processes (the local runtime): only admin keys may create or change endpoints, since a
+   * command given by anyone else would run with Corral's own rights.
+   */
+  singleTenant?: boolean;
 }
 
 const WAITING: StateReport<EndpointState> = { state: 'deploying', error: '', message: 'waiting for workers' };
@@ -60,6 +65,7 @@ export class EndpointService {
   }
 
   async create(principal: Principal, patch: SpecPatch): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'create');
     const { store, catalog, clock, ids } = this.#o;
     const id = ids.endpoint();
     const spec = createSpec(id, catalog.limits(), patch);
@@ -96,6 +102,7 @@ export class EndpointService {
   }
 
   async update(principal: Principal, id: string, patch: SpecPatch): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'update');
     const current = await this.get(principal, id);
     const catalog = await this.#catalogFor(principal, patch.image?.authId ?? current.spec.image.authId);
     const image = applyPatch(current.spec, patch).image;
@@ -146,6 +153,7 @@ export class EndpointService {
   }
 
   async start(principal: Principal, id: string): Promise<Endpoint> {
+    this.#refuseOnSingleTenant(principal, 'start');
     return this.#mutate(principal, id, 'endpoint.start', (endpoint, now) =>
       endpoint.desired === 'running'
         ? { next: endpoint, events: [] }
@@ -198,6 +206,7 @@ export class EndpointService {
       networkStorages: catalog.networkStorages,
       forbiddenStorages: forbiddenStorages(catalog.storageOwners, principal.ownerId),
       credentialIds: new Set(credentials ? [credentials.id] : []),
+      secretNames: await store.secrets.names(principal.ownerId),
     };
   }
 
@@ -217,6 +226,15 @@ export class EndpointService {
         cause: verdict.cause,
       });
     }
+  }
+
+  #refuseOnSingleTenant(principal: Principal, operation: string): void {
+    if (!this.#o.singleTenant || principal.admin) return;
+    throw new ApiError(
+      'RUNTIME_SINGLE_TENANT',
+      `this server runs workers as host processes (the local runtime); only an admin key may ${operation} endpoints`,
+      { runtime: 'local' },
+    );
   }
 
   #validate(spec: Endpoint['spec'], catalog: ValidationCatalog): void {

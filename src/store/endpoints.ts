@@ -4,6 +4,7 @@
  */
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { DesiredRun, Endpoint, EndpointSpec, EndpointState, StateReport } from '../domain/endpoint.js';
+import { secretReferences } from '../domain/secret-refs.js';
 import { type AuditEntry, insertAudit } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
 import { StoreError } from './errors.js';
@@ -156,6 +157,20 @@ export class EndpointRepository {
       .where('spec', 'like', `%${JSON.stringify(authId).slice(1, -1)}%`)
       .execute();
     return rows.filter((r) => (JSON.parse(r.spec) as EndpointSpec).image.authId === authId).map((r) => r.id);
+  }
+
+  /** The owner's live endpoints whose env values reference the secret (`{{ CORRAL_SECRET_name }}`). */
+  async idsUsingSecret(ownerId: string, name: string): Promise<string[]> {
+    const rows = await this.#live(this.#connection.db)
+      .select(['id', 'spec'])
+      .where('owner_id', '=', ownerId)
+      .where('spec', 'like', `%CORRAL_SECRET_${name}%`)
+      .execute();
+    return rows
+      .filter((r) =>
+        (JSON.parse(r.spec) as EndpointSpec).env.some((e) => secretReferences(e.value).includes(name)),
+      )
+      .map((r) => r.id);
   }
 
   /** Every live endpoint of every owner (the controller's view). */

@@ -46,6 +46,15 @@ export function connectDatabase(options: StoreLocation): DatabaseConnection {
   );
 }
 
+/** The SQLite database's file, where the location names one (not PostgreSQL, not `sqlite::memory:`). */
+export function sqliteFileOf(options: StoreLocation): string | undefined {
+  const url = options.databaseUrl;
+  if (url === undefined || url === '') return join(options.dataDir, 'corral.db');
+  if (!url.startsWith('sqlite:')) return undefined;
+  const path = url.slice('sqlite:'.length);
+  return path === ':memory:' || path === '' ? undefined : path;
+}
+
 /** Connects, checks that the database answers (DatabaseUnreachableError if not), and migrates. */
 export async function openStore(options: StoreLocation): Promise<Store> {
   const store = new Store({ connection: reachableConnection(options) });

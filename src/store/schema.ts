@@ -101,6 +101,15 @@ export interface InvokeKeysTable {
   revoked_at: number | null;
 }
 
+/** Owners' secrets; `secret` is the value sealed with the server's key. */
+export interface SecretsTable {
+  owner_id: string;
+  name: string;
+  secret: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   installation: InstallationTable;
   workers: WorkersTable;
@@ -111,6 +120,7 @@ export interface Database {
   registry_credentials: RegistryCredentialsTable;
   audit_log: AuditLogTable;
   invoke_keys: InvokeKeysTable;
+  secrets: SecretsTable;
 }
 
 export type DialectName = 'sqlite' | 'postgres';

@@ -9,6 +9,7 @@ import { EventRepository } from './events.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
 import { migrateToLatest } from './migrations/index.js';
+import { SecretRepository } from './secrets.js';
 import { WorkerRepository } from './workers.js';
 
 /** Every repository over one database connection. */
@@ -21,6 +22,7 @@ export class Store {
   readonly workers: WorkerRepository;
   readonly installation: InstallationRepository;
   readonly invokeKeys: InvokeKeyRepository;
+  readonly secrets: SecretRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -35,6 +37,7 @@ export class Store {
     this.workers = new WorkerRepository({ db });
     this.installation = new InstallationRepository({ db });
     this.invokeKeys = new InvokeKeyRepository({ db });
+    this.secrets = new SecretRepository({ db });
   }
 
   get dialect() {

@@ -41,6 +41,8 @@ export async function createTestApi(
     traffic?: TrafficSource;
     /** Whether an owner may run an image (none: every image is accepted, as without a Docker runtime). */
     imageAccess?: ImageAccessCheck;
+    /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
+    singleTenant?: boolean;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests; only a suite that configures a rate limit gets one.
@@ -67,6 +69,7 @@ export async function createTestApi(
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
+    ...(options.singleTenant ? { singleTenant: true } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

@@ -10,7 +10,8 @@ import type { AppOptions } from '../app.js';
 
 /** Liveness and the OpenAPI document for anyone; Prometheus metrics for admins and the scrape token. */
 export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  // Always 200 while the process lives; `ready` is false while workers cannot run yet (an awaited Docker engine).
+  app.get('/healthz', async () => ({ status: 'ok', ...(o.readiness?.() ?? { ready: true }) }));
   app.get('/openapi.json', async (request) =>
     openApiDocument({ serverUrl: `${request.protocol}://${request.host}` }),
   );

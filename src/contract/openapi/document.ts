@@ -27,6 +27,7 @@ export function openApiDocument(options: { serverUrl: string }): object {
         name: 'Invoke keys',
         description: "Keys that call one endpoint's URL and nothing else (Corral extension).",
       },
+      { name: 'Secrets', description: 'Values for {{ CORRAL_SECRET_name }} in env values; never returned.' },
       { name: 'System', description: 'Unauthenticated.' },
     ],
     paths: paths(),

@@ -36,6 +36,7 @@ const VALIDATION: ApiErrorReason[] = [
   'UNKNOWN_STORAGE',
   'CLUSTER_MISMATCH',
   'STORAGE_NOT_ALLOWED',
+  'UNKNOWN_SECRET',
 ];
 
 const queryParameter = (name: string, description: string, schema: Schema, required = false): Schema => ({
@@ -119,7 +120,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'CreateEndpointRequest',
       response: json('IdResponse', 'The id of the new endpoint.'),
-      errors: [...VALIDATION, 'APP_NAME_TAKEN'],
+      errors: [...VALIDATION, 'APP_NAME_TAKEN', 'RUNTIME_SINGLE_TENANT'],
     },
     {
       method: 'post',
@@ -132,7 +133,13 @@ function operations(): Operation[] {
       auth: true,
       body: 'UpdateEndpointRequest',
       response: json('EndpointResponse', 'The endpoint after the update.'),
-      errors: [...VALIDATION, 'ENDPOINT_NOT_FOUND', 'APP_NAME_TAKEN', 'CONCURRENT_UPDATE'],
+      errors: [
+        ...VALIDATION,
+        'ENDPOINT_NOT_FOUND',
+        'APP_NAME_TAKEN',
+        'CONCURRENT_UPDATE',
+        'RUNTIME_SINGLE_TENANT',
+      ],
     },
     lifecycle(
       'delete',
@@ -317,6 +324,40 @@ function operations(): Operation[] {
       body: 'DeleteInvokeKeyRequest',
       response: json('Empty', 'Revoked.'),
       errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'INVOKE_KEY_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: v1('/secret/save'),
+      operationId: 'saveSecret',
+      summary: 'Save a secret',
+      description:
+        'Creates or replaces a secret. Env values reference it as {{ CORRAL_SECRET_name }}; it is resolved when a ' +
+        'worker starts, so workers started after a replace get the new value.',
+      tag: 'Secrets',
+      auth: true,
+      body: 'SaveSecretRequest',
+      response: json('SavedSecret', 'Saved.'),
+      errors: ['INVALID_FIELD'],
+    },
+    {
+      method: 'get',
+      path: v1('/secrets'),
+      operationId: 'listSecrets',
+      summary: 'List secrets',
+      tag: 'Secrets',
+      auth: true,
+      response: json('SecretList', 'Your secrets by name, without values.'),
+    },
+    {
+      method: 'post',
+      path: v1('/secret/delete'),
+      operationId: 'deleteSecret',
+      summary: 'Delete a secret',
+      tag: 'Secrets',
+      auth: true,
+      body: 'SecretNameRequest',
+      response: json('Empty', 'Deleted.'),
+      errors: ['INVALID_FIELD', 'SECRET_NOT_FOUND', 'SECRET_IN_USE'],
     },
     {
       method: 'get',

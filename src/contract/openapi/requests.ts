@@ -76,5 +76,12 @@ export function requestSchemas(): Record<string, Schema> {
       { required: ['id'] },
     ),
     DeleteInvokeKeyRequest: object({ id: str('The endpoint id.'), keyId: str('The invoke key id.') }),
+    SaveSecretRequest: object({
+      name: str('Letters, digits, _ and -, 1-64 characters; referenced as {{ CORRAL_SECRET_name }}.', {
+        pattern: '^[A-Za-z0-9_-]{1,64}$',
+      }),
+      value: str('Stored encrypted; never returned.', { minLength: 1, maxLength: 32768 }),
+    }),
+    SecretNameRequest: object({ name: str() }),
   };
 }

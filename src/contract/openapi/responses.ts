@@ -218,6 +218,19 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
+    SavedSecret: object({
+      name: str(),
+      replaced: bool('True when a secret of that name existed and its value was replaced.'),
+    }),
+    Secret: object(
+      {
+        name: str('Referenced as {{ CORRAL_SECRET_name }} in env values.'),
+        createdAt: str(undefined, { format: 'date-time' }),
+        updatedAt: str(undefined, { format: 'date-time' }),
+      },
+      { description: 'A saved secret; its value is never returned.' },
+    ),
+    SecretList: object({ secrets: arrayOf(ref('Secret')) }),
     Event: object({
       id: int('Increasing; pass the last one as `after` to read on.'),
       at: str(undefined, { format: 'date-time' }),
@@ -246,7 +259,14 @@ export function responseSchemas(): Record<string, Schema> {
       events: arrayOf(ref('Event'), 'Oldest first.'),
       next: int('The id to pass as `after` for the next page (the last id, or `after` if none).'),
     }),
-    Health: object({ status: str(undefined, { const: 'ok' }) }),
+    Health: object(
+      {
+        status: str(undefined, { const: 'ok' }),
+        ready: bool('False while workers cannot run yet: corral serve waits for a Docker engine to answer.'),
+        waitingFor: str('What corral serve waits for, while not ready.'),
+      },
+      { optional: ['waitingFor'] },
+    ),
     Error: object(
       {
         code: int('The HTTP status code.'),

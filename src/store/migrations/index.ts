@@ -7,6 +7,7 @@ import * as endpointCounts from './0003-endpoint-counts.js';
 import * as workerDrain from './0004-worker-drain.js';
 import * as invokeKeys from './0005-invoke-keys.js';
 import * as installation from './0007-installation.js';
+import * as secrets from './0006-secrets.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0004-worker-drain': (db) => workerDrain.up(db),
   '0005-invoke-keys': (db) => invokeKeys.up(db),
   '0007-installation': (db) => installation.up(db),
+  '0006-secrets': (db) => secrets.up(db),
 };
 
 export async function migrateToLatest(

@@ -1,0 +1,104 @@
+/**
+ * Owners' secrets: values sealed at rest with the server's key (as registry passwords are), never in an answer or a
+ * log, opened only to start a worker whose env references them (`{{ CORRAL_SECRET_name }}`). A secret an endpoint
+ * still references cannot be deleted.
+ */
+import type { SecretBox } from '../crypto/secret-box.js';
+import {
+  MAX_SECRET_VALUE_LENGTH,
+  resolveSecretReferences,
+  SECRET_NAME,
+  secretReferences,
+} from '../domain/secret-refs.js';
+import { ApiError } from '../errors/api-catalogue.js';
+import type { SecretSummary } from '../store/secrets.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from './clock.js';
+import type { Principal } from './principal.js';
+
+export interface SecretInput {
+  name: string;
+  value: string;
+}
+
+export class SecretService {
+  readonly #o: { store: Store; secrets: SecretBox; clock: Clock };
+
+  constructor(options: { store: Store; secrets: SecretBox; clock: Clock }) {
+    this.#o = options;
+  }
+
+  /** Creates the secret or replaces its value; workers started from then on get the new value. */
+  async save(principal: Principal, input: SecretInput): Promise<{ name: string; replaced: boolean }> {
+    checkName(input.name);
+    if (input.value === '' || input.value.length > MAX_SECRET_VALUE_LENGTH) {
+      throw new ApiError(
+        'INVALID_FIELD',
+        `value must be a non-empty string of at most ${MAX_SECRET_VALUE_LENGTH} characters`,
+        { field: 'value' },
+      );
+    }
+    const { store, secrets, clock } = this.#o;
+    const at = clock();
+    const replaced = await store.secrets.put(
+      {
+        ownerId: principal.ownerId,
+        name: input.name,
+        encryptedValue: secrets.seal(input.value),
+        createdAt: at,
+        updatedAt: at,
+      },
+      { at, ownerId: principal.ownerId, actor: principal.keyId, action: 'secret.save', targetId: input.name },
+    );
+    return { name: input.name, replaced };
+  }
+
+  list(principal: Principal): Promise<SecretSummary[]> {
+    return this.#o.store.secrets.list(principal.ownerId);
+  }
+
+  async delete(principal: Principal, name: string): Promise<void> {
+    checkName(name);
+    const { store, clock } = this.#o;
+    const users = await store.endpoints.idsUsingSecret(principal.ownerId, name);
+    if (users.length > 0) {
+      throw new ApiError(
+        'SECRET_IN_USE',
+        `secret "${name}" is referenced by the envs of ${users.length} endpoint(s); change them first`,
+        { name, endpoints: users },
+      );
+    }
+    const audit = {
+      at: clock(),
+      ownerId: principal.ownerId,
+      actor: principal.keyId,
+      action: 'secret.delete',
+      targetId: name,
+    };
+    if (!(await store.secrets.delete(principal.ownerId, name, audit))) {
+      throw new ApiError('SECRET_NOT_FOUND', `you have no secret named "${name}"`, { name });
+    }
+  }
+
+  /**
+   * The env a worker starts with: every `{{ CORRAL_SECRET_name }}` replaced by the owner's value. Throws
+   * MissingSecretError (env and secret named, no value) when one is gone. Only the controller calls this.
+   */
+  async resolveEnv(ownerId: string, env: Readonly<Record<string, string>>): Promise<Record<string, string>> {
+    const names = [...new Set(Object.values(env).flatMap(secretReferences))];
+    if (names.length === 0) return { ...env };
+    const sealed = await this.#o.store.secrets.sealed(ownerId, names);
+    const values = new Map([...sealed].map(([name, value]) => [name, this.#o.secrets.open(value)]));
+    return resolveSecretReferences(env, values);
+  }
+}
+
+function checkName(name: string): void {
+  if (!SECRET_NAME.test(name)) {
+    throw new ApiError(
+      'INVALID_FIELD',
+      'name must be 1-64 letters, digits, "_" or "-" (it is referenced as {{ CORRAL_SECRET_name }})',
+      { field: 'name' },
+    );
+  }
+}
