@@ -27,6 +27,7 @@ import { ControllerMetrics } from './controller/metrics.js';
 import { whyNeverPlaceable } from './controller/placement.js';
 import { RoutingTable } from './controller/routing-table.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
+import { quotaFor } from './domain/quota.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
 import { WorkerPools } from './gateway/pools.js';
@@ -41,6 +42,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService } from './service/endpoint-service.js';
 import { randomIds } from './service/ids.js';
+import { QuotaService } from './service/quota-service.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/store.js';
 
@@ -77,6 +79,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     productIds: () => new Set(products().map((p) => p.id)),
     networkStorages,
   };
+  // Quotas not configured follow the GPU inventory (half of it for minNum, four times it for maxNum).
+  const quotas = new QuotaService({
+    store,
+    quotaFor: (ownerId) => quotaFor(ownerId, gpus.length, config.quotas),
+  });
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
@@ -87,9 +94,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       clock,
       ids: randomIds,
       toValidationError: validationError,
+      quotas,
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
     }),
-    credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
+    credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
+    quotas,
     events: store.events,
     workers: store.workers,
     ...(parts.insight ? { insight: parts.insight } : {}),
@@ -103,6 +112,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    specBodyLimitBytes: config.specBodyLimitBytes,
   });
 }
 

@@ -17,6 +17,7 @@ import type { Product } from '../gpu/products.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { Principal } from '../service/principal.js';
+import type { QuotaService } from '../service/quota-service.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
@@ -27,6 +28,7 @@ import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
+import { registerQuotaRoute } from './routes/quota.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
 import { registerWorkerRoutes } from './routes/workers.js';
@@ -57,6 +59,10 @@ export interface AppOptions {
   links: EndpointLinks;
   metrics: ApiMetrics;
   bodyLimitBytes: number;
+  /** The largest create or update body (smaller than bodyLimitBytes): refused by its Content-Length unread. */
+  specBodyLimitBytes?: number;
+  /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
+  quotas?: QuotaService;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -70,7 +76,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   acceptJsonWhateverTheContentType(app);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const answer = toApiError(error);
+    const answer = toApiError(error, request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
     if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
     if (answer.code === 'RATE_LIMITED')
       reply.header('Retry-After', String(answer.metadata.retryAfterSeconds));
@@ -116,6 +122,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerWorkerRoutes(api, options);
       registerCredentialRoutes(api, options);
       registerCatalogRoutes(api, options);
+      if (options.quotas) registerQuotaRoute(api, options.quotas);
     },
     { prefix: API_PREFIX },
   );
@@ -163,10 +170,15 @@ function lingers(contentLength: string | undefined, limitBytes: number): boolean
 /** How far past the body limit a declared body is still read (and discarded) so that its 413 is read. */
 const LINGER_BODY_FACTOR = 16;
 
-function toApiError(error: FastifyError): ApiError {
+/** `limitBytes`: the body limit of the route asked for (create and update have a smaller one). */
+function toApiError(error: FastifyError, limitBytes: number): ApiError {
   if (error instanceof ApiError) return error;
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new ApiError('BODY_TOO_LARGE', 'the body is larger than this server accepts');
+    return new ApiError(
+      'BODY_TOO_LARGE',
+      `the body is larger than this server accepts here (${limitBytes} bytes)`,
+      { limitBytes },
+    );
   }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return new ApiError('INVALID_FIELD', error.message);

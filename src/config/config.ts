@@ -6,8 +6,9 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
+import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
-import { parseConfigFile } from './file.js';
+import { type ConfigFile, parseConfigFile } from './file.js';
 import {
   ConfigError,
   type HostPort,
@@ -38,6 +39,10 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   networkStorages: NetworkStorage[];
   rateLimit: RateLimit;
   bodyLimitBytes: number;
+  /** The largest create or update body (at most bodyLimitBytes). */
+  specBodyLimitBytes: number;
+  /** Configured quotas; what is not configured comes from the GPU inventory (domain/quota.ts defaultQuota). */
+  quotas: QuotaSettings;
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number };
   /** memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: no limit. */
   workers: { memoryGBPerGpu: number | undefined };
@@ -52,6 +57,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+/** A create or update body: room for 100 environment variables of 500 bytes and the rest of a spec, many times over. */
+export const DEFAULT_SPEC_BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface ConfigSources {
   flags: Partial<Record<ServeSettingName, string>>;
@@ -66,6 +73,14 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = applyWireLimits({ ...structuredClone(DEFAULT_LIMITS), cudaVersions: [] }, file.limits ?? {});
   checkLimits(limits);
   const { cudaVersions: _derivedFromInventory, ...rangeLimits } = limits;
+  const bodyLimitBytes = file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const specBodyLimitBytes =
+    file.specBodyLimitBytes ?? Math.min(DEFAULT_SPEC_BODY_LIMIT_BYTES, bodyLimitBytes);
+  if (specBodyLimitBytes > bodyLimitBytes) {
+    throw new ConfigError(
+      `config file: specBodyLimitBytes (${specBodyLimitBytes}) is above bodyLimitBytes (${bodyLimitBytes})`,
+    );
+  }
   return {
     ...settings,
     dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
@@ -79,7 +94,9 @@ export function loadConfig(sources: ConfigSources): Config {
       hostPath: s.hostPath,
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
-    bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    bodyLimitBytes,
+    specBodyLimitBytes,
+    quotas: quotaSettings(file.quotas),
     gateway: {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
@@ -92,6 +109,20 @@ export function loadConfig(sources: ConfigSources): Config {
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
     },
     workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu },
+  };
+}
+
+function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
+  const values = (configured: Partial<Record<keyof Quota, number | 'unlimited'>>): Partial<Quota> =>
+    Object.fromEntries(
+      Object.entries(configured)
+        .filter(([, value]) => value !== undefined)
+        .map(([name, value]) => [name, value === 'unlimited' ? UNLIMITED : value]),
+    );
+  const { owners = {}, ...defaults } = file ?? {};
+  return {
+    defaults: values(defaults),
+    owners: Object.fromEntries(Object.entries(owners).map(([owner, quota]) => [owner, values(quota)])),
   };
 }
 

@@ -52,7 +52,10 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
   });
 
-  api.post('/endpoint/create', async (request) => {
+  // A spec has its own, smaller limit: Fastify refuses a larger declared body before reading or parsing it.
+  const spec = o.specBodyLimitBytes === undefined ? {} : { bodyLimit: o.specBodyLimitBytes };
+
+  api.post('/endpoint/create', spec, async (request) => {
     const parsed = parseCreateBody(request.body, inputDefaults());
     if (!parsed.ok) throw validationError(parsed.issues, unchanged);
     const endpoint = await o.endpoints.create(request.principal, parsed.value);
@@ -60,7 +63,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     return { id: endpoint.id };
   });
 
-  api.post('/endpoint/update', async (request) => {
+  api.post('/endpoint/update', spec, async (request) => {
     const parsed = parseUpdateBody(request.body, inputDefaults());
     if (!parsed.ok) throw validationError(parsed.issues, unchanged);
     const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);

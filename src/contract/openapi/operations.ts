@@ -116,7 +116,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'CreateEndpointRequest',
       response: json('IdResponse', 'The id of the new endpoint.'),
-      errors: [...VALIDATION, 'APP_NAME_TAKEN'],
+      errors: [...VALIDATION, 'APP_NAME_TAKEN', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'post',
@@ -129,7 +129,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'UpdateEndpointRequest',
       response: json('EndpointResponse', 'The endpoint after the update.'),
-      errors: [...VALIDATION, 'ENDPOINT_NOT_FOUND', 'APP_NAME_TAKEN', 'CONCURRENT_UPDATE'],
+      errors: [...VALIDATION, 'ENDPOINT_NOT_FOUND', 'APP_NAME_TAKEN', 'CONCURRENT_UPDATE', 'QUOTA_EXCEEDED'],
     },
     lifecycle(
       'delete',
@@ -226,6 +226,17 @@ function operations(): Operation[] {
     },
     {
       method: 'get',
+      path: v1('/quota'),
+      operationId: 'getQuota',
+      summary: 'Get your quotas and what you use of each',
+      description:
+        "Corral's own. Create, update and registry credential saves past a quota answer 403 QUOTA_EXCEEDED.",
+      tag: 'Catalog',
+      auth: true,
+      response: json('QuotaReport', 'Your quotas and your use now.'),
+    },
+    {
+      method: 'get',
       path: v1('/products'),
       operationId: 'listProducts',
       summary: 'List GPU products',
@@ -243,7 +254,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'SaveCredentialsRequest',
       response: json('IdResponse', 'The id of the saved credentials.'),
-      errors: ['INVALID_FIELD'],
+      errors: ['INVALID_FIELD', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'get',
