@@ -23,7 +23,7 @@ import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
-import type { RateLimiter } from './rate-limit.js';
+import { type RateLimiter, requestCost } from './rate-limit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
@@ -109,7 +109,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           request.headers.authorization,
           headerValue(request.headers['x-corral-owner']),
         );
-        const decision = options.rateLimiter.take(principal.keyId);
+        const decision = options.rateLimiter.take(
+          principal.keyId,
+          requestCost(
+            headerValue(request.headers['content-length']),
+            request.routeOptions.bodyLimit ?? options.bodyLimitBytes,
+          ),
+        );
         if (!decision.allowed) {
           throw new ApiError('RATE_LIMITED', `too many requests; retry in ${decision.retryAfterSeconds} s`, {
             retryAfterSeconds: decision.retryAfterSeconds,

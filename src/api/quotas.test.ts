@@ -264,6 +264,30 @@ describe.each(storeTargets())('spec sizes on $name', (target) => {
     expect(response.status, JSON.stringify(response.body)).toBe(200);
   });
 
+  it('charges the rate limit one more request per 16 KiB of body it parses', async () => {
+    const opened = await target.open();
+    dispose = opened.dispose;
+    api = await createTestApi(opened.store, {
+      configText: 'rateLimit: { requestsPerSecond: 1, burst: 10 }\n',
+    });
+    // 100,000 bytes: 1 + 6 tokens.
+    const large = { id: 'nope', padding: 'x'.repeat(100_000) };
+    expect((await api.call('POST', 'endpoint/stop', large)).status).toBe(404);
+    const throttled = await api.call('POST', 'endpoint/stop', large);
+    expect(throttled.status).toBe(429);
+    expect(throttled.body.reason).toBe('RATE_LIMITED');
+    // The 3 tokens left still serve small requests, and a body over the limit costs one: it is refused unread.
+    const oversized = await api.call(
+      'POST',
+      'endpoint/create',
+      originalClientCreateBody({ envs: envs(20_000) }),
+    );
+    expect(oversized.status).toBe(413);
+    expect((await api.call('GET', 'endpoints')).status).toBe(200);
+    expect((await api.call('GET', 'endpoints')).status).toBe(200);
+    expect((await api.call('GET', 'endpoints')).status).toBe(429);
+  });
+
   it('refuses a create or update body over 64 KiB with a 413 saying the limit, other routes keep 1 MiB', async () => {
     await open();
     // The flood: 20,000 envs, about 0.6 MB.
