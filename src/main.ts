@@ -12,6 +12,7 @@ import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
+import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter } from './api/rate-limit.js';
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
@@ -88,6 +89,8 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     logger,
     authenticator: new Authenticator({ store, clock }),
     rateLimiter: new RateLimiter({ ...config.rateLimit, clock }),
+    // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
+    writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
     endpoints: new EndpointService({
       store,
       catalog,

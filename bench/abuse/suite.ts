@@ -120,7 +120,7 @@ async function runConfiguration(configText: string): Promise<void> {
         IDLE_BOUNDS,
         () => client.send('GET', `${PREFIX}/endpoints?pageSize=${B_ENDPOINTS}&pageNum=0`, { token: keyB }),
         (answer) => {
-          if (answer.status !== 200) return `status ${answer.status}`;
+          if (answer.status !== 200) return `status ${answer.status}: ${answer.body.slice(0, 200)}`;
           const total = (JSON.parse(answer.body) as { total: number }).total;
           return total === B_ENDPOINTS ? undefined : `total ${total}, not ${B_ENDPOINTS}`;
         },

@@ -23,6 +23,7 @@ import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
+import type { OwnerWriteGate } from './owner-write-gate.js';
 import { type RateLimiter, requestCost } from './rate-limit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
@@ -61,6 +62,8 @@ export interface AppOptions {
   bodyLimitBytes: number;
   /** The largest create or update body (smaller than bodyLimitBytes): refused by its Content-Length unread. */
   specBodyLimitBytes?: number;
+  /** One owner's creates and updates one at a time; absent: no such turn-taking. */
+  writeGate?: OwnerWriteGate;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
 }
