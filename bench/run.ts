@@ -12,6 +12,7 @@ const SUITES: Record<string, Suite> = {
   gateway: async () => (await import('./gateway/suite.js')).runGatewayBench(),
   controller: async () => (await import('./controller/suite.js')).runControllerBench(),
   memory: async () => (await import('./memory.js')).runMemoryBench(),
+  abuse: async () => (await import('./abuse/suite.js')).runAbuseBench(),
 };
 
 async function main(): Promise<void> {

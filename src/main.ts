@@ -12,6 +12,7 @@ import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
+import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter } from './api/rate-limit.js';
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
@@ -29,6 +30,7 @@ import { whyNeverPlaceable } from './controller/placement.js';
 import { RoutingTable } from './controller/routing-table.js';
 import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
+import { quotaFor } from './domain/quota.js';
 import { Gateway } from './gateway/gateway.js';
 import { GatewayMetrics } from './gateway/metrics.js';
 import { WorkerPools } from './gateway/pools.js';
@@ -47,6 +49,7 @@ import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { newInstallationId, randomIds } from './service/ids.js';
 import { InvokeKeyService } from './service/invoke-key-service.js';
+import { QuotaService } from './service/quota-service.js';
 import { SecretService } from './service/secret-service.js';
 import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { WorkerService } from './service/worker-service.js';
@@ -94,21 +97,30 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     networkStorages,
     storageOwners,
   };
+  // Quotas not configured follow the GPU inventory (half of it for minNum, four times it for maxNum).
+  const quotas = new QuotaService({
+    store,
+    quotaFor: (ownerId) => quotaFor(ownerId, gpus.length, config.quotas),
+  });
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
     rateLimiter: new RateLimiter({ ...config.rateLimit, clock }),
+    // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
+    writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
     endpoints: new EndpointService({
       store,
       catalog,
       clock,
       ids: randomIds,
       toValidationError: validationError,
+      quotas,
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
       ...(parts.singleTenant ? { singleTenant: true } : {}),
     }),
-    credentials: new CredentialService({ store, clock, ids: randomIds, secrets }),
+    credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
+    quotas,
     invokeKeys: new InvokeKeyService({ store, clock }),
     ownerSecrets: new SecretService({ store, clock, secrets }),
     events: store.events,
@@ -131,6 +143,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     bodyLimitBytes: config.bodyLimitBytes,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
+    specBodyLimitBytes: config.specBodyLimitBytes,
   });
 }
 

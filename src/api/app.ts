@@ -18,19 +18,22 @@ import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Principal } from '../service/principal.js';
-import type { WorkerService } from '../service/worker-service.js';
+import type { QuotaService } from '../service/quota-service.js';
 import type { SecretService } from '../service/secret-service.js';
+import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { OwnerWriteGate } from './owner-write-gate.js';
+import { type RateLimiter, requestCost } from './rate-limit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
+import { registerQuotaRoute } from './routes/quota.js';
 import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
 import type { WorkerInsight } from './routes/workers.js';
@@ -72,6 +75,12 @@ export interface AppOptions {
   ownerSecrets?: SecretService;
   /** Whether workers can run now (false while an awaited Docker engine is silent); `/healthz` says it. */
   readiness?: () => { ready: boolean; waitingFor?: string };
+  /** The largest create or update body (smaller than bodyLimitBytes): refused by its Content-Length unread. */
+  specBodyLimitBytes?: number;
+  /** One owner's creates and updates one at a time; absent: no such turn-taking. */
+  writeGate?: OwnerWriteGate;
+  /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
+  quotas?: QuotaService;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -85,7 +94,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   acceptJsonWhateverTheContentType(app);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const answer = toApiError(error);
+    const answer = toApiError(error, request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
     if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
     // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
     if (answer.status === 401) reply.header('WWW-Authenticate', 'Bearer');
@@ -120,7 +129,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           request.headers.authorization,
           headerValue(request.headers['x-corral-owner']),
         );
-        const decision = options.rateLimiter.take(principal.keyId);
+        const decision = options.rateLimiter.take(
+          principal.keyId,
+          requestCost(
+            headerValue(request.headers['content-length']),
+            request.routeOptions.bodyLimit ?? options.bodyLimitBytes,
+          ),
+        );
         if (!decision.allowed) {
           throw new ApiError('RATE_LIMITED', `too many requests; retry in ${decision.retryAfterSeconds} s`, {
             retryAfterSeconds: decision.retryAfterSeconds,
@@ -135,6 +150,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerSecretRoutes(api, options);
       registerCatalogRoutes(api, options);
       registerInvokeKeyRoutes(api, options);
+      if (options.quotas) registerQuotaRoute(api, options.quotas);
     },
     { prefix: API_PREFIX },
   );
@@ -182,10 +198,15 @@ function lingers(contentLength: string | undefined, limitBytes: number): boolean
 /** How far past the body limit a declared body is still read (and discarded) so that its 413 is read. */
 const LINGER_BODY_FACTOR = 16;
 
-function toApiError(error: FastifyError): ApiError {
+/** `limitBytes`: the body limit of the route asked for (create and update have a smaller one). */
+function toApiError(error: FastifyError, limitBytes: number): ApiError {
   if (error instanceof ApiError) return error;
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new ApiError('BODY_TOO_LARGE', 'the body is larger than this server accepts');
+    return new ApiError(
+      'BODY_TOO_LARGE',
+      `the body is larger than this server accepts here (${limitBytes} bytes)`,
+      { limitBytes },
+    );
   }
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return new ApiError('INVALID_FIELD', error.message);

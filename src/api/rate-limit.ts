@@ -1,6 +1,8 @@
 /**
  * The API's rate limit: a token bucket per API key, in this process's memory (each API replica limits on its
- * own), on an injected clock.
+ * own), on an injected clock. A request costs one token plus one per 16 KiB of body it declares and will have
+ * parsed, so that a key sending large bodies is slowed down by what it makes the server parse, not only by how
+ * often; a body over the route's limit costs one, since it is refused unread (413).
  */
 import type { Clock } from '../service/clock.js';
 
@@ -19,20 +21,22 @@ export class RateLimiter {
     this.#o = options;
   }
 
-  take(key: string): RateDecision {
+  /** Takes `cost` tokens (at most the burst, so that no request is refused for ever). */
+  take(key: string, cost = 1): RateDecision {
     const { requestsPerSecond, burst, clock } = this.#o;
+    const need = Math.min(cost, burst);
     const now = clock();
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * requestsPerSecond);
     bucket.at = now;
     this.#remember(key, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+    if (bucket.tokens >= need) {
+      bucket.tokens -= need;
       return { allowed: true, retryAfterSeconds: 0 };
     }
     return {
       allowed: false,
-      retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / requestsPerSecond)),
+      retryAfterSeconds: Math.max(1, Math.ceil((need - bucket.tokens) / requestsPerSecond)),
     };
   }
 
@@ -45,4 +49,18 @@ export class RateLimiter {
       if (oldest !== undefined) this.#buckets.delete(oldest);
     }
   }
+}
+
+/** Each this many bytes of declared body cost one more token. */
+export const BYTES_PER_TOKEN = 16 * 1024;
+
+/**
+ * What a request costs: one token, plus one per 16 KiB of the body its Content-Length declares when that body is
+ * within `limitBytes` (the route's body limit) and so will be parsed.
+ */
+export function requestCost(contentLength: string | undefined, limitBytes: number): number {
+  const declared = Number(contentLength);
+  return Number.isFinite(declared) && declared > 0 && declared <= limitBytes
+    ? 1 + Math.floor(declared / BYTES_PER_TOKEN)
+    : 1;
 }

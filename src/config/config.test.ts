@@ -101,6 +101,18 @@ bodyLimitBytes: 2048
       bodyLimitBytes: 104857600,
       workerKeepAliveMs: 4000,
     });
+    expect(config.specBodyLimitBytes).toBe(65536);
+    expect(config.quotas).toEqual({
+      defaults: { endpoints: 100, minGpus: 4, maxGpus: 32, workers: 100, credentials: 50 },
+      owners: { research: { minGpus: 6, maxGpus: Number.POSITIVE_INFINITY } },
+    });
+  });
+
+  it('has no configured quotas and a 64 KiB spec body limit by default (quotas then follow the GPUs)', () => {
+    const config = load();
+    expect(config.quotas).toEqual({ defaults: {}, owners: {} });
+    expect(config.specBodyLimitBytes).toBe(65536);
+    expect(load({ config: '/etc/corral.yaml' }, {}, 'bodyLimitBytes: 16384').specBodyLimitBytes).toBe(16384);
   });
 
   it.each([
@@ -175,6 +187,11 @@ workers:
     ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],
     ['gateway: { workerKeepAliveMs: 0 }', 'gateway.workerKeepAliveMs'],
     ['gateway: { workerKeepAliveMs: 2.5 }', 'gateway.workerKeepAliveMs'],
+    ['quotas: { minGpus: -1 }', 'quotas.minGpus: expected an integer >= 0 or "unlimited"'],
+    ['quotas: { minGpus: lots }', 'quotas.minGpus'],
+    ['quotas: { gpus: 4 }', 'Unrecognized key'],
+    ['quotas: { owners: { a: { endpoint: 4 } } }', 'quotas.owners.a'],
+    ['specBodyLimitBytes: 2000000', 'specBodyLimitBytes (2000000) is above bodyLimitBytes (1048576)'],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
   });

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
+import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
 import { type ConfigFile, parseConfigFile } from './file.js';
 import {
@@ -84,6 +85,10 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   networkStorages: NetworkStorage[];
   rateLimit: RateLimit;
   bodyLimitBytes: number;
+  /** The largest create or update body (at most bodyLimitBytes). */
+  specBodyLimitBytes: number;
+  /** Configured quotas; what is not configured comes from the GPU inventory (domain/quota.ts defaultQuota). */
+  quotas: QuotaSettings;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
   controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number; crashResetSeconds: number };
   /**
@@ -102,6 +107,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+/** A create or update body: room for 100 environment variables of 500 bytes and the rest of a spec, many times over. */
+export const DEFAULT_SPEC_BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface ConfigSources {
   flags: Partial<Record<ServeSettingName, string>>;
@@ -116,6 +123,14 @@ export function loadConfig(sources: ConfigSources): Config {
   const limits = applyWireLimits({ ...structuredClone(DEFAULT_LIMITS), cudaVersions: [] }, file.limits ?? {});
   checkLimits(limits);
   const { cudaVersions: _derivedFromInventory, ...rangeLimits } = limits;
+  const bodyLimitBytes = file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const specBodyLimitBytes =
+    file.specBodyLimitBytes ?? Math.min(DEFAULT_SPEC_BODY_LIMIT_BYTES, bodyLimitBytes);
+  if (specBodyLimitBytes > bodyLimitBytes) {
+    throw new ConfigError(
+      `config file: specBodyLimitBytes (${specBodyLimitBytes}) is above bodyLimitBytes (${bodyLimitBytes})`,
+    );
+  }
   return {
     ...settings,
     dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
@@ -131,7 +146,9 @@ export function loadConfig(sources: ConfigSources): Config {
       readOnly: s.readOnly ?? false,
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
-    bodyLimitBytes: file.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    bodyLimitBytes,
+    specBodyLimitBytes,
+    quotas: quotaSettings(file.quotas),
     gateway: {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
@@ -160,6 +177,20 @@ function workerSandbox(file: NonNullable<ConfigFile['workers']>['sandbox']): Wor
     networkIsolation: file?.network?.isolation ?? d.networkIsolation,
     blockHost: file?.network?.blockHost ?? d.blockHost,
     storageNosuid: file?.storage?.nosuid ?? d.storageNosuid,
+  };
+}
+
+function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
+  const values = (configured: Partial<Record<keyof Quota, number | 'unlimited'>>): Partial<Quota> =>
+    Object.fromEntries(
+      Object.entries(configured)
+        .filter(([, value]) => value !== undefined)
+        .map(([name, value]) => [name, value === 'unlimited' ? UNLIMITED : value]),
+    );
+  const { owners = {}, ...defaults } = file ?? {};
+  return {
+    defaults: values(defaults),
+    owners: Object.fromEntries(Object.entries(owners).map(([owner, quota]) => [owner, values(quota)])),
   };
 }
 

@@ -35,6 +35,22 @@ const sandboxSchema = z.strictObject({
   storage: z.strictObject({ nosuid: z.boolean().optional() }).optional(),
 });
 
+/** A quota: a count, or "unlimited". */
+const QUOTA_ERROR = 'expected an integer >= 0 or "unlimited"';
+const quotaLimit = z.union(
+  [z.int({ error: QUOTA_ERROR }).min(0, { error: QUOTA_ERROR }), z.literal('unlimited')],
+  {
+    error: QUOTA_ERROR,
+  },
+);
+const quotaValues = z.strictObject({
+  endpoints: quotaLimit.optional(),
+  minGpus: quotaLimit.optional(),
+  maxGpus: quotaLimit.optional(),
+  workers: quotaLimit.optional(),
+  credentials: quotaLimit.optional(),
+});
+
 const fileSchema = z.strictObject({
   limits: limits.optional(),
   products: z
@@ -65,6 +81,13 @@ const fileSchema = z.strictObject({
     .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
     .optional(),
   bodyLimitBytes: z.int().min(1024).optional(),
+  /** The largest create or update body, in bytes; not above bodyLimitBytes. */
+  specBodyLimitBytes: z.int().min(1024).optional(),
+  /** Per-owner quotas: the values for every owner, and `owners` by owner id over them. */
+  quotas: quotaValues
+    .extend({ owners: z.record(z.string().min(1), quotaValues).optional() })
+    .strict()
+    .optional(),
   gateway: z
     .strictObject({
       maxQueueLength: z.int().min(0).optional(),

@@ -31,12 +31,15 @@ const RENAMES: [RegExp, string][] = [
   [/^scaling\./, 'policy.'],
   [/^image\.ref$/, 'image.image'],
   [/^productIds\.(\d+)$/, 'products.$1.id'],
+  [/^productIds$/, 'products'],
   [/^rootfsSizeGB$/, 'rootfsSize'],
   [/^volumes\.(\d+)\.sizeGB$/, 'volumeMounts.$1.size'],
   [/^volumes\.(\d+)\.storageId$/, 'volumeMounts.$1.id'],
   [/^volumes\./, 'volumeMounts.'],
+  [/^volumes$/, 'volumeMounts'],
   [/^clusterId$/, 'clusterID'],
   [/^env\./, 'envs.'],
+  [/^env$/, 'envs'],
   [/^health\.(\w+?)(Seconds)?$/, 'healthy.$1'],
 ];
 

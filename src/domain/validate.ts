@@ -48,6 +48,22 @@ export const MAX_NAME_LENGTH = 220;
 export const MAX_CLUSTER_ID_LENGTH = 255;
 export const MAX_APP_NAME_LENGTH = 63;
 export const RESERVED_PORTS: readonly number[] = [2222, 2223, 2224];
+
+/**
+ * How large a spec may be, so that one owner cannot make every list, event and reconcile pass carry megabytes
+ * (the body limit of create and update bounds the whole; these name the field at fault).
+ */
+export const SPEC_SIZE_LIMITS = {
+  envs: 100,
+  envKeyLength: 128,
+  envValueLength: 16_384,
+  commandLength: 4_096,
+  imageLength: 1_024,
+  volumeMounts: 16,
+  mountPathLength: 1_024,
+  products: 16,
+  healthPathLength: 1_024,
+} as const;
 const RESERVED_ENV_KEYS = new Set(['CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID']);
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const APP_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
@@ -97,6 +113,7 @@ export function validateSpec(
     });
   }
 
+  const tooLarge = validateSizes(spec, add);
   validateWorkers(spec, limits, range, add);
   validateScaling(spec, limits, range);
   validatePort(spec.port, add);
@@ -104,13 +121,55 @@ export function validateSpec(
   range('rootfsSizeGB', spec.rootfsSizeGB, limits.rootfsSizeGB);
   validateProducts(spec, catalog, add);
   validateVolumes(spec, limits, catalog, range, add);
-  validateEnv(spec, add);
+  // 20,000 environment variables are refused by their count, not each by name as well.
+  if (!tooLarge) validateEnv(spec, add);
   validateSecretReferences(spec, catalog, add);
   validateHealth(spec, add);
   return issues;
 }
 
 type Add = (issue: ValidationIssue) => void;
+
+/** Adds an issue for each list with too many entries and each string too long; true when a list was too long. */
+function validateSizes(spec: EndpointSpec, add: Add): boolean {
+  const S = SPEC_SIZE_LIMITS;
+  const count = (field: string, what: string, length: number, max: number) => {
+    if (length <= max) return false;
+    add({
+      field,
+      reason: 'INVALID_FIELD',
+      message: `\`${field}\` has ${length} ${what}; at most ${max} are allowed`,
+      details: { max, value: length },
+    });
+    return true;
+  };
+  const length = (field: string, value: string, max: number) => {
+    if (value.length <= max) return;
+    add({
+      field,
+      reason: 'INVALID_FIELD',
+      message: `\`${field}\` is ${value.length} characters long; at most ${max} are allowed`,
+      details: { max, value: value.length },
+    });
+  };
+  const tooMany = [
+    count('env', 'entries', spec.env.length, S.envs),
+    count('volumes', 'entries', spec.volumes.length, S.volumeMounts),
+    count('productIds', 'entries', spec.productIds.length, S.products),
+  ].some(Boolean);
+  if (tooMany) return true;
+  length('image.ref', spec.image.ref, S.imageLength);
+  length('image.command', spec.image.command, S.commandLength);
+  length('health.path', spec.health.path, S.healthPathLength);
+  spec.env.forEach(({ key, value }, index) => {
+    length(`env.${index}.key`, key, S.envKeyLength);
+    length(`env.${index}.value`, value, S.envValueLength);
+  });
+  spec.volumes.forEach((volume, index) => {
+    length(`volumes.${index}.mountPath`, volume.mountPath, S.mountPathLength);
+  });
+  return false;
+}
 /** Adds OUT_OF_RANGE unless the value is in range; the message names the field, or `what` where given. */
 type RangeCheck = (field: string, value: number, allowed: Range, what?: string) => void;
 

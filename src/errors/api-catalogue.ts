@@ -92,6 +92,13 @@ export const API_ERROR_CATALOGUE = {
     status: 400,
     description: 'An env value references {{ CORRAL_SECRET_name }} and you have no secret of that name.',
   },
+  // 403 as Kubernetes answers an exceeded ResourceQuota: the request is valid but not allowed to this owner, and
+  // retrying cannot help (429 would invite one) until the owner frees some use or the operator raises the quota.
+  QUOTA_EXCEEDED: {
+    status: 403,
+    description:
+      'The change would take you past one of your quotas; metadata has quota, limit, used and usedAfter (GET quota).',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -9,6 +9,7 @@ import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { IdGenerator } from './ids.js';
 import type { Principal } from './principal.js';
+import type { QuotaService } from './quota-service.js';
 
 export interface CredentialInput {
   name: string;
@@ -16,16 +17,26 @@ export interface CredentialInput {
   password: string;
 }
 
+export interface CredentialServiceOptions {
+  store: Store;
+  secrets: SecretBox;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Per-owner quotas, checked before a save; absent: none. */
+  quotas?: QuotaService;
+}
+
 /** Registry credentials for private images: the password is sealed at rest and never returned. */
 export class CredentialService {
-  readonly #o: { store: Store; secrets: SecretBox; clock: Clock; ids: IdGenerator };
+  readonly #o: CredentialServiceOptions;
 
-  constructor(options: { store: Store; secrets: SecretBox; clock: Clock; ids: IdGenerator }) {
+  constructor(options: CredentialServiceOptions) {
     this.#o = options;
   }
 
   async save(principal: Principal, input: CredentialInput): Promise<string> {
     const { store, secrets, clock, ids } = this.#o;
+    await this.#o.quotas?.checkCredentials(principal);
     const id = ids.credentials();
     const at = clock();
     await store.credentials.insert(

@@ -4,6 +4,7 @@
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
+import { endpointUse } from '../domain/quota.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
@@ -15,6 +16,7 @@ import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { IdGenerator } from './ids.js';
 import type { Principal } from './principal.js';
+import type { QuotaService } from './quota-service.js';
 
 /** What exists on this server, read at validation time (products follow the GPU inventory). */
 export interface ServerCatalog {
@@ -40,6 +42,8 @@ export interface EndpointServiceOptions {
   ids: IdGenerator;
   /** Turns validation issues (domain field names) into the error a client sees. */
   toValidationError: (issues: ValidationIssue[]) => ApiError;
+  /** Per-owner quotas, checked on create and update before anything is written; absent: none. */
+  quotas?: QuotaService;
   /** Told after every change, so that the controller acts at once rather than at its next tick. */
   onChanged?: () => void;
   /**
@@ -87,6 +91,7 @@ export class EndpointService {
         endpoint,
         [{ at: now, type: 'created', message: 'endpoint created', data: { revision: 1 } }],
         this.#audit(principal, 'endpoint.create', id, now),
+        this.#o.quotas?.admitEndpoint(principal, undefined, endpointUse(spec.workers)),
       ),
     );
     this.#o.onChanged?.();
@@ -122,8 +127,16 @@ export class EndpointService {
         reshaped && endpoint.status.state === 'serving'
           ? { state: 'updating', error: '', message: `rolling out revision ${revision}` }
           : endpoint.status;
+      const { quotas } = this.#o;
       return {
         next: { ...endpoint, spec: next, revision, status, updatedAt: now },
+        ...(quotas && {
+          admit: quotas.admitEndpoint(
+            principal,
+            endpointUse(endpoint.spec.workers),
+            endpointUse(next.workers),
+          ),
+        }),
         events:
           fields.length === 0
             ? []

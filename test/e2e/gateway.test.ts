@@ -113,7 +113,11 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
   beforeAll(async () => {
     image = await ensureTestImage();
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-gateway-'));
-    writeFileSync(join(dataDir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+    // One owner's endpoints hold more than half of the 8 GPUs by minNum: no GPU quotas.
+    writeFileSync(
+      join(dataDir, 'corral.yaml'),
+      'controller: { reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n',
+    );
     server = await startServe(
       ['--runtime', 'docker', '--gpus', 'h100-80g:8', '--config', join(dataDir, 'corral.yaml')],
       {

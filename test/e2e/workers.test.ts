@@ -108,7 +108,8 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-workers-'));
     writeFileSync(
       join(dataDir, 'corral.yaml'),
-      'controller: { startupTimeoutSeconds: 6, reconcileIntervalMs: 200 }\n',
+      // One owner holds every GPU on purpose (minNum 3 on 2 GPUs) over many endpoints: no GPU quotas.
+      'controller: { startupTimeoutSeconds: 6, reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n',
     );
   }, 120_000);
 

@@ -45,10 +45,15 @@ export async function createTestApi(
     singleTenant?: boolean;
   } = {},
 ): Promise<TestApi> {
-  // Suites send bursts of requests; only a suite that configures a rate limit gets one.
-  const configText = options.configText?.includes('rateLimit')
-    ? options.configText
-    : `rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n${options.configText ?? ''}`;
+  // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
+  // limit gets one, and only one that configures quotas (`quotas: {}` for the defaults) gets quotas.
+  const rateLimit = options.configText?.includes('rateLimit')
+    ? ''
+    : 'rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n';
+  const quotas = options.configText?.includes('quotas')
+    ? ''
+    : `quotas: { ${['endpoints', 'minGpus', 'maxGpus', 'workers', 'credentials'].map((q) => `${q}: unlimited`).join(', ')} }\n`;
+  const configText = `${rateLimit}${quotas}${options.configText ?? ''}`;
   const config = loadConfig({
     flags: {
       gpus: 'h100-80g:2,a100-40g:2@12.4',

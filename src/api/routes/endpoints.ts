@@ -2,7 +2,7 @@
  * The endpoint routes: list, get, create, update, delete, stop, start and the event log. Bodies are parsed in
  * contract/ and decided by EndpointService; this file maps HTTP onto them and adds each endpoint's links.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoint-input.js';
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
@@ -52,7 +52,27 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
   });
 
-  api.post('/endpoint/create', async (request) => {
+  // A spec has its own, smaller limit: Fastify refuses a larger declared body before reading or parsing it. And
+  // one owner's writes take turns (api/owner-write-gate.ts), waiting before their body is read.
+  const gate = o.writeGate;
+  const spec = {
+    ...(o.specBodyLimitBytes === undefined ? {} : { bodyLimit: o.specBodyLimitBytes }),
+    ...(gate && {
+      preParsing: async (request: FastifyRequest, reply: FastifyReply, payload: RequestPayload) => {
+        const leave = await gate.enter(request.principal.ownerId);
+        if (!leave) {
+          throw new ApiError('RATE_LIMITED', 'too many of your creates and updates wait; retry in 1 s', {
+            retryAfterSeconds: 1,
+          });
+        }
+        reply.raw.once('close', leave);
+        if (reply.raw.closed || request.raw.socket?.destroyed) leave();
+        return payload;
+      },
+    }),
+  };
+
+  api.post('/endpoint/create', spec, async (request) => {
     const parsed = parseCreateBody(request.body, inputDefaults());
     if (!parsed.ok) throw validationError(parsed.issues, unchanged);
     const endpoint = await o.endpoints.create(request.principal, parsed.value);
@@ -60,7 +80,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     return { id: endpoint.id };
   });
 
-  api.post('/endpoint/update', async (request) => {
+  api.post('/endpoint/update', spec, async (request) => {
     const parsed = parseUpdateBody(request.body, inputDefaults());
     if (!parsed.ok) throw validationError(parsed.issues, unchanged);
     const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);

@@ -120,7 +120,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'CreateEndpointRequest',
       response: json('IdResponse', 'The id of the new endpoint.'),
-      errors: [...VALIDATION, 'APP_NAME_TAKEN', 'RUNTIME_SINGLE_TENANT'],
+      errors: [...VALIDATION, 'APP_NAME_TAKEN', 'RUNTIME_SINGLE_TENANT', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'post',
@@ -139,6 +139,7 @@ function operations(): Operation[] {
         'APP_NAME_TAKEN',
         'CONCURRENT_UPDATE',
         'RUNTIME_SINGLE_TENANT',
+        'QUOTA_EXCEEDED',
       ],
     },
     lifecycle(
@@ -249,6 +250,17 @@ function operations(): Operation[] {
     },
     {
       method: 'get',
+      path: v1('/quota'),
+      operationId: 'getQuota',
+      summary: 'Get your quotas and what you use of each',
+      description:
+        "Corral's own. Create, update and registry credential saves past a quota answer 403 QUOTA_EXCEEDED.",
+      tag: 'Catalog',
+      auth: true,
+      response: json('QuotaReport', 'Your quotas and your use now.'),
+    },
+    {
+      method: 'get',
       path: v1('/products'),
       operationId: 'listProducts',
       summary: 'List GPU products',
@@ -266,7 +278,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'SaveCredentialsRequest',
       response: json('IdResponse', 'The id of the saved credentials.'),
-      errors: ['INVALID_FIELD'],
+      errors: ['INVALID_FIELD', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'get',

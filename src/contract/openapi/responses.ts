@@ -4,6 +4,7 @@
  * written here; src/api/openapi.test.ts checks them against what the app answers.
  */
 
+import { QUOTA_NAMES } from '../../domain/quota.js';
 import { WORKER_STATES } from '../../domain/worker.js';
 import { API_ERROR_CATALOGUE } from '../../errors/api-catalogue.js';
 import { ENDPOINT_EVENT_TYPES } from '../../store/events.js';
@@ -185,6 +186,7 @@ export function responseSchemas(): Record<string, Schema> {
     IdResponse: object({ id: str() }),
     Empty: { type: 'object', description: 'An empty object.', maxProperties: 0 },
     Limits: limitsSchema(),
+    QuotaReport: quotaReportSchema(),
     Product: object({
       id: str('Product id, such as h100-80g; use it in products[].id.'),
       name: str(),
@@ -303,4 +305,23 @@ function limitsSchema(): Schema {
   }
   properties.cudaVersionList = arrayOf(str(), 'CUDA versions every GPU of the server supports.');
   return object(properties, { description: 'Allowed ranges for create and update; all fields present.' });
+}
+
+/** `GET quota`: each quota as a count or "unlimited", and the use of each. */
+function quotaReportSchema(): Schema {
+  const limit = { anyOf: [int(undefined, { minimum: 0 }), str(undefined, { enum: ['unlimited'] })] };
+  const each = (schema: Schema) => Object.fromEntries(QUOTA_NAMES.map((name) => [name, schema]));
+  return object(
+    {
+      quota: object(each(limit), { description: 'Your quotas (configured by the operator).' }),
+      used: object(each(int(undefined, { minimum: 0 })), {
+        description:
+          'What your live endpoints (stopped ones included) and saved registry credentials count now.',
+      }),
+    },
+    {
+      description:
+        'endpoints; minGpus: the sum of minNum x gpuNum; maxGpus: the sum of maxNum x gpuNum; workers: the sum of maxNum; credentials.',
+    },
+  );
 }

@@ -6,8 +6,8 @@ import * as workers from './0002-workers.js';
 import * as endpointCounts from './0003-endpoint-counts.js';
 import * as workerDrain from './0004-worker-drain.js';
 import * as invokeKeys from './0005-invoke-keys.js';
-import * as installation from './0007-installation.js';
 import * as secrets from './0006-secrets.js';
+import * as installation from './0007-installation.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 

@@ -1,0 +1,8 @@
+/** `GET quota` (Corral's own): the caller's quotas and what it uses of each now. */
+import type { FastifyInstance } from 'fastify';
+import { toWireQuotaReport } from '../../contract/quota.js';
+import type { QuotaService } from '../../service/quota-service.js';
+
+export function registerQuotaRoute(api: FastifyInstance, quotas: QuotaService): void {
+  api.get('/quota', async (request) => toWireQuotaReport(await quotas.report(request.principal)));
+}

@@ -1,0 +1,157 @@
+/** The quota arithmetic: each endpoint's use, what a create or update would make it, the defaults, overrides. */
+import { describe, expect, it } from 'vitest';
+import {
+  credentialQuotaBreach,
+  defaultQuota,
+  type EndpointUse,
+  endpointQuotaBreach,
+  endpointUse,
+  NO_ENDPOINT_USE,
+  type Quota,
+  quotaFor,
+  UNLIMITED,
+} from './quota.js';
+
+const QUOTA: Quota = { endpoints: 3, minGpus: 4, maxGpus: 8, workers: 6, credentials: 2 };
+const use = (endpoints: number, minGpus: number, maxGpus: number, workers: number): EndpointUse => ({
+  endpoints,
+  minGpus,
+  maxGpus,
+  workers,
+});
+const shape = (minWorkers: number, maxWorkers: number, gpusPerWorker: number) =>
+  endpointUse({ minWorkers, maxWorkers, gpusPerWorker });
+
+describe('endpointUse', () => {
+  it.each([
+    [0, 2, 1, use(1, 0, 2, 2)],
+    [2, 3, 2, use(1, 4, 6, 3)],
+    [1, 1, 0, use(1, 0, 0, 1)],
+  ])('minNum %i, maxNum %i, gpuNum %i counts %o', (min, max, gpus, expected) => {
+    expect(shape(min, max, gpus)).toEqual(expected);
+  });
+});
+
+describe('endpointQuotaBreach', () => {
+  it.each([
+    ['a first create that fits', NO_ENDPOINT_USE, undefined, shape(2, 4, 2), undefined],
+    ['a create up to every limit exactly', use(2, 2, 4, 4), undefined, shape(1, 2, 2), undefined],
+    [
+      'a create past the endpoint count',
+      use(3, 0, 0, 0),
+      undefined,
+      shape(0, 1, 1),
+      { quota: 'endpoints', limit: 3, used: 3, usedAfter: 4 },
+    ],
+    [
+      'a create holding too many GPUs by minNum',
+      use(1, 2, 2, 2),
+      undefined,
+      shape(3, 3, 1),
+      { quota: 'minGpus', limit: 4, used: 2, usedAfter: 5 },
+    ],
+    [
+      'a create reaching too many GPUs by maxNum',
+      use(1, 0, 6, 3),
+      undefined,
+      shape(0, 3, 1),
+      { quota: 'maxGpus', limit: 8, used: 6, usedAfter: 9 },
+    ],
+    [
+      'a create with too many workers (gpuNum 0)',
+      use(1, 0, 0, 5),
+      undefined,
+      shape(0, 2, 0),
+      { quota: 'workers', limit: 6, used: 5, usedAfter: 7 },
+    ],
+    // Updates: the endpoint's own use is part of the current use and replaced by its new one.
+    ['an update that keeps the use', use(3, 4, 8, 6), shape(2, 4, 2), shape(2, 4, 2), undefined],
+    [
+      'an update moving GPUs from maxNum to minNum',
+      use(1, 2, 8, 4),
+      shape(1, 4, 2),
+      shape(2, 4, 2),
+      undefined,
+    ],
+    [
+      'an update raising minNum past the quota',
+      use(2, 4, 4, 4),
+      shape(1, 2, 2),
+      shape(2, 2, 2),
+      { quota: 'minGpus', limit: 4, used: 4, usedAfter: 6 },
+    ],
+    // A quota lowered below the use: what shrinks or stays is admitted, what grows is not.
+    [
+      'an update shrinking an owner above its quota',
+      use(5, 6, 10, 8),
+      shape(3, 5, 2),
+      shape(2, 4, 2),
+      undefined,
+    ],
+    [
+      'an update of other fields of an owner above its quota',
+      use(5, 6, 10, 8),
+      shape(3, 5, 2),
+      shape(3, 5, 2),
+      undefined,
+    ],
+    [
+      'an update growing an owner above its quota',
+      use(5, 6, 10, 8),
+      shape(1, 1, 2),
+      shape(2, 2, 2),
+      { quota: 'minGpus', limit: 4, used: 6, usedAfter: 8 },
+    ],
+  ])('%s', (_case, current, before, after, expected) => {
+    expect(endpointQuotaBreach(QUOTA, current, before, after)).toEqual(expected);
+  });
+
+  it('never refuses what an unlimited quota counts', () => {
+    const unlimited = { ...QUOTA, minGpus: UNLIMITED, maxGpus: UNLIMITED };
+    expect(endpointQuotaBreach(unlimited, use(1, 1000, 5000, 5), undefined, shape(1, 1, 8))).toBeUndefined();
+  });
+});
+
+describe('credentialQuotaBreach', () => {
+  it.each([
+    [0, undefined],
+    [1, undefined],
+    [2, { quota: 'credentials', limit: 2, used: 2, usedAfter: 3 }],
+  ])('with %i saved: %o', (saved, expected) => {
+    expect(credentialQuotaBreach(QUOTA, saved)).toEqual(expected);
+  });
+});
+
+describe('defaultQuota', () => {
+  it.each([
+    [8, 4, 32],
+    [4, 2, 16],
+    [3, 1, 12],
+    [1, 1, 4],
+  ])('%i GPUs: minNum may hold %i (half, at least 1), maxNum reach %i', (gpus, minGpus, maxGpus) => {
+    expect(defaultQuota(gpus)).toEqual({ endpoints: 100, minGpus, maxGpus, workers: 100, credentials: 50 });
+  });
+
+  it('applies no GPU quota where the server has no GPUs', () => {
+    expect(defaultQuota(0)).toMatchObject({ minGpus: UNLIMITED, maxGpus: UNLIMITED });
+  });
+});
+
+describe('quotaFor', () => {
+  const settings = {
+    defaults: { endpoints: 10 },
+    owners: { big: { minGpus: UNLIMITED, endpoints: 500 } },
+  };
+
+  it('takes the configured defaults over the inventory defaults', () => {
+    expect(quotaFor('someone', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 10 });
+  });
+
+  it("takes an owner's own values over both", () => {
+    expect(quotaFor('big', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 500, minGpus: UNLIMITED });
+  });
+
+  it('gives an owner named like an object property the defaults', () => {
+    expect(quotaFor('constructor', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 10 });
+  });
+});
