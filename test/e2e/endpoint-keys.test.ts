@@ -1,7 +1,6 @@
 // Keys on endpoint URLs (issue 10, item 2) against `corral serve` as a process with Docker workers: two owners, each
 // with an endpoint whose worker answers with the headers that reached it; keyless and wrong-owner requests get 401,
 // the owner's key and an invoke key get 200, the worker never sees a key; /metrics needs an admin key or the token.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect } from 'node:net';
@@ -10,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
 
 const ADMIN_KEY = 'e2e-endpoint-keys-admin-0123456789';
 const METRICS_TOKEN = 'e2e-scrape-token-0123456789';
@@ -129,13 +128,7 @@ describe.runIf(withDocker)('keys on endpoint URLs, with two owners, against corr
 
   afterAll(async () => {
     await server?.stop();
-    for (const id of execFileSync('docker', ['ps', '-aq', '--filter', 'label=corral.dev/managed=true'], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter(Boolean)) {
-      execFileSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore' });
-    }
+    if (server) removeInstallationContainers(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

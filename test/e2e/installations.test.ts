@@ -53,7 +53,11 @@ function running(id: string): boolean {
 describe.runIf(withDocker)('two installations on one Docker engine', () => {
   const dirs: string[] = [];
   const servers: ServeProcess[] = [];
-  beforeEach(({ onTestFailed }) => onTestFailed(() => servers.forEach((s) => printServeLog(s, 60))));
+  beforeEach(({ onTestFailed }) =>
+    onTestFailed(() => {
+      for (const server of servers) printServeLog(server, 60);
+    }),
+  );
 
   async function startInstallation(): Promise<ServeProcess> {
     const dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-installation-'));
