@@ -334,6 +334,7 @@ export async function serve(
     const gpus = await inventoryFor(config, logger);
     const secrets = new SecretBox({ key: secretKey });
     const runtime = await selectRuntime({
+      installationId,
       choice: config.runtime,
       dataDir: config.dataDir,
       logger,

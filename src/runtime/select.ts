@@ -39,6 +39,8 @@ export interface SelectRuntimeOptions {
   engine?: DockerEngine;
   /** How Docker workers are confined; with it, Corral also guards the host (firewall, nosuid storage mounts). */
   sandbox?: WorkerSandbox;
+  /** Only this installation's unused worker networks are pruned at start (others may be about to be used). */
+  installationId?: string;
   /** `--local-allow-root`: the local runtime may run workers as root (they are host processes). */
   allowRoot?: boolean;
   /** Corral's user id; default process.getuid(). */
@@ -123,7 +125,7 @@ async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions
     enforceRootfsSize: limits.rootfsSize,
     ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger) : {}),
   });
-  if (options.sandbox) await runtime.pruneNetworks();
+  if (options.sandbox) await runtime.pruneNetworks(options.installationId);
   return runtime;
 }
 

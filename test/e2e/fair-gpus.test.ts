@@ -40,7 +40,11 @@ describe('GPUs shared fairly between owners, with corral serve as a process (loc
 
   beforeAll(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-fair-'));
-    writeFileSync(join(dataDir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+    // The hog's minNum is past the default quota on purpose: fair placement must hold where an operator lifts it.
+    writeFileSync(
+      join(dataDir, 'corral.yaml'),
+      'controller: { reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n',
+    );
   });
 
   afterAll(async () => {
@@ -50,7 +54,16 @@ describe('GPUs shared fairly between owners, with corral serve as a process (loc
 
   it('a hog holding every GPU (minNum 8 of 4) gives one back: the second owner runs in seconds', async () => {
     server = await startServe(
-      ['--runtime', 'local', '--gpus', 'h100-80g:4', '--config', join(dataDir, 'corral.yaml')],
+      [
+        '--runtime',
+        'local',
+        // The local runtime refuses root without it (CI runs as root); its workers are this test's own script.
+        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
+        '--gpus',
+        'h100-80g:4',
+        '--config',
+        join(dataDir, 'corral.yaml'),
+      ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
     );
     const s = server;

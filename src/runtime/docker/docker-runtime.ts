@@ -359,8 +359,8 @@ export class DockerRuntime implements WorkerRuntime {
   }
 
   /** Removes the worker networks no worker uses any more; a failure is logged (they go at a later removal). */
-  async pruneNetworks(): Promise<void> {
-    await this.#networks.pruneUnused().catch((error: unknown) => {
+  async pruneNetworks(installationId?: string): Promise<void> {
+    await this.#networks.pruneUnused(installationId).catch((error: unknown) => {
       this.#logger.warn({ err: error }, 'cannot list worker networks');
     });
   }

@@ -46,14 +46,17 @@ export type WorkerNetwork = NetworkCreateOptions & { Name: string; Labels: Recor
  * gateway reaches them through their ports published on the host.
  */
 export function workerNetwork(
-  spec: Pick<WorkerSpec, 'ownerId' | 'endpointId'>,
+  spec: Pick<WorkerSpec, 'ownerId' | 'endpointId'> & Partial<Pick<WorkerSpec, 'labels'>>,
   sandbox: Pick<WorkerSandbox, 'networkIsolation'>,
   namePrefix: string,
 ): WorkerNetwork | undefined {
   const isolation = sandbox.networkIsolation;
   if (isolation === 'none') return undefined;
   const id = isolation === 'owner' ? spec.ownerId : spec.endpointId;
-  const name = `${namePrefix}${isolation}-${slug(id)}-${digest(id).slice(0, 8)}`;
+  // Two installations on one engine never share (or prune) a network: the digest covers the installation too.
+  const installation = spec.labels?.[LABELS.installation];
+  const key = installation === undefined ? id : `${installation}/${id}`;
+  const name = `${namePrefix}${isolation}-${slug(id)}-${digest(key).slice(0, 8)}`;
   return {
     Name: name,
     Driver: 'bridge',
@@ -63,6 +66,7 @@ export function workerNetwork(
       [LABELS.managed]: 'true',
       [ISOLATION_LABEL]: isolation,
       [LABELS.owner]: spec.ownerId,
+      ...(installation === undefined ? {} : { [LABELS.installation]: installation }),
       ...(isolation === 'endpoint' ? { [LABELS.endpoint]: spec.endpointId } : {}),
     },
     Options: {

@@ -46,10 +46,14 @@ export class WorkerNetworks {
     });
   }
 
-  /** Removes every worker network no worker uses (left behind when Corral stopped between the two removals). */
-  async pruneUnused(): Promise<void> {
+  /**
+   * Removes the worker networks no worker uses (left behind when Corral stopped between the two removals): only the
+   * installation's own when it is given, since another installation's may be about to get its first container.
+   */
+  async pruneUnused(installationId?: string): Promise<void> {
+    const own = installationId === undefined ? [] : [`${LABELS.installation}=${installationId}`];
     const networks = await this.#docker.listNetworks({
-      filters: { label: [`${LABELS.managed}=true`, ISOLATION_LABEL] },
+      filters: { label: [`${LABELS.managed}=true`, ISOLATION_LABEL, ...own] },
     });
     for (const { Name } of networks) await this.releaseIfUnused(Name);
   }
