@@ -2,25 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-fair-gpus-key-0123456789';
-const PREFIX = '/gpu-instance/openapi/v1';
 
 /** As the operator's (admin) key, acting for `owner` when given (X-Corral-Owner). */
-async function call(server: ServeProcess, path: string, body?: unknown, owner?: string) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: {
-      authorization: `Bearer ${KEY}`,
-      'content-type': 'application/json',
-      ...(owner ? { 'x-corral-owner': owner } : {}),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (server: ServeProcess, path: string, body?: unknown, owner?: string) =>
+  callApi(server, KEY, path, body, owner);
 
 const endpointBody = (minNum: number) => ({
   endpoint: {

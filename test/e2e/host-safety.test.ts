@@ -10,22 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const OPERATOR_KEY = 'e2e-host-safety-operator-key-0123';
-const PREFIX = '/gpu-instance/openapi/v1';
 const isRoot = process.getuid?.() === 0;
 
-async function call(server: ServeProcess, key: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: JSON.parse(text) as any, text };
-}
+const call = callApi;
 
 async function healthz(server: ServeProcess) {
   return (await (await fetch(`${server.apiUrl}/healthz`)).json()) as {

@@ -8,11 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
 
 const KEY = 'e2e-installations-key-0123456789';
-const PREFIX = '/gpu-instance/openapi/v1';
 const SIDE_BY_SIDE_MS = 60_000;
 const withDocker = integrationAvailable(
   'Docker',
@@ -20,14 +19,7 @@ const withDocker = integrationAvailable(
   'start dockerd (scripts/provision.sh does)',
 );
 
-async function call(server: ServeProcess, path: string, body?: unknown) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (server: ServeProcess, path: string, body?: unknown) => callApi(server, KEY, path, body);
 
 /** Container ids (with their start times) carrying a label, so that a restart shows as a change too. */
 function containersWith(label: string): string[] {

@@ -4,25 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const KEY = 'e2e-oom-key-0123456789abcdef';
-const PREFIX = '/gpu-instance/openapi/v1';
 const withDocker = integrationAvailable(
   'Docker',
   dockerAvailable(),
   'start dockerd (scripts/provision.sh does)',
 );
 
-async function call(server: ServeProcess, path: string, body?: unknown) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (server: ServeProcess, path: string, body?: unknown) => callApi(server, KEY, path, body);
 
 function containerIds(label: string): string[] {
   const out = execFileSync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}`], {

@@ -12,12 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
 
 const REGISTRY_BIN = '/usr/bin/docker-registry';
 const KEY = 'e2e-private-images-operator-key-0123';
-const PREFIX = '/gpu-instance/openapi/v1';
 const withRegistry =
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)') &&
   integrationAvailable(
@@ -91,14 +90,7 @@ class TestRegistry {
   }
 }
 
-async function call(server: ServeProcess, key: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = callApi;
 
 const endpointBody = (image: string, authId = '', workerConfig = { minNum: 1, maxNum: 1, gpuNum: 1 }) => ({
   endpoint: {

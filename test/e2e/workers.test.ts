@@ -4,25 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
-const PREFIX = '/gpu-instance/openapi/v1';
 const withDocker = integrationAvailable(
   'Docker',
   dockerAvailable(),
   'start dockerd (scripts/provision.sh does)',
 );
 
-async function call(server: ServeProcess, path: string, body?: unknown) {
-  const response = await fetch(`${server.apiUrl}${PREFIX}/${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (server: ServeProcess, path: string, body?: unknown) => callApi(server, KEY, path, body);
 
 /** Retries `check` (it throws until it passes) for at most `timeoutMs`; resolves with what it returned. */
 function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {

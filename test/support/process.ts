@@ -112,3 +112,34 @@ export function runCorral(args: string[], env: NodeJS.ProcessEnv, input?: string
     child.stdin.end(input ?? '');
   });
 }
+
+/** An answer of the API: its status, its JSON body and the text it came as. */
+export interface ApiAnswer {
+  status: number;
+  body: any;
+  text: string;
+}
+
+/**
+ * Calls the API of a `corral serve` under test with `key`: GET without a body, POST with one; `owner` is sent as
+ * X-Corral-Owner (an admin key acting for that owner).
+ */
+export async function callApi(
+  server: Pick<ServeProcess, 'apiUrl'>,
+  key: string,
+  path: string,
+  body?: unknown,
+  owner?: string,
+): Promise<ApiAnswer> {
+  const response = await fetch(`${server.apiUrl}/gpu-instance/openapi/v1/${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      ...(owner ? { 'x-corral-owner': owner } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text), text };
+}
