@@ -9,7 +9,6 @@ import { ConfigError } from '../config/settings.js';
 import { DockerRuntime } from './docker/docker-runtime.js';
 import type { DockerInfo } from './docker/engine-limits.js';
 import { type RuntimeChoice, runtimeReadiness, runtimeReady, selectRuntime } from './select.js';
-import type { WorkerRuntime } from './types.js';
 
 /** Log lines as pino writes them, to check what start-up says. */
 function capturingLogger() {
@@ -146,25 +145,47 @@ describe('selectRuntime', () => {
     { uid: 0, allowRoot: true, refused: false },
     { uid: 1000, allowRoot: false, refused: false },
   ])(
-    '--runtime local as uid $uid, allowRoot $allowRoot: refused $refused',
+    '--runtime local as uid $uid, allowRoot $allowRoot: workers refused $refused',
     async ({ uid, allowRoot, refused }) => {
-      const outcome = await selectRuntime({
+      const { logger, lines } = capturingLogger();
+      const runtime = await selectRuntime({
         choice: 'local',
         dataDir,
-        logger: capturingLogger().logger,
+        logger,
         simulatedGpus: true,
         uid,
         allowRoot,
-      }).catch((e: unknown) => e);
+      });
+      expect(runtime.name).toBe('local');
+      const refusals = lines.filter((l) => String(l.msg).startsWith('refusing the local runtime as root'));
       if (refused) {
-        expect(outcome).toBeInstanceOf(ConfigError);
-        expect((outcome as Error).message).toMatch(
+        // The server still runs; one line says why no worker will start, and each start fails with it.
+        expect(refusals).toHaveLength(1);
+        expect(refusals[0]?.msg).toMatch(
           /^refusing the local runtime as root: .*would run as root on this host.*--local-allow-root \(CORRAL_LOCAL_ALLOW_ROOT=1\)/,
         );
+        await expect(
+          runtime.create({
+            workerId: 'w1',
+            endpointId: 'e1',
+            ownerId: 'o1',
+            revision: 1,
+            image: 'local',
+            command: ['touch', path.join(dataDir, 'never')],
+            env: {},
+            port: 8000,
+            gpus: [],
+            volumes: [],
+            labels: {},
+          }),
+        ).rejects.toMatchObject({
+          code: 'RUNTIME_ERROR',
+          message: expect.stringMatching(/^refusing the local runtime as root/),
+        });
       } else {
-        expect((outcome as WorkerRuntime).name).toBe('local');
-        await (outcome as WorkerRuntime).close();
+        expect(refusals).toHaveLength(0);
       }
+      await runtime.close();
     },
   );
 

@@ -119,19 +119,33 @@ describe('no host execution by accident, and the data directory kept private', (
   }, 60_000);
 
   it.runIf(isRoot)(
-    'the local runtime refuses to start as root without --local-allow-root, in one line',
+    'the local runtime as root without --local-allow-root runs the server but no worker, and says why in one line',
     async () => {
-      const result = await runCorral(
-        ['serve', '--runtime', 'local', '--api-addr', '127.0.0.1:0', '--gateway-addr', '127.0.0.1:0'],
-        env(),
+      server = await startServe(['--runtime', 'local', '--gpus', 'h100-80g:1'], env());
+      const refusals = logLines(server).filter((l) => l.msg.startsWith('refusing the local runtime as root'));
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0]?.msg).toMatch(
+        /^refusing the local runtime as root: .*would run as root on this host.*--local-allow-root \(CORRAL_LOCAL_ALLOW_ROOT=1\)/,
       );
-      expect(result.code).toBe(2);
-      const lines = (result.stdout + result.stderr).split('\n').filter((line) => line.includes('refusing'));
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(
-        /refusing the local runtime as root: .*would run as root on this host.*--local-allow-root \(CORRAL_LOCAL_ALLOW_ROOT=1\)/,
+      const marker = join(dataDir, 'root-ran-here');
+      const created = await call(server, OPERATOR_KEY, 'endpoint/create', hostCommandBody(marker));
+      expect(created.status, created.text).toBe(200);
+      await vi.waitFor(
+        async () => {
+          const got = await call(server as ServeProcess, OPERATOR_KEY, `endpoint?id=${created.body.id}`);
+          const messages = got.body.endpoint.workers.map((w: any) => w.state.message);
+          expect(
+            messages.some((m: string) => m.includes('refusing the local runtime as root')),
+            got.text,
+          ).toBe(true);
+        },
+        { timeout: 20_000, interval: 200 },
       );
+      expect(existsSync(marker)).toBe(false);
+      await server.stop();
+      server = undefined;
     },
+    60_000,
   );
 
   it('the local runtime warns at start and lets only admin keys create endpoints', async () => {
