@@ -16,7 +16,6 @@ import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
 import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
-import { ROOT_REFUSAL, RootRefusingRuntime } from './local/root-refusal.js';
 import type { WorkerRuntime } from './types.js';
 import { type Readiness, WaitingRuntime } from './waiting-runtime.js';
 
@@ -151,26 +150,28 @@ async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger
   return { sandbox, hostGuard };
 }
 
+/** Why the local runtime starts no worker as root without `allowRoot` (logged once, and each start fails with it). */
+const ROOT_REFUSAL =
+  'refusing the local runtime as root: its workers are host processes and would run as root on this host; ' +
+  'run corral as another user, use Docker, or pass --local-allow-root (CORRAL_LOCAL_ALLOW_ROOT=1) to accept it';
+
 /**
  * The local runtime, loud about what it is. As root without `allowRoot` it starts no worker: the server runs, says
  * why once, and each worker fails with that reason.
  */
 function local(options: SelectRuntimeOptions): WorkerRuntime {
   const uid = options.uid ?? process.getuid?.() ?? -1;
-  const runtime = new LocalRuntime({
-    stateDir: join(options.dataDir, 'local-runtime'),
-    logger: options.logger,
-  });
+  const stateDir = join(options.dataDir, 'local-runtime');
   if (uid === 0 && !options.allowRoot) {
     options.logger.error({ runtime: 'local', uid }, ROOT_REFUSAL);
-    return new RootRefusingRuntime({ inner: runtime });
+    return new LocalRuntime({ stateDir, logger: options.logger, refusal: ROOT_REFUSAL });
   }
   options.logger.warn(
     { runtime: 'local', user: userName(), uid, asRoot: uid === 0 },
     'LOCAL RUNTIME: workers run as host processes with the rights of this user, with no isolation from the host ' +
       'or from each other; single-tenant: only admin keys may create endpoints',
   );
-  return runtime;
+  return new LocalRuntime({ stateDir, logger: options.logger });
 }
 
 function userName(): string {

@@ -53,6 +53,8 @@ import { adoptedRecord, type LocalWorker, startedRecord, toRuntimeWorker } from 
 export interface LocalRuntimeOptions {
   /** Where state files, logs and local volumes live; created when missing. */
   stateDir: string;
+  /** Why no worker may start (as root without --local-allow-root): every create fails with it. */
+  refusal?: string;
   /** For createdAt and CPU rates. Default: the system clock. */
   clock?: Clock;
   /** Where failures the runtime survives are reported. Default: nowhere (tests). */
@@ -74,6 +76,7 @@ export class LocalRuntime implements WorkerRuntime {
   readonly #graceSeconds: number;
   readonly #pollIntervalMs: number;
   readonly #baseEnv: NodeJS.ProcessEnv;
+  readonly #refusal: string | undefined;
   readonly #workers = new Map<string, LocalWorker>();
   readonly #listeners = new Set<(event: RuntimeEvent) => void>();
   readonly #reservedPorts = new Set<number>();
@@ -90,11 +93,13 @@ export class LocalRuntime implements WorkerRuntime {
     this.#graceSeconds = options.graceSeconds ?? 10;
     this.#pollIntervalMs = options.pollIntervalMs ?? 500;
     this.#baseEnv = options.baseEnv ?? process.env;
+    this.#refusal = options.refusal;
   }
 
   async create(spec: WorkerSpec): Promise<RuntimeWorker> {
     await this.#ensureLoaded();
     if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the local runtime is closed');
+    if (this.#refusal !== undefined) throw new RuntimeError('RUNTIME_ERROR', this.#refusal);
     if (!WORKER_ID.test(spec.workerId)) {
       throw new RuntimeError(
         'RUNTIME_ERROR',
