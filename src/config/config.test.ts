@@ -134,6 +134,7 @@ bodyLimitBytes: 2048
       pidsLimit: 4096,
       log: { maxSizeMB: 10, maxFiles: 3 },
       networkIsolation: 'owner',
+      subnets: { pool: '172.31.0.0/16', prefixLength: 24 },
       blockHost: true,
       storageNosuid: true,
     });
@@ -146,7 +147,7 @@ workers:
     capAdd: [NET_BIND_SERVICE, SYS_PTRACE]
     pidsLimit: 0
     log: { maxSizeMB: 50, maxFiles: 5 }
-    network: { isolation: endpoint, blockHost: false }
+    network: { isolation: endpoint, blockHost: false, subnetPool: 10.200.0.0/16, subnetPrefixLength: 26 }
     storage: { nosuid: false }
 `;
     expect(load({ config: '/etc/corral.yaml' }, {}, file).workers.sandbox).toEqual({
@@ -154,9 +155,15 @@ workers:
       pidsLimit: 0,
       log: { maxSizeMB: 50, maxFiles: 5 },
       networkIsolation: 'endpoint',
+      subnets: { pool: '10.200.0.0/16', prefixLength: 26 },
       blockHost: false,
       storageNosuid: false,
     });
+  });
+
+  it('subnetPool docker leaves worker subnets to Docker', () => {
+    const file = 'workers: { sandbox: { network: { subnetPool: docker } } }';
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).workers.sandbox.subnets).toBeUndefined();
   });
 
   it.each([
@@ -182,6 +189,15 @@ workers:
     ['workers: { sandbox: { capAdd: [cap_net_raw] } }', 'workers.sandbox.capAdd.0'],
     ['workers: { sandbox: { network: { isolation: tenant } } }', 'workers.sandbox.network.isolation'],
     ['workers: { sandbox: { log: { maxSizeMB: 0 } } }', 'workers.sandbox.log.maxSizeMB'],
+    ['workers: { sandbox: { network: { subnetPool: 10.200.0.0 } } }', 'workers.sandbox.network.subnetPool'],
+    [
+      'workers: { sandbox: { network: { subnetPool: fd00::/64 } } }',
+      'expected an IPv4 CIDR such as 172.31.0.0/16',
+    ],
+    [
+      'workers: { sandbox: { network: { subnetPrefixLength: 30 } } }',
+      'workers.sandbox.network.subnetPrefixLength',
+    ],
     ['workers: { sandbox: { pidsLimit: -1 } }', 'workers.sandbox.pidsLimit'],
     ['workers: { memoryGBPerGpu: -8 }', 'workers.memoryGBPerGpu'],
     ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],

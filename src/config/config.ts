@@ -40,6 +40,11 @@ export interface WorkerSandbox {
    * network of their own cannot reach each other either (inter-container traffic is off).
    */
   networkIsolation: 'owner' | 'endpoint' | 'none';
+  /**
+   * Where worker networks take their subnets: blocks of `prefixLength` from `pool`; undefined: Docker's default
+   * address pools (about 30 networks in all).
+   */
+  subnets: { pool: string; prefixLength: number } | undefined;
   /** Keep workers off the host's own addresses and 169.254.0.0/16 with iptables rules (root only). */
   blockHost: boolean;
   /** Make each network storage's host path a nosuid,nodev mount (root only). */
@@ -65,6 +70,9 @@ export const DEFAULT_SANDBOX: WorkerSandbox = {
   pidsLimit: 4096,
   log: { maxSizeMB: 10, maxFiles: 3 },
   networkIsolation: 'owner',
+  // The last of Docker's default /16 pools, in /24 blocks: 256 networks of 253 workers each, in a range Docker
+  // already takes for its own bridges (so no new clash with the LAN), and that it gives out last.
+  subnets: { pool: '172.31.0.0/16', prefixLength: 24 },
   blockHost: true,
   storageNosuid: true,
 };
@@ -175,9 +183,19 @@ function workerSandbox(file: NonNullable<ConfigFile['workers']>['sandbox']): Wor
       maxFiles: file?.log?.maxFiles ?? d.log.maxFiles,
     },
     networkIsolation: file?.network?.isolation ?? d.networkIsolation,
+    subnets: subnetSettings(file?.network, d.subnets),
     blockHost: file?.network?.blockHost ?? d.blockHost,
     storageNosuid: file?.storage?.nosuid ?? d.storageNosuid,
   };
+}
+
+function subnetSettings(
+  network: NonNullable<NonNullable<ConfigFile['workers']>['sandbox']>['network'],
+  defaults: WorkerSandbox['subnets'],
+): WorkerSandbox['subnets'] {
+  const pool = network?.subnetPool ?? defaults?.pool;
+  if (pool === undefined || pool === 'docker') return undefined;
+  return { pool, prefixLength: network?.subnetPrefixLength ?? defaults?.prefixLength ?? 24 };
 }
 
 function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {

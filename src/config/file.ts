@@ -19,6 +19,9 @@ const limits = z.strictObject(
 /** A Linux capability name as Docker takes it, without the CAP_ prefix. */
 const capability = z.string().regex(/^[A-Z][A-Z_]*$/, 'expected a capability name such as NET_BIND_SERVICE');
 
+const SUBNET_POOL_ERROR =
+  'expected an IPv4 CIDR such as 172.31.0.0/16, or "docker" for Docker\'s default address pools';
+
 /** How Docker workers are confined (docs/workers.md); every key has a default. */
 const sandboxSchema = z.strictObject({
   capAdd: z.array(capability).optional(),
@@ -30,6 +33,8 @@ const sandboxSchema = z.strictObject({
     .strictObject({
       isolation: z.enum(['owner', 'endpoint', 'none']).optional(),
       blockHost: z.boolean().optional(),
+      subnetPool: z.union([z.literal('docker'), z.cidrv4({ error: SUBNET_POOL_ERROR })]).optional(),
+      subnetPrefixLength: z.int().min(16).max(29).optional(),
     })
     .optional(),
   storage: z.strictObject({ nosuid: z.boolean().optional() }).optional(),

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const ADMIN_KEY = 'e2e-endpoint-keys-admin-0123456789';
 const METRICS_TOKEN = 'e2e-scrape-token-0123456789';
@@ -128,7 +128,7 @@ describe.runIf(withDocker)('keys on endpoint URLs, with two owners, against corr
 
   afterAll(async () => {
     await server?.stop();
-    if (server) removeInstallationContainers(server.installationId);
+    if (server) removeInstallationResources(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

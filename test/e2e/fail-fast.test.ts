@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { EngineProxy, HIDDEN_PREFIX } from '../support/engine-proxy.js';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
 const PREFIX = '/gpu-instance/openapi/v1';
@@ -121,6 +121,7 @@ describe.runIf(withDocker)('failing fast and engine outages, with corral serve a
   afterAll(async () => {
     await server?.stop();
     await engine?.stop();
+    if (server) removeInstallationResources(server.installationId);
     const left = containers(`${RUN_LABEL[0]}=${RUN_LABEL[1]}`);
     if (left.length > 0) execFileSync('docker', ['rm', '-f', '-v', ...left], { stdio: 'ignore' });
     rmSync(dataDir, { recursive: true, force: true });

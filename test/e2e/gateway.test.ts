@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-gateway-key-0123456789';
 const withDocker = integrationAvailable(
@@ -130,7 +130,7 @@ describe.runIf(withDocker)('the gateway, with Docker workers and corral serve as
   afterAll(async () => {
     agent.destroy();
     await server?.stop();
-    if (server) removeInstallationContainers(server.installationId);
+    if (server) removeInstallationResources(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

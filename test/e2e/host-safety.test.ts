@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const OPERATOR_KEY = 'e2e-host-safety-operator-key-0123';
 const isRoot = process.getuid?.() === 0;
@@ -64,6 +64,7 @@ describe('no host execution by accident, and the data directory kept private', (
   afterEach(async ({ task }) => {
     if (task.result?.state === 'fail') printServeLog(server);
     await server?.stop();
+    if (server) removeInstallationResources(server.installationId);
     server = undefined;
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -217,12 +218,7 @@ describe.runIf(withDocker)('a secret in a Docker worker env, and nowhere else', 
   }, 180_000);
   afterAll(async () => {
     await server?.stop();
-    const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=corral.dev/owner=dora`], {
-      encoding: 'utf8',
-    })
-      .split('\n')
-      .filter(Boolean);
-    if (ids.length > 0) execFileSync('docker', ['rm', '-f', '-v', ...ids], { stdio: 'ignore' });
+    if (server) removeInstallationResources(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-installations-key-0123456789';
 const SIDE_BY_SIDE_MS = 60_000;
@@ -70,7 +70,7 @@ describe.runIf(withDocker)('two installations on one Docker engine', () => {
   afterAll(async () => {
     for (const server of servers) {
       await server.stop();
-      removeInstallationContainers(server.installationId);
+      removeInstallationResources(server.installationId);
     }
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-oom-key-0123456789abcdef';
 const withDocker = integrationAvailable(
@@ -42,6 +42,7 @@ describe.runIf(withDocker)('a worker over its memory limit on Docker, with corra
 
   afterAll(async () => {
     await server?.stop();
+    if (server) removeInstallationResources(server.installationId);
     // Only this test's containers: other suites may share the engine.
     if (endpointId !== '') {
       for (const id of containerIds(`corral.dev/endpoint=${endpointId}`)) {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const REGISTRY_BIN = '/usr/bin/docker-registry';
 const KEY = 'e2e-private-images-operator-key-0123';
@@ -176,6 +176,7 @@ describe.runIf(withRegistry)(
 
     afterAll(async () => {
       await server?.stop();
+      if (server) removeInstallationResources(server.installationId);
       for (const owner of [alice, bob]) {
         const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=corral.dev/owner=${owner}`], {
           encoding: 'utf8',

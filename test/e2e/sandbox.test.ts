@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const PREFIX = '/gpu-instance/openapi/v1';
 const GIB = 1024 ** 3;
@@ -171,6 +171,7 @@ describe.runIf(withDocker)('tenants on the Docker engine: sandboxed workers and 
   afterAll(async () => {
     await server?.stop();
     hostService?.close();
+    if (server) removeInstallationResources(server.installationId);
     for (const owner of ['alice', 'bob']) {
       const label = `label=corral.dev/owner=${owner}`;
       for (const id of docker('ps', '-a', '-q', '--filter', label).split('\n').filter(Boolean)) {

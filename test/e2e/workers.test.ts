@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
 const withDocker = integrationAvailable(
@@ -107,7 +107,7 @@ describe.runIf(withDocker)('workers on the Docker engine, with corral serve as a
 
   afterAll(async () => {
     await server?.stop();
-    if (server) removeInstallationContainers(server.installationId);
+    if (server) removeInstallationResources(server.installationId);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -1,6 +1,7 @@
 /** The `corral` binary as a real process, for end-to-end tests: `serve` started and awaited, commands run. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { noteInstallation } from './installations.js';
 import { TEST_IMAGE } from './test-image.js';
 
 export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.meta.url));
@@ -70,6 +71,7 @@ export async function startServe(
   });
   const installationId = /"installationId":"([^"]+)"/.exec(out)?.[1];
   if (!installationId) throw new Error(`corral serve logged no installation id:\n${out}`);
+  noteInstallation(installationId);
   return {
     apiUrl,
     gatewayUrl,

@@ -1,5 +1,5 @@
 /** The test worker (its script and `FROM scratch` image) and the cleanup of labelled Docker containers. */
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 
@@ -53,8 +53,9 @@ export function ensureTestImage(): Promise<string> {
 }
 
 /**
- * Removes every container and volume with the label, whatever state a test or a bench left them in; returns how
- * many containers there were. Never throws: it runs in cleanup, also after a failure.
+ * Removes every container and volume with the label, and the worker networks those containers joined, whatever
+ * state a test or a bench left them in; returns how many containers there were. Never throws: it runs in cleanup,
+ * also after a failure.
  */
 export async function removeLabelled(docker: Docker, label: string): Promise<number> {
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => []);
@@ -62,6 +63,15 @@ export async function removeLabelled(docker: Docker, label: string): Promise<num
     await docker
       .getContainer(c.Id)
       .remove({ force: true, v: true })
+      .catch(() => undefined);
+  // The worker networks they joined go too (the engine refuses while another container still uses one).
+  const networks = new Set(
+    containers.map((c) => c.Labels?.['corral.dev/network']).filter((n) => n !== undefined),
+  );
+  for (const name of networks)
+    await docker
+      .getNetwork(name)
+      .remove()
       .catch(() => undefined);
   const volumes = await docker.listVolumes({ filters: { label: [label] } }).catch(() => ({ Volumes: [] }));
   for (const v of volumes.Volumes ?? [])
@@ -73,16 +83,19 @@ export async function removeLabelled(docker: Docker, label: string): Promise<num
 }
 
 /**
- * Removes the containers (and their volumes) of one `corral serve` installation, after its test: never those of
- * other suites running beside it on the same engine.
+ * Removes what one `corral serve` installation left on the engine after its test: its containers (and their
+ * volumes), then its worker networks, never those of other suites running beside it. Networks matter: Docker's
+ * default address pools hold about 30, and a run of the suites that left each installation's behind ran out of
+ * them. Never throws: it runs in cleanup, also where there is no Docker at all.
  */
-export function removeInstallationContainers(installationId: string): void {
-  const ids = execFileSync(
-    'docker',
-    ['ps', '-aq', '--filter', `label=corral.dev/installation=${installationId}`],
-    { encoding: 'utf8' },
-  )
-    .split('\n')
-    .filter(Boolean);
-  if (ids.length > 0) execFileSync('docker', ['rm', '-f', '-v', ...ids], { stdio: 'ignore' });
+export function removeInstallationResources(installationId: string): void {
+  const filter = `label=corral.dev/installation=${installationId}`;
+  const listed = (...args: string[]): string[] => {
+    const out = spawnSync('docker', [...args, '-q', '--filter', filter], { encoding: 'utf8' });
+    return out.status === 0 ? out.stdout.split('\n').filter(Boolean) : [];
+  };
+  const containers = listed('ps', '-a');
+  if (containers.length > 0) spawnSync('docker', ['rm', '-f', '-v', ...containers], { stdio: 'ignore' });
+  const networks = listed('network', 'ls');
+  if (networks.length > 0) spawnSync('docker', ['network', 'rm', ...networks], { stdio: 'ignore' });
 }

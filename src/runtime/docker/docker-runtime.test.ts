@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../../../test/support/integration.js';
 import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { dockerAvailable, ensureTestImage, removeLabelled } from '../../../test/support/test-image.js';
+import { DEFAULT_SANDBOX } from '../../config/config.js';
 import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { DockerRuntime, dockerReachable } from './docker-runtime.js';
 import { type DockerInfo, engineLimits } from './engine-limits.js';
@@ -128,6 +129,50 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     ).toEqual([]);
     const after = await docker.listVolumes({ filters: { label: [`${LABELS.worker}=${s.workerId}`] } });
     expect(after.Volumes ?? []).toEqual([]);
+  });
+
+  it('worker networks take /24 blocks of the configured pool; a full pool fails the start naming the setting', async () => {
+    const pooled = new DockerRuntime({
+      docker,
+      logger: pino({ level: 'silent' }),
+      namePrefix: `corral-rt-${run}-pool-`,
+      requestGpuDevices: false,
+      // Two blocks at the top of the default pool, clear of what the other suites take from its bottom.
+      sandbox: { ...DEFAULT_SANDBOX, subnets: { pool: '172.31.254.0/23', prefixLength: 24 } },
+    });
+    const subnetOf = async (workerId: string) => {
+      const [container] = await docker.listContainers({
+        filters: { label: [`${LABELS.worker}=${workerId}`] },
+      });
+      const networks = Object.values(container?.NetworkSettings.Networks ?? {});
+      const network = (await docker.getNetwork(networks[0]?.NetworkID ?? '').inspect()) as {
+        IPAM: { Config: { Subnet: string }[] };
+      };
+      return network.IPAM.Config[0]?.Subnet;
+    };
+    const started: string[] = [];
+    try {
+      // Two owners' first workers start together: each gets a network, and the two never share a block.
+      const [a, b] = await Promise.all(
+        [spec({ ownerId: `${run}-a` }), spec({ ownerId: `${run}-b` })].map((s) => pooled.create(s)),
+      );
+      if (!a || !b) throw new Error('two workers expected');
+      started.push(a.workerId, b.workerId);
+      const [subnetA, subnetB] = [await subnetOf(a.workerId), await subnetOf(b.workerId)];
+      expect([subnetA, subnetB].sort()).toEqual(['172.31.254.0/24', '172.31.255.0/24']);
+      await expect(pooled.create(spec({ ownerId: `${run}-c` }))).rejects.toThrow(
+        /no \/24 subnet left for a worker network in 172\.31\.254\.0\/23.*workers\.sandbox\.network\.subnetPool/,
+      );
+      // The last worker of an owner takes its network, and so its block, with it.
+      await pooled.remove(a.workerId, { graceSeconds: 1 });
+      const c = await pooled.create(spec({ ownerId: `${run}-c` }));
+      started.push(c.workerId);
+      expect(await subnetOf(c.workerId)).toBe(subnetA);
+    } finally {
+      for (const workerId of started)
+        await pooled.remove(workerId, { graceSeconds: 1 }).catch(() => undefined);
+      await pooled.close();
+    }
   });
 
   it('a command replaces the image default; stdout and stderr both reach the log', async () => {

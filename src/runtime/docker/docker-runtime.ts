@@ -130,7 +130,11 @@ export class DockerRuntime implements WorkerRuntime {
       sandbox: options.sandbox ?? DEFAULT_SANDBOX,
     };
     this.#address = engineAddress(options.docker);
-    this.#networks = new WorkerNetworks({ docker: options.docker, logger: this.#logger });
+    this.#networks = new WorkerNetworks({
+      docker: options.docker,
+      logger: this.#logger,
+      subnets: this.#specOptions.sandbox?.subnets,
+    });
   }
 
   /** Whether workers get StorageOpt.size (false once the engine has refused it). */

@@ -8,16 +8,27 @@ import type { Logger } from 'pino';
 import { LABELS, RuntimeError } from '../types.js';
 import { isNotFound, statusOf } from './engine-errors.js';
 import { ISOLATION_LABEL, NETWORK_LABEL, type WorkerNetwork } from './sandbox.js';
+import { firstFreeSubnet } from './subnet-pool.js';
+
+/** Where new worker networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
+export type SubnetPool = { pool: string; prefixLength: number } | undefined;
+
+/** How many times a network is created again with another subnet after a clash with one made meanwhile. */
+const SUBNET_ATTEMPTS = 5;
 
 export class WorkerNetworks {
   readonly #docker: Dockerode;
   readonly #logger: Logger;
   /** Per network name: the tail of its queue of operations. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #subnets: SubnetPool;
+  /** Subnets this process is creating networks on now: two owners' first workers may start together. */
+  readonly #claimed = new Set<string>();
 
-  constructor(options: { docker: Dockerode; logger: Logger }) {
+  constructor(options: { docker: Dockerode; logger: Logger; subnets?: SubnetPool }) {
     this.#docker = options.docker;
     this.#logger = options.logger;
+    this.#subnets = options.subnets;
   }
 
   /** Runs `create` (which makes the worker's container) with the network present and no removal of it under way. */
@@ -60,10 +71,32 @@ export class WorkerNetworks {
 
   async #ensure(network: WorkerNetwork): Promise<void> {
     if (await this.#exists(network.Name)) return;
+    if (!this.#subnets) return this.#create(network, undefined);
+    const clashed: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      const subnet = await this.#freeSubnet(this.#subnets, clashed);
+      this.#claimed.add(subnet);
+      try {
+        return await this.#create(network, subnet);
+      } catch (error) {
+        // A network made on that subnet since the listing (by another process on the engine): take the next one.
+        if (!isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
+        clashed.push(subnet);
+      } finally {
+        this.#claimed.delete(subnet);
+      }
+    }
+  }
+
+  async #create(network: WorkerNetwork, subnet: string | undefined): Promise<void> {
     try {
-      await this.#docker.createNetwork(network);
+      await this.#docker.createNetwork(
+        subnet === undefined
+          ? network
+          : { ...network, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } },
+      );
       this.#logger.info(
-        { network: network.Name, bridge: network.Options?.['com.docker.network.bridge.name'] },
+        { network: network.Name, bridge: network.Options?.['com.docker.network.bridge.name'], subnet },
         'worker network created',
       );
     } catch (error) {
@@ -71,6 +104,26 @@ export class WorkerNetworks {
       if (statusOf(error) === 409 && (await this.#exists(network.Name))) return;
       throw error;
     }
+  }
+
+  async #freeSubnet(subnets: NonNullable<SubnetPool>, clashed: readonly string[]): Promise<string> {
+    const networks = (await this.#docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string }[] } }[];
+    const taken = networks.flatMap((n) =>
+      (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
+    );
+    const subnet = firstFreeSubnet(subnets.pool, subnets.prefixLength, [
+      ...taken,
+      ...this.#claimed,
+      ...clashed,
+    ]);
+    if (subnet === undefined) {
+      throw new RuntimeError(
+        'RUNTIME_ERROR',
+        `no /${subnets.prefixLength} subnet left for a worker network in ${subnets.pool}: every one overlaps a ` +
+          'network the engine has; remove unused networks or set a larger workers.sandbox.network.subnetPool',
+      );
+    }
+    return subnet;
   }
 
   async #exists(name: string): Promise<boolean> {
@@ -99,4 +152,11 @@ export class WorkerNetworks {
     });
     return result;
   }
+}
+
+/** The engine's answer when a subnet overlaps a network it has (HTTP 403 in Docker 20 to 28). */
+function isPoolOverlap(error: unknown): boolean {
+  return /overlaps with other one|overlaps with another/i.test(
+    error instanceof Error ? error.message : String(error),
+  );
 }

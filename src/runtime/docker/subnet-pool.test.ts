@@ -1,0 +1,57 @@
+/** The worker network subnet chosen from the pool, by table. */
+import { describe, expect, it } from 'vitest';
+import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr } from './subnet-pool.js';
+
+describe('parseIpv4Cidr', () => {
+  it.each([
+    ['172.31.0.0/16', '172.31.0.0/16'],
+    ['10.1.2.3/24', '10.1.2.0/24'],
+    [' 192.168.0.0/20 ', '192.168.0.0/20'],
+    ['0.0.0.0/0', '0.0.0.0/0'],
+    ['255.255.255.255/32', '255.255.255.255/32'],
+  ])('%s is the block %s', (text, block) => {
+    const parsed = parseIpv4Cidr(text);
+    expect(parsed && formatIpv4Block(parsed)).toBe(block);
+  });
+
+  it.each(['172.31.0.0', '256.0.0.0/8', '10.0.0.0/33', 'fd00::/64', 'docker', ''])(
+    '%s is not one',
+    (text) => {
+      expect(parseIpv4Cidr(text)).toBeUndefined();
+    },
+  );
+});
+
+describe('firstFreeSubnet', () => {
+  const pool = '172.31.0.0/16';
+
+  it.each<[string, string[], string | undefined]>([
+    ['an empty engine gives the first block', [], '172.31.0.0/24'],
+    ['the blocks in use are skipped', ['172.31.0.0/24', '172.31.1.0/24'], '172.31.2.0/24'],
+    ['a hole left by a removed network is reused', ['172.31.0.0/24', '172.31.2.0/24'], '172.31.1.0/24'],
+    [
+      'networks outside the pool change nothing',
+      ['172.17.0.0/16', '192.168.0.0/20', 'fd00::/64'],
+      '172.31.0.0/24',
+    ],
+    ['a small network inside a block takes the whole block', ['172.31.0.64/26'], '172.31.1.0/24'],
+    ['a larger network in the pool is skipped as a whole', ['172.31.0.0/20'], '172.31.16.0/24'],
+    ['a network covering the pool leaves nothing', ['172.16.0.0/12'], undefined],
+  ])('%s', (_case, taken, expected) => {
+    expect(firstFreeSubnet(pool, 24, taken)).toBe(expected);
+  });
+
+  it('a full pool gives nothing; the last free block is found', () => {
+    const all = Array.from({ length: 256 }, (_, i) => `172.31.${i}.0/24`);
+    expect(firstFreeSubnet(pool, 24, all)).toBeUndefined();
+    expect(firstFreeSubnet(pool, 24, all.slice(0, 255))).toBe('172.31.255.0/24');
+  });
+
+  it.each([
+    ['a block larger than the pool', '172.31.0.0/24', 16],
+    ['a pool that is not a CIDR', 'docker', 24],
+    ['blocks too small for a gateway and a worker', '172.31.0.0/16', 31],
+  ])('%s gives nothing', (_case, badPool, prefixLength) => {
+    expect(firstFreeSubnet(badPool, prefixLength, [])).toBeUndefined();
+  });
+});

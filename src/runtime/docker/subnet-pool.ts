@@ -1,0 +1,61 @@
+/**
+ * Which subnet a new worker network gets: the first block of the configured pool that overlaps no network the
+ * engine already has. Docker's own default pools hold about 30 networks, fewer than the owners (or endpoints) one
+ * engine serves; a pool of /24 blocks holds hundreds. Pure: IPv4 CIDR arithmetic, tested by tables.
+ */
+
+export interface Ipv4Block {
+  /** The first address, as an unsigned 32-bit number. */
+  start: number;
+  prefixLength: number;
+}
+
+const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+
+/** Parses `a.b.c.d/n`; undefined for anything else (IPv6 included: the engine's IPv6 subnets never overlap these). */
+export function parseIpv4Cidr(text: string): Ipv4Block | undefined {
+  const match = CIDR.exec(text.trim());
+  if (!match) return undefined;
+  const octets = match.slice(1, 5).map(Number);
+  const prefixLength = Number(match[5]);
+  if (octets.some((octet) => octet > 255) || prefixLength > 32) return undefined;
+  const address = octets.reduce((sum, octet) => sum * 256 + octet, 0);
+  return { start: address - (address % blockSize(prefixLength)), prefixLength };
+}
+
+export function formatIpv4Block(block: Ipv4Block): string {
+  const octets = [24, 16, 8, 0].map((shift) => Math.floor(block.start / 2 ** shift) % 256);
+  return `${octets.join('.')}/${block.prefixLength}`;
+}
+
+function blockSize(prefixLength: number): number {
+  return 2 ** (32 - prefixLength);
+}
+
+function overlaps(a: Ipv4Block, b: Ipv4Block): boolean {
+  return a.start < b.start + blockSize(b.prefixLength) && b.start < a.start + blockSize(a.prefixLength);
+}
+
+/**
+ * The first `/prefixLength` block of `pool` that overlaps none of `taken` (CIDR texts; unparsable ones are
+ * ignored), or undefined when every block is taken or the pool is smaller than one block.
+ */
+export function firstFreeSubnet(
+  pool: string,
+  prefixLength: number,
+  taken: readonly string[],
+): string | undefined {
+  const range = parseIpv4Cidr(pool);
+  if (!range || prefixLength < range.prefixLength || prefixLength > 30) return undefined;
+  const used = taken.map(parseIpv4Cidr).filter((block): block is Ipv4Block => block !== undefined);
+  const size = blockSize(prefixLength);
+  const end = range.start + blockSize(range.prefixLength);
+  for (let start = range.start; start < end; start += size) {
+    const candidate = { start, prefixLength };
+    const clash = used.find((block) => overlaps(candidate, block));
+    // Skip past the whole taken block at once: a /16 in the way costs one step, not 256.
+    if (clash) start = Math.max(start, clash.start + blockSize(clash.prefixLength) - size);
+    else return formatIpv4Block(candidate);
+  }
+  return undefined;
+}
