@@ -160,7 +160,7 @@ describe('corral serve as a process', () => {
     } finally {
       await server.stop();
     }
-   }, 60_000);
+  }, 60_000);
 
   const withBusy = (text: string) =>
     text.replace('BUSY', `127.0.0.1:${(busy.address() as AddressInfo).port}`);
