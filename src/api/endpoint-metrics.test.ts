@@ -6,6 +6,7 @@ import type { EndpointTraffic } from '../gateway/metrics.js';
 import type { Store } from '../store/store.js';
 
 const TRAFFIC: EndpointTraffic = {
+  window: { since: Date.parse('2026-11-25T10:00:00.000Z'), seconds: 300 },
   requests: { total: 12, byStatus: { 200: 10, 499: 1, 504: 1 } },
   latencyMs: { p50: 7.5, p99: 2250, mean: 340.2 },
   queueWaitMs: { p50: 0.5, p99: 1900, mean: 210 },
@@ -64,18 +65,26 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     expect((await api.call('GET', 'endpoints')).body.endpoints[0].metrics).toBe(url);
   });
 
-  it("summarises the endpoint's workers by state and its traffic through the gateway", async () => {
+  it("summarises the endpoint's workers by state, the ready ones apart, and its traffic with its window", async () => {
     const { api, id } = await start(true);
     for (const [workerId, state] of [
       ['w1', 'running'],
       ['w2', 'running'],
       ['w3', 'starting'],
+      ['w4', 'failed'],
+      ['w5', 'failed'],
     ] as const) {
       await store.workers.upsert(worker(workerId, id, state));
     }
     const answer = await api.call('GET', `endpoint/metrics?endpoint_id=${id}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ id, workers: { running: 2, starting: 1 }, ...TRAFFIC });
+    expect(answer.body).toEqual({
+      id,
+      workers: { running: 2, starting: 1, failed: 2 },
+      readyWorkers: 2,
+      ...TRAFFIC,
+      window: { since: '2026-11-25T10:00:00.000Z', seconds: 300 },
+    });
     expect(asked).toEqual([id]);
   });
 
@@ -84,6 +93,8 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     expect((await api.call('GET', `endpoint/metrics?id=${id}`)).body).toEqual({
       id,
       workers: {},
+      readyWorkers: 0,
+      window: null,
       requests: null,
       latencyMs: null,
       queueWaitMs: null,

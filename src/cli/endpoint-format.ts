@@ -124,8 +124,12 @@ function stateText(state: WireState): string {
   return state.error === '' ? state.state : `${state.state} (${state.error})`;
 }
 
+/** Serving workers of those meant to serve; failed ones apart, so that 1/3 never hides two crashed workers. */
 function workersText(e: WireEndpoint): string {
-  return `${e.workers.filter((w) => w.healthy).length}/${e.workers.length}`;
+  const failed = e.workers.filter((w) => w.state.state === 'failed').length;
+  const live = e.workers.filter((w) => w.state.state !== 'failed' && w.state.state !== 'stopped');
+  const ready = live.filter((w) => w.healthy && w.state.state === 'running').length;
+  return `${ready}/${live.length}${failed > 0 ? ` (${failed} failed)` : ''}`;
 }
 
 function indent(text: string): string {
@@ -138,14 +142,16 @@ function indent(text: string): string {
 /** `corral endpoints metrics`: workers by state, then the gateway's traffic figures where it reports them. */
 export function formatEndpointMetrics(m: WireEndpointMetrics): string {
   const states = Object.entries(m.workers);
+  const byState = states.map(([state, n]) => `${n} ${state}`).join(', ');
   const pairs: [string, string][] = [
     ['ID', m.id],
-    ['Workers', states.length === 0 ? 'none' : states.map(([state, n]) => `${n} ${state}`).join(', ')],
+    ['Workers', states.length === 0 ? 'none' : `${m.readyWorkers ?? 0} ready (${byState})`],
   ];
   if (m.requests === null) {
     pairs.push(['Traffic', 'unknown (no gateway runs in the server that answered)']);
     return formatKeyValues(pairs);
   }
+  if (m.window) pairs.push(['Window', windowText(m.window)]);
   const statuses = Object.entries(m.requests.byStatus).map(([status, n]) => `${n} x ${status}`);
   pairs.push(
     ['Requests', statuses.length === 0 ? '0' : `${m.requests.total} (${statuses.join(', ')})`],
@@ -161,6 +167,18 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
     ],
   );
   return formatKeyValues(pairs);
+}
+
+/** The traffic's window: absolute and relative, and whose it is, so that two servers' figures are not confused. */
+function windowText(window: { since: string; seconds: number }): string {
+  const since = window.since.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+  return `since ${since} (${durationText(window.seconds)}), this server's gateway`;
+}
+
+function durationText(seconds: number): string {
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7_200) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 360) / 10} h`;
 }
 
 function distributionText(d: WireDistribution | null): string {

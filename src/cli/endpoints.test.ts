@@ -449,7 +449,9 @@ describe('corral endpoints delete|stop|start|log', () => {
 describe('corral endpoints metrics', () => {
   const metrics = {
     id: 'ep-1',
-    workers: { running: 2, starting: 1 },
+    workers: { running: 2, starting: 1, failed: 1 },
+    readyWorkers: 2,
+    window: { since: '2026-11-25T10:00:00.000Z', seconds: 300 },
     requests: { total: 12, byStatus: { '200': 11, '504': 1 } },
     latencyMs: { p50: 4.25, p99: 480, mean: 23.04 },
     queueWaitMs: { p50: 0.5, p99: 250, mean: 10 },
@@ -469,7 +471,8 @@ describe('corral endpoints metrics', () => {
     expect(h.out()).toBe(
       [
         'ID:           ep-1',
-        'Workers:      2 running, 1 starting',
+        'Workers:      2 ready (2 running, 1 starting, 1 failed)',
+        "Window:       since 2026-11-25 10:00:00 UTC (5 min), this server's gateway",
         'Requests:     12 (11 x 200, 1 x 504)',
         'Latency:      p50 4.3 ms, p99 480 ms, mean 23 ms',
         'Queue wait:   p50 0.5 ms, p99 250 ms, mean 10 ms',
@@ -488,6 +491,8 @@ describe('corral endpoints metrics', () => {
     const bare = {
       id: 'ep-1',
       workers: {},
+      readyWorkers: 0,
+      window: null,
       requests: null,
       latencyMs: null,
       queueWaitMs: null,

@@ -133,7 +133,10 @@ export interface WireError {
   metadata: Record<string, unknown>;
 }
 
-/** Percentiles (estimated from histogram buckets) and the exact mean, in ms; null before any request. */
+/**
+ * Percentiles (estimated from histogram buckets, within the smallest and largest values seen) and the exact mean,
+ * in ms; null before any request.
+ */
 export interface WireDistribution {
   p50: number | null;
   p99: number | null;
@@ -148,6 +151,10 @@ export interface WireEndpointMetrics {
   id: string;
   /** state -> how many workers are in it (only states that have workers). */
   workers: Record<string, number>;
+  /** Workers serving now (running and healthy); failed ones are only in `workers.failed`. */
+  readyWorkers: number;
+  /** What the traffic figures cover: since the answering server's gateway started; null where none runs. */
+  window: { since: string; seconds: number } | null;
   requests: { total: number; byStatus: Record<string, number> } | null;
   latencyMs: WireDistribution | null;
   queueWaitMs: WireDistribution | null;

@@ -42,10 +42,43 @@ describe('HistogramSeries.quantile', () => {
     expect(series.quantile(0.25)).toBeCloseTo(0.0055); // half-way through the first 4
     expect(series.quantile(0.5)).toBeCloseTo(0.01);
     expect(series.quantile(0.75)).toBeCloseTo(0.055);
-    series.observe(100); // +Inf: the highest finite bound
-    expect(series.quantile(1)).toBe(10);
+    series.observe(100); // +Inf: the largest value observed
+    expect(series.quantile(1)).toBe(100);
     expect(hot.existing('a')).toBe(series);
     expect(hot.existing('b')).toBeUndefined();
+  });
+});
+
+describe('HistogramSeries.quantile within what was observed', () => {
+  const series = () =>
+    new HotHistogram({
+      name: 'q_seconds',
+      help: 'q',
+      labelName: 'l',
+      buckets: [0.25, 0.5, 1],
+      registers: [],
+    }).series('a');
+
+  it('one 324 ms request is a 324 ms median and p99, not the 375 ms of interpolation in 250-500 ms', () => {
+    const one = series();
+    one.observe(0.324);
+    expect(one.quantile(0.5)).toBe(0.324);
+    expect(one.quantile(0.99)).toBe(0.324);
+  });
+
+  it('identical requests give their value at every quantile', () => {
+    const same = series();
+    for (let i = 0; i < 10; i++) same.observe(0.3);
+    expect([same.quantile(0.01), same.quantile(0.5), same.quantile(1)]).toEqual([0.3, 0.3, 0.3]);
+  });
+
+  it('spread over buckets, the estimate is interpolated and stays within min and max', () => {
+    const spread = series();
+    for (const value of [0.26, 0.27, 0.6, 0.7]) spread.observe(value);
+    // Rank 2 of 4 ends the 250-500 ms bucket: its upper bound, above the largest value in it but within max.
+    expect(spread.quantile(0.5)).toBeCloseTo(0.5);
+    expect(spread.quantile(0.01)).toBeGreaterThanOrEqual(0.26);
+    expect(spread.quantile(0.99)).toBeLessThanOrEqual(0.7);
   });
 });
 

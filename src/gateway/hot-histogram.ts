@@ -6,6 +6,9 @@ export class HistogramSeries {
   readonly counts: Float64Array;
   sum = 0;
   count = 0;
+  /** The smallest and largest values observed: no estimate falls outside them. */
+  min = Number.POSITIVE_INFINITY;
+  max = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly bounds: readonly number[]) {
     this.counts = new Float64Array(bounds.length + 1);
@@ -18,15 +21,21 @@ export class HistogramSeries {
     this.counts[i] = (this.counts[i] as number) + 1;
     this.sum += value;
     this.count += 1;
+    if (value < this.min) this.min = value;
+    if (value > this.max) this.max = value;
   }
 
   /**
-   * The q-quantile (0 < q <= 1) estimated from the buckets as Prometheus' histogram_quantile does: linear within
-   * the bucket it falls in (from 0 for the first), the highest finite bound when it falls in +Inf. Undefined with
-   * no observation.
+   * The q-quantile (0 < q <= 1) estimated from the buckets as Prometheus' histogram_quantile does (linear within
+   * the bucket it falls in), then kept within the smallest and largest values observed: interpolation alone made
+   * one 324 ms request a 375 ms median (half-way through 250-500 ms). Undefined with no observation.
    */
   quantile(q: number): number | undefined {
     if (this.count === 0) return undefined;
+    return Math.min(this.max, Math.max(this.min, this.#interpolated(q)));
+  }
+
+  #interpolated(q: number): number {
     const bounds = this.bounds;
     const rank = q * this.count;
     let below = 0;
@@ -38,7 +47,8 @@ export class HistogramSeries {
       }
       below += inBucket;
     }
-    return bounds.at(-1);
+    // In +Inf: the largest value observed says more than the highest finite bound.
+    return this.max;
   }
 }
 

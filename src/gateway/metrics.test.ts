@@ -39,11 +39,15 @@ describe('GatewayMetrics', () => {
   });
 
   it("summarises an endpoint's traffic: requests by status, latency and queue wait, load, cold starts", () => {
+    let now = Date.parse('2026-11-25T10:00:00Z');
     const metrics = new GatewayMetrics({
       registry: new Registry(),
+      clock: () => now,
       load: () => [{ endpointId: 'ep-a', queueLength: 3, inFlight: 2 }],
     });
+    now += 90_500;
     expect(metrics.summary('ep-a')).toEqual({
+      window: { since: Date.parse('2026-11-25T10:00:00Z'), seconds: 91 },
       requests: { total: 0, byStatus: {} },
       latencyMs: { p50: null, p99: null, mean: null },
       queueWaitMs: { p50: null, p99: null, mean: null },

@@ -8,6 +8,8 @@ import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
 
 /** What the API's `endpoint/metrics` shows of one endpoint's traffic through this process's gateway. */
 export interface EndpointTraffic {
+  /** What the figures cover: everything this gateway saw since it started (ms since the epoch), and how long ago. */
+  window: { since: number; seconds: number };
   requests: { total: number; byStatus: Record<string, number> };
   latencyMs: Distribution;
   queueWaitMs: Distribution;
@@ -16,7 +18,10 @@ export interface EndpointTraffic {
   coldStarts: { count: number; meanMs: number | null };
 }
 
-/** Percentiles estimated from the histogram's buckets, and the exact mean; null before any request. */
+/**
+ * Percentiles estimated from the histogram's buckets (within the smallest and largest values seen), and the exact
+ * mean; null before any request.
+ */
 export interface Distribution {
   p50: number | null;
   p99: number | null;
@@ -59,8 +64,12 @@ export class GatewayMetrics {
   #load: () => EndpointLoad[];
   #workers: (() => Iterable<EndpointWorker>) | undefined;
   readonly #endpoints = new Map<string, EndpointSeries>();
+  readonly #clock: () => number;
+  readonly #since: number;
 
-  constructor(options: { registry: Registry } & Partial<GatewayMetricsSources>) {
+  constructor(options: { registry: Registry; clock?: () => number } & Partial<GatewayMetricsSources>) {
+    this.#clock = options.clock ?? Date.now;
+    this.#since = this.#clock();
     const registers = [options.registry];
     const endpoints = this.#endpoints;
     new Counter({
@@ -187,6 +196,7 @@ export class GatewayMetrics {
     const load = this.#load().find((s) => s.endpointId === endpoint);
     const coldStarts = this.#coldStarts.existing(endpoint);
     return {
+      window: { since: this.#since, seconds: Math.max(0, Math.round((this.#clock() - this.#since) / 1000)) },
       requests: { total, byStatus },
       latencyMs: distribution(series?.latency),
       queueWaitMs: distribution(series?.queueWait),

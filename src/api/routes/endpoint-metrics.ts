@@ -14,7 +14,8 @@ export type TrafficSource = (endpointId: string) => EndpointTraffic;
 /**
  * `GET endpoint/metrics?id=`: one endpoint's figures, as the endpoint's `metrics` URL gives them. Workers by state
  * come from the store (any API replica has them); the traffic (requests by status, latency, queue wait, queue
- * depth, in flight, cold starts) from this process's gateway since it started, null where none runs. Another
+ * depth, in flight, cold starts) from this process's gateway since it started, with that window stated, null where
+ * none runs. Another
  * owner's id answers 404, as everywhere.
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
@@ -22,13 +23,19 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
     const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers: Record<string, number> = {};
+    let readyWorkers = 0;
     for (const worker of await o.workers.listByEndpoint(endpoint.id)) {
       workers[worker.status.state] = (workers[worker.status.state] ?? 0) + 1;
+      if (worker.status.state === 'running' && worker.healthy) readyWorkers += 1;
     }
     const traffic = o.traffic?.(endpoint.id);
     return {
       id: endpoint.id,
       workers,
+      readyWorkers,
+      window: traffic
+        ? { since: new Date(traffic.window.since).toISOString(), seconds: traffic.window.seconds }
+        : null,
       requests: traffic?.requests ?? null,
       latencyMs: traffic?.latencyMs ?? null,
       queueWaitMs: traffic?.queueWaitMs ?? null,

@@ -59,8 +59,16 @@ const distribution = (what: string): Schema => ({
   type: ['object', 'null'],
   description: `${what}, in ms; each null before the first request. Null without a gateway in this process.`,
   properties: {
-    p50: { type: ['number', 'null'], description: 'Median, estimated from the histogram buckets.' },
-    p99: { type: ['number', 'null'], description: '99th percentile, estimated from the histogram buckets.' },
+    p50: {
+      type: ['number', 'null'],
+      description:
+        'Median, estimated from the histogram buckets, within the smallest and largest values seen.',
+    },
+    p99: {
+      type: ['number', 'null'],
+      description:
+        '99th percentile, estimated from the histogram buckets, within the smallest and largest values seen.',
+    },
     mean: { type: ['number', 'null'], description: 'Mean.' },
   },
   required: ['p50', 'p99', 'mean'],
@@ -79,6 +87,19 @@ function endpointMetricsSchema(): Schema {
         type: 'object',
         additionalProperties: { type: 'integer' },
         description: 'Workers by state (states with none are left out), as the endpoint shows them.',
+      },
+      readyWorkers: int(
+        'Workers serving now (running and healthy); failed workers count only in `workers.failed`.',
+      ),
+      window: {
+        type: ['object', 'null'],
+        description:
+          "What the traffic figures cover: everything the answering server's gateway saw since it started. Null without a gateway in this process.",
+        properties: {
+          since: { type: 'string', format: 'date-time', description: 'When the gateway started.' },
+          seconds: int('How long ago that was.'),
+        },
+        required: ['since', 'seconds'],
       },
       requests: {
         type: ['object', 'null'],
