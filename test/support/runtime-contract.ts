@@ -264,12 +264,13 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
       if (!ctx.pullable) return context.skip();
       const { endpointId, workerId } = ids();
       const { image, pulls } = await ctx.pullable();
+      const initial = await pulls();
       const progress: string[] = [];
       await runtime.prepareImage({ image }, (p) => progress.push(p.message));
       expect(progress.length).toBeGreaterThan(0);
       expect(progress.every((line) => line.startsWith(`pulling ${image}`))).toBe(true);
       const before = await pulls();
-      expect(before).toBeGreaterThan(0);
+      expect(before).toBeGreaterThan(initial);
       const created: string[] = [];
       const id = workerId();
       await runtime.create(spec(endpointId, id, { image }), (p) => created.push(p.message));

@@ -68,6 +68,18 @@ export class TestRegistry {
     });
   }
 
+  /**
+   * Manifest requests the Docker engine made (its user agent is `docker/...`): one or more per pull, none for
+   * Corral's own access checks. A pull whose layers are all present may only HEAD the manifest.
+   */
+  enginePulls(): number {
+    return [
+      ...this.log.matchAll(
+        /"(?:HEAD|GET) \/v2\/[^ ]+\/manifests\/[^ ]+ HTTP\/[\d.]+" \d{3} \d+ "[^"]*" "docker\//g,
+      ),
+    ].length;
+  }
+
   /** The manifest requests it logged, as `METHOD path status`. */
   manifestRequests(): string[] {
     return [...this.log.matchAll(/"(HEAD|GET) (\/v2\/[^ ]+\/manifests\/[^ ]+) HTTP\/[\d.]+" (\d{3})/g)].map(

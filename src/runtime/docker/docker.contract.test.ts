@@ -59,9 +59,7 @@ if (withDocker) {
               execFileSync('docker', ['push', '-q', pushed], { stdio: 'ignore' });
               // Gone under that name (its layers stay, as the test image's): prepareImage must pull it.
               execFileSync('docker', ['rmi', pushed], { stdio: 'ignore' });
-              const pulls = async () =>
-                (registry?.manifestRequests() ?? []).filter((r) => r.startsWith('GET') && r.endsWith(' 200'))
-                  .length;
+              const pulls = async () => registry?.enginePulls() ?? 0;
               return { image: pushed, pulls };
             },
           }
