@@ -1,5 +1,6 @@
 // Part 2: the Docker runtime scoped to one owner label, so that the bench's controller leaves other work alone.
 import type {
+  ImageRequest,
   LogOptions,
   PullProgress,
   RuntimeEvent,
@@ -27,6 +28,9 @@ export class ScopedRuntime implements WorkerRuntime {
 
   create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     return this.#inner.create(spec, onProgress);
+  }
+  prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    return this.#inner.prepareImage(request, onProgress);
   }
   remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
     return this.#inner.remove(workerId, options);

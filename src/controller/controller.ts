@@ -19,6 +19,8 @@ import { endpointStatus } from './endpoint-status.js';
 import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
+import { ImagePreparer } from './image-preparer.js';
+import { withImageStatus } from './image-state.js';
 import { ownedHere } from './installation.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
@@ -52,6 +54,8 @@ export class Controller {
   readonly #crashes: CrashLedger;
   readonly #gpus = new GpuLedger();
   readonly #prober: HealthProber;
+  /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
+  readonly #images: ImagePreparer;
   /** Runtime listings begun so far; a pass's listing is as old as the number it took. */
   #listings = 0;
   /**
@@ -95,6 +99,15 @@ export class Controller {
       onError: (error, { repeated }) => {
         if (!repeated) this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
       },
+    });
+    this.#images = new ImagePreparer({
+      runtime: this.#o.runtime,
+      imageAccess: this.#o.imageAccess,
+      revealCredentials: this.#o.revealCredentials,
+      clock: this.#o.clock,
+      policy: this.#o.backoff,
+      logger: this.#o.logger,
+      onSettled: () => this.poke(),
     });
     this.#prober = new HealthProber({
       probe: this.#o.probe,
@@ -177,6 +190,7 @@ export class Controller {
     this.#adopted = true;
     this.#endpoints = live;
     this.#observe(observed, listing, live, now);
+    this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
     // drained before it was ever routed.
     this.#applyOwnerDrains(drainRequested);
@@ -388,6 +402,8 @@ export class Controller {
     this.#setState(record, 'pulling', 'preparing the image');
     this.#gpus.createStarted(record.id, record.gpuUuids);
     try {
+      // The image is pulled once per endpoint image, before any worker needs it: a start waits for that pull.
+      await this.#images.ready(endpoint, (progress) => this.#setState(record, 'pulling', progress.message));
       await this.#checkImageAccess(endpoint);
       const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
       const { memoryGBPerGpu } = this.#o;
@@ -603,12 +619,16 @@ export class Controller {
       now: clock(),
       outage: this.#outage.text,
       statusOf: (endpoint, workers) =>
-        endpointStatus(
-          endpoint,
+        withImageStatus(
+          endpointStatus(
+            endpoint,
+            workers,
+            this.#crashes.of(endpoint.id),
+            this.#crashes.policy,
+            whyNeverPlaceable(endpoint.spec, gpus),
+          ),
+          this.#images.of(endpoint.id),
           workers,
-          this.#crashes.of(endpoint.id),
-          this.#crashes.policy,
-          whyNeverPlaceable(endpoint.spec, gpus),
         ),
     });
   }

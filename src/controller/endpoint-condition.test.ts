@@ -175,8 +175,8 @@ describe('the controller publishes why an endpoint cannot serve', () => {
         lastWorkerMessage: expect.stringContaining('ghcr.io/nobody/nothing:1'),
       }),
     );
-    // minNum 0 from now on: nothing but the owner's change can give it a new try.
-    await h.update(endpoint, { workers: { minWorkers: 0 } });
+    // The owner fixes the image and goes to minNum 0: the new image is pulled at once, without a request.
+    await h.update(endpoint, { image: { ref: 'ghcr.io/somebody/something:1' }, workers: { minWorkers: 0 } });
     await h.eventually(() => expect(h.routes.conditionOf(endpoint.id)?.refusal).toBeUndefined());
     expect((await h.store.endpoints.get('owner-a', endpoint.id))?.status.state).toBe('serving');
   });

@@ -31,6 +31,12 @@ runtimeContract('fake', async () => {
       trigger: async (worker) => runtime.outOfMemory(worker.workerId),
     },
     capabilities: { imagePull: true, realProcess: false },
+    pullable: async () => {
+      // Only this image is pulled: the other tests' image stays present.
+      runtime.presentImages.add(baseSpec({}).image);
+      runtime.pullDelayMs = 1;
+      return { image: 'corral-test/pullable:1', pulls: async () => runtime.counters.pulls };
+    },
     unreachable: async () => {
       const offline = new FakeRuntime({ clock: Date.now });
       offline.unreachable();

@@ -132,10 +132,25 @@ export interface LocalImage {
   repoDigests: string[];
 }
 
+/** An image to make present: its reference and, for a private one, the owner's registry credentials. */
+export interface ImageRequest {
+  image: string;
+  /** As WorkerSpec.registryAuth: called only when a pull happens. */
+  registryAuth?: () => Promise<RegistryAuth | undefined>;
+  /** For logs: the worker the image is for, when a create prepares it. */
+  workerId?: string;
+}
+
 export interface WorkerRuntime {
   readonly name: 'docker' | 'local' | 'fake';
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
   localImage?(image: string): Promise<LocalImage | undefined>;
+  /**
+   * Makes the image present so that a create needs no pull: resolves at once when it is there, else pulls it
+   * (reporting progress). Throws RuntimeError IMAGE_PULL_FAILED when the image cannot be had, UNAVAILABLE when the
+   * engine cannot be reached. A runtime without images (local) resolves at once.
+   */
+  prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void>;
   /**
    * Pulls the image when it is not present (reporting progress), creates and starts the worker. Throws
    * RuntimeError IMAGE_PULL_FAILED when the image cannot be had, RUNTIME_ERROR for anything else.

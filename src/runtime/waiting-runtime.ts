@@ -5,6 +5,7 @@
  */
 import type { Timers } from '../service/clock.js';
 import {
+  type ImageRequest,
   type LogOptions,
   type PullProgress,
   RuntimeError,
@@ -68,6 +69,10 @@ export class WaitingRuntime implements WorkerRuntime {
 
   create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     return this.#runtime().create(spec, onProgress);
+  }
+
+  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    return this.#runtime().prepareImage(request, onProgress);
   }
 
   remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {

@@ -5,17 +5,16 @@
  * with the reason; B's endpoint accepted while the registry was down fails its worker start once the registry
  * answers; the registry's access log shows the manifest checks (HEAD, no pull).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import { commandExists, REGISTRY_BIN, type TestRegistry, testRegistry } from '../support/test-registry.js';
 
-const REGISTRY_BIN = '/usr/bin/docker-registry';
 const KEY = 'e2e-private-images-operator-key-0123';
 const withRegistry =
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)') &&
@@ -24,71 +23,6 @@ const withRegistry =
     existsSync(REGISTRY_BIN) && commandExists('htpasswd'),
     `${REGISTRY_BIN} or htpasswd is missing: apt-get install -y docker-registry apache2-utils (scripts/provision.sh does)`,
   );
-
-function commandExists(name: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/** One docker-registry process; its output (the access log among it) is kept. */
-class TestRegistry {
-  #child: ChildProcess | undefined;
-  log = '';
-
-  constructor(
-    readonly configPath: string,
-    readonly address: string,
-  ) {}
-
-  async start(): Promise<void> {
-    const child = spawn(REGISTRY_BIN, ['serve', this.configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.#child = child;
-    const keep = (chunk: Buffer) => {
-      this.log += chunk.toString();
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    await vi.waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`docker-registry exited:\n${this.log}`);
-        const response = await fetch(`http://${this.address}/v2/`);
-        expect(response.status).toBe(401);
-      },
-      { timeout: 15_000, interval: 100 },
-    );
-  }
-
-  async stop(): Promise<void> {
-    const child = this.#child;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
-  }
-
-  /** The manifest requests it logged, as `METHOD path status`. */
-  manifestRequests(): string[] {
-    return [...this.log.matchAll(/"(HEAD|GET) (\/v2\/[^ ]+\/manifests\/[^ ]+) HTTP\/[\d.]+" (\d{3})/g)].map(
-      (m) => `${m[1]} ${m[2]} ${m[3]}`,
-    );
-  }
-}
 
 const call = callApi;
 
@@ -131,22 +65,10 @@ describe.runIf(withRegistry)(
     beforeAll(async () => {
       const base = await ensureTestImage();
       dir = mkdtempSync(join(tmpdir(), 'corral-e2e-private-images-'));
-      mkdirSync(join(dir, 'storage'));
       mkdirSync(join(dir, 'docker-config'));
-      const address = `127.0.0.1:${await freePort()}`;
       writeFileSync(join(dir, 'htpasswd'), execFileSync('htpasswd', ['-Bbn', 'alice', 'alice-password']));
-      writeFileSync(
-        join(dir, 'registry.yml'),
-        [
-          'version: 0.1',
-          'log: { level: info, accesslog: { disabled: false } }',
-          `storage: { filesystem: { rootdirectory: ${join(dir, 'storage')} } }`,
-          `http: { addr: "${address}" }`,
-          `auth: { htpasswd: { realm: corral-test, path: ${join(dir, 'htpasswd')} } }`,
-          '',
-        ].join('\n'),
-      );
-      registry = new TestRegistry(join(dir, 'registry.yml'), address);
+      registry = await testRegistry(dir, { htpasswd: join(dir, 'htpasswd') });
+      const { address } = registry;
       await registry.start();
 
       // A's private image: the test worker with a label of this run (a new image id, so the test worker image itself

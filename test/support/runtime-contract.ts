@@ -43,6 +43,11 @@ export interface RuntimeContractSetup {
   logLine: (worker: RuntimeWorker) => Promise<string>;
   capabilities: RuntimeCapabilities;
   /**
+   * For runtimes that pull: an image absent from the runtime that a pull can get, and how many pulls the runtime
+   * (or its registry) has served so far.
+   */
+  pullable?: () => Promise<{ image: string; pulls: () => Promise<number> }>;
+  /**
    * The same runtime with an engine it cannot reach (docker: a socket nobody listens on; fake: unreachable()), for
    * runtimes that have an engine; `close` ends it.
    */
@@ -185,6 +190,7 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
           () => offline.runtime.inspect(workerId()),
           () => offline.runtime.create(spec(endpointId, workerId())),
           () => offline.runtime.remove(workerId()),
+          () => offline.runtime.prepareImage({ image: ctx.workerSpec().image }),
         ];
         for (const call of calls) {
           const error = await call().then(
@@ -234,6 +240,43 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
       expect((error as RuntimeError).message).not.toBe('');
       expect(await runtime.list({ [LABELS.endpoint]: endpointId })).toEqual([]);
       expect(await runtime.inspect(id)).toBeUndefined();
+    });
+
+    it('prepareImage makes the image present (at once when it is there); one that cannot be had fails with IMAGE_PULL_FAILED', async () => {
+      const present = ctx.workerSpec();
+      await runtime.prepareImage({ image: present.image });
+      const missing = ctx.unavailableSpec();
+      const error = await runtime.prepareImage({ image: missing.image }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (!ctx.capabilities.imagePull) {
+        // No images (local): nothing to make present, nothing that can fail.
+        expect(error).toBeUndefined();
+        return;
+      }
+      expect(error).toBeInstanceOf(RuntimeError);
+      expect((error as RuntimeError).code).toBe('IMAGE_PULL_FAILED');
+      expect((error as RuntimeError).message).toContain(missing.image);
+    });
+
+    it('an image prepareImage pulled (with progress) is not pulled again by a create', async (context) => {
+      if (!ctx.pullable) return context.skip();
+      const { endpointId, workerId } = ids();
+      const { image, pulls } = await ctx.pullable();
+      const initial = await pulls();
+      const progress: string[] = [];
+      await runtime.prepareImage({ image }, (p) => progress.push(p.message));
+      expect(progress.length).toBeGreaterThan(0);
+      expect(progress.every((line) => line.startsWith(`pulling ${image}`))).toBe(true);
+      const before = await pulls();
+      expect(before).toBeGreaterThan(initial);
+      const created: string[] = [];
+      const id = workerId();
+      await runtime.create(spec(endpointId, id, { image }), (p) => created.push(p.message));
+      expect(created).toEqual([]);
+      expect(await pulls()).toBe(before);
+      await runtime.remove(id, { graceSeconds: 1 });
     });
 
     it('the worker has an address, where a real process answers HTTP', async () => {

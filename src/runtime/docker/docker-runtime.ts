@@ -6,6 +6,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { DEFAULT_SANDBOX, type WorkerSandbox } from '../../config/config.js';
 import {
+  type ImageRequest,
   LABELS,
   type LocalImage,
   type LogOptions,
@@ -146,7 +147,7 @@ export class DockerRuntime implements WorkerRuntime {
     if ((await this.#containerIds(spec.workerId)).length > 0) {
       throw new RuntimeError('RUNTIME_ERROR', `worker ${spec.workerId} already exists`);
     }
-    await this.#ensureImage(spec, onProgress);
+    await this.prepareImage(spec, onProgress);
     await this.#guardHost(spec);
     const volumes: string[] = [];
     let container: Dockerode.Container | undefined;
@@ -305,27 +306,23 @@ export class DockerRuntime implements WorkerRuntime {
     }
   }
 
-  async #ensureImage(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<void> {
+  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    const { image, workerId } = request;
     try {
-      await this.#docker.getImage(spec.image).inspect();
+      await this.#docker.getImage(image).inspect();
       return;
     } catch (error) {
-      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${spec.image}`, this.#address);
+      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${image}`, this.#address);
     }
-    const log = this.#logger.child({ workerId: spec.workerId, image: spec.image });
+    const log = this.#logger.child({ image, ...(workerId === undefined ? {} : { workerId }) });
     try {
       // Decrypted here, for this pull only.
-      const auth = await spec.registryAuth?.();
+      const auth = await request.registryAuth?.();
       log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
-      await this.#pull(spec.image, auth, onProgress);
-      await this.#docker.getImage(spec.image).inspect();
+      await this.#pull(image, auth, onProgress);
+      await this.#docker.getImage(image).inspect();
     } catch (error) {
-      const failure = engineError(
-        error,
-        `cannot pull image ${spec.image}`,
-        this.#address,
-        'IMAGE_PULL_FAILED',
-      );
+      const failure = engineError(error, `cannot pull image ${image}`, this.#address, 'IMAGE_PULL_FAILED');
       log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
       throw failure;
     }

@@ -1,4 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import pino from 'pino';
 import { describe, it } from 'vitest';
@@ -10,6 +14,7 @@ import {
   removeLabelled,
   TEST_IMAGE,
 } from '../../../test/support/test-image.js';
+import { REGISTRY_BIN, type TestRegistry, testRegistry } from '../../../test/support/test-registry.js';
 import { LABELS, type WorkerSpec } from '../types.js';
 import { DockerRuntime } from './docker-runtime.js';
 
@@ -36,9 +41,29 @@ if (withDocker) {
     // Every container of this run carries the run label, so that cleanup finds all of them.
     const spec = (overrides: Partial<WorkerSpec> = {}): WorkerSpec =>
       testWorkerSpec({ image, ...overrides }, { [RUN_LABEL]: run });
+    // A registry on 127.0.0.1 (the only one reachable here) for the pull test, where the package is installed.
+    let registry: TestRegistry | undefined;
+    let registryDir: string | undefined;
+    let pushed: string | undefined;
     return {
       runtime,
       workerSpec: spec,
+      ...(existsSync(REGISTRY_BIN)
+        ? {
+            pullable: async () => {
+              registryDir = mkdtempSync(join(tmpdir(), 'corral-ct-registry-'));
+              registry = await testRegistry(registryDir);
+              await registry.start();
+              pushed = `${registry.address}/contract/worker:${run}`;
+              execFileSync('docker', ['tag', image, pushed]);
+              execFileSync('docker', ['push', '-q', pushed], { stdio: 'ignore' });
+              // Gone under that name (its layers stay, as the test image's): prepareImage must pull it.
+              execFileSync('docker', ['rmi', pushed], { stdio: 'ignore' });
+              const pulls = async () => registry?.enginePulls() ?? 0;
+              return { image: pushed, pulls };
+            },
+          }
+        : {}),
       unavailableSpec: (overrides) => spec({ ...overrides, image: 'corral-does-not-exist:nope' }),
       kill: async (worker) => {
         const [container] = await docker.listContainers({
@@ -63,6 +88,9 @@ if (withDocker) {
       cleanup: async () => {
         await runtime.close();
         await removeLabelled(docker, `${RUN_LABEL}=${run}`);
+        if (pushed) execFileSync('docker', ['rmi', '-f', pushed], { stdio: 'ignore' });
+        await registry?.stop();
+        if (registryDir) rmSync(registryDir, { recursive: true, force: true });
       },
     };
   });

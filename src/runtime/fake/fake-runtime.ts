@@ -7,6 +7,7 @@
 import { systemTimers, type Timers } from '../../service/clock.js';
 import { exitDescription } from '../exit-description.js';
 import {
+  type ImageRequest,
   LABELS,
   type LogOptions,
   type PullProgress,
@@ -38,8 +39,10 @@ export interface FakeCounters {
   createFailures: number;
   /** remove() calls that removed an existing worker. */
   removes: number;
-  /** Image pulls performed (first use of an image when pullDelayMs > 0). */
+  /** Image pulls performed (first use of an image when pullDelayMs > 0, by create or prepareImage). */
   pulls: number;
+  /** prepareImage() calls. */
+  prepares: number;
 }
 
 interface FakeWorker {
@@ -57,7 +60,7 @@ export class FakeRuntime implements WorkerRuntime {
   readonly missingImages = new Set<string>();
   /** Images already present (no pull delay). */
   readonly presentImages = new Set<string>();
-  readonly counters: FakeCounters = { creates: 0, createFailures: 0, removes: 0, pulls: 0 };
+  readonly counters: FakeCounters = { creates: 0, createFailures: 0, removes: 0, pulls: 0, prepares: 0 };
   startDelayMs: number;
   pullDelayMs: number;
 
@@ -84,7 +87,7 @@ export class FakeRuntime implements WorkerRuntime {
 
   // ---- test controls ----
 
-  /** Makes create() of this image throw IMAGE_PULL_FAILED (until `presentImages`/`missingImages` change). */
+  /** Makes create() and prepareImage() of this image throw IMAGE_PULL_FAILED (until `missingImages` changes). */
   failPull(imageRef: string): void {
     this.missingImages.add(imageRef);
   }
@@ -225,6 +228,34 @@ export class FakeRuntime implements WorkerRuntime {
     if (entry.worker.phase !== 'running') this.#setPhase(entry, 'running', 'running');
     this.#emit({ type: 'started', workerId: spec.workerId });
     return snapshot(entry.worker);
+  }
+
+  /**
+   * An image of `missingImages` fails with IMAGE_PULL_FAILED; with `pullDelayMs`, an image not present yet is pulled
+   * (progress 0%, the delay on the injected timers, 100%) and present afterwards; else it is there at once.
+   */
+  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the fake runtime is closed');
+    this.#ensureReachable();
+    this.counters.prepares += 1;
+    if (this.missingImages.has(request.image)) {
+      throw new RuntimeError('IMAGE_PULL_FAILED', `image ${request.image} not found (fake)`);
+    }
+    if (this.pullDelayMs <= 0 || this.presentImages.has(request.image)) return;
+    try {
+      await request.registryAuth?.();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${request.image}: ${reason}`);
+    }
+    onProgress?.({ percent: 0, message: `pulling ${request.image}: 0%` });
+    await new Promise<void>((resolve) => this.#timers.setTimeout(resolve, this.pullDelayMs));
+    if (this.missingImages.has(request.image)) {
+      throw new RuntimeError('IMAGE_PULL_FAILED', `image ${request.image} not found (fake)`);
+    }
+    this.presentImages.add(request.image);
+    this.counters.pulls += 1;
+    onProgress?.({ percent: 100, message: `pulling ${request.image}: 100%` });
   }
 
   async remove(workerId: string): Promise<void> {

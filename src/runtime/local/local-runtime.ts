@@ -121,6 +121,9 @@ export class LocalRuntime implements WorkerRuntime {
     }
   }
 
+  /** No images here: a worker runs `image.command` as is, so there is nothing to make present. */
+  async prepareImage(): Promise<void> {}
+
   async remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
     await this.#ensureLoaded();
     const record = this.#workers.get(workerId);
