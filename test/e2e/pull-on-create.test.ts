@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 import { REGISTRY_BIN, type TestRegistry, testRegistry } from '../support/test-registry.js';
 
 const KEY = 'e2e-pull-on-create-operator-key-01234';
@@ -97,7 +97,7 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
 
   afterAll(async () => {
     await server?.stop();
-    if (server) removeInstallationContainers(server.installationId);
+    if (server) removeInstallationResources(server.installationId);
     if (pushed) execFileSync('docker', ['rmi', '-f', pushed], { stdio: 'ignore' });
     await registry?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
