@@ -126,6 +126,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ownerSecrets: new SecretService({ store, clock, secrets }),
     events: store.events,
     workers: store.workers,
+    workerOutputs: store.workerOutputs,
     workerService: new WorkerService({
       store,
       clock,
