@@ -26,6 +26,7 @@ import { validationError } from './contract/errors.js';
 import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
 import { ControllerMetrics } from './controller/metrics.js';
+import { OutputKeeper } from './controller/output-keeper.js';
 import { whyNeverPlaceable } from './controller/placement.js';
 import { RoutingTable } from './controller/routing-table.js';
 import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
@@ -125,6 +126,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ownerSecrets: new SecretService({ store, clock, secrets }),
     events: store.events,
     workers: store.workers,
+    workerOutputs: store.workerOutputs,
     workerService: new WorkerService({
       store,
       clock,
@@ -230,6 +232,14 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
   if (config.workers)
     logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
+  // Kept in the store, which the API reads: a worker's last output outlives its container (docs/workers.md).
+  const outputs = new OutputKeeper({
+    logs: (workerId, options) => runtime.logs(workerId, options),
+    outputs: store.workerOutputs,
+    clock,
+    timers: systemTimers,
+    logger: logger.child({ role: 'controller' }),
+  });
   const controller = new Controller({
     store,
     runtime,
@@ -251,6 +261,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     intervalMs: config.controller.reconcileIntervalMs,
     awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
     metrics: controllerMetrics,
+    outputs,
   });
   controllerMetrics.readFrom({ workerStates: () => controller.workers().map((w) => w.state) });
   gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => controller.workers() });
@@ -268,6 +279,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     start: () => controller.start(),
     async close() {
       await controller.stop();
+      await outputs.close();
       scaler.close();
       gateway.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -22,6 +22,7 @@ import type { QuotaService } from '../service/quota-service.js';
 import type { SecretService } from '../service/secret-service.js';
 import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
+import type { WorkerOutputRepository } from '../store/worker-outputs.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
 import type { EndpointLinks } from './links.js';
@@ -59,6 +60,8 @@ export interface AppOptions {
   invokeKeys: InvokeKeyService;
   events: EventRepository;
   workers: WorkerRepository;
+  /** The last output of workers that ended (the controller keeps it); absent: none is served. */
+  workerOutputs?: Pick<WorkerOutputRepository, 'get' | 'listByEndpoint'>;
   /** Drains and undrains workers (`POST endpoint/worker/drain`). */
   workerService: WorkerService;
   /** Logs and resource use of workers; absent where this process runs no controller. */

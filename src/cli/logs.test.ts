@@ -15,12 +15,34 @@ afterEach(() => {
   process.exitCode = undefined;
 });
 
-function worker(id: string): WireWorker {
-  return { id, state: { state: 'running', error: '', message: '' }, log: '', metrics: '', healthy: true };
+function worker(id: string, state = 'running'): WireWorker {
+  return { id, state: { state, error: '', message: '' }, log: '', metrics: '', healthy: state === 'running' };
+}
+
+function ended(id: string) {
+  return {
+    id,
+    endedAt: '2026-11-21T23:30:09.871Z',
+    failed: true,
+    reason: 'worker exited with code 3',
+    truncated: false,
+    log: '',
+  };
+}
+
+const endpointNotFound = {
+  code: 404,
+  reason: 'ENDPOINT_NOT_FOUND',
+  message: 'no endpoint "ep-1"',
+  metadata: {},
+};
+
+function endpointRequests(requests: RecordedRequest[]): number {
+  return requests.filter((r) => r.path === `${PREFIX}endpoint`).length;
 }
 
 function endpointWith(ids: string[]): CannedAnswer {
-  return { body: { endpoint: sampleWireEndpoint(8000, { workers: ids.map(worker) }) } };
+  return { body: { endpoint: sampleWireEndpoint(8000, { workers: ids.map((id) => worker(id)) }) } };
 }
 
 /**
@@ -181,16 +203,124 @@ describe('corral logs', () => {
     expect(process.exitCode).toBeUndefined();
   });
 
-  it('says clearly that an endpoint without workers has no log, and exits 1', async () => {
-    const h = makeHarness({ routes: { 'GET endpoint': endpointWith([]) } });
-    await runCommand(makeLogsCommand(h.deps), ['ep-1', '-f']);
-    expect(h.out()).toBe('');
+  it('says clearly that an endpoint without workers, running or ended, has no log, and exits 1', async () => {
+    for (const ended of [{ body: { workers: [] } }, undefined]) {
+      // undefined: a server older than GET endpoint/worker/ended (the harness answers 404 NOT_FOUND).
+      const h = makeHarness({
+        routes: {
+          'GET endpoint': endpointWith([]),
+          ...(ended ? { 'GET endpoint/worker/ended': ended } : {}),
+        },
+      });
+      await runCommand(makeLogsCommand(h.deps), ['ep-1']);
+      expect(h.out()).toBe('');
+      expect(h.err()).toBe(
+        'error: endpoint ep-1 has no workers, so there is no log to show (endpoint state: serving); ' +
+          'its events: corral endpoints log ep-1\n',
+      );
+      expect(process.exitCode).toBe(1);
+      expect(logRequests(h.requests)).toEqual([]);
+      process.exitCode = undefined;
+    }
+  });
+
+  it('shows the kept output of the worker that ended last when none is left, and says so', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': endpointWith([]),
+        'GET endpoint/worker/ended': { body: { workers: [ended('w-3'), ended('w-2')] } },
+        'GET endpoint/worker/log': logRoute({
+          'w-3': [
+            '[corral] worker w-3 ended at 2026-11-21T23:30:09.871Z (worker exited with code 3); its output:',
+            'EXIT_ON_START: exiting with code 3',
+          ],
+        }),
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['ep-1', '--tail', '5']);
     expect(h.err()).toBe(
-      'error: endpoint ep-1 has no workers, so there is no log to show (endpoint state: serving); ' +
-        'its events: corral endpoints log ep-1\n',
+      'endpoint ep-1 has no workers (endpoint state: serving); the output of worker w-3, which ended last; ' +
+        'other ended workers: w-2\n',
     );
-    expect(process.exitCode).toBe(1);
+    expect(h.out()).toBe(
+      '[corral] worker w-3 ended at 2026-11-21T23:30:09.871Z (worker exited with code 3); its output:\n' +
+        'EXIT_ON_START: exiting with code 3\n',
+    );
+    expect(process.exitCode).toBeUndefined();
+    expect(logRequests(h.requests).map((r) => r.query)).toEqual([{ id: 'ep-1', worker: 'w-3', tail: '5' }]);
+  });
+
+  it('follows the endpoint across scaling: waits for workers, attaches to each new one, until interrupted', async () => {
+    let workers: WireWorker[] = [];
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': { respond: () => Response.json({ endpoint: sampleWireEndpoint(8000, { workers }) }) },
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['one ready'], 'w-2': ['two ready'] }, true),
+      },
+    });
+    const interrupt = fakeInterrupt();
+    const done = runCommand(makeLogsCommand(h.deps, interrupt.listener, 5), ['ep-1', '-f', '--tail', '10']);
+    await vi.waitFor(() =>
+      expect(h.err()).toBe('waiting for a worker of endpoint ep-1 (endpoint state: serving)\n'),
+    );
+    // A worker without a container yet is not attached to; once it starts, it is.
+    workers = [worker('w-1', 'pending')];
+    await vi.waitFor(() => expect(endpointRequests(h.requests)).toBeGreaterThan(3));
     expect(logRequests(h.requests)).toEqual([]);
+    workers = [worker('w-1', 'starting')];
+    await vi.waitFor(() => expect(h.out()).toBe('[w-1] one ready\n'));
+    workers = [worker('w-1'), worker('w-2', 'starting')];
+    await vi.waitFor(() => expect(h.out()).toBe('[w-1] one ready\n[w-2] two ready\n'));
+    // Scaled down: w-1 goes; its stream is not opened again.
+    workers = [worker('w-2')];
+    const seen = endpointRequests(h.requests);
+    await vi.waitFor(() => expect(endpointRequests(h.requests)).toBeGreaterThan(seen + 2));
+    interrupt.fire();
+    await done;
+    expect(h.err()).toBe('waiting for a worker of endpoint ep-1 (endpoint state: serving)\n');
+    expect(process.exitCode).toBeUndefined();
+    expect(interrupt.listening()).toBe(false);
+    // The workers there when it started would get the last 10 lines; w-1 and w-2 came later: all their lines.
+    expect(logRequests(h.requests).map((r) => r.query)).toEqual([
+      { id: 'ep-1', worker: 'w-1', follow: '1' },
+      { id: 'ep-1', worker: 'w-2', follow: '1' },
+    ]);
+  });
+
+  it('follows with --tail for the workers there at the start, and stops when the endpoint is deleted', async () => {
+    let deleted = false;
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': {
+          respond: () =>
+            deleted
+              ? new Response(JSON.stringify(endpointNotFound), { status: 404 })
+              : Response.json({ endpoint: sampleWireEndpoint(8000, { workers: [worker('w-1')] }) }),
+        },
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['serving'] }, true),
+      },
+    });
+    const done = runCommand(makeLogsCommand(h.deps, fakeInterrupt().listener, 5), [
+      'ep-1',
+      '-f',
+      '--tail',
+      '10',
+    ]);
+    await vi.waitFor(() => expect(h.out()).toBe('[w-1] serving\n'));
+    deleted = true;
+    await done;
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-1"\n');
+    expect(process.exitCode).toBe(1);
+    expect(logRequests(h.requests).map((r) => r.query)).toEqual([
+      { id: 'ep-1', worker: 'w-1', follow: '1', tail: '10' },
+    ]);
+  });
+
+  it('follows an unknown endpoint by saying so, and exits 1', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint': { status: 404, body: endpointNotFound } } });
+    await runCommand(makeLogsCommand(h.deps, fakeInterrupt().listener, 5), ['ep-1', '-f']);
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-1"\n');
+    expect(process.exitCode).toBe(1);
   });
 
   it('reports an API error for the worker and exits 1', async () => {

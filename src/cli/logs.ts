@@ -1,9 +1,13 @@
-/** `corral logs`: workers' log lines streamed to stdout; the first Ctrl-C ends the streams cleanly. */
+/**
+ * `corral logs`: workers' log lines streamed to stdout, running or ended (their kept last output); with `-f` it
+ * follows the endpoint across scaling (logs-follow.ts). The first Ctrl-C ends the streams cleanly.
+ */
 import type { Command } from 'commander';
-import type { CorralClient } from '../client/index.js';
+import { CorralApiError, type CorralClient, type WireEndedWorker } from '../client/index.js';
 import { parseCount } from './args.js';
 import { DEFAULT_API_URL, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
+import { FOLLOW_POLL_MS, followEndpoint } from './logs-follow.js';
 import { CliError, formatError } from './output.js';
 
 /**
@@ -30,14 +34,22 @@ interface LogsFlags {
 /**
  * `corral logs <endpoint> [--worker id] [-f] [--tail N]`: a worker's log lines on stdout as they
  * arrive. Without --worker: the endpoint's only worker, or every worker at once with each line
- * prefixed by `[<worker id>] `.
+ * prefixed by `[<worker id>] `; with no worker left, the kept output of the one that ended last.
+ * Without --worker, -f follows the endpoint across scaling until Ctrl-C, every line prefixed.
  */
-export function makeLogsCommand(deps: CliDeps, onInterrupt: InterruptListener = listenForSigint): Command {
+export function makeLogsCommand(
+  deps: CliDeps,
+  onInterrupt: InterruptListener = listenForSigint,
+  pollMs = FOLLOW_POLL_MS,
+): Command {
   return newCommand('logs', deps)
-    .description("print an endpoint's worker logs (every worker, each line prefixed, unless --worker)")
+    .description(
+      "print an endpoint's worker logs (every worker, each line prefixed, unless --worker); a worker that ended " +
+        'shows its kept last output',
+    )
     .argument('<endpoint>', 'endpoint id')
-    .option('--worker <id>', 'only this worker (see corral workers list)')
-    .option('-f, --follow', 'keep printing new lines until Ctrl-C')
+    .option('--worker <id>', 'only this worker, running or ended (see corral workers list)')
+    .option('-f, --follow', 'keep printing new lines, attaching to new workers as they start, until Ctrl-C')
     .option('--tail <n>', 'start with the last N lines of each worker')
     .option('--api-url <url>', `Corral API base URL (env CORRAL_API_URL, default ${DEFAULT_API_URL})`)
     .option('--api-key <key>', 'API key (env CORRAL_API_KEY)')
@@ -45,8 +57,19 @@ export function makeLogsCommand(deps: CliDeps, onInterrupt: InterruptListener = 
       runWithClient<LogsFlags>(deps, command, async ({ client, opts }) => {
         const tail = parseCount(opts.tail, '--tail');
         const follow = opts.follow === true;
-        const workerIds = opts.worker === undefined ? await workersOf(client, endpointId) : [opts.worker];
         const controller = new AbortController();
+        if (follow && opts.worker === undefined) {
+          const stopListening = onInterrupt(() => controller.abort());
+          try {
+            const out = { stdout: deps.stdout, stderr: deps.stderr };
+            await followEndpoint({ client, endpointId, tail, signal: controller.signal, pollMs, out });
+          } finally {
+            stopListening();
+          }
+          return;
+        }
+        const workerIds =
+          opts.worker === undefined ? await workersOf(client, endpointId, deps.stderr) : [opts.worker];
         const stopListening = onInterrupt(() => controller.abort());
         try {
           const stream = (workerId: string) =>
@@ -76,14 +99,38 @@ export function makeLogsCommand(deps: CliDeps, onInterrupt: InterruptListener = 
     );
 }
 
-async function workersOf(client: CorralClient, endpointId: string): Promise<string[]> {
+/** The endpoint's workers; with none left, the one that ended last (saying so on stderr). */
+async function workersOf(
+  client: CorralClient,
+  endpointId: string,
+  stderr: (text: string) => void,
+): Promise<string[]> {
   const endpoint = await client.getEndpoint(endpointId);
-  if (endpoint.workers.length === 0) {
-    const { state, error } = endpoint.state;
+  if (endpoint.workers.length > 0) return endpoint.workers.map((w) => w.id);
+  const [last, ...earlier] = await endedWorkers(client, endpoint.id);
+  const { state, error } = endpoint.state;
+  const status = `endpoint state: ${state}${error === '' ? '' : `, ${error}`}`;
+  if (!last) {
     throw new CliError(
-      `endpoint ${endpoint.id} has no workers, so there is no log to show (endpoint state: ${state}` +
-        `${error === '' ? '' : `, ${error}`}); its events: corral endpoints log ${endpoint.id}`,
+      `endpoint ${endpoint.id} has no workers, so there is no log to show (${status}); ` +
+        `its events: corral endpoints log ${endpoint.id}`,
     );
   }
-  return endpoint.workers.map((w) => w.id);
+  const others = earlier.length === 0 ? '' : `; other ended workers: ${earlier.map((w) => w.id).join(', ')}`;
+  stderr(
+    `endpoint ${endpoint.id} has no workers (${status}); the output of worker ${last.id}, which ended last` +
+      `${others}\n`,
+  );
+  return [last.id];
+}
+
+/** The endpoint's ended workers; none from a server older than `GET endpoint/worker/ended`. */
+async function endedWorkers(client: CorralClient, endpointId: string): Promise<WireEndedWorker[]> {
+  try {
+    return await client.listEndedWorkers(endpointId);
+  } catch (error) {
+    if (error instanceof CorralApiError && error.status === 404 && error.reason !== 'ENDPOINT_NOT_FOUND')
+      return [];
+    throw error;
+  }
 }

@@ -5,6 +5,7 @@
 import { API_PREFIX } from '../contract/paths.js';
 import type {
   WireCredential,
+  WireEndedWorker,
   WireEndpoint,
   WireEndpointInput,
   WireEndpointMetrics,
@@ -120,6 +121,18 @@ export class CorralClient {
     field<string>(body, 'id', 'string');
     field<string>(body, 'state', 'string');
     return body as WorkerMetrics;
+  }
+
+  /**
+   * `GET endpoint/worker/ended?id=`: the endpoint's workers that ended and whose last output is kept, the most
+   * recently ended first; `streamWorkerLog` gives that output.
+   */
+  async listEndedWorkers(endpointId: string): Promise<WireEndedWorker[]> {
+    return field<WireEndedWorker[]>(
+      await this.#get('endpoint/worker/ended', { id: endpointId }),
+      'workers',
+      'array',
+    );
   }
 
   /**

@@ -2,6 +2,7 @@
 export type {
   WireCredential,
   WireDistribution,
+  WireEndedWorker,
   WireEndpoint,
   WireEndpointInput,
   WireEndpointMetrics,

@@ -183,5 +183,20 @@ export interface WireWorkerMetrics {
   readyAt: string | null;
 }
 
+/** `GET endpoint/worker/ended`: a worker that ended and whose last output is kept (a Corral extension). */
+export interface WireEndedWorker {
+  id: string;
+  /** ISO time its container was removed. */
+  endedAt: string;
+  /** It ended failed (crashed, failed its health checks or its start), not by scaling or a replacement. */
+  failed: boolean;
+  /** Why it ended, e.g. `worker exited with code 3` or `scaled down`. */
+  reason: string;
+  /** Older lines were dropped: only its last 1,000 lines (256 KiB) are kept. */
+  truncated: boolean;
+  /** GET endpoint/worker/log for it: its last output. */
+  log: string;
+}
+
 /** A create body's `endpoint` or an update body, as a client may send it (loosely typed). */
 export type WireEndpointInput = Record<string, unknown>;

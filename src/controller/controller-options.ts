@@ -11,6 +11,7 @@ import type { BackoffPolicy } from './backoff.js';
 import type { HealthProbe } from './health-prober.js';
 import type { ManagedWorker } from './managed-worker.js';
 import type { ControllerMetrics } from './metrics.js';
+import type { OutputKeeper } from './output-keeper.js';
 import type { RoutingTable } from './routing-table.js';
 import type { RevealCredentials } from './worker-spec.js';
 
@@ -94,4 +95,6 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
   /** Resolves once no request is in flight on the worker (the gateway's drain); removal waits for it. */
   awaitDrained?: (endpointId: string, workerId: string) => Promise<void>;
+  /** Keeps the last output of workers it removes (output-keeper.ts); absent: nothing is kept. */
+  outputs?: Pick<OutputKeeper, 'begin' | 'retain'>;
 }

@@ -23,6 +23,7 @@ import { ImagePreparer } from './image-preparer.js';
 import { withImageStatus } from './image-state.js';
 import { ownedHere } from './installation.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
+import type { OutputKeeper } from './output-keeper.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
 import { whyNeverPlaceable } from './placement.js';
@@ -44,7 +45,8 @@ type OptionalOptions =
   | 'installationId'
   | 'crashResetMs'
   | 'readOnlyStorages'
-  | 'resolveEnv';
+  | 'resolveEnv'
+  | 'outputs';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -189,6 +191,7 @@ export class Controller {
     if (!this.#adopted) await this.#forgetStaleRows(observed);
     this.#adopted = true;
     this.#endpoints = live;
+    this.#o.outputs?.retain(new Set(live.keys()));
     this.#observe(observed, listing, live, now);
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
@@ -569,6 +572,7 @@ export class Controller {
    */
   async #removeContainer(workerId: string, gpuUuids: string[], reason: string): Promise<Error | undefined> {
     this.#gpus.releaseStarted(workerId, gpuUuids);
+    const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
     try {
       await this.#o.runtime.remove(workerId);
       this.#released(workerId);
@@ -578,8 +582,26 @@ export class Controller {
       this.#o.logger.warn({ ...runtimeErrorFields(error), workerId, reason }, 'cannot remove worker');
       return error instanceof Error ? error : new Error(String(error));
     } finally {
+      keep?.();
       this.poke();
     }
+  }
+
+  /** Starts keeping the last output of a worker about to be removed (output-keeper.ts); the result ends it. */
+  async #keepOutput(
+    keeper: Pick<OutputKeeper, 'begin'>,
+    workerId: string,
+    reason: string,
+  ): Promise<(() => void) | undefined> {
+    const record = this.#book.get(workerId);
+    if (!record) return undefined;
+    const failed = record.state === 'failed';
+    return keeper.begin({
+      workerId,
+      endpointId: record.endpointId,
+      failed,
+      reason: failed ? record.message : reason,
+    });
   }
 
   /** The container is gone: its GPUs are free, and a failed record shown in the API no longer names them. */

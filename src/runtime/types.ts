@@ -118,6 +118,11 @@ export interface LogOptions {
   /** Last N lines; undefined for all. */
   tail?: number;
   signal?: AbortSignal;
+  /**
+   * Called once the stream is attached (before its first line, also when there is none): a removal begun after it
+   * cannot take lines the stream would have read. The output keeper waits for it before a worker is removed.
+   */
+  onOpen?: () => void;
 }
 
 export type RuntimeEvent =
@@ -162,7 +167,10 @@ export interface WorkerRuntime {
   /** Workers whose labels include every given label. */
   list(selector: Record<string, string>): Promise<RuntimeWorker[]>;
   inspect(workerId: string): Promise<RuntimeWorker | undefined>;
-  /** The worker's output, line by line. Throws RuntimeError NOT_FOUND for an unknown worker. */
+  /**
+   * The worker's output, line by line. Throws RuntimeError NOT_FOUND for an unknown worker. A followed log ends once
+   * the worker has exited or been removed, after its last lines.
+   */
   logs(workerId: string, options: LogOptions): AsyncIterable<string>;
   stats(workerId: string): Promise<WorkerStats | undefined>;
   /** Pushes exits and removals as they happen; returns an unsubscribe function. */

@@ -110,6 +110,21 @@ export interface SecretsTable {
   updated_at: number;
 }
 
+/** The last output of a worker that ended, kept after its container is gone (a few per endpoint). */
+export interface WorkerOutputsTable {
+  worker_id: string;
+  endpoint_id: string;
+  ended_at: number;
+  /** 1 when the worker ended failed (crashed, failed its checks or its start), 0 when removed (scaled down, replaced). */
+  failed: number;
+  /** Why it ended, as its state's message said, e.g. `worker exited with code 3`. */
+  reason: string;
+  /** 1 when older lines were dropped to keep within the limits. */
+  truncated: number;
+  /** Its last lines, each ending in a newline. */
+  output: string;
+}
+
 export interface Database {
   installation: InstallationTable;
   workers: WorkersTable;
@@ -121,6 +136,7 @@ export interface Database {
   audit_log: AuditLogTable;
   invoke_keys: InvokeKeysTable;
   secrets: SecretsTable;
+  worker_outputs: WorkerOutputsTable;
 }
 
 export type DialectName = 'sqlite' | 'postgres';

@@ -10,6 +10,7 @@ import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
 import { migrateToLatest } from './migrations/index.js';
 import { SecretRepository } from './secrets.js';
+import { WorkerOutputRepository } from './worker-outputs.js';
 import { WorkerRepository } from './workers.js';
 
 /** Every repository over one database connection. */
@@ -20,6 +21,8 @@ export class Store {
   readonly credentials: CredentialRepository;
   readonly audit: AuditRepository;
   readonly workers: WorkerRepository;
+  /** The last output of workers that ended. */
+  readonly workerOutputs: WorkerOutputRepository;
   readonly installation: InstallationRepository;
   readonly invokeKeys: InvokeKeyRepository;
   readonly secrets: SecretRepository;
@@ -35,6 +38,7 @@ export class Store {
     this.credentials = new CredentialRepository({ db });
     this.audit = new AuditRepository({ db });
     this.workers = new WorkerRepository({ db });
+    this.workerOutputs = new WorkerOutputRepository({ db });
     this.installation = new InstallationRepository({ db });
     this.invokeKeys = new InvokeKeyRepository({ db });
     this.secrets = new SecretRepository({ db });

@@ -387,6 +387,26 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
       await runtime.remove(id, { graceSeconds: 1 });
     });
 
+    it('a log followed before a removal keeps its lines and ends once the worker is removed', async () => {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const expected = await ctx.logLine(worker);
+      await eventually(async () => {
+        const lines = await collect(runtime.logs(id, { follow: false }));
+        expect(lines.some((line) => line.includes(expected))).toBe(true);
+      });
+      let opened!: () => void;
+      const open = new Promise<void>((resolve) => {
+        opened = resolve;
+      });
+      const followed = collect(runtime.logs(id, { follow: true, onOpen: () => opened() }));
+      await withTimeout(open, EVENTUALLY_MS, 'a followed log never said it was open');
+      await runtime.remove(id, { graceSeconds: 1 });
+      const lines = await withTimeout(followed, EVENTUALLY_MS, 'a followed log did not end with its worker');
+      expect(lines.some((line) => line.includes(expected))).toBe(true);
+    });
+
     it('logs of an unknown worker fail with NOT_FOUND', async () => {
       const error = await collect(runtime.logs(`ct${run}-unknown`, { follow: false })).then(
         () => undefined,

@@ -1,15 +1,18 @@
 /**
- * `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight);
+ * `endpoint/worker/log` and `endpoint/worker/metrics`: a worker's log lines and resource use (WorkerInsight), and
+ * for a worker that ended, its last output as the controller kept it (`endpoint/worker/ended` lists those);
  * `endpoint/worker/drain`: its owner drains or undrains it (WorkerService).
  */
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { validationError } from '../../contract/errors.js';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readInteger, readQueryId } from '../../contract/query.js';
-import type { WireWorkerMetrics } from '../../contract/wire.js';
+import type { WireEndedWorker, WireWorkerMetrics } from '../../contract/wire.js';
 import { parseDrainBody } from '../../contract/worker-drain.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { LogOptions, WorkerStats } from '../../runtime/types.js';
+import type { KeptOutput } from '../../store/worker-outputs.js';
 import type { AppOptions } from '../app.js';
 
 /** What the API may ask of the runtime about a worker: its output and its resource use, nothing else. */
@@ -40,29 +43,83 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
     return o.insight;
   };
 
-  /** Plain text, one line per log line; `follow=1` keeps streaming until the client goes away. */
+  const keptOutput = (endpointId: string, workerId: string) =>
+    o.workerOutputs?.get(endpointId, workerId) ?? Promise.resolve(undefined);
+
+  /**
+   * Plain text, one line per log line; `follow=1` keeps streaming until the client goes away. A worker that ended
+   * (no longer listed, or failed or stopped with its container gone) answers with its kept last output.
+   */
   api.get('/endpoint/worker/log', async (request, reply) => {
     const query = request.query as Query;
-    const worker = await findWorker(request.principal, query);
+    const endpoint = await o.endpoints.get(request.principal, readQueryId(query, ENDPOINT_ID_KEYS));
+    const workerId = readQueryId(query, ['worker', 'worker_id']);
     const follow = query.follow === '1' || query.follow === 'true';
     const tail = query.tail === undefined ? undefined : readInteger(query, 'tail', 100, 0);
+    const worker = (await o.workers.listByEndpoint(endpoint.id)).find((w) => w.id === workerId);
+    const kept = await keptOutput(endpoint.id, workerId);
+    if (kept && (!worker || worker.status.state === 'failed' || worker.status.state === 'stopped')) {
+      writeKept(reply.raw, kept, tail);
+      return reply;
+    }
+    if (!worker) {
+      throw new ApiError('WORKER_NOT_FOUND', `endpoint ${endpoint.id} has no worker "${workerId}"`, {
+        workerId,
+      });
+    }
     const abort = new AbortController();
     request.raw.on('close', () => abort.abort());
-    const lines = insight().logs(worker.id, {
-      follow,
-      ...(tail === undefined ? {} : { tail }),
-      signal: abort.signal,
-    });
+    const lines = insight()
+      .logs(worker.id, {
+        follow,
+        ...(tail === undefined ? {} : { tail }),
+        signal: abort.signal,
+      })
+      [Symbol.asyncIterator]();
+    // The first line is read before answering: a container removed meanwhile answers with what was kept of it.
+    let first: IteratorResult<string> | Error;
+    try {
+      first = await lines.next();
+    } catch (error) {
+      first = error instanceof Error ? error : new Error(String(error));
+      const keptSince =
+        (error as { code?: unknown }).code === 'NOT_FOUND' && (await keptOutput(endpoint.id, workerId));
+      if (keptSince) {
+        writeKept(reply.raw, keptSince, tail);
+        return reply;
+      }
+    }
     reply.raw.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' });
     try {
-      for await (const line of lines) {
-        if (!reply.raw.write(`${line}\n`)) await new Promise((resolve) => reply.raw.once('drain', resolve));
+      if (first instanceof Error) throw first;
+      for (let next = first; !next.done; next = await lines.next()) {
+        if (!reply.raw.write(`${next.value}\n`))
+          await new Promise((resolve) => reply.raw.once('drain', resolve));
       }
     } catch (error) {
       if (!abort.signal.aborted) reply.raw.write(`[corral] log stream ended: ${(error as Error).message}\n`);
     }
     reply.raw.end();
     return reply;
+  });
+
+  /** The endpoint's ended workers whose last output is kept, the most recently ended first. */
+  api.get('/endpoint/worker/ended', async (request): Promise<{ workers: WireEndedWorker[] }> => {
+    const endpoint = await o.endpoints.get(
+      request.principal,
+      readQueryId(request.query as Query, ENDPOINT_ID_KEYS),
+    );
+    const ended = (await o.workerOutputs?.listByEndpoint(endpoint.id)) ?? [];
+    return {
+      workers: ended.map((w) => ({
+        id: w.workerId,
+        endedAt: new Date(w.endedAt).toISOString(),
+        failed: w.failed,
+        reason: w.reason,
+        truncated: w.truncated,
+        log: o.links.workerLog(endpoint.id, w.workerId),
+      })),
+    };
   });
 
   api.get('/endpoint/worker/metrics', async (request): Promise<WireWorkerMetrics> => {
@@ -92,4 +149,25 @@ export function registerWorkerRoutes(api: FastifyInstance, o: AppOptions): void 
     request.log.info({ workerId, endpointId: worker.endpointId, drain }, 'worker drain changed');
     return {};
   });
+}
+
+/**
+ * A worker's kept output: a first line saying it ended (and that older lines are gone, where they are), then its
+ * last lines (the last `tail` of them). A followed log ends here: the worker is gone.
+ */
+function writeKept(raw: ServerResponse, kept: KeptOutput, tail: number | undefined): void {
+  const endedAt = new Date(kept.endedAt).toISOString();
+  raw.writeHead(200, {
+    'content-type': 'text/plain; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-corral-worker-ended': endedAt,
+  });
+  const what = kept.truncated ? 'its last output (older lines were not kept)' : 'its output';
+  const reason = kept.reason === '' ? '' : ` (${kept.reason})`;
+  const lines = tail === undefined ? kept.lines : kept.lines.slice(Math.max(0, kept.lines.length - tail));
+  raw.end(
+    [`[corral] worker ${kept.workerId} ended at ${endedAt}${reason}; ${what}:`, ...lines]
+      .map((l) => `${l}\n`)
+      .join(''),
+  );
 }

@@ -199,7 +199,8 @@ function operations(): Operation[] {
       path: v1('/endpoint/worker/log'),
       operationId: 'getWorkerLog',
       summary: "Stream a worker's log",
-      description: 'The URL in workers[].log. Plain text, one line per log line; follow=1 keeps streaming.',
+      description:
+        'The URL in workers[].log. Plain text, one line per log line; follow=1 keeps streaming. For a worker that ended (GET endpoint/worker/ended lists them), its kept last output after a first line `[corral] worker <id> ended ...`, with the header X-Corral-Worker-Ended.',
       tag: endpoints,
       auth: true,
       parameters: [
@@ -210,6 +211,19 @@ function operations(): Operation[] {
       ],
       response: { description: 'Log lines.', schema: { type: 'string' }, contentType: 'text/plain' },
       errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND', 'WORKER_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/worker/ended'),
+      operationId: 'listEndedWorkers',
+      summary: 'List the workers that ended',
+      description:
+        "Corral's own. The endpoint's workers that ended (crashed, failed, replaced, scaled down) whose last output is kept: at least the 5 most recent failed and 5 others, across restarts.",
+      tag: endpoints,
+      auth: true,
+      parameters: [...endpointIdParameters],
+      response: json('EndedWorkerList', 'The ended workers, the most recently ended first.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
     },
     {
       method: 'get',

@@ -277,6 +277,15 @@ export function responseSchemas(): Record<string, Schema> {
         description: 'When it first passed its health check.',
       },
     }),
+    EndedWorker: object({
+      id: str('Worker id.'),
+      endedAt: str('When its container was removed.', { format: 'date-time' }),
+      failed: bool('It ended failed (crashed, failed its health checks or its start), not by scaling.'),
+      reason: str('Why it ended, e.g. `worker exited with code 3`.'),
+      truncated: bool('Older lines were dropped: its last 1,000 lines (256 KiB) are kept.'),
+      log: str('GET endpoint/worker/log for it: its last output.'),
+    }),
+    EndedWorkerList: object({ workers: arrayOf(ref('EndedWorker'), 'The most recently ended first.') }),
     EndpointMetrics: endpointMetricsSchema(),
     EventPage: object({
       events: arrayOf(ref('Event'), 'Oldest first.'),

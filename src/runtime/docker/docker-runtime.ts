@@ -250,12 +250,14 @@ export class DockerRuntime implements WorkerRuntime {
       const body = await container.logs({ ...request, follow: false }).catch((error: unknown) => {
         throw this.#logError(error, workerId);
       });
+      options.onOpen?.();
       yield* logLines([body]);
       return;
     }
     const stream = await container.logs({ ...request, follow: true }).catch((error: unknown) => {
       throw this.#logError(error, workerId);
     });
+    options.onOpen?.();
     yield* this.#followLogs(stream as NodeJS.ReadableStream & { destroy(): unknown }, options.signal);
   }
 

@@ -309,6 +309,7 @@ export class FakeRuntime implements WorkerRuntime {
     this.#ensureReachable();
     const entry = this.#workers.get(workerId);
     if (!entry) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
+    options.onOpen?.();
     let position = options.tail === undefined ? 0 : Math.max(0, entry.logs.length - options.tail);
     for (;;) {
       while (position < entry.logs.length) {

@@ -161,6 +161,8 @@ export class LocalRuntime implements WorkerRuntime {
     const handle = await fsp.open(file, 'r').catch((error: unknown) => {
       throw new RuntimeError('NOT_FOUND', `no log for worker ${workerId}`, { cause: error });
     });
+    // An open handle reads the whole file on, even once a removal has deleted it.
+    options.onOpen?.();
     try {
       yield* tailLines(handle, file, {
         tail: options.tail,

@@ -8,6 +8,7 @@ import * as workerDrain from './0004-worker-drain.js';
 import * as invokeKeys from './0005-invoke-keys.js';
 import * as secrets from './0006-secrets.js';
 import * as installation from './0007-installation.js';
+import * as workerOutputs from './0008-worker-outputs.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0005-invoke-keys': (db) => invokeKeys.up(db),
   '0007-installation': (db) => installation.up(db),
   '0006-secrets': (db) => secrets.up(db),
+  '0008-worker-outputs': (db) => workerOutputs.up(db),
 };
 
 export async function migrateToLatest(
