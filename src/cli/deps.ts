@@ -37,7 +37,7 @@ export function defaultCliDeps(): CliDeps {
     terminal: {
       stdout: process.stdout.isTTY === true,
       stderr: process.stderr.isTTY === true,
-      columns: process.stderr.columns ?? 80,
+      columns: process.stderr.columns || 80,
     },
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: () => Date.now(),
