@@ -59,17 +59,21 @@ export function runWithClient<O extends object>(
   command: Command,
   body: (ctx: ClientContext<O>) => Promise<void>,
 ): Promise<void> {
-  return runAction(deps, async () => {
-    const opts = command.opts<O & ClientOptionValues>();
-    const client = deps.makeClient(resolveConnection(deps, opts));
-    const json = opts.json === true;
-    await body({
-      client,
-      opts,
-      json,
-      output: (data, render) => (json ? printJson(deps, data) : deps.stdout(render())),
-    });
-  });
+  const opts = command.opts<O & ClientOptionValues>();
+  const json = opts.json === true;
+  return runAction(
+    deps,
+    async () => {
+      const client = deps.makeClient(resolveConnection(deps, opts));
+      await body({
+        client,
+        opts,
+        json,
+        output: (data, render) => (json ? printJson(deps, data) : deps.stdout(render())),
+      });
+    },
+    { json },
+  );
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -11,6 +11,15 @@ export interface CliDeps {
   readFile: (path: string) => Promise<string>;
   readStdin: () => Promise<string>;
   makeClient: (opts: { baseUrl: string; apiKey: string }) => CorralClient;
+  /**
+   * Whether stdout and stderr are terminals (`create`/`update` wait by default, progress redraws one line), and
+   * the width of stderr's.
+   */
+  terminal: { stdout: boolean; stderr: boolean; columns: number };
+  /** Waits between polls (tests advance a clock instead). */
+  sleep: (ms: number) => Promise<void>;
+  /** Milliseconds since the epoch. */
+  now: () => number;
 }
 
 export function defaultCliDeps(): CliDeps {
@@ -25,6 +34,13 @@ export function defaultCliDeps(): CliDeps {
     readFile: (path) => readFile(path, 'utf8'),
     readStdin: readAllStdin,
     makeClient: (opts) => new CorralClient(opts),
+    terminal: {
+      stdout: process.stdout.isTTY === true,
+      stderr: process.stderr.isTTY === true,
+      columns: process.stderr.columns || 80,
+    },
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    now: () => Date.now(),
   };
 }
 

@@ -42,11 +42,11 @@ export function pathFormUrl(e: WireEndpoint): string | undefined {
 }
 
 /**
- * A request to paste into a shell: curl on the endpoint's URL with the key the CLI uses, which the gateway needs
- * unless the endpoint is public (docs/gateway.md, Keys).
+ * A request to paste into a shell: curl on the endpoint's URL (or `at`, its path form) with the key the CLI uses,
+ * which the gateway needs unless the endpoint is public (docs/gateway.md, Keys).
  */
-export function exampleRequest(e: WireEndpoint): string {
-  const url = e.url.endsWith('/') ? e.url : `${e.url}/`;
+export function exampleRequest(e: WireEndpoint, at: string = e.url): string {
+  const url = at.endsWith('/') ? at : `${at}/`;
   return e.public ? `curl ${url}` : `curl -H "Authorization: Bearer $CORRAL_API_KEY" ${url}`;
 }
 

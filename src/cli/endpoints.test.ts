@@ -180,10 +180,11 @@ describe('corral endpoints get', () => {
           metadata: {},
         },
       },
+      'GET endpoints': { body: { endpoints: [], total: 0 } },
     });
     await runCommand(makeEndpointsCommand(h.deps), ['get', 'ep-9', '--api-key', 'sk_secret_flag']);
     expect(h.out()).toBe('');
-    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: endpoint ep-9 does not exist\n');
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint has the id, appName or name "ep-9"\n');
     expect(process.exitCode).toBe(1);
     expect(h.err()).not.toContain('sk_secret_flag');
   });
@@ -241,19 +242,26 @@ describe('corral endpoints create', () => {
   it('accepts a JSON file wrapped in {endpoint} and prints {id} with --json', async () => {
     const path = await specFile(
       'spec.json',
-      JSON.stringify({ endpoint: { name: 'x', image: { image: 'a:1' } } }),
+      JSON.stringify({ endpoint: { name: 'x', image: { image: 'a:1' }, ports: [{ port: 80 }] } }),
     );
     const h = harness({ 'POST endpoint/create': { body: { id: 'ep-new' } } });
     h.deps.readFile = (p) => readFile(p, 'utf8');
     await runCommand(makeEndpointsCommand(h.deps), ['create', '--file', path, '--json']);
     expect(JSON.parse(h.out())).toEqual({ id: 'ep-new' });
-    expect(h.requests[0]?.body).toEqual({ endpoint: { name: 'x', image: { image: 'a:1' } } });
+    expect(h.requests[0]?.body).toEqual({
+      endpoint: { name: 'x', image: { image: 'a:1' }, ports: [{ port: 80 }] },
+    });
   });
 
   it('reads the spec from stdin with -f -', async () => {
-    const h = harness({ 'POST endpoint/create': { body: { id: 'ep-new' } } }, { stdin: 'name: piped\n' });
+    const h = harness(
+      { 'POST endpoint/create': { body: { id: 'ep-new' } } },
+      { stdin: 'name: piped\nimage: {image: a:1}\nports: [{port: 80}]\n' },
+    );
     await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', '-']);
-    expect(h.requests[0]?.body).toEqual({ endpoint: { name: 'piped' } });
+    expect(h.requests[0]?.body).toEqual({
+      endpoint: { name: 'piped', image: { image: 'a:1' }, ports: [{ port: 80 }] },
+    });
   });
 
   it('reports a validation error with its field', async () => {
@@ -269,7 +277,7 @@ describe('corral endpoints create', () => {
           },
         },
       },
-      { files: { 'spec.yaml': 'workerConfig: {maxNum: 99}\n' } },
+      { files: { 'spec.yaml': 'image: {image: a:1}\nports: [{port: 80}]\nworkerConfig: {maxNum: 99}\n' } },
     );
     await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 'spec.yaml']);
     expect(h.err()).toBe('error: OUT_OF_RANGE: maxNum must be at most 10 (field: workerConfig.maxNum)\n');
@@ -337,8 +345,7 @@ describe('corral endpoints update', () => {
       { 'POST endpoint/update': updated },
       {
         files: {
-          'patch.yaml':
-            'id: other\nworkerConfig: [{maxNum: 3, gpuNum: 2}]\nimage: {image: a:1, authId: cred-1}\n',
+          'patch.yaml': 'workerConfig: [{maxNum: 3, gpuNum: 2}]\nimage: {image: a:1, authId: cred-1}\n',
         },
       },
     );

@@ -13,8 +13,19 @@ import {
   formatEndpointMetrics,
   formatEvents,
 } from './endpoint-format.js';
+import { resolveEndpoint, withEndpointId } from './endpoint-ref.js';
 import { CliError } from './output.js';
-import { type Fields, isRecord, readSpecFile } from './spec-file.js';
+import { type Fields, isRecord, readCheckedSpec } from './spec-file.js';
+import {
+  DEFAULT_WAIT_SECONDS,
+  formatReady,
+  shouldWait,
+  type WaitFlags,
+  waitForEndpoint,
+  waitTimeoutMs,
+} from './wait.js';
+
+const ENDPOINT_REF = 'endpoint id, appName or name';
 
 export function makeEndpointsCommand(deps: CliDeps): Command {
   const group = newCommand('endpoints', deps).description('manage endpoints');
@@ -37,41 +48,62 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
     );
 
   addClientOptions(
-    group.command('get').description('show one endpoint').argument('<id>', 'endpoint id'),
-  ).action((id: string, _opts, command: Command) =>
+    group.command('get').description('show one endpoint').argument('<endpoint>', ENDPOINT_REF),
+  ).action((ref: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      const endpoint = await client.getEndpoint(id);
+      const endpoint = await resolveEndpoint(client, ref);
       output({ endpoint }, () => formatEndpoint(endpoint));
     }),
   );
 
-  addClientOptions(group.command('create').description('create an endpoint from a YAML or JSON spec'))
+  addWaitOptions(
+    addClientOptions(group.command('create').description('create an endpoint from a YAML or JSON spec')),
+  )
     .requiredOption('-f, --file <path>', 'spec file: {endpoint: {...}} or the endpoint fields; - reads stdin')
     .action((_opts, command: Command) =>
-      runWithClient<{ file: string }>(deps, command, async ({ client, opts, output }) => {
-        const fields = await readSpecFile(deps, opts.file);
+      runWithClient<{ file: string } & WaitFlags>(deps, command, async ({ client, opts, json, output }) => {
+        const fields = await readCheckedSpec(deps, opts.file, 'create');
+        const wait = shouldWait(deps, opts, json);
+        const timeoutMs = waitTimeoutMs(opts);
         const created = await client.createEndpoint(fields);
-        output(created, () => `created endpoint ${created.id}\n`);
+        if (!wait) {
+          output(created, () => `created endpoint ${created.id}\n`);
+          return;
+        }
+        if (!json) deps.stdout(`created endpoint ${created.id}\n`);
+        const endpoint = await waitForEndpoint(deps, client, created.id, timeoutMs);
+        output({ ...created, endpoint }, () => formatReady(endpoint));
       }),
     );
 
-  addClientOptions(
-    group
-      .command('update')
-      .description('change an endpoint; fields not given keep their value')
-      .argument('<id>', 'endpoint id'),
+  addWaitOptions(
+    addClientOptions(
+      group
+        .command('update')
+        .description('change an endpoint; fields not given keep their value')
+        .argument('<endpoint>', ENDPOINT_REF),
+    ),
   )
     .option('-f, --file <path>', 'spec file with the fields to change; - reads stdin')
     .option('--min-workers <n>', 'workerConfig.minNum')
     .option('--max-workers <n>', 'workerConfig.maxNum')
     .option('--image <ref>', 'image.image')
     .option('--name <name>', 'endpoint name')
-    .action((id: string, _opts, command: Command) =>
-      runWithClient<UpdateFlags>(deps, command, async ({ client, opts, output }) => {
-        const base = opts.file === undefined ? {} : await readSpecFile(deps, opts.file);
+    .action((ref: string, _opts, command: Command) =>
+      runWithClient<UpdateFlags & WaitFlags>(deps, command, async ({ client, opts, json, output }) => {
+        const base = opts.file === undefined ? {} : await readCheckedSpec(deps, opts.file, 'update');
         const body = buildUpdateBody(base, opts);
-        const endpoint = await client.updateEndpoint(id, body);
-        output({ endpoint }, () => `updated endpoint ${endpoint.id} (state ${endpoint.state.state})\n`);
+        const wait = shouldWait(deps, opts, json);
+        const timeoutMs = waitTimeoutMs(opts);
+        const updated = await withEndpointId(client, ref, (id) => client.updateEndpoint(id, body));
+        const done = `updated endpoint ${updated.id} (state ${updated.state.state})\n`;
+        if (!wait) {
+          output({ endpoint: updated }, () => done);
+          return;
+        }
+        if (!json) deps.stdout(done);
+        const endpoint = await waitForEndpoint(deps, client, updated.id, timeoutMs);
+        output({ endpoint }, () => formatReady(endpoint));
       }),
     );
 
@@ -81,14 +113,18 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
     ['start', 'start a stopped endpoint', 'started'],
   ] as const;
   for (const [name, description, done] of lifecycle) {
-    addClientOptions(group.command(name).description(description).argument('<id>', 'endpoint id')).action(
-      (id: string, _opts, command: Command) =>
-        runWithClient(deps, command, async ({ client, output }) => {
+    addClientOptions(
+      group.command(name).description(description).argument('<endpoint>', ENDPOINT_REF),
+    ).action((ref: string, _opts, command: Command) =>
+      runWithClient(deps, command, async ({ client, output }) => {
+        const id = await withEndpointId(client, ref, async (id) => {
           if (name === 'delete') await client.deleteEndpoint(id);
           else if (name === 'stop') await client.stopEndpoint(id);
           else await client.startEndpoint(id);
-          output({}, () => `${done} endpoint ${id}\n`);
-        }),
+          return id;
+        });
+        output({}, () => `${done} endpoint ${id}\n`);
+      }),
     );
   }
 
@@ -98,30 +134,36 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
       .description(
         "show an endpoint's workers by state and its traffic (requests, latency, queue, cold starts)",
       )
-      .argument('<id>', 'endpoint id'),
-  ).action((id: string, _opts, command: Command) =>
+      .argument('<endpoint>', ENDPOINT_REF),
+  ).action((ref: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      const metrics = await client.getEndpointMetrics(id);
+      const metrics = await withEndpointId(client, ref, (id) => client.getEndpointMetrics(id));
       output(metrics, () => formatEndpointMetrics(metrics));
     }),
   );
 
   addClientOptions(
-    group.command('log').description("show an endpoint's events").argument('<id>', 'endpoint id'),
+    group.command('log').description("show an endpoint's events").argument('<endpoint>', ENDPOINT_REF),
   )
     .option('--after <n>', 'only events after this cursor (the "next" of a previous page)')
     .option('--limit <n>', 'at most this many events')
-    .action((id: string, _opts, command: Command) =>
+    .action((ref: string, _opts, command: Command) =>
       runWithClient<{ after?: string; limit?: string }>(deps, command, async ({ client, opts, output }) => {
-        const page = await client.getEndpointLog(id, {
-          after: parseCount(opts.after, '--after'),
-          limit: parseCount(opts.limit, '--limit'),
-        });
+        const params = { after: parseCount(opts.after, '--after'), limit: parseCount(opts.limit, '--limit') };
+        const page = await withEndpointId(client, ref, (id) => client.getEndpointLog(id, params));
         output(page, () => formatEvents(page.events));
       }),
     );
 
   return group;
+}
+
+/** --wait, --no-wait and --timeout, for the commands that change an endpoint. */
+export function addWaitOptions(command: Command): Command {
+  return command
+    .option('--wait', 'wait until the endpoint is ready, showing progress (the default on a terminal)')
+    .option('--no-wait', 'return at once')
+    .option('--timeout <seconds>', `how long --wait waits (default ${DEFAULT_WAIT_SECONDS})`);
 }
 
 export interface UpdateFlags {

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
+import { makeApplyCommand } from './apply.js';
 import { makeCredentialsCommand } from './credentials.js';
 import { defaultCliDeps } from './deps.js';
 import { makeEndpointsCommand } from './endpoints.js';
@@ -22,8 +23,9 @@ export function buildProgram(): Command {
     .description('Corral: serverless GPU endpoints you run yourself')
     .version('0.1.0');
   program.addCommand(makeServeCommand());
-  program.addCommand(makeKeysCommand({ stdout: deps.stdout, env: deps.env }));
+  program.addCommand(makeKeysCommand({ stdout: deps.stdout, stderr: deps.stderr, env: deps.env }));
   program.addCommand(makeEndpointsCommand(deps));
+  program.addCommand(makeApplyCommand(deps));
   program.addCommand(makeLimitsCommand(deps));
   program.addCommand(makeProductsCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import type { WireInvokeKey } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
+import { withEndpointId } from './endpoint-ref.js';
 import { formatTable } from './table.js';
 
 export function makeInvokeKeysCommand(deps: CliDeps): Command {
@@ -17,12 +18,14 @@ export function makeInvokeKeysCommand(deps: CliDeps): Command {
     group
       .command('create')
       .description('create an invoke key for an endpoint; prints the key once')
-      .argument('<endpoint-id>', 'endpoint id'),
+      .argument('<endpoint>', 'endpoint id, appName or name'),
   )
     .option('--name <name>', 'a label for the key')
     .action((endpointId: string, _opts, command: Command) =>
       runWithClient<{ name?: string }>(deps, command, async ({ client, opts, json, output }) => {
-        const created = await client.createInvokeKey(endpointId, opts.name ?? '');
+        const created = await withEndpointId(client, endpointId, (id) =>
+          client.createInvokeKey(id, opts.name ?? ''),
+        );
         output(created, () => `${created.key}\n`);
         if (!json) deps.stderr(`invoke key ${created.id} for endpoint ${endpointId}; shown only this once\n`);
       }),
@@ -32,10 +35,10 @@ export function makeInvokeKeysCommand(deps: CliDeps): Command {
     group
       .command('list')
       .description("list an endpoint's invoke keys")
-      .argument('<endpoint-id>', 'endpoint id'),
+      .argument('<endpoint>', 'endpoint id, appName or name'),
   ).action((endpointId: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      const keys = await client.listInvokeKeys(endpointId);
+      const keys = await withEndpointId(client, endpointId, (id) => client.listInvokeKeys(id));
       output({ keys }, () => formatInvokeKeys(keys));
     }),
   );
@@ -44,11 +47,11 @@ export function makeInvokeKeysCommand(deps: CliDeps): Command {
     group
       .command('revoke')
       .description('revoke an invoke key (refused by the gateway within 10 seconds)')
-      .argument('<endpoint-id>', 'endpoint id')
+      .argument('<endpoint>', 'endpoint id, appName or name')
       .argument('<key-id>', 'invoke key id (from list)'),
   ).action((endpointId: string, keyId: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      await client.revokeInvokeKey(endpointId, keyId);
+      await withEndpointId(client, endpointId, (id) => client.revokeInvokeKey(id, keyId));
       output({}, () => `revoked invoke key ${keyId}\n`);
     }),
   );

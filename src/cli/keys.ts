@@ -1,13 +1,28 @@
-/** `corral keys create|list|revoke`: API keys managed directly on the store, with no server running. */
-import { Command } from 'commander';
+/**
+ * `corral keys create|list|revoke`: API keys managed directly on the store, with no server running. Each names the
+ * database it opens, and none creates a database that is not there unless `--create-database` asks it to (a wrong
+ * `--data-dir` would otherwise make an empty one, whose keys the server never sees).
+ */
+import { existsSync } from 'node:fs';
+import { Command, Option } from 'commander';
 import { loadConfig } from '../config/config.js';
 import { databaseError } from '../config/startup.js';
 import { ApiKeyService, DEFAULT_OWNER } from '../service/api-key-service.js';
 import { systemClock } from '../service/clock.js';
-import { openStore } from '../store/open.js';
+import { openStore, sqliteFileOf } from '../store/open.js';
+import { redactDatabaseUrl } from '../store/postgres/connect.js';
 import { givenFlags, settingOptions } from './settings-options.js';
 
-export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJS.ProcessEnv }): Command {
+export interface KeysIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: NodeJS.ProcessEnv;
+  /** Whether a file exists (the SQLite database). */
+  exists?: (path: string) => boolean;
+}
+
+export function makeKeysCommand(io: KeysIo): Command {
+  const exists = io.exists ?? existsSync;
   const keys = new Command('keys').description(
     'create, list and revoke API keys (works on the store directly)',
   );
@@ -17,6 +32,16 @@ export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJ
     run: (service: ApiKeyService) => Promise<void>,
   ) => {
     const config = loadConfig({ flags: givenFlags(options), env: io.env, readFile: () => '' });
+    const location = { databaseUrl: config.databaseUrl, dataDir: config.dataDir };
+    const file = sqliteFileOf(location);
+    const target = file ?? redactDatabaseUrl(config.databaseUrl ?? '');
+    if (file !== undefined && !exists(file) && options.createDatabase !== true) {
+      throw new Error(
+        `no database at ${file}: pass the --data-dir or --database-url that corral serve uses ` +
+          '(or CORRAL_DATA_DIR, CORRAL_DATABASE_URL), or --create-database to create a new one there',
+      );
+    }
+    io.stderr(`database: ${target}\n`);
     const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
       (error: unknown) => {
         throw databaseError(error);
@@ -43,7 +68,7 @@ export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJ
           admin: options.admin,
         });
         io.stdout(`${key}\n`);
-        process.stderr.write(`created key ${id} for owner "${options.owner}"; it is not shown again\n`);
+        io.stderr(`created key ${id} for owner "${options.owner}"; it is not shown again\n`);
       }),
     );
   const list = new Command('list')
@@ -71,7 +96,7 @@ export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJ
     .action((id: string, options: Record<string, unknown>) =>
       withService(options, async (service) => {
         if (!(await service.revoke(id))) {
-          process.stderr.write(`error: no active key with id "${id}"\n`);
+          io.stderr(`error: no active key with id "${id}"\n`);
           process.exitCode = 1;
           return;
         }
@@ -80,6 +105,11 @@ export function makeKeysCommand(io: { stdout: (text: string) => void; env: NodeJ
     );
   for (const sub of [create, list, revoke]) {
     for (const option of storeOptions()) sub.addOption(option);
+    sub.addOption(
+      new Option('--create-database', 'create the database if there is none (SQLite: the file)').default(
+        false,
+      ),
+    );
     keys.addCommand(sub);
   }
   return keys;

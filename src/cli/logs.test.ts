@@ -134,8 +134,13 @@ describe('corral logs', () => {
     expect(h.err()).toBe('');
     expect(process.exitCode).toBeUndefined();
     expect(h.out()).toBe('a\nb\n');
-    expect(h.requests.map((r) => r.path)).toEqual([`${PREFIX}endpoint`, `${PREFIX}endpoint/worker/log`]);
-    expect(h.requests[1]).toMatchObject({
+    // The first read finds the endpoint the argument names (an id, appName or name).
+    expect(h.requests.map((r) => r.path)).toEqual([
+      `${PREFIX}endpoint`,
+      `${PREFIX}endpoint`,
+      `${PREFIX}endpoint/worker/log`,
+    ]);
+    expect(h.requests[2]).toMatchObject({
       query: { id: 'ep-1', worker: 'w-1', tail: '20' },
       authorization: 'Bearer sk_env_key',
     });
@@ -317,9 +322,14 @@ describe('corral logs', () => {
   });
 
   it('follows an unknown endpoint by saying so, and exits 1', async () => {
-    const h = makeHarness({ routes: { 'GET endpoint': { status: 404, body: endpointNotFound } } });
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': { status: 404, body: endpointNotFound },
+        'GET endpoints': { body: { endpoints: [], total: 0 } },
+      },
+    });
     await runCommand(makeLogsCommand(h.deps, fakeInterrupt().listener, 5), ['ep-1', '-f']);
-    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-1"\n');
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint has the id, appName or name "ep-1"\n');
     expect(process.exitCode).toBe(1);
   });
 
@@ -338,11 +348,33 @@ describe('corral logs', () => {
           status: 404,
           body: { code: 404, reason: 'ENDPOINT_NOT_FOUND', message: 'no endpoint "ep-9"', metadata: {} },
         },
+        'GET endpoints': { body: { endpoints: [], total: 0 } },
       },
     });
     await runCommand(makeLogsCommand(h.deps), ['ep-9']);
-    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-9"\n');
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint has the id, appName or name "ep-9"\n');
     expect(process.exitCode).toBe(1);
+  });
+
+  it('takes the endpoint by its appName', async () => {
+    const h = makeHarness({
+      routes: {
+        'GET endpoint': {
+          respond: (request) =>
+            request.query.id === 'ep-1'
+              ? Response.json({ endpoint: sampleWireEndpoint(8000, { workers: [worker('w-1')] }) })
+              : Response.json(endpointNotFound, { status: 404 }),
+        },
+        'GET endpoints': {
+          body: { endpoints: [sampleWireEndpoint(8000, { id: 'ep-1', appName: 'chat' })], total: 1 },
+        },
+        'GET endpoint/worker/log': logRoute({ 'w-1': ['from chat'] }),
+      },
+    });
+    await runCommand(makeLogsCommand(h.deps), ['chat']);
+    expect(h.err()).toBe('');
+    expect(h.out()).toBe('from chat\n');
+    expect(process.exitCode).toBeUndefined();
   });
 
   it("keeps printing the other workers' lines when one fails, then exits 1", async () => {

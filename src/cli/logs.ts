@@ -7,6 +7,7 @@ import { CorralApiError, type CorralClient, type WireEndedWorker } from '../clie
 import { parseCount } from './args.js';
 import { DEFAULT_API_URL, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
+import { resolveEndpoint } from './endpoint-ref.js';
 import { FOLLOW_POLL_MS, followEndpoint } from './logs-follow.js';
 import { CliError, formatError } from './output.js';
 
@@ -47,15 +48,17 @@ export function makeLogsCommand(
       "print an endpoint's worker logs (every worker, each line prefixed, unless --worker); a worker that ended " +
         'shows its kept last output',
     )
-    .argument('<endpoint>', 'endpoint id')
+    .argument('<endpoint>', 'endpoint id, appName or name (the id with --worker)')
     .option('--worker <id>', 'only this worker, running or ended (see corral workers list)')
     .option('-f, --follow', 'keep printing new lines, attaching to new workers as they start, until Ctrl-C')
     .option('--tail <n>', 'start with the last N lines of each worker')
     .option('--api-url <url>', `Corral API base URL (env CORRAL_API_URL, default ${DEFAULT_API_URL})`)
     .option('--api-key <key>', 'API key (env CORRAL_API_KEY)')
-    .action((endpointId: string, _opts, command: Command) =>
+    .action((ref: string, _opts, command: Command) =>
       runWithClient<LogsFlags>(deps, command, async ({ client, opts }) => {
         const tail = parseCount(opts.tail, '--tail');
+        // With --worker, the worker's log is asked for at once: the endpoint must then be given by its id.
+        const endpointId = opts.worker === undefined ? (await resolveEndpoint(client, ref)).id : ref;
         const follow = opts.follow === true;
         const controller = new AbortController();
         if (follow && opts.worker === undefined) {

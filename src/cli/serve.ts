@@ -22,7 +22,13 @@ export function makeServeCommand(): Command {
       env: process.env,
       readFile: (path) => readFileSync(path, 'utf8'),
     });
-    const logger = createLogger({ level: config.logLevel });
+    // Readable lines on a terminal, JSON lines for a log collector (or as --log-format says).
+    const terminal = process.stdout.isTTY === true;
+    const logger = createLogger({
+      level: config.logLevel,
+      format: config.logFormat ?? (terminal ? 'pretty' : 'json'),
+      colors: terminal,
+    });
     const server = await serve(config, {
       logger,
       env: process.env,

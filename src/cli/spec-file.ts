@@ -1,15 +1,54 @@
-/** An endpoint spec read from a YAML or JSON file, or stdin, for `corral endpoints create|update`. */
+/**
+ * An endpoint spec read from a YAML or JSON file, or stdin, for `corral endpoints create|update` and `corral apply`;
+ * `readCheckedSpec` also checks it strictly (spec-check.ts).
+ */
 import { parse } from 'yaml';
 import type { CliDeps } from './deps.js';
-import { CliError } from './output.js';
+import { CliError, SpecProblems } from './output.js';
+import { checkSpec, didYouMean, type SpecUse } from './spec-check.js';
 
 export type Fields = Record<string, unknown>;
+
+/** What a spec file holds: the endpoint fields, and the keys found beside `endpoint:` (which nothing reads). */
+interface SpecText {
+  source: string;
+  fields: Fields;
+  besideEndpoint: string[];
+}
 
 /**
  * Reads an endpoint spec from a YAML or JSON file (`-` reads stdin). The file holds either
  * `{endpoint: {...}}`, as the create body does, or the endpoint fields at the top level.
  */
 export async function readSpecFile(deps: CliDeps, path: string): Promise<Fields> {
+  return (await readSpecText(deps, path)).fields;
+}
+
+/**
+ * Reads a spec file as readSpecFile does and checks it strictly: throws SpecProblems listing every unknown key
+ * (with a did-you-mean) and every value the API could not parse.
+ */
+export async function readCheckedSpec(deps: CliDeps, path: string, use: SpecUse): Promise<Fields> {
+  const { source, fields, besideEndpoint } = await readSpecText(deps, path);
+  const beside = besideEndpoint.map((key) => {
+    const guess = didYouMean(key, ['endpoint']);
+    return {
+      field: key,
+      reason: 'UNKNOWN_FIELD',
+      message: `unknown key "${key}" beside "endpoint"${guess === undefined ? '' : `: did you mean "${guess}"?`}`,
+    };
+  });
+  try {
+    checkSpec(source, fields, use);
+  } catch (error) {
+    if (error instanceof SpecProblems) throw new SpecProblems(source, [...beside, ...error.issues]);
+    throw error;
+  }
+  if (beside.length > 0) throw new SpecProblems(source, beside);
+  return fields;
+}
+
+async function readSpecText(deps: CliDeps, path: string): Promise<SpecText> {
   const source = path === '-' ? 'stdin' : path;
   let text: string;
   try {
@@ -23,11 +62,14 @@ export async function readSpecFile(deps: CliDeps, path: string): Promise<Fields>
   } catch (error) {
     throw new CliError(`cannot parse ${source}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const fields = isRecord(value) && isRecord(value.endpoint) ? value.endpoint : value;
+  const wrapper = isRecord(value) && isRecord(value.endpoint) ? value : undefined;
+  const fields = wrapper === undefined ? value : wrapper.endpoint;
   if (!isRecord(fields)) {
     throw new CliError(`${source} must hold a mapping of endpoint fields (or {endpoint: {...}})`);
   }
-  return fields;
+  const besideEndpoint =
+    wrapper === undefined ? [] : Object.keys(wrapper).filter((key) => key !== 'endpoint');
+  return { source, fields, besideEndpoint };
 }
 
 export function isRecord(value: unknown): value is Fields {

@@ -81,10 +81,12 @@ describe('corral workers list', () => {
   });
 
   it('reports an API error and exits 1', async () => {
-    const h = makeHarness({ routes: { 'GET endpoint': notFound } });
+    const h = makeHarness({
+      routes: { 'GET endpoint': notFound, 'GET endpoints': { body: { endpoints: [], total: 0 } } },
+    });
     await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-9']);
     expect(h.out()).toBe('');
-    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint "ep-9"\n');
+    expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint has the id, appName or name "ep-9"\n');
     expect(process.exitCode).toBe(1);
   });
 });

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { WireWorker, WorkerMetrics } from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
+import { resolveEndpoint, withEndpointId } from './endpoint-ref.js';
 import { formatKeyValues, formatTable } from './table.js';
 
 export function makeWorkersCommand(deps: CliDeps): Command {
@@ -12,10 +13,10 @@ export function makeWorkersCommand(deps: CliDeps): Command {
     group
       .command('list')
       .description("list an endpoint's workers with their state and health")
-      .argument('<endpoint>', 'endpoint id'),
-  ).action((endpointId: string, _opts, command: Command) =>
+      .argument('<endpoint>', 'endpoint id, appName or name'),
+  ).action((ref: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      const endpoint = await client.getEndpoint(endpointId);
+      const endpoint = await resolveEndpoint(client, ref);
       output(endpoint.workers, () => formatWorkers(endpoint.id, endpoint.workers));
     }),
   );
@@ -24,11 +25,11 @@ export function makeWorkersCommand(deps: CliDeps): Command {
     group
       .command('metrics')
       .description("show one worker's state, GPUs and resource use")
-      .argument('<endpoint>', 'endpoint id')
+      .argument('<endpoint>', 'endpoint id, appName or name')
       .argument('<worker>', 'worker id (see corral workers list)'),
-  ).action((endpointId: string, workerId: string, _opts, command: Command) =>
+  ).action((ref: string, workerId: string, _opts, command: Command) =>
     runWithClient(deps, command, async ({ client, output }) => {
-      const metrics = await client.getWorkerMetrics(endpointId, workerId);
+      const metrics = await withEndpointId(client, ref, (id) => client.getWorkerMetrics(id, workerId));
       output(metrics, () => formatWorkerMetrics(metrics));
     }),
   );

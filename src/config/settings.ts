@@ -181,6 +181,13 @@ export const SERVE_SETTINGS = {
       error: 'expected fatal, error, warn, info, debug or trace',
     }),
   },
+  logFormat: {
+    flag: '--log-format',
+    env: 'CORRAL_LOG_FORMAT',
+    default: undefined,
+    help: 'json (one JSON object a line) or pretty (readable lines); default pretty on a terminal, else json',
+    schema: z.enum(['json', 'pretty'], { error: 'expected json or pretty' }).optional(),
+  },
 } as const;
 
 export type ServeSettingName = keyof typeof SERVE_SETTINGS;

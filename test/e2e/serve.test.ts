@@ -162,6 +162,35 @@ describe('corral serve as a process', () => {
     }
   }, 60_000);
 
+  it('apply creates, then changes nothing, then removes an env taken out of the file; --wait prints the URLs', async () => {
+    const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
+    // The fake runtime: an endpoint scaled to zero is ready at once, with no container.
+    const server = await startServe(['--runtime', 'fake', '--gpus', '1'], env);
+    const cli = (...args: string[]) => runCorral([...args, '--api-url', server.apiUrl], env);
+    const spec = join(dataDir, 'apply.yaml');
+    const withEnv =
+      'name: applied\nappName: applied\nimage: {image: "registry.invalid/x/y:1"}\nports: [{port: 8080}]\n' +
+      'workerConfig: {minNum: 0, maxNum: 1}\n';
+    try {
+      writeFileSync(spec, `${withEnv}envs: [{key: MODEL, value: tiny}]\n`);
+      const created = await cli('apply', '-f', spec, '--wait');
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stdout).toMatch(/^created endpoint \S+ \(applied\)\nendpoint applied is ready: serving/);
+      expect(created.stdout).toContain('Path URL:  http://127.0.0.1:');
+      expect(created.stdout).toMatch(/\/e\/applied\/\n/);
+      expect((await cli('apply', '-f', spec)).stdout).toMatch(/^unchanged endpoint \S+ \(applied\)\n$/);
+      writeFileSync(spec, withEnv);
+      expect((await cli('apply', '-f', spec)).stdout).toMatch(/^updated endpoint \S+ \(applied\)\n$/);
+      const got = await cli('endpoints', 'get', 'applied', '--json');
+      expect(got.code, got.stderr).toBe(0);
+      const endpoint = JSON.parse(got.stdout).endpoint;
+      expect(endpoint.envs).toEqual([]);
+      expect((await cli('endpoints', 'list', '--json')).stdout.match(/"name": "applied"/g)).toHaveLength(1);
+    } finally {
+      await server.stop();
+    }
+  }, 180_000);
+
   const withBusy = (text: string) =>
     text.replace('BUSY', `127.0.0.1:${(busy.address() as AddressInfo).port}`);
   // The fake runtime and simulated GPUs keep Docker and nvidia-smi out of the cases that get that far.

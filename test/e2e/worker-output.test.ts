@@ -18,7 +18,7 @@ import {
   type ServeProcess,
   startServe,
 } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationContainers } from '../support/test-image.js';
+import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-worker-output-key-0123456789';
 const LINE = 'EXIT_ON_START: exiting with code 3';
@@ -75,7 +75,7 @@ describe.runIf(withDocker)("a crashed worker's output on Docker, with corral ser
 
   afterAll(async () => {
     await server?.stop();
-    for (const id of installations) removeInstallationContainers(id);
+    for (const id of installations) removeInstallationResources(id);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

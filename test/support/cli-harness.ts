@@ -43,12 +43,15 @@ export function makeHarness(
     env?: NodeJS.ProcessEnv;
     files?: Record<string, string>;
     stdin?: string;
+    /** Pretend stdout/stderr are terminals (default: neither). */
+    terminal?: { stdout: boolean; stderr: boolean; columns?: number };
   } = {},
 ): TestHarness {
   const requests: RecordedRequest[] = [];
   const connections: { baseUrl: string; apiKey: string }[] = [];
   let out = '';
   let err = '';
+  let clock = 1_700_000_000_000;
   const fakeFetch: typeof fetch = async (input, init) => {
     const url = new URL(String(input));
     const method = init?.method ?? 'GET';
@@ -95,6 +98,12 @@ export function makeHarness(
       connections.push(opts);
       return new CorralClient({ ...opts, fetch: fakeFetch });
     },
+    terminal: { stdout: false, stderr: false, columns: 200, ...options.terminal },
+    // No real waiting: a sleep moves the clock on.
+    sleep: async (ms) => {
+      clock += ms;
+    },
+    now: () => clock,
   };
   return { deps, requests, connections, out: () => out, err: () => err };
 }
