@@ -19,7 +19,7 @@ import { endpointStatus } from './endpoint-status.js';
 import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
-import { appPortOf, HealthCausesTold, healthEvent, healthMessage } from './health-report.js';
+import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from './health-report.js';
 import { ownedHere } from './installation.js';
 import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
 import { PassLoop } from './pass-loop.js';
@@ -475,11 +475,14 @@ export class Controller {
 
   /** The failing probe's cause becomes the message of a worker that is not routable, and once an event. */
   #healthFailed(record: ManagedWorker, cause: string): void {
-    const path = this.#endpoints.get(record.endpointId)?.spec.health.path ?? '';
+    const health = this.#endpoints.get(record.endpointId)?.spec.health;
+    const path = health?.path ?? '';
     const message = healthMessage(record, path, cause);
     if (message !== undefined) this.#setState(record, record.state, message);
+    const now = this.#o.clock();
+    if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;
     if (!this.#causesTold.firstTime(record.id, cause)) return;
-    this.#events.push([record.endpointId, healthEvent(record.id, path, cause, this.#o.clock())]);
+    this.#events.push([record.endpointId, healthEvent(record.id, path, cause, now)]);
     this.poke();
   }
 

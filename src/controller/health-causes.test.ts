@@ -64,12 +64,16 @@ describe('Controller: health failures name their cause', () => {
     }, 2000);
     expect(Math.max(refusedAfter, notFoundAfter)).toBeLessThanOrEqual(2000);
 
-    // Many probes, one event per cause.
+    // Within its first probe period a starting worker's failures are its app coming up: no event yet.
+    expect((await events(endpoint)).filter((e) => e.type === 'health')).toEqual([]);
+    // Then many probes, one event per cause.
     found = REFUSED;
-    await h.advance(1000, 50);
+    await h.advance(2000, 50);
     found = answered(404);
     await h.advance(1000, 50);
-    expect(probes).toBeGreaterThan(30);
+    found = REFUSED;
+    await h.advance(1000, 50);
+    expect(probes).toBeGreaterThan(60);
     const [worker] = await workerRows(endpoint);
     const health = (await events(endpoint)).filter((e) => e.type === 'health');
     expect(health.map((e) => e.message)).toEqual([
@@ -81,6 +85,17 @@ describe('Controller: health failures name their cause', () => {
       path: '/health',
       cause: 'HTTP 404 from /health',
     });
+  });
+
+  it('an ordinary start (refused until the app listens, within a probe period) writes no health event', async () => {
+    const endpoint = await h.create();
+    h.controller({ probe, intervalMs: 1000, startingProbeIntervalMs: 50 }).start();
+    await h.eventually(async () => expect((await workerRows(endpoint))[0]?.status.state).toBe('starting'));
+    await h.advance(1500, 50);
+    found = answered(200);
+    await h.eventually(async () => expect((await workerRows(endpoint))[0]?.status.state).toBe('running'));
+    await h.advance(3000, 50);
+    expect((await events(endpoint)).filter((e) => e.type === 'health')).toEqual([]);
   });
 
   it('a worker that never passes fails HEALTH_TIMEOUT naming the last cause, with a failed event', async () => {

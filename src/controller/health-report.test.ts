@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { appPortOf, HealthCausesTold, healthEvent, healthMessage, MAX_CAUSES_TOLD } from './health-report.js';
+import {
+  appPortOf,
+  HealthCausesTold,
+  healthEvent,
+  healthMessage,
+  MAX_CAUSES_TOLD,
+  mayTell,
+} from './health-report.js';
 
 describe('healthMessage', () => {
   it.each([
@@ -20,6 +27,21 @@ describe('healthMessage', () => {
     },
   ])('$why', ({ worker, message }) => {
     expect(healthMessage(worker, '/health', 'HTTP 404 from /health')).toBe(message);
+  });
+});
+
+describe('mayTell', () => {
+  it.each([
+    {
+      why: 'starting, before one period: an app that is not listening yet',
+      worker: { readyAt: null, startedAt: 1000 },
+      now: 2999,
+      tell: false,
+    },
+    { why: 'starting, one period on', worker: { readyAt: null, startedAt: 1000 }, now: 3000, tell: true },
+    { why: 'had been ready: at once', worker: { readyAt: 2900, startedAt: 1000 }, now: 2950, tell: true },
+  ])('$why -> $tell', ({ worker, now, tell }) => {
+    expect(mayTell(worker, 2000, now)).toBe(tell);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * What a failing health probe's cause (probe-result.ts) changes: the worker's message, and a `health` event in its
  * endpoint's log the first time the worker fails with that cause (so a worker probed every 50 ms while it starts
- * writes one event per cause, not one per probe). Pure functions plus the small record of causes already told.
+ * writes one event per cause, not one per probe), once a starting worker has had one probe period to come up. Pure
+ * functions plus the small record of causes already told.
  */
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { NewEvent } from '../store/events.js';
@@ -32,6 +33,18 @@ export function healthMessage(
   return worker.readyAt === null
     ? `waiting for ${path} to pass; last probe: ${cause}`
     : `failing its health check: ${cause}`;
+}
+
+/**
+ * Whether a failing probe may be told in the log now: a worker that had been ready, at once; a starting one only
+ * from one probe period after its start, so that the moments before an ordinary app listens write nothing.
+ */
+export function mayTell(
+  worker: Pick<ManagedWorker, 'readyAt' | 'startedAt'>,
+  periodMs: number,
+  now: number,
+): boolean {
+  return worker.readyAt !== null || now - (worker.startedAt ?? now) >= periodMs;
 }
 
 /** The `health` event (docs/api.md): `worker <id>: connection refused on port 8000`. */
