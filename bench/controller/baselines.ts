@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { httpProbe } from '../../src/controller/http-probe.js';
+import { probePassed } from '../../src/controller/probe-result.js';
 import { freePort } from '../support.js';
 import { BASELINE_PROBE_EVERY_MS, DOCKER_RUN_MAX_MS, sleep, WORKER_PORT } from './settings.js';
 
@@ -62,7 +63,8 @@ export async function baselineEngineApi(docker: Dockerode, image: string, label:
 
 async function waitHealthy(port: number, start: number): Promise<number> {
   while (performance.now() - start < DOCKER_RUN_MAX_MS) {
-    if (await httpProbe({ host: '127.0.0.1', port }, '/health', 2_000)) return performance.now() - start;
+    if (probePassed(await httpProbe({ host: '127.0.0.1', port }, '/health', 2_000)))
+      return performance.now() - start;
     await sleep(BASELINE_PROBE_EVERY_MS);
   }
   throw new Error(`/health did not answer 200 within ${DOCKER_RUN_MAX_MS / 1000} s`);

@@ -4,6 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Controller, type HealthProbe } from '../../src/controller/controller.js';
+import { answered, type ProbeResult } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
 import type { Store } from '../../src/store/store.js';
@@ -123,15 +124,15 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
  * one batch and coalesce into one pass.
  */
 export function batchedProbe(): HealthProbe {
-  let waiting: ((passed: boolean) => void)[] = [];
+  let waiting: ((result: ProbeResult) => void)[] = [];
   return () =>
-    new Promise<boolean>((resolve) => {
+    new Promise<ProbeResult>((resolve) => {
       waiting.push(resolve);
       if (waiting.length === 1) {
         setImmediate(() => {
           const batch = waiting;
           waiting = [];
-          for (const answer of batch) answer(true);
+          for (const answer of batch) answer(answered(200));
         });
       }
     });

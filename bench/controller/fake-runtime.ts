@@ -3,6 +3,7 @@
  * `reconcile()` passes on (b) interleaved with their baseline, against the 200 ms target.
  */
 import { performance } from 'node:perf_hooks';
+import { answered } from '../../src/controller/probe-result.js';
 import { LABELS } from '../../src/runtime/types.js';
 import { formatMs, formatRatio, loadAverage, summarize, table } from '../support.js';
 import { batchedProbe, converge, describeConvergence } from './converge.js';
@@ -26,7 +27,7 @@ export async function benchFake(): Promise<void> {
   console.log(`load average ${loadAverage()}`);
 
   // a. As asked: a probe that answers true at once (`async () => true`).
-  const instant = await converge(async () => true);
+  const instant = await converge(async () => answered(200));
   try {
     console.log(`probe answering true at once: ${describeConvergence(instant)}`);
     if (!instant.converged) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type CrashRecord, NO_CRASHES, recordFailure, runIsOver } from './backoff.js';
+import type { WorkerErrorCode } from '../domain/worker.js';
+import { type CrashRecord, endpointFailure, NO_CRASHES, recordFailure, runIsOver } from './backoff.js';
 
 const policy = { baseMs: 1000, capMs: 60_000, crashLoopAfter: 5 };
 const TEN_MIN = 600_000;
@@ -49,5 +50,41 @@ describe('runIsOver', () => {
     let record = run(true);
     record = recordFailure(record, { code: 'HEALTH_TIMEOUT', message: 'y', at: 200_000 }, policy);
     expect(record).toMatchObject({ failures: 2, afterReady: true, lastAt: 200_000, retryAt: 202_000 });
+  });
+});
+
+describe('endpointFailure', () => {
+  /** A run of failures with these codes, in order, 1 s apart. */
+  const runOf = (codes: WorkerErrorCode[]) =>
+    codes.reduce(
+      (record, code, i) =>
+        recordFailure(record, { code, message: `${code} #${i + 1}`, at: i * 1000 }, policy),
+      NO_CRASHES,
+    );
+  const H = 'HEALTH_TIMEOUT';
+  const R = 'RUNTIME_ERROR';
+  it.each<{ why: string; codes: WorkerErrorCode[]; failed: string | undefined; message?: string }>([
+    { why: 'no failures', codes: [], failed: undefined },
+    { why: 'one pull failure fails it at once', codes: ['IMAGE_PULL_FAILED'], failed: 'IMAGE_PULL_FAILED' },
+    { why: 'a lone health timeout is retried, not failed', codes: [H], failed: undefined },
+    {
+      why: 'two health timeouts in a row',
+      codes: [H, H],
+      failed: H,
+      message: '2 workers in a row never passed their health check; last: HEALTH_TIMEOUT #2',
+    },
+    { why: 'a crash between health timeouts starts the count again', codes: [H, R, H], failed: undefined },
+    { why: 'four crashes', codes: [R, R, R, R], failed: undefined },
+    { why: 'five failures, the last a crash', codes: [H, R, R, R, R], failed: 'CRASH_LOOP' },
+    { why: 'five failures ending in two health timeouts', codes: [R, R, R, H, H], failed: H },
+    { why: 'a policy that asks for three', codes: [H, H], failed: undefined },
+  ])('$why -> $failed', ({ why, codes, failed, message }) => {
+    const threeNeeded = why.startsWith('a policy');
+    const result = endpointFailure(
+      runOf(codes),
+      threeNeeded ? { ...policy, healthTimeoutsToFail: 3 } : policy,
+    );
+    expect(result?.code).toBe(failed);
+    if (message) expect(result?.message).toBe(message);
   });
 });

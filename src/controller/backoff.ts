@@ -18,6 +18,8 @@ export interface CrashRecord {
   retryAt: number;
   /** A worker that had passed its health check died in this run. */
   afterReady: boolean;
+  /** How many of the last failures in a row were HEALTH_TIMEOUT (0 when the last was another failure). */
+  healthTimeouts: number;
 }
 
 export const NO_CRASHES: CrashRecord = {
@@ -27,6 +29,7 @@ export const NO_CRASHES: CrashRecord = {
   lastAt: 0,
   retryAt: 0,
   afterReady: false,
+  healthTimeouts: 0,
 };
 
 /** How long a worker must run healthy to end a run of failures that flapping workers are in (the kubelet's 10 min). */
@@ -37,9 +40,20 @@ export interface BackoffPolicy {
   capMs: number;
   /** Failures in a row after which the endpoint is reported failed (it keeps retrying at the cap). */
   crashLoopAfter: number;
+  /**
+   * HEALTH_TIMEOUTs in a row after which the endpoint is reported failed (HEALTH_TIMEOUT), sooner than
+   * crashLoopAfter: each one already took the whole startup deadline. Default DEFAULT_HEALTH_TIMEOUTS_TO_FAIL.
+   */
+  healthTimeoutsToFail?: number;
 }
 
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, capMs: 60_000, crashLoopAfter: 5 };
+
+/**
+ * Two: one worker that misses its startup deadline may have been a slow first start (weights downloading into a
+ * cache the next one reads); a second in a row is the endpoint's own problem, and its requests should hear so.
+ */
+export const DEFAULT_HEALTH_TIMEOUTS_TO_FAIL = 2;
 
 export interface Failure {
   code: WorkerErrorCode;
@@ -58,6 +72,7 @@ export function recordFailure(record: CrashRecord, failure: Failure, policy: Bac
     lastAt: failure.at,
     retryAt: failure.at + backoffDelay(failures, policy),
     afterReady: record.afterReady || failure.afterReady === true,
+    healthTimeouts: failure.code === 'HEALTH_TIMEOUT' ? record.healthTimeouts + 1 : 0,
   };
 }
 
@@ -83,7 +98,10 @@ export function runIsOver(
   return readyAfterLastFailure.some((at) => now - at >= resetAfterMs);
 }
 
-/** Whether the endpoint should show `failed`: a pull that failed, or a crash loop. */
+/**
+ * Whether the endpoint should show `failed`: a pull that failed, workers that missed their startup deadline
+ * `healthTimeoutsToFail` times in a row (HEALTH_TIMEOUT), or a crash loop.
+ */
 export function endpointFailure(
   record: CrashRecord,
   policy: BackoffPolicy,
@@ -91,6 +109,13 @@ export function endpointFailure(
   if (record.failures === 0) return undefined;
   if (record.lastCode === 'IMAGE_PULL_FAILED')
     return { code: 'IMAGE_PULL_FAILED', message: record.lastMessage };
+  const timeouts = record.healthTimeouts;
+  if (timeouts > 0 && timeouts >= (policy.healthTimeoutsToFail ?? DEFAULT_HEALTH_TIMEOUTS_TO_FAIL)) {
+    return {
+      code: 'HEALTH_TIMEOUT',
+      message: `${timeouts} workers in a row never passed their health check; last: ${record.lastMessage}`,
+    };
+  }
   if (record.failures >= policy.crashLoopAfter) {
     return {
       code: 'CRASH_LOOP',

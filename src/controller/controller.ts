@@ -13,12 +13,13 @@ import { systemTimers } from '../service/clock.js';
 import type { NewEvent } from '../store/events.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
-import { crashedEvent } from './crash-event.js';
+import { crashedEvent, failedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
 import { endpointStatus } from './endpoint-status.js';
 import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
+import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from './health-report.js';
 import { ImagePreparer } from './image-preparer.js';
 import { withImageStatus } from './image-state.js';
 import { ownedHere } from './installation.js';
@@ -58,6 +59,7 @@ export class Controller {
   readonly #prober: HealthProber;
   /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
   readonly #images: ImagePreparer;
+  readonly #causesTold = new HealthCausesTold();
   /** Runtime listings begun so far; a pass's listing is as old as the number it took. */
   #listings = 0;
   /**
@@ -116,7 +118,7 @@ export class Controller {
       timers: this.#o.timers,
       startingIntervalMs: this.#o.startingProbeIntervalMs,
       target: (workerId) => this.#probeTarget(workerId),
-      onResult: (workerId, healthy, flipped) => this.#probed(workerId, healthy, flipped),
+      onResult: (workerId, healthy, flipped, cause) => this.#probed(workerId, healthy, flipped, cause),
     });
   }
 
@@ -357,6 +359,7 @@ export class Controller {
       } else {
         this.#crashes.record(record.endpointId, { code: action.code, message: action.message, at: now });
         this.#fail(record, action.code, action.message);
+        this.#events.push([record.endpointId, failedEvent(record.id, action.code, action.message, now)]);
         void this.#removeContainer(record.id, record.gpuUuids, action.message);
       }
     }
@@ -447,6 +450,7 @@ export class Controller {
       if (isRuntimeUnreachable(error)) this.#outage.failed(error, this.#o.clock());
       else this.#crashes.record(record.endpointId, { code, message, at: now });
       this.#fail(record, code, message);
+      this.#events.push([record.endpointId, failedEvent(record.id, code, message, this.#o.clock())]);
       // A failed create leaves nothing behind, except where the engine could not be reached to clean up: its GPUs
       // are free once a removal (idempotent, cheap when there is nothing) has confirmed that.
       void this.#removeContainer(record.id, record.gpuUuids, 'its create failed');
@@ -476,12 +480,29 @@ export class Controller {
     const endpoint = record && this.#endpoints.get(record.endpointId);
     if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#loop.stopped)
       return undefined;
-    return { address: record.address, check: endpoint.spec.health, fast: record.readyAt === null };
+    const appPort = appPortOf(this.#o.runtime.name, record.address, endpoint.spec.port);
+    return { address: record.address, check: endpoint.spec.health, appPort, fast: record.readyAt === null };
   }
 
-  #probed(workerId: string, healthy: boolean, flipped: boolean): void {
+  #probed(workerId: string, healthy: boolean, flipped: boolean, cause: string | undefined): void {
     const record = this.#book.get(workerId);
-    if (record && (flipped || (healthy && record.state !== 'running'))) this.#healthChanged(record, healthy);
+    if (!record) return;
+    if (flipped || (healthy && record.state !== 'running')) this.#healthChanged(record, healthy);
+    record.healthCause = cause ?? '';
+    if (cause !== undefined) this.#healthFailed(record, cause);
+  }
+
+  /** The failing probe's cause becomes the message of a worker that is not routable, and once an event. */
+  #healthFailed(record: ManagedWorker, cause: string): void {
+    const health = this.#endpoints.get(record.endpointId)?.spec.health;
+    const path = health?.path ?? '';
+    const message = healthMessage(record, path, cause);
+    if (message !== undefined) this.#setState(record, record.state, message);
+    const now = this.#o.clock();
+    if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;
+    if (!this.#causesTold.firstTime(record.id, cause)) return;
+    this.#events.push([record.endpointId, healthEvent(record.id, path, cause, now)]);
+    this.poke();
   }
 
   #healthChanged(record: ManagedWorker, healthy: boolean): void {
@@ -618,6 +639,7 @@ export class Controller {
     this.#ownerDrains.delete(record.id);
     this.#book.forget(record);
     this.#prober.stop(record.id);
+    this.#causesTold.forget(record.id);
     this.#createdAtListing.delete(record.id);
     this.#adoptedIds.delete(record.id);
   }

@@ -1,4 +1,7 @@
-/** The `crashed` event an endpoint's log gets when one of its started workers exits or vanishes (docs/api.md). */
+/**
+ * The events an endpoint's log gets when one of its workers fails (docs/api.md): `crashed` when a started worker
+ * exits or vanishes, `failed` when the controller fails one (its image, its create, its startup deadline).
+ */
 import type { WorkerErrorCode } from '../domain/worker.js';
 import type { RuntimeWorker } from '../runtime/types.js';
 import type { NewEvent } from '../store/events.js';
@@ -21,5 +24,15 @@ export function crashedEvent(
       exitCode: container?.exitCode ?? null,
       reason: container?.exitReason ?? '',
     },
+  };
+}
+
+/** `failed`: `worker <id> failed (HEALTH_TIMEOUT): never passed its health check /health within 300 s ...`. */
+export function failedEvent(workerId: string, code: WorkerErrorCode, message: string, at: number): NewEvent {
+  return {
+    at,
+    type: 'failed',
+    message: `worker ${workerId} failed (${code}): ${message}`,
+    data: { workerId, error: code, message },
   };
 }

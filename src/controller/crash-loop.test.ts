@@ -100,7 +100,7 @@ describe('Controller: workers that run out of memory soon after turning healthy'
     h.healthy = () => false;
     const endpoint = await h.create();
     h.controller({ startupTimeoutMs: 50, backoff: { baseMs: 10, capMs: 50, crashLoopAfter: 3 } }).start();
-    await h.eventually(async () => expect((await state(endpoint))?.error).toBe('CRASH_LOOP'));
+    await h.eventually(async () => expect((await state(endpoint))?.error).toBe('HEALTH_TIMEOUT'));
     h.healthy = () => true;
     await h.eventually(async () => expect((await state(endpoint))?.state).toBe('serving'));
   });

@@ -22,6 +22,7 @@ function worker(state: ManagedWorker['state'], message: string, createdAt: numbe
     error: state === 'failed' ? 'RUNTIME_ERROR' : '',
     message,
     healthy: state === 'running',
+    healthCause: '',
     gpuUuids: [],
     address: null,
     createdAt,

@@ -20,6 +20,7 @@ const worker = (state: WorkerState): ManagedWorker => ({
   error: '',
   message: '',
   healthy: state === 'running',
+  healthCause: '',
   gpuUuids: [],
   address: null,
   createdAt: 0,
@@ -97,6 +98,22 @@ describe('endpointStatus during a run of worker failures', () => {
       workers: ['pending'],
       state: 'deploying',
     },
+    {
+      why: 'minNum 0, never served, its first worker failed: no flip to scaled to zero',
+      min: 0,
+      was: 'deploying',
+      crashes: 1,
+      workers: [],
+      state: 'deploying',
+    },
+    {
+      why: 'minNum 0, its worker scaled down (no failure): scaled to zero',
+      min: 0,
+      was: 'deploying',
+      crashes: 0,
+      workers: [],
+      state: 'serving',
+    },
     { why: 'a crash loop', min: 1, was: 'serving', crashes: 5, workers: ['pending'], state: 'failed' },
     {
       why: 'a crash loop, a worker healthy again (not for long)',
@@ -144,5 +161,15 @@ describe('endpointStatus during a run of worker failures', () => {
     expect(status.message).toBe(
       'replacing a failed worker (2 failed in a row, last: worker ran out of memory: limit 256 MiB (exit code 137)): 1 pending',
     );
+  });
+});
+
+it('a minNum 0 endpoint between a failed worker and the next says why it has none', () => {
+  const status = endpointStatus(endpoint(0, 'deploying'), [], failures(1), DEFAULT_BACKOFF, undefined);
+  expect(status).toEqual({
+    state: 'deploying',
+    error: '',
+    message:
+      'a worker failed (1 failed in a row, last: worker ran out of memory: limit 256 MiB (exit code 137)); scaled to zero: a request starts a new one',
   });
 });

@@ -39,18 +39,27 @@ export function endpointStatus(
   if (endpoint.spec.workers.maxWorkers === 0 && current.length === 0) {
     return { state: 'serving', error: '', message: NO_WORKERS_MESSAGE };
   }
-  if (endpoint.spec.workers.minWorkers === 0 && current.length === 0) {
+  // A run of failures: the gap between a failed worker and its replacement is not a change of state, or a flapping
+  // worker would write serving/deploying events at each restart (with minNum 0: `scaled to zero` between a failed
+  // worker and the next). The endpoint stays as it was until it is failed.
+  const was = endpoint.status.state;
+  const inRun = crash.failures > 0 && (was === 'serving' || was === 'updating' || was === 'deploying');
+  const scaledToZero = endpoint.spec.workers.minWorkers === 0 && current.length === 0;
+  if (scaledToZero && !inRun) {
     return { state: 'serving', error: '', message: 'scaled to zero; a request wakes it' };
   }
-  const workersMessage = current.length === 0 ? 'waiting for workers' : summary(current);
-  // A run of failures: the gap between a failed worker and its replacement is not a change of state, or a flapping
-  // worker would write serving/deploying events at each restart. The endpoint stays as it was until it is failed.
-  const was = endpoint.status.state;
-  if (crash.failures > 0 && (was === 'serving' || was === 'updating')) {
+  if (inRun) {
     const last = `${crash.failures} failed in a row, last: ${crash.lastMessage}`;
-    return { state: was, error: '', message: `replacing a failed worker (${last}): ${workersMessage}` };
+    const message = scaledToZero
+      ? `a worker failed (${last}); scaled to zero: a request starts a new one`
+      : `replacing a failed worker (${last}): ${current.length === 0 ? 'waiting for workers' : summary(current)}`;
+    return { state: was, error: '', message };
   }
-  return { state: 'deploying', error: '', message: workersMessage };
+  return {
+    state: 'deploying',
+    error: '',
+    message: current.length === 0 ? 'waiting for workers' : summary(current),
+  };
 }
 
 /** "2 running, 1 pending (needs 1 GPU of h100-80g, 0 free)". */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { HealthCheck } from '../domain/endpoint.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
+import { answered, type ProbeResult } from './probe-result.js';
 
 const check: HealthCheck = {
   path: '/health',
@@ -13,12 +14,16 @@ const check: HealthCheck = {
 };
 const address = { host: '127.0.0.1', port: 9000 };
 
-/** A prober over one worker whose probe answers come from `answers` in turn (a throw counts as a failure). */
-function harness(answers: (boolean | 'throw')[]) {
+/**
+ * A prober over one worker whose probe answers come from `answers` in turn: true a 200, false a 503, or a result
+ * (a throw counts as a failure).
+ */
+function harness(answers: (boolean | 'throw' | ProbeResult)[]) {
   const timers = new ManualTimers();
   const results: { at: number; healthy: boolean; flipped: boolean }[] = [];
   const probedAt: number[] = [];
-  let target: ProbeTarget | undefined = { address, check, fast: true };
+  const causes: (string | undefined)[] = [];
+  let target: ProbeTarget | undefined = { address, check, appPort: 8000, fast: true };
   const prober = new HealthProber({
     timers,
     startingIntervalMs: 50,
@@ -26,12 +31,13 @@ function harness(answers: (boolean | 'throw')[]) {
       expect([probed, path, timeoutMs]).toEqual([address, '/health', 1000]);
       probedAt.push(timers.now);
       const answer = answers.shift() ?? false;
-      if (answer === 'throw') throw new Error('connection refused');
-      return answer;
+      if (answer === 'throw') throw new Error('probe exploded');
+      return typeof answer === 'boolean' ? answered(answer ? 200 : 503) : answer;
     },
     target: () => target,
-    onResult: (_, healthy, flipped) => {
+    onResult: (_, healthy, flipped, cause) => {
       results.push({ at: timers.now, healthy, flipped });
+      causes.push(cause);
       // The owner marks the worker ready once healthy: it is probed at the check's period from then on.
       if (healthy && target) target = { ...target, fast: false };
     },
@@ -40,6 +46,7 @@ function harness(answers: (boolean | 'throw')[]) {
     timers,
     prober,
     results,
+    causes,
     probedAt,
     forget: () => {
       target = undefined;
@@ -83,6 +90,27 @@ describe('HealthProber', () => {
     h.prober.schedule('w1', 0);
     await h.timers.advanceSettling(expected.at(-1)?.at ?? 0);
     expect(h.results).toEqual(expected);
+  });
+
+  it("tells each failing probe's cause, at the next probe after a change, and none for a pass", async () => {
+    const h = harness([
+      { kind: 'error', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:9000' },
+      { kind: 'answered', status: 404 },
+      { kind: 'timeout' },
+      'throw',
+      true,
+    ]);
+    h.prober.schedule('w1', 0);
+    await h.timers.advanceSettling(200);
+    expect(h.causes).toEqual([
+      // The app's port (appPort), not the address probed (a published port).
+      'connection refused on port 8000',
+      'HTTP 404 from /health',
+      'no answer from /health within 1 s',
+      'probe on port 8000 failed: probe exploded',
+      undefined,
+    ]);
+    expect(h.results.map((r) => r.at)).toEqual([0, 50, 100, 150, 200]);
   });
 
   it('stops probing a worker its owner no longer names, and one it was told to stop', async () => {

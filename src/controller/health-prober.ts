@@ -1,23 +1,27 @@
 /**
  * Probes started workers' health paths on injected timers: fast while a worker has never been ready (so a cold
  * start is routed the moment its app answers), at the check's period after that. Counts passes and failures
- * (health-state.ts decides when they make a worker healthy or not) and tells its owner each result.
+ * (health-state.ts decides when they make a worker healthy or not) and tells its owner each result, with the
+ * failing probe's cause (probe-result.ts).
  */
 import type { HealthCheck } from '../domain/endpoint.js';
 import type { Timers } from '../service/clock.js';
 import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
+import { type ProbeResult, probeFailureCause, probePassed } from './probe-result.js';
 
-/** Probes a worker's health path; true for a 2xx/3xx answer within the timeout. */
+/** Probes a worker's health path: what it found (a 2xx/3xx answer within the timeout passes). */
 export type HealthProbe = (
   address: { host: string; port: number },
   path: string,
   timeoutMs: number,
-) => Promise<boolean>;
+) => Promise<ProbeResult>;
 
 /** What to probe for a worker now; undefined when it should no longer be probed. */
 export interface ProbeTarget {
   address: { host: string; port: number };
   check: HealthCheck;
+  /** The port the app was told to listen on, which a failure's cause names (the address may be a published one). */
+  appPort: number;
   /** Not ready yet: probe again after the fast interval, not the check's period. */
   fast: boolean;
 }
@@ -29,8 +33,11 @@ export interface HealthProberOptions {
   startingIntervalMs: number;
   /** Asked before each probe and after each result. */
   target: (workerId: string) => ProbeTarget | undefined;
-  /** Each result: whether the worker counts as healthy now, and whether that flipped with this result. */
-  onResult: (workerId: string, healthy: boolean, flipped: boolean) => void;
+  /**
+   * Each result: whether the worker counts as healthy now, whether that flipped with this result, and why this
+   * probe failed (undefined when it passed).
+   */
+  onResult: (workerId: string, healthy: boolean, flipped: boolean, cause: string | undefined) => void;
 }
 
 export class HealthProber {
@@ -71,14 +78,20 @@ export class HealthProber {
       return;
     }
     const { check } = target;
-    const passed = await this.#o
-      .probe(target.address, check.path, check.timeoutSeconds * 1000)
-      .catch(() => false);
+    const timeoutMs = check.timeoutSeconds * 1000;
+    const result = await this.#o.probe(target.address, check.path, timeoutMs).catch(
+      (error: unknown): ProbeResult => ({
+        kind: 'error',
+        code: '',
+        message: error instanceof Error ? error.message : String(error),
+      }),
+    );
     if (this.#closed || !this.#o.target(workerId)) return;
     const before = this.#counters.get(workerId) ?? UNKNOWN_HEALTH;
-    const after = nextHealth(before, passed, check);
+    const after = nextHealth(before, probePassed(result), check);
     this.#counters.set(workerId, after);
-    this.#o.onResult(workerId, after.healthy, after.healthy !== before.healthy);
+    const cause = probeFailureCause(result, { path: check.path, port: target.appPort, timeoutMs });
+    this.#o.onResult(workerId, after.healthy, after.healthy !== before.healthy, cause);
     const next = this.#o.target(workerId);
     if (!next) return;
     this.schedule(workerId, next.fast ? this.#o.startingIntervalMs : next.check.periodSeconds * 1000);

@@ -17,6 +17,8 @@ export interface ManagedWorker {
   error: WorkerErrorCode | '';
   message: string;
   healthy: boolean;
+  /** Why its last health probe failed ('' once one passes): HEALTH_TIMEOUT's message names it. */
+  healthCause: string;
   gpuUuids: string[];
   address: { host: string; port: number } | null;
   /** When the controller decided to have this worker. */
@@ -55,6 +57,7 @@ export function pendingRecord(endpoint: Endpoint, now: number): ManagedWorker {
     error: '',
     message: 'waiting for placement',
     healthy: false,
+    healthCause: '',
     gpuUuids: [],
     address: null,
     createdAt: now,
@@ -79,6 +82,7 @@ export function adoptedRecord(
     error: exited ? 'RUNTIME_ERROR' : '',
     message: exited ? `exited with code ${container.exitCode ?? 'unknown'}` : 'adopted after a restart',
     healthy: false,
+    healthCause: '',
     // What the runtime kept with the worker: placement must count these GPUs as held from the first pass.
     gpuUuids: [...container.gpuUuids],
     address: container.address ?? null,

@@ -29,6 +29,7 @@ const worker = (state: WorkerState, extra: Partial<ManagedWorker> = {}): Managed
     createdAt: seq,
     startedAt: state === 'pending' ? null : 0,
     readyAt: state === 'running' ? 1 : null,
+    healthCause: '',
     ...extra,
   };
 };
@@ -100,6 +101,36 @@ describe('planEndpoint', () => {
     expect(actions[0]).toMatchObject({ type: 'fail', workerId: stuck.id, code: 'HEALTH_TIMEOUT' });
     expect(actions[1]).toEqual({ type: 'add', count: 1 });
     expect(plan({ endpoint: endpoint(1, 1), workers: [stuck], now: 59_000 })).toEqual([]);
+  });
+
+  it("names the last probe's cause in HEALTH_TIMEOUT's message", () => {
+    const stuck = worker('starting', { startedAt: 0, healthCause: 'HTTP 404 from /nope' });
+    const [failed] = plan({ endpoint: endpoint(1, 1), workers: [stuck], now: 61_000 });
+    expect(failed).toMatchObject({
+      message:
+        'never passed its health check /health within 60 s of starting; last probe: HTTP 404 from /nope',
+    });
+  });
+
+  it('scaling to zero keeps the oldest worker proving its health until it passes or misses its deadline', () => {
+    const older = worker('starting', { startedAt: 0 });
+    const newer = worker('starting', { startedAt: 0 });
+    const pending = worker('pending');
+    const workers = [newer, older, pending];
+    expect(plan({ endpoint: endpoint(0, 3), workers, desiredWorkers: 0 })).toEqual([
+      { type: 'remove', workerId: pending.id, reason: 'scaled down' },
+      { type: 'remove', workerId: newer.id, reason: 'scaled down' },
+    ]);
+    // At its deadline it fails HEALTH_TIMEOUT (counted, its cause named) instead of going as scaled down.
+    const late = plan({ endpoint: endpoint(0, 3), workers: [older], desiredWorkers: 0, now: 61_000 });
+    expect(late).toEqual([
+      expect.objectContaining({ type: 'fail', workerId: older.id, code: 'HEALTH_TIMEOUT' }),
+    ]);
+    // A worker that had been ready, or scaling to one, keeps no one.
+    const wasReady = worker('unhealthy', { readyAt: 5 });
+    expect(plan({ endpoint: endpoint(0, 3), workers: [wasReady], desiredWorkers: 0 })).toEqual([
+      { type: 'remove', workerId: wasReady.id, reason: 'scaled down' },
+    ]);
   });
 
   it('removes every worker of a stopped endpoint', () => {

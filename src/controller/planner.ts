@@ -46,7 +46,7 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
         type: 'fail',
         workerId: worker.id,
         code: 'HEALTH_TIMEOUT',
-        message: `never passed its health check ${endpoint.spec.health.path} within ${Math.round(input.startupTimeoutMs / 1000)} s of starting`,
+        message: healthTimeoutMessage(worker, endpoint.spec.health.path, input.startupTimeoutMs),
       });
     }
   }
@@ -60,7 +60,9 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
     actions.push({ type: 'add', count: target - current.length });
   }
   if (current.length > target) {
-    for (const victim of pickVictims(current, current.length - target, input.preferredVictims)) {
+    const removable = current.filter((w) => w !== keptToProveHealth(current, target));
+    const count = Math.min(removable.length, current.length - target);
+    for (const victim of pickVictims(removable, count, input.preferredVictims)) {
       actions.push({ type: 'remove', workerId: victim.id, reason: 'scaled down' });
     }
   }
@@ -79,6 +81,25 @@ export function hasMissedStartupDeadline(
     worker.startedAt !== null &&
     now - worker.startedAt > startupTimeoutMs
   );
+}
+
+/** "never passed its health check /health within 300 s of starting; last probe: HTTP 404 from /health". */
+export function healthTimeoutMessage(worker: ManagedWorker, path: string, startupTimeoutMs: number): string {
+  const base = `never passed its health check ${path} within ${Math.round(startupTimeoutMs / 1000)} s of starting`;
+  return worker.healthCause === '' ? base : `${base}; last probe: ${worker.healthCause}`;
+}
+
+/**
+ * Scaling to zero keeps the oldest worker still proving its health (started, never ready) until it passes or misses
+ * its startup deadline: otherwise a `minNum: 0` endpoint whose request went away would drop a broken worker before
+ * HEALTH_TIMEOUT, never learn why, and start another at the next request. Scaling to one or more removes any.
+ */
+export function keptToProveHealth(current: ManagedWorker[], target: number): ManagedWorker | undefined {
+  if (target > 0) return undefined;
+  const proving = current.filter(
+    (w) => (w.state === 'starting' || w.state === 'unhealthy') && w.readyAt === null,
+  );
+  return proving.sort((a, b) => a.createdAt - b.createdAt)[0];
 }
 
 /** The autoscaler's idle victims first, then those not serving yet, then the newest. */

@@ -11,6 +11,7 @@ import type { WorkerSpec } from '../runtime/types.js';
 import { SecretService } from '../service/secret-service.js';
 import type { Store } from '../store/store.js';
 import { Controller } from './controller.js';
+import { answered } from './probe-result.js';
 import { RoutingTable } from './routing-table.js';
 
 describe('a starting worker gets its secrets resolved, and only then', () => {
@@ -45,7 +46,7 @@ describe('a starting worker gets its secrets resolved, and only then', () => {
       store,
       runtime,
       gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
-      probe: async () => true,
+      probe: async () => answered(200),
       logger: { info: log, warn: log, error: log },
       clock: () => timers.now,
       timers,

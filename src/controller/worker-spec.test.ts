@@ -58,6 +58,7 @@ describe('buildWorkerSpec', () => {
     error: '',
     message: '',
     healthy: false,
+    healthCause: '',
     gpuUuids: [],
     address: null,
     createdAt: 0,

@@ -4,7 +4,8 @@ import type { Database } from './schema.js';
 
 /**
  * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
- * and the controller's `state` changes and exits of its workers (`crashed`, out of memory among them). docs/api.md describes each (a test checks the list).
+ * and the controller's `state` changes, exits of its workers (`crashed`, out of memory among them), workers it
+ * failed (`failed`) and the causes of failing health probes (`health`). docs/api.md describes each (a test checks the list).
  */
 export const ENDPOINT_EVENT_TYPES = [
   'created',
@@ -14,6 +15,8 @@ export const ENDPOINT_EVENT_TYPES = [
   'deleted',
   'state',
   'crashed',
+  'failed',
+  'health',
 ] as const;
 
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];

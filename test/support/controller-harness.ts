@@ -3,6 +3,7 @@
  * pass (outages, refusals): endpoints made and changed as the API does, time advanced by hand, logs kept.
  */
 import { Controller, type ControllerOptions } from '../../src/controller/controller.js';
+import { answered } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';
@@ -56,7 +57,7 @@ export async function controllerHarness(
     store,
     runtime,
     gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
-    probe: async (address) => !unhealthyPorts.has(address.port),
+    probe: async (address) => answered(unhealthyPorts.has(address.port) ? 503 : 200),
     logger: { info: log('info'), warn: log('warn'), error: log('error') },
     clock: () => timers.now,
     timers,

@@ -5,6 +5,7 @@
  */
 
 import { Controller, type ControllerOptions } from '../../src/controller/controller.js';
+import { answered } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';
@@ -55,7 +56,7 @@ export async function controllerHarness(): Promise<ControllerHarness> {
         store,
         runtime,
         gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
-        probe: async (address) => h.healthy(address.port),
+        probe: async (address) => answered(h.healthy(address.port) ? 200 : 503),
         logger: silent,
         clock: () => timers.now,
         timers,
