@@ -84,7 +84,7 @@ describe('corral serve as a process', () => {
     } finally {
       await second.stop();
     }
-  });
+  }, 60_000);
 
   it('the CLI manages keys on the store while the server runs, and revocation applies at once', async () => {
     const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
@@ -109,7 +109,7 @@ describe('corral serve as a process', () => {
     } finally {
       await server.stop();
     }
-  });
+  }, 60_000);
 
   it("answers a body over the API limit with 413 every time, also to Python's http.client, which reads only once it has sent it all", async () => {
     const key = 'operator-key-0123456789abcdef';
