@@ -170,7 +170,10 @@ function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, secureJson.parse(text, refuseNul, { protoAction: 'error', constructorAction: 'error' }));
+      done(
+        null,
+        secureJson.parse(text, refuseUnstorable, { protoAction: 'error', constructorAction: 'error' }),
+      );
     } catch (error) {
       done(
         new ApiError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`),
@@ -180,10 +183,19 @@ function acceptJsonWhateverTheContentType(app: FastifyInstance): void {
   });
 }
 
-/** PostgreSQL cannot store U+0000 in text, and no client means to send it: refused at the edge. */
-function refuseNul(key: string, value: unknown): unknown {
+/** A UTF-16 surrogate without its pair: JSON can escape one (`"\\ud800"`), but it is no character at all. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * PostgreSQL cannot store U+0000 in text nor read a lone surrogate in JSON (every query over an owner's stored
+ * specs would then fail), and no client means to send either: both are refused at the edge.
+ */
+function refuseUnstorable(key: string, value: unknown): unknown {
   if (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'))) {
     throw new Error('strings must not contain the NUL character (\\u0000)');
+  }
+  if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
+    throw new Error('strings must be valid Unicode (a \\ud800-\\udfff escape needs its pair)');
   }
   return value;
 }

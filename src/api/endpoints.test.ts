@@ -206,6 +206,21 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(e.healthy.path).toBe('/ok');
   });
 
+  it("a lone surrogate in a string is refused with 400, so that no stored spec breaks the owner's later writes", async () => {
+    for (const name of ['\ud800', 'a\udfffb']) {
+      const refused = await api.call('POST', 'endpoint/create', originalClientCreateBody({ name }));
+      expect(refused.status).toBe(400);
+      expect(refused.body.reason).toBe('INVALID_JSON');
+      expect(refused.body.message).toContain('valid Unicode');
+    }
+    // A paired surrogate (an emoji) is a character like any other; PostgreSQL reads it back in the quota's sum.
+    const id = await create({ name: 'chat \ud83d\ude00' });
+    expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint.name).toBe('chat \u{1f600}');
+    expect(
+      (await api.call('POST', 'endpoint/create', originalClientCreateBody({ appName: 'after' }))).status,
+    ).toBe(200);
+  });
+
   it('cudaVersion "" means not set: the default on create, unchanged on update (waverless sends it)', async () => {
     const id = await create({ workerConfig: { minNum: 0, maxNum: 1, cudaVersion: '' } });
     expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint.workerConfig.cudaVersion).toBe('any');

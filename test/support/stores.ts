@@ -16,6 +16,8 @@ export interface StoreTarget {
 }
 
 const postgresUrl = process.env.CORRAL_TEST_DATABASE_URL;
+/** The advisory lock between test schemas' migrations (shared) and their drops (exclusive). */
+const SCHEMA_CHANGE_LOCK = 0x636f72;
 
 const sqlite: StoreTarget = {
   name: 'sqlite',
@@ -37,13 +39,25 @@ const postgres = (connectionString: string): StoreTarget => ({
     await admin.query(`create schema ${schema}`);
     const connection = connectPostgres({ connectionString, schema, maxConnections: 4 });
     const store = new Store({ connection });
-    await store.migrate();
+    // Kysely's migrator lists the tables of every schema: one dropped by a parallel suite meanwhile fails it with
+    // "schema does not exist". Migrations share a lock that each drop takes alone.
+    await admin.query('select pg_advisory_lock_shared($1)', [SCHEMA_CHANGE_LOCK]);
+    try {
+      await store.migrate();
+    } finally {
+      await admin.query('select pg_advisory_unlock_shared($1)', [SCHEMA_CHANGE_LOCK]);
+    }
     return {
       store,
       db: connection.db,
       async dispose() {
         await store.close();
-        await admin.query(`drop schema ${schema} cascade`);
+        await admin.query('select pg_advisory_lock($1)', [SCHEMA_CHANGE_LOCK]);
+        try {
+          await admin.query(`drop schema ${schema} cascade`);
+        } finally {
+          await admin.query('select pg_advisory_unlock($1)', [SCHEMA_CHANGE_LOCK]);
+        }
         await admin.end();
       },
     };
