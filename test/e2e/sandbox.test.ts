@@ -153,7 +153,11 @@ describe.runIf(withDocker)('tenants on the Docker engine: sandboxed workers and 
       ].join('\n'),
     );
     for (const owner of ['alice', 'bob'] as const) {
-      const made = await runCorral(['keys', 'create', '--owner', owner, '--name', 'e2e'], env());
+      // Before serve's first start: the key command makes the database, as asked.
+      const made = await runCorral(
+        ['keys', 'create', '--owner', owner, '--name', 'e2e', '--create-database'],
+        env(),
+      );
       expect(made.code, made.stderr).toBe(0);
       keys[owner] = /sk_[A-Za-z0-9_-]+/.exec(made.stdout)?.[0] ?? '';
       expect(keys[owner]).not.toBe('');

@@ -57,3 +57,8 @@ export async function deleteEndpoint(
   );
   return deleted !== undefined;
 }
+
+/** The key with its last character changed to another one (an x already there would be no change at all). */
+export function withLastCharChanged(key: string): string {
+  return `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}`;
+}
