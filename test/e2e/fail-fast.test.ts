@@ -14,7 +14,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { EngineProxy, HIDDEN_PREFIX } from '../support/engine-proxy.js';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const KEY = 'e2e-operator-key-0123456789';
 const PREFIX = '/gpu-instance/openapi/v1';
@@ -80,11 +85,7 @@ describe.runIf(withDocker)('failing fast and engine outages, with corral serve a
   const create = async (overrides: Record<string, unknown>) => {
     const { status, body } = await call('endpoint/create', {
       endpoint: {
-        image: { image },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
+        ...testWorkerEndpoint(image),
         ...overrides,
       },
     });

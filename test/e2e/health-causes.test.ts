@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const KEY = 'e2e-health-causes-key-0123456789';
 /** The endpoints' probe period (the `healthy.period` default). */
@@ -44,11 +49,7 @@ describe.runIf(withDocker)(
     const create = async (overrides: Record<string, unknown>) => {
       const { status, body } = await call('endpoint/create', {
         endpoint: {
-          image: { image },
-          ports: [{ port: 8000 }],
-          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-          healthy: { path: '/health' },
-          products: [{ id: 'h100-80g' }],
+          ...testWorkerEndpoint(image),
           ...overrides,
         },
       });

@@ -11,7 +11,12 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const OPERATOR_KEY = 'e2e-host-safety-operator-key-0123';
 const isRoot = process.getuid?.() === 0;
@@ -243,11 +248,7 @@ describe.runIf(withDocker)('a secret in a Docker worker env, and nowhere else', 
 
     const created = await call(server, dora, 'endpoint/create', {
       endpoint: {
-        image: { image },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
+        ...testWorkerEndpoint(image),
         envs: [{ key: 'CORRAL_TEST_TOKEN', value: 'Bearer {{  CORRAL_SECRET_hf_token }}' }],
       },
     });

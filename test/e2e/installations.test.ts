@@ -9,7 +9,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const KEY = 'e2e-installations-key-0123456789';
 const SIDE_BY_SIDE_MS = 60_000;
@@ -87,11 +92,7 @@ describe.runIf(withDocker)('two installations on one Docker engine', () => {
       for (const server of [first, second]) {
         const created = await call(server, 'endpoint/create', {
           endpoint: {
-            image: { image },
-            ports: [{ port: 8000 }],
-            workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-            healthy: { path: '/health' },
-            products: [{ id: 'h100-80g' }],
+            ...testWorkerEndpoint(image),
           },
         });
         expect(created.status, JSON.stringify(created.body)).toBe(200);

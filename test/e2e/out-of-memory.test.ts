@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const KEY = 'e2e-oom-key-0123456789abcdef';
 const withDocker = integrationAvailable(
@@ -60,11 +65,7 @@ describe.runIf(withDocker)('a worker over its memory limit on Docker, with corra
     const running = server;
     const created = await call(running, 'endpoint/create', {
       endpoint: {
-        image: { image },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
+        ...testWorkerEndpoint(image),
         // Healthy at once, then 512 MiB 3 s later: over the 256 MiB limit, the kernel's OOM killer ends it.
         envs: [
           { key: 'ALLOCATE_MB', value: '512' },

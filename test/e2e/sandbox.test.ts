@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const PREFIX = '/gpu-instance/openapi/v1';
 const GIB = 1024 ** 3;
@@ -117,11 +122,7 @@ describe.runIf(withDocker)('tenants on the Docker engine: sandboxed workers and 
 
   const endpointBody = (volumeMounts: unknown[] = []) => ({
     endpoint: {
-      image: { image },
-      ports: [{ port: 8000 }],
-      workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-      healthy: { path: '/health' },
-      products: [{ id: 'h100-80g' }],
+      ...testWorkerEndpoint(image),
       clusterID: 'c1',
       volumeMounts,
     },

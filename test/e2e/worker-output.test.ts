@@ -18,7 +18,12 @@ import {
   type ServeProcess,
   startServe,
 } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../support/test-image.js';
 
 const KEY = 'e2e-worker-output-key-0123456789';
 const LINE = 'EXIT_ON_START: exiting with code 3';
@@ -83,11 +88,7 @@ describe.runIf(withDocker)("a crashed worker's output on Docker, with corral ser
     let running = await serve();
     const created = await callApi(running, KEY, 'endpoint/create', {
       endpoint: {
-        image: { image },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
+        ...testWorkerEndpoint(image),
         envs: [{ key: 'EXIT_ON_START', value: '3' }],
       },
     });

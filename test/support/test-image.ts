@@ -99,3 +99,17 @@ export function removeInstallationResources(installationId: string): void {
   const networks = listed('network', 'ls');
   if (networks.length > 0) spawnSync('docker', ['network', 'rm', ...networks], { stdio: 'ignore' });
 }
+
+/**
+ * The usual e2e endpoint's fields on the test worker image: one worker of one simulated h100-80g, its port and
+ * health path; spread into an `endpoint` body and add what a test is about.
+ */
+export function testWorkerEndpoint(image: string) {
+  return {
+    image: { image },
+    ports: [{ port: 8000 }],
+    workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
+    healthy: { path: '/health' },
+    products: [{ id: 'h100-80g' }],
+  };
+}
