@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { CORRAL_BIN, runCorral, type ServeProcess, startServe } from '../support/process.js';
 
 const PREFIX = '/gpu-instance/openapi/v1';
 const execFileAsync = promisify(execFile);
@@ -162,7 +162,7 @@ describe('corral serve as a process', () => {
     }
   }, 60_000);
 
-  it('apply creates, then changes nothing, then removes an env taken out of the file; --wait prints the URLs', async () => {
+  it('apply creates, then changes nothing, then removes an env taken out of the file; --wait prints the URLs, as create does unasked on a terminal', async () => {
     const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: 'operator-key-0123456789abcdef' };
     // The fake runtime: an endpoint scaled to zero is ready at once, with no container.
     const server = await startServe(['--runtime', 'fake', '--gpus', '1'], env);
@@ -186,6 +186,28 @@ describe('corral serve as a process', () => {
       const endpoint = JSON.parse(got.stdout).endpoint;
       expect(endpoint.envs).toEqual([]);
       expect((await cli('endpoints', 'list', '--json')).stdout.match(/"name": "applied"/g)).toHaveLength(1);
+
+      // On a real terminal (script(1) gives the command a pseudo-terminal), create waits without being asked.
+      const ttySpec = join(dataDir, 'tty.yaml');
+      writeFileSync(ttySpec, withEnv.replaceAll('applied', 'on-a-tty'));
+      const command = [
+        process.execPath,
+        CORRAL_BIN,
+        'endpoints',
+        'create',
+        '-f',
+        ttySpec,
+        '--api-url',
+        server.apiUrl,
+      ]
+        .map((word) => `'${word}'`)
+        .join(' ');
+      const { stdout: onTty } = await execFileAsync('script', ['-qec', command, '/dev/null'], {
+        env: { ...process.env, ...env },
+        timeout: 60_000,
+      });
+      expect(onTty).toMatch(/endpoint on-a-tty is ready: serving/);
+      expect(onTty).toMatch(/\/e\/on-a-tty\//);
     } finally {
       await server.stop();
     }
