@@ -143,6 +143,7 @@ async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger
       pidsLimit: sandbox.pidsLimit,
       log: sandbox.log,
       networkIsolation: sandbox.networkIsolation,
+      subnets: sandbox.subnets ?? "Docker's default address pools",
     },
     'worker sandbox',
   );
