@@ -201,6 +201,8 @@ async function ownerKeys(dataDir: string): Promise<[string, string]> {
  */
 async function measure(figure: Figure): Promise<{ list: Summary; failures: number; seconds: number }> {
   const ms: number[] = [];
+  /** When each request was sent, in seconds since the condition began: where in it the slowest ones fell. */
+  const at: number[] = [];
   let failures = 0;
   let firstFailure: string | undefined;
   const started = performance.now();
@@ -211,6 +213,7 @@ async function measure(figure: Figure): Promise<{ list: Summary; failures: numbe
     sentAt = performance.now();
     const answer = await figure.send();
     ms.push(performance.now() - sentAt);
+    at.push((sentAt - started) / 1000);
     const problem = figure.check(answer);
     if (problem !== undefined) {
       failures += 1;
@@ -218,6 +221,13 @@ async function measure(figure: Figure): Promise<{ list: Summary; failures: numbe
     }
   }
   if (failures > 0) console.log(`  ${figure.label}: ${failures} failed, first: ${firstFailure}`);
+  const slowest = ms
+    .map((value, i) => ({ value, at: at[i] ?? NaN }))
+    .sort((a, b) => b.value - a.value)
+    .slice(0, 5);
+  console.log(
+    `  ${figure.label}: slowest ${slowest.map((s) => `${formatMs(s.value)} ms at ${s.at.toFixed(1)} s`).join(', ')}`,
+  );
   return { list: summarize(ms), failures, seconds: (performance.now() - started) / 1000 };
 }
 
