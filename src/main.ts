@@ -14,6 +14,7 @@ import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter } from './api/rate-limit.js';
+import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpit.js';
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
@@ -109,6 +110,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     rateLimiter: new RateLimiter({ ...config.rateLimit, clock }),
     // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
     writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
+    refusedBodies: new RefusedBodyTarpit({ ...REFUSED_BODY_TARPIT, clock }),
     endpoints: new EndpointService({
       store,
       catalog,

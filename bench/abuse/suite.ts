@@ -58,6 +58,8 @@ import {
 } from './settings.js';
 
 const PREFIX = '/gpu-instance/openapi/v1';
+/** The scrape token of /metrics (which needs one or an admin key), for the server's loop delay and RSS. */
+const METRICS_TOKEN = 'bench-abuse-metrics-token-0123456789';
 const CHILD_FILE = fileURLToPath(new URL('./child.ts', import.meta.url));
 
 interface Condition {
@@ -102,7 +104,7 @@ async function runConfiguration(configText: string): Promise<void> {
     const profileDir = process.env[PROFILE_ENV];
     server = await startServe(
       ['--runtime', 'fake', '--gpus', SIMULATED_GPUS, '--config', configPath],
-      { CORRAL_DATA_DIR: dataDir },
+      { CORRAL_DATA_DIR: dataDir, CORRAL_METRICS_TOKEN: METRICS_TOKEN },
       profileDir ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {},
     );
     const serverPid = server.child.pid;
@@ -199,6 +201,8 @@ async function ownerKeys(dataDir: string): Promise<[string, string]> {
  */
 async function measure(figure: Figure): Promise<{ list: Summary; failures: number; seconds: number }> {
   const ms: number[] = [];
+  /** When each request was sent, in seconds since the condition began: where in it the slowest ones fell. */
+  const at: number[] = [];
   let failures = 0;
   let firstFailure: string | undefined;
   const started = performance.now();
@@ -209,6 +213,7 @@ async function measure(figure: Figure): Promise<{ list: Summary; failures: numbe
     sentAt = performance.now();
     const answer = await figure.send();
     ms.push(performance.now() - sentAt);
+    at.push((sentAt - started) / 1000);
     const problem = figure.check(answer);
     if (problem !== undefined) {
       failures += 1;
@@ -216,6 +221,13 @@ async function measure(figure: Figure): Promise<{ list: Summary; failures: numbe
     }
   }
   if (failures > 0) console.log(`  ${figure.label}: ${failures} failed, first: ${firstFailure}`);
+  const slowest = ms
+    .map((value, i) => ({ value, at: at[i] ?? NaN }))
+    .sort((a, b) => b.value - a.value)
+    .slice(0, 5);
+  console.log(
+    `  ${figure.label}: slowest ${slowest.map((s) => `${formatMs(s.value)} ms at ${s.at.toFixed(1)} s`).join(', ')}`,
+  );
   return { list: summarize(ms), failures, seconds: (performance.now() - started) / 1000 };
 }
 
@@ -250,7 +262,7 @@ function once<T>(child: ChildProcess, matches: (message: Record<string, unknown>
 
 /** The server's event-loop delay since the last scrape (prom-client resets it on each) and its memory. */
 async function serverState(client: LoopbackClient): Promise<{ loopDelayMaxMs: number; rssMiB: number }> {
-  const { body } = await client.send('GET', '/metrics');
+  const { body } = await client.send('GET', '/metrics', { token: METRICS_TOKEN });
   const value = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)`, 'm').exec(body)?.[1] ?? NaN);
   return {
     loopDelayMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000,
@@ -279,6 +291,8 @@ function report(conditions: Condition[]): void {
         'p99 / idle',
         'A requests (by status)',
         'A req/s',
+        'server CPU ms/s',
+        'A CPU ms/s',
         'loop delay max',
         'RSS MiB',
       ],

@@ -3,10 +3,13 @@
  * per-route metrics, and authentication then rate limiting before each route under the API prefix. The routes
  * themselves are in routes/; listening is the caller's business (main.ts, tests).
  */
+
+import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyRequest,
   LogController,
 } from 'fastify';
 import type { Logger } from 'pino';
@@ -29,6 +32,7 @@ import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
 import type { OwnerWriteGate } from './owner-write-gate.js';
 import { type RateLimiter, requestCost } from './rate-limit.js';
+import { chargeRefusal, type RefusedBodyTarpit, TARPIT_REFUSALS } from './refused-body-tarpit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
@@ -82,6 +86,8 @@ export interface AppOptions {
   specBodyLimitBytes?: number;
   /** One owner's creates and updates one at a time; absent: no such turn-taking. */
   writeGate?: OwnerWriteGate;
+  /** Reads refused bodies at a bounded rate per owner; absent: node discards them at full speed. */
+  refusedBodies?: RefusedBodyTarpit;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
 }
@@ -96,21 +102,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   acceptJsonWhateverTheContentType(app);
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const answer = toApiError(error, request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
     if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
     // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
     if (answer.status === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (answer.code === 'RATE_LIMITED')
       reply.header('Retry-After', String(answer.metadata.retryAfterSeconds));
-    if (
-      answer.code === 'BODY_TOO_LARGE' &&
-      lingers(request.headers['content-length'], options.bodyLimitBytes)
-    ) {
+    const contentLength = headerValue(request.headers['content-length']);
+    const lingering = lingers(contentLength, options.bodyLimitBytes);
+    if (answer.code === 'BODY_TOO_LARGE' && lingering) {
       // Fastify closes the connection after a 413 while the client may still be sending its body: the kernel then
-      // resets it, and a client still writing sees a broken pipe instead of the answer. Kept alive, node reads
-      // and discards the rest of the body, so the 413 reaches every client.
+      // resets it, and a client still writing sees a broken pipe instead of the answer. Kept alive, the rest of
+      // the body is read and discarded, so the 413 reaches every client.
       reply.removeHeader('connection');
+    }
+    if (options.refusedBodies && TARPIT_REFUSALS.has(answer.code)) {
+      // A repeated refusal is slowed per owner instead of taking the server's time (refused-body-tarpit.ts).
+      const declared = Number(contentLength);
+      const { delayMs, close } = chargeRefusal(options.refusedBodies, tarpitKey(request), request.raw, {
+        lingering,
+        declaredBytes: contentLength === undefined || !Number.isFinite(declared) ? undefined : declared,
+      });
+      if (close) reply.header('connection', 'close');
+      if (delayMs > 0) await sleep(delayMs);
     }
     return reply.status(answer.status).send(answer.toBody());
   });
@@ -132,6 +147,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           request.headers.authorization,
           headerValue(request.headers['x-corral-owner']),
         );
+        // Known before the rate limit answers, so that a refused body is charged to its owner (tarpitKey).
+        request.principal = principal;
         const decision = options.rateLimiter.take(
           principal.keyId,
           requestCost(
@@ -144,7 +161,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
             retryAfterSeconds: decision.retryAfterSeconds,
           });
         }
-        request.principal = principal;
       });
       registerEndpointRoutes(api, options);
       registerEndpointMetricsRoute(api, options);
@@ -212,6 +228,12 @@ function lingers(contentLength: string | undefined, limitBytes: number): boolean
 
 /** How far past the body limit a declared body is still read (and discarded) so that its 413 is read. */
 const LINGER_BODY_FACTOR = 16;
+
+/** Whose budget a refused body is read from: its owner's once authenticated, its remote address before. */
+function tarpitKey(request: FastifyRequest): string {
+  const principal = request.principal as Principal | null | undefined;
+  return principal ? `owner:${principal.ownerId}` : `ip:${request.ip}`;
+}
 
 /** `limitBytes`: the body limit of the route asked for (create and update have a smaller one). */
 function toApiError(error: FastifyError, limitBytes: number): ApiError {
