@@ -57,7 +57,7 @@ export async function benchFake(): Promise<void> {
     const steady: number[] = [];
     const baselineOnce = async () => {
       const start = performance.now();
-      await store.endpoints.listAll();
+      await store.endpoints.liveVersions();
       await runtime.list({ [LABELS.managed]: 'true' });
       return performance.now() - start;
     };
@@ -116,7 +116,7 @@ export async function benchFake(): Promise<void> {
             formatRatio(s.p99 / b.p99),
           ],
           [
-            'baseline: endpoints.listAll() + runtime.list()',
+            'baseline: endpoints.liveVersions() + runtime.list()',
             String(b.n),
             formatMs(b.p50),
             formatMs(b.p99),

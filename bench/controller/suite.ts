@@ -8,7 +8,7 @@
  *    first (cold) one created everything. Twice, on fresh stores: (a) with a probe that answers true at once,
  *    (b) with one that answers true at once but in one batch per event-loop turn. On (b), the controller's loop
  *    and probes are then stopped and 20 steady-state `reconcile()` passes are timed one by one, interleaved
- *    with the baseline: the two reads every pass must do (`store.endpoints.listAll()` and
+ *    with the baseline: the two reads every pass must do (`store.endpoints.liveVersions()` and
  *    `runtime.list({'corral.dev/managed': 'true'})`) and nothing else. Design target: a pass under 200 ms.
  *
  * 2. Docker (skipped with the reason when the engine does not answer): the real DockerRuntime, the test worker

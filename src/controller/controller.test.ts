@@ -296,13 +296,13 @@ describe('Controller over the fake runtime', () => {
     const storeGate = new Promise<void>((resolve) => {
       resumeStore = resolve;
     });
-    const realListAll = store.endpoints.listAll.bind(store.endpoints);
-    const listAll = vi.spyOn(store.endpoints, 'listAll').mockImplementationOnce(async () => {
+    const realVersions = store.endpoints.liveVersions.bind(store.endpoints);
+    const liveVersions = vi.spyOn(store.endpoints, 'liveVersions').mockImplementationOnce(async () => {
       await storeGate;
-      return realListAll();
+      return realVersions();
     });
     const pass = c.reconcile();
-    await eventually(() => expect(listAll).toHaveBeenCalled());
+    await eventually(() => expect(liveVersions).toHaveBeenCalled());
     // ...while the create completes.
     finishCreate();
     await eventually(() => expect(c.workers()[0]?.startedAt).not.toBeNull());

@@ -15,6 +15,7 @@ import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
 import { crashedEvent, failedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
+import { EndpointSnapshot } from './endpoint-snapshot.js';
 import { endpointStatus } from './endpoint-status.js';
 import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
@@ -55,6 +56,7 @@ export class Controller {
   /** Live endpoints as of the last pass (probes read their health settings here, not from the store). */
   #endpoints = new Map<string, Endpoint>();
   readonly #crashes: CrashLedger;
+  readonly #snapshot: EndpointSnapshot;
   readonly #gpus = new GpuLedger();
   readonly #prober: HealthProber;
   /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
@@ -94,6 +96,7 @@ export class Controller {
       timers: systemTimers,
       ...options,
     };
+    this.#snapshot = new EndpointSnapshot({ source: this.#o.store.endpoints });
     this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
     this.#outage = new RuntimeOutage({ logger: this.#o.logger });
     this.#loop = new PassLoop({
@@ -184,7 +187,7 @@ export class Controller {
     }
     for (const record of this.#outage.reachable(clock(), (id) => this.#book.get(id)))
       this.#book.markDirty(record);
-    const endpoints = await store.endpoints.listAll();
+    const endpoints = await this.#snapshot.read();
     const drainRequested = await store.workers.drainRequested();
     const live = new Map(endpoints.map((e) => [e.id, e]));
     observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
@@ -209,7 +212,7 @@ export class Controller {
 
   /** A pass while the runtime cannot be reached: the outage is written on the workers and statuses, and published. */
   async #reportOutage(): Promise<void> {
-    const endpoints = await this.#o.store.endpoints.listAll();
+    const endpoints = await this.#snapshot.read();
     this.#endpoints = new Map(endpoints.map((e) => [e.id, e]));
     for (const record of this.#outage.note(this.#book.all())) this.#book.markDirty(record);
     await this.#reportAndPublish(endpoints);

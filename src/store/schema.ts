@@ -17,6 +17,10 @@ export interface EndpointsTable {
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
+  /** The spec's worker numbers, written with it: an owner's quota use is summed from these (migration 0009). */
+  min_workers: number;
+  max_workers: number;
+  gpus_per_worker: number;
 }
 
 export interface EndpointEventsTable {

@@ -121,6 +121,89 @@ describe.each(storeTargets())('store on $name', (target) => {
     expect((await store.endpoints.list('owner-b', page)).total).toBe(1);
   });
 
+  it("an upgrade from a database made before 0009 fills each live endpoint's worker numbers from its spec", async () => {
+    const workers = (minWorkers: number, maxWorkers: number, gpusPerWorker: number) =>
+      ({ workers: { ...sampleEndpoint().spec.workers, minWorkers, maxWorkers, gpusPerWorker } }) as const;
+    const small = sampleEndpoint({ patch: workers(1, 2, 1) });
+    // A lone surrogate in a stored spec: PostgreSQL's ::json refuses it, so the fill must not parse there.
+    const odd = sampleEndpoint({ patch: { ...workers(2, 3, 2), env: [{ key: 'X', value: '\ud800' }] } });
+    const other = sampleEndpoint({ ownerId: 'owner-b', patch: workers(0, 5, 4) });
+    const removed = sampleEndpoint({ patch: workers(7, 7, 1) });
+    for (const endpoint of [small, odd, other, removed]) {
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    }
+    await deleteEndpoint(store, removed);
+    const before = await store.endpoints.use('owner-a');
+    expect(before).toEqual({ endpoints: 2, minGpus: 1 + 4, maxGpus: 2 + 6, workers: 5 });
+    // Back to the schema before migration 0009, data included.
+    for (const index of ['endpoints_owner_use', 'endpoints_live_versions']) {
+      await db.schema.dropIndex(index).execute();
+    }
+    for (const column of ['min_workers', 'max_workers', 'gpus_per_worker']) {
+      await db.schema.alterTable('endpoints').dropColumn(column).execute();
+    }
+    await sql`delete from kysely_migration where name = '0009-endpoint-use'`.execute(db);
+    expect(await store.migrate()).toEqual(['0009-endpoint-use']);
+    expect(await store.endpoints.use('owner-a')).toEqual(before);
+    expect(await store.endpoints.use('owner-b')).toEqual({
+      endpoints: 1,
+      minGpus: 0,
+      maxGpus: 20,
+      workers: 5,
+    });
+  });
+
+  it("quota use follows an update's worker numbers and forgets a deleted endpoint", async () => {
+    const endpoint = sampleEndpoint();
+    await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    const grown = { ...endpoint.spec.workers, minWorkers: 2, maxWorkers: 4, gpusPerWorker: 2 };
+    await store.endpoints.mutate(
+      'owner-a',
+      endpoint.id,
+      (current) => ({ next: { ...current, spec: { ...current.spec, workers: grown } }, events: [] }),
+      () => audit('update', endpoint.id),
+    );
+    expect(await store.endpoints.use('owner-a')).toEqual({
+      endpoints: 1,
+      minGpus: 4,
+      maxGpus: 8,
+      workers: 4,
+    });
+    await deleteEndpoint(store, endpoint);
+    expect(await store.endpoints.use('owner-a')).toEqual({
+      endpoints: 0,
+      minGpus: 0,
+      maxGpus: 0,
+      workers: 0,
+    });
+  });
+
+  it('lists live versions oldest first and reads back the changed ones with theirs', async () => {
+    const [first, second, gone] = [
+      sampleEndpoint({ at: 1 }),
+      sampleEndpoint({ at: 2 }),
+      sampleEndpoint({ at: 3 }),
+    ];
+    for (const endpoint of [first, second, gone]) {
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    }
+    await deleteEndpoint(store, gone);
+    const versions = await store.endpoints.liveVersions();
+    expect(versions.map((v) => v.id)).toEqual([first.id, second.id]);
+    await store.endpoints.reportStatus(
+      second.id,
+      { state: 'serving', error: '', message: '' },
+      { at: 4, type: 'state', message: 'serving' },
+    );
+    const after = await store.endpoints.liveVersions();
+    expect(after[0]).toEqual(versions[0]);
+    expect(after[1]?.version).toBeGreaterThan(versions[1]?.version ?? Infinity);
+    const read = await store.endpoints.getMany([second.id, gone.id, 'nope']);
+    expect(read).toHaveLength(1);
+    expect(read[0]?.version).toBe(after[1]?.version);
+    expect(read[0]?.endpoint.status.state).toBe('serving');
+  });
+
   it('keeps the first installation id it stored, whatever id a later start offers', async () => {
     expect(await store.installation.ensure('inst-first', 1)).toBe('inst-first');
     expect(await store.installation.ensure('inst-second', 2)).toBe('inst-first');
