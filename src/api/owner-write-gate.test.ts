@@ -27,6 +27,20 @@ describe('OwnerWriteGate', () => {
     expect(await gate.enter('a')).toBeDefined();
   });
 
+  it("lets what arrived in the event loop meanwhile run before the owner's next write", async () => {
+    const gate = new OwnerWriteGate({ maxWaiting: 5 });
+    const order: string[] = [];
+    const first = await gate.enter('a');
+    const second = gate.enter('a').then((leave) => {
+      order.push('a2');
+      return leave;
+    });
+    setImmediate(() => order.push('another request'));
+    first?.();
+    (await second)?.();
+    expect(order).toEqual(['another request', 'a2']);
+  });
+
   it('refuses at once a write beyond the waiting bound', async () => {
     const gate = new OwnerWriteGate({ maxWaiting: 1 });
     await gate.enter('a');
