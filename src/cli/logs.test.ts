@@ -134,13 +134,9 @@ describe('corral logs', () => {
     expect(h.err()).toBe('');
     expect(process.exitCode).toBeUndefined();
     expect(h.out()).toBe('a\nb\n');
-    // The first read finds the endpoint the argument names (an id, appName or name).
-    expect(h.requests.map((r) => r.path)).toEqual([
-      `${PREFIX}endpoint`,
-      `${PREFIX}endpoint`,
-      `${PREFIX}endpoint/worker/log`,
-    ]);
-    expect(h.requests[2]).toMatchObject({
+    // One read finds the endpoint the argument names (an id, appName or name) and its workers.
+    expect(h.requests.map((r) => r.path)).toEqual([`${PREFIX}endpoint`, `${PREFIX}endpoint/worker/log`]);
+    expect(h.requests[1]).toMatchObject({
       query: { id: 'ep-1', worker: 'w-1', tail: '20' },
       authorization: 'Bearer sk_env_key',
     });

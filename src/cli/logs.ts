@@ -3,7 +3,12 @@
  * follows the endpoint across scaling (logs-follow.ts). The first Ctrl-C ends the streams cleanly.
  */
 import type { Command } from 'commander';
-import { CorralApiError, type CorralClient, type WireEndedWorker } from '../client/index.js';
+import {
+  CorralApiError,
+  type CorralClient,
+  type WireEndedWorker,
+  type WireEndpoint,
+} from '../client/index.js';
 import { parseCount } from './args.js';
 import { DEFAULT_API_URL, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
@@ -58,10 +63,12 @@ export function makeLogsCommand(
       runWithClient<LogsFlags>(deps, command, async ({ client, opts }) => {
         const tail = parseCount(opts.tail, '--tail');
         // With --worker, the worker's log is asked for at once: the endpoint must then be given by its id.
-        const endpointId = opts.worker === undefined ? (await resolveEndpoint(client, ref)).id : ref;
+        const { worker } = opts;
+        const endpoint = worker === undefined ? await resolveEndpoint(client, ref) : undefined;
+        const endpointId = endpoint?.id ?? ref;
         const follow = opts.follow === true;
         const controller = new AbortController();
-        if (follow && opts.worker === undefined) {
+        if (follow && worker === undefined) {
           const stopListening = onInterrupt(() => controller.abort());
           try {
             const out = { stdout: deps.stdout, stderr: deps.stderr };
@@ -71,8 +78,9 @@ export function makeLogsCommand(
           }
           return;
         }
+        // The endpoint was read above (its workers are in it): it is not read a second time.
         const workerIds =
-          opts.worker === undefined ? await workersOf(client, endpointId, deps.stderr) : [opts.worker];
+          worker !== undefined ? [worker] : endpoint ? await workersOf(client, endpoint, deps.stderr) : [];
         const stopListening = onInterrupt(() => controller.abort());
         try {
           const stream = (workerId: string) =>
@@ -105,10 +113,9 @@ export function makeLogsCommand(
 /** The endpoint's workers; with none left, the one that ended last (saying so on stderr). */
 async function workersOf(
   client: CorralClient,
-  endpointId: string,
+  endpoint: WireEndpoint<number>,
   stderr: (text: string) => void,
 ): Promise<string[]> {
-  const endpoint = await client.getEndpoint(endpointId);
   if (endpoint.workers.length > 0) return endpoint.workers.map((w) => w.id);
   const [last, ...earlier] = await endedWorkers(client, endpoint.id);
   const { state, error } = endpoint.state;
