@@ -1,0 +1,121 @@
+/**
+ * The manifests of deploy/kubernetes and the Dockerfile, read as a cluster and Docker would read them: every file
+ * is applied by the kustomization, Corral runs with the kubernetes runtime as an unprivileged user, and its probes
+ * ask the route that answers them.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const DEPLOY = join(ROOT, 'deploy', 'kubernetes');
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [key: string]: unknown;
+}
+
+function objectsOf(file: string): K8sObject[] {
+  return parseAllDocuments(readFileSync(join(DEPLOY, file), 'utf8')).map((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((e) => e.message).join('; ')}`);
+    return doc.toJS() as K8sObject;
+  });
+}
+
+const kustomization = objectsOf('kustomization.yaml')[0] as unknown as { resources: string[] };
+const objects = kustomization.resources.flatMap(objectsOf);
+const find = (kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
+
+interface Container {
+  name: string;
+  args: string[];
+  env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown>;
+}
+
+describe('deploy/kubernetes', () => {
+  it('applies every manifest in the folder, each object named and namespaced where it must be', () => {
+    const files = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    const clusterWide = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+    for (const object of objects) {
+      expect(object.metadata.name, `${object.kind} without a name`).toBeTruthy();
+      if (!clusterWide.has(object.kind)) expect(object.metadata.namespace, object.metadata.name).toBeTruthy();
+    }
+  });
+
+  it('runs corral serve with the kubernetes runtime in the workers namespace, as a non-root user', () => {
+    const deployment = find('Deployment', 'corral') as unknown as {
+      spec: {
+        replicas: number;
+        template: { spec: { serviceAccountName: string; securityContext: { runAsNonRoot: boolean } } };
+      };
+    };
+    const pod = deployment.spec.template.spec;
+    const [container] = (pod as unknown as { containers: Container[] }).containers;
+    expect(container?.args).toEqual(['serve', '--runtime=kubernetes', '--namespace=corral-workers']);
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container?.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(find('ServiceAccount', pod.serviceAccountName)?.metadata.namespace).toBe('corral');
+    expect(find('Namespace', 'corral-workers')).toBeDefined();
+    const secrets = container?.env.flatMap((e) => (e.valueFrom ? [e.name] : []));
+    expect(secrets).toEqual(['CORRAL_DATABASE_URL', 'CORRAL_SECRET_KEY', 'CORRAL_API_KEY']);
+  });
+
+  it('probes /healthz on the API port, and its Services reach the API and the gateway ports', () => {
+    const deployment = find('Deployment', 'corral') as unknown as {
+      spec: { template: { spec: { containers: Container[] } } };
+    };
+    const [container] = deployment.spec.template.spec.containers;
+    const portOf = (name: string) => container?.ports.find((p) => p.name === name)?.containerPort;
+    expect(portOf('api')).toBe(8080);
+    expect(portOf('gateway')).toBe(8000);
+    for (const probe of [container?.livenessProbe, container?.readinessProbe]) {
+      expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'api' });
+    }
+    const targets = objects
+      .filter((o) => o.kind === 'Service')
+      .flatMap((o) => (o as unknown as { spec: { ports: { targetPort: string }[] } }).spec.ports)
+      .map((p) => p.targetPort);
+    expect(targets.sort()).toEqual(['api', 'gateway']);
+  });
+
+  it('binds the runtime role in the workers namespace to the service account Corral runs as', () => {
+    const binding = find('RoleBinding', 'corral-runtime') as unknown as {
+      metadata: { namespace: string };
+      roleRef: { name: string };
+      subjects: { name: string; namespace: string }[];
+    };
+    expect(binding.metadata.namespace).toBe('corral-workers');
+    expect(find('Role', binding.roleRef.name)?.metadata.namespace).toBe('corral-workers');
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'corral', namespace: 'corral' }]);
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+
+  it('runs corral serve as the unprivileged node user, with the ports the manifests expose', () => {
+    expect(finalStage).toMatch(/^USER node$/m);
+    expect(finalStage).toMatch(/^ENTRYPOINT \["node", "\/app\/bin\/corral\.js"\]$/m);
+    expect(finalStage).toMatch(/^CMD \["serve"\]$/m);
+    expect(finalStage).toMatch(/^EXPOSE 8080 8000$/m);
+    expect(finalStage).toContain('CORRAL_API_ADDR=0.0.0.0:8080');
+    expect(finalStage).toContain('CORRAL_GATEWAY_ADDR=0.0.0.0:8000');
+  });
+
+  it('copies only production dependencies and the build into the image', () => {
+    expect(dockerfile).toContain('npm prune --omit=dev');
+    expect(finalStage).not.toMatch(/COPY (?!--from=build)/);
+  });
+});
