@@ -213,6 +213,16 @@ export class KubeStandIn {
     }
   }
 
+  /** Deletes a pod at once, as if by someone else while the test's clients cannot reach the server. */
+  deletePodNow(namespace: string, name: string): void {
+    const key = this.#key('pods', namespace, name);
+    const object = this.#objects.get(key);
+    if (!object) return;
+    this.#objects.delete(key);
+    this.#emit('pods', namespace, 'DELETED', object);
+    this.#endLog(namespace, name);
+  }
+
   /** A stored pod (for tests' assertions), or undefined. */
   pod(namespace: string, name: string): Pod | undefined {
     const found = this.#objects.get(this.#key('pods', namespace, name));
