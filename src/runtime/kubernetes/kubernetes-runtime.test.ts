@@ -212,6 +212,23 @@ describe('KubernetesRuntime', () => {
     expect(log).not.toContain(Buffer.from('bob:hunter2-secret').toString('base64'));
   });
 
+  it("reports each product's nodes' allocatable GPUs and what its pods request", async () => {
+    standIn.addNode({
+      // The node the test kubelet binds every pod to.
+      metadata: { name: 'test-node-1', labels: { 'nvidia.com/gpu.product': 'h100' } },
+      status: { allocatable: { 'nvidia.com/gpu': '8' } },
+    });
+    await runtime.create(spec('w1', { placement: { product: 'h100', gpuNum: 2, authId: '' } }));
+    void runtime
+      .create(spec('w2', { placement: { product: 'b200', gpuNum: 1, authId: '' } }))
+      .catch(() => undefined);
+    await eventually(() => expect(runtime.pod('w2')).toBeDefined());
+    expect(await runtime.clusterProducts(['h100', 'b200'])).toEqual([
+      { id: 'h100', nodes: 1, gpusTotal: 8, gpusRequested: 2, gpusFree: 6, gpusWaiting: 0 },
+      { id: 'b200', nodes: 0, gpusTotal: 0, gpusRequested: 0, gpusFree: 0, gpusWaiting: 1 },
+    ]);
+  });
+
   it('a network volume whose claim does not exist fails the create before any pod is made', async () => {
     const claimed = new KubernetesRuntime({
       api: clientApi(config),

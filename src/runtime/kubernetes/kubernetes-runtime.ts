@@ -21,6 +21,7 @@ import {
 } from '../types.js';
 import { type KubernetesApi, labelSelector } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
+import { clusterProducts, type ProductCapacity } from './cluster-products.js';
 import type { Pod } from './objects.js';
 import { POD_LABELS, type PodOptions, type PodPlacement, podSpec, WORKER_CONTAINER } from './pod-spec.js';
 import { type PodState, podState } from './pod-state.js';
@@ -226,6 +227,19 @@ export class KubernetesRuntime implements WorkerRuntime {
   async pods(): Promise<Pod[]> {
     await this.#ready();
     return [...this.#workers.values()].map((e) => e.pod);
+  }
+
+  /**
+   * The products' capacity in the cluster: one node listing (the API call), Corral's pods from the watch. Not wired
+   * into GET products yet (docs/kubernetes.md).
+   */
+  async clusterProducts(productIds: readonly string[]): Promise<ProductCapacity[]> {
+    await this.#ready();
+    const nodes = await this.#o.api.listNodes().catch((error: unknown) => {
+      throw kubernetesError(error, 'cannot list nodes', this.server);
+    });
+    const pods = [...this.#workers.values()].map((e) => e.pod);
+    return clusterProducts(productIds, nodes.items, pods, this.#podOptions);
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncGenerator<string> {
