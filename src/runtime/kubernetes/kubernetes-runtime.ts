@@ -423,16 +423,17 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   /**
    * Waits until the worker's pod runs (its worker, with the address) or cannot (the kubelet cannot pull the image:
-   * IMAGE_PULL_FAILED; cannot create the container: RUNTIME_ERROR; the pod is deleted meanwhile). While it waits
+   * IMAGE_PULL_FAILED; cannot create the container: RUNTIME_ERROR). A pod deleted meanwhile gives back the worker as
+   * exited, without an address: the controller treats it as removed while starting. While it waits
    * for the scheduler or the kubelet, their words are the progress. A pod that failed is deleted.
    */
   #waitUntilStarted(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void) {
     let lastMessage = '';
-    let seen = false;
+    let last: Entry | undefined;
     let outcome: Entry | undefined;
     const wait = this.#waitFor(spec.workerId, (entry) => {
-      if (!entry) return seen;
-      seen = true;
+      if (!entry) return last !== undefined;
+      last = entry;
       const { stage } = entry.state;
       if (stage === 'unscheduled' || stage === 'creating') {
         if (entry.state.worker.message !== lastMessage) {
@@ -448,10 +449,14 @@ export class KubernetesRuntime implements WorkerRuntime {
       if (!settled)
         throw new RuntimeError('UNAVAILABLE', 'the Kubernetes runtime was closed during a create');
       if (!outcome) {
-        throw new RuntimeError(
-          'RUNTIME_ERROR',
-          `the pod of worker ${spec.workerId} was deleted while starting`,
-        );
+        // Deleted while it waited (removed by Corral, say a scale-down of a worker the scheduler could not place):
+        // no failure of the endpoint's, the worker is gone; the controller removes what it has not removed itself.
+        this.#logger.info({ workerId: spec.workerId }, 'the pod was deleted while starting');
+        return {
+          ...(last?.state.worker as RuntimeWorker),
+          phase: 'exited',
+          message: 'the pod was deleted while starting',
+        };
       }
       const { stage, worker } = outcome.state;
       if (stage === 'image-pull-failed' || stage === 'create-failed') {
