@@ -355,6 +355,18 @@ export async function serve(
       simulatedGpus: config.gpus.kind === 'simulated',
       sandbox: config.workers.sandbox,
       allowRoot: config.localAllowRoot,
+      kubernetes: {
+        ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),
+        namespace: config.namespace,
+        products: config.products,
+        networkStorages: config.networkStorages,
+        gpuResource: config.kubernetes.gpuResource,
+        terminationGraceSeconds: config.kubernetes.terminationGraceSeconds,
+        ...(config.workers.memoryGBPerGpu === undefined
+          ? {}
+          : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
+        capAdd: config.workers.sandbox.capAdd,
+      },
     });
     closers.push(() => runtime.close());
     if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);

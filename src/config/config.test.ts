@@ -29,8 +29,11 @@ describe('loadConfig', () => {
   it.each([
     [{ apiAddr: '8080' }, 'invalid --api-addr (CORRAL_API_ADDR): expected host:port'],
     [{ gatewayAddr: 'x:99999' }, 'invalid --gateway-addr (CORRAL_GATEWAY_ADDR)'],
-    [{ runtime: 'podman' }, 'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, local or fake'],
-    [{ runtime: 'kubernetes' }, 'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, local or fake'],
+    [
+      { runtime: 'podman' },
+      'invalid --runtime (CORRAL_RUNTIME): expected auto, docker, kubernetes, local or fake',
+    ],
+    [{ namespace: 'Corral_Workers' }, 'invalid --namespace (CORRAL_NAMESPACE): expected a namespace name'],
     [{ gpus: 'many' }, 'invalid --gpus (CORRAL_GPUS)'],
     [{ domain: 'bad domain' }, 'invalid --domain (CORRAL_DOMAIN)'],
     [{ logLevel: 'loud' }, 'invalid --log-level (CORRAL_LOG_LEVEL)'],
@@ -74,6 +77,31 @@ bodyLimitBytes: 2048
     ]);
     expect(config.rateLimit).toEqual({ requestsPerSecond: 5, burst: 10 });
     expect(config.bodyLimitBytes).toBe(2048);
+  });
+
+  it("reads the kubernetes runtime settings: kubeconfig, namespace, products' node labels, claims, pods", () => {
+    const defaults = load();
+    expect(defaults.kubeconfig).toBeUndefined();
+    expect(defaults.namespace).toBe('corral-workers');
+    expect(defaults.kubernetes).toEqual({ gpuResource: 'nvidia.com/gpu', terminationGraceSeconds: 10 });
+    const config = load(
+      { runtime: 'kubernetes', config: '/etc/corral.yaml' },
+      { CORRAL_KUBECONFIG: '/etc/kube/config', CORRAL_NAMESPACE: 'gpu-workers' },
+      `
+products: [{ id: h100-80g, nodeLabel: "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" }]
+networkStorages:
+  - { id: models, clusterID: c1, hostPath: /srv/models, owners: all, claimName: models-pvc }
+kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
+`,
+    );
+    expect(config.runtime).toBe('kubernetes');
+    expect(config.kubeconfig).toBe('/etc/kube/config');
+    expect(config.namespace).toBe('gpu-workers');
+    expect(config.products).toEqual([
+      { id: 'h100-80g', nodeLabel: 'nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3' },
+    ]);
+    expect(config.networkStorages[0]?.claimName).toBe('models-pvc');
+    expect(config.kubernetes).toEqual({ gpuResource: 'nvidia.com/mig-1g.10gb', terminationGraceSeconds: 30 });
   });
 
   it("reads the gateway's settings, the idle keep-alive of worker connections defaulting to 4 s", () => {

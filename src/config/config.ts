@@ -25,6 +25,8 @@ export interface NetworkStorage {
   owners: readonly string[] | 'all';
   /** Mounted read-only in every worker. */
   readOnly: boolean;
+  /** The kubernetes runtime: the PersistentVolumeClaim that holds it. */
+  claimName?: string;
 }
 
 /** How Docker workers are confined; docs/workers.md says what each setting allows and why it is the default. */
@@ -104,6 +106,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * gives each GPU its share of the machine's memory); 0: no limit.
    */
   workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
+  /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
+  kubernetes: { gpuResource: string; terminationGraceSeconds: number };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -152,6 +156,7 @@ export function loadConfig(sources: ConfigSources): Config {
       hostPath: s.hostPath,
       owners: s.owners,
       readOnly: s.readOnly ?? false,
+      ...(s.claimName === undefined ? {} : { claimName: s.claimName }),
     })),
     rateLimit: file.rateLimit ?? DEFAULT_RATE_LIMIT,
     bodyLimitBytes,
@@ -170,6 +175,10 @@ export function loadConfig(sources: ConfigSources): Config {
       crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
     },
     workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu, sandbox: workerSandbox(file.workers?.sandbox) },
+    kubernetes: {
+      gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
+      terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,
+    },
   };
 }
 

@@ -65,6 +65,8 @@ const fileSchema = z.strictObject({
         name: z.string().optional(),
         gpuModel: z.string().optional(),
         gpuMemoryGB: count.optional(),
+        /** The kubernetes runtime: `label=value` of its nodes, or a value of nvidia.com/gpu.product. */
+        nodeLabel: z.string().min(1).optional(),
       }),
     )
     .optional(),
@@ -79,6 +81,8 @@ const fileSchema = z.strictObject({
           error: 'name the owners who may mount it: a list of owner ids, or all',
         }),
         readOnly: z.boolean().optional(),
+        /** The kubernetes runtime: the PersistentVolumeClaim (in the workers' namespace) that holds it. */
+        claimName: z.string().min(1).optional(),
       }),
     )
     .optional(),
@@ -106,6 +110,14 @@ const fileSchema = z.strictObject({
       startupTimeoutSeconds: z.int().positive().optional(),
       reconcileIntervalMs: z.int().min(50).optional(),
       crashResetSeconds: z.int().positive().optional(),
+    })
+    .optional(),
+  kubernetes: z
+    .strictObject({
+      /** The extended resource GPUs are requested as; default nvidia.com/gpu (a MIG profile, say). */
+      gpuResource: z.string().min(1).optional(),
+      /** Seconds between SIGTERM and SIGKILL when a worker's pod is deleted; default 10. */
+      terminationGraceSeconds: z.int().min(0).optional(),
     })
     .optional(),
   workers: z

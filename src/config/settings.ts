@@ -104,11 +104,29 @@ export const SERVE_SETTINGS = {
     env: 'CORRAL_RUNTIME',
     default: 'auto',
     help:
-      'worker runtime: auto, docker, local or fake (auto: docker; waits for an engine that does not answer yet; ' +
-      'local only where no engine is installed)',
-    schema: z.enum(['auto', 'docker', 'local', 'fake'], {
-      error: 'expected auto, docker, local or fake',
+      'worker runtime: auto, docker, kubernetes, local or fake (auto: docker; waits for an engine that does not ' +
+      'answer yet; local only where no engine is installed)',
+    schema: z.enum(['auto', 'docker', 'kubernetes', 'local', 'fake'], {
+      error: 'expected auto, docker, kubernetes, local or fake',
     }),
+  },
+  kubeconfig: {
+    flag: '--kubeconfig',
+    env: 'CORRAL_KUBECONFIG',
+    default: undefined,
+    help:
+      'the kubernetes runtime: kubeconfig file of the cluster (default: the in-cluster service account, then ' +
+      '~/.kube/config)',
+    schema: optionalText,
+  },
+  namespace: {
+    flag: '--namespace',
+    env: 'CORRAL_NAMESPACE',
+    default: 'corral-workers',
+    help: "the kubernetes runtime: the namespace of workers' pods and pull Secrets",
+    schema: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name (lowercase, digits, -)'),
   },
   localAllowRoot: {
     flag: '--local-allow-root',

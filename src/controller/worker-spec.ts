@@ -123,6 +123,11 @@ export function buildWorkerSpec(
     ...(context.registryAuth ? { registryAuth: context.registryAuth } : {}),
     rootfsSizeGB: spec.rootfsSizeGB,
     ...memoryLimit(gpus.length, context.memoryGBPerGpu),
+    placement: {
+      product: gpus[0]?.productId ?? spec.productIds[0] ?? '',
+      gpuNum: spec.workers.gpusPerWorker,
+      authId: spec.image.authId,
+    },
   };
 }
 

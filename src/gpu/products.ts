@@ -16,6 +16,8 @@ export interface ConfiguredProduct {
   name?: string;
   gpuModel?: string;
   gpuMemoryGB?: number;
+  /** The kubernetes runtime: `label=value` that its nodes carry, or a value of nvidia.com/gpu.product. */
+  nodeLabel?: string;
 }
 
 /** One product per GPU model in the inventory, plus configured ones; `busy` holds the uuids in use. */

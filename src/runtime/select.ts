@@ -1,5 +1,5 @@
 /**
- * `--runtime`: builds the WorkerRuntime it names (docker, local, fake). `auto` takes docker when its engine answers,
+ * `--runtime`: builds the WorkerRuntime it names (docker, kubernetes, local, fake). `auto` takes docker when its engine answers,
  * waits for it when one should be there (engine-presence.ts) but is silent, and takes local only on a machine with
  * no engine at all. Local workers are host processes: the runtime warns, and refuses root without `allowRoot`.
  */
@@ -15,11 +15,12 @@ import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
 import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
+import { connectKubernetes, type KubernetesSettings } from './kubernetes/connect.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import type { WorkerRuntime } from './types.js';
 import { type Readiness, WaitingRuntime } from './waiting-runtime.js';
 
-export type RuntimeChoice = 'auto' | 'docker' | 'local' | 'fake';
+export type RuntimeChoice = 'auto' | 'docker' | 'kubernetes' | 'local' | 'fake';
 
 /** The Docker engine `auto` and `docker` talk to; injected by tests, which need no engine. */
 export interface DockerEngine {
@@ -49,6 +50,8 @@ export interface SelectRuntimeOptions {
   machine?: MachineView;
   /** The wait for a silent engine probes on these; default the system's. */
   timers?: Timers;
+  /** `--runtime kubernetes`: the cluster, the namespace and how pods are made. */
+  kubernetes?: KubernetesSettings;
 }
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
@@ -66,6 +69,14 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Work
   const { choice, logger } = options;
   if (choice === 'fake') return new FakeRuntime({ clock: Date.now });
   if (choice === 'local') return local(options);
+  if (choice === 'kubernetes') {
+    if (!options.kubernetes)
+      throw new ConfigError('invalid --runtime (CORRAL_RUNTIME): kubernetes needs its settings');
+    return connectKubernetes(options.kubernetes, {
+      logger,
+      ...(options.installationId === undefined ? {} : { installationId: options.installationId }),
+    });
+  }
   const engine = options.engine ?? defaultDockerEngine();
   const { docker } = engine;
   const reachable = await engine.reachable();

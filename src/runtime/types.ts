@@ -73,6 +73,11 @@ export interface WorkerSpec {
   rootfsSizeGB?: number;
   /** Host memory limit in bytes (Docker: HostConfig.Memory, no swap beyond it); undefined: none. */
   memoryBytes?: number;
+  /**
+   * What a runtime whose scheduler places workers (Kubernetes) needs besides: the endpoint's product (the pod's node
+   * selector), its GPUs per worker, and its registry credential id ('' for a public image). Other runtimes ignore it.
+   */
+  placement?: { product: string; gpuNum: number; authId: string };
 }
 
 /** What the runtime says of a worker; health is the controller's business, not the runtime's. */
@@ -147,7 +152,7 @@ export interface ImageRequest {
 }
 
 export interface WorkerRuntime {
-  readonly name: 'docker' | 'local' | 'fake';
+  readonly name: 'docker' | 'kubernetes' | 'local' | 'fake';
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
   localImage?(image: string): Promise<LocalImage | undefined>;
   /**

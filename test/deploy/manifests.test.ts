@@ -5,8 +5,10 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DEPLOY = join(ROOT, 'deploy', 'kubernetes');
@@ -98,6 +100,72 @@ describe('deploy/kubernetes', () => {
     expect(binding.metadata.namespace).toBe('corral-workers');
     expect(find('Role', binding.roleRef.name)?.metadata.namespace).toBe('corral-workers');
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'corral', namespace: 'corral' }]);
+  });
+});
+
+/**
+ * The permission each call of the runtime's Kubernetes API needs: a call added to `KubernetesApi` without its
+ * entry here fails the test, and so does a verb the manifests grant that no call needs.
+ */
+const PERMISSIONS: Record<string, { group: string; resource: string; verb: string; clusterWide?: boolean }> =
+  {
+    createPod: { group: '', resource: 'pods', verb: 'create' },
+    deletePod: { group: '', resource: 'pods', verb: 'delete' },
+    readPod: { group: '', resource: 'pods', verb: 'get' },
+    listPods: { group: '', resource: 'pods', verb: 'list' },
+    watchPods: { group: '', resource: 'pods', verb: 'watch' },
+    podLog: { group: '', resource: 'pods/log', verb: 'get' },
+    podMetrics: { group: 'metrics.k8s.io', resource: 'pods', verb: 'get' },
+    createSecret: { group: '', resource: 'secrets', verb: 'create' },
+    deleteSecret: { group: '', resource: 'secrets', verb: 'delete' },
+    listSecrets: { group: '', resource: 'secrets', verb: 'list' },
+    readPersistentVolumeClaim: { group: '', resource: 'persistentvolumeclaims', verb: 'get' },
+    listNodes: { group: '', resource: 'nodes', verb: 'list', clusterWide: true },
+  };
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+function granted(kind: 'Role' | 'ClusterRole'): Set<string> {
+  const rules = objects
+    .filter((o) => o.kind === kind)
+    .flatMap((o) => (o as unknown as { rules: Rule[] }).rules);
+  return new Set(
+    rules.flatMap((r) =>
+      r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}:${v}`))),
+    ),
+  );
+}
+
+describe('the permissions in deploy/kubernetes/rbac.yaml', () => {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  const calls = Object.entries(clientApi(config))
+    .filter(([, value]) => typeof value === 'function')
+    .map(([name]) => name);
+
+  it('are known for every call the runtime makes', () => {
+    expect(calls.filter((call) => PERMISSIONS[call] === undefined)).toEqual([]);
+  });
+
+  it('grant exactly what those calls need, namespaced or cluster-wide as they are', () => {
+    const needed = (clusterWide: boolean) =>
+      new Set(
+        calls
+          .map((call) => PERMISSIONS[call])
+          .filter((p) => p !== undefined && (p.clusterWide ?? false) === clusterWide)
+          .map((p) => `${p?.group}/${p?.resource}:${p?.verb}`),
+      );
+    expect([...granted('Role')].sort()).toEqual([...needed(false)].sort());
+    expect([...granted('ClusterRole')].sort()).toEqual([...needed(true)].sort());
   });
 });
 

@@ -50,6 +50,18 @@ describe('corral serve as a process', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-'));
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    // A cluster nobody answers for (port 1): `--runtime kubernetes` must stop start-up naming --kubeconfig.
+    writeFileSync(
+      join(dataDir, 'unreachable-kubeconfig'),
+      JSON.stringify({
+        clusters: [
+          { name: 'c', cluster: { server: 'http://127.0.0.1:1', 'insecure-skip-tls-verify': true } },
+        ],
+        users: [{ name: 'u', user: {} }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
   });
   afterAll(async () => {
     rmSync(dataDir, { recursive: true, force: true });
@@ -214,7 +226,9 @@ describe('corral serve as a process', () => {
   }, 180_000);
 
   const withBusy = (text: string) =>
-    text.replace('BUSY', `127.0.0.1:${(busy.address() as AddressInfo).port}`);
+    text
+      .replace('BUSY', `127.0.0.1:${(busy.address() as AddressInfo).port}`)
+      .replace('@KUBECONFIG_FILE@', join(dataDir, 'unreachable-kubeconfig'));
   // The fake runtime and simulated GPUs keep Docker and nvidia-smi out of the cases that get that far.
   const quiet = ['--runtime', 'fake', '--gpus', '1'];
 
@@ -222,6 +236,14 @@ describe('corral serve as a process', () => {
     [['--api-addr', 'nonsense'], '--api-addr (CORRAL_API_ADDR)'],
     [['--gpus', 'lots'], '--gpus (CORRAL_GPUS)'],
     [['--runtime', 'podman'], '--runtime (CORRAL_RUNTIME)'],
+    [
+      ['--runtime', 'kubernetes', '--gpus', '1', '--kubeconfig', '/nonexistent/kubeconfig'],
+      'invalid --kubeconfig (CORRAL_KUBECONFIG): no kubeconfig at /nonexistent/kubeconfig',
+    ],
+    [
+      ['--runtime', 'kubernetes', '--gpus', '1', '--kubeconfig', '@KUBECONFIG_FILE@'],
+      '--kubeconfig (CORRAL_KUBECONFIG) (http://127.0.0.1:1, namespace corral-workers): cannot reach the Kubernetes API server at http://127.0.0.1:1',
+    ],
     [['--config', '/nonexistent/corral.yaml'], '--config file /nonexistent/corral.yaml'],
     [['--database-url', 'mysql://x'], '--database-url (CORRAL_DATABASE_URL)'],
     [

@@ -1,0 +1,96 @@
+/**
+ * `--runtime kubernetes`: the cluster of `--kubeconfig` (else the in-cluster service account, else ~/.kube/config)
+ * and the runtime on `--namespace`, checked at start: a kubeconfig that cannot be read, or a cluster that cannot be
+ * reached or refuses to list the namespace's pods, stops start-up with one line naming the setting. The official
+ * client is loaded only here, when this runtime is chosen.
+ */
+import type { Logger } from 'pino';
+import { ConfigError, describeSetting } from '../../config/settings.js';
+import { KubernetesRuntime } from './kubernetes-runtime.js';
+import type { ProductNodeLabel } from './pod-spec.js';
+
+export interface KubernetesSettings {
+  kubeconfig?: string;
+  namespace: string;
+  /** Configured products: `nodeLabel` is `label=value`, or a value of the default label. */
+  products: readonly { id: string; nodeLabel?: string }[];
+  /** Configured network storages: each one's claim, keyed by its hostPath (how a WorkerSpec names it). */
+  networkStorages: readonly { hostPath: string; claimName?: string }[];
+  gpuResource: string;
+  terminationGraceSeconds: number;
+  /** GiB per GPU; undefined or 0: no memory limit (the cluster's LimitRanges apply). */
+  memoryGBPerGpu?: number;
+  capAdd?: readonly string[];
+}
+
+/** `label=value` -> {label, value}; a bare value is one of the default label (nvidia.com/gpu.product). */
+export function productNodeLabel(text: string): ProductNodeLabel {
+  const at = text.indexOf('=');
+  return at < 0 ? { value: text } : { label: text.slice(0, at), value: text.slice(at + 1) };
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+}
+
+/** How long start-up waits for the API server's first answer (one that accepts and never answers included). */
+const START_TIMEOUT_MS = 15_000;
+
+export async function connectKubernetes(
+  settings: KubernetesSettings,
+  context: { logger: Logger; installationId?: string; startTimeoutMs?: number },
+): Promise<KubernetesRuntime> {
+  const startTimeoutMs = context.startTimeoutMs ?? START_TIMEOUT_MS;
+  const { loadKubeConfig, clientApi } = await import('./client-api.js');
+  let loaded: ReturnType<typeof loadKubeConfig>;
+  try {
+    loaded = loadKubeConfig(settings.kubeconfig);
+  } catch (error) {
+    throw new ConfigError(`invalid ${describeSetting('kubeconfig')}: ${firstLine(error)}`);
+  }
+  const runtime = new KubernetesRuntime({
+    api: clientApi(loaded.config),
+    namespace: settings.namespace,
+    ...(context.installationId === undefined ? {} : { installationId: context.installationId }),
+    logger: context.logger,
+    pods: {
+      gpuResource: settings.gpuResource,
+      terminationGraceSeconds: settings.terminationGraceSeconds,
+      products: Object.fromEntries(
+        settings.products
+          .filter((p) => p.nodeLabel !== undefined)
+          .map((p) => [p.id, productNodeLabel(p.nodeLabel ?? '')]),
+      ),
+      networkClaims: Object.fromEntries(
+        settings.networkStorages
+          .filter((s) => s.claimName !== undefined)
+          .map((s) => [s.hostPath, s.claimName ?? '']),
+      ),
+      memoryGBPerGpu: settings.memoryGBPerGpu ?? 0,
+      ...(settings.capAdd ? { sandbox: { capAdd: [...settings.capAdd] } } : {}),
+    },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const silent = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the API server gave no answer within ${startTimeoutMs / 1000} s`)),
+      startTimeoutMs,
+    );
+  });
+  try {
+    await Promise.race([runtime.start(), silent]);
+  } catch (error) {
+    await runtime.close();
+    throw new ConfigError(
+      `cannot use the Kubernetes cluster of ${describeSetting('kubeconfig')} (${loaded.server}, namespace ` +
+        `${settings.namespace}): ${firstLine(error)}`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  context.logger.info(
+    { server: loaded.server, kubeconfig: loaded.source, namespace: settings.namespace },
+    'kubernetes runtime: watching the namespace',
+  );
+  return runtime;
+}

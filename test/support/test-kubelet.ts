@@ -1,0 +1,292 @@
+/**
+ * The test plays the kubelet for the Kubernetes runtime, against the stand-in or a real API server: it binds each
+ * new pod of its selector to a node, starts the test worker as a process on the pod's own loopback address
+ * (127.0.0.N, the pod IP) with the pod's env, and reports through `pods/status` (running, ErrImagePull for an image
+ * it is told is missing, terminated with the exit code); a deleted pod's process gets SIGTERM, SIGKILL after the
+ * grace period, and the deletion is confirmed with a delete of grace 0. Output and usage go to the stand-in's
+ * pods/log and metrics where there is one.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import pino from 'pino';
+import type { KubernetesApi } from '../../src/runtime/kubernetes/api.js';
+import type { Pod } from '../../src/runtime/kubernetes/objects.js';
+import { PodView } from '../../src/runtime/kubernetes/pod-view.js';
+import { CLOCK_TICKS, readProcStat, readRssBytes } from '../../src/runtime/local/proc.js';
+import type { KubeStandIn } from './kube-stand-in.js';
+import { WORKER_SCRIPT } from './test-image.js';
+
+export interface TestKubeletOptions {
+  api: KubernetesApi;
+  config: KubeConfig;
+  namespace: string;
+  labelSelector: string;
+  /** Images the kubelet cannot pull (ErrImagePull). */
+  missingImages: ReadonlySet<string>;
+  standIn?: KubeStandIn;
+  nodeName?: string;
+  /**
+   * Plays the scheduler too: a pod whose node selector asks for one of these products stays unscheduled, with the
+   * message as the scheduler writes it (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
+   */
+  unschedulable?: ReadonlyMap<string, string>;
+}
+
+interface Running {
+  child: ChildProcess;
+  ip: string;
+  startedAt: number;
+  deleting: boolean;
+  exited: boolean;
+}
+
+let nextAddress = 2;
+
+/** 127.0.0.2, 127.0.0.3, ...: each pod its own loopback address, so that every worker listens on the app port. */
+function loopbackAddress(): string {
+  const n = nextAddress++;
+  return `127.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+}
+
+export class TestKubelet {
+  readonly #o: TestKubeletOptions;
+  readonly #view: PodView;
+  readonly #running = new Map<string, Running>();
+  readonly #handled = new Set<string>();
+  readonly #node: string;
+
+  constructor(options: TestKubeletOptions) {
+    this.#o = options;
+    this.#node = options.nodeName ?? 'test-node-1';
+    this.#view = new PodView({
+      api: options.api,
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      logger: pino({ level: 'silent' }),
+      backoff: { initialMs: 50, maxMs: 500 },
+      onChange: (_before, after) => {
+        if (after) void this.#reconcile(after).catch(() => undefined);
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.#view.sync();
+  }
+
+  async stop(): Promise<void> {
+    this.#view.close();
+    for (const running of this.#running.values()) running.child.kill('SIGKILL');
+    this.#running.clear();
+  }
+
+  async #reconcile(pod: Pod): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    const running = this.#running.get(uid);
+    if (pod.metadata?.deletionTimestamp !== undefined) {
+      if (running && !running.deleting) {
+        running.deleting = true;
+        const grace = pod.metadata.deletionGracePeriodSeconds ?? 30;
+        running.child.kill('SIGTERM');
+        const timer = setTimeout(() => running.child.kill('SIGKILL'), grace * 1000);
+        running.child.once('exit', () => {
+          clearTimeout(timer);
+          void this.#o.api.deletePod(this.#o.namespace, name, 0).catch(() => undefined);
+        });
+        if (running.exited) running.child.emit('exit');
+      } else if (!running && !this.#handled.has(`${uid}/deleted`)) {
+        this.#handled.add(`${uid}/deleted`);
+        await this.#o.api.deletePod(this.#o.namespace, name, 0).catch(() => undefined);
+      }
+      return;
+    }
+    if (!pod.spec?.nodeName) {
+      if (this.#handled.has(`${uid}/bound`)) return;
+      this.#handled.add(`${uid}/bound`);
+      const wanted = Object.values(pod.spec?.nodeSelector ?? {});
+      const refusal = wanted
+        .map((product) => this.#o.unschedulable?.get(product))
+        .find((m) => m !== undefined);
+      if (refusal !== undefined) {
+        await this.#status(name, {
+          phase: 'Pending',
+          conditions: [
+            {
+              type: 'PodScheduled',
+              status: 'False',
+              reason: 'Unschedulable',
+              message: refusal,
+              lastProbeTime: null,
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        });
+        return;
+      }
+      await this.#raw('POST', `/api/v1/namespaces/${this.#o.namespace}/pods/${name}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name },
+        target: { apiVersion: 'v1', kind: 'Node', name: this.#node },
+      });
+      return;
+    }
+    if (this.#handled.has(`${uid}/started`)) return;
+    this.#handled.add(`${uid}/started`);
+    const container = pod.spec.containers[0];
+    const image = container?.image ?? '';
+    if (this.#o.missingImages.has(image)) {
+      await this.#status(name, {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: container?.name ?? 'worker',
+            image,
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            started: false,
+            state: {
+              waiting: {
+                reason: 'ErrImagePull',
+                message: `failed to pull and unpack image "${image}": not found`,
+              },
+            },
+          },
+        ],
+      });
+      return;
+    }
+    this.#startProcess(pod);
+  }
+
+  #startProcess(pod: Pod): void {
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    const container = pod.spec?.containers[0];
+    const ip = loopbackAddress();
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOST: ip };
+    for (const variable of container?.env ?? []) env[variable.name] = variable.value ?? '';
+    const child = spawn(process.execPath, [WORKER_SCRIPT, ...(container?.args ?? [])], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const running: Running = { child, ip, startedAt: Date.now(), deleting: false, exited: false };
+    this.#running.set(uid, running);
+    const log = (chunk: Buffer) => this.#o.standIn?.appendLog(this.#o.namespace, name, chunk.toString());
+    child.stdout?.on('data', log);
+    child.stderr?.on('data', log);
+    const now = new Date().toISOString();
+    const status = {
+      name: container?.name ?? 'worker',
+      image: container?.image ?? '',
+      imageID: `${container?.image ?? ''}@sha256:0`,
+      containerID: `test://${child.pid}`,
+    };
+    void this.#status(name, {
+      phase: 'Running',
+      podIP: ip,
+      podIPs: [{ ip }],
+      hostIP: '127.0.0.1',
+      startTime: now,
+      containerStatuses: [
+        { ...status, ready: true, restartCount: 0, started: true, state: { running: { startedAt: now } } },
+      ],
+    }).catch(() => undefined);
+    const metrics = setInterval(() => this.#metrics(name, running), 200);
+    this.#metrics(name, running);
+    child.once('exit', (code, signal) => {
+      running.exited = true;
+      clearInterval(metrics);
+      const exitCode = code ?? 128 + signalNumber(signal);
+      void this.#status(name, {
+        phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+        containerStatuses: [
+          {
+            ...status,
+            ready: false,
+            restartCount: 0,
+            started: false,
+            state: {
+              terminated: {
+                exitCode,
+                reason: exitCode === 0 ? 'Completed' : 'Error',
+                startedAt: now,
+                finishedAt: new Date().toISOString(),
+                containerID: status.containerID,
+              },
+            },
+          },
+        ],
+      }).catch(() => undefined);
+    });
+  }
+
+  #metrics(name: string, running: Running): void {
+    const { child } = running;
+    const standIn = this.#o.standIn;
+    if (!standIn || child.pid === undefined) return;
+    const stat = readProcStat(child.pid);
+    const rss = readRssBytes(child.pid);
+    if (!stat || rss === undefined) return;
+    const cores = stat.cpuTicks / CLOCK_TICKS / Math.max(0.001, (Date.now() - running.startedAt) / 1000);
+    standIn.setMetrics(this.#o.namespace, name, {
+      containers: [{ name: 'worker', usage: { cpu: `${Math.round(cores * 1e9)}n`, memory: `${rss}` } }],
+    });
+  }
+
+  async #status(name: string, status: Record<string, unknown>): Promise<void> {
+    await this.#raw(
+      'PATCH',
+      `/api/v1/namespaces/${this.#o.namespace}/pods/${name}/status`,
+      { status },
+      'application/merge-patch+json',
+    );
+  }
+
+  /** A request with the kubeconfig's credentials (the calls the runtime's interface has no need of). */
+  async #raw(method: string, path: string, body: unknown, contentType = 'application/json'): Promise<void> {
+    const server = this.#o.config.getCurrentCluster()?.server ?? '';
+    const options = (await this.#o.config.applyToFetchOptions({})) as {
+      agent?: unknown;
+      headers?: Record<string, string>;
+    };
+    const url = new URL(server + path);
+    const payload = JSON.stringify(body);
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    await new Promise<void>((resolve, reject) => {
+      const req = send(
+        url,
+        {
+          method,
+          ...(options.agent ? { agent: options.agent as never } : {}),
+          headers: {
+            ...options.headers,
+            'content-type': contentType,
+            'content-length': Buffer.byteLength(payload),
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () =>
+            (response.statusCode ?? 500) < 300
+              ? resolve()
+              : reject(new Error(`${method} ${path}: ${response.statusCode}`)),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+}
+
+function signalNumber(signal: NodeJS.Signals | null): number {
+  if (signal === 'SIGKILL') return 9;
+  if (signal === 'SIGTERM') return 15;
+  if (signal === 'SIGINT') return 2;
+  return 0;
+}
