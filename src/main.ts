@@ -56,6 +56,7 @@ import { SecretService } from './service/secret-service.js';
 import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { WorkerService } from './service/worker-service.js';
 import { openStore, sqliteFileOf } from './store/open.js';
+import { lockSqliteDatabase, type ProcessLock } from './store/sqlite/process-lock.js';
 import type { Store } from './store/store.js';
 
 export interface ApiParts {
@@ -329,13 +330,17 @@ export async function serve(
       `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
     );
   }
-  createDatabaseFile(sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const sqliteFile = sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  createDatabaseFile(sqliteFile);
+  // SQLite serves one process: a second `corral serve` on the same file is refused here (docs/operations.md).
+  const sqliteLock = sqliteFile === undefined ? undefined : lockSqliteSetting(sqliteFile);
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
     (error: unknown) => {
+      sqliteLock?.release();
       throw databaseError(error);
     },
   );
-  const closers: (() => Promise<void>)[] = [() => store.close()];
+  const closers: (() => Promise<void>)[] = [async () => sqliteLock?.release(), () => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
   };
@@ -538,6 +543,14 @@ function secureDataDirSetting(config: Config): TightenedMode[] {
     throw new ConfigError(
       `invalid --data-dir (CORRAL_DATA_DIR) ${config.dataDir}: ${(error as Error).message}`,
     );
+  }
+}
+
+function lockSqliteSetting(databaseFile: string): ProcessLock {
+  try {
+    return lockSqliteDatabase(databaseFile);
+  } catch (error) {
+    throw databaseError(error);
   }
 }
 
