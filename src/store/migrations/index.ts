@@ -9,6 +9,7 @@ import * as invokeKeys from './0005-invoke-keys.js';
 import * as secrets from './0006-secrets.js';
 import * as installation from './0007-installation.js';
 import * as workerOutputs from './0008-worker-outputs.js';
+import * as cluster from './0009-cluster.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0007-installation': (db) => installation.up(db),
   '0006-secrets': (db) => secrets.up(db),
   '0008-worker-outputs': (db) => workerOutputs.up(db),
+  '0009-cluster': (db) => cluster.up(db),
 };
 
 export async function migrateToLatest(
