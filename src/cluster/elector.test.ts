@@ -4,12 +4,13 @@
  * lease expires and never acts again; one that stops hands over at once. PostgreSQL when configured, and SQLite.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Timers } from '../service/clock.js';
 import { LeaseLostError } from '../store/leases.js';
 import { connectPostgres } from '../store/postgres/connect.js';
+import type { Database } from '../store/schema.js';
 import { Store } from '../store/store.js';
 import type { ElectionTiming } from './election.js';
 import { Elector, type TermFence } from './elector.js';
@@ -55,6 +56,10 @@ async function until(what: string, check: () => boolean, withinMs: number): Prom
 
 describe.each(storeTargets())('two electors on $name', (target) => {
   let stores: Store[];
+  /** The second pool's database, on PostgreSQL. */
+  let secondDb: Kysely<Database> | undefined;
+  /** Every elector of the test, stopped after it whatever happened. */
+  const electors: Elector[] = [];
   let dispose: () => Promise<void>;
   const events: string[] = [];
 
@@ -80,6 +85,7 @@ describe.each(storeTargets())('two electors on $name', (target) => {
         events.push(`${name} deposed`);
       },
     });
+    electors.push(elector);
     return { name, elector, fences, log, timers };
   };
 
@@ -92,14 +98,15 @@ describe.each(storeTargets())('two electors on $name', (target) => {
     if (target.name === 'postgres' && url) {
       // The second replica's own pool on the same schema.
       const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(opened.db);
-      stores.push(
-        new Store({ connection: connectPostgres({ connectionString: url, schema: rows[0]?.schema ?? '' }) }),
-      );
+      const connection = connectPostgres({ connectionString: url, schema: rows[0]?.schema ?? '' });
+      secondDb = connection.db;
+      stores.push(new Store({ connection }));
     } else {
       stores.push(opened.store);
     }
   });
   afterEach(async () => {
+    for (const elector of electors.splice(0)) await elector.stop().catch(() => undefined);
     if (stores[1] !== stores[0]) await stores[1]?.close();
     await dispose();
   });
@@ -180,6 +187,37 @@ describe.each(storeTargets())('two electors on $name', (target) => {
     expect(() => a.fences[0]?.claim()).toThrow(LeaseLostError);
     await b.elector.stop();
   }, 20_000);
+
+  it.skipIf(target.name === 'sqlite')(
+    'a leader whose renewal hangs (the lease row locked by another session) is deposed at its deadline all the same',
+    async () => {
+      const [storeA] = stores as [Store, Store];
+      const a = replica('a', storeA);
+      a.elector.start();
+      await until('a leads', () => a.elector.leading, 2_000);
+      // Another session holds the lease row: a's next UPDATE waits for it, as on a database that stopped answering.
+      let release: () => void = () => undefined;
+      if (!secondDb) throw new Error('no second pool');
+      const held = secondDb.transaction().execute(async (trx) => {
+        await sql`select * from leases where name = 'controller' for update`.execute(trx);
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      });
+      const lockedAt = performance.now();
+      const deposed = await until('a steps down', () => a.log.includes('deposed'), 3_000);
+      // Its validity ends at most ttl - margin after its last successful renewal (one tick at most before the lock).
+      expect(deposed).toBeLessThan(timing.ttlMs - timing.marginMs + 50);
+      expect(performance.now() - lockedAt).toBeGreaterThan(
+        timing.ttlMs - timing.marginMs - timing.renewEveryMs - 50,
+      );
+      expect(a.elector.leading).toBe(false);
+      release();
+      await held;
+      await a.elector.stop();
+    },
+    20_000,
+  );
 
   // On SQLite both share one in-memory connection: there is no second pool to keep while the first is cut.
   it.skipIf(target.name === 'sqlite')(
