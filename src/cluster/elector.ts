@@ -53,6 +53,8 @@ export class Elector {
   #deadline: unknown;
   #ticking: Promise<void> | undefined;
   #deposing: Promise<void> = Promise.resolve();
+  /** Whether the last acquisition or renewal failed (said once while it lasts). */
+  #failing = false;
   #stopped = false;
 
   constructor(options: ElectorOptions) {
@@ -110,18 +112,32 @@ export class Elector {
   }
 
   async #ask(action: ElectionAction): Promise<ElectionOutcome> {
-    const { leases, name, holder, timing } = this.#o;
     try {
-      if (this.#state.role === 'leader') {
-        const renewed = await leases.renew(this.#claimOf(this.#state.term.token), timing.ttlMs);
-        return renewed ? { kind: 'renewed' } : { kind: 'refused' };
-      }
-      const claim = await leases.tryAcquire(name, holder, timing.ttlMs);
-      return claim ? { kind: 'acquired', token: claim.token } : { kind: 'refused' };
+      const outcome = await this.#write();
+      if (this.#failing) this.#o.logger.info({}, 'the controller lease can be written again');
+      this.#failing = false;
+      return outcome;
     } catch (error) {
-      this.#o.logger.warn({ err: error, action }, 'the controller lease could not be read or written');
+      if (!this.#failing) {
+        this.#o.logger.warn(
+          { err: error, action },
+          'the controller lease cannot be written; said once while it fails',
+        );
+      }
+      this.#failing = true;
       return { kind: 'failed' };
     }
+  }
+
+  /** A leader renews, a follower tries to take the lease. */
+  async #write(): Promise<ElectionOutcome> {
+    const { leases, name, holder, timing } = this.#o;
+    if (this.#state.role === 'leader') {
+      const renewed = await leases.renew(this.#claimOf(this.#state.term.token), timing.ttlMs);
+      return renewed ? { kind: 'renewed' } : { kind: 'refused' };
+    }
+    const claim = await leases.tryAcquire(name, holder, timing.ttlMs);
+    return claim ? { kind: 'acquired', token: claim.token } : { kind: 'refused' };
   }
 
   #apply(next: { state: ElectionState; change: ElectionChange }): void {
