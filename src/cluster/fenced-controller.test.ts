@@ -89,12 +89,15 @@ describe.each(storeTargets())('a deposed leader on $name', (target) => {
       'one running worker with its row',
       async () => (await containers()) === 1 && (await rows()) === 1,
     );
-    const rowBefore = (await store.workers.listAll())[0];
 
     // Another replica takes over (this one's lease released as if expired), under the next token.
     await store.leases.release(claim);
     const next = await store.leases.tryAcquire('controller', 'rep-b', 60_000);
     expect(next?.token).toBe(claim.token + 1);
+    // Every write of the old term landed before the takeover returned (FOR SHARE on PostgreSQL, serial SQLite):
+    // from here on the row must not change.
+    const rowBefore = (await store.workers.listAll())[0];
+    expect(rowBefore).toBeDefined();
 
     // The deposed controller is asked for two workers: no create reaches the runtime, no row is written.
     await store.endpoints.mutate(
