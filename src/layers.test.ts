@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string[]> = {
   autoscaler: ['domain', 'service'],
   runtime: ['config', 'service'],
   controller: ['crypto', 'domain', 'gpu', 'runtime', 'service', 'store'],
+  cluster: ['runtime', 'service', 'store'],
   gateway: ['autoscaler', 'controller', 'domain', 'errors', 'service'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gateway', 'gpu', 'runtime', 'service', 'store'],

@@ -3,7 +3,7 @@
  * `serve`, which opens the store, makes sure an API key exists, and listens.
  */
 import type { Server } from 'node:http';
-import { totalmem } from 'node:os';
+import { hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -19,6 +19,10 @@ import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
+import { DEFAULT_ELECTION_TIMING } from './cluster/election.js';
+import { Elector, type TermFence } from './cluster/elector.js';
+import { FencedRuntime } from './cluster/fenced-runtime.js';
+import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_PRUNE_AFTER_MS, Heartbeat } from './cluster/heartbeat.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
@@ -47,15 +51,18 @@ import type { WorkerRuntime } from './runtime/types.js';
 import type { Readiness } from './runtime/waiting-runtime.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
+import { ClusterService, CONTROLLER_LEASE } from './service/cluster-service.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
-import { newInstallationId, randomIds } from './service/ids.js';
+import { newInstallationId, newReplicaId, randomIds } from './service/ids.js';
 import { InvokeKeyService } from './service/invoke-key-service.js';
 import { QuotaService } from './service/quota-service.js';
 import { SecretService } from './service/secret-service.js';
 import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { WorkerService } from './service/worker-service.js';
+import type { LeaseClaim } from './store/leases.js';
 import { openStore, sqliteFileOf } from './store/open.js';
+import { lockSqliteDatabase, type ProcessLock } from './store/sqlite/process-lock.js';
 import type { Store } from './store/store.js';
 
 export interface ApiParts {
@@ -82,6 +89,8 @@ export interface ApiParts {
   singleTenant?: boolean;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
+  /** This replica and whether it leads, for `/readyz` and `GET cluster` (docs/operations.md). */
+  replica?: { id: string; leading: () => boolean };
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -148,6 +157,17 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
     specBodyLimitBytes: config.specBodyLimitBytes,
+    ping: () => store.ping(),
+    ...(parts.replica
+      ? {
+          replica: parts.replica,
+          cluster: new ClusterService({
+            store,
+            self: parts.replica.id,
+            staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS,
+          }),
+        }
+      : {}),
   });
 }
 
@@ -177,7 +197,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
 export interface Traffic<M extends GatewayMetrics> {
-  controller: Controller;
+  /** The controller of the term under way (with one process, the one `start` starts). */
+  readonly controller: Controller;
   gateway: Gateway;
   scaler: Scaler;
   /** The endpoints and routable workers the controller publishes and the gateway routes by. */
@@ -185,8 +206,14 @@ export interface Traffic<M extends GatewayMetrics> {
   gatewayMetrics: M;
   /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
   server: Server;
-  /** Starts the controller's loop. */
+  /** Starts the controller's loop (one process: it always leads). */
   start(): void;
+  /** Asks the running controller for a pass; nothing while none runs (a replica that does not lead). */
+  poke(): void;
+  /** A term begins (several replicas): a fresh controller, fenced by `fence`, runs until `stepDown`. */
+  lead(fence: TermFence): Promise<void>;
+  /** The term is over: the controller stops; its successor starts from what the runtime and the store say. */
+  stepDown(): Promise<void>;
   /** Stops the gateway (queued requests get 503), its server and connections, and the controller. */
   close(): Promise<void>;
 }
@@ -242,29 +269,39 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     timers: systemTimers,
     logger: logger.child({ role: 'controller' }),
   });
-  const controller = new Controller({
-    store,
-    runtime,
-    gpus: parts.gpus,
-    probe: httpProbe,
-    logger: logger.child({ role: 'controller' }),
-    clock,
-    routes,
-    scaling: scaler,
-    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
-    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
-    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
-    revealCredentials: parts.revealCredentials ?? (async () => undefined),
-    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
-    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
-    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
-    crashResetMs: config.controller.crashResetSeconds * 1000,
-    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
-    intervalMs: config.controller.reconcileIntervalMs,
-    awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
-    metrics: controllerMetrics,
-    outputs,
-  });
+  const newController = (fence?: TermFence) =>
+    new Controller({
+      store,
+      runtime: fence ? new FencedRuntime({ runtime, fence, leases: store.leases }) : runtime,
+      ...(fence ? { fence } : {}),
+      gpus: parts.gpus,
+      probe: httpProbe,
+      logger: logger.child({ role: 'controller' }),
+      clock,
+      routes,
+      scaling: scaler,
+      storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+      ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
+      readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
+      revealCredentials: parts.revealCredentials ?? (async () => undefined),
+      ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+      ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+      startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+      crashResetMs: config.controller.crashResetSeconds * 1000,
+      ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+      intervalMs: config.controller.reconcileIntervalMs,
+      awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+      metrics: controllerMetrics,
+      outputs,
+    });
+  let controller = newController();
+  let running = false;
+  // Terms begin and end one at a time, in the order the elector decides them.
+  let terms = Promise.resolve();
+  const inTurn = (step: () => Promise<void>) => {
+    terms = terms.then(step, step);
+    return terms;
+  };
   controllerMetrics.readFrom({ workerStates: () => controller.workers().map((w) => w.state) });
   gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => controller.workers() });
   const server = createGatewayServer(gateway, {
@@ -272,14 +309,39 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
   });
   return {
-    controller,
+    get controller() {
+      return controller;
+    },
     gateway,
     scaler,
     routes,
     gatewayMetrics,
     server,
-    start: () => controller.start(),
+    start() {
+      running = true;
+      controller.start();
+    },
+    poke() {
+      if (running) controller.poke();
+    },
+    lead: (fence) =>
+      inTurn(async () => {
+        running = false;
+        await controller.stop();
+        controller = newController(fence);
+        running = true;
+        controller.start();
+      }),
+    stepDown: () =>
+      inTurn(async () => {
+        running = false;
+        await controller.stop();
+        // Followers show no workers of their own (metrics, held GPUs); the next term starts afresh.
+        controller = newController();
+      }),
     async close() {
+      running = false;
+      await terms;
       await controller.stop();
       await outputs.close();
       scaler.close();
@@ -329,13 +391,17 @@ export async function serve(
       `invalid CORRAL_API_KEY: use at least ${MIN_OPERATOR_KEY_LENGTH} random characters`,
     );
   }
-  createDatabaseFile(sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const sqliteFile = sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  createDatabaseFile(sqliteFile);
+  // SQLite serves one process: a second `corral serve` on the same file is refused here (docs/operations.md).
+  const sqliteLock = sqliteFile === undefined ? undefined : lockSqliteSetting(sqliteFile);
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
     (error: unknown) => {
+      sqliteLock?.release();
       throw databaseError(error);
     },
   );
-  const closers: (() => Promise<void>)[] = [() => store.close()];
+  const closers: (() => Promise<void>)[] = [async () => sqliteLock?.release(), () => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
   };
@@ -397,7 +463,9 @@ export async function serve(
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
     });
-    const { controller, gateway } = traffic;
+    const { gateway } = traffic;
+    const replicaId = newReplicaId();
+    const leadership = leadershipOf(store, traffic, replicaId, logger);
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -405,7 +473,7 @@ export async function serve(
       gpus,
       logger,
       secrets,
-      busyGpus: () => new Set(controller.heldGpus().keys()),
+      busyGpus: () => new Set(traffic.controller.heldGpus().keys()),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),
@@ -413,11 +481,12 @@ export async function serve(
       },
       traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
       registry,
-      onEndpointsChanged: () => controller.poke(),
+      onEndpointsChanged: () => traffic.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
       ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
       singleTenant: runtime.name === 'local',
       readiness: () => runtimeReadiness(runtime),
+      replica: { id: replicaId, leading: () => leadership.leading() },
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
@@ -432,12 +501,34 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
+    const heartbeat = new Heartbeat({
+      replicas: store.replicas,
+      beat: () => ({
+        id: replicaId,
+        host: hostname(),
+        pid: process.pid,
+        apiUrl: bound.apiUrl,
+        ...load(gateway),
+      }),
+      intervalMs: HEARTBEAT_INTERVAL_MS,
+      pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
+      timers: systemTimers,
+      logger,
+    });
+    await heartbeat.start();
+    closers.push(() => heartbeat.stop());
+    // At a stop the leader steps down first and releases its lease: another replica takes over at once.
+    closers.push(() => leadership.end());
     // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).
     let closing = false;
     closers.push(async () => {
       closing = true;
     });
-    void runtimeReady(runtime).then((ready) => ready && !closing && traffic.start());
+    void runtimeReady(runtime)
+      .then(async (ready) => {
+        if (ready && !closing) await leadership.begin();
+      })
+      .catch((error: unknown) => logger.error({ err: error }, 'the controller could not start'));
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
     const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
     logger.info(
@@ -448,6 +539,7 @@ export async function serve(
         gpus: gpus.length,
         simulatedGpus: config.gpus.kind === 'simulated',
         domain: config.domain,
+        replicaId,
       },
       'corral API listening',
     );
@@ -456,6 +548,67 @@ export async function serve(
     await closeAll();
     throw error;
   }
+}
+
+/** Who runs the controller in this process: the elected leader among replicas, or always with one process. */
+interface Leadership {
+  leading(): boolean;
+  /** Starts taking part (the runtime is ready). */
+  begin(): Promise<void>;
+  /** Steps down and releases the lease. */
+  end(): Promise<void>;
+}
+
+/**
+ * PostgreSQL: replicas elect the controller's leader through a lease with a fencing token (cluster/elector.ts).
+ * SQLite: one process holds the database (its process lock), so it seizes the lease and always leads.
+ */
+function leadershipOf(
+  store: Store,
+  traffic: Pick<Traffic<GatewayMetrics>, 'start' | 'lead' | 'stepDown'>,
+  replicaId: string,
+  logger: Logger,
+): Leadership {
+  if (store.dialect === 'sqlite') {
+    let claim: LeaseClaim | undefined;
+    return {
+      leading: () => claim !== undefined,
+      async begin() {
+        claim = await store.leases.seize(CONTROLLER_LEASE, replicaId);
+        traffic.start();
+      },
+      async end() {
+        if (claim) await store.leases.release(claim);
+      },
+    };
+  }
+  const elector = new Elector({
+    leases: store.leases,
+    name: CONTROLLER_LEASE,
+    holder: replicaId,
+    timing: DEFAULT_ELECTION_TIMING,
+    monotonic: () => performance.now(),
+    timers: systemTimers,
+    logger: logger.child({ role: 'election', replicaId }),
+    onElected: (fence) => void traffic.lead(fence),
+    onDeposed: () => traffic.stepDown(),
+  });
+  return {
+    leading: () => elector.leading,
+    begin: async () => elector.start(),
+    end: () => elector.stop(),
+  };
+}
+
+/** The gateway's requests in flight and queued, over every endpoint (the replica's heartbeat). */
+function load(gateway: Gateway): { inFlight: number; queued: number } {
+  let inFlight = 0;
+  let queued = 0;
+  for (const endpoint of gateway.stats()) {
+    inFlight += endpoint.inFlight;
+    queued += endpoint.queueLength;
+  }
+  return { inFlight, queued };
 }
 
 /**
@@ -550,6 +703,14 @@ function secureDataDirSetting(config: Config): TightenedMode[] {
     throw new ConfigError(
       `invalid --data-dir (CORRAL_DATA_DIR) ${config.dataDir}: ${(error as Error).message}`,
     );
+  }
+}
+
+function lockSqliteSetting(databaseFile: string): ProcessLock {
+  try {
+    return lockSqliteDatabase(databaseFile);
+  } catch (error) {
+    throw databaseError(error);
   }
 }
 

@@ -17,6 +17,7 @@ import secureJson from 'secure-json-parse';
 import { API_PREFIX } from '../contract/paths.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
+import type { ClusterService } from '../service/cluster-service.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
 import type { InvokeKeyService } from '../service/invoke-key-service.js';
@@ -34,6 +35,7 @@ import type { OwnerWriteGate } from './owner-write-gate.js';
 import { type RateLimiter, requestCost } from './rate-limit.js';
 import { chargeRefusal, type RefusedBodyTarpit, TARPIT_REFUSALS } from './refused-body-tarpit.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
+import { registerClusterRoute } from './routes/cluster.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
@@ -90,6 +92,12 @@ export interface AppOptions {
   refusedBodies?: RefusedBodyTarpit;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
+  /** The database's ping, for `/readyz`; absent: the database counts as answering. */
+  ping?: () => Promise<void>;
+  /** This replica and whether it leads now, for `/readyz`; absent: not said. */
+  replica?: { id: string; leading: () => boolean };
+  /** The replicas and the leader (`GET cluster`, admin only); absent: no route. */
+  cluster?: ClusterService;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -170,6 +178,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerCatalogRoutes(api, options);
       registerInvokeKeyRoutes(api, options);
       if (options.quotas) registerQuotaRoute(api, options.quotas);
+      if (options.cluster) registerClusterRoute(api, options.cluster);
     },
     { prefix: API_PREFIX },
   );

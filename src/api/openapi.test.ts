@@ -7,6 +7,7 @@ import { requestJsonSchemas } from '../contract/json-schema.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
+import { ApiKeyService } from '../service/api-key-service.js';
 
 type Schema = Record<string, unknown>;
 
@@ -178,6 +179,7 @@ const target = storeTargets()[0];
 
 describe('the OpenAPI document against the routes', () => {
   let api: TestApi;
+  let adminKey: string;
   let dispose: () => Promise<void>;
 
   beforeAll(async () => {
@@ -185,6 +187,22 @@ describe('the OpenAPI document against the routes', () => {
     const opened = await target.open();
     dispose = opened.dispose;
     api = await createTestApi(opened.store);
+    adminKey = (
+      await new ApiKeyService({ store: opened.store, clock: Date.now }).create({
+        ownerId: 'ops',
+        name: 'ops',
+        admin: true,
+      })
+    ).key;
+    await opened.store.replicas.beat({
+      id: 'rep-test',
+      host: 'h',
+      pid: 1,
+      apiUrl: 'http://h:1',
+      inFlight: 0,
+      queued: 0,
+    });
+    await opened.store.leases.tryAcquire('controller', 'rep-test', 60_000);
     await api.app.ready();
   });
   afterAll(async () => {
@@ -205,7 +223,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(28);
+    expect(documentedOperations()).toHaveLength(30);
   });
 
   it('serves itself at /openapi.json without a key', async () => {
@@ -240,7 +258,7 @@ describe('the OpenAPI document against the routes', () => {
         ([, item]) => Array.isArray(item.get?.security) && (item.get.security as unknown[]).length === 0,
       )
       .map(([path]) => path);
-    expect(open.sort()).toEqual(['/healthz', '/openapi.json']);
+    expect(open.sort()).toEqual(['/healthz', '/openapi.json', '/readyz']);
   });
 
   it("accepts the original service's client bodies", () => {
@@ -278,6 +296,9 @@ describe('the OpenAPI document against the routes', () => {
       [`${V1}/repository/auths`, 'get', (await api.call('GET', 'repository/auths')).body],
       [`${V1}/endpoint/stop`, 'post', (await api.call('POST', 'endpoint/stop', { id })).body],
       [`${V1}/endpoint/start`, 'post', (await api.call('POST', 'endpoint/start', { id })).body],
+      [`${V1}/cluster`, 'get', (await api.call('GET', 'cluster', undefined, adminKey)).body],
+      ['/readyz', 'get', (await api.app.inject({ method: 'GET', url: '/readyz' })).json()],
+      ['/healthz', 'get', (await api.app.inject({ method: 'GET', url: '/healthz' })).json()],
     ];
     for (const [path, method, body] of answers) {
       expect(problems(body, responseSchema(path, method)), `${method} ${path}`).toEqual([]);

@@ -15,6 +15,7 @@ import { makeLogsCommand } from './logs.js';
 import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
+import { makeStatusCommand } from './status.js';
 import { makeWorkersCommand } from './workers.js';
 
 export function buildProgram(): Command {
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   program.addCommand(makeSecretsCommand(deps));
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
+  program.addCommand(makeStatusCommand(deps));
   throwInsteadOfExiting(program);
   return program;
 }

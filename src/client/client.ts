@@ -2,6 +2,7 @@
  * `CorralClient`: one typed method per API operation, each checking the shape of the answer it returns. The
  * transport is http.ts (JSON) and stream.ts (log lines); like them, it uses no Node-only API.
  */
+import type { WireCluster } from '../contract/cluster.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type {
   WireCredential,
@@ -169,6 +170,14 @@ export class CorralClient {
       },
       options.signal,
     );
+  }
+
+  /** `GET cluster` (admin keys only): the replicas on the server's database and the leader. */
+  async getCluster(): Promise<WireCluster> {
+    const body = await this.#get('cluster');
+    if (!isRecord(body) || !Array.isArray(body.replicas))
+      throw shapeError('cluster', 'an object with replicas');
+    return body as unknown as WireCluster;
   }
 
   async listProducts(): Promise<WireProduct[]> {

@@ -1,4 +1,5 @@
 /** The client's public surface: `CorralClient`, its error classes, its own types and the wire types it returns. */
+export type { WireCluster } from '../contract/cluster.js';
 export type {
   WireCredential,
   WireDistribution,

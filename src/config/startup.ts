@@ -4,6 +4,7 @@
  * else is returned unchanged, since it is not the setting's fault.
  */
 import { DatabaseUnreachableError } from '../store/open.js';
+import { DatabaseInUseError } from '../store/sqlite/process-lock.js';
 import { formatHostPort } from './config.js';
 import { ConfigError, describeSetting, type HostPort } from './settings.js';
 
@@ -28,6 +29,7 @@ export function listenError(setting: 'apiAddr' | 'gatewayAddr', address: HostPor
 
 /** A database that cannot be opened, named by its setting; the database's own reason is kept (it says what). */
 export function databaseError(error: unknown): unknown {
+  if (error instanceof DatabaseInUseError) return new ConfigError(`cannot serve: ${error.message}`);
   if (!(error instanceof DatabaseUnreachableError)) return error;
   const setting = describeSetting(error.fromUrl ? 'databaseUrl' : 'dataDir');
   return new ConfigError(`cannot open the database of ${setting} ${error.target}: ${error.reason}`);

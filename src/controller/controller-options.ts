@@ -6,6 +6,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { Clock, Timers } from '../service/clock.js';
+import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { HealthProbe } from './health-prober.js';
@@ -35,6 +36,15 @@ export interface ControllerLogger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
+}
+
+/**
+ * The leader's fence (several replicas, docs/operations.md): `claim` is the lease this controller acts under, and
+ * throws (LeaseLostError) once its term is over. Its worker rows are written in a transaction that checks the
+ * claim on the database; with one process (SQLite) there is none.
+ */
+export interface WriteFence {
+  claim(): LeaseClaim;
 }
 
 /**
@@ -97,4 +107,6 @@ export interface ControllerOptions {
   awaitDrained?: (endpointId: string, workerId: string) => Promise<void>;
   /** Keeps the last output of workers it removes (output-keeper.ts); absent: nothing is kept. */
   outputs?: Pick<OutputKeeper, 'begin' | 'retain'>;
+  /** The leader's fence on its store writes; absent (one process): unfenced. */
+  fence?: WriteFence;
 }

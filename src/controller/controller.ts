@@ -34,8 +34,14 @@ import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
 import { WorkerBook } from './worker-book.js';
 import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
+import { fencedWorkerWrites } from './write-back.js';
 
-export type { ControllerLogger, ControllerOptions, ScalingAdvisor } from './controller-options.js';
+export type {
+  ControllerLogger,
+  ControllerOptions,
+  ScalingAdvisor,
+  WriteFence,
+} from './controller-options.js';
 export type { HealthProbe } from './health-prober.js';
 
 type OptionalOptions =
@@ -48,7 +54,8 @@ type OptionalOptions =
   | 'crashResetMs'
   | 'readOnlyStorages'
   | 'resolveEnv'
-  | 'outputs';
+  | 'outputs'
+  | 'fence';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -230,9 +237,11 @@ export class Controller {
   /** Rows left by a previous run for workers the runtime no longer has are stale. */
   async #forgetStaleRows(observed: RuntimeWorker[]): Promise<void> {
     const present = new Set(observed.map((w) => w.workerId));
-    for (const row of await this.#o.store.workers.listAll()) {
-      if (!present.has(row.id)) await this.#o.store.workers.delete(row.id);
-    }
+    const stale = (await this.#o.store.workers.listAll()).filter((row) => !present.has(row.id));
+    if (stale.length === 0) return;
+    await fencedWorkerWrites(this.#o.store, this.#o.fence, async (workers) => {
+      for (const row of stale) await workers.delete(row.id);
+    });
   }
 
   #observe(observed: RuntimeWorker[], listing: number, live: Map<string, Endpoint>, now: number): void {
@@ -665,6 +674,7 @@ export class Controller {
       endpoints,
       now: clock(),
       outage: this.#outage.text,
+      fence: this.#o.fence,
       statusOf: (endpoint, workers) =>
         withImageStatus(
           endpointStatus(

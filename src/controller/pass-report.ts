@@ -5,6 +5,7 @@
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Store } from '../store/store.js';
+import type { WriteFence } from './controller-options.js';
 import { endpointCondition, statusDuringOutage } from './endpoint-condition.js';
 import type { ManagedWorker } from './managed-worker.js';
 import type { EndpointCondition, RoutingTable } from './routing-table.js';
@@ -21,11 +22,15 @@ export interface PassReport {
   statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) => StateReport<EndpointState>;
   /** RuntimeOutage's text while the runtime cannot be reached. */
   outage: string | undefined;
+  /** The leader's fence (several replicas); a deposed leader writes nothing and publishes nothing. */
+  fence?: WriteFence | undefined;
 }
 
 export async function reportPass(report: PassReport): Promise<void> {
-  const { store, book, endpoints, now, outage } = report;
-  await writeWorkers(store, book.dirty, (id) => book.get(id), now);
+  const { store, book, endpoints, now, outage, fence } = report;
+  await writeWorkers(store, book.dirty, (id) => book.get(id), now, fence);
+  // The statuses and events are checked on this replica's clock only (the rows above, on the database).
+  fence?.claim();
   const conditions = new Map<string, EndpointCondition>();
   await writeStatuses(store, endpoints, now, (endpoint) => {
     const workers = book.ofEndpoint(endpoint.id);

@@ -4,6 +4,8 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Store } from '../store/store.js';
+import { WorkerRepository } from '../store/workers.js';
+import type { WriteFence } from './controller-options.js';
 import { type ManagedWorker, toWorker } from './managed-worker.js';
 
 type Status = Endpoint['status'];
@@ -14,13 +16,30 @@ export async function writeWorkers(
   dirty: Set<string>,
   recordOf: (workerId: string) => ManagedWorker | undefined,
   now: number,
+  fence?: WriteFence,
 ): Promise<void> {
-  for (const id of [...dirty]) {
-    dirty.delete(id);
-    const record = recordOf(id);
-    if (record) await store.workers.upsert(toWorker(record, now));
-    else await store.workers.delete(id);
-  }
+  if (dirty.size === 0) return;
+  await fencedWorkerWrites(store, fence, async (workers) => {
+    for (const id of [...dirty]) {
+      dirty.delete(id);
+      const record = recordOf(id);
+      if (record) await workers.upsert(toWorker(record, now));
+      else await workers.delete(id);
+    }
+  });
+}
+
+/**
+ * Runs the controller's writes to the workers table: as they are with one process, and under a leader's fence in
+ * one transaction that the database refuses (LeaseLostError) once the term is over.
+ */
+export async function fencedWorkerWrites(
+  store: Store,
+  fence: WriteFence | undefined,
+  write: (workers: WorkerRepository) => Promise<void>,
+): Promise<void> {
+  if (!fence) return write(store.workers);
+  await store.leases.fenced(fence.claim(), (trx) => write(new WorkerRepository({ db: trx })));
 }
 
 /** Reports each endpoint's new status (`statusOf`) where it changed, with a `state` event naming it. */

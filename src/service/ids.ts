@@ -19,3 +19,8 @@ export const randomIds: IdGenerator = {
 export function newInstallationId(): string {
   return `inst-${randomString(12, LOWER_DIGITS)}`;
 }
+
+/** A running `corral serve`'s id, new at every start (its heartbeat row, its lease). */
+export function newReplicaId(): string {
+  return `rep-${randomString(12, LOWER_DIGITS)}`;
+}

@@ -129,7 +129,33 @@ export interface WorkerOutputsTable {
   output: string;
 }
 
+/** A lease (the controller's: `controller`); times are the database's clock (store/leases.ts). */
+export interface LeasesTable {
+  name: string;
+  holder: string;
+  /** The fencing token: one more at every acquisition, never reused. */
+  token: number;
+  acquired_at: number;
+  renewed_at: number;
+  expires_at: number;
+}
+
+/** A running `corral serve`'s heartbeat (store/replicas.ts); times are the database's clock. */
+export interface ReplicasTable {
+  id: string;
+  host: string;
+  pid: number;
+  api_url: string;
+  started_at: number;
+  last_seen_at: number;
+  /** Its gateway's requests in flight and queued, at its last heartbeat. */
+  in_flight: number;
+  queued: number;
+}
+
 export interface Database {
+  leases: LeasesTable;
+  replicas: ReplicasTable;
   installation: InstallationTable;
   workers: WorkersTable;
   endpoints: EndpointsTable;

@@ -8,7 +8,9 @@ import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
+import { LeaseRepository } from './leases.js';
 import { migrateToLatest } from './migrations/index.js';
+import { ReplicaRepository } from './replicas.js';
 import { SecretRepository } from './secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
 import { WorkerRepository } from './workers.js';
@@ -26,6 +28,10 @@ export class Store {
   readonly installation: InstallationRepository;
   readonly invokeKeys: InvokeKeyRepository;
   readonly secrets: SecretRepository;
+  /** Leader election's leases (several replicas on one database). */
+  readonly leases: LeaseRepository;
+  /** A heartbeat row per running replica. */
+  readonly replicas: ReplicaRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -42,6 +48,8 @@ export class Store {
     this.installation = new InstallationRepository({ db });
     this.invokeKeys = new InvokeKeyRepository({ db });
     this.secrets = new SecretRepository({ db });
+    this.leases = new LeaseRepository({ db, dialect: connection.dialect });
+    this.replicas = new ReplicaRepository({ db, dialect: connection.dialect });
   }
 
   get dialect() {

@@ -73,7 +73,7 @@ describe('deploy/kubernetes', () => {
     expect(secrets).toEqual(['CORRAL_DATABASE_URL', 'CORRAL_SECRET_KEY', 'CORRAL_API_KEY']);
   });
 
-  it('probes /healthz on the API port, and its Services reach the API and the gateway ports', () => {
+  it('probes liveness on /healthz and readiness on /readyz, and its Services reach the API and the gateway ports', () => {
     const deployment = find('Deployment', 'corral') as unknown as {
       spec: { template: { spec: { containers: Container[] } } };
     };
@@ -81,9 +81,8 @@ describe('deploy/kubernetes', () => {
     const portOf = (name: string) => container?.ports.find((p) => p.name === name)?.containerPort;
     expect(portOf('api')).toBe(8080);
     expect(portOf('gateway')).toBe(8000);
-    for (const probe of [container?.livenessProbe, container?.readinessProbe]) {
-      expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'api' });
-    }
+    expect(container?.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'api' });
+    expect(container?.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'api' });
     const targets = objects
       .filter((o) => o.kind === 'Service')
       .flatMap((o) => (o as unknown as { spec: { ports: { targetPort: string }[] } }).spec.ports)

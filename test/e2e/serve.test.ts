@@ -123,6 +123,34 @@ describe('corral serve as a process', () => {
     }
   }, 60_000);
 
+  it('refuses a second corral serve on the same SQLite database with one line, and starts once the first is gone', async () => {
+    const env = { CORRAL_DATA_DIR: dataDir };
+    const first = await startServe([], env);
+    let firstStopped = false;
+    try {
+      const second = await runCorral(
+        ['serve', '--api-addr', '127.0.0.1:0', '--gateway-addr', '127.0.0.1:0'],
+        env,
+      );
+      expect(second.code, second.stderr).toBe(2);
+      const lines = second.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^corral: cannot serve: the SQLite database .*corral\.db is in use by another corral serve/,
+      );
+      // The first one is untouched.
+      expect((await fetch(`${first.apiUrl}/healthz`)).status).toBe(200);
+      first.child.kill('SIGKILL');
+      await new Promise((resolve) => first.child.once('exit', resolve));
+      firstStopped = true;
+      // A SIGKILL leaves no stale lock: the kernel dropped it with the process.
+      const third = await startServe([], env);
+      expect(await third.stop()).toBe(0);
+    } finally {
+      if (!firstStopped) await first.stop();
+    }
+  }, 60_000);
+
   it("answers a body over the API limit with 413 every time, also to Python's http.client, which reads only once it has sent it all", async () => {
     const key = 'operator-key-0123456789abcdef';
     const server = await startServe(['--gpus', 'h100-80g:2'], {

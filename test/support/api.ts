@@ -43,6 +43,8 @@ export async function createTestApi(
     imageAccess?: ImageAccessCheck;
     /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
     singleTenant?: boolean;
+    /** This replica, for /readyz and GET cluster (default: rep-test, leading). */
+    replica?: { id: string; leading: () => boolean };
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -75,6 +77,7 @@ export async function createTestApi(
     ...(options.traffic ? { traffic: options.traffic } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
+    replica: options.replica ?? { id: 'rep-test', leading: () => true },
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

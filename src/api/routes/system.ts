@@ -1,6 +1,7 @@
 /**
- * The routes outside the API prefix: `/healthz` and `/openapi.json`, which need no key, and `/metrics`, which needs
- * an admin key or the configured scrape token (it names every endpoint, and so every endpoint's URL).
+ * The routes outside the API prefix: `/healthz` (liveness), `/readyz` (readiness) and `/openapi.json`, which need
+ * no key, and `/metrics`, which needs an admin key or the configured scrape token (it names every endpoint, and so
+ * every endpoint's URL).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -8,10 +9,28 @@ import { openApiDocument } from '../../contract/openapi/document.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { AppOptions } from '../app.js';
 
-/** Liveness and the OpenAPI document for anyone; Prometheus metrics for admins and the scrape token. */
+/** How long /readyz waits for the database's answer. */
+const READY_PING_TIMEOUT_MS = 2_000;
+
+/** Liveness, readiness and the OpenAPI document for anyone; Prometheus metrics for admins and the scrape token. */
 export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {
-  // Always 200 while the process lives; `ready` is false while workers cannot run yet (an awaited Docker engine).
+  // Liveness: always 200 while the process lives; `ready` is false while workers cannot run yet (an awaited
+  // Docker engine). Kept as it was before /readyz, for the probes and scripts that read it.
   app.get('/healthz', async () => ({ status: 'ok', ...(o.readiness?.() ?? { ready: true }) }));
+  // Readiness: 200 when this replica can serve (workers can run, the database answers), 503 otherwise.
+  app.get('/readyz', async (_request, reply) => {
+    const runtime = o.readiness?.() ?? { ready: true };
+    const database = o.ping ? await answers(o.ping, READY_PING_TIMEOUT_MS) : true;
+    const ready = runtime.ready && database;
+    reply.status(ready ? 200 : 503);
+    return {
+      status: ready ? 'ok' : 'unavailable',
+      ready,
+      ...(runtime.waitingFor === undefined ? {} : { waitingFor: runtime.waitingFor }),
+      database: database ? 'ok' : 'unreachable',
+      ...(o.replica ? { replica: o.replica.id, leader: o.replica.leading() } : {}),
+    };
+  });
   app.get('/openapi.json', async (request) =>
     openApiDocument({ serverUrl: `${request.protocol}://${request.host}` }),
   );
@@ -41,4 +60,23 @@ async function mayReadMetrics(
 /** Fixed-length form of a secret, so that tokens of any length compare in constant time. */
 function digest(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();
+}
+
+/** Whether `ping` resolves within `timeoutMs`. */
+async function answers(ping: () => Promise<void>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([
+      ping().then(
+        () => true,
+        () => false,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -22,6 +22,8 @@ interface Operation {
   /** Component schema name of the JSON body. */
   body?: string;
   response: { description: string; schema: Schema; contentType?: string };
+  /** Another status answered with the same body (/readyz's 503). */
+  sameBodyAlso?: { status: string; description: string };
   /** Reasons specific to this operation (auth, rate limit and internal errors are added for all). */
   errors?: ApiErrorReason[];
 }
@@ -390,9 +392,35 @@ function operations(): Operation[] {
       path: '/healthz',
       operationId: 'health',
       summary: 'Liveness',
+      description: 'Always 200 while the process runs; /readyz says whether it can serve.',
       tag: 'System',
       auth: false,
       response: json('Health', 'The server is up.'),
+    },
+    {
+      method: 'get',
+      path: '/readyz',
+      operationId: 'readiness',
+      summary: 'Readiness',
+      description:
+        '200 when this replica can serve: workers can run and the database answers within 2 s; 503 otherwise, ' +
+        'with the same body saying why. /healthz is liveness: 200 while the process runs.',
+      tag: 'System',
+      auth: false,
+      response: json('Readiness', 'Ready.'),
+      sameBodyAlso: { status: '503', description: 'Not ready: the body says what is missing.' },
+    },
+    {
+      method: 'get',
+      path: v1('/cluster'),
+      operationId: 'getCluster',
+      summary: 'List the replicas and the leader',
+      description:
+        "Corral's own, admin keys only (another key gets 401 UNAUTHENTICATED). The replicas on this database " +
+        '(a heartbeat row each), which one runs the controller and since when (docs/operations.md).',
+      tag: 'System',
+      auth: true,
+      response: json('Cluster', 'The replicas and the leader.'),
     },
     {
       method: 'get',
@@ -480,6 +508,14 @@ function toOperationObject(op: Operation): Schema {
         description: op.response.description,
         content: { [op.response.contentType ?? 'application/json']: { schema: op.response.schema } },
       },
+      ...(op.sameBodyAlso
+        ? {
+            [op.sameBodyAlso.status]: {
+              description: op.sameBodyAlso.description,
+              content: { [op.response.contentType ?? 'application/json']: { schema: op.response.schema } },
+            },
+          }
+        : {}),
       ...errorResponses(reasons),
     },
   };

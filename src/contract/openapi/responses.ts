@@ -299,6 +299,47 @@ export function responseSchemas(): Record<string, Schema> {
       },
       { optional: ['waitingFor'] },
     ),
+    Readiness: object(
+      {
+        status: str('ok when ready, unavailable when not.', { enum: ['ok', 'unavailable'] }),
+        ready: bool('Workers can run and the database answers.'),
+        waitingFor: str('What corral serve waits for, while workers cannot run yet.'),
+        database: str('Whether the database answered within 2 s.', { enum: ['ok', 'unreachable'] }),
+        replica: str("This replica's id (GET cluster lists them)."),
+        leader: bool('Whether this replica runs the controller now.'),
+      },
+      { optional: ['waitingFor', 'replica', 'leader'] },
+    ),
+    Cluster: object({
+      database: str('The store: sqlite (one process) or postgres (any number of replicas).', {
+        enum: ['sqlite', 'postgres'],
+      }),
+      self: str('The id of the replica that answered.'),
+      leader: {
+        type: ['object', 'null'],
+        description: 'The replica that runs the controller; null while none holds the lease.',
+        properties: {
+          replica: str('Its id.'),
+          since: str('When it took the lease.', { format: 'date-time' }),
+          token: int('The fencing token of its term: one more at every change of leader.'),
+        },
+        required: ['replica', 'since', 'token'],
+        additionalProperties: false,
+      },
+      replicas: arrayOf(ref('Replica')),
+    }),
+    Replica: object({
+      id: str('Made at each start.'),
+      host: str('Its host name.'),
+      pid: int('Its process id on that host.'),
+      apiUrl: str('Where its API listens.'),
+      startedAt: str(undefined, { format: 'date-time' }),
+      lastSeenAt: str('Its last heartbeat (every 2 s).', { format: 'date-time' }),
+      alive: bool('Seen within the last 6 s.'),
+      leader: bool('It runs the controller now.'),
+      inFlight: int('Requests in flight through its gateway at its last heartbeat.'),
+      queued: int('Requests queued in its gateway at its last heartbeat.'),
+    }),
     Error: object(
       {
         code: int('The HTTP status code.'),

@@ -10,6 +10,7 @@ import * as secrets from './0006-secrets.js';
 import * as installation from './0007-installation.js';
 import * as workerOutputs from './0008-worker-outputs.js';
 import * as endpointUse from './0009-endpoint-use.js';
+import * as cluster from './0010-cluster.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0006-secrets': (db) => secrets.up(db),
   '0008-worker-outputs': (db) => workerOutputs.up(db),
   '0009-endpoint-use': (db) => endpointUse.up(db),
+  '0010-cluster': (db) => cluster.up(db),
 };
 
 export async function migrateToLatest(
