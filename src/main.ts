@@ -5,11 +5,13 @@
 import type { Server } from 'node:http';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
+import { loadDashboard } from './api/dashboard.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
@@ -58,6 +60,9 @@ import { WorkerService } from './service/worker-service.js';
 import { openStore, sqliteFileOf } from './store/open.js';
 import type { Store } from './store/store.js';
 
+/** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/main.js or src/main.ts. */
+export const DASHBOARD_DIR = fileURLToPath(new URL('../dist/web/', import.meta.url));
+
 export interface ApiParts {
   config: Config;
   store: Store;
@@ -82,6 +87,8 @@ export interface ApiParts {
   singleTenant?: boolean;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
+  /** The folder of the dashboard's built files; absent: DASHBOARD_DIR (none there: its routes say so). */
+  dashboardDir?: string;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -148,6 +155,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
     specBodyLimitBytes: config.specBodyLimitBytes,
+    dashboard: loadDashboard(parts.dashboardDir ?? DASHBOARD_DIR),
   });
 }
 

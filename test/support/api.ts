@@ -43,6 +43,8 @@ export async function createTestApi(
     imageAccess?: ImageAccessCheck;
     /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
     singleTenant?: boolean;
+    /** The dashboard's built files (none: dist/web, as `corral serve` reads it). */
+    dashboardDir?: string;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -75,6 +77,7 @@ export async function createTestApi(
     ...(options.traffic ? { traffic: options.traffic } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
+    ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;
