@@ -58,7 +58,7 @@ export function ConfirmDialog(props: {
       <h2 id="confirm-title">{props.title}</h2>
       <div>{props.children}</div>
       <div class="actions">
-        <button type="button" onClick={props.onCancel}>
+        <button type="button" class="secondary" onClick={props.onCancel}>
           Cancel
         </button>
         <button type="button" class="danger" onClick={props.onConfirm}>

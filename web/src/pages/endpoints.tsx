@@ -71,12 +71,12 @@ export function EndpointsPage() {
               const counts = workerCounts(endpoint);
               return (
                 <tr key={endpoint.id} data-endpoint={endpoint.id}>
-                  <td data-label="Name">
+                  <td data-label="Name" class="nowrap">
                     <a href={href({ page: 'endpoint', id: endpoint.id })}>
                       {endpoint.name || endpoint.appName}
                     </a>
                   </td>
-                  <td data-label="App name">
+                  <td data-label="App name" class="nowrap">
                     <code>{endpoint.appName}</code>
                   </td>
                   <td data-label="State">
@@ -87,21 +87,25 @@ export function EndpointsPage() {
                       {counts.ready} / {counts.present} / {counts.max}
                     </span>
                   </td>
-                  <td data-label="GPUs">{gpuLine(endpoint)}</td>
+                  <td data-label="GPUs" class="nowrap">
+                    {gpuLine(endpoint)}
+                  </td>
                   <td data-label="URL" class="url">
-                    <code class="wrap">{endpoint.url}</code>
-                    <span class="buttons">
-                      <CopyButton
-                        text={endpoint.url}
-                        label={`Copy the URL of ${endpoint.name || endpoint.appName}`}
-                      />
-                      <CopyButton
-                        text={curlFor(endpoint)}
-                        label={`Copy a curl request to ${endpoint.name || endpoint.appName}`}
-                      >
-                        Copy curl
-                      </CopyButton>
-                    </span>
+                    <div>
+                      <code class="wrap">{endpoint.url}</code>
+                      <span class="buttons">
+                        <CopyButton
+                          text={endpoint.url}
+                          label={`Copy the URL of ${endpoint.name || endpoint.appName}`}
+                        />
+                        <CopyButton
+                          text={curlFor(endpoint)}
+                          label={`Copy a curl request to ${endpoint.name || endpoint.appName}`}
+                        >
+                          Copy curl
+                        </CopyButton>
+                      </span>
+                    </div>
                   </td>
                 </tr>
               );
