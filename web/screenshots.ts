@@ -80,6 +80,11 @@ try {
   const batch = await create(server, { name: 'batch-embed', appName: 'batch-embed' });
   await create(server, { name: 'whisper', appName: 'whisper', public: true, workerConfig: { maxNum: 3 } });
   await callApi(server, KEY, 'endpoint/stop', { id: batch });
+  await callApi(server, KEY, 'repository/auth/save', {
+    name: 'ghcr',
+    username: 'ci-bot',
+    password: 'not-shown',
+  });
   await waitFor('chat-llm serving', async () => (await state(server, chat)) === 'serving');
   // Some traffic through the gateway, for the Endpoint page's figures.
   for (let i = 0; i < 20; i += 1) {
@@ -119,6 +124,10 @@ try {
     await page.goto(`${server.apiUrl}/ui/#/endpoints/${chat}/edit`);
     await page.getByLabel('Image').waitFor();
     await shoot(page, 'edit', viewport.name);
+
+    await page.goto(`${server.apiUrl}/ui/#/credentials`);
+    await page.locator('tr[data-credential]').first().waitFor();
+    await shoot(page, 'credentials', viewport.name);
 
     await page.goto(`${server.apiUrl}/ui/#/endpoints/new`);
     await page.getByLabel('Image').fill('example/model:1');

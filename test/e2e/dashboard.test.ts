@@ -139,6 +139,35 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
     await row.getByRole('link', { name: NAME }).click();
   });
 
+  it('saves registry credentials (a missing field refused beside it), offers them by name, deletes them', async () => {
+    await page.getByRole('link', { name: 'Credentials', exact: true }).click();
+    await page.getByRole('heading', { name: 'Registry credentials' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('ghcr');
+    await page.getByLabel('Username').fill('me');
+    await page.getByRole('button', { name: 'Save credentials' }).click();
+    const error = page.locator('[data-field-error="password"]');
+    await error.waitFor();
+    expect(await error.textContent()).toMatch(/password must be a non-empty string/);
+    await page.getByLabel('Password or token').fill('ghp_secret');
+    await page.getByRole('button', { name: 'Save credentials' }).click();
+    const row = page.locator('tr[data-credential="ghcr"]');
+    await row.waitFor();
+    expect(await row.textContent()).not.toContain('ghp_secret');
+
+    await page.goto(`${server?.apiUrl}/ui/#/endpoints/new`);
+    await expect
+      .poll(() => page.getByLabel('Registry credentials').locator('option').allTextContents())
+      .toEqual(['None (a public image)', 'ghcr (me)']);
+
+    await page.goto(`${server?.apiUrl}/ui/#/credentials`);
+    await page.getByRole('button', { name: 'Delete the credentials ghcr' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete ghcr' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    await page.getByRole('link', { name: 'Endpoints' }).first().click();
+    await page.locator('tr[data-endpoint]', { hasText: NAME }).getByRole('link', { name: NAME }).click();
+    await page.getByRole('heading', { name: NAME }).waitFor();
+  });
+
   it(
     'stops, starts and deletes it, deleting after a confirmation that names it',
     async () => {

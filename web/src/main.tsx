@@ -7,6 +7,7 @@ import { render } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { CorralApiError, CorralClient } from '../../src/client/index.js';
 import { ApiContext, describeError, makeApi } from './api-context.js';
+import { CredentialsPage } from './pages/credentials.js';
 import { EditPage } from './pages/edit.js';
 import { EndpointPage } from './pages/endpoint.js';
 import { EndpointsPage } from './pages/endpoints.js';
@@ -40,8 +41,9 @@ function App() {
     [key],
   );
   useEffect(() => {
-    const title = {
+    const title: Record<typeof route.page, string> = {
       endpoints: 'Endpoints',
+      credentials: 'Registry credentials',
       create: 'New endpoint',
       endpoint: 'Endpoint',
       edit: 'Edit endpoint',
@@ -79,12 +81,19 @@ function App() {
           >
             Endpoints
           </a>
+          <a
+            href={href({ page: 'credentials' })}
+            aria-current={route.page === 'credentials' ? 'page' : undefined}
+          >
+            Credentials
+          </a>
         </nav>
         <button type="button" class="small secondary" onClick={() => signOut(undefined)}>
           Sign out
         </button>
       </header>
       {route.page === 'endpoints' ? <EndpointsPage /> : null}
+      {route.page === 'credentials' ? <CredentialsPage /> : null}
       {route.page === 'create' ? <EditPage /> : null}
       {route.page === 'endpoint' ? <EndpointPage key={route.id} id={route.id} /> : null}
       {route.page === 'edit' ? <EditPage key={route.id} id={route.id} /> : null}

@@ -9,6 +9,7 @@ describe('dashboard routes', () => {
     ['#/endpoints/new', { page: 'create' }],
     ['#/endpoints/abc', { page: 'endpoint', id: 'abc' }],
     ['#/endpoints/abc/edit', { page: 'edit', id: 'abc' }],
+    ['#/credentials', { page: 'credentials' }],
     ['#/nowhere/x', { page: 'endpoints' }],
   ])('%j is %j', (hash, route) => {
     expect(parseRoute(hash)).toEqual(route);
@@ -18,6 +19,7 @@ describe('dashboard routes', () => {
     for (const route of [
       { page: 'endpoints' },
       { page: 'create' },
+      { page: 'credentials' },
       { page: 'endpoint', id: 'a/b c' },
       { page: 'edit', id: 'x?y' },
     ] as Route[]) {

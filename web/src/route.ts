@@ -2,6 +2,7 @@
 
 export type Route =
   | { page: 'endpoints' }
+  | { page: 'credentials' }
   | { page: 'create' }
   | { page: 'endpoint'; id: string }
   | { page: 'edit'; id: string };
@@ -13,6 +14,7 @@ export function parseRoute(hash: string): Route {
     .split('/')
     .filter((part) => part !== '')
     .map((part) => decodeURIComponent(part));
+  if (parts[0] === 'credentials' && parts.length === 1) return { page: 'credentials' };
   if (parts[0] !== 'endpoints') return { page: 'endpoints' };
   const id = parts[1];
   if (id === undefined) return { page: 'endpoints' };
@@ -26,6 +28,8 @@ export function href(route: Route): string {
   switch (route.page) {
     case 'endpoints':
       return '#/endpoints';
+    case 'credentials':
+      return '#/credentials';
     case 'create':
       return '#/endpoints/new';
     case 'endpoint':
