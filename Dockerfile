@@ -1,6 +1,7 @@
 # Corral's own image: `corral serve`, built from this repository (`docker build -t corral .`).
-# Two stages: the build stage compiles the TypeScript and SQLite's native module with the build tools; the image
-# itself holds only Node, the production dependencies, dist/ and bin/, and runs as the unprivileged user `node`.
+# Two stages: the build stage compiles the TypeScript, the dashboard's bundle (dist/web) and SQLite's native module
+# with the build tools; the image itself holds only Node, the production dependencies, dist/ and bin/, and runs as
+# the unprivileged user `node`.
 # NODE_IMAGE: any Debian-based Node 20.19+ image (22 and 24 work too).
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -15,6 +16,7 @@ RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY src ./src
+COPY web ./web
 RUN npm run build && npm prune --omit=dev
 
 FROM ${NODE_IMAGE}

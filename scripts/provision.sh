@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs and starts what the integration suites need: PostgreSQL, a Docker engine, and the registry and htpasswd
-# of the private-image suite (Debian packages; the suite starts the registry itself).
+# Installs and starts what the integration suites need: PostgreSQL, a Docker engine, the registry and htpasswd
+# of the private-image suite (Debian packages; the suite starts the registry itself), and Chromium for the
+# dashboard's browser suite (Debian's chromium, driven by playwright-core, which downloads no browser itself).
 # Idempotent: does nothing for what is already running.
 # Usage: provision.sh [ENV_FILE]. The environment to export is written to ENV_FILE, or printed when none is given.
 set -euo pipefail
@@ -26,6 +27,7 @@ command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
 # The private-image suite starts its own registry (htpasswd auth): Debian's docker-registry and htpasswd.
 command -v docker-registry >/dev/null 2>&1 || need_packages+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need_packages+=(apache2-utils)
+command -v chromium >/dev/null 2>&1 || need_packages+=(chromium)
 if [ "${#need_packages[@]}" -gt 0 ]; then
   log "installing ${need_packages[*]}"
   as_root apt-get update -qq

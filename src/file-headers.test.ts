@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** The product, its benchmarks, and the tests' shared support and fixtures. */
-const SOURCE_DIRS = ['src', 'bench', 'test'];
-const SOURCE_FILE = /\.(ts|mjs)$/;
+/** The product, its dashboard, its benchmarks, and the tests' shared support and fixtures. */
+const SOURCE_DIRS = ['src', 'web', 'bench', 'test'];
+const SOURCE_FILE = /\.(ts|tsx|mjs)$/;
 /** A test file says what it tests through its describe and it names instead. */
 const TEST_FILE = /\.test\.ts$/;
 
@@ -32,6 +32,7 @@ describe('file headers', () => {
     expect(files).toContain('src/main.ts');
     expect(files).toContain('bench/run.ts');
     expect(files).toContain('test/support/api.ts');
+    expect(files).toContain('web/src/main.tsx');
     expect(files.some((file) => file.endsWith('.test.ts'))).toBe(false);
   });
 

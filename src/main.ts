@@ -5,11 +5,13 @@
 import type { Server } from 'node:http';
 import { hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type ApiCatalog, buildApp } from './api/app.js';
 import { Authenticator } from './api/auth.js';
+import { loadDashboard } from './api/dashboard.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
@@ -65,6 +67,9 @@ import { openStore, sqliteFileOf } from './store/open.js';
 import { lockSqliteDatabase, type ProcessLock } from './store/sqlite/process-lock.js';
 import type { Store } from './store/store.js';
 
+/** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/main.js or src/main.ts. */
+export const DASHBOARD_DIR = fileURLToPath(new URL('../dist/web/', import.meta.url));
+
 export interface ApiParts {
   config: Config;
   store: Store;
@@ -91,6 +96,8 @@ export interface ApiParts {
   readiness?: () => Readiness;
   /** This replica and whether it leads, for `/readyz` and `GET cluster` (docs/operations.md). */
   replica?: { id: string; leading: () => boolean };
+  /** The folder of the dashboard's built files; absent: DASHBOARD_DIR (none there: its routes say so). */
+  dashboardDir?: string;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -168,6 +175,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
           }),
         }
       : {}),
+    dashboard: loadDashboard(parts.dashboardDir ?? DASHBOARD_DIR),
   });
 }
 

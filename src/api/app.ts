@@ -29,6 +29,7 @@ import type { EventRepository } from '../store/events.js';
 import type { WorkerOutputRepository } from '../store/worker-outputs.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
+import { type DashboardFiles, registerDashboard } from './dashboard.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
 import type { OwnerWriteGate } from './owner-write-gate.js';
@@ -98,6 +99,8 @@ export interface AppOptions {
   replica?: { id: string; leading: () => boolean };
   /** The replicas and the leader (`GET cluster`, admin only); absent: no route. */
   cluster?: ClusterService;
+  /** The dashboard's built files, served at `/ui/`; absent: those routes say it is not built. */
+  dashboard?: DashboardFiles;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -147,6 +150,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   observe(app, options.metrics);
 
   registerSystemRoutes(app, options);
+  registerDashboard(app, options.dashboard);
   await app.register(
     async (api) => {
       api.decorateRequest('principal', null as unknown as Principal);

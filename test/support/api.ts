@@ -45,6 +45,8 @@ export async function createTestApi(
     singleTenant?: boolean;
     /** This replica, for /readyz and GET cluster (default: rep-test, leading). */
     replica?: { id: string; leading: () => boolean };
+    /** The dashboard's built files (none: dist/web, as `corral serve` reads it). */
+    dashboardDir?: string;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -78,6 +80,7 @@ export async function createTestApi(
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
+    ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

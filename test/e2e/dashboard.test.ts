@@ -1,0 +1,194 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
+import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { WORKER_SCRIPT } from '../support/test-image.js';
+
+const OPERATOR_KEY = 'e2e-dashboard-operator-key-0123456789';
+/** Where a failed test leaves its screenshot and the page's console log. */
+const FAILURES = fileURLToPath(new URL('../../test-results/dashboard/', import.meta.url));
+const NAME = 'web-e2e';
+const SLOW = 45_000;
+
+describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
+  let dataDir: string;
+  let server: ServeProcess | undefined;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let consoleLog: () => string;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-dashboard-e2e-'));
+    // The local runtime runs the test worker as a process: a real worker, a real log, no Docker needed.
+    server = await startServe(
+      [
+        '--runtime',
+        'local',
+        '--gpus',
+        'h100-80g:1',
+        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
+      ],
+      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: OPERATOR_KEY },
+    );
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    consoleLog = watchConsole(page);
+  }, 60_000);
+
+  afterEach(async (test) => {
+    if (test.task.result?.state !== 'fail') return;
+    const shot = await saveFailure(page, consoleLog(), FAILURES, test.task.name);
+    process.stderr.write(`dashboard test failed: screenshot ${shot}, console log beside it\n`);
+    printServeLog(server, 60);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const stateOf = () => page.getByTestId('endpoint-state').locator('.badge');
+
+  it('serves the page at / and refuses a wrong key with the reason', async () => {
+    await page.goto(`${server?.apiUrl}/`);
+    expect(page.url()).toBe(`${server?.apiUrl}/ui/`);
+    await page.getByLabel('API key').fill('sk_not_a_key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/refused the key/);
+    expect(await page.getByRole('heading', { name: 'Endpoints' }).count()).toBe(0);
+  });
+
+  it('signs in, and a key refused later sends back to sign-in with the reason', async () => {
+    await page.getByLabel('API key').fill(OPERATOR_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    expect(await page.evaluate("sessionStorage.getItem('corral.apiKey')")).toBe(OPERATOR_KEY);
+
+    await page.evaluate("sessionStorage.setItem('corral.apiKey', 'sk_revoked_meanwhile')");
+    await page.reload();
+    await page.getByLabel('API key').waitFor();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/refused the key/);
+    expect(await page.evaluate("sessionStorage.getItem('corral.apiKey')")).toBeNull();
+    await page.getByLabel('API key').fill(OPERATOR_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+  });
+
+  it('shows the error the API answers beside the field it names', async () => {
+    await page.getByRole('link', { name: 'New endpoint' }).click();
+    await page.getByLabel('Image').fill('local/worker:1');
+    await page.getByLabel('Most workers').fill('999');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    const error = page.locator('[data-field-error="maxNum"]');
+    await error.waitFor();
+    expect(await error.textContent()).toMatch(/maxNum/);
+    // Beside its field, and the field says it is invalid and takes the focus.
+    const field = page.getByLabel('Most workers');
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    expect(await field.evaluate((el) => el === (globalThis as any).document.activeElement)).toBe(true);
+    expect(await page.locator('.field.invalid').count()).toBe(1);
+  });
+
+  it(
+    'creates an endpoint through the form and shows it serving, with its worker, without a reload',
+    async () => {
+      await page.getByLabel('Name', { exact: true }).fill(NAME);
+      await page.getByLabel('Most workers').fill('1');
+      await page.getByLabel('Fewest workers').fill('1');
+      await page.getByLabel('Command').fill(`'${process.execPath}' '${WORKER_SCRIPT}'`);
+      await page.getByLabel(/^h100-80g/).check();
+      await page.getByRole('button', { name: 'Create endpoint' }).click();
+      await page.getByRole('heading', { name: NAME }).waitFor();
+      const url = page.url();
+      await expect.poll(() => stateOf().textContent(), { timeout: SLOW }).toBe('serving');
+      const worker = page.locator('tr[data-worker]');
+      await expect.poll(() => worker.locator('.badge').textContent(), { timeout: SLOW }).toBe('running');
+      expect(page.url()).toBe(url);
+      // The event timeline has the creation and the state change.
+      await expect.poll(() => page.locator('.timeline li[data-type="created"]').count()).toBe(1);
+      await expect.poll(() => page.locator('.timeline li[data-type="state"]').count()).toBeGreaterThan(0);
+    },
+    SLOW + 15_000,
+  );
+
+  it('follows the worker log live', async () => {
+    await page.getByRole('button', { name: /^Follow the log of worker/ }).click();
+    // The test worker logs each request, the controller's health probes included.
+    await expect
+      .poll(() => page.locator('pre.log').textContent(), { timeout: 20_000 })
+      .toMatch(/GET \/health 200/);
+  }, 30_000);
+
+  it('lists it on the Endpoints page, live', async () => {
+    await page.getByRole('link', { name: 'Endpoints' }).first().click();
+    const row = page.locator('tr[data-endpoint]', { hasText: NAME });
+    await expect.poll(() => row.locator('.badge').textContent()).toBe('serving');
+    expect(await row.locator('td.workers').textContent()).toBe('1 / 1 / 1');
+    expect(await row.textContent()).toContain('1 x h100-80g');
+    await page.getByLabel('Filter').fill('no-such-endpoint');
+    await expect.poll(() => row.count()).toBe(0);
+    await page.getByLabel('Filter').fill(NAME.toUpperCase());
+    await expect.poll(() => row.count()).toBe(1);
+    await row.getByRole('link', { name: NAME }).click();
+  });
+
+  it('saves registry credentials (a missing field refused beside it), offers them by name, deletes them', async () => {
+    await page.getByRole('link', { name: 'Credentials', exact: true }).click();
+    await page.getByRole('heading', { name: 'Registry credentials' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('ghcr');
+    await page.getByLabel('Username').fill('me');
+    await page.getByRole('button', { name: 'Save credentials' }).click();
+    const error = page.locator('[data-field-error="password"]');
+    await error.waitFor();
+    expect(await error.textContent()).toMatch(/password must be a non-empty string/);
+    await page.getByLabel('Password or token').fill('ghp_secret');
+    await page.getByRole('button', { name: 'Save credentials' }).click();
+    const row = page.locator('tr[data-credential="ghcr"]');
+    await row.waitFor();
+    expect(await row.textContent()).not.toContain('ghp_secret');
+
+    await page.goto(`${server?.apiUrl}/ui/#/endpoints/new`);
+    await expect
+      .poll(() => page.getByLabel('Registry credentials').locator('option').allTextContents())
+      .toEqual(['None (a public image)', 'ghcr (me)']);
+
+    await page.goto(`${server?.apiUrl}/ui/#/credentials`);
+    await page.getByRole('button', { name: 'Delete the credentials ghcr' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete ghcr' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    await page.getByRole('link', { name: 'Endpoints' }).first().click();
+    await page.locator('tr[data-endpoint]', { hasText: NAME }).getByRole('link', { name: NAME }).click();
+    await page.getByRole('heading', { name: NAME }).waitFor();
+  });
+
+  it(
+    'stops, starts and deletes it, deleting after a confirmation that names it',
+    async () => {
+      await page.getByRole('button', { name: 'Stop', exact: true }).click();
+      await expect.poll(() => stateOf().textContent(), { timeout: SLOW }).toBe('stopped');
+      await expect.poll(() => page.locator('tr[data-worker]').count(), { timeout: SLOW }).toBe(0);
+      await page.getByRole('button', { name: 'Start', exact: true }).click();
+      await expect.poll(() => stateOf().textContent(), { timeout: SLOW }).toBe('serving');
+
+      await page.getByRole('button', { name: 'Delete', exact: true }).click();
+      const dialog = page.getByRole('dialog');
+      expect(await dialog.getByRole('heading').textContent()).toBe(`Delete ${NAME}?`);
+      // Escape cancels: nothing is deleted.
+      await page.keyboard.press('Escape');
+      await expect.poll(() => dialog.isVisible()).toBe(false);
+      expect(await stateOf().textContent()).toBe('serving');
+      await page.getByRole('button', { name: 'Delete', exact: true }).click();
+      await dialog.getByRole('button', { name: `Delete ${NAME}` }).click();
+      await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+      await expect.poll(() => page.locator('tr[data-endpoint]', { hasText: NAME }).count()).toBe(0);
+    },
+    3 * SLOW,
+  );
+});

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
+import { age, curlFor, filterAndSort, gpuLine, ms, stateLine, workerCounts } from './endpoint-view.js';
+
+function worker(state: string, healthy: boolean): WireWorker {
+  return { id: `w-${state}`, state: { state, error: '', message: '' }, log: '', metrics: '', healthy };
+}
+
+function endpoint(overrides: Partial<WireEndpoint> = {}): WireEndpoint {
+  return {
+    id: 'id1',
+    name: 'one',
+    appName: 'one',
+    state: { state: 'serving', error: '', message: '' },
+    url: 'http://one.localhost:8000',
+    workerConfig: {
+      minNum: 0,
+      maxNum: 3,
+      freeTimeout: '60',
+      maxConcurrent: '1',
+      gpuNum: 2,
+      cudaVersion: 'any',
+      requestTimeout: 300,
+    },
+    policy: { type: 'queue', value: '4' },
+    image: { image: 'x', authId: '', command: '' },
+    rootfsSize: 100,
+    volumeMounts: [],
+    envs: [],
+    ports: [{ port: 8000 }],
+    workers: [],
+    products: [],
+    healthy: {
+      path: '/health',
+      initialDelay: 0,
+      period: 2,
+      timeout: 2,
+      successThreshold: 1,
+      failureThreshold: 3,
+    },
+    log: '',
+    metrics: '',
+    public: false,
+    ...overrides,
+  };
+}
+
+describe('what the endpoint pages show', () => {
+  it('counts ready, present and most workers; stopped and failed ones are not present', () => {
+    const workers = [
+      worker('running', true),
+      worker('running', false),
+      worker('starting', false),
+      worker('failed', false),
+      worker('stopped', false),
+    ];
+    expect(workerCounts(endpoint({ workers }))).toEqual({ ready: 1, present: 3, max: 3 });
+  });
+
+  it('says the state with its reason', () => {
+    expect(stateLine({ state: 'serving', error: '', message: '' })).toBe('serving');
+    expect(stateLine({ state: 'failed', error: 'CRASH_LOOP', message: 'exits 3' })).toBe(
+      'failed (CRASH_LOOP): exits 3',
+    );
+  });
+
+  it('names the GPUs', () => {
+    expect(gpuLine(endpoint())).toBe('2 x any product');
+    expect(gpuLine(endpoint({ products: [{ id: 'h100-80g' }, { id: 'a100-40g' }] }))).toBe(
+      '2 x h100-80g or a100-40g',
+    );
+  });
+
+  it('gives a curl command with the key only where one is needed', () => {
+    expect(curlFor(endpoint())).toBe(
+      'curl -sS -H "Authorization: Bearer $CORRAL_API_KEY" http://one.localhost:8000/',
+    );
+    expect(curlFor(endpoint({ public: true, url: 'http://x/' }))).toBe('curl -sS http://x/');
+  });
+
+  it('filters by name, appName, id or state and sorts', () => {
+    const list = [
+      endpoint({ id: 'a', name: 'zeta', state: { state: 'failed', error: 'CRASH_LOOP', message: '' } }),
+      endpoint({ id: 'b', name: 'alpha', workers: [worker('running', true)] }),
+      endpoint({ id: 'c', name: '', appName: 'beta' }),
+    ];
+    expect(filterAndSort(list, '', 'newest').map((e) => e.id)).toEqual(['a', 'b', 'c']);
+    expect(filterAndSort(list, '', 'name').map((e) => e.id)).toEqual(['b', 'c', 'a']);
+    expect(filterAndSort(list, '', 'ready').map((e) => e.id)).toEqual(['b', 'a', 'c']);
+    expect(filterAndSort(list, 'crash', 'newest').map((e) => e.id)).toEqual(['a']);
+    expect(filterAndSort(list, 'BETA', 'newest').map((e) => e.id)).toEqual(['c']);
+  });
+
+  it('writes ages and latencies for people', () => {
+    expect(age(0, 30_000)).toBe('30 s');
+    expect(age(0, 10 * 60_000)).toBe('10 min');
+    expect(age(0, 5 * 3_600_000)).toBe('5 h');
+    expect(age(0, 3 * 86_400_000)).toBe('3 d');
+    expect(ms(null)).toBe('-');
+    expect(ms(2.345)).toBe('2.3 ms');
+    expect(ms(123.4)).toBe('123 ms');
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * What the endpoint pages show, computed from the wire shapes (pure, tested): worker counts, the state line, the
+ * GPU line, a ready request for the URL, filtering and sorting, ages.
+ */
+import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
+
+export interface WorkerCounts {
+  /** Running and healthy: they take requests. */
+  ready: number;
+  /** Workers the endpoint has now, in any state but stopped or failed. */
+  present: number;
+  max: number;
+}
+
+const GONE = new Set(['stopped', 'failed']);
+
+export function workerCounts(endpoint: Pick<WireEndpoint, 'workers' | 'workerConfig'>): WorkerCounts {
+  const live = endpoint.workers.filter((w: WireWorker) => !GONE.has(w.state.state));
+  return {
+    ready: live.filter((w) => w.state.state === 'running' && w.healthy).length,
+    present: live.length,
+    max: endpoint.workerConfig.maxNum,
+  };
+}
+
+/** `serving`, or `failed (CRASH_LOOP): message`. */
+export function stateLine(state: { state: string; error: string; message: string }): string {
+  const head = state.error === '' ? state.state : `${state.state} (${state.error})`;
+  return state.message === '' ? head : `${head}: ${state.message}`;
+}
+
+/** `2 x h100-80g`, `1 x any product`. */
+export function gpuLine(endpoint: Pick<WireEndpoint, 'products' | 'workerConfig'>): string {
+  const products = endpoint.products.map((p) => p.id).join(' or ');
+  return `${endpoint.workerConfig.gpuNum} x ${products === '' ? 'any product' : products}`;
+}
+
+/** A curl command that calls the endpoint's URL, with the key only where the endpoint needs one. */
+export function curlFor(endpoint: Pick<WireEndpoint, 'url' | 'public'>): string {
+  const auth = endpoint.public ? '' : ' -H "Authorization: Bearer $CORRAL_API_KEY"';
+  return `curl -sS${auth} ${endpoint.url.replace(/\/$/, '')}/`;
+}
+
+export type SortKey = 'newest' | 'name' | 'state' | 'ready';
+
+/** The endpoints whose name, appName, id or state contains `filter` (any case), in the order `sort` says. */
+export function filterAndSort<
+  E extends Pick<WireEndpoint, 'id' | 'name' | 'appName' | 'state' | 'workers' | 'workerConfig'>,
+>(endpoints: E[], filter: string, sort: SortKey): E[] {
+  const needle = filter.trim().toLowerCase();
+  const kept = endpoints.filter(
+    (e) =>
+      needle === '' ||
+      [e.name, e.appName, e.id, e.state.state, e.state.error].some((text) =>
+        text.toLowerCase().includes(needle),
+      ),
+  );
+  // The API lists newest first: a stable sort keeps that order among equals.
+  const compare: Record<SortKey, (a: E, b: E) => number> = {
+    newest: () => 0,
+    name: (a, b) => (a.name || a.appName).localeCompare(b.name || b.appName),
+    state: (a, b) => a.state.state.localeCompare(b.state.state),
+    ready: (a, b) => workerCounts(b).ready - workerCounts(a).ready,
+  };
+  return [...kept].sort(compare[sort]);
+}
+
+/** `45 s`, `12 min`, `3 h`, `2 d` from two epoch-millisecond times. */
+export function age(fromMs: number, nowMs: number): string {
+  const seconds = Math.max(0, Math.round((nowMs - fromMs) / 1000));
+  if (seconds < 90) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 90) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `${hours} h`;
+  return `${Math.round(hours / 24)} d`;
+}
+
+/** A latency or a wait in ms for people: `-` before any request. */
+export function ms(value: number | null | undefined): string {
+  if (value === null || value === undefined) return '-';
+  return value < 10 ? `${value.toFixed(1)} ms` : `${Math.round(value)} ms`;
+}

@@ -1,0 +1,118 @@
+/** The Endpoints page: every endpoint of the key's owner with its state, workers, URL and GPUs; filtered, sorted, live. */
+import { useState } from 'preact/hooks';
+import { useApi } from '../api-context.js';
+import { curlFor, filterAndSort, gpuLine, type SortKey, workerCounts } from '../endpoint-view.js';
+import { usePoll } from '../poll.js';
+import { href } from '../route.js';
+import { CopyButton, Notice, StateBadge } from '../widgets.js';
+
+const POLL_MS = 2000;
+
+export function EndpointsPage() {
+  const api = useApi();
+  const list = usePoll(() => api.call((c) => c.listEndpoints()), POLL_MS, []);
+  const [filter, setFilter] = useState('');
+  const [sort, setSort] = useState<SortKey>('newest');
+  const shown = list.data ? filterAndSort(list.data.endpoints, filter, sort) : [];
+  return (
+    <main>
+      <div class="title-row">
+        <h1>Endpoints</h1>
+        <a class="button" href={href({ page: 'create' })}>
+          New endpoint
+        </a>
+      </div>
+      <div class="toolbar">
+        <div class="field inline">
+          <label for="filter">Filter</label>
+          <input
+            id="filter"
+            type="search"
+            placeholder="name, app name, id or state"
+            value={filter}
+            onInput={(e) => setFilter(e.currentTarget.value)}
+          />
+        </div>
+        <div class="field inline">
+          <label for="sort">Sort by</label>
+          <select id="sort" value={sort} onChange={(e) => setSort(e.currentTarget.value as SortKey)}>
+            <option value="newest">Newest first</option>
+            <option value="name">Name</option>
+            <option value="state">State</option>
+            <option value="ready">Ready workers</option>
+          </select>
+        </div>
+        <span class="muted" aria-live="polite">
+          {list.data ? `${shown.length} of ${list.data.total}` : 'Loading...'}
+        </span>
+      </div>
+      {list.error ? <Notice kind="error">Could not refresh: {list.error}</Notice> : null}
+      {list.data && list.data.total === 0 ? (
+        <p>
+          No endpoints yet. <a href={href({ page: 'create' })}>Create one</a>.
+        </p>
+      ) : null}
+      {shown.length > 0 ? (
+        <table class="cards" aria-label="Endpoints">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">App name</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <abbr title="ready / present / most">Workers</abbr>
+              </th>
+              <th scope="col">GPUs</th>
+              <th scope="col">URL</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((endpoint) => {
+              const counts = workerCounts(endpoint);
+              return (
+                <tr key={endpoint.id} data-endpoint={endpoint.id}>
+                  <td data-label="Name" class="nowrap">
+                    <a href={href({ page: 'endpoint', id: endpoint.id })}>
+                      {endpoint.name || endpoint.appName}
+                    </a>
+                  </td>
+                  <td data-label="App name" class="nowrap">
+                    <code>{endpoint.appName}</code>
+                  </td>
+                  <td data-label="State">
+                    <StateBadge state={endpoint.state} />
+                  </td>
+                  <td data-label="Workers" class="workers">
+                    <span title="ready / present / most">
+                      {counts.ready} / {counts.present} / {counts.max}
+                    </span>
+                  </td>
+                  <td data-label="GPUs" class="nowrap">
+                    {gpuLine(endpoint)}
+                  </td>
+                  <td data-label="URL" class="url">
+                    <div>
+                      <code class="wrap">{endpoint.url}</code>
+                      <span class="buttons">
+                        <CopyButton
+                          text={endpoint.url}
+                          label={`Copy the URL of ${endpoint.name || endpoint.appName}`}
+                        />
+                        <CopyButton
+                          text={curlFor(endpoint)}
+                          label={`Copy a curl request to ${endpoint.name || endpoint.appName}`}
+                        >
+                          Copy curl
+                        </CopyButton>
+                      </span>
+                    </div>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : null}
+    </main>
+  );
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { href, parseRoute, type Route } from './route.js';
+
+describe('dashboard routes', () => {
+  it.each<[string, Route]>([
+    ['', { page: 'endpoints' }],
+    ['#/', { page: 'endpoints' }],
+    ['#/endpoints', { page: 'endpoints' }],
+    ['#/endpoints/new', { page: 'create' }],
+    ['#/endpoints/abc', { page: 'endpoint', id: 'abc' }],
+    ['#/endpoints/abc/edit', { page: 'edit', id: 'abc' }],
+    ['#/credentials', { page: 'credentials' }],
+    ['#/nowhere/x', { page: 'endpoints' }],
+  ])('%j is %j', (hash, route) => {
+    expect(parseRoute(hash)).toEqual(route);
+  });
+
+  it('href and parseRoute agree, ids with odd characters included', () => {
+    for (const route of [
+      { page: 'endpoints' },
+      { page: 'create' },
+      { page: 'credentials' },
+      { page: 'endpoint', id: 'a/b c' },
+      { page: 'edit', id: 'x?y' },
+    ] as Route[]) {
+      expect(parseRoute(href(route))).toEqual(route);
+    }
+  });
+});

@@ -1,0 +1,40 @@
+/** The dashboard's pages as hash routes (`#/endpoints/ID`): parsed here, so that links and the router agree. */
+
+export type Route =
+  | { page: 'endpoints' }
+  | { page: 'credentials' }
+  | { page: 'create' }
+  | { page: 'endpoint'; id: string }
+  | { page: 'edit'; id: string };
+
+/** The route a location hash names; anything unknown is the endpoints list. */
+export function parseRoute(hash: string): Route {
+  const parts = hash
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part) => decodeURIComponent(part));
+  if (parts[0] === 'credentials' && parts.length === 1) return { page: 'credentials' };
+  if (parts[0] !== 'endpoints') return { page: 'endpoints' };
+  const id = parts[1];
+  if (id === undefined) return { page: 'endpoints' };
+  if (id === 'new' && parts.length === 2) return { page: 'create' };
+  if (parts[2] === 'edit') return { page: 'edit', id };
+  return { page: 'endpoint', id };
+}
+
+/** The hash of a route, for links. */
+export function href(route: Route): string {
+  switch (route.page) {
+    case 'endpoints':
+      return '#/endpoints';
+    case 'credentials':
+      return '#/credentials';
+    case 'create':
+      return '#/endpoints/new';
+    case 'endpoint':
+      return `#/endpoints/${encodeURIComponent(route.id)}`;
+    case 'edit':
+      return `#/endpoints/${encodeURIComponent(route.id)}/edit`;
+  }
+}
