@@ -21,10 +21,15 @@ import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
-import { DEFAULT_ELECTION_TIMING } from './cluster/election.js';
-import { Elector, type TermFence } from './cluster/elector.js';
+import type { TermFence } from './cluster/elector.js';
 import { FencedRuntime } from './cluster/fenced-runtime.js';
-import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_PRUNE_AFTER_MS, Heartbeat } from './cluster/heartbeat.js';
+import {
+  gatewayLoad,
+  HEARTBEAT_INTERVAL_MS,
+  HEARTBEAT_PRUNE_AFTER_MS,
+  Heartbeat,
+} from './cluster/heartbeat.js';
+import { leadershipOf } from './cluster/leadership.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
@@ -53,7 +58,7 @@ import type { WorkerRuntime } from './runtime/types.js';
 import type { Readiness } from './runtime/waiting-runtime.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
-import { ClusterService, CONTROLLER_LEASE } from './service/cluster-service.js';
+import { ClusterService } from './service/cluster-service.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
 import { newInstallationId, newReplicaId, randomIds } from './service/ids.js';
@@ -62,7 +67,6 @@ import { QuotaService } from './service/quota-service.js';
 import { SecretService } from './service/secret-service.js';
 import { endpointsOfNonAdminOwners } from './service/tenant-endpoints.js';
 import { WorkerService } from './service/worker-service.js';
-import type { LeaseClaim } from './store/leases.js';
 import { openStore, sqliteFileOf } from './store/open.js';
 import { lockSqliteDatabase, type ProcessLock } from './store/sqlite/process-lock.js';
 import type { Store } from './store/store.js';
@@ -277,31 +281,40 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     timers: systemTimers,
     logger: logger.child({ role: 'controller' }),
   });
+  const controllerOptions: ControllerOptions = {
+    store,
+    runtime,
+    gpus: parts.gpus,
+    probe: httpProbe,
+    logger: logger.child({ role: 'controller' }),
+    clock,
+    routes,
+    scaling: scaler,
+    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
+    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
+    revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    crashResetMs: config.controller.crashResetSeconds * 1000,
+    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+    intervalMs: config.controller.reconcileIntervalMs,
+    awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+    metrics: controllerMetrics,
+    outputs,
+  };
+  // One process: this controller always. Replicas: a fresh one per term, its runtime and store writes fenced.
   const newController = (fence?: TermFence) =>
-    new Controller({
-      store,
-      runtime: fence ? new FencedRuntime({ runtime, fence, leases: store.leases }) : runtime,
-      ...(fence ? { fence } : {}),
-      gpus: parts.gpus,
-      probe: httpProbe,
-      logger: logger.child({ role: 'controller' }),
-      clock,
-      routes,
-      scaling: scaler,
-      storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
-      ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
-      readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
-      revealCredentials: parts.revealCredentials ?? (async () => undefined),
-      ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
-      ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
-      startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
-      crashResetMs: config.controller.crashResetSeconds * 1000,
-      ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
-      intervalMs: config.controller.reconcileIntervalMs,
-      awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
-      metrics: controllerMetrics,
-      outputs,
-    });
+    new Controller(
+      fence
+        ? {
+            ...controllerOptions,
+            fence,
+            runtime: new FencedRuntime({ runtime, fence, leases: store.leases }),
+          }
+        : controllerOptions,
+    );
   let controller = newController();
   let running = false;
   // Terms begin and end one at a time, in the order the elector decides them.
@@ -473,7 +486,12 @@ export async function serve(
     });
     const { gateway } = traffic;
     const replicaId = newReplicaId();
-    const leadership = leadershipOf(store, traffic, replicaId, logger);
+    const leadership = leadershipOf({
+      store,
+      terms: traffic,
+      replicaId,
+      logger: logger.child({ role: 'election', replicaId }),
+    });
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -516,7 +534,7 @@ export async function serve(
         host: hostname(),
         pid: process.pid,
         apiUrl: bound.apiUrl,
-        ...load(gateway),
+        ...gatewayLoad(gateway.stats()),
       }),
       intervalMs: HEARTBEAT_INTERVAL_MS,
       pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
@@ -556,67 +574,6 @@ export async function serve(
     await closeAll();
     throw error;
   }
-}
-
-/** Who runs the controller in this process: the elected leader among replicas, or always with one process. */
-interface Leadership {
-  leading(): boolean;
-  /** Starts taking part (the runtime is ready). */
-  begin(): Promise<void>;
-  /** Steps down and releases the lease. */
-  end(): Promise<void>;
-}
-
-/**
- * PostgreSQL: replicas elect the controller's leader through a lease with a fencing token (cluster/elector.ts).
- * SQLite: one process holds the database (its process lock), so it seizes the lease and always leads.
- */
-function leadershipOf(
-  store: Store,
-  traffic: Pick<Traffic<GatewayMetrics>, 'start' | 'lead' | 'stepDown'>,
-  replicaId: string,
-  logger: Logger,
-): Leadership {
-  if (store.dialect === 'sqlite') {
-    let claim: LeaseClaim | undefined;
-    return {
-      leading: () => claim !== undefined,
-      async begin() {
-        claim = await store.leases.seize(CONTROLLER_LEASE, replicaId);
-        traffic.start();
-      },
-      async end() {
-        if (claim) await store.leases.release(claim);
-      },
-    };
-  }
-  const elector = new Elector({
-    leases: store.leases,
-    name: CONTROLLER_LEASE,
-    holder: replicaId,
-    timing: DEFAULT_ELECTION_TIMING,
-    monotonic: () => performance.now(),
-    timers: systemTimers,
-    logger: logger.child({ role: 'election', replicaId }),
-    onElected: (fence) => void traffic.lead(fence),
-    onDeposed: () => traffic.stepDown(),
-  });
-  return {
-    leading: () => elector.leading,
-    begin: async () => elector.start(),
-    end: () => elector.stop(),
-  };
-}
-
-/** The gateway's requests in flight and queued, over every endpoint (the replica's heartbeat). */
-function load(gateway: Gateway): { inFlight: number; queued: number } {
-  let inFlight = 0;
-  let queued = 0;
-  for (const endpoint of gateway.stats()) {
-    inFlight += endpoint.inFlight;
-    queued += endpoint.queueLength;
-  }
-  return { inFlight, queued };
 }
 
 /**

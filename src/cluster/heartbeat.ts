@@ -20,6 +20,20 @@ export interface HeartbeatOptions {
 export const HEARTBEAT_INTERVAL_MS = 2_000;
 export const HEARTBEAT_PRUNE_AFTER_MS = 600_000;
 
+/** A gateway's requests in flight and queued over every endpoint (its `stats()`), for the heartbeat row. */
+export function gatewayLoad(stats: readonly { inFlight: number; queueLength: number }[]): {
+  inFlight: number;
+  queued: number;
+} {
+  let inFlight = 0;
+  let queued = 0;
+  for (const endpoint of stats) {
+    inFlight += endpoint.inFlight;
+    queued += endpoint.queueLength;
+  }
+  return { inFlight, queued };
+}
+
 export class Heartbeat {
   readonly #o: HeartbeatOptions;
   #timer: unknown;
@@ -35,6 +49,11 @@ export class Heartbeat {
   async start(): Promise<void> {
     await this.#o.replicas.beat(this.#o.beat());
     this.#schedule();
+  }
+
+  /** Resolves once the beat under way (if any) has ended. */
+  async settled(): Promise<void> {
+    await this.#beating;
   }
 
   /** No more beats; the row goes. */

@@ -76,8 +76,15 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     url.pathname = `/${database}`;
     databaseUrl = url.toString();
   });
-  afterEach((context) => {
+  afterEach(async (context) => {
     if (context.task.result?.state === 'fail') for (const server of servers) printServeLog(server, 60);
+    // Whatever a test left running would lead the next one's replicas.
+    for (const server of servers) {
+      if (server.child.exitCode === null && server.child.signalCode === null) {
+        server.child.kill('SIGCONT');
+        await server.stop();
+      }
+    }
   });
   afterAll(async () => {
     for (const server of servers) {
@@ -178,6 +185,12 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     expect(sinceStop).toBeLessThan(3_000);
     expect(handover).toBeLessThan(2_000);
     // The stopped one took its heartbeat row with it; the killed one is not alive.
+    await until(
+      'the killed one not alive',
+      follower,
+      (x) => x.replicas.some((r) => r.id === idA && !r.alive),
+      10_000,
+    );
     const last = await cluster(follower);
     expect(last.replicas.map((r) => [r.id, r.alive, r.leader])).toEqual([
       [idA, false, false],
