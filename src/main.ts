@@ -71,6 +71,9 @@ import { openStore, sqliteFileOf } from './store/open.js';
 import { lockSqliteDatabase, type ProcessLock } from './store/sqlite/process-lock.js';
 import type { Store } from './store/store.js';
 
+/** How often the SQLite WAL is checkpointed, off the event loop (store/sqlite/checkpointer.ts). */
+const SQLITE_CHECKPOINT_INTERVAL_MS = 1000;
+
 /** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/main.js or src/main.ts. */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../dist/web/', import.meta.url));
 
@@ -416,12 +419,19 @@ export async function serve(
   createDatabaseFile(sqliteFile);
   // SQLite serves one process: a second `corral serve` on the same file is refused here (docs/operations.md).
   const sqliteLock = sqliteFile === undefined ? undefined : lockSqliteSetting(sqliteFile);
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
-    (error: unknown) => {
-      sqliteLock?.release();
-      throw databaseError(error);
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    sqlite: {
+      backgroundCheckpoints: {
+        intervalMs: SQLITE_CHECKPOINT_INTERVAL_MS,
+        onError: (reason) => logger.warn({ reason }, 'an SQLite checkpoint failed; the next one is tried'),
+      },
     },
-  );
+  }).catch((error: unknown) => {
+    sqliteLock?.release();
+    throw databaseError(error);
+  });
   const closers: (() => Promise<void>)[] = [async () => sqliteLock?.release(), () => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();

@@ -5,12 +5,14 @@
 import { join } from 'node:path';
 import type { DatabaseConnection } from './connection.js';
 import { connectPostgres, redactDatabaseUrl } from './postgres/connect.js';
-import { connectSqlite } from './sqlite/connect.js';
+import { connectSqlite, type SqliteOptions } from './sqlite/connect.js';
 import { Store } from './store.js';
 
 export interface StoreLocation {
   databaseUrl?: string | undefined;
   dataDir: string;
+  /** SQLite only: checkpoint its WAL on a thread of its own (`corral serve`; see sqlite/checkpointer.ts). */
+  sqlite?: SqliteOptions;
 }
 
 /**
@@ -38,9 +40,10 @@ export class DatabaseUnreachableError extends Error {
  */
 export function connectDatabase(options: StoreLocation): DatabaseConnection {
   const url = options.databaseUrl;
-  if (url === undefined || url === '') return connectSqlite(join(options.dataDir, 'corral.db'));
+  if (url === undefined || url === '')
+    return connectSqlite(join(options.dataDir, 'corral.db'), options.sqlite);
   if (/^postgres(ql)?:\/\//.test(url)) return connectPostgres({ connectionString: url });
-  if (url.startsWith('sqlite:')) return connectSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return connectSqlite(url.slice('sqlite:'.length), options.sqlite);
   throw new Error(
     `database URL must start with postgres://, postgresql:// or sqlite: (got "${url.split(':')[0]}:…")`,
   );
