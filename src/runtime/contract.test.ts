@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runtimeContract, testWorkerSpec } from '../../test/support/runtime-contract.js';
+import { crashTestWorker, runtimeContract, testWorkerSpec } from '../../test/support/runtime-contract.js';
 import { WORKER_SCRIPT } from '../../test/support/test-image.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -53,22 +53,8 @@ runtimeContract('local', async () => {
     runtime,
     workerSpec: (overrides) => baseSpec({ command: [process.execPath, WORKER_SCRIPT], ...overrides }),
     unavailableSpec: (overrides) => baseSpec({ ...overrides, command: ['/nonexistent/corral-test-worker'] }),
-    kill: async (worker) => {
-      const address = worker.address;
-      if (!address) throw new Error('no address');
-      // The worker may still be starting: retry until it answers, then it exits with 1.
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        try {
-          const response = await fetch(`http://${address.host}:${address.port}/crash`, { method: 'POST' });
-          await response.arrayBuffer();
-          return 1;
-        } catch (error) {
-          if (Date.now() > deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
-    },
+    // The worker may still be starting: crashTestWorker retries until it answers.
+    kill: crashTestWorker,
     // The test worker logs `worker <id> listening on ...` once it listens.
     logLine: async (worker) => `worker ${worker.workerId} listening`,
     capabilities: { imagePull: false, realProcess: true },

@@ -454,7 +454,26 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
   });
 }
 
-/** Retries `check` until it passes or `ms` elapse (then rethrows its last failure). */
+/**
+ * Kills a test worker that runs as a real process (`POST /crash`: it exits with 1), which may not listen yet when its
+ * runtime says it runs: retried until it answers, for up to 10 s. Returns the exit code it will have.
+ */
+export async function crashTestWorker(worker: RuntimeWorker): Promise<number> {
+  const address = worker.address;
+  if (!address) throw new Error('no address');
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      const response = await fetch(`http://${address.host}:${address.port}/crash`, { method: 'POST' });
+      await response.arrayBuffer();
+      return 1;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
 /**
  * A worker spec for runtime tests: `workerId`/`endpointId` default to `w1`/`ep1`, the env a worker gets is filled
  * in from them, and `extraLabels` go on top of any labels in `overrides` (a run label that cleanup looks for).

@@ -8,7 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { describe, it } from 'vitest';
 import { KubeStandIn } from '../../../test/support/kube-stand-in.js';
-import { runtimeContract, testWorkerSpec } from '../../../test/support/runtime-contract.js';
+import { crashTestWorker, runtimeContract, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { TestKubelet } from '../../../test/support/test-kubelet.js';
 import { LABELS, type WorkerSpec } from '../types.js';
 import { labelSelector } from './api.js';
@@ -57,22 +57,8 @@ function contract(
       runtime,
       workerSpec: spec,
       unavailableSpec: (overrides) => spec({ ...overrides, image: MISSING_IMAGE }),
-      kill: async (worker) => {
-        const address = worker.address;
-        if (!address) throw new Error('no address');
-        // Running means the process started, as with a real kubelet: it may not listen yet. It exits with 1.
-        const deadline = Date.now() + 10_000;
-        for (;;) {
-          try {
-            const response = await fetch(`http://${address.host}:${address.port}/crash`, { method: 'POST' });
-            await response.arrayBuffer();
-            return 1;
-          } catch (error) {
-            if (Date.now() > deadline) throw error;
-            await new Promise((resolve) => setTimeout(resolve, 50));
-          }
-        }
-      },
+      // Running means the process started, as with a real kubelet: it may not listen yet.
+      kill: crashTestWorker,
       logLine: async (worker) => `worker ${worker.workerId} listening`,
       capabilities: { imagePull: true, realProcess: true, prepareImage: false },
       unreachable: async () => {
