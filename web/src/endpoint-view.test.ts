@@ -1,48 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
+import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import { age, curlFor, filterAndSort, gpuLine, ms, stateLine, workerCounts } from './endpoint-view.js';
 
 function worker(state: string, healthy: boolean): WireWorker {
   return { id: `w-${state}`, state: { state, error: '', message: '' }, log: '', metrics: '', healthy };
 }
 
+/** The test suites' wire endpoint (test/support), as the pages' tables expect it here: "one", up to 3 workers of 2 GPUs. */
 function endpoint(overrides: Partial<WireEndpoint> = {}): WireEndpoint {
-  return {
+  const base = sampleWireEndpoint(8000);
+  return sampleWireEndpoint(8000, {
     id: 'id1',
     name: 'one',
     appName: 'one',
-    state: { state: 'serving', error: '', message: '' },
     url: 'http://one.localhost:8000',
-    workerConfig: {
-      minNum: 0,
-      maxNum: 3,
-      freeTimeout: '60',
-      maxConcurrent: '1',
-      gpuNum: 2,
-      cudaVersion: 'any',
-      requestTimeout: 300,
-    },
+    workerConfig: { ...base.workerConfig, maxNum: 3, freeTimeout: '60', maxConcurrent: '1', gpuNum: 2 },
     policy: { type: 'queue', value: '4' },
     image: { image: 'x', authId: '', command: '' },
-    rootfsSize: 100,
-    volumeMounts: [],
-    envs: [],
-    ports: [{ port: 8000 }],
-    workers: [],
     products: [],
-    healthy: {
-      path: '/health',
-      initialDelay: 0,
-      period: 2,
-      timeout: 2,
-      successThreshold: 1,
-      failureThreshold: 3,
-    },
-    log: '',
-    metrics: '',
-    public: false,
     ...overrides,
-  };
+  });
 }
 
 describe('what the endpoint pages show', () => {
