@@ -173,3 +173,15 @@ it('a minNum 0 endpoint between a failed worker and the next says why it has non
       'a worker failed (1 failed in a row, last: worker ran out of memory: limit 256 MiB (exit code 137)); scaled to zero: a request starts a new one',
   });
 });
+
+it('a worker waiting for a GPU gives its reason after the counts, as one phrase', () => {
+  const waiting = { ...worker('pending'), message: 'needs 1 GPU of one product, free: h200-141g 0' };
+  const status = endpointStatus(
+    endpoint(1, 'deploying'),
+    [worker('running'), waiting],
+    NO_CRASHES,
+    DEFAULT_BACKOFF,
+    undefined,
+  );
+  expect(status.message).toBe('1 running, 1 pending (needs 1 GPU of one product, free: h200-141g 0)');
+});

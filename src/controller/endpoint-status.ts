@@ -68,6 +68,6 @@ function summary(workers: ManagedWorker[]): string {
   for (const w of workers) counts.set(w.state, (counts.get(w.state) ?? 0) + 1);
   const parts = [...counts].map(([state, n]) => `${n} ${state}`);
   const pending = workers.find((w) => w.state === 'pending' && w.message !== '');
-  if (pending) parts.push(`(${pending.message})`);
-  return parts.join(', ') || 'no workers';
+  const why = pending ? ` (${pending.message})` : '';
+  return parts.length === 0 ? 'no workers' : `${parts.join(', ')}${why}`;
 }
