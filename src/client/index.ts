@@ -26,6 +26,12 @@ export {
   CorralConnectionError,
   CorralProtocolError,
 } from './errors.js';
+export {
+  FOLLOW_POLL_MS,
+  type FollowEnd,
+  type FollowEndpointOptions,
+  followEndpointLogs,
+} from './follow.js';
 export type {
   CorralClientOptions,
   CreatedResult,
