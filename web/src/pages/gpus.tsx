@@ -50,12 +50,17 @@ export function GpusPage() {
             {data.gpus.map((gpu) => (
               <tr key={gpu.uuid} data-gpu={gpu.index}>
                 <td data-label="GPU">
-                  {gpu.index}
-                  {gpu.node === undefined ? '' : ` on ${gpu.node}`} <code class="wrap muted">{gpu.uuid}</code>
+                  <span>
+                    {gpu.index}
+                    {gpu.node === undefined ? '' : ` on ${gpu.node}`}{' '}
+                    <code class="wrap muted">{gpu.uuid}</code>
+                  </span>
                 </td>
                 <td data-label="Product">
-                  {gpu.productId}
-                  <span class="muted"> ({gpu.model})</span>
+                  <span>
+                    {gpu.productId}
+                    <span class="muted"> ({gpu.model})</span>
+                  </span>
                 </td>
                 <td data-label="Memory">{gpu.memoryGB} GB</td>
                 <td data-label="Held by" class="holder">
