@@ -61,6 +61,7 @@ import { type Clock, systemClock, systemTimers } from './service/clock.js';
 import { ClusterService } from './service/cluster-service.js';
 import { CredentialService } from './service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from './service/endpoint-service.js';
+import { type GpuInventorySource, GpuReportService } from './service/gpu-report.js';
 import { newInstallationId, newReplicaId, randomIds } from './service/ids.js';
 import { InvokeKeyService } from './service/invoke-key-service.js';
 import { QuotaService } from './service/quota-service.js';
@@ -105,6 +106,8 @@ export interface ApiParts {
   replica?: { id: string; leading: () => boolean };
   /** The folder of the dashboard's built files; absent: DASHBOARD_DIR (none there: its routes say so). */
   dashboardDir?: string;
+  /** The GPUs and who holds them (`GET gpus`); absent: `gpus` with no worker (no controller in this process). */
+  gpuInventory?: GpuInventorySource;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -183,6 +186,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
         }
       : {}),
     dashboard: loadDashboard(parts.dashboardDir ?? DASHBOARD_DIR),
+    gpus: new GpuReportService({
+      source: parts.gpuInventory ?? { snapshot: () => ({ gpus, workers: [], held: new Map() }) },
+      store,
+    }),
+    apiKeys: new ApiKeyService({ store, clock }),
   });
 }
 
@@ -510,6 +518,13 @@ export async function serve(
       logger,
       secrets,
       busyGpus: () => new Set(traffic.controller.heldGpus().keys()),
+      gpuInventory: {
+        snapshot: () => ({
+          gpus,
+          workers: traffic.controller.workers(),
+          held: traffic.controller.heldGpus(),
+        }),
+      },
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),

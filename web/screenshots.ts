@@ -4,7 +4,7 @@
  * (whole page) into the folder (docs/dashboard by default), for review. Needs `npm run build` first (the script's
  * npm entry runs it).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,8 +51,13 @@ async function shoot(page: Page, name: string, viewport: string, fullPage = true
 
 const dataDir = mkdtempSync(join(tmpdir(), 'corral-screenshots-'));
 mkdirSync(OUT, { recursive: true });
+// The finetune endpoint's minNum takes the GPUs past the default quota (half the inventory): lifted here.
+const configFile = join(dataDir, 'corral.yaml');
+writeFileSync(configFile, 'quotas: { minGpus: unlimited }\n');
 const server = await startServe(
   [
+    '--config',
+    configFile,
     '--runtime',
     'local',
     '--gpus',
@@ -86,6 +91,14 @@ try {
     password: 'not-shown',
   });
   await waitFor('chat-llm serving', async () => (await state(server, chat)) === 'serving');
+  // Two H100s for one worker while chat-llm holds one: it waits, and the GPUs page says why.
+  await create(server, {
+    name: 'finetune',
+    appName: 'finetune',
+    workerConfig: { minNum: 1, maxNum: 1, gpuNum: 2 },
+    products: [{ id: 'h100-80g' }],
+  });
+  await callApi(server, KEY, 'apikey/create', { name: 'ci', ownerId: 'team-a' });
   // Some traffic through the gateway, for the Endpoint page's figures.
   for (let i = 0; i < 20; i += 1) {
     await fetch(`${server.gatewayUrl}/e/chat-llm/work?ms=${5 + i}`, {
@@ -114,6 +127,9 @@ try {
       .click();
     await page.locator('pre.log', { hasText: 'GET' }).waitFor();
     await shoot(page, 'endpoint', viewport.name);
+    await page.getByRole('button', { name: "Follow every worker's log" }).click();
+    await page.getByTestId('all-workers-log').locator('.log-worker').first().waitFor();
+    await shoot(page, 'endpoint-all-logs', viewport.name);
 
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('dialog').waitFor();
@@ -128,6 +144,17 @@ try {
     await page.goto(`${server.apiUrl}/ui/#/credentials`);
     await page.locator('tr[data-credential]').first().waitFor();
     await shoot(page, 'credentials', viewport.name);
+
+    await page.goto(`${server.apiUrl}/ui/#/gpus`);
+    await page.locator('tr[data-waiting]').first().waitFor();
+    await shoot(page, 'gpus', viewport.name);
+
+    await page.goto(`${server.apiUrl}/ui/#/keys`);
+    await page.locator('tr[data-api-key]').first().waitFor();
+    await page.getByLabel('Key name').fill(`dashboard-${viewport.name}`);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByTestId('new-key').waitFor();
+    await shoot(page, 'api-keys', viewport.name);
 
     await page.goto(`${server.apiUrl}/ui/#/endpoints/new`);
     await page.getByLabel('Image').fill('example/model:1');

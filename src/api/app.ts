@@ -17,9 +17,11 @@ import secureJson from 'secure-json-parse';
 import { API_PREFIX } from '../contract/paths.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
+import type { ApiKeyService } from '../service/api-key-service.js';
 import type { ClusterService } from '../service/cluster-service.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { EndpointService, ServerCatalog } from '../service/endpoint-service.js';
+import type { GpuReportService } from '../service/gpu-report.js';
 import type { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Principal } from '../service/principal.js';
 import type { QuotaService } from '../service/quota-service.js';
@@ -35,11 +37,13 @@ import type { ApiMetrics } from './metrics.js';
 import type { OwnerWriteGate } from './owner-write-gate.js';
 import { type RateLimiter, requestCost } from './rate-limit.js';
 import { chargeRefusal, type RefusedBodyTarpit, TARPIT_REFUSALS } from './refused-body-tarpit.js';
+import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerClusterRoute } from './routes/cluster.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
+import { registerGpuRoute } from './routes/gpus.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
 import { registerQuotaRoute } from './routes/quota.js';
 import { registerSecretRoutes } from './routes/secrets.js';
@@ -101,6 +105,10 @@ export interface AppOptions {
   cluster?: ClusterService;
   /** The dashboard's built files, served at `/ui/`; absent: those routes say it is not built. */
   dashboard?: DashboardFiles;
+  /** The GPU inventory, its holders and the waiting workers (`GET gpus`); absent: no route. */
+  gpus?: GpuReportService;
+  /** The server's API keys (`GET apikeys`, `POST apikey/create|delete`, admin keys only); absent: no routes. */
+  apiKeys?: ApiKeyService;
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -183,6 +191,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerInvokeKeyRoutes(api, options);
       if (options.quotas) registerQuotaRoute(api, options.quotas);
       if (options.cluster) registerClusterRoute(api, options.cluster);
+      if (options.gpus) registerGpuRoute(api, options.gpus);
+      if (options.apiKeys) registerApiKeyRoutes(api, options.apiKeys);
     },
     { prefix: API_PREFIX },
   );

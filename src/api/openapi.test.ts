@@ -223,7 +223,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(30);
+    expect(documentedOperations()).toHaveLength(34);
   });
 
   it('serves itself at /openapi.json without a key', async () => {
@@ -297,6 +297,14 @@ describe('the OpenAPI document against the routes', () => {
       [`${V1}/endpoint/stop`, 'post', (await api.call('POST', 'endpoint/stop', { id })).body],
       [`${V1}/endpoint/start`, 'post', (await api.call('POST', 'endpoint/start', { id })).body],
       [`${V1}/cluster`, 'get', (await api.call('GET', 'cluster', undefined, adminKey)).body],
+      [`${V1}/gpus`, 'get', (await api.call('GET', 'gpus')).body],
+      [`${V1}/gpus`, 'get', (await api.call('GET', 'gpus', undefined, adminKey)).body],
+      [
+        `${V1}/apikey/create`,
+        'post',
+        (await api.call('POST', 'apikey/create', { name: 'n', ownerId: 'b' }, adminKey)).body,
+      ],
+      [`${V1}/apikeys`, 'get', (await api.call('GET', 'apikeys', undefined, adminKey)).body],
       ['/readyz', 'get', (await api.app.inject({ method: 'GET', url: '/readyz' })).json()],
       ['/healthz', 'get', (await api.app.inject({ method: 'GET', url: '/healthz' })).json()],
     ];

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
+import { makeApiKeysCommand } from './api-keys.js';
 import { makeApplyCommand } from './apply.js';
 import { makeCredentialsCommand } from './credentials.js';
 import { defaultCliDeps } from './deps.js';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
     .version('0.1.0');
   program.addCommand(makeServeCommand());
   program.addCommand(makeKeysCommand({ stdout: deps.stdout, stderr: deps.stderr, env: deps.env }));
+  program.addCommand(makeApiKeysCommand(deps));
   program.addCommand(makeEndpointsCommand(deps));
   program.addCommand(makeApplyCommand(deps));
   program.addCommand(makeLimitsCommand(deps));

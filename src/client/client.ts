@@ -2,7 +2,9 @@
  * `CorralClient`: one typed method per API operation, each checking the shape of the answer it returns. The
  * transport is http.ts (JSON) and stream.ts (log lines); like them, it uses no Node-only API.
  */
+import type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 import type { WireCluster } from '../contract/cluster.js';
+import type { WireGpus } from '../contract/gpus.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type {
   WireCredential,
@@ -240,6 +242,34 @@ export class CorralClient {
 
   async deleteSecret(name: string): Promise<void> {
     await this.#post('secret/delete', { name });
+  }
+
+  /** `GET gpus` (extension): the inventory, who holds each GPU (others' only for admin keys), waiting workers. */
+  async getGpus(): Promise<WireGpus> {
+    const body = await this.#get('gpus');
+    field<WireGpus['gpus']>(body, 'gpus', 'array');
+    field<WireGpus['waiting']>(body, 'waiting', 'array');
+    return body as WireGpus;
+  }
+
+  /** `GET apikeys` (extension, admin keys): every owner's API keys, revoked ones included, never a key. */
+  async listApiKeys(): Promise<WireApiKey[]> {
+    return field<WireApiKey[]>(await this.#get('apikeys'), 'keys', 'array');
+  }
+
+  /** `POST apikey/create` (extension, admin keys): the new key is in this answer only. */
+  async createApiKey(
+    input: { name?: string; ownerId?: string; admin?: boolean } = {},
+  ): Promise<WireNewApiKey> {
+    const body = await this.#post('apikey/create', input);
+    field<string>(body, 'key', 'string');
+    field<string>(body, 'id', 'string');
+    return body as WireNewApiKey;
+  }
+
+  /** `POST apikey/delete` (extension, admin keys): requests with the key are refused at once. */
+  async deleteApiKey(id: string): Promise<void> {
+    await this.#post('apikey/delete', { id });
   }
 
   /** `GET /healthz` (unauthenticated). */

@@ -1,5 +1,7 @@
 /** The client's public surface: `CorralClient`, its error classes, its own types and the wire types it returns. */
+export type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 export type { WireCluster } from '../contract/cluster.js';
+export type { WireGpu, WireGpuHolder, WireGpus, WireWaitingWorker } from '../contract/gpus.js';
 export type {
   WireCredential,
   WireDistribution,
@@ -24,6 +26,12 @@ export {
   CorralConnectionError,
   CorralProtocolError,
 } from './errors.js';
+export {
+  FOLLOW_POLL_MS,
+  type FollowEnd,
+  type FollowEndpointOptions,
+  followEndpointLogs,
+} from './follow.js';
 export type {
   CorralClientOptions,
   CreatedResult,

@@ -99,6 +99,16 @@ export const API_ERROR_CATALOGUE = {
     description:
       'The change would take you past one of your quotas; metadata has quota, limit, used and usedAfter (GET quota).',
   },
+  // 403, not 401: the key is valid (a client keeps it), it only lacks the right (GET cluster and /metrics, older,
+  // answer 401 UNAUTHENTICATED instead).
+  ADMIN_REQUIRED: {
+    status: 403,
+    description: 'The operation needs an admin API key; this key is valid but not an admin key.',
+  },
+  API_KEY_NOT_FOUND: {
+    status: 404,
+    description: 'No active API key has that id (it may be revoked already).',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -7,7 +7,7 @@ import type { Clock } from './clock.js';
 export const DEFAULT_OWNER = 'default';
 export const MIN_OPERATOR_KEY_LENGTH = 16;
 
-/** Creates, lists and revokes API keys directly on the store (the `corral keys` commands and start-up). */
+/** Creates, lists and revokes API keys on the store (the `corral keys` commands, start-up and the key routes). */
 export class ApiKeyService {
   readonly #o: { store: Store; clock: Clock };
 
@@ -15,26 +15,36 @@ export class ApiKeyService {
     this.#o = options;
   }
 
-  /** Returns the new key: the only time it exists outside the caller's hands is this return value. */
+  /**
+   * Returns the new key: the only time it exists outside the caller's hands is this return value. `actor`: the
+   * key that asked, in the audit log (absent: `cli`, the `corral keys` command on the store).
+   */
   async create(options: {
     ownerId: string;
     name: string;
     admin: boolean;
+    actor?: string;
   }): Promise<{ id: string; key: string }> {
+    const { actor, ...fields } = options;
     const { id, key, secretHash } = generateApiKey();
-    await this.#o.store.apiKeys.insert({ id, secretHash, createdAt: this.#o.clock(), ...options });
-    await this.#audit(options.ownerId, 'key.create', id);
+    await this.#o.store.apiKeys.insert({ id, secretHash, createdAt: this.#o.clock(), ...fields });
+    await this.#audit(options.ownerId, 'key.create', id, actor);
     return { id, key };
+  }
+
+  find(id: string): Promise<ApiKeyRecord | undefined> {
+    return this.#o.store.apiKeys.findById(id);
   }
 
   list(ownerId?: string): Promise<ApiKeyRecord[]> {
     return this.#o.store.apiKeys.list(ownerId);
   }
 
-  async revoke(id: string): Promise<boolean> {
+  /** False when there is no such active key; `actor` as for `create`. */
+  async revoke(id: string, actor?: string): Promise<boolean> {
     const record = await this.#o.store.apiKeys.findById(id);
     if (!record || !(await this.#o.store.apiKeys.revoke(id, this.#o.clock()))) return false;
-    await this.#audit(record.ownerId, 'key.revoke', id);
+    await this.#audit(record.ownerId, 'key.revoke', id, actor);
     return true;
   }
 
@@ -71,7 +81,7 @@ export class ApiKeyService {
     return this.create({ ownerId: DEFAULT_OWNER, name: 'first key', admin: true });
   }
 
-  #audit(ownerId: string, action: string, targetId: string): Promise<void> {
-    return this.#o.store.audit.record({ at: this.#o.clock(), ownerId, actor: 'cli', action, targetId });
+  #audit(ownerId: string, action: string, targetId: string, actor = 'cli'): Promise<void> {
+    return this.#o.store.audit.record({ at: this.#o.clock(), ownerId, actor, action, targetId });
   }
 }

@@ -30,7 +30,7 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
         '--runtime',
         'local',
         '--gpus',
-        'h100-80g:1',
+        'h100-80g:2',
         ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
       ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: OPERATOR_KEY },
@@ -125,6 +125,76 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
       .poll(() => page.locator('pre.log').textContent(), { timeout: 20_000 })
       .toMatch(/GET \/health 200/);
   }, 30_000);
+
+  it("follows every worker's log at once, each line prefixed by its worker", async () => {
+    const workerId = await page.locator('tr[data-worker]').getAttribute('data-worker');
+    await page.getByRole('button', { name: "Follow every worker's log" }).click();
+    const log = page.getByTestId('all-workers-log');
+    await expect
+      .poll(() => log.textContent(), { timeout: 20_000 })
+      .toMatch(new RegExp(`\\[${workerId}\\] .*GET /health 200`));
+    expect(await page.getByRole('heading', { name: /Log of every worker/ }).textContent()).toMatch(
+      /1 worker followed/,
+    );
+  }, 30_000);
+
+  it('shows the simulated GPUs on the GPUs page, and which worker of which endpoint holds one', async () => {
+    const workerId = await page.locator('tr[data-worker]').getAttribute('data-worker');
+    await page.getByRole('link', { name: 'GPUs', exact: true }).click();
+    await page.getByRole('heading', { name: 'GPUs', exact: true }).waitFor();
+    const rows = page.locator('tr[data-gpu]');
+    await expect.poll(() => rows.count()).toBe(2);
+    expect(await rows.nth(0).textContent()).toContain('GPU-simulated-h100-80g-0');
+    expect(await rows.nth(0).textContent()).toContain('80 GB');
+    const held = page.locator('tr[data-gpu]', { hasText: workerId ?? 'no worker' });
+    await expect.poll(() => held.count()).toBe(1);
+    expect(await held.locator('td.holder').textContent()).toContain(NAME);
+    expect(await page.locator('tr[data-gpu]', { hasText: 'free' }).count()).toBe(1);
+    expect(await page.getByTestId('gpu-summary').textContent()).toMatch(/2 GPUs, 1 busy, 1 free/);
+    expect(await page.getByText('No worker waits for a GPU.').count()).toBe(1);
+    // The holder links to its endpoint's page.
+    await held.getByRole('link', { name: NAME }).click();
+    await page.getByRole('heading', { name: NAME }).waitFor();
+  });
+
+  it('creates an API key in the page, shows it once, and the key works until it is deleted', async () => {
+    await page.getByRole('link', { name: 'API keys', exact: true }).click();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    // The operator's key is listed, never a secret.
+    await expect.poll(() => page.locator('tr[data-api-key]').count()).toBe(1);
+    expect(await page.locator('main').textContent()).not.toContain(OPERATOR_KEY);
+    await page.getByLabel('Owner', { exact: true }).fill('has space');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.locator('[data-field-error="ownerId"]').waitFor();
+    await page.getByLabel('Owner', { exact: true }).fill('');
+    await page.getByLabel('Key name').fill('e2e-key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByTestId('new-key').locator('code.secret');
+    await secret.waitFor();
+    const key = (await secret.textContent()) ?? '';
+    expect(key).toMatch(/^sk_[a-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    const api = (k: string) =>
+      fetch(`${server?.apiUrl}/gpu-instance/openapi/v1/endpoints`, {
+        headers: { authorization: `Bearer ${k}` },
+      });
+    expect((await api(key)).status).toBe(200);
+    const row = page.locator('tr[data-api-key]', { hasText: 'e2e-key' });
+    await row.waitFor();
+    expect(await row.textContent()).not.toContain(key);
+    // Shown once: not after a reload.
+    await page.reload();
+    await row.waitFor();
+    expect(await page.getByTestId('new-key').count()).toBe(0);
+    expect(await page.locator('main').textContent()).not.toContain(key);
+
+    await row.getByRole('button', { name: 'Delete the API key e2e-key' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete e2e-key' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    const refused = await api(key);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { message: string }).message).toMatch(/revoked/);
+    expect(await page.locator('main').textContent()).toMatch(/1 revoked key not shown/);
+  });
 
   it('lists it on the Endpoints page, live', async () => {
     await page.getByRole('link', { name: 'Endpoints' }).first().click();

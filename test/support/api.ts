@@ -1,7 +1,7 @@
 /** The real API wired as `corral serve` wires it, over a test's store, with two owners' keys to call it with. */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import type { TrafficSource } from '../../src/api/routes/endpoint-metrics.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
@@ -10,6 +10,7 @@ import { simulatedInventory } from '../../src/gpu/inventory.js';
 import { buildApi } from '../../src/main.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
 import type { ImageAccessCheck } from '../../src/service/endpoint-service.js';
+import type { GpuInventorySource } from '../../src/service/gpu-report.js';
 import type { Store } from '../../src/store/store.js';
 
 export interface TestApi {
@@ -47,6 +48,10 @@ export async function createTestApi(
     replica?: { id: string; leading: () => boolean };
     /** The dashboard's built files (none: dist/web, as `corral serve` reads it). */
     dashboardDir?: string;
+    /** Where the app logs (none: nowhere). */
+    logger?: Logger;
+    /** The GPUs and their holders for GET gpus (none: the simulated inventory, no worker). */
+    gpuInventory?: GpuInventorySource;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -73,7 +78,7 @@ export async function createTestApi(
     config,
     store,
     gpus,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
@@ -81,6 +86,7 @@ export async function createTestApi(
     ...(options.singleTenant ? { singleTenant: true } : {}),
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
+    ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

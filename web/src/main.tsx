@@ -7,10 +7,12 @@ import { render } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { CorralApiError, CorralClient } from '../../src/client/index.js';
 import { ApiContext, describeError, makeApi } from './api-context.js';
+import { ApiKeysPage } from './pages/api-keys.js';
 import { CredentialsPage } from './pages/credentials.js';
 import { EditPage } from './pages/edit.js';
 import { EndpointPage } from './pages/endpoint.js';
 import { EndpointsPage } from './pages/endpoints.js';
+import { GpusPage } from './pages/gpus.js';
 import { SignIn } from './pages/sign-in.js';
 import { href, parseRoute } from './route.js';
 import { apiBaseUrl, forgetKey, savedKey, saveKey } from './session.js';
@@ -44,6 +46,8 @@ function App() {
     const title: Record<typeof route.page, string> = {
       endpoints: 'Endpoints',
       credentials: 'Registry credentials',
+      gpus: 'GPUs',
+      keys: 'API keys',
       create: 'New endpoint',
       endpoint: 'Endpoint',
       edit: 'Edit endpoint',
@@ -87,6 +91,12 @@ function App() {
           >
             Credentials
           </a>
+          <a href={href({ page: 'gpus' })} aria-current={route.page === 'gpus' ? 'page' : undefined}>
+            GPUs
+          </a>
+          <a href={href({ page: 'keys' })} aria-current={route.page === 'keys' ? 'page' : undefined}>
+            API keys
+          </a>
         </nav>
         <button type="button" class="small secondary" onClick={() => signOut(undefined)}>
           Sign out
@@ -94,6 +104,8 @@ function App() {
       </header>
       {route.page === 'endpoints' ? <EndpointsPage /> : null}
       {route.page === 'credentials' ? <CredentialsPage /> : null}
+      {route.page === 'gpus' ? <GpusPage /> : null}
+      {route.page === 'keys' ? <ApiKeysPage /> : null}
       {route.page === 'create' ? <EditPage /> : null}
       {route.page === 'endpoint' ? <EndpointPage key={route.id} id={route.id} /> : null}
       {route.page === 'edit' ? <EditPage key={route.id} id={route.id} /> : null}

@@ -10,6 +10,9 @@ describe('dashboard routes', () => {
     ['#/endpoints/abc', { page: 'endpoint', id: 'abc' }],
     ['#/endpoints/abc/edit', { page: 'edit', id: 'abc' }],
     ['#/credentials', { page: 'credentials' }],
+    ['#/gpus', { page: 'gpus' }],
+    ['#/keys', { page: 'keys' }],
+    ['#/keys/x', { page: 'endpoints' }],
     ['#/nowhere/x', { page: 'endpoints' }],
   ])('%j is %j', (hash, route) => {
     expect(parseRoute(hash)).toEqual(route);
@@ -20,6 +23,8 @@ describe('dashboard routes', () => {
       { page: 'endpoints' },
       { page: 'create' },
       { page: 'credentials' },
+      { page: 'gpus' },
+      { page: 'keys' },
       { page: 'endpoint', id: 'a/b c' },
       { page: 'edit', id: 'x?y' },
     ] as Route[]) {

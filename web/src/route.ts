@@ -3,6 +3,8 @@
 export type Route =
   | { page: 'endpoints' }
   | { page: 'credentials' }
+  | { page: 'gpus' }
+  | { page: 'keys' }
   | { page: 'create' }
   | { page: 'endpoint'; id: string }
   | { page: 'edit'; id: string };
@@ -15,6 +17,8 @@ export function parseRoute(hash: string): Route {
     .filter((part) => part !== '')
     .map((part) => decodeURIComponent(part));
   if (parts[0] === 'credentials' && parts.length === 1) return { page: 'credentials' };
+  if (parts[0] === 'gpus' && parts.length === 1) return { page: 'gpus' };
+  if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
   if (parts[0] !== 'endpoints') return { page: 'endpoints' };
   const id = parts[1];
   if (id === undefined) return { page: 'endpoints' };
@@ -30,6 +34,10 @@ export function href(route: Route): string {
       return '#/endpoints';
     case 'credentials':
       return '#/credentials';
+    case 'gpus':
+      return '#/gpus';
+    case 'keys':
+      return '#/keys';
     case 'create':
       return '#/endpoints/new';
     case 'endpoint':

@@ -28,6 +28,11 @@ export function openApiDocument(options: { serverUrl: string }): object {
         description: "Keys that call one endpoint's URL and nothing else (Corral extension).",
       },
       { name: 'Secrets', description: 'Values for {{ CORRAL_SECRET_name }} in env values; never returned.' },
+      {
+        name: 'GPUs',
+        description: 'The GPU inventory, who holds each GPU, and the workers waiting for one.',
+      },
+      { name: 'API keys', description: "The server's API keys (admin keys only); a key is shown once." },
       { name: 'System', description: 'Unauthenticated.' },
     ],
     paths: paths(),

@@ -4,6 +4,7 @@
  * schema (create needs image.image and ports; lifecycle bodies name the endpoint by one of several keys).
  */
 import '../endpoint-schema.js';
+import { MAX_API_KEY_NAME_LENGTH } from '../api-keys.js';
 import { MAX_INVOKE_KEY_NAME_LENGTH } from '../invoke-keys.js';
 import { requestJsonSchemas } from '../json-schema.js';
 import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../paths.js';
@@ -83,5 +84,17 @@ export function requestSchemas(): Record<string, Schema> {
       value: str('Stored encrypted; never returned.', { minLength: 1, maxLength: 32768 }),
     }),
     SecretNameRequest: object({ name: str() }),
+    CreateApiKeyRequest: object(
+      {
+        name: str(`A label for the key, at most ${MAX_API_KEY_NAME_LENGTH} characters (default empty).`, {
+          maxLength: MAX_API_KEY_NAME_LENGTH,
+        }),
+        ownerId: str("The owner the key acts as (default: the caller's).", {
+          pattern: '^[\\x21-\\x7e]{1,128}$',
+        }),
+        admin: bool('An admin key may manage keys and act for other owners (default false).'),
+      },
+      { required: [] },
+    ),
   };
 }

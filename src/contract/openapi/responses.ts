@@ -241,6 +241,71 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
+    ApiKey: object({
+      id: str('The key id (the part after sk_); revoke by it.'),
+      name: str(),
+      ownerId: str('The owner the key acts as.'),
+      admin: bool('An admin key manages keys and may act for other owners.'),
+      createdAt: str(undefined, { format: 'date-time' }),
+      lastUsedAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'Its last use, recorded at most once a minute; null: never used.',
+      },
+      revokedAt: { type: ['string', 'null'], format: 'date-time', description: 'Null while the key works.' },
+    }),
+    NewApiKey: {
+      allOf: [
+        ref('ApiKey'),
+        object({ key: str('The key, sk_<id>_<secret>: shown only in this answer.') }, { required: ['key'] }),
+      ],
+    },
+    ApiKeyList: object({ keys: arrayOf(ref('ApiKey'), 'Oldest first, revoked keys included.') }),
+    Gpus: object({
+      scope: str(
+        "all: an admin key sees every owner's workers; own: only yours, others' GPUs are just busy.",
+        {
+          enum: ['all', 'own'],
+        },
+      ),
+      gpus: arrayOf(ref('Gpu'), 'By index.'),
+      waiting: arrayOf(ref('WaitingWorker'), 'Workers waiting for GPUs, the longest waiting first.'),
+    }),
+    Gpu: object(
+      {
+        index: int(),
+        uuid: str(),
+        productId: str('The product it counts as (GET products).'),
+        model: str('Its marketing name.'),
+        memoryGB: int(),
+        simulated: bool('A GPU of --gpus, not a real one.'),
+        node: str('The node it is on, where the cluster has several.'),
+        busy: bool('A worker holds it (or its container is being removed).'),
+        heldBy: {
+          anyOf: [ref('GpuHolder'), { type: 'null' }],
+          description:
+            'Null when free, or when a worker of another owner holds it and the key is no admin key.',
+        },
+      },
+      { optional: ['node'] },
+    ),
+    GpuHolder: object({
+      workerId: str(),
+      endpointId: str("Empty while a removed worker's container still holds the GPU."),
+      endpointName: str(),
+      ownerId: str(),
+      state: str("The worker's state, or removing.", { enum: [...WORKER_STATES, 'removing'] }),
+    }),
+    WaitingWorker: object({
+      workerId: str(),
+      endpointId: str(),
+      endpointName: str(),
+      ownerId: str(),
+      since: str('When the worker was decided on.', { format: 'date-time' }),
+      gpuCount: int('GPUs per worker.'),
+      productIds: arrayOf(str(), 'The products it may run on.'),
+      reason: str('Why it is not placed yet.'),
+    }),
     SavedSecret: object({
       name: str(),
       replaced: bool('True when a secret of that name existed and its value was replaced.'),

@@ -15,9 +15,12 @@ import { age, curlFor, gpuLine, ms, workerCounts } from '../endpoint-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
+import { EndpointLogPanel } from './endpoint-log-panel.js';
 import { LogPanel } from './log-panel.js';
 
 const POLL_MS = 2000;
+/** `logWorker` when the log of every worker is followed. */
+const ALL_WORKERS = '*';
 
 export function EndpointPage(props: { id: string }) {
   const api = useApi();
@@ -168,7 +171,17 @@ export function EndpointPage(props: { id: string }) {
       <Traffic data={traffic.data} />
 
       <section aria-labelledby="workers-title">
-        <h2 id="workers-title">Workers</h2>
+        <div class="title-row">
+          <h2 id="workers-title">Workers</h2>
+          <button
+            type="button"
+            class="small"
+            aria-pressed={logWorker === ALL_WORKERS}
+            onClick={() => setLogWorker(ALL_WORKERS)}
+          >
+            Follow every worker's log
+          </button>
+        </div>
         {e.workers.length === 0 ? (
           <p class="muted">
             No workers{e.workerConfig.minNum === 0 ? ': it scales from zero on the next request.' : '.'}
@@ -219,7 +232,8 @@ export function EndpointPage(props: { id: string }) {
         )}
       </section>
 
-      {logWorker ? <LogPanel endpointId={e.id} workerId={logWorker} /> : null}
+      {logWorker === ALL_WORKERS ? <EndpointLogPanel endpointId={e.id} /> : null}
+      {logWorker && logWorker !== ALL_WORKERS ? <LogPanel endpointId={e.id} workerId={logWorker} /> : null}
 
       <section aria-labelledby="events-title">
         <h2 id="events-title">Events</h2>
