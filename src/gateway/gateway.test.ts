@@ -1266,6 +1266,28 @@ describe('Gateway: keys on endpoint URLs', () => {
     expect((await get(h.port, hostOf(endpoint))).status).toBe(200);
   });
 
+  it("keeps a key's last answer while the store cannot check it again (PostgreSQL lost), and asks again once it can", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    const call = async (key: string) =>
+      (await get(h.port, hostOf(endpoint), '/work', { authorization: `Bearer ${key}` })).status;
+    expect(await call('ik-this')).toBe(200);
+    expect(await call('sk-nobody')).toBe(401);
+    h.keyStore.answer = async () => {
+      throw new Error('database is down');
+    };
+    h.timers.advance(KEY_CACHE_TTL_MS * 3);
+    // Known keys keep their answers, allowed or refused; a key never checked cannot be served.
+    expect(await call('ik-this')).toBe(200);
+    expect(await call('sk-nobody')).toBe(401);
+    expect(await call('ik-never-seen')).toBe(503);
+    // Back: the expired check is asked again, and a key revoked meanwhile is refused.
+    h.keys.delete('ik-this');
+    h.keyStore.answer = async (key) => h.keys.get(key);
+    expect(await call('ik-this')).toBe(401);
+  });
+
   it('serves a public endpoint without a key; its own Authorization passes through, a Corral key does not', async () => {
     const h = await startGateway();
     const endpoint = await authorizationEcho(h);

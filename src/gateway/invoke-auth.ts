@@ -3,7 +3,8 @@
  * `Authorization: Bearer <key>` with an API key of its owner (or an admin key) or an invoke key made for it; the
  * header is taken off the request before anything else happens, so the worker never sees it. Verified keys are
  * cached by their SHA-256 for KEY_CACHE_TTL_MS, so that a request costs one hash and one map lookup, and a revoked
- * key is refused at most that long after its revocation.
+ * key is refused at most that long after its revocation (or, while the store does not answer, once it answers
+ * again: an expired check stands until then).
  */
 import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -77,7 +78,12 @@ export class InvokeAuth {
     if (cached !== undefined && this.#o.clock() < cached.until) return decide(cached.grant, endpoint);
     return this.#verify(hash, key).then(
       (grant) => decide(grant ?? null, endpoint),
-      () => new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer'),
+      // The store is out (PostgreSQL lost): the key's last answer, however old, stands until it is back, so that a
+      // replica keeps serving the callers it knows (docs/operations.md); a key never checked cannot be.
+      () =>
+        cached === undefined
+          ? new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer')
+          : decide(cached.grant, endpoint),
     );
   }
 
