@@ -428,6 +428,8 @@ export async function serve(
         onError: (reason) => logger.warn({ reason }, 'an SQLite checkpoint failed; the next one is tried'),
       },
     },
+    onConnectionError: (error) =>
+      logger.warn({ reason: error.message }, 'a database connection broke; the next query opens a new one'),
   }).catch((error: unknown) => {
     sqliteLock?.release();
     throw databaseError(error);
