@@ -1,7 +1,7 @@
 /**
  * Replicas on a PostgreSQL server of the test's own (own-postgres.ts: other suites' cluster is never touched), as
- * real processes. An endpoint created through one replica is answered by another within the gateway's miss cache
- * (1 s), not 404. With the Docker runtime (the engine shared by the replicas), PostgreSQL is stopped for longer
+ * real processes. A key's rate limit is split between the live replicas. An endpoint created through one replica
+ * is answered by another within the gateway's miss cache (1 s), not 404. With the Docker runtime (the engine shared by the replicas), PostgreSQL is stopped for longer
  * than the controller's lease and the invoke-key cache, then started again, under a steady stream of gateway
  * requests: none fails, API writes get 503 DATABASE_UNAVAILABLE while it is out and succeed after, /readyz says
  * so and /healthz does not, the replicas reconnect by themselves and elect a leader, and the endpoint and its
@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -58,7 +58,7 @@ function containersOf(installationId: string): string[] {
     .sort();
 }
 
-describe.skipIf(!withPostgres)('replicas when PostgreSQL goes away', () => {
+describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
   let postgres: OwnPostgres | undefined;
   const dirs: string[] = [];
   const servers: ServeProcess[] = [];
@@ -79,10 +79,12 @@ describe.skipIf(!withPostgres)('replicas when PostgreSQL goes away', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  const replica = async (runtime: string[]): Promise<ServeProcess> => {
+  const replica = async (runtime: string[], configText = ''): Promise<ServeProcess> => {
     const dataDir = mkdtempSync(join(tmpdir(), 'corral-faults-'));
     dirs.push(dataDir);
-    const server = await startServe([...runtime, '--database-url', postgres?.url ?? ''], {
+    const config = join(dataDir, 'corral.yaml');
+    writeFileSync(config, configText);
+    const server = await startServe([...runtime, '--config', config, '--database-url', postgres?.url ?? ''], {
       ...env,
       CORRAL_DATA_DIR: dataDir,
     });
@@ -137,6 +139,32 @@ describe.skipIf(!withPostgres)('replicas when PostgreSQL goes away', () => {
     process.stdout.write(`another replica's gateway knew the new endpoint after ${Math.round(known)} ms\n`);
     // The miss is believed 1 s (gateway.ts MISS_TTL_MS); the rest is this loaded machine's latency.
     expect(known).toBeLessThan(2_500);
+  }, 60_000);
+
+  it("splits a key's rate limit between the live replicas: together they admit the burst, not one burst each", async () => {
+    // A refill this slow adds less than one request over the test; the burst of 10 is what is split.
+    const config = 'rateLimit: { requestsPerSecond: 0.01, burst: 10 }\n';
+    const fake = ['--runtime', 'fake'];
+    const a = await replica(fake, config);
+    const b = await replica(fake, config);
+    // Each reads the live replicas every 2 s; a started first and sees b at its next read.
+    await until(
+      'both see two live replicas',
+      async () => a.stdout().includes('"count":2') && b.stdout().includes('"count":2'),
+      10_000,
+    );
+    const admitted = async (server: ServeProcess) => {
+      let allowed = 0;
+      for (let i = 0; i < 12; i++) {
+        const answer = await callApi(server, OPERATOR_KEY, 'endpoints');
+        if (answer.status === 200) allowed++;
+        else expect(answer.body.reason).toBe('RATE_LIMITED');
+      }
+      return allowed;
+    };
+    // Each replica admits its share of the burst (rank 0 and 1 of 2: 5 and 5), whichever the key calls first.
+    const [fromA, fromB] = [await admitted(a), await admitted(b)];
+    expect([fromA, fromB].sort()).toEqual([5, 5]);
   }, 60_000);
 
   it.runIf(withDocker)(
