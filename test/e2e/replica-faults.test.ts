@@ -250,7 +250,15 @@ describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
         });
         expect((await fetch(`${server.apiUrl}/healthz`)).status).toBe(200);
       }
-      // Past the lease (5 s) and the gateway's key cache (10 s): the leader has stepped down, keys are not checked.
+      // The leader cannot renew its lease: it stops acting 4 s after its last renewal (5 s lease, 1 s margin).
+      while (performance.now() - stoppedAt < 6_000) await sleep(200);
+      for (const server of replicas) {
+        expect(await (await fetch(`${server.apiUrl}/readyz`)).json()).toMatchObject({ leader: false });
+      }
+      expect(
+        replicas.some((r) => r.stdout().includes('no longer the leader: the controller stops here')),
+      ).toBe(true);
+      // Past the gateway's key cache (10 s) too: keys are not checked again, their last answers stand.
       while (performance.now() - stoppedAt < 12_000) await sleep(200);
       await postgres?.start();
       const back = performance.now();
