@@ -4,8 +4,8 @@
  * is answered by another within the gateway's miss cache (1 s), not 404. With the Docker runtime (the engine shared by the replicas), PostgreSQL is stopped for longer
  * than the controller's lease and the invoke-key cache, then started again, under a steady stream of gateway
  * requests: none fails, API writes get 503 DATABASE_UNAVAILABLE while it is out and succeed after, /readyz says
- * so and /healthz does not, the replicas reconnect by themselves and elect a leader, and the endpoint and its
- * container are the same as before (none lost, none added).
+ * so and /healthz does not, the replicas reconnect by themselves and elect a leader; then a plain restart; the
+ * endpoint and its container are the same as before (none lost, none added).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -168,7 +168,7 @@ describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
   }, 60_000);
 
   it.runIf(withDocker)(
-    'Docker runtime: PostgreSQL stopped past the lease under gateway load, then started; no request fails, writes get 503 then succeed, nothing lost or added',
+    'Docker runtime: PostgreSQL stopped past the lease under gateway load, started, then restarted; no request fails, writes get 503 then succeed, nothing lost or added',
     async () => {
       const image = await ensureTestImage();
       const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:2'];
@@ -272,12 +272,23 @@ describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
       }
       const reconnected = performance.now() - back;
       await until('a leader again', async () => (await cluster(a)).leader !== null, 15_000);
+      // And a plain restart, a few seconds long, under the same load.
+      await postgres?.restart();
+      const restarted = performance.now();
+      for (const server of replicas) {
+        await until(
+          'writes succeed after a restart',
+          async () => (await save(server)).status === 200,
+          20_000,
+        );
+      }
+      const afterRestart = performance.now() - restarted;
       // The new term's first passes adopt the worker: a few seconds more of load, then the count.
       await sleep(4_000);
       loading = false;
       await load;
       process.stdout.write(
-        `gateway answers through the outage: ${JSON.stringify(Object.fromEntries(statuses))}; writes and /readyz back on both replicas ${Math.round(reconnected)} ms after the start\n`,
+        `gateway answers through the outage: ${JSON.stringify(Object.fromEntries(statuses))}; writes and /readyz back on both replicas ${Math.round(reconnected)} ms after the start; writes ${Math.round(afterRestart)} ms after a restart\n`,
       );
       expect([...statuses.keys()]).toEqual([200]);
       expect(statuses.get(200)).toBeGreaterThan(50);

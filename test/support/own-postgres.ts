@@ -78,6 +78,12 @@ export class OwnPostgres {
     this.#run('pg_ctl', ['-D', this.#data, '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
+  /** `pg_ctl restart` with a fast shutdown: what an upgrade or a configuration change does. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
   async destroy(): Promise<void> {
     try {
       this.#run('pg_ctl', ['-D', this.#data, '-m', 'immediate', '-w', 'stop']);
