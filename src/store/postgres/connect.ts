@@ -27,8 +27,10 @@ export function connectPostgres(options: PostgresOptions): DatabaseConnection {
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    // TCP keepalive finds a connection to a server that vanished without closing it (a machine lost).
+    // TCP keepalive probes a connection idle for 10 s (the system's default waits two hours), so that one to a server
+    // that vanished without closing it (a machine lost) is given up; the system's probe interval and count decide when.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     // Epoch-millisecond columns are bigint; they fit a JS number, so parse them as one on this pool only.
     types: {
