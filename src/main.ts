@@ -15,7 +15,7 @@ import { loadDashboard } from './api/dashboard.js';
 import { EndpointLinks } from './api/links.js';
 import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
-import { RateLimiter } from './api/rate-limit.js';
+import { RateLimiter, type RateLimits } from './api/rate-limit.js';
 import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpit.js';
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
@@ -30,6 +30,8 @@ import {
   Heartbeat,
 } from './cluster/heartbeat.js';
 import { leadershipOf } from './cluster/leadership.js';
+import { ReplicaMembership } from './cluster/membership.js';
+import { rateLimitShare } from './cluster/shares.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
@@ -108,6 +110,8 @@ export interface ApiParts {
   dashboardDir?: string;
   /** The GPUs and who holds them (`GET gpus`); absent: `gpus` with no worker (no controller in this process). */
   gpuInventory?: GpuInventorySource;
+  /** This replica's share of the per-key rate limit now (several replicas); absent: the configured limit. */
+  rateLimitShare?: () => RateLimits;
 }
 
 /** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
@@ -133,7 +137,11 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
-    rateLimiter: new RateLimiter({ ...config.rateLimit, clock }),
+    rateLimiter: new RateLimiter({
+      ...config.rateLimit,
+      clock,
+      ...(parts.rateLimitShare ? { share: parts.rateLimitShare } : {}),
+    }),
     // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
     writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
     refusedBodies: new RefusedBodyTarpit({ ...REFUSED_BODY_TARPIT, clock }),
@@ -436,6 +444,8 @@ export async function serve(
         onError: (reason) => logger.warn({ reason }, 'an SQLite checkpoint failed; the next one is tried'),
       },
     },
+    onConnectionError: (error) =>
+      logger.warn({ reason: error.message }, 'a database connection broke; the next query opens a new one'),
   }).catch((error: unknown) => {
     sqliteLock?.release();
     throw databaseError(error);
@@ -510,6 +520,22 @@ export async function serve(
       replicaId,
       logger: logger.child({ role: 'election', replicaId }),
     });
+    // Replicas split the API's per-key rate limit between the live ones (docs/operations.md); SQLite: one process.
+    const membership =
+      store.dialect === 'postgres'
+        ? new ReplicaMembership({
+            replicas: store.replicas,
+            self: replicaId,
+            intervalMs: HEARTBEAT_INTERVAL_MS,
+            staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS,
+            timers: systemTimers,
+            logger,
+          })
+        : undefined;
+    if (membership) {
+      await membership.start();
+      closers.push(() => membership.stop());
+    }
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -538,6 +564,7 @@ export async function serve(
       singleTenant: runtime.name === 'local',
       readiness: () => runtimeReadiness(runtime),
       replica: { id: replicaId, leading: () => leadership.leading() },
+      ...(membership ? { rateLimitShare: () => rateLimitShare(config.rateLimit, membership.current()) } : {}),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {

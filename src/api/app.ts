@@ -28,6 +28,7 @@ import type { QuotaService } from '../service/quota-service.js';
 import type { SecretService } from '../service/secret-service.js';
 import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 import type { WorkerOutputRepository } from '../store/worker-outputs.js';
 import type { WorkerRepository } from '../store/workers.js';
 import type { Authenticator } from './auth.js';
@@ -123,7 +124,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   acceptJsonWhateverTheContentType(app);
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const answer = toApiError(error, request.routeOptions.bodyLimit ?? options.bodyLimitBytes);
-    if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
+    if (answer.code === 'DATABASE_UNAVAILABLE')
+      request.log.warn({ url: request.url }, 'the database is unreachable');
+    else if (answer.status >= 500) request.log.error({ err: error, url: request.url }, 'request failed');
     // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
     if (answer.status === 401) reply.header('WWW-Authenticate', 'Bearer');
     if (answer.code === 'RATE_LIMITED')
@@ -261,6 +264,10 @@ function tarpitKey(request: FastifyRequest): string {
 /** `limitBytes`: the body limit of the route asked for (create and update have a smaller one). */
 function toApiError(error: FastifyError, limitBytes: number): ApiError {
   if (error instanceof ApiError) return error;
+  if (isDatabaseUnavailable(error)) {
+    // Reads and writes alike: what the API answers comes from the database, and nothing is served from memory.
+    return new ApiError('DATABASE_UNAVAILABLE', 'the database cannot be reached now; retry shortly');
+  }
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return new ApiError(
       'BODY_TOO_LARGE',

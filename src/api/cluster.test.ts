@@ -118,6 +118,7 @@ describe.each(storeTargets())('the cluster routes on $name', (target) => {
     expect(ready.json()).toEqual({
       status: 'unavailable',
       ready: false,
+      reason: 'the database did not answer within 2 s',
       database: 'unreachable',
       replica: 'rep-b',
       leader: false,

@@ -1,8 +1,9 @@
 /**
- * The API's rate limit: a token bucket per API key, in this process's memory (each API replica limits on its
- * own), on an injected clock. A request costs one token plus one per 16 KiB of body it declares and will have
- * parsed, so that a key sending large bodies is slowed down by what it makes the server parse, not only by how
- * often; a body over the route's limit costs one, since it is refused unread (413).
+ * The API's rate limit: a token bucket per API key, in this process's memory, on an injected clock. A request
+ * costs one token plus one per 16 KiB of body it declares and will have parsed, so that a key sending large bodies
+ * is slowed down by what it makes the server parse, not only by how often; a body over the route's limit costs
+ * one, since it is refused unread (413). Several replicas split the limit: each enforces its `share` of it
+ * (cluster/shares.ts), read at every request, so that a re-split when a replica joins or leaves applies at once.
  */
 import type { Clock } from '../service/clock.js';
 
@@ -12,18 +13,34 @@ export interface RateDecision {
   retryAfterSeconds: number;
 }
 
-/** A token bucket per key: `burst` requests at once, refilled at `requestsPerSecond`. */
+export interface RateLimits {
+  requestsPerSecond: number;
+  burst: number;
+}
+
+export interface RateLimiterOptions extends RateLimits {
+  clock: Clock;
+  maxKeys?: number;
+  /** This replica's part of the limits now (several replicas); absent: the limits above, whole. */
+  share?: () => RateLimits;
+}
+
+/**
+ * A token bucket per key: `burst` requests at once, refilled at `requestsPerSecond` (or this replica's share of
+ * both). A bucket holds at most the burst in force: a smaller share takes effect at the key's next request.
+ */
 export class RateLimiter {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
-  readonly #o: { requestsPerSecond: number; burst: number; clock: Clock; maxKeys?: number };
+  readonly #o: RateLimiterOptions;
 
-  constructor(options: { requestsPerSecond: number; burst: number; clock: Clock; maxKeys?: number }) {
+  constructor(options: RateLimiterOptions) {
     this.#o = options;
   }
 
   /** Takes `cost` tokens (at most the burst, so that no request is refused for ever). */
   take(key: string, cost = 1): RateDecision {
-    const { requestsPerSecond, burst, clock } = this.#o;
+    const { clock } = this.#o;
+    const { requestsPerSecond, burst } = this.#o.share?.() ?? this.#o;
     const need = Math.min(cost, burst);
     const now = clock();
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };

@@ -60,6 +60,11 @@ export const API_ERROR_CATALOGUE = {
     description: 'The body is larger than the server accepts (1 MiB by default).',
   },
   RATE_LIMITED: { status: 429, description: 'Too many requests for this key; wait Retry-After seconds.' },
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    description:
+      'This replica cannot reach its database (PostgreSQL down, restarting or cut off); nothing was changed. Retry, or another replica; /readyz says when it is back.',
+  },
   INTERNAL: {
     status: 500,
     description: 'A fault in Corral; the log has the details. Never caused by bad input.',

@@ -8,14 +8,14 @@ import {
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { Gateway } from './gateway.js';
-import { KEY_CACHE_TTL_MS } from './invoke-auth.js';
+import { KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from './invoke-auth.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -1264,6 +1264,49 @@ describe('Gateway: keys on endpoint URLs', () => {
     expect(JSON.parse(down.body)).toMatchObject({ reason: 'ROUTING_UNAVAILABLE' });
     h.keyStore.answer = async (key) => h.keys.get(key);
     expect((await get(h.port, hostOf(endpoint))).status).toBe(200);
+  });
+
+  it("keeps a key's last answer while the store cannot check it again (PostgreSQL lost), and asks again once it can", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    const call = async (key: string) =>
+      (await get(h.port, hostOf(endpoint), '/work', { authorization: `Bearer ${key}` })).status;
+    expect(await call('ik-this')).toBe(200);
+    expect(await call('sk-nobody')).toBe(401);
+    h.keyStore.answer = async () => {
+      throw new Error('database is down');
+    };
+    h.timers.advance(KEY_CACHE_TTL_MS * 3);
+    // Known keys keep their answers, allowed or refused; a key never checked cannot be served.
+    expect(await call('ik-this')).toBe(200);
+    expect(await call('sk-nobody')).toBe(401);
+    expect(await call('ik-never-seen')).toBe(503);
+    // Back: the expired check is asked again, and a key revoked meanwhile is refused.
+    h.keys.delete('ik-this');
+    h.keyStore.answer = async (key) => h.keys.get(key);
+    expect(await call('ik-this')).toBe(401);
+  });
+
+  it("waits at most STALE_CHECK_WAIT_MS for a store that hangs (a network cut) before a key's last answer stands", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+    const call = (key: string) => get(h.port, hostOf(endpoint), '/work', { authorization: `Bearer ${key}` });
+    expect((await call('ik-this')).status).toBe(200);
+    h.keyStore.answer = () => new Promise(() => undefined);
+    h.timers.advance(KEY_CACHE_TTL_MS);
+    let answered: number | undefined;
+    const waiting = call('ik-this').then((answer) => {
+      answered = answer.status;
+    });
+    await vi.waitFor(() => expect(h.keyQueries()).toBe(2));
+    h.timers.advance(STALE_CHECK_WAIT_MS - 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(answered).toBeUndefined();
+    h.timers.advance(1);
+    await waiting;
+    expect(answered).toBe(200);
   });
 
   it('serves a public endpoint without a key; its own Authorization passes through, a Corral key does not', async () => {

@@ -96,7 +96,11 @@ export class Gateway implements QueueSignals {
 
   constructor(options: GatewayOptions) {
     this.#o = options;
-    this.#keys = new InvokeAuth({ verify: options.verifyKey, clock: options.clock });
+    this.#keys = new InvokeAuth({
+      verify: options.verifyKey,
+      clock: options.clock,
+      timers: options.timers ?? systemTimers,
+    });
     this.#store = new StoreLookup({
       find: options.findEndpoint,
       clock: options.clock,

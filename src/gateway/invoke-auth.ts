@@ -3,17 +3,23 @@
  * `Authorization: Bearer <key>` with an API key of its owner (or an admin key) or an invoke key made for it; the
  * header is taken off the request before anything else happens, so the worker never sees it. Verified keys are
  * cached by their SHA-256 for KEY_CACHE_TTL_MS, so that a request costs one hash and one map lookup, and a revoked
- * key is refused at most that long after its revocation.
+ * key is refused at most that long after its revocation (or, while the store does not answer, once it answers
+ * again: an expired check stands until then, after a wait of at most STALE_CHECK_WAIT_MS for the store).
  */
 import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
-import type { Clock } from '../service/clock.js';
+import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 
 /** How long a key's check is believed: the bound on how long a revoked key keeps working on each replica. */
 export const KEY_CACHE_TTL_MS = 10_000;
+/**
+ * How long a request whose key's check has expired waits for the store before that check's last answer stands: a
+ * network cut leaves queries hanging instead of failing, and the gateway must go on serving meanwhile.
+ */
+export const STALE_CHECK_WAIT_MS = 1_000;
 /** Keys remembered at most (good and bad); the oldest goes first, so a flood of wrong keys costs queries, not memory. */
 export const MAX_CACHED_KEYS = 10_000;
 
@@ -25,6 +31,7 @@ export interface InvokeAuthOptions {
   /** The store's answer: what the key allows, or undefined for a key that is unknown, wrong or revoked. */
   verify: (key: string) => Promise<EndpointKeyGrant | undefined>;
   clock: Clock;
+  timers?: Timers;
   ttlMs?: number;
   maxEntries?: number;
 }
@@ -46,7 +53,7 @@ export class InvokeAuth {
   readonly #pending = new Map<string, Promise<EndpointKeyGrant | undefined>>();
 
   constructor(options: InvokeAuthOptions) {
-    this.#o = { ttlMs: KEY_CACHE_TTL_MS, maxEntries: MAX_CACHED_KEYS, ...options };
+    this.#o = { ttlMs: KEY_CACHE_TTL_MS, maxEntries: MAX_CACHED_KEYS, timers: systemTimers, ...options };
   }
 
   /**
@@ -75,10 +82,28 @@ export class InvokeAuth {
     const hash = digest('sha256', key, 'base64');
     const cached = this.#checked.get(hash);
     if (cached !== undefined && this.#o.clock() < cached.until) return decide(cached.grant, endpoint);
-    return this.#verify(hash, key).then(
+    const verified = this.#verify(hash, key).then(
       (grant) => decide(grant ?? null, endpoint),
-      () => new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer'),
+      // The store is out (PostgreSQL lost): the key's last answer, however old, stands until it is back, so that a
+      // replica keeps serving the callers it knows (docs/operations.md); a key never checked cannot be.
+      () =>
+        cached === undefined
+          ? new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer')
+          : decide(cached.grant, endpoint),
     );
+    return cached === undefined
+      ? verified
+      : this.#atMostAWhile(verified, () => decide(cached.grant, endpoint));
+  }
+
+  /** `verified`, or `stale()` if the store has not answered within STALE_CHECK_WAIT_MS (it may hang, cut off). */
+  #atMostAWhile(verified: Promise<AccessVerdict>, stale: () => AccessVerdict): Promise<AccessVerdict> {
+    const { timers } = this.#o;
+    let timer: unknown;
+    const late = new Promise<AccessVerdict>((resolve) => {
+      timer = timers.setTimeout(() => resolve(stale()), STALE_CHECK_WAIT_MS);
+    });
+    return Promise.race([verified, late]).finally(() => timers.clearTimeout(timer));
   }
 
   /** Asks the store about a key once for all the requests that carry it meanwhile, and remembers the answer. */

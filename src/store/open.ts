@@ -13,6 +13,8 @@ export interface StoreLocation {
   dataDir: string;
   /** SQLite only: checkpoint its WAL on a thread of its own (`corral serve`; see sqlite/checkpointer.ts). */
   sqlite?: SqliteOptions;
+  /** PostgreSQL only: told when a connection breaks outside a query (postgres/connect.ts). */
+  onConnectionError?: (error: Error) => void;
 }
 
 /**
@@ -42,7 +44,10 @@ export function connectDatabase(options: StoreLocation): DatabaseConnection {
   const url = options.databaseUrl;
   if (url === undefined || url === '')
     return connectSqlite(join(options.dataDir, 'corral.db'), options.sqlite);
-  if (/^postgres(ql)?:\/\//.test(url)) return connectPostgres({ connectionString: url });
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const { onConnectionError } = options;
+    return connectPostgres({ connectionString: url, ...(onConnectionError ? { onConnectionError } : {}) });
+  }
   if (url.startsWith('sqlite:')) return connectSqlite(url.slice('sqlite:'.length), options.sqlite);
   throw new Error(
     `database URL must start with postgres://, postgresql:// or sqlite: (got "${url.split(':')[0]}:…")`,

@@ -22,10 +22,15 @@ export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void 
     const runtime = o.readiness?.() ?? { ready: true };
     const database = o.ping ? await answers(o.ping, READY_PING_TIMEOUT_MS) : true;
     const ready = runtime.ready && database;
+    const reasons = [
+      ...(database ? [] : [`the database did not answer within ${READY_PING_TIMEOUT_MS / 1000} s`]),
+      ...(runtime.ready ? [] : [`waiting for ${runtime.waitingFor ?? 'the runtime'}`]),
+    ];
     reply.status(ready ? 200 : 503);
     return {
       status: ready ? 'ok' : 'unavailable',
       ready,
+      ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}),
       ...(runtime.waitingFor === undefined ? {} : { waitingFor: runtime.waitingFor }),
       database: database ? 'ok' : 'unreachable',
       ...(o.replica ? { replica: o.replica.id, leader: o.replica.leading() } : {}),

@@ -24,7 +24,7 @@ interface Operation {
   response: { description: string; schema: Schema; contentType?: string };
   /** Another status answered with the same body (/readyz's 503). */
   sameBodyAlso?: { status: string; description: string };
-  /** Reasons specific to this operation (auth, rate limit and internal errors are added for all). */
+  /** Reasons specific to this operation (auth, rate limit, database and internal errors are added for all). */
   errors?: ApiErrorReason[];
 }
 
@@ -533,7 +533,7 @@ function toOperationObject(op: Operation): Schema {
   const reasons: ApiErrorReason[] = [
     ...(op.body ? (['INVALID_JSON', 'BODY_TOO_LARGE'] as const) : []),
     ...(op.errors ?? []),
-    ...(op.auth ? (['UNAUTHENTICATED', 'RATE_LIMITED'] as const) : []),
+    ...(op.auth ? (['UNAUTHENTICATED', 'RATE_LIMITED', 'DATABASE_UNAVAILABLE'] as const) : []),
     'INTERNAL',
   ];
   const parameters = [

@@ -368,12 +368,13 @@ export function responseSchemas(): Record<string, Schema> {
       {
         status: str('ok when ready, unavailable when not.', { enum: ['ok', 'unavailable'] }),
         ready: bool('Workers can run and the database answers.'),
+        reason: str('Why it is not ready, in words (only when not ready).'),
         waitingFor: str('What corral serve waits for, while workers cannot run yet.'),
         database: str('Whether the database answered within 2 s.', { enum: ['ok', 'unreachable'] }),
         replica: str("This replica's id (GET cluster lists them)."),
         leader: bool('Whether this replica runs the controller now.'),
       },
-      { optional: ['waitingFor', 'replica', 'leader'] },
+      { optional: ['reason', 'waitingFor', 'replica', 'leader'] },
     ),
     Cluster: object({
       database: str('The store: sqlite (one process) or postgres (any number of replicas).', {

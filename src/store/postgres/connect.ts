@@ -1,22 +1,36 @@
-/** PostgreSQL's `DatabaseConnection`: a pg pool reading bigints as numbers, optionally in its own schema. */
+/**
+ * PostgreSQL's `DatabaseConnection`: a pg pool reading bigints as numbers, optionally in its own schema. A server
+ * that goes away (restart, failover, network cut) never ends the process: a connection's error is listened to
+ * (an 'error' event nobody listens to would throw), the broken connection leaves the pool, and the next query
+ * opens a new one; a connection that cannot be made gives up after CONNECT_TIMEOUT_MS instead of waiting forever.
+ */
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConnection } from '../connection.js';
 import type { Database } from '../schema.js';
 
 const INT8_OID = 20;
+/** How long a new connection may take before the query that needed it fails (pg's default: for ever). */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 export interface PostgresOptions {
   connectionString: string;
   /** Schema to use instead of `public` (tests isolate themselves this way). */
   schema?: string;
   maxConnections?: number;
+  /** Told when a connection breaks outside a query (the server restarted, say); the pool has already dropped it. */
+  onConnectionError?: (error: Error) => void;
 }
 
 export function connectPostgres(options: PostgresOptions): DatabaseConnection {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // TCP keepalive probes a connection idle for 10 s (the system's default waits two hours), so that one to a server
+    // that vanished without closing it (a machine lost) is given up; the system's probe interval and count decide when.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     // Epoch-millisecond columns are bigint; they fit a JS number, so parse them as one on this pool only.
     types: {
@@ -24,6 +38,11 @@ export function connectPostgres(options: PostgresOptions): DatabaseConnection {
         oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as never,
     },
   });
+  const onError = (error: Error) => options.onConnectionError?.(error);
+  // Each connection gets a listener of its own for its whole life (checked out between two statements of a
+  // transaction, it has none of the pool's); the pool re-emits an idle one's error as its own, said once already.
+  pool.on('connect', (client) => client.on('error', onError));
+  pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
