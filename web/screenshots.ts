@@ -2,9 +2,10 @@
  * `npm run screenshots [folder]`: starts `corral serve` (local runtime, simulated GPUs) with a few endpoints in
  * different states, then photographs each dashboard page in Debian's headless Chromium at 1280x800 and 390x844
  * (whole page) into the folder (docs/dashboard by default), for review. Needs `npm run build` first (the script's
- * npm entry runs it).
+ * npm entry runs it). The history samples every 2 s here (10 s by default), so that a minute of traffic (a wake
+ * from zero, bursts that queue and scale up, some 404s) draws charts with some shape.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,10 +50,30 @@ async function shoot(page: Page, name: string, viewport: string, fullPage = true
   process.stdout.write(`${path}\n`);
 }
 
+/** A minute of traffic to `appName`: bursts of slow requests (they queue past maxConcurrent), fast ones, 404s. */
+async function traffic(server: ServeProcess, appName: string, seconds: number): Promise<void> {
+  const call = (path: string) =>
+    fetch(`${server.gatewayUrl}/e/${appName}${path}`, { headers: { authorization: `Bearer ${KEY}` } }).then(
+      (r) => r.text(),
+    );
+  const until = Date.now() + seconds * 1000;
+  for (let round = 0; Date.now() < until; round += 1) {
+    const burst = round % 6 === 2 ? 14 : 3;
+    const slow = round % 6 === 2 ? 900 : 20 + (round % 5) * 15;
+    const calls = Array.from({ length: burst }, (_, i) => call(`/work?ms=${slow + i * 7}`));
+    if (round % 4 === 1) calls.push(call('/no-such-path'));
+    await Promise.all(calls);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  }
+}
+
 const dataDir = mkdtempSync(join(tmpdir(), 'corral-screenshots-'));
 mkdirSync(OUT, { recursive: true });
+writeFileSync(join(dataDir, 'corral.yaml'), 'history: { intervalSeconds: 2 }\n');
 const server = await startServe(
   [
+    '--config',
+    join(dataDir, 'corral.yaml'),
     '--runtime',
     'local',
     '--gpus',
@@ -66,7 +87,7 @@ try {
   const chat = await create(server, {
     name: 'chat-llm',
     appName: 'chat-llm',
-    workerConfig: { minNum: 1, maxNum: 2, gpuNum: 1, maxConcurrent: 4 },
+    workerConfig: { minNum: 0, maxNum: 2, gpuNum: 1, maxConcurrent: 4 },
     products: [{ id: 'h100-80g' }],
     envs: [{ key: 'MODEL', value: 'tiny-chat' }],
   });
@@ -85,13 +106,11 @@ try {
     username: 'ci-bot',
     password: 'not-shown',
   });
+  // A minute of traffic through the gateway (its first request wakes chat-llm from zero), for the charts and the
+  // figures; then two more samples, so that the last one has it all.
+  await traffic(server, 'chat-llm', 60);
   await waitFor('chat-llm serving', async () => (await state(server, chat)) === 'serving');
-  // Some traffic through the gateway, for the Endpoint page's figures.
-  for (let i = 0; i < 20; i += 1) {
-    await fetch(`${server.gatewayUrl}/e/chat-llm/work?ms=${5 + i}`, {
-      headers: { authorization: `Bearer ${KEY}` },
-    }).then((r) => r.text());
-  }
+  await new Promise((resolve) => setTimeout(resolve, 4_000));
 
   for (const viewport of VIEWPORTS) {
     const context = await browser.newContext({
@@ -113,6 +132,7 @@ try {
       .first()
       .click();
     await page.locator('pre.log', { hasText: 'GET' }).waitFor();
+    await page.locator('.chart canvas').first().waitFor();
     await shoot(page, 'endpoint', viewport.name);
 
     await page.getByRole('button', { name: 'Delete', exact: true }).click();

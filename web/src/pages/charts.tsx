@@ -63,6 +63,7 @@ function Chart(props: { x: number[]; spec: ChartSpec }) {
     const host = box.current;
     if (!host) return;
     const made = new uPlot(optionsFor(spec, host.clientWidth), data(), host);
+    showLatest(made);
     plot.current = made;
     const resize = new ResizeObserver(() => made.setSize({ width: host.clientWidth, height: HEIGHT }));
     resize.observe(host);
@@ -74,7 +75,10 @@ function Chart(props: { x: number[]; spec: ChartSpec }) {
   }, [shape]);
 
   useEffect(() => {
-    plot.current?.setData(data());
+    const made = plot.current;
+    if (!made) return;
+    made.setData(data());
+    showLatest(made);
   }, [props.x, spec]);
 
   return (
@@ -85,6 +89,13 @@ function Chart(props: { x: number[]; spec: ChartSpec }) {
       <div ref={box} class="plot" role="img" aria-label={`${spec.title}: ${spec.summary}`} />
     </figure>
   );
+}
+
+/** The legend says the latest sample's values while the pointer is not over the chart (uPlot's own: `--`). */
+function showLatest(u: uPlot): void {
+  if (u.cursor.idx !== null && u.cursor.idx !== undefined) return;
+  const last = (u.data[0]?.length ?? 0) - 1;
+  if (last >= 0) u.setLegend({ idx: last }, false);
 }
 
 function optionsFor(spec: ChartSpec, width: number): uPlot.Options {
@@ -110,6 +121,7 @@ function optionsFor(spec: ChartSpec, width: number): uPlot.Options {
     },
     axes: [{ grid: { stroke: '#eaeef2' } }, axis(spec.y, 'y'), ...(spec.y2 ? [axis(spec.y2, 'y2')] : [])],
     series: [{}, ...spec.series.map(seriesFor)],
+    hooks: { setCursor: [showLatest] },
   };
 }
 
