@@ -324,8 +324,10 @@ export async function runMemoryBench(): Promise<void> {
   const bound = measureHistoryAtBound();
   console.log(
     `\nHistory at its bound (in the bench's process): ${bound.endpoints} endpoints x ${bound.samples} samples, ` +
-      `stated ${mib(bound.statedBytes / MIB)} MiB; heap after a full collection +${mib(bound.heapGrowthMiB)} MiB, ` +
-      `RSS +${mib(bound.rssGrowthMiB)} MiB`,
+      `stated ${mib(bound.statedBytes / MIB)} MiB; live (heap and buffers after a full collection) ` +
+      `+${mib(bound.liveGrowthMiB)} MiB, ` +
+      `RSS +${mib(bound.rssGrowthMiB)} MiB (of it V8's young generation grown by the burst of sampling: ` +
+      `+${mib(bound.youngGrowthMiB)} MiB)`,
   );
   console.log(
     `serving ${WITHOUT.has('dashboard') ? 'without' : 'with'} the dashboard's files, ` +

@@ -6,8 +6,9 @@
 export class HistoryRing {
   readonly capacity: number;
   readonly #times: Float64Array;
-  /** One column per figure; NaN where a figure has no value (a latency without requests). */
-  readonly #columns: Float32Array[];
+  /** Every figure of every sample in one buffer, column after column; NaN where a figure has no value. */
+  readonly #values: Float32Array;
+  readonly #width: number;
   /** Where the next sample goes, and how many are kept. */
   #next = 0;
   #size = 0;
@@ -17,7 +18,8 @@ export class HistoryRing {
       throw new RangeError('a history ring holds at least one sample');
     this.capacity = options.capacity;
     this.#times = new Float64Array(options.capacity);
-    this.#columns = Array.from({ length: options.columns }, () => new Float32Array(options.capacity));
+    this.#width = options.columns;
+    this.#values = new Float32Array(options.capacity * options.columns);
   }
 
   /** The bytes its samples take (the typed arrays' contents): `capacity * (8 + 4 * columns)`. */
@@ -26,7 +28,7 @@ export class HistoryRing {
   }
 
   get bytes(): number {
-    return HistoryRing.bytesFor(this.capacity, this.#columns.length);
+    return HistoryRing.bytesFor(this.capacity, this.#width);
   }
 
   get size(): number {
@@ -37,9 +39,8 @@ export class HistoryRing {
   push(at: number, values: ArrayLike<number>): void {
     const slot = this.#next;
     this.#times[slot] = at;
-    this.#columns.forEach((column, i) => {
-      column[slot] = i < values.length ? (values[i] as number) : Number.NaN;
-    });
+    for (let i = 0; i < this.#width; i++)
+      this.#values[i * this.capacity + slot] = i < values.length ? (values[i] as number) : Number.NaN;
     this.#next = (slot + 1) % this.capacity;
     this.#size = Math.min(this.#size + 1, this.capacity);
   }
@@ -51,7 +52,9 @@ export class HistoryRing {
     const slots = Array.from({ length: n }, (_, i) => (first + i) % this.capacity);
     return {
       times: slots.map((slot) => this.#times[slot] as number),
-      columns: this.#columns.map((column) => slots.map((slot) => column[slot] as number)),
+      columns: Array.from({ length: this.#width }, (_, i) =>
+        slots.map((slot) => this.#values[i * this.capacity + slot] as number),
+      ),
     };
   }
 

@@ -65,7 +65,7 @@ export interface TrafficCounters {
   clientErrors: number;
   serverErrors: number;
   /** Latency in seconds: the counts in each of LATENCY_BUCKETS (not cumulative; the last is +Inf). */
-  latencyCounts: Float64Array;
+  latencyCounts: readonly number[];
   /** The smallest and largest latencies (s) since the previous read (infinite without any request). */
   latencyRange: { min: number; max: number };
   /** Wakes from zero, and their durations' sum (s). */
@@ -226,7 +226,8 @@ export class GatewayMetrics {
         ok,
         clientErrors,
         serverErrors,
-        latencyCounts: series.latency.counts.slice(),
+        // A plain array: a copy every interval per endpoint, on the heap rather than a small off-heap buffer.
+        latencyCounts: Array.from(series.latency.counts),
         latencyRange: series.latency.takeRange(),
         coldStarts: 0,
         coldStartSeconds: 0,
@@ -237,7 +238,7 @@ export class GatewayMetrics {
         ok: 0,
         clientErrors: 0,
         serverErrors: 0,
-        latencyCounts: new Float64Array(LATENCY_BUCKETS.length + 1),
+        latencyCounts: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
         latencyRange: { min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY },
         coldStarts: 0,
         coldStartSeconds: 0,
