@@ -21,10 +21,24 @@
  *    say the same but raise RSS by about 120 MiB for good, spoiling the RSS figures.)
  *
  * The workers are other processes and not counted: what is measured is Corral's own memory.
+ *
+ * Issue 14's bound (the dashboard's static files and history add at most 30 MB to idle RSS) is read from the idle
+ * phase of runs without them: `CORRAL_BENCH_MEMORY_WITHOUT=dashboard,history` (either or both) serves without
+ * dist/web (moved aside for the run) and with `history: { samples: 0 }`; `CORRAL_BENCH_MEMORY_IDLE_ONLY=1` stops
+ * after the idle phase. Each run also measures, in the bench's own process, the history at its bound: 500
+ * endpoints with full rings (bench/history-memory.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +46,7 @@ import { WebSocket } from 'undici';
 import { CorralClient } from '../src/client/index.js';
 import { type ServeProcess, startServe } from '../test/support/process.js';
 import { WORKER_SCRIPT } from '../test/support/test-image.js';
+import { measureHistoryAtBound } from './history-memory.js';
 import { formatMs, loadAverage, table } from './support.js';
 import { buildDist, ensureTools, parseWrk, runWrk, type WrkFigures } from './tools.js';
 
@@ -48,6 +63,10 @@ const SOAK_SAMPLE_MS = 5_000;
 const CHURN_EVERY_MS = 15_000;
 const CHURN_REQUESTS = 10;
 const MIB = 1024 * 1024;
+const WITHOUT = new Set((process.env.CORRAL_BENCH_MEMORY_WITHOUT ?? '').split(',').filter((w) => w !== ''));
+const IDLE_ONLY = process.env.CORRAL_BENCH_MEMORY_IDLE_ONLY === '1';
+const DASHBOARD_DIR = new URL('../dist/web', import.meta.url).pathname;
+const DASHBOARD_ASIDE = `${DASHBOARD_DIR}.bench-aside`;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -302,7 +321,21 @@ export async function runMemoryBench(): Promise<void> {
   if (!tools.wrk) throw new Error('wrk is needed for the load phases (apt-get install -y wrk)');
   buildDist();
   console.log(`node ${process.version}, ${tools.wrkVersion}; load average ${loadAverage()}`);
+  const bound = measureHistoryAtBound();
+  console.log(
+    `\nHistory at its bound (in the bench's process): ${bound.endpoints} endpoints x ${bound.samples} samples, ` +
+      `stated ${mib(bound.statedBytes / MIB)} MiB; live (heap and buffers after a full collection) ` +
+      `+${mib(bound.liveGrowthMiB)} MiB, ` +
+      `RSS +${mib(bound.rssGrowthMiB)} MiB (of it V8's young generation grown by the burst of sampling: ` +
+      `+${mib(bound.youngGrowthMiB)} MiB)`,
+  );
+  console.log(
+    `serving ${WITHOUT.has('dashboard') ? 'without' : 'with'} the dashboard's files, ` +
+      `${WITHOUT.has('history') ? 'without' : 'with'} the history${IDLE_ONLY ? '; idle phase only' : ''}`,
+  );
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-memory-'));
+  if (WITHOUT.has('history')) writeFileSync(join(dataDir, 'corral.yaml'), 'history: { samples: 0 }\n');
+  if (WITHOUT.has('dashboard') && existsSync(DASHBOARD_DIR)) renameSync(DASHBOARD_DIR, DASHBOARD_ASIDE);
   const key = BENCH_KEY;
   const wrkChildren = new Set<ChildProcess>();
   let server: ServeProcess | undefined;
@@ -315,6 +348,7 @@ export async function runMemoryBench(): Promise<void> {
         '--gpus',
         'h100-80g:8',
         ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
+        ...(WITHOUT.has('history') ? ['--config', join(dataDir, 'corral.yaml')] : []),
       ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
       { nodeArgs: ['--inspect=127.0.0.1:0'] },
@@ -341,6 +375,11 @@ export async function runMemoryBench(): Promise<void> {
       `< ${TARGET.idleMiB} MiB`,
       verdict(Number.isFinite(idleWorst) ? idleWorst < TARGET.idleMiB : undefined),
     ]);
+    if (IDLE_ONLY) {
+      console.log(table(['figure', 'measured', 'target', 'verdict'], summary));
+      console.log(`load average at the end ${loadAverage()}`);
+      return;
+    }
 
     const wrkRun = (seconds: number) =>
       runWrk(tools.wrk as string, {
@@ -387,6 +426,7 @@ export async function runMemoryBench(): Promise<void> {
     console.log(table(['figure', 'measured', 'target', 'verdict'], summary));
     console.log(`load average at the end ${loadAverage()}`);
   } finally {
+    if (existsSync(DASHBOARD_ASIDE)) renameSync(DASHBOARD_ASIDE, DASHBOARD_DIR);
     for (const child of wrkChildren) child.kill('SIGKILL');
     agent.destroy();
     await server?.stop();

@@ -35,7 +35,7 @@ const ALLOWED: Record<string, string[]> = {
 const INTERFACES_ONLY: { from: string; to: string; files: string[] }[] = [
   { from: 'gateway', to: 'controller', files: ['controller/routing-table.ts'] },
   { from: 'gateway', to: 'autoscaler', files: ['autoscaler/queue-signals.ts'] },
-  { from: 'api', to: 'gateway', files: ['gateway/metrics.ts'] },
+  { from: 'api', to: 'gateway', files: ['gateway/metrics.ts', 'gateway/history.ts'] },
   { from: 'api', to: 'runtime', files: ['runtime/types.ts'] },
 ];
 

@@ -17,7 +17,7 @@ import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter, type RateLimits } from './api/rate-limit.js';
 import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpit.js';
-import type { TrafficSource } from './api/routes/endpoint-metrics.js';
+import type { HistorySource, TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import { Scaler } from './autoscaler/scaler.js';
@@ -47,6 +47,7 @@ import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { quotaFor } from './domain/quota.js';
 import { Gateway } from './gateway/gateway.js';
+import { TrafficHistory } from './gateway/history.js';
 import { GatewayMetrics } from './gateway/metrics.js';
 import { WorkerPools } from './gateway/pools.js';
 import { createGatewayServer } from './gateway/server.js';
@@ -92,6 +93,10 @@ export interface ApiParts {
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
   traffic?: TrafficSource;
+  /** Each endpoint's history (`GET endpoint/metrics/history`, the dashboard's charts); none without a gateway. */
+  history?: HistorySource;
+  /** The autoscaler's desired worker count of an endpoint (`endpoint/metrics`); none without a controller. */
+  desiredWorkers?: (endpointId: string) => number | undefined;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
   /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
@@ -170,6 +175,8 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     ...(parts.insight ? { insight: parts.insight } : {}),
     ...(parts.traffic ? { traffic: parts.traffic } : {}),
+    ...(parts.history ? { history: parts.history } : {}),
+    ...(parts.desiredWorkers ? { desiredWorkers: parts.desiredWorkers } : {}),
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
@@ -204,7 +211,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
 
 export interface TrafficParts<M extends GatewayMetrics> {
   config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
-    Partial<Pick<Config, 'workers'>>;
+    Partial<Pick<Config, 'workers' | 'history'>>;
   store: Store;
   runtime: WorkerRuntime;
   gpus: Gpu[];
@@ -235,6 +242,8 @@ export interface Traffic<M extends GatewayMetrics> {
   /** The endpoints and routable workers the controller publishes and the gateway routes by. */
   routes: RoutingTable;
   gatewayMetrics: M;
+  /** Each endpoint's samples for the dashboard's charts; none where `config.history` is absent or keeps none. */
+  history: TrafficHistory | undefined;
   /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
   server: Server;
   /** Starts the controller's loop (one process: it always leads). */
@@ -343,6 +352,21 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     return terms;
   };
   controllerMetrics.readFrom({ workerStates: () => controller.workers().map((w) => w.state) });
+  const history =
+    config.history && config.history.samples > 0
+      ? new TrafficHistory({
+          ...config.history,
+          sources: {
+            counters: () => gatewayMetrics.counters(),
+            load: () => gateway.stats(),
+            workers: () => controller.workers(),
+            desired: (endpointId) => scaler.desired(endpointId),
+            exists: (endpointId) => routes.endpointById(endpointId) !== undefined,
+          },
+          clock,
+          timers: systemTimers,
+        })
+      : undefined;
   gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => controller.workers() });
   const server = createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
@@ -356,6 +380,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     scaler,
     routes,
     gatewayMetrics,
+    history,
     server,
     start() {
       running = true;
@@ -381,6 +406,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       }),
     async close() {
       running = false;
+      history?.stop();
       await terms;
       await controller.stop();
       await outputs.close();
@@ -557,6 +583,8 @@ export async function serve(
         load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
       traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
+      ...(traffic.history ? { history: traffic.history } : {}),
+      desiredWorkers: (endpointId) => traffic.scaler.desired(endpointId),
       registry,
       onEndpointsChanged: () => traffic.poke(),
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
@@ -579,6 +607,7 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
+    traffic.history?.start();
     const heartbeat = new Heartbeat({
       replicas: store.replicas,
       beat: () => ({

@@ -2,7 +2,8 @@
  * `npm run screenshots [folder]`: starts `corral serve` (local runtime, simulated GPUs) with a few endpoints in
  * different states, then photographs each dashboard page in Debian's headless Chromium at 1280x800 and 390x844
  * (whole page) into the folder (docs/dashboard by default), for review. Needs `npm run build` first (the script's
- * npm entry runs it).
+ * npm entry runs it). The history samples every 2 s here (10 s by default), so that a minute of traffic (a wake
+ * from zero, bursts that queue and scale up, some 404s) draws charts with some shape.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,11 +50,28 @@ async function shoot(page: Page, name: string, viewport: string, fullPage = true
   process.stdout.write(`${path}\n`);
 }
 
+/** A minute of traffic to `appName`: bursts of slow requests (they queue past maxConcurrent), fast ones, 404s. */
+async function traffic(server: ServeProcess, appName: string, seconds: number): Promise<void> {
+  const call = (path: string) =>
+    fetch(`${server.gatewayUrl}/e/${appName}${path}`, { headers: { authorization: `Bearer ${KEY}` } }).then(
+      (r) => r.text(),
+    );
+  const until = Date.now() + seconds * 1000;
+  for (let round = 0; Date.now() < until; round += 1) {
+    const burst = round % 6 === 2 ? 14 : 3;
+    const slow = round % 6 === 2 ? 900 : 20 + (round % 5) * 15;
+    const calls = Array.from({ length: burst }, (_, i) => call(`/work?ms=${slow + i * 7}`));
+    if (round % 4 === 1) calls.push(call('/no-such-path'));
+    await Promise.all(calls);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  }
+}
+
 const dataDir = mkdtempSync(join(tmpdir(), 'corral-screenshots-'));
 mkdirSync(OUT, { recursive: true });
 // The finetune endpoint's minNum takes the GPUs past the default quota (half the inventory): lifted here.
 const configFile = join(dataDir, 'corral.yaml');
-writeFileSync(configFile, 'quotas: { minGpus: unlimited }\n');
+writeFileSync(configFile, 'quotas: { minGpus: unlimited }\nhistory: { intervalSeconds: 2 }\n');
 const server = await startServe(
   [
     '--config',
@@ -71,7 +89,7 @@ try {
   const chat = await create(server, {
     name: 'chat-llm',
     appName: 'chat-llm',
-    workerConfig: { minNum: 1, maxNum: 2, gpuNum: 1, maxConcurrent: 4 },
+    workerConfig: { minNum: 0, maxNum: 2, gpuNum: 1, maxConcurrent: 4 },
     products: [{ id: 'h100-80g' }],
     envs: [{ key: 'MODEL', value: 'tiny-chat' }],
   });
@@ -90,6 +108,9 @@ try {
     username: 'ci-bot',
     password: 'not-shown',
   });
+  // A minute of traffic through the gateway (its first request wakes chat-llm from zero), for the charts and the
+  // figures; then two more samples, so that the last one has it all.
+  await traffic(server, 'chat-llm', 60);
   await waitFor('chat-llm serving', async () => (await state(server, chat)) === 'serving');
   // Two H100s for one worker while chat-llm holds one: it waits, and the GPUs page says why.
   await create(server, {
@@ -99,12 +120,7 @@ try {
     products: [{ id: 'h100-80g' }],
   });
   await callApi(server, KEY, 'apikey/create', { name: 'ci', ownerId: 'team-a' });
-  // Some traffic through the gateway, for the Endpoint page's figures.
-  for (let i = 0; i < 20; i += 1) {
-    await fetch(`${server.gatewayUrl}/e/chat-llm/work?ms=${5 + i}`, {
-      headers: { authorization: `Bearer ${KEY}` },
-    }).then((r) => r.text());
-  }
+  await new Promise((resolve) => setTimeout(resolve, 4_000));
 
   for (const viewport of VIEWPORTS) {
     const context = await browser.newContext({
@@ -126,6 +142,7 @@ try {
       .first()
       .click();
     await page.locator('pre.log', { hasText: 'GET' }).waitFor();
+    await page.locator('.chart canvas').first().waitFor();
     await shoot(page, 'endpoint', viewport.name);
     await page.getByRole('button', { name: "Follow every worker's log" }).click();
     await page.getByTestId('all-workers-log').locator('.log-worker').first().waitFor();

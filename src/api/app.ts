@@ -42,7 +42,11 @@ import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerClusterRoute } from './routes/cluster.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
-import { registerEndpointMetricsRoute, type TrafficSource } from './routes/endpoint-metrics.js';
+import {
+  type HistorySource,
+  registerEndpointMetricsRoute,
+  type TrafficSource,
+} from './routes/endpoint-metrics.js';
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerGpuRoute } from './routes/gpus.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
@@ -80,6 +84,10 @@ export interface AppOptions {
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway; absent where it runs none. */
   traffic?: TrafficSource;
+  /** The history of each endpoint's traffic and workers (the dashboard's charts); absent where none is kept. */
+  history?: HistorySource;
+  /** The autoscaler's desired worker count of an endpoint; absent, or undefined, where it has not decided. */
+  desiredWorkers?: (endpointId: string) => number | undefined;
   catalog: ApiCatalog;
   links: EndpointLinks;
   metrics: ApiMetrics;

@@ -1,8 +1,11 @@
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Worker } from '../domain/worker.js';
-import type { EndpointTraffic } from '../gateway/metrics.js';
+import { TrafficHistory } from '../gateway/history.js';
+import { type EndpointTraffic, GatewayMetrics } from '../gateway/metrics.js';
 import type { Store } from '../store/store.js';
 
 const TRAFFIC: EndpointTraffic = {
@@ -32,12 +35,33 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     await dispose();
   });
 
+  /** A real history over a real GatewayMetrics, sampled by hand: the endpoints it knows of exist. */
+  const timers = new ManualTimers(Date.parse('2026-11-26T10:00:00Z'));
+  const gateway = new GatewayMetrics({ registry: new Registry(), clock: () => timers.now });
+  const history = new TrafficHistory({
+    sources: {
+      counters: () => gateway.counters(),
+      load: () => [],
+      workers: () => [],
+      desired: () => 2,
+      exists: () => true,
+    },
+    clock: () => timers.now,
+    timers,
+    intervalSeconds: 10,
+    samples: 360,
+    maxEndpoints: 10,
+  });
+
   const start = async (withGateway: boolean) => {
     const traffic = (endpointId: string) => {
       asked.push(endpointId);
       return TRAFFIC;
     };
-    const api = await createTestApi(store, withGateway ? { traffic } : {});
+    const api = await createTestApi(
+      store,
+      withGateway ? { traffic, history, desiredWorkers: (id) => (id === 'nope' ? undefined : 2) } : {},
+    );
     apis.push(api);
     const created = await api.call('POST', 'endpoint/create', originalClientCreateBody());
     expect(created.status).toBe(200);
@@ -84,6 +108,8 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       readyWorkers: 2,
       ...TRAFFIC,
       window: { since: '2026-11-25T10:00:00.000Z', seconds: 300 },
+      desiredWorkers: 2,
+      recent: { seconds: 0, requests: 0, requestsPerMinute: 0, latencyMs: { p50: null, p99: null } },
     });
     expect(asked).toEqual([id]);
   });
@@ -101,7 +127,48 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       queueDepth: null,
       inFlight: null,
       coldStarts: null,
+      desiredWorkers: null,
+      recent: null,
     });
+    const history = await api.call('GET', `endpoint/metrics/history?id=${id}`);
+    expect(history.status).toBe(200);
+    expect(history.body).toMatchObject({ id, intervalSeconds: null, capacity: 0, at: [], workers: {} });
+  });
+
+  it("serves the history's samples of the endpoint, and its last minutes beside its metrics", async () => {
+    const { api, id } = await start(true);
+    for (let i = 0; i < 6; i++) gateway.observeRequest(id, 200, 40, 0);
+    timers.now += 10_000;
+    history.sample();
+    gateway.observeRequest(id, 503, 90, 0);
+    timers.now += 10_000;
+    history.sample();
+    const answer = await api.call('GET', `endpoint/metrics/history?endpoint_id=${id}`);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      id,
+      intervalSeconds: 10,
+      capacity: 360,
+      at: [timers.now - 10_000, timers.now],
+      requests: { ok: [6, 0], clientErrors: [0, 0], serverErrors: [0, 1] },
+      latencyMs: { p50: [40, 90], p99: [40, 90] },
+      desiredWorkers: [2, 2],
+      coldStarts: { count: [0, 0], meanMs: [null, null] },
+    });
+    expect(answer.body.workers.running).toEqual([0, 0]);
+    const metrics = await api.call('GET', `endpoint/metrics?id=${id}`);
+    expect(metrics.body.recent).toEqual({
+      seconds: 20,
+      requests: 7,
+      requestsPerMinute: 21,
+      latencyMs: { p50: 40, p99: 90 },
+    });
+  });
+
+  it('says 0 desired workers for a stopped endpoint', async () => {
+    const { api, id } = await start(true);
+    expect((await api.call('POST', 'endpoint/stop', { id })).status).toBe(200);
+    expect((await api.call('GET', `endpoint/metrics?id=${id}`)).body.desiredWorkers).toBe(0);
   });
 
   it("answers 404 for another owner's endpoint or an unknown one, 400 without an id", async () => {
@@ -111,5 +178,12 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     expect((await api.call('GET', 'endpoint/metrics')).body.reason).toBe('INVALID_QUERY');
     expect((await api.call('GET', `endpoint/metrics?id=${id}`, undefined, null)).status).toBe(401);
     expect(asked).toEqual([]);
+    const history = `endpoint/metrics/history?id=${id}`;
+    expect((await api.call('GET', history, undefined, api.keyB)).status).toBe(404);
+    expect((await api.call('GET', 'endpoint/metrics/history?id=nope')).body.reason).toBe(
+      'ENDPOINT_NOT_FOUND',
+    );
+    expect((await api.call('GET', 'endpoint/metrics/history')).body.reason).toBe('INVALID_QUERY');
+    expect((await api.call('GET', history, undefined, null)).status).toBe(401);
   });
 });

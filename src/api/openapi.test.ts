@@ -1,3 +1,4 @@
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
 import { servedOperations } from '../../test/support/routes.js';
@@ -7,6 +8,8 @@ import { requestJsonSchemas } from '../contract/json-schema.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
+import { TrafficHistory } from '../gateway/history.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 
 type Schema = Record<string, unknown>;
@@ -181,12 +184,28 @@ describe('the OpenAPI document against the routes', () => {
   let api: TestApi;
   let adminKey: string;
   let dispose: () => Promise<void>;
+  let now = Date.parse('2026-11-26T10:00:00Z');
+  const gatewayMetrics = new GatewayMetrics({ registry: new Registry(), clock: () => now });
+  const history = new TrafficHistory({
+    sources: {
+      counters: () => gatewayMetrics.counters(),
+      load: () => [],
+      workers: () => [],
+      desired: () => undefined,
+      exists: () => true,
+    },
+    clock: () => now,
+    timers: { setTimeout: () => undefined, clearTimeout: () => {} },
+    intervalSeconds: 10,
+    samples: 360,
+    maxEndpoints: 10,
+  });
 
   beforeAll(async () => {
     if (!target) throw new Error('no store target');
     const opened = await target.open();
     dispose = opened.dispose;
-    api = await createTestApi(opened.store);
+    api = await createTestApi(opened.store, { history, desiredWorkers: () => 1 });
     adminKey = (
       await new ApiKeyService({ store: opened.store, clock: Date.now }).create({
         ownerId: 'ops',
@@ -223,7 +242,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(34);
+    expect(documentedOperations()).toHaveLength(35);
   });
 
   it('serves itself at /openapi.json without a key', async () => {
@@ -274,6 +293,20 @@ describe('the OpenAPI document against the routes', () => {
     expect(problems(modern, requestSchema(`${V1}/endpoint/create`, 'post'))).toEqual([]);
   });
 
+  /** The endpoint's history after an interval with a request and one without (nulls in its columns). */
+  const sampledHistory = async (id: string) => {
+    gatewayMetrics.observeRequest(id, 200, 12, 0);
+    gatewayMetrics.observeColdStart(id, 900);
+    now += 10_000;
+    history.sample();
+    now += 10_000;
+    history.sample();
+    const body = (await api.call('GET', `endpoint/metrics/history?id=${id}`)).body;
+    expect(body.at).toHaveLength(2);
+    expect(body.latencyMs.p50).toEqual([12, null]);
+    return body;
+  };
+
   it('matches what the app answers', async () => {
     const created = await api.call('POST', 'endpoint/create', originalClientCreateBody());
     expect(created.status).toBe(200);
@@ -286,6 +319,7 @@ describe('the OpenAPI document against the routes', () => {
       [`${V1}/endpoint/update`, 'post', (await api.call('POST', 'endpoint/update', { id, name: 'x' })).body],
       [`${V1}/endpoint/log`, 'get', (await api.call('GET', `endpoint/log?id=${id}`)).body],
       [`${V1}/endpoint/metrics`, 'get', (await api.call('GET', `endpoint/metrics?id=${id}`)).body],
+      [`${V1}/endpoint/metrics/history`, 'get', await sampledHistory(id)],
       [`${V1}/endpoint/limit`, 'get', (await api.call('GET', 'endpoint/limit')).body],
       [`${V1}/products`, 'get', (await api.call('GET', 'products')).body],
       [

@@ -135,6 +135,22 @@ describe('Scaler', () => {
     expect(h.signals.asked.at(-1)).toEqual([]);
   });
 
+  it('remembers the desired count of its last advice, within the bounds, 0 while stopped, until the endpoint goes', () => {
+    const h = harness();
+    const e = endpoint({ patch: { workers: { minWorkers: 1, maxWorkers: 2, maxConcurrent: 1 } } });
+    expect(h.scaler.desired(e.id)).toBeUndefined();
+    h.scaler.advise(e, []);
+    expect(h.scaler.desired(e.id)).toBe(1);
+    // Five queued with one slot per worker: the decision asks for more than maxWorkers; the controller acts on 2.
+    h.signals.queues.set(e.id, { length: 5, oldestEnqueuedAt: h.timers.now - 60_000 });
+    h.scaler.advise(e, [running('w1', e.revision)]);
+    expect(h.scaler.desired(e.id)).toBe(2);
+    h.scaler.advise({ ...e, desired: 'stopped' }, []);
+    expect(h.scaler.desired(e.id)).toBe(0);
+    h.scaler.retain(() => false);
+    expect(h.scaler.desired(e.id)).toBeUndefined();
+  });
+
   it('drops the timers of endpoints that no longer exist, and all of them on close', () => {
     const h = harness();
     const [kept, gone] = [endpoint(), endpoint()];

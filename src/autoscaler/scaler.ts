@@ -41,6 +41,8 @@ export interface ScalerOptions {
 export class Scaler {
   readonly #o: ScalerOptions;
   readonly #checks = new Map<string, unknown>();
+  /** Endpoint -> the worker count its last advice came to, within its bounds (0 when stopped). */
+  readonly #desired = new Map<string, number>();
   readonly #listeners = new Set<() => void>();
   readonly #unsubscribe: () => void;
 
@@ -55,11 +57,29 @@ export class Scaler {
    */
   advise(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingAdvice {
     const input = this.#input(endpoint, workers);
-    if (!input) return { desired: endpoint.spec.workers.minWorkers, victims: [] };
+    if (!input) return this.#advised(endpoint, { desired: endpoint.spec.workers.minWorkers, victims: [] });
     this.#scheduleCheck(endpoint.id, nextCheckAt(input));
     const decision = decideScale(input);
     this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
-    return { desired: decision.desired, victims: decision.victims };
+    return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims });
+  }
+
+  /**
+   * The worker count the endpoint's last advice came to, as the controller acts on it (within minWorkers and
+   * maxWorkers; 0 while stopped); undefined before any (this process's controller does not lead, or has not
+   * passed yet). The API shows it as `desiredWorkers` (main.ts wires it).
+   */
+  desired(endpointId: string): number | undefined {
+    return this.#desired.get(endpointId);
+  }
+
+  #advised(endpoint: Endpoint, advice: ScalingAdvice): ScalingAdvice {
+    const { minWorkers, maxWorkers } = endpoint.spec.workers;
+    this.#desired.set(
+      endpoint.id,
+      endpoint.desired === 'stopped' ? 0 : Math.max(minWorkers, Math.min(maxWorkers, advice.desired)),
+    );
+    return advice;
   }
 
   /** Endpoints that still exist: timers and metrics of the others go. */
@@ -67,6 +87,8 @@ export class Scaler {
     for (const endpointId of [...this.#checks.keys()]) {
       if (!exists(endpointId)) this.#scheduleCheck(endpointId, null);
     }
+    for (const endpointId of [...this.#desired.keys()])
+      if (!exists(endpointId)) this.#desired.delete(endpointId);
     this.#o.metrics?.retain(exists);
   }
 

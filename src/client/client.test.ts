@@ -232,6 +232,22 @@ describe('CorralClient requests', () => {
     await expect(client().getEndpointMetrics('ep1')).rejects.toBeInstanceOf(CorralProtocolError);
   });
 
+  it("reads an endpoint's history, and refuses an answer without its columns", async () => {
+    const history = {
+      id: 'ep1',
+      intervalSeconds: 10,
+      capacity: 360,
+      at: [1, 2],
+      requests: { ok: [3, 4], clientErrors: [0, 0], serverErrors: [0, 1] },
+      workers: { running: [1, 1] },
+    };
+    routes[`GET ${PREFIX}endpoint/metrics/history`] = { body: history };
+    await expect(client().getEndpointHistory('ep1')).resolves.toEqual(history);
+    expect(only().query).toEqual({ id: 'ep1' });
+    routes[`GET ${PREFIX}endpoint/metrics/history`] = { body: { id: 'ep1', at: [] } };
+    await expect(client().getEndpointHistory('ep1')).rejects.toBeInstanceOf(CorralProtocolError);
+  });
+
   it('lists products', async () => {
     const products = await client().listProducts();
     expect(products.map((p) => p.id)).toEqual(['h100-80g']);

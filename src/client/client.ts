@@ -10,6 +10,7 @@ import type {
   WireCredential,
   WireEndedWorker,
   WireEndpoint,
+  WireEndpointHistory,
   WireEndpointInput,
   WireEndpointMetrics,
   WireInvokeKey,
@@ -116,6 +117,16 @@ export class CorralClient {
     field<string>(body, 'id', 'string');
     field(body, 'workers', 'object');
     return body as WireEndpointMetrics;
+  }
+
+  /** `GET endpoint/metrics/history?id=`: the endpoint's samples over time, oldest first, in columns. */
+  async getEndpointHistory(id: string): Promise<WireEndpointHistory> {
+    const body = await this.#get('endpoint/metrics/history', { id });
+    field<string>(body, 'id', 'string');
+    field(body, 'at', 'array');
+    field(body, 'requests', 'object');
+    field(body, 'workers', 'object');
+    return body as WireEndpointHistory;
   }
 
   /** `GET endpoint/worker/metrics?id=&worker=`: one worker's state, GPUs and resource use. */

@@ -119,6 +119,12 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.gateway).toMatchObject({ queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 });
   });
 
+  it("reads the history's settings: one hour at 10 s for at most 500 endpoints by default, 0 samples for none", () => {
+    expect(load().history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
+    const config = load({ config: '/etc/corral.yaml' }, {}, 'history: { intervalSeconds: 1, samples: 0 }');
+    expect(config.history).toEqual({ intervalSeconds: 1, samples: 0, maxEndpoints: 500 });
+  });
+
   it('accepts the config file example of docs/configuration.md, with every gateway key', () => {
     const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     const example = /## The config file[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
@@ -130,6 +136,7 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
       workerKeepAliveMs: 4000,
     });
     expect(config.specBodyLimitBytes).toBe(65536);
+    expect(config.history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
     expect(config.quotas).toEqual({
       defaults: { endpoints: 100, minGpus: 4, maxGpus: 32, workers: 100, credentials: 50 },
       owners: { research: { minGpus: 6, maxGpus: Number.POSITIVE_INFINITY } },
@@ -230,6 +237,8 @@ workers:
     ['workers: { memoryGBPerGpu: -8 }', 'workers.memoryGBPerGpu'],
     ['workers: { memoryGbPerGpu: 8 }', 'Unrecognized key'],
     ['gateway: { workerKeepAliveMs: 0 }', 'gateway.workerKeepAliveMs'],
+    ['history: { intervalSeconds: 0 }', 'history.intervalSeconds'],
+    ['history: { samples: 100000 }', 'history.samples'],
     ['gateway: { workerKeepAliveMs: 2.5 }', 'gateway.workerKeepAliveMs'],
     ['quotas: { minGpus: -1 }', 'quotas.minGpus: expected an integer >= 0 or "unlimited"'],
     ['quotas: { minGpus: lots }', 'quotas.minGpus'],

@@ -108,6 +108,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
   kubernetes: { gpuResource: string; terminationGraceSeconds: number };
+  /**
+   * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
+   * (0: none), for at most maxEndpoints endpoints (docs/dashboard.md gives the memory).
+   */
+  history: { intervalSeconds: number; samples: number; maxEndpoints: number };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -168,6 +173,11 @@ export function loadConfig(sources: ConfigSources): Config {
       bodyLimitBytes: file.gateway?.bodyLimitBytes ?? 100 * 1024 * 1024,
       // Below the 5 s of node's and uvicorn's servers, so that the gateway closes an idle connection first.
       workerKeepAliveMs: file.gateway?.workerKeepAliveMs ?? 4000,
+    },
+    history: {
+      intervalSeconds: file.history?.intervalSeconds ?? 10,
+      samples: file.history?.samples ?? 360,
+      maxEndpoints: file.history?.maxEndpoints ?? 500,
     },
     controller: {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,

@@ -112,6 +112,15 @@ const fileSchema = z.strictObject({
       crashResetSeconds: z.int().positive().optional(),
     })
     .optional(),
+  /** The dashboard's history of each endpoint (docs/dashboard.md): its interval, length and endpoints kept. */
+  history: z
+    .strictObject({
+      intervalSeconds: z.int().min(1).max(3600).optional(),
+      /** Samples kept per endpoint; 0 keeps no history. */
+      samples: z.int().min(0).max(8640).optional(),
+      maxEndpoints: z.int().min(1).max(100_000).optional(),
+    })
+    .optional(),
   kubernetes: z
     .strictObject({
       /** The extended resource GPUs are requested as; default nvidia.com/gpu (a MIG profile, say). */

@@ -161,6 +161,51 @@ export interface WireEndpointMetrics {
   queueDepth: number | null;
   inFlight: number | null;
   coldStarts: { count: number; meanMs: number | null } | null;
+  /**
+   * The workers the autoscaler wants now, within minNum and maxNum (0 while stopped); null where the answering
+   * server's controller has not decided (it does not lead, or has not passed yet).
+   */
+  desiredWorkers: number | null;
+  /** The traffic of the last minutes from the history (GET endpoint/metrics/history); null where none is kept. */
+  recent: WireRecentTraffic | null;
+}
+
+/** An endpoint's traffic over its last minutes (`GET endpoint/metrics` `recent`). */
+export interface WireRecentTraffic {
+  /** What the figures cover: the history's samples within the last 5 minutes (fewer where it has fewer). */
+  seconds: number;
+  requests: number;
+  requestsPerMinute: number;
+  /** Of the requests in those samples, in ms; null without any. */
+  latencyMs: { p50: number | null; p99: number | null };
+}
+
+/**
+ * `GET endpoint/metrics/history`: one sample per interval (10 s by default, one hour kept) of an endpoint's
+ * traffic and workers, oldest first, in columns (each array has one value per sample, beside `at`). Figures of an
+ * interval (requests, latency, cold starts) are of what ended in it; the others are as they were at the sample.
+ */
+export interface WireEndpointHistory {
+  id: string;
+  /** Seconds between samples; null where the answering server keeps no history (no gateway, or turned off). */
+  intervalSeconds: number | null;
+  /** The most samples kept (0 where none are). */
+  capacity: number;
+  /** When each sample was taken, ms since the epoch. */
+  at: number[];
+  /** Requests by status: below 400 (2xx, 1xx, 3xx), 4xx (499: the client left), 5xx. */
+  requests: { ok: number[]; clientErrors: number[]; serverErrors: number[] };
+  /** Latency percentiles of the interval's requests (queue wait included), in ms; null without a request. */
+  latencyMs: { p50: (number | null)[]; p99: (number | null)[] };
+  /** Requests waiting for a slot, and how long the oldest had waited (ms). */
+  queue: { depth: number[]; oldestWaitMs: number[] };
+  inFlight: number[];
+  /** Workers in each state (every state, zeros included). */
+  workers: Record<string, number[]>;
+  /** The autoscaler's desired count; null where this server's scaler had not decided. */
+  desiredWorkers: (number | null)[];
+  /** Wakes from zero completed in the interval, and their mean duration (ms; null without any). */
+  coldStarts: { count: number[]; meanMs: (number | null)[] };
 }
 
 /** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */

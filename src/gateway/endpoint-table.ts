@@ -120,13 +120,14 @@ export class EndpointTable {
     return { requests: worker?.granted ?? 0, inFlight: worker?.inFlight ?? 0 };
   }
 
-  /** Queue depth and in-flight requests per endpoint, for metrics. */
+  /** Queue depth, the oldest wait and in-flight requests per endpoint, for metrics and their history. */
   stats(): EndpointLoad[] {
     return [...this.#dispatchers].map(([endpointId, d]) => {
       const s = d.stats();
       return {
         endpointId,
         queueLength: s.queueLength,
+        oldestEnqueuedAt: s.oldestEnqueuedAt,
         inFlight: s.workers.reduce((n, w) => n + w.inFlight, 0),
       };
     });

@@ -9,8 +9,11 @@ export class HistogramSeries {
   /** The smallest and largest values observed: no estimate falls outside them. */
   min = Number.POSITIVE_INFINITY;
   max = Number.NEGATIVE_INFINITY;
+  /** The smallest and largest values since the last `takeRange` (the history's per-interval bounds). */
+  #rangeMin = Number.POSITIVE_INFINITY;
+  #rangeMax = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly bounds: readonly number[]) {
+  constructor(readonly bounds: readonly number[]) {
     this.counts = new Float64Array(bounds.length + 1);
   }
 
@@ -23,6 +26,19 @@ export class HistogramSeries {
     this.count += 1;
     if (value < this.min) this.min = value;
     if (value > this.max) this.max = value;
+    if (value < this.#rangeMin) this.#rangeMin = value;
+    if (value > this.#rangeMax) this.#rangeMax = value;
+  }
+
+  /**
+   * The smallest and largest values observed since the previous call (infinite without any), and starts a new
+   * range: what the history (history.ts, its only caller) clamps one interval's percentiles to.
+   */
+  takeRange(): { min: number; max: number } {
+    const range = { min: this.#rangeMin, max: this.#rangeMax };
+    this.#rangeMin = Number.POSITIVE_INFINITY;
+    this.#rangeMax = Number.NEGATIVE_INFINITY;
+    return range;
   }
 
   /**
@@ -32,24 +48,37 @@ export class HistogramSeries {
    */
   quantile(q: number): number | undefined {
     if (this.count === 0) return undefined;
-    return Math.min(this.max, Math.max(this.min, this.#interpolated(q)));
+    return bucketQuantile(this.bounds, this.counts, this.count, q, this.min, this.max);
   }
+}
 
-  #interpolated(q: number): number {
-    const bounds = this.bounds;
-    const rank = q * this.count;
-    let below = 0;
-    for (let i = 0; i < bounds.length; i++) {
-      const inBucket = this.counts[i] as number;
-      if (inBucket > 0 && below + inBucket >= rank) {
-        const lower = i === 0 ? 0 : (bounds[i - 1] as number);
-        return lower + ((bounds[i] as number) - lower) * ((rank - below) / inBucket);
-      }
-      below += inBucket;
+/**
+ * The q-quantile of `count` observations counted in buckets (`counts[i]` in `(bounds[i-1], bounds[i]]`, the last
+ * slot +Inf), linear within the bucket it falls in as Prometheus' histogram_quantile, then kept within `[min, max]`
+ * (the values observed). `HistogramSeries.quantile` over all of a series; the history over one interval's counts.
+ */
+export function bucketQuantile(
+  bounds: readonly number[],
+  counts: ArrayLike<number>,
+  count: number,
+  q: number,
+  min: number,
+  max: number,
+): number {
+  const rank = q * count;
+  let below = 0;
+  let estimate = max;
+  for (let i = 0; i < bounds.length; i++) {
+    const inBucket = counts[i] as number;
+    if (inBucket > 0 && below + inBucket >= rank) {
+      const lower = i === 0 ? 0 : (bounds[i - 1] as number);
+      estimate = lower + ((bounds[i] as number) - lower) * ((rank - below) / inBucket);
+      break;
     }
-    // In +Inf: the largest value observed says more than the highest finite bound.
-    return this.max;
+    below += inBucket;
   }
+  // In +Inf: the largest value observed says more than the highest finite bound.
+  return Math.min(max, Math.max(min, estimate));
 }
 
 interface ExportedValue {
@@ -104,6 +133,11 @@ export class HotHistogram {
   /** The series for one label value if it has one (unlike `series`, makes none). */
   existing(labelValue: string): HistogramSeries | undefined {
     return this.#series.get(labelValue);
+  }
+
+  /** Every label value with its series. */
+  entries(): IterableIterator<[string, HistogramSeries]> {
+    return this.#series.entries();
   }
 
   /** Drops a label value's series (an endpoint that was deleted). */

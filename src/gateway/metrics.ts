@@ -34,7 +34,10 @@ export interface EndpointWorker {
   state: string;
 }
 
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** The latency and queue wait buckets, in seconds (the history's percentiles use them too). */
+export const LATENCY_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
 
 /** One endpoint's per-request metrics, found once per request by endpoint id. */
 interface EndpointSeries {
@@ -47,7 +50,27 @@ interface EndpointSeries {
 export interface EndpointLoad {
   endpointId: string;
   queueLength: number;
+  /** When the oldest waiting request arrived (ms); null or absent with an empty queue. */
+  oldestEnqueuedAt?: number | null;
   inFlight: number;
+}
+
+/**
+ * One endpoint's counts since this gateway began counting it (they start again from zero when a deleted endpoint's
+ * series are forgotten), read by the history every interval: it keeps the differences.
+ */
+export interface TrafficCounters {
+  /** Requests answered below 400 (2xx, and 1xx/3xx), 4xx (499: the client left) and 5xx. */
+  ok: number;
+  clientErrors: number;
+  serverErrors: number;
+  /** Latency in seconds: the counts in each of LATENCY_BUCKETS (not cumulative; the last is +Inf). */
+  latencyCounts: readonly number[];
+  /** The smallest and largest latencies (s) since the previous read (infinite without any request). */
+  latencyRange: { min: number; max: number };
+  /** Wakes from zero, and their durations' sum (s). */
+  coldStarts: number;
+  coldStartSeconds: number;
 }
 
 export interface GatewayMetricsSources {
@@ -182,6 +205,49 @@ export class GatewayMetrics {
   /** One wake from zero (not one per request that waited through it). */
   observeColdStart(endpoint: string, ms: number): void {
     this.#coldStarts.series(endpoint).observe(ms / 1000);
+  }
+
+  /**
+   * Every endpoint's counts now (a copy), for the history; reading starts a new latency range, so the history
+   * (main.ts wires one) must be the only reader.
+   */
+  counters(): Map<string, TrafficCounters> {
+    const all = new Map<string, TrafficCounters>();
+    for (const [endpoint, series] of this.#endpoints) {
+      let ok = 0;
+      let clientErrors = 0;
+      let serverErrors = 0;
+      for (const [status, count] of series.byStatus) {
+        if (status >= 500) serverErrors += count;
+        else if (status >= 400) clientErrors += count;
+        else ok += count;
+      }
+      all.set(endpoint, {
+        ok,
+        clientErrors,
+        serverErrors,
+        // A plain array: a copy every interval per endpoint, on the heap rather than a small off-heap buffer.
+        latencyCounts: Array.from(series.latency.counts),
+        latencyRange: series.latency.takeRange(),
+        coldStarts: 0,
+        coldStartSeconds: 0,
+      });
+    }
+    for (const [endpoint, cold] of this.#coldStarts.entries()) {
+      const entry = all.get(endpoint) ?? {
+        ok: 0,
+        clientErrors: 0,
+        serverErrors: 0,
+        latencyCounts: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
+        latencyRange: { min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY },
+        coldStarts: 0,
+        coldStartSeconds: 0,
+      };
+      entry.coldStarts = cold.count;
+      entry.coldStartSeconds = cold.sum;
+      all.set(endpoint, entry);
+    }
+    return all;
   }
 
   /** The endpoint's traffic through this gateway since it started (the API's `endpoint/metrics`). */

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
-import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const OPERATOR_KEY = 'e2e-dashboard-operator-key-0123456789';
@@ -55,6 +55,19 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
   });
 
   const stateOf = () => page.getByTestId('endpoint-state').locator('.badge');
+  /** The appName of the endpoint the page shows. */
+  const shownAppName = async (): Promise<string> => {
+    const id = decodeURIComponent(new URL(page.url()).hash.split('/')[2] ?? '');
+    return (await callApi(server as ServeProcess, OPERATOR_KEY, `endpoint?id=${id}`)).body.endpoint.appName;
+  };
+  /** One request through the gateway (the endpoint is not public: the key goes with it); its status. */
+  const invoke = async (appName: string, path: string) => {
+    const response = await fetch(`${server?.gatewayUrl}/e/${appName}${path}`, {
+      headers: { authorization: `Bearer ${OPERATOR_KEY}` },
+    });
+    await response.text();
+    return response.status;
+  };
 
   it('serves the page at / and refuses a wrong key with the reason', async () => {
     await page.goto(`${server?.apiUrl}/`);
@@ -126,6 +139,34 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
       .toMatch(/GET \/health 200/);
   }, 30_000);
 
+  it(
+    'sends requests and sees the charts move',
+    async () => {
+      // The worker serving: the history samples it (every 10 s) and the charts appear.
+      const charts = page.locator('.charts');
+      await charts.waitFor({ timeout: SLOW });
+      expect(await page.locator('.chart').count()).toBe(5);
+      const requestsIn = async () => Number(await charts.getAttribute('data-requests'));
+      const pointsIn = async () => Number(await charts.getAttribute('data-samples'));
+      const before = { requests: await requestsIn(), points: await pointsIn() };
+      const appName = await shownAppName();
+      for (let i = 0; i < 20; i++) expect(await invoke(appName, '/work?ms=5')).toBe(200);
+      for (let i = 0; i < 3; i++) expect(await invoke(appName, '/no-such-path')).toBe(404);
+      // The next sample has them: the requests drawn grow by 23, the latency chart says its latest values.
+      await expect.poll(requestsIn, { timeout: SLOW }).toBeGreaterThanOrEqual(before.requests + 23);
+      expect(await pointsIn()).toBeGreaterThan(before.points);
+      const latency = page.locator('.chart[data-chart="latency"] .summary');
+      expect(await latency.textContent()).toMatch(/^latest p50 [\d.]+ m?s, p99 [\d.]+ m?s$/);
+      const requests = page.locator('.chart[data-chart="requests"]');
+      expect(await requests.locator('canvas').count()).toBeGreaterThan(0);
+      expect(await requests.locator('.summary').textContent()).toMatch(/requests in the chart/);
+      expect(await page.locator('.chart[data-chart="workers"] .summary').textContent()).toMatch(
+        /^now 1 running; 1 desired$/,
+      );
+    },
+    2 * SLOW,
+  );
+
   it("follows every worker's log at once, each line prefixed by its worker", async () => {
     const workerId = await page.locator('tr[data-worker]').getAttribute('data-worker');
     await page.getByRole('button', { name: "Follow every worker's log" }).click();
@@ -196,11 +237,14 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
     expect(await page.locator('main').textContent()).toMatch(/1 revoked key not shown/);
   });
 
-  it('lists it on the Endpoints page, live', async () => {
+  it('lists it on the Endpoints page, live, with its request rate and latency', async () => {
     await page.getByRole('link', { name: 'Endpoints' }).first().click();
     const row = page.locator('tr[data-endpoint]', { hasText: NAME });
     await expect.poll(() => row.locator('.badge').textContent()).toBe('serving');
-    expect(await row.locator('td.workers').textContent()).toBe('1 / 1 / 1');
+    // ready / desired / most
+    await expect.poll(() => row.locator('td.workers').textContent()).toBe('1 / 1 / 1');
+    await expect.poll(async () => Number(await row.locator('td.rate').textContent())).toBeGreaterThan(0);
+    expect(await row.locator('td.latency').textContent()).toMatch(/ms \/ .*ms$/);
     expect(await row.textContent()).toContain('1 x h100-80g');
     await page.getByLabel('Filter').fill('no-such-endpoint');
     await expect.poll(() => row.count()).toBe(0);

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import type { TrafficSource } from '../../src/api/routes/endpoint-metrics.js';
+import type { HistorySource, TrafficSource } from '../../src/api/routes/endpoint-metrics.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
@@ -40,6 +40,10 @@ export async function createTestApi(
     clock?: () => number;
     /** What GET endpoint/metrics reports of the gateway (none: no gateway in this process). */
     traffic?: TrafficSource;
+    /** What GET endpoint/metrics/history reports (none: no history in this process). */
+    history?: HistorySource;
+    /** The autoscaler's desired count per endpoint (none: no controller in this process). */
+    desiredWorkers?: (endpointId: string) => number | undefined;
     /** Whether an owner may run an image (none: every image is accepted, as without a Docker runtime). */
     imageAccess?: ImageAccessCheck;
     /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
@@ -82,6 +86,8 @@ export async function createTestApi(
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
+    ...(options.history ? { history: options.history } : {}),
+    ...(options.desiredWorkers ? { desiredWorkers: options.desiredWorkers } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
     replica: options.replica ?? { id: 'rep-test', leading: () => true },

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
 import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
-import { age, curlFor, filterAndSort, gpuLine, ms, stateLine, workerCounts } from './endpoint-view.js';
+import {
+  age,
+  curlFor,
+  filterAndSort,
+  gpuLine,
+  ms,
+  recentLine,
+  stateLine,
+  workerCounts,
+  workersLine,
+} from './endpoint-view.js';
 
 function worker(state: string, healthy: boolean): WireWorker {
   return { id: `w-${state}`, state: { state, error: '', message: '' }, log: '', metrics: '', healthy };
@@ -77,5 +87,25 @@ describe('what the endpoint pages show', () => {
     expect(ms(null)).toBe('-');
     expect(ms(2.345)).toBe('2.3 ms');
     expect(ms(123.4)).toBe('123 ms');
+  });
+});
+
+describe('the Endpoints list figures', () => {
+  it('says ready / desired / max, with - before the autoscaler decided', () => {
+    expect(workersLine({ ready: 1, present: 2, max: 3 }, 2)).toBe('1 / 2 / 3');
+    expect(workersLine({ ready: 0, present: 0, max: 3 }, null)).toBe('0 / - / 3');
+  });
+
+  it('says the requests per minute and p50 / p99 of the last minutes', () => {
+    const recent = (requestsPerMinute: number, p50: number | null, p99: number | null) => ({
+      seconds: 300,
+      requests: requestsPerMinute * 5,
+      requestsPerMinute,
+      latencyMs: { p50, p99 },
+    });
+    expect(recentLine(recent(62.4, 12, 350))).toEqual({ rate: '62', latency: '12 ms / 350 ms' });
+    expect(recentLine(recent(0.4, 4.5, 4.5))).toEqual({ rate: '0.4', latency: '4.5 ms / 4.5 ms' });
+    expect(recentLine(recent(0, null, null))).toEqual({ rate: '0', latency: '-' });
+    expect(recentLine(null)).toEqual({ rate: '-', latency: '-' });
   });
 });

@@ -2,7 +2,7 @@
  * What the endpoint pages show, computed from the wire shapes (pure, tested): worker counts, the state line, the
  * GPU line, a ready request for the URL, filtering and sorting, ages.
  */
-import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
+import type { WireEndpoint, WireRecentTraffic, WireWorker } from '../../src/client/index.js';
 
 export interface WorkerCounts {
   /** Running and healthy: they take requests. */
@@ -80,4 +80,20 @@ export function age(fromMs: number, nowMs: number): string {
 export function ms(value: number | null | undefined): string {
   if (value === null || value === undefined) return '-';
   return value < 10 ? `${value.toFixed(1)} ms` : `${Math.round(value)} ms`;
+}
+
+/** `ready / desired / max` (`-` for a desired count the server has not decided). */
+export function workersLine(counts: WorkerCounts, desired: number | null | undefined): string {
+  return `${counts.ready} / ${desired ?? '-'} / ${counts.max}`;
+}
+
+/** The Endpoints list's traffic of the last minutes: requests per minute, and `p50 / p99`; `-` where unknown. */
+export function recentLine(recent: WireRecentTraffic | null | undefined): { rate: string; latency: string } {
+  if (!recent) return { rate: '-', latency: '-' };
+  const rate = recent.requestsPerMinute;
+  return {
+    rate: rate === 0 ? '0' : rate < 10 ? rate.toFixed(1) : String(Math.round(rate)),
+    latency:
+      recent.latencyMs.p50 === null ? '-' : `${ms(recent.latencyMs.p50)} / ${ms(recent.latencyMs.p99)}`,
+  };
 }

@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
-import type { WireEndpointMetrics } from '../../contract/wire.js';
+import type { WireEndpointHistory, WireEndpointMetrics } from '../../contract/wire.js';
+import type { EndpointHistory, RecentTraffic } from '../../gateway/history.js';
 import type { EndpointTraffic } from '../../gateway/metrics.js';
 import type { AppOptions } from '../app.js';
 
@@ -10,6 +11,12 @@ type Query = Record<string, string | string[] | undefined>;
 
 /** The gateway's side of an endpoint's metrics, where this process runs a gateway. */
 export type TrafficSource = (endpointId: string) => EndpointTraffic;
+
+/** The history kept of each endpoint (gateway/history.ts), where this process keeps one. */
+export interface HistorySource {
+  of(endpointId: string): EndpointHistory;
+  recent(endpointId: string): RecentTraffic | undefined;
+}
 
 /**
  * `GET endpoint/metrics?id=`: one endpoint's figures, as the endpoint's `metrics` URL gives them. Workers by state
@@ -19,6 +26,7 @@ export type TrafficSource = (endpointId: string) => EndpointTraffic;
  * owner's id answers 404, as everywhere.
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
+  registerHistoryRoute(api, o);
   api.get('/endpoint/metrics', async (request): Promise<WireEndpointMetrics> => {
     const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
@@ -42,6 +50,44 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       queueDepth: traffic?.queueDepth ?? null,
       inFlight: traffic?.inFlight ?? null,
       coldStarts: traffic?.coldStarts ?? null,
+      desiredWorkers: endpoint.desired === 'stopped' ? 0 : (o.desiredWorkers?.(endpoint.id) ?? null),
+      recent: o.history ? (o.history.recent(endpoint.id) ?? NO_RECENT_TRAFFIC) : null,
     };
+  });
+}
+
+/** Where the history has no ring for the endpoint: nothing happened in it for the history's whole length. */
+const NO_RECENT_TRAFFIC = {
+  seconds: 0,
+  requests: 0,
+  requestsPerMinute: 0,
+  latencyMs: { p50: null, p99: null },
+};
+
+/**
+ * `GET endpoint/metrics/history?id=`: the samples the history keeps of the endpoint (the dashboard's charts), with
+ * the same rules as `endpoint/metrics`; empty columns and a null interval where this process keeps none.
+ */
+function registerHistoryRoute(api: FastifyInstance, o: AppOptions): void {
+  api.get('/endpoint/metrics/history', async (request): Promise<WireEndpointHistory> => {
+    const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
+    const endpoint = await o.endpoints.get(request.principal, id);
+    const history = o.history?.of(endpoint.id);
+    if (!history) {
+      return {
+        id: endpoint.id,
+        intervalSeconds: null,
+        capacity: 0,
+        at: [],
+        requests: { ok: [], clientErrors: [], serverErrors: [] },
+        latencyMs: { p50: [], p99: [] },
+        queue: { depth: [], oldestWaitMs: [] },
+        inFlight: [],
+        workers: {},
+        desiredWorkers: [],
+        coldStarts: { count: [], meanMs: [] },
+      };
+    }
+    return { id: endpoint.id, ...history };
   });
 }

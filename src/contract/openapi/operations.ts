@@ -198,6 +198,19 @@ function operations(): Operation[] {
     },
     {
       method: 'get',
+      path: v1('/endpoint/metrics/history'),
+      operationId: 'getEndpointHistory',
+      summary: "Read an endpoint's metrics over time",
+      description:
+        "Corral's own. One sample per interval (10 s, one hour kept, by default) of requests by status class, latency p50/p99, queue depth and oldest wait, in flight, workers by state, the desired count and cold starts, as this server's gateway and controller saw them; the dashboard's charts.",
+      tag: endpoints,
+      auth: true,
+      parameters: [...endpointIdParameters],
+      response: json('EndpointHistory', "The endpoint's history, oldest first."),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
       path: v1('/endpoint/worker/log'),
       operationId: 'getWorkerLog',
       summary: "Stream a worker's log",

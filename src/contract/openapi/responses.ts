@@ -127,10 +127,104 @@ function endpointMetricsSchema(): Schema {
         },
         required: ['count', 'meanMs'],
       },
+      desiredWorkers: {
+        type: ['integer', 'null'],
+        description:
+          "The workers the autoscaler wants now, within minNum and maxNum (0 while stopped). Null where the answering server's controller has not decided (it does not lead, or has not passed yet).",
+      },
+      recent: {
+        type: ['object', 'null'],
+        description:
+          'The traffic of the last 5 minutes, from the history (GET endpoint/metrics/history). Null where the answering server keeps none.',
+        properties: {
+          seconds: int('What the figures cover: the seconds of history within the window (fewer at first).'),
+          requests: int('Requests that ended in it.'),
+          requestsPerMinute: { type: 'number', description: 'requests per minute over those seconds.' },
+          latencyMs: {
+            type: 'object',
+            description:
+              'Percentiles of those requests (from the buckets added up), in ms; null without any.',
+            properties: { p50: { type: ['number', 'null'] }, p99: { type: ['number', 'null'] } },
+            required: ['p50', 'p99'],
+          },
+        },
+        required: ['seconds', 'requests', 'requestsPerMinute', 'latencyMs'],
+      },
     },
     {
       description:
         "One endpoint's metrics. Traffic figures are this process's gateway's since it started; see docs/gateway.md.",
+    },
+  );
+}
+
+/** A column of the history: one value per sample. */
+const column = (description: string, nullable = false): Schema => ({
+  type: 'array',
+  description,
+  items: { type: nullable ? ['number', 'null'] : 'number' },
+});
+
+function endpointHistorySchema(): Schema {
+  return object(
+    {
+      id: str('Endpoint id.'),
+      intervalSeconds: {
+        type: ['integer', 'null'],
+        description:
+          'Seconds between samples. Null where the answering server keeps no history (no gateway, or history.samples 0).',
+      },
+      capacity: int('The most samples kept (history.samples; 0 where none are).'),
+      at: column(
+        'When each sample was taken, ms since the epoch; every other array has one value per sample.',
+      ),
+      requests: object(
+        {
+          ok: column('Requests that ended in the interval below 400 (2xx, and 1xx/3xx).'),
+          clientErrors: column('4xx (499: the client left).'),
+          serverErrors: column('5xx.'),
+        },
+        { description: 'Requests that ended in each interval, by status class.' },
+      ),
+      latencyMs: object(
+        {
+          p50: column('Median, ms; null without a request.', true),
+          p99: column('99th percentile, ms; null without a request.', true),
+        },
+        {
+          description:
+            "Of each interval's requests, queue wait included: estimated from the histogram buckets within the interval's smallest and largest values.",
+        },
+      ),
+      queue: object(
+        {
+          depth: column('Requests waiting for a slot at the sample.'),
+          oldestWaitMs: column('How long the oldest of them had waited, ms (0 with none).'),
+        },
+        { description: 'The queue at each sample.' },
+      ),
+      inFlight: column('Requests at workers at the sample.'),
+      workers: {
+        type: 'object',
+        description:
+          'Workers in each state at each sample, every state listed (no state where none are kept).',
+        additionalProperties: { type: 'array', items: { type: 'number' } },
+      },
+      desiredWorkers: column(
+        "The autoscaler's desired count; null where this server's scaler had not decided.",
+        true,
+      ),
+      coldStarts: object(
+        {
+          count: column('Wakes from zero completed in the interval.'),
+          meanMs: column('Their mean duration, ms; null without any.', true),
+        },
+        { description: 'Wakes from zero in each interval.' },
+      ),
+    },
+    {
+      description:
+        "An endpoint's history, oldest first, in columns: this server's gateway's traffic and controller's workers, one sample per interval (docs/dashboard.md).",
     },
   );
 }
@@ -352,6 +446,7 @@ export function responseSchemas(): Record<string, Schema> {
     }),
     EndedWorkerList: object({ workers: arrayOf(ref('EndedWorker'), 'The most recently ended first.') }),
     EndpointMetrics: endpointMetricsSchema(),
+    EndpointHistory: endpointHistorySchema(),
     EventPage: object({
       events: arrayOf(ref('Event'), 'Oldest first.'),
       next: int('The id to pass as `after` for the next page (the last id, or `after` if none).'),

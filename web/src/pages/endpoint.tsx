@@ -15,6 +15,7 @@ import { age, curlFor, gpuLine, ms, workerCounts } from '../endpoint-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
+import { HistoryCharts } from './charts.js';
 import { EndpointLogPanel } from './endpoint-log-panel.js';
 import { LogPanel } from './log-panel.js';
 
@@ -151,8 +152,9 @@ export function EndpointPage(props: { id: string }) {
         </dd>
         <dt>Workers</dt>
         <dd>
-          {counts.ready} ready, {counts.present} present, at most {counts.max} (at least{' '}
-          {e.workerConfig.minNum})
+          {counts.ready} ready, {counts.present} present
+          {typeof traffic.data?.desiredWorkers === 'number' ? `, ${traffic.data.desiredWorkers} desired` : ''}
+          , at most {counts.max} (at least {e.workerConfig.minNum})
         </dd>
         <dt>GPUs per worker</dt>
         <dd>{gpuLine(e)}</dd>
@@ -169,6 +171,7 @@ export function EndpointPage(props: { id: string }) {
       </dl>
 
       <Traffic data={traffic.data} />
+      <HistoryCharts endpointId={e.id} />
 
       <section aria-labelledby="workers-title">
         <div class="title-row">

@@ -1,12 +1,27 @@
-/** The Endpoints page: every endpoint of the key's owner with its state, workers, URL and GPUs; filtered, sorted, live. */
+/**
+ * The Endpoints page: every endpoint of the key's owner with its state, workers (ready / desired / most), requests
+ * per minute and latency of the last minutes, GPUs and URL; filtered, sorted, live.
+ */
 import { useState } from 'preact/hooks';
+import type { WireEndpointMetrics } from '../../../src/client/index.js';
 import { useApi } from '../api-context.js';
-import { curlFor, filterAndSort, gpuLine, type SortKey, workerCounts } from '../endpoint-view.js';
+import {
+  curlFor,
+  filterAndSort,
+  gpuLine,
+  recentLine,
+  type SortKey,
+  workerCounts,
+  workersLine,
+} from '../endpoint-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { CopyButton, Notice, StateBadge } from '../widgets.js';
 
 const POLL_MS = 2000;
+/** The figures of the last minutes change every history sample (10 s): read less often, for the first rows. */
+const METRICS_POLL_MS = 5000;
+const METRICS_ROWS = 50;
 
 export function EndpointsPage() {
   const api = useApi();
@@ -14,6 +29,19 @@ export function EndpointsPage() {
   const [filter, setFilter] = useState('');
   const [sort, setSort] = useState<SortKey>('newest');
   const shown = list.data ? filterAndSort(list.data.endpoints, filter, sort) : [];
+  const measured = shown.slice(0, METRICS_ROWS).map((e) => e.id);
+  const metrics = usePoll(
+    async () => {
+      const read = await Promise.all(
+        measured.map((id) => api.call((c) => c.getEndpointMetrics(id)).catch(() => undefined)),
+      );
+      return new Map(
+        read.filter((m) => m !== undefined).map((m) => [m.id, m] as [string, WireEndpointMetrics]),
+      );
+    },
+    METRICS_POLL_MS,
+    [measured.join(',')],
+  );
   return (
     <main>
       <div class="title-row">
@@ -60,7 +88,13 @@ export function EndpointsPage() {
               <th scope="col">App name</th>
               <th scope="col">State</th>
               <th scope="col">
-                <abbr title="ready / present / most">Workers</abbr>
+                <abbr title="ready / desired by the autoscaler / most">Workers</abbr>
+              </th>
+              <th scope="col">
+                <abbr title="requests per minute over the last 5 minutes">Req/min</abbr>
+              </th>
+              <th scope="col">
+                <abbr title="latency p50 / p99 over the last 5 minutes">p50 / p99</abbr>
               </th>
               <th scope="col">GPUs</th>
               <th scope="col">URL</th>
@@ -69,6 +103,8 @@ export function EndpointsPage() {
           <tbody>
             {shown.map((endpoint) => {
               const counts = workerCounts(endpoint);
+              const m = metrics.data?.get(endpoint.id);
+              const recent = recentLine(m?.recent);
               return (
                 <tr key={endpoint.id} data-endpoint={endpoint.id}>
                   <td data-label="Name" class="nowrap">
@@ -83,9 +119,13 @@ export function EndpointsPage() {
                     <StateBadge state={endpoint.state} />
                   </td>
                   <td data-label="Workers" class="workers">
-                    <span title="ready / present / most">
-                      {counts.ready} / {counts.present} / {counts.max}
-                    </span>
+                    <span title="ready / desired / most">{workersLine(counts, m?.desiredWorkers)}</span>
+                  </td>
+                  <td data-label="Req/min" class="rate nowrap">
+                    {recent.rate}
+                  </td>
+                  <td data-label="p50 / p99" class="latency nowrap">
+                    {recent.latency}
                   </td>
                   <td data-label="GPUs" class="nowrap">
                     {gpuLine(endpoint)}

@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import type { WireEndpointHistory } from '../../src/client/index.js';
+import { chartsOf, duration, intervalText } from './chart-data.js';
+
+const zeros = [0, 0, 0];
+
+function history(overrides: Partial<WireEndpointHistory> = {}): WireEndpointHistory {
+  return {
+    id: 'ep',
+    intervalSeconds: 10,
+    capacity: 360,
+    at: [1_764_150_000_000, 1_764_150_010_000, 1_764_150_020_000],
+    requests: { ok: [5, 0, 7], clientErrors: [1, 0, 0], serverErrors: [0, 0, 2] },
+    latencyMs: { p50: [12, null, 40], p99: [90, null, 1500] },
+    queue: { depth: [0, 4, 1], oldestWaitMs: [0, 2500, 300] },
+    inFlight: [1, 2, 3],
+    workers: {
+      pending: zeros,
+      starting: [1, 0, 0],
+      running: [0, 1, 2],
+      failed: zeros,
+    },
+    desiredWorkers: [1, 2, 2],
+    coldStarts: { count: [1, 0, 0], meanMs: [1800, null, null] },
+    ...overrides,
+  };
+}
+
+const chart = (id: string, h = history()) => chartsOf(h).charts.find((c) => c.id === id);
+
+describe('chartsOf', () => {
+  it('puts every chart on one time axis in seconds, and counts the requests in it', () => {
+    const charts = chartsOf(history());
+    expect(charts.x).toEqual([1_764_150_000, 1_764_150_010, 1_764_150_020]);
+    expect(charts.charts.map((c) => c.id)).toEqual([
+      'requests',
+      'latency',
+      'queue',
+      'workers',
+      'cold-starts',
+    ]);
+    expect(charts.requests).toBe(15);
+  });
+
+  it('draws requests as bars by status class, and says the last interval', () => {
+    const requests = chart('requests');
+    expect(requests?.title).toBe('Requests per 10 s, by status');
+    expect(requests?.series.map((s) => [s.label, s.kind, s.values])).toEqual([
+      ['< 400', 'steps', [5, 0, 7]],
+      ['4xx', 'steps', [1, 0, 0]],
+      ['5xx', 'steps', [0, 0, 2]],
+    ]);
+    expect(requests?.summary).toBe('15 requests in the chart; the last 10 s: 7 below 400, 0 4xx, 2 5xx');
+  });
+
+  it('leaves gaps in latency where no request ended, and says the latest that did', () => {
+    const latency = chart('latency');
+    expect(latency?.series.map((s) => s.values)).toEqual([
+      [12, null, 40],
+      [90, null, 1500],
+    ]);
+    expect(latency?.summary).toBe('latest p50 40 ms, p99 1.5 s');
+    const quiet = history({ latencyMs: { p50: [12, null, null], p99: [90, null, null] } });
+    expect(chart('latency', quiet)?.summary).toBe('latest p50 12 ms, p99 90 ms');
+    expect(chart('latency', history({ latencyMs: { p50: [], p99: [] } }))?.summary).toBe(
+      'no request in the chart',
+    );
+  });
+
+  it('shows the queue with its oldest wait in seconds on the right axis', () => {
+    const queue = chart('queue');
+    expect(queue?.series.map((s) => [s.scale, s.values])).toEqual([
+      ['y', [0, 4, 1]],
+      ['y2', [0, 2.5, 0.3]],
+    ]);
+    expect(queue?.summary).toBe('now 1 queued, the oldest for 300 ms; at most 4 in the chart');
+  });
+
+  it('draws only the worker states that had workers, and the desired count', () => {
+    const workers = chart('workers');
+    expect(workers?.series.map((s) => s.label)).toEqual(['starting', 'running', 'desired']);
+    expect(workers?.series.at(-1)?.values).toEqual([1, 2, 2]);
+    expect(workers?.summary).toBe('now 2 running; 2 desired');
+    const undecided = history({ desiredWorkers: [null, null, null] });
+    expect(chart('workers', undecided)?.summary).toBe('now 2 running');
+  });
+
+  it('counts wakes from zero with their duration in seconds', () => {
+    const cold = chart('cold-starts');
+    expect(cold?.series.map((s) => s.values)).toEqual([
+      [1, 0, 0],
+      [1.8, null, null],
+    ]);
+    expect(cold?.summary).toBe('1 wake from zero in the chart, the last took 1.8 s');
+    expect(
+      chart('cold-starts', history({ coldStarts: { count: zeros, meanMs: [null, null, null] } }))?.summary,
+    ).toBe('no wake from zero in the chart');
+  });
+});
+
+describe('duration and intervalText', () => {
+  it('say times for people', () => {
+    expect(duration(null)).toBe('-');
+    expect(duration(4.25)).toBe('4.3 ms');
+    expect(duration(250)).toBe('250 ms');
+    expect(duration(1800)).toBe('1.8 s');
+    expect(duration(42_000)).toBe('42 s');
+    expect(intervalText(10)).toBe('10 s');
+    expect(intervalText(60)).toBe('1 min');
+  });
+});

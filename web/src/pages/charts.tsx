@@ -1,0 +1,145 @@
+/**
+ * The Endpoint page's charts over time (requests by status, latency p50/p99, queue depth and wait, workers by state
+ * with the desired count, cold starts with their duration), drawn with uPlot from `GET endpoint/metrics/history`
+ * and polled so that they move live. Each chart says its latest values in words beside it.
+ */
+import 'uplot/dist/uPlot.min.css';
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import { useApi } from '../api-context.js';
+import { type ChartSeries, type ChartSpec, chartsOf, intervalText } from '../chart-data.js';
+import { usePoll } from '../poll.js';
+import { Notice } from '../widgets.js';
+
+const POLL_MS = 5000;
+const HEIGHT = 170;
+
+export function HistoryCharts(props: { endpointId: string }) {
+  const api = useApi();
+  const history = usePoll(() => api.call((c) => c.getEndpointHistory(props.endpointId)), POLL_MS, [
+    props.endpointId,
+  ]);
+  const h = history.data;
+  const charts = h ? chartsOf(h) : undefined;
+  const span = h?.intervalSeconds ? intervalText(h.intervalSeconds * h.capacity) : '';
+  return (
+    <section aria-labelledby="charts-title">
+      <h2 id="charts-title">
+        Over time{' '}
+        {h?.intervalSeconds ? (
+          <span class="muted">
+            (the last {span}, a sample every {intervalText(h.intervalSeconds)})
+          </span>
+        ) : null}
+      </h2>
+      {history.error ? <Notice kind="error">Could not refresh the charts: {history.error}</Notice> : null}
+      {!h ? <p class="muted">Loading...</p> : null}
+      {h && h.intervalSeconds === null ? (
+        <p class="muted">This server keeps no history (no gateway here, or history.samples is 0).</p>
+      ) : null}
+      {h && h.intervalSeconds !== null && h.at.length === 0 ? (
+        <p class="muted">Nothing to draw yet: no traffic and no workers in the last {span}.</p>
+      ) : null}
+      {charts && charts.x.length > 0 ? (
+        <div class="charts" data-samples={charts.x.length} data-requests={charts.requests}>
+          {charts.charts.map((spec) => (
+            <Chart key={spec.id} x={charts.x} spec={spec} />
+          ))}
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+/** One uPlot chart, made when its series change, fed new data on every poll, resized with its box. */
+function Chart(props: { x: number[]; spec: ChartSpec }) {
+  const { spec } = props;
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | undefined>(undefined);
+  const shape = spec.series.map((s) => `${s.label}:${s.scale}`).join(',');
+  const data = (): uPlot.AlignedData => [props.x, ...spec.series.map((s) => s.values)];
+
+  useEffect(() => {
+    const host = box.current;
+    if (!host) return;
+    const made = new uPlot(optionsFor(spec, host.clientWidth), data(), host);
+    showLatest(made);
+    plot.current = made;
+    const resize = new ResizeObserver(() => made.setSize({ width: host.clientWidth, height: HEIGHT }));
+    resize.observe(host);
+    return () => {
+      resize.disconnect();
+      made.destroy();
+      plot.current = undefined;
+    };
+  }, [shape]);
+
+  useEffect(() => {
+    const made = plot.current;
+    if (!made) return;
+    made.setData(data());
+    showLatest(made);
+  }, [props.x, spec]);
+
+  return (
+    <figure class="chart" data-chart={spec.id} data-points={props.x.length}>
+      <figcaption>
+        <strong>{spec.title}</strong> <span class="summary">{spec.summary}</span>
+      </figcaption>
+      <div ref={box} class="plot" role="img" aria-label={`${spec.title}: ${spec.summary}`} />
+    </figure>
+  );
+}
+
+/** The legend says the latest sample's values while the pointer is not over the chart (uPlot's own: `--`). */
+function showLatest(u: uPlot): void {
+  if (u.cursor.idx !== null && u.cursor.idx !== undefined) return;
+  const last = (u.data[0]?.length ?? 0) - 1;
+  if (last >= 0) u.setLegend({ idx: last }, false);
+}
+
+function optionsFor(spec: ChartSpec, width: number): uPlot.Options {
+  const fromZero: uPlot.Range.Function = (_u, _min, max) => [0, Math.max(1, max ?? 1) * 1.1];
+  const axis = (label: string, scale: 'y' | 'y2'): uPlot.Axis => ({
+    scale,
+    label,
+    labelSize: 18,
+    size: 46,
+    side: scale === 'y' ? 3 : 1,
+    grid: { show: scale === 'y', stroke: '#eaeef2' },
+    values: (_u, ticks) => ticks.map((v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
+  });
+  return {
+    width: Math.max(200, width),
+    height: HEIGHT,
+    cursor: { drag: { x: false, y: false } },
+    legend: { live: true },
+    scales: {
+      x: { time: true },
+      y: { range: fromZero },
+      ...(spec.y2 ? { y2: { range: fromZero } } : {}),
+    },
+    axes: [{ grid: { stroke: '#eaeef2' } }, axis(spec.y, 'y'), ...(spec.y2 ? [axis(spec.y2, 'y2')] : [])],
+    series: [{}, ...spec.series.map(seriesFor)],
+    hooks: { setCursor: [showLatest] },
+  };
+}
+
+function seriesFor(s: ChartSeries): uPlot.Series {
+  const paths =
+    s.kind === 'bars'
+      ? uPlot.paths.bars?.({ size: [0.6, 24] })
+      : s.kind === 'steps'
+        ? uPlot.paths.stepped?.({ align: 1 })
+        : undefined;
+  return {
+    label: s.label,
+    scale: s.scale,
+    stroke: s.color,
+    width: 2,
+    ...(s.kind === 'bars' ? { fill: `${s.color}99` } : {}),
+    ...(paths ? { paths } : {}),
+    points: { show: false },
+    spanGaps: false,
+  };
+}
