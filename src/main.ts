@@ -20,6 +20,7 @@ import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpi
 import type { TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
+import type { QueueSignals } from './autoscaler/queue-signals.js';
 import { Scaler } from './autoscaler/scaler.js';
 import type { TermFence } from './cluster/elector.js';
 import { FencedRuntime } from './cluster/fenced-runtime.js';
@@ -30,6 +31,7 @@ import {
   Heartbeat,
 } from './cluster/heartbeat.js';
 import { leadershipOf } from './cluster/leadership.js';
+import { SharedTraffic } from './cluster/shared-traffic.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
@@ -208,6 +210,10 @@ export interface TrafficParts<M extends GatewayMetrics> {
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
   scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
+  /** Several replicas: the table the gateway routes by, filled from the store (none: the controller's own). */
+  gatewayRoutes?: RoutingTable;
+  /** Several replicas: the scaler's signals over this gateway's (none: this gateway's alone). */
+  signals?: (local: QueueSignals) => QueueSignals;
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -252,7 +258,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const keys = new InvokeKeyService({ store, clock });
   const gateway = new Gateway({
     metrics: gatewayMetrics,
-    routing: routes,
+    routing: parts.gatewayRoutes ?? routes,
     pools,
     domain: config.domain,
     clock,
@@ -265,7 +271,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     verifyKey: (key) => keys.grant(key),
   });
   const scaler = new Scaler({
-    signals: gateway,
+    signals: parts.signals ? parts.signals(gateway) : gateway,
     clock,
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
@@ -471,6 +477,17 @@ export async function serve(
     const imageGuard = imageAccessGuard(runtime, config, credentials);
     const ownerSecrets = new SecretService({ store, clock: systemClock, secrets });
     const registry = new Registry();
+    const replicaId = newReplicaId();
+    // Several replicas (PostgreSQL): every gateway routes from the store, and the slots and queues are shared.
+    const gatewayRoutes = store.listener ? new RoutingTable() : undefined;
+    const shared =
+      gatewayRoutes &&
+      new SharedTraffic({
+        store,
+        replicaId,
+        gatewayRoutes,
+        logger: logger.child({ role: 'cluster', replicaId }),
+      });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
     const traffic = buildTraffic({
@@ -493,12 +510,13 @@ export async function serve(
         : {}),
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
+      ...(shared && gatewayRoutes ? { gatewayRoutes, signals: (local) => shared.signalsOf(local) } : {}),
     });
     const { gateway } = traffic;
-    const replicaId = newReplicaId();
+    shared?.attach({ gateway, controllerRoutes: traffic.routes, poke: () => traffic.poke() });
     const leadership = leadershipOf({
       store,
-      terms: traffic,
+      terms: shared ? shared.terms(traffic) : traffic,
       replicaId,
       logger: logger.child({ role: 'election', replicaId }),
     });
@@ -517,7 +535,10 @@ export async function serve(
       },
       traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
       registry,
-      onEndpointsChanged: () => traffic.poke(),
+      onEndpointsChanged: () => {
+        traffic.poke();
+        shared?.requestPass();
+      },
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
       ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
       singleTenant: runtime.name === 'local',
@@ -545,6 +566,7 @@ export async function serve(
         pid: process.pid,
         apiUrl: bound.apiUrl,
         ...gatewayLoad(gateway.stats()),
+        ...(shared ? { settled: shared.settled() } : {}),
       }),
       intervalMs: HEARTBEAT_INTERVAL_MS,
       pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
@@ -553,6 +575,10 @@ export async function serve(
     });
     await heartbeat.start();
     closers.push(() => heartbeat.stop());
+    if (shared) {
+      await shared.start();
+      closers.push(() => shared.close());
+    }
     // At a stop the leader steps down first and releases its lease: another replica takes over at once.
     closers.push(() => leadership.end());
     // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).
