@@ -2,7 +2,9 @@
  * Replicas on PostgreSQL as real processes: with the fake runtime, one leads; kill -9 of the leader and another
  * leads within 10 s; SIGTERM hands over at once; a leader paused with SIGSTOP past its lease does not lead when
  * resumed. With the Docker runtime (one engine shared by the replicas), two failovers by kill -9 leave the workers'
- * containers exactly as they were: none duplicated, none orphaned. Each run gets a database of its own.
+ * containers exactly as they were: none duplicated, none orphaned. Three gateways share one worker: its cap holds
+ * over a burst through all three, a wake from zero starts through a follower, and a steady stream through the
+ * three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -288,5 +290,132 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       for (const server of alive) await server.stop();
     },
     240_000,
+  );
+  it.runIf(withDocker)(
+    'Docker runtime: three gateways share the workers: the cap holds over a burst on all three, a wake from zero ' +
+      'through a follower, and a steady stream through all three loses nothing on the survivors of a kill -9 of the leader',
+    async () => {
+      const image = await ensureTestImage();
+      const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
+      const replicas = [await replica(docker), await replica(docker), await replica(docker)];
+      const first = replicas[0] as ServeProcess;
+      const installationId = first.installationId;
+      const ids = await Promise.all(replicas.map(async (r) => (await cluster(r)).self));
+      await until(
+        'three alive replicas',
+        first,
+        (x) => x.replicas.filter((r) => r.alive).length === 3,
+        10_000,
+      );
+      const leaderId = (await cluster(first)).leader?.replica;
+      const leader = replicas[ids.indexOf(leaderId ?? '')];
+      const followers = replicas.filter((r) => r !== leader);
+      if (!leader) throw new Error('no leader');
+      const auth = { authorization: `Bearer ${OPERATOR_KEY}` };
+      // One worker that takes 3 requests at a time; another endpoint with none until a request comes.
+      const created = await callApi(first, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: {
+          ...testWorkerEndpoint(image),
+          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 3 },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const capped = created.body.id as string;
+      const sleepy = await callApi(followers[0] as ServeProcess, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: { ...testWorkerEndpoint(image), workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1 } },
+      });
+      expect(sleepy.status, JSON.stringify(sleepy.body)).toBe(200);
+      const sleepyId = sleepy.body.id as string;
+      const work = (server: ServeProcess, endpointId: string, ms: number) =>
+        fetch(`${server.gatewayUrl}/e/${endpointId}/work?ms=${ms}`, { headers: auth });
+
+      // Routable on every gateway (each waits for its share of the worker's slots).
+      const ready = performance.now();
+      for (const server of replicas) {
+        for (;;) {
+          const answer = await work(server, capped, 0).catch(() => undefined);
+          if (answer?.status === 200) break;
+          await answer?.arrayBuffer();
+          if (performance.now() - ready > 90_000)
+            throw new Error('the worker did not become routable everywhere');
+          await sleep(200);
+        }
+      }
+      process.stdout.write(
+        `routable through all three gateways after ${Math.round(performance.now() - ready)} ms\n`,
+      );
+
+      // A burst of 30 requests of 300 ms, 10 through each gateway at once: the worker never holds more than 3.
+      const burst = await Promise.all(
+        replicas.flatMap((server) =>
+          Array.from({ length: 10 }, async () => {
+            const answer = await work(server, capped, 300);
+            return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
+          }),
+        ),
+      );
+      expect(burst.map((b) => b.status)).toEqual(burst.map(() => 200));
+      const peak = Math.max(...burst.map((b) => b.body.inFlight ?? 0));
+      process.stdout.write(`burst of 30 over three gateways: peak in flight on the worker ${peak} (cap 3)\n`);
+      expect(peak).toBeLessThanOrEqual(3);
+      expect(peak).toBeGreaterThanOrEqual(2);
+
+      // A wake from zero through a follower: its queued request tells the leader at once.
+      const wake = performance.now();
+      const woken = await work(followers[1] as ServeProcess, sleepyId, 0);
+      expect(woken.status).toBe(200);
+      await woken.arrayBuffer();
+      process.stdout.write(
+        `wake from zero through a follower: ${Math.round(performance.now() - wake)} ms ` +
+          `(cold start ${woken.headers.get('x-corral-cold-start-ms')} ms)\n`,
+      );
+
+      // A steady stream through the three gateways in turn; the leader is killed in the middle of it.
+      const containers = containersOf(installationId);
+      const failed = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
+      const served = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
+      let streaming = true;
+      const stream = (async () => {
+        for (let i = 0; streaming; i++) {
+          const server = replicas[i % 3] as ServeProcess;
+          try {
+            const answer = await work(server, capped, 10);
+            await answer.arrayBuffer();
+            (answer.status === 200 ? served : failed).set(
+              server,
+              ((answer.status === 200 ? served : failed).get(server) ?? 0) + 1,
+            );
+          } catch {
+            failed.set(server, (failed.get(server) ?? 0) + 1);
+          }
+          await sleep(20);
+        }
+      })();
+      await sleep(2_000);
+      await killed(leader, 'SIGKILL');
+      const observer = followers[0] as ServeProcess;
+      const failover = await until(
+        'a new leader',
+        observer,
+        (x) => x.leader !== null && x.leader.replica !== leaderId,
+        10_000,
+      );
+      process.stdout.write(`new leader after the kill: ${Math.round(failover)} ms\n`);
+      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on.
+      await sleep(8_000);
+      streaming = false;
+      await stream;
+      for (const server of followers) {
+        expect(failed.get(server), 'failed requests on a surviving gateway').toBe(0);
+        expect(served.get(server)).toBeGreaterThan(20);
+      }
+      process.stdout.write(
+        `stream: ${followers.map((f) => served.get(f)).join(' + ')} served on the survivors, ` +
+          `${failed.get(leader)} failed on the killed one\n`,
+      );
+      expect(containersOf(installationId)).toEqual(containers);
+      for (const server of followers) await server.stop();
+    },
+    180_000,
   );
 });
