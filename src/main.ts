@@ -214,6 +214,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   gatewayRoutes?: RoutingTable;
   /** Several replicas: the scaler's signals over this gateway's (none: this gateway's alone). */
   signals?: (local: QueueSignals) => QueueSignals;
+  /** Several replicas: also waits for the other gateways' requests on a worker before its removal. */
+  remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -309,7 +311,12 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     crashResetMs: config.controller.crashResetSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
-    awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+    awaitDrained: async (endpointId, workerId) => {
+      await Promise.all([
+        gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
+      ]);
+    },
     metrics: controllerMetrics,
     outputs,
   };
@@ -510,7 +517,14 @@ export async function serve(
         : {}),
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
-      ...(shared && gatewayRoutes ? { gatewayRoutes, signals: (local) => shared.signalsOf(local) } : {}),
+      ...(shared && gatewayRoutes
+        ? {
+            gatewayRoutes,
+            signals: (local) => shared.signalsOf(local),
+            remoteDrained: (endpointId, workerId, timeoutMs) =>
+              shared.awaitRemoteDrained(endpointId, workerId, timeoutMs),
+          }
+        : {}),
     });
     const { gateway } = traffic;
     shared?.attach({ gateway, controllerRoutes: traffic.routes, poke: () => traffic.poke() });

@@ -120,6 +120,21 @@ export class ClusterSignals implements QueueSignals {
     for (const listener of this.#listeners) listener(endpointId);
   }
 
+  /**
+   * Resolves once no other replica reports a request in flight on the worker (read afresh every pollMs), or after
+   * `timeoutMs`: the controller's drain before it removes a worker other gateways may still use.
+   */
+  async awaitDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
+    const deadline = this.#o.clock() + timeoutMs;
+    const busy = () => (this.#remote.get(endpointId)?.workers.get(workerId)?.inFlight ?? 0) > 0;
+    if (!this.#running || !busy()) return;
+    while (this.#running && this.#o.clock() < deadline) {
+      await new Promise<void>((resolve) => this.#o.timers.setTimeout(resolve, this.#o.pollMs));
+      await this.refresh();
+      if (!busy()) return;
+    }
+  }
+
   /** One read of the others' rows (reads asked during one share it). */
   refresh(): Promise<void> {
     this.#reading ??= this.#read().finally(() => {

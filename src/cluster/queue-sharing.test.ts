@@ -140,6 +140,19 @@ describe.skipIf(!postgres)('queues across replicas on PostgreSQL', () => {
     expect(busy?.queueLength).toBe(0);
     expect(busy?.inFlight('w1')).toBe(1);
     expect(busy?.lastBusyAt('w1')).toBeGreaterThan(Date.now() - 2_000);
+    // The leader's drain of w1 before its removal waits for the follower's request.
+    let drained = false;
+    const drain = sum.awaitDrained('e1', 'w1', 10_000).then(() => {
+      drained = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(drained).toBe(false);
+    const released = performance.now();
     lease.release();
+    await drain;
+    process.stdout.write(
+      `the leader saw the follower's worker drained ${(performance.now() - released).toFixed(0)} ms after\n`,
+    );
+    expect(performance.now() - released).toBeLessThan(3_000);
   });
 });

@@ -221,6 +221,11 @@ export class SharedTraffic {
     void this.#o.store.notify(this.#channels.leader, 'poke').catch(() => undefined);
   }
 
+  /** Resolves once no other replica's gateway has a request in flight on the worker (or after `timeoutMs`). */
+  async awaitRemoteDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
+    await this.#signals?.awaitDrained(endpointId, workerId, timeoutMs);
+  }
+
   /** The membership this replica keeps within its shares for (its heartbeat row says it), or null. */
   settled(): string | null {
     const gateway = this.#side?.gateway;
