@@ -99,11 +99,11 @@ export class ClusterSignals implements QueueSignals {
     };
   }
 
-  /** This replica leads: read the others' signals now and every pollMs. */
-  start(): void {
+  /** This replica leads: read the others' signals now (resolves after that first read) and every pollMs. */
+  async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
-    void this.refresh();
+    await this.refresh();
   }
 
   /** It no longer leads: no more reads. */

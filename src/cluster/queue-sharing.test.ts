@@ -95,7 +95,7 @@ describe.skipIf(!postgres)('queues across replicas on PostgreSQL', () => {
       pollMs: 100,
       logger: silent,
     });
-    sum.start();
+    await sum.start();
     cleanups.push(async () => sum.stop());
     let up: () => void = () => undefined;
     const listening = new Promise<void>((resolve) => {

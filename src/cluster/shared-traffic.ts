@@ -93,6 +93,7 @@ export class SharedTraffic {
   #publisher: RoutePublisher | undefined;
   #signalPublisher: SignalPublisher | undefined;
   #leading = false;
+  #term: TermFence | undefined;
   #pokeSent = Number.NEGATIVE_INFINITY;
 
   constructor(options: SharedTrafficOptions) {
@@ -192,12 +193,17 @@ export class SharedTraffic {
       start: () => inner.start(),
       lead: async (fence: TermFence) => {
         this.#leading = true;
+        this.#term = fence;
         this.#publisher?.begin(fence);
-        this.#signals?.start();
+        // The controller's first pass must see the other replicas' traffic: a worker only they use is not idle.
+        await this.#signals?.start();
+        // Deposed during that read: the step-down came first, and no controller starts for the term.
+        if (this.#term !== fence) return;
         await inner.lead(fence);
       },
       stepDown: async () => {
         this.#leading = false;
+        this.#term = undefined;
         this.#publisher?.end();
         this.#signals?.stop();
         await inner.stepDown();

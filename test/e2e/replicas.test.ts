@@ -34,8 +34,8 @@ const withDocker =
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)');
 const OPERATOR_KEY = `op-${randomBytes(16).toString('hex')}`;
 
-/** The ids of the running containers of an installation, sorted. */
-function containersOf(installationId: string): string[] {
+/** The ids of the running containers of an installation (of one endpoint, when given), sorted. */
+function containersOf(installationId: string, endpointId?: string): string[] {
   return execFileSync(
     'docker',
     [
@@ -43,6 +43,7 @@ function containersOf(installationId: string): string[] {
       '--no-trunc',
       '--filter',
       `label=corral.dev/installation=${installationId}`,
+      ...(endpointId ? ['--filter', `label=corral.dev/endpoint=${endpointId}`] : []),
       '--format',
       '{{.ID}}',
     ],
@@ -97,14 +98,18 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     }
     for (const id of new Set(servers.map((server) => server.installationId))) removeInstallationResources(id);
     await admin.query(`drop database if exists ${database} with (force)`);
+    await admin.query(`drop database if exists ${database}_gw with (force)`);
     await admin.end();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  const replica = async (runtime = ['--runtime', 'fake', '--gpus', 'h100-80g:2']): Promise<ServeProcess> => {
+  const replica = async (
+    runtime = ['--runtime', 'fake', '--gpus', 'h100-80g:2'],
+    url = databaseUrl,
+  ): Promise<ServeProcess> => {
     const dataDir = mkdtempSync(join(tmpdir(), 'corral-replica-'));
     dirs.push(dataDir);
-    const server = await startServe([...runtime, '--database-url', databaseUrl], {
+    const server = await startServe([...runtime, '--database-url', url], {
       ...env,
       CORRAL_DATA_DIR: dataDir,
     });
@@ -297,7 +302,12 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     async () => {
       const image = await ensureTestImage();
       const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
-      const replicas = [await replica(docker), await replica(docker), await replica(docker)];
+      // A database of its own: the endpoints of the tests before stay out of this one's GPUs and quota.
+      await admin.query(`create database ${database}_gw`);
+      const url = new URL(databaseUrl);
+      url.pathname = `/${database}_gw`;
+      const own = url.toString();
+      const replicas = [await replica(docker, own), await replica(docker, own), await replica(docker, own)];
       const first = replicas[0] as ServeProcess;
       const installationId = first.installationId;
       const ids = await Promise.all(replicas.map(async (r) => (await cluster(r)).self));
@@ -321,11 +331,19 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       });
       expect(created.status, JSON.stringify(created.body)).toBe(200);
       const capped = created.body.id as string;
-      const sleepy = await callApi(followers[0] as ServeProcess, OPERATOR_KEY, 'endpoint/create', {
-        endpoint: { ...testWorkerEndpoint(image), workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1 } },
-      });
+      // maxConcurrent at least the number of replicas: each gateway owns a slot of the one worker (operations.md).
+      const sleepyBody = {
+        endpoint: {
+          ...testWorkerEndpoint(image),
+          workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1, maxConcurrent: 3 },
+        },
+      };
+      const sleepy = await callApi(followers[0] as ServeProcess, OPERATOR_KEY, 'endpoint/create', sleepyBody);
       expect(sleepy.status, JSON.stringify(sleepy.body)).toBe(200);
       const sleepyId = sleepy.body.id as string;
+      const baseline = await callApi(leader, OPERATOR_KEY, 'endpoint/create', sleepyBody);
+      expect(baseline.status, JSON.stringify(baseline.body)).toBe(200);
+      const baselineId = baseline.body.id as string;
       const work = (server: ServeProcess, endpointId: string, ms: number) =>
         fetch(`${server.gatewayUrl}/e/${endpointId}/work?ms=${ms}`, { headers: auth });
 
@@ -360,18 +378,26 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       expect(peak).toBeLessThanOrEqual(3);
       expect(peak).toBeGreaterThanOrEqual(2);
 
-      // A wake from zero through a follower: its queued request tells the leader at once.
-      const wake = performance.now();
-      const woken = await work(followers[1] as ServeProcess, sleepyId, 0);
-      expect(woken.status).toBe(200);
-      await woken.arrayBuffer();
+      // A wake from zero through a follower (its queued request tells the leader at once) costs about what one
+      // through the leader's own gateway costs.
+      const wakeThrough = async (server: ServeProcess, endpointId: string) => {
+        const started = performance.now();
+        const woken = await work(server, endpointId, 0);
+        expect(woken.status).toBe(200);
+        await woken.arrayBuffer();
+        return performance.now() - started;
+      };
+      const throughLeader = await wakeThrough(leader, baselineId);
+      const throughFollower = await wakeThrough(followers[1] as ServeProcess, sleepyId);
       process.stdout.write(
-        `wake from zero through a follower: ${Math.round(performance.now() - wake)} ms ` +
-          `(cold start ${woken.headers.get('x-corral-cold-start-ms')} ms)\n`,
+        `wake from zero: ${Math.round(throughFollower)} ms through a follower, ${Math.round(throughLeader)} ms through the leader\n`,
       );
+      expect(throughFollower).toBeLessThan(throughLeader + 1_500);
 
       // A steady stream through the three gateways in turn; the leader is killed in the middle of it.
-      const containers = containersOf(installationId);
+      // The capped endpoint's (the woken ones may be scaled down meanwhile, which is no concern here).
+      const containers = containersOf(installationId, capped);
+      expect(containers).toHaveLength(1);
       const failed = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
       const served = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
       let streaming = true;
@@ -413,7 +439,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
         `stream: ${followers.map((f) => served.get(f)).join(' + ')} served on the survivors, ` +
           `${failed.get(leader)} failed on the killed one\n`,
       );
-      expect(containersOf(installationId)).toEqual(containers);
+      expect(containersOf(installationId, capped)).toEqual(containers);
       for (const server of followers) await server.stop();
     },
     180_000,
