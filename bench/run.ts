@@ -13,6 +13,7 @@ const SUITES: Record<string, Suite> = {
   controller: async () => (await import('./controller/suite.js')).runControllerBench(),
   memory: async () => (await import('./memory.js')).runMemoryBench(),
   abuse: async () => (await import('./abuse/suite.js')).runAbuseBench(),
+  replicas: async () => (await import('./replicas.js')).runReplicasBench(),
 };
 
 async function main(): Promise<void> {

@@ -23,7 +23,7 @@ const ALLOWED: Record<string, string[]> = {
   autoscaler: ['domain', 'service'],
   runtime: ['config', 'service'],
   controller: ['crypto', 'domain', 'gpu', 'runtime', 'service', 'store'],
-  cluster: ['runtime', 'service', 'store'],
+  cluster: ['autoscaler', 'controller', 'domain', 'runtime', 'service', 'store'],
   gateway: ['autoscaler', 'controller', 'domain', 'errors', 'service'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gateway', 'gpu', 'runtime', 'service', 'store'],
@@ -36,6 +36,8 @@ const INTERFACES_ONLY: { from: string; to: string; files: string[] }[] = [
   { from: 'gateway', to: 'controller', files: ['controller/routing-table.ts'] },
   { from: 'gateway', to: 'autoscaler', files: ['autoscaler/queue-signals.ts'] },
   { from: 'api', to: 'gateway', files: ['gateway/metrics.ts', 'gateway/history.ts'] },
+  { from: 'cluster', to: 'controller', files: ['controller/routing-table.ts'] },
+  { from: 'cluster', to: 'autoscaler', files: ['autoscaler/queue-signals.ts'] },
   { from: 'api', to: 'runtime', files: ['runtime/types.ts'] },
 ];
 

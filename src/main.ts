@@ -20,6 +20,7 @@ import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpi
 import type { HistorySource, TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
+import type { QueueSignals } from './autoscaler/queue-signals.js';
 import { Scaler } from './autoscaler/scaler.js';
 import type { TermFence } from './cluster/elector.js';
 import { FencedRuntime } from './cluster/fenced-runtime.js';
@@ -31,6 +32,7 @@ import {
 } from './cluster/heartbeat.js';
 import { leadershipOf } from './cluster/leadership.js';
 import { ReplicaMembership } from './cluster/membership.js';
+import { SharedTraffic } from './cluster/shared-traffic.js';
 import { rateLimitShare } from './cluster/shares.js';
 import { type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
@@ -231,6 +233,12 @@ export interface TrafficParts<M extends GatewayMetrics> {
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
   scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
+  /** Several replicas: the table the gateway routes by, filled from the store (none: the controller's own). */
+  gatewayRoutes?: RoutingTable;
+  /** Several replicas: the scaler's signals over this gateway's (none: this gateway's alone). */
+  signals?: (local: QueueSignals) => QueueSignals;
+  /** Several replicas: also waits for the other gateways' requests on a worker before its removal. */
+  remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -277,7 +285,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const keys = new InvokeKeyService({ store, clock });
   const gateway = new Gateway({
     metrics: gatewayMetrics,
-    routing: routes,
+    routing: parts.gatewayRoutes ?? routes,
     pools,
     domain: config.domain,
     clock,
@@ -290,7 +298,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     verifyKey: (key) => keys.grant(key),
   });
   const scaler = new Scaler({
-    signals: gateway,
+    signals: parts.signals ? parts.signals(gateway) : gateway,
     clock,
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
@@ -328,7 +336,12 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     crashResetMs: config.controller.crashResetSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
-    awaitDrained: (endpointId, workerId) => gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+    awaitDrained: async (endpointId, workerId) => {
+      await Promise.all([
+        gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
+      ]);
+    },
     metrics: controllerMetrics,
     outputs,
   };
@@ -515,6 +528,17 @@ export async function serve(
     const imageGuard = imageAccessGuard(runtime, config, credentials);
     const ownerSecrets = new SecretService({ store, clock: systemClock, secrets });
     const registry = new Registry();
+    const replicaId = newReplicaId();
+    // Several replicas (PostgreSQL): every gateway routes from the store, and the slots and queues are shared.
+    const gatewayRoutes = store.listener ? new RoutingTable() : undefined;
+    const shared =
+      gatewayRoutes &&
+      new SharedTraffic({
+        store,
+        replicaId,
+        gatewayRoutes,
+        logger: logger.child({ role: 'cluster', replicaId }),
+      });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
     const traffic = buildTraffic({
@@ -537,12 +561,20 @@ export async function serve(
         : {}),
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
+      ...(shared && gatewayRoutes
+        ? {
+            gatewayRoutes,
+            signals: (local) => shared.signalsOf(local),
+            remoteDrained: (endpointId, workerId, timeoutMs) =>
+              shared.awaitRemoteDrained(endpointId, workerId, timeoutMs),
+          }
+        : {}),
     });
     const { gateway } = traffic;
-    const replicaId = newReplicaId();
+    shared?.attach({ gateway, controllerRoutes: traffic.routes, poke: () => traffic.poke() });
     const leadership = leadershipOf({
       store,
-      terms: traffic,
+      terms: shared ? shared.terms(traffic) : traffic,
       replicaId,
       logger: logger.child({ role: 'election', replicaId }),
     });
@@ -586,7 +618,10 @@ export async function serve(
       ...(traffic.history ? { history: traffic.history } : {}),
       desiredWorkers: (endpointId) => traffic.scaler.desired(endpointId),
       registry,
-      onEndpointsChanged: () => traffic.poke(),
+      onEndpointsChanged: () => {
+        traffic.poke();
+        shared?.requestPass();
+      },
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
       ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
       singleTenant: runtime.name === 'local',
@@ -616,6 +651,7 @@ export async function serve(
         pid: process.pid,
         apiUrl: bound.apiUrl,
         ...gatewayLoad(gateway.stats()),
+        ...(shared ? { settled: shared.settled() } : {}),
       }),
       intervalMs: HEARTBEAT_INTERVAL_MS,
       pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
@@ -624,6 +660,10 @@ export async function serve(
     });
     await heartbeat.start();
     closers.push(() => heartbeat.stop());
+    if (shared) {
+      await shared.start();
+      closers.push(() => shared.close());
+    }
     // At a stop the leader steps down first and releases its lease: another replica takes over at once.
     closers.push(() => leadership.end());
     // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).

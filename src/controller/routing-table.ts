@@ -9,6 +9,8 @@ import type { Endpoint } from '../domain/endpoint.js';
 export interface RoutableWorker {
   id: string;
   address: { host: string; port: number };
+  /** This replica's share of the worker's slots (several replicas, cluster/slot-shares.ts); absent: all of them. */
+  slots?: number;
 }
 
 /**
@@ -57,6 +59,17 @@ export class RoutingTable implements RoutingView {
   #conditions: ReadonlyMap<string, EndpointCondition> = new Map();
   readonly #listeners = new Set<() => void>();
   readonly #refreshListeners = new Set<() => void>();
+  #publications = 0;
+
+  /** The live endpoints as last published (a publisher to other replicas reads the whole table). */
+  endpoints(): Iterable<Endpoint> {
+    return this.#byId.values();
+  }
+
+  /** How many whole publications there were (a controller's passes): one of a new term tells its first. */
+  get publications(): number {
+    return this.#publications;
+  }
 
   endpointByAppName(appName: string): Endpoint | undefined {
     return this.#byAppName.get(appName);
@@ -109,6 +122,7 @@ export class RoutingTable implements RoutingView {
     this.#byAppName = byAppName;
     this.#routable = routable;
     this.#conditions = conditions;
+    this.#publications += 1;
     this.#notify();
   }
 

@@ -48,6 +48,41 @@ const inFlight = (dispatcher: EndpointDispatcher) =>
   Object.fromEntries(dispatcher.stats().workers.map((w) => [w.id, w.inFlight]));
 
 describe('EndpointDispatcher', () => {
+  it("caps a worker at this gateway's share of its slots when the routing view gives one", async () => {
+    const { dispatcher } = setup({ maxConcurrent: 4 });
+    dispatcher.setWorkers([
+      { ...worker('a', 9001), slots: 1 },
+      { ...worker('b', 9002), slots: 0 },
+    ]);
+    const first = dispatcher.tryAcquire();
+    expect(first?.workerId).toBe('a');
+    // a holds its one slot here, b has none here: the next request waits, though each has 4 slots in all.
+    expect(dispatcher.tryAcquire()).toBeUndefined();
+    const waiting = track(dispatcher.acquire());
+    await flush();
+    expect(waiting.settled).toBe(false);
+    // The share grows (another replica left): the queued request is served at once.
+    dispatcher.setWorkers([
+      { ...worker('a', 9001), slots: 1 },
+      { ...worker('b', 9002), slots: 2 },
+    ]);
+    await flush();
+    expect(waiting.lease?.workerId).toBe('b');
+    // It shrinks below what b holds: b keeps its lease and gets no new one until below the new share.
+    dispatcher.setWorkers([
+      { ...worker('a', 9001), slots: 1 },
+      { ...worker('b', 9002), slots: 0 },
+    ]);
+    expect(dispatcher.tryAcquire()).toBeUndefined();
+    expect(inFlight(dispatcher)).toEqual({ a: 1, b: 1 });
+    waiting.lease?.release();
+    first?.release();
+    // Without a share, a worker takes maxConcurrent.
+    dispatcher.setWorkers([worker('a', 9001)]);
+    expect([1, 2, 3, 4].map(() => dispatcher.tryAcquire()?.workerId)).toEqual(['a', 'a', 'a', 'a']);
+    expect(dispatcher.tryAcquire()).toBeUndefined();
+  });
+
   it('grants a slot at once on the least-loaded worker, ties to the most recently active', async () => {
     const { dispatcher, queued } = setup({ maxConcurrent: 2 });
     dispatcher.setWorkers([worker('a', 9001), worker('b', 9002)]);

@@ -50,6 +50,11 @@ export interface WorkerAddress {
 export interface RoutableWorker {
   id: string;
   address: WorkerAddress;
+  /**
+   * This gateway's share of the worker's slots when several replicas route to it (cluster/slot-shares.ts); absent:
+   * `maxConcurrent`, all of them. 0: the worker is routable but takes no request from this gateway now.
+   */
+  slots?: number;
 }
 
 export interface AcquireOptions {
@@ -91,6 +96,8 @@ export interface DispatcherStats {
 interface WorkerSlots {
   readonly id: string;
   address: WorkerAddress;
+  /** This gateway's cap on the worker's leases; undefined: maxConcurrent. */
+  slots: number | undefined;
   inFlight: number;
   lastBusyAt: number;
   routable: boolean;
@@ -197,12 +204,14 @@ export class EndpointDispatcher {
       if (slots) {
         slots.routable = true;
         slots.address = address;
+        slots.slots = worker.slots;
       } else {
         const lastBusyAt = this.#departed.get(worker.id) ?? now;
         this.#departed.delete(worker.id);
         this.#workers.set(worker.id, {
           id: worker.id,
           address,
+          slots: worker.slots,
           inFlight: 0,
           lastBusyAt,
           routable: true,
@@ -357,7 +366,7 @@ export class EndpointDispatcher {
     const max = this.#settings.maxConcurrent;
     let best: WorkerSlots | undefined;
     for (const slots of this.#workers.values()) {
-      if (!slots.routable || slots.inFlight >= max || exclude?.has(slots.id)) continue;
+      if (!slots.routable || slots.inFlight >= (slots.slots ?? max) || exclude?.has(slots.id)) continue;
       if (
         !best ||
         slots.inFlight < best.inFlight ||

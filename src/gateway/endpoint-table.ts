@@ -26,6 +26,14 @@ const UNREPORTED_GRACE_MS = 10_000;
  */
 const QUARANTINE_MS = 2000;
 
+/** One endpoint's queue and worker load on this gateway (what other replicas' autoscaler is told). */
+export interface GatewayEndpointLoad {
+  endpointId: string;
+  queueLength: number;
+  oldestEnqueuedAt: number | null;
+  workers: { id: string; inFlight: number; lastBusyAt: number }[];
+}
+
 export interface EndpointTableOptions {
   routing: RoutingView;
   pools: WorkerPools;
@@ -118,6 +126,19 @@ export class EndpointTable {
       ?.stats()
       .workers.find((w) => w.id === workerId);
     return { requests: worker?.granted ?? 0, inFlight: worker?.inFlight ?? 0 };
+  }
+
+  /** Per endpoint with a dispatcher: its queue, and each worker's requests in flight and when it was last busy. */
+  loads(): GatewayEndpointLoad[] {
+    return [...this.#dispatchers].map(([endpointId, d]) => {
+      const s = d.stats();
+      return {
+        endpointId,
+        queueLength: s.queueLength,
+        oldestEnqueuedAt: s.oldestEnqueuedAt,
+        workers: s.workers.map((w) => ({ id: w.id, inFlight: w.inFlight, lastBusyAt: w.lastBusyAt })),
+      };
+    });
   }
 
   /** Queue depth, the oldest wait and in-flight requests per endpoint, for metrics and their history. */

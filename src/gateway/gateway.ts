@@ -13,7 +13,7 @@ import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { answer, answerUpgrade, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
-import { EndpointTable } from './endpoint-table.js';
+import { EndpointTable, type GatewayEndpointLoad } from './endpoint-table.js';
 import { appNameFromHost } from './host.js';
 import { InvokeAuth } from './invoke-auth.js';
 import { StoreLookup } from './lookup.js';
@@ -178,6 +178,11 @@ export class Gateway implements QueueSignals {
   /** A worker's traffic: requests given to it since it became routable, and those in flight now. */
   workerLoad(endpointId: string, workerId: string): { requests: number; inFlight: number } {
     return this.#endpoints.workerLoad(endpointId, workerId);
+  }
+
+  /** Per endpoint: its queue, each worker's requests in flight and last busy time (shared with other replicas). */
+  loads(): GatewayEndpointLoad[] {
+    return this.#endpoints.loads();
   }
 
   /** Queue depth and in-flight requests per endpoint, for metrics. */

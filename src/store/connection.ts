@@ -1,5 +1,6 @@
 /** `DatabaseConnection`: what the store needs of a database, provided by sqlite/ and postgres/ alike. */
 import type { Kysely } from 'kysely';
+import type { ListenerClient } from './postgres/change-feed.js';
 import type { Database, DialectName } from './schema.js';
 
 /** What each dialect folder provides: the Kysely instance plus the few facts that differ between engines. */
@@ -8,6 +9,8 @@ export interface DatabaseConnection {
   dialect: DialectName;
   /** PostgreSQL schema holding the tables (the migrator must not look at other schemas); undefined for SQLite. */
   schema?: string;
+  /** PostgreSQL: a new client for a dedicated LISTEN connection (postgres/change-feed.ts), in the same schema. */
+  listener?: { connect(): ListenerClient; channel(name: string): string };
   /** True when the error is a unique-constraint violation, whatever the engine. */
   isUniqueViolation(error: unknown): boolean;
   /** Where the data lives, without credentials, for logs. */

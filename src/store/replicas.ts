@@ -14,6 +14,8 @@ export interface ReplicaBeat {
   /** Its gateway's requests in flight and queued now. */
   inFlight: number;
   queued: number;
+  /** The membership for which it keeps within its share of each worker's slots (cluster/slot-shares.ts). */
+  settled?: string | null;
 }
 
 export interface Replica extends ReplicaBeat {
@@ -40,6 +42,7 @@ export class ReplicaRepository {
       last_seen_at: now,
       in_flight: replica.inFlight,
       queued: replica.queued,
+      ...(replica.settled === undefined ? {} : { settled: replica.settled }),
     };
     await this.#db
       .insertInto('replicas')
@@ -65,6 +68,7 @@ export class ReplicaRepository {
         lastSeenAt: Number(r.last_seen_at),
         inFlight: Number(r.in_flight),
         queued: Number(r.queued),
+        settled: r.settled,
       })),
     };
   }

@@ -151,9 +151,38 @@ export interface ReplicasTable {
   /** Its gateway's requests in flight and queued, at its last heartbeat. */
   in_flight: number;
   queued: number;
+  /** The membership (a fingerprint) for which it keeps within its share of each worker's slots; null: none yet. */
+  settled: string | null;
+}
+
+/** What the leader's controller last published for one endpoint (store/routes.ts). */
+export interface RoutesTable {
+  endpoint_id: string;
+  /** Grows with every change of any row: a reader re-reads the rows whose seq moved. */
+  seq: number;
+  /** The endpoint as the controller saw it (JSON). */
+  endpoint: string;
+  /** Its routable workers (JSON: id and address each). */
+  workers: string;
+  /** Its condition (JSON), or null. */
+  condition: string | null;
+}
+
+/** One replica's gateway queue and worker load for one endpoint (store/gateway-signals.ts). */
+export interface GatewaySignalsTable {
+  replica_id: string;
+  endpoint_id: string;
+  queue_length: number;
+  /** When its oldest queued request arrived, on the database's clock; null with an empty queue. */
+  oldest_enqueued_at: number | null;
+  /** JSON: per worker id, requests in flight and when it was last busy (database clock). */
+  workers: string;
+  updated_at: number;
 }
 
 export interface Database {
+  routes: RoutesTable;
+  gateway_signals: GatewaySignalsTable;
   leases: LeasesTable;
   replicas: ReplicasTable;
   installation: InstallationTable;

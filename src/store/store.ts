@@ -6,11 +6,13 @@ import type { DatabaseConnection } from './connection.js';
 import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
+import { GatewaySignalRepository } from './gateway-signals.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
 import { LeaseRepository } from './leases.js';
 import { migrateToLatest } from './migrations/index.js';
 import { ReplicaRepository } from './replicas.js';
+import { RouteRepository } from './routes.js';
 import { SecretRepository } from './secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
 import { WorkerRepository } from './workers.js';
@@ -32,6 +34,10 @@ export class Store {
   readonly leases: LeaseRepository;
   /** A heartbeat row per running replica. */
   readonly replicas: ReplicaRepository;
+  /** What the leader's controller publishes for every replica's gateway. */
+  readonly routes: RouteRepository;
+  /** Each replica's gateway queues and worker load, for the leader's autoscaler. */
+  readonly gatewaySignals: GatewaySignalRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -50,6 +56,8 @@ export class Store {
     this.secrets = new SecretRepository({ db });
     this.leases = new LeaseRepository({ db, dialect: connection.dialect });
     this.replicas = new ReplicaRepository({ db, dialect: connection.dialect });
+    this.routes = new RouteRepository({ db, dialect: connection.dialect });
+    this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
   }
 
   get dialect() {
@@ -58,6 +66,20 @@ export class Store {
 
   describe(): string {
     return this.#connection.describe();
+  }
+
+  /**
+   * A change feed on this database: a dedicated connection that LISTENs (PostgreSQL); undefined on SQLite, which
+   * serves one process.
+   */
+  get listener(): DatabaseConnection['listener'] {
+    return this.#connection.listener;
+  }
+
+  /** Sends `payload` on `channel` to every listener (PostgreSQL); nothing on SQLite. */
+  async notify(channel: string, payload = ''): Promise<void> {
+    if (this.dialect === 'postgres')
+      await sql`select pg_notify(${channel}, ${payload})`.execute(this.#connection.db);
   }
 
   /** One trivial query; it fails when the database cannot be reached or opened. */

@@ -2,7 +2,9 @@
  * Replicas on PostgreSQL as real processes: with the fake runtime, one leads; kill -9 of the leader and another
  * leads within 10 s; SIGTERM hands over at once; a leader paused with SIGSTOP past its lease does not lead when
  * resumed. With the Docker runtime (one engine shared by the replicas), two failovers by kill -9 leave the workers'
- * containers exactly as they were: none duplicated, none orphaned. Each run gets a database of its own.
+ * containers exactly as they were: none duplicated, none orphaned. Three gateways share one worker: its cap holds
+ * over a burst through all three, a wake from zero starts through a follower, and a steady stream through the
+ * three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -32,8 +34,8 @@ const withDocker =
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)');
 const OPERATOR_KEY = `op-${randomBytes(16).toString('hex')}`;
 
-/** The ids of the running containers of an installation, sorted. */
-function containersOf(installationId: string): string[] {
+/** The ids of the running containers of an installation (of one endpoint, when given), sorted. */
+function containersOf(installationId: string, endpointId?: string): string[] {
   return execFileSync(
     'docker',
     [
@@ -41,6 +43,7 @@ function containersOf(installationId: string): string[] {
       '--no-trunc',
       '--filter',
       `label=corral.dev/installation=${installationId}`,
+      ...(endpointId ? ['--filter', `label=corral.dev/endpoint=${endpointId}`] : []),
       '--format',
       '{{.ID}}',
     ],
@@ -95,14 +98,18 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     }
     for (const id of new Set(servers.map((server) => server.installationId))) removeInstallationResources(id);
     await admin.query(`drop database if exists ${database} with (force)`);
+    await admin.query(`drop database if exists ${database}_gw with (force)`);
     await admin.end();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  const replica = async (runtime = ['--runtime', 'fake', '--gpus', 'h100-80g:2']): Promise<ServeProcess> => {
+  const replica = async (
+    runtime = ['--runtime', 'fake', '--gpus', 'h100-80g:2'],
+    url = databaseUrl,
+  ): Promise<ServeProcess> => {
     const dataDir = mkdtempSync(join(tmpdir(), 'corral-replica-'));
     dirs.push(dataDir);
-    const server = await startServe([...runtime, '--database-url', databaseUrl], {
+    const server = await startServe([...runtime, '--database-url', url], {
       ...env,
       CORRAL_DATA_DIR: dataDir,
     });
@@ -288,5 +295,153 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       for (const server of alive) await server.stop();
     },
     240_000,
+  );
+  it.runIf(withDocker)(
+    'Docker runtime: three gateways share the workers: the cap holds over a burst on all three, a wake from zero ' +
+      'through a follower, and a steady stream through all three loses nothing on the survivors of a kill -9 of the leader',
+    async () => {
+      const image = await ensureTestImage();
+      const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
+      // A database of its own: the endpoints of the tests before stay out of this one's GPUs and quota.
+      await admin.query(`create database ${database}_gw`);
+      const url = new URL(databaseUrl);
+      url.pathname = `/${database}_gw`;
+      const own = url.toString();
+      const replicas = [await replica(docker, own), await replica(docker, own), await replica(docker, own)];
+      const first = replicas[0] as ServeProcess;
+      const installationId = first.installationId;
+      const ids = await Promise.all(replicas.map(async (r) => (await cluster(r)).self));
+      await until(
+        'three alive replicas',
+        first,
+        (x) => x.replicas.filter((r) => r.alive).length === 3,
+        10_000,
+      );
+      const leaderId = (await cluster(first)).leader?.replica;
+      const leader = replicas[ids.indexOf(leaderId ?? '')];
+      const followers = replicas.filter((r) => r !== leader);
+      if (!leader) throw new Error('no leader');
+      const auth = { authorization: `Bearer ${OPERATOR_KEY}` };
+      // One worker that takes 3 requests at a time; another endpoint with none until a request comes.
+      const created = await callApi(first, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: {
+          ...testWorkerEndpoint(image),
+          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 3 },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const capped = created.body.id as string;
+      // maxConcurrent at least the number of replicas: each gateway owns a slot of the one worker (operations.md).
+      const sleepyBody = {
+        endpoint: {
+          ...testWorkerEndpoint(image),
+          workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1, maxConcurrent: 3 },
+        },
+      };
+      const sleepy = await callApi(followers[0] as ServeProcess, OPERATOR_KEY, 'endpoint/create', sleepyBody);
+      expect(sleepy.status, JSON.stringify(sleepy.body)).toBe(200);
+      const sleepyId = sleepy.body.id as string;
+      const baseline = await callApi(leader, OPERATOR_KEY, 'endpoint/create', sleepyBody);
+      expect(baseline.status, JSON.stringify(baseline.body)).toBe(200);
+      const baselineId = baseline.body.id as string;
+      const work = (server: ServeProcess, endpointId: string, ms: number) =>
+        fetch(`${server.gatewayUrl}/e/${endpointId}/work?ms=${ms}`, { headers: auth });
+
+      // Routable on every gateway (each waits for its share of the worker's slots).
+      const ready = performance.now();
+      for (const server of replicas) {
+        for (;;) {
+          const answer = await work(server, capped, 0).catch(() => undefined);
+          if (answer?.status === 200) break;
+          await answer?.arrayBuffer();
+          if (performance.now() - ready > 90_000)
+            throw new Error('the worker did not become routable everywhere');
+          await sleep(200);
+        }
+      }
+      process.stdout.write(
+        `routable through all three gateways after ${Math.round(performance.now() - ready)} ms\n`,
+      );
+
+      // A burst of 30 requests of 300 ms, 10 through each gateway at once: the worker never holds more than 3.
+      const burst = await Promise.all(
+        replicas.flatMap((server) =>
+          Array.from({ length: 10 }, async () => {
+            const answer = await work(server, capped, 300);
+            return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
+          }),
+        ),
+      );
+      expect(burst.map((b) => b.status)).toEqual(burst.map(() => 200));
+      const peak = Math.max(...burst.map((b) => b.body.inFlight ?? 0));
+      process.stdout.write(`burst of 30 over three gateways: peak in flight on the worker ${peak} (cap 3)\n`);
+      expect(peak).toBeLessThanOrEqual(3);
+      expect(peak).toBeGreaterThanOrEqual(2);
+
+      // A wake from zero through a follower (its queued request tells the leader at once) costs about what one
+      // through the leader's own gateway costs.
+      const wakeThrough = async (server: ServeProcess, endpointId: string) => {
+        const started = performance.now();
+        const woken = await work(server, endpointId, 0);
+        expect(woken.status).toBe(200);
+        await woken.arrayBuffer();
+        return performance.now() - started;
+      };
+      const throughLeader = await wakeThrough(leader, baselineId);
+      const throughFollower = await wakeThrough(followers[1] as ServeProcess, sleepyId);
+      process.stdout.write(
+        `wake from zero: ${Math.round(throughFollower)} ms through a follower, ${Math.round(throughLeader)} ms through the leader\n`,
+      );
+      expect(throughFollower).toBeLessThan(throughLeader + 1_500);
+
+      // A steady stream through the three gateways in turn; the leader is killed in the middle of it.
+      // The capped endpoint's (the woken ones may be scaled down meanwhile, which is no concern here).
+      const containers = containersOf(installationId, capped);
+      expect(containers).toHaveLength(1);
+      const failed = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
+      const served = new Map<ServeProcess, number>(replicas.map((r) => [r, 0]));
+      let streaming = true;
+      const stream = (async () => {
+        for (let i = 0; streaming; i++) {
+          const server = replicas[i % 3] as ServeProcess;
+          try {
+            const answer = await work(server, capped, 10);
+            await answer.arrayBuffer();
+            (answer.status === 200 ? served : failed).set(
+              server,
+              ((answer.status === 200 ? served : failed).get(server) ?? 0) + 1,
+            );
+          } catch {
+            failed.set(server, (failed.get(server) ?? 0) + 1);
+          }
+          await sleep(20);
+        }
+      })();
+      await sleep(2_000);
+      await killed(leader, 'SIGKILL');
+      const observer = followers[0] as ServeProcess;
+      const failover = await until(
+        'a new leader',
+        observer,
+        (x) => x.leader !== null && x.leader.replica !== leaderId,
+        10_000,
+      );
+      process.stdout.write(`new leader after the kill: ${Math.round(failover)} ms\n`);
+      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on.
+      await sleep(8_000);
+      streaming = false;
+      await stream;
+      for (const server of followers) {
+        expect(failed.get(server), 'failed requests on a surviving gateway').toBe(0);
+        expect(served.get(server)).toBeGreaterThan(20);
+      }
+      process.stdout.write(
+        `stream: ${followers.map((f) => served.get(f)).join(' + ')} served on the survivors, ` +
+          `${failed.get(leader)} failed on the killed one\n`,
+      );
+      expect(containersOf(installationId, capped)).toEqual(containers);
+      for (const server of followers) await server.stop();
+    },
+    180_000,
   );
 });

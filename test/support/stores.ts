@@ -12,7 +12,13 @@ export interface StoreTarget {
   name: 'sqlite' | 'postgres';
   /** A fresh, migrated, empty store and its database (for tests of what lies below the store); `dispose` drops
    * what it created. */
-  open(): Promise<{ store: Store; db: Kysely<Database>; dispose(): Promise<void> }>;
+  open(): Promise<{
+    store: Store;
+    db: Kysely<Database>;
+    dispose(): Promise<void>;
+    /** Another store on the same database, as another replica opens it (SQLite: the same store, one process). */
+    sibling(): Store;
+  }>;
 }
 
 const postgresUrl = process.env.CORRAL_TEST_DATABASE_URL;
@@ -25,7 +31,7 @@ const sqlite: StoreTarget = {
     const connection = connectSqlite(':memory:');
     const store = new Store({ connection });
     await store.migrate();
-    return { store, db: connection.db, dispose: () => store.close() };
+    return { store, db: connection.db, dispose: () => store.close(), sibling: () => store };
   },
 };
 
@@ -47,10 +53,19 @@ const postgres = (connectionString: string): StoreTarget => ({
     } finally {
       await admin.query('select pg_advisory_unlock_shared($1)', [SCHEMA_CHANGE_LOCK]);
     }
+    const siblings: Store[] = [];
     return {
       store,
       db: connection.db,
+      sibling() {
+        const sibling = new Store({
+          connection: connectPostgres({ connectionString, schema, maxConnections: 4 }),
+        });
+        siblings.push(sibling);
+        return sibling;
+      },
       async dispose() {
+        for (const sibling of siblings) await sibling.close();
         await store.close();
         await admin.query('select pg_advisory_lock($1)', [SCHEMA_CHANGE_LOCK]);
         try {

@@ -11,6 +11,7 @@ import * as installation from './0007-installation.js';
 import * as workerOutputs from './0008-worker-outputs.js';
 import * as endpointUse from './0009-endpoint-use.js';
 import * as cluster from './0010-cluster.js';
+import * as feedRoutes from './0011-feed-routes.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0008-worker-outputs': (db) => workerOutputs.up(db),
   '0009-endpoint-use': (db) => endpointUse.up(db),
   '0010-cluster': (db) => cluster.up(db),
+  '0011-feed-routes': (db) => feedRoutes.up(db),
 };
 
 export async function migrateToLatest(

@@ -8,6 +8,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConnection } from '../connection.js';
 import type { Database } from '../schema.js';
+import { channelFor, listenerClient } from './change-feed.js';
 
 const INT8_OID = 20;
 /** How long a new connection may take before the query that needed it fails (pg's default: for ever). */
@@ -48,6 +49,10 @@ export function connectPostgres(options: PostgresOptions): DatabaseConnection {
     db,
     dialect: 'postgres',
     schema: options.schema ?? 'public',
+    listener: {
+      connect: listenerClient(options.connectionString, options.schema),
+      channel: (name) => channelFor(options.schema ?? 'public', name),
+    },
     isUniqueViolation: (error) =>
       typeof error === 'object' && error !== null && 'code' in error && error.code === '23505',
     describe: () => redactDatabaseUrl(options.connectionString),

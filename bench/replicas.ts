@@ -1,0 +1,268 @@
+/**
+ * Replicas benchmark (issue 13), `npm run bench -- replicas`, on the PostgreSQL of CORRAL_TEST_DATABASE_URL (a
+ * database of its own, dropped at the end) and the Docker runtime, in one run:
+ *
+ * 1. Change-feed propagation: a leader's routing table published by `RoutePublisher` and read back by two other
+ *    stores' `RouteFeed`s over their own LISTEN connections (in this process, real PostgreSQL); 200 changes of one
+ *    endpoint's routable workers, the time from the publication to each replica's view showing it; p50/p99.
+ * 2. Gateway throughput, three replicas versus one: `corral serve` processes with the Docker runtime and one test
+ *    worker (maxConcurrent 48); `wrk -t1 -c24` for 5 s through the one replica's gateway, then, with three
+ *    replicas running (their shares settled), three `wrk -t1 -c8` at once, one per gateway, for 5 s; req/s summed
+ *    and the ratio. On a machine of few cores the three replicas share them with wrk and the worker: the ratio says
+ *    what three event loops give here, not on three machines.
+ * 3. Failover: kill -9 of the leader of the three; the time until another replica's `GET cluster` names a new
+ *    leader (polled every 50 ms).
+ *
+ * Every process and container started here is stopped at the end, also on failure.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { RouteFeed } from '../src/cluster/route-feed.js';
+import { RoutePublisher } from '../src/cluster/route-publisher.js';
+import { type RoutableWorker, RoutingTable } from '../src/controller/routing-table.js';
+import { systemTimers } from '../src/service/clock.js';
+import { ChangeFeed } from '../src/store/postgres/change-feed.js';
+import { connectPostgres } from '../src/store/postgres/connect.js';
+import { Store } from '../src/store/store.js';
+import { sampleEndpoint } from '../test/support/fixtures.js';
+import { callApi, type ServeProcess, startServe } from '../test/support/process.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  testWorkerEndpoint,
+} from '../test/support/test-image.js';
+import { loadAverage, table } from './support.js';
+import { buildDist, ensureTools, parseWrk, runWrk } from './tools.js';
+
+const silent = { warn: () => undefined, info: () => undefined };
+const KEY = `op-${randomBytes(16).toString('hex')}`;
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+
+async function propagation(databaseUrl: string): Promise<{ p50: number; p99: number; count: number }> {
+  const stores = [0, 1, 2].map(
+    () => new Store({ connection: connectPostgres({ connectionString: databaseUrl, maxConnections: 4 }) }),
+  );
+  const [leaderStore, ...followerStores] = stores as [Store, Store, Store];
+  await leaderStore.migrate();
+  const listener = leaderStore.listener;
+  if (!listener) throw new Error('no listener');
+  const channel = listener.channel('routes');
+  const claim = await leaderStore.leases.tryAcquire('bench-routes', 'bench', 600_000);
+  if (!claim) throw new Error('no lease');
+  const table = new RoutingTable();
+  const publisher = new RoutePublisher({
+    table,
+    store: leaderStore,
+    channel,
+    timers: systemTimers,
+    logger: silent,
+  });
+  publisher.begin({ claim: () => claim });
+  const views: RoutingTable[] = [];
+  const feeds: ChangeFeed[] = [];
+  const routeFeeds: RouteFeed[] = [];
+  for (const store of followerStores) {
+    const view = new RoutingTable();
+    const feed = new RouteFeed({
+      routes: store.routes,
+      sink: view,
+      timers: systemTimers,
+      pollMs: 1_000,
+      safetyMs: 5_000,
+      logger: silent,
+    });
+    await new Promise<void>((resolve) => {
+      const change = new ChangeFeed({
+        connect: listener.connect,
+        channels: [channel],
+        onNotification: () => void feed.refresh(),
+        onState: (up) => {
+          feed.feedState(up);
+          if (up) resolve();
+        },
+        timers: systemTimers,
+        logger: silent,
+      });
+      feeds.push(change);
+      change.start();
+    });
+    await feed.start();
+    views.push(view);
+    routeFeeds.push(feed);
+  }
+  const endpoint = sampleEndpoint();
+  table.publish([endpoint], new Map());
+  await sleep(200);
+  const delays: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const workers: RoutableWorker[] =
+      i % 2 === 0 ? [{ id: `w${i}`, address: { host: '127.0.0.1', port: 9000 } }] : [];
+    const expected = workers.map((w) => w.id).join();
+    const arrivals = views.map(
+      (view) =>
+        new Promise<number>((resolve) => {
+          const stop = view.onChange(() => {
+            if (
+              view
+                .routableWorkers(endpoint.id)
+                .map((w) => w.id)
+                .join() !== expected
+            )
+              return;
+            stop();
+            resolve(performance.now());
+          });
+        }),
+    );
+    const sent = performance.now();
+    table.publishRoutable(endpoint.id, workers);
+    for (const at of await Promise.all(arrivals)) delays.push(at - sent);
+  }
+  publisher.end();
+  for (const feed of routeFeeds) feed.close();
+  for (const feed of feeds) await feed.close();
+  for (const store of stores) await store.close();
+  delays.sort((a, b) => a - b);
+  return { p50: quantile(delays, 0.5), p99: quantile(delays, 0.99), count: delays.length };
+}
+
+export async function runReplicasBench(): Promise<void> {
+  console.log('\n== Replicas (issue 13) ==');
+  console.log('command: npm run bench -- replicas');
+  const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
+  if (!baseUrl || !dockerAvailable()) {
+    console.log('skipped: needs CORRAL_TEST_DATABASE_URL (PostgreSQL) and a Docker engine');
+    return;
+  }
+  const tools = ensureTools();
+  if (!tools.wrk) throw new Error('wrk is needed');
+  buildDist();
+  console.log(`load average at the start ${loadAverage()}`);
+  const database = `corral_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`create database ${database}`);
+  const url = new URL(baseUrl);
+  url.pathname = `/${database}`;
+  const databaseUrl = url.toString();
+  const servers: ServeProcess[] = [];
+  const dirs: string[] = [];
+  try {
+    const feed = await propagation(databaseUrl);
+    const image = await ensureTestImage();
+    const env = { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: randomBytes(32).toString('base64') };
+    const replica = async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-replica-'));
+      dirs.push(dataDir);
+      const server = await startServe(
+        ['--runtime', 'docker', '--gpus', 'h100-80g:2', '--database-url', databaseUrl],
+        {
+          ...env,
+          CORRAL_DATA_DIR: dataDir,
+        },
+      );
+      servers.push(server);
+      return server;
+    };
+    const one = await replica();
+    const created = await callApi(one, KEY, 'endpoint/create', {
+      endpoint: {
+        ...testWorkerEndpoint(image),
+        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 48 },
+      },
+    });
+    if (created.status !== 200) throw new Error(`endpoint/create: ${JSON.stringify(created.body)}`);
+    const id = created.body.id as string;
+    const path = `/e/${id}/work?ms=0`;
+    const serving = async (server: ServeProcess) => {
+      const started = performance.now();
+      for (;;) {
+        const answer = await fetch(`${server.gatewayUrl}${path}`, {
+          headers: { authorization: `Bearer ${KEY}` },
+        }).catch(() => undefined);
+        await answer?.arrayBuffer();
+        if (answer?.status === 200) return;
+        if (performance.now() - started > 120_000) throw new Error('the worker did not become routable');
+        await sleep(200);
+      }
+    };
+    const wrk = async (server: ServeProcess, connections: number) =>
+      parseWrk(
+        await runWrk(tools.wrk as string, {
+          threads: 1,
+          connections,
+          seconds: 5,
+          url: `${server.gatewayUrl}${path}`,
+          authorization: `Bearer ${KEY}`,
+        }),
+      );
+    await serving(one);
+    await wrk(one, 24); // warm-up
+    const single = await wrk(one, 24);
+    const others = [await replica(), await replica()];
+    const three = [one, ...others];
+    for (const server of three) await serving(server);
+    // Shares settle within a few seconds of the membership change.
+    await sleep(5_000);
+    const load = loadAverage();
+    const parallel = await Promise.all(three.map((server) => wrk(server, 8)));
+    const rate = (f: { requests: number; seconds: number }) => f.requests / f.seconds;
+    const singleRate = rate(single);
+    const threeRate = parallel.reduce((sum, f) => sum + rate(f), 0);
+    const errors = parallel.reduce(
+      (sum, f) => sum + f.non2xx + f.socketErrors,
+      single.non2xx + single.socketErrors,
+    );
+
+    const cluster = async (server: ServeProcess) =>
+      (await callApi(server, KEY, 'cluster')).body as { self: string; leader: { replica: string } | null };
+    const leaderId = (await cluster(one)).leader?.replica;
+    const selves = await Promise.all(three.map(async (s) => (await cluster(s)).self));
+    const leader = three[selves.indexOf(leaderId ?? '')];
+    if (!leader) throw new Error('no leader');
+    const survivor = three.find((s) => s !== leader) as ServeProcess;
+    const exited = new Promise<void>((resolve) => leader.child.once('exit', () => resolve()));
+    const killedAt = performance.now();
+    leader.child.kill('SIGKILL');
+    await exited;
+    let failover = Number.NaN;
+    while (performance.now() - killedAt < 20_000) {
+      const now = await cluster(survivor);
+      if (now.leader && now.leader.replica !== leaderId) {
+        failover = performance.now() - killedAt;
+        break;
+      }
+      await sleep(50);
+    }
+    console.log(
+      table(
+        ['figure', 'value'],
+        [
+          [`change-feed propagation to 2 replicas, p50 (${feed.count} samples)`, `${feed.p50.toFixed(1)} ms`],
+          ['change-feed propagation to 2 replicas, p99', `${feed.p99.toFixed(1)} ms`],
+          ['gateway throughput, one replica (wrk -c24, 5 s)', `${singleRate.toFixed(0)} req/s`],
+          ['gateway throughput, three replicas (3 x wrk -c8, 5 s)', `${threeRate.toFixed(0)} req/s`],
+          ['three replicas / one', `${(threeRate / singleRate).toFixed(2)}x`],
+          ['non-2xx answers and socket errors in both', String(errors)],
+          ['failover after kill -9 of the leader', `${(failover / 1000).toFixed(2)} s`],
+        ],
+      ),
+    );
+    console.log(`load average before the three-replica run ${load}; at the end ${loadAverage()}`);
+  } finally {
+    for (const server of servers) {
+      if (server.child.exitCode === null && server.child.signalCode === null) await server.stop();
+    }
+    for (const idOf of new Set(servers.map((s) => s.installationId))) removeInstallationResources(idOf);
+    await admin.query(`drop database if exists ${database} with (force)`);
+    await admin.end();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}

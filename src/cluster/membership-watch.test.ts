@@ -1,0 +1,108 @@
+/**
+ * `MembershipWatch` over the heartbeat rows of a real store: the live replicas become the share schedule's
+ * membership, a replica's shares last only as long as the others count it in, or while its reads fail (the
+ * database is out) and it keeps trying. Timers are manual; the database's clock is real, so beats are written just before each read.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { storeTargets } from '../../test/support/stores.js';
+import type { Store } from '../store/store.js';
+import { MembershipWatch } from './membership-watch.js';
+import { ShareSchedule } from './slot-shares.js';
+
+const sqlite = storeTargets().find((t) => t.name === 'sqlite');
+const beat = (id: string, settled: string | null = null) => ({
+  id,
+  host: 'h',
+  pid: 1,
+  apiUrl: 'http://x',
+  inFlight: 0,
+  queued: 0,
+  settled,
+});
+
+describe('MembershipWatch', () => {
+  let dispose: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await dispose?.();
+  });
+
+  async function setup(failing?: { fail: boolean }) {
+    const opened = await (sqlite as NonNullable<typeof sqlite>).open();
+    dispose = opened.dispose;
+    const store: Store = opened.store;
+    const timers = new ManualTimers(1_000);
+    const schedule = new ShareSchedule({ self: 'b', timing: { settleMs: 0 } });
+    let changes = 0;
+    const watch = new MembershipWatch({
+      replicaId: 'b',
+      replicas: {
+        list: () => (failing?.fail ? Promise.reject(new Error('database down')) : store.replicas.list()),
+      },
+      schedule,
+      aliveMs: 6_000,
+      marginMs: 1_000,
+      intervalMs: 1_000,
+      monotonic: () => timers.now,
+      timers,
+      logger: { warn: () => undefined },
+      onChange: () => {
+        changes += 1;
+      },
+    });
+    return { store, timers, schedule, watch, changes: () => changes };
+  }
+
+  it('feeds the live replicas to the schedule; shares grow once the others settled for them', async () => {
+    const { store, timers, schedule, watch, changes } = await setup();
+    await store.replicas.beat(beat('a'));
+    await store.replicas.beat(beat('b'));
+    await watch.start();
+    expect(schedule.members).toEqual(['a', 'b']);
+    expect(watch.others).toEqual(['a']);
+    expect(changes()).toBe(1);
+    // Valid about aliveMs - margin after the read (the beat was just written).
+    expect(schedule.validUntil - timers.now).toBeGreaterThan(4_000);
+    expect(schedule.validUntil - timers.now).toBeLessThanOrEqual(5_000);
+    expect(schedule.share('w', 4, timers.now)).toBe(0);
+    await store.replicas.beat(beat('a', 'a,b'));
+    await store.replicas.beat(beat('b'));
+    timers.advance(1_000);
+    await watch.stop();
+    // The tick runs asynchronously: wait for its read.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(schedule.share('w', 4, timers.now)).toBe(2);
+    expect(changes()).toBeGreaterThanOrEqual(2);
+  });
+
+  it('keeps the shares while reads fail (the database is out), and ends them when the reads stop (a pause)', async () => {
+    const failing = { fail: false };
+    const { store, timers, schedule, watch } = await setup(failing);
+    await store.replicas.beat(beat('b'));
+    await watch.start();
+    const until = schedule.validUntil;
+    failing.fail = true;
+    // Reads fail every second, well past the last good read's deadline: the shares stand.
+    for (let t = timers.now; t < until + 10_000; t += 1_000) {
+      timers.advance(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(schedule.members).toEqual(['b']);
+    expect(schedule.share('w', 4, timers.now)).toBe(4);
+    // The process paused: no read runs before the deadline passes, and the shares end.
+    timers.advance(60_000);
+    expect(schedule.members).toBeUndefined();
+    expect(schedule.share('w', 4, timers.now)).toBe(0);
+    await watch.stop();
+  });
+
+  it('a replica that is not among the live rows has no share', async () => {
+    const { store, timers, schedule, watch } = await setup();
+    await store.replicas.beat(beat('a'));
+    await watch.start();
+    expect(schedule.members).toEqual(['a']);
+    expect(schedule.validUntil).toBeLessThanOrEqual(timers.now);
+    expect(schedule.share('w', 4, timers.now)).toBe(0);
+    await watch.stop();
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * One contract for both ways a gateway learns where traffic goes: the in-process routing table the controller
+ * publishes to (one process, SQLite), and the store-fed one (several replicas): the leader's table copied into the
+ * `routes` table by `RoutePublisher`, read back into another table by `RouteFeed` (on SQLite by refresh, on
+ * PostgreSQL by its change feed). Whatever the source publishes, the view shows once it has settled.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { storeTargets } from '../../test/support/stores.js';
+import {
+  type EndpointCondition,
+  type RoutableWorker,
+  RoutingTable,
+  type RoutingView,
+} from '../controller/routing-table.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { systemTimers } from '../service/clock.js';
+import { ChangeFeed } from '../store/postgres/change-feed.js';
+import type { Store } from '../store/store.js';
+import { RouteFeed } from './route-feed.js';
+import { RoutePublisher } from './route-publisher.js';
+
+interface Source {
+  /** Where the controller publishes. */
+  table: RoutingTable;
+  /** What a gateway reads (a RoutingTable in both cases, which lists its endpoints). */
+  view: RoutingTable;
+  /** Resolves once the view shows what was published. */
+  settle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const silent = { warn: () => undefined, info: () => undefined };
+
+const inProcess = {
+  name: 'in-process',
+  async open(): Promise<Source> {
+    const table = new RoutingTable();
+    return { table, view: table, settle: async () => undefined, close: async () => undefined };
+  },
+};
+
+/** Leader's table -> publisher -> store -> feed -> another table, the way two replicas see each other. */
+async function storeFed(leaderStore: Store, followerStore: Store): Promise<Source> {
+  const claim = await leaderStore.leases.tryAcquire('controller', 'leader', 60_000);
+  if (!claim) throw new Error('no lease');
+  const table = new RoutingTable();
+  const channel = leaderStore.listener?.channel('routes') ?? 'routes';
+  const publisher = new RoutePublisher({
+    table,
+    store: leaderStore,
+    channel,
+    timers: systemTimers,
+    logger: silent,
+  });
+  publisher.begin({ claim: () => claim });
+  const view = new RoutingTable();
+  const feed = new RouteFeed({
+    routes: followerStore.routes,
+    sink: view,
+    timers: systemTimers,
+    pollMs: 1_000,
+    safetyMs: 5_000,
+    logger: silent,
+  });
+  const listener = followerStore.listener;
+  let change: ChangeFeed | undefined;
+  if (listener) {
+    const up = new Promise<void>((resolve) => {
+      change = new ChangeFeed({
+        connect: listener.connect,
+        channels: [channel],
+        onNotification: () => void feed.refresh(),
+        onState: (isUp) => {
+          feed.feedState(isUp);
+          if (isUp) resolve();
+        },
+        timers: systemTimers,
+        logger: silent,
+      });
+      change.start();
+    });
+    await up;
+  }
+  await feed.start();
+  return {
+    table,
+    view,
+    async settle() {
+      // Let the publisher's turn pass, then its write land.
+      await new Promise((resolve) => setImmediate(resolve));
+      await publisher.settled();
+      if (!change) {
+        await feed.refresh();
+        return;
+      }
+      // PostgreSQL: the notification of the commit brings it; no refresh is asked here.
+      const expected = JSON.stringify(snapshot(table));
+      const deadline = Date.now() + 5_000;
+      while (JSON.stringify(snapshot(view)) !== expected && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    async close() {
+      publisher.end();
+      feed.close();
+      await change?.close();
+    },
+  };
+}
+
+/** What a view shows of every endpoint it knows (in id order). */
+function snapshot(view: RoutingView & Pick<RoutingTable, 'endpoints'>) {
+  return [...view.endpoints()]
+    .map((e) => ({
+      id: e.id,
+      appName: e.spec.appName,
+      desired: e.desired,
+      workers: view.routableWorkers(e.id).map((w) => ({ id: w.id, address: w.address })),
+      condition: view.conditionOf(e.id),
+    }))
+    .sort((a, b) => a.id.localeCompare(b.id));
+}
+
+const worker = (id: string, port: number): RoutableWorker => ({ id, address: { host: '127.0.0.1', port } });
+
+const sources = [
+  inProcess,
+  ...storeTargets().map((target) => ({
+    name: `store-fed on ${target.name}`,
+    async open(): Promise<Source> {
+      const opened = await target.open();
+      const source = await storeFed(opened.store, opened.sibling());
+      return {
+        ...source,
+        async close() {
+          await source.close();
+          await opened.dispose();
+        },
+      };
+    },
+  })),
+];
+
+describe.each(sources)('a routing view fed $name', (kind) => {
+  let source: Source;
+  afterEach(async () => {
+    await source.close();
+  });
+
+  it('shows the endpoints, their routable workers and conditions the controller published, and says so', async () => {
+    source = await kind.open();
+    let changes = 0;
+    source.view.onChange(() => {
+      changes += 1;
+    });
+    const a = sampleEndpoint();
+    const b = sampleEndpoint();
+    const refused: EndpointCondition = {
+      refusal: { kind: 'failed', reason: 'CRASH_LOOP', message: 'crashed', lastWorkerMessage: 'exit 3' },
+    };
+    source.table.publish(
+      [a, b],
+      new Map([[a.id, [worker('w1', 9001), worker('w2', 9002)]]]),
+      new Map([[b.id, refused]]),
+    );
+    await source.settle();
+    expect(changes).toBeGreaterThan(0);
+    expect(source.view.endpointByAppName(a.spec.appName)).toEqual(a);
+    expect(source.view.endpointById(b.id)).toEqual(b);
+    expect(source.view.routableWorkers(a.id).map((w) => w.id)).toEqual(['w1', 'w2']);
+    expect(source.view.routableWorkers(a.id)[0]?.address).toEqual({ host: '127.0.0.1', port: 9001 });
+    expect(source.view.routableWorkers(b.id)).toEqual([]);
+    expect(source.view.conditionOf(b.id)).toEqual(refused);
+    expect(source.view.conditionOf(a.id)).toBeUndefined();
+  });
+
+  it("follows one endpoint's health changes, an update, and a deletion", async () => {
+    source = await kind.open();
+    const a = sampleEndpoint();
+    const b = sampleEndpoint();
+    source.table.publish([a, b], new Map([[a.id, [worker('w1', 9001)]]]));
+    await source.settle();
+    source.table.publishRoutable(b.id, [worker('w3', 9003)]);
+    source.table.publishRoutable(a.id, []);
+    await source.settle();
+    expect(source.view.routableWorkers(a.id)).toEqual([]);
+    expect(source.view.routableWorkers(b.id).map((w) => w.id)).toEqual(['w3']);
+    const stopped: Endpoint = { ...b, desired: 'stopped', updatedAt: b.updatedAt + 1 };
+    source.table.publish([stopped], new Map());
+    await source.settle();
+    expect(source.view.endpointById(a.id)).toBeUndefined();
+    expect(source.view.endpointByAppName(a.spec.appName)).toBeUndefined();
+    expect(source.view.endpointById(b.id)?.desired).toBe('stopped');
+    expect(source.view.routableWorkers(b.id)).toEqual([]);
+  });
+});

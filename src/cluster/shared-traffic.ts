@@ -1,0 +1,262 @@
+/**
+ * `SharedTraffic`: what makes every replica's gateway route every endpoint (several replicas on PostgreSQL,
+ * docs/operations.md). It owns this replica's change feed (LISTEN on two channels: `routes`, which the leader's
+ * writes notify, and `leader`, on which any replica asks the leader for a pass or tells it a request queued), the
+ * route feed that fills the gateway's routing table, the membership watch and share schedule that split each
+ * worker's slots, the publisher of this gateway's queues, and, during a term, the publisher of the controller's
+ * routes and the sum of every replica's queues for the scaler. `main.ts` builds it only on PostgreSQL: with one
+ * process the gateway reads the controller's table in process, as before.
+ */
+import type { QueueSignals } from '../autoscaler/queue-signals.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { systemClock, systemTimers, type Timers } from '../service/clock.js';
+import { ChangeFeed } from '../store/postgres/change-feed.js';
+import type { Store } from '../store/store.js';
+import { ClusterSignals } from './cluster-signals.js';
+import type { TermFence } from './elector.js';
+import type { ControllerTerms } from './leadership.js';
+import { MembershipWatch } from './membership-watch.js';
+import { RouteFeed, type RouteSink } from './route-feed.js';
+import { type PublishedRoutes, RoutePublisher } from './route-publisher.js';
+import { type LocalEndpointLoad, SignalPublisher } from './signal-publisher.js';
+import { ShareSchedule } from './slot-shares.js';
+
+/** The gateway's routing table (controller/routing-table.ts `RoutingTable`), which the route feed fills. */
+export interface GatewayRoutes extends RouteSink {
+  endpointById(endpointId: string): Endpoint | undefined;
+  onRefreshRequested(listener: () => void): () => void;
+}
+
+/** What is shared of this replica's gateway (gateway/gateway.ts `Gateway`). */
+export interface SharedGateway extends QueueSignals {
+  loads(): readonly LocalEndpointLoad[];
+}
+
+export interface SharedTrafficTiming {
+  /** Routes re-read this often while the change feed is down. */
+  pollMs: number;
+  /** ... and this often while it is up. */
+  safetyMs: number;
+  /** The membership read this often. */
+  membershipMs: number;
+  /** A replica is live while its last beat is this recent. */
+  aliveMs: number;
+  /** Taken off the time a replica knows itself counted in. */
+  marginMs: number;
+  /** How long a grown share waits at least after a membership change. */
+  settleMs: number;
+  /** This gateway's queues written at least this often while busy, and at most every minGapMs. */
+  signalsMs: number;
+  signalsMinGapMs: number;
+}
+
+export const DEFAULT_SHARED_TIMING: SharedTrafficTiming = {
+  pollMs: 1_000,
+  safetyMs: 5_000,
+  membershipMs: 1_000,
+  aliveMs: 6_000,
+  marginMs: 1_000,
+  settleMs: 1_000,
+  signalsMs: 1_000,
+  signalsMinGapMs: 50,
+};
+
+export interface SharedTrafficOptions {
+  store: Pick<Store, 'routes' | 'leases' | 'replicas' | 'gatewaySignals' | 'listener' | 'notify'>;
+  replicaId: string;
+  gatewayRoutes: GatewayRoutes;
+  timing?: SharedTrafficTiming;
+  timers?: Timers;
+  logger: { info(fields: object, message: string): void; warn(fields: object, message: string): void };
+}
+
+/** What `attach` connects once the traffic side is built. */
+export interface TrafficSide {
+  gateway: SharedGateway;
+  /** The table the controller publishes to. */
+  controllerRoutes: PublishedRoutes;
+  /** Asks this replica's controller for a pass (nothing while it does not lead). */
+  poke: () => void;
+}
+
+export class SharedTraffic {
+  readonly #o: SharedTrafficOptions;
+  readonly #timing: SharedTrafficTiming;
+  readonly #timers: Timers;
+  readonly #channels: { routes: string; leader: string };
+  readonly #schedule: ShareSchedule;
+  readonly #feed: RouteFeed;
+  readonly #membership: MembershipWatch;
+  readonly #changes: ChangeFeed;
+  #signals: ClusterSignals | undefined;
+  #side: TrafficSide | undefined;
+  #publisher: RoutePublisher | undefined;
+  #signalPublisher: SignalPublisher | undefined;
+  #leading = false;
+  #term: TermFence | undefined;
+  #pokeSent = Number.NEGATIVE_INFINITY;
+
+  constructor(options: SharedTrafficOptions) {
+    this.#o = options;
+    this.#timing = options.timing ?? DEFAULT_SHARED_TIMING;
+    this.#timers = options.timers ?? systemTimers;
+    const listener = options.store.listener;
+    if (!listener) throw new Error('shared traffic needs PostgreSQL (a change feed)');
+    this.#channels = { routes: listener.channel('routes'), leader: listener.channel('leader') };
+    const monotonic = () => performance.now();
+    const timing = this.#timing;
+    this.#schedule = new ShareSchedule({ self: options.replicaId, timing: { settleMs: timing.settleMs } });
+    this.#feed = new RouteFeed({
+      routes: options.store.routes,
+      sink: options.gatewayRoutes,
+      shares: { share: (workerId, capacity) => this.#schedule.share(workerId, capacity, monotonic()) },
+      timers: this.#timers,
+      pollMs: timing.pollMs,
+      safetyMs: timing.safetyMs,
+      logger: options.logger,
+    });
+    let reads = 0;
+    this.#membership = new MembershipWatch({
+      replicaId: options.replicaId,
+      replicas: options.store.replicas,
+      schedule: this.#schedule,
+      aliveMs: timing.aliveMs,
+      marginMs: timing.marginMs,
+      intervalMs: timing.membershipMs,
+      monotonic,
+      timers: this.#timers,
+      logger: options.logger,
+      onChange: () => this.#feed.reshare(),
+      onRead: () => {
+        // Now and then, the queue rows of replicas gone from the heartbeat table go too.
+        if (++reads % 30 === 0) void options.store.gatewaySignals.prune().catch(() => undefined);
+      },
+    });
+    this.#changes = new ChangeFeed({
+      connect: listener.connect,
+      channels: [this.#channels.routes, this.#channels.leader],
+      onNotification: (channel, payload) => {
+        if (channel === this.#channels.routes) void this.#feed.refresh();
+        else this.#toLeader(payload);
+      },
+      onState: (up) => this.#feed.feedState(up),
+      timers: this.#timers,
+      logger: options.logger,
+    });
+    options.gatewayRoutes.onRefreshRequested(() => {
+      void this.#feed.refresh();
+      this.requestPass();
+    });
+  }
+
+  /** The scaler's signals: this gateway's queues plus every other live replica's. */
+  signalsOf(local: QueueSignals): QueueSignals {
+    this.#signals = new ClusterSignals({
+      local,
+      read: (ids) => this.#o.store.gatewaySignals.read(ids),
+      others: () => this.#membership.others,
+      clock: systemClock,
+      timers: this.#timers,
+      pollMs: this.#timing.signalsMs,
+      logger: this.#o.logger,
+    });
+    return this.#signals;
+  }
+
+  /** Connects the built traffic side: the controller's routes are published during terms, the gateway's queues always. */
+  attach(side: TrafficSide): void {
+    this.#side = side;
+    this.#publisher = new RoutePublisher({
+      table: side.controllerRoutes,
+      store: this.#o.store,
+      channel: this.#channels.routes,
+      timers: this.#timers,
+      logger: this.#o.logger,
+    });
+    this.#signalPublisher = new SignalPublisher({
+      replicaId: this.#o.replicaId,
+      loads: () => side.gateway.loads(),
+      onQueued: (listener) => side.gateway.onQueued(listener),
+      signals: this.#o.store.gatewaySignals,
+      notifyLeader: (endpointId) => this.#o.store.notify(this.#channels.leader, `queued:${endpointId}`),
+      clock: systemClock,
+      timers: this.#timers,
+      everyMs: this.#timing.signalsMs,
+      minGapMs: this.#timing.signalsMinGapMs,
+      logger: this.#o.logger,
+    });
+  }
+
+  /** Leadership's terms around the traffic side's: a term also publishes the routes and sums the queues. */
+  terms(inner: ControllerTerms): ControllerTerms {
+    return {
+      start: () => inner.start(),
+      lead: async (fence: TermFence) => {
+        this.#leading = true;
+        this.#term = fence;
+        this.#publisher?.begin(fence);
+        // The controller's first pass must see the other replicas' traffic: a worker only they use is not idle.
+        await this.#signals?.start();
+        // Deposed during that read: the step-down came first, and no controller starts for the term.
+        if (this.#term !== fence) return;
+        await inner.lead(fence);
+      },
+      stepDown: async () => {
+        this.#leading = false;
+        this.#term = undefined;
+        this.#publisher?.end();
+        this.#signals?.stop();
+        await inner.stepDown();
+      },
+    };
+  }
+
+  /** Listens, reads the routes and the membership once, then keeps them current. */
+  async start(): Promise<void> {
+    this.#changes.start();
+    await this.#feed.start();
+    await this.#membership.start();
+    this.#signalPublisher?.start();
+  }
+
+  /** Asks the leader (whichever replica it is) for a controller pass: an endpoint changed, or a route is missing. */
+  requestPass(): void {
+    const now = performance.now();
+    if (now - this.#pokeSent < 50) return;
+    this.#pokeSent = now;
+    void this.#o.store.notify(this.#channels.leader, 'poke').catch(() => undefined);
+  }
+
+  /** Resolves once no other replica's gateway has a request in flight on the worker (or after `timeoutMs`). */
+  async awaitRemoteDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
+    await this.#signals?.awaitDrained(endpointId, workerId, timeoutMs);
+  }
+
+  /** The membership this replica keeps within its shares for (its heartbeat row says it), or null. */
+  settled(): string | null {
+    const gateway = this.#side?.gateway;
+    if (!gateway) return null;
+    const load: { workerId: string; capacity: number; inFlight: number }[] = [];
+    for (const endpoint of gateway.loads()) {
+      const capacity = this.#o.gatewayRoutes.endpointById(endpoint.endpointId)?.spec.workers.maxConcurrent;
+      if (capacity === undefined) continue;
+      for (const w of endpoint.workers) load.push({ workerId: w.id, capacity, inFlight: w.inFlight });
+    }
+    return this.#schedule.settledFor(load);
+  }
+
+  async close(): Promise<void> {
+    this.#publisher?.end();
+    this.#signals?.stop();
+    await this.#signalPublisher?.close();
+    await this.#membership.stop();
+    this.#feed.close();
+    await this.#changes.close();
+  }
+
+  #toLeader(payload: string): void {
+    if (!this.#leading) return;
+    if (payload.startsWith('queued:')) void this.#signals?.remoteQueued(payload.slice('queued:'.length));
+    else this.#side?.poke();
+  }
+}
