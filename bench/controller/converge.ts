@@ -1,12 +1,15 @@
 /**
- * Part 1's setup: a seeded store and a controller over a FakeRuntime, started as `corral serve` starts it and
- * run until every worker is running and healthy; the batched probe; and the line that describes a convergence.
+ * The setup of parts 1 and 3: a seeded store and a controller over a runtime (a FakeRuntime, or the Kubernetes
+ * runtime on the API stand-in), started as `corral serve` starts it and run until every worker is running and
+ * healthy; the batched probe; and the line that describes a convergence.
  */
 import { performance } from 'node:perf_hooks';
 import { Controller, type HealthProbe } from '../../src/controller/controller.js';
 import { answered, type ProbeResult } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
+import type { WorkerPlacement } from '../../src/controller/worker-placement.js';
 import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
+import type { WorkerRuntime } from '../../src/runtime/types.js';
 import type { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { formatMs, summarize } from '../support.js';
@@ -21,15 +24,33 @@ import {
 } from './settings.js';
 import { insertEndpoint, openSqlite } from './store.js';
 
-export interface FakeSetup {
+/** A runtime for the controller under test, with how it places workers and what it was asked to do. */
+export interface BenchRuntime<R extends WorkerRuntime> {
+  runtime: R;
+  /** Default: Corral's inventory (empty: the bench's workers need no GPU). */
+  placement?: WorkerPlacement;
+  /** Creates and removes of workers the runtime has been asked for so far. */
+  counters(): { creates: number; removes: number };
+  close(): Promise<void>;
+}
+
+export interface Setup<R extends WorkerRuntime> {
   store: Store;
-  runtime: FakeRuntime;
+  runtime: R;
+  counters: BenchRuntime<R>['counters'];
   controller: Controller;
   /** Every pass the controller ran, in ms. */
   passes: number[];
   converged: boolean;
   convergeMs: number;
   dispose(): Promise<void>;
+}
+
+export type FakeSetup = Setup<FakeRuntime>;
+
+async function fakeRuntime(): Promise<BenchRuntime<FakeRuntime>> {
+  const runtime = new FakeRuntime({ clock: Date.now });
+  return { runtime, counters: () => runtime.counters, close: () => runtime.close() };
 }
 
 /**
@@ -39,13 +60,23 @@ export interface FakeSetup {
  * also enforced from inside the passes: a controller whose passes never yield to the event loop would
  * otherwise keep this function's own timer from firing.
  */
-export async function converge(probe: HealthProbe): Promise<FakeSetup> {
+export function converge(probe: HealthProbe): Promise<FakeSetup>;
+export function converge<R extends WorkerRuntime>(
+  probe: HealthProbe,
+  make: () => Promise<BenchRuntime<R>>,
+): Promise<Setup<R>>;
+export async function converge<R extends WorkerRuntime>(
+  probe: HealthProbe,
+  make?: () => Promise<BenchRuntime<R>>,
+): Promise<Setup<R>> {
   const { store, dispose: disposeStore } = await openSqlite();
-  const runtime = new FakeRuntime({ clock: Date.now });
+  const bench = await (make ?? (fakeRuntime as unknown as () => Promise<BenchRuntime<R>>))();
+  const { runtime } = bench;
   const controller = new Controller({
     store,
     runtime,
     gpus: [],
+    ...(bench.placement ? { placement: bench.placement } : {}),
     probe,
     logger: devNullLogger(),
     clock: Date.now,
@@ -56,7 +87,7 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
   });
   const dispose = async () => {
     await controller.stop();
-    await runtime.close();
+    await bench.close();
     await disposeStore();
   };
   try {
@@ -111,7 +142,16 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
     stopping = true;
     await controller.stop();
     controller.reconcile = reconcile;
-    return { store, runtime, controller, passes, converged, convergeMs, dispose };
+    return {
+      store,
+      runtime,
+      counters: bench.counters,
+      controller,
+      passes,
+      converged,
+      convergeMs,
+      dispose,
+    };
   } catch (error) {
     await dispose();
     throw error;
@@ -138,11 +178,12 @@ export function batchedProbe(): HealthProbe {
     });
 }
 
-export function describeConvergence(setup: FakeSetup): string {
-  const { passes, runtime } = setup;
+export function describeConvergence<R extends WorkerRuntime>(setup: Setup<R>): string {
+  const { passes } = setup;
+  const done = setup.counters();
   const healthy = setup.controller.workers().filter((w) => w.state === 'running' && w.healthy).length;
   const head = `${passes.length} passes (first, cold: ${formatMs(passes[0] ?? Number.NaN)} ms; then p50 ${formatMs(summarize(passes.slice(1)).p50)} ms)`;
-  const counters = `runtime: ${runtime.counters.creates} creates, ${runtime.counters.removes} removes`;
+  const counters = `runtime: ${done.creates} creates, ${done.removes} removes`;
   return setup.converged
     ? `converged in ${formatMs(setup.convergeMs)} ms: all ${TOTAL_WORKERS.toLocaleString('en')} workers running and ` +
         `healthy (controller and store), every endpoint serving; ${head}; ${counters}`

@@ -107,7 +107,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    */
   workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
-  kubernetes: { gpuResource: string; terminationGraceSeconds: number };
+  kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -178,6 +178,7 @@ export function loadConfig(sources: ConfigSources): Config {
     kubernetes: {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,
+      ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
     },
   };
 }

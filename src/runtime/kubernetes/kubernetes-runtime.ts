@@ -19,9 +19,10 @@ import {
   type WorkerSpec,
   type WorkerStats,
 } from '../types.js';
-import { type KubernetesApi, labelSelector } from './api.js';
+import { type KubernetesApi, labelSelector, type Node } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
-import { clusterProducts, type ProductCapacity } from './cluster-products.js';
+import { type ClusterCatalog, clusterCatalog, type ProductCapacity } from './cluster-products.js';
+import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 import { POD_LABELS, type PodOptions, type PodPlacement, podSpec, WORKER_CONTAINER } from './pod-spec.js';
 import { type PodState, podState } from './pod-state.js';
@@ -38,6 +39,8 @@ export interface KubernetesRuntimeOptions {
   namePrefix?: string;
   /** How pods are made: GPU resource name, products' node labels, memory per GPU, claims, sandbox, grace. */
   pods?: Partial<Omit<PodOptions, 'namespace' | 'namePrefix' | 'installationLabels'>>;
+  /** The configured products' ids, in order (their node labels are in `pods.products`); default none. */
+  products?: readonly string[];
   logger: Logger;
   timers?: Timers;
   /** Watch reconnect backoff; default 200 ms doubling up to 5 s. */
@@ -76,6 +79,11 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #logger: Logger;
   readonly #podOptions: PodOptions;
   readonly #view: PodView;
+  /** The cluster's nodes, from a watch of their own: the products and their GPUs. */
+  readonly #nodes: ObjectView<Node>;
+  /** The products as of the last change of a node or a pod; recomputed when asked after one. */
+  #catalog: ClusterCatalog | undefined;
+  #nodesStarted: Promise<void> | undefined;
   readonly #secrets: PullSecrets;
   /** workerId -> its pod and what it reads as. */
   readonly #workers = new Map<string, Entry>();
@@ -108,6 +116,19 @@ export class KubernetesRuntime implements WorkerRuntime {
       ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
       onChange: (before, after) => this.#changed(before, after),
     });
+    this.#nodes = new ObjectView<Node>({
+      kind: 'node',
+      logger: this.#logger,
+      ...(options.timers ? { timers: options.timers } : {}),
+      ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
+      source: {
+        list: () => options.api.listNodes(),
+        watch: (o, onEvent, onEnd) => options.api.watchNodes(o, onEvent, onEnd),
+      },
+      onChange: () => {
+        this.#catalog = undefined;
+      },
+    });
     this.#secrets = new PullSecrets({
       api: options.api,
       podOptions: this.#podOptions,
@@ -126,9 +147,34 @@ export class KubernetesRuntime implements WorkerRuntime {
     return this.#view.stats;
   }
 
-  /** Lists and starts the watch; throws (RuntimeError) when the API server cannot be used. */
+  /**
+   * Lists and starts the watches; throws (RuntimeError) when the API server cannot be used for pods. Nodes that
+   * cannot be listed (no permission, say) are said in the log and tried again: the products are empty meanwhile.
+   */
   async start(): Promise<void> {
     await this.#ready();
+    await this.#watchNodes();
+  }
+
+  /** The node view's first list and watch, once (the view retries by itself after a failure). */
+  #watchNodes(): Promise<void> {
+    this.#nodesStarted ??= this.#nodes.sync().catch((error: unknown) => {
+      this.#logger.warn(
+        { err: kubernetesError(error, 'cannot list nodes', this.server).message },
+        'cannot read the cluster nodes: no GPU products until they can be listed',
+      );
+    });
+    return this.#nodesStarted;
+  }
+
+  /** The scheduler places workers on the cluster's GPUs; the products are its nodes' (cluster-products.ts). */
+  readonly gpuScheduler: { products(): ProductCapacity[] } = {
+    products: () => this.#products().products,
+  };
+
+  /** The node view's counters (lists, watches opened, relists after 410 Gone, reconnects). */
+  get nodeWatchStats(): ObjectView<Node>['stats'] {
+    return this.#nodes.stats;
   }
 
   async prepareImage(_request: ImageRequest): Promise<void> {
@@ -153,11 +199,11 @@ export class KubernetesRuntime implements WorkerRuntime {
         secret = await this.#secrets.acquire(placement.authId, spec.ownerId, spec.registryAuth);
       }
       await this.#checkClaims(spec);
-      const pod = podSpec(
-        spec,
-        secret === undefined ? { ...placement, authId: '' } : placement,
-        this.#podOptions,
-      );
+      // A product the nodes show without configuration selects the GPU model's label value.
+      const pod = podSpec(spec, secret === undefined ? { ...placement, authId: '' } : placement, {
+        ...this.#podOptions,
+        products: { ...this.#products().selectors, ...this.#podOptions.products },
+      });
       const waiting = this.#waitUntilStarted(spec, onProgress);
       try {
         await this.#o.api.createPod(this.#o.namespace, pod);
@@ -229,17 +275,18 @@ export class KubernetesRuntime implements WorkerRuntime {
     return [...this.#workers.values()].map((e) => e.pod);
   }
 
-  /**
-   * The products' capacity in the cluster: one node listing (the API call), Corral's pods from the watch. Not wired
-   * into GET products yet (docs/kubernetes.md).
-   */
-  async clusterProducts(productIds: readonly string[]): Promise<ProductCapacity[]> {
-    await this.#ready();
-    const nodes = await this.#o.api.listNodes().catch((error: unknown) => {
-      throw kubernetesError(error, 'cannot list nodes', this.server);
-    });
-    const pods = [...this.#workers.values()].map((e) => e.pod);
-    return clusterProducts(productIds, nodes.items, pods, this.#podOptions);
+  /** The products and their capacity, from the nodes and Corral's pods as the watches last saw them. */
+  #products(): ClusterCatalog {
+    this.#catalog ??= clusterCatalog(
+      [...this.#nodes.current().values()],
+      [...this.#workers.values()].map((e) => e.pod),
+      {
+        configured: this.#o.products ?? [],
+        ...(this.#podOptions.products ? { products: this.#podOptions.products } : {}),
+        ...(this.#podOptions.gpuResource === undefined ? {} : { gpuResource: this.#podOptions.gpuResource }),
+      },
+    );
+    return this.#catalog;
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncGenerator<string> {
@@ -329,6 +376,7 @@ export class KubernetesRuntime implements WorkerRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     this.#view.close();
+    this.#nodes.close();
     for (const stream of this.#streams) stream.abort();
     this.#streams.clear();
     for (const waiters of this.#waiters.values()) for (const waiter of [...waiters]) waiter(undefined);
@@ -340,6 +388,7 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async #ready(): Promise<void> {
     if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the Kubernetes runtime is closed');
+    void this.#watchNodes();
     try {
       await this.#view.pods();
     } catch (error) {
@@ -348,6 +397,7 @@ export class KubernetesRuntime implements WorkerRuntime {
   }
 
   #changed(before: Pod | undefined, after: Pod | undefined): void {
+    this.#catalog = undefined;
     const pod = after ?? before;
     const workerId = pod && workerIdOf(pod);
     if (workerId === undefined) return;
