@@ -8,6 +8,7 @@ import { Controller, type HealthProbe } from '../../src/controller/controller.js
 import { answered, type ProbeResult } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import type { WorkerPlacement } from '../../src/controller/worker-placement.js';
+import type { Endpoint } from '../../src/domain/endpoint.js';
 import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/types.js';
 import type { Store } from '../../src/store/store.js';
@@ -31,6 +32,11 @@ export interface BenchRuntime<R extends WorkerRuntime> {
   placement?: WorkerPlacement;
   /** Creates and removes of workers the runtime has been asked for so far. */
   counters(): { creates: number; removes: number };
+  /**
+   * Called with the seeded endpoints before the controller starts: a runtime may make their workers beforehand, as
+   * a restarted `corral serve` finds them (the controller then adopts them instead of creating them).
+   */
+  seed?(endpoints: readonly Endpoint[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -64,10 +70,12 @@ export function converge(probe: HealthProbe): Promise<FakeSetup>;
 export function converge<R extends WorkerRuntime>(
   probe: HealthProbe,
   make: () => Promise<BenchRuntime<R>>,
+  maxMs?: number,
 ): Promise<Setup<R>>;
 export async function converge<R extends WorkerRuntime>(
   probe: HealthProbe,
   make?: () => Promise<BenchRuntime<R>>,
+  maxMs = CONVERGE_MAX_MS,
 ): Promise<Setup<R>> {
   const { store, dispose: disposeStore } = await openSqlite();
   const bench = await (make ?? (fakeRuntime as unknown as () => Promise<BenchRuntime<R>>))();
@@ -91,18 +99,19 @@ export async function converge<R extends WorkerRuntime>(
     await disposeStore();
   };
   try {
+    const endpoints: Endpoint[] = [];
     for (let i = 0; i < ENDPOINTS; i++) {
-      await insertEndpoint(
-        store,
-        sampleEndpoint({
-          ownerId: 'bench',
-          patch: {
-            name: `bench-${i}`,
-            workers: { minWorkers: WORKERS_PER_ENDPOINT, maxWorkers: WORKERS_PER_ENDPOINT, gpusPerWorker: 0 },
-          },
-        }),
-      );
+      const endpoint = sampleEndpoint({
+        ownerId: 'bench',
+        patch: {
+          name: `bench-${i}`,
+          workers: { minWorkers: WORKERS_PER_ENDPOINT, maxWorkers: WORKERS_PER_ENDPOINT, gpusPerWorker: 0 },
+        },
+      });
+      await insertEndpoint(store, endpoint);
+      endpoints.push(endpoint);
     }
+    await bench.seed?.(endpoints);
     const passes: number[] = [];
     const reconcile = controller.reconcile.bind(controller);
     const convergeStart = performance.now();
@@ -113,7 +122,7 @@ export async function converge<R extends WorkerRuntime>(
         await reconcile();
       } finally {
         passes.push(performance.now() - start);
-        if (!stopping && performance.now() - convergeStart > CONVERGE_MAX_MS) {
+        if (!stopping && performance.now() - convergeStart > maxMs) {
           stopping = true;
           void controller.stop();
         }
@@ -121,7 +130,7 @@ export async function converge<R extends WorkerRuntime>(
     };
     controller.start();
     let converged = false;
-    while (performance.now() - convergeStart < CONVERGE_MAX_MS) {
+    while (performance.now() - convergeStart < maxMs) {
       await sleep(20);
       const workers = controller.workers();
       if (workers.length !== TOTAL_WORKERS || !workers.every((w) => w.state === 'running' && w.healthy)) {

@@ -274,6 +274,24 @@ export class KubeStandIn {
   }
 
   /**
+   * A pod made and running already (in process, no request), as one a previous Corral made would be found: stored as
+   * the create would store it, then run by `runPod`.
+   */
+  seedPod(pod: Pod, node: string, ip: string): void {
+    const object = clone(pod) as StoredObject;
+    const namespace = object.metadata.namespace ?? '';
+    object.metadata = {
+      ...object.metadata,
+      uid: randomUUID(),
+      creationTimestamp: new Date().toISOString(),
+    };
+    (object as Pod).status = { phase: 'Pending', qosClass: 'Guaranteed' };
+    this.#objects.set(this.#key('pods', namespace, object.metadata.name), object);
+    this.#emit('pods', namespace, 'ADDED', object);
+    this.runPod(namespace, object.metadata.name, node, ip);
+  }
+
+  /**
    * The kubelet runs a pod, in one change (in process, no request): bound to `node`, phase Running with `ip`, its
    * container running. False when there is no such pod, or it is being deleted.
    */

@@ -3,7 +3,9 @@
  * comes from one watch over this installation's pods (pod-view.ts), so list and inspect make no API call while it
  * is up; pods are built by pod-spec.ts and read by pod-state.ts. A create waits, through the watch, until the pod
  * runs (its address is the pod IP and the app port) or the kubelet cannot start it; a pod deleted behind Corral's
- * back is a removed worker; pods of another installation are never seen, so never touched.
+ * back is a removed worker; pods of another installation are never seen, so never touched. A second watch follows the
+ * cluster's nodes: the runtime's scheduler places GPUs (`gpuScheduler`), and its products are the nodes' GPU models
+ * and allocatable GPUs less what Corral's pods hold (cluster-products.ts), read without an API call.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../service/clock.js';
@@ -21,6 +23,7 @@ import {
 } from '../types.js';
 import { type KubernetesApi, labelSelector, type Node } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
+import { CallLimit } from './call-limit.js';
 import { type ClusterCatalog, clusterCatalog, type ProductCapacity } from './cluster-products.js';
 import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
@@ -47,6 +50,8 @@ export interface KubernetesRuntimeOptions {
   watchBackoff?: { initialMs: number; maxMs: number };
   /** How long a removal waits past the grace period for the kubelet to confirm the pod is gone; default 15 s. */
   removeMarginMs?: number;
+  /** Pod creates and deletes in flight at once (call-limit.ts); default 64. */
+  maxWritesInFlight?: number;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
@@ -62,8 +67,12 @@ function workerIdOf(pod: Pod): string | undefined {
   return podState(pod)?.worker.workerId;
 }
 
-function matches(labels: Record<string, string>, selector: Record<string, string>): boolean {
-  for (const [key, value] of Object.entries(selector)) if (labels[key] !== value) return false;
+/** `wanted` is the selector's entries, taken once per listing (a pass lists 10,000 workers). */
+function matches(labels: Record<string, string>, wanted: readonly [string, string][]): boolean {
+  for (let i = 0; i < wanted.length; i++) {
+    const entry = wanted[i];
+    if (entry && labels[entry[0]] !== entry[1]) return false;
+  }
   return true;
 }
 
@@ -83,8 +92,12 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #nodes: ObjectView<Node>;
   /** The products as of the last change of a node or a pod; recomputed when asked after one. */
   #catalog: ClusterCatalog | undefined;
+  /** The products' node labels, configured and found on the nodes: they change with the nodes only. */
+  #selectors: ClusterCatalog['selectors'] | undefined;
   #nodesStarted: Promise<void> | undefined;
   readonly #secrets: PullSecrets;
+  /** Pod creates and deletes: a burst of thousands is paced, not thrown at the API server at once. */
+  readonly #writes: CallLimit;
   /** workerId -> its pod and what it reads as. */
   readonly #workers = new Map<string, Entry>();
   /** workerId -> those waiting for its pod to change. */
@@ -95,6 +108,7 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   constructor(options: KubernetesRuntimeOptions) {
     this.#o = options;
+    this.#writes = new CallLimit(options.maxWritesInFlight ?? 64);
     this.#logger = options.logger.child({ runtime: 'kubernetes' });
     const installationLabels: Record<string, string> =
       options.installationId === undefined ? {} : { [LABELS.installation]: options.installationId };
@@ -127,6 +141,7 @@ export class KubernetesRuntime implements WorkerRuntime {
       },
       onChange: () => {
         this.#catalog = undefined;
+        this.#selectors = undefined;
       },
     });
     this.#secrets = new PullSecrets({
@@ -202,11 +217,13 @@ export class KubernetesRuntime implements WorkerRuntime {
       // A product the nodes show without configuration selects the GPU model's label value.
       const pod = podSpec(spec, secret === undefined ? { ...placement, authId: '' } : placement, {
         ...this.#podOptions,
-        products: { ...this.#products().selectors, ...this.#podOptions.products },
+        products: this.#productSelectors(),
       });
       const waiting = this.#waitUntilStarted(spec, onProgress);
+      // Awaited once the pod is made; a close meanwhile must not reject it unobserved.
+      waiting.promise.catch(() => undefined);
       try {
-        await this.#o.api.createPod(this.#o.namespace, pod);
+        await this.#writes.run(() => this.#o.api.createPod(this.#o.namespace, pod));
       } catch (error) {
         waiting.cancel();
         throw error;
@@ -232,7 +249,7 @@ export class KubernetesRuntime implements WorkerRuntime {
     const grace = options?.graceSeconds ?? this.#podOptions.terminationGraceSeconds;
     const gone = this.#waitFor(workerId, (e) => e === undefined);
     try {
-      await this.#o.api.deletePod(this.#o.namespace, name, grace);
+      await this.#writes.run(() => this.#o.api.deletePod(this.#o.namespace, name, grace));
     } catch (error) {
       if (!isApiNotFound(error)) {
         gone.cancel();
@@ -251,9 +268,10 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
     await this.#ready();
+    const wanted = Object.entries(selector);
     const found: RuntimeWorker[] = [];
     for (const { state } of this.#workers.values()) {
-      if (matches(state.worker.labels, selector)) found.push({ ...state.worker });
+      if (matches(state.worker.labels, wanted)) found.push({ ...state.worker });
     }
     return found;
   }
@@ -275,16 +293,29 @@ export class KubernetesRuntime implements WorkerRuntime {
     return [...this.#workers.values()].map((e) => e.pod);
   }
 
+  /** Every product's node label: configured ones, and those of the GPU models the nodes show (recomputed after a node changed). */
+  #productSelectors(): ClusterCatalog['selectors'] {
+    this.#selectors ??= {
+      ...clusterCatalog([...this.#nodes.current().values()], [], this.#catalogOptions()).selectors,
+      ...this.#podOptions.products,
+    };
+    return this.#selectors;
+  }
+
+  #catalogOptions(): Parameters<typeof clusterCatalog>[2] {
+    return {
+      configured: this.#o.products ?? [],
+      ...(this.#podOptions.products ? { products: this.#podOptions.products } : {}),
+      ...(this.#podOptions.gpuResource === undefined ? {} : { gpuResource: this.#podOptions.gpuResource }),
+    };
+  }
+
   /** The products and their capacity, from the nodes and Corral's pods as the watches last saw them. */
   #products(): ClusterCatalog {
     this.#catalog ??= clusterCatalog(
       [...this.#nodes.current().values()],
       [...this.#workers.values()].map((e) => e.pod),
-      {
-        configured: this.#o.products ?? [],
-        ...(this.#podOptions.products ? { products: this.#podOptions.products } : {}),
-        ...(this.#podOptions.gpuResource === undefined ? {} : { gpuResource: this.#podOptions.gpuResource }),
-      },
+      this.#catalogOptions(),
     );
     return this.#catalog;
   }
