@@ -188,6 +188,12 @@ describe('discoveredProducts', () => {
       'l4-24g': { label: 'nvidia.com/gpu.product', value: 'NVIDIA-L4' },
       't4-16g': { label: 'nvidia.com/gpu.product', value: 'Tesla-T4' },
     });
+    // Without nvidia.com/gpu.memory (nor a size in the name): the model alone.
+    const bare = node('t4-2', 'Tesla-T4', '1');
+    delete bare.metadata?.labels?.['nvidia.com/gpu.memory'];
+    expect(discoveredProducts([bare], { configured: [] })).toEqual({
+      t4: { label: 'nvidia.com/gpu.product', value: 'Tesla-T4' },
+    });
     // A configured product of the same id keeps it: the model is left out.
     expect(Object.keys(discoveredProducts(nodes, { configured: ['t4-16g'] }))).toEqual([
       'h100-80g',
