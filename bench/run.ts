@@ -11,6 +11,7 @@ const SUITES: Record<string, Suite> = {
   api: async () => (await import('./api.js')).runApiBench(),
   gateway: async () => (await import('./gateway/suite.js')).runGatewayBench(),
   controller: async () => (await import('./controller/suite.js')).runControllerBench(),
+  'controller-kubernetes': async () => (await import('./controller/suite.js')).runControllerKubernetesBench(),
   memory: async () => (await import('./memory.js')).runMemoryBench(),
   abuse: async () => (await import('./abuse/suite.js')).runAbuseBench(),
   replicas: async () => (await import('./replicas.js')).runReplicasBench(),

@@ -21,7 +21,7 @@ const ALLOWED: Record<string, string[]> = {
   contract: ['domain', 'errors', 'gpu', 'store'],
   service: ['crypto', 'domain', 'errors', 'store'],
   autoscaler: ['domain', 'service'],
-  runtime: ['config', 'service'],
+  runtime: ['config', 'gpu', 'service'],
   controller: ['crypto', 'domain', 'gpu', 'runtime', 'service', 'store'],
   cluster: ['autoscaler', 'controller', 'domain', 'runtime', 'service', 'store'],
   gateway: ['autoscaler', 'controller', 'domain', 'errors', 'service'],

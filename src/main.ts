@@ -43,8 +43,8 @@ import { Controller, type ControllerOptions } from './controller/controller.js';
 import { httpProbe } from './controller/http-probe.js';
 import { ControllerMetrics } from './controller/metrics.js';
 import { OutputKeeper } from './controller/output-keeper.js';
-import { whyNeverPlaceable } from './controller/placement.js';
 import { RoutingTable } from './controller/routing-table.js';
+import { inventoryPlacement, schedulerPlacement } from './controller/worker-placement.js';
 import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { quotaFor } from './domain/quota.js';
@@ -55,11 +55,11 @@ import { WorkerPools } from './gateway/pools.js';
 import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
-import { productCatalog } from './gpu/products.js';
+import { productCatalog, scheduledCatalog, scheduledCudaVersions } from './gpu/products.js';
 import { ImageAccessGuard } from './registry/image-access-guard.js';
 import { registryManifestCheck } from './registry/manifest-check.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from './runtime/select.js';
-import type { WorkerRuntime } from './runtime/types.js';
+import type { GpuScheduler, WorkerRuntime } from './runtime/types.js';
 import type { Readiness } from './runtime/waiting-runtime.js';
 import { ApiKeyService, MIN_OPERATOR_KEY_LENGTH } from './service/api-key-service.js';
 import { type Clock, systemClock, systemTimers } from './service/clock.js';
@@ -92,6 +92,8 @@ export interface ApiParts {
   secrets: SecretBox;
   /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
   busyGpus?: () => ReadonlySet<string>;
+  /** Where the runtime's scheduler places workers (kubernetes): the products and CUDA versions are its, not `gpus`'. */
+  gpuScheduler?: GpuScheduler;
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
   traffic?: TrafficSource;
@@ -125,21 +127,32 @@ export interface ApiParts {
 export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
   const { config, store, gpus, logger, secrets } = parts;
   const clock = parts.clock ?? systemClock;
-  const limits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
+  const { gpuScheduler } = parts;
+  const inventoryLimits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
   const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
   const storageOwners = new Map(config.networkStorages.map((s) => [s.id, s.owners]));
-  const products = () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
+  const products = gpuScheduler
+    ? () => scheduledCatalog(gpuScheduler.products(), config.products)
+    : () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
   const catalog: ApiCatalog = {
-    limits: () => limits,
+    limits: gpuScheduler
+      ? () => ({
+          ...config.limits,
+          cudaVersions: scheduledCudaVersions(gpuScheduler.products(), config.kubernetes.cudaVersion),
+        })
+      : () => inventoryLimits,
     products,
     productIds: () => new Set(products().map((p) => p.id)),
     networkStorages,
     storageOwners,
   };
-  // Quotas not configured follow the GPU inventory (half of it for minNum, four times it for maxNum).
+  // Quotas not configured follow the GPU inventory, or the scheduler's GPUs (half for minNum, four times for maxNum).
+  const gpuCount = gpuScheduler
+    ? () => gpuScheduler.products().reduce((sum, p) => sum + p.gpusTotal, 0)
+    : () => gpus.length;
   const quotas = new QuotaService({
     store,
-    quotaFor: (ownerId) => quotaFor(ownerId, gpus.length, config.quotas),
+    quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
   });
   return buildApp({
     logger,
@@ -278,6 +291,10 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const clock = parts.clock ?? systemClock;
   const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
   const routes = new RoutingTable();
+  // Corral places workers on its GPU inventory, unless the runtime's own scheduler places them (kubernetes).
+  const placement = runtime.gpuScheduler
+    ? schedulerPlacement(runtime.gpuScheduler)
+    : inventoryPlacement(parts.gpus);
   const gatewayMetrics = parts.gatewayMetrics
     ? parts.gatewayMetrics({ registry })
     : (new GatewayMetrics({ registry }) as M);
@@ -294,7 +311,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     maxQueueLength: config.gateway.maxQueueLength,
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-    neverPlaceable: (endpoint) => whyNeverPlaceable(endpoint.spec, parts.gpus),
+    neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
     verifyKey: (key) => keys.grant(key),
   });
   const scaler = new Scaler({
@@ -321,6 +338,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     store,
     runtime,
     gpus: parts.gpus,
+    placement,
     probe: httpProbe,
     logger: logger.child({ role: 'controller' }),
     clock,
@@ -499,7 +517,6 @@ export async function serve(
     // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
     const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
     await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
-    const gpus = await inventoryFor(config, logger);
     const secrets = new SecretBox({ key: secretKey });
     const runtime = await selectRuntime({
       installationId,
@@ -523,6 +540,11 @@ export async function serve(
       },
     });
     closers.push(() => runtime.close());
+    const { gpuScheduler } = runtime;
+    // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
+    if (gpuScheduler && config.gpus.kind === 'simulated')
+      logger.warn("--gpus is ignored: the runtime's scheduler places workers on the cluster's GPUs");
+    const gpus = gpuScheduler ? [] : await inventoryFor(config, logger);
     if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
     const credentials = new CredentialService({ store, clock: systemClock, ids: randomIds, secrets });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
@@ -609,6 +631,7 @@ export async function serve(
           held: traffic.controller.heldGpus(),
         }),
       },
+      ...(gpuScheduler ? { gpuScheduler } : {}),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),

@@ -1,12 +1,16 @@
 /**
- * Part 1's setup: a seeded store and a controller over a FakeRuntime, started as `corral serve` starts it and
- * run until every worker is running and healthy; the batched probe; and the line that describes a convergence.
+ * The setup of parts 1 and 3: a seeded store and a controller over a runtime (a FakeRuntime, or the Kubernetes
+ * runtime on the API stand-in), started as `corral serve` starts it and run until every worker is running and
+ * healthy; the batched probe; and the line that describes a convergence.
  */
 import { performance } from 'node:perf_hooks';
 import { Controller, type HealthProbe } from '../../src/controller/controller.js';
 import { answered, type ProbeResult } from '../../src/controller/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
+import type { WorkerPlacement } from '../../src/controller/worker-placement.js';
+import type { Endpoint } from '../../src/domain/endpoint.js';
 import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
+import type { WorkerRuntime } from '../../src/runtime/types.js';
 import type { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { formatMs, summarize } from '../support.js';
@@ -21,15 +25,38 @@ import {
 } from './settings.js';
 import { insertEndpoint, openSqlite } from './store.js';
 
-export interface FakeSetup {
+/** A runtime for the controller under test, with how it places workers and what it was asked to do. */
+export interface BenchRuntime<R extends WorkerRuntime> {
+  runtime: R;
+  /** Default: Corral's inventory (empty: the bench's workers need no GPU). */
+  placement?: WorkerPlacement;
+  /** Creates and removes of workers the runtime has been asked for so far. */
+  counters(): { creates: number; removes: number };
+  /**
+   * Called with the seeded endpoints before the controller starts: a runtime may make their workers beforehand, as
+   * a restarted `corral serve` finds them (the controller then adopts them instead of creating them).
+   */
+  seed?(endpoints: readonly Endpoint[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Setup<R extends WorkerRuntime> {
   store: Store;
-  runtime: FakeRuntime;
+  runtime: R;
+  counters: BenchRuntime<R>['counters'];
   controller: Controller;
   /** Every pass the controller ran, in ms. */
   passes: number[];
   converged: boolean;
   convergeMs: number;
   dispose(): Promise<void>;
+}
+
+export type FakeSetup = Setup<FakeRuntime>;
+
+async function fakeRuntime(): Promise<BenchRuntime<FakeRuntime>> {
+  const runtime = new FakeRuntime({ clock: Date.now });
+  return { runtime, counters: () => runtime.counters, close: () => runtime.close() };
 }
 
 /**
@@ -39,13 +66,25 @@ export interface FakeSetup {
  * also enforced from inside the passes: a controller whose passes never yield to the event loop would
  * otherwise keep this function's own timer from firing.
  */
-export async function converge(probe: HealthProbe): Promise<FakeSetup> {
+export function converge(probe: HealthProbe): Promise<FakeSetup>;
+export function converge<R extends WorkerRuntime>(
+  probe: HealthProbe,
+  make: () => Promise<BenchRuntime<R>>,
+  maxMs?: number,
+): Promise<Setup<R>>;
+export async function converge<R extends WorkerRuntime>(
+  probe: HealthProbe,
+  make?: () => Promise<BenchRuntime<R>>,
+  maxMs = CONVERGE_MAX_MS,
+): Promise<Setup<R>> {
   const { store, dispose: disposeStore } = await openSqlite();
-  const runtime = new FakeRuntime({ clock: Date.now });
+  const bench = await (make ?? (fakeRuntime as unknown as () => Promise<BenchRuntime<R>>))();
+  const { runtime } = bench;
   const controller = new Controller({
     store,
     runtime,
     gpus: [],
+    ...(bench.placement ? { placement: bench.placement } : {}),
     probe,
     logger: devNullLogger(),
     clock: Date.now,
@@ -56,22 +95,23 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
   });
   const dispose = async () => {
     await controller.stop();
-    await runtime.close();
+    await bench.close();
     await disposeStore();
   };
   try {
+    const endpoints: Endpoint[] = [];
     for (let i = 0; i < ENDPOINTS; i++) {
-      await insertEndpoint(
-        store,
-        sampleEndpoint({
-          ownerId: 'bench',
-          patch: {
-            name: `bench-${i}`,
-            workers: { minWorkers: WORKERS_PER_ENDPOINT, maxWorkers: WORKERS_PER_ENDPOINT, gpusPerWorker: 0 },
-          },
-        }),
-      );
+      const endpoint = sampleEndpoint({
+        ownerId: 'bench',
+        patch: {
+          name: `bench-${i}`,
+          workers: { minWorkers: WORKERS_PER_ENDPOINT, maxWorkers: WORKERS_PER_ENDPOINT, gpusPerWorker: 0 },
+        },
+      });
+      await insertEndpoint(store, endpoint);
+      endpoints.push(endpoint);
     }
+    await bench.seed?.(endpoints);
     const passes: number[] = [];
     const reconcile = controller.reconcile.bind(controller);
     const convergeStart = performance.now();
@@ -82,7 +122,7 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
         await reconcile();
       } finally {
         passes.push(performance.now() - start);
-        if (!stopping && performance.now() - convergeStart > CONVERGE_MAX_MS) {
+        if (!stopping && performance.now() - convergeStart > maxMs) {
           stopping = true;
           void controller.stop();
         }
@@ -90,7 +130,7 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
     };
     controller.start();
     let converged = false;
-    while (performance.now() - convergeStart < CONVERGE_MAX_MS) {
+    while (performance.now() - convergeStart < maxMs) {
       await sleep(20);
       const workers = controller.workers();
       if (workers.length !== TOTAL_WORKERS || !workers.every((w) => w.state === 'running' && w.healthy)) {
@@ -111,7 +151,16 @@ export async function converge(probe: HealthProbe): Promise<FakeSetup> {
     stopping = true;
     await controller.stop();
     controller.reconcile = reconcile;
-    return { store, runtime, controller, passes, converged, convergeMs, dispose };
+    return {
+      store,
+      runtime,
+      counters: bench.counters,
+      controller,
+      passes,
+      converged,
+      convergeMs,
+      dispose,
+    };
   } catch (error) {
     await dispose();
     throw error;
@@ -138,11 +187,12 @@ export function batchedProbe(): HealthProbe {
     });
 }
 
-export function describeConvergence(setup: FakeSetup): string {
-  const { passes, runtime } = setup;
+export function describeConvergence<R extends WorkerRuntime>(setup: Setup<R>): string {
+  const { passes } = setup;
+  const done = setup.counters();
   const healthy = setup.controller.workers().filter((w) => w.state === 'running' && w.healthy).length;
   const head = `${passes.length} passes (first, cold: ${formatMs(passes[0] ?? Number.NaN)} ms; then p50 ${formatMs(summarize(passes.slice(1)).p50)} ms)`;
-  const counters = `runtime: ${runtime.counters.creates} creates, ${runtime.counters.removes} removes`;
+  const counters = `runtime: ${done.creates} creates, ${done.removes} removes`;
   return setup.converged
     ? `converged in ${formatMs(setup.convergeMs)} ms: all ${TOTAL_WORKERS.toLocaleString('en')} workers running and ` +
         `healthy (controller and store), every endpoint serving; ${head}; ${counters}`

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { answered } from '../../src/controller/probe-result.js';
 import { LABELS } from '../../src/runtime/types.js';
-import { formatMs, formatRatio, loadAverage, summarize, table } from '../support.js';
+import { formatMs, formatRatio, loadAverage, type Summary, summarize, table } from '../support.js';
 import { batchedProbe, converge, describeConvergence } from './converge.js';
 import {
   CONVERGE_MAX_MS,
@@ -18,7 +18,8 @@ import {
   WORKERS_PER_ENDPOINT,
 } from './settings.js';
 
-export async function benchFake(): Promise<void> {
+/** Returns the steady passes' summary (b), which part 3 compares its own with. */
+export async function benchFake(): Promise<Summary | undefined> {
   console.log(
     `\n-- fake runtime: ${ENDPOINTS.toLocaleString('en')} endpoints x ${WORKERS_PER_ENDPOINT} workers ` +
       `(minNum = maxNum = ${WORKERS_PER_ENDPOINT}, gpuNum 0), SQLite temp file (WAL), controller started as ` +
@@ -144,6 +145,7 @@ export async function benchFake(): Promise<void> {
       `not a target, but: converging with a probe that answers at once ${instant.converged ? 'took' : 'did not finish in'} ` +
         `${formatMs(instant.convergeMs)} ms (a above)`,
     );
+    return s;
   } finally {
     await setup.dispose();
   }

@@ -10,6 +10,11 @@ export const WORKERS_PER_ENDPOINT = 10;
 export const TOTAL_WORKERS = ENDPOINTS * WORKERS_PER_ENDPOINT;
 /** Give up converging (all workers running and healthy) after this long. */
 export const CONVERGE_MAX_MS = 60_000;
+/**
+ * The same on the kubernetes runtime (part 3): each of its 10,000 creates is an HTTP request to the stand-in and
+ * a watch event back, and each completion pokes the controller, so its convergence takes minutes here.
+ */
+export const KUBERNETES_CONVERGE_MAX_MS = 300_000;
 export const STEADY_WARMUP = 2;
 export const STEADY_PASSES = 20;
 export const PASS_TARGET_MS = 200;

@@ -1,5 +1,5 @@
 /**
- * Controller benchmark (issue: workers). Two parts:
+ * Controller benchmark (issue: workers). Three parts (the third, issue 12, after the first two in this text):
  *
  * 1. Fake runtime: a real SQLite store (temp file, WAL, as `corral serve` opens it) seeded with 1,000 endpoints of
  *    10 workers each (minNum = maxNum = 10, gpuNum 0 so that placement never blocks), a FakeRuntime and a
@@ -23,18 +23,31 @@
  *    controller would otherwise adopt and remove every Corral container it finds); every container this bench
  *    made is removed by label at the end, also on failure.
  *
+ * 3. Kubernetes (kubernetes.ts): part 1 (b) again on the Kubernetes runtime over the in-process API stand-in, with
+ *    the API requests of the steady passes counted (target: none), and the steady pass compared with its baseline
+ *    and with part 1's. `npm run bench -- controller-kubernetes` runs part 1 and this one only.
+ *
  * Everything is bounded in count and time; workers listen on 127.0.0.1 only.
  *
  * Files: settings.ts (counts, limits, the logger), store.ts (the temp SQLite store), converge.ts and
  * fake-runtime.ts (part 1), scoped-runtime.ts, controller-run.ts, baselines.ts, docker.ts and docker-report.ts
- * (part 2).
+ * (part 2), kubernetes.ts (part 3).
  */
 import { benchDocker } from './docker.js';
 import { benchFake } from './fake-runtime.js';
+import { benchKubernetes } from './kubernetes.js';
 
 export async function runControllerBench(): Promise<void> {
   console.log('\n== Controller (issue: workers) ==');
   console.log('command: npm run bench -- controller');
-  await benchFake();
+  const fake = await benchFake();
   await benchDocker();
+  await benchKubernetes(fake);
+}
+
+/** Parts 1 and 3 only (no Docker engine needed). */
+export async function runControllerKubernetesBench(): Promise<void> {
+  console.log('\n== Controller on the kubernetes runtime (issue 12) ==');
+  console.log('command: npm run bench -- controller-kubernetes');
+  await benchKubernetes(await benchFake());
 }

@@ -107,7 +107,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    */
   workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
-  kubernetes: { gpuResource: string; terminationGraceSeconds: number };
+  kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
    * (0: none), for at most maxEndpoints endpoints (docs/dashboard.md gives the memory).
@@ -188,6 +188,7 @@ export function loadConfig(sources: ConfigSources): Config {
     kubernetes: {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,
+      ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
     },
   };
 }

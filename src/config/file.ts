@@ -127,6 +127,11 @@ const fileSchema = z.strictObject({
       gpuResource: z.string().min(1).optional(),
       /** Seconds between SIGTERM and SIGKILL when a worker's pod is deleted; default 10. */
       terminationGraceSeconds: z.int().min(0).optional(),
+      /** The highest CUDA version every GPU node's driver supports (`12.4`); unset: the nodes' labels say. */
+      cudaVersion: z
+        .string()
+        .regex(/^\d+\.\d+$/)
+        .optional(),
     })
     .optional(),
   workers: z

@@ -14,6 +14,7 @@ import type { ManagedWorker } from './managed-worker.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { OutputKeeper } from './output-keeper.js';
 import type { RoutingTable } from './routing-table.js';
+import type { WorkerPlacement } from './worker-placement.js';
 import type { RevealCredentials } from './worker-spec.js';
 
 /**
@@ -60,7 +61,13 @@ export type StartImageCheck = (request: {
 export interface ControllerOptions {
   store: Store;
   runtime: WorkerRuntime;
+  /** Corral's GPU inventory, where the default placement (`inventoryPlacement`) hands out its GPUs. */
   gpus: Gpu[];
+  /**
+   * Who places waiting workers on GPUs (worker-placement.ts): default Corral, on `gpus`; `schedulerPlacement` where
+   * the runtime's own scheduler does (kubernetes).
+   */
+  placement?: WorkerPlacement;
   probe: HealthProbe;
   logger: ControllerLogger;
   clock: Clock;

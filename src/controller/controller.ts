@@ -17,7 +17,6 @@ import { crashedEvent, failedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
 import { EndpointSnapshot } from './endpoint-snapshot.js';
 import { endpointStatus } from './endpoint-status.js';
-import { placeFairly } from './fair-placement.js';
 import { GpuLedger } from './gpu-ledger.js';
 import { HealthProber, type ProbeTarget } from './health-prober.js';
 import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from './health-report.js';
@@ -28,11 +27,10 @@ import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord }
 import type { OutputKeeper } from './output-keeper.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
-import { whyNeverPlaceable } from './placement.js';
-import { placementRequest } from './placement-request.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
 import { WorkerBook } from './worker-book.js';
+import { inventoryPlacement, type WorkerPlacement } from './worker-placement.js';
 import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
 import { fencedWorkerWrites } from './write-back.js';
 
@@ -45,6 +43,7 @@ export type {
 export type { HealthProbe } from './health-prober.js';
 
 type OptionalOptions =
+  | 'placement'
   | 'scaling'
   | 'metrics'
   | 'awaitDrained'
@@ -65,6 +64,7 @@ export class Controller {
   readonly #crashes: CrashLedger;
   readonly #snapshot: EndpointSnapshot;
   readonly #gpus = new GpuLedger();
+  readonly #placement: WorkerPlacement;
   readonly #prober: HealthProber;
   /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
   readonly #images: ImagePreparer;
@@ -103,6 +103,7 @@ export class Controller {
       timers: systemTimers,
       ...options,
     };
+    this.#placement = options.placement ?? inventoryPlacement(options.gpus);
     this.#snapshot = new EndpointSnapshot({ source: this.#o.store.endpoints });
     this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
     this.#outage = new RuntimeOutage({ logger: this.#o.logger });
@@ -390,13 +391,13 @@ export class Controller {
   }
 
   /**
-   * Pending workers get GPUs, by fair share of each product among owners (fair-placement.ts), then oldest first;
-   * those that fit start now. Workers of an owner above its share drain when one under its share waits.
+   * Pending workers are placed (worker-placement.ts): on Corral's inventory they get GPUs, by fair share of each
+   * product among owners, then oldest first, and those that fit start now (workers of an owner above its share
+   * drain when one under its share waits); where the runtime's scheduler places workers, all start now.
    */
   #place(live: Map<string, Endpoint>, now: number): void {
-    const request = placementRequest([...this.#book.all()], live, this.#o.gpus, this.heldGpus());
-    if (!request) return;
-    const result = placeFairly(request);
+    const result = this.#placement.place([...this.#book.all()], live, () => this.heldGpus());
+    if (!result) return;
     for (const { workerId, reason } of result.pending) {
       const record = this.#book.get(workerId);
       if (record && record.message !== reason) {
@@ -404,10 +405,10 @@ export class Controller {
         this.#book.markDirty(record);
       }
     }
-    for (const { workerId, gpus } of result.placed) {
+    for (const { workerId, gpus, productId } of result.placed) {
       const record = this.#book.get(workerId);
       const endpoint = record && live.get(record.endpointId);
-      if (record && endpoint) void this.#startWorker(record, endpoint, gpus, now);
+      if (record && endpoint) void this.#startWorker(record, endpoint, { gpus, productId }, now);
     }
     for (const { workerId, reason } of result.reclaim) {
       const record = this.#book.get(workerId);
@@ -415,7 +416,12 @@ export class Controller {
     }
   }
 
-  async #startWorker(record: ManagedWorker, endpoint: Endpoint, gpus: Gpu[], now: number): Promise<void> {
+  async #startWorker(
+    record: ManagedWorker,
+    endpoint: Endpoint,
+    { gpus, productId }: { gpus: Gpu[]; productId?: string | undefined },
+    now: number,
+  ): Promise<void> {
     record.gpuUuids = gpus.map((g) => g.uuid);
     this.#setState(record, 'pulling', 'preparing the image');
     this.#gpus.createStarted(record.id, record.gpuUuids);
@@ -431,6 +437,7 @@ export class Controller {
         ...(this.#o.readOnlyStorages ? { readOnlyStorages: this.#o.readOnlyStorages } : {}),
         ...(registryAuth ? { registryAuth } : {}),
         ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+        ...(productId === undefined ? {} : { productId }),
       });
       // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
       const { resolveEnv } = this.#o;
@@ -665,7 +672,7 @@ export class Controller {
 
   /** The pass's changes to the store, and what the gateway reads to the routing table (pass-report.ts). */
   async #reportAndPublish(endpoints: Endpoint[]): Promise<void> {
-    const { store, routes, clock, gpus } = this.#o;
+    const { store, routes, clock } = this.#o;
     for (const [endpointId, event] of this.#events.splice(0)) await store.events.append(endpointId, [event]);
     await reportPass({
       store,
@@ -682,7 +689,7 @@ export class Controller {
             workers,
             this.#crashes.of(endpoint.id),
             this.#crashes.policy,
-            whyNeverPlaceable(endpoint.spec, gpus),
+            this.#placement.whyNeverPlaceable(endpoint.spec),
           ),
           this.#images.of(endpoint.id),
           workers,

@@ -21,6 +21,8 @@ export interface WorkerSpecContext {
   installationId?: string;
   /** Network storages every worker mounts read-only. */
   readOnlyStorages?: ReadonlySet<string>;
+  /** The product placement picked where no GPU of Corral's says it (a scheduler places the worker); '' none. */
+  productId?: string;
 }
 
 const GIB = 1024 ** 3;
@@ -124,7 +126,7 @@ export function buildWorkerSpec(
     rootfsSizeGB: spec.rootfsSizeGB,
     ...memoryLimit(gpus.length, context.memoryGBPerGpu),
     placement: {
-      product: gpus[0]?.productId ?? spec.productIds[0] ?? '',
+      product: context.productId ?? gpus[0]?.productId ?? spec.productIds[0] ?? '',
       gpuNum: spec.workers.gpusPerWorker,
       authId: spec.image.authId,
     },

@@ -158,8 +158,16 @@ export function productIdFor(name: string, memoryGB: number): string {
 /** CUDA versions every GPU's driver supports (a worker may land on any of them). */
 export function supportedCudaVersions(gpus: Gpu[]): string[] {
   if (gpus.length === 0) return [];
-  const lowest = gpus.map((g) => g.cudaVersion).reduce((a, b) => (compareVersions(a, b) <= 0 ? a : b));
-  return KNOWN_CUDA_VERSIONS.filter((v) => compareVersions(v, lowest) <= 0);
+  return cudaVersionsUpTo(gpus.map((g) => g.cudaVersion).reduce(lowerVersion));
+}
+
+/** The known CUDA versions a driver supporting `version` runs (every one up to it). */
+export function cudaVersionsUpTo(version: string): string[] {
+  return KNOWN_CUDA_VERSIONS.filter((v) => compareVersions(v, version) <= 0);
+}
+
+export function lowerVersion(a: string, b: string): string {
+  return compareVersions(a, b) <= 0 ? a : b;
 }
 
 export function compareVersions(a: string, b: string): number {

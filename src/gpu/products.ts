@@ -1,5 +1,8 @@
-/** The GPU products endpoints ask for: one per inventory GPU model, plus configured ones, with free counts. */
-import type { Gpu } from './inventory.js';
+/**
+ * The GPU products endpoints ask for, with free counts: one per inventory GPU model plus configured ones; or, where
+ * a scheduler places workers (kubernetes), the products it reports, named as configured.
+ */
+import { cudaVersionsUpTo, type Gpu, lowerVersion } from './inventory.js';
 
 export interface Product {
   id: string;
@@ -52,4 +55,46 @@ export function productCatalog(
     });
   }
   return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** A product as a runtime's scheduler reports it (runtime/types.ts ScheduledProduct). */
+export interface ScheduledCount {
+  id: string;
+  gpuModel?: string;
+  gpuMemoryGB?: number;
+  gpusTotal: number;
+  gpusFree: number;
+  cudaVersion?: string;
+}
+
+/** The scheduler's products, with the configured names, models and memory where the configuration gives them. */
+export function scheduledCatalog(
+  scheduled: readonly ScheduledCount[],
+  configured: ConfiguredProduct[],
+): Product[] {
+  const named = new Map(configured.map((p) => [p.id, p]));
+  return scheduled.map((p) => {
+    const entry = named.get(p.id);
+    const model = entry?.gpuModel ?? p.gpuModel ?? p.id;
+    return {
+      id: p.id,
+      name: entry?.name ?? model,
+      gpuModel: model,
+      gpuMemoryGB: entry?.gpuMemoryGB ?? p.gpuMemoryGB ?? 0,
+      gpusTotal: p.gpusTotal,
+      gpusFree: p.gpusFree,
+    };
+  });
+}
+
+/**
+ * The CUDA versions a worker may ask for where a scheduler places it: every known one up to `configured` (the
+ * configuration's), else up to the lowest its GPU products' nodes support, where every product with GPUs says.
+ */
+export function scheduledCudaVersions(scheduled: readonly ScheduledCount[], configured?: string): string[] {
+  if (configured !== undefined) return cudaVersionsUpTo(configured);
+  const withGpus = scheduled.filter((p) => p.gpusTotal > 0);
+  const versions = withGpus.flatMap((p) => (p.cudaVersion === undefined ? [] : [p.cudaVersion]));
+  if (versions.length === 0 || versions.length < withGpus.length) return [];
+  return cudaVersionsUpTo(versions.reduce(lowerVersion));
 }

@@ -151,8 +151,33 @@ export interface ImageRequest {
   workerId?: string;
 }
 
+/** A GPU product as a runtime's own scheduler sees it (the kubernetes runtime: its nodes), as last seen. */
+export interface ScheduledProduct {
+  id: string;
+  /** What the nodes call the GPU (`NVIDIA-H100-80GB-HBM3`), where they say. */
+  gpuModel?: string;
+  gpuMemoryGB?: number;
+  /** GPUs the product's schedulable nodes offer (their allocatable GPUs). */
+  gpusTotal: number;
+  /** gpusTotal less what pods hold on those nodes. */
+  gpusFree: number;
+  /** The highest CUDA version every one of its nodes' drivers supports (`12.4`), where every node says. */
+  cudaVersion?: string;
+}
+
+/**
+ * A runtime whose own scheduler places workers on GPUs (kubernetes): Corral's GPU inventory decides nothing there,
+ * a worker is handed to the scheduler at once, and the products are the scheduler's.
+ */
+export interface GpuScheduler {
+  /** The products, as last seen (no call to the cluster): configured ones first, then those its nodes show. */
+  products(): ScheduledProduct[];
+}
+
 export interface WorkerRuntime {
   readonly name: 'docker' | 'kubernetes' | 'local' | 'fake';
+  /** Present where the runtime's scheduler places workers on GPUs, not Corral's inventory (kubernetes). */
+  readonly gpuScheduler?: GpuScheduler;
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
   localImage?(image: string): Promise<LocalImage | undefined>;
   /**

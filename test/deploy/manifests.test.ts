@@ -70,6 +70,8 @@ describe('deploy/kubernetes', () => {
     expect(find('ServiceAccount', pod.serviceAccountName)?.metadata.namespace).toBe('corral');
     expect(find('Namespace', 'corral-workers')).toBeDefined();
     const secrets = container?.env.flatMap((e) => (e.valueFrom ? [e.name] : []));
+    // The cluster's scheduler places workers on its nodes' GPUs: Corral needs no inventory of its own.
+    expect(container?.env.map((e) => e.name)).not.toContain('CORRAL_GPUS');
     expect(secrets).toEqual(['CORRAL_DATABASE_URL', 'CORRAL_SECRET_KEY', 'CORRAL_API_KEY']);
   });
 
@@ -120,6 +122,7 @@ const PERMISSIONS: Record<string, { group: string; resource: string; verb: strin
     listSecrets: { group: '', resource: 'secrets', verb: 'list' },
     readPersistentVolumeClaim: { group: '', resource: 'persistentvolumeclaims', verb: 'get' },
     listNodes: { group: '', resource: 'nodes', verb: 'list', clusterWide: true },
+    watchNodes: { group: '', resource: 'nodes', verb: 'watch', clusterWide: true },
   };
 
 interface Rule {

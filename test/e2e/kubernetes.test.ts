@@ -1,8 +1,10 @@
 /**
- * `corral serve --runtime kubernetes` as a process against the API stand-in, with the test as the kubelet: an
- * endpoint gets a pod with its GPU limit and node selector, serves through the gateway (the pod's loopback address
- * is real), scales to zero (its pod deleted), wakes, and a kill -9 of corral serve followed by a restart adopts the
- * running pod without a second one.
+ * `corral serve --runtime kubernetes` as a process against the API stand-in, with the test as the kubelet and the
+ * scheduler (on two GPU nodes, no `--gpus`): an endpoint gets a pod with its GPU limit and node selector, serves
+ * through the gateway (the pod's loopback address is real), scales to zero (its pod deleted), wakes, and a kill -9
+ * of corral serve followed by a restart adopts the running pod without a second one. GET products reports the
+ * nodes' GPUs (a product configured by its node label, one found from the nodes' labels alone), the limits their
+ * CUDA version, and a pod asking for more GPUs than the cluster has waits with the scheduler's message.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -10,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Node } from '../../src/runtime/kubernetes/api.js';
 import { labelSelector } from '../../src/runtime/kubernetes/api.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 import type { Pod } from '../../src/runtime/kubernetes/objects.js';
@@ -20,6 +23,36 @@ import { TestKubelet } from '../support/test-kubelet.js';
 
 const KEY = 'e2e-kubernetes-operator-key-0123456';
 const NS = 'corral-workers';
+
+/** A GPU node as GPU feature discovery and the device plugin leave it. */
+function gpuNode(
+  name: string,
+  product: string,
+  gpus: number,
+  memoryMiB: number,
+  cuda: [string, string],
+): Node {
+  return {
+    metadata: {
+      name,
+      labels: {
+        'kubernetes.io/hostname': name,
+        'nvidia.com/gpu.present': 'true',
+        'nvidia.com/gpu.product': product,
+        'nvidia.com/gpu.memory': String(memoryMiB),
+        'nvidia.com/gpu.count': String(gpus),
+        'nvidia.com/cuda.driver.major': '550',
+        'nvidia.com/cuda.runtime.major': cuda[0],
+        'nvidia.com/cuda.runtime.minor': cuda[1],
+      },
+    },
+    spec: {},
+    status: {
+      capacity: { cpu: '64', memory: '528012136Ki', 'nvidia.com/gpu': String(gpus), pods: '110' },
+      allocatable: { cpu: '63500m', memory: '527909736Ki', 'nvidia.com/gpu': String(gpus), pods: '110' },
+    },
+  };
+}
 
 function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {
   return vi.waitFor(check, { timeout: timeoutMs, interval: 100 });
@@ -68,6 +101,8 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
       'controller: { reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n' +
         'products: [{ id: h100-80g, nodeLabel: "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" }]\n',
     );
+    standIn.addNode(gpuNode('gpu-h100-1', 'NVIDIA-H100-80GB-HBM3', 2, 81559, ['12', '4']));
+    standIn.addNode(gpuNode('gpu-l4-1', 'NVIDIA-L4', 1, 23034, ['12', '2']));
     const config = new KubeConfig();
     config.loadFromString(standIn.kubeconfig());
     kubelet = new TestKubelet({
@@ -77,6 +112,7 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
       labelSelector: labelSelector({ [LABELS.managed]: 'true' }),
       missingImages: new Set(),
       standIn,
+      scheduleOnNodes: { gpuResource: 'nvidia.com/gpu' },
     });
     await kubelet.start();
   });
@@ -95,8 +131,6 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
         'kubernetes',
         '--kubeconfig',
         join(dataDir, 'kubeconfig'),
-        '--gpus',
-        'h100-80g:2',
         '--config',
         join(dataDir, 'corral.yaml'),
       ],
@@ -154,5 +188,55 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
     }, 30_000);
     expect(afterRestart.headers['x-corral-worker']).toBe(woken?.metadata?.labels?.[LABELS.worker]);
     expect(podsOf(id).map((p) => p.metadata?.uid)).toEqual([woken?.metadata?.uid]);
+    expect(podsOf(id)[0]?.spec?.nodeName).toBe('gpu-h100-1');
   }, 120_000);
+
+  it("reports the cluster's products and CUDA versions, and a pod too big for the cluster waits with the scheduler's words", async () => {
+    server ??= await serve();
+    // The first test's worker (1 GPU) may still run on the H100 node: what is free follows it.
+    const held = standIn
+      .pods(NS)
+      .filter((p) => p.spec?.nodeName === 'gpu-h100-1' && !p.metadata?.deletionTimestamp).length;
+    const products = await callApi(server, KEY, 'products');
+    expect(products.status, products.text).toBe(200);
+    expect(products.body.products).toEqual([
+      {
+        id: 'h100-80g',
+        name: 'NVIDIA-H100-80GB-HBM3',
+        gpuModel: 'NVIDIA-H100-80GB-HBM3',
+        gpuMemoryGB: 80,
+        gpusTotal: 2,
+        gpusFree: 2 - held,
+      },
+      // Not configured: found from GPU feature discovery's labels, named as Corral names a local GPU.
+      { id: 'l4-24g', name: 'NVIDIA-L4', gpuModel: 'NVIDIA-L4', gpuMemoryGB: 24, gpusTotal: 1, gpusFree: 1 },
+    ]);
+    const limits = await callApi(server, KEY, 'endpoint/limit');
+    expect(limits.body.cudaVersionList.at(-1)).toBe('12.2');
+
+    // Two GPUs of l4-24g, whose one node has one: the pod is made at once and the scheduler says why it waits.
+    const created = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        appName: 'too-big',
+        image: { image: 'corral-test-worker:latest' },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 2 },
+        healthy: { path: '/health' },
+        products: [{ id: 'l4-24g' }],
+      },
+    });
+    expect(created.status, created.text).toBe(200);
+    const id = created.body.id as string;
+    const why =
+      "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
+    await until(async () => {
+      const [pod] = podsOf(id);
+      expect(pod?.spec?.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-L4' });
+      expect(pod?.spec?.nodeName).toBeUndefined();
+      const endpoint = (await callApi(server as ServeProcess, KEY, `endpoint?id=${id}`)).body.endpoint;
+      expect(endpoint.workers.map((w: { state: { message: string } }) => w.state.message)).toEqual([why]);
+    }, 30_000);
+    const after = await callApi(server, KEY, 'products');
+    expect(after.body.products[1]).toMatchObject({ id: 'l4-24g', gpusTotal: 1, gpusFree: 1 });
+  }, 60_000);
 });

@@ -1,7 +1,8 @@
 /**
  * A small in-process stand-in of the Kubernetes API subset Corral's Kubernetes runtime uses, on a real HTTP server
  * (127.0.0.1, port 0): pods (create, get, list and watch by label selector, delete with a grace period, binding,
- * status patch, log), Secrets, PersistentVolumeClaims (read), nodes (list) and metrics.k8s.io PodMetrics. It follows
+ * status patch, log), Secrets, PersistentVolumeClaims (read), nodes (list and watch; the test adds, changes and
+ * removes them) and metrics.k8s.io PodMetrics. It follows
  * the API's conventions: a resourceVersion on every object and list, watch event streams (ADDED, MODIFIED, DELETED,
  * BOOKMARK, and ERROR with a 410 Status once a version is too old), Status bodies with 404/409/410/422. The test
  * plays the kubelet (test-kubelet.ts). docs/kubernetes.md says what it does not model.
@@ -12,8 +13,11 @@ import type { AddressInfo } from 'node:net';
 import type { Node, PersistentVolumeClaim, PodMetrics } from '../../src/runtime/kubernetes/api.js';
 import type { Pod, Secret } from '../../src/runtime/kubernetes/objects.js';
 
-type Kind = 'pods' | 'secrets';
-type StoredObject = (Pod | Secret) & { metadata: NonNullable<Pod['metadata']> & { name: string } };
+type Kind = 'pods' | 'secrets' | 'nodes';
+type StoredObject = (Pod | Secret | Node) & { metadata: NonNullable<Pod['metadata']> & { name: string } };
+
+/** The `kind` of a list and of a bookmark's object. */
+const KIND_NAMES: Record<Kind, string> = { pods: 'Pod', secrets: 'Secret', nodes: 'Node' };
 
 interface HistoryEvent {
   rv: number;
@@ -104,10 +108,12 @@ export class KubeStandIn {
   readonly #history: HistoryEvent[] = [];
   readonly #historyLimit: number;
   readonly #watchers = new Set<Watcher>();
+  readonly #listeners = new Set<
+    (kind: Kind, type: HistoryEvent['type'], object: Pod | Secret | Node) => void
+  >();
   readonly #logs = new Map<string, LogState>();
   readonly #metrics = new Map<string, PodMetrics>();
   readonly #claims = new Map<string, PersistentVolumeClaim>();
-  readonly #nodes: Node[] = [];
   #rv = 1;
   /** Events older than this were compacted away. */
   #oldest = 1;
@@ -188,8 +194,41 @@ export class KubeStandIn {
     }
   }
 
+  /** A node joins the cluster (nodes are cluster-scoped: no namespace); watchers of nodes hear ADDED. */
   addNode(node: Node): void {
-    this.#nodes.push(clone(node));
+    const object = clone(node) as StoredObject;
+    const name = object.metadata?.name ?? '';
+    object.metadata = {
+      ...object.metadata,
+      name,
+      uid: randomUUID(),
+      creationTimestamp: new Date().toISOString(),
+    };
+    this.#objects.set(this.#key('nodes', '', name), object);
+    this.#emit('nodes', '', 'ADDED', object);
+  }
+
+  /** The node's labels, spec or status change (a JSON merge patch, as `kubectl label`/the kubelet would). */
+  patchNode(name: string, patch: Partial<Node>): void {
+    const key = this.#key('nodes', '', name);
+    const object = this.#objects.get(key);
+    if (!object) throw new Error(`no node ${name}`);
+    const patched = mergePatch(object, patch) as StoredObject;
+    this.#objects.set(key, patched);
+    this.#emit('nodes', '', 'MODIFIED', patched);
+  }
+
+  /** The node leaves the cluster. */
+  removeNode(name: string): void {
+    const key = this.#key('nodes', '', name);
+    const object = this.#objects.get(key);
+    if (!object) return;
+    this.#objects.delete(key);
+    this.#emit('nodes', '', 'DELETED', object);
+  }
+
+  nodes(): Node[] {
+    return this.#matching('nodes', '', []).map((n) => clone(n) as Node);
   }
 
   addClaim(namespace: string, name: string, phase = 'Bound'): void {
@@ -223,22 +262,86 @@ export class KubeStandIn {
     this.#endLog(namespace, name);
   }
 
+  /**
+   * Hears every change as it is made (in process, after the watchers got it): a kubelet played in the same process
+   * (the controller benchmark's) reacts without requests of its own. Returns the unsubscribe function.
+   */
+  onChange(
+    listener: (kind: Kind, type: HistoryEvent['type'], object: Pod | Secret | Node) => void,
+  ): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * A pod made and running already (in process, no request), as one a previous Corral made would be found: stored as
+   * the create would store it, then run by `runPod`.
+   */
+  seedPod(pod: Pod, node: string, ip: string): void {
+    const object = clone(pod) as StoredObject;
+    const namespace = object.metadata.namespace ?? '';
+    object.metadata = {
+      ...object.metadata,
+      uid: randomUUID(),
+      creationTimestamp: new Date().toISOString(),
+    };
+    (object as Pod).status = { phase: 'Pending', qosClass: 'Guaranteed' };
+    this.#objects.set(this.#key('pods', namespace, object.metadata.name), object);
+    this.#emit('pods', namespace, 'ADDED', object);
+    this.runPod(namespace, object.metadata.name, node, ip);
+  }
+
+  /**
+   * The kubelet runs a pod, in one change (in process, no request): bound to `node`, phase Running with `ip`, its
+   * container running. False when there is no such pod, or it is being deleted.
+   */
+  runPod(namespace: string, name: string, node: string, ip: string): boolean {
+    const pod = this.#objects.get(this.#key('pods', namespace, name)) as (Pod & StoredObject) | undefined;
+    if (!pod || pod.metadata.deletionTimestamp !== undefined) return false;
+    const now = new Date().toISOString();
+    const container = pod.spec?.containers[0];
+    pod.spec = { ...(pod.spec ?? { containers: [] }), nodeName: node };
+    pod.status = {
+      ...pod.status,
+      phase: 'Running',
+      podIP: ip,
+      podIPs: [{ ip }],
+      hostIP: '10.0.0.1',
+      startTime: now,
+      conditions: [{ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
+      containerStatuses: [
+        {
+          name: container?.name ?? 'worker',
+          image: container?.image ?? '',
+          imageID: `${container?.image ?? ''}@sha256:0`,
+          containerID: `bench://${name}`,
+          ready: true,
+          restartCount: 0,
+          started: true,
+          state: { running: { startedAt: now } },
+        },
+      ],
+    };
+    this.#emit('pods', namespace, 'MODIFIED', pod);
+    return true;
+  }
+
   /** A stored pod (for tests' assertions), or undefined. */
   pod(namespace: string, name: string): Pod | undefined {
     const found = this.#objects.get(this.#key('pods', namespace, name));
-    return found ? clone(found) : undefined;
+    return found ? (clone(found) as Pod) : undefined;
   }
 
   pods(namespace: string): Pod[] {
     return [...this.#objects.entries()]
       .filter(([key]) => key.startsWith(`pods/${namespace}/`))
-      .map(([, object]) => clone(object));
+      .map(([, object]) => clone(object) as Pod);
   }
 
   secrets(namespace: string): Secret[] {
     return [...this.#objects.entries()]
       .filter(([key]) => key.startsWith(`secrets/${namespace}/`))
-      .map(([, object]) => clone(object));
+      .map(([, object]) => clone(object) as Secret);
   }
 
   *#watches(): Iterable<Watcher> {
@@ -303,6 +406,7 @@ export class KubeStandIn {
       if (dropped) this.#oldest = dropped.rv + 1;
     }
     for (const watcher of this.#watchers) this.#send(watcher, event);
+    for (const listener of this.#listeners) listener(kind, type, event.object);
   }
 
   #send(watcher: Watcher, event: HistoryEvent): void {
@@ -334,18 +438,12 @@ export class KubeStandIn {
       .split('/')
       .filter((p) => p !== '')
       .map(decodeURIComponent);
-    // /api/v1/nodes
+    // /api/v1/nodes (list and watch)
     if (parts.length === 3 && parts[0] === 'api' && parts[2] === 'nodes' && method === 'GET') {
-      this.#count(method, 'nodes');
-      const selector = parseSelector(url.searchParams.get('labelSelector'));
-      const items = this.#nodes.filter((n) => matches(selector, n.metadata?.labels));
-      this.#json(response, 200, {
-        kind: 'NodeList',
-        apiVersion: 'v1',
-        metadata: { resourceVersion: String(this.#rv) },
-        items,
-      });
-      return;
+      const watching = url.searchParams.get('watch') === 'true';
+      this.#count(method, `nodes${watching ? '?watch' : ''}`);
+      if (watching) return this.#watch('nodes', '', url, response);
+      return this.#list('nodes', '', url, response);
     }
     // /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{name}
     if (
@@ -441,7 +539,7 @@ export class KubeStandIn {
   #list(kind: Kind, namespace: string, url: URL, response: ServerResponse): void {
     const items = this.#matching(kind, namespace, parseSelector(url.searchParams.get('labelSelector')));
     this.#json(response, 200, {
-      kind: kind === 'pods' ? 'PodList' : 'SecretList',
+      kind: `${KIND_NAMES[kind]}List`,
       apiVersion: 'v1',
       metadata: { resourceVersion: String(this.#rv) },
       items,
@@ -481,7 +579,7 @@ export class KubeStandIn {
       for (const event of this.#history) if (event.rv > version) this.#send(watcher, event);
       if (url.searchParams.get('allowWatchBookmarks') === 'true') {
         response.write(
-          `${JSON.stringify({ type: 'BOOKMARK', object: { kind: kind === 'pods' ? 'Pod' : 'Secret', apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) } } })}\n`,
+          `${JSON.stringify({ type: 'BOOKMARK', object: { kind: KIND_NAMES[kind], apiVersion: 'v1', metadata: { resourceVersion: String(this.#rv) } } })}\n`,
         );
       }
     }

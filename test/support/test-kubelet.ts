@@ -4,16 +4,20 @@
  * (127.0.0.N, the pod IP) with the pod's env, and reports through `pods/status` (running, ErrImagePull for an image
  * it is told is missing, terminated with the exit code); a deleted pod's process gets SIGTERM, SIGKILL after the
  * grace period, and the deletion is confirmed with a delete of grace 0. Output and usage go to the stand-in's
- * pods/log and metrics where there is one.
+ * pods/log and metrics where there is one. With `scheduleOnNodes` it plays the scheduler on the cluster's nodes
+ * too: a pod goes to the first schedulable node its node selector matches with enough of the GPU resource left
+ * (allocatable less what the pods bound there hold), or stays unscheduled with the scheduler's message; it does not
+ * try an unscheduled pod again.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import type { KubernetesApi } from '../../src/runtime/kubernetes/api.js';
+import type { KubernetesApi, Node } from '../../src/runtime/kubernetes/api.js';
 import type { Pod } from '../../src/runtime/kubernetes/objects.js';
 import { PodView } from '../../src/runtime/kubernetes/pod-view.js';
+import { parseQuantity } from '../../src/runtime/kubernetes/quantity.js';
 import { CLOCK_TICKS, readProcStat, readRssBytes } from '../../src/runtime/local/proc.js';
 import type { KubeStandIn } from './kube-stand-in.js';
 import { WORKER_SCRIPT } from './test-image.js';
@@ -32,6 +36,58 @@ export interface TestKubeletOptions {
    * message as the scheduler writes it (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
    */
   unschedulable?: ReadonlyMap<string, string>;
+  /** Plays the scheduler on the cluster's nodes (listed at each placement), counting this GPU resource. */
+  scheduleOnNodes?: { gpuResource: string };
+}
+
+/** The GPUs (of `resource`) a pod's containers ask for. */
+function gpusOf(pod: Pod, resource: string): number {
+  let total = 0;
+  for (const c of pod.spec?.containers ?? [])
+    total += parseQuantity(c.resources?.limits?.[resource] ?? '0') ?? 0;
+  return total;
+}
+
+/**
+ * Where the scheduler would put the pod among `nodes`, given what `bound` pods hold: a node name, or the message it
+ * writes on the pod (`0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node
+ * affinity/selector.`).
+ */
+export function scheduleOn(
+  pod: Pod,
+  nodes: readonly Node[],
+  bound: readonly Pod[],
+  resource: string,
+): { node: string } | { message: string } {
+  const need = gpusOf(pod, resource);
+  const reasons = new Map<string, number>();
+  const refuse = (reason: string) => reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+  for (const node of nodes) {
+    const name = node.metadata?.name ?? '';
+    if (node.spec?.unschedulable) {
+      refuse('node(s) were unschedulable');
+      continue;
+    }
+    const selector = Object.entries(pod.spec?.nodeSelector ?? {});
+    if (!selector.every(([key, value]) => node.metadata?.labels?.[key] === value)) {
+      refuse("node(s) didn't match Pod's node affinity/selector");
+      continue;
+    }
+    const allocatable = parseQuantity(node.status?.allocatable?.[resource] ?? '0') ?? 0;
+    const held = bound
+      .filter((p) => p.spec?.nodeName === name && !['Succeeded', 'Failed'].includes(p.status?.phase ?? ''))
+      .reduce((sum, p) => sum + gpusOf(p, resource), 0);
+    if (need > 0 && allocatable - held < need) {
+      refuse(`Insufficient ${resource}`);
+      continue;
+    }
+    return { node: name };
+  }
+  const why = [...reasons]
+    .map(([reason, n]) => `${n} ${reason}`)
+    .sort()
+    .join(', ');
+  return { message: `0/${nodes.length} nodes are available: ${why}.` };
 }
 
 interface Running {
@@ -56,6 +112,10 @@ export class TestKubelet {
   readonly #running = new Map<string, Running>();
   readonly #handled = new Set<string>();
   readonly #node: string;
+  /** Pods this scheduler bound whose binding the watch may not show yet. */
+  #placed: Pod[] = [];
+  /** One placement at a time, so that two pods never take the same free GPUs. */
+  #scheduling = Promise.resolve();
 
   constructor(options: TestKubeletOptions) {
     this.#o = options;
@@ -107,9 +167,34 @@ export class TestKubelet {
       if (this.#handled.has(`${uid}/bound`)) return;
       this.#handled.add(`${uid}/bound`);
       const wanted = Object.values(pod.spec?.nodeSelector ?? {});
-      const refusal = wanted
-        .map((product) => this.#o.unschedulable?.get(product))
-        .find((m) => m !== undefined);
+      let refusal = wanted.map((product) => this.#o.unschedulable?.get(product)).find((m) => m !== undefined);
+      let node = this.#node;
+      const scheduler = this.#o.scheduleOnNodes;
+      if (refusal === undefined && scheduler) {
+        const placed = this.#scheduling.then(async () => {
+          const nodes = (await this.#o.api.listNodes()).items;
+          const current = [...this.#view.current().values()];
+          const bound = current.filter((p) => p.spec?.nodeName);
+          // Bound by this scheduler, the binding not seen yet; a pod gone or seen bound is counted from the view.
+          const unseen = new Set(current.filter((p) => !p.spec?.nodeName).map((p) => p.metadata?.uid));
+          this.#placed = this.#placed.filter((p) => unseen.has(p.metadata?.uid));
+          const result = scheduleOn(pod, nodes, [...bound, ...this.#placed], scheduler.gpuResource);
+          if ('node' in result) {
+            this.#placed.push({
+              ...pod,
+              spec: { ...(pod.spec ?? { containers: [] }), nodeName: result.node },
+            });
+          }
+          return result;
+        });
+        this.#scheduling = placed.then(
+          () => undefined,
+          () => undefined,
+        );
+        const result = await placed;
+        if ('node' in result) node = result.node;
+        else refusal = result.message;
+      }
       if (refusal !== undefined) {
         await this.#status(name, {
           phase: 'Pending',
@@ -130,7 +215,7 @@ export class TestKubelet {
         apiVersion: 'v1',
         kind: 'Binding',
         metadata: { name },
-        target: { apiVersion: 'v1', kind: 'Node', name: this.#node },
+        target: { apiVersion: 'v1', kind: 'Node', name: node },
       });
       return;
     }

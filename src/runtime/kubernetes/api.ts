@@ -14,8 +14,8 @@ export interface ObjectList<T> {
 }
 
 /** One event of a watch stream: ADDED/MODIFIED/DELETED carry the object, ERROR a Status, BOOKMARK a version. */
-export type WatchEvent =
-  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: Pod }
+export type WatchEvent<T = Pod> =
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: T }
   | { type: 'BOOKMARK'; resourceVersion: string }
   | { type: 'ERROR'; status: ApiStatus };
 
@@ -42,7 +42,7 @@ export interface PersistentVolumeClaim {
 
 /** A Node, as far as Corral reads it (products and allocatable GPUs). */
 export interface Node {
-  metadata?: { name?: string; labels?: { [key: string]: string } };
+  metadata?: { name?: string; labels?: { [key: string]: string }; resourceVersion?: string };
   spec?: { unschedulable?: boolean };
   status?: { allocatable?: { [key: string]: string }; capacity?: { [key: string]: string } };
 }
@@ -80,6 +80,12 @@ export interface KubernetesApi {
   listSecrets(namespace: string, labelSelector: string): Promise<ObjectList<Secret>>;
   readPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim>;
   listNodes(labelSelector?: string): Promise<ObjectList<Node>>;
+  /** Watches the cluster's nodes from `resourceVersion`, as watchPods does the namespace's pods. */
+  watchNodes(
+    options: { resourceVersion: string; signal: AbortSignal },
+    onEvent: (event: WatchEvent<Node>) => void,
+    onEnd: (error: unknown) => void,
+  ): Promise<void>;
 }
 
 /** A failed API call: `status` is the HTTP status of an answer; undefined with `unreachable` when none came. */

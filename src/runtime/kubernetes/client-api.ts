@@ -140,8 +140,8 @@ function listOf<T>(list: { items: unknown[]; metadata?: { resourceVersion?: stri
   return { items: list.items as T[], resourceVersion: list.metadata?.resourceVersion ?? '' };
 }
 
-function watchEvent(type: string, object: unknown): WatchEvent | undefined {
-  if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') return { type, object: object as Pod };
+function watchEvent<T>(type: string, object: unknown): WatchEvent<T> | undefined {
+  if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') return { type, object: object as T };
   if (type === 'BOOKMARK') {
     const version = (object as { metadata?: { resourceVersion?: string } })?.metadata?.resourceVersion ?? '';
     return { type, resourceVersion: version };
@@ -172,37 +172,13 @@ export function clientApi(config: KubeConfig): KubernetesApi {
       call('cannot list pods', async () =>
         listOf<Pod>(await core.listNamespacedPod({ namespace, labelSelector: selector })),
       ),
-    watchPods: async (namespace, options, onEvent, onEnd) => {
-      const { signal } = options;
-      let ended = false;
-      const end = (error: unknown) => {
-        if (ended || signal.aborted) return;
-        ended = true;
-        onEnd(error === null || error === undefined ? undefined : apiError(error, 'the pod watch failed'));
-      };
-      const controller = await new Watch(config)
-        .watch(
-          `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-          {
-            labelSelector: options.labelSelector,
-            resourceVersion: options.resourceVersion,
-            allowWatchBookmarks: true,
-          },
-          (type: string, object: unknown) => {
-            if (ended || signal.aborted) return;
-            const event = watchEvent(type, object);
-            if (event) onEvent(event);
-          },
-          end,
-        )
-        .catch((error: unknown) => {
-          end(error);
-          return undefined;
-        });
-      if (!controller) return;
-      if (signal.aborted) controller.abort();
-      else signal.addEventListener('abort', () => controller.abort(), { once: true });
-    },
+    watchPods: (namespace, options, onEvent, onEnd) =>
+      watch<Pod>(
+        config,
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        { labelSelector: options.labelSelector, resourceVersion: options.resourceVersion },
+        { what: 'the pod watch failed', signal: options.signal, onEvent, onEnd },
+      ),
     podLog: async (namespace, name, options: PodLogOptions) => {
       const stream = new PassThrough();
       const controller = await call(`cannot read the log of pod ${name}`, () =>
@@ -251,5 +227,51 @@ export function clientApi(config: KubeConfig): KubernetesApi {
       call('cannot list nodes', async () =>
         listOf<Node>(await core.listNode(selector === undefined ? {} : { labelSelector: selector })),
       ),
+    watchNodes: (options, onEvent, onEnd) =>
+      watch<Node>(
+        config,
+        '/api/v1/nodes',
+        { resourceVersion: options.resourceVersion },
+        { what: 'the node watch failed', signal: options.signal, onEvent, onEnd },
+      ),
   };
+}
+
+/** One watch stream (with bookmarks): resolves once open; `onEnd` once when it ends or fails, not after an abort. */
+async function watch<T>(
+  config: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  o: {
+    what: string;
+    signal: AbortSignal;
+    onEvent: (event: WatchEvent<T>) => void;
+    onEnd: (error: unknown) => void;
+  },
+): Promise<void> {
+  const { signal } = o;
+  let ended = false;
+  const end = (error: unknown) => {
+    if (ended || signal.aborted) return;
+    ended = true;
+    o.onEnd(error === null || error === undefined ? undefined : apiError(error, o.what));
+  };
+  const controller = await new Watch(config)
+    .watch(
+      path,
+      { ...query, allowWatchBookmarks: true },
+      (type: string, object: unknown) => {
+        if (ended || signal.aborted) return;
+        const event = watchEvent<T>(type, object);
+        if (event) o.onEvent(event);
+      },
+      end,
+    )
+    .catch((error: unknown) => {
+      end(error);
+      return undefined;
+    });
+  if (!controller) return;
+  if (signal.aborted) controller.abort();
+  else signal.addEventListener('abort', () => controller.abort(), { once: true });
 }

@@ -53,6 +53,7 @@ export async function connectKubernetes(
     namespace: settings.namespace,
     ...(context.installationId === undefined ? {} : { installationId: context.installationId }),
     logger: context.logger,
+    products: settings.products.map((p) => p.id),
     pods: {
       gpuResource: settings.gpuResource,
       terminationGraceSeconds: settings.terminationGraceSeconds,

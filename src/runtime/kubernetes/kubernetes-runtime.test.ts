@@ -38,6 +38,7 @@ function spec(workerId: string, overrides: Partial<WorkerSpec> = {}): WorkerSpec
 }
 
 function newRuntime(id = installationId): KubernetesRuntime {
+  // Products configured by id only: their nodes carry nvidia.com/gpu.product={id}.
   const sink = new Writable({
     write(chunk, _encoding, done) {
       logged.push(chunk.toString());
@@ -49,6 +50,7 @@ function newRuntime(id = installationId): KubernetesRuntime {
     namespace: NS,
     installationId: id,
     logger: pino({ level: 'debug' }, sink),
+    products: ['h100', 'b200'],
     pods: { terminationGraceSeconds: 2 },
     watchBackoff: { initialMs: 20, maxMs: 100 },
   });
@@ -213,7 +215,8 @@ describe('KubernetesRuntime', () => {
     expect(log).not.toContain(Buffer.from('bob:hunter2-secret').toString('base64'));
   });
 
-  it("reports each product's nodes' allocatable GPUs and what its pods request", async () => {
+  it("reports each product's nodes' allocatable GPUs and what its pods request, following the nodes' watch", async () => {
+    await runtime.start();
     standIn.addNode({
       // The node the test kubelet binds every pod to.
       metadata: { name: 'test-node-1', labels: { 'nvidia.com/gpu.product': 'h100' } },
@@ -224,10 +227,39 @@ describe('KubernetesRuntime', () => {
       .create(spec('w2', { placement: { product: 'b200', gpuNum: 1, authId: '' } }))
       .catch(() => undefined);
     await eventually(() => expect(runtime.pod('w2')).toBeDefined());
-    expect(await runtime.clusterProducts(['h100', 'b200'])).toEqual([
-      { id: 'h100', nodes: 1, gpusTotal: 8, gpusRequested: 2, gpusFree: 6, gpusWaiting: 0 },
-      { id: 'b200', nodes: 0, gpusTotal: 0, gpusRequested: 0, gpusFree: 0, gpusWaiting: 1 },
-    ]);
+    const nodeCalls = () => [standIn.requests.get('GET nodes'), standIn.requests.get('GET nodes?watch')];
+    expect(nodeCalls()).toEqual([1, 1]);
+    await eventually(() =>
+      expect(runtime.gpuScheduler.products()).toEqual([
+        { id: 'h100', nodes: 1, gpusTotal: 8, gpusRequested: 2, gpusFree: 6, gpusWaiting: 0 },
+        { id: 'b200', nodes: 0, gpusTotal: 0, gpusRequested: 0, gpusFree: 0, gpusWaiting: 1 },
+      ]),
+    );
+    // A node that joins, one relabelled, one that leaves: the watch says so, with no call of the runtime's.
+    standIn.addNode({
+      metadata: {
+        name: 'gpu-2',
+        labels: { 'nvidia.com/gpu.product': 'NVIDIA-B200', 'nvidia.com/gpu.memory': '183359' },
+      },
+      status: { allocatable: { 'nvidia.com/gpu': '8' } },
+    });
+    await eventually(() =>
+      expect(runtime.gpuScheduler.products().map((p) => [p.id, p.gpusTotal, p.gpusFree])).toEqual([
+        ['h100', 8, 6],
+        ['b200', 0, 0],
+        ['b200-180g', 8, 8],
+      ]),
+    );
+    standIn.patchNode('test-node-1', { spec: { unschedulable: true } });
+    standIn.removeNode('gpu-2');
+    await eventually(() =>
+      expect(runtime.gpuScheduler.products().map((p) => [p.id, p.nodes, p.gpusTotal])).toEqual([
+        ['h100', 0, 0],
+        ['b200', 0, 0],
+      ]),
+    );
+    // One list and one watch at the start, nothing since.
+    expect(nodeCalls()).toEqual([1, 1]);
   });
 
   it('a network volume whose claim does not exist fails the create before any pod is made', async () => {

@@ -3,7 +3,9 @@
  * comes from one watch over this installation's pods (pod-view.ts), so list and inspect make no API call while it
  * is up; pods are built by pod-spec.ts and read by pod-state.ts. A create waits, through the watch, until the pod
  * runs (its address is the pod IP and the app port) or the kubelet cannot start it; a pod deleted behind Corral's
- * back is a removed worker; pods of another installation are never seen, so never touched.
+ * back is a removed worker; pods of another installation are never seen, so never touched. A second watch follows the
+ * cluster's nodes: the runtime's scheduler places GPUs (`gpuScheduler`), and its products are the nodes' GPU models
+ * and allocatable GPUs less what Corral's pods hold (cluster-products.ts), read without an API call.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../service/clock.js';
@@ -19,9 +21,11 @@ import {
   type WorkerSpec,
   type WorkerStats,
 } from '../types.js';
-import { type KubernetesApi, labelSelector } from './api.js';
+import { type KubernetesApi, labelSelector, type Node } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
-import { clusterProducts, type ProductCapacity } from './cluster-products.js';
+import { CallLimit } from './call-limit.js';
+import { type ClusterCatalog, clusterCatalog, type ProductCapacity } from './cluster-products.js';
+import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 import { POD_LABELS, type PodOptions, type PodPlacement, podSpec, WORKER_CONTAINER } from './pod-spec.js';
 import { type PodState, podState } from './pod-state.js';
@@ -38,12 +42,16 @@ export interface KubernetesRuntimeOptions {
   namePrefix?: string;
   /** How pods are made: GPU resource name, products' node labels, memory per GPU, claims, sandbox, grace. */
   pods?: Partial<Omit<PodOptions, 'namespace' | 'namePrefix' | 'installationLabels'>>;
+  /** The configured products' ids, in order (their node labels are in `pods.products`); default none. */
+  products?: readonly string[];
   logger: Logger;
   timers?: Timers;
   /** Watch reconnect backoff; default 200 ms doubling up to 5 s. */
   watchBackoff?: { initialMs: number; maxMs: number };
   /** How long a removal waits past the grace period for the kubelet to confirm the pod is gone; default 15 s. */
   removeMarginMs?: number;
+  /** Pod creates and deletes in flight at once (call-limit.ts); default 64. */
+  maxWritesInFlight?: number;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
@@ -59,8 +67,12 @@ function workerIdOf(pod: Pod): string | undefined {
   return podState(pod)?.worker.workerId;
 }
 
-function matches(labels: Record<string, string>, selector: Record<string, string>): boolean {
-  for (const [key, value] of Object.entries(selector)) if (labels[key] !== value) return false;
+/** `wanted` is the selector's entries, taken once per listing (a pass lists 10,000 workers). */
+function matches(labels: Record<string, string>, wanted: readonly [string, string][]): boolean {
+  for (let i = 0; i < wanted.length; i++) {
+    const entry = wanted[i];
+    if (entry && labels[entry[0]] !== entry[1]) return false;
+  }
   return true;
 }
 
@@ -76,7 +88,16 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #logger: Logger;
   readonly #podOptions: PodOptions;
   readonly #view: PodView;
+  /** The cluster's nodes, from a watch of their own: the products and their GPUs. */
+  readonly #nodes: ObjectView<Node>;
+  /** The products as of the last change of a node or a pod; recomputed when asked after one. */
+  #catalog: ClusterCatalog | undefined;
+  /** The products' node labels, configured and found on the nodes: they change with the nodes only. */
+  #selectors: ClusterCatalog['selectors'] | undefined;
+  #nodesStarted: Promise<void> | undefined;
   readonly #secrets: PullSecrets;
+  /** Pod creates and deletes: a burst of thousands is paced, not thrown at the API server at once. */
+  readonly #writes: CallLimit;
   /** workerId -> its pod and what it reads as. */
   readonly #workers = new Map<string, Entry>();
   /** workerId -> those waiting for its pod to change. */
@@ -87,6 +108,7 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   constructor(options: KubernetesRuntimeOptions) {
     this.#o = options;
+    this.#writes = new CallLimit(options.maxWritesInFlight ?? 64);
     this.#logger = options.logger.child({ runtime: 'kubernetes' });
     const installationLabels: Record<string, string> =
       options.installationId === undefined ? {} : { [LABELS.installation]: options.installationId };
@@ -108,6 +130,20 @@ export class KubernetesRuntime implements WorkerRuntime {
       ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
       onChange: (before, after) => this.#changed(before, after),
     });
+    this.#nodes = new ObjectView<Node>({
+      kind: 'node',
+      logger: this.#logger,
+      ...(options.timers ? { timers: options.timers } : {}),
+      ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
+      source: {
+        list: () => options.api.listNodes(),
+        watch: (o, onEvent, onEnd) => options.api.watchNodes(o, onEvent, onEnd),
+      },
+      onChange: () => {
+        this.#catalog = undefined;
+        this.#selectors = undefined;
+      },
+    });
     this.#secrets = new PullSecrets({
       api: options.api,
       podOptions: this.#podOptions,
@@ -126,9 +162,34 @@ export class KubernetesRuntime implements WorkerRuntime {
     return this.#view.stats;
   }
 
-  /** Lists and starts the watch; throws (RuntimeError) when the API server cannot be used. */
+  /**
+   * Lists and starts the watches; throws (RuntimeError) when the API server cannot be used for pods. Nodes that
+   * cannot be listed (no permission, say) are said in the log and tried again: the products are empty meanwhile.
+   */
   async start(): Promise<void> {
     await this.#ready();
+    await this.#watchNodes();
+  }
+
+  /** The node view's first list and watch, once (the view retries by itself after a failure). */
+  #watchNodes(): Promise<void> {
+    this.#nodesStarted ??= this.#nodes.sync().catch((error: unknown) => {
+      this.#logger.warn(
+        { err: kubernetesError(error, 'cannot list nodes', this.server).message },
+        'cannot read the cluster nodes: no GPU products until they can be listed',
+      );
+    });
+    return this.#nodesStarted;
+  }
+
+  /** The scheduler places workers on the cluster's GPUs; the products are its nodes' (cluster-products.ts). */
+  readonly gpuScheduler: { products(): ProductCapacity[] } = {
+    products: () => this.#products().products,
+  };
+
+  /** The node view's counters (lists, watches opened, relists after 410 Gone, reconnects). */
+  get nodeWatchStats(): ObjectView<Node>['stats'] {
+    return this.#nodes.stats;
   }
 
   async prepareImage(_request: ImageRequest): Promise<void> {
@@ -153,14 +214,16 @@ export class KubernetesRuntime implements WorkerRuntime {
         secret = await this.#secrets.acquire(placement.authId, spec.ownerId, spec.registryAuth);
       }
       await this.#checkClaims(spec);
-      const pod = podSpec(
-        spec,
-        secret === undefined ? { ...placement, authId: '' } : placement,
-        this.#podOptions,
-      );
+      // A product the nodes show without configuration selects the GPU model's label value.
+      const pod = podSpec(spec, secret === undefined ? { ...placement, authId: '' } : placement, {
+        ...this.#podOptions,
+        products: this.#productSelectors(),
+      });
       const waiting = this.#waitUntilStarted(spec, onProgress);
+      // Awaited once the pod is made; a close meanwhile must not reject it unobserved.
+      waiting.promise.catch(() => undefined);
       try {
-        await this.#o.api.createPod(this.#o.namespace, pod);
+        await this.#writes.run(() => this.#o.api.createPod(this.#o.namespace, pod));
       } catch (error) {
         waiting.cancel();
         throw error;
@@ -186,7 +249,7 @@ export class KubernetesRuntime implements WorkerRuntime {
     const grace = options?.graceSeconds ?? this.#podOptions.terminationGraceSeconds;
     const gone = this.#waitFor(workerId, (e) => e === undefined);
     try {
-      await this.#o.api.deletePod(this.#o.namespace, name, grace);
+      await this.#writes.run(() => this.#o.api.deletePod(this.#o.namespace, name, grace));
     } catch (error) {
       if (!isApiNotFound(error)) {
         gone.cancel();
@@ -205,9 +268,10 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
     await this.#ready();
+    const wanted = Object.entries(selector);
     const found: RuntimeWorker[] = [];
     for (const { state } of this.#workers.values()) {
-      if (matches(state.worker.labels, selector)) found.push({ ...state.worker });
+      if (matches(state.worker.labels, wanted)) found.push({ ...state.worker });
     }
     return found;
   }
@@ -229,17 +293,31 @@ export class KubernetesRuntime implements WorkerRuntime {
     return [...this.#workers.values()].map((e) => e.pod);
   }
 
-  /**
-   * The products' capacity in the cluster: one node listing (the API call), Corral's pods from the watch. Not wired
-   * into GET products yet (docs/kubernetes.md).
-   */
-  async clusterProducts(productIds: readonly string[]): Promise<ProductCapacity[]> {
-    await this.#ready();
-    const nodes = await this.#o.api.listNodes().catch((error: unknown) => {
-      throw kubernetesError(error, 'cannot list nodes', this.server);
-    });
-    const pods = [...this.#workers.values()].map((e) => e.pod);
-    return clusterProducts(productIds, nodes.items, pods, this.#podOptions);
+  /** Every product's node label: configured ones, and those of the GPU models the nodes show (recomputed after a node changed). */
+  #productSelectors(): ClusterCatalog['selectors'] {
+    this.#selectors ??= {
+      ...clusterCatalog([...this.#nodes.current().values()], [], this.#catalogOptions()).selectors,
+      ...this.#podOptions.products,
+    };
+    return this.#selectors;
+  }
+
+  #catalogOptions(): Parameters<typeof clusterCatalog>[2] {
+    return {
+      configured: this.#o.products ?? [],
+      ...(this.#podOptions.products ? { products: this.#podOptions.products } : {}),
+      ...(this.#podOptions.gpuResource === undefined ? {} : { gpuResource: this.#podOptions.gpuResource }),
+    };
+  }
+
+  /** The products and their capacity, from the nodes and Corral's pods as the watches last saw them. */
+  #products(): ClusterCatalog {
+    this.#catalog ??= clusterCatalog(
+      [...this.#nodes.current().values()],
+      [...this.#workers.values()].map((e) => e.pod),
+      this.#catalogOptions(),
+    );
+    return this.#catalog;
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncGenerator<string> {
@@ -329,6 +407,7 @@ export class KubernetesRuntime implements WorkerRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     this.#view.close();
+    this.#nodes.close();
     for (const stream of this.#streams) stream.abort();
     this.#streams.clear();
     for (const waiters of this.#waiters.values()) for (const waiter of [...waiters]) waiter(undefined);
@@ -340,6 +419,7 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async #ready(): Promise<void> {
     if (this.#closed) throw new RuntimeError('UNAVAILABLE', 'the Kubernetes runtime is closed');
+    void this.#watchNodes();
     try {
       await this.#view.pods();
     } catch (error) {
@@ -348,6 +428,7 @@ export class KubernetesRuntime implements WorkerRuntime {
   }
 
   #changed(before: Pod | undefined, after: Pod | undefined): void {
+    this.#catalog = undefined;
     const pod = after ?? before;
     const workerId = pod && workerIdOf(pod);
     if (workerId === undefined) return;

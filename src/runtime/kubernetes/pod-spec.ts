@@ -236,7 +236,8 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
       // The controller replaces workers that exit (with its crash-loop backoff); the kubelet must not.
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: options.terminationGraceSeconds,
-      nodeSelector: productSelector(placement.product, options),
+      // No product (a worker without GPUs, of an endpoint that names none): any node.
+      ...(placement.product === '' ? {} : { nodeSelector: productSelector(placement.product, options) }),
       ...(toleration.length > 0 ? { tolerations: toleration } : {}),
       ...(podVolumes.length > 0 ? { volumes: podVolumes } : {}),
       ...(authId === '' ? {} : { imagePullSecrets: [{ name: pullSecretName(authId, options) }] }),

@@ -1,12 +1,11 @@
 /**
- * The namespace's pods of this installation, kept in memory from one watch: listed once, then watched from the
- * list's resourceVersion; a dropped stream resumes from the last version seen, a 410 Gone (the version was
- * compacted away) relists, a failure reconnects with backoff. Readers get the view without an API call while the
- * watch is up; while it is down they wait for one relist (which fails fast when the API server is unreachable).
+ * The namespace's pods of this installation, kept in memory from one watch (object-view.ts: listed once, watched
+ * from the list's version, resumed, relisted on 410 Gone, reconnected with backoff).
  */
 import type { Logger } from 'pino';
-import { systemTimers, type Timers } from '../../service/clock.js';
-import { type KubernetesApi, KubernetesApiError, type WatchEvent } from './api.js';
+import type { Timers } from '../../service/clock.js';
+import type { KubernetesApi } from './api.js';
+import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 
 export interface PodViewOptions {
@@ -21,213 +20,24 @@ export interface PodViewOptions {
   onChange: (before: Pod | undefined, after: Pod | undefined) => void;
 }
 
-const DEFAULT_BACKOFF = { initialMs: 200, maxMs: 5_000 };
-
-function nameOf(pod: Pod): string {
-  return pod.metadata?.name ?? '';
-}
-
-export class PodView {
-  readonly #o: PodViewOptions;
-  readonly #timers: Timers;
-  readonly #pods = new Map<string, Pod>();
-  #version = '';
-  /** The view follows the API server: listed, and a watch open or being resumed without error. */
-  #live = false;
-  #closed = false;
-  #watch: AbortController | undefined;
-  #timer: unknown;
-  #backoffMs: number;
-  #syncing: Promise<void> | undefined;
-  /** The last failure to list or watch, while the view is not live. */
-  #failure: KubernetesApiError | undefined;
-  /** Counters for tests and logs. */
-  readonly stats = { lists: 0, watches: 0, relistsOnGone: 0, reconnects: 0 };
-
+export class PodView extends ObjectView<Pod> {
   constructor(options: PodViewOptions) {
-    this.#o = options;
-    this.#timers = options.timers ?? systemTimers;
-    this.#backoffMs = (options.backoff ?? DEFAULT_BACKOFF).initialMs;
-  }
-
-  /** Whether the view follows the API server now. */
-  get live(): boolean {
-    return this.#live;
-  }
-
-  get resourceVersion(): string {
-    return this.#version;
-  }
-
-  /** The pods, once the view is live: at once while it is, after a relist while it is not (which may throw). */
-  async pods(): Promise<ReadonlyMap<string, Pod>> {
-    if (!this.#live) await this.sync();
-    return this.#pods;
-  }
-
-  /** The pods as the view has them now, live or not. */
-  current(): ReadonlyMap<string, Pod> {
-    return this.#pods;
-  }
-
-  /** Lists now (one list at a time) and opens the watch from it; throws the list's failure. */
-  sync(): Promise<void> {
-    if (this.#closed)
-      return Promise.reject(new KubernetesApiError('the pod view is closed', undefined, '', false));
-    this.#syncing ??= this.#relist().finally(() => {
-      this.#syncing = undefined;
+    const { api, namespace, labelSelector } = options;
+    super({
+      kind: 'pod',
+      logger: options.logger,
+      onChange: options.onChange,
+      ...(options.timers ? { timers: options.timers } : {}),
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      source: {
+        list: () => api.listPods(namespace, labelSelector),
+        watch: (o, onEvent, onEnd) => api.watchPods(namespace, { ...o, labelSelector }, onEvent, onEnd),
+      },
     });
-    return this.#syncing;
   }
 
-  close(): void {
-    this.#closed = true;
-    this.#live = false;
-    this.#watch?.abort();
-    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
-
-  async #relist(): Promise<void> {
-    this.#watch?.abort();
-    this.#watch = undefined;
-    this.stats.lists += 1;
-    let list: Awaited<ReturnType<KubernetesApi['listPods']>>;
-    try {
-      list = await this.#o.api.listPods(this.#o.namespace, this.#o.labelSelector);
-    } catch (error) {
-      // Whoever asked gets the failure; the view tries again by itself (this relist may have ended a watch or a
-      // retry that was under way).
-      this.#retryLater(error);
-      throw this.#failure ?? error;
-    }
-    if (this.#closed) return;
-    const seen = new Set<string>();
-    for (const pod of list.items) {
-      const name = nameOf(pod);
-      seen.add(name);
-      const before = this.#pods.get(name);
-      this.#pods.set(name, pod);
-      if (before?.metadata?.resourceVersion !== pod.metadata?.resourceVersion) this.#o.onChange(before, pod);
-    }
-    for (const [name, before] of [...this.#pods]) {
-      if (seen.has(name)) continue;
-      this.#pods.delete(name);
-      this.#o.onChange(before, undefined);
-    }
-    this.#version = list.resourceVersion;
-    this.#failure = undefined;
-    this.#live = true;
-    this.#backoffMs = (this.#o.backoff ?? DEFAULT_BACKOFF).initialMs;
-    await this.#openWatch();
-  }
-
-  async #openWatch(): Promise<void> {
-    if (this.#closed) return;
-    const controller = new AbortController();
-    this.#watch = controller;
-    this.stats.watches += 1;
-    const opened = Date.now();
-    let events = 0;
-    await this.#o.api
-      .watchPods(
-        this.#o.namespace,
-        { labelSelector: this.#o.labelSelector, resourceVersion: this.#version, signal: controller.signal },
-        (event) => {
-          events += 1;
-          this.#event(event, controller);
-        },
-        (error) => {
-          if (controller.signal.aborted || this.#watch !== controller) return;
-          this.#watch = undefined;
-          if (error === undefined && (events > 0 || Date.now() - opened >= 1_000)) {
-            // The server ended the stream, as it does now and then: resume from the last version at once.
-            this.#backoffMs = (this.#o.backoff ?? DEFAULT_BACKOFF).initialMs;
-            this.stats.reconnects += 1;
-            void this.#openWatch().catch((e: unknown) => this.#retryLater(e));
-            return;
-          }
-          this.#retryLater(error);
-        },
-      )
-      .catch((error: unknown) => this.#retryLater(error));
-  }
-
-  #event(event: WatchEvent, controller: AbortController): void {
-    if (controller.signal.aborted || this.#closed) return;
-    if (event.type === 'BOOKMARK') {
-      if (event.resourceVersion !== '') this.#version = event.resourceVersion;
-      return;
-    }
-    if (event.type === 'ERROR') {
-      controller.abort();
-      this.#watch = undefined;
-      if (event.status.code === 410) {
-        // Too old a version (compacted): what happened meanwhile is only in a fresh list.
-        this.stats.relistsOnGone += 1;
-        this.#o.logger.info({ resourceVersion: this.#version }, 'pod watch expired; listing again');
-        void this.sync().catch((error: unknown) => this.#retryLater(error));
-        return;
-      }
-      this.#retryLater(
-        new KubernetesApiError(
-          `the pod watch failed: ${event.status.message ?? event.status.reason ?? 'unknown error'}`,
-          event.status.code,
-          event.status.reason ?? '',
-          false,
-        ),
-      );
-      return;
-    }
-    const pod = event.object;
-    const name = nameOf(pod);
-    const version = pod.metadata?.resourceVersion;
-    if (version) this.#version = version;
-    const before = this.#pods.get(name);
-    if (event.type === 'DELETED') {
-      this.#pods.delete(name);
-      this.#o.onChange(before ?? pod, undefined);
-      return;
-    }
-    this.#pods.set(name, pod);
-    this.#o.onChange(before, pod);
-  }
-
-  #failed(error: unknown): void {
-    const failure =
-      error instanceof KubernetesApiError
-        ? error
-        : new KubernetesApiError(String(error), undefined, '', false, { cause: error });
-    this.#failure = failure;
-    this.#live = false;
-  }
-
-  /** A failed list or watch: tried again after the backoff (the view is not live meanwhile). */
-  #retryLater(error: unknown): void {
-    if (this.#closed) return;
-    this.#failed(error);
-    if (this.#timer !== undefined) return;
-    const delay = this.#backoffMs;
-    const { maxMs } = this.#o.backoff ?? DEFAULT_BACKOFF;
-    this.#backoffMs = Math.min(maxMs, this.#backoffMs * 2);
-    this.#o.logger.warn({ err: this.#failure?.message, retryInMs: delay }, 'pod watch failed; retrying');
-    this.#timer = this.#timers.setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#closed) return;
-      this.stats.reconnects += 1;
-      // Resume from the last version; a 410 on the way relists.
-      const resume = this.#version === '' ? this.sync() : this.#resume();
-      resume.catch((e: unknown) => this.#retryLater(e));
-    }, delay);
-  }
-
-  /** After a failure: a watch from the last version, live again once it opens. */
-  async #resume(): Promise<void> {
-    this.#failure = undefined;
-    await this.#openWatch();
-    if (this.#failure === undefined && this.#watch !== undefined) {
-      this.#live = true;
-      this.#backoffMs = (this.#o.backoff ?? DEFAULT_BACKOFF).initialMs;
-    }
+  /** The pods by name, once the view is live (see ObjectView.objects). */
+  pods(): Promise<ReadonlyMap<string, Pod>> {
+    return this.objects();
   }
 }
