@@ -30,6 +30,7 @@ for name in "$(app "$ONE")"; do
   echo "ENDPOINT $name ANSWERED: $R"
 done
 sleep 2
+echo "GPUS WHILE ONE IS HELD AND ONE WAITS:"; curl -s "$API/gpus" -H "$H"; echo
 for e in "$WAIT" "$TWO"; do curl -s -m 8 -w " [%{http_code} in %{time_total}s]" "http://127.0.0.1:8000/e/$(app "$e")/" -H "$H"; echo; curl -s "$API/endpoint?id=$(app "$e")" -H "$H"; echo; done
 curl -s "$API/endpoint/delete" -H "$H" -H "Content-Type: application/json" -d "{\"id\":\"$(app "$ONE")\"}"; echo
 for i in $(seq 1 60); do R=$(curl -s -m 60 "http://127.0.0.1:8000/e/$(app "$WAIT")/" -H "$H"); echo "$R" | grep -q CUDA_VISIBLE && break; sleep 1; done; echo "AFTER DELETE, gpu-wait ANSWERED: $R"
