@@ -34,7 +34,7 @@ import { leadershipOf } from './cluster/leadership.js';
 import { ReplicaMembership } from './cluster/membership.js';
 import { SharedTraffic } from './cluster/shared-traffic.js';
 import { rateLimitShare } from './cluster/shares.js';
-import { type Config, formatHostPort } from './config/config.js';
+import { advertisedGatewayUrl, type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
@@ -48,7 +48,7 @@ import { inventoryPlacement, schedulerPlacement } from './controller/worker-plac
 import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { quotaFor } from './domain/quota.js';
-import { Gateway } from './gateway/gateway.js';
+import { Gateway, type GatewayForwarding } from './gateway/gateway.js';
 import { TrafficHistory } from './gateway/history.js';
 import { GatewayMetrics } from './gateway/metrics.js';
 import { WorkerPools } from './gateway/pools.js';
@@ -252,6 +252,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   signals?: (local: QueueSignals) => QueueSignals;
   /** Several replicas: also waits for the other gateways' requests on a worker before its removal. */
   remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
+  /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
+  forwarding?: Omit<GatewayForwarding, 'pools'>;
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -300,6 +302,8 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     : (new GatewayMetrics({ registry }) as M);
   const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const keys = new InvokeKeyService({ store, clock });
+  const peerPools =
+    parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const gateway = new Gateway({
     metrics: gatewayMetrics,
     routing: parts.gatewayRoutes ?? routes,
@@ -313,6 +317,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
     verifyKey: (key) => keys.grant(key),
+    ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });
   const scaler = new Scaler({
     signals: parts.signals ? parts.signals(gateway) : gateway,
@@ -446,6 +451,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await pools.close();
+      await peerPools?.close();
     },
   };
 }
@@ -589,6 +595,10 @@ export async function serve(
             signals: (local) => shared.signalsOf(local),
             remoteDrained: (endpointId, workerId, timeoutMs) =>
               shared.awaitRemoteDrained(endpointId, workerId, timeoutMs),
+            forwarding: {
+              self: replicaId,
+              target: (workers, capacity) => shared.forwardTarget(workers, capacity),
+            },
           }
         : {}),
     });
@@ -673,6 +683,7 @@ export async function serve(
         host: hostname(),
         pid: process.pid,
         apiUrl: bound.apiUrl,
+        gatewayUrl: advertisedGatewayUrl(config, bound.gatewayPort, hostname()),
         ...gatewayLoad(gateway.stats()),
         ...(shared ? { settled: shared.settled() } : {}),
       }),

@@ -35,6 +35,7 @@ export class MembershipWatch {
   #timer: unknown;
   #deadline: unknown;
   #others: readonly string[] = [];
+  #gatewayUrls: ReadonlyMap<string, string> = new Map();
   #stopped = false;
   #failing = false;
   #ticking: Promise<void> | undefined;
@@ -46,6 +47,11 @@ export class MembershipWatch {
   /** The other live replicas, as last read. */
   get others(): readonly string[] {
     return this.#others;
+  }
+
+  /** The other live replicas' gateway URLs, by id, as last read (where this gateway may forward requests). */
+  get gatewayUrls(): ReadonlyMap<string, string> {
+    return this.#gatewayUrls;
   }
 
   /** A first read, awaited; then one every interval. */
@@ -87,6 +93,10 @@ export class MembershipWatch {
         monotonic(),
       );
       this.#others = members.filter((id) => id !== replicaId);
+      const urls = new Map<string, string>();
+      for (const r of live)
+        if (r.id !== replicaId && r.gatewayUrl !== undefined) urls.set(r.id, r.gatewayUrl);
+      this.#gatewayUrls = urls;
       this.#armDeadline(validUntil);
       this.#failing = false;
       this.#o.onRead?.();

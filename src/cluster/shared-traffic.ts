@@ -14,6 +14,7 @@ import { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
 import { ClusterSignals } from './cluster-signals.js';
 import type { TermFence } from './elector.js';
+import { type ForwardTarget, forwardTarget } from './forwarding.js';
 import type { ControllerTerms } from './leadership.js';
 import { MembershipWatch } from './membership-watch.js';
 import { RouteFeed, type RouteSink } from './route-feed.js';
@@ -230,6 +231,23 @@ export class SharedTraffic {
   /** Resolves once no other replica's gateway has a request in flight on the worker (or after `timeoutMs`). */
   async awaitRemoteDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
     await this.#signals?.awaitDrained(endpointId, workerId, timeoutMs);
+  }
+
+  /**
+   * Where this gateway forwards the requests of an endpoint with these routable workers (their `slots` its shares)
+   * and `capacity` slots each: the replica holding most of them when it holds none (forwarding.ts); else undefined.
+   */
+  forwardTarget(
+    workers: readonly { id: string; slots?: number }[],
+    capacity: number,
+  ): ForwardTarget | undefined {
+    return forwardTarget({
+      self: this.#o.replicaId,
+      members: this.#schedule.members,
+      gatewayUrls: this.#membership.gatewayUrls,
+      workers: workers.map((w) => ({ id: w.id, slots: w.slots ?? capacity })),
+      capacity,
+    });
   }
 
   /** The membership this replica keeps within its shares for (its heartbeat row says it), or null. */

@@ -232,6 +232,22 @@ function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
   };
 }
 
+/**
+ * Where the other replicas reach this replica's gateway (its heartbeat row; they forward requests there):
+ * `--advertise-gateway-url`, else `http://{gateway-addr}` with the port it listens on, a wildcard address (0.0.0.0,
+ * ::) replaced by `host`, the machine's name.
+ */
+export function advertisedGatewayUrl(
+  config: { advertiseGatewayUrl?: string | undefined; gatewayAddr: HostPort },
+  port: number,
+  host: string,
+): string {
+  if (config.advertiseGatewayUrl !== undefined) return config.advertiseGatewayUrl.replace(/\/+$/, '');
+  const bound = config.gatewayAddr.host;
+  const wildcard = bound === '0.0.0.0' || bound === '::' || bound === '';
+  return `http://${formatHostPort({ host: wildcard ? host : bound, port })}`;
+}
+
 export function formatHostPort(address: HostPort): string {
   return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
 }

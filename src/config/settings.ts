@@ -167,6 +167,13 @@ export const SERVE_SETTINGS = {
     help: 'public base URL of the API, used in log and metrics links (default http://{api-addr})',
     schema: url.optional(),
   },
+  advertiseGatewayUrl: {
+    flag: '--advertise-gateway-url',
+    env: 'CORRAL_ADVERTISE_GATEWAY_URL',
+    default: undefined,
+    help: "where the other replicas reach this one's gateway to forward requests (default http://{gateway-addr})",
+    schema: url.optional(),
+  },
   config: {
     flag: '--config',
     env: 'CORRAL_CONFIG',

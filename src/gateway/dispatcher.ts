@@ -144,6 +144,7 @@ export class EndpointDispatcher {
   /** Who waits for a worker to hold no lease (a drain before removal), by worker id. */
   readonly #idleWaiters = new Map<string, (() => void)[]>();
   #closedWith: GatewayError | undefined;
+  #sharesNone = false;
 
   constructor(options: DispatcherOptions) {
     this.#clock = options.clock;
@@ -160,6 +161,19 @@ export class EndpointDispatcher {
   /** The slots per worker now (the gateway compares it with the endpoint's on every request). */
   get maxConcurrent(): number {
     return this.#settings.maxConcurrent;
+  }
+
+  /**
+   * Whether the endpoint has routable workers and this gateway's share of each is 0 (another replica holds their
+   * slots): its requests are forwarded there rather than queued (gateway.ts). Kept up to date by setWorkers.
+   */
+  get sharesNone(): boolean {
+    return this.#sharesNone;
+  }
+
+  /** Requests waiting now. */
+  get queueLength(): number {
+    return this.#queue.size;
   }
 
   /**
@@ -191,7 +205,12 @@ export class EndpointDispatcher {
    */
   setWorkers(workers: readonly RoutableWorker[]): void {
     const listed = new Map<string, RoutableWorker>();
-    for (const worker of workers) listed.set(worker.id, worker);
+    let sharesNone = workers.length > 0;
+    for (const worker of workers) {
+      listed.set(worker.id, worker);
+      if (worker.slots !== 0) sharesNone = false;
+    }
+    this.#sharesNone = sharesNone;
     for (const slots of this.#workers.values()) {
       if (listed.has(slots.id)) continue;
       slots.routable = false;

@@ -48,6 +48,11 @@ export interface EndpointTableOptions {
   onQueued: (endpointId: string) => void;
   /** After each sync with the routing view (the gateway forgets the store's "no such appName" answers). */
   onSynced: () => void;
+  /**
+   * After a sync that left this gateway no share of any routable worker of an endpoint with requests queued here
+   * (another replica holds the slots): the gateway may send them on (gateway.ts, forwarding).
+   */
+  onShareless?: (endpoint: Endpoint, dispatcher: EndpointDispatcher) => void;
 }
 
 export class EndpointTable {
@@ -242,6 +247,7 @@ export class EndpointTable {
       }
       const routable = this.#o.routing.routableWorkers(endpointId);
       dispatcher.setWorkers(this.#withoutQuarantined(routable));
+      if (dispatcher.sharesNone && dispatcher.queueLength > 0) this.#o.onShareless?.(endpoint, dispatcher);
       if (routable.length > 0) this.#woken(endpointId, now);
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());

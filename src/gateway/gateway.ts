@@ -12,8 +12,9 @@ import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/g
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { answer, answerUpgrade, queuedHeader } from './answer.js';
-import type { EndpointDispatcher, Lease } from './dispatcher.js';
+import type { EndpointDispatcher, Lease, RoutableWorker } from './dispatcher.js';
 import { EndpointTable, type GatewayEndpointLoad } from './endpoint-table.js';
+import { FORWARDED_BY } from './headers.js';
 import { appNameFromHost } from './host.js';
 import { InvokeAuth } from './invoke-auth.js';
 import { StoreLookup } from './lookup.js';
@@ -26,6 +27,22 @@ import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 export interface GatewayLogger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
+}
+
+/** Several replicas: how this gateway forwards requests it holds no slot for (docs/operations.md). */
+export interface GatewayForwarding {
+  /** This replica's id, sent in X-Corral-Forwarded-By. */
+  self: string;
+  /**
+   * The replica whose gateway serves the endpoint's requests instead of this one (cluster/forwarding.ts), given its
+   * routable workers (with this gateway's share of each) and their slots; undefined: serve them here.
+   */
+  target: (
+    workers: readonly RoutableWorker[],
+    capacity: number,
+  ) => { replicaId: string; url: string } | undefined;
+  /** Connections to the other replicas' gateways (not the workers' pools, which follow the routing view). */
+  pools: WorkerPools;
 }
 
 export interface GatewayOptions {
@@ -53,7 +70,21 @@ export interface GatewayOptions {
    * KEY_CACHE_TTL_MS (invoke-auth.ts); a request to a non-public endpoint without an allowed key gets 401.
    */
   verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  /** Several replicas: forwarding to another replica's gateway; absent (one replica, SQLite): never. */
+  forwarding?: GatewayForwarding;
 }
+
+/**
+ * What a queued request's dispatcher rejects it with when this gateway's share of every worker of the endpoint fell
+ * to 0 and another replica holds their slots: the request leaves the queue and is forwarded there (an upgrade, which
+ * is not forwarded, is answered with it).
+ */
+const DIVERTED = new GatewayError(
+  'ROUTING_UNAVAILABLE',
+  "this replica's gateway holds no slot of the endpoint's workers now; retry (WebSockets are not forwarded)",
+);
+/** Connections to another replica's gateway, per replica. */
+const PEER_CONNECTIONS = 64;
 
 /** The status recorded in metrics for an exchange that did not end with the worker's own response. */
 const OUTCOME_STATUS: Record<Exclude<ProxyOutcome, 'ok'>, number> = {
@@ -93,6 +124,8 @@ export class Gateway implements QueueSignals {
   readonly #appNames = new Map<string, string | null>();
   /** Who may call which endpoint: the Authorization header checked (cached) and taken off. */
   readonly #keys: InvokeAuth;
+  /** A request's Authorization header, kept when forwarding may divert it once queued (its check takes it off). */
+  readonly #authorizations = new WeakMap<IncomingMessage, string>();
 
   constructor(options: GatewayOptions) {
     this.#o = options;
@@ -121,6 +154,9 @@ export class Gateway implements QueueSignals {
       },
       // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
       onSynced: () => this.#store.forgetMisses(),
+      ...(options.forwarding
+        ? { onShareless: (endpoint, dispatcher) => this.#divert(endpoint, dispatcher) }
+        : {}),
     });
   }
 
@@ -210,6 +246,14 @@ export class Gateway implements QueueSignals {
     endpoint: Endpoint | undefined,
     arrived: number,
   ): void {
+    if (this.#o.forwarding && endpoint) {
+      const target = this.#forwardTarget(req, endpoint);
+      if (target) {
+        void this.#toPeer(req, res, endpoint, target, arrived);
+        return;
+      }
+      keepAuthorization(req, this.#authorizations);
+    }
     const denied = endpoint && this.#keys.check(req, endpoint);
     if (denied === undefined) {
       this.#serve(req, res, endpoint, arrived);
@@ -279,7 +323,14 @@ export class Gateway implements QueueSignals {
           try {
             lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
           } catch (error) {
-            return this.#fail(res, endpoint, error, arrived, this.#o.clock() - waitFrom);
+            if (error !== DIVERTED)
+              return this.#fail(res, endpoint, error, arrived, this.#o.clock() - waitFrom);
+          }
+          if (!lease) {
+            // Diverted: forwarded to the replica holding the slots, or back in the queue when it cannot be.
+            if (await this.#divertedToPeer(req, res, endpoint)) return;
+            attempt -= 1;
+            continue;
           }
         }
         const sentAt = this.#o.clock();
@@ -315,6 +366,84 @@ export class Gateway implements QueueSignals {
     } finally {
       if (onClientClose) res.off('close', onClientClose);
     }
+  }
+
+  /** Where the request goes instead of this gateway's queue (another replica's gateway), or undefined: here. */
+  #forwardTarget(req: IncomingMessage, endpoint: Endpoint): { replicaId: string; url: string } | undefined {
+    const forwarding = this.#o.forwarding;
+    if (!forwarding || endpoint.desired === 'stopped') return undefined;
+    const dispatcher = this.#endpoints.dispatcherFor(endpoint);
+    // One forwarding at most: the receiving gateway serves or queues what another forwarded to it.
+    if (!dispatcher.sharesNone || req.headers[FORWARDED_BY] !== undefined) return undefined;
+    return forwarding.target(
+      this.#o.routing.routableWorkers(endpoint.id),
+      endpoint.spec.workers.maxConcurrent,
+    );
+  }
+
+  /**
+   * Proxies the request to another replica's gateway, which checks its key, serves or queues it under its own
+   * share, and counts it. One that could not be reached leaves the request untouched: it is served here.
+   */
+  async #toPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    target: { replicaId: string; url: string },
+    arrived: number,
+  ): Promise<void> {
+    if ((await this.#proxyToPeer(req, res, endpoint, target)) !== 'not-sent') return;
+    this.#o.logger.warn(
+      { endpointId: endpoint.id, replicaId: target.replicaId },
+      'could not forward to a replica',
+    );
+    keepAuthorization(req, this.#authorizations);
+    const denied = this.#keys.check(req, endpoint);
+    const verdict = denied instanceof Promise ? await denied : denied;
+    if (verdict !== undefined) return this.#fail(res, endpoint, verdict, arrived, 0);
+    this.#serve(req, res, endpoint, arrived);
+  }
+
+  /** A queued request diverted: forwarded (true), or false when it must queue here again (key taken off again). */
+  async #divertedToPeer(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<boolean> {
+    const target = this.#forwardTarget(req, endpoint);
+    const authorization = this.#authorizations.get(req);
+    if (!target) return false;
+    if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
+    if ((await this.#proxyToPeer(req, res, endpoint, target)) !== 'not-sent') return true;
+    if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
+    this.#o.logger.warn(
+      { endpointId: endpoint.id, replicaId: target.replicaId },
+      'could not forward to a replica',
+    );
+    return false;
+  }
+
+  #proxyToPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    target: { replicaId: string; url: string },
+  ): Promise<ProxyOutcome> {
+    const forwarding = this.#o.forwarding as GatewayForwarding;
+    return proxyRequest({
+      req,
+      res,
+      pool: forwarding.pools.get(target.url, PEER_CONNECTIONS),
+      target: { id: target.replicaId },
+      // The other gateway may queue it too.
+      requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000 + this.#o.queueTimeoutMs,
+      bodyLimitBytes: this.#o.bodyLimitBytes,
+      toGateway: { forwardedBy: forwarding.self },
+    });
+  }
+
+  /** The routes or shares changed: requests queued here leave for the replica now holding the slots, if any. */
+  #divert(endpoint: Endpoint, dispatcher: EndpointDispatcher): void {
+    const forwarding = this.#o.forwarding;
+    if (!forwarding) return;
+    const workers = this.#o.routing.routableWorkers(endpoint.id);
+    if (forwarding.target(workers, endpoint.spec.workers.maxConcurrent)) dispatcher.rejectQueued(DIVERTED);
   }
 
   #forward(
@@ -527,6 +656,18 @@ export class Gateway implements QueueSignals {
     if (!this.#endpoints.quarantine(endpointId, workerId)) return;
     this.#o.logger.warn({ endpointId, workerId }, 'worker connection failed; no new requests to it for now');
     this.#o.routing.requestRefresh();
+  }
+}
+
+/** Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). */
+function keepAuthorization(req: IncomingMessage, kept: WeakMap<IncomingMessage, string>): void {
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      kept.set(req, raw[i + 1] as string);
+      return;
+    }
   }
 }
 

@@ -11,6 +11,12 @@
  * frames the request to the worker, node:http the response to the client.
  */
 
+/**
+ * Set by a replica's gateway on a request it forwards to another replica's gateway (its replica id), so that the
+ * receiving one never forwards it again; dropped before a worker sees the request.
+ */
+export const FORWARDED_BY = 'x-corral-forwarded-by';
+
 /** A header to pass on unchanged. */
 const PASS = 0;
 /** A hop-by-hop header, or one the gateway replaces: dropped. */
@@ -77,6 +83,9 @@ function requestKind(name: string): Kind {
     case 17:
       // X-Forwarded-Proto is replaced by the gateway's own scheme.
       return sameName(name, 'transfer-encoding') || sameName(name, 'x-forwarded-proto') ? DROP : PASS;
+    case 21:
+      // Which replica's gateway forwarded the request to this one (gateway.ts): never the worker's to see.
+      return sameName(name, FORWARDED_BY) ? DROP : PASS;
     case 18:
       // X-Forwarded-Prefix is the gateway's to set (the path form of an endpoint's URL), never the client's.
       return sameName(name, 'x-forwarded-prefix') || isHopByHop(name) ? DROP : PASS;

@@ -23,7 +23,12 @@ import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { answer } from './answer.js';
-import { filterResponseHeaders, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
+import {
+  FORWARDED_BY,
+  filterResponseHeaders,
+  forwardRequestHeaders,
+  type RequestHeadInfo,
+} from './headers.js';
 import { forwardedPrefix } from './request-target.js';
 
 export type ProxyOutcome =
@@ -65,6 +70,11 @@ export interface ProxyRequestOptions {
   /** Largest request body accepted, in bytes: a larger Content-Length gets a 413 at once, a longer chunked body is
    * cut off when it passes the limit. Undefined: no limit. */
   bodyLimitBytes?: number;
+  /**
+   * The target is another replica's gateway, not a worker (forwarding, docs/operations.md): the request keeps its
+   * Host and its whole path (an endpoint's path form included), and says which replica forwarded it.
+   */
+  toGateway?: { forwardedBy: string };
 }
 
 /** Node clamps longer timer delays to 1 ms. */
@@ -102,6 +112,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
   readonly requestTimeoutMs: number;
   readonly responseHeaders: Record<string, string> | undefined;
   readonly bodyLimitBytes: number | undefined;
+  readonly toGateway: { forwardedBy: string } | undefined;
   /** The client connection, kept because undici may null `req.socket`. */
   readonly clientSocket: Socket;
 
@@ -129,6 +140,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.responseHeaders = options.responseHeaders;
     this.bodyLimitBytes = options.bodyLimitBytes;
+    this.toGateway = options.toGateway;
     this.clientSocket = options.req.socket;
   }
 
@@ -155,6 +167,12 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       this.respond(bodyTooLarge(limit));
       return promise;
     }
+    let path = req.url ?? '/';
+    if (this.toGateway) {
+      if (this.host !== undefined) headers.push('host', this.host);
+      headers.push(FORWARDED_BY, this.toGateway.forwardedBy);
+      path = `${forwardedPrefix(req) ?? ''}${path}`;
+    }
     const hasBody = this.chunked || (this.contentLength !== undefined && this.contentLength !== '0');
     res.on('close', this.onClientClose);
     if (this.requestTimeoutMs > 0) {
@@ -162,7 +180,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     }
     this.pool.dispatch(
       {
-        path: req.url ?? '/',
+        path,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers,
         body: hasBody ? req : null,

@@ -11,6 +11,8 @@ export interface ReplicaBeat {
   host: string;
   pid: number;
   apiUrl: string;
+  /** Where its gateway can be reached by the other replicas (a gateway forwards requests there); absent: unknown. */
+  gatewayUrl?: string;
   /** Its gateway's requests in flight and queued now. */
   inFlight: number;
   queued: number;
@@ -43,6 +45,7 @@ export class ReplicaRepository {
       in_flight: replica.inFlight,
       queued: replica.queued,
       ...(replica.settled === undefined ? {} : { settled: replica.settled }),
+      ...(replica.gatewayUrl === undefined ? {} : { gateway_url: replica.gatewayUrl }),
     };
     await this.#db
       .insertInto('replicas')
@@ -69,6 +72,7 @@ export class ReplicaRepository {
         inFlight: Number(r.in_flight),
         queued: Number(r.queued),
         settled: r.settled,
+        ...(r.gateway_url === null ? {} : { gatewayUrl: r.gateway_url }),
       })),
     };
   }

@@ -153,6 +153,8 @@ export interface ReplicasTable {
   queued: number;
   /** The membership (a fingerprint) for which it keeps within its share of each worker's slots; null: none yet. */
   settled: string | null;
+  /** Where its gateway can be reached by the other replicas (forwarding); null: an older replica's row. */
+  gateway_url: string | null;
 }
 
 /** What the leader's controller last published for one endpoint (store/routes.ts). */

@@ -12,6 +12,7 @@ import * as workerOutputs from './0008-worker-outputs.js';
 import * as endpointUse from './0009-endpoint-use.js';
 import * as cluster from './0010-cluster.js';
 import * as feedRoutes from './0011-feed-routes.js';
+import * as fwdGatewayUrl from './0012-fwd-gateway-url.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0009-endpoint-use': (db) => endpointUse.up(db),
   '0010-cluster': (db) => cluster.up(db),
   '0011-feed-routes': (db) => feedRoutes.up(db),
+  '0012-fwd-gateway-url': (db) => fwdGatewayUrl.up(db),
 };
 
 export async function migrateToLatest(

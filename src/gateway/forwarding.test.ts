@@ -1,0 +1,275 @@
+/**
+ * Two real gateways (two replicas' gateways, in process, on port 0) in front of one real worker whose one slot
+ * (maxConcurrent 1) belongs to replica `a` (cluster/slot-shares.ts `shareOf`): replica `b`'s gateway, holding no
+ * slot, forwards the endpoint's requests to `a`'s (cluster/forwarding.ts decides where). Only the routing views are
+ * set by hand; sockets are real. Time in the gateways is ManualTimers (queue timeouts).
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { forwardTarget } from '../cluster/forwarding.js';
+import { shareOf } from '../cluster/slot-shares.js';
+import type { RoutingView } from '../controller/routing-table.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { RoutableWorker } from './dispatcher.js';
+import { Gateway } from './gateway.js';
+import { WorkerPools } from './pools.js';
+
+const OWNER_KEY = 'sk_ownera000000_ownerAkeyOwnerAkeyOwnerAkeyOwnerA';
+const MEMBERS = ['a', 'b'];
+
+class StaticRouting implements RoutingView {
+  endpoint: Endpoint | undefined;
+  workers: RoutableWorker[] = [];
+  readonly #listeners = new Set<() => void>();
+  endpointByAppName(appName: string): Endpoint | undefined {
+    return this.endpoint?.spec.appName === appName ? this.endpoint : undefined;
+  }
+  endpointById(endpointId: string): Endpoint | undefined {
+    return this.endpoint?.id === endpointId ? this.endpoint : undefined;
+  }
+  routableWorkers(): readonly RoutableWorker[] {
+    return this.workers;
+  }
+  conditionOf() {
+    return undefined;
+  }
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+  requestRefresh(): void {}
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function listen(server: Server): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+interface Seen {
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** The worker: answers `/hold...` once released, anything else on the next turn; counts its peak in flight. */
+async function startWorker() {
+  const state = { inFlight: 0, peak: 0, seen: [] as Seen[], held: [] as (() => void)[] };
+  const server = createServer((req, res) => {
+    state.inFlight += 1;
+    state.peak = Math.max(state.peak, state.inFlight);
+    state.seen.push({ url: req.url ?? '', headers: req.headers });
+    const answer = () => {
+      state.inFlight -= 1;
+      res.end(`worker saw ${req.url}`);
+    };
+    if (req.url?.startsWith('/hold')) state.held.push(answer);
+    else setImmediate(answer);
+  });
+  const port = await listen(server);
+  return { state, address: { host: '127.0.0.1', port } };
+}
+
+interface Replica {
+  id: string;
+  gateway: Gateway;
+  routing: StaticRouting;
+  timers: ManualTimers;
+  port: number;
+  /** The other replica's gateway URL, as its heartbeat row would say it. */
+  peers: Map<string, string>;
+  queued: number;
+}
+
+async function startReplica(id: string): Promise<Replica> {
+  const routing = new StaticRouting();
+  const timers = new ManualTimers(1_000);
+  const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
+  const peerPools = new WorkerPools({ connectTimeoutMs: 1_000 });
+  const peers = new Map<string, string>();
+  const gateway = new Gateway({
+    routing,
+    pools,
+    domain: 'localhost',
+    clock: () => timers.now,
+    timers,
+    logger: { info: () => {}, warn: () => {} },
+    bodyLimitBytes: 1 << 20,
+    maxQueueLength: 100,
+    queueTimeoutMs: 5_000,
+    findEndpoint: async () => undefined,
+    verifyKey: async (key) => (key === OWNER_KEY ? { ownerId: 'owner-a', admin: false } : undefined),
+    forwarding: {
+      self: id,
+      target: (workers, capacity) =>
+        forwardTarget({
+          self: id,
+          members: MEMBERS,
+          gatewayUrls: peers,
+          workers: workers.map((w) => ({ id: w.id, slots: w.slots ?? capacity })),
+          capacity,
+        }),
+      pools: peerPools,
+    },
+  });
+  const replica: Replica = { id, gateway, routing, timers, port: 0, peers, queued: 0 };
+  gateway.onQueued(() => {
+    replica.queued += 1;
+  });
+  replica.port = await listen(createServer(gateway.handleRequest));
+  cleanups.push(async () => {
+    gateway.close();
+    await pools.close();
+    await peerPools.close();
+  });
+  return replica;
+}
+
+/** A worker id whose one slot goes to replica `owner` of a and b. */
+function workerOwnedBy(owner: string): string {
+  for (let i = 0; ; i++) if (shareOf(1, MEMBERS, owner, `w-${i}`) === 1) return `w-${i}`;
+}
+
+/** Both replicas route the endpoint to the worker, each with its share of the worker's one slot. */
+async function twoReplicas() {
+  const worker = await startWorker();
+  const endpoint = sampleEndpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 1, maxConcurrent: 1 } } });
+  const workerId = workerOwnedBy('a');
+  const a = await startReplica('a');
+  const b = await startReplica('b');
+  a.peers.set('b', `http://127.0.0.1:${b.port}`);
+  b.peers.set('a', `http://127.0.0.1:${a.port}`);
+  for (const replica of [a, b]) {
+    replica.routing.endpoint = endpoint;
+    replica.routing.workers = [
+      { id: workerId, address: worker.address, slots: shareOf(1, MEMBERS, replica.id, workerId) },
+    ];
+    replica.routing.changed();
+  }
+  return { worker, endpoint, a, b, workerId, host: `${endpoint.spec.appName}.localhost:8000` };
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function send(port: number, host: string, path: string, extra: Record<string, string> = {}): Promise<Answer> {
+  const headers = { host, authorization: `Bearer ${OWNER_KEY}`, ...extra };
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Event-loop turns until `done()` holds (I/O between two real servers; no time is waited on). */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 10_000 && !done(); i++) await new Promise((resolve) => setImmediate(resolve));
+  expect(done()).toBe(true);
+}
+
+describe('forwarding between two replicas’ gateways', () => {
+  it('serves a maxConcurrent 1 endpoint through both gateways, one request at a time on the worker', async () => {
+    const { worker, a, b, host, workerId } = await twoReplicas();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => send(i % 2 === 0 ? a.port : b.port, host, `/work/${i}`)),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
+    expect(answers.map((r) => r.body)).toEqual(Array.from({ length: 12 }, (_, i) => `worker saw /work/${i}`));
+    expect(answers.every((r) => r.headers['x-corral-worker'] === workerId)).toBe(true);
+    expect(worker.state.peak).toBe(1);
+    expect(worker.state.seen).toHaveLength(12);
+    // Every request reached the worker with its original Host, without the forwarding header or the caller's key.
+    for (const seen of worker.state.seen) {
+      expect(seen.headers['x-forwarded-host']).toBe(host);
+      expect(seen.headers['x-corral-forwarded-by']).toBeUndefined();
+      expect(seen.headers.authorization).toBeUndefined();
+    }
+    // b queued nothing: what it could not serve went to a, which queued it under its own slot.
+    expect(b.queued).toBe(0);
+  });
+
+  it("keeps the path form's path and the body through the forwarding", async () => {
+    const { worker, b, endpoint } = await twoReplicas();
+    const answer = await send(b.port, 'gateway.example:8000', `/e/${endpoint.spec.appName}/x?y=1`);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toBe('worker saw /x?y=1');
+    expect(worker.state.seen[0]?.headers['x-forwarded-prefix']).toBe(`/e/${endpoint.spec.appName}`);
+    expect(worker.state.seen[0]?.headers['x-forwarded-host']).toBe('gateway.example:8000');
+  });
+
+  it('the receiving gateway checks the key again', async () => {
+    const { worker, b, host } = await twoReplicas();
+    const answer = await send(b.port, host, '/work', {
+      authorization: 'Bearer sk_ownera000000_wrongkeywrongkeywrongkeywrongkey',
+    });
+    expect(answer.status).toBe(401);
+    expect(worker.state.seen).toHaveLength(0);
+  });
+
+  it('never forwards a forwarded request again (no loop)', async () => {
+    const { worker, a, b, host, workerId } = await twoReplicas();
+    // Each replica believes the other holds the slot (views of two different workers at one address): a forwards
+    // to b, which must queue it, not send it back.
+    a.routing.workers = [{ id: workerOwnedBy('b'), address: worker.address, slots: 0 }];
+    b.routing.workers = [{ id: workerId, address: worker.address, slots: 0 }];
+    a.routing.changed();
+    b.routing.changed();
+    const pending = send(a.port, host, '/work');
+    await until(() => b.queued === 1);
+    expect(a.queued).toBe(0);
+    b.timers.advance(5_000);
+    const answer = await pending;
+    expect(answer.status).toBe(504);
+    expect(JSON.parse(answer.body)).toMatchObject({ reason: 'QUEUE_TIMEOUT' });
+    expect(worker.state.seen).toHaveLength(0);
+  });
+
+  it('requests queued on a replica whose share falls to 0 leave its queue for the replica holding the slot', async () => {
+    const { worker, a, b, host, workerId } = await twoReplicas();
+    // b holds the slot first: one request takes it, a second queues on b.
+    b.routing.workers = [{ id: workerId, address: worker.address, slots: 1 }];
+    a.routing.workers = [{ id: workerId, address: worker.address, slots: 0 }];
+    b.routing.changed();
+    a.routing.changed();
+    const first = send(b.port, host, '/hold/1');
+    await until(() => worker.state.held.length === 1);
+    const second = send(b.port, host, '/work/2');
+    await until(() => b.queued === 1);
+    // The shares move to a (as slot-shares.ts hands them over once b is within its new share).
+    b.routing.workers = [{ id: workerId, address: worker.address, slots: 0 }];
+    a.routing.workers = [{ id: workerId, address: worker.address, slots: 1 }];
+    b.routing.changed();
+    a.routing.changed();
+    worker.state.held.shift()?.();
+    const [one, two] = await Promise.all([first, second]);
+    expect(one.status).toBe(200);
+    // Forwarded with the caller's key (a checked it: not a 401).
+    expect(two.status).toBe(200);
+    expect(two.body).toBe('worker saw /work/2');
+  });
+});
