@@ -75,6 +75,22 @@ describe('MembershipWatch', () => {
     expect(changes()).toBeGreaterThanOrEqual(2);
   });
 
+  it("knows the other live replicas' gateway URLs from their rows (none for a row without one, nor its own)", async () => {
+    const { store, watch } = await setup();
+    await store.replicas.beat({ ...beat('a'), gatewayUrl: 'http://10.0.0.1:8000' });
+    await store.replicas.beat({ ...beat('b'), gatewayUrl: 'http://10.0.0.2:8000' });
+    await store.replicas.beat(beat('c'));
+    await watch.start();
+    await watch.stop();
+    expect(watch.others).toEqual(['a', 'c']);
+    expect([...watch.gatewayUrls]).toEqual([['a', 'http://10.0.0.1:8000']]);
+    // A later beat without the URL keeps the one written.
+    await store.replicas.beat(beat('a'));
+    expect((await store.replicas.list()).replicas.find((r) => r.id === 'a')?.gatewayUrl).toBe(
+      'http://10.0.0.1:8000',
+    );
+  });
+
   it('keeps the shares while reads fail (the database is out), and ends them when the reads stop (a pause)', async () => {
     const failing = { fail: false };
     const { store, timers, schedule, watch } = await setup(failing);

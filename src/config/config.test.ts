@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.js';
+import { advertisedGatewayUrl, loadConfig } from './config.js';
 
 const load = (flags: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}, file = '') =>
   loadConfig({ flags, env, readFile: () => file });
@@ -247,5 +247,22 @@ workers:
     ['specBodyLimitBytes: 2000000', 'specBodyLimitBytes (2000000) is above bodyLimitBytes (1048576)'],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
+  });
+});
+
+describe('advertisedGatewayUrl', () => {
+  it('is the setting when given, else the bound address with a wildcard host replaced by the machine name', () => {
+    const addr = (host: string) => ({ host, port: 8000 });
+    expect(
+      advertisedGatewayUrl(
+        { advertiseGatewayUrl: 'http://gw-1.internal:80/', gatewayAddr: addr('0.0.0.0') },
+        8000,
+        'm',
+      ),
+    ).toBe('http://gw-1.internal:80');
+    expect(advertisedGatewayUrl({ gatewayAddr: addr('10.1.2.3') }, 8123, 'm')).toBe('http://10.1.2.3:8123');
+    expect(advertisedGatewayUrl({ gatewayAddr: addr('0.0.0.0') }, 8000, 'node-7')).toBe('http://node-7:8000');
+    expect(advertisedGatewayUrl({ gatewayAddr: addr('::') }, 8000, 'node-7')).toBe('http://node-7:8000');
+    expect(advertisedGatewayUrl({ gatewayAddr: addr('::1') }, 8000, 'node-7')).toBe('http://[::1]:8000');
   });
 });

@@ -149,6 +149,14 @@ describe('forwardRequestHeaders', () => {
     ]);
   });
 
+  it('drops X-Corral-Forwarded-By (a replica forwarding to another): the worker never sees it', () => {
+    expect(pairs(forward(['X-Corral-Forwarded-By', 'rep-a', 'Accept', '*/*']))).toEqual([
+      ['Accept', '*/*'],
+      ['x-forwarded-for', '10.0.0.9'],
+      ['x-forwarded-proto', 'http'],
+    ]);
+  });
+
   it('reports Host, Content-Length and chunked framing to the caller', () => {
     const info: RequestHeadInfo = { host: 'stale', contentLength: 'stale', chunked: true };
     forwardRequestHeaders(['Host', 'h', 'Content-Length', '5'], '1.2.3.4', 'http', info);
