@@ -201,6 +201,10 @@ describe('forwarding between two replicas’ gateways', () => {
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
     expect(answers.map((r) => r.body)).toEqual(Array.from({ length: 12 }, (_, i) => `worker saw /work/${i}`));
     expect(answers.every((r) => r.headers['x-corral-worker'] === workerId)).toBe(true);
+    // What b forwarded says so; a served its own.
+    expect(answers.map((r) => r.headers['x-corral-forwarded-to'])).toEqual(
+      Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? undefined : 'a')),
+    );
     expect(worker.state.peak).toBe(1);
     expect(worker.state.seen).toHaveLength(12);
     // Every request reached the worker with its original Host, without the forwarding header or the caller's key.

@@ -434,6 +434,8 @@ export class Gateway implements QueueSignals {
       // The other gateway may queue it too.
       requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000 + this.#o.queueTimeoutMs,
       bodyLimitBytes: this.#o.bodyLimitBytes,
+      // Says the answer came through another replica (a client or a test waiting for this one's own share).
+      responseHeaders: { 'x-corral-forwarded-to': target.replicaId },
       toGateway: { forwardedBy: forwarding.self },
     });
   }

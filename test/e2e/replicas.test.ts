@@ -347,12 +347,13 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       const work = (server: ServeProcess, endpointId: string, ms: number) =>
         fetch(`${server.gatewayUrl}/e/${endpointId}/work?ms=${ms}`, { headers: auth });
 
-      // Routable on every gateway (each waits for its share of the worker's slots).
+      // Routable on every gateway, each with its own share of the worker's slots (until then it forwards to a
+      // replica that has one, and the answer says so).
       const ready = performance.now();
       for (const server of replicas) {
         for (;;) {
           const answer = await work(server, capped, 0).catch(() => undefined);
-          if (answer?.status === 200) break;
+          if (answer?.status === 200 && !answer.headers.has('x-corral-forwarded-to')) break;
           await answer?.arrayBuffer();
           if (performance.now() - ready > 90_000)
             throw new Error('the worker did not become routable everywhere');
@@ -377,6 +378,40 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       process.stdout.write(`burst of 30 over three gateways: peak in flight on the worker ${peak} (cap 3)\n`);
       expect(peak).toBeLessThanOrEqual(3);
       expect(peak).toBeGreaterThanOrEqual(2);
+
+      // One slot (maxConcurrent 1, the default) for three replicas: the two gateways without it forward to the one
+      // with it (operations.md), so every gateway answers 200 and the worker still holds one request at a time.
+      const single = await callApi(leader, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: {
+          ...testWorkerEndpoint(image),
+          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 1 },
+        },
+      });
+      expect(single.status, JSON.stringify(single.body)).toBe(200);
+      const singleId = single.body.id as string;
+      const singleReady = performance.now();
+      for (const server of replicas) {
+        for (;;) {
+          const answer = await work(server, singleId, 0).catch(() => undefined);
+          if (answer?.status === 200) break;
+          await answer?.arrayBuffer();
+          if (performance.now() - singleReady > 90_000)
+            throw new Error('the one-slot worker is not served everywhere');
+          await sleep(200);
+        }
+      }
+      const oneSlot = await Promise.all(
+        replicas.flatMap((server) =>
+          Array.from({ length: 4 }, async () => {
+            const answer = await work(server, singleId, 200);
+            return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
+          }),
+        ),
+      );
+      expect(oneSlot.map((b) => b.status)).toEqual(oneSlot.map(() => 200));
+      const onePeak = Math.max(...oneSlot.map((b) => b.body.inFlight ?? 0));
+      process.stdout.write(`12 requests over three gateways, maxConcurrent 1: peak in flight ${onePeak}\n`);
+      expect(onePeak).toBe(1);
 
       // A wake from zero through a follower (its queued request tells the leader at once) costs about what one
       // through the leader's own gateway costs.
