@@ -34,7 +34,11 @@ const find = (kind: string, name: string) => objects.find((o) => o.kind === kind
 interface Container {
   name: string;
   args: string[];
-  env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[];
+  env: {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
+  }[];
   ports: { name: string; containerPort: number }[];
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
@@ -62,6 +66,10 @@ describe('deploy/kubernetes', () => {
     const pod = deployment.spec.template.spec;
     const [container] = (pod as unknown as { containers: Container[] }).containers;
     expect(container?.args).toEqual(['serve', '--runtime=kubernetes', '--namespace=corral-workers']);
+    // Several replicas, each reachable by the others' gateways at its pod's address.
+    expect(deployment.spec.replicas).toBeGreaterThan(1);
+    const env = (container as unknown as { env: { name: string; value?: string }[] }).env;
+    expect(env.find((e) => e.name === 'CORRAL_ADVERTISE_GATEWAY_URL')?.value).toBe('http://$(POD_IP):8000');
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(container?.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
@@ -69,7 +77,7 @@ describe('deploy/kubernetes', () => {
     });
     expect(find('ServiceAccount', pod.serviceAccountName)?.metadata.namespace).toBe('corral');
     expect(find('Namespace', 'corral-workers')).toBeDefined();
-    const secrets = container?.env.flatMap((e) => (e.valueFrom ? [e.name] : []));
+    const secrets = container?.env.flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.name] : []));
     // The cluster's scheduler places workers on its nodes' GPUs: Corral needs no inventory of its own.
     expect(container?.env.map((e) => e.name)).not.toContain('CORRAL_GPUS');
     expect(secrets).toEqual(['CORRAL_DATABASE_URL', 'CORRAL_SECRET_KEY', 'CORRAL_API_KEY']);
