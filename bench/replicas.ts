@@ -21,15 +21,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { RouteFeed } from '../src/cluster/route-feed.js';
 import { RoutePublisher } from '../src/cluster/route-publisher.js';
 import { type RoutableWorker, RoutingTable } from '../src/controller/routing-table.js';
 import { systemTimers } from '../src/service/clock.js';
-import { ChangeFeed } from '../src/store/postgres/change-feed.js';
 import { connectPostgres } from '../src/store/postgres/connect.js';
 import { Store } from '../src/store/store.js';
 import { sampleEndpoint } from '../test/support/fixtures.js';
 import { callApi, type ServeProcess, startServe } from '../test/support/process.js';
+import { followRoutes, type RouteFollower } from '../test/support/route-follower.js';
 import {
   dockerAvailable,
   ensureTestImage,
@@ -65,38 +64,9 @@ async function propagation(databaseUrl: string): Promise<{ p50: number; p99: num
     logger: silent,
   });
   publisher.begin({ claim: () => claim });
-  const views: RoutingTable[] = [];
-  const feeds: ChangeFeed[] = [];
-  const routeFeeds: RouteFeed[] = [];
-  for (const store of followerStores) {
-    const view = new RoutingTable();
-    const feed = new RouteFeed({
-      routes: store.routes,
-      sink: view,
-      timers: systemTimers,
-      pollMs: 1_000,
-      safetyMs: 5_000,
-      logger: silent,
-    });
-    await new Promise<void>((resolve) => {
-      const change = new ChangeFeed({
-        connect: listener.connect,
-        channels: [channel],
-        onNotification: () => void feed.refresh(),
-        onState: (up) => {
-          feed.feedState(up);
-          if (up) resolve();
-        },
-        timers: systemTimers,
-        logger: silent,
-      });
-      feeds.push(change);
-      change.start();
-    });
-    await feed.start();
-    views.push(view);
-    routeFeeds.push(feed);
-  }
+  const followers: RouteFollower[] = [];
+  for (const store of followerStores) followers.push(await followRoutes(store, channel));
+  const views = followers.map((f) => f.view);
   const endpoint = sampleEndpoint();
   table.publish([endpoint], new Map());
   await sleep(200);
@@ -126,8 +96,7 @@ async function propagation(databaseUrl: string): Promise<{ p50: number; p99: num
     for (const at of await Promise.all(arrivals)) delays.push(at - sent);
   }
   publisher.end();
-  for (const feed of routeFeeds) feed.close();
-  for (const feed of feeds) await feed.close();
+  for (const follower of followers) await follower.close();
   for (const store of stores) await store.close();
   delays.sort((a, b) => a - b);
   return { p50: quantile(delays, 0.5), p99: quantile(delays, 0.99), count: delays.length };

@@ -6,55 +6,24 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { followRoutes, type RouteFollower } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { type RoutableWorker, RoutingTable } from '../controller/routing-table.js';
 import { systemTimers } from '../service/clock.js';
-import { ChangeFeed } from '../store/postgres/change-feed.js';
+import type { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
-import { RouteFeed } from './route-feed.js';
 import { RoutePublisher } from './route-publisher.js';
 
 const postgres = storeTargets().find((t) => t.name === 'postgres');
 const silent = { warn: () => undefined, info: () => undefined };
 const worker = (id: string, port: number): RoutableWorker => ({ id, address: { host: '127.0.0.1', port } });
 
-interface Follower {
-  view: RoutingTable;
-  feed: RouteFeed;
-  change: ChangeFeed;
-}
+type Follower = RouteFollower & { change: ChangeFeed };
 
 async function follower(store: Store, channel: string): Promise<Follower> {
-  const listener = store.listener;
-  if (!listener) throw new Error('no listener');
-  const view = new RoutingTable();
-  const feed = new RouteFeed({
-    routes: store.routes,
-    sink: view,
-    timers: systemTimers,
-    pollMs: 1_000,
-    safetyMs: 5_000,
-    logger: silent,
-  });
-  let ready: () => void = () => undefined;
-  const up = new Promise<void>((resolve) => {
-    ready = resolve;
-  });
-  const change = new ChangeFeed({
-    connect: listener.connect,
-    channels: [channel],
-    onNotification: () => void feed.refresh(),
-    onState: (isUp) => {
-      feed.feedState(isUp);
-      if (isUp) ready();
-    },
-    timers: systemTimers,
-    logger: silent,
-  });
-  change.start();
-  await up;
-  await feed.start();
-  return { view, feed, change };
+  const followed = await followRoutes(store, channel);
+  if (!followed.change) throw new Error('no listener');
+  return followed as Follower;
 }
 
 /** Resolves with the time (performance.now) at which `check` first held after a change of `view`. */
@@ -106,10 +75,7 @@ describe.skipIf(!postgres)('routes across replicas on PostgreSQL', () => {
     const followers = [await follower(opened.sibling(), channel), await follower(opened.sibling(), channel)];
     cleanups.push(async () => {
       publisher.end();
-      for (const f of followers) {
-        f.feed.close();
-        await f.change.close();
-      }
+      for (const f of followers) await f.close();
     });
     return { table, followers };
   }

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { followRoutes } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
 import {
   type EndpointCondition,
@@ -15,9 +16,7 @@ import {
 } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemTimers } from '../service/clock.js';
-import { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
-import { RouteFeed } from './route-feed.js';
 import { RoutePublisher } from './route-publisher.js';
 
 interface Source {
@@ -54,35 +53,7 @@ async function storeFed(leaderStore: Store, followerStore: Store): Promise<Sourc
     logger: silent,
   });
   publisher.begin({ claim: () => claim });
-  const view = new RoutingTable();
-  const feed = new RouteFeed({
-    routes: followerStore.routes,
-    sink: view,
-    timers: systemTimers,
-    pollMs: 1_000,
-    safetyMs: 5_000,
-    logger: silent,
-  });
-  const listener = followerStore.listener;
-  let change: ChangeFeed | undefined;
-  if (listener) {
-    const up = new Promise<void>((resolve) => {
-      change = new ChangeFeed({
-        connect: listener.connect,
-        channels: [channel],
-        onNotification: () => void feed.refresh(),
-        onState: (isUp) => {
-          feed.feedState(isUp);
-          if (isUp) resolve();
-        },
-        timers: systemTimers,
-        logger: silent,
-      });
-      change.start();
-    });
-    await up;
-  }
-  await feed.start();
+  const { view, feed, change, close } = await followRoutes(followerStore, channel);
   return {
     table,
     view,
@@ -103,8 +74,7 @@ async function storeFed(leaderStore: Store, followerStore: Store): Promise<Sourc
     },
     async close() {
       publisher.end();
-      feed.close();
-      await change?.close();
+      await close();
     },
   };
 }
