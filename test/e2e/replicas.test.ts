@@ -2,7 +2,8 @@
  * Replicas on PostgreSQL as real processes: with the fake runtime, one leads; kill -9 of the leader and another
  * leads within 10 s; SIGTERM hands over at once; a leader paused with SIGSTOP past its lease does not lead when
  * resumed. With the Docker runtime (one engine shared by the replicas), two failovers by kill -9 leave the workers'
- * containers exactly as they were: none duplicated, none orphaned. Three gateways share one worker: its cap holds
+ * containers exactly as they were: none duplicated, none orphaned; and a leader paused for 30 s, while the new one
+ * changed the containers, acts on none of them when resumed. Three gateways share one worker: its cap holds
  * over a burst through all three, a wake from zero starts through a follower, and a steady stream through the
  * three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
  */
@@ -99,6 +100,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     for (const id of new Set(servers.map((server) => server.installationId))) removeInstallationResources(id);
     await admin.query(`drop database if exists ${database} with (force)`);
     await admin.query(`drop database if exists ${database}_gw with (force)`);
+    await admin.query(`drop database if exists ${database}_pause with (force)`);
     await admin.end();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -230,6 +232,76 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     await a.stop();
     await b.stop();
   }, 90_000);
+
+  it.runIf(withDocker)(
+    'Docker runtime: a leader paused with SIGSTOP for 30 s acts on no container when resumed',
+    async () => {
+      const image = await ensureTestImage();
+      const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
+      // A database of its own: the endpoints of the tests before stay out of the containers compared here.
+      await admin.query(`create database ${database}_pause`);
+      const url = new URL(databaseUrl);
+      url.pathname = `/${database}_pause`;
+      const own = url.toString();
+      const a = await replica(docker, own);
+      const idA = (await cluster(a)).self;
+      await until('a leads', a, (c) => c.leader?.replica === idA, 8_000);
+      const installationId = a.installationId;
+      const endpoint = testWorkerEndpoint(image);
+      const before = await callApi(a, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: { ...endpoint, name: 'before-pause' },
+      });
+      expect(before.status, JSON.stringify(before.body)).toBe(200);
+      const beforeId = before.body.id as string;
+      const containersWithin = async (what: string, endpointId: string, count: number, withinMs: number) => {
+        const started = performance.now();
+        while (containersOf(installationId, endpointId).length !== count) {
+          if (performance.now() - started > withinMs) throw new Error(`not within ${withinMs} ms: ${what}`);
+          await sleep(250);
+        }
+      };
+      await containersWithin('the first endpoint has its container', beforeId, 1, 90_000);
+      const b = await replica(docker, own);
+      const idB = (await cluster(b)).self;
+      await until('b is alive beside a', b, (c) => c.replicas.filter((r) => r.alive).length === 2, 10_000);
+
+      a.child.kill('SIGSTOP');
+      const paused = performance.now();
+      await until('b leads', b, (c) => c.leader?.replica === idB, 10_000);
+      // While a sleeps, b removes the container a started and starts one a never knew of: a resumed a that acted
+      // on its stale view would start the first again or remove the second as an orphan.
+      const deleted = await callApi(b, OPERATOR_KEY, 'endpoint/delete', { id: beforeId });
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+      const during = await callApi(b, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: { ...endpoint, name: 'during-pause' },
+      });
+      expect(during.status, JSON.stringify(during.body)).toBe(200);
+      const duringId = during.body.id as string;
+      await containersWithin("b removes a's container", beforeId, 0, 30_000);
+      await containersWithin('b starts the new endpoint', duringId, 1, 60_000);
+      const containers = containersOf(installationId);
+      const left = 30_000 - (performance.now() - paused);
+      expect(left, 'the steps while paused took under 30 s').toBeGreaterThan(0);
+      await sleep(left);
+      a.child.kill('SIGCONT');
+
+      const resumed = performance.now();
+      while (performance.now() - resumed < 8_000) {
+        expect(containersOf(installationId)).toEqual(containers);
+        const readyA = (await (await fetch(`${a.apiUrl}/readyz`)).json()) as { leader: boolean };
+        expect(readyA.leader).toBe(false);
+        await sleep(200);
+      }
+      expect((await cluster(a)).leader?.replica).toBe(idB);
+      expect(a.stdout()).toContain('no longer the leader: the controller stops here');
+      expect(a.stdout().match(/elected: this replica runs the controller/g)).toHaveLength(1);
+      await a.stop();
+      // b goes on leading: the endpoint created while a was paused keeps its one container.
+      expect(containersOf(installationId, duringId)).toHaveLength(1);
+      await b.stop();
+    },
+    240_000,
+  );
 
   it.runIf(withDocker)(
     'Docker runtime: two failovers by kill -9 leave the containers as they were, none duplicated, none orphaned',
