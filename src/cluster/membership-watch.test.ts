@@ -68,9 +68,8 @@ describe('MembershipWatch', () => {
     await store.replicas.beat(beat('a', 'a,b'));
     await store.replicas.beat(beat('b'));
     timers.advance(1_000);
+    await watch.settled();
     await watch.stop();
-    // The tick runs asynchronously: wait for its read.
-    await new Promise((resolve) => setTimeout(resolve, 50));
     expect(schedule.share('w', 4, timers.now)).toBe(2);
     expect(changes()).toBeGreaterThanOrEqual(2);
   });
@@ -101,7 +100,7 @@ describe('MembershipWatch', () => {
     // Reads fail every second, well past the last good read's deadline: the shares stand.
     for (let t = timers.now; t < until + 10_000; t += 1_000) {
       timers.advance(1_000);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await watch.settled();
     }
     expect(schedule.members).toEqual(['b']);
     expect(schedule.share('w', 4, timers.now)).toBe(4);

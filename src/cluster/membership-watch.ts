@@ -60,6 +60,11 @@ export class MembershipWatch {
     this.#schedule();
   }
 
+  /** Resolves once the read under way (if any) has ended and its outcome reached the schedule. */
+  async settled(): Promise<void> {
+    await this.#ticking;
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#o.timers.clearTimeout(this.#timer);
