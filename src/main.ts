@@ -31,7 +31,6 @@ import {
   Heartbeat,
 } from './cluster/heartbeat.js';
 import { leadershipOf } from './cluster/leadership.js';
-import { ReplicaMembership } from './cluster/membership.js';
 import { SharedTraffic } from './cluster/shared-traffic.js';
 import { rateLimitShare } from './cluster/shares.js';
 import { advertisedGatewayUrl, type Config, formatHostPort } from './config/config.js';
@@ -610,22 +609,6 @@ export async function serve(
       replicaId,
       logger: logger.child({ role: 'election', replicaId }),
     });
-    // Replicas split the API's per-key rate limit between the live ones (docs/operations.md); SQLite: one process.
-    const membership =
-      store.dialect === 'postgres'
-        ? new ReplicaMembership({
-            replicas: store.replicas,
-            self: replicaId,
-            intervalMs: HEARTBEAT_INTERVAL_MS,
-            staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS,
-            timers: systemTimers,
-            logger,
-          })
-        : undefined;
-    if (membership) {
-      await membership.start();
-      closers.push(() => membership.stop());
-    }
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -660,7 +643,8 @@ export async function serve(
       singleTenant: runtime.name === 'local',
       readiness: () => runtimeReadiness(runtime),
       replica: { id: replicaId, leading: () => leadership.leading() },
-      ...(membership ? { rateLimitShare: () => rateLimitShare(config.rateLimit, membership.current()) } : {}),
+      // Replicas split the API's per-key rate limit between the live ones (docs/operations.md); SQLite: one process.
+      ...(shared ? { rateLimitShare: () => rateLimitShare(config.rateLimit, shared.split()) } : {}),
     });
     closers.push(() => app.close());
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {

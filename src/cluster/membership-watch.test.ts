@@ -1,7 +1,9 @@
 /**
  * `MembershipWatch` over the heartbeat rows of a real store: the live replicas become the share schedule's
  * membership, a replica's shares last only as long as the others count it in, or while its reads fail (the
- * database is out) and it keeps trying. Timers are manual; the database's clock is real, so beats are written just before each read.
+ * database is out) and it keeps trying; and the same reads give the count-and-rank split of the API's rate limit,
+ * which stands while reads fail. On both stores. Timers are manual; the database's clock is real, so beats are
+ * written just before each read.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
@@ -10,7 +12,6 @@ import type { Store } from '../store/store.js';
 import { MembershipWatch } from './membership-watch.js';
 import { ShareSchedule } from './slot-shares.js';
 
-const sqlite = storeTargets().find((t) => t.name === 'sqlite');
 const beat = (id: string, settled: string | null = null) => ({
   id,
   host: 'h',
@@ -21,19 +22,20 @@ const beat = (id: string, settled: string | null = null) => ({
   settled,
 });
 
-describe('MembershipWatch', () => {
+describe.each(storeTargets())('MembershipWatch on $name', (target) => {
   let dispose: (() => Promise<void>) | undefined;
   afterEach(async () => {
     await dispose?.();
   });
 
   async function setup(failing?: { fail: boolean }) {
-    const opened = await (sqlite as NonNullable<typeof sqlite>).open();
+    const opened = await target.open();
     dispose = opened.dispose;
     const store: Store = opened.store;
     const timers = new ManualTimers(1_000);
     const schedule = new ShareSchedule({ self: 'b', timing: { settleMs: 0 } });
     let changes = 0;
+    const logged: string[] = [];
     const watch = new MembershipWatch({
       replicaId: 'b',
       replicas: {
@@ -45,12 +47,15 @@ describe('MembershipWatch', () => {
       intervalMs: 1_000,
       monotonic: () => timers.now,
       timers,
-      logger: { warn: () => undefined },
+      logger: {
+        info: (_fields: object, message: string) => logged.push(message),
+        warn: (_fields: object, message: string) => logged.push(message),
+      },
       onChange: () => {
         changes += 1;
       },
     });
-    return { store, timers, schedule, watch, changes: () => changes };
+    return { store, timers, schedule, watch, changes: () => changes, logged };
   }
 
   it('feeds the live replicas to the schedule; shares grow once the others settled for them', async () => {
@@ -118,6 +123,45 @@ describe('MembershipWatch', () => {
     expect(schedule.members).toEqual(['a']);
     expect(schedule.validUntil).toBeLessThanOrEqual(timers.now);
     expect(schedule.share('w', 4, timers.now)).toBe(0);
+    await watch.stop();
+  });
+
+  it('splits the rate limit by the live replicas: a join and a leave re-split, and each change is said', async () => {
+    const { store, timers, watch, logged } = await setup();
+    expect(watch.split).toEqual({ count: 1, rank: 0 });
+    await store.replicas.beat(beat('b'));
+    await store.replicas.beat(beat('c'));
+    await watch.start();
+    expect(watch.split).toEqual({ count: 2, rank: 0 });
+    await store.replicas.beat(beat('a'));
+    timers.advance(999);
+    await watch.settled();
+    expect(watch.split).toEqual({ count: 2, rank: 0 });
+    timers.advance(1);
+    await watch.settled();
+    expect(watch.split).toEqual({ count: 3, rank: 1 });
+    await store.replicas.remove('c');
+    await store.replicas.remove('a');
+    timers.advance(1_000);
+    await watch.settled();
+    expect(watch.split).toEqual({ count: 1, rank: 0 });
+    expect(logged.filter((l) => l.startsWith('live replicas changed'))).toHaveLength(3);
+    await watch.stop();
+  });
+
+  it('keeps the last rate-limit split while the database cannot be read, and says so once', async () => {
+    const failing = { fail: false };
+    const { store, timers, watch, logged } = await setup(failing);
+    await store.replicas.beat(beat('a'));
+    await watch.start();
+    expect(watch.split).toEqual({ count: 2, rank: 1 });
+    failing.fail = true;
+    for (let read = 0; read < 3; read++) {
+      timers.advance(1_000);
+      await watch.settled();
+    }
+    expect(watch.split).toEqual({ count: 2, rank: 1 });
+    expect(logged.filter((l) => l.startsWith('could not read the replicas'))).toHaveLength(1);
     await watch.stop();
   });
 });

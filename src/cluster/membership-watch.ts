@@ -6,9 +6,12 @@
  * `aliveMs - (now - lastSeen)` after the read was sent, on this replica's monotonic clock; less `marginMs`, that is
  * when its shares end unless a later read renews them (a paused replica stops taking slots the others may be
  * given). A read that fails (the database is out) holds them for two more intervals: they last while it keeps trying.
+ * The same read gives the split of what is divided between replicas by count and rank (shares.ts: the API's per-key
+ * rate limit), which stands unchanged while reads fail.
  */
 import type { Timers } from '../service/clock.js';
 import type { ReplicaRepository } from '../store/replicas.js';
+import { ALONE, type Membership, membershipOf } from './shares.js';
 import type { ShareSchedule } from './slot-shares.js';
 
 export interface MembershipWatchOptions {
@@ -23,7 +26,7 @@ export interface MembershipWatchOptions {
   /** A monotonic clock (performance.now): it keeps counting while the process is paused. */
   monotonic: () => number;
   timers: Timers;
-  logger: { warn(fields: object, message: string): void };
+  logger: { info(fields: object, message: string): void; warn(fields: object, message: string): void };
   /** The shares may have changed. */
   onChange: () => void;
   /** After each successful read (the gateway signals of gone replicas are pruned then, say). */
@@ -36,6 +39,7 @@ export class MembershipWatch {
   #deadline: unknown;
   #others: readonly string[] = [];
   #gatewayUrls: ReadonlyMap<string, string> = new Map();
+  #split: Membership = ALONE;
   #stopped = false;
   #failing = false;
   #ticking: Promise<void> | undefined;
@@ -52,6 +56,11 @@ export class MembershipWatch {
   /** The other live replicas' gateway URLs, by id, as last read (where this gateway may forward requests). */
   get gatewayUrls(): ReadonlyMap<string, string> {
     return this.#gatewayUrls;
+  }
+
+  /** The live replicas' count and this one's rank (itself always counted), as last read; alone before any read. */
+  get split(): Membership {
+    return this.#split;
   }
 
   /** A first read, awaited; then one every interval. */
@@ -102,12 +111,16 @@ export class MembershipWatch {
       for (const r of live)
         if (r.id !== replicaId && r.gatewayUrl !== undefined) urls.set(r.id, r.gatewayUrl);
       this.#gatewayUrls = urls;
+      this.#resplit(membershipOf(replicas, replicaId, now, aliveMs));
       this.#armDeadline(validUntil);
       this.#failing = false;
       this.#o.onRead?.();
     } catch (error) {
       if (!this.#failing)
-        this.#o.logger.warn({ err: error }, 'could not read the replicas; shares kept while reads fail');
+        this.#o.logger.warn(
+          { err: error },
+          'could not read the replicas; slot shares and rate-limit splits kept while reads fail',
+        );
       this.#failing = true;
       // The database is out, for every replica as a rule (a restart, a failover): none can re-split, so the last
       // shares stand while this replica keeps trying. Only one whose tries stop (paused) loses them at the deadline.
@@ -118,6 +131,12 @@ export class MembershipWatch {
       if (schedule.members !== undefined) this.#armDeadline(schedule.validUntil);
     }
     if (schedule.version !== before) this.#o.onChange();
+  }
+
+  #resplit(next: Membership): void {
+    if (next.count === this.#split.count && next.rank === this.#split.rank) return;
+    this.#o.logger.info(next, 'live replicas changed: limits split between replicas are split anew');
+    this.#split = next;
   }
 
   /** At `validUntil`, with no fresher read, the shares end. */

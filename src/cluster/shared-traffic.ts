@@ -19,6 +19,7 @@ import type { ControllerTerms } from './leadership.js';
 import { MembershipWatch } from './membership-watch.js';
 import { RouteFeed, type RouteSink } from './route-feed.js';
 import { type PublishedRoutes, RoutePublisher } from './route-publisher.js';
+import type { Membership } from './shares.js';
 import { type LocalEndpointLoad, SignalPublisher } from './signal-publisher.js';
 import { ShareSchedule } from './slot-shares.js';
 
@@ -148,6 +149,11 @@ export class SharedTraffic {
       void this.#feed.refresh();
       this.requestPass();
     });
+  }
+
+  /** The live replicas' count and this one's rank, for the limits split between replicas (the API's rate limit). */
+  split(): Membership {
+    return this.#membership.split;
   }
 
   /** The scaler's signals: this gateway's queues plus every other live replica's. */
