@@ -180,8 +180,23 @@ export async function runReplicasBench(): Promise<void> {
     for (const server of three) await serving(server);
     // Shares settle within a few seconds of the membership change.
     await sleep(5_000);
+    // How many answers came through another replica's gateway (X-Corral-Forwarded-To): a second hop each.
+    const forwardedOf = async (server: ServeProcess, count: number) => {
+      let forwarded = 0;
+      for (let i = 0; i < count; i++) {
+        const answer = await fetch(`${server.gatewayUrl}${path}`, {
+          headers: { authorization: `Bearer ${KEY}` },
+        });
+        await answer.arrayBuffer();
+        if (answer.headers.has('x-corral-forwarded-to')) forwarded += 1;
+      }
+      return forwarded;
+    };
+    const probes = 20;
+    const forwardedBefore = await Promise.all(three.map((server) => forwardedOf(server, probes)));
     const load = loadAverage();
     const parallel = await Promise.all(three.map((server) => wrk(server, 8)));
+    const forwardedAfter = await Promise.all(three.map((server) => forwardedOf(server, probes)));
     const rate = (f: { requests: number; seconds: number }) => f.requests / f.seconds;
     const singleRate = rate(single);
     const threeRate = parallel.reduce((sum, f) => sum + rate(f), 0);
@@ -220,6 +235,10 @@ export async function runReplicasBench(): Promise<void> {
           ['gateway throughput, three replicas (3 x wrk -c8, 5 s)', `${threeRate.toFixed(0)} req/s`],
           ['three replicas / one', `${(threeRate / singleRate).toFixed(2)}x`],
           ['non-2xx answers and socket errors in both', String(errors)],
+          [
+            `forwarded answers of ${probes} per gateway, before / after the three-replica run`,
+            `${forwardedBefore.join('+')} / ${forwardedAfter.join('+')}`,
+          ],
           ['failover after kill -9 of the leader', `${(failover / 1000).toFixed(2)} s`],
         ],
       ),
