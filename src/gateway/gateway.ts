@@ -19,6 +19,7 @@ import { appNameFromHost } from './host.js';
 import { InvokeAuth } from './invoke-auth.js';
 import { StoreLookup } from './lookup.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
+import { upgradeToPeer } from './peer-upgrade.js';
 import type { WorkerPools } from './pools.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { forwardedPrefix, takePathForm, targetProblem } from './request-target.js';
@@ -76,12 +77,12 @@ export interface GatewayOptions {
 
 /**
  * What a queued request's dispatcher rejects it with when this gateway's share of every worker of the endpoint fell
- * to 0 and another replica holds their slots: the request leaves the queue and is forwarded there (an upgrade, which
- * is not forwarded, is answered with it).
+ * to 0 and another replica holds their slots: the request (or upgrade) leaves the queue and is forwarded there, or
+ * queues here again when it cannot be. Never answered to a client.
  */
 const DIVERTED = new GatewayError(
   'ROUTING_UNAVAILABLE',
-  "this replica's gateway holds no slot of the endpoint's workers now; retry (WebSockets are not forwarded)",
+  "this replica's gateway holds no slot of the endpoint's workers now; the request is forwarded",
 );
 /** Connections to another replica's gateway, per replica. */
 const PEER_CONNECTIONS = 64;
@@ -496,6 +497,7 @@ export class Gateway implements QueueSignals {
       this.#refuseUpgrade(socket, new GatewayError('ROUTING_UNAVAILABLE'), undefined);
       return;
     }
+    if (endpoint && !gone.aborted && (await this.#upgradedAtPeer(req, socket, head, endpoint))) return;
     const denied = endpoint && !gone.aborted ? await this.#keys.check(req, endpoint) : undefined;
     if (endpoint && denied) {
       this.#observe(endpoint.id, denied.status, arrived, 0);
@@ -519,6 +521,12 @@ export class Gateway implements QueueSignals {
       try {
         lease = await dispatcher.acquire({ signal: gone, exclude: tried });
       } catch (error) {
+        if (error === DIVERTED) {
+          // Forwarded to the replica holding the slots, or back in the queue when it cannot be.
+          if (await this.#upgradedAtPeer(req, socket, head, routed, true)) return;
+          attempt -= 1;
+          continue;
+        }
         const failure = error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR');
         queuedMs = this.#o.clock() - waitFrom;
         this.#observe(routed.id, failure.status, arrived, queuedMs);
@@ -539,6 +547,40 @@ export class Gateway implements QueueSignals {
       }),
       queuedMs,
     );
+  }
+
+  /**
+   * Tunnels the upgrade to the replica whose gateway serves the endpoint instead of this one, if any (true: it went
+   * there, and that gateway checks its key, serves or queues it, and counts it). False: serve it here; the key is
+   * kept first, for a diversion once queued. `diverted`: it was queued here, its key check took the key off.
+   */
+  async #upgradedAtPeer(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    endpoint: Endpoint,
+    diverted = false,
+  ): Promise<boolean> {
+    const forwarding = this.#o.forwarding;
+    if (!forwarding) return false;
+    const target = this.#forwardTarget(req, endpoint);
+    const authorization = diverted ? this.#authorizations.get(req) : undefined;
+    if (target) {
+      if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
+      const outcome = await upgradeToPeer(req, socket, head, {
+        self: forwarding.self,
+        target,
+        queueTimeoutMs: this.#o.queueTimeoutMs,
+      });
+      if (outcome !== 'not-sent') return true;
+      if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
+      this.#o.logger.warn(
+        { endpointId: endpoint.id, replicaId: target.replicaId },
+        'could not forward an upgrade to a replica',
+      );
+    }
+    if (!diverted) keepAuthorization(req, this.#authorizations);
+    return false;
   }
 
   /** One attempt at the upgrade on `lease`'s worker; counted unless the worker could not be reached. */

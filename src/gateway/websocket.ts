@@ -8,6 +8,10 @@
  * it (whatever its status: a worker that refuses the upgrade answers through the same path); everything after it
  * passes untouched.
  *
+ * The target may be another replica's gateway instead of a worker (forwarding, docs/operations.md; peer-upgrade.ts):
+ * then the request keeps its Host and its whole path (an endpoint's path form included) and says which replica
+ * forwarded it (`X-Corral-Forwarded-By`), as proxy.ts does for a request.
+ *
  * One `Tunnel` per upgrade, like proxy.ts's `Exchange` per request, goes through four phases:
  * - `connecting`: until the worker's socket connects. A failure here (refused, connect timeout) is `not-sent`:
  *   nothing was written to the client's socket or read from it, and its listeners are taken off again, so that
@@ -23,7 +27,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade } from './answer.js';
-import { forwardRequestHeaders } from './headers.js';
+import { FORWARDED_BY, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
 import { forwardedPrefix } from './request-target.js';
 
 export type UpgradeOutcome =
@@ -53,7 +57,15 @@ export interface ProxyUpgradeOptions {
   workerId?: string;
   /** Called once with the worker's status code when its response head is passed on (101, or a refusal). */
   onResponse?: (statusCode: number) => void;
+  /**
+   * The target is another replica's gateway, not a worker: the request keeps its Host and its whole path, and
+   * carries `X-Corral-Forwarded-By: {forwardedBy}`.
+   */
+  toGateway?: { forwardedBy: string };
 }
+
+/** How long a worker may take to answer the upgrade, by default. */
+export const HANDSHAKE_TIMEOUT_MS = 30_000;
 
 /** A worker's response head larger than this is refused. */
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -101,6 +113,7 @@ class Tunnel {
   readonly #handshakeTimeoutMs: number;
   readonly #workerId: string | undefined;
   readonly #onResponse: ((statusCode: number) => void) | undefined;
+  readonly #forwardedBy: string | undefined;
   /** Read before anything happens to the client's socket: a closed one no longer knows it. */
   readonly #clientAddress: string | undefined;
   readonly #proto: 'http' | 'https';
@@ -127,9 +140,10 @@ class Tunnel {
     this.#target = options.target;
     this.#responseHeaders = options.responseHeaders;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
-    this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
+    this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
     this.#workerId = options.workerId;
     this.#onResponse = options.onResponse;
+    this.#forwardedBy = options.toGateway?.forwardedBy;
     this.#clientAddress = (options.socket as net.Socket).remoteAddress ?? options.req.socket?.remoteAddress;
     this.#proto = (options.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   }
@@ -170,7 +184,8 @@ class Tunnel {
     const client = this.#client;
     const upstream = this.#upstream;
     (client as net.Socket).setNoDelay?.(true);
-    upstream.write(requestHead(this.#req, this.#target, this.#clientAddress, this.#proto), 'latin1');
+    const head = requestHead(this.#req, this.#target, this.#clientAddress, this.#proto, this.#forwardedBy);
+    upstream.write(head, 'latin1');
     if (this.#head.length > 0) upstream.write(this.#head);
     client.pipe(upstream);
     upstream.on('data', this.#onHeadData);
@@ -317,22 +332,30 @@ class Tunnel {
   }
 }
 
-/** The request line and headers to send to the worker, ending with the blank line. */
+/**
+ * The request line and headers to send to the worker, ending with the blank line; to another replica's gateway
+ * (`forwardedBy` set), with the client's Host, the whole path and X-Corral-Forwarded-By.
+ */
 function requestHead(
   req: IncomingMessage,
   target: UpgradeTarget,
   clientAddress: string | undefined,
   proto: string,
+  forwardedBy: string | undefined,
 ): string {
-  const headers = forwardRequestHeaders(
-    req.rawHeaders,
-    clientAddress,
-    proto,
-    undefined,
-    forwardedPrefix(req),
-  );
-  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
-  let text = `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1\r\nHost: ${host}:${target.port}\r\n`;
+  const info: RequestHeadInfo = { host: undefined, contentLength: undefined, chunked: false };
+  const prefix = forwardedPrefix(req);
+  const headers = forwardRequestHeaders(req.rawHeaders, clientAddress, proto, info, prefix);
+  const address = target.host.includes(':') ? `[${target.host}]` : target.host;
+  let host = `${address}:${target.port}`;
+  let path = req.url ?? '/';
+  if (forwardedBy !== undefined) {
+    // An absolute-form target without a Host header has its host in req.headers only (request-target.ts).
+    host = info.host ?? req.headers.host ?? host;
+    path = `${prefix ?? ''}${path}`;
+    headers.push(FORWARDED_BY, forwardedBy);
+  }
+  let text = `${req.method ?? 'GET'} ${path} HTTP/1.1\r\nHost: ${host}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
   const upgrade = req.headers.upgrade;
   text += `Connection: Upgrade\r\n`;

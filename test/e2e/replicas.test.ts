@@ -3,13 +3,16 @@
  * leads within 10 s; SIGTERM hands over at once; a leader paused with SIGSTOP past its lease does not lead when
  * resumed. With the Docker runtime (one engine shared by the replicas), two failovers by kill -9 leave the workers'
  * containers exactly as they were: none duplicated, none orphaned; and a leader paused for 30 s, while the new one
- * changed the containers, acts on none of them when resumed. Three gateways share one worker: its cap holds
- * over a burst through all three, a wake from zero starts through a follower, and a steady stream through the
- * three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
+ * changed the containers, acts on none of them when resumed. Three gateways share one worker: its cap holds over
+ * a burst through all three (WebSockets too), a wake from zero starts through a follower, and a steady stream
+ * through the three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type IncomingHttpHeaders, request } from 'node:http';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -53,6 +56,33 @@ function containersOf(installationId: string, endpointId?: string): string[] {
     .split('\n')
     .filter(Boolean)
     .sort();
+}
+
+/** Opens a WebSocket at the test worker's `/ws` through a gateway: the 101's headers and its socket, or the refusal. */
+function openSocket(
+  gatewayUrl: string,
+  endpointId: string,
+  key: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; socket: Socket | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${gatewayUrl}/e/${endpointId}/ws`, {
+      agent: false,
+      headers: {
+        authorization: `Bearer ${key}`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+      },
+    });
+    req.on('upgrade', (res, socket: Socket) => resolve({ status: 101, headers: res.headers, socket }));
+    req.on('response', (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, socket: undefined });
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 interface Cluster {
@@ -484,6 +514,34 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       const onePeak = Math.max(...oneSlot.map((b) => b.body.inFlight ?? 0));
       process.stdout.write(`12 requests over three gateways, maxConcurrent 1: peak in flight ${onePeak}\n`);
       expect(onePeak).toBe(1);
+
+      // A WebSocket through each gateway at once, on the same one slot: the two gateways without it forward theirs
+      // to the one with it, where they wait their turn; each is echoed, then closed, which lets the next one open.
+      const sockets = await Promise.all(
+        replicas.map(async (server) => {
+          const opened = await openSocket(server.gatewayUrl, singleId, OPERATOR_KEY);
+          const socket = opened.socket;
+          if (!socket) return { status: opened.status, open: 0, forwarded: false, echoed: '' };
+          const message = `hello from ${server.gatewayUrl}`;
+          socket.write(message);
+          let echoed = '';
+          while (echoed.length < message.length)
+            echoed += String(((await once(socket, 'data')) as [Buffer])[0]);
+          socket.destroy();
+          return {
+            status: opened.status,
+            open: Number(opened.headers['x-open-sockets']),
+            forwarded: opened.headers['x-corral-forwarded-to'] !== undefined,
+            echoed,
+          };
+        }),
+      );
+      expect(sockets.map((s) => s.status)).toEqual([101, 101, 101]);
+      expect(sockets.map((s) => s.echoed)).toEqual(replicas.map((r) => `hello from ${r.gatewayUrl}`));
+      expect(sockets.filter((s) => s.forwarded)).toHaveLength(2);
+      const socketPeak = Math.max(...sockets.map((s) => s.open));
+      process.stdout.write(`3 WebSockets over three gateways, maxConcurrent 1: peak open ${socketPeak}\n`);
+      expect(socketPeak).toBe(1);
 
       // A wake from zero through a follower (its queued request tells the leader at once) costs about what one
       // through the leader's own gateway costs.
