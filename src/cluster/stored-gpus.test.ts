@@ -4,10 +4,12 @@
  * the leader's controller view while this replica leads and the rows' otherwise.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
+import { deleteEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Worker, WorkerState } from '../domain/worker.js';
-import type { InventoryGpu } from '../service/gpu-report.js';
+import type { InventoryGpu, PlacedWorker } from '../service/gpu-report.js';
 import type { Store } from '../store/store.js';
 import { replicaGpus, StoredGpus } from './stored-gpus.js';
 
@@ -35,6 +37,8 @@ const GPUS: InventoryGpu[] = [0, 1].map((index) => ({
   memoryGB: 80,
   simulated: true,
 }));
+
+const silent = { info: () => {}, warn: () => {} };
 
 describe.each(storeTargets())('StoredGpus on $name', (target) => {
   let store: Store;
@@ -113,54 +117,82 @@ describe.each(storeTargets())('StoredGpus on $name', (target) => {
     expect(messages).toEqual(['cannot read the GPU holders; the last read is shown']);
     await stored.stop();
   });
+});
 
-  it("replicaGpus: the controller's view while leading, the rows' otherwise; no rows (one process): the controller's", async () => {
-    await store.workers.upsert(row('w1', 'running', ['GPU-0'], 10));
-    await store.workers.upsert(row('w2', 'pending', [], 20));
-    const stored = new StoredGpus({ workers: store.workers, intervalMs: 1_000, timers, logger });
+describe('replicaGpus with a real controller (fake runtime, SQLite, manual timers)', () => {
+  let h: ControllerHarness;
+  afterEach(() => h.close());
+
+  it("the leader's controller once it adopted the workers, the rows before and on a follower: the same holders", async () => {
+    h = await controllerHarness();
+    // A row its predecessor left: a just-elected leader shows it until its first pass (which clears it).
+    await h.store.workers.upsert(row('w-old', 'running', ['GPU-0'], 1));
+    const stored = new StoredGpus({ workers: h.store.workers, timers: h.timers, logger: silent });
     await stored.start();
     let leading = true;
-    // The leader's own view: a create under way holds GPU-1 before any row says so.
-    const controller = {
-      workers: () => [
-        {
-          id: 'w9',
-          endpointId: 'ep-9',
-          ownerId: 'o',
-          state: 'pulling' as const,
-          message: '',
-          gpuUuids: ['GPU-1'],
-          createdAt: 1,
-        },
-      ],
-      heldGpus: () => new Map([['GPU-1', 'w9']]),
-    };
-    const both = replicaGpus({ gpus: GPUS, leading: () => leading, controller: () => controller, stored });
-    expect([...both.busyGpus()]).toEqual(['GPU-1']);
-    const led = await both.gpuInventory.snapshot();
-    expect(led.workers.map((w) => w.id)).toEqual(['w9']);
-    expect([...led.held]).toEqual([['GPU-1', 'w9']]);
-
-    leading = false;
+    const both = replicaGpus({ gpus: GPUS, leading: () => leading, controller: () => h.controller, stored });
+    expect(h.controller.adopted).toBe(false);
     expect([...both.busyGpus()]).toEqual(['GPU-0']);
-    // On demand: a row written since the last interval's read shows at once, and in busyGpus from then on.
-    await store.workers.upsert(row('w3', 'starting', ['GPU-1'], 30));
-    const followed = await both.gpuInventory.snapshot();
-    expect(followed.gpus).toEqual(GPUS);
-    expect(followed.workers.map((w) => [w.id, w.state])).toEqual([
-      ['w1', 'running'],
-      ['w2', 'pending'],
-      ['w3', 'starting'],
-    ]);
-    expect([...followed.held]).toEqual([
-      ['GPU-0', 'w1'],
-      ['GPU-1', 'w3'],
-    ]);
-    expect([...both.busyGpus()].sort()).toEqual(['GPU-0', 'GPU-1']);
+    expect((await both.gpuInventory.snapshot()).workers.map((w) => w.id)).toEqual(['w-old']);
 
-    const alone = replicaGpus({ gpus: GPUS, leading: () => false, controller: () => controller });
-    expect([...alone.busyGpus()]).toEqual(['GPU-1']);
-    expect((await alone.gpuInventory.snapshot()).workers.map((w) => w.id)).toEqual(['w9']);
+    const endpoint = await h.create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
+    const waiting = await h.create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 2 } });
+    h.controller.start();
+    await h.flush();
+    expect(h.controller.adopted).toBe(true);
+    const own = h.controller.heldGpus();
+    expect(own.size).toBe(2);
+    expect([...both.busyGpus()].sort()).toEqual([...own.keys()].sort());
+    const led = await both.gpuInventory.snapshot();
+    expect(led.workers.map((w) => w.id).sort()).toEqual(
+      h.controller
+        .workers()
+        .map((w) => w.id)
+        .sort(),
+    );
+
+    // The follower reads what the controller wrote: the same holders, the same waiting worker.
+    leading = false;
+    const followed = await both.gpuInventory.snapshot();
+    expect([...followed.held].sort()).toEqual([...own].sort());
+    const view = (workers: readonly PlacedWorker[]) =>
+      workers
+        .map(({ id, endpointId, ownerId, state, message, gpuUuids, createdAt }) => ({
+          id,
+          endpointId,
+          ownerId,
+          state,
+          message,
+          gpuUuids,
+          createdAt,
+        }))
+        .sort((a, b) => a.id.localeCompare(b.id));
+    expect(view(followed.workers)).toEqual(view(h.controller.workers()));
+    expect(followed.workers.filter((w) => w.state === 'pending').map((w) => w.endpointId)).toEqual([
+      waiting.id,
+    ]);
+
+    // Deleted: the controller removes the containers and forgets the workers; the rows go with them.
+    await deleteEndpoint(h.store, endpoint, h.timers.now);
+    await deleteEndpoint(h.store, waiting, h.timers.now);
+    h.controller.poke();
+    await h.eventually(() => expect(h.controller.heldGpus().size).toBe(0));
+    await h.flush();
+    const freed = await both.gpuInventory.snapshot();
+    expect(freed.held.size).toBe(0);
+    expect(freed.workers).toEqual([]);
+    expect(both.busyGpus().size).toBe(0);
     await stored.stop();
+  });
+
+  it("one process (no rows): the controller's view, whether it leads or not", async () => {
+    h = await controllerHarness();
+    await h.create({ workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } });
+    h.controller.start();
+    await h.flush();
+    const alone = replicaGpus({ gpus: GPUS, leading: () => false, controller: () => h.controller });
+    expect([...alone.busyGpus()]).toEqual([...h.controller.heldGpus().keys()]);
+    expect(alone.busyGpus().size).toBe(1);
+    expect((await alone.gpuInventory.snapshot()).workers).toHaveLength(1);
   });
 });

@@ -3,7 +3,7 @@
  * (several replicas on PostgreSQL, docs/operations.md). `GET products` asks for the held GPUs synchronously (its
  * validation paths too), so a view read every `intervalMs` is kept; `GET gpus` reads the rows when asked, which also
  * renews that view. `replicaGpus` picks, at each call, the leader's controller (its own view, the freshest: it
- * counts creates and removals under way) or these rows.
+ * counts creates and removals under way) once its first pass has adopted the workers, or else these rows.
  */
 import type { Timers } from '../service/clock.js';
 import type { GpuInventorySource, GpuSnapshot, InventoryGpu, PlacedWorker } from '../service/gpu-report.js';
@@ -97,6 +97,8 @@ export class StoredGpus {
 
 /** What the leader's controller tells of the GPUs (controller.ts `heldGpus`, `workers`). */
 export interface ControllerGpus {
+  /** Whether its first pass has adopted the runtime's workers (a term's fresh controller knows none before). */
+  readonly adopted: boolean;
   workers(): readonly PlacedWorker[];
   heldGpus(): ReadonlyMap<string, string>;
 }
@@ -111,13 +113,18 @@ export interface ReplicaGpusOptions {
   stored?: StoredGpus;
 }
 
-/** `GET products`' held GPUs and `GET gpus`' source: the controller's view where it leads, else the rows'. */
+/**
+ * `GET products`' held GPUs and `GET gpus`' source: the controller's view where it leads (and has adopted the
+ * workers), else the rows'.
+ */
 export function replicaGpus(options: ReplicaGpusOptions): {
   busyGpus: () => ReadonlySet<string>;
   gpuInventory: GpuInventorySource;
 } {
   const { gpus, leading, controller, stored } = options;
-  const rows = (): StoredGpus | undefined => (stored && !leading() ? stored : undefined);
+  // A leader whose controller has not adopted the workers yet (just elected) shows the rows its predecessor left.
+  const rows = (): StoredGpus | undefined =>
+    stored && !(leading() && controller().adopted) ? stored : undefined;
   const snapshot = (holds: GpuHolds): GpuSnapshot => ({
     gpus: [...gpus],
     workers: [...holds.workers],
