@@ -628,6 +628,7 @@ export async function serve(
       closers.push(() => membership.stop());
     }
     // A follower shows the GPUs' holders from the workers rows (docs/operations.md); the leader, its controller's.
+    // Read every second where gpusFree counts them (none on kubernetes: the scheduler's nodes count), else on demand.
     const storedGpus =
       store.dialect === 'postgres'
         ? new StoredGpus({
