@@ -33,6 +33,7 @@ import {
 import { leadershipOf } from './cluster/leadership.js';
 import { SharedTraffic } from './cluster/shared-traffic.js';
 import { rateLimitShare } from './cluster/shares.js';
+import { replicaGpus, STORED_GPUS_INTERVAL_MS, StoredGpus } from './cluster/stored-gpus.js';
 import { advertisedGatewayUrl, type Config, formatHostPort } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
@@ -609,6 +610,21 @@ export async function serve(
       replicaId,
       logger: logger.child({ role: 'election', replicaId }),
     });
+    // A follower shows the GPUs' holders from the workers rows (docs/operations.md); the leader, its controller's.
+    // Read every second where gpusFree counts them (none on kubernetes: the scheduler's nodes count), else on demand.
+    const storedGpus =
+      store.dialect === 'postgres'
+        ? new StoredGpus({
+            workers: store.workers,
+            ...(gpus.length > 0 ? { intervalMs: STORED_GPUS_INTERVAL_MS } : {}),
+            timers: systemTimers,
+            logger,
+          })
+        : undefined;
+    if (storedGpus) {
+      await storedGpus.start();
+      closers.push(() => storedGpus.stop());
+    }
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -616,14 +632,12 @@ export async function serve(
       gpus,
       logger,
       secrets,
-      busyGpus: () => new Set(traffic.controller.heldGpus().keys()),
-      gpuInventory: {
-        snapshot: () => ({
-          gpus,
-          workers: traffic.controller.workers(),
-          held: traffic.controller.heldGpus(),
-        }),
-      },
+      ...replicaGpus({
+        gpus,
+        leading: () => leadership.leading(),
+        controller: () => traffic.controller,
+        ...(storedGpus ? { stored: storedGpus } : {}),
+      }),
       ...(gpuScheduler ? { gpuScheduler } : {}),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),

@@ -172,6 +172,11 @@ export class Controller {
     return [...this.#book.all()];
   }
 
+  /** Whether a pass has listed the runtime and adopted its workers: before, a fresh controller knows none. */
+  get adopted(): boolean {
+    return this.#adopted;
+  }
+
   /**
    * GPU uuid -> the worker holding it: workers' GPUs, those of creates under way and those of containers not removed
    * yet. Placement never hands out one of these; GET products counts them as busy.

@@ -60,6 +60,21 @@ export class WorkerRepository {
     return byEndpoint;
   }
 
+  /**
+   * The rows that hold GPUs or wait for some (`pending`), oldest first: what a replica that does not lead shows of
+   * the GPUs (cluster/stored-gpus.ts). Bounded by the GPUs and the waiting workers, not by every failed row kept.
+   */
+  async listHoldingOrWaiting(): Promise<Worker[]> {
+    const rows = await this.#db
+      .selectFrom('workers')
+      .selectAll()
+      .where((eb) => eb.or([eb('gpu_uuids', '<>', EMPTY_GPUS), eb('state', '=', 'pending')]))
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(fromRow);
+  }
+
   async listAll(): Promise<Worker[]> {
     return (await this.#db.selectFrom('workers').selectAll().orderBy('created_at').execute()).map(fromRow);
   }
@@ -100,6 +115,9 @@ export class WorkerRepository {
     return row && fromRow(row);
   }
 }
+
+/** `gpu_uuids` of a worker that holds none, as `toRow` writes it. */
+const EMPTY_GPUS = JSON.stringify([]);
 
 function toRow(worker: Worker): Insertable<WorkersTable> {
   return {
