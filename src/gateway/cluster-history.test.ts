@@ -22,8 +22,11 @@ function replica(options: {
   timers: ManualTimers;
   term: () => number | null;
   capacity?: number;
+  /** How late this replica's clock reads against the timers' (a busy event loop: the timer fired late). */
+  lag?: () => number;
 }) {
   const { timers } = options;
+  const lag = options.lag ?? (() => 0);
   const metrics = new GatewayMetrics({ registry: new Registry(), clock: () => timers.now });
   const workers: EndpointWorker[] = [];
   const desired = new Map<string, number>();
@@ -47,7 +50,7 @@ function replica(options: {
     samples: options.store.historySamples,
     term: options.term,
     localDesired: (id) => desired.get(id),
-    clock: () => timers.now,
+    clock: () => timers.now + lag(),
     timers,
     intervalSeconds: 10,
     capacity: options.capacity ?? 360,
@@ -158,6 +161,26 @@ describe.each(storeTargets())('the history across replicas ($name)', (target) =>
       ['a', 10_000, 7],
       ['a', 20_000, 7],
     ]);
+  });
+
+  it('labels a late sample with the boundary it was set for, never the next one', async () => {
+    const opened = await target.open();
+    cleanups.push(() => opened.dispose());
+    const timers = new ManualTimers(T + 3_500);
+    let late = 0;
+    const a = replica({ id: 'a', store: opened.store, timers, term: () => null, lag: () => late });
+    a.metrics.observeRequest('ep', 200, 5, 0);
+    a.cluster.start();
+    // The boundary at 10 s: the sample runs 6 s late (its clock reads 16 s), the slot is still 10 s's.
+    late = 6_000;
+    await timers.advanceSettling(6_500);
+    late = 0;
+    a.metrics.observeRequest('ep', 200, 5, 0);
+    // The next is set for the boundary at least half an interval after: 30 s (20 s is not sampled).
+    await timers.advanceSettling(20_000);
+    await a.cluster.stop();
+    const rows = await opened.store.historySamples.read('ep', 0, T + 100_000);
+    expect(rows.map((r) => r.slot - T)).toEqual([10_000, 30_000]);
   });
 
   it('the leader prunes every replica’s rows past the history’s length', async () => {

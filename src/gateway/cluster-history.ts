@@ -89,7 +89,8 @@ export class ClusterHistory {
     // The next boundary, at least half an interval away: a timer that fired a little early does not sample twice.
     const next = (Math.round(now / this.#intervalMs) + 1) * this.#intervalMs;
     const timer = this.#o.timers.setTimeout(() => {
-      void this.publish();
+      // Labelled with the boundary it was set for, however late it fires: two samples never share a slot.
+      void this.publish(next);
       if (this.#running) this.#schedule();
     }, next - now);
     (timer as { unref?: () => void } | undefined)?.unref?.();
@@ -97,12 +98,11 @@ export class ClusterHistory {
   }
 
   /**
-   * Takes this replica's sample and writes it under the nearest boundary's slot (the timer calls it; tests call it
-   * directly); resolves once written (a failed write is logged, and that slot lacks this replica's figures).
+   * Takes this replica's sample and writes it under `slot` (by default the nearest boundary's; the timer passes the
+   * one it was set for, tests call it directly); resolves once written (a failed write is logged, and that slot
+   * lacks this replica's figures).
    */
-  publish(): Promise<void> {
-    const now = this.#o.clock();
-    const slot = Math.round(now / this.#intervalMs) * this.#intervalMs;
+  publish(slot = Math.round(this.#o.clock() / this.#intervalMs) * this.#intervalMs): Promise<void> {
     const term = this.#o.term();
     const rows = this.#o.history.sample(true).map((s) => ({
       endpointId: s.endpointId,
