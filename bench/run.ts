@@ -15,6 +15,7 @@ const SUITES: Record<string, Suite> = {
   memory: async () => (await import('./memory.js')).runMemoryBench(),
   abuse: async () => (await import('./abuse/suite.js')).runAbuseBench(),
   replicas: async () => (await import('./replicas.js')).runReplicasBench(),
+  'cluster-history': async () => (await import('./cluster-history.js')).runClusterHistoryBench(),
 };
 
 async function main(): Promise<void> {

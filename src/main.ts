@@ -17,7 +17,7 @@ import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter, type RateLimits } from './api/rate-limit.js';
 import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpit.js';
-import type { HistorySource, TrafficSource } from './api/routes/endpoint-metrics.js';
+import type { DesiredSource, HistorySource, TrafficSource } from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import type { QueueSignals } from './autoscaler/queue-signals.js';
@@ -48,6 +48,7 @@ import { inventoryPlacement, schedulerPlacement } from './controller/worker-plac
 import { workerMemoryGBPerGpu } from './controller/worker-spec.js';
 import { loadSecretKey, SecretBox } from './crypto/secret-box.js';
 import { quotaFor } from './domain/quota.js';
+import { ClusterHistory } from './gateway/cluster-history.js';
 import { Gateway, type GatewayForwarding } from './gateway/gateway.js';
 import { TrafficHistory } from './gateway/history.js';
 import { GatewayMetrics } from './gateway/metrics.js';
@@ -100,7 +101,7 @@ export interface ApiParts {
   /** Each endpoint's history (`GET endpoint/metrics/history`, the dashboard's charts); none without a gateway. */
   history?: HistorySource;
   /** The autoscaler's desired worker count of an endpoint (`endpoint/metrics`); none without a controller. */
-  desiredWorkers?: (endpointId: string) => number | undefined;
+  desiredWorkers?: DesiredSource;
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
   /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
@@ -397,7 +398,8 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
             load: () => gateway.stats(),
             workers: () => controller.workers(),
             desired: (endpointId) => scaler.desired(endpointId),
-            exists: (endpointId) => routes.endpointById(endpointId) !== undefined,
+            // The gateway's table: a follower's controller publishes none, and its history must keep its traffic.
+            exists: (endpointId) => (parts.gatewayRoutes ?? routes).endpointById(endpointId) !== undefined,
           },
           clock,
           timers: systemTimers,
@@ -625,6 +627,22 @@ export async function serve(
       await storedGpus.start();
       closers.push(() => storedGpus.stop());
     }
+    // Several replicas: the history answered is every replica's, merged from the store (docs/operations.md).
+    const clusterHistory =
+      shared && traffic.history && config.history
+        ? new ClusterHistory({
+            replicaId,
+            history: traffic.history,
+            samples: store.historySamples,
+            term: () => shared.term(),
+            localDesired: (endpointId) => traffic.scaler.desired(endpointId),
+            clock: systemClock,
+            timers: systemTimers,
+            intervalSeconds: config.history.intervalSeconds,
+            capacity: config.history.samples,
+            logger: logger.child({ role: 'cluster', replicaId }),
+          })
+        : undefined;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
     const app = await buildApi({
       config,
@@ -645,8 +663,10 @@ export async function serve(
         load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
       traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
-      ...(traffic.history ? { history: traffic.history } : {}),
-      desiredWorkers: (endpointId) => traffic.scaler.desired(endpointId),
+      ...((clusterHistory ?? traffic.history) ? { history: clusterHistory ?? traffic.history } : {}),
+      desiredWorkers: clusterHistory
+        ? (endpointId) => clusterHistory.desired(endpointId)
+        : (endpointId) => traffic.scaler.desired(endpointId),
       registry,
       onEndpointsChanged: () => {
         traffic.poke();
@@ -673,7 +693,10 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
-    traffic.history?.start();
+    if (clusterHistory) {
+      clusterHistory.start();
+      closers.push(() => clusterHistory.stop());
+    } else traffic.history?.start();
     const heartbeat = new Heartbeat({
       replicas: store.replicas,
       beat: () => ({

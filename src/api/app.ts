@@ -43,6 +43,7 @@ import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerClusterRoute } from './routes/cluster.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
 import {
+  type DesiredSource,
   type HistorySource,
   registerEndpointMetricsRoute,
   type TrafficSource,
@@ -87,7 +88,7 @@ export interface AppOptions {
   /** The history of each endpoint's traffic and workers (the dashboard's charts); absent where none is kept. */
   history?: HistorySource;
   /** The autoscaler's desired worker count of an endpoint; absent, or undefined, where it has not decided. */
-  desiredWorkers?: (endpointId: string) => number | undefined;
+  desiredWorkers?: DesiredSource;
   catalog: ApiCatalog;
   links: EndpointLinks;
   metrics: ApiMetrics;

@@ -218,6 +218,11 @@ export class SharedTraffic {
     };
   }
 
+  /** The fencing token of the term this replica leads now; null while it does not (the history's leader rows). */
+  term(): number | null {
+    return this.#term?.claim().token ?? null;
+  }
+
   /** Listens, reads the routes and the membership once, then keeps them current. */
   async start(): Promise<void> {
     this.#changes.start();

@@ -5,7 +5,8 @@
  * autoscaler's desired count), kept in a fixed ring per endpoint (360 samples: one hour). Memory is bounded: a
  * ring is allocated only for an endpoint with something to show, dropped when it is deleted or after a whole ring
  * of nothing, and at most `maxEndpoints` rings exist (docs/dashboard.md states the bytes). Its sources are
- * functions (main.ts wires the gateway, the controller and the scaler); its clock and timers are injected.
+ * functions (main.ts wires the gateway, the controller and the scaler); its clock and timers are injected. With
+ * several replicas, cluster-history.ts takes the samples instead of its timer and publishes their figures.
  */
 import { WORKER_STATES } from '../domain/worker.js';
 import { HistoryRing } from './history-ring.js';
@@ -41,6 +42,38 @@ export interface RecentTraffic {
   requests: number;
   requestsPerMinute: number;
   latencyMs: { p50: number | null; p99: number | null };
+}
+
+/**
+ * What one sample took of one endpoint, in figures that add up across replicas (counts and bucket counts, never
+ * percentiles): what `sample(true)` hands to the cluster history (cluster-history.ts) to publish.
+ */
+export interface SlotFigures {
+  ok: number;
+  clientErrors: number;
+  serverErrors: number;
+  /** Requests that ended in the interval in each of LATENCY_BUCKETS (+Inf last). */
+  latencyCounts: number[];
+  /** Their smallest and largest latency (s); null without any. */
+  latencyMin: number | null;
+  latencyMax: number | null;
+  queueDepth: number;
+  oldestWaitMs: number;
+  inFlight: number;
+  coldStarts: number;
+  /** The cold starts' durations added up (ms). */
+  coldStartTotalMs: number;
+  /** The controller's workers in each state, by WORKER_STATES' order (a follower's controller has none). */
+  workers: number[];
+  /** The autoscaler's desired count; null where it has not decided. */
+  desired: number | null;
+}
+
+/** One endpoint's figures of one sample, taken at `at`. */
+export interface HistorySample {
+  endpointId: string;
+  at: number;
+  figures: SlotFigures;
 }
 
 export interface HistorySources {
@@ -87,6 +120,8 @@ interface Row {
   coldStartMeanMs: number;
   /** By WORKER_STATES' order. */
   workers: number[];
+  /** Not a column: the cold starts' durations added up (ms), for `sample(true)`. */
+  coldStartTotalMs: number;
 }
 
 /** The ring's columns: the row's figures in this order, then the workers in each state. */
@@ -180,8 +215,12 @@ export class TrafficHistory {
     this.#timer = timer;
   }
 
-  /** Takes one sample of every endpoint (the timer calls it each interval; tests call it directly). */
-  sample(): void {
+  /**
+   * Takes one sample of every endpoint (the timer calls it each interval; tests and the cluster history call it
+   * directly); with `collect`, also returns each kept endpoint's figures (none are made otherwise).
+   */
+  sample(collect = false): HistorySample[] {
+    const collected: HistorySample[] = [];
     const { sources } = this.#o;
     const now = this.#o.clock();
     const counters = sources.counters();
@@ -217,6 +256,7 @@ export class TrafficHistory {
         coldStarts: 0,
         coldStartMeanMs: Number.NaN,
         workers: workers.get(id) ?? new Array<number>(WORKER_STATES.length).fill(0),
+        coldStartTotalMs: 0,
       };
       const latency = this.#interval(row, counters.get(id), this.#previous.get(id));
       const active =
@@ -229,8 +269,10 @@ export class TrafficHistory {
       if (!tracked) continue;
       tracked.samples.push(now, columnsOf(row));
       tracked.latency.push(now, latency);
+      if (collect) collected.push({ endpointId: id, at: now, figures: figuresOf(row, latency) });
     }
     this.#previous = counters;
+    return collected;
   }
 
   /** The ring of an endpoint that shows something, made when it first does; undefined: none to add to. */
@@ -270,8 +312,11 @@ export class TrafficHistory {
     row.serverErrors = now.serverErrors - (base?.serverErrors ?? 0);
     const coldBase = before && before.coldStarts <= now.coldStarts ? before : undefined;
     row.coldStarts = now.coldStarts - (coldBase?.coldStarts ?? 0);
-    if (row.coldStarts > 0)
-      row.coldStartMeanMs = toMs((now.coldStartSeconds - (coldBase?.coldStartSeconds ?? 0)) / row.coldStarts);
+    if (row.coldStarts > 0) {
+      const seconds = now.coldStartSeconds - (coldBase?.coldStartSeconds ?? 0);
+      row.coldStartMeanMs = toMs(seconds / row.coldStarts);
+      row.coldStartTotalMs = seconds * 1000;
+    }
     let count = 0;
     for (let i = 0; i < LATENCY_SLOTS; i++) {
       const inBucket = (now.latencyCounts[i] ?? 0) - (base?.latencyCounts[i] ?? 0);
@@ -349,11 +394,32 @@ export class TrafficHistory {
   }
 }
 
+/** A row's figures and its interval's latency buckets (and range) as a sample hands them out. */
+function figuresOf(row: Row, latency: readonly number[]): SlotFigures {
+  const min = latency[LATENCY_SLOTS] as number;
+  const max = latency[LATENCY_SLOTS + 1] as number;
+  return {
+    ok: row.ok,
+    clientErrors: row.clientErrors,
+    serverErrors: row.serverErrors,
+    latencyCounts: latency.slice(0, LATENCY_SLOTS),
+    latencyMin: Number.isFinite(min) ? min : null,
+    latencyMax: Number.isFinite(max) ? max : null,
+    queueDepth: row.queueDepth,
+    oldestWaitMs: row.oldestWaitMs,
+    inFlight: row.inFlight,
+    coldStarts: row.coldStarts,
+    coldStartTotalMs: row.coldStartTotalMs,
+    workers: [...row.workers],
+    desired: Number.isNaN(row.desired) ? null : row.desired,
+  };
+}
+
 function total(c: TrafficCounters): number {
   return c.ok + c.clientErrors + c.serverErrors;
 }
 
 /** Seconds to milliseconds, to a tenth (the buckets are no finer than a millisecond). */
-function toMs(seconds: number): number {
+export function toMs(seconds: number): number {
   return Math.round(seconds * 10_000) / 10;
 }

@@ -182,7 +182,20 @@ export interface GatewaySignalsTable {
   updated_at: number;
 }
 
+/** One replica's history sample of one endpoint in one slot (gateway/cluster-history.ts). */
+export interface HistorySamplesTable {
+  endpoint_id: string;
+  /** The interval's end, ms since the epoch, a multiple of the interval. */
+  slot: number;
+  replica_id: string;
+  /** The fencing token of the term the replica led when it sampled; null: it did not lead. */
+  term: number | null;
+  /** The figures (gateway/history-codec.ts). */
+  payload: string;
+}
+
 export interface Database {
+  history_samples: HistorySamplesTable;
   routes: RoutesTable;
   gateway_signals: GatewaySignalsTable;
   leases: LeasesTable;

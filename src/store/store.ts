@@ -7,6 +7,7 @@ import { CredentialRepository } from './credentials.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { GatewaySignalRepository } from './gateway-signals.js';
+import { HistorySampleRepository } from './history-samples.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
 import { LeaseRepository } from './leases.js';
@@ -38,6 +39,8 @@ export class Store {
   readonly routes: RouteRepository;
   /** Each replica's gateway queues and worker load, for the leader's autoscaler. */
   readonly gatewaySignals: GatewaySignalRepository;
+  /** Each replica's history samples, merged by whichever replica answers (several replicas). */
+  readonly historySamples: HistorySampleRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -58,6 +61,7 @@ export class Store {
     this.replicas = new ReplicaRepository({ db, dialect: connection.dialect });
     this.routes = new RouteRepository({ db, dialect: connection.dialect });
     this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
+    this.historySamples = new HistorySampleRepository({ db });
   }
 
   get dialect() {

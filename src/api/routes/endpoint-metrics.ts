@@ -12,11 +12,17 @@ type Query = Record<string, string | string[] | undefined>;
 /** The gateway's side of an endpoint's metrics, where this process runs a gateway. */
 export type TrafficSource = (endpointId: string) => EndpointTraffic;
 
-/** The history kept of each endpoint (gateway/history.ts), where this process keeps one. */
+/**
+ * The history kept of each endpoint, where this process keeps one: its own (gateway/history.ts), or with several
+ * replicas every replica's merged from the store (gateway/cluster-history.ts).
+ */
 export interface HistorySource {
-  of(endpointId: string): EndpointHistory;
-  recent(endpointId: string): RecentTraffic | undefined;
+  of(endpointId: string): EndpointHistory | Promise<EndpointHistory>;
+  recent(endpointId: string): RecentTraffic | undefined | Promise<RecentTraffic | undefined>;
 }
+
+/** The autoscaler's desired worker count of an endpoint; undefined where it has not decided. */
+export type DesiredSource = (endpointId: string) => number | undefined | Promise<number | undefined>;
 
 /**
  * `GET endpoint/metrics?id=`: one endpoint's figures, as the endpoint's `metrics` URL gives them. Workers by state
@@ -50,8 +56,8 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       queueDepth: traffic?.queueDepth ?? null,
       inFlight: traffic?.inFlight ?? null,
       coldStarts: traffic?.coldStarts ?? null,
-      desiredWorkers: endpoint.desired === 'stopped' ? 0 : (o.desiredWorkers?.(endpoint.id) ?? null),
-      recent: o.history ? (o.history.recent(endpoint.id) ?? NO_RECENT_TRAFFIC) : null,
+      desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
+      recent: o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : null,
     };
   });
 }
@@ -72,7 +78,7 @@ function registerHistoryRoute(api: FastifyInstance, o: AppOptions): void {
   api.get('/endpoint/metrics/history', async (request): Promise<WireEndpointHistory> => {
     const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
-    const history = o.history?.of(endpoint.id);
+    const history = await o.history?.of(endpoint.id);
     if (!history) {
       return {
         id: endpoint.id,

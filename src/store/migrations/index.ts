@@ -13,6 +13,7 @@ import * as endpointUse from './0009-endpoint-use.js';
 import * as cluster from './0010-cluster.js';
 import * as feedRoutes from './0011-feed-routes.js';
 import * as fwdGatewayUrl from './0012-fwd-gateway-url.js';
+import * as historySamples from './0013-clusterhist-history-samples.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0010-cluster': (db) => cluster.up(db),
   '0011-feed-routes': (db) => feedRoutes.up(db),
   '0012-fwd-gateway-url': (db) => fwdGatewayUrl.up(db),
+  '0013-clusterhist-history-samples': (db) => historySamples.up(db),
 };
 
 export async function migrateToLatest(
