@@ -9,14 +9,19 @@
  *    worker (maxConcurrent 48); `wrk -t1 -c24` for 5 s through the one replica's gateway, then, with three
  *    replicas running (their shares settled), three `wrk -t1 -c8` at once, one per gateway, for 5 s; req/s summed
  *    and the ratio. On a machine of few cores the three replicas share them with wrk and the worker: the ratio says
- *    what three event loops give here, not on three machines.
+ *    what three event loops give here, not on three machines. As a control, one gateway of the three then takes
+ *    `wrk -t1 -c16` alone (16: its share of the worker's 48 slots): against the one replica, what belonging to a
+ *    cluster of three costs a gateway. Each run also prints the gateways' CPU time per request (all `corral serve`
+ *    processes' user + system time from /proc, over the run's requests).
  * 3. Failover: kill -9 of the leader of the three; the time until another replica's `GET cluster` names a new
  *    leader (polled every 50 ms).
  *
  * Every process and container started here is stopped at the end, also on failure.
  */
+
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -174,7 +179,9 @@ export async function runReplicasBench(): Promise<void> {
       );
     await serving(one);
     await wrk(one, 24); // warm-up
+    const cpuBefore = cpuSeconds([one]);
     const single = await wrk(one, 24);
+    const singleCpu = cpuSeconds([one]) - cpuBefore;
     const others = [await replica(), await replica()];
     const three = [one, ...others];
     for (const server of three) await serving(server);
@@ -195,14 +202,19 @@ export async function runReplicasBench(): Promise<void> {
     const probes = 20;
     const forwardedBefore = await Promise.all(three.map((server) => forwardedOf(server, probes)));
     const load = loadAverage();
+    const threeCpuBefore = cpuSeconds(three);
     const parallel = await Promise.all(three.map((server) => wrk(server, 8)));
+    const threeCpu = cpuSeconds(three) - threeCpuBefore;
     const forwardedAfter = await Promise.all(three.map((server) => forwardedOf(server, probes)));
+    const controlCpuBefore = cpuSeconds(three);
+    const control = await wrk(one, 16);
+    const controlCpu = cpuSeconds(three) - controlCpuBefore;
     const rate = (f: { requests: number; seconds: number }) => f.requests / f.seconds;
     const singleRate = rate(single);
     const threeRate = parallel.reduce((sum, f) => sum + rate(f), 0);
     const errors = parallel.reduce(
       (sum, f) => sum + f.non2xx + f.socketErrors,
-      single.non2xx + single.socketErrors,
+      single.non2xx + single.socketErrors + control.non2xx + control.socketErrors,
     );
 
     const cluster = async (server: ServeProcess) =>
@@ -234,7 +246,20 @@ export async function runReplicasBench(): Promise<void> {
           ['gateway throughput, one replica (wrk -c24, 5 s)', `${singleRate.toFixed(0)} req/s`],
           ['gateway throughput, three replicas (3 x wrk -c8, 5 s)', `${threeRate.toFixed(0)} req/s`],
           ['three replicas / one', `${(threeRate / singleRate).toFixed(2)}x`],
-          ['non-2xx answers and socket errors in both', String(errors)],
+          ['control: one gateway of the three alone (wrk -c16, 5 s)', `${rate(control).toFixed(0)} req/s`],
+          ['control / one replica', `${(rate(control) / singleRate).toFixed(2)}x`],
+          [
+            "gateways' CPU per request: one replica / three / control",
+            [
+              perRequest(singleCpu, single.requests),
+              perRequest(
+                threeCpu,
+                parallel.reduce((n, f) => n + f.requests, 0),
+              ),
+              perRequest(controlCpu, control.requests),
+            ].join(' / '),
+          ],
+          ['non-2xx answers and socket errors in the three runs', String(errors)],
           [
             `forwarded answers of ${probes} per gateway, before / after the three-replica run`,
             `${forwardedBefore.join('+')} / ${forwardedAfter.join('+')}`,
@@ -253,4 +278,25 @@ export async function runReplicasBench(): Promise<void> {
     await admin.end();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** The user + system CPU seconds the processes have used so far (Linux /proc; a process gone counts 0). */
+function cpuSeconds(servers: readonly ServeProcess[]): number {
+  let ticks = 0;
+  for (const server of servers) {
+    try {
+      // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${server.child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Exited: nothing more to count.
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+function perRequest(cpuSecondsUsed: number, requests: number): string {
+  return `${((cpuSecondsUsed * 1000) / requests).toFixed(3)} ms`;
 }
