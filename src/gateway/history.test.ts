@@ -144,6 +144,21 @@ describe('TrafficHistory', () => {
     expect(h.history.usage().endpoints).toBe(0);
   });
 
+  it('counts requests served before the endpoint was known here in the first sample that knows it', () => {
+    const h = harness();
+    // The gateway found the new endpoint in the store and served it; this replica's routes have not caught up.
+    h.deleted.add('ep-new');
+    h.metrics.observeRequest('ep-new', 401, 1, 0);
+    h.metrics.observeRequest('ep-new', 401, 1, 0);
+    h.metrics.observeRequest('ep-new', 401, 1, 0);
+    h.tick();
+    expect(h.history.of('ep-new').at).toEqual([]);
+    h.deleted.delete('ep-new');
+    h.metrics.observeRequest('ep-new', 401, 1, 0);
+    h.tick();
+    expect(h.history.of('ep-new').requests.clientErrors).toEqual([4]);
+  });
+
   it('tracks at most maxEndpoints endpoints; another gets a ring once one goes', () => {
     const h = harness({ maxEndpoints: 2 });
     h.workers.push(

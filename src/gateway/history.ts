@@ -237,9 +237,16 @@ export class TrafficHistory {
       counts[index] = (counts[index] as number) + 1;
     }
     const ids = new Set([...this.#tracked.keys(), ...counters.keys(), ...load.keys(), ...workers.keys()]);
+    // What the next sample counts from. An endpoint not known here yet (a replica's routes lag its gateway, which
+    // finds a new endpoint in the store and serves it at once) keeps its old baseline: its requests so far go to
+    // the first sample that knows it, not nowhere.
+    const baseline = new Map(counters);
     for (const id of ids) {
       if (!sources.exists(id)) {
         this.#tracked.delete(id);
+        const before = this.#previous.get(id);
+        if (before) baseline.set(id, before);
+        else baseline.delete(id);
         continue;
       }
       const l = load.get(id);
@@ -271,7 +278,7 @@ export class TrafficHistory {
       tracked.latency.push(now, latency);
       if (collect) collected.push({ endpointId: id, at: now, figures: figuresOf(row, latency) });
     }
-    this.#previous = counters;
+    this.#previous = baseline;
     return collected;
   }
 

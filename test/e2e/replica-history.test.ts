@@ -8,11 +8,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WireEndpointHistory, WireEndpointMetrics } from '../../src/contract/wire.js';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { ScratchDatabases } from '../support/scratch-databases.js';
 import { removeInstallationResources, testWorkerEndpoint } from '../support/test-image.js';
 
 const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
@@ -24,19 +24,14 @@ const withPostgres = integrationAvailable(
 const OPERATOR_KEY = `op-${randomBytes(16).toString('hex')}`;
 
 describe.skipIf(!withPostgres)('the history with replicas on PostgreSQL', () => {
-  const database = `corral_hist_${randomBytes(4).toString('hex')}`;
+  let databases: ScratchDatabases;
   let databaseUrl = '';
-  let admin: pg.Client;
   const dirs: string[] = [];
   const servers: ServeProcess[] = [];
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create database ${database}`);
-    const url = new URL(baseUrl ?? '');
-    url.pathname = `/${database}`;
-    databaseUrl = url.toString();
+    databases = await ScratchDatabases.connect(baseUrl ?? '');
+    databaseUrl = await databases.create('corral_hist');
   });
   afterEach(async (context) => {
     if (context.task.result?.state === 'fail') for (const server of servers) printServeLog(server, 60);
@@ -46,8 +41,7 @@ describe.skipIf(!withPostgres)('the history with replicas on PostgreSQL', () => 
       if (server.child.exitCode === null && server.child.signalCode === null) await server.stop();
       removeInstallationResources(server.installationId);
     }
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await databases.dropAll();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -68,11 +62,17 @@ describe.skipIf(!withPostgres)('the history with replicas on PostgreSQL', () => 
     return server;
   };
   /** Polls until `check` holds; throws after `withinMs`. */
-  const until = async (what: string, check: () => Promise<boolean>, withinMs: number) => {
+  const until = async (
+    what: string,
+    check: () => Promise<boolean>,
+    withinMs: number,
+    last: () => string = () => '',
+  ) => {
     const started = performance.now();
     for (;;) {
       if (await check()) return;
-      if (performance.now() - started > withinMs) throw new Error(`not within ${withinMs} ms: ${what}`);
+      if (performance.now() - started > withinMs)
+        throw new Error(`not within ${withinMs} ms: ${what}; last seen: ${last()}`);
       await sleep(200);
     }
   };
@@ -119,16 +119,19 @@ describe.skipIf(!withPostgres)('the history with replicas on PostgreSQL', () => 
 
     const history = async (s: ServeProcess) =>
       (await callApi(s, OPERATOR_KEY, `endpoint/metrics/history?id=${id}`)).body as WireEndpointHistory;
+    let seen: WireEndpointHistory | undefined;
     const metrics = async (s: ServeProcess) =>
       (await callApi(s, OPERATOR_KEY, `endpoint/metrics?id=${id}`)).body as WireEndpointMetrics;
     await until(
       "both replicas' requests and the leader's worker in the follower's history",
       async () => {
         const h = await history(follower);
+        seen = h;
         // The fake runtime's worker never passes its health probe: it stays starting.
         return sum(h.requests.clientErrors) === 22 && (h.workers.starting ?? []).some((n) => n === 1);
       },
       20_000,
+      () => JSON.stringify(seen),
     );
     await until(
       'the same in the leader’s history',
