@@ -1,15 +1,3 @@
-/**
- * The history across replicas' store cost (`npm run bench -- cluster-history`), on the PostgreSQL of
- * CORRAL_TEST_DATABASE_URL (a database of its own, dropped at the end): three replicas (three stores, each its own
- * pool, as three `corral serve` would have), each a real `GatewayMetrics`, `TrafficHistory` and `ClusterHistory`
- * over 500 endpoints with traffic on every one, the first leading (its rows carry the workers). An hour and ten
- * minutes of intervals (420 slots of 10 s) are published as fast as they go, the three replicas' writes at once per
- * slot, so that the leader's pruning runs at the steady state (360 slots kept). Measured: the time of one replica's
- * write of its 500 rows (one INSERT) with the leader's prune, the rows and payload bytes per second at the real
- * cadence (what each slot writes, over 10 s), the table's size at the steady state (heap, TOAST and indexes), and
- * the time of a history read (`of`: 360 slots x 3 replicas' rows of one endpoint, merged) and of `recent`.
- */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { ClusterHistory } from '../src/gateway/cluster-history.js';
@@ -18,6 +6,7 @@ import { type EndpointWorker, GatewayMetrics } from '../src/gateway/metrics.js';
 import { systemTimers } from '../src/service/clock.js';
 import { connectPostgres } from '../src/store/postgres/connect.js';
 import { Store } from '../src/store/store.js';
+import { ScratchDatabases } from '../test/support/scratch-databases.js';
 import { loadAverage, summarize, table } from './support.js';
 
 const ENDPOINTS = 500;
@@ -31,15 +20,11 @@ export async function runClusterHistoryBench(): Promise<void> {
   const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
   if (!baseUrl)
     throw new Error('set CORRAL_TEST_DATABASE_URL: the benchmark makes a database of its own there');
-  const database = `corral_bench_hist_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${database}`;
+  const databases = await ScratchDatabases.connect(baseUrl);
+  const databaseUrl = await databases.create('corral_bench_hist');
   const stores = Array.from(
     { length: REPLICAS },
-    () => new Store({ connection: connectPostgres({ connectionString: url.toString(), maxConnections: 4 }) }),
+    () => new Store({ connection: connectPostgres({ connectionString: databaseUrl, maxConnections: 4 }) }),
   );
   try {
     await (stores[0] as Store).migrate();
@@ -100,7 +85,7 @@ export async function runClusterHistoryBench(): Promise<void> {
     }
     const totalS = (performance.now() - began) / 1000;
     // The sizes, read in the benchmark's database.
-    const inDb = new pg.Client({ connectionString: url.toString() });
+    const inDb = new pg.Client({ connectionString: databaseUrl });
     await inDb.connect();
     const measured = (
       await inDb.query(
@@ -169,7 +154,6 @@ export async function runClusterHistoryBench(): Promise<void> {
     console.log(`load average after: ${loadAverage()}`);
   } finally {
     for (const store of stores) await store.close();
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await databases.dropAll();
   }
 }

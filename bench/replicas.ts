@@ -25,7 +25,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { RoutePublisher } from '../src/cluster/route-publisher.js';
 import { type RoutableWorker, RoutingTable } from '../src/controller/routing-table.js';
 import { systemTimers } from '../src/service/clock.js';
@@ -34,6 +33,7 @@ import { Store } from '../src/store/store.js';
 import { sampleEndpoint } from '../test/support/fixtures.js';
 import { callApi, type ServeProcess, startServe } from '../test/support/process.js';
 import { followRoutes, type RouteFollower } from '../test/support/route-follower.js';
+import { ScratchDatabases } from '../test/support/scratch-databases.js';
 import {
   dockerAvailable,
   ensureTestImage,
@@ -119,13 +119,8 @@ export async function runReplicasBench(): Promise<void> {
   if (!tools.wrk) throw new Error('wrk is needed');
   buildDist();
   console.log(`load average at the start ${loadAverage()}`);
-  const database = `corral_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`);
-  const url = new URL(baseUrl);
-  url.pathname = `/${database}`;
-  const databaseUrl = url.toString();
+  const databases = await ScratchDatabases.connect(baseUrl);
+  const databaseUrl = await databases.create('corral_bench');
   const servers: ServeProcess[] = [];
   const dirs: string[] = [];
   try {
@@ -274,8 +269,7 @@ export async function runReplicasBench(): Promise<void> {
       if (server.child.exitCode === null && server.child.signalCode === null) await server.stop();
     }
     for (const idOf of new Set(servers.map((s) => s.installationId))) removeInstallationResources(idOf);
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await databases.dropAll();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { ScratchDatabases } from '../support/scratch-databases.js';
 
 const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
 const withPostgres = integrationAvailable(
@@ -33,19 +33,14 @@ interface GpuView {
 }
 
 describe.skipIf(!withPostgres)('a follower shows the GPUs as the leader does', () => {
-  const database = `corral_e2e_${randomBytes(4).toString('hex')}`;
+  let databases: ScratchDatabases;
   let databaseUrl = '';
-  let admin: pg.Client;
   let dir = '';
   const servers: ServeProcess[] = [];
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create database ${database}`);
-    const url = new URL(baseUrl ?? '');
-    url.pathname = `/${database}`;
-    databaseUrl = url.toString();
+    databases = await ScratchDatabases.connect(baseUrl ?? '');
+    databaseUrl = await databases.create('corral_e2e');
     dir = mkdtempSync(join(tmpdir(), 'corral-replica-gpus-'));
     // One endpoint waits for two GPUs while another holds one: past the default quota (half the GPUs as minNum).
     writeFileSync(join(dir, 'corral.yaml'), 'quotas: { minGpus: unlimited, maxGpus: unlimited }\n');
@@ -55,8 +50,7 @@ describe.skipIf(!withPostgres)('a follower shows the GPUs as the leader does', (
   });
   afterAll(async () => {
     for (const server of servers) if (server.child.exitCode === null) await server.stop();
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.end();
+    await databases.dropAll();
     rmSync(dir, { recursive: true, force: true });
   });
 

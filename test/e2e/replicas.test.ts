@@ -16,10 +16,10 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import { ScratchDatabases } from '../support/scratch-databases.js';
 import {
   dockerAvailable,
   ensureTestImage,
@@ -92,9 +92,8 @@ interface Cluster {
 }
 
 describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
-  const database = `corral_e2e_${randomBytes(4).toString('hex')}`;
+  let databases: ScratchDatabases;
   let databaseUrl = '';
-  let admin: pg.Client;
   const dirs: string[] = [];
   const servers: ServeProcess[] = [];
   const env = {
@@ -103,12 +102,8 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
   };
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create database ${database}`);
-    const url = new URL(baseUrl ?? '');
-    url.pathname = `/${database}`;
-    databaseUrl = url.toString();
+    databases = await ScratchDatabases.connect(baseUrl ?? '');
+    databaseUrl = await databases.create('corral_e2e');
   });
   afterEach(async (context) => {
     if (context.task.result?.state === 'fail') for (const server of servers) printServeLog(server, 60);
@@ -128,10 +123,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       }
     }
     for (const id of new Set(servers.map((server) => server.installationId))) removeInstallationResources(id);
-    await admin.query(`drop database if exists ${database} with (force)`);
-    await admin.query(`drop database if exists ${database}_gw with (force)`);
-    await admin.query(`drop database if exists ${database}_pause with (force)`);
-    await admin.end();
+    await databases.dropAll();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -269,10 +261,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       const image = await ensureTestImage();
       const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
       // A database of its own: the endpoints of the tests before stay out of the containers compared here.
-      await admin.query(`create database ${database}_pause`);
-      const url = new URL(databaseUrl);
-      url.pathname = `/${database}_pause`;
-      const own = url.toString();
+      const own = await databases.create('corral_e2e_pause');
       const a = await replica(docker, own);
       const idA = (await cluster(a)).self;
       await until('a leads', a, (c) => c.leader?.replica === idA, 8_000);
@@ -405,10 +394,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       const image = await ensureTestImage();
       const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
       // A database of its own: the endpoints of the tests before stay out of this one's GPUs and quota.
-      await admin.query(`create database ${database}_gw`);
-      const url = new URL(databaseUrl);
-      url.pathname = `/${database}_gw`;
-      const own = url.toString();
+      const own = await databases.create('corral_e2e_gw');
       const replicas = [await replica(docker, own), await replica(docker, own), await replica(docker, own)];
       const first = replicas[0] as ServeProcess;
       const installationId = first.installationId;
