@@ -17,7 +17,12 @@ import { ApiMetrics } from './api/metrics.js';
 import { OwnerWriteGate } from './api/owner-write-gate.js';
 import { RateLimiter, type RateLimits } from './api/rate-limit.js';
 import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from './api/refused-body-tarpit.js';
-import type { DesiredSource, HistorySource, TrafficSource } from './api/routes/endpoint-metrics.js';
+import type {
+  DesiredSource,
+  HistorySource,
+  OtherReplicasSource,
+  TrafficSource,
+} from './api/routes/endpoint-metrics.js';
 import type { WorkerInsight } from './api/routes/workers.js';
 import { ScalerMetrics } from './autoscaler/metrics.js';
 import type { QueueSignals } from './autoscaler/queue-signals.js';
@@ -98,6 +103,8 @@ export interface ApiParts {
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
   traffic?: TrafficSource;
+  /** With several replicas: the other replicas' queued and in-flight requests, added to `traffic`'s; and this one. */
+  otherReplicas?: OtherReplicasSource;
   /** Each endpoint's history (`GET endpoint/metrics/history`, the dashboard's charts); none without a gateway. */
   history?: HistorySource;
   /** The autoscaler's desired worker count of an endpoint (`endpoint/metrics`); none without a controller. */
@@ -191,6 +198,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     ...(parts.insight ? { insight: parts.insight } : {}),
     ...(parts.traffic ? { traffic: parts.traffic } : {}),
+    ...(parts.otherReplicas ? { otherReplicas: parts.otherReplicas } : {}),
     ...(parts.history ? { history: parts.history } : {}),
     ...(parts.desiredWorkers ? { desiredWorkers: parts.desiredWorkers } : {}),
     catalog,
@@ -663,6 +671,8 @@ export async function serve(
         load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
       },
       traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
+      // Several replicas: queued and in flight now are every live replica's (docs/operations.md).
+      ...(shared ? { otherReplicas: { replicaId, load: (id: string) => shared.othersLoad(id) } } : {}),
       ...((clusterHistory ?? traffic.history) ? { history: clusterHistory ?? traffic.history } : {}),
       desiredWorkers: clusterHistory
         ? (endpointId) => clusterHistory.desired(endpointId)

@@ -45,6 +45,7 @@ import { registerCredentialRoutes } from './routes/credentials.js';
 import {
   type DesiredSource,
   type HistorySource,
+  type OtherReplicasSource,
   registerEndpointMetricsRoute,
   type TrafficSource,
 } from './routes/endpoint-metrics.js';
@@ -85,6 +86,8 @@ export interface AppOptions {
   insight?: WorkerInsight;
   /** An endpoint's traffic through this process's gateway; absent where it runs none. */
   traffic?: TrafficSource;
+  /** With several replicas: the other live replicas' gateways' load, and this replica's id; absent with one process. */
+  otherReplicas?: OtherReplicasSource;
   /** The history of each endpoint's traffic and workers (the dashboard's charts); absent where none is kept. */
   history?: HistorySource;
   /** The autoscaler's desired worker count of an endpoint; absent, or undefined, where it has not decided. */

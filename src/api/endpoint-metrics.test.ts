@@ -107,7 +107,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       workers: { running: 2, starting: 1, failed: 2 },
       readyWorkers: 2,
       ...TRAFFIC,
-      window: { since: '2026-11-25T10:00:00.000Z', seconds: 300 },
+      window: { since: '2026-11-25T10:00:00.000Z', seconds: 300, replica: null },
       desiredWorkers: 2,
       recent: { seconds: 0, requests: 0, requestsPerMinute: 0, latencyMs: { p50: null, p99: null } },
     });

@@ -170,9 +170,13 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
 }
 
 /** The traffic's window: absolute and relative, and whose it is, so that two servers' figures are not confused. */
-function windowText(window: { since: string; seconds: number }): string {
+function windowText(window: { since: string; seconds: number; replica?: string | null }): string {
   const since = window.since.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
-  return `since ${since} (${durationText(window.seconds)}), this server's gateway`;
+  // With several replicas the totals are the answering replica's; the counts now are every replica's.
+  const whose = window.replica
+    ? `replica ${window.replica}'s gateway (queued and in flight now: every replica's)`
+    : "this server's gateway";
+  return `since ${since} (${durationText(window.seconds)}), ${whose}`;
 }
 
 function durationText(seconds: number): string {

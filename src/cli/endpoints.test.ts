@@ -458,7 +458,7 @@ describe('corral endpoints metrics', () => {
     id: 'ep-1',
     workers: { running: 2, starting: 1, failed: 1 },
     readyWorkers: 2,
-    window: { since: '2026-11-25T10:00:00.000Z', seconds: 300 },
+    window: { since: '2026-11-25T10:00:00.000Z', seconds: 300, replica: null },
     requests: { total: 12, byStatus: { '200': 11, '504': 1 } },
     latencyMs: { p50: 4.25, p99: 480, mean: 23.04 },
     queueWaitMs: { p50: 0.5, p99: 250, mean: 10 },
@@ -492,6 +492,15 @@ describe('corral endpoints metrics', () => {
     const json = harness({ 'GET endpoint/metrics': { body: metrics } });
     await runCommand(makeEndpointsCommand(json.deps), ['metrics', 'ep-1', '--json']);
     expect(JSON.parse(json.out())).toEqual(metrics);
+  });
+
+  it('names the answering replica whose gateway the totals are, with several replicas', async () => {
+    const replicated = { ...metrics, window: { ...metrics.window, replica: 'rep-a1' } };
+    const h = harness({ 'GET endpoint/metrics': { body: replicated } });
+    await runCommand(makeEndpointsCommand(h.deps), ['metrics', 'ep-1']);
+    expect(h.out()).toContain(
+      "Window:       since 2026-11-25 10:00:00 UTC (5 min), replica rep-a1's gateway (queued and in flight now: every replica's)\n",
+    );
   });
 
   it('says when the answering server runs no gateway', async () => {

@@ -1,6 +1,10 @@
-/** The pure halves of shared queue signals: a gateway's loads as rows, and the rows of several replicas summed. */
+/**
+ * The pure halves of shared queue signals: a gateway's loads as rows, the rows of several replicas summed, and the
+ * other replicas' load of one endpoint that `endpoint/metrics` adds (read afresh, on a follower too).
+ */
 import { describe, expect, it } from 'vitest';
-import { sumSignals } from './cluster-signals.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { ClusterSignals, sumSignals } from './cluster-signals.js';
 import { signalRows } from './signal-publisher.js';
 
 describe('signalRows', () => {
@@ -77,5 +81,42 @@ describe('sumSignals', () => {
   it('reads a time the database wrote ahead of its read as now', () => {
     const sums = sumSignals([row('r1', 'e1', { queueLength: 1, oldestEnqueuedAt: 60_000 })], 50_000, 1_000);
     expect(sums.get('e1')?.oldestEnqueuedAt).toBe(1_000);
+  });
+});
+
+describe('ClusterSignals.othersLoad', () => {
+  it("sums the live others' rows of the endpoint, read afresh without leading", async () => {
+    const timers = new ManualTimers(1_000_000);
+    const asked: unknown[] = [];
+    const row = (replicaId: string, queueLength: number, workers: Record<string, number>) => ({
+      replicaId,
+      endpointId: 'e1',
+      queueLength,
+      oldestEnqueuedAt: null,
+      workers: Object.fromEntries(
+        Object.entries(workers).map(([id, inFlight]) => [id, { inFlight, lastBusyAt: 50_000 }]),
+      ),
+      updatedAt: 50_000,
+    });
+    const signals = new ClusterSignals({
+      local: { queueSignal: () => undefined, onQueued: () => () => undefined },
+      read: async (ids, endpointId) => {
+        asked.push([ids, endpointId]);
+        return { rows: [row('r1', 2, { w1: 1, w2: 0 }), row('r2', 1, { w1: 2, w3: 4 })], now: 50_000 };
+      },
+      others: () => ['r1', 'r2'],
+      clock: () => timers.now,
+      timers,
+      pollMs: 1_000,
+      logger: { warn: () => undefined },
+    });
+    expect(await signals.othersLoad('e1')).toEqual({ queueLength: 3, inFlight: 7 });
+    expect(await signals.othersLoad('e2')).toEqual({ queueLength: 0, inFlight: 0 });
+    expect(asked).toEqual([
+      [['r1', 'r2'], 'e1'],
+      [['r1', 'r2'], 'e2'],
+    ]);
+    // No read left scheduled: it is not the leader's polling.
+    expect(timers.count).toBe(0);
   });
 });

@@ -17,8 +17,11 @@ interface RemoteSignal {
 
 export interface ClusterSignalsOptions {
   local: QueueSignals;
-  /** Reads the rows of these replicas, with the database's clock. */
-  read: (replicaIds: readonly string[]) => Promise<{ rows: GatewaySignalRow[]; now: number }>;
+  /** Reads the rows of these replicas (only those of `endpointId` where given), with the database's clock. */
+  read: (
+    replicaIds: readonly string[],
+    endpointId?: string,
+  ) => Promise<{ rows: GatewaySignalRow[]; now: number }>;
   /** The other live replicas now. */
   others: () => readonly string[];
   clock: Clock;
@@ -133,6 +136,19 @@ export class ClusterSignals implements QueueSignals {
       await this.refresh();
       if (!busy()) return;
     }
+  }
+
+  /**
+   * The endpoint's requests queued and in flight on the other live replicas' gateways, as their rows say it now
+   * (each writes them at most every 50 ms and at least every second while busy): the API's `endpoint/metrics`
+   * adds them to this gateway's on any replica, leading or not. Read afresh at each call; a failed read throws.
+   */
+  async othersLoad(endpointId: string): Promise<{ queueLength: number; inFlight: number }> {
+    const { rows, now } = await this.#o.read(this.#o.others(), endpointId);
+    const sum = sumSignals(rows, now, this.#o.clock()).get(endpointId);
+    let inFlight = 0;
+    for (const load of sum?.workers.values() ?? []) inFlight += load.inFlight;
+    return { queueLength: sum?.queueLength ?? 0, inFlight };
   }
 
   /** One read of the others' rows (reads asked during one share it). */

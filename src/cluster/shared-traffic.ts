@@ -160,7 +160,7 @@ export class SharedTraffic {
   signalsOf(local: QueueSignals): QueueSignals {
     this.#signals = new ClusterSignals({
       local,
-      read: (ids) => this.#o.store.gatewaySignals.read(ids),
+      read: (ids, endpointId) => this.#o.store.gatewaySignals.read(ids, endpointId),
       others: () => this.#membership.others,
       clock: systemClock,
       timers: this.#timers,
@@ -168,6 +168,11 @@ export class SharedTraffic {
       logger: this.#o.logger,
     });
     return this.#signals;
+  }
+
+  /** The endpoint's requests queued and in flight on the other live replicas' gateways (cluster-signals.ts). */
+  async othersLoad(endpointId: string): Promise<{ queueLength: number; inFlight: number }> {
+    return (await this.#signals?.othersLoad(endpointId)) ?? { queueLength: 0, inFlight: 0 };
   }
 
   /** Connects the built traffic side: the controller's routes are published during terms, the gateway's queues always. */

@@ -145,7 +145,8 @@ export interface WireDistribution {
 
 /**
  * `GET endpoint/metrics`: workers by state, and the traffic the gateway of the answering server has seen since it
- * started (null where that server runs no gateway).
+ * started (null where that server runs no gateway); with several replicas the queue depth and in-flight requests
+ * now are every live replica's.
  */
 export interface WireEndpointMetrics {
   id: string;
@@ -153,8 +154,12 @@ export interface WireEndpointMetrics {
   workers: Record<string, number>;
   /** Workers serving now (running and healthy); failed ones are only in `workers.failed`. */
   readyWorkers: number;
-  /** What the traffic figures cover: since the answering server's gateway started; null where none runs. */
-  window: { since: string; seconds: number } | null;
+  /**
+   * What the since-start figures (requests, latencyMs, queueWaitMs, coldStarts) cover: since the answering server's
+   * gateway started; null where none runs. With several replicas `replica` names the answering replica (those
+   * figures are its gateway's only; queueDepth and inFlight are every live replica's); null with one process.
+   */
+  window: { since: string; seconds: number; replica: string | null } | null;
   requests: { total: number; byStatus: Record<string, number> } | null;
   latencyMs: WireDistribution | null;
   queueWaitMs: WireDistribution | null;

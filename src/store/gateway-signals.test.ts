@@ -1,8 +1,35 @@
-/** The gateway signal rows' read, on every store: a database that cannot answer fails the read, and only it. */
+/**
+ * The gateway signal rows' read, on every store: the rows of the replicas asked (of one endpoint where asked), and a
+ * database that cannot answer fails the read, and only it.
+ */
 import { describe, expect, it } from 'vitest';
 import { storeTargets } from '../../test/support/stores.js';
 
 describe.each(storeTargets())('gateway signals on $name', (target) => {
+  it("reads the asked replicas' rows, or only their rows of one endpoint", async () => {
+    const { store, dispose } = await target.open();
+    try {
+      const load = (endpointId: string, queueLength: number) => ({
+        endpointId,
+        queueLength,
+        oldestWaitMs: null,
+        workers: { w1: { inFlight: queueLength, idleMs: 0 } },
+      });
+      await store.gatewaySignals.write('rep-a', [load('e1', 1), load('e2', 2)], []);
+      await store.gatewaySignals.write('rep-b', [load('e1', 3)], []);
+      await store.gatewaySignals.write('rep-c', [load('e1', 4)], []);
+      const rows = async (endpointId?: string) =>
+        (await store.gatewaySignals.read(['rep-a', 'rep-b'], endpointId)).rows
+          .map((r) => `${r.replicaId}/${r.endpointId}:${r.queueLength}/${r.workers.w1?.inFlight}`)
+          .sort();
+      expect(await rows()).toEqual(['rep-a/e1:1/1', 'rep-a/e2:2/2', 'rep-b/e1:3/3']);
+      expect(await rows('e1')).toEqual(['rep-a/e1:1/1', 'rep-b/e1:3/3']);
+      expect(await rows('e3')).toEqual([]);
+    } finally {
+      await dispose();
+    }
+  });
+
   it('a closed database fails the read with one rejection, none left unhandled to end the process', async () => {
     const { store, dispose } = await target.open();
     await dispose();

@@ -77,16 +77,25 @@ export class GatewaySignalRepository {
   }
 
   /**
-   * Every row of the replicas in `replicaIds` (the live ones, but this one), with the database's clock at the read.
+   * Every row of the replicas in `replicaIds` (the live ones, but this one), or only their rows of `endpointId`,
+   * with the database's clock at the read.
    */
-  async read(replicaIds: readonly string[]): Promise<{ rows: GatewaySignalRow[]; now: number }> {
+  async read(
+    replicaIds: readonly string[],
+    endpointId?: string,
+  ): Promise<{ rows: GatewaySignalRow[]; now: number }> {
     // Both at once, and awaited together: a clock query left pending while the other failed would reject with
     // nobody listening, which ends the process (seen when PostgreSQL stopped).
     const [clock, rows] = await Promise.all([
       this.#db.selectNoFrom(databaseNow(this.#dialect).as('now')).executeTakeFirstOrThrow(),
       replicaIds.length === 0
         ? Promise.resolve([])
-        : this.#db.selectFrom('gateway_signals').selectAll().where('replica_id', 'in', replicaIds).execute(),
+        : this.#db
+            .selectFrom('gateway_signals')
+            .selectAll()
+            .where('replica_id', 'in', replicaIds)
+            .$if(endpointId !== undefined, (q) => q.where('endpoint_id', '=', endpointId ?? ''))
+            .execute(),
     ]);
     return {
       now: Number(clock.now),

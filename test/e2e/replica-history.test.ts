@@ -1,7 +1,8 @@
 /**
  * The dashboard's history with two `corral serve` replicas on PostgreSQL, as real processes (fake runtime, one
  * sample a second): requests through either replica's gateway show in the history and the last minutes answered by
- * both, and so do the leader's workers; the follower answers the leader's desired count.
+ * both, and so do the leader's workers; the follower answers the leader's desired count. Each answers its own
+ * since-start totals, naming itself in `window.replica`.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -145,5 +146,11 @@ describe.skipIf(!withPostgres)('the history with replicas on PostgreSQL', () => 
     expect(onLeader.desiredWorkers).toBe(1);
     expect(onFollower.desiredWorkers).toBe(1);
     expect((await history(follower)).desiredWorkers).toContain(1);
+    // The since-start totals are each replica's own, and say whose; the counts now are every replica's (none here).
+    expect(onLeader.window?.replica).toBe(leaderId);
+    expect(onFollower.window?.replica).toBe(await self(follower));
+    expect(onLeader.requests?.total).toBe(15);
+    expect(onFollower.requests?.total).toBe(7);
+    expect([onFollower.queueDepth, onFollower.inFlight]).toEqual([0, 0]);
   }, 90_000);
 });

@@ -2,7 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import type { HistorySource, TrafficSource } from '../../src/api/routes/endpoint-metrics.js';
+import type {
+  HistorySource,
+  OtherReplicasSource,
+  TrafficSource,
+} from '../../src/api/routes/endpoint-metrics.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
@@ -40,6 +44,8 @@ export async function createTestApi(
     clock?: () => number;
     /** What GET endpoint/metrics reports of the gateway (none: no gateway in this process). */
     traffic?: TrafficSource;
+    /** With several replicas: the other replicas' load GET endpoint/metrics adds (none: one process). */
+    otherReplicas?: OtherReplicasSource;
     /** What GET endpoint/metrics/history reports (none: no history in this process). */
     history?: HistorySource;
     /** The autoscaler's desired count per endpoint (none: no controller in this process). */
@@ -86,6 +92,7 @@ export async function createTestApi(
     secrets: new SecretBox({ key: randomBytes(32) }),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
+    ...(options.otherReplicas ? { otherReplicas: options.otherReplicas } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.desiredWorkers ? { desiredWorkers: options.desiredWorkers } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),

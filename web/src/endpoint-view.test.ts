@@ -9,6 +9,7 @@ import {
   ms,
   recentLine,
   stateLine,
+  trafficWindowLine,
   workerCounts,
   workersLine,
 } from './endpoint-view.js';
@@ -107,5 +108,24 @@ describe('the Endpoints list figures', () => {
     expect(recentLine(recent(0.4, 4.5, 4.5))).toEqual({ rate: '0.4', latency: '4.5 ms / 4.5 ms' });
     expect(recentLine(recent(0, null, null))).toEqual({ rate: '0', latency: '-' });
     expect(recentLine(null)).toEqual({ rate: '-', latency: '-' });
+  });
+});
+
+describe('trafficWindowLine', () => {
+  const when = (iso: string) => iso.slice(0, 16);
+  const since = '2026-11-26T10:00:00.000Z';
+
+  it('says since when, and with several replicas through which one (the rest is every replica)', () => {
+    expect(trafficWindowLine({ since, seconds: 60, replica: null }, when)).toBe('since 2026-11-26T10:00');
+    expect(trafficWindowLine({ since, seconds: 60, replica: 'rep-a1' }, when)).toBe(
+      'through replica rep-a1 since 2026-11-26T10:00; queue, in flight and charts: every replica',
+    );
+  });
+
+  it('is empty without a window, and a server before replica ids reads as one process', () => {
+    expect(trafficWindowLine(null, when)).toBe('');
+    expect(trafficWindowLine(undefined, when)).toBe('');
+    const older = { since, seconds: 60 } as unknown as NonNullable<Parameters<typeof trafficWindowLine>[0]>;
+    expect(trafficWindowLine(older, when)).toBe('since 2026-11-26T10:00');
   });
 });

@@ -1,8 +1,13 @@
 /**
  * What the endpoint pages show, computed from the wire shapes (pure, tested): worker counts, the state line, the
- * GPU line, a ready request for the URL, filtering and sorting, ages.
+ * GPU line, a ready request for the URL, filtering and sorting, ages, the traffic's window.
  */
-import type { WireEndpoint, WireRecentTraffic, WireWorker } from '../../src/client/index.js';
+import type {
+  WireEndpoint,
+  WireEndpointMetrics,
+  WireRecentTraffic,
+  WireWorker,
+} from '../../src/client/index.js';
 
 export interface WorkerCounts {
   /** Running and healthy: they take requests. */
@@ -96,4 +101,19 @@ export function recentLine(recent: WireRecentTraffic | null | undefined): { rate
     latency:
       recent.latencyMs.p50 === null ? '-' : `${ms(recent.latencyMs.p50)} / ${ms(recent.latencyMs.p99)}`,
   };
+}
+
+/**
+ * What the Traffic section's totals cover: `since <when>`; with several replicas, the replica they are of (the
+ * queue, in flight and the charts are every replica's). Empty without a window.
+ */
+export function trafficWindowLine(
+  window: WireEndpointMetrics['window'] | undefined,
+  when: (iso: string) => string = (iso) => new Date(iso).toLocaleString(),
+): string {
+  if (!window) return '';
+  const since = `since ${when(window.since)}`;
+  return window.replica
+    ? `through replica ${window.replica} ${since}; queue, in flight and charts: every replica`
+    : since;
 }

@@ -1,4 +1,7 @@
-/** `GET endpoint/metrics`: an endpoint's workers (from the store) beside its traffic (this process's gateway). */
+/**
+ * `GET endpoint/metrics`: an endpoint's workers (from the store) beside its traffic (this process's gateway; with
+ * several replicas, its queue depth and in-flight requests are every live replica's).
+ */
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
@@ -11,6 +14,15 @@ type Query = Record<string, string | string[] | undefined>;
 
 /** The gateway's side of an endpoint's metrics, where this process runs a gateway. */
 export type TrafficSource = (endpointId: string) => EndpointTraffic;
+
+/**
+ * With several replicas: this replica's id (the since-start totals are its gateway's only), and the endpoint's
+ * requests queued and in flight on the other live replicas' gateways, as their `gateway_signals` rows say it now.
+ */
+export interface OtherReplicasSource {
+  replicaId: string;
+  load(endpointId: string): Promise<{ queueLength: number; inFlight: number }>;
+}
 
 /**
  * The history kept of each endpoint, where this process keeps one: its own (gateway/history.ts), or with several
@@ -26,10 +38,10 @@ export type DesiredSource = (endpointId: string) => number | undefined | Promise
 
 /**
  * `GET endpoint/metrics?id=`: one endpoint's figures, as the endpoint's `metrics` URL gives them. Workers by state
- * come from the store (any API replica has them); the traffic (requests by status, latency, queue wait, queue
- * depth, in flight, cold starts) from this process's gateway since it started, with that window stated, null where
- * none runs. Another
- * owner's id answers 404, as everywhere.
+ * come from the store (any API replica has them); the traffic (requests by status, latency, queue wait, cold
+ * starts) from this process's gateway since it started, with that window (and, with several replicas, this
+ * replica) stated, null where none runs; the queue depth and in-flight requests now are this gateway's plus every
+ * other live replica's. Another owner's id answers 404, as everywhere.
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
   registerHistoryRoute(api, o);
@@ -43,18 +55,23 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       if (worker.status.state === 'running' && worker.healthy) readyWorkers += 1;
     }
     const traffic = o.traffic?.(endpoint.id);
+    const others = traffic && o.otherReplicas ? await o.otherReplicas.load(endpoint.id) : undefined;
     return {
       id: endpoint.id,
       workers,
       readyWorkers,
       window: traffic
-        ? { since: new Date(traffic.window.since).toISOString(), seconds: traffic.window.seconds }
+        ? {
+            since: new Date(traffic.window.since).toISOString(),
+            seconds: traffic.window.seconds,
+            replica: o.otherReplicas?.replicaId ?? null,
+          }
         : null,
       requests: traffic?.requests ?? null,
       latencyMs: traffic?.latencyMs ?? null,
       queueWaitMs: traffic?.queueWaitMs ?? null,
-      queueDepth: traffic?.queueDepth ?? null,
-      inFlight: traffic?.inFlight ?? null,
+      queueDepth: traffic ? traffic.queueDepth + (others?.queueLength ?? 0) : null,
+      inFlight: traffic ? traffic.inFlight + (others?.inFlight ?? 0) : null,
       coldStarts: traffic?.coldStarts ?? null,
       desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
       recent: o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : null,

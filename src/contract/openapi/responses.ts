@@ -94,12 +94,17 @@ function endpointMetricsSchema(): Schema {
       window: {
         type: ['object', 'null'],
         description:
-          "What the traffic figures cover: everything the answering server's gateway saw since it started. Null without a gateway in this process.",
+          "What the since-start figures (requests, latencyMs, queueWaitMs, coldStarts) cover: everything the answering server's gateway saw since it started. Null without a gateway in this process.",
         properties: {
           since: { type: 'string', format: 'date-time', description: 'When the gateway started.' },
           seconds: int('How long ago that was.'),
+          replica: {
+            type: ['string', 'null'],
+            description:
+              "With several replicas on PostgreSQL: the answering replica, whose gateway alone those figures cover (queueDepth and inFlight are every live replica's). Null with one process.",
+          },
         },
-        required: ['since', 'seconds'],
+        required: ['since', 'seconds', 'replica'],
       },
       requests: {
         type: ['object', 'null'],
@@ -113,8 +118,12 @@ function endpointMetricsSchema(): Schema {
       },
       latencyMs: distribution('From arrival to the end of the response, queue wait included'),
       queueWaitMs: distribution('Time waited for a worker slot'),
-      queueDepth: nullableCount('Requests waiting for a slot now.'),
-      inFlight: nullableCount('Requests at workers now.'),
+      queueDepth: nullableCount(
+        "Requests waiting for a slot now; with several replicas, every live replica's (each writes its own at most every 50 ms, and at least every second while busy).",
+      ),
+      inFlight: nullableCount(
+        "Requests at workers now; with several replicas, every live replica's, as queueDepth.",
+      ),
       coldStarts: {
         type: ['object', 'null'],
         description: 'Wakes from zero (one per wake). Null without a gateway in this process.',

@@ -11,7 +11,7 @@ import type {
   WorkerMetrics,
 } from '../../../src/client/index.js';
 import { describeError, useApi } from '../api-context.js';
-import { age, curlFor, gpuLine, ms, workerCounts } from '../endpoint-view.js';
+import { age, curlFor, gpuLine, ms, trafficWindowLine, workerCounts } from '../endpoint-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
@@ -259,7 +259,7 @@ export function EndpointPage(props: { id: string }) {
 function Traffic(props: { data: WireEndpointMetrics | undefined }) {
   const t = props.data;
   if (!t || t.requests === null) return null;
-  const since = t.window ? `since ${new Date(t.window.since).toLocaleString()}` : '';
+  const since = trafficWindowLine(t.window);
   return (
     <section aria-labelledby="traffic-title">
       <h2 id="traffic-title">Traffic {since ? <span class="muted">({since})</span> : null}</h2>
