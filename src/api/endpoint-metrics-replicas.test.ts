@@ -7,12 +7,11 @@
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody } from '../../test/support/api.js';
+import { endpointGateway } from '../../test/support/endpoint-gateway.js';
 import { storeTargets } from '../../test/support/stores.js';
-import type { QueueSignals } from '../autoscaler/queue-signals.js';
 import { ClusterSignals } from '../cluster/cluster-signals.js';
 import { DEFAULT_SHARED_TIMING } from '../cluster/shared-traffic.js';
-import { type LocalEndpointLoad, SignalPublisher } from '../cluster/signal-publisher.js';
-import { EndpointDispatcher } from '../gateway/dispatcher.js';
+import { SignalPublisher } from '../cluster/signal-publisher.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { systemTimers } from '../service/clock.js';
 
@@ -20,41 +19,9 @@ const postgres = storeTargets().find((t) => t.name === 'postgres');
 const silent = { warn: () => undefined, info: () => undefined };
 const W1 = { id: 'w1', address: { host: '127.0.0.1', port: 9 } };
 
-/** One replica's gateway of one endpoint, over a real dispatcher (one slot per worker). */
+/** One replica's gateway of one endpoint (one slot per worker), and its metrics. */
 function gatewayOf(endpointId: string) {
-  const listeners = new Set<(endpointId: string) => void>();
-  const dispatcher = new EndpointDispatcher({
-    maxConcurrent: 1,
-    maxQueueLength: 10,
-    queueTimeoutMs: 30_000,
-    clock: Date.now,
-    timers: systemTimers,
-    onQueued: () => {
-      for (const listener of listeners) listener(endpointId);
-    },
-  });
-  const loads = (): LocalEndpointLoad[] => {
-    const s = dispatcher.stats();
-    return [
-      { endpointId, queueLength: s.queueLength, oldestEnqueuedAt: s.oldestEnqueuedAt, workers: s.workers },
-    ];
-  };
-  const signals: QueueSignals = {
-    queueSignal: (id) => {
-      if (id !== endpointId) return undefined;
-      const s = dispatcher.stats();
-      return {
-        queueLength: s.queueLength,
-        oldestEnqueuedAt: s.oldestEnqueuedAt,
-        inFlight: (w) => s.workers.find((x) => x.id === w)?.inFlight ?? 0,
-        lastBusyAt: (w) => s.workers.find((x) => x.id === w)?.lastBusyAt,
-      };
-    },
-    onQueued: (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-  };
+  const { dispatcher, loads, signals } = endpointGateway(endpointId, 1);
   const metrics = new GatewayMetrics({
     registry: new Registry(),
     load: () =>

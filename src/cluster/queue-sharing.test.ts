@@ -4,54 +4,18 @@
  * needs), and the leader's sum holds the follower's queue and worker load. Real dispatchers, store and feed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { endpointGateway } from '../../test/support/endpoint-gateway.js';
 import { storeTargets } from '../../test/support/stores.js';
-import type { QueueSignals } from '../autoscaler/queue-signals.js';
-import { EndpointDispatcher } from '../gateway/dispatcher.js';
 import { systemTimers } from '../service/clock.js';
 import { ChangeFeed } from '../store/postgres/change-feed.js';
 import { ClusterSignals } from './cluster-signals.js';
-import { type LocalEndpointLoad, SignalPublisher } from './signal-publisher.js';
+import { SignalPublisher } from './signal-publisher.js';
 
 const postgres = storeTargets().find((t) => t.name === 'postgres');
 const silent = { warn: () => undefined, info: () => undefined };
 
-/** One gateway of one endpoint, over a real dispatcher: its loads, its queued requests, its QueueSignals. */
-function gatewayOf(endpointId: string) {
-  const listeners = new Set<(endpointId: string) => void>();
-  const dispatcher = new EndpointDispatcher({
-    maxConcurrent: 2,
-    maxQueueLength: 10,
-    queueTimeoutMs: 30_000,
-    clock: Date.now,
-    timers: systemTimers,
-    onQueued: () => {
-      for (const listener of listeners) listener(endpointId);
-    },
-  });
-  const loads = (): LocalEndpointLoad[] => {
-    const s = dispatcher.stats();
-    return [
-      { endpointId, queueLength: s.queueLength, oldestEnqueuedAt: s.oldestEnqueuedAt, workers: s.workers },
-    ];
-  };
-  const signals: QueueSignals = {
-    queueSignal: (id) => {
-      if (id !== endpointId) return undefined;
-      const s = dispatcher.stats();
-      return {
-        queueLength: s.queueLength,
-        oldestEnqueuedAt: s.oldestEnqueuedAt,
-        inFlight: (w) => s.workers.find((x) => x.id === w)?.inFlight ?? 0,
-        lastBusyAt: (w) => s.workers.find((x) => x.id === w)?.lastBusyAt,
-      };
-    },
-    onQueued: (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-  };
-  return { dispatcher, loads, signals, onQueued: signals.onQueued };
-}
+/** One gateway of one endpoint: two slots per worker. */
+const gatewayOf = (endpointId: string) => endpointGateway(endpointId, 2);
 
 describe.skipIf(!postgres)('queues across replicas on PostgreSQL', () => {
   const cleanups: (() => Promise<void>)[] = [];
