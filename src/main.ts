@@ -121,6 +121,8 @@ export interface ApiParts {
   singleTenant?: boolean;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
+  /** Whether the database took this replica's last heartbeat (`/healthz`); absent: not said. */
+  databaseTookLastBeat?: () => boolean;
   /** This replica and whether it leads, for `/readyz` and `GET cluster` (docs/operations.md). */
   replica?: { id: string; leading: () => boolean };
   /** The folder of the dashboard's built files; absent: DASHBOARD_DIR (none there: its routes say so). */
@@ -212,6 +214,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     bodyLimitBytes: config.bodyLimitBytes,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
+    ...(parts.databaseTookLastBeat ? { databaseTookLastBeat: parts.databaseTookLastBeat } : {}),
     specBodyLimitBytes: config.specBodyLimitBytes,
     ping: () => store.ping(),
     ...(parts.replica
@@ -652,6 +655,8 @@ export async function serve(
           })
         : undefined;
     const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
+    // Whether the database took the last heartbeat: /healthz says an outage without a query of its own.
+    const beats = { accepted: true };
     const app = await buildApi({
       config,
       store,
@@ -678,6 +683,7 @@ export async function serve(
         ? (endpointId) => clusterHistory.desired(endpointId)
         : (endpointId) => traffic.scaler.desired(endpointId),
       registry,
+      databaseTookLastBeat: () => beats.accepted,
       onEndpointsChanged: () => {
         traffic.poke();
         shared?.requestPass();
@@ -722,6 +728,9 @@ export async function serve(
       pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
       timers: systemTimers,
       logger,
+      onBeat: (accepted) => {
+        beats.accepted = accepted;
+      },
     });
     await heartbeat.start();
     closers.push(() => heartbeat.stop());

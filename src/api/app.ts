@@ -110,6 +110,8 @@ export interface AppOptions {
   refusedBodies?: RefusedBodyTarpit;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
+  /** Whether the database took this replica's last heartbeat, for `/healthz`; absent: not said. */
+  databaseTookLastBeat?: () => boolean;
   /** The database's ping, for `/readyz`; absent: the database counts as answering. */
   ping?: () => Promise<void>;
   /** This replica and whether it leads now, for `/readyz`; absent: not said. */

@@ -126,3 +126,29 @@ describe.each(storeTargets())('the cluster routes on $name', (target) => {
     expect((await api.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 });
+
+describe('/healthz while the database does not take the heartbeat', () => {
+  it('stays 200 (liveness) and says the database is out, without a query of its own; as before once it is back', async () => {
+    const opened = await (storeTargets()[0] as NonNullable<ReturnType<typeof storeTargets>[0]>).open();
+    let accepted = false;
+    const api = await createTestApi(opened.store, { databaseTookLastBeat: () => accepted });
+    try {
+      const out = await api.app.inject({ method: 'GET', url: '/healthz' });
+      expect(out.statusCode).toBe(200);
+      expect(out.json()).toEqual({
+        status: 'ok',
+        ready: false,
+        reason: "the database did not take this replica's last heartbeat",
+        database: 'unreachable',
+      });
+      accepted = true;
+      expect((await api.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({
+        status: 'ok',
+        ready: true,
+      });
+    } finally {
+      await api.app.close();
+      await opened.dispose();
+    }
+  });
+});

@@ -43,9 +43,10 @@ describe('Heartbeat', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('says once that beats fail while the database is gone', async () => {
+  it('says once that beats fail while the database is gone, and tells each beat whether it was taken', async () => {
     const timers = new ManualTimers();
     const warnings: string[] = [];
+    const beats: boolean[] = [];
     const heartbeat = new Heartbeat({
       replicas: store.replicas,
       beat: () => ({ id: 'rep-a', host: 'h', pid: 7, apiUrl: 'http://h:1', inFlight: 0, queued: 0 }),
@@ -53,14 +54,19 @@ describe('Heartbeat', () => {
       pruneAfterMs: 600_000,
       timers,
       logger: { warn: (_fields, message) => warnings.push(message) },
+      onBeat: (accepted) => beats.push(accepted),
     });
     await heartbeat.start();
+    await timers.advanceSettling(2_000);
+    await heartbeat.settled();
+    expect(beats).toEqual([true]);
     await store.close();
     for (let beat = 0; beat < 3; beat++) {
       await timers.advanceSettling(2_000);
       await heartbeat.settled();
     }
     expect(warnings).toEqual(['heartbeat failed; said once while it fails']);
+    expect(beats).toEqual([true, false, false, false]);
     await heartbeat.stop();
   });
 

@@ -14,6 +14,8 @@ export interface HeartbeatOptions {
   pruneAfterMs: number;
   timers: Timers;
   logger: { warn(fields: object, message: string): void };
+  /** After each beat: whether the database took it (`/healthz` says so without a query of its own). */
+  onBeat?: (accepted: boolean) => void;
 }
 
 /** A beat every 2 s; rows of replicas not seen for 10 min go. */
@@ -79,7 +81,9 @@ export class Heartbeat {
       await this.#o.replicas.beat(this.#o.beat());
       await this.#o.replicas.prune(this.#o.pruneAfterMs);
       this.#failing = false;
+      this.#o.onBeat?.(true);
     } catch (error) {
+      this.#o.onBeat?.(false);
       // Said once while it lasts: the database is down or refuses.
       if (!this.#failing) this.#o.logger.warn({ err: error }, 'heartbeat failed; said once while it fails');
       this.#failing = true;

@@ -3,8 +3,8 @@
  * real processes. A key's rate limit is split between the live replicas. An endpoint created through one replica
  * is answered by another within the gateway's miss cache (1 s), not 404. With the Docker runtime (the engine shared by the replicas), PostgreSQL is stopped for longer
  * than the controller's lease and the invoke-key cache, then started again, under a steady stream of gateway
- * requests: none fails, API writes get 503 DATABASE_UNAVAILABLE while it is out and succeed after, /readyz says
- * so and /healthz does not, the replicas reconnect by themselves and elect a leader; then a plain restart; the
+ * requests: none fails, API writes get 503 DATABASE_UNAVAILABLE while it is out and succeed after, /readyz answers
+ * 503 and /healthz stays 200 saying the database is out, the replicas reconnect by themselves and elect a leader; then a plain restart; the
  * endpoint and its container are the same as before (none lost, none added).
  */
 import { execFileSync } from 'node:child_process';
@@ -248,7 +248,17 @@ describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
           database: 'unreachable',
           reason: expect.any(String),
         });
-        expect((await fetch(`${server.apiUrl}/healthz`)).status).toBe(200);
+        // Liveness stays 200; its body says the database is out once a heartbeat was not taken (every 2 s).
+        await until(
+          '/healthz says the database is out',
+          async () =>
+            ((await (await fetch(`${server.apiUrl}/healthz`)).json()) as { database?: string }).database ===
+            'unreachable',
+          8_000,
+        );
+        const health = await fetch(`${server.apiUrl}/healthz`);
+        expect(health.status).toBe(200);
+        expect(await health.json()).toMatchObject({ ready: false, database: 'unreachable' });
       }
       // The leader cannot renew its lease: it stops acting 4 s after its last renewal (5 s lease, 1 s margin).
       while (performance.now() - stoppedAt < 6_000) await sleep(200);
@@ -267,6 +277,11 @@ describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {
         await until(
           'ready again',
           async () => (await fetch(`${server.apiUrl}/readyz`)).status === 200,
+          10_000,
+        );
+        await until(
+          '/healthz as before',
+          async () => ((await (await fetch(`${server.apiUrl}/healthz`)).json()) as { ready: boolean }).ready,
           10_000,
         );
       }

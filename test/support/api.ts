@@ -62,6 +62,8 @@ export async function createTestApi(
     logger?: Logger;
     /** The GPUs and their holders for GET gpus (none: the simulated inventory, no worker). */
     gpuInventory?: GpuInventorySource;
+    /** Whether the database took the last heartbeat, for /healthz (none: not said). */
+    databaseTookLastBeat?: () => boolean;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -93,6 +95,7 @@ export async function createTestApi(
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.traffic ? { traffic: options.traffic } : {}),
     ...(options.otherReplicas ? { otherReplicas: options.otherReplicas } : {}),
+    ...(options.databaseTookLastBeat ? { databaseTookLastBeat: options.databaseTookLastBeat } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.desiredWorkers ? { desiredWorkers: options.desiredWorkers } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),

@@ -14,9 +14,20 @@ const READY_PING_TIMEOUT_MS = 2_000;
 
 /** Liveness, readiness and the OpenAPI document for anyone; Prometheus metrics for admins and the scrape token. */
 export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void {
-  // Liveness: always 200 while the process lives; `ready` is false while workers cannot run yet (an awaited
-  // Docker engine). Kept as it was before /readyz, for the probes and scripts that read it.
-  app.get('/healthz', async () => ({ status: 'ok', ...(o.readiness?.() ?? { ready: true }) }));
+  // Liveness: always 200 while the process lives, and never waits for the database; `ready` is false while workers
+  // cannot run yet (an awaited Docker engine) or the database did not take the last heartbeat (it is out). The
+  // body is as it was before /readyz while all is well, for the probes and scripts that read it.
+  app.get('/healthz', async () => {
+    const runtime = o.readiness?.() ?? { ready: true };
+    if (o.databaseTookLastBeat?.() !== false) return { status: 'ok', ...runtime };
+    return {
+      status: 'ok',
+      ready: false,
+      reason: "the database did not take this replica's last heartbeat",
+      ...(runtime.waitingFor === undefined ? {} : { waitingFor: runtime.waitingFor }),
+      database: 'unreachable',
+    };
+  });
   // Readiness: 200 when this replica can serve (workers can run, the database answers), 503 otherwise.
   app.get('/readyz', async (_request, reply) => {
     const runtime = o.readiness?.() ?? { ready: true };
