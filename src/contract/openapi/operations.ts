@@ -452,7 +452,9 @@ function operations(): Operation[] {
       path: '/healthz',
       operationId: 'health',
       summary: 'Liveness',
-      description: 'Always 200 while the process runs; /readyz says whether it can serve.',
+      description:
+        'Always 200 while the process runs, without waiting for the database; the body says when the database ' +
+        'is out. /readyz says whether it can serve.',
       tag: 'System',
       auth: false,
       response: json('Health', 'The server is up.'),

@@ -463,10 +463,20 @@ export function responseSchemas(): Record<string, Schema> {
     Health: object(
       {
         status: str(undefined, { const: 'ok' }),
-        ready: bool('False while workers cannot run yet: corral serve waits for a Docker engine to answer.'),
+        ready: bool(
+          'False while workers cannot run yet (corral serve waits for a Docker engine to answer) or the database ' +
+            "did not take this replica's last heartbeat.",
+        ),
+        reason: str('Why the database counts as out (only then).'),
         waitingFor: str('What corral serve waits for, while not ready.'),
+        database: str(
+          "Said only while the database did not take this replica's last heartbeat (every 2 s).",
+          {
+            enum: ['unreachable'],
+          },
+        ),
       },
-      { optional: ['waitingFor'] },
+      { optional: ['reason', 'waitingFor', 'database'] },
     ),
     Readiness: object(
       {
