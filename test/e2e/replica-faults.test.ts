@@ -7,7 +7,6 @@
  * 503 and /healthz stays 200 saying the database is out, the replicas reconnect by themselves and elect a leader; then a plain restart; the
  * endpoint and its container are the same as before (none lost, none added).
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +17,7 @@ import { integrationAvailable } from '../support/integration.js';
 import { OwnPostgres, ownPostgresAvailable } from '../support/own-postgres.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import {
+  containersOf,
   dockerAvailable,
   ensureTestImage,
   removeInstallationResources,
@@ -38,24 +38,6 @@ interface Cluster {
   self: string;
   leader: { replica: string; token: number } | null;
   replicas: { id: string; alive: boolean }[];
-}
-
-function containersOf(installationId: string): string[] {
-  return execFileSync(
-    'docker',
-    [
-      'ps',
-      '--no-trunc',
-      '--filter',
-      `label=corral.dev/installation=${installationId}`,
-      '--format',
-      '{{.ID}}',
-    ],
-    { encoding: 'utf8' },
-  )
-    .split('\n')
-    .filter(Boolean)
-    .sort();
 }
 
 describe.skipIf(!withPostgres)('replicas on a PostgreSQL of their own', () => {

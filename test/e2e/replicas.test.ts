@@ -7,7 +7,6 @@
  * a burst through all three (WebSockets too), a wake from zero starts through a follower, and a steady stream
  * through the three loses nothing on the survivors of a kill -9 of the leader. Each run gets a database of its own.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -21,6 +20,7 @@ import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { ScratchDatabases } from '../support/scratch-databases.js';
 import {
+  containersOf,
   dockerAvailable,
   ensureTestImage,
   removeInstallationResources,
@@ -37,26 +37,6 @@ const withDocker =
   withPostgres &&
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)');
 const OPERATOR_KEY = `op-${randomBytes(16).toString('hex')}`;
-
-/** The ids of the running containers of an installation (of one endpoint, when given), sorted. */
-function containersOf(installationId: string, endpointId?: string): string[] {
-  return execFileSync(
-    'docker',
-    [
-      'ps',
-      '--no-trunc',
-      '--filter',
-      `label=corral.dev/installation=${installationId}`,
-      ...(endpointId ? ['--filter', `label=corral.dev/endpoint=${endpointId}`] : []),
-      '--format',
-      '{{.ID}}',
-    ],
-    { encoding: 'utf8' },
-  )
-    .split('\n')
-    .filter(Boolean)
-    .sort();
-}
 
 /** Opens a WebSocket at the test worker's `/ws` through a gateway: the 101's headers and its socket, or the refusal. */
 function openSocket(

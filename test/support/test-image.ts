@@ -1,5 +1,5 @@
 /** The test worker (its script and `FROM scratch` image) and the cleanup of labelled Docker containers. */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 
@@ -80,6 +80,26 @@ export async function removeLabelled(docker: Docker, label: string): Promise<num
       .remove()
       .catch(() => undefined);
   return containers.length;
+}
+
+/** The ids of the running containers of an installation (of one endpoint, when given), sorted. */
+export function containersOf(installationId: string, endpointId?: string): string[] {
+  return execFileSync(
+    'docker',
+    [
+      'ps',
+      '--no-trunc',
+      '--filter',
+      `label=corral.dev/installation=${installationId}`,
+      ...(endpointId ? ['--filter', `label=corral.dev/endpoint=${endpointId}`] : []),
+      '--format',
+      '{{.ID}}',
+    ],
+    { encoding: 'utf8' },
+  )
+    .split('\n')
+    .filter(Boolean)
+    .sort();
 }
 
 /**
