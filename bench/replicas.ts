@@ -25,14 +25,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RoutePublisher } from '../src/cluster/route-publisher.js';
-import { type RoutableWorker, RoutingTable } from '../src/controller/routing-table.js';
-import { systemTimers } from '../src/service/clock.js';
+import type { RoutableWorker } from '../src/controller/routing-table.js';
 import { connectPostgres } from '../src/store/postgres/connect.js';
 import { Store } from '../src/store/store.js';
 import { sampleEndpoint } from '../test/support/fixtures.js';
 import { callApi, type ServeProcess, startServe } from '../test/support/process.js';
-import { followRoutes, type RouteFollower } from '../test/support/route-follower.js';
+import { followRoutes, publishRoutes, type RouteFollower } from '../test/support/route-follower.js';
 import { ScratchDatabases } from '../test/support/scratch-databases.js';
 import {
   dockerAvailable,
@@ -43,7 +41,7 @@ import {
 import { loadAverage, table } from './support.js';
 import { buildDist, ensureTools, parseWrk, runWrk } from './tools.js';
 
-const silent = { warn: () => undefined, info: () => undefined };
+const _silent = { warn: () => undefined, info: () => undefined };
 const KEY = `op-${randomBytes(16).toString('hex')}`;
 
 const quantile = (sorted: number[], q: number) =>
@@ -58,17 +56,7 @@ async function propagation(databaseUrl: string): Promise<{ p50: number; p99: num
   const listener = leaderStore.listener;
   if (!listener) throw new Error('no listener');
   const channel = listener.channel('routes');
-  const claim = await leaderStore.leases.tryAcquire('bench-routes', 'bench', 600_000);
-  if (!claim) throw new Error('no lease');
-  const table = new RoutingTable();
-  const publisher = new RoutePublisher({
-    table,
-    store: leaderStore,
-    channel,
-    timers: systemTimers,
-    logger: silent,
-  });
-  publisher.begin({ claim: () => claim });
+  const { table, publisher } = await publishRoutes(leaderStore, channel, 'bench');
   const followers: RouteFollower[] = [];
   for (const store of followerStores) followers.push(await followRoutes(store, channel));
   const views = followers.map((f) => f.view);

@@ -6,16 +6,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
-import { followRoutes, type RouteFollower } from '../../test/support/route-follower.js';
+import { followRoutes, publishRoutes, type RouteFollower } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { type RoutableWorker, RoutingTable } from '../controller/routing-table.js';
-import { systemTimers } from '../service/clock.js';
+import type { RoutableWorker, RoutingTable } from '../controller/routing-table.js';
 import type { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
-import { RoutePublisher } from './route-publisher.js';
 
 const postgres = storeTargets().find((t) => t.name === 'postgres');
-const silent = { warn: () => undefined, info: () => undefined };
+const _silent = { warn: () => undefined, info: () => undefined };
 const worker = (id: string, port: number): RoutableWorker => ({ id, address: { host: '127.0.0.1', port } });
 
 type Follower = RouteFollower & { change: ChangeFeed };
@@ -61,17 +59,7 @@ describe.skipIf(!postgres)('routes across replicas on PostgreSQL', () => {
     cleanups.push(() => opened.dispose());
     const leaderStore = opened.store;
     const channel = leaderStore.listener?.channel('routes') ?? '';
-    const claim = await leaderStore.leases.tryAcquire('controller', 'leader', 60_000);
-    if (!claim) throw new Error('no lease');
-    const table = new RoutingTable();
-    const publisher = new RoutePublisher({
-      table,
-      store: leaderStore,
-      channel,
-      timers: systemTimers,
-      logger: silent,
-    });
-    publisher.begin({ claim: () => claim });
+    const { table, publisher } = await publishRoutes(leaderStore, channel);
     const followers = [await follower(opened.sibling(), channel), await follower(opened.sibling(), channel)];
     cleanups.push(async () => {
       publisher.end();

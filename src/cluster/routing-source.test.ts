@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
-import { followRoutes } from '../../test/support/route-follower.js';
+import { followRoutes, publishRoutes } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
 import {
   type EndpointCondition,
@@ -15,9 +15,7 @@ import {
   type RoutingView,
 } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { systemTimers } from '../service/clock.js';
 import type { Store } from '../store/store.js';
-import { RoutePublisher } from './route-publisher.js';
 
 interface Source {
   /** Where the controller publishes. */
@@ -29,7 +27,7 @@ interface Source {
   close(): Promise<void>;
 }
 
-const silent = { warn: () => undefined, info: () => undefined };
+const _silent = { warn: () => undefined, info: () => undefined };
 
 const inProcess = {
   name: 'in-process',
@@ -41,18 +39,8 @@ const inProcess = {
 
 /** Leader's table -> publisher -> store -> feed -> another table, the way two replicas see each other. */
 async function storeFed(leaderStore: Store, followerStore: Store): Promise<Source> {
-  const claim = await leaderStore.leases.tryAcquire('controller', 'leader', 60_000);
-  if (!claim) throw new Error('no lease');
-  const table = new RoutingTable();
   const channel = leaderStore.listener?.channel('routes') ?? 'routes';
-  const publisher = new RoutePublisher({
-    table,
-    store: leaderStore,
-    channel,
-    timers: systemTimers,
-    logger: silent,
-  });
-  publisher.begin({ claim: () => claim });
+  const { table, publisher } = await publishRoutes(leaderStore, channel);
   const { view, feed, change, close } = await followRoutes(followerStore, channel);
   return {
     table,

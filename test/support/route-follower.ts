@@ -1,15 +1,34 @@
 /**
- * A replica's view of the routes as its gateway gets it: a RoutingTable filled by a RouteFeed from `store`, refreshed
- * by a ChangeFeed on `channel` (PostgreSQL) and by polling. Resolves once the change feed listens, so that a change
- * published after it is heard (the route tests and `npm run bench -- replicas` measure from there).
+ * Both ends of the routes between replicas, for the route tests and `npm run bench -- replicas`. `publishRoutes`:
+ * the leader's RoutingTable, written to `store` by a RoutePublisher under a lease claimed here. `followRoutes`: a
+ * replica's view as its gateway gets it, a RoutingTable filled by a RouteFeed from `store`, refreshed by a ChangeFeed
+ * on `channel` (PostgreSQL) and by polling; it resolves once the change feed listens, so that a change published
+ * after it is heard (the tests and the bench measure from there).
  */
 import { RouteFeed } from '../../src/cluster/route-feed.js';
+import { RoutePublisher } from '../../src/cluster/route-publisher.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import { systemTimers } from '../../src/service/clock.js';
 import { ChangeFeed } from '../../src/store/postgres/change-feed.js';
 import type { Store } from '../../src/store/store.js';
 
 const silent = { warn: () => undefined, info: () => undefined };
+
+export interface RouteLeader {
+  /** The controller's table: what is set here is published. */
+  table: RoutingTable;
+  publisher: RoutePublisher;
+}
+
+/** Claims the controller's lease for `holder` on `store` and publishes a new table's routes on `channel`. */
+export async function publishRoutes(store: Store, channel: string, holder = 'leader'): Promise<RouteLeader> {
+  const claim = await store.leases.tryAcquire('controller', holder, 600_000);
+  if (!claim) throw new Error('the controller lease is held by another');
+  const table = new RoutingTable();
+  const publisher = new RoutePublisher({ table, store, channel, timers: systemTimers, logger: silent });
+  publisher.begin({ claim: () => claim });
+  return { table, publisher };
+}
 
 export interface RouteFollower {
   view: RoutingTable;
