@@ -56,7 +56,7 @@ async function propagation(databaseUrl: string): Promise<{ p50: number; p99: num
   const listener = leaderStore.listener;
   if (!listener) throw new Error('no listener');
   const channel = listener.channel('routes');
-  const { table, publisher } = await publishRoutes(leaderStore, channel, 'bench');
+  const { table, publisher } = await publishRoutes(leaderStore, channel, 'bench-routes');
   const followers: RouteFollower[] = [];
   for (const store of followerStores) followers.push(await followRoutes(store, channel));
   const views = followers.map((f) => f.view);

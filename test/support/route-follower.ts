@@ -20,10 +20,13 @@ export interface RouteLeader {
   publisher: RoutePublisher;
 }
 
-/** Claims the controller's lease for `holder` on `store` and publishes a new table's routes on `channel`. */
-export async function publishRoutes(store: Store, channel: string, holder = 'leader'): Promise<RouteLeader> {
-  const claim = await store.leases.tryAcquire('controller', holder, 600_000);
-  if (!claim) throw new Error('the controller lease is held by another');
+/**
+ * Claims `lease` on `store` (the controller's by default; another name leaves the controller's free for
+ * `corral serve` processes started on the same database later) and publishes a new table's routes on `channel`.
+ */
+export async function publishRoutes(store: Store, channel: string, lease = 'controller'): Promise<RouteLeader> {
+  const claim = await store.leases.tryAcquire(lease, 'leader', 600_000);
+  if (!claim) throw new Error(`the ${lease} lease is held by another`);
   const table = new RoutingTable();
   const publisher = new RoutePublisher({ table, store, channel, timers: systemTimers, logger: silent });
   publisher.begin({ claim: () => claim });
