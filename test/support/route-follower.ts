@@ -24,7 +24,11 @@ export interface RouteLeader {
  * Claims `lease` on `store` (the controller's by default; another name leaves the controller's free for
  * `corral serve` processes started on the same database later) and publishes a new table's routes on `channel`.
  */
-export async function publishRoutes(store: Store, channel: string, lease = 'controller'): Promise<RouteLeader> {
+export async function publishRoutes(
+  store: Store,
+  channel: string,
+  lease = 'controller',
+): Promise<RouteLeader> {
   const claim = await store.leases.tryAcquire(lease, 'leader', 600_000);
   if (!claim) throw new Error(`the ${lease} lease is held by another`);
   const table = new RoutingTable();
