@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RoutableWorker } from '../src/controller/routing-table.js';
+import type { RoutableWorker } from '../src/ports/routing-view.js';
 import { connectPostgres } from '../src/store/postgres/connect.js';
 import { Store } from '../src/store/store.js';
 import { sampleEndpoint } from '../test/support/fixtures.js';

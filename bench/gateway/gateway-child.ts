@@ -2,9 +2,9 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Registry } from 'prom-client';
-import type { RoutingView } from '../../src/controller/routing-table.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
-import { systemClock } from '../../src/service/clock.js';
+import { systemClock } from '../../src/ports/clock.js';
+import type { RoutingView } from '../../src/ports/routing-view.js';
 import { listenLoopback } from './http.js';
 import { UPSTREAM_ENV } from './processes.js';
 import { serveUntilStopped } from './proxy-child.js';

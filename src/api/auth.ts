@@ -2,7 +2,7 @@
 import { apiKeyId, apiKeyMatches } from '../crypto/api-keys.js';
 import { looksLikeInvokeKey } from '../crypto/invoke-keys.js';
 import { ApiError } from '../errors/api-catalogue.js';
-import type { Clock } from '../service/clock.js';
+import type { Clock } from '../ports/clock.js';
 import type { Principal } from '../service/principal.js';
 import type { Store } from '../store/store.js';
 

@@ -6,7 +6,7 @@ import { storeTargets } from '../../test/support/stores.js';
 import { SERVE_SETTINGS } from '../config/settings.js';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { API_PREFIX } from '../contract/paths.js';
-import { ENDPOINT_EVENT_TYPES } from '../store/events.js';
+import { ENDPOINT_EVENT_TYPES } from '../domain/records.js';
 
 const read = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');
 const apiDoc = read('api.md');

@@ -13,7 +13,7 @@ import { ClusterSignals } from '../cluster/cluster-signals.js';
 import { DEFAULT_SHARED_TIMING } from '../cluster/shared-traffic.js';
 import { SignalPublisher } from '../cluster/signal-publisher.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
-import { systemTimers } from '../service/clock.js';
+import { systemTimers } from '../ports/clock.js';
 
 const postgres = storeTargets().find((t) => t.name === 'postgres');
 const silent = { warn: () => undefined, info: () => undefined };

@@ -5,7 +5,8 @@ import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Worker } from '../domain/worker.js';
 import { TrafficHistory } from '../gateway/history.js';
-import { type EndpointTraffic, GatewayMetrics } from '../gateway/metrics.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import type { EndpointTraffic } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 
 const TRAFFIC: EndpointTraffic = {

@@ -5,7 +5,7 @@
  * one, since it is refused unread (413). Several replicas split the limit: each enforces its `share` of it
  * (cluster/shares.ts), read at every request, so that a re-split when a replica joins or leaves applies at once.
  */
-import type { Clock } from '../service/clock.js';
+import type { Clock } from '../ports/clock.js';
 
 export interface RateDecision {
   allowed: boolean;

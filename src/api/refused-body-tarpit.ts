@@ -8,7 +8,7 @@
  * memory, like the rate limit, on an injected clock.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Clock } from '../service/clock.js';
+import type { Clock } from '../ports/clock.js';
 
 /**
  * The refusals a client can repeat to take the server's time: past the key's rate, over a body or a quota limit,

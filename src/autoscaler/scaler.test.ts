@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import type { EndpointQueueSignal, QueueSignals } from './queue-signals.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import { type ScalableWorker, Scaler } from './scaler.js';
 
 /** Queue signals set by hand, as a gateway would report them. */

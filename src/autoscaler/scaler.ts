@@ -7,9 +7,9 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
-import type { Clock, Timers } from '../service/clock.js';
+import type { Clock, Timers } from '../ports/clock.js';
+import type { QueueSignals } from '../ports/queue-signals.js';
 import { decideScale, nextCheckAt, type ScalingDecision, type ScalingInput } from './autoscaler.js';
-import type { QueueSignals } from './queue-signals.js';
 
 /** What the scaler needs of a worker (the controller's records have more). */
 export interface ScalableWorker {

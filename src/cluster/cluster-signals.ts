@@ -5,8 +5,9 @@
  * says a request queued there; then the scaler hears of it as of a request queued here (a wake from zero or a
  * scale-up starts at once). The database's times are turned into this replica's clock at each read.
  */
-import type { EndpointQueueSignal, QueueSignals } from '../autoscaler/queue-signals.js';
-import type { Clock, Timers } from '../service/clock.js';
+
+import type { Clock, Timers } from '../ports/clock.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import type { GatewaySignalRow } from '../store/gateway-signals.js';
 
 interface RemoteSignal {

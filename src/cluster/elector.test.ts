@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storeTargets } from '../../test/support/stores.js';
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import { LeaseLostError } from '../store/leases.js';
 import { connectPostgres } from '../store/postgres/connect.js';
 import type { Database } from '../store/schema.js';

@@ -4,7 +4,7 @@
  * and tells its listener when it is elected or deposed. Each term gets its own fence, which refuses once that term
  * is over, even if this replica leads again later under a new token.
  */
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import { type LeaseClaim, LeaseLostError, type LeaseRepository } from '../store/leases.js';
 import {
   afterOutcome,

@@ -3,8 +3,10 @@
  * that `GET /v1/cluster` lists the replicas and says which are alive. It also deletes the rows of replicas gone
  * for `pruneAfterMs` (killed ones; one that stops cleanly deletes its own).
  */
-import type { Timers } from '../service/clock.js';
-import type { ReplicaBeat, ReplicaRepository } from '../store/replicas.js';
+
+import type { ReplicaBeat } from '../domain/records.js';
+import type { Timers } from '../ports/clock.js';
+import type { ReplicaRepository } from '../store/replicas.js';
 
 export interface HeartbeatOptions {
   replicas: Pick<ReplicaRepository, 'beat' | 'remove' | 'prune'>;

@@ -3,7 +3,7 @@
  * the controller's lease (elector.ts), and each term runs a fresh fenced controller. SQLite: one process holds the
  * database (its process lock), so it seizes the lease and always leads.
  */
-import { systemTimers } from '../service/clock.js';
+import { systemTimers } from '../ports/clock.js';
 import { CONTROLLER_LEASE } from '../service/cluster-service.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';

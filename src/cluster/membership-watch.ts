@@ -9,7 +9,7 @@
  * The same read gives the split of what is divided between replicas by count and rank (shares.ts: the API's per-key
  * rate limit), which stands unchanged while reads fail.
  */
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import type { ReplicaRepository } from '../store/replicas.js';
 import { ALONE, type Membership, membershipOf } from './shares.js';
 import type { ShareSchedule } from './slot-shares.js';

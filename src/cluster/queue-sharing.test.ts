@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { endpointGateway } from '../../test/support/endpoint-gateway.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { systemTimers } from '../service/clock.js';
+import { systemTimers } from '../ports/clock.js';
 import { ChangeFeed } from '../store/postgres/change-feed.js';
 import { ClusterSignals } from './cluster-signals.js';
 import { SignalPublisher } from './signal-publisher.js';

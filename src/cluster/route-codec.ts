@@ -3,8 +3,9 @@
  * by every replica. An endpoint object is encoded once (the controller keeps the same object until it changes), so
  * that a pass over thousands of unchanged endpoints costs no serialization.
  */
-import type { EndpointCondition, RoutableWorker } from '../controller/routing-table.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
+import type { EndpointCondition, RoutableWorker } from '../ports/routing-view.js';
 
 export interface DecodedRoute {
   endpoint: Endpoint;

@@ -5,9 +5,10 @@
  * every row's seq and re-reads only the rows whose seq moved. Each worker is given this replica's share of its
  * slots (slot-shares.ts) when shares are configured, and the table is republished when the shares change.
  */
-import type { EndpointCondition, RoutableWorker } from '../controller/routing-table.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
+import type { EndpointCondition, RoutableWorker } from '../ports/routing-view.js';
 import type { RouteRepository } from '../store/routes.js';
 import { decodeRoute } from './route-codec.js';
 

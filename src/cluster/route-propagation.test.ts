@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { followRoutes, publishRoutes, type RouteFollower } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
-import type { RoutableWorker, RoutingTable } from '../controller/routing-table.js';
+import type { RoutingTable } from '../controller/routing-table.js';
+import type { RoutableWorker } from '../ports/routing-view.js';
 import type { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
 

@@ -5,9 +5,10 @@
  * term writes nothing before its controller's first whole publication (the table still holds what a previous term
  * or nobody published), and then makes the store match it exactly (rows of endpoints it does not know go).
  */
-import type { EndpointCondition, RoutableWorker } from '../controller/routing-table.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
-import { nextTurn, type Timers } from '../service/clock.js';
+import { nextTurn, type Timers } from '../ports/clock.js';
+import type { EndpointCondition, RoutableWorker } from '../ports/routing-view.js';
 import { LeaseLostError, type LeaseRepository } from '../store/leases.js';
 import type { RouteChange, RouteRepository } from '../store/routes.js';
 import type { TermFence } from './elector.js';

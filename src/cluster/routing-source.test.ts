@@ -8,13 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { followRoutes, publishRoutes } from '../../test/support/route-follower.js';
 import { storeTargets } from '../../test/support/stores.js';
-import {
-  type EndpointCondition,
-  type RoutableWorker,
-  RoutingTable,
-  type RoutingView,
-} from '../controller/routing-table.js';
+import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { EndpointCondition, RoutableWorker, RoutingView } from '../ports/routing-view.js';
 import type { Store } from '../store/store.js';
 
 interface Source {

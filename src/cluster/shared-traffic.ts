@@ -7,9 +7,10 @@
  * routes and the sum of every replica's queues for the scaler. `main.ts` builds it only on PostgreSQL: with one
  * process the gateway reads the controller's table in process, as before.
  */
-import type { QueueSignals } from '../autoscaler/queue-signals.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
-import { systemClock, systemTimers, type Timers } from '../service/clock.js';
+import { systemClock, systemTimers, type Timers } from '../ports/clock.js';
+import type { QueueSignals } from '../ports/queue-signals.js';
 import { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
 import { ClusterSignals } from './cluster-signals.js';

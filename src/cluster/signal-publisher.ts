@@ -4,7 +4,7 @@
  * `everyMs` while anything is queued or in flight; when a request queues it writes on the next turn and then
  * notifies the leader, so that a wake from zero (or a scale-up) through any replica starts at once.
  */
-import { nextTurn, type Timers } from '../service/clock.js';
+import { nextTurn, type Timers } from '../ports/clock.js';
 import type { GatewaySignalRepository, GatewaySignalWrite } from '../store/gateway-signals.js';
 
 /** One endpoint's load on this gateway (gateway/endpoint-table.ts `GatewayEndpointLoad`). */

@@ -5,7 +5,7 @@
  * renews that view. `replicaGpus` picks, at each call, the leader's controller (its own view, the freshest: it
  * counts creates and removals under way) once its first pass has adopted the workers, or else these rows.
  */
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import type { GpuInventorySource, GpuSnapshot, InventoryGpu, PlacedWorker } from '../service/gpu-report.js';
 import type { WorkerRepository } from '../store/workers.js';
 import { type GpuHolds, gpuHoldsOf, NO_GPU_HOLDS } from './gpu-holds.js';

@@ -2,7 +2,7 @@
  * The API-key operations on the wire (Corral's own, admin keys only): their request bodies, read into plain
  * values, and the listed form of a key: never its secret nor its hash, except the secret once in the create answer.
  */
-import type { ApiKeyRecord } from '../store/api-keys.js';
+import type { ApiKeyRecord } from '../domain/records.js';
 import { readId } from './endpoint-input.js';
 import type { InvokeKeyBody } from './invoke-keys.js';
 

@@ -1,5 +1,5 @@
 /** `GET cluster`'s wire body: the replicas and the leader, times as ISO 8601. */
-import type { Replica } from '../store/replicas.js';
+import type { Replica } from '../domain/records.js';
 
 /** The cluster as service/cluster-status.ts reports it (times in epoch ms). */
 export interface ClusterReport {

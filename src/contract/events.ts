@@ -1,6 +1,6 @@
 /** Endpoint log events in their wire shape, with the domain's field names given as the wire keys clients know. */
 import type { EndpointSpec } from '../domain/endpoint.js';
-import type { StoredEvent } from '../store/events.js';
+import type { StoredEvent } from '../domain/records.js';
 import { WIRE_SPEC_FIELDS } from './fields.js';
 import type { WireEvent } from './wire.js';
 

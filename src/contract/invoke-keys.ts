@@ -2,7 +2,7 @@
  * The invoke-key operations on the wire (a Corral extension): their request bodies, read into plain values, and
  * the listed form of a key (never the key itself, except once in the create answer).
  */
-import type { InvokeKeyRecord } from '../store/invoke-keys.js';
+import type { InvokeKeyRecord } from '../domain/records.js';
 import { readId } from './endpoint-input.js';
 import type { WireInvokeKey } from './wire.js';
 

@@ -1,6 +1,7 @@
 /** Query-string readers for the API's GET routes (page, integers, ids); a bad value fails with INVALID_QUERY. */
+
+import type { Page } from '../domain/records.js';
 import { ApiError } from '../errors/api-catalogue.js';
-import type { Page } from '../store/endpoints.js';
 
 export const MAX_PAGE_SIZE = 1000;
 

@@ -4,8 +4,8 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
+import type { Clock, Timers } from '../ports/clock.js';
 import type { WorkerRuntime } from '../runtime/types.js';
-import type { Clock, Timers } from '../service/clock.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
 import type { BackoffPolicy } from './backoff.js';

@@ -5,12 +5,12 @@
  * write-back. It publishes routable workers to the routing table and asks the autoscaler how many it wants.
  */
 import type { Endpoint } from '../domain/endpoint.js';
+import type { NewEvent } from '../domain/records.js';
 import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
+import { systemTimers } from '../ports/clock.js';
 import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
-import { systemTimers } from '../service/clock.js';
-import type { NewEvent } from '../store/events.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
 import { crashedEvent, failedEvent } from './crash-event.js';

@@ -2,9 +2,10 @@
  * The events an endpoint's log gets when one of its workers fails (docs/api.md): `crashed` when a started worker
  * exits or vanishes, `failed` when the controller fails one (its image, its create, its startup deadline).
  */
+
+import type { NewEvent } from '../domain/records.js';
 import type { WorkerErrorCode } from '../domain/worker.js';
 import type { RuntimeWorker } from '../runtime/types.js';
-import type { NewEvent } from '../store/events.js';
 
 /** `reason`: how it ended (exitDescription), e.g. `ran out of memory: limit 256 MiB (exit code 137)`. */
 export function crashedEvent(

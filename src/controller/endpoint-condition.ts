@@ -4,8 +4,8 @@
  * requests wait for; and how an endpoint's status reads while the runtime cannot be reached. Pure.
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { EndpointCondition, EndpointRefusal } from '../ports/routing-view.js';
 import { isActive, type ManagedWorker } from './managed-worker.js';
-import type { EndpointCondition, EndpointRefusal } from './routing-table.js';
 
 export interface ConditionInput {
   endpoint: Endpoint;

@@ -5,7 +5,7 @@
  * failing probe's cause (probe-result.ts).
  */
 import type { HealthCheck } from '../domain/endpoint.js';
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
 import { type ProbeResult, probeFailureCause, probePassed } from './probe-result.js';
 

@@ -4,8 +4,9 @@
  * writes one event per cause, not one per probe), once a starting worker has had one probe period to come up. Pure
  * functions plus the small record of causes already told.
  */
+
+import type { NewEvent } from '../domain/records.js';
 import type { WorkerRuntime } from '../runtime/types.js';
-import type { NewEvent } from '../store/events.js';
 import type { ManagedWorker } from './managed-worker.js';
 
 /** At most this many distinct causes are told per worker; a worker whose cause keeps changing writes no more. */

@@ -4,8 +4,9 @@
  * removes a worker: the worker's log is followed from then on (its last lines within OutputLimits), and once the
  * removal is over, what was read is saved and the endpoint's older outputs beyond OutputRetention go.
  */
+
+import type { Clock, Timers } from '../ports/clock.js';
 import type { LogOptions } from '../runtime/types.js';
-import type { Clock, Timers } from '../service/clock.js';
 import type { EndedWorker, WorkerOutputRepository } from '../store/worker-outputs.js';
 import type { ControllerLogger } from './controller-options.js';
 import { DEFAULT_OUTPUT_RETENTION, type OutputRetention, outputsToDrop } from './output-retention.js';

@@ -3,7 +3,7 @@
  * of one turn shares a pass), again at once when poked during a pass, and every `intervalMs` regardless. Runs on injected
  * timers, so that tests fire passes by advancing time.
  */
-import { nextTurn, type Timers } from '../service/clock.js';
+import { nextTurn, type Timers } from '../ports/clock.js';
 
 export interface PassLoopOptions {
   timers: Timers;

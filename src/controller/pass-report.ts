@@ -4,11 +4,12 @@
  * (why it cannot get a worker, what its requests wait for) goes to the routing table, for the gateway.
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { EndpointCondition } from '../ports/routing-view.js';
 import type { Store } from '../store/store.js';
 import type { WriteFence } from './controller-options.js';
 import { endpointCondition, statusDuringOutage } from './endpoint-condition.js';
 import type { ManagedWorker } from './managed-worker.js';
-import type { EndpointCondition, RoutingTable } from './routing-table.js';
+import type { RoutingTable } from './routing-table.js';
 import type { WorkerBook } from './worker-book.js';
 import { writeStatuses, writeWorkers } from './write-back.js';
 

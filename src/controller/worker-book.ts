@@ -2,8 +2,9 @@
  * The controller's worker records: by id and by endpoint (so that a pass is linear in the number of workers), which
  * of them the store must be told about at the end of the pass, and which are routable.
  */
+
+import type { RoutableWorker } from '../ports/routing-view.js';
 import type { ManagedWorker } from './managed-worker.js';
-import type { RoutableWorker } from './routing-table.js';
 
 export class WorkerBook {
   readonly #byId = new Map<string, ManagedWorker>();

@@ -7,10 +7,11 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
+import type { EndpointWorker } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 import { ClusterHistory } from './cluster-history.js';
 import { TrafficHistory } from './history.js';
-import { type EndpointWorker, GatewayMetrics } from './metrics.js';
+import { GatewayMetrics } from './metrics.js';
 
 const T = Date.parse('2026-11-26T10:00:00Z');
 const silent = { warn: () => undefined };

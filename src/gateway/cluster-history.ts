@@ -7,8 +7,9 @@
  * replica has written it. The leader also prunes the rows past the history's length. `main.ts` builds it only with
  * several replicas; one process answers from its own rings, as before.
  */
-import type { Timers } from '../service/clock.js';
-import type { EndpointHistory, HistorySample, RecentTraffic } from './history.js';
+import type { Timers } from '../ports/clock.js';
+import type { EndpointHistory, RecentTraffic } from '../ports/traffic.js';
+import type { HistorySample } from './history.js';
 import { decodeFigures, encodeFigures } from './history-codec.js';
 import { leaderDesired, mergeHistory, mergeRecent, type ReplicaSlot } from './history-merge.js';
 

@@ -16,7 +16,7 @@
  */
 
 import { GatewayError } from '../errors/gateway-catalogue.js';
-import type { Clock, Timers } from '../service/clock.js';
+import type { Clock, Timers } from '../ports/clock.js';
 
 export interface DispatcherSettings {
   /** Slots per worker (workerConfig.maxConcurrent); an integer >= 1. */

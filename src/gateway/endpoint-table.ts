@@ -4,11 +4,12 @@
  * end (the controller's drain waits on them), endpoints found in the store given time to be reported, and wakes
  * from zero measured. The request path (gateway.ts) asks it for dispatchers; the autoscaler reads its queues.
  */
-import type { EndpointQueueSignal } from '../autoscaler/queue-signals.js';
-import type { RoutingView } from '../controller/routing-table.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
-import type { Clock, Timers } from '../service/clock.js';
+import type { Clock, Timers } from '../ports/clock.js';
+import type { EndpointQueueSignal } from '../ports/queue-signals.js';
+import type { RoutingView } from '../ports/routing-view.js';
 import { EndpointDispatcher } from './dispatcher.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';

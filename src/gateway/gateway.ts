@@ -5,11 +5,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { EndpointQueueSignal, QueueSignals } from '../autoscaler/queue-signals.js';
-import type { RoutingView } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
-import { type Clock, systemTimers, type Timers } from '../service/clock.js';
+import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
+import type { RoutingView } from '../ports/routing-view.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { answer, answerUpgrade, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, Lease, RoutableWorker } from './dispatcher.js';

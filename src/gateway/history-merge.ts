@@ -7,7 +7,8 @@
  * Pure: rows in, the same answer on every replica out.
  */
 import { WORKER_STATES } from '../domain/worker.js';
-import { type EndpointHistory, type RecentTraffic, type SlotFigures, toMs } from './history.js';
+import type { EndpointHistory, RecentTraffic } from '../ports/traffic.js';
+import { type SlotFigures, toMs } from './history.js';
 import { bucketQuantile } from './hot-histogram.js';
 import { LATENCY_BUCKETS } from './metrics.js';
 

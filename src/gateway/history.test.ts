@@ -1,8 +1,9 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import type { EndpointWorker } from '../ports/traffic.js';
 import { type HistoryOptions, TrafficHistory } from './history.js';
-import { type EndpointLoad, type EndpointWorker, GatewayMetrics } from './metrics.js';
+import { type EndpointLoad, GatewayMetrics } from './metrics.js';
 
 const START = Date.parse('2026-11-26T10:00:00Z');
 

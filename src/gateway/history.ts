@@ -9,40 +9,10 @@
  * several replicas, cluster-history.ts takes the samples instead of its timer and publishes their figures.
  */
 import { WORKER_STATES } from '../domain/worker.js';
+import type { EndpointHistory, EndpointWorker, RecentTraffic } from '../ports/traffic.js';
 import { HistoryRing } from './history-ring.js';
 import { bucketQuantile } from './hot-histogram.js';
-import { type EndpointLoad, type EndpointWorker, LATENCY_BUCKETS, type TrafficCounters } from './metrics.js';
-
-/** One endpoint's samples, oldest first, in columns; `null` where a figure had no value (no request). */
-export interface EndpointHistory {
-  intervalSeconds: number;
-  /** The most samples kept (the ring's length). */
-  capacity: number;
-  /** When each sample was taken, ms since the epoch. */
-  at: number[];
-  /** Requests that ended in each interval, by status: below 400, 4xx (499: the client left), 5xx. */
-  requests: { ok: number[]; clientErrors: number[]; serverErrors: number[] };
-  /** Of the requests that ended in each interval (queue wait included). */
-  latencyMs: { p50: (number | null)[]; p99: (number | null)[] };
-  /** At each sample: requests waiting for a slot, and how long the oldest had waited. */
-  queue: { depth: number[]; oldestWaitMs: number[] };
-  inFlight: number[];
-  /** Workers in each state at each sample (every state, zeros included). */
-  workers: Record<string, number[]>;
-  /** The autoscaler's desired count at each sample; null where this server's scaler had not decided. */
-  desiredWorkers: (number | null)[];
-  /** Wakes from zero that completed in each interval, and their mean duration. */
-  coldStarts: { count: number[]; meanMs: (number | null)[] };
-}
-
-/** An endpoint's traffic over its last minutes (the Endpoints list). */
-export interface RecentTraffic {
-  /** What the figures cover: the samples kept within the window asked for. */
-  seconds: number;
-  requests: number;
-  requestsPerMinute: number;
-  latencyMs: { p50: number | null; p99: number | null };
-}
+import { type EndpointLoad, LATENCY_BUCKETS, type TrafficCounters } from './metrics.js';
 
 /**
  * What one sample took of one endpoint, in figures that add up across replicas (counts and bucket counts, never

@@ -10,7 +10,7 @@ import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
-import { type Clock, systemTimers, type Timers } from '../service/clock.js';
+import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 
 /** How long a key's check is believed: the bound on how long a revoked key keeps working on each replica. */

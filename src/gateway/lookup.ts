@@ -1,5 +1,5 @@
 /** The store look-up behind the routing view: an unknown Host name asked once, its miss believed for a while. */
-import type { Clock } from '../service/clock.js';
+import type { Clock } from '../ports/clock.js';
 
 export interface StoreLookupOptions<T> {
   /** The store's answer for a name; undefined when nothing has it. */

@@ -4,35 +4,8 @@
  * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Distribution, EndpointTraffic, EndpointWorker } from '../ports/traffic.js';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
-
-/** What the API's `endpoint/metrics` shows of one endpoint's traffic through this process's gateway. */
-export interface EndpointTraffic {
-  /** What the figures cover: everything this gateway saw since it started (ms since the epoch), and how long ago. */
-  window: { since: number; seconds: number };
-  requests: { total: number; byStatus: Record<string, number> };
-  latencyMs: Distribution;
-  queueWaitMs: Distribution;
-  queueDepth: number;
-  inFlight: number;
-  coldStarts: { count: number; meanMs: number | null };
-}
-
-/**
- * Percentiles estimated from the histogram's buckets (within the smallest and largest values seen), and the exact
- * mean; null before any request.
- */
-export interface Distribution {
-  p50: number | null;
-  p99: number | null;
-  mean: number | null;
-}
-
-/** A worker as the per-endpoint worker gauge counts it. */
-export interface EndpointWorker {
-  endpointId: string;
-  state: string;
-}
 
 /** The latency and queue wait buckets, in seconds (the history's percentiles use them too). */
 export const LATENCY_BUCKETS: readonly number[] = [

@@ -10,8 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import { type EndpointCondition, RoutingTable } from '../controller/routing-table.js';
+import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { EndpointCondition } from '../ports/routing-view.js';
 import { Gateway } from './gateway.js';
 import { WorkerPools } from './pools.js';
 

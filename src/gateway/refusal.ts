@@ -3,9 +3,10 @@
  * (routing-table.ts): a 503 whose message names the endpoint's reason and its last worker's message, both also in
  * the metadata for programs.
  */
-import type { EndpointRefusal } from '../controller/routing-table.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError, type GatewayErrorCode } from '../errors/gateway-catalogue.js';
+import type { EndpointRefusal } from '../ports/routing-view.js';
 
 const CODE: Record<EndpointRefusal['kind'], GatewayErrorCode> = {
   failed: 'ENDPOINT_FAILED',

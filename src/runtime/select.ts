@@ -9,7 +9,7 @@ import Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import type { WorkerSandbox } from '../config/config.js';
 import { ConfigError } from '../config/settings.js';
-import { systemTimers, type Timers } from '../service/clock.js';
+import { systemTimers, type Timers } from '../ports/clock.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';

@@ -3,7 +3,7 @@
  * It probes the engine until it answers, then builds the real runtime and hands every call to it; until then every
  * call fails UNAVAILABLE (nothing runs anywhere, and never on the host), and `readiness()` says what it waits for.
  */
-import type { Timers } from '../service/clock.js';
+import type { Timers } from '../ports/clock.js';
 import {
   type ImageRequest,
   type LogOptions,

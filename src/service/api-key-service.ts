@@ -1,8 +1,8 @@
 /** API key management over the store: create, list, revoke, and the operator's or first key at start-up. */
 import { apiKeyId, apiKeyMatches, generateApiKey, hashApiKey } from '../crypto/api-keys.js';
-import type { ApiKeyRecord } from '../store/api-keys.js';
+import type { ApiKeyRecord } from '../domain/records.js';
+import type { Clock } from '../ports/clock.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
 
 export const DEFAULT_OWNER = 'default';
 export const MIN_OPERATOR_KEY_LENGTH = 16;

@@ -3,8 +3,9 @@
  * alive (seen within `staleAfterMs` on the database's clock), which one leads under the controller's lease and
  * since when.
  */
+
+import type { Replica } from '../domain/records.js';
 import type { Lease } from '../store/leases.js';
-import type { Replica } from '../store/replicas.js';
 
 export interface ReplicaStatus extends Replica {
   alive: boolean;

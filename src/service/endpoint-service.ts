@@ -5,15 +5,16 @@
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
 import { endpointUse } from '../domain/quota.js';
+import type { Page } from '../domain/records.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
 import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
+import type { Clock } from '../ports/clock.js';
 import type { AuditEntry } from '../store/audit.js';
-import type { EndpointChange, Page } from '../store/endpoints.js';
+import type { EndpointChange } from '../store/endpoints.js';
 import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
 import type { IdGenerator } from './ids.js';
 import type { Principal } from './principal.js';
 import type { QuotaService } from './quota-service.js';

@@ -10,10 +10,10 @@ import {
   invokeKeyMatches,
   looksLikeInvokeKey,
 } from '../crypto/invoke-keys.js';
+import type { InvokeKeyRecord } from '../domain/records.js';
 import { ApiError } from '../errors/api-catalogue.js';
-import type { InvokeKeyRecord } from '../store/invoke-keys.js';
+import type { Clock } from '../ports/clock.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
 import type { Principal } from './principal.js';
 
 /** What a key that passed its check allows at the gateway. */

@@ -11,9 +11,9 @@ import {
   secretReferences,
 } from '../domain/secret-refs.js';
 import { ApiError } from '../errors/api-catalogue.js';
+import type { Clock } from '../ports/clock.js';
 import type { SecretSummary } from '../store/secrets.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
 import type { Principal } from './principal.js';
 
 export interface SecretInput {

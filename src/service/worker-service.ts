@@ -4,8 +4,8 @@
  */
 import type { Worker } from '../domain/worker.js';
 import { ApiError } from '../errors/api-catalogue.js';
+import type { Clock } from '../ports/clock.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
 import type { Principal } from './principal.js';
 
 export interface WorkerServiceOptions {

@@ -1,17 +1,7 @@
 /** The `api_keys` table: key records by id (hashes only, never a key), revocation and last use. */
 import type { Kysely, Selectable } from 'kysely';
+import type { ApiKeyRecord } from '../domain/records.js';
 import type { ApiKeysTable, Database } from './schema.js';
-
-export interface ApiKeyRecord {
-  id: string;
-  ownerId: string;
-  name: string;
-  secretHash: string;
-  admin: boolean;
-  createdAt: number;
-  revokedAt: number | null;
-  lastUsedAt: number | null;
-}
 
 export class ApiKeyRepository {
   readonly #db: Kysely<Database>;

@@ -5,11 +5,12 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { DesiredRun, Endpoint, EndpointSpec, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { EndpointUse } from '../domain/quota.js';
+import type { NewEvent, Page } from '../domain/records.js';
 import { secretReferences } from '../domain/secret-refs.js';
 import { type AuditEntry, insertAudit } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
 import { StoreError } from './errors.js';
-import { insertEvents, type NewEvent } from './events.js';
+import { insertEvents } from './events.js';
 import type { Database, EndpointsTable } from './schema.js';
 
 /** The result of a change to an endpoint: its next form and what to record about it. */
@@ -26,11 +27,6 @@ export interface EndpointChange {
 
 /** Checks an owner's quota use before a create is written; throwing refuses it. */
 export type Admit = (use: EndpointUse) => void;
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
 
 const MAX_ATTEMPTS = 5;
 const GET_MANY_CHUNK = 500;

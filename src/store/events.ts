@@ -1,38 +1,7 @@
 /** The `endpoint_events` table: each endpoint's log of changes and state reports. */
 import type { Kysely, Transaction } from 'kysely';
+import type { NewEvent, StoredEvent } from '../domain/records.js';
 import type { Database } from './schema.js';
-
-/**
- * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
- * and the controller's `state` changes, exits of its workers (`crashed`, out of memory among them), workers it
- * failed (`failed`) and the causes of failing health probes (`health`). docs/api.md describes each (a test checks the list).
- */
-export const ENDPOINT_EVENT_TYPES = [
-  'created',
-  'updated',
-  'stopped',
-  'started',
-  'deleted',
-  'state',
-  'crashed',
-  'failed',
-  'health',
-] as const;
-
-export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
-
-export interface NewEvent {
-  at: number;
-  type: EndpointEventType;
-  message: string;
-  data?: Record<string, unknown>;
-}
-
-/** A recorded event. Its type is read as a plain string: a newer server sharing the database may know more. */
-export interface StoredEvent extends Omit<Required<NewEvent>, 'type'> {
-  id: number;
-  type: string;
-}
 
 export async function insertEvents(
   trx: Transaction<Database>,

@@ -1,16 +1,7 @@
 /** The `invoke_keys` table: keys that call one endpoint's URL, by id (hashes only, never a key), and revocation. */
 import type { Kysely, Selectable } from 'kysely';
+import type { InvokeKeyRecord } from '../domain/records.js';
 import type { Database, InvokeKeysTable } from './schema.js';
-
-export interface InvokeKeyRecord {
-  id: string;
-  endpointId: string;
-  ownerId: string;
-  name: string;
-  secretHash: string;
-  createdAt: number;
-  revokedAt: number | null;
-}
 
 export class InvokeKeyRepository {
   readonly #db: Kysely<Database>;

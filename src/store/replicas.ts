@@ -3,27 +3,9 @@
  * gateway's load), read by `GET /v1/cluster`. Times are the database's clock, shared by every replica.
  */
 import type { Kysely } from 'kysely';
+import type { Replica, ReplicaBeat } from '../domain/records.js';
 import { databaseNow } from './database-clock.js';
 import type { Database, DialectName } from './schema.js';
-
-export interface ReplicaBeat {
-  id: string;
-  host: string;
-  pid: number;
-  apiUrl: string;
-  /** Where its gateway can be reached by the other replicas (a gateway forwards requests there); absent: unknown. */
-  gatewayUrl?: string;
-  /** Its gateway's requests in flight and queued now. */
-  inFlight: number;
-  queued: number;
-  /** The membership for which it keeps within its share of each worker's slots (cluster/slot-shares.ts). */
-  settled?: string | null;
-}
-
-export interface Replica extends ReplicaBeat {
-  startedAt: number;
-  lastSeenAt: number;
-}
 
 export class ReplicaRepository {
   readonly #db: Kysely<Database>;

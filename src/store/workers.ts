@@ -1,8 +1,9 @@
 /** The `workers` table: each worker as the controller reports it; the API reads it, only the controller writes. */
 import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { Page } from '../domain/records.js';
 import type { Worker, WorkerState } from '../domain/worker.js';
 import { type AuditEntry, insertAudit } from './audit.js';
-import { endpointPageIds, type Page } from './endpoints.js';
+import { endpointPageIds } from './endpoints.js';
 import type { Database, WorkersTable } from './schema.js';
 
 /** The controller's report of each worker; the API reads it, only the controller writes it. */

@@ -2,10 +2,11 @@
  * One gateway's side of one endpoint for the cross-replica tests, over a real dispatcher: its loads (what a
  * `SignalPublisher` writes), the requests that queue there, and its `QueueSignals` (what a scaler reads).
  */
-import type { QueueSignals } from '../../src/autoscaler/queue-signals.js';
+
 import type { LocalEndpointLoad } from '../../src/cluster/signal-publisher.js';
 import { EndpointDispatcher } from '../../src/gateway/dispatcher.js';
-import { systemTimers } from '../../src/service/clock.js';
+import { systemTimers } from '../../src/ports/clock.js';
+import type { QueueSignals } from '../../src/ports/queue-signals.js';
 
 export function endpointGateway(endpointId: string, maxConcurrent: number) {
   const listeners = new Set<(endpointId: string) => void>();

@@ -1,5 +1,5 @@
 /** Manual time for unit tests of timer-driven code (`ManualTimers`, `settle`): no real time passes. */
-import type { Timers } from '../../src/service/clock.js';
+import type { Timers } from '../../src/ports/clock.js';
 
 interface Pending {
   at: number;

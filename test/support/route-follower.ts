@@ -8,7 +8,7 @@
 import { RouteFeed } from '../../src/cluster/route-feed.js';
 import { RoutePublisher } from '../../src/cluster/route-publisher.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
-import { systemTimers } from '../../src/service/clock.js';
+import { systemTimers } from '../../src/ports/clock.js';
 import { ChangeFeed } from '../../src/store/postgres/change-feed.js';
 import type { Store } from '../../src/store/store.js';
 

@@ -6,8 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
 import type { WireEndpointHistory, WireEndpointMetrics } from '../../contract/wire.js';
-import type { EndpointHistory, RecentTraffic } from '../../gateway/history.js';
-import type { EndpointTraffic } from '../../gateway/metrics.js';
+import type { EndpointHistory, EndpointTraffic, RecentTraffic } from '../../ports/traffic.js';
 import type { AppOptions } from '../app.js';
 
 type Query = Record<string, string | string[] | undefined>;

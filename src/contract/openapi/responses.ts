@@ -5,9 +5,9 @@
  */
 
 import { QUOTA_NAMES } from '../../domain/quota.js';
+import { ENDPOINT_EVENT_TYPES } from '../../domain/records.js';
 import { WORKER_STATES } from '../../domain/worker.js';
 import { API_ERROR_CATALOGUE } from '../../errors/api-catalogue.js';
-import { ENDPOINT_EVENT_TYPES } from '../../store/events.js';
 import { WIRE_LIMIT_FIELDS } from '../limits.js';
 import { arrayOf, bool, int, object, ref, type Schema, str } from './schema.js';
 

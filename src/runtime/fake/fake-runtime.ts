@@ -4,7 +4,7 @@
  * and tests drive failures and exits by hand. Workers are indexed by endpoint label so that list() stays cheap with
  * tens of thousands of them.
  */
-import { systemTimers, type Timers } from '../../service/clock.js';
+import { systemTimers, type Timers } from '../../ports/clock.js';
 import { exitDescription } from '../exit-description.js';
 import {
   type ImageRequest,

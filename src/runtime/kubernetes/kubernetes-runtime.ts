@@ -8,7 +8,7 @@
  * and allocatable GPUs less what Corral's pods hold (cluster-products.ts), read without an API call.
  */
 import type { Logger } from 'pino';
-import type { Timers } from '../../service/clock.js';
+import type { Timers } from '../../ports/clock.js';
 import {
   type ImageRequest,
   LABELS,

@@ -6,7 +6,7 @@
  * is unreachable).
  */
 import type { Logger } from 'pino';
-import { systemTimers, type Timers } from '../../service/clock.js';
+import { systemTimers, type Timers } from '../../ports/clock.js';
 import { KubernetesApiError, type ObjectList, type WatchEvent } from './api.js';
 
 /** The two calls a view makes: a list, and a watch from a version (as KubernetesApi's listPods/watchPods). */

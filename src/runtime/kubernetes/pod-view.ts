@@ -3,7 +3,7 @@
  * from the list's version, resumed, relisted on 410 Gone, reconnected with backoff).
  */
 import type { Logger } from 'pino';
-import type { Timers } from '../../service/clock.js';
+import type { Timers } from '../../ports/clock.js';
 import type { KubernetesApi } from './api.js';
 import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';

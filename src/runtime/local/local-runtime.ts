@@ -20,7 +20,7 @@
  */
 import fsp from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
-import { type Clock, systemClock } from '../../service/clock.js';
+import { type Clock, systemClock } from '../../ports/clock.js';
 import {
   type LogOptions,
   RuntimeError,
