@@ -11,9 +11,9 @@
  */
 import pg from 'pg';
 import { Registry } from 'prom-client';
-import { ClusterHistory } from '../src/gateway/cluster-history.js';
-import { TrafficHistory } from '../src/gateway/history.js';
 import { GatewayMetrics } from '../src/gateway/metrics.js';
+import { ClusterHistory } from '../src/history/cluster-history.js';
+import { TrafficHistory } from '../src/history/history.js';
 import { systemTimers } from '../src/ports/clock.js';
 import type { EndpointWorker } from '../src/ports/traffic.js';
 import { connectPostgres } from '../src/store/postgres/connect.js';

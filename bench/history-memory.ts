@@ -9,8 +9,8 @@
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Registry } from 'prom-client';
-import { TrafficHistory } from '../src/gateway/history.js';
 import { GatewayMetrics } from '../src/gateway/metrics.js';
+import { TrafficHistory } from '../src/history/history.js';
 import type { EndpointWorker } from '../src/ports/traffic.js';
 
 const MIB = 1024 * 1024;

@@ -6,8 +6,8 @@ import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
-import { httpProbe } from '../../src/controller/http-probe.js';
-import { probePassed } from '../../src/controller/probe-result.js';
+import { httpProbe } from '../../src/controller/health/http-probe.js';
+import { probePassed } from '../../src/controller/health/probe-result.js';
 import { freePort } from '../support.js';
 import { BASELINE_PROBE_EVERY_MS, DOCKER_RUN_MAX_MS, sleep, WORKER_PORT } from './settings.js';
 

@@ -5,9 +5,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Controller, type HealthProbe } from '../../src/controller/controller.js';
-import { answered, type ProbeResult } from '../../src/controller/probe-result.js';
+import { answered, type ProbeResult } from '../../src/controller/health/probe-result.js';
+import type { WorkerPlacement } from '../../src/controller/placement/worker-placement.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
-import type { WorkerPlacement } from '../../src/controller/worker-placement.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/types.js';

@@ -3,7 +3,7 @@
  * `reconcile()` passes on (b) interleaved with their baseline, against the 200 ms target.
  */
 import { performance } from 'node:perf_hooks';
-import { answered } from '../../src/controller/probe-result.js';
+import { answered } from '../../src/controller/health/probe-result.js';
 import { LABELS } from '../../src/runtime/types.js';
 import { formatMs, formatRatio, loadAverage, type Summary, summarize, table } from '../support.js';
 import { batchedProbe, converge, describeConvergence } from './converge.js';

@@ -4,8 +4,8 @@ import { createTestApi, originalClientCreateBody, type TestApi } from '../../tes
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Worker } from '../domain/worker.js';
-import { TrafficHistory } from '../gateway/history.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
+import { TrafficHistory } from '../history/history.js';
 import type { EndpointTraffic } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 

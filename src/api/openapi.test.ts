@@ -8,8 +8,8 @@ import { requestJsonSchemas } from '../contract/json-schema.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
-import { TrafficHistory } from '../gateway/history.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
+import { TrafficHistory } from '../history/history.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 
 type Schema = Record<string, unknown>;

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { Controller } from '../controller/controller.js';
-import { answered } from '../controller/probe-result.js';
+import { answered } from '../controller/health/probe-result.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import { simulatedInventory } from '../gpu/inventory.js';
 import { FakeRuntime } from '../runtime/fake/fake-runtime.js';

@@ -7,7 +7,7 @@
  * pass, and deletes it once it forgets the record; so the rows mirror its `heldGpus()`: a placed worker holds its
  * GPUs from its placement, a draining or stopped one until its container is removed (then the row goes), a failed
  * one until its container is gone (then its row names no GPU). What the rows cannot show is the controller's GPU
- * ledger beyond its records (controller/gpu-ledger.ts): the GPUs of a create or a removal still under way whose
+ * ledger beyond its records (controller/placement/gpu-ledger.ts): the GPUs of a create or a removal still under way whose
  * record was already forgotten (a failed record trimmed while its container is removed). A follower shows those free
  * while the leader counts them held, for as long as that removal lasts.
  */

@@ -8,14 +8,14 @@ import type { Clock, Timers } from '../ports/clock.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
-import type { BackoffPolicy } from './backoff.js';
-import type { HealthProbe } from './health-prober.js';
-import type { ManagedWorker } from './managed-worker.js';
+import type { BackoffPolicy } from './crashes/backoff.js';
+import type { HealthProbe } from './health/health-prober.js';
 import type { ControllerMetrics } from './metrics.js';
-import type { OutputKeeper } from './output-keeper.js';
+import type { OutputKeeper } from './output/output-keeper.js';
+import type { WorkerPlacement } from './placement/worker-placement.js';
 import type { RoutingTable } from './routing-table.js';
-import type { WorkerPlacement } from './worker-placement.js';
-import type { RevealCredentials } from './worker-spec.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
+import type { RevealCredentials } from './workers/worker-spec.js';
 
 /**
  * How often a worker that has not passed its health check yet is probed. Short, because a wake from zero waits for

@@ -9,8 +9,8 @@ import { simulatedInventory } from '../gpu/inventory.js';
 import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
 import type { Store } from '../store/store.js';
 import { Controller, type ControllerOptions } from './controller.js';
+import { answered } from './health/probe-result.js';
 import { ControllerMetrics } from './metrics.js';
-import { answered } from './probe-result.js';
 import { RoutingTable } from './routing-table.js';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };

@@ -11,27 +11,33 @@ import type { Gpu } from '../gpu/inventory.js';
 import { systemTimers } from '../ports/clock.js';
 import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
-import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
-import { crashedEvent, failedEvent } from './crash-event.js';
-import { CrashLedger } from './crash-ledger.js';
+import { DEFAULT_BACKOFF } from './crashes/backoff.js';
+import { crashedEvent, failedEvent } from './crashes/crash-event.js';
+import { CrashLedger } from './crashes/crash-ledger.js';
 import { EndpointSnapshot } from './endpoint-snapshot.js';
 import { endpointStatus } from './endpoint-status.js';
-import { GpuLedger } from './gpu-ledger.js';
-import { HealthProber, type ProbeTarget } from './health-prober.js';
-import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from './health-report.js';
-import { ImagePreparer } from './image-preparer.js';
-import { withImageStatus } from './image-state.js';
+import { HealthProber, type ProbeTarget } from './health/health-prober.js';
+import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from './health/health-report.js';
 import { ownedHere } from './installation.js';
-import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
-import type { OutputKeeper } from './output-keeper.js';
+import type { OutputKeeper } from './output/output-keeper.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
+import { GpuLedger } from './placement/gpu-ledger.js';
+import { inventoryPlacement, type WorkerPlacement } from './placement/worker-placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
-import { WorkerBook } from './worker-book.js';
-import { inventoryPlacement, type WorkerPlacement } from './worker-placement.js';
-import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
+import { ImagePreparer } from './workers/image-preparer.js';
+import { withImageStatus } from './workers/image-state.js';
+import {
+  adoptedRecord,
+  isActive,
+  isStarted,
+  type ManagedWorker,
+  pendingRecord,
+} from './workers/managed-worker.js';
+import { WorkerBook } from './workers/worker-book.js';
+import { buildWorkerSpec, registryAuthFor } from './workers/worker-spec.js';
 import { fencedWorkerWrites } from './write-back.js';
 
 export type {
@@ -40,7 +46,7 @@ export type {
   ScalingAdvisor,
   WriteFence,
 } from './controller-options.js';
-export type { HealthProbe } from './health-prober.js';
+export type { HealthProbe } from './health/health-prober.js';
 
 type OptionalOptions =
   | 'placement'

@@ -7,7 +7,7 @@ import { type ControllerHarness, controllerHarness } from '../../test/support/co
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { EndpointState, StateReport } from '../domain/endpoint.js';
 import { endpointCondition, statusDuringOutage } from './endpoint-condition.js';
-import type { ManagedWorker } from './managed-worker.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
 
 const endpoint = sampleEndpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 2 } } });
 const noWorkers = sampleEndpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 0 } } });

@@ -5,7 +5,7 @@
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { EndpointCondition, EndpointRefusal } from '../ports/routing-view.js';
-import { isActive, type ManagedWorker } from './managed-worker.js';
+import { isActive, type ManagedWorker } from './workers/managed-worker.js';
 
 export interface ConditionInput {
   endpoint: Endpoint;

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { EndpointState } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
-import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './backoff.js';
+import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './crashes/backoff.js';
 import { endpointStatus } from './endpoint-status.js';
-import type { ManagedWorker } from './managed-worker.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
 
 const endpoint = (min: number, was: EndpointState) => ({
   ...sampleEndpoint({ patch: { workers: { minWorkers: min, maxWorkers: 2 } } }),

@@ -1,8 +1,8 @@
 /** The endpoint's reported `state` (serving, deploying, updating, failed, stopped) from its workers. Pure. */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
-import { type BackoffPolicy, type CrashRecord, endpointFailure } from './backoff.js';
+import { type BackoffPolicy, type CrashRecord, endpointFailure } from './crashes/backoff.js';
 import { NO_WORKERS_MESSAGE } from './endpoint-condition.js';
-import { isActive, type ManagedWorker } from './managed-worker.js';
+import { isActive, type ManagedWorker } from './workers/managed-worker.js';
 
 /** What the endpoint's `state` says, derived from its workers and failures. Pure. */
 export function endpointStatus(

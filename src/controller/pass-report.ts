@@ -8,9 +8,9 @@ import type { EndpointCondition } from '../ports/routing-view.js';
 import type { Store } from '../store/store.js';
 import type { WriteFence } from './controller-options.js';
 import { endpointCondition, statusDuringOutage } from './endpoint-condition.js';
-import type { ManagedWorker } from './managed-worker.js';
 import type { RoutingTable } from './routing-table.js';
-import type { WorkerBook } from './worker-book.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
+import type { WorkerBook } from './workers/worker-book.js';
 import { writeStatuses, writeWorkers } from './write-back.js';
 
 export interface PassReport {

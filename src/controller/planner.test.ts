@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { WorkerState } from '../domain/worker.js';
-import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './backoff.js';
+import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './crashes/backoff.js';
 import { endpointStatus } from './endpoint-status.js';
-import { nextHealth, UNKNOWN_HEALTH } from './health-state.js';
-import type { ManagedWorker } from './managed-worker.js';
+import { nextHealth, UNKNOWN_HEALTH } from './health/health-state.js';
 import { type EndpointPlanInput, planEndpoint } from './planner.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
 
 const endpoint = (min: number, max: number, revision = 1) => ({
   ...sampleEndpoint({ patch: { workers: { minWorkers: min, maxWorkers: max } } }),

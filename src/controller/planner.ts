@@ -5,8 +5,8 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
-import type { CrashRecord } from './backoff.js';
-import { isActive, type ManagedWorker } from './managed-worker.js';
+import type { CrashRecord } from './crashes/backoff.js';
+import { isActive, type ManagedWorker } from './workers/managed-worker.js';
 
 export interface EndpointPlanInput {
   endpoint: Endpoint;

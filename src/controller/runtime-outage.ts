@@ -6,7 +6,7 @@
 
 import { RuntimeError } from '../runtime/types.js';
 import type { ControllerLogger } from './controller-options.js';
-import type { ManagedWorker } from './managed-worker.js';
+import type { ManagedWorker } from './workers/managed-worker.js';
 
 /** States whose message the outage overwrites: pulling keeps its progress, draining and failed their reason. */
 const NOTED_STATES = new Set(['pending', 'starting', 'running', 'unhealthy']);

@@ -6,7 +6,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { Store } from '../store/store.js';
 import { WorkerRepository } from '../store/workers.js';
 import type { WriteFence } from './controller-options.js';
-import { type ManagedWorker, toWorker } from './managed-worker.js';
+import { type ManagedWorker, toWorker } from './workers/managed-worker.js';
 
 type Status = Endpoint['status'];
 

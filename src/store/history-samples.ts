@@ -1,7 +1,7 @@
 /**
  * The `history_samples` table: each replica's history samples (one row per endpoint and slot, its figures an opaque
  * payload the gateway encodes), written once per interval in one statement, read per endpoint by whichever replica
- * answers the history, and pruned past the history's length (gateway/cluster-history.ts).
+ * answers the history, and pruned past the history's length (history/cluster-history.ts).
  */
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';

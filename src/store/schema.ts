@@ -182,7 +182,7 @@ export interface GatewaySignalsTable {
   updated_at: number;
 }
 
-/** One replica's history sample of one endpoint in one slot (gateway/cluster-history.ts). */
+/** One replica's history sample of one endpoint in one slot (history/cluster-history.ts). */
 export interface HistorySamplesTable {
   endpoint_id: string;
   /** The interval's end, ms since the epoch, a multiple of the interval. */
@@ -190,7 +190,7 @@ export interface HistorySamplesTable {
   replica_id: string;
   /** The fencing token of the term the replica led when it sampled; null: it did not lead. */
   term: number | null;
-  /** The figures (gateway/history-codec.ts). */
+  /** The figures (history/history-codec.ts). */
   payload: string;
 }
 

@@ -5,7 +5,7 @@
  */
 
 import { Controller, type ControllerOptions } from '../../src/controller/controller.js';
-import { answered } from '../../src/controller/probe-result.js';
+import { answered } from '../../src/controller/health/probe-result.js';
 import { RoutingTable } from '../../src/controller/routing-table.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';

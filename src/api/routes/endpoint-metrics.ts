@@ -24,8 +24,8 @@ export interface OtherReplicasSource {
 }
 
 /**
- * The history kept of each endpoint, where this process keeps one: its own (gateway/history.ts), or with several
- * replicas every replica's merged from the store (gateway/cluster-history.ts).
+ * The history kept of each endpoint, where this process keeps one: its own (history/history.ts), or with several
+ * replicas every replica's merged from the store (history/cluster-history.ts).
  */
 export interface HistorySource {
   of(endpointId: string): EndpointHistory | Promise<EndpointHistory>;

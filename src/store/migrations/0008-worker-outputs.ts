@@ -1,7 +1,7 @@
 /**
  * Migration 0008: the `worker_outputs` table, the last output of workers that ended (crashed, failed, replaced,
  * scaled down), kept so that `GET endpoint/worker/log` can show it once the container is gone and after a restart.
- * The controller writes it and keeps a few rows per endpoint (controller/output-retention.ts).
+ * The controller writes it and keeps a few rows per endpoint (controller/output/output-retention.ts).
  */
 import type { Kysely } from 'kysely';
 

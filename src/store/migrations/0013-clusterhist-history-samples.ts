@@ -1,7 +1,7 @@
 /**
  * Migration 0013: `history_samples`, each replica's history samples per endpoint and slot (the interval's end), so
  * that any replica answers an endpoint's history with every replica's traffic and the leader's workers
- * (gateway/cluster-history.ts, docs/operations.md). Written and read only with several replicas on PostgreSQL; the
+ * (history/cluster-history.ts, docs/operations.md). Written and read only with several replicas on PostgreSQL; the
  * table exists on SQLite too, empty, as `gateway_signals` does. Keyed by endpoint then slot, the way it is read; the
  * slot index serves the pruning of samples past the history's length.
  */

@@ -16,7 +16,7 @@ export interface ListenerClient {
   on(event: 'end', listener: () => void): unknown;
 }
 
-/** Timer functions (the store imports no service; `Timers` of service/clock.ts fits). */
+/** Timer functions (the store imports no service; `Timers` of ports/clock.ts fits). */
 export interface FeedTimers {
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;

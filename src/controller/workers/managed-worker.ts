@@ -1,0 +1,110 @@
+/**
+ * The controller's record of a worker, and how one is made: a new pending worker, or one adopted from what the
+ * runtime lists after a restart; and the row the store keeps of it.
+ */
+import { randomString } from '../../crypto/api-keys.js';
+import type { Endpoint } from '../../domain/endpoint.js';
+import type { Worker, WorkerErrorCode, WorkerState } from '../../domain/worker.js';
+import { LABELS, type RuntimeWorker } from '../../runtime/types.js';
+
+/** The controller's record of a worker: its container (if any) plus what health checks found. */
+export interface ManagedWorker {
+  id: string;
+  endpointId: string;
+  ownerId: string;
+  revision: number;
+  state: WorkerState;
+  error: WorkerErrorCode | '';
+  message: string;
+  healthy: boolean;
+  /** Why its last health probe failed ('' once one passes): HEALTH_TIMEOUT's message names it. */
+  healthCause: string;
+  gpuUuids: string[];
+  address: { host: string; port: number } | null;
+  /** When the controller decided to have this worker. */
+  createdAt: number;
+  /** When its container started; the startup deadline counts from here. */
+  startedAt: number | null;
+  readyAt: number | null;
+}
+
+/** States that count as capacity (present or on the way). */
+export const ACTIVE_STATES: ReadonlySet<WorkerState> = new Set([
+  'pending',
+  'pulling',
+  'starting',
+  'running',
+  'unhealthy',
+]);
+
+export function isActive(worker: ManagedWorker): boolean {
+  return ACTIVE_STATES.has(worker.state);
+}
+
+/** States in which the worker has (or had) a running container. */
+export function isStarted(state: WorkerState): boolean {
+  return state === 'starting' || state === 'running' || state === 'unhealthy';
+}
+
+/** A worker the controller has just decided to have: it waits for placement. */
+export function pendingRecord(endpoint: Endpoint, now: number): ManagedWorker {
+  return {
+    id: `${endpoint.id.slice(0, 8)}-${randomString(8, 'abcdefghijklmnopqrstuvwxyz0123456789')}`,
+    endpointId: endpoint.id,
+    ownerId: endpoint.ownerId,
+    revision: endpoint.revision,
+    state: 'pending',
+    error: '',
+    message: 'waiting for placement',
+    healthy: false,
+    healthCause: '',
+    gpuUuids: [],
+    address: null,
+    createdAt: now,
+    startedAt: null,
+    readyAt: null,
+  };
+}
+
+/** A worker found by label after a restart: starting (its health is learnt again), or failed if it had exited. */
+export function adoptedRecord(
+  container: RuntimeWorker,
+  endpoint: Endpoint | undefined,
+  now: number,
+): ManagedWorker {
+  const exited = container.phase === 'exited';
+  return {
+    id: container.workerId,
+    endpointId: container.endpointId,
+    ownerId: container.labels[LABELS.owner] ?? endpoint?.ownerId ?? '',
+    revision: container.revision,
+    state: exited ? 'failed' : 'starting',
+    error: exited ? 'RUNTIME_ERROR' : '',
+    message: exited ? `exited with code ${container.exitCode ?? 'unknown'}` : 'adopted after a restart',
+    healthy: false,
+    healthCause: '',
+    // What the runtime kept with the worker: placement must count these GPUs as held from the first pass.
+    gpuUuids: [...container.gpuUuids],
+    address: container.address ?? null,
+    createdAt: container.createdAt,
+    startedAt: now,
+    readyAt: null,
+  };
+}
+
+/** The store's row of a worker. */
+export function toWorker(record: ManagedWorker, now: number): Worker {
+  return {
+    id: record.id,
+    endpointId: record.endpointId,
+    ownerId: record.ownerId,
+    revision: record.revision,
+    status: { state: record.state, error: record.error, message: record.message },
+    healthy: record.healthy,
+    gpuUuids: record.gpuUuids,
+    address: record.address,
+    createdAt: record.createdAt,
+    updatedAt: now,
+    readyAt: record.readyAt,
+  };
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { WORKER_STATES } from '../domain/worker.js';
+import { LATENCY_BUCKETS } from '../gateway/metrics.js';
+import type { SlotFigures } from './history.js';
+import { decodeFigures, encodeFigures } from './history-codec.js';
+
+const FIGURES: SlotFigures = {
+  ok: 120,
+  clientErrors: 3,
+  serverErrors: 1,
+  latencyCounts: LATENCY_BUCKETS.map((_, i) => i).concat([2]),
+  latencyMin: 0.0012345678,
+  latencyMax: 61.5,
+  queueDepth: 4,
+  oldestWaitMs: 1_234.4,
+  inFlight: 7,
+  coldStarts: 2,
+  coldStartTotalMs: 4_321.06,
+  workers: WORKER_STATES.map((_, i) => i),
+  desired: 5,
+};
+
+describe('the stored history figures', () => {
+  it("keep a leader's figures, its workers and desired count included, rounded to what the answers show", () => {
+    const text = encodeFigures(FIGURES, true);
+    expect(decodeFigures(text)).toEqual({
+      ...FIGURES,
+      latencyMin: 0.001235,
+      oldestWaitMs: 1_234,
+      coldStartTotalMs: 4_321.1,
+    });
+    expect(text.length).toBeLessThan(160);
+  });
+
+  it("leave a follower's workers and desired count out", () => {
+    const text = encodeFigures(FIGURES, false);
+    const read = decodeFigures(text);
+    expect(read?.workers).toEqual(WORKER_STATES.map(() => 0));
+    expect(read?.desired).toBeNull();
+    expect(read?.ok).toBe(120);
+    expect(text.length).toBeLessThan(encodeFigures(FIGURES, true).length);
+    expect(text).not.toContain('"w"');
+  });
+
+  it('keep a range of no request as null, and refuse text of another version or not JSON', () => {
+    const none = decodeFigures(encodeFigures({ ...FIGURES, latencyMin: null, latencyMax: null }, false));
+    expect(none?.latencyMin).toBeNull();
+    expect(none?.latencyMax).toBeNull();
+    expect(decodeFigures('{"v":2,"r":[1,2,3]}')).toBeUndefined();
+    expect(decodeFigures('not json')).toBeUndefined();
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * A history sample's figures as one replica stores them for the others (cluster-history.ts): compact JSON of
+ * numbers in a fixed order, `{"v":1,"r":[ok,4xx,5xx],"l":[16 bucket counts],"lr":[min s,max s],"q":[depth,oldest
+ * wait ms,in flight],"c":[cold starts,their total ms]}`, plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
+ * desired count) in a leader's rows only. About 110 bytes for a follower's row, 140 for a leader's. Pure.
+ */
+import { WORKER_STATES } from '../domain/worker.js';
+import { LATENCY_BUCKETS } from '../gateway/metrics.js';
+import type { SlotFigures } from './history.js';
+
+const VERSION = 1;
+
+interface Encoded {
+  v: number;
+  r: number[];
+  l: number[];
+  lr: (number | null)[];
+  q: number[];
+  c: number[];
+  w?: number[];
+  d?: number | null;
+}
+
+/** Microseconds are finer than the buckets' first bound (1 ms). */
+const seconds = (s: number | null) => (s === null ? null : Math.round(s * 1e6) / 1e6);
+
+/** The figures as stored; the controller's workers and the desired count only where `leader`. */
+export function encodeFigures(f: SlotFigures, leader: boolean): string {
+  const encoded: Encoded = {
+    v: VERSION,
+    r: [f.ok, f.clientErrors, f.serverErrors],
+    l: f.latencyCounts,
+    lr: [seconds(f.latencyMin), seconds(f.latencyMax)],
+    q: [f.queueDepth, Math.round(f.oldestWaitMs), f.inFlight],
+    c: [f.coldStarts, Math.round(f.coldStartTotalMs * 10) / 10],
+  };
+  if (leader) {
+    encoded.w = f.workers;
+    encoded.d = f.desired;
+  }
+  return JSON.stringify(encoded);
+}
+
+/** The stored figures; undefined where the text is not of this version (a newer replica's, during an upgrade). */
+export function decodeFigures(text: string): SlotFigures | undefined {
+  let e: Partial<Encoded>;
+  try {
+    e = JSON.parse(text) as Partial<Encoded>;
+  } catch {
+    return undefined;
+  }
+  if (e?.v !== VERSION) return undefined;
+  const n = (values: readonly unknown[] | undefined, i: number) => {
+    const v = values?.[i];
+    return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+  };
+  const orNull = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return {
+    ok: n(e.r, 0),
+    clientErrors: n(e.r, 1),
+    serverErrors: n(e.r, 2),
+    latencyCounts: Array.from({ length: LATENCY_BUCKETS.length + 1 }, (_, i) => n(e.l, i)),
+    latencyMin: orNull(e.lr?.[0]),
+    latencyMax: orNull(e.lr?.[1]),
+    queueDepth: n(e.q, 0),
+    oldestWaitMs: n(e.q, 1),
+    inFlight: n(e.q, 2),
+    coldStarts: n(e.c, 0),
+    coldStartTotalMs: n(e.c, 1),
+    workers: WORKER_STATES.map((_, i) => n(e.w, i)),
+    desired: orNull(e.d),
+  };
+}
