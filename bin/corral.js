@@ -3,10 +3,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const entry = new URL('../dist/cli/index.js', import.meta.url);
+const entry = new URL('../dist/main.js', import.meta.url);
 if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write('corral: dist/ is missing; run `npm run build` first\n');
   process.exit(1);
 }
-const { runCli } = await import(entry.href);
-await runCli(process.argv);
+const { main } = await import(entry.href);
+await main(process.argv);

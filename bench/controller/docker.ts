@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import { Registry } from 'prom-client';
+import { buildTraffic } from '../../src/app/build-traffic.js';
 import { loadConfig } from '../../src/config/config.js';
-import { buildTraffic } from '../../src/main.js';
 import { DockerRuntime, dockerReachable, engineAddress } from '../../src/runtime/docker/docker-runtime.js';
 import { LABELS } from '../../src/runtime/types.js';
 import { ensureTestImage, removeLabelled, TEST_IMAGE } from '../../test/support/test-image.js';

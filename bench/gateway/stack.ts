@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
+import { buildTraffic } from '../../src/app/build-traffic.js';
 import type { ScalingDecision } from '../../src/autoscaler/autoscaler.js';
 import { ScalerMetrics } from '../../src/autoscaler/metrics.js';
 import type { Config } from '../../src/config/config.js';
@@ -13,7 +14,6 @@ import type { RoutingTable } from '../../src/controller/routing-table.js';
 import { apiKeyId, hashApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint, ScalingPolicy, WorkerSettings } from '../../src/domain/endpoint.js';
 import type { Gateway } from '../../src/gateway/gateway.js';
-import { buildTraffic } from '../../src/main.js';
 import { LocalRuntime } from '../../src/runtime/local/local-runtime.js';
 import { LABELS } from '../../src/runtime/types.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';

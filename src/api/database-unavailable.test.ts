@@ -9,9 +9,9 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PREFIX } from '../../test/support/api.js';
+import { buildApi } from '../app/build-api.js';
 import { loadConfig } from '../config/config.js';
 import { SecretBox } from '../crypto/secret-box.js';
-import { buildApi } from '../main.js';
 import { connectPostgres } from '../store/postgres/connect.js';
 import { Store } from '../store/store.js';
 

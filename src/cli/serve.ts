@@ -1,13 +1,13 @@
 /**
- * `corral serve`: loads the configuration from flags, environment and config file, runs main.ts's `serve`, and
+ * `corral serve`: loads the configuration from flags, environment and config file, runs app/serve.ts's `serve`, and
  * closes it on SIGINT or SIGTERM.
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { serve } from '../app/serve.js';
 import { loadConfig } from '../config/config.js';
 import { SERVE_SETTINGS, type ServeSettingName } from '../config/settings.js';
 import { createLogger } from '../logger.js';
-import { serve } from '../main.js';
 import { givenFlags, settingOptions } from './settings-options.js';
 
 export function makeServeCommand(): Command {

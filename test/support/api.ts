@@ -7,11 +7,11 @@ import type {
   OtherReplicasSource,
   TrafficSource,
 } from '../../src/api/routes/endpoint-metrics.js';
+import { buildApi } from '../../src/app/build-api.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
-import { buildApi } from '../../src/main.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
 import type { ImageAccessCheck } from '../../src/service/endpoint-service.js';
 import type { GpuInventorySource } from '../../src/service/gpu-report.js';

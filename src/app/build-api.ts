@@ -1,0 +1,225 @@
+/**
+ * The API with every service wired, not listening: `corral serve` listens on it, tests use it with inject() or
+ * listen on port 0. `apiServices` builds the services the API shares with the traffic side.
+ */
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { type ApiCatalog, buildApp } from '../api/app.js';
+import { Authenticator } from '../api/auth.js';
+import { loadDashboard } from '../api/dashboard.js';
+import { EndpointLinks } from '../api/links.js';
+import { ApiMetrics } from '../api/metrics.js';
+import { OwnerWriteGate } from '../api/owner-write-gate.js';
+import { RateLimiter, type RateLimits } from '../api/rate-limit.js';
+import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from '../api/refused-body-tarpit.js';
+import type {
+  DesiredSource,
+  HistorySource,
+  OtherReplicasSource,
+  TrafficSource,
+} from '../api/routes/endpoint-metrics.js';
+import type { WorkerInsight } from '../api/routes/workers.js';
+import { HEARTBEAT_INTERVAL_MS } from '../cluster/heartbeat.js';
+import type { Config } from '../config/config.js';
+import { validationError } from '../contract/errors.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { quotaFor } from '../domain/quota.js';
+import { type Gpu, supportedCudaVersions } from '../gpu/inventory.js';
+import { productCatalog, scheduledCatalog, scheduledCudaVersions } from '../gpu/products.js';
+import { type Clock, systemClock } from '../ports/clock.js';
+import type { GpuScheduler } from '../runtime/types.js';
+import type { Readiness } from '../runtime/waiting-runtime.js';
+import { ApiKeyService } from '../service/api-key-service.js';
+import { ClusterService } from '../service/cluster-service.js';
+import { CredentialService } from '../service/credential-service.js';
+import { EndpointService, type ImageAccessCheck } from '../service/endpoint-service.js';
+import { type GpuInventorySource, GpuReportService } from '../service/gpu-report.js';
+import { randomIds } from '../service/ids.js';
+import { InvokeKeyService } from '../service/invoke-key-service.js';
+import { QuotaService } from '../service/quota-service.js';
+import { SecretService } from '../service/secret-service.js';
+import { WorkerService } from '../service/worker-service.js';
+import type { Store } from '../store/store.js';
+
+/** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/app/ or src/app/. */
+export const DASHBOARD_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
+
+export interface ApiParts {
+  config: Config;
+  store: Store;
+  gpus: Gpu[];
+  logger: Logger;
+  clock?: Clock;
+  secrets: SecretBox;
+  /** GPUs held by workers now (for products' gpusFree); none where no controller runs. */
+  busyGpus?: () => ReadonlySet<string>;
+  /** Where the runtime's scheduler places workers (kubernetes): the products and CUDA versions are its, not `gpus`'. */
+  gpuScheduler?: GpuScheduler;
+  insight?: WorkerInsight;
+  /** An endpoint's traffic through this process's gateway (`GET endpoint/metrics`); none without a gateway. */
+  traffic?: TrafficSource;
+  /** With several replicas: the other replicas' queued and in-flight requests, added to `traffic`'s; and this one. */
+  otherReplicas?: OtherReplicasSource;
+  /** Each endpoint's history (`GET endpoint/metrics/history`, the dashboard's charts); none without a gateway. */
+  history?: HistorySource;
+  /** The autoscaler's desired worker count of an endpoint (`endpoint/metrics`); none without a controller. */
+  desiredWorkers?: DesiredSource;
+  /** Where /metrics reads from; one registry for every role of this process. */
+  registry?: Registry;
+  /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
+  onEndpointsChanged?: () => void;
+  /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
+  bound?: { apiUrl: () => string; gatewayPort: () => number };
+  /** Whether an owner may run an image, asked at create/update; none: the pull alone decides. */
+  imageAccess?: ImageAccessCheck;
+  /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
+  singleTenant?: boolean;
+  /** Whether workers can run now, for `/healthz` (always, when absent). */
+  readiness?: () => Readiness;
+  /** Whether the database took this replica's last heartbeat (`/healthz`); absent: not said. */
+  databaseTookLastBeat?: () => boolean;
+  /** This replica and whether it leads, for `/readyz` and `GET cluster` (docs/operations.md). */
+  replica?: { id: string; leading: () => boolean };
+  /** The folder of the dashboard's built files; absent: DASHBOARD_DIR (none there: its routes say so). */
+  dashboardDir?: string;
+  /** The GPUs and who holds them (`GET gpus`); absent: `gpus` with no worker (no controller in this process). */
+  gpuInventory?: GpuInventorySource;
+  /** This replica's share of the per-key rate limit now (several replicas); absent: the configured limit. */
+  rateLimitShare?: () => RateLimits;
+  /** The services `corral serve` shares with the traffic side (each built once); absent: built here. */
+  services?: ApiServices;
+}
+
+/** The services the API shares with the rest of the process: quotas, registry credentials, secrets, invoke keys. */
+export interface ApiServices {
+  quotas: QuotaService;
+  credentials: CredentialService;
+  ownerSecrets: SecretService;
+  invokeKeys: InvokeKeyService;
+}
+
+/** Builds the shared services once; quotas not configured follow the GPU inventory or the scheduler's GPUs. */
+export function apiServices(options: {
+  config: Pick<Config, 'quotas'>;
+  store: Store;
+  gpus: Gpu[];
+  secrets: SecretBox;
+  clock?: Clock;
+  gpuScheduler?: GpuScheduler | undefined;
+}): ApiServices {
+  const { config, store, gpus, secrets, gpuScheduler } = options;
+  const clock = options.clock ?? systemClock;
+  // Half the GPUs for minNum, four times for maxNum (domain/quota.ts), of the inventory or the scheduler's nodes.
+  const gpuCount = gpuScheduler
+    ? () => gpuScheduler.products().reduce((sum, p) => sum + p.gpusTotal, 0)
+    : () => gpus.length;
+  const quotas = new QuotaService({
+    store,
+    quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
+  });
+  return {
+    quotas,
+    credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
+    ownerSecrets: new SecretService({ store, clock, secrets }),
+    invokeKeys: new InvokeKeyService({ store, clock }),
+  };
+}
+
+/** The API with every service wired, not listening (tests use it with inject() or listen on port 0). */
+export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
+  const { config, store, gpus, logger, secrets } = parts;
+  const clock = parts.clock ?? systemClock;
+  const { gpuScheduler } = parts;
+  const inventoryLimits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
+  const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
+  const storageOwners = new Map(config.networkStorages.map((s) => [s.id, s.owners]));
+  const products = gpuScheduler
+    ? () => scheduledCatalog(gpuScheduler.products(), config.products)
+    : () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
+  const catalog: ApiCatalog = {
+    limits: gpuScheduler
+      ? () => ({
+          ...config.limits,
+          cudaVersions: scheduledCudaVersions(gpuScheduler.products(), config.kubernetes.cudaVersion),
+        })
+      : () => inventoryLimits,
+    products,
+    productIds: () => new Set(products().map((p) => p.id)),
+    networkStorages,
+    storageOwners,
+  };
+  const services = parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler });
+  const { quotas } = services;
+  return buildApp({
+    logger,
+    authenticator: new Authenticator({ store, clock }),
+    rateLimiter: new RateLimiter({
+      ...config.rateLimit,
+      clock,
+      ...(parts.rateLimitShare ? { share: parts.rateLimitShare } : {}),
+    }),
+    // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
+    writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
+    refusedBodies: new RefusedBodyTarpit({ ...REFUSED_BODY_TARPIT, clock }),
+    endpoints: new EndpointService({
+      store,
+      catalog,
+      clock,
+      ids: randomIds,
+      toValidationError: validationError,
+      quotas,
+      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+      ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+      ...(parts.singleTenant ? { singleTenant: true } : {}),
+    }),
+    credentials: services.credentials,
+    quotas,
+    invokeKeys: services.invokeKeys,
+    ownerSecrets: services.ownerSecrets,
+    events: store.events,
+    workers: store.workers,
+    workerOutputs: store.workerOutputs,
+    workerService: new WorkerService({
+      store,
+      clock,
+      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+    }),
+    ...(parts.insight ? { insight: parts.insight } : {}),
+    ...(parts.traffic ? { traffic: parts.traffic } : {}),
+    ...(parts.otherReplicas ? { otherReplicas: parts.otherReplicas } : {}),
+    ...(parts.history ? { history: parts.history } : {}),
+    ...(parts.desiredWorkers ? { desiredWorkers: parts.desiredWorkers } : {}),
+    catalog,
+    links: new EndpointLinks({
+      domain: config.domain,
+      gatewayPort: parts.bound?.gatewayPort ?? (() => config.gatewayAddr.port),
+      publicUrl: config.publicUrl,
+      apiUrl: parts.bound?.apiUrl ?? (() => config.apiUrl),
+    }),
+    metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
+    bodyLimitBytes: config.bodyLimitBytes,
+    ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+    ...(parts.readiness ? { readiness: parts.readiness } : {}),
+    ...(parts.databaseTookLastBeat ? { databaseTookLastBeat: parts.databaseTookLastBeat } : {}),
+    specBodyLimitBytes: config.specBodyLimitBytes,
+    ping: () => store.ping(),
+    ...(parts.replica
+      ? {
+          replica: parts.replica,
+          cluster: new ClusterService({
+            store,
+            self: parts.replica.id,
+            staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS,
+          }),
+        }
+      : {}),
+    dashboard: loadDashboard(parts.dashboardDir ?? DASHBOARD_DIR),
+    gpus: new GpuReportService({
+      source: parts.gpuInventory ?? { snapshot: () => ({ gpus, workers: [], held: new Map() }) },
+      store,
+    }),
+    apiKeys: new ApiKeyService({ store, clock }),
+  });
+}

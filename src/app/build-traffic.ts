@@ -1,0 +1,241 @@
+/**
+ * The worker and traffic side of `corral serve`: the routing table, the gateway, the scaler and the controller,
+ * built in dependency order and connected; nothing listens or runs until `start` (or a term) begins.
+ */
+import type { Server } from 'node:http';
+import { totalmem } from 'node:os';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { ScalerMetrics } from '../autoscaler/metrics.js';
+import { Scaler } from '../autoscaler/scaler.js';
+import { ControllerTermSwitch } from '../cluster/controller-terms.js';
+import type { TermFence } from '../cluster/elector.js';
+import { FencedRuntime } from '../cluster/fenced-runtime.js';
+import type { Config } from '../config/config.js';
+import { Controller, type ControllerOptions } from '../controller/controller.js';
+import { httpProbe } from '../controller/health/http-probe.js';
+import { ControllerMetrics } from '../controller/metrics.js';
+import { OutputKeeper } from '../controller/output/output-keeper.js';
+import { inventoryPlacement, schedulerPlacement } from '../controller/placement/worker-placement.js';
+import { RoutingTable } from '../controller/routing-table.js';
+import { workerMemoryGBPerGpu } from '../controller/workers/worker-spec.js';
+import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import { WorkerPools } from '../gateway/pools.js';
+import { createGatewayServer } from '../gateway/server.js';
+import type { Gpu } from '../gpu/inventory.js';
+import { TrafficHistory } from '../history/history.js';
+import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
+import type { QueueSignals } from '../ports/queue-signals.js';
+import type { WorkerRuntime } from '../runtime/types.js';
+import { InvokeKeyService } from '../service/invoke-key-service.js';
+import type { Store } from '../store/store.js';
+
+export interface TrafficParts<M extends GatewayMetrics> {
+  config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
+    Partial<Pick<Config, 'workers' | 'history'>>;
+  store: Store;
+  runtime: WorkerRuntime;
+  gpus: Gpu[];
+  logger: Logger;
+  /** Where the controller's and the gateway's metrics go; one registry for every role of this process. */
+  registry: Registry;
+  clock?: Clock;
+  /** Who may call an endpoint's URL (shared with the API in `corral serve`); absent: built here. */
+  invokeKeys?: InvokeKeyService;
+  /** Registry credentials for an image pull, by owner and authId (none: every image is pulled anonymously). */
+  revealCredentials?: ControllerOptions['revealCredentials'];
+  /** Whether the owner may run the image, before each worker start; none: the pull alone decides. */
+  imageAccess?: ControllerOptions['imageAccess'];
+  /** This installation's id, labelled on every worker (none: the controller takes every managed worker as its own). */
+  installationId?: string;
+  /** Resolves `{{ CORRAL_SECRET_name }}` in a starting worker's env (none: env values as written). */
+  resolveEnv?: ControllerOptions['resolveEnv'];
+  /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
+  gatewayMetrics?: (options: { registry: Registry }) => M;
+  /** The autoscaler's metrics object (a benchmark records each decision). */
+  scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
+  /** Several replicas: the table the gateway routes by, filled from the store (none: the controller's own). */
+  gatewayRoutes?: RoutingTable;
+  /** Several replicas: the scaler's signals over this gateway's (none: this gateway's alone). */
+  signals?: (local: QueueSignals) => QueueSignals;
+  /** Several replicas: also waits for the other gateways' requests on a worker before its removal. */
+  remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
+  /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
+  forwarding?: Omit<GatewayForwarding, 'pools'>;
+}
+
+/** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
+export interface Traffic<M extends GatewayMetrics> {
+  /** The controller of the term under way (with one process, the one `start` starts). */
+  readonly controller: Controller;
+  gateway: Gateway;
+  scaler: Scaler;
+  /** The endpoints and routable workers the controller publishes and the gateway routes by. */
+  routes: RoutingTable;
+  gatewayMetrics: M;
+  /** Each endpoint's samples for the dashboard's charts; none where `config.history` is absent or keeps none. */
+  history: TrafficHistory | undefined;
+  /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
+  server: Server;
+  /** Starts the controller's loop (one process: it always leads). */
+  start(): void;
+  /** Asks the running controller for a pass; nothing while none runs (a replica that does not lead). */
+  poke(): void;
+  /** A term begins (several replicas): a fresh controller, fenced by `fence`, runs until `stepDown`. */
+  lead(fence: TermFence): Promise<void>;
+  /** The term is over: the controller stops; its successor starts from what the runtime and the store say. */
+  stepDown(): Promise<void>;
+  /** Stops the gateway (queued requests get 503), its server and connections, and the controller. */
+  close(): Promise<void>;
+}
+
+/**
+ * The traffic side, built in dependency order with no part referring to one built after it: the routing table
+ * (the controller writes it, the gateway reads it and asks it for a fresh look), the gateway (its queues are the
+ * autoscaler's signals), the scaler (asked by the controller how many workers each endpoint wants and which go;
+ * it asks the controller for a pass when a request queues), and the controller (waits for the gateway to drain a
+ * worker before removing it).
+ */
+export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: TrafficParts<M>): Traffic<M> {
+  const { config, store, runtime, logger, registry } = parts;
+  const clock = parts.clock ?? systemClock;
+  const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
+  const routes = new RoutingTable();
+  // Corral places workers on its GPU inventory, unless the runtime's own scheduler places them (kubernetes).
+  const placement = runtime.gpuScheduler
+    ? schedulerPlacement(runtime.gpuScheduler)
+    : inventoryPlacement(parts.gpus);
+  const gatewayMetrics = parts.gatewayMetrics
+    ? parts.gatewayMetrics({ registry })
+    : (new GatewayMetrics({ registry }) as M);
+  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const keys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
+  const peerPools =
+    parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const gateway = new Gateway({
+    metrics: gatewayMetrics,
+    routing: parts.gatewayRoutes ?? routes,
+    pools,
+    domain: config.domain,
+    clock,
+    logger: logger.child({ role: 'gateway' }),
+    bodyLimitBytes: config.gateway.bodyLimitBytes,
+    maxQueueLength: config.gateway.maxQueueLength,
+    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
+    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
+    verifyKey: (key) => keys.grant(key),
+    ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
+  });
+  const scaler = new Scaler({
+    signals: parts.signals ? parts.signals(gateway) : gateway,
+    clock,
+    timers: systemTimers,
+    metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
+  });
+  const controllerMetrics = new ControllerMetrics({ registry, runtime: runtime.name });
+  // Configured, or each GPU's share of the machine; callers without a `workers` section keep no limit.
+  const memoryGBPerGpu =
+    config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
+  if (config.workers)
+    logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
+  // Kept in the store, which the API reads: a worker's last output outlives its container (docs/workers.md).
+  const outputs = new OutputKeeper({
+    logs: (workerId, options) => runtime.logs(workerId, options),
+    outputs: store.workerOutputs,
+    clock,
+    timers: systemTimers,
+    logger: logger.child({ role: 'controller' }),
+  });
+  const controllerOptions: ControllerOptions = {
+    store,
+    runtime,
+    gpus: parts.gpus,
+    placement,
+    probe: httpProbe,
+    logger: logger.child({ role: 'controller' }),
+    clock,
+    routes,
+    scaling: scaler,
+    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
+    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
+    revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    crashResetMs: config.controller.crashResetSeconds * 1000,
+    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+    intervalMs: config.controller.reconcileIntervalMs,
+    awaitDrained: async (endpointId, workerId) => {
+      await Promise.all([
+        gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
+      ]);
+    },
+    metrics: controllerMetrics,
+    outputs,
+  };
+  // One process: this controller always. Replicas: a fresh one per term, its runtime and store writes fenced.
+  const terms = new ControllerTermSwitch({
+    create: (fence?: TermFence) =>
+      new Controller(
+        fence
+          ? {
+              ...controllerOptions,
+              fence,
+              runtime: new FencedRuntime({ runtime, fence, leases: store.leases }),
+            }
+          : controllerOptions,
+      ),
+  });
+  controllerMetrics.readFrom({ workerStates: () => terms.controller.workers().map((w) => w.state) });
+  const history =
+    config.history && config.history.samples > 0
+      ? new TrafficHistory({
+          ...config.history,
+          sources: {
+            counters: () => gatewayMetrics.counters(),
+            load: () => gateway.stats(),
+            workers: () => terms.controller.workers(),
+            desired: (endpointId) => scaler.desired(endpointId),
+            // The gateway's table: a follower's controller publishes none, and its history must keep its traffic.
+            exists: (endpointId) => (parts.gatewayRoutes ?? routes).endpointById(endpointId) !== undefined,
+          },
+          clock,
+          timers: systemTimers,
+        })
+      : undefined;
+  gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => terms.controller.workers() });
+  const server = createGatewayServer(gateway, {
+    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
+    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+  });
+  return {
+    get controller() {
+      return terms.controller;
+    },
+    gateway,
+    scaler,
+    routes,
+    gatewayMetrics,
+    history,
+    server,
+    start: () => terms.start(),
+    poke: () => terms.poke(),
+    lead: (fence) => terms.lead(fence),
+    stepDown: () => terms.stepDown(),
+    async close() {
+      history?.stop();
+      await terms.close();
+      await outputs.close();
+      scaler.close();
+      gateway.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await pools.close();
+      await peerPools?.close();
+    },
+  };
+}

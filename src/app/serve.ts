@@ -1,0 +1,210 @@
+/**
+ * `corral serve`: checks the settings, opens the store, makes sure a key exists, builds the runtime, the traffic
+ * side, the replica and the API, listens on both addresses, and starts the controller once the runtime is ready.
+ * Everything it opened is closed in reverse order by `close`, or at once when a step fails.
+ */
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { rateLimitShare } from '../cluster/shares.js';
+import { replicaGpus } from '../cluster/stored-gpus.js';
+import { type Config, formatHostPort } from '../config/config.js';
+import { listenError } from '../config/startup.js';
+import { SecretBox } from '../crypto/secret-box.js';
+import { systemClock } from '../ports/clock.js';
+import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
+import type { WorkerRuntime } from '../runtime/types.js';
+import { newInstallationId, newReplicaId } from '../service/ids.js';
+import { apiServices, buildApi } from './build-api.js';
+import { buildReplica, sharedTrafficOf } from './build-replica.js';
+import { buildTraffic } from './build-traffic.js';
+import { ensureKeys } from './first-key.js';
+import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
+import { listen, listeningPort } from './listen.js';
+import { openServeStore, startupSettings } from './startup.js';
+import { inventoryFor, warnOfTenantEndpoints } from './startup-checks.js';
+
+export interface RunningServer {
+  apiUrl: string;
+  close(): Promise<void>;
+}
+
+/** `corral serve`: opens the store, makes sure a key exists, and serves the API until closed. */
+export async function serve(
+  config: Config,
+  io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
+): Promise<RunningServer> {
+  const { logger } = io;
+  // Everything that can be wrong with the configuration is found before anything is written.
+  const { secretKey, operatorKey } = startupSettings(config, io.env, logger);
+  const { store, release } = await openServeStore(config, logger);
+  const closers: (() => Promise<void>)[] = [async () => release(), () => store.close()];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close();
+  };
+  try {
+    const installationId = await store.installation.ensure(newInstallationId(), systemClock());
+    logger.info({ database: store.describe(), installationId }, 'store ready');
+    // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
+    const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
+    await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
+    const runtime = await runtimeFor(config, installationId, logger);
+    closers.push(() => runtime.close());
+    const { gpuScheduler } = runtime;
+    // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
+    if (gpuScheduler && config.gpus.kind === 'simulated')
+      logger.warn("--gpus is ignored: the runtime's scheduler places workers on the cluster's GPUs");
+    const gpus = gpuScheduler ? [] : await inventoryFor(config, logger);
+    if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
+    // Each service once, shared by the API and the traffic side.
+    const secrets = new SecretBox({ key: secretKey });
+    const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
+    const { credentials, ownerSecrets, invokeKeys } = services;
+    const imageGuard = imageAccessGuard(runtime, config, credentials);
+    const registry = new Registry();
+    const replicaId = newReplicaId();
+    const sharedParts = sharedTrafficOf({ store, replicaId, logger });
+    // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
+    collectDefaultMetrics({ register: registry });
+    const traffic = buildTraffic({
+      config,
+      store,
+      runtime,
+      gpus,
+      logger,
+      registry,
+      invokeKeys,
+      revealCredentials: (ownerId, id) => credentials.reveal(ownerId, id),
+      ...(imageGuard
+        ? {
+            imageAccess: (request) =>
+              imageGuard.check({
+                ...request,
+                at: 'start',
+                admin: () => ownerIsAdmin(store, request.ownerId),
+              }),
+          }
+        : {}),
+      installationId,
+      resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
+      ...(sharedParts?.parts ?? {}),
+    });
+    const { gateway } = traffic;
+    const shared = sharedParts?.shared;
+    const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });
+    const { leadership, storedGpus, clusterHistory } = replica;
+    if (storedGpus) {
+      await storedGpus.start();
+      closers.push(() => storedGpus.stop());
+    }
+    const bound = { apiUrl: config.apiUrl, gatewayPort: config.gatewayAddr.port };
+    const app = await buildApi({
+      config,
+      store,
+      gpus,
+      logger,
+      secrets,
+      services,
+      ...replicaGpus({
+        gpus,
+        leading: () => leadership.leading(),
+        controller: () => traffic.controller,
+        ...(storedGpus ? { stored: storedGpus } : {}),
+      }),
+      ...(gpuScheduler ? { gpuScheduler } : {}),
+      insight: {
+        logs: (workerId, options) => runtime.logs(workerId, options),
+        stats: (workerId) => runtime.stats(workerId),
+        load: (endpointId, workerId) => gateway.workerLoad(endpointId, workerId),
+      },
+      traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
+      // Several replicas: queued and in flight now are every live replica's (docs/operations.md).
+      ...(shared ? { otherReplicas: { replicaId, load: (id: string) => shared.othersLoad(id) } } : {}),
+      ...((clusterHistory ?? traffic.history) ? { history: clusterHistory ?? traffic.history } : {}),
+      desiredWorkers: clusterHistory
+        ? (endpointId) => clusterHistory.desired(endpointId)
+        : (endpointId) => traffic.scaler.desired(endpointId),
+      registry,
+      databaseTookLastBeat: () => replica.databaseTookLastBeat(),
+      onEndpointsChanged: () => {
+        traffic.poke();
+        shared?.requestPass();
+      },
+      bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },
+      ...(imageGuard ? { imageAccess: (request) => imageGuard.check({ ...request, at: 'create' }) } : {}),
+      singleTenant: runtime.name === 'local',
+      readiness: () => runtimeReadiness(runtime),
+      replica: { id: replicaId, leading: () => leadership.leading() },
+      // Replicas split the API's per-key rate limit between the live ones (docs/operations.md); SQLite: one process.
+      ...(shared ? { rateLimitShare: () => rateLimitShare(config.rateLimit, shared.split()) } : {}),
+    });
+    closers.push(() => app.close());
+    await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
+      throw listenError('apiAddr', config.apiAddr, error);
+    });
+    if (config.apiUrl === `http://${formatHostPort(config.apiAddr)}`) {
+      bound.apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
+    }
+    await listen(traffic.server, config.gatewayAddr).catch((error: unknown) => {
+      throw listenError('gatewayAddr', config.gatewayAddr, error);
+    });
+    const gatewayAddress = traffic.server.address();
+    bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
+    closers.push(() => traffic.close());
+    closers.push(
+      ...(await replica.start({ apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort })),
+    );
+    // An awaited Docker engine: the controller's passes begin once it answers (until then nothing can run).
+    let closing = false;
+    closers.push(async () => {
+      closing = true;
+    });
+    void runtimeReady(runtime)
+      .then(async (ready) => {
+        if (ready && !closing) await leadership.begin();
+      })
+      .catch((error: unknown) => logger.error({ err: error }, 'the controller could not start'));
+    const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
+    const gatewayUrl = `http://${formatHostPort({ host: config.gatewayAddr.host, port: bound.gatewayPort })}`;
+    logger.info(
+      {
+        apiUrl,
+        gatewayUrl,
+        runtime: runtime.name,
+        gpus: gpus.length,
+        simulatedGpus: config.gpus.kind === 'simulated',
+        domain: config.domain,
+        replicaId,
+      },
+      'corral API listening',
+    );
+    return { apiUrl, close: closeAll };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** The runtime the configuration chooses (docker, kubernetes, local), connected or waited for. */
+function runtimeFor(config: Config, installationId: string, logger: Logger): Promise<WorkerRuntime> {
+  return selectRuntime({
+    installationId,
+    choice: config.runtime,
+    dataDir: config.dataDir,
+    logger,
+    simulatedGpus: config.gpus.kind === 'simulated',
+    sandbox: config.workers.sandbox,
+    allowRoot: config.localAllowRoot,
+    kubernetes: {
+      ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),
+      namespace: config.namespace,
+      products: config.products,
+      networkStorages: config.networkStorages,
+      gpuResource: config.kubernetes.gpuResource,
+      terminationGraceSeconds: config.kubernetes.terminationGraceSeconds,
+      ...(config.workers.memoryGBPerGpu === undefined
+        ? {}
+        : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
+      capAdd: config.workers.sandbox.capAdd,
+    },
+  });
+}

@@ -1,0 +1,31 @@
+/** What `corral serve` finds out and warns of at start: the GPU inventory, and tenants' endpoints on the local runtime. */
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { detectGpus } from '../gpu/detect.js';
+import { type Gpu, simulatedInventory } from '../gpu/inventory.js';
+import { endpointsOfNonAdminOwners } from '../service/tenant-endpoints.js';
+import type { Store } from '../store/store.js';
+
+/** The GPUs workers are placed on: simulated ones (--gpus), or those nvidia-smi lists. */
+export async function inventoryFor(config: Config, logger: Logger): Promise<Gpu[]> {
+  if (config.gpus.kind === 'simulated') return simulatedInventory(config.gpus.groups);
+  const detected = await detectGpus();
+  if (detected.problem) {
+    logger.warn(
+      { problem: detected.problem },
+      'no GPUs found; endpoints cannot be placed (simulate some with --gpus h100-80g:8)',
+    );
+  }
+  return detected.gpus;
+}
+
+/** Endpoints made before by owners without an admin key would run as host processes on the local runtime. */
+export async function warnOfTenantEndpoints(store: Store, logger: Logger): Promise<void> {
+  const endpoints = await endpointsOfNonAdminOwners(store);
+  if (endpoints.length === 0) return;
+  logger.warn(
+    { count: endpoints.length, endpoints: endpoints.slice(0, 20) },
+    'endpoints of owners without an admin key exist; on the local runtime their workers run as host processes ' +
+      "with Corral's rights: stop or delete them unless you trust their owners",
+  );
+}

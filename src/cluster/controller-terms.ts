@@ -1,0 +1,81 @@
+/**
+ * The controller's terms in one process: which controller runs, and the switch from one to the next when this
+ * replica takes over (a fresh controller fenced by the new term) or steps down (the controller stops; a follower
+ * keeps an idle one that shows no workers). Switches happen one at a time, in the order leadership decides them.
+ * Generic over the controller so that the cluster imports nothing of the controller's role.
+ */
+import type { TermFence } from './elector.js';
+import type { ControllerTerms } from './leadership.js';
+
+/** What a term runs: started once, stopped once, poked between. */
+export interface TermController {
+  start(): void;
+  stop(): Promise<void>;
+  poke(): void;
+}
+
+export class ControllerTermSwitch<C extends TermController> implements ControllerTerms {
+  readonly #create: (fence?: TermFence) => C;
+  #controller: C;
+  #running = false;
+  #turns: Promise<void> = Promise.resolve();
+
+  /** `create` makes a controller: unfenced for one process (or an idle follower), fenced for a term. */
+  constructor(options: { create: (fence?: TermFence) => C }) {
+    this.#create = options.create;
+    this.#controller = this.#create();
+  }
+
+  /** The controller of the term under way (a follower's: idle, never started). */
+  get controller(): C {
+    return this.#controller;
+  }
+
+  /** Whether a controller runs now (one process, or a term under way). */
+  get running(): boolean {
+    return this.#running;
+  }
+
+  start(): void {
+    this.#running = true;
+    this.#controller.start();
+  }
+
+  /** Asks the running controller for a pass; nothing while none runs (a replica that does not lead). */
+  poke(): void {
+    if (this.#running) this.#controller.poke();
+  }
+
+  lead(fence: TermFence): Promise<void> {
+    return this.#inTurn(async () => {
+      this.#running = false;
+      await this.#controller.stop();
+      this.#controller = this.#create(fence);
+      this.#running = true;
+      this.#controller.start();
+    });
+  }
+
+  stepDown(): Promise<void> {
+    return this.#inTurn(async () => {
+      this.#running = false;
+      await this.#controller.stop();
+      // Followers show no workers of their own (metrics, held GPUs); the next term starts afresh.
+      this.#controller = this.#create();
+    });
+  }
+
+  /** Waits for the switch under way, then stops the controller. */
+  async close(): Promise<void> {
+    this.#running = false;
+    await this.#turns;
+    // A term that began meanwhile started its controller: it is the one stopped now.
+    this.#running = false;
+    await this.#controller.stop();
+  }
+
+  #inTurn(step: () => Promise<void>): Promise<void> {
+    this.#turns = this.#turns.then(step, step);
+    return this.#turns;
+  }
+}
