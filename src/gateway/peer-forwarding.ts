@@ -1,0 +1,168 @@
+/**
+ * Several replicas: what this gateway holds no slot for goes to the replica whose gateway does (docs/operations.md).
+ * A wrapper around the request path's `admit` (forwarded on arrival), the queue's diversion (forwarded once queued
+ * when the shares move) and the upgrade path's (tunnelled there). The receiving gateway checks the key again,
+ * serves or queues the request under its own share, and counts it; a peer that cannot be reached leaves the request
+ * to be served here.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { EndpointDispatcher } from './dispatcher.js';
+import { DIVERTED, type GatewayContext, type GatewayForwarding } from './gateway-context.js';
+import { FORWARDED_BY } from './headers.js';
+import { upgradeToPeer } from './peer-upgrade.js';
+import { type ProxyOutcome, proxyRequest } from './proxy.js';
+import type { Admit, QueueDiversion } from './request-path.js';
+import type { UpgradeDiversion } from './upgrade-path.js';
+
+/** Connections to another replica's gateway, per replica. */
+const PEER_CONNECTIONS = 64;
+
+type Target = { replicaId: string; url: string };
+
+export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
+  readonly #c: GatewayContext;
+  readonly #forwarding: GatewayForwarding;
+  /** A request's Authorization header, kept when forwarding may divert it once queued (its check takes it off). */
+  readonly #authorizations = new WeakMap<IncomingMessage, string>();
+
+  constructor(options: { context: GatewayContext; forwarding: GatewayForwarding }) {
+    this.#c = options.context;
+    this.#forwarding = options.forwarding;
+  }
+
+  /** The request path's admission with forwarding in front: to the peer holding the slots, else `inner` here. */
+  wrapAdmit(inner: Admit): Admit {
+    return (req, res, endpoint, arrived) => {
+      if (endpoint) {
+        const target = this.#target(req, endpoint);
+        if (target) {
+          void this.#toPeer(req, res, endpoint, target, arrived, inner);
+          return;
+        }
+        this.#keepAuthorization(req);
+      }
+      inner(req, res, endpoint, arrived);
+    };
+  }
+
+  /** A queued request diverted: forwarded (true), or false when it must queue here again (key taken off again). */
+  async divertedToPeer(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<boolean> {
+    const target = this.#target(req, endpoint);
+    const authorization = this.#authorizations.get(req);
+    if (!target) return false;
+    if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
+    if ((await this.#proxyToPeer(req, res, endpoint, target)) !== 'not-sent') return true;
+    if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
+    this.#c.o.logger.warn(
+      { endpointId: endpoint.id, replicaId: target.replicaId },
+      'could not forward to a replica',
+    );
+    return false;
+  }
+
+  /**
+   * Tunnels the upgrade to the replica whose gateway serves the endpoint instead of this one, if any (true: it went
+   * there, and that gateway checks its key, serves or queues it, and counts it). False: serve it here; the key is
+   * kept first, for a diversion once queued. `diverted`: it was queued here, its key check took the key off.
+   */
+  async upgradedAtPeer(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    endpoint: Endpoint,
+    diverted = false,
+  ): Promise<boolean> {
+    const target = this.#target(req, endpoint);
+    const authorization = diverted ? this.#authorizations.get(req) : undefined;
+    if (target) {
+      if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
+      const outcome = await upgradeToPeer(req, socket, head, {
+        self: this.#forwarding.self,
+        target,
+        queueTimeoutMs: this.#c.o.queueTimeoutMs,
+      });
+      if (outcome !== 'not-sent') return true;
+      if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
+      this.#c.o.logger.warn(
+        { endpointId: endpoint.id, replicaId: target.replicaId },
+        'could not forward an upgrade to a replica',
+      );
+    }
+    if (!diverted) this.#keepAuthorization(req);
+    return false;
+  }
+
+  /** The routes or shares changed: requests queued here leave for the replica now holding the slots, if any. */
+  divert(endpoint: Endpoint, dispatcher: EndpointDispatcher): void {
+    const workers = this.#c.o.routing.routableWorkers(endpoint.id);
+    if (this.#forwarding.target(workers, endpoint.spec.workers.maxConcurrent))
+      dispatcher.rejectQueued(DIVERTED);
+  }
+
+  /** Where the request goes instead of this gateway's queue (another replica's gateway), or undefined: here. */
+  #target(req: IncomingMessage, endpoint: Endpoint): Target | undefined {
+    if (endpoint.desired === 'stopped') return undefined;
+    const dispatcher = this.#c.endpoints.dispatcherFor(endpoint);
+    // One forwarding at most: the receiving gateway serves or queues what another forwarded to it.
+    if (!dispatcher.sharesNone || req.headers[FORWARDED_BY] !== undefined) return undefined;
+    return this.#forwarding.target(
+      this.#c.o.routing.routableWorkers(endpoint.id),
+      endpoint.spec.workers.maxConcurrent,
+    );
+  }
+
+  /**
+   * Proxies the request to another replica's gateway. One that could not be reached leaves the request untouched:
+   * it is admitted here (its key kept first, for a diversion once queued).
+   */
+  async #toPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    target: Target,
+    arrived: number,
+    admitHere: Admit,
+  ): Promise<void> {
+    if ((await this.#proxyToPeer(req, res, endpoint, target)) !== 'not-sent') return;
+    this.#c.o.logger.warn(
+      { endpointId: endpoint.id, replicaId: target.replicaId },
+      'could not forward to a replica',
+    );
+    this.#keepAuthorization(req);
+    admitHere(req, res, endpoint, arrived);
+  }
+
+  #proxyToPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    target: Target,
+  ): Promise<ProxyOutcome> {
+    return proxyRequest({
+      req,
+      res,
+      pool: this.#forwarding.pools.get(target.url, PEER_CONNECTIONS),
+      target: { id: target.replicaId },
+      // The other gateway may queue it too.
+      requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000 + this.#c.o.queueTimeoutMs,
+      bodyLimitBytes: this.#c.o.bodyLimitBytes,
+      // Says the answer came through another replica (a client or a test waiting for this one's own share).
+      responseHeaders: { 'x-corral-forwarded-to': target.replicaId },
+      toGateway: { forwardedBy: this.#forwarding.self },
+    });
+  }
+
+  /** Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). */
+  #keepAuthorization(req: IncomingMessage): void {
+    const raw = req.rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i] as string;
+      if (name.length === 13 && name.toLowerCase() === 'authorization') {
+        this.#authorizations.set(req, raw[i + 1] as string);
+        return;
+      }
+    }
+  }
+}
