@@ -30,14 +30,20 @@ export class GatewayRouter {
 
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     for (const route of this.#routes) {
-      if (route.claims(req)) return route.handleRequest(req, res);
+      if (route.claims(req)) {
+        route.handleRequest(req, res);
+        return;
+      }
     }
     this.#endpoints.handleRequest(req, res);
   };
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     for (const route of this.#routes) {
-      if (route.handleUpgrade && route.claims(req)) return route.handleUpgrade(req, socket, head);
+      if (route.handleUpgrade && route.claims(req)) {
+        route.handleUpgrade(req, socket, head);
+        return;
+      }
     }
     this.#endpoints.handleUpgrade(req, socket, head);
   };
