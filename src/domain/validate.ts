@@ -3,6 +3,7 @@
  * network storages): every problem found, each with a stable reason, in the domain's words. Pure.
  */
 import type { EndpointSpec } from './endpoint.js';
+import { imageNameProblem } from './image-name.js';
 import { inRange, type Limits, type Range } from './limits.js';
 import { secretReferences } from './secret-refs.js';
 
@@ -218,11 +219,15 @@ function validatePort(port: number, add: Add): void {
 }
 
 function validateImage(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
-  if (spec.image.ref.trim() === '' || /\s/.test(spec.image.ref)) {
+  // Only a reference the registry's grammar reads is stored: any other would reach the runtime (an engine's API
+  // path) as written, e.g. `../../x` or `a//b`.
+  const problem = imageNameProblem(spec.image.ref);
+  if (problem !== undefined) {
     add({
       field: 'image.ref',
       reason: 'INVALID_FIELD',
-      message: '`image.ref` must be a non-empty image reference',
+      message: `\`image.ref\` must be an image reference ([registry/]repository[:tag][@digest]): ${problem}`,
+      details: { image: spec.image.ref },
     });
   }
   if (spec.image.authId !== '' && !catalog.credentialIds.has(spec.image.authId)) {
