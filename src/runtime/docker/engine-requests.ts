@@ -7,7 +7,10 @@
  */
 import type { DockerContainerSpec } from './container-spec.js';
 
-/** An image name as one path segment: every `/`, `:`, `@`, `?`, `%`, `.`-run and the like escaped. */
+/**
+ * An image name as one path segment: `/`, `:`, `@`, `?`, `#`, `%` and `.` escaped (the dots too, since with a TCP
+ * DOCKER_HOST docker-modem resolves the path as a URL, which would collapse `..` segments on this side).
+ */
 export function imagePathName(image: string): string {
   return encodeURIComponent(image).replaceAll('.', '%2E');
 }
