@@ -2,7 +2,8 @@
  * A stored endpoint whose image no longer reads as a reference (issue 20, item 1), end to end: `corral serve` on
  * the Docker runtime (through an engine proxy the test owns) with such a row written into its database by hand.
  * The server starts, marks that endpoint failed with the reason, serves the other one, never exits, and the
- * host:port the name climbs to (a server of the test's on 127.0.0.1) receives nothing.
+ * host:port the name climbs to (a server of the test's on 127.0.0.1) receives nothing. And `corral apply` with such
+ * an image gets the API's 400 naming image.image.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +16,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EngineProxy } from '../support/engine-proxy.js';
 import { integrationAvailable } from '../support/integration.js';
-import { printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import {
   dockerAvailable,
   ensureTestImage,
@@ -141,5 +142,25 @@ describe.runIf(withDocker)(
       const listed = await call('endpoints');
       expect(listed.body.endpoints.map((e: any) => e.id).sort()).toEqual([bad.body.id, good.body.id].sort());
     }, 240_000);
+
+    it('corral apply goes through the same check: a 400 naming image.image, nothing stored', async () => {
+      if (!server) throw new Error('no server');
+      const before = (await call('endpoints')).body.total as number;
+      const spec = JSON.stringify({
+        ...testWorkerEndpoint(image),
+        name: `cli-${RUN}`,
+        image: { image: 'bars//node:1' },
+      });
+      const applied = await runCorral(
+        ['apply', '-f', '-', '--api-url', server.apiUrl],
+        { CORRAL_API_KEY: KEY },
+        spec,
+      );
+      expect(applied.code).not.toBe(0);
+      expect(applied.stderr).toContain('image.image');
+      expect(applied.stderr).toContain('a path component is empty');
+      expect((await call('endpoints')).body.total).toBe(before);
+      expect(server.child.exitCode).toBeNull();
+    }, 60_000);
   },
 );
