@@ -22,7 +22,7 @@ const ALLOWED: Record<string, string[]> = {
   crypto: [],
   gpu: [],
   logger: [],
-  registry: [],
+  registry: ['domain'],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu'],
   service: ['crypto', 'domain', 'errors', 'store'],

@@ -173,6 +173,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
       ...(parts.singleTenant ? { singleTenant: true } : {}),
+      secretSizes: (ownerId, names) => services.ownerSecrets.sizes(ownerId, names),
     }),
     credentials: services.credentials,
     quotas,
