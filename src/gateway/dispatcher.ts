@@ -22,7 +22,6 @@ import type {
   DispatcherOptions,
   DispatcherSettings,
   DispatcherStats,
-  DispatcherWorkerStats,
   Lease,
   RoutableWorker,
   WorkerAddress,
