@@ -1,7 +1,7 @@
-import { once } from 'node:events';
-import { type AddressInfo, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
+import { msUntilHalfHeadClosed } from '../../test/support/half-head.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { DEFAULT_CONNECTION_LIMITS } from '../config/config.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
@@ -40,14 +40,7 @@ describe("the API's server holds clients to connections.api's deadlines", () => 
 
   it('closes a connection that sends half a head once its deadline has passed', async () => {
     await tight.app.listen({ host: '127.0.0.1', port: 0 });
-    const socket = connect((tight.app.server.address() as AddressInfo).port, '127.0.0.1');
-    socket.on('error', () => {});
-    socket.resume();
-    await once(socket, 'connect');
-    const start = performance.now();
-    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
-    await once(socket, 'close');
-    const elapsed = performance.now() - start;
+    const elapsed = await msUntilHalfHeadClosed((tight.app.server.address() as AddressInfo).port);
     expect(elapsed).toBeGreaterThanOrEqual(250);
     // The deadline, one check interval, and room for a loaded machine.
     expect(elapsed).toBeLessThan(300 + CONNECTIONS_CHECKING_INTERVAL_MS + 2_000);

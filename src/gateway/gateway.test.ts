@@ -326,9 +326,22 @@ function abandon(port: number, host: string, path: string, when: Promise<unknown
   });
 }
 
-/** A running endpoint whose one worker answers each request with `answer(req)` (what reached the worker). */
-async function routedToEcho(h: Harness, answer: (req: IncomingMessage) => string): Promise<Endpoint> {
+/**
+ * A running endpoint whose one worker answers each request with `answer(req)` (what reached the worker), and each
+ * upgrade, when `upgraded` is given, with a 101 after calling it.
+ */
+async function routedToEcho(
+  h: Harness,
+  answer: (req: IncomingMessage) => string,
+  upgraded?: (req: IncomingMessage) => void,
+): Promise<Endpoint> {
   const echo = createServer((req, res) => res.end(answer(req)));
+  if (upgraded) {
+    echo.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      upgraded(req);
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    });
+  }
   const port = await listen(echo);
   cleanups.push(() => {
     echo.closeAllConnections();
@@ -1336,23 +1349,15 @@ describe('Gateway: no Corral key reaches a worker', () => {
   /** An endpoint whose worker answers requests and upgrades with the Authorization values that reached it. */
   async function rawEcho(h: Harness, isPublic: boolean): Promise<{ endpoint: Endpoint; seen: string[][] }> {
     const seen: string[][] = [];
-    const echo = createServer((req, res) => {
-      seen.push(authorizations(req));
-      res.end(JSON.stringify(authorizations(req)));
-    });
-    echo.on('upgrade', (req: IncomingMessage, socket: Socket) => {
-      seen.push(authorizations(req));
-      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
-    });
-    const port = await listen(echo);
-    cleanups.push(() => {
-      echo.closeAllConnections();
-      echo.close();
-    });
-    const endpoint = runningEndpoint();
+    const endpoint = await routedToEcho(
+      h,
+      (req) => {
+        seen.push(authorizations(req));
+        return JSON.stringify(authorizations(req));
+      },
+      (req) => seen.push(authorizations(req)),
+    );
     endpoint.spec.public = isPublic;
-    h.routing.endpoints.set(endpoint.id, endpoint);
-    h.routing.workers.set(endpoint.id, [{ id: 'w-echo', address: { host: '127.0.0.1', port } }]);
     return { endpoint, seen };
   }
 

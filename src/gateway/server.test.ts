@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { msUntilHalfHeadClosed } from '../../test/support/half-head.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 import { createGatewayServer, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from './server.js';
 
@@ -59,14 +59,7 @@ describe('createGatewayServer', () => {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
-      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
-      socket.on('error', () => {});
-      socket.resume();
-      await once(socket, 'connect');
-      const start = performance.now();
-      socket.write('GET / HTTP/1.1\r\nHost: x\r\n');
-      await once(socket, 'close');
-      const elapsed = performance.now() - start;
+      const elapsed = await msUntilHalfHeadClosed((server.address() as AddressInfo).port);
       expect(elapsed).toBeGreaterThanOrEqual(250);
       // The deadline, one check interval, and room for a loaded machine.
       expect(elapsed).toBeLessThan(300 + CONNECTIONS_CHECKING_INTERVAL_MS + 2_000);

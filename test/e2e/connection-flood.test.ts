@@ -12,7 +12,14 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  serveLogLines as logLines,
+  printServeLog,
+  runCorral,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-connection-flood-key-0123456789';
@@ -84,14 +91,6 @@ function getFrom(url: string, headers: Record<string, string>): Promise<{ status
     req.on('error', reject);
     req.end();
   });
-}
-
-function logLines(server: ServeProcess): { level: number; msg: string; [key: string]: unknown }[] {
-  return server
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
 }
 
 describe('thousands of idle connections to both listeners of corral serve', () => {

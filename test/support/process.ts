@@ -18,6 +18,17 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
+/** The log lines (JSON) a `corral serve` under test has written to stdout so far, parsed. */
+export function serveLogLines(
+  server: ServeProcess,
+): { level: number; msg: string; [key: string]: unknown }[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+}
+
 /** Writes the end of what a `corral serve` logged to stderr (for a failed test; undefined if it never started). */
 export function printServeLog(server: ServeProcess | undefined, lines = 200): void {
   if (!server) return;
