@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string[]> = {
   gpu: [],
   logger: [],
   registry: ['domain'],
+  listeners: [],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu'],
   service: ['crypto', 'domain', 'errors', 'store'],
@@ -31,9 +32,9 @@ const ALLOWED: Record<string, string[]> = {
   controller: ['crypto', 'domain', 'gpu', 'runtime', 'service', 'store'],
   cluster: ['domain', 'history', 'runtime', 'service', 'store'],
   history: ['domain', 'gateway'],
-  gateway: ['domain', 'errors', 'service'],
+  gateway: ['domain', 'errors', 'listeners', 'service'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
-  api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'runtime', 'service', 'store'],
+  api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],
   main: ['cli'],
@@ -42,7 +43,7 @@ const ALLOWED: Record<string, string[]> = {
 /** Parts every other part may import: the neutral home of shared interfaces. */
 const SHARED = ['ports'];
 
-/** The roles of `corral serve`: none imports another; what they share is in ports/ and wired by main.ts. */
+/** The roles of `corral serve`: none imports another; what they share is in ports/ and wired by app/. */
 const ROLES = ['api', 'autoscaler', 'cluster', 'controller', 'gateway'];
 
 /** Imports between parts that must be type-only, and the one file each may name. */

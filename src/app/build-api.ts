@@ -201,6 +201,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    clientDeadlines: config.connections.api,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
     ...(parts.databaseTookLastBeat ? { databaseTookLastBeat: parts.databaseTookLastBeat } : {}),

@@ -33,7 +33,7 @@ import type { Store } from '../store/store.js';
 
 export interface TrafficParts<M extends GatewayMetrics> {
   config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
-    Partial<Pick<Config, 'workers' | 'history'>>;
+    Partial<Pick<Config, 'workers' | 'history' | 'connections'>>;
   store: Store;
   runtime: WorkerRuntime;
   gpus: Gpu[];
@@ -211,6 +211,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const server = createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
     queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+    ...(config.connections ? { limits: config.connections.gateway } : {}),
   });
   return {
     get controller() {

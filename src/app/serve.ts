@@ -17,6 +17,7 @@ import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { apiServices, buildApi } from './build-api.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
+import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
@@ -30,10 +31,12 @@ export interface RunningServer {
 
 /** `corral serve`: opens the store, makes sure a key exists, and serves the API until closed. */
 export async function serve(
-  config: Config,
+  configured: Config,
   io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
 ): Promise<RunningServer> {
   const { logger } = io;
+  // Both listeners' connection caps fit under the open-file limit, with files left for the rest of the process.
+  const config: Config = { ...configured, connections: connectionsUnderFileLimit(configured, logger) };
   // Everything that can be wrong with the configuration is found before anything is written.
   const { secretKey, operatorKey } = startupSettings(config, io.env, logger);
   const { store, release } = await openServeStore(config, logger);
@@ -138,6 +141,8 @@ export async function serve(
       ...(shared ? { rateLimitShare: () => rateLimitShare(config.rateLimit, shared.split()) } : {}),
     });
     closers.push(() => app.close());
+    guardListener(app.server, 'api', config.connections.api, logger);
+    guardListener(traffic.server, 'gateway', config.connections.gateway, logger);
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
       throw listenError('apiAddr', config.apiAddr, error);
     });

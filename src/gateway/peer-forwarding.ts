@@ -41,7 +41,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
           void this.#toPeer(req, res, endpoint, target, arrived, inner);
           return;
         }
-        this.#keepAuthorization(req);
+        this.#keepAuthorization(req, endpoint);
       }
       inner(req, res, endpoint, arrived);
     };
@@ -90,7 +90,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
         'could not forward an upgrade to a replica',
       );
     }
-    if (!diverted) this.#keepAuthorization(req);
+    if (!diverted) this.#keepAuthorization(req, endpoint);
     return false;
   }
 
@@ -130,7 +130,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
       { endpointId: endpoint.id, replicaId: target.replicaId },
       'could not forward to a replica',
     );
-    this.#keepAuthorization(req);
+    this.#keepAuthorization(req, endpoint);
     admitHere(req, res, endpoint, arrived);
   }
 
@@ -154,8 +154,13 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
     });
   }
 
-  /** Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). */
-  #keepAuthorization(req: IncomingMessage): void {
+  /**
+   * Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). Not for
+   * a public endpoint: its check takes off only Corral keys, which the other replica need not see, and what stays
+   * goes on with the request.
+   */
+  #keepAuthorization(req: IncomingMessage, endpoint: Endpoint): void {
+    if (endpoint.spec.public) return;
     const raw = req.rawHeaders;
     for (let i = 0; i + 1 < raw.length; i += 2) {
       const name = raw[i] as string;
