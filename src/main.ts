@@ -162,7 +162,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     : () => gpus.length;
   const quotas = new QuotaService({
     store,
-    quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
+    quotaFor: (ownerId, operator) => quotaFor(ownerId, gpuCount(), config.quotas, operator),
   });
   return buildApp({
     logger,
@@ -188,8 +188,8 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     quotas,
-    invokeKeys: new InvokeKeyService({ store, clock }),
-    ownerSecrets: new SecretService({ store, clock, secrets }),
+    invokeKeys: new InvokeKeyService({ store, clock, quotas }),
+    ownerSecrets: new SecretService({ store, clock, secrets, quotas }),
     events: store.events,
     workers: store.workers,
     workerOutputs: store.workerOutputs,

@@ -1,6 +1,7 @@
 /** The `registry_credentials` table: each owner's registry logins, passwords stored sealed. */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
+import { type CountAdmit, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface CredentialRecord {
@@ -20,8 +21,13 @@ export class CredentialRepository {
     this.#db = options.db;
   }
 
-  async insert(record: CredentialRecord, audit: AuditEntry): Promise<void> {
+  /** `admit` sees how many credentials the owner has before this one, in the owner's turn, and may refuse. */
+  async insert(record: CredentialRecord, audit: AuditEntry, admit?: CountAdmit): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
+      if (admit) {
+        await takeOwnerTurn(trx, record.ownerId);
+        admit(await countOf(trx, record.ownerId));
+      }
       await trx
         .insertInto('registry_credentials')
         .values({
@@ -73,6 +79,10 @@ export class CredentialRepository {
     }));
   }
 
+  count(ownerId: string): Promise<number> {
+    return countOf(this.#db, ownerId);
+  }
+
   async ids(ownerId: string): Promise<Set<string>> {
     const rows = await this.#db
       .selectFrom('registry_credentials')
@@ -95,4 +105,13 @@ export class CredentialRepository {
       return true;
     });
   }
+}
+
+async function countOf(db: Kysely<Database> | Transaction<Database>, ownerId: string): Promise<number> {
+  const row = await db
+    .selectFrom('registry_credentials')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

@@ -1,6 +1,7 @@
 /** The `secrets` table: each owner's named secrets, values stored sealed; listing never reads them. */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
+import { type CountAdmit, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface SecretRecord {
@@ -21,15 +22,22 @@ export class SecretRepository {
     this.#db = options.db;
   }
 
-  /** Creates the secret or replaces its value (createdAt is kept); returns whether it existed. */
-  async put(record: SecretRecord, audit: AuditEntry): Promise<boolean> {
+  /**
+   * Creates the secret or replaces its value (createdAt is kept); returns whether it existed. `admit` sees how many
+   * secrets the owner has before a new one (a replaced value counts nothing) in the owner's turn, and may refuse.
+   */
+  async put(record: SecretRecord, audit: AuditEntry, admit?: CountAdmit): Promise<boolean> {
     return this.#db.transaction().execute(async (trx) => {
+      if (admit) await takeOwnerTurn(trx, record.ownerId);
       const existed = await trx
         .selectFrom('secrets')
         .select('name')
         .where('owner_id', '=', record.ownerId)
         .where('name', '=', record.name)
         .executeTakeFirst();
+      if (admit && existed === undefined) {
+        admit(await countOf(trx, record.ownerId));
+      }
       await trx
         .insertInto('secrets')
         .values({
@@ -66,6 +74,10 @@ export class SecretRepository {
     }));
   }
 
+  count(ownerId: string): Promise<number> {
+    return countOf(this.#db, ownerId);
+  }
+
   async names(ownerId: string): Promise<Set<string>> {
     const rows = await this.#db
       .selectFrom('secrets')
@@ -100,4 +112,13 @@ export class SecretRepository {
       return true;
     });
   }
+}
+
+async function countOf(db: Kysely<Database> | Transaction<Database>, ownerId: string): Promise<number> {
+  const row = await db
+    .selectFrom('secrets')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
