@@ -1,7 +1,7 @@
 /** The `registry_credentials` table: each owner's registry logins, passwords stored sealed. */
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
-import { type CountAdmit, takeOwnerTurn } from './owner-turn.js';
+import { type CountAdmit, countOwned, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface CredentialRecord {
@@ -26,7 +26,7 @@ export class CredentialRepository {
     await this.#db.transaction().execute(async (trx) => {
       if (admit) {
         await takeOwnerTurn(trx, record.ownerId);
-        admit(await countOf(trx, record.ownerId));
+        admit(await countOwned(trx, 'registry_credentials', record.ownerId));
       }
       await trx
         .insertInto('registry_credentials')
@@ -80,7 +80,7 @@ export class CredentialRepository {
   }
 
   count(ownerId: string): Promise<number> {
-    return countOf(this.#db, ownerId);
+    return countOwned(this.#db, 'registry_credentials', ownerId);
   }
 
   async ids(ownerId: string): Promise<Set<string>> {
@@ -105,13 +105,4 @@ export class CredentialRepository {
       return true;
     });
   }
-}
-
-async function countOf(db: Kysely<Database> | Transaction<Database>, ownerId: string): Promise<number> {
-  const row = await db
-    .selectFrom('registry_credentials')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('owner_id', '=', ownerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }

@@ -1,9 +1,9 @@
 /**
  * One owner's writes that a quota bounds, one after the other: the owner's `endpoint_counts` row, locked until the
  * transaction ends (PostgreSQL; SQLite runs one transaction at a time), so that a quota check and the write it
- * admits cannot interleave with another of the same owner's.
+ * admits cannot interleave with another of the same owner's; and the counts those checks read.
  */
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
 /** Checks how many of a counted thing an owner keeps (before this save) inside the save's transaction; throws to refuse. */
@@ -30,4 +30,18 @@ export async function countLive(
 /** Waits for the owner's turn (its other quota-bound writes end first) and holds it until the transaction ends. */
 export function takeOwnerTurn(trx: Transaction<Database>, ownerId: string): Promise<void> {
   return countLive(trx, ownerId, 0);
+}
+
+/** How many rows of `table` the owner has (its secrets, its registry credentials). */
+export async function countOwned(
+  db: Kysely<Database> | Transaction<Database>,
+  table: 'secrets' | 'registry_credentials',
+  ownerId: string,
+): Promise<number> {
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

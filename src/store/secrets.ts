@@ -1,7 +1,7 @@
 /** The `secrets` table: each owner's named secrets, values stored sealed; listing never reads them. */
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
-import { type CountAdmit, takeOwnerTurn } from './owner-turn.js';
+import { type CountAdmit, countOwned, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface SecretRecord {
@@ -36,7 +36,7 @@ export class SecretRepository {
         .where('name', '=', record.name)
         .executeTakeFirst();
       if (admit && existed === undefined) {
-        admit(await countOf(trx, record.ownerId));
+        admit(await countOwned(trx, 'secrets', record.ownerId));
       }
       await trx
         .insertInto('secrets')
@@ -75,7 +75,7 @@ export class SecretRepository {
   }
 
   count(ownerId: string): Promise<number> {
-    return countOf(this.#db, ownerId);
+    return countOwned(this.#db, 'secrets', ownerId);
   }
 
   async names(ownerId: string): Promise<Set<string>> {
@@ -112,13 +112,4 @@ export class SecretRepository {
       return true;
     });
   }
-}
-
-async function countOf(db: Kysely<Database> | Transaction<Database>, ownerId: string): Promise<number> {
-  const row = await db
-    .selectFrom('secrets')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('owner_id', '=', ownerId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }
