@@ -16,7 +16,7 @@ const ALLOWED: Record<string, string[]> = {
   crypto: [],
   gpu: [],
   logger: [],
-  registry: [],
+  registry: ['domain'],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu', 'store'],
   service: ['crypto', 'domain', 'errors', 'store'],

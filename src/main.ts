@@ -164,6 +164,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     store,
     quotaFor: (ownerId, operator) => quotaFor(ownerId, gpuCount(), config.quotas, operator),
   });
+  const ownerSecrets = new SecretService({ store, clock, secrets, quotas });
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
@@ -185,11 +186,12 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
       ...(parts.singleTenant ? { singleTenant: true } : {}),
+      secretSizes: (ownerId, names) => ownerSecrets.sizes(ownerId, names),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     quotas,
     invokeKeys: new InvokeKeyService({ store, clock, quotas }),
-    ownerSecrets: new SecretService({ store, clock, secrets, quotas }),
+    ownerSecrets,
     events: store.events,
     workers: store.workers,
     workerOutputs: store.workerOutputs,
