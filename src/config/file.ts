@@ -54,6 +54,8 @@ const quotaValues = z.strictObject({
   maxGpus: quotaLimit.optional(),
   workers: quotaLimit.optional(),
   credentials: quotaLimit.optional(),
+  secrets: quotaLimit.optional(),
+  invokeKeys: quotaLimit.optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */

@@ -11,6 +11,7 @@ import { exitDescription } from '../runtime/exit-description.js';
 import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
 import { systemTimers } from '../service/clock.js';
 import type { NewEvent } from '../store/events.js';
+import { LeaseLostError } from '../store/leases.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
 import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
 import { crashedEvent, failedEvent } from './crash-event.js';
@@ -112,7 +113,16 @@ export class Controller {
       intervalMs: this.#o.intervalMs,
       pass: () => this.reconcile(),
       onError: (error, { repeated }) => {
-        if (!repeated) this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
+        // Expected once the term is over (a graceful step-down, a takeover): said at info, without a stack.
+        if (error instanceof LeaseLostError) {
+          const { name, token } = error.claim;
+          if (!repeated)
+            this.#o.logger.info(
+              { lease: name, token },
+              'reconcile pass stopped: the lease is no longer held',
+            );
+        } else if (!repeated)
+          this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
       },
     });
     this.#images = new ImagePreparer({
