@@ -192,7 +192,12 @@ export interface DockerEventMessage {
   Actor?: { ID?: string; Attributes?: Record<string, string> };
 }
 
-/** start -> started, die -> exited (with its exit code), destroy -> removed; anything else is ignored. */
+/**
+ * start and restart -> started, kill -> stopping, die -> exited (with its exit code), destroy -> removed, pause ->
+ * paused, unpause -> resumed; anything else is ignored. A `docker restart` sends kill, die, stop, start, restart:
+ * the controller waits a moment for the start after such a die, and reads the new address from its next listing.
+ * A crash or the OOM killer sends no kill before its die.
+ */
 export function eventFromDocker(message: DockerEventMessage): RuntimeEvent | undefined {
   if (message.Type !== undefined && message.Type !== 'container') return undefined;
   const attributes = message.Actor?.Attributes ?? {};
@@ -200,7 +205,14 @@ export function eventFromDocker(message: DockerEventMessage): RuntimeEvent | und
   if (!workerId || attributes[LABELS.managed] !== 'true') return undefined;
   switch (message.Action ?? message.status) {
     case 'start':
+    case 'restart':
       return { type: 'started', workerId };
+    case 'kill':
+      return { type: 'stopping', workerId };
+    case 'pause':
+      return { type: 'paused', workerId };
+    case 'unpause':
+      return { type: 'resumed', workerId };
     case 'die': {
       const exitCode = Number(attributes.exitCode);
       return { type: 'exited', workerId, exitCode: Number.isFinite(exitCode) ? exitCode : -1 };
