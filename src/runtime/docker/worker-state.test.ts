@@ -312,6 +312,12 @@ describe('eventFromDocker', () => {
       { Type: 'container', Action: 'kill', Actor: actor({ signal: '15' }) },
       { type: 'stopping', workerId: 'w1' },
     ],
+    [
+      { Type: 'container', Action: 'kill', Actor: actor({ signal: '9' }) },
+      { type: 'stopping', workerId: 'w1' },
+    ],
+    [{ Type: 'container', Action: 'kill', Actor: actor({ signal: '1' }) }, undefined],
+    [{ Type: 'container', Action: 'kill', Actor: actor({ signal: '10' }) }, undefined],
     [{ Type: 'container', Action: 'stop', Actor: actor({}) }, undefined],
     [{ Type: 'container', Action: 'oom', Actor: actor({}) }, undefined],
     [{ Type: 'network', Action: 'connect', Actor: actor({}) }, undefined],

@@ -182,6 +182,16 @@ export function computeStats(raw: RawStats): WorkerStats {
   return { cpuPercent, memoryBytes: Math.max(0, usage - cache) };
 }
 
+/**
+ * Signals a stop sends (INT, QUIT, KILL, TERM; `docker stop` sends the image's StopSignal, TERM by default), or none
+ * said. Others (HUP, USR1...) usually ask an app to reload, not to end.
+ */
+const STOP_SIGNALS = new Set(['2', '3', '9', '15', 'SIGINT', 'SIGQUIT', 'SIGKILL', 'SIGTERM']);
+
+function stopSignal(signal: string | undefined): boolean {
+  return signal === undefined || signal === '' || STOP_SIGNALS.has(signal);
+}
+
 /** One message of `GET /events` (only the fields used here). */
 export interface DockerEventMessage {
   Type?: string;
@@ -193,7 +203,7 @@ export interface DockerEventMessage {
 }
 
 /**
- * start and restart -> started, kill -> stopping, die -> exited (with its exit code), destroy -> removed, pause ->
+ * start and restart -> started, kill with a stop signal -> stopping, die -> exited (with its exit code), destroy -> removed, pause ->
  * paused, unpause -> resumed; anything else is ignored. A `docker restart` sends kill, die, stop, start, restart:
  * the controller waits a moment for the start after such a die, and reads the new address from its next listing.
  * A crash or the OOM killer sends no kill before its die.
@@ -208,7 +218,7 @@ export function eventFromDocker(message: DockerEventMessage): RuntimeEvent | und
     case 'restart':
       return { type: 'started', workerId };
     case 'kill':
-      return { type: 'stopping', workerId };
+      return stopSignal(attributes.signal) ? { type: 'stopping', workerId } : undefined;
     case 'pause':
       return { type: 'paused', workerId };
     case 'unpause':
