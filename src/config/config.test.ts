@@ -239,6 +239,13 @@ workers:
   });
 
   it.each([
+    ['', 60],
+    ['controller: { unhealthyTimeoutSeconds: 5 }', 5],
+  ])('controller.unhealthyTimeoutSeconds from %j: %s (default: one minute)', (file, seconds) => {
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).controller.unhealthyTimeoutSeconds).toBe(seconds);
+  });
+
+  it.each([
     ['limits: { maxWorkerNum: -1 }', 'limits.maxWorkerNum'],
     ['limits: { minWorkerNum: 5, maxWorkerNum: 2 }', 'minWorkerNum (5) is above maxWorkerNum (2)'],
     ['limits: { freeLocalVolumeSize: 500 }', 'freeLocalVolumeSize (500) is outside 0..100'],

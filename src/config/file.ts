@@ -130,6 +130,7 @@ const fileSchema = z.strictObject({
       startupTimeoutSeconds: z.int().positive().optional(),
       reconcileIntervalMs: z.int().min(50).optional(),
       crashResetSeconds: z.int().positive().optional(),
+      unhealthyTimeoutSeconds: z.int().positive().optional(),
     })
     .optional(),
   /** The dashboard's history of each endpoint (docs/dashboard.md): its interval, length and endpoints kept. */
