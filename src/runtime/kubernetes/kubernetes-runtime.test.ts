@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KubeStandIn } from '../../../test/support/kube-stand-in.js';
 import { eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { TestKubelet } from '../../../test/support/test-kubelet.js';
-import { LABELS, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
+import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { labelSelector } from './api.js';
 import { clientApi } from './client-api.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
@@ -142,15 +142,15 @@ describe('KubernetesRuntime', () => {
     await eventually(async () => expect((await runtime.list({})).map((w) => w.workerId)).toEqual(['w1']));
   });
 
-  it("a pod waiting for the scheduler: the scheduler's words are the worker's progress; removing it ends the create", async () => {
-    const progress: string[] = [];
+  it("a pod waiting for the scheduler: pending, the scheduler's words its progress; removing it ends the create", async () => {
+    const progress: PullProgress[] = [];
     const creating = runtime.create(
       spec('w1', { placement: { product: 'b200', gpuNum: 1, authId: '' } }),
-      (p) => progress.push(p.message),
+      (p) => progress.push(p),
     );
-    await eventually(() => expect(progress).toContain(FULL));
+    await eventually(() => expect(progress).toContainEqual({ phase: 'pending', message: FULL }));
     const waiting = await runtime.inspect('w1');
-    expect(waiting).toMatchObject({ phase: 'starting', message: FULL });
+    expect(waiting).toMatchObject({ phase: 'pending', message: FULL });
     const pod = runtime.pod('w1');
     expect(pod?.spec?.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'b200' });
     expect(pod?.spec?.containers[0]?.resources?.limits).toMatchObject({ 'nvidia.com/gpu': '1' });
@@ -164,6 +164,21 @@ describe('KubernetesRuntime', () => {
     });
     expect(ended.address).toBeUndefined();
     expect(standIn.pods(NS)).toEqual([]);
+  });
+
+  it('a log its node cannot serve (the API server answers 404 for the node) is no missing worker', async () => {
+    // The test kubelet binds pods to test-node-1, which is no Node here: the API server finds no kubelet to ask.
+    await runtime.create(spec('w1'));
+    const error = await (async () => {
+      for await (const _ of runtime.logs('w1', { follow: false })) break;
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error).toMatchObject({ code: 'RUNTIME_ERROR' });
+    expect((error as Error).message).toContain('node test-node-1');
+    expect((error as Error).message).not.toContain('does not exist');
   });
 
   it('a pod deleted behind its back is a removed worker', async () => {
