@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
-import { KubeStandIn } from '../../test/support/kube-stand-in.js';
-import { TestKubelet } from '../../test/support/test-kubelet.js';
+import { type StandInCluster, standInCluster } from '../../test/support/kube-cluster.js';
+import type { KubeStandIn } from '../../test/support/kube-stand-in.js';
+import type { TestKubelet } from '../../test/support/test-kubelet.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { labelSelector } from '../runtime/kubernetes/api.js';
 import { clientApi } from '../runtime/kubernetes/client-api.js';
 import { KubernetesRuntime } from '../runtime/kubernetes/kubernetes-runtime.js';
-import { LABELS } from '../runtime/types.js';
 import { Controller } from './controller.js';
 import { answered } from './probe-result.js';
 import { RoutingTable } from './routing-table.js';
@@ -26,6 +25,7 @@ const silent = { info: () => undefined, warn: () => undefined, error: () => unde
  */
 describe('Controller: workers the Kubernetes scheduler has no room for', () => {
   let h: ControllerHarness;
+  let cluster: StandInCluster;
   let standIn: KubeStandIn;
   let config: KubeConfig;
   let kubelet: TestKubelet;
@@ -77,26 +77,13 @@ describe('Controller: workers the Kubernetes scheduler has no room for', () => {
 
   beforeEach(async () => {
     h = await controllerHarness();
-    standIn = new KubeStandIn();
-    await standIn.start();
-    config = new KubeConfig();
-    config.loadFromString(standIn.kubeconfig());
-    kubelet = new TestKubelet({
-      api: clientApi(config),
-      config,
-      namespace: NS,
-      labelSelector: labelSelector({ [LABELS.managed]: 'true' }),
-      missingImages: new Set(),
-      standIn,
-      unschedulable: new Map([['b200', FULL]]),
-    });
-    await kubelet.start();
+    cluster = await standInCluster({ namespace: NS, unschedulable: new Map([['b200', FULL]]) });
+    ({ standIn, config, kubelet } = cluster);
   });
 
   afterEach(async () => {
     for (const served of started.splice(0)) await stop(served);
-    await kubelet.stop();
-    await standIn.close();
+    await cluster.close();
     await h.close();
   });
 

@@ -6,24 +6,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KubeStandIn } from '../../../test/support/kube-stand-in.js';
+import { type StandInCluster, standInCluster } from '../../../test/support/kube-cluster.js';
+import type { KubeStandIn } from '../../../test/support/kube-stand-in.js';
 import { eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
-import { TestKubelet } from '../../../test/support/test-kubelet.js';
 import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
-import { labelSelector } from './api.js';
 import { clientApi } from './client-api.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 
 const NS = 'corral-workers';
 const FULL = '0/3 nodes are available: 3 Insufficient nvidia.com/gpu.';
 
+let cluster: StandInCluster;
 let standIn: KubeStandIn;
 let config: KubeConfig;
 let runtime: KubernetesRuntime;
-let kubelet: TestKubelet;
 let logged: string[];
 let installationId: string;
 
@@ -59,27 +58,14 @@ function newRuntime(id = installationId): KubernetesRuntime {
 beforeEach(async () => {
   logged = [];
   installationId = `kt-${randomUUID().slice(0, 8)}`;
-  standIn = new KubeStandIn();
-  await standIn.start();
-  config = new KubeConfig();
-  config.loadFromString(standIn.kubeconfig());
+  cluster = await standInCluster({ namespace: NS, unschedulable: new Map([['b200', FULL]]) });
+  ({ standIn, config } = cluster);
   runtime = newRuntime();
-  kubelet = new TestKubelet({
-    api: clientApi(config),
-    config,
-    namespace: NS,
-    labelSelector: labelSelector({ [LABELS.managed]: 'true' }),
-    missingImages: new Set(),
-    standIn,
-    unschedulable: new Map([['b200', FULL]]),
-  });
-  await kubelet.start();
 });
 
 afterEach(async () => {
   await runtime.close();
-  await kubelet.stop();
-  await standIn.close();
+  await cluster.close();
 });
 
 describe('KubernetesRuntime', () => {
