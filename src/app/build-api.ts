@@ -117,13 +117,13 @@ export function apiServices(options: {
     : () => gpus.length;
   const quotas = new QuotaService({
     store,
-    quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
+    quotaFor: (ownerId, operator) => quotaFor(ownerId, gpuCount(), config.quotas, operator),
   });
   return {
     quotas,
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
-    ownerSecrets: new SecretService({ store, clock, secrets }),
-    invokeKeys: new InvokeKeyService({ store, clock }),
+    ownerSecrets: new SecretService({ store, clock, secrets, quotas }),
+    invokeKeys: new InvokeKeyService({ store, clock, quotas }),
   };
 }
 

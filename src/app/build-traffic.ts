@@ -166,6 +166,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
+    unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
     awaitDrained: async (endpointId, workerId) => {

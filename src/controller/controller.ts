@@ -10,8 +10,15 @@ import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { systemTimers } from '../ports/clock.js';
 import { exitDescription } from '../runtime/exit-description.js';
-import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
-import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
+import { LABELS, RuntimeError, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
+import { LeaseLostError } from '../store/leases.js';
+import { type ContainerResponse, eventResponse, mayBeRestarting, movedAddress } from './container-changes.js';
+import {
+  type ControllerOptions,
+  DEFAULT_RESTART_GRACE_MS,
+  DEFAULT_UNHEALTHY_TIMEOUT_MS,
+  STARTING_PROBE_INTERVAL_MS,
+} from './controller-options.js';
 import { DEFAULT_BACKOFF } from './crashes/backoff.js';
 import { crashedEvent, failedEvent } from './crashes/crash-event.js';
 import { CrashLedger } from './crashes/crash-ledger.js';
@@ -27,10 +34,12 @@ import { GpuLedger } from './placement/gpu-ledger.js';
 import { inventoryPlacement, type WorkerPlacement } from './placement/worker-placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
+import { followed, followsRuntime, progressState } from './runtime-wait.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
 import {
   adoptedRecord,
+  hasContainer,
   isActive,
   isStarted,
   type ManagedWorker,
@@ -102,6 +111,8 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#o = {
       startupTimeoutMs: 300_000,
+      unhealthyTimeoutMs: DEFAULT_UNHEALTHY_TIMEOUT_MS,
+      restartGraceMs: DEFAULT_RESTART_GRACE_MS,
       backoff: DEFAULT_BACKOFF,
       startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
       intervalMs: 1000,
@@ -118,7 +129,16 @@ export class Controller {
       intervalMs: this.#o.intervalMs,
       pass: () => this.reconcile(),
       onError: (error, { repeated }) => {
-        if (!repeated) this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
+        // Expected once the term is over (a graceful step-down, a takeover): said at info, without a stack.
+        if (error instanceof LeaseLostError) {
+          const { name, token } = error.claim;
+          if (!repeated)
+            this.#o.logger.info(
+              { lease: name, token },
+              'reconcile pass stopped: the lease is no longer held',
+            );
+        } else if (!repeated)
+          this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
       },
     });
     this.#images = new ImagePreparer({
@@ -142,7 +162,11 @@ export class Controller {
   start(): void {
     const { runtime, routes, scaling } = this.#o;
     const poke = () => this.poke();
-    this.#unsubscribe.push(runtime.watch(poke), routes.onRefreshRequested(poke));
+    const onEvent = (event: RuntimeEvent) => {
+      this.#containerEvent(event);
+      poke();
+    };
+    this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
     this.#loop.start();
   }
@@ -265,12 +289,19 @@ export class Controller {
       const record = this.#book.get(container.workerId);
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
-      } else if (container.phase === 'exited' && isStarted(record.state)) {
+      } else if (container.phase === 'exited' && (isStarted(record.state) || this.#follows(record))) {
+        if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
         this.#workerDied(record, exitDescription(container), now, container);
+      } else if (this.#follows(record)) {
+        this.#follow(record, container, live.get(record.endpointId), now);
+      } else {
+        const moved = movedAddress(record, container);
+        if (moved) this.#containerChanged(record, moved);
       }
     }
     for (const record of this.#book.all()) {
-      if (isStarted(record.state) && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
+      const present = isStarted(record.state) || this.#follows(record);
+      if (present && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
         this.#workerDied(record, 'its container disappeared', now);
       }
     }
@@ -294,6 +325,31 @@ export class Controller {
     }
   }
 
+  /** A worker the runtime has and no create of this process reports on (adopted, not running yet). */
+  #follows(record: ManagedWorker): boolean {
+    return followsRuntime(record) && !this.#gpus.isCreating(record.id);
+  }
+
+  /** Such a worker shows its runtime's state and words until it runs; then it is probed as a started one. */
+  #follow(
+    record: ManagedWorker,
+    container: RuntimeWorker,
+    endpoint: Endpoint | undefined,
+    now: number,
+  ): void {
+    const change = followed(record, container);
+    if (change?.type === 'waiting') this.#setState(record, change.state, change.message);
+    if (change?.type !== 'started') return;
+    record.address = change.address;
+    record.startedAt = now;
+    this.#setState(
+      record,
+      'starting',
+      `waiting for ${endpoint?.spec.health.path ?? 'its health check'} to answer`,
+    );
+    if (endpoint) this.#prober.schedule(record.id, 0);
+  }
+
   /** A worker found by label (after a restart): kept, and probed to learn its health again. */
   #adopt(container: RuntimeWorker, endpoint: Endpoint | undefined, now: number): void {
     const record = adoptedRecord(container, endpoint, now);
@@ -309,6 +365,42 @@ export class Controller {
     this.#fail(record, code, `worker ${reason}`);
     this.#events.push([record.endpointId, crashedEvent(record.id, reason, code, container, now)]);
     void this.#removeContainer(record.id, record.gpuUuids, reason);
+  }
+
+  // ---- containers changed between passes ----
+
+  /** A runtime event: an exit or pause leaves routing now, a start or resume is probed now (container-changes.ts). */
+  #containerEvent(event: RuntimeEvent): void {
+    const record = this.#book.get(event.workerId);
+    if (!record) return;
+    const response = eventResponse(event, record);
+    if (event.type === 'stopping' && response.type === 'unroute') record.engineStopSeen = true;
+    if (response.type === 'unroute' && response.awaitRestart) record.exitSeenAt = this.#o.clock();
+    if (event.type === 'started') {
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+    }
+    this.#containerChanged(record, response);
+  }
+
+  #containerChanged(record: ManagedWorker, response: ContainerResponse): void {
+    if (response.type === 'none') return;
+    const fields = { workerId: record.id, endpointId: record.endpointId };
+    if (response.type === 'readdress') {
+      this.#o.logger.info({ ...fields, address: response.address }, 'worker container moved');
+      record.address = response.address;
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+      this.#book.markDirty(record);
+    }
+    if (response.type !== 'reprobe') {
+      this.#setState(record, 'unhealthy', response.message);
+      this.#publishRoutesOf(record.endpointId);
+    }
+    // Its counts start over, so that neither a failing probe keeps it routed nor an old pass re-routes it.
+    this.#prober.stop(record.id);
+    const period = (this.#endpoints.get(record.endpointId)?.spec.health.periodSeconds ?? 0) * 1000;
+    this.#prober.schedule(record.id, response.type === 'unroute' ? period : 0);
   }
 
   // ---- owners' drains ----
@@ -367,6 +459,7 @@ export class Controller {
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
+      unhealthyTimeoutMs: this.#o.unhealthyTimeoutMs,
     });
   }
 
@@ -434,6 +527,7 @@ export class Controller {
     now: number,
   ): Promise<void> {
     record.gpuUuids = gpus.map((g) => g.uuid);
+    record.inRuntime = true;
     this.#setState(record, 'pulling', 'preparing the image');
     this.#gpus.createStarted(record.id, record.gpuUuids);
     try {
@@ -453,9 +547,9 @@ export class Controller {
       // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
       const { resolveEnv } = this.#o;
       const spec = resolveEnv ? { ...built, env: await resolveEnv(endpoint.ownerId, built.env) } : built;
-      // The runtime's message already names the image and the percentage.
+      // The runtime's message already names the image and the percentage, or the scheduler's reason to wait.
       const container = await this.#o.runtime.create(spec, (progress) =>
-        this.#setState(record, 'pulling', progress.message),
+        this.#setState(record, progressState(progress.phase), progress.message),
       );
       if (!this.#book.has(record.id)) {
         // Removed while it was being created (scaled down, stopped): nothing must be left behind, and its GPUs
@@ -563,6 +657,8 @@ export class Controller {
     error: WorkerErrorCode | '' = '',
   ): void {
     if (record.state === state && record.message === message && record.error === error) return;
+    if (state !== 'unhealthy') delete record.unhealthySince;
+    else if (record.state !== 'unhealthy') record.unhealthySince = this.#o.clock();
     record.state = state;
     record.message = message;
     record.error = error;
@@ -588,7 +684,7 @@ export class Controller {
    */
   #drainAndRemove(record: ManagedWorker, reason: string, stillWanted: () => boolean = () => true): void {
     if (record.state === 'draining' || record.state === 'stopped') return;
-    const hadContainer = record.state !== 'pending' && record.state !== 'failed';
+    const hadContainer = hasContainer(record);
     this.#prober.stop(record.id);
     if (!hadContainer) {
       this.#forget(record);

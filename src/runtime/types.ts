@@ -80,8 +80,19 @@ export interface WorkerSpec {
   placement?: { product: string; gpuNum: number; authId: string };
 }
 
-/** What the runtime says of a worker; health is the controller's business, not the runtime's. */
-export type RuntimePhase = 'pulling' | 'starting' | 'running' | 'exited';
+/**
+ * What the runtime says of a worker; health is the controller's business, not the runtime's. `pending`: a runtime
+ * whose own scheduler places workers (kubernetes) has not placed it yet (no node has the GPUs); the others never
+ * say it.
+ */
+export type RuntimePhase = 'pending' | 'pulling' | 'starting' | 'running' | 'exited';
+
+/** The phases of a worker on its way to running: what a create's progress and an adopted worker's wait show. */
+export type WaitingPhase = Extract<RuntimePhase, 'pending' | 'pulling' | 'starting'>;
+
+export function isWaitingPhase(phase: RuntimePhase): phase is WaitingPhase {
+  return phase === 'pending' || phase === 'pulling' || phase === 'starting';
+}
 
 /** `out-of-memory`: the kernel's OOM killer ended the worker (it went over its memory limit). */
 export type ExitReason = 'out-of-memory';
@@ -111,6 +122,12 @@ export interface PullProgress {
   percent?: number;
   /** The whole line the worker's state shows, e.g. `pulling nginx:latest: 42% (120/285 MB)`. */
   message: string;
+  /**
+   * Where the create is (the worker's state meanwhile); default `pulling`. A runtime whose scheduler places workers
+   * says `pending` while no node has room (with the scheduler's words as the message) and `starting` while the
+   * container is being started.
+   */
+  phase?: WaitingPhase;
 }
 
 export interface WorkerStats {
@@ -130,10 +147,19 @@ export interface LogOptions {
   onOpen?: () => void;
 }
 
+/**
+ * What a runtime pushes as it happens. `started` also follows an engine's restart of the worker (`docker restart`),
+ * after which its address may differ: the next listing has the new one. `stopping`: someone told the engine to stop
+ * or kill it (`docker stop`, `restart`, `kill`), its exit follows; `paused`/`resumed`: the engine froze or thawed it
+ * (`docker pause`/`unpause`). Only runtimes whose engine can be told so send these three (Docker).
+ */
 export type RuntimeEvent =
   | { type: 'exited'; workerId: string; exitCode: number }
   | { type: 'started'; workerId: string }
-  | { type: 'removed'; workerId: string };
+  | { type: 'removed'; workerId: string }
+  | { type: 'stopping'; workerId: string }
+  | { type: 'paused'; workerId: string }
+  | { type: 'resumed'; workerId: string };
 
 /** An image the engine holds (docs/workers.md, Private images). */
 export interface LocalImage {
@@ -203,7 +229,7 @@ export interface WorkerRuntime {
    */
   logs(workerId: string, options: LogOptions): AsyncIterable<string>;
   stats(workerId: string): Promise<WorkerStats | undefined>;
-  /** Pushes exits and removals as they happen; returns an unsubscribe function. */
+  /** Pushes starts (restarts too), exits, removals and pauses as they happen; returns an unsubscribe function. */
   watch(onEvent: (event: RuntimeEvent) => void): () => void;
   close(): Promise<void>;
 }
