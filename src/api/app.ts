@@ -1,7 +1,7 @@
 /**
  * The API's Fastify app: every body parsed as JSON, ApiError answers from the error and not-found handlers,
  * per-route metrics, and authentication then rate limiting before each route under the API prefix. The routes
- * themselves are in routes/; listening is the caller's business (main.ts, tests).
+ * themselves are in routes/; listening is the caller's business (app/serve.ts, tests).
  */
 
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,6 +1,6 @@
 /**
  * `GET gpus`: the inventory for any key, which worker holds each GPU (the caller's own; every owner's for an admin)
- * and the waiting workers with their reason, fed by a `GpuInventorySource` as main.ts feeds it from the controller.
+ * and the waiting workers with their reason, fed by a `GpuInventorySource` as app/serve.ts feeds it from the controller.
  * SQLite and PostgreSQL.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

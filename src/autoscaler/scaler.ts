@@ -67,7 +67,7 @@ export class Scaler {
   /**
    * The worker count the endpoint's last advice came to, as the controller acts on it (within minWorkers and
    * maxWorkers; 0 while stopped); undefined before any (this process's controller does not lead, or has not
-   * passed yet). The API shows it as `desiredWorkers` (main.ts wires it).
+   * passed yet). The API shows it as `desiredWorkers` (app/serve.ts wires it).
    */
   desired(endpointId: string): number | undefined {
     return this.#desired.get(endpointId);

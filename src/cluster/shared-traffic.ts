@@ -4,7 +4,7 @@
  * writes notify, and `leader`, on which any replica asks the leader for a pass or tells it a request queued), the
  * route feed that fills the gateway's routing table, the membership watch and share schedule that split each
  * worker's slots, the publisher of this gateway's queues, and, during a term, the publisher of the controller's
- * routes and the sum of every replica's queues for the scaler. `main.ts` builds it only on PostgreSQL: with one
+ * routes and the sum of every replica's queues for the scaler. `app/build-replica.ts` builds it only on PostgreSQL: with one
  * process the gateway reads the controller's table in process, as before.
  */
 

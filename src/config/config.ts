@@ -108,7 +108,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     unhealthyTimeoutSeconds: number;
   };
   /**
-   * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (main.ts
+   * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (app/build-traffic.ts
    * gives each GPU its share of the machine's memory); 0: no limit.
    */
   workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };

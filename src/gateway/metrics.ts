@@ -182,7 +182,7 @@ export class GatewayMetrics {
 
   /**
    * Every endpoint's counts now (a copy), for the history; reading starts a new latency range, so the history
-   * (main.ts wires one) must be the only reader.
+   * (app/build-traffic.ts wires one) must be the only reader.
    */
   counters(): Map<string, TrafficCounters> {
     const all = new Map<string, TrafficCounters>();

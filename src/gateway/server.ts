@@ -1,6 +1,6 @@
 /**
  * The gateway's node:http server and the timeouts that bound a client (head, idle keep-alive, request, requests per
- * connection); its connection caps are applied by main.ts (listeners/connection-guard.ts).
+ * connection); its connection caps are applied by app/connection-limits.ts (listeners/connection-guard.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -4,7 +4,7 @@
  * replica's samples of one interval share a slot), writes them to the store in one statement per interval, and
  * answers `GET endpoint/metrics/history` and `recent` by reading every replica's rows of the endpoint and merging
  * them (history-merge.ts): any replica answers the same. A slot is answered `settleMs` after its end, once every
- * replica has written it. The leader also prunes the rows past the history's length. `main.ts` builds it only with
+ * replica has written it. The leader also prunes the rows past the history's length. `app/build-replica.ts` builds it only with
  * several replicas; one process answers from its own rings, as before.
  */
 import type { Timers } from '../ports/clock.js';

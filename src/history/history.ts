@@ -5,7 +5,7 @@
  * autoscaler's desired count), kept in a fixed ring per endpoint (360 samples: one hour). Memory is bounded: a
  * ring is allocated only for an endpoint with something to show, dropped when it is deleted or after a whole ring
  * of nothing, and at most `maxEndpoints` rings exist (docs/dashboard.md states the bytes). Its sources are
- * functions (main.ts wires the gateway, the controller and the scaler); its clock and timers are injected. With
+ * functions (app/build-traffic.ts wires the gateway, the controller and the scaler); its clock and timers are injected. With
  * several replicas, cluster-history.ts takes the samples instead of its timer and publishes their figures.
  */
 import { WORKER_STATES } from '../domain/worker.js';

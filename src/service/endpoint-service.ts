@@ -29,7 +29,7 @@ export interface ServerCatalog {
   storageOwners?: ReadonlyMap<string, readonly string[] | 'all'>;
 }
 
-/** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in main.ts). */
+/** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in app/image-guard.ts). */
 export type ImageAccessCheck = (request: {
   ownerId: string;
   authId: string;

@@ -1,6 +1,6 @@
 /**
  * `GET gpus`' use case: the GPU inventory, which worker holds each GPU and the workers waiting for one, as one
- * caller may see them. The inventory and the workers come from a `GpuInventorySource` (main.ts feeds it from the
+ * caller may see them. The inventory and the workers come from a `GpuInventorySource` (app/serve.ts feeds it from the
  * controller, or from the cluster on Kubernetes); the endpoints' names and GPU asks come from the store.
  */
 import type { WorkerState } from '../domain/worker.js';
