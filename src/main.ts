@@ -39,7 +39,7 @@ import { leadershipOf } from './cluster/leadership.js';
 import { SharedTraffic } from './cluster/shared-traffic.js';
 import { rateLimitShare } from './cluster/shares.js';
 import { replicaGpus, STORED_GPUS_INTERVAL_MS, StoredGpus } from './cluster/stored-gpus.js';
-import { advertisedGatewayUrl, type Config, formatHostPort } from './config/config.js';
+import { advertisedGatewayUrl, type Config, formatHostPort, type ListenerLimits } from './config/config.js';
 import { createDatabaseFile, secureDataDir, type TightenedMode } from './config/data-dir.js';
 import { ConfigError } from './config/settings.js';
 import { databaseError, listenError } from './config/startup.js';
@@ -62,6 +62,9 @@ import { createGatewayServer } from './gateway/server.js';
 import { detectGpus } from './gpu/detect.js';
 import { type Gpu, simulatedInventory, supportedCudaVersions } from './gpu/inventory.js';
 import { productCatalog, scheduledCatalog, scheduledCudaVersions } from './gpu/products.js';
+import { fitConnections } from './listeners/connection-budget.js';
+import { guardConnections } from './listeners/connection-guard.js';
+import { raiseFileLimit } from './listeners/file-limit.js';
 import { ImageAccessGuard } from './registry/image-access-guard.js';
 import { registryManifestCheck } from './registry/manifest-check.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from './runtime/select.js';
@@ -164,6 +167,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     store,
     quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
   });
+  const ownerSecrets = new SecretService({ store, clock, secrets });
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
@@ -185,11 +189,12 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
       ...(parts.singleTenant ? { singleTenant: true } : {}),
+      secretSizes: (ownerId, names) => ownerSecrets.sizes(ownerId, names),
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     quotas,
     invokeKeys: new InvokeKeyService({ store, clock }),
-    ownerSecrets: new SecretService({ store, clock, secrets }),
+    ownerSecrets,
     events: store.events,
     workers: store.workers,
     workerOutputs: store.workerOutputs,
@@ -212,6 +217,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
+    clientDeadlines: config.connections.api,
     ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
     ...(parts.readiness ? { readiness: parts.readiness } : {}),
     ...(parts.databaseTookLastBeat ? { databaseTookLastBeat: parts.databaseTookLastBeat } : {}),
@@ -238,7 +244,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
 
 export interface TrafficParts<M extends GatewayMetrics> {
   config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
-    Partial<Pick<Config, 'workers' | 'history'>>;
+    Partial<Pick<Config, 'workers' | 'history' | 'connections'>>;
   store: Store;
   runtime: WorkerRuntime;
   gpus: Gpu[];
@@ -420,6 +426,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const server = createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
     queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+    ...(config.connections ? { limits: config.connections.gateway } : {}),
   });
   return {
     get controller() {
@@ -488,10 +495,12 @@ export interface RunningServer {
 
 /** `corral serve`: opens the store, makes sure a key exists, and serves the API until closed. */
 export async function serve(
-  config: Config,
+  configured: Config,
   io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
 ): Promise<RunningServer> {
   const { logger } = io;
+  // Both listeners' connection caps fit under the open-file limit, with files left for the rest of the process.
+  const config: Config = { ...configured, connections: connectionsUnderFileLimit(configured, logger) };
   // Everything that can be wrong with the configuration is found before anything is written.
   const tightened = secureDataDirSetting(config);
   const secretKey = loadSecretKeySetting(io.env, config.dataDir);
@@ -697,6 +706,8 @@ export async function serve(
       ...(shared ? { rateLimitShare: () => rateLimitShare(config.rateLimit, shared.split()) } : {}),
     });
     closers.push(() => app.close());
+    guardListener(app.server, 'api', config.connections.api, logger);
+    guardListener(traffic.server, 'gateway', config.connections.gateway, logger);
     await app.listen({ host: config.apiAddr.host, port: config.apiAddr.port }).catch((error: unknown) => {
       throw listenError('apiAddr', config.apiAddr, error);
     });
@@ -844,6 +855,54 @@ async function warnOfTenantEndpoints(store: Store, logger: Logger): Promise<void
     'endpoints of owners without an admin key exist; on the local runtime their workers run as host processes ' +
       "with Corral's rights: stop or delete them unless you trust their owners",
   );
+}
+
+/**
+ * The open-file limit, its soft limit raised to the hard one where it is below (node does so itself at start on
+ * most systems), logged; and the connection caps of both listeners lowered where they would not fit under it.
+ */
+function connectionsUnderFileLimit(config: Config, logger: Logger): Config['connections'] {
+  const files = raiseFileLimit();
+  const fitted = fitConnections(config.connections, files.limit?.soft);
+  const count = (n: number | undefined) =>
+    n === undefined ? 'unknown' : Number.isFinite(n) ? n : 'unlimited';
+  const caps = (listener: ListenerLimits) => ({
+    maxConnections: listener.maxConnections,
+    maxConnectionsPerClient: listener.maxConnectionsPerClient,
+  });
+  logger.info(
+    {
+      openFiles: count(files.limit?.soft),
+      openFilesHard: count(files.limit?.hard),
+      ...(files.raisedFrom === undefined ? {} : { raisedFrom: files.raisedFrom }),
+      reservedFiles: fitted.reservedFiles,
+      api: caps(fitted.api),
+      gateway: caps(fitted.gateway),
+    },
+    'open-file limit and connection caps',
+  );
+  if (files.notRaised !== undefined) {
+    logger.warn({ reason: files.notRaised }, 'could not raise the open-file soft limit to the hard limit');
+  }
+  if (fitted.lowered) {
+    logger.warn(
+      { configured: { api: caps(config.connections.api), gateway: caps(config.connections.gateway) } },
+      'connection caps lowered to fit under the open-file limit; raise the hard limit (ulimit -Hn, LimitNOFILE=) to keep them',
+    );
+  }
+  const { lowered: _logged, ...connections } = fitted;
+  return connections;
+}
+
+/** Caps the listener's connections, in all and per client address (listeners/connection-guard.ts). */
+function guardListener(server: Server, listener: string, limits: ListenerLimits, logger: Logger): void {
+  guardConnections(server, {
+    listener,
+    maxConnections: limits.maxConnections,
+    maxConnectionsPerClient: limits.maxConnectionsPerClient,
+    logger,
+    clock: systemClock,
+  });
 }
 
 /** The bound port, which differs from the configured one when that was 0. */

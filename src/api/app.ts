@@ -17,6 +17,7 @@ import secureJson from 'secure-json-parse';
 import { API_PREFIX } from '../contract/paths.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
+import { type ClientDeadlines, CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 import type { ApiKeyService } from '../service/api-key-service.js';
 import type { ClusterService } from '../service/cluster-service.js';
 import type { CredentialService } from '../service/credential-service.js';
@@ -124,6 +125,21 @@ export interface AppOptions {
   gpus?: GpuReportService;
   /** The server's API keys (`GET apikeys`, `POST apikey/create|delete`, admin keys only); absent: no routes. */
   apiKeys?: ApiKeyService;
+  /** Client connections' deadlines (config `connections.api`); absent: Fastify's and node's defaults. */
+  clientDeadlines?: ClientDeadlines;
+}
+
+/** Fastify's server options for `deadlines`: node's head deadline, checked every second, and the keep-alive ones. */
+function fastifyDeadlines(deadlines: ClientDeadlines | undefined) {
+  if (deadlines === undefined) return {};
+  return {
+    http: {
+      headersTimeout: deadlines.headersTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
+    keepAliveTimeout: deadlines.keepAliveTimeoutMs,
+    maxRequestsPerSocket: deadlines.maxRequestsPerSocket,
+  };
 }
 
 /** Builds the API without listening, so that tests drive it with inject() or listen on port 0. */
@@ -133,6 +149,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: options.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    ...fastifyDeadlines(options.clientDeadlines),
   });
 
   acceptJsonWhateverTheContentType(app);

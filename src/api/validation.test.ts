@@ -153,6 +153,19 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   ['health path without /', { healthy: { path: 'health' } }, 400, 'INVALID_FIELD', 'healthy.path'],
   ['health period 0', { healthy: { path: '/h', period: 0 } }, 400, 'OUT_OF_RANGE', 'healthy.period'],
   ['empty image', { image: { image: '' } }, 400, 'INVALID_FIELD', 'image.image'],
+  ...[
+    'bars//node:1',
+    '../../../etc/passwd',
+    '../../../../127.0.0.1:17150/ssrf-probe?x=',
+    'Corral/Worker:1',
+    'app@sha256:xyz',
+  ].map((image): [string, Record<string, unknown>, number, string, string] => [
+    `image ${JSON.stringify(image)}`,
+    { image: { image } },
+    400,
+    'INVALID_FIELD',
+    'image.image',
+  ]),
 ];
 
 describe.each(storeTargets())('validation on $name', (target) => {
@@ -217,6 +230,19 @@ describe.each(storeTargets())('validation on $name', (target) => {
       'workerConfig.gpuNum',
       'workerConfig.minNum',
     ]);
+  });
+
+  it('stores no endpoint whose image is not a reference, and says what is wrong with it', async () => {
+    const before = (await api.call('GET', 'endpoints')).body.total as number;
+    const response = await api.call(
+      'POST',
+      'endpoint/create',
+      originalClientCreateBody({ image: { image: '../../../../127.0.0.1:17150/ssrf-probe?x=' } }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.body.metadata.field).toBe('image.image');
+    expect(response.body.message).toContain('".." is not a registry host');
+    expect((await api.call('GET', 'endpoints')).body.total).toBe(before);
   });
 
   it('create needs an image and a port', async () => {

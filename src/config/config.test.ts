@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { advertisedGatewayUrl, loadConfig } from './config.js';
+import { DEFAULT_CLIENT_LIMITS } from '../gateway/server.js';
+import { advertisedGatewayUrl, DEFAULT_CONNECTION_LIMITS, loadConfig } from './config.js';
 
 const load = (flags: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}, file = '') =>
   loadConfig({ flags, env, readFile: () => file });
@@ -119,6 +120,26 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.gateway).toMatchObject({ queueTimeoutSeconds: 60, workerKeepAliveMs: 1500 });
   });
 
+  it("reads both listeners' connection limits, each key over its default; the gateway's deadlines are its server's", () => {
+    expect(load().connections).toEqual(DEFAULT_CONNECTION_LIMITS);
+    expect(DEFAULT_CONNECTION_LIMITS.gateway).toMatchObject(DEFAULT_CLIENT_LIMITS);
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      'connections: { reservedFiles: 2048, api: { maxConnections: 100, headersTimeoutMs: 5000 }, gateway: { maxRequestsPerSocket: 1000 } }',
+    );
+    expect(config.connections).toEqual({
+      reservedFiles: 2048,
+      api: {
+        ...DEFAULT_CONNECTION_LIMITS.api,
+        maxConnections: 100,
+        maxConnectionsPerClient: 100,
+        headersTimeoutMs: 5000,
+      },
+      gateway: { ...DEFAULT_CONNECTION_LIMITS.gateway, maxRequestsPerSocket: 1000 },
+    });
+  });
+
   it("reads the history's settings: one hour at 10 s for at most 500 endpoints by default, 0 samples for none", () => {
     expect(load().history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
     const config = load({ config: '/etc/corral.yaml' }, {}, 'history: { intervalSeconds: 1, samples: 0 }');
@@ -136,6 +157,7 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
       workerKeepAliveMs: 4000,
     });
     expect(config.specBodyLimitBytes).toBe(65536);
+    expect(config.connections).toEqual(DEFAULT_CONNECTION_LIMITS);
     expect(config.history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
     expect(config.quotas).toEqual({
       defaults: { endpoints: 100, minGpus: 4, maxGpus: 32, workers: 100, credentials: 50 },
@@ -245,6 +267,13 @@ workers:
     ['quotas: { gpus: 4 }', 'Unrecognized key'],
     ['quotas: { owners: { a: { endpoint: 4 } } }', 'quotas.owners.a'],
     ['specBodyLimitBytes: 2000000', 'specBodyLimitBytes (2000000) is above bodyLimitBytes (1048576)'],
+    ['connections: { api: { maxConnections: 0 } }', 'connections.api.maxConnections'],
+    ['connections: { gateway: { headersTimeoutMs: 10 } }', 'connections.gateway.headersTimeoutMs'],
+    ['connections: { gateway: { idleTimeoutMs: 10 } }', 'Unrecognized key'],
+    [
+      'connections: { gateway: { maxConnections: 10, maxConnectionsPerClient: 20 } }',
+      'connections.gateway.maxConnectionsPerClient (20) is above its maxConnections (10)',
+    ],
   ])('rejects the file %j', (file, message) => {
     expect(() => load({ config: '/etc/corral.yaml' }, {}, file)).toThrow(message);
   });

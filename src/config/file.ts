@@ -56,6 +56,16 @@ const quotaValues = z.strictObject({
   credentials: quotaLimit.optional(),
 });
 
+/** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */
+const listenerSchema = z.strictObject({
+  maxConnections: z.int().min(1).optional(),
+  maxConnectionsPerClient: z.int().min(1).optional(),
+  headersTimeoutMs: z.int().min(100).max(600_000).optional(),
+  keepAliveTimeoutMs: z.int().min(100).max(3_600_000).optional(),
+  /** Requests one connection may carry; 0: no limit. */
+  maxRequestsPerSocket: z.int().min(0).optional(),
+});
+
 const fileSchema = z.strictObject({
   limits: limits.optional(),
   products: z
@@ -103,6 +113,14 @@ const fileSchema = z.strictObject({
       queueTimeoutSeconds: z.int().positive().optional(),
       bodyLimitBytes: z.int().min(1024).optional(),
       workerKeepAliveMs: z.int().min(1).max(600_000).optional(),
+    })
+    .optional(),
+  /** Connection limits of the API's and the gateway's listeners, and the files kept free besides them. */
+  connections: z
+    .strictObject({
+      reservedFiles: z.int().min(64).optional(),
+      api: listenerSchema.optional(),
+      gateway: listenerSchema.optional(),
     })
     .optional(),
   controller: z

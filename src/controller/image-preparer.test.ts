@@ -38,6 +38,26 @@ describe('the controller prepares each endpoint image before any worker needs it
     expect(h.logs.filter((l) => l.message.startsWith('cannot prepare the image'))).toHaveLength(1);
   });
 
+  it('a stored image that is not a reference fails its endpoint with the reason, never reaches the runtime, and the others serve', async () => {
+    h = await controllerHarness();
+    // Written to the store directly, as a row from before references were checked would be.
+    const bad = await h.create({ image: { ref: '../../../etc/passwd' } });
+    const good = await h.create({ appName: 'good' });
+    h.controller.start();
+    await h.flush();
+    await h.eventually(async () => expect((await status(good))?.message).toBe('1 running'));
+    expect(await status(bad)).toEqual({
+      state: 'failed',
+      error: 'IMAGE_PULL_FAILED',
+      message:
+        'image "../../../etc/passwd" is not an image reference (".." is not a registry host[:port]); ' +
+        "update the endpoint's image",
+    });
+    // Only the good endpoint's image was prepared and only its worker created.
+    expect(h.runtime.counters.prepares).toBe(1);
+    expect(h.runtime.counters.creates).toBe(1);
+  });
+
   it('the pull shows its progress on the endpoint state, and a scaled-to-zero endpoint serves once it is done', async () => {
     h = await controllerHarness();
     h.runtime.pullDelayMs = 5_000;

@@ -5,6 +5,7 @@
  * want it; a worker start waits for the pull under way instead of pulling again. The decisions are image-state.ts's.
  */
 import type { Endpoint } from '../domain/endpoint.js';
+import { imageNameProblem } from '../domain/image-name.js';
 import { type PullProgress, RuntimeError, type WorkerRuntime } from '../runtime/types.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { ControllerLogger, StartImageCheck } from './controller-options.js';
@@ -115,6 +116,11 @@ export class ImagePreparer {
   async #prepare(endpoint: Endpoint, pull: Pull): Promise<PullOutcome> {
     const { ref: image, authId } = endpoint.spec.image;
     const started = this.#o.clock();
+    // A row stored before references were checked (or written around the API) never reaches the runtime: its name
+    // would go into an engine's API path as written.
+    const problem = imageNameProblem(image);
+    if (problem !== undefined)
+      return { ok: false, code: 'IMAGE_PULL_FAILED', message: unreadable(image, problem) };
     try {
       const verdict = await this.#o.imageAccess?.({ ownerId: endpoint.ownerId, authId, image });
       if (verdict && !verdict.allowed)
@@ -146,4 +152,9 @@ export class ImagePreparer {
     }
     this.#o.onSettled();
   }
+}
+
+/** The failure of a stored image that is not a reference: what is wrong, and that an update fixes it. */
+function unreadable(image: string, problem: string): string {
+  return `image ${JSON.stringify(image)} is not an image reference (${problem}); update the endpoint's image`;
 }

@@ -66,12 +66,9 @@ describe('a starting worker gets its secrets resolved, and only then', () => {
     logged.length = 0;
   });
 
-  const create = async (value: string): Promise<Endpoint> => {
+  const create = async (value: string, env = [{ key: 'HF_TOKEN', value }]): Promise<Endpoint> => {
     const endpoint = sampleEndpoint({
-      patch: {
-        workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 },
-        env: [{ key: 'HF_TOKEN', value }],
-      },
+      patch: { workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 }, env },
     });
     await store.endpoints.create(endpoint, [], {
       at: 0,
@@ -114,5 +111,42 @@ describe('a starting worker gets its secrets resolved, and only then', () => {
       error: 'RUNTIME_ERROR',
       message: 'environment variable HF_TOKEN references secret "gone", which does not exist',
     });
+  });
+
+  const failure = async (endpoint: Endpoint) =>
+    (await store.workers.listByEndpoint(endpoint.id)).find((w) => w.status.state === 'failed')?.status;
+
+  it('a secret grown past the bound on the resolved env fails the start, naming the limit, before the env is built', async () => {
+    // Within the bound when the spec was checked (16 x 30 KB), past it once the secret is 32 KiB (16 x 32 KiB).
+    await secrets.save(owner, { name: 'cert', value: 'c'.repeat(32 * 1024) });
+    const env = Array.from({ length: 16 }, (_, i) => ({
+      key: `CERT_${i}`,
+      value: '{{ CORRAL_SECRET_cert }}',
+    }));
+    const endpoint = await create('', env);
+    controller.start();
+    await run(200);
+    expect(started).toEqual([]);
+    expect(await failure(endpoint)).toEqual({
+      state: 'failed',
+      error: 'RUNTIME_ERROR',
+      message: expect.stringMatching(
+        /^cannot start the worker: the env with its secrets resolved is 5\d{5} bytes; at most 524288 \(512 KiB, the resolvedEnvBytes limit\) are allowed/,
+      ),
+    });
+  });
+
+  it('thousands of references to one large secret are refused by their count, never resolved', async () => {
+    await secrets.save(owner, { name: 'big', value: 'b'.repeat(32 * 1024) });
+    // 2,142 references in 45 KB of spec: about 70 MB once resolved.
+    const value = '{{CORRAL_SECRET_big}}'.repeat(102);
+    const env = Array.from({ length: 21 }, (_, i) => ({ key: `E${i}`, value }));
+    const endpoint = await create('', env);
+    controller.start();
+    await run(200);
+    expect(started).toEqual([]);
+    expect((await failure(endpoint))?.message).toContain(
+      'the env has 2142 secret references; at most 1000 are allowed (the secretReferences limit)',
+    );
   });
 });

@@ -15,6 +15,11 @@ export function secretReferences(value: string): string[] {
   return [...new Set([...value.matchAll(REFERENCE)].map((match) => match[1] as string))];
 }
 
+/** Every reference in a value, repeats included: the secret's name and the characters the reference takes. */
+export function referenceOccurrences(value: string): { name: string; text: string }[] {
+  return [...value.matchAll(REFERENCE)].map((match) => ({ name: match[1] as string, text: match[0] }));
+}
+
 /** A referenced secret that does not exist (any more). */
 export class MissingSecretError extends Error {
   override name = 'MissingSecretError';

@@ -3,6 +3,8 @@
  * network storages): every problem found, each with a stable reason, in the domain's words. Pure.
  */
 import type { EndpointSpec } from './endpoint.js';
+import { envBoundProblem, resolvedEnvSize } from './env-bounds.js';
+import { imageNameProblem } from './image-name.js';
 import { inRange, type Limits, type Range } from './limits.js';
 import { secretReferences } from './secret-refs.js';
 
@@ -42,6 +44,11 @@ export interface ValidationCatalog {
   forbiddenStorages?: ReadonlySet<string>;
   /** The owner's secret names, which env values may reference; absent: references are not checked. */
   secretNames?: ReadonlySet<string>;
+  /**
+   * The UTF-8 size of each secret the env references, for the bound on the resolved env (env-bounds.ts); a secret
+   * not in it counts as empty here (each worker start checks the bound again with the values it resolves).
+   */
+  secretBytes?: ReadonlyMap<string, number>;
 }
 
 export const MAX_NAME_LENGTH = 220;
@@ -124,6 +131,7 @@ export function validateSpec(
   // 20,000 environment variables are refused by their count, not each by name as well.
   if (!tooLarge) validateEnv(spec, add);
   validateSecretReferences(spec, catalog, add);
+  if (!tooLarge) validateResolvedEnv(spec, catalog, add);
   validateHealth(spec, add);
   return issues;
 }
@@ -218,11 +226,15 @@ function validatePort(port: number, add: Add): void {
 }
 
 function validateImage(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
-  if (spec.image.ref.trim() === '' || /\s/.test(spec.image.ref)) {
+  // Only a reference the registry's grammar reads is stored: any other would reach the runtime (an engine's API
+  // path) as written, e.g. `../../x` or `a//b`.
+  const problem = imageNameProblem(spec.image.ref);
+  if (problem !== undefined) {
     add({
       field: 'image.ref',
       reason: 'INVALID_FIELD',
-      message: '`image.ref` must be a non-empty image reference',
+      message: `\`image.ref\` must be an image reference ([registry/]repository[:tag][@digest]): ${problem}`,
+      details: { image: spec.image.ref },
     });
   }
   if (spec.image.authId !== '' && !catalog.credentialIds.has(spec.image.authId)) {
@@ -361,6 +373,23 @@ function validateSecretReferences(spec: EndpointSpec, catalog: ValidationCatalog
         details: { env: key, secret },
       });
     }
+  });
+}
+
+/** The env with the owner's secrets as they are now stays within RESOLVED_ENV_LIMITS. */
+function validateResolvedEnv(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  const sizes = catalog.secretBytes ?? new Map<string, number>();
+  const size = resolvedEnvSize(
+    spec.env.map((e) => [e.key, e.value] as const),
+    (name) => sizes.get(name),
+  );
+  const problem = envBoundProblem(size);
+  if (!problem) return;
+  add({
+    field: 'env',
+    reason: 'INVALID_FIELD',
+    message: problem.message,
+    details: { limit: problem.limit, max: problem.max, value: problem.value },
   });
 }
 

@@ -69,6 +69,7 @@ async function listen(server: Server): Promise<number> {
 interface Seen {
   url: string;
   headers: IncomingHttpHeaders;
+  rawHeaders: string[];
 }
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -82,7 +83,7 @@ async function startWorker() {
   const server = createServer((req, res) => {
     state.inFlight += 1;
     state.peak = Math.max(state.peak, state.inFlight);
-    state.seen.push({ url: req.url ?? '', headers: req.headers });
+    state.seen.push({ url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders });
     const answer = () => {
       state.inFlight -= 1;
       res.end(`worker saw ${req.url}`);
@@ -94,7 +95,7 @@ async function startWorker() {
     state.inFlight += 1;
     state.sockets += 1;
     state.peak = Math.max(state.peak, state.inFlight);
-    state.seen.push({ url: req.url ?? '', headers: req.headers });
+    state.seen.push({ url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders });
     socket.on('error', () => undefined);
     socket.once('close', () => {
       state.inFlight -= 1;
@@ -320,6 +321,21 @@ describe('forwarding between two replicas’ gateways', () => {
     }
     // b queued nothing: what it could not serve went to a, which queued it under its own slot.
     expect(b.queued).toBe(0);
+  });
+
+  it("a public endpoint's request and WebSocket forwarded to the slot holder reach the worker without Corral keys", async () => {
+    const { worker, b, host, endpoint } = await twoReplicas();
+    endpoint.spec.public = true;
+    const keys = `Bearer ${OWNER_KEY}, Bearer x`;
+    const answer = await send(b.port, host, '/work/1', { authorization: keys });
+    expect([answer.status, answer.headers['x-corral-forwarded-to']]).toEqual([200, 'a']);
+    const opened = await openSocket(b.port, host, '/chat', { authorization: keys });
+    expect([opened.status, opened.headers['x-corral-forwarded-to']]).toEqual([101, 'a']);
+    opened.socket?.destroy();
+    expect(worker.state.seen).toHaveLength(2);
+    for (const seen of worker.state.seen) {
+      expect(seen.rawHeaders.filter((h) => h.toLowerCase() === 'authorization')).toEqual([]);
+    }
   });
 
   it("keeps the path form's path and the body through the forwarding", async () => {

@@ -326,9 +326,22 @@ function abandon(port: number, host: string, path: string, when: Promise<unknown
   });
 }
 
-/** A running endpoint whose one worker answers each request with `answer(req)` (what reached the worker). */
-async function routedToEcho(h: Harness, answer: (req: IncomingMessage) => string): Promise<Endpoint> {
+/**
+ * A running endpoint whose one worker answers each request with `answer(req)` (what reached the worker), and each
+ * upgrade, when `upgraded` is given, with a 101 after calling it.
+ */
+async function routedToEcho(
+  h: Harness,
+  answer: (req: IncomingMessage) => string,
+  upgraded?: (req: IncomingMessage) => void,
+): Promise<Endpoint> {
   const echo = createServer((req, res) => res.end(answer(req)));
+  if (upgraded) {
+    echo.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      upgraded(req);
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    });
+  }
   const port = await listen(echo);
   cleanups.push(() => {
     echo.closeAllConnections();
@@ -1332,4 +1345,94 @@ describe('Gateway: keys on endpoint URLs', () => {
     expect([corral.status, corral.body]).toEqual([200, 'null']);
     expect(h.keyQueries()).toBe(0);
   });
+});
+
+describe('Gateway: no Corral key reaches a worker', () => {
+  const SK = 'sk_ownera000000_ownerAkeyOwnerAkeyOwnerAkeyOwnerA';
+  const IK = 'ik_abcdefghijkl_ABCDEFGHIJKLMNOPQRSTUVWXYZ012345';
+
+  /** The Authorization values a request or upgrade reached the worker with, as its raw headers had them. */
+  const authorizations = (req: IncomingMessage) =>
+    req.rawHeaders.filter((_, i, raw) => i % 2 === 1 && raw[i - 1]?.toLowerCase() === 'authorization');
+
+  /** An endpoint whose worker answers requests and upgrades with the Authorization values that reached it. */
+  async function rawEcho(h: Harness, isPublic: boolean): Promise<{ endpoint: Endpoint; seen: string[][] }> {
+    const seen: string[][] = [];
+    const endpoint = await routedToEcho(
+      h,
+      (req) => {
+        seen.push(authorizations(req));
+        return JSON.stringify(authorizations(req));
+      },
+      (req) => seen.push(authorizations(req)),
+    );
+    endpoint.spec.public = isPublic;
+    return { endpoint, seen };
+  }
+
+  /** Sends `lines` (header lines) in a request or an upgrade, written as is; resolves with the whole answer. */
+  async function exchange(port: number, host: string, lines: string[], upgrade = false): Promise<string> {
+    const client = connect(port, '127.0.0.1');
+    let text = '';
+    client.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+    });
+    client.on('error', () => {});
+    const closed = once(client, 'close');
+    const upgrading = upgrade ? 'Connection: Upgrade\r\nUpgrade: websocket\r\n' : 'Connection: close\r\n';
+    client.write(
+      `GET /work HTTP/1.1\r\nHost: ${host}\r\n${lines.map((l) => `${l}\r\n`).join('')}${upgrading}\r\n`,
+    );
+    await closed;
+    return text;
+  }
+
+  /** Every shape of a Corral key in Authorization seen in the attack: each is taken off whole. */
+  const SHAPES: [string, string[]][] = [
+    ['an API key then an invoke key', [`Authorization: Bearer ${SK}`, `Authorization: Bearer ${IK}`]],
+    ['two credentials in one value', [`Authorization: Bearer ${SK}, Bearer x`]],
+    ['a raw key', [`Authorization: ${IK}`]],
+    ['other cases', [`AUTHORIZATION: BEARER ${SK}`, `authorization: bearer ${IK.toUpperCase()}`]],
+    ['a key behind a value of its own', [`Authorization: Bearer x`, `Authorization: Basic ${SK}`]],
+  ];
+
+  it.each(SHAPES)(
+    'a public endpoint: %s never reaches the worker, by request or upgrade',
+    async (_, lines) => {
+      const h = await startGateway();
+      const { endpoint, seen } = await rawEcho(h, true);
+      const answer = await exchange(h.port, hostOf(endpoint), lines);
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      const upgraded = await exchange(h.port, hostOf(endpoint), lines, true);
+      expect(upgraded).toMatch(/^HTTP\/1\.1 101 /);
+      expect(seen).toHaveLength(2);
+      for (const values of seen) {
+        expect(values.filter((value) => /(sk|ik)_[a-z0-9]{12}_/i.test(value))).toEqual([]);
+      }
+      expect(h.keyQueries()).toBe(0);
+    },
+  );
+
+  it("a public endpoint's worker gets the Authorization values that hold no Corral key, in order", async () => {
+    const h = await startGateway();
+    const { endpoint, seen } = await rawEcho(h, true);
+    await exchange(h.port, hostOf(endpoint), [
+      'Authorization: Bearer app-token',
+      `Authorization: Bearer ${SK}`,
+      'Authorization: Basic dXNlcjpwYXNz',
+    ]);
+    expect(seen).toEqual([['Bearer app-token', 'Basic dXNlcjpwYXNz']]);
+  });
+
+  it.each(SHAPES)(
+    'an endpoint with keys: %s is refused or served, never seen by the worker',
+    async (_, lines) => {
+      const h = await startGateway();
+      const { endpoint, seen } = await rawEcho(h, false);
+      h.keys.set(IK, { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
+      await exchange(h.port, hostOf(endpoint), lines);
+      await exchange(h.port, hostOf(endpoint), lines, true);
+      for (const values of seen) expect(values).toEqual([]);
+    },
+  );
 });

@@ -253,7 +253,7 @@ export class Gateway implements QueueSignals {
         void this.#toPeer(req, res, endpoint, target, arrived);
         return;
       }
-      keepAuthorization(req, this.#authorizations);
+      keepAuthorization(req, endpoint, this.#authorizations);
     }
     const denied = endpoint && this.#keys.check(req, endpoint);
     if (denied === undefined) {
@@ -398,7 +398,7 @@ export class Gateway implements QueueSignals {
       { endpointId: endpoint.id, replicaId: target.replicaId },
       'could not forward to a replica',
     );
-    keepAuthorization(req, this.#authorizations);
+    keepAuthorization(req, endpoint, this.#authorizations);
     const denied = this.#keys.check(req, endpoint);
     const verdict = denied instanceof Promise ? await denied : denied;
     if (verdict !== undefined) return this.#fail(res, endpoint, verdict, arrived, 0);
@@ -579,7 +579,7 @@ export class Gateway implements QueueSignals {
         'could not forward an upgrade to a replica',
       );
     }
-    if (!diverted) keepAuthorization(req, this.#authorizations);
+    if (!diverted) keepAuthorization(req, endpoint, this.#authorizations);
     return false;
   }
 
@@ -703,8 +703,17 @@ export class Gateway implements QueueSignals {
   }
 }
 
-/** Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). */
-function keepAuthorization(req: IncomingMessage, kept: WeakMap<IncomingMessage, string>): void {
+/**
+ * Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). Not for
+ * a public endpoint: its check takes off only Corral keys, which the other replica need not see, and what stays
+ * goes on with the request.
+ */
+function keepAuthorization(
+  req: IncomingMessage,
+  endpoint: Endpoint,
+  kept: WeakMap<IncomingMessage, string>,
+): void {
+  if (endpoint.spec.public) return;
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;

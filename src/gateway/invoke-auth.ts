@@ -1,7 +1,9 @@
 /**
  * The gateway's key check: which requests may call an endpoint's URL. A non-public endpoint needs
- * `Authorization: Bearer <key>` with an API key of its owner (or an admin key) or an invoke key made for it; the
- * header is taken off the request before anything else happens, so the worker never sees it. Verified keys are
+ * `Authorization: Bearer <key>` with an API key of its owner (or an admin key) or an invoke key made for it; every
+ * Authorization header is taken off the request before anything else happens, so the worker never sees one. A
+ * public endpoint's worker gets the request's Authorization headers but those that hold a Corral key anywhere
+ * (corral-keys.ts), which are taken off whole. Verified keys are
  * cached by their SHA-256 for KEY_CACHE_TTL_MS, so that a request costs one hash and one map lookup, and a revoked
  * key is refused at most that long after its revocation (or, while the store does not answer, once it answers
  * again: an expired check stands until then, after a wait of at most STALE_CHECK_WAIT_MS for the store).
@@ -12,6 +14,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../service/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import { holdsCorralKey } from './corral-keys.js';
 
 /** How long a key's check is believed: the bound on how long a revoked key keeps working on each replica. */
 export const KEY_CACHE_TTL_MS = 10_000;
@@ -23,8 +26,6 @@ export const STALE_CHECK_WAIT_MS = 1_000;
 /** Keys remembered at most (good and bad); the oldest goes first, so a flood of wrong keys costs queries, not memory. */
 export const MAX_CACHED_KEYS = 10_000;
 
-/** A generated Corral key (`sk_...` API key or `ik_...` invoke key), taken off even a public endpoint's requests. */
-const CORRAL_KEY = /^(?:Bearer\s+)?(?:sk|ik)_[a-z0-9]{12}_[A-Za-z0-9]{32}\s*$/i;
 const BEARER = /^Bearer\s+/i;
 
 export interface InvokeAuthOptions {
@@ -59,16 +60,16 @@ export class InvokeAuth {
   /**
    * Whether `req` may call `endpoint`: synchronous when the endpoint is public or the key's check is cached (the
    * common case), a promise when the store must be asked. The Authorization header is removed from `req` here, at
-   * once, whatever the answer; a public endpoint keeps it unless it holds a Corral key.
+   * once, whatever the answer; a public endpoint keeps those that hold no Corral key.
    */
   check(req: IncomingMessage, endpoint: Endpoint): AccessVerdict | Promise<AccessVerdict> {
-    const raw = req.rawHeaders;
-    const at = authorizationIndex(raw);
     if (endpoint.spec.public) {
-      // Its own auth may need the header; a Corral key is never handed to a worker.
-      if (at >= 0 && CORRAL_KEY.test(raw[at + 1] as string)) removeAuthorization(req, at);
+      // Its own auth may need the header; a Corral key is never handed to a worker, whatever the header's count.
+      removeCorralKeys(req);
       return undefined;
     }
+    const raw = req.rawHeaders;
+    const at = authorizationIndex(raw);
     if (at === NONE)
       return unauthenticated('send "Authorization: Bearer <key>" (an API key or an invoke key)');
     if (at === MANY) {
@@ -181,6 +182,27 @@ function removeEveryAuthorization(req: IncomingMessage): void {
     if (isAuthorization(raw[i] as string)) raw.splice(i, 2);
   }
   forgetAuthorization(req);
+}
+
+/**
+ * Takes off every Authorization header whose value holds a Corral key; the others stay, in order. The parsed
+ * header becomes the first that stays (node keeps the first of repeated Authorization headers).
+ */
+function removeCorralKeys(req: IncomingMessage): void {
+  const raw = req.rawHeaders;
+  let removed = false;
+  let kept: string | undefined;
+  for (let i = raw.length - 2; i >= 0; i -= 2) {
+    if (!isAuthorization(raw[i] as string)) continue;
+    const value = raw[i + 1] as string;
+    if (holdsCorralKey(value)) {
+      raw.splice(i, 2);
+      removed = true;
+    } else {
+      kept = value;
+    }
+  }
+  if (removed) req.headers.authorization = kept;
 }
 
 /**

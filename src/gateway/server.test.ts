@@ -1,4 +1,8 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { msUntilHalfHeadClosed } from '../../test/support/half-head.js';
+import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 import { createGatewayServer, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from './server.js';
 
 describe('createGatewayServer', () => {
@@ -17,7 +21,7 @@ describe('createGatewayServer', () => {
   it('keeps a head deadline against slowloris clients and idle connections past common load balancers’', () => {
     const server = createGatewayServer(handlers, { maxRequestTimeoutSeconds: 60, queueTimeoutSeconds: 10 });
     expect(server.headersTimeout).toBe(HEADERS_TIMEOUT_MS);
-    expect(HEADERS_TIMEOUT_MS).toBeLessThanOrEqual(60_000);
+    expect(HEADERS_TIMEOUT_MS).toBeLessThanOrEqual(10_000);
     expect(server.headersTimeout).toBeLessThan(server.requestTimeout);
     expect(server.keepAliveTimeout).toBe(KEEP_ALIVE_TIMEOUT_MS);
     expect(KEEP_ALIVE_TIMEOUT_MS).toBeGreaterThan(60_000);
@@ -29,5 +33,38 @@ describe('createGatewayServer', () => {
     expect(server.listeners('request')).toContain(handlers.handleRequest);
     expect(server.listeners('upgrade')).toContain(handlers.handleUpgrade);
     server.close();
+  });
+
+  it('takes its deadlines from the configured limits', () => {
+    const server = createGatewayServer(handlers, {
+      maxRequestTimeoutSeconds: 60,
+      queueTimeoutSeconds: 10,
+      limits: { headersTimeoutMs: 2_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 100 },
+    });
+    expect([server.headersTimeout, server.keepAliveTimeout, server.maxRequestsPerSocket]).toEqual([
+      2_000, 5_000, 100,
+    ]);
+    server.close();
+  });
+
+  it('closes a connection that has sent half a head once the head deadline has passed, within a check interval', async () => {
+    const server = createGatewayServer(
+      { handleRequest: (_req, res) => res.end('ok'), handleUpgrade: () => {} },
+      {
+        maxRequestTimeoutSeconds: 60,
+        queueTimeoutSeconds: 10,
+        limits: { headersTimeoutMs: 300, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 0 },
+      },
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const elapsed = await msUntilHalfHeadClosed((server.address() as AddressInfo).port);
+      expect(elapsed).toBeGreaterThanOrEqual(250);
+      // The deadline, one check interval, and room for a loaded machine.
+      expect(elapsed).toBeLessThan(300 + CONNECTIONS_CHECKING_INTERVAL_MS + 2_000);
+    } finally {
+      server.close();
+    }
   });
 });

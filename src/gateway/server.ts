@@ -1,6 +1,10 @@
-/** The gateway's node:http server and the timeouts that bound a client (head, idle keep-alive, request). */
+/**
+ * The gateway's node:http server and the timeouts that bound a client (head, idle keep-alive, request, requests per
+ * connection); its connection caps are applied by main.ts (listeners/connection-guard.ts).
+ */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { type ClientDeadlines, CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 
 export interface GatewayHandlers {
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
@@ -12,19 +16,28 @@ export interface GatewayServerOptions {
   maxRequestTimeoutSeconds: number;
   /** gateway.queueTimeoutSeconds: how long a request may wait for a slot before it is sent. */
   queueTimeoutSeconds: number;
+  /** Client connections' deadlines; DEFAULT_CLIENT_LIMITS where absent. */
+  limits?: ClientDeadlines;
 }
 
 /**
- * A client must send a request's whole head within this: it bounds what a slowloris client can hold, and no
- * legitimate client needs longer (node's own default).
+ * A client must send a request's whole head within this, from its connection or its previous request: it bounds
+ * how long a slowloris client, or an idle connection that never sends a head, holds a file.
  */
-export const HEADERS_TIMEOUT_MS = 60_000;
+export const HEADERS_TIMEOUT_MS = 10_000;
 /**
  * How long an idle client connection is kept: above the 60 s idle timeout of common load balancers (AWS ALB,
  * Google's is longer still; node's default is 5 s), so that a proxy in front of the gateway, not the gateway,
  * closes an idle connection, and never while it is sending a request on it.
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** The defaults of `connections.gateway` (config/config.ts holds the same; its test says so). */
+export const DEFAULT_CLIENT_LIMITS: ClientDeadlines = {
+  headersTimeoutMs: HEADERS_TIMEOUT_MS,
+  keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+  maxRequestsPerSocket: 0,
+};
+
 /** Room above the longest legitimate request: lookup, retries, the response's last bytes. */
 const REQUEST_TIMEOUT_MARGIN_MS = 60_000;
 
@@ -36,14 +49,17 @@ const REQUEST_TIMEOUT_MARGIN_MS = 60_000;
  * a request that is no longer proxied.
  */
 export function createGatewayServer(handlers: GatewayHandlers, options: GatewayServerOptions): Server {
+  const limits = options.limits ?? DEFAULT_CLIENT_LIMITS;
   const server = createServer(
     {
       requestTimeout: requestTimeoutMs(options),
-      headersTimeout: HEADERS_TIMEOUT_MS,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
     },
     handlers.handleRequest,
   );
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   server.on('upgrade', handlers.handleUpgrade);
   return server;
 }

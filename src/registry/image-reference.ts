@@ -2,6 +2,7 @@
  * Image references as Docker reads them (`nginx`, `ghcr.io/org/app:1`, `127.0.0.1:5000/a/b@sha256:...`): the
  * registry host, the repository, the tag or digest, with Docker Hub's defaults (docker.io, library/, latest). Pure.
  */
+import { parseImageName } from '../domain/image-name.js';
 
 export interface ImageReference {
   /** The registry host as Docker names it: `docker.io` for Docker Hub, else host[:port]. */
@@ -16,37 +17,15 @@ export interface ImageReference {
 
 export const DOCKER_HUB = 'docker.io';
 
-const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
-const TAG = /^[\w][\w.-]{0,127}$/;
-const HOST = /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?|\[[0-9a-fA-F:]+\])(?::\d{1,5})?$/;
-const DIGEST = /^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-fA-F0-9]{32,}$/;
-
-/** Parses a reference, or returns undefined when Docker would not accept it as a name. */
+/** Parses a reference, or returns undefined when it does not read by the registry's grammar (domain/image-name.ts). */
 export function parseImageReference(reference: string): ImageReference | undefined {
-  let rest = reference.trim();
-  let digest: string | undefined;
-  const at = rest.indexOf('@');
-  if (at >= 0) {
-    digest = rest.slice(at + 1);
-    rest = rest.slice(0, at);
-    if (!DIGEST.test(digest)) return undefined;
-  }
-  let tag: string | undefined;
-  const colon = rest.lastIndexOf(':');
-  if (colon > rest.lastIndexOf('/')) {
-    tag = rest.slice(colon + 1);
-    rest = rest.slice(0, colon);
-    if (!TAG.test(tag)) return undefined;
-  }
-  const parts = rest.split('/');
-  const first = parts[0] ?? '';
-  const hasHost = parts.length > 1 && (first.includes('.') || first.includes(':') || first === 'localhost');
-  let registry = hasHost ? first : DOCKER_HUB;
-  const path = hasHost ? parts.slice(1) : parts;
+  const parsed = parseImageName(reference.trim());
+  if (!parsed.ok) return undefined;
+  const { domain, tag, digest } = parsed.name;
+  let registry = domain ?? DOCKER_HUB;
   if (registry === 'index.docker.io' || registry === 'registry-1.docker.io') registry = DOCKER_HUB;
+  const path = parsed.name.path.split('/');
   if (registry === DOCKER_HUB && path.length === 1) path.unshift('library');
-  if (hasHost && !HOST.test(registry)) return undefined;
-  if (path.length === 0 || !path.every((c) => COMPONENT.test(c))) return undefined;
   return { registry, repository: path.join('/'), tag: tag ?? 'latest', ...(digest ? { digest } : {}) };
 }
 

@@ -12,6 +12,7 @@ import { ConfigError } from '../config/settings.js';
 import { systemTimers, type Timers } from '../service/clock.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
+import { refuseEngineRedirects } from './docker/engine-redirects.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
 import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
@@ -56,6 +57,7 @@ export interface SelectRuntimeOptions {
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
 export function defaultDockerEngine(): DockerEngine {
+  refuseEngineRedirects();
   const docker = new Dockerode();
   return {
     docker,

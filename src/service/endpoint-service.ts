@@ -6,6 +6,7 @@ import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js
 import type { Limits } from '../domain/limits.js';
 import { endpointUse } from '../domain/quota.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
+import { secretReferences } from '../domain/secret-refs.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
 import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
@@ -52,6 +53,11 @@ export interface EndpointServiceOptions {
    */
   imageAccess?: ImageAccessCheck;
   /**
+   * The UTF-8 size of each of the owner's secrets named (those it has), for the bound on the resolved env
+   * (domain/env-bounds.ts); absent: the bound is checked only at worker starts.
+   */
+  secretSizes?: (ownerId: string, names: readonly string[]) => Promise<ReadonlyMap<string, number>>;
+  /**
    * Workers run as host processes (the local runtime): only admin keys may create or change endpoints, since a
    * command given by anyone else would run with Corral's own rights.
    */
@@ -73,7 +79,7 @@ export class EndpointService {
     const { store, catalog, clock, ids } = this.#o;
     const id = ids.endpoint();
     const spec = createSpec(id, catalog.limits(), patch);
-    this.#validate(spec, await this.#catalogFor(principal, spec.image.authId));
+    this.#validate(spec, await this.#catalogFor(principal, spec.image.authId, spec.env));
     await this.#checkImageAccess(principal, spec.image);
     const now = clock();
     const endpoint: Endpoint = {
@@ -109,11 +115,12 @@ export class EndpointService {
   async update(principal: Principal, id: string, patch: SpecPatch): Promise<Endpoint> {
     this.#refuseOnSingleTenant(principal, 'update');
     const current = await this.get(principal, id);
-    const catalog = await this.#catalogFor(principal, patch.image?.authId ?? current.spec.image.authId);
-    const image = applyPatch(current.spec, patch).image;
+    const patched = applyPatch(current.spec, patch);
+    const catalog = await this.#catalogFor(principal, patched.image.authId, patched.env);
+    const image = patched.image;
     if (image.ref !== current.spec.image.ref || image.authId !== current.spec.image.authId) {
       // Validated first, so that a bad field is answered as such before the registry is asked.
-      this.#validate(applyPatch(current.spec, patch), catalog);
+      this.#validate(patched, catalog);
       await this.#checkImageAccess(principal, image);
     }
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
@@ -211,15 +218,21 @@ export class EndpointService {
     return this.#found(result, id);
   }
 
-  async #catalogFor(principal: Principal, authId: string): Promise<ValidationCatalog> {
-    const { catalog, store } = this.#o;
+  async #catalogFor(
+    principal: Principal,
+    authId: string,
+    env: Endpoint['spec']['env'],
+  ): Promise<ValidationCatalog> {
+    const { catalog, store, secretSizes } = this.#o;
     const credentials = authId === '' ? undefined : await store.credentials.get(principal.ownerId, authId);
+    const referenced = [...new Set(env.flatMap((e) => secretReferences(e.value)))];
     return {
       productIds: catalog.productIds(),
       networkStorages: catalog.networkStorages,
       forbiddenStorages: forbiddenStorages(catalog.storageOwners, principal.ownerId),
       credentialIds: new Set(credentials ? [credentials.id] : []),
       secretNames: await store.secrets.names(principal.ownerId),
+      ...(secretSizes ? { secretBytes: await secretSizes(principal.ownerId, referenced) } : {}),
     };
   }
 

@@ -4,6 +4,7 @@
  * still references cannot be deleted.
  */
 import type { SecretBox } from '../crypto/secret-box.js';
+import { envBoundProblem, ResolvedEnvTooLargeError, resolvedEnvSize } from '../domain/env-bounds.js';
 import {
   MAX_SECRET_VALUE_LENGTH,
   resolveSecretReferences,
@@ -87,9 +88,28 @@ export class SecretService {
   async resolveEnv(ownerId: string, env: Readonly<Record<string, string>>): Promise<Record<string, string>> {
     const names = [...new Set(Object.values(env).flatMap(secretReferences))];
     if (names.length === 0) return { ...env };
-    const sealed = await this.#o.store.secrets.sealed(ownerId, names);
-    const values = new Map([...sealed].map(([name, value]) => [name, this.#o.secrets.open(value)]));
+    const values = await this.#open(ownerId, names);
+    // Measured before anything is built: a secret that grew since the spec was checked fails this start with the
+    // limit's name, instead of the server building megabytes for it.
+    const bytes = new Map([...values].map(([name, value]) => [name, Buffer.byteLength(value)]));
+    const problem = envBoundProblem(resolvedEnvSize(Object.entries(env), (name) => bytes.get(name)));
+    if (problem) throw new ResolvedEnvTooLargeError(problem.message);
     return resolveSecretReferences(env, values);
+  }
+
+  /**
+   * The size in UTF-8 bytes of each of these secrets the owner has, for the bound on a spec's resolved env at
+   * create and update (values are opened here and never leave).
+   */
+  async sizes(ownerId: string, names: readonly string[]): Promise<Map<string, number>> {
+    if (names.length === 0) return new Map();
+    const values = await this.#open(ownerId, names);
+    return new Map([...values].map(([name, value]) => [name, Buffer.byteLength(value)]));
+  }
+
+  async #open(ownerId: string, names: readonly string[]): Promise<Map<string, string>> {
+    const sealed = await this.#o.store.secrets.sealed(ownerId, names);
+    return new Map([...sealed].map(([name, value]) => [name, this.#o.secrets.open(value)]));
   }
 }
 

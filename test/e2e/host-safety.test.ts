@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  serveLogLines as logLines,
+  printServeLog,
+  runCorral,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import {
   dockerAvailable,
   ensureTestImage,
@@ -29,15 +36,6 @@ async function healthz(server: ServeProcess) {
     ready: boolean;
     waitingFor?: string;
   };
-}
-
-/** Log lines (JSON) that corral serve wrote, parsed. */
-function logLines(server: ServeProcess): { level: number; msg: string; [key: string]: unknown }[] {
-  return server
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line));
 }
 
 const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);

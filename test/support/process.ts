@@ -18,6 +18,17 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
+/** The log lines (JSON) a `corral serve` under test has written to stdout so far, parsed. */
+export function serveLogLines(
+  server: ServeProcess,
+): { level: number; msg: string; [key: string]: unknown }[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+}
+
 /** Writes the end of what a `corral serve` logged to stderr (for a failed test; undefined if it never started). */
 export function printServeLog(server: ServeProcess | undefined, lines = 200): void {
   if (!server) return;
@@ -25,15 +36,20 @@ export function printServeLog(server: ServeProcess | undefined, lines = 200): vo
   process.stderr.write(`--- the last ${lines} lines corral serve logged ---\n${tail}\n${server.stderr()}\n`);
 }
 
-/** Starts `corral serve` as a real process (`nodeArgs`: options for node itself) and waits until its API listens. */
+/**
+ * Starts `corral serve` as a real process (`nodeArgs`: options for node itself; `prefix`: a command that runs node,
+ * such as `prlimit --nofile=...`) and waits until its API listens.
+ */
 export async function startServe(
   args: string[],
   env: NodeJS.ProcessEnv,
-  options: { nodeArgs?: string[] } = {},
+  options: { nodeArgs?: string[]; prefix?: string[] } = {},
 ): Promise<ServeProcess> {
+  const [command = process.execPath, ...prefixArgs] = options.prefix ?? [];
   const child = spawn(
-    process.execPath,
+    command,
     [
+      ...(options.prefix ? [...prefixArgs, process.execPath] : []),
       ...(options.nodeArgs ?? []),
       CORRAL_BIN,
       'serve',

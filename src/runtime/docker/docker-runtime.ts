@@ -22,6 +22,8 @@ import {
 import { type ContainerSpecOptions, containerSpec, localVolumes } from './container-spec.js';
 import { engineError, isNotFound, reasonOf, statusOf } from './engine-errors.js';
 import { isStorageOptRefused } from './engine-limits.js';
+import { refuseEngineRedirects } from './engine-redirects.js';
+import { createContainerOptions, imagePathName } from './engine-requests.js';
 import { EventWatch } from './event-watch.js';
 import type { HostGuard } from './host-guard.js';
 import { logLines } from './log-lines.js';
@@ -131,6 +133,7 @@ export class DockerRuntime implements WorkerRuntime {
       sandbox: options.sandbox ?? DEFAULT_SANDBOX,
     };
     this.#address = engineAddress(options.docker);
+    refuseEngineRedirects();
     this.#networks = new WorkerNetworks({
       docker: options.docker,
       logger: this.#logger,
@@ -300,7 +303,7 @@ export class DockerRuntime implements WorkerRuntime {
 
   async localImage(image: string): Promise<LocalImage | undefined> {
     try {
-      const inspected = await this.#docker.getImage(image).inspect();
+      const inspected = await this.#docker.getImage(imagePathName(image)).inspect();
       return { id: inspected.Id, repoDigests: inspected.RepoDigests ?? [] };
     } catch (error) {
       if (isNotFound(error)) return undefined;
@@ -311,7 +314,7 @@ export class DockerRuntime implements WorkerRuntime {
   async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
     const { image, workerId } = request;
     try {
-      await this.#docker.getImage(image).inspect();
+      await this.#docker.getImage(imagePathName(image)).inspect();
       return;
     } catch (error) {
       if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${image}`, this.#address);
@@ -322,7 +325,7 @@ export class DockerRuntime implements WorkerRuntime {
       const auth = await request.registryAuth?.();
       log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
       await this.#pull(image, auth, onProgress);
-      await this.#docker.getImage(image).inspect();
+      await this.#docker.getImage(imagePathName(image)).inspect();
     } catch (error) {
       const failure = engineError(error, `cannot pull image ${image}`, this.#address, 'IMAGE_PULL_FAILED');
       log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
@@ -398,7 +401,8 @@ export class DockerRuntime implements WorkerRuntime {
   async #createContainer(spec: WorkerSpec): Promise<Dockerode.Container> {
     const create = () =>
       this.#docker.createContainer(
-        containerSpec(spec, this.#specOptions) as Dockerode.ContainerCreateOptions,
+        // The env (secrets resolved) in the body only, never in the URL.
+        createContainerOptions(containerSpec(spec, this.#specOptions)) as Dockerode.ContainerCreateOptions,
       );
     try {
       return await create();

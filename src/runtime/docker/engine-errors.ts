@@ -3,6 +3,7 @@
  * transport error carries a Node `code` (ECONNREFUSED, ENOENT for a missing socket, EACCES, ...).
  */
 import { RuntimeError, type RuntimeErrorCode } from '../types.js';
+import { isRefusedRedirect, REFUSED_REDIRECT_REASON } from './engine-redirects.js';
 
 interface EngineError {
   statusCode?: number;
@@ -36,6 +37,7 @@ export function isNotFound(error: unknown): boolean {
 
 /** The engine's own words when it answered, else the transport's. */
 export function reasonOf(error: unknown): string {
+  if (isRefusedRedirect(error)) return REFUSED_REDIRECT_REASON;
   const engine = error as EngineError | null;
   const json = engine?.json;
   const fromJson = typeof json === 'string' ? json : json?.message;
