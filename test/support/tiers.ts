@@ -36,6 +36,7 @@ export const POSTGRES_RERUN = [
   'src/api/gpus.test.ts',
   'src/api/invoke-keys.test.ts',
   'src/api/quotas.test.ts',
+  'src/api/secret-env-bound.test.ts',
   'src/api/secrets.test.ts',
   'src/api/validation.test.ts',
   'src/api/worker-output.test.ts',
