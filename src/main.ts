@@ -165,9 +165,9 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     : () => gpus.length;
   const quotas = new QuotaService({
     store,
-    quotaFor: (ownerId) => quotaFor(ownerId, gpuCount(), config.quotas),
+    quotaFor: (ownerId, operator) => quotaFor(ownerId, gpuCount(), config.quotas, operator),
   });
-  const ownerSecrets = new SecretService({ store, clock, secrets });
+  const ownerSecrets = new SecretService({ store, clock, secrets, quotas });
   return buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
@@ -193,7 +193,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     quotas,
-    invokeKeys: new InvokeKeyService({ store, clock }),
+    invokeKeys: new InvokeKeyService({ store, clock, quotas }),
     ownerSecrets,
     events: store.events,
     workers: store.workers,
@@ -375,6 +375,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
+    unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
     intervalMs: config.controller.reconcileIntervalMs,
     awaitDrained: async (endpointId, workerId) => {

@@ -59,9 +59,10 @@ describe.each(storeTargets())('quotas and sizes on $name', (target) => {
     await created(workerConfig(0, 2, 2));
     const response = await api.call('GET', 'quota');
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({
+    expect(response.body).toMatchObject({
       quota: { endpoints: 100, minGpus: 2, maxGpus: 16, workers: 100, credentials: 50 },
       used: { endpoints: 2, minGpus: 1, maxGpus: 7, workers: 5, credentials: 0 },
+      source: 'default',
     });
   });
 

@@ -8,6 +8,14 @@ afterEach(() => {
   process.exitCode = undefined;
 });
 
+const quotaReport = {
+  quota: { endpoints: 100, minGpus: 'unlimited' },
+  used: { endpoints: 2, minGpus: 1 },
+  source: 'operator',
+  reason: 'this owner holds an admin key: the default GPU quotas do not apply to the operator',
+  sources: { endpoints: 'default', minGpus: 'operator' },
+};
+
 const limits: WireLimits = {
   minRootfsSize: 100,
   maxRootfsSize: 100,
@@ -33,8 +41,10 @@ const limits: WireLimits = {
 };
 
 describe('corral limits', () => {
-  it('prints a table of ranges and the CUDA versions', async () => {
-    const h = makeHarness({ routes: { 'GET endpoint/limit': { body: limits } } });
+  it('prints a table of ranges and the CUDA versions, then the quotas', async () => {
+    const h = makeHarness({
+      routes: { 'GET endpoint/limit': { body: limits }, 'GET quota': { body: quotaReport } },
+    });
     await runCommand(makeLimitsCommand(h.deps), []);
     expect(h.err()).toBe('');
     expect(h.out()).toBe(
@@ -51,6 +61,12 @@ describe('corral limits', () => {
         'requestTimeout                   1  3600     -  s',
         '',
         'CUDA versions: 11.8, 12.4',
+        '',
+        'QUOTA      USED      LIMIT  FROM',
+        'endpoints     2        100  default',
+        'minGpus       1  unlimited  operator',
+        '',
+        'Quotas: operator (this owner holds an admin key: the default GPU quotas do not apply to the operator)',
         '',
       ].join('\n'),
     );

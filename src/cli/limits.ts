@@ -1,6 +1,9 @@
-/** `corral limits`: the allowed ranges of endpoint parameters, as a table. */
+/**
+ * `corral limits`: the allowed ranges of endpoint parameters, as a table, then the caller's quotas with their use,
+ * where each comes from and why they apply (`--json`: the ranges only, as `GET endpoint/limit` answers).
+ */
 import type { Command } from 'commander';
-import type { WireLimits } from '../client/index.js';
+import type { WireLimits, WireQuotaReport } from '../client/index.js';
 import { type LimitRange, wireLimitKeys } from '../contract/limits.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
@@ -8,11 +11,11 @@ import { type Column, formatTable } from './table.js';
 
 export function makeLimitsCommand(deps: CliDeps): Command {
   return addClientOptions(
-    newCommand('limits', deps).description('show the allowed ranges of endpoint parameters'),
+    newCommand('limits', deps).description('show the allowed ranges of endpoint parameters and your quotas'),
   ).action((_opts, command: Command) =>
-    runWithClient(deps, command, async ({ client, output }) => {
-      const limits = await client.getLimits();
-      output(limits, () => formatLimits(limits));
+    runWithClient(deps, command, async ({ client, output, json }) => {
+      const [limits, quota] = await Promise.all([client.getLimits(), json ? undefined : client.getQuota()]);
+      output(limits, () => `${formatLimits(limits)}${quota ? `\n${formatQuota(quota)}` : ''}`);
     }),
   );
 }
@@ -48,4 +51,22 @@ export function formatLimits(limits: WireLimits): string {
   });
   const cuda = Array.isArray(limits.cudaVersionList) ? limits.cudaVersionList.join(', ') : '';
   return `${formatTable(columns, rows)}\nCUDA versions: ${cuda === '' ? '-' : cuda}\n`;
+}
+
+/** Each quota's use and limit, where it comes from, and the one sentence that says which apply and why. */
+export function formatQuota(report: WireQuotaReport): string {
+  const columns: Column[] = [
+    { header: 'QUOTA' },
+    { header: 'USED', align: 'right' },
+    { header: 'LIMIT', align: 'right' },
+    { header: 'FROM' },
+  ];
+  const rows = Object.entries(report.quota).map(([name, limit]) => [
+    name,
+    String(report.used[name as keyof WireQuotaReport['used']] ?? '-'),
+    String(limit),
+    report.sources?.[name as keyof WireQuotaReport['sources']] ?? '-',
+  ]);
+  const why = report.reason === undefined ? '' : `Quotas: ${report.source} (${report.reason})\n`;
+  return `${formatTable(columns, rows)}\n${why}`;
 }

@@ -6,6 +6,7 @@ import type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
 import { API_PREFIX } from '../contract/paths.js';
+import type { WireQuotaReport } from '../contract/quota.js';
 import type {
   WireCredential,
   WireEndedWorker,
@@ -103,6 +104,14 @@ export class CorralClient {
     const body = await this.#get('endpoint/limit');
     if (!isRecord(body)) throw shapeError('endpoint/limit', 'an object');
     return body as unknown as WireLimits;
+  }
+
+  /** `GET quota`: the caller's quotas, its use of each, and which apply and why. */
+  async getQuota(): Promise<WireQuotaReport> {
+    const body = await this.#get('quota');
+    field<WireQuotaReport['quota']>(body, 'quota', 'object');
+    field<WireQuotaReport['used']>(body, 'used', 'object');
+    return body as WireQuotaReport;
   }
 
   /** `GET endpoint/log`: one page of an endpoint's events. */

@@ -160,7 +160,15 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.connections).toEqual(DEFAULT_CONNECTION_LIMITS);
     expect(config.history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
     expect(config.quotas).toEqual({
-      defaults: { endpoints: 100, minGpus: 4, maxGpus: 32, workers: 100, credentials: 50 },
+      defaults: {
+        endpoints: 100,
+        minGpus: 4,
+        maxGpus: 32,
+        workers: 100,
+        credentials: 50,
+        secrets: 100,
+        invokeKeys: 200,
+      },
       owners: { research: { minGpus: 6, maxGpus: Number.POSITIVE_INFINITY } },
     });
   });
@@ -228,6 +236,13 @@ workers:
     ['controller: { crashResetSeconds: 120 }', 120],
   ])('controller.crashResetSeconds from %j: %s (default: 10 min, as the kubelet)', (file, seconds) => {
     expect(load({ config: '/etc/corral.yaml' }, {}, file).controller.crashResetSeconds).toBe(seconds);
+  });
+
+  it.each([
+    ['', 60],
+    ['controller: { unhealthyTimeoutSeconds: 5 }', 5],
+  ])('controller.unhealthyTimeoutSeconds from %j: %s (default: one minute)', (file, seconds) => {
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).controller.unhealthyTimeoutSeconds).toBe(seconds);
   });
 
   it.each([

@@ -100,7 +100,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   /** Configured quotas; what is not configured comes from the GPU inventory (domain/quota.ts defaultQuota). */
   quotas: QuotaSettings;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
-  controller: { startupTimeoutSeconds: number; reconcileIntervalMs: number; crashResetSeconds: number };
+  controller: {
+    startupTimeoutSeconds: number;
+    reconcileIntervalMs: number;
+    crashResetSeconds: number;
+    /** A worker that had served and stays unhealthy this long is replaced (docs/workers.md, health checks). */
+    unhealthyTimeoutSeconds: number;
+  };
   /**
    * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (main.ts
    * gives each GPU its share of the machine's memory); 0: no limit.
@@ -232,6 +238,7 @@ export function loadConfig(sources: ConfigSources): Config {
       startupTimeoutSeconds: file.controller?.startupTimeoutSeconds ?? 300,
       reconcileIntervalMs: file.controller?.reconcileIntervalMs ?? 1000,
       crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
+      unhealthyTimeoutSeconds: file.controller?.unhealthyTimeoutSeconds ?? 60,
     },
     workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu, sandbox: workerSandbox(file.workers?.sandbox) },
     kubernetes: {

@@ -54,6 +54,8 @@ const quotaValues = z.strictObject({
   maxGpus: quotaLimit.optional(),
   workers: quotaLimit.optional(),
   credentials: quotaLimit.optional(),
+  secrets: quotaLimit.optional(),
+  invokeKeys: quotaLimit.optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */
@@ -128,6 +130,7 @@ const fileSchema = z.strictObject({
       startupTimeoutSeconds: z.int().positive().optional(),
       reconcileIntervalMs: z.int().min(50).optional(),
       crashResetSeconds: z.int().positive().optional(),
+      unhealthyTimeoutSeconds: z.int().positive().optional(),
     })
     .optional(),
   /** The dashboard's history of each endpoint (docs/dashboard.md): its interval, length and endpoints kept. */

@@ -98,6 +98,16 @@ export interface ControllerOptions {
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
+  /**
+   * How long a worker that had passed its health check may stay unhealthy before it is failed (UNHEALTHY) and
+   * replaced, freeing its GPUs. Default DEFAULT_UNHEALTHY_TIMEOUT_MS.
+   */
+  unhealthyTimeoutMs?: number;
+  /**
+   * How long after its exit event a worker whose container is listed exited is given to start again (a
+   * `docker restart`) before it counts as dead. Default DEFAULT_RESTART_GRACE_MS.
+   */
+  restartGraceMs?: number;
   backoff?: BackoffPolicy;
   /**
    * How long a worker must run healthy before the failures of flapping workers (ones that died after passing their
@@ -117,3 +127,9 @@ export interface ControllerOptions {
   /** The leader's fence on its store writes; absent (one process): unfenced. */
   fence?: WriteFence;
 }
+
+/** Two seconds: a `docker restart` starts the container again well within it; a real death waits that long more. */
+export const DEFAULT_RESTART_GRACE_MS = 2_000;
+
+/** One minute: long past any probe's failureThreshold, short against the hours a stuck worker would hold a GPU. */
+export const DEFAULT_UNHEALTHY_TIMEOUT_MS = 60_000;

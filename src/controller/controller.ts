@@ -8,11 +8,18 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { WorkerErrorCode, WorkerState } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { exitDescription } from '../runtime/exit-description.js';
-import { LABELS, RuntimeError, type RuntimeWorker } from '../runtime/types.js';
+import { LABELS, RuntimeError, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import { systemTimers } from '../service/clock.js';
 import type { NewEvent } from '../store/events.js';
+import { LeaseLostError } from '../store/leases.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
-import { type ControllerOptions, STARTING_PROBE_INTERVAL_MS } from './controller-options.js';
+import { type ContainerResponse, eventResponse, mayBeRestarting, movedAddress } from './container-changes.js';
+import {
+  type ControllerOptions,
+  DEFAULT_RESTART_GRACE_MS,
+  DEFAULT_UNHEALTHY_TIMEOUT_MS,
+  STARTING_PROBE_INTERVAL_MS,
+} from './controller-options.js';
 import { crashedEvent, failedEvent } from './crash-event.js';
 import { CrashLedger } from './crash-ledger.js';
 import { EndpointSnapshot } from './endpoint-snapshot.js';
@@ -96,6 +103,8 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#o = {
       startupTimeoutMs: 300_000,
+      unhealthyTimeoutMs: DEFAULT_UNHEALTHY_TIMEOUT_MS,
+      restartGraceMs: DEFAULT_RESTART_GRACE_MS,
       backoff: DEFAULT_BACKOFF,
       startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
       intervalMs: 1000,
@@ -112,7 +121,16 @@ export class Controller {
       intervalMs: this.#o.intervalMs,
       pass: () => this.reconcile(),
       onError: (error, { repeated }) => {
-        if (!repeated) this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
+        // Expected once the term is over (a graceful step-down, a takeover): said at info, without a stack.
+        if (error instanceof LeaseLostError) {
+          const { name, token } = error.claim;
+          if (!repeated)
+            this.#o.logger.info(
+              { lease: name, token },
+              'reconcile pass stopped: the lease is no longer held',
+            );
+        } else if (!repeated)
+          this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
       },
     });
     this.#images = new ImagePreparer({
@@ -136,7 +154,11 @@ export class Controller {
   start(): void {
     const { runtime, routes, scaling } = this.#o;
     const poke = () => this.poke();
-    this.#unsubscribe.push(runtime.watch(poke), routes.onRefreshRequested(poke));
+    const onEvent = (event: RuntimeEvent) => {
+      this.#containerEvent(event);
+      poke();
+    };
+    this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
     this.#loop.start();
   }
@@ -260,7 +282,11 @@ export class Controller {
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && isStarted(record.state)) {
+        if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
         this.#workerDied(record, exitDescription(container), now, container);
+      } else {
+        const moved = movedAddress(record, container);
+        if (moved) this.#containerChanged(record, moved);
       }
     }
     for (const record of this.#book.all()) {
@@ -303,6 +329,42 @@ export class Controller {
     this.#fail(record, code, `worker ${reason}`);
     this.#events.push([record.endpointId, crashedEvent(record.id, reason, code, container, now)]);
     void this.#removeContainer(record.id, record.gpuUuids, reason);
+  }
+
+  // ---- containers changed between passes ----
+
+  /** A runtime event: an exit or pause leaves routing now, a start or resume is probed now (container-changes.ts). */
+  #containerEvent(event: RuntimeEvent): void {
+    const record = this.#book.get(event.workerId);
+    if (!record) return;
+    const response = eventResponse(event, record);
+    if (event.type === 'stopping' && response.type === 'unroute') record.engineStopSeen = true;
+    if (response.type === 'unroute' && response.awaitRestart) record.exitSeenAt = this.#o.clock();
+    if (event.type === 'started') {
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+    }
+    this.#containerChanged(record, response);
+  }
+
+  #containerChanged(record: ManagedWorker, response: ContainerResponse): void {
+    if (response.type === 'none') return;
+    const fields = { workerId: record.id, endpointId: record.endpointId };
+    if (response.type === 'readdress') {
+      this.#o.logger.info({ ...fields, address: response.address }, 'worker container moved');
+      record.address = response.address;
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+      this.#book.markDirty(record);
+    }
+    if (response.type !== 'reprobe') {
+      this.#setState(record, 'unhealthy', response.message);
+      this.#publishRoutesOf(record.endpointId);
+    }
+    // Its counts start over, so that neither a failing probe keeps it routed nor an old pass re-routes it.
+    this.#prober.stop(record.id);
+    const period = (this.#endpoints.get(record.endpointId)?.spec.health.periodSeconds ?? 0) * 1000;
+    this.#prober.schedule(record.id, response.type === 'unroute' ? period : 0);
   }
 
   // ---- owners' drains ----
@@ -361,6 +423,7 @@ export class Controller {
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
+      unhealthyTimeoutMs: this.#o.unhealthyTimeoutMs,
     });
   }
 
@@ -557,6 +620,8 @@ export class Controller {
     error: WorkerErrorCode | '' = '',
   ): void {
     if (record.state === state && record.message === message && record.error === error) return;
+    if (state !== 'unhealthy') delete record.unhealthySince;
+    else if (record.state !== 'unhealthy') record.unhealthySince = this.#o.clock();
     record.state = state;
     record.message = message;
     record.error = error;

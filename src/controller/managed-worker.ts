@@ -26,6 +26,12 @@ export interface ManagedWorker {
   /** When its container started; the startup deadline counts from here. */
   startedAt: number | null;
   readyAt: number | null;
+  /** Its runtime said that its engine was told to stop it (a `docker stop`/`restart`/`kill`): a start may follow. */
+  engineStopSeen?: boolean;
+  /** When its container exited after such a stop, until it starts again (container-changes.ts). */
+  exitSeenAt?: number;
+  /** Since when it has been `unhealthy` (undefined in any other state): past the controller's limit it is replaced. */
+  unhealthySince?: number;
 }
 
 /** States that count as capacity (present or on the way). */

@@ -41,6 +41,7 @@ const plan = (input: Partial<EndpointPlanInput> & Pick<EndpointPlanInput, 'endpo
     crash: NO_CRASHES,
     now: 10_000,
     startupTimeoutMs: 60_000,
+    unhealthyTimeoutMs: 30_000,
     ...input,
   });
 
@@ -101,6 +102,62 @@ describe('planEndpoint', () => {
     expect(actions[0]).toMatchObject({ type: 'fail', workerId: stuck.id, code: 'HEALTH_TIMEOUT' });
     expect(actions[1]).toEqual({ type: 'add', count: 1 });
     expect(plan({ endpoint: endpoint(1, 1), workers: [stuck], now: 59_000 })).toEqual([]);
+  });
+
+  describe('a worker that had served and stays unhealthy (unhealthyTimeoutMs 30 s, now 100 s)', () => {
+    const now = 100_000;
+    it.each([
+      ['unhealthy since 69 s (31 s)', 'unhealthy', { unhealthySince: 69_000 }, true],
+      ['unhealthy since 70 s (exactly 30 s)', 'unhealthy', { unhealthySince: 70_000 }, false],
+      ['unhealthy since 90 s', 'unhealthy', { unhealthySince: 90_000 }, false],
+      ['unhealthy, since unknown', 'unhealthy', {}, false],
+      [
+        'never ready (the startup deadline is its limit)',
+        'unhealthy',
+        { unhealthySince: 0, readyAt: null, startedAt: 95_000 },
+        false,
+      ],
+      ['running', 'running', {}, false],
+      ['draining', 'draining', { unhealthySince: 0 }, false],
+    ] as const)('%s: failed UNHEALTHY and replaced: %s', (_name, state, extra, replaced) => {
+      const stuck = worker(state, { readyAt: 1, ...extra });
+      const actions = plan({ endpoint: endpoint(1, 1), workers: [stuck], now });
+      if (!replaced) {
+        expect(actions.filter((a) => a.type === 'fail')).toEqual([]);
+        return;
+      }
+      expect(actions).toEqual([
+        {
+          type: 'fail',
+          workerId: stuck.id,
+          code: 'UNHEALTHY',
+          message: 'unhealthy for more than 30 s after it had served',
+        },
+        { type: 'add', count: 1 },
+      ]);
+    });
+
+    it("names the last probe's cause, and waits for the crash backoff before the replacement", () => {
+      const stuck = worker('unhealthy', {
+        readyAt: 1,
+        unhealthySince: 0,
+        healthCause: 'connection refused on port 8000',
+      });
+      const crash = recordFailure(
+        NO_CRASHES,
+        { code: 'RUNTIME_ERROR', message: 'x', at: 99_500 },
+        DEFAULT_BACKOFF,
+      );
+      expect(plan({ endpoint: endpoint(1, 1), workers: [stuck], now, crash })).toEqual([
+        {
+          type: 'fail',
+          workerId: stuck.id,
+          code: 'UNHEALTHY',
+          message:
+            'unhealthy for more than 30 s after it had served; last probe: connection refused on port 8000',
+        },
+      ]);
+    });
   });
 
   it("names the last probe's cause in HEALTH_TIMEOUT's message", () => {

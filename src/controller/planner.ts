@@ -17,6 +17,11 @@ export interface EndpointPlanInput {
   crash: CrashRecord;
   now: number;
   startupTimeoutMs: number;
+  /**
+   * How long a worker that had passed its health check may stay unhealthy (out of routing, holding its GPUs) before
+   * it is failed UNHEALTHY and replaced.
+   */
+  unhealthyTimeoutMs: number;
   /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by SCALE_DOWN_RANK. */
   preferredVictims?: string[];
 }
@@ -47,6 +52,14 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
         workerId: worker.id,
         code: 'HEALTH_TIMEOUT',
         message: healthTimeoutMessage(worker, endpoint.spec.health.path, input.startupTimeoutMs),
+      });
+    } else if (hasStayedUnhealthy(worker, now, input.unhealthyTimeoutMs)) {
+      timedOut.add(worker.id);
+      actions.push({
+        type: 'fail',
+        workerId: worker.id,
+        code: 'UNHEALTHY',
+        message: unhealthyMessage(worker, input.unhealthyTimeoutMs),
       });
     }
   }
@@ -81,6 +94,32 @@ export function hasMissedStartupDeadline(
     worker.startedAt !== null &&
     now - worker.startedAt > startupTimeoutMs
   );
+}
+
+/**
+ * A worker that had been ready and has been unhealthy for longer than `unhealthyTimeoutMs`: its app stopped
+ * answering (hung, its container restarted or paused and never came back) and it must not keep its GPUs.
+ */
+export function hasStayedUnhealthy(
+  worker: Pick<ManagedWorker, 'state' | 'readyAt' | 'unhealthySince'>,
+  now: number,
+  unhealthyTimeoutMs: number,
+): boolean {
+  return (
+    worker.state === 'unhealthy' &&
+    worker.readyAt !== null &&
+    worker.unhealthySince !== undefined &&
+    now - worker.unhealthySince > unhealthyTimeoutMs
+  );
+}
+
+/** "unhealthy for more than 60 s after it had served; last probe: connection refused on port 8000". */
+export function unhealthyMessage(
+  worker: Pick<ManagedWorker, 'healthCause'>,
+  unhealthyTimeoutMs: number,
+): string {
+  const base = `unhealthy for more than ${Math.round(unhealthyTimeoutMs / 1000)} s after it had served`;
+  return worker.healthCause === '' ? base : `${base}; last probe: ${worker.healthCause}`;
 }
 
 /** "never passed its health check /health within 300 s of starting; last probe: HTTP 404 from /health". */

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { simulatedInventory } from '../gpu/inventory.js';
@@ -20,6 +21,28 @@ describe('splitCommand', () => {
     ['x ""', ['x', '']],
   ])('%j', (input, expected) => {
     expect(splitCommand(input)).toEqual(expected);
+  });
+});
+
+/** The words /bin/sh makes of `command` (no expansion happens in these commands: no unquoted $, `, * or ~). */
+function shellWords(command: string): string[] {
+  const script = `set -- ${command}\nfor word in "$@"; do printf '%s\\0' "$word"; done`;
+  const out = execFileSync('/bin/sh', ['-c', script], { encoding: 'utf8' });
+  return out === '' ? [] : out.slice(0, -1).split('\0');
+}
+
+describe('splitCommand against /bin/sh', () => {
+  it.each([
+    String.raw`python -c "print('a\nb')"`,
+    String.raw`echo "a\nb" "tab\there" "\q" "\ "`,
+    String.raw`echo "a\$b" "a\`b" "a\"b" "a\\b"`,
+    String.raw`echo 'a\nb' 'a\\b' a\nb a\\b c\ d`,
+    'echo "x\\\ny" a\\\nb "two\nlines"',
+    String.raw`run --name "my model" --x='1 2' 'it'\''s' ""`,
+    String.raw`echo "a \"b\"" c\ d`,
+    '  spaced \t out  ',
+  ])('%j', (command) => {
+    expect(splitCommand(command)).toEqual(shellWords(command));
   });
 });
 

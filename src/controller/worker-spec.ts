@@ -138,9 +138,14 @@ function memoryLimit(gpuCount: number, memoryGBPerGpu: number | undefined): { me
   return bytes === undefined ? {} : { memoryBytes: bytes };
 }
 
+/** What a backslash escapes inside double quotes in a POSIX shell; before any other character it stays literal. */
+const ESCAPED_IN_DOUBLE_QUOTES = new Set(['$', '`', '"', '\\', '\n']);
+
 /**
- * Splits `image.command` into argv like a POSIX shell would for words and quotes (no expansion):
- * `python serve.py --name "my model"` -> ["python", "serve.py", "--name", "my model"].
+ * Splits `image.command` into argv like a POSIX shell would for words, quotes and backslashes (no expansion):
+ * `python serve.py --name "my model"` -> ["python", "serve.py", "--name", "my model"]. Inside double quotes a
+ * backslash escapes only $ ` " \ and a newline (`"a\nb"` stays `a\nb`); outside quotes it escapes any character;
+ * a backslash before a newline joins the lines (both go).
  */
 export function splitCommand(command: string): string[] {
   const words: string[] = [];
@@ -149,15 +154,21 @@ export function splitCommand(command: string): string[] {
   let quote: '"' | "'" | null = null;
   for (let i = 0; i < command.length; i++) {
     const char = command[i] as string;
-    if (quote) {
+    const next = command[i + 1];
+    if (char === '\\' && next === '\n' && quote !== "'") {
+      i++;
+    } else if (quote) {
       if (char === quote) quote = null;
-      else if (char === '\\' && quote === '"' && i + 1 < command.length) word += command[++i];
-      else word += char;
+      else if (char === '\\' && quote === '"' && next !== undefined && ESCAPED_IN_DOUBLE_QUOTES.has(next)) {
+        word += next;
+        i++;
+      } else word += char;
     } else if (char === '"' || char === "'") {
       quote = char;
       inWord = true;
-    } else if (char === '\\' && i + 1 < command.length) {
-      word += command[++i];
+    } else if (char === '\\' && next !== undefined) {
+      word += next;
+      i++;
       inWord = true;
     } else if (/\s/.test(char)) {
       if (inWord) words.push(word);

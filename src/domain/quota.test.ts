@@ -1,7 +1,10 @@
-/** The quota arithmetic: each endpoint's use, what a create or update would make it, the defaults, overrides. */
+/**
+ * The quota arithmetic: each endpoint's use, what a create or update would make it, a count quota's next save, the
+ * defaults, overrides, and the operator's quota (no default GPU quota) with where each value comes from.
+ */
 import { describe, expect, it } from 'vitest';
 import {
-  credentialQuotaBreach,
+  countQuotaBreach,
   defaultQuota,
   type EndpointUse,
   endpointQuotaBreach,
@@ -12,7 +15,15 @@ import {
   UNLIMITED,
 } from './quota.js';
 
-const QUOTA: Quota = { endpoints: 3, minGpus: 4, maxGpus: 8, workers: 6, credentials: 2 };
+const QUOTA: Quota = {
+  endpoints: 3,
+  minGpus: 4,
+  maxGpus: 8,
+  workers: 6,
+  credentials: 2,
+  secrets: 5,
+  invokeKeys: 0,
+};
 const use = (endpoints: number, minGpus: number, maxGpus: number, workers: number): EndpointUse => ({
   endpoints,
   minGpus,
@@ -112,13 +123,16 @@ describe('endpointQuotaBreach', () => {
   });
 });
 
-describe('credentialQuotaBreach', () => {
+describe('countQuotaBreach', () => {
   it.each([
-    [0, undefined],
-    [1, undefined],
-    [2, { quota: 'credentials', limit: 2, used: 2, usedAfter: 3 }],
-  ])('with %i saved: %o', (saved, expected) => {
-    expect(credentialQuotaBreach(QUOTA, saved)).toEqual(expected);
+    ['credentials', 0, undefined],
+    ['credentials', 1, undefined],
+    ['credentials', 2, { quota: 'credentials', limit: 2, used: 2, usedAfter: 3 }],
+    ['secrets', 4, undefined],
+    ['secrets', 5, { quota: 'secrets', limit: 5, used: 5, usedAfter: 6 }],
+    ['invokeKeys', 0, { quota: 'invokeKeys', limit: 0, used: 0, usedAfter: 1 }],
+  ] as const)('%s with %i saved: %o', (name, saved, expected) => {
+    expect(countQuotaBreach(QUOTA, name, saved)).toEqual(expected);
   });
 });
 
@@ -129,7 +143,15 @@ describe('defaultQuota', () => {
     [3, 1, 12],
     [1, 1, 4],
   ])('%i GPUs: minNum may hold %i (half, at least 1), maxNum reach %i', (gpus, minGpus, maxGpus) => {
-    expect(defaultQuota(gpus)).toEqual({ endpoints: 100, minGpus, maxGpus, workers: 100, credentials: 50 });
+    expect(defaultQuota(gpus)).toEqual({
+      endpoints: 100,
+      minGpus,
+      maxGpus,
+      workers: 100,
+      credentials: 50,
+      secrets: 100,
+      invokeKeys: 200,
+    });
   });
 
   it('applies no GPU quota where the server has no GPUs', () => {
@@ -144,14 +166,49 @@ describe('quotaFor', () => {
   };
 
   it('takes the configured defaults over the inventory defaults', () => {
-    expect(quotaFor('someone', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 10 });
+    const owner = quotaFor('someone', 8, settings);
+    expect(owner.quota).toEqual({ ...defaultQuota(8), endpoints: 10 });
+    expect(owner.sources).toMatchObject({ endpoints: 'config', minGpus: 'default', secrets: 'default' });
+    expect(owner.source).toBe('config');
   });
 
   it("takes an owner's own values over both", () => {
-    expect(quotaFor('big', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 500, minGpus: UNLIMITED });
+    const owner = quotaFor('big', 8, settings);
+    expect(owner.quota).toEqual({ ...defaultQuota(8), endpoints: 500, minGpus: UNLIMITED });
+    expect(owner.source).toBe('config');
+    expect(owner.reason).toContain('quotas.owners');
   });
 
   it('gives an owner named like an object property the defaults', () => {
-    expect(quotaFor('constructor', 8, settings)).toEqual({ ...defaultQuota(8), endpoints: 10 });
+    expect(quotaFor('constructor', 8, settings).quota).toEqual({ ...defaultQuota(8), endpoints: 10 });
+  });
+
+  it('says the defaults apply where nothing is configured', () => {
+    const owner = quotaFor('someone', 2, { defaults: {}, owners: {} });
+    expect(owner.quota).toEqual(defaultQuota(2));
+    expect(owner).toMatchObject({ source: 'default', reason: 'the defaults for a server with 2 GPU(s)' });
+    expect(new Set(Object.values(owner.sources))).toEqual(new Set(['default']));
+  });
+
+  it('holds the operator to no default GPU quota, configured for everyone or not, and to every other default', () => {
+    for (const defaults of [{}, { minGpus: 1, maxGpus: 2, endpoints: 10 }]) {
+      const owner = quotaFor('default', 2, { defaults, owners: {} }, true);
+      expect(owner.quota).toMatchObject({
+        minGpus: UNLIMITED,
+        maxGpus: UNLIMITED,
+        workers: 100,
+        secrets: 100,
+      });
+      expect(owner.sources).toMatchObject({ minGpus: 'operator', maxGpus: 'operator', workers: 'default' });
+      expect(owner.source).toBe('operator');
+      expect(owner.reason).toContain('admin key');
+    }
+  });
+
+  it('holds the operator to a GPU quota the config sets for it by owner id', () => {
+    const owner = quotaFor('default', 8, { defaults: {}, owners: { default: { minGpus: 3 } } }, true);
+    expect(owner.quota).toMatchObject({ minGpus: 3, maxGpus: UNLIMITED });
+    expect(owner.sources).toMatchObject({ minGpus: 'config', maxGpus: 'operator' });
+    expect(owner.source).toBe('config');
   });
 });

@@ -1,17 +1,33 @@
 /**
- * Per-owner quotas: what an owner may declare (endpoints, GPUs held by minNum and reachable by maxNum, workers,
- * registry credentials), the defaults for a GPU inventory, and the arithmetic that admits or refuses a change.
- * Pure: the use comes from the store, the quota from the configuration.
+ * Per-owner quotas: what an owner may declare (endpoints, GPUs held by minNum and reachable by maxNum, workers) and
+ * keep (secrets, registry credentials, invoke keys), the defaults for a GPU inventory, which of them apply to an
+ * owner and why (the operator is not held to the default GPU quotas), and the arithmetic that admits or refuses a
+ * change. Pure: the use comes from the store, the quota from the configuration.
  */
 import type { WorkerSettings } from './endpoint.js';
 
 /** Each quota an owner has. */
-export const QUOTA_NAMES = ['endpoints', 'minGpus', 'maxGpus', 'workers', 'credentials'] as const;
+export const QUOTA_NAMES = [
+  'endpoints',
+  'minGpus',
+  'maxGpus',
+  'workers',
+  'credentials',
+  'secrets',
+  'invokeKeys',
+] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 
-/** The quotas an endpoint counts toward (credentials are counted on their own). */
+/** The quotas an endpoint counts toward (the counted things below are counted on their own). */
 export const ENDPOINT_QUOTA_NAMES = ['endpoints', 'minGpus', 'maxGpus', 'workers'] as const;
 export type EndpointQuotaName = (typeof ENDPOINT_QUOTA_NAMES)[number];
+
+/** The quotas on how many of a thing an owner keeps: each save of a new one counts one. */
+export const COUNT_QUOTA_NAMES = ['credentials', 'secrets', 'invokeKeys'] as const;
+export type CountQuotaName = (typeof COUNT_QUOTA_NAMES)[number];
+
+/** The quotas the operator is not held to by default. */
+const GPU_QUOTA_NAMES: readonly QuotaName[] = ['minGpus', 'maxGpus'];
 
 /** An owner's limits; `UNLIMITED` (Infinity) where there is none. */
 export type Quota = Record<QuotaName, number>;
@@ -28,6 +44,8 @@ export const QUOTA_DESCRIPTIONS: Record<QuotaName, string> = {
   maxGpus: 'GPUs reachable by maxNum (the sum of maxNum x gpuNum over your endpoints)',
   workers: 'workers (the sum of maxNum over your endpoints)',
   credentials: 'registry credentials',
+  secrets: 'secrets',
+  invokeKeys: 'active invoke keys (over all your endpoints)',
 };
 
 /** A change that would take an owner past a quota: which, its limit, the use now and after the change. */
@@ -70,16 +88,20 @@ export function endpointQuotaBreach(
   return undefined;
 }
 
-/** Whether one more set of registry credentials fits the quota. */
-export function credentialQuotaBreach(quota: Quota, saved: number): QuotaBreach | undefined {
-  return saved + 1 > quota.credentials
-    ? { quota: 'credentials', limit: quota.credentials, used: saved, usedAfter: saved + 1 }
+/** Whether one more of the counted thing `name` (the owner keeps `saved` now) fits the quota. */
+export function countQuotaBreach(quota: Quota, name: CountQuotaName, saved: number): QuotaBreach | undefined {
+  return saved + 1 > quota[name]
+    ? { quota: name, limit: quota[name], used: saved, usedAfter: saved + 1 }
     : undefined;
 }
 
 export const DEFAULT_ENDPOINT_QUOTA = 100;
 export const DEFAULT_WORKER_QUOTA = 100;
 export const DEFAULT_CREDENTIAL_QUOTA = 50;
+/** A secret of 32 Ki ASCII characters is 43,737 bytes sealed: 100 keep an owner's secrets near 4.4 MB of disk. */
+export const DEFAULT_SECRET_QUOTA = 100;
+/** Per owner, not per endpoint: two active keys for each of the 100 endpoints the default allows (room to rotate). */
+export const DEFAULT_INVOKE_KEY_QUOTA = 200;
 
 /**
  * The defaults for a server with `gpuCount` GPUs. GPUs held by minNum are never placed elsewhere, so one owner may
@@ -95,6 +117,8 @@ export function defaultQuota(gpuCount: number): Quota {
     maxGpus: gpuCount > 0 ? 4 * gpuCount : UNLIMITED,
     workers: DEFAULT_WORKER_QUOTA,
     credentials: DEFAULT_CREDENTIAL_QUOTA,
+    secrets: DEFAULT_SECRET_QUOTA,
+    invokeKeys: DEFAULT_INVOKE_KEY_QUOTA,
   };
 }
 
@@ -104,8 +128,79 @@ export interface QuotaSettings {
   owners: Readonly<Record<string, Partial<Quota>>>;
 }
 
-/** One owner's quota: the inventory's defaults, then the configured defaults, then the owner's own. */
-export function quotaFor(ownerId: string, gpuCount: number, settings: QuotaSettings): Quota {
+/**
+ * Where an owner's quota comes from: `config` (the config file's quotas, for this owner or for everyone),
+ * `operator` (an owner holding an admin key: the default GPU quotas do not apply), `default` (the inventory's).
+ */
+export type QuotaSource = 'config' | 'operator' | 'default';
+
+/** One owner's quota, where each value comes from, and in one sentence why it applies. */
+export interface OwnerQuota {
+  quota: Quota;
+  sources: Record<QuotaName, QuotaSource>;
+  /** Which applies to the owner as a whole: its own config entry, else the operator's, else the config's or the defaults. */
+  source: QuotaSource;
+  reason: string;
+}
+
+/**
+ * One owner's quota: the inventory's defaults, then the configured defaults, then the owner's own. The operator
+ * (`operator`: the owner holds an admin key, as the key printed at the first start is) is held to no GPU quota but
+ * one configured for it by owner id: the defaults keep tenants from starving each other, not the operator from
+ * using its own machine. Every other default still applies to it.
+ */
+export function quotaFor(
+  ownerId: string,
+  gpuCount: number,
+  settings: QuotaSettings,
+  operator = false,
+): OwnerQuota {
   const own = Object.hasOwn(settings.owners, ownerId) ? settings.owners[ownerId] : undefined;
-  return { ...defaultQuota(gpuCount), ...settings.defaults, ...own };
+  const quota = { ...defaultQuota(gpuCount) };
+  const sources = {} as Record<QuotaName, QuotaSource>;
+  for (const name of QUOTA_NAMES) {
+    const configured =
+      own?.[name] ?? (operator && GPU_QUOTA_NAMES.includes(name) ? undefined : settings.defaults[name]);
+    if (configured !== undefined) {
+      quota[name] = configured;
+      sources[name] = 'config';
+    } else if (operator && GPU_QUOTA_NAMES.includes(name)) {
+      quota[name] = UNLIMITED;
+      sources[name] = 'operator';
+    } else {
+      sources[name] = 'default';
+    }
+  }
+  return { quota, sources, ...why(ownerId, gpuCount, settings, own !== undefined, operator) };
+}
+
+function why(
+  ownerId: string,
+  gpuCount: number,
+  settings: QuotaSettings,
+  ownEntry: boolean,
+  operator: boolean,
+): { source: QuotaSource; reason: string } {
+  const rest = operator
+    ? "the rest are the operator's (no GPU quota) or the defaults"
+    : 'the rest are the defaults';
+  if (ownEntry) {
+    return {
+      source: 'config',
+      reason: `the config file sets quotas for owner "${ownerId}" (quotas.owners); ${rest}`,
+    };
+  }
+  if (operator) {
+    return {
+      source: 'operator',
+      reason: 'this owner holds an admin key: the default GPU quotas do not apply to the operator',
+    };
+  }
+  if (Object.keys(settings.defaults).length > 0) {
+    return {
+      source: 'config',
+      reason: "the config file's quotas apply to every owner; the rest are the defaults",
+    };
+  }
+  return { source: 'default', reason: `the defaults for a server with ${gpuCount} GPU(s)` };
 }

@@ -19,6 +19,7 @@ export type WorkerErrorCode =
   | 'IMAGE_PULL_FAILED'
   | 'CRASH_LOOP'
   | 'HEALTH_TIMEOUT'
+  | 'UNHEALTHY'
   | 'INSUFFICIENT_GPU'
   | 'RUNTIME_ERROR';
 

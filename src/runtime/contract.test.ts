@@ -26,6 +26,10 @@ runtimeContract('fake', async () => {
       runtime.appendLog(worker.workerId, 'hello from the fake');
       return 'hello from the fake';
     },
+    engineControls: {
+      restart: async (worker) => runtime.restart(worker.workerId),
+      pause: async (worker, paused) => runtime.pause(worker.workerId, paused),
+    },
     outOfMemory: {
       spec: { memoryBytes: 64 * 1024 * 1024 },
       trigger: async (worker) => runtime.outOfMemory(worker.workerId),

@@ -130,10 +130,19 @@ export interface LogOptions {
   onOpen?: () => void;
 }
 
+/**
+ * What a runtime pushes as it happens. `started` also follows an engine's restart of the worker (`docker restart`),
+ * after which its address may differ: the next listing has the new one. `stopping`: someone told the engine to stop
+ * or kill it (`docker stop`, `restart`, `kill`), its exit follows; `paused`/`resumed`: the engine froze or thawed it
+ * (`docker pause`/`unpause`). Only runtimes whose engine can be told so send these three (Docker).
+ */
 export type RuntimeEvent =
   | { type: 'exited'; workerId: string; exitCode: number }
   | { type: 'started'; workerId: string }
-  | { type: 'removed'; workerId: string };
+  | { type: 'removed'; workerId: string }
+  | { type: 'stopping'; workerId: string }
+  | { type: 'paused'; workerId: string }
+  | { type: 'resumed'; workerId: string };
 
 /** An image the engine holds (docs/workers.md, Private images). */
 export interface LocalImage {
@@ -203,7 +212,7 @@ export interface WorkerRuntime {
    */
   logs(workerId: string, options: LogOptions): AsyncIterable<string>;
   stats(workerId: string): Promise<WorkerStats | undefined>;
-  /** Pushes exits and removals as they happen; returns an unsubscribe function. */
+  /** Pushes starts (restarts too), exits, removals and pauses as they happen; returns an unsubscribe function. */
   watch(onEvent: (event: RuntimeEvent) => void): () => void;
   close(): Promise<void>;
 }

@@ -22,7 +22,7 @@ export interface CredentialServiceOptions {
   secrets: SecretBox;
   clock: Clock;
   ids: IdGenerator;
-  /** Per-owner quotas, checked before a save; absent: none. */
+  /** Per-owner quotas, checked in a save's transaction; absent: none. */
   quotas?: QuotaService;
 }
 
@@ -36,7 +36,7 @@ export class CredentialService {
 
   async save(principal: Principal, input: CredentialInput): Promise<string> {
     const { store, secrets, clock, ids } = this.#o;
-    await this.#o.quotas?.checkCredentials(principal);
+    const admit = await this.#o.quotas?.admitCount(principal, 'credentials');
     const id = ids.credentials();
     const at = clock();
     await store.credentials.insert(
@@ -49,6 +49,7 @@ export class CredentialService {
         createdAt: at,
       },
       { at, ownerId: principal.ownerId, actor: principal.keyId, action: 'credentials.save', targetId: id },
+      admit,
     );
     return id;
   }

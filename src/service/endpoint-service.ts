@@ -4,14 +4,14 @@
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
-import { endpointUse } from '../domain/quota.js';
+import { type EndpointUse, endpointUse } from '../domain/quota.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
 import { secretReferences } from '../domain/secret-refs.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
 import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
 import type { AuditEntry } from '../store/audit.js';
-import type { EndpointChange, Page } from '../store/endpoints.js';
+import type { Admit, EndpointChange, Page } from '../store/endpoints.js';
 import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
@@ -92,16 +92,27 @@ export class EndpointService {
       createdAt: now,
       updatedAt: now,
     };
+    const admission = await this.#admission(principal);
     await this.#translate(() =>
       store.endpoints.create(
         endpoint,
         [{ at: now, type: 'created', message: 'endpoint created', data: { revision: 1 } }],
         this.#audit(principal, 'endpoint.create', id, now),
-        this.#o.quotas?.admitEndpoint(principal, undefined, endpointUse(spec.workers)),
+        admission?.(undefined, endpointUse(spec.workers)),
       ),
     );
     this.#o.onChanged?.();
     return endpoint;
+  }
+
+  /** The owner's quota check for a write (none without quotas), its quota read before the write. */
+  async #admission(
+    principal: Principal,
+  ): Promise<((before: EndpointUse | undefined, after: EndpointUse) => Admit) | undefined> {
+    const { quotas } = this.#o;
+    if (!quotas) return undefined;
+    const { quota } = await quotas.quotaOf(principal.ownerId);
+    return (before, after) => quotas.admitEndpoint(quota, before, after);
   }
 
   async get(principal: Principal, id: string): Promise<Endpoint> {
@@ -123,6 +134,7 @@ export class EndpointService {
       this.#validate(patched, catalog);
       await this.#checkImageAccess(principal, image);
     }
+    const admission = await this.#admission(principal);
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
       // Validated here, on the spec actually written, so that a concurrent update cannot slip past it.
       const next = applyPatch(endpoint.spec, patch);
@@ -134,16 +146,9 @@ export class EndpointService {
         reshaped && endpoint.status.state === 'serving'
           ? { state: 'updating', error: '', message: `rolling out revision ${revision}` }
           : endpoint.status;
-      const { quotas } = this.#o;
       return {
         next: { ...endpoint, spec: next, revision, status, updatedAt: now },
-        ...(quotas && {
-          admit: quotas.admitEndpoint(
-            principal,
-            endpointUse(endpoint.spec.workers),
-            endpointUse(next.workers),
-          ),
-        }),
+        ...(admission && { admit: admission(endpointUse(endpoint.spec.workers), endpointUse(next.workers)) }),
         events:
           fields.length === 0
             ? []

@@ -15,6 +15,7 @@ import type { InvokeKeyRecord } from '../store/invoke-keys.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { Principal } from './principal.js';
+import type { QuotaService } from './quota-service.js';
 
 /** What a key that passed its check allows at the gateway. */
 export interface EndpointKeyGrant {
@@ -29,10 +30,17 @@ export interface EndpointKeyGrant {
 /** An invoke key as its owner sees it listed: never the key itself. */
 export type InvokeKeyInfo = Omit<InvokeKeyRecord, 'secretHash'>;
 
-export class InvokeKeyService {
-  readonly #o: { store: Store; clock: Clock };
+export interface InvokeKeyServiceOptions {
+  store: Store;
+  clock: Clock;
+  /** Per-owner quotas (active keys over all the owner's endpoints), checked in a create's transaction; absent: none. */
+  quotas?: QuotaService;
+}
 
-  constructor(options: { store: Store; clock: Clock }) {
+export class InvokeKeyService {
+  readonly #o: InvokeKeyServiceOptions;
+
+  constructor(options: InvokeKeyServiceOptions) {
     this.#o = options;
   }
 
@@ -52,7 +60,8 @@ export class InvokeKeyService {
       createdAt: this.#o.clock(),
       revokedAt: null,
     };
-    await this.#o.store.invokeKeys.insert({ ...info, secretHash });
+    const admit = await this.#o.quotas?.admitCount(principal, 'invokeKeys');
+    await this.#o.store.invokeKeys.insert({ ...info, secretHash }, admit);
     await this.#audit(principal, 'invoke-key.create', id, endpoint);
     return { ...info, key };
   }

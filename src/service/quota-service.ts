@@ -1,12 +1,15 @@
 /**
- * Per-owner quotas in use: each owner's quota (configured, over the inventory's defaults), its use read from the
- * store, the checks that refuse a create, an update or a credentials save past a quota with QUOTA_EXCEEDED, and
- * the report `GET quota` answers. The arithmetic is domain/quota.ts.
+ * Per-owner quotas in use: each owner's quota (configured, over the inventory's defaults; the operator's without
+ * the default GPU quotas), its use read from the store, the checks that refuse a create, an update or a save of a
+ * counted thing (credentials, secrets, invoke keys) past a quota with QUOTA_EXCEEDED, and the report `GET quota`
+ * answers. The arithmetic is domain/quota.ts.
  */
 import {
-  credentialQuotaBreach,
+  type CountQuotaName,
+  countQuotaBreach,
   type EndpointUse,
   endpointQuotaBreach,
+  type OwnerQuota,
   QUOTA_DESCRIPTIONS,
   type Quota,
   type QuotaBreach,
@@ -14,49 +17,66 @@ import {
 } from '../domain/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Admit } from '../store/endpoints.js';
+import type { CountAdmit } from '../store/owner-turn.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
 
-export interface QuotaReport {
-  quota: Quota;
+export interface QuotaReport extends OwnerQuota {
   use: Record<QuotaName, number>;
+}
+
+export interface QuotaServiceOptions {
+  store: Store;
+  /** An owner's quota; `operator`: whether it holds an admin key. */
+  quotaFor: (ownerId: string, operator: boolean) => OwnerQuota;
 }
 
 /** Quotas by owner: what each may declare, and the checks against it. */
 export class QuotaService {
-  readonly #o: { store: Store; quotaFor: (ownerId: string) => Quota };
+  readonly #o: QuotaServiceOptions;
 
-  constructor(options: { store: Store; quotaFor: (ownerId: string) => Quota }) {
+  constructor(options: QuotaServiceOptions) {
     this.#o = options;
   }
 
-  /** The owner's quota and what it uses now. */
+  /** The owner's quota: whether it is the operator is read from its keys at each call (a revoke applies at once). */
+  async quotaOf(ownerId: string): Promise<OwnerQuota> {
+    return this.#o.quotaFor(ownerId, await this.#o.store.apiKeys.holdsAdmin(ownerId));
+  }
+
+  /** The owner's quota, where it comes from, and what it uses now. */
   async report(principal: Principal): Promise<QuotaReport> {
-    const { store, quotaFor } = this.#o;
-    const [use, credentials] = await Promise.all([
-      store.endpoints.use(principal.ownerId),
-      store.credentials.ids(principal.ownerId),
+    const { store } = this.#o;
+    const { ownerId } = principal;
+    const [owner, use, credentials, secrets, invokeKeys] = await Promise.all([
+      this.quotaOf(ownerId),
+      store.endpoints.use(ownerId),
+      store.credentials.count(ownerId),
+      store.secrets.count(ownerId),
+      store.invokeKeys.countActive(ownerId),
     ]);
-    return { quota: quotaFor(principal.ownerId), use: { ...use, credentials: credentials.size } };
+    return { ...owner, use: { ...use, credentials, secrets, invokeKeys } };
   }
 
   /**
    * The check a create (`before` undefined) or an update (`before`: the endpoint's use before it) runs in its
-   * write's transaction: the owner's use then, with this endpoint's use replaced by `after`.
+   * write's transaction: the owner's use then, with this endpoint's use replaced by `after`. `quota` is
+   * `quotaOf(principal.ownerId)`'s, read before the write.
    */
-  admitEndpoint(principal: Principal, before: EndpointUse | undefined, after: EndpointUse): Admit {
-    const quota = this.#o.quotaFor(principal.ownerId);
+  admitEndpoint(quota: Quota, before: EndpointUse | undefined, after: EndpointUse): Admit {
     return (current) => {
       const breach = endpointQuotaBreach(quota, current, before, after);
       if (breach) throw quotaExceeded(breach);
     };
   }
 
-  /** Refuses one more set of registry credentials past the owner's quota. */
-  async checkCredentials(principal: Principal): Promise<void> {
-    const saved = await this.#o.store.credentials.ids(principal.ownerId);
-    const breach = credentialQuotaBreach(this.#o.quotaFor(principal.ownerId), saved.size);
-    if (breach) throw quotaExceeded(breach);
+  /** The check a save of one more counted thing runs in its write's transaction, in the owner's turn. */
+  async admitCount(principal: Principal, name: CountQuotaName): Promise<CountAdmit> {
+    const { quota } = await this.quotaOf(principal.ownerId);
+    return (saved) => {
+      const breach = countQuotaBreach(quota, name, saved);
+      if (breach) throw quotaExceeded(breach);
+    };
   }
 }
 

@@ -16,16 +16,25 @@ import type { SecretSummary } from '../store/secrets.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { Principal } from './principal.js';
+import type { QuotaService } from './quota-service.js';
 
 export interface SecretInput {
   name: string;
   value: string;
 }
 
-export class SecretService {
-  readonly #o: { store: Store; secrets: SecretBox; clock: Clock };
+export interface SecretServiceOptions {
+  store: Store;
+  secrets: SecretBox;
+  clock: Clock;
+  /** Per-owner quotas, checked in a save of a new secret's transaction; absent: none. */
+  quotas?: QuotaService;
+}
 
-  constructor(options: { store: Store; secrets: SecretBox; clock: Clock }) {
+export class SecretService {
+  readonly #o: SecretServiceOptions;
+
+  constructor(options: SecretServiceOptions) {
     this.#o = options;
   }
 
@@ -39,7 +48,8 @@ export class SecretService {
         { field: 'value' },
       );
     }
-    const { store, secrets, clock } = this.#o;
+    const { store, secrets, clock, quotas } = this.#o;
+    const admit = await quotas?.admitCount(principal, 'secrets');
     const at = clock();
     const replaced = await store.secrets.put(
       {
@@ -50,6 +60,7 @@ export class SecretService {
         updatedAt: at,
       },
       { at, ownerId: principal.ownerId, actor: principal.keyId, action: 'secret.save', targetId: input.name },
+      admit,
     );
     return { name: input.name, replaced };
   }

@@ -57,6 +57,19 @@ export class ApiKeyRepository {
     return Number(row.n);
   }
 
+  /** Whether the owner holds an active admin key (the operator does: the key printed at the first start is one). */
+  async holdsAdmin(ownerId: string): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('owner_id', '=', ownerId)
+      .where('admin', '=', 1)
+      .where('revoked_at', 'is', null)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   /** Returns false when there is no such active key. */
   async revoke(id: string, at: number): Promise<boolean> {
     const result = await this.#db

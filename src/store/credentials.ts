@@ -1,6 +1,7 @@
 /** The `registry_credentials` table: each owner's registry logins, passwords stored sealed. */
 import type { Kysely } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
+import { type CountAdmit, countOwned, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface CredentialRecord {
@@ -20,8 +21,13 @@ export class CredentialRepository {
     this.#db = options.db;
   }
 
-  async insert(record: CredentialRecord, audit: AuditEntry): Promise<void> {
+  /** `admit` sees how many credentials the owner has before this one, in the owner's turn, and may refuse. */
+  async insert(record: CredentialRecord, audit: AuditEntry, admit?: CountAdmit): Promise<void> {
     await this.#db.transaction().execute(async (trx) => {
+      if (admit) {
+        await takeOwnerTurn(trx, record.ownerId);
+        admit(await countOwned(trx, 'registry_credentials', record.ownerId));
+      }
       await trx
         .insertInto('registry_credentials')
         .values({
@@ -71,6 +77,10 @@ export class CredentialRepository {
       username: r.username,
       createdAt: Number(r.created_at),
     }));
+  }
+
+  count(ownerId: string): Promise<number> {
+    return countOwned(this.#db, 'registry_credentials', ownerId);
   }
 
   async ids(ownerId: string): Promise<Set<string>> {

@@ -10,6 +10,7 @@ import { type AuditEntry, insertAudit } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
 import { StoreError } from './errors.js';
 import { insertEvents, type NewEvent } from './events.js';
+import { countLive } from './owner-turn.js';
 import type { Database, EndpointsTable } from './schema.js';
 
 /** The result of a change to an endpoint: its next form and what to record about it. */
@@ -43,21 +44,6 @@ export interface EndpointVersion {
 export interface VersionedEndpoint {
   version: number;
   endpoint: Endpoint;
-}
-
-/**
- * Adds `delta` to the owner's count of live endpoints (`endpoint_counts`), creating its row on first use. It locks
- * the owner's row until the transaction ends (PostgreSQL; SQLite runs one transaction at a time), so that quota
- * checks of one owner's changes run one after the other; `0` only takes the lock.
- */
-async function countLive(trx: Transaction<Database>, ownerId: string, delta: 1 | 0 | -1): Promise<void> {
-  await trx
-    .insertInto('endpoint_counts')
-    .values({ owner_id: ownerId, live: delta })
-    .onConflict((oc) =>
-      oc.column('owner_id').doUpdateSet({ live: (eb) => eb('endpoint_counts.live', '+', delta) }),
-    )
-    .execute();
 }
 
 /**

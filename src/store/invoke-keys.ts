@@ -1,5 +1,6 @@
 /** The `invoke_keys` table: keys that call one endpoint's URL, by id (hashes only, never a key), and revocation. */
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type CountAdmit, takeOwnerTurn } from './owner-turn.js';
 import type { Database, InvokeKeysTable } from './schema.js';
 
 export interface InvokeKeyRecord {
@@ -19,19 +20,34 @@ export class InvokeKeyRepository {
     this.#db = options.db;
   }
 
-  async insert(key: Omit<InvokeKeyRecord, 'revokedAt'>): Promise<void> {
-    await this.#db
-      .insertInto('invoke_keys')
-      .values({
-        id: key.id,
-        endpoint_id: key.endpointId,
-        owner_id: key.ownerId,
-        name: key.name,
-        secret_hash: key.secretHash,
-        created_at: key.createdAt,
-        revoked_at: null,
-      })
-      .execute();
+  /**
+   * `admit` sees how many active keys the owner has over all its live endpoints before this one, in the owner's
+   * turn, and may refuse.
+   */
+  async insert(key: Omit<InvokeKeyRecord, 'revokedAt'>, admit?: CountAdmit): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      if (admit) {
+        await takeOwnerTurn(trx, key.ownerId);
+        admit(await countActiveOf(trx, key.ownerId));
+      }
+      await trx
+        .insertInto('invoke_keys')
+        .values({
+          id: key.id,
+          endpoint_id: key.endpointId,
+          owner_id: key.ownerId,
+          name: key.name,
+          secret_hash: key.secretHash,
+          created_at: key.createdAt,
+          revoked_at: null,
+        })
+        .execute();
+    });
+  }
+
+  /** The owner's active keys over all its live endpoints. */
+  countActive(ownerId: string): Promise<number> {
+    return countActiveOf(this.#db, ownerId);
   }
 
   async findById(id: string): Promise<InvokeKeyRecord | undefined> {
@@ -62,6 +78,20 @@ export class InvokeKeyRepository {
       .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
   }
+}
+
+/** Through the owner's endpoints (both tables are indexed that way); a deleted endpoint's keys call nothing. */
+async function countActiveOf(db: Kysely<Database> | Transaction<Database>, ownerId: string): Promise<number> {
+  const row = await db
+    .selectFrom('invoke_keys')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('endpoint_id', 'in', (eb) =>
+      eb.selectFrom('endpoints').select('id').where('owner_id', '=', ownerId).where('deleted_at', 'is', null),
+    )
+    .where('owner_id', '=', ownerId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 function fromRow(row: Selectable<InvokeKeysTable>): InvokeKeyRecord {

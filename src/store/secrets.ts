@@ -1,6 +1,7 @@
 /** The `secrets` table: each owner's named secrets, values stored sealed; listing never reads them. */
 import type { Kysely } from 'kysely';
 import { type AuditEntry, insertAudit } from './audit.js';
+import { type CountAdmit, countOwned, takeOwnerTurn } from './owner-turn.js';
 import type { Database } from './schema.js';
 
 export interface SecretRecord {
@@ -21,15 +22,22 @@ export class SecretRepository {
     this.#db = options.db;
   }
 
-  /** Creates the secret or replaces its value (createdAt is kept); returns whether it existed. */
-  async put(record: SecretRecord, audit: AuditEntry): Promise<boolean> {
+  /**
+   * Creates the secret or replaces its value (createdAt is kept); returns whether it existed. `admit` sees how many
+   * secrets the owner has before a new one (a replaced value counts nothing) in the owner's turn, and may refuse.
+   */
+  async put(record: SecretRecord, audit: AuditEntry, admit?: CountAdmit): Promise<boolean> {
     return this.#db.transaction().execute(async (trx) => {
+      if (admit) await takeOwnerTurn(trx, record.ownerId);
       const existed = await trx
         .selectFrom('secrets')
         .select('name')
         .where('owner_id', '=', record.ownerId)
         .where('name', '=', record.name)
         .executeTakeFirst();
+      if (admit && existed === undefined) {
+        admit(await countOwned(trx, 'secrets', record.ownerId));
+      }
       await trx
         .insertInto('secrets')
         .values({
@@ -64,6 +72,10 @@ export class SecretRepository {
       createdAt: Number(r.created_at),
       updatedAt: Number(r.updated_at),
     }));
+  }
+
+  count(ownerId: string): Promise<number> {
+    return countOwned(this.#db, 'secrets', ownerId);
   }
 
   async names(ownerId: string): Promise<Set<string>> {

@@ -6,18 +6,10 @@
  * away, and then answers 503 with the reason at once.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import {
-  dockerAvailable,
-  ensureTestImage,
-  removeInstallationResources,
-  testWorkerEndpoint,
-} from '../support/test-image.js';
+import { apiOf, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
+import { dockerAvailable, ensureTestImage, testWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-health-causes-key-0123456789';
 /** The endpoints' probe period (the `healthy.period` default). */
@@ -34,16 +26,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe.runIf(withDocker)(
   'health failures name their cause, with corral serve as a process on Docker',
   () => {
-    let dataDir: string;
+    let close: (() => Promise<void>) | undefined;
     let image: string;
     let server: ServeProcess | undefined;
     beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
-    const call = (path: string, body?: unknown) => {
-      if (!server) throw new Error('corral serve is not running');
-      return callApi(server, KEY, path, body);
-    };
-    const endpointOf = async (id: string) => (await call(`endpoint?id=${id}`)).body.endpoint;
+    const { call, endpointOf } = apiOf(() => server, KEY);
     const events = async (id: string): Promise<{ type: string; message: string; data: any }[]> =>
       (await call(`endpoint/log?id=${id}&limit=1000`)).body.events;
     const create = async (overrides: Record<string, unknown>) => {
@@ -96,21 +84,16 @@ describe.runIf(withDocker)(
 
     beforeAll(async () => {
       image = await ensureTestImage();
-      dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-health-'));
-      writeFileSync(
-        join(dataDir, 'corral.yaml'),
-        `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S} }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
-      );
-      server = await startServe(
-        ['--runtime', 'docker', '--gpus', 'h100-80g:4', '--config', join(dataDir, 'corral.yaml')],
-        { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
-      );
+      ({ server, close } = await startServeWithConfig({
+        dirPrefix: 'corral-e2e-health-',
+        configYaml: `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S} }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
+        serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:4'],
+        apiKey: KEY,
+      }));
     }, 180_000);
 
     afterAll(async () => {
-      await server?.stop();
-      if (server) removeInstallationResources(server.installationId);
-      rmSync(dataDir, { recursive: true, force: true });
+      await close?.();
     });
 
     it('an app on the wrong port: the worker message names the port within one probe period', async () => {

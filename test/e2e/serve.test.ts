@@ -75,10 +75,21 @@ describe('corral serve as a process', () => {
     expect(key).toMatch(/^sk_[a-z0-9]{12}_[A-Za-z0-9]{32}$/);
     // Ready to paste for the CLI (no CORRAL_API_URL line here: the test server listens on a port chosen at start).
     expect(first.stdout()).toContain(`For the corral CLI, paste:\n\n  export CORRAL_API_KEY=${key}\n`);
+    // Its owner is the operator: minNum may hold every GPU (2) without a config file (issue 20, item 7).
     const created = await api(first, key, 'endpoint/create', {
-      endpoint: { image: { image: 'registry.invalid/x/y:1' }, ports: [{ port: 8000 }] },
+      endpoint: {
+        image: { image: 'registry.invalid/x/y:1' },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 2, maxNum: 2, gpuNum: 1 },
+      },
     });
-    expect(created.status).toBe(200);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const quota = await api(first, key, 'quota');
+    expect(quota.body).toMatchObject({
+      quota: { minGpus: 'unlimited' },
+      used: { minGpus: 2 },
+      source: 'operator',
+    });
     expect(await first.stop()).toBe(0);
     // The key appears in the banner only, in no log line.
     expect(

@@ -10,6 +10,7 @@ import type {
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
+import { QUOTA_NAMES } from '../../src/domain/quota.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
 import { buildApi } from '../../src/main.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
@@ -73,7 +74,7 @@ export async function createTestApi(
     : 'rateLimit: { requestsPerSecond: 1000000, burst: 1000000 }\n';
   const quotas = options.configText?.includes('quotas')
     ? ''
-    : `quotas: { ${['endpoints', 'minGpus', 'maxGpus', 'workers', 'credentials'].map((q) => `${q}: unlimited`).join(', ')} }\n`;
+    : `quotas: { ${QUOTA_NAMES.map((q) => `${q}: unlimited`).join(', ')} }\n`;
   const configText = `${rateLimit}${quotas}${options.configText ?? ''}`;
   const config = loadConfig({
     flags: {

@@ -1,8 +1,11 @@
 /** The `corral` binary as a real process, for end-to-end tests: `serve` started and awaited, commands run. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { noteInstallation } from './installations.js';
-import { TEST_IMAGE } from './test-image.js';
+import { removeInstallationResources, TEST_IMAGE } from './test-image.js';
 
 export const CORRAL_BIN = fileURLToPath(new URL('../../bin/corral.js', import.meta.url));
 
@@ -104,6 +107,37 @@ export async function startServe(
   };
 }
 
+/**
+ * `corral serve` (startServe) with `serveArgs` on a data directory of its own that holds `configYaml` as corral.yaml,
+ * `CORRAL_API_KEY` the given key; `close` stops it, removes its installation's containers and networks, then the
+ * directory.
+ */
+export async function startServeWithConfig(options: {
+  dirPrefix: string;
+  configYaml: string;
+  serveArgs: string[];
+  apiKey: string;
+}): Promise<{ server: ServeProcess; close(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), options.dirPrefix));
+  const config = join(dataDir, 'corral.yaml');
+  writeFileSync(config, options.configYaml);
+  const server = await startServe([...options.serveArgs, '--config', config], {
+    CORRAL_DATA_DIR: dataDir,
+    CORRAL_API_KEY: options.apiKey,
+  }).catch((error: unknown) => {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    server,
+    close: async () => {
+      await server.stop();
+      removeInstallationResources(server.installationId);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
@@ -160,4 +194,18 @@ export async function callApi(
   });
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text), text };
+}
+
+/**
+ * Calls with `key` to whichever server `current` returns at call time (a suite starts it in beforeAll): `call` as
+ * callApi, `endpointOf` the `endpoint` of `GET endpoint?id=`.
+ */
+export function apiOf(current: () => ServeProcess | undefined, key: string) {
+  const call = (path: string, body?: unknown): Promise<ApiAnswer> => {
+    const server = current();
+    if (!server) throw new Error('corral serve is not running');
+    return callApi(server, key, path, body);
+  };
+  const endpointOf = async (id: string) => (await call(`endpoint?id=${id}`)).body.endpoint;
+  return { call, endpointOf };
 }

@@ -44,6 +44,14 @@ export interface RuntimeContractSetup {
     spec: Partial<WorkerSpec> & { memoryBytes: number };
     trigger?: (worker: RuntimeWorker) => Promise<void>;
   };
+  /**
+   * Where the runtime's engine can restart or pause a worker behind Corral's back (docker restart, docker pause;
+   * the fake's restart and pause): does so. Absent (local, kubernetes): no engine does that to a worker.
+   */
+  engineControls?: {
+    restart: (worker: RuntimeWorker) => Promise<void>;
+    pause: (worker: RuntimeWorker, paused: boolean) => Promise<void>;
+  };
   /** Makes the worker write a line to its output, or waits for one it writes anyway; resolves to a substring of it. */
   logLine: (worker: RuntimeWorker) => Promise<string>;
   capabilities: RuntimeCapabilities;
@@ -88,6 +96,16 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
 
     function spec(endpointId: string, workerId: string, overrides: Partial<WorkerSpec> = {}): WorkerSpec {
       return ctx.workerSpec({ endpointId, workerId, ...overrides });
+    }
+
+    /** A new worker, and a watcher of its own that collects every event from now on (`stop` ends it). */
+    async function watchedWorker() {
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const seen: RuntimeEvent[] = [];
+      const stop = runtime.watch((event) => seen.push(event));
+      return { endpointId, id, worker, seen, stop };
     }
 
     beforeAll(async () => {
@@ -307,11 +325,7 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
     });
 
     it('watch reports the exit code of a worker that dies; it stays listed as exited until removed', async () => {
-      const { endpointId, workerId } = ids();
-      const id = workerId();
-      const worker = await runtime.create(spec(endpointId, id));
-      const seen: RuntimeEvent[] = [];
-      const stop = runtime.watch((event) => seen.push(event));
+      const { endpointId, id, worker, seen, stop } = await watchedWorker();
       try {
         const code = await ctx.kill(worker);
         await eventually(() => expect(seen).toContainEqual({ type: 'exited', workerId: id, exitCode: code }));
@@ -349,6 +363,40 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
           `out of memory: limit ${oom.spec.memoryBytes / 1024 / 1024} MiB`,
         );
       });
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('a worker its engine restarts: watch reports its exit and start, and it is listed running where it answers', async (test) => {
+      const controls = ctx.engineControls;
+      if (!controls) return test.skip();
+      const { endpointId, id, worker, seen, stop } = await watchedWorker();
+      try {
+        await controls.restart(worker);
+        await eventually(() => {
+          const mine = seen.filter((event) => event.workerId === id).map((event) => event.type);
+          expect(mine.indexOf('stopping')).toBeGreaterThanOrEqual(0);
+          expect(mine.indexOf('exited')).toBeGreaterThan(mine.indexOf('stopping'));
+          expect(mine.lastIndexOf('started')).toBeGreaterThan(mine.indexOf('exited'));
+        });
+        const [listed] = await runtime.list({ [LABELS.endpoint]: endpointId });
+        expect(listed?.phase).toBe('running');
+        expect(listed?.address).toEqual((await runtime.inspect(id))?.address);
+        if (ctx.capabilities.realProcess) {
+          const address = listed?.address ?? { host: '', port: 0 };
+          await eventually(async () => {
+            const response = await fetch(`http://${address.host}:${address.port}/health`, {
+              signal: AbortSignal.timeout(2_000),
+            });
+            expect(response.status).toBe(200);
+          });
+        }
+        await controls.pause(worker, true);
+        await eventually(() => expect(seen).toContainEqual({ type: 'paused', workerId: id }));
+        await controls.pause(worker, false);
+        await eventually(() => expect(seen).toContainEqual({ type: 'resumed', workerId: id }));
+      } finally {
+        stop();
+      }
       await runtime.remove(id, { graceSeconds: 1 });
     });
 

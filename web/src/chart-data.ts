@@ -30,6 +30,8 @@ export interface ChartSpec {
 export interface Charts {
   /** Sample times, in seconds since the epoch (uPlot's x). */
   x: number[];
+  /** The window the history keeps, in seconds (null: unknown): the time axis always spans it (`timeRange`). */
+  spanSeconds: number | null;
   charts: ChartSpec[];
   /** Requests in the whole history: the e2e test watches it grow. */
   requests: number;
@@ -69,6 +71,18 @@ export function duration(ms: number | null | undefined): string {
 
 const last = <T>(values: T[]): T | undefined => values[values.length - 1];
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/**
+ * The time axis's range for the sample times `x` (seconds): the window the history keeps (`spanSeconds`, its
+ * interval x its capacity) ending at the last sample, so that one sample, or a few, sit at the right of the hour
+ * shown. uPlot's own range pads a single sample by 1,000 days each way (an axis from 2027 to 2029). Undefined
+ * without a span or a sample: uPlot's range then.
+ */
+export function timeRange(x: ArrayLike<number>, spanSeconds: number | null): [number, number] | undefined {
+  const last = x[x.length - 1];
+  if (last === undefined || spanSeconds === null || spanSeconds <= 0) return undefined;
+  return [last - spanSeconds, last];
+}
 
 /** `10 s`, `1 min`. */
 export function intervalText(seconds: number): string {
@@ -171,7 +185,8 @@ export function chartsOf(history: WireEndpointHistory): Charts {
             )}`,
     },
   ];
-  return { x, charts, requests };
+  const spanSeconds = history.intervalSeconds ? history.intervalSeconds * history.capacity : null;
+  return { x, spanSeconds, charts, requests };
 }
 
 function latestLatency(history: WireEndpointHistory): string {

@@ -283,7 +283,7 @@ function operations(): Operation[] {
       operationId: 'getQuota',
       summary: 'Get your quotas and what you use of each',
       description:
-        "Corral's own. Create, update and registry credential saves past a quota answer 403 QUOTA_EXCEEDED.",
+        "Corral's own. Creates, updates, and saves of registry credentials, secrets and invoke keys past a quota answer 403 QUOTA_EXCEEDED. An owner holding an admin key (the operator) is not held to the default GPU quotas.",
       tag: 'Catalog',
       auth: true,
       response: json('QuotaReport', 'Your quotas and your use now.'),
@@ -340,7 +340,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'CreateInvokeKeyRequest',
       response: json('NewInvokeKey', 'The new key, shown this once.'),
-      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND'],
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'get',
@@ -378,7 +378,7 @@ function operations(): Operation[] {
       auth: true,
       body: 'SaveSecretRequest',
       response: json('SavedSecret', 'Saved.'),
-      errors: ['INVALID_FIELD'],
+      errors: ['INVALID_FIELD', 'QUOTA_EXCEEDED'],
     },
     {
       method: 'get',

@@ -16,6 +16,7 @@ const WORKER_ERRORS = [
   'IMAGE_PULL_FAILED',
   'CRASH_LOOP',
   'HEALTH_TIMEOUT',
+  'UNHEALTHY',
   'INSUFFICIENT_GPU',
   'RUNTIME_ERROR',
 ];
@@ -558,21 +559,29 @@ function limitsSchema(): Schema {
   return object(properties, { description: 'Allowed ranges for create and update; all fields present.' });
 }
 
-/** `GET quota`: each quota as a count or "unlimited", and the use of each. */
+/** `GET quota`: each quota as a count or "unlimited", the use of each, and which apply and why. */
 function quotaReportSchema(): Schema {
   const limit = { anyOf: [int(undefined, { minimum: 0 }), str(undefined, { enum: ['unlimited'] })] };
   const each = (schema: Schema) => Object.fromEntries(QUOTA_NAMES.map((name) => [name, schema]));
+  const source = (description: string) => str(description, { enum: ['config', 'operator', 'default'] });
   return object(
     {
       quota: object(each(limit), { description: 'Your quotas (configured by the operator).' }),
       used: object(each(int(undefined, { minimum: 0 })), {
         description:
-          'What your live endpoints (stopped ones included) and saved registry credentials count now.',
+          'What you use now: your live endpoints (stopped ones included), saved registry credentials and secrets, and active invoke keys of your live endpoints.',
+      }),
+      source: source(
+        "Which quotas apply to you: config (the config file sets them, for you or for every owner), operator (you hold an admin key: the default GPU quotas do not apply), default (the defaults for the server's GPUs).",
+      ),
+      reason: str('Why, in one sentence.'),
+      sources: object(each(source('Where this quota comes from.')), {
+        description: 'Where each quota comes from.',
       }),
     },
     {
       description:
-        'endpoints; minGpus: the sum of minNum x gpuNum; maxGpus: the sum of maxNum x gpuNum; workers: the sum of maxNum; credentials.',
+        'endpoints; minGpus: the sum of minNum x gpuNum; maxGpus: the sum of maxNum x gpuNum; workers: the sum of maxNum; credentials; secrets; invokeKeys: active invoke keys over all your endpoints.',
     },
   );
 }

@@ -69,6 +69,8 @@ export interface DockerRuntimeOptions {
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
+/** The container events watch follows (worker-state.ts's eventFromDocker reads them). */
+export const WORKER_EVENTS = ['start', 'restart', 'kill', 'die', 'destroy', 'pause', 'unpause'] as const;
 const DEFAULT_LIST_TIMEOUT_MS = 10_000;
 const VOLUME_REMOVE_ATTEMPTS = 10;
 
@@ -516,7 +518,7 @@ export class DockerRuntime implements WorkerRuntime {
   async #openEvents(since: number | undefined, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
     const stream = await this.#docker.getEvents({
       ...(since === undefined ? {} : { since }),
-      filters: { type: ['container'], event: ['start', 'die', 'destroy'], label: [`${LABELS.managed}=true`] },
+      filters: { type: ['container'], event: [...WORKER_EVENTS], label: [`${LABELS.managed}=true`] },
       abortSignal: signal,
     } as Dockerode.GetEventsOptions);
     return stream as AsyncIterable<Buffer>;

@@ -45,6 +45,14 @@ if (withDocker) {
     let registry: TestRegistry | undefined;
     let registryDir: string | undefined;
     let pushed: string | undefined;
+    const containerOf = async (workerId: string) => {
+      const [container] = await docker.listContainers({
+        all: true,
+        filters: { label: [`${LABELS.worker}=${workerId}`, `${RUN_LABEL}=${run}`] },
+      });
+      if (!container) throw new Error(`no container for ${workerId}`);
+      return docker.getContainer(container.Id);
+    };
     return {
       runtime,
       workerSpec: spec,
@@ -66,13 +74,17 @@ if (withDocker) {
         : {}),
       unavailableSpec: (overrides) => spec({ ...overrides, image: 'corral-does-not-exist:nope' }),
       kill: async (worker) => {
-        const [container] = await docker.listContainers({
-          all: true,
-          filters: { label: [`${LABELS.worker}=${worker.workerId}`, `${RUN_LABEL}=${run}`] },
-        });
-        if (!container) throw new Error(`no container for ${worker.workerId}`);
-        await docker.getContainer(container.Id).kill();
+        await (await containerOf(worker.workerId)).kill();
         return 137;
+      },
+      engineControls: {
+        restart: async (worker) => {
+          await (await containerOf(worker.workerId)).restart({ t: 1 });
+        },
+        pause: async (worker, paused) => {
+          const container = await containerOf(worker.workerId);
+          await (paused ? container.pause() : container.unpause());
+        },
       },
       // The test worker allocates 256 MiB as soon as it listens: over a 64 MiB limit, the OOM killer ends it.
       outOfMemory: { spec: { memoryBytes: 64 * 1024 * 1024, env: { ALLOCATE_MB: '256' } } },

@@ -296,7 +296,30 @@ describe('eventFromDocker', () => {
       { status: 'die', Actor: actor({ exitCode: '2' }) },
       { type: 'exited', workerId: 'w1', exitCode: 2 },
     ],
-    [{ Type: 'container', Action: 'kill', Actor: actor({ signal: '9' }) }, undefined],
+    [
+      { Type: 'container', Action: 'restart', Actor: actor({}) },
+      { type: 'started', workerId: 'w1' },
+    ],
+    [
+      { Type: 'container', Action: 'pause', Actor: actor({}) },
+      { type: 'paused', workerId: 'w1' },
+    ],
+    [
+      { Type: 'container', Action: 'unpause', Actor: actor({}) },
+      { type: 'resumed', workerId: 'w1' },
+    ],
+    [
+      { Type: 'container', Action: 'kill', Actor: actor({ signal: '15' }) },
+      { type: 'stopping', workerId: 'w1' },
+    ],
+    [
+      { Type: 'container', Action: 'kill', Actor: actor({ signal: '9' }) },
+      { type: 'stopping', workerId: 'w1' },
+    ],
+    [{ Type: 'container', Action: 'kill', Actor: actor({ signal: '1' }) }, undefined],
+    [{ Type: 'container', Action: 'kill', Actor: actor({ signal: '10' }) }, undefined],
+    [{ Type: 'container', Action: 'stop', Actor: actor({}) }, undefined],
+    [{ Type: 'container', Action: 'oom', Actor: actor({}) }, undefined],
     [{ Type: 'network', Action: 'connect', Actor: actor({}) }, undefined],
     [{ Type: 'container', Action: 'start', Actor: { ID: 'c2', Attributes: { name: 'other' } } }, undefined],
   ])('%j -> %j', (message, event) => {

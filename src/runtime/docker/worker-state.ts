@@ -182,6 +182,16 @@ export function computeStats(raw: RawStats): WorkerStats {
   return { cpuPercent, memoryBytes: Math.max(0, usage - cache) };
 }
 
+/**
+ * Signals a stop sends (INT, QUIT, KILL, TERM; `docker stop` sends the image's StopSignal, TERM by default), or none
+ * said. Others (HUP, USR1...) usually ask an app to reload, not to end.
+ */
+const STOP_SIGNALS = new Set(['2', '3', '9', '15', 'SIGINT', 'SIGQUIT', 'SIGKILL', 'SIGTERM']);
+
+function stopSignal(signal: string | undefined): boolean {
+  return signal === undefined || signal === '' || STOP_SIGNALS.has(signal);
+}
+
 /** One message of `GET /events` (only the fields used here). */
 export interface DockerEventMessage {
   Type?: string;
@@ -192,7 +202,12 @@ export interface DockerEventMessage {
   Actor?: { ID?: string; Attributes?: Record<string, string> };
 }
 
-/** start -> started, die -> exited (with its exit code), destroy -> removed; anything else is ignored. */
+/**
+ * start and restart -> started, kill with a stop signal -> stopping, die -> exited (with its exit code), destroy -> removed, pause ->
+ * paused, unpause -> resumed; anything else is ignored. A `docker restart` sends kill, die, stop, start, restart:
+ * the controller waits a moment for the start after such a die, and reads the new address from its next listing.
+ * A crash or the OOM killer sends no kill before its die.
+ */
 export function eventFromDocker(message: DockerEventMessage): RuntimeEvent | undefined {
   if (message.Type !== undefined && message.Type !== 'container') return undefined;
   const attributes = message.Actor?.Attributes ?? {};
@@ -200,7 +215,14 @@ export function eventFromDocker(message: DockerEventMessage): RuntimeEvent | und
   if (!workerId || attributes[LABELS.managed] !== 'true') return undefined;
   switch (message.Action ?? message.status) {
     case 'start':
+    case 'restart':
       return { type: 'started', workerId };
+    case 'kill':
+      return stopSignal(attributes.signal) ? { type: 'stopping', workerId } : undefined;
+    case 'pause':
+      return { type: 'paused', workerId };
+    case 'unpause':
+      return { type: 'resumed', workerId };
     case 'die': {
       const exitCode = Number(attributes.exitCode);
       return { type: 'exited', workerId, exitCode: Number.isFinite(exitCode) ? exitCode : -1 };

@@ -141,6 +141,42 @@ export class FakeRuntime implements WorkerRuntime {
   }
 
   /**
+   * What `docker restart` does: the engine stops the worker ('stopping', then 'exited' with code 0) and starts it
+   * again on a new port ('started'); it is running afterwards. Of an exited worker only the start remains (the
+   * second half of a restart whose stop happened earlier). No-op for unknown workers.
+   */
+  restart(workerId: string): void {
+    const entry = this.#workers.get(workerId);
+    if (!entry) return;
+    if (entry.worker.phase !== 'exited') {
+      this.stopByEngine(workerId);
+      this.#exit(entry, { exitCode: 0 }, 'restarting');
+    }
+    const { exitCode: _code, exitReason: _reason, ...rest } = entry.worker;
+    entry.worker = {
+      ...rest,
+      phase: 'running',
+      message: 'running',
+      address: { host: '127.0.0.1', port: this.#allocatePort() },
+    };
+    this.#emit({ type: 'started', workerId });
+  }
+
+  /** The engine was told to stop or kill the worker (a 'stopping' event); exit() or restart() says how it ends. */
+  stopByEngine(workerId: string): void {
+    const entry = this.#workers.get(workerId);
+    if (!entry || entry.worker.phase === 'exited') return;
+    this.#emit({ type: 'stopping', workerId });
+  }
+
+  /** What `docker pause`/`unpause` do: the worker stays listed as running, a 'paused' or 'resumed' event says so. */
+  pause(workerId: string, paused = true): void {
+    const entry = this.#workers.get(workerId);
+    if (!entry || entry.worker.phase === 'exited') return;
+    this.#emit({ type: paused ? 'paused' : 'resumed', workerId });
+  }
+
+  /**
    * Makes remove() wait until the returned function is called, the worker still listed meanwhile: what a real
    * container does through its stop grace period.
    */

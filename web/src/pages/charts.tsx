@@ -7,7 +7,7 @@ import 'uplot/dist/uPlot.min.css';
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import { useApi } from '../api-context.js';
-import { type ChartSeries, type ChartSpec, chartsOf, intervalText } from '../chart-data.js';
+import { type ChartSeries, type ChartSpec, chartsOf, intervalText, timeRange } from '../chart-data.js';
 import { usePoll } from '../poll.js';
 import { Notice } from '../widgets.js';
 
@@ -43,7 +43,7 @@ export function HistoryCharts(props: { endpointId: string }) {
       {charts && charts.x.length > 0 ? (
         <div class="charts" data-samples={charts.x.length} data-requests={charts.requests}>
           {charts.charts.map((spec) => (
-            <Chart key={spec.id} x={charts.x} spec={spec} />
+            <Chart key={spec.id} x={charts.x} spanSeconds={charts.spanSeconds} spec={spec} />
           ))}
         </div>
       ) : null}
@@ -52,7 +52,7 @@ export function HistoryCharts(props: { endpointId: string }) {
 }
 
 /** One uPlot chart, made when its series change, fed new data on every poll, resized with its box. */
-function Chart(props: { x: number[]; spec: ChartSpec }) {
+function Chart(props: { x: number[]; spanSeconds: number | null; spec: ChartSpec }) {
   const { spec } = props;
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | undefined>(undefined);
@@ -62,7 +62,7 @@ function Chart(props: { x: number[]; spec: ChartSpec }) {
   useEffect(() => {
     const host = box.current;
     if (!host) return;
-    const made = new uPlot(optionsFor(spec, host.clientWidth), data(), host);
+    const made = new uPlot(optionsFor(spec, host.clientWidth, props.spanSeconds), data(), host);
     showLatest(made);
     plot.current = made;
     const resize = new ResizeObserver(() => made.setSize({ width: host.clientWidth, height: HEIGHT }));
@@ -72,7 +72,7 @@ function Chart(props: { x: number[]; spec: ChartSpec }) {
       made.destroy();
       plot.current = undefined;
     };
-  }, [shape]);
+  }, [shape, props.spanSeconds]);
 
   useEffect(() => {
     const made = plot.current;
@@ -98,7 +98,17 @@ function showLatest(u: uPlot): void {
   if (last >= 0) u.setLegend({ idx: last }, false);
 }
 
-function optionsFor(spec: ChartSpec, width: number): uPlot.Options {
+/** The time axis's range, on the plot's root (`data-x-min`, `data-x-max`, seconds): what the browser test reads. */
+function sayTimeRange(u: uPlot, scale: string): void {
+  if (scale !== 'x') return;
+  const { min, max } = u.scales.x ?? {};
+  if (min !== undefined && max !== undefined) {
+    u.root.dataset.xMin = String(min);
+    u.root.dataset.xMax = String(max);
+  }
+}
+
+function optionsFor(spec: ChartSpec, width: number, spanSeconds: number | null): uPlot.Options {
   const fromZero: uPlot.Range.Function = (_u, _min, max) => [0, Math.max(1, max ?? 1) * 1.1];
   const axis = (label: string, scale: 'y' | 'y2'): uPlot.Axis => ({
     scale,
@@ -115,13 +125,13 @@ function optionsFor(spec: ChartSpec, width: number): uPlot.Options {
     cursor: { drag: { x: false, y: false } },
     legend: { live: true },
     scales: {
-      x: { time: true },
+      x: { time: true, range: (u, min, max) => timeRange(u.data[0] ?? [], spanSeconds) ?? [min, max] },
       y: { range: fromZero },
       ...(spec.y2 ? { y2: { range: fromZero } } : {}),
     },
     axes: [{ grid: { stroke: '#eaeef2' } }, axis(spec.y, 'y'), ...(spec.y2 ? [axis(spec.y2, 'y2')] : [])],
     series: [{}, ...spec.series.map(seriesFor)],
-    hooks: { setCursor: [showLatest] },
+    hooks: { setCursor: [showLatest], setScale: [sayTimeRange] },
   };
 }
 
