@@ -30,12 +30,20 @@ import { appPortOf, HealthCausesTold, healthEvent, healthMessage, mayTell } from
 import { ImagePreparer } from './image-preparer.js';
 import { withImageStatus } from './image-state.js';
 import { ownedHere } from './installation.js';
-import { adoptedRecord, isActive, isStarted, type ManagedWorker, pendingRecord } from './managed-worker.js';
+import {
+  adoptedRecord,
+  hasContainer,
+  isActive,
+  isStarted,
+  type ManagedWorker,
+  pendingRecord,
+} from './managed-worker.js';
 import type { OutputKeeper } from './output-keeper.js';
 import { PassLoop } from './pass-loop.js';
 import { reportPass } from './pass-report.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { isRuntimeUnreachable, RuntimeOutage, runtimeErrorFields } from './runtime-outage.js';
+import { followed, followsRuntime, progressState } from './runtime-wait.js';
 import { WorkerBook } from './worker-book.js';
 import { inventoryPlacement, type WorkerPlacement } from './worker-placement.js';
 import { buildWorkerSpec, registryAuthFor } from './worker-spec.js';
@@ -281,16 +289,19 @@ export class Controller {
       const record = this.#book.get(container.workerId);
       if (!record) {
         this.#adopt(container, live.get(container.endpointId), now);
-      } else if (container.phase === 'exited' && isStarted(record.state)) {
+      } else if (container.phase === 'exited' && (isStarted(record.state) || this.#follows(record))) {
         if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
         this.#workerDied(record, exitDescription(container), now, container);
+      } else if (this.#follows(record)) {
+        this.#follow(record, container, live.get(record.endpointId), now);
       } else {
         const moved = movedAddress(record, container);
         if (moved) this.#containerChanged(record, moved);
       }
     }
     for (const record of this.#book.all()) {
-      if (isStarted(record.state) && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
+      const present = isStarted(record.state) || this.#follows(record);
+      if (present && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
         this.#workerDied(record, 'its container disappeared', now);
       }
     }
@@ -312,6 +323,31 @@ export class Controller {
       if (seen.has(workerId)) void this.#removeContainer(workerId, gpuUuids, 'retrying its removal');
       else this.#released(workerId);
     }
+  }
+
+  /** A worker the runtime has and no create of this process reports on (adopted, not running yet). */
+  #follows(record: ManagedWorker): boolean {
+    return followsRuntime(record) && !this.#gpus.isCreating(record.id);
+  }
+
+  /** Such a worker shows its runtime's state and words until it runs; then it is probed as a started one. */
+  #follow(
+    record: ManagedWorker,
+    container: RuntimeWorker,
+    endpoint: Endpoint | undefined,
+    now: number,
+  ): void {
+    const change = followed(record, container);
+    if (change?.type === 'waiting') this.#setState(record, change.state, change.message);
+    if (change?.type !== 'started') return;
+    record.address = change.address;
+    record.startedAt = now;
+    this.#setState(
+      record,
+      'starting',
+      `waiting for ${endpoint?.spec.health.path ?? 'its health check'} to answer`,
+    );
+    if (endpoint) this.#prober.schedule(record.id, 0);
   }
 
   /** A worker found by label (after a restart): kept, and probed to learn its health again. */
@@ -491,6 +527,7 @@ export class Controller {
     now: number,
   ): Promise<void> {
     record.gpuUuids = gpus.map((g) => g.uuid);
+    record.inRuntime = true;
     this.#setState(record, 'pulling', 'preparing the image');
     this.#gpus.createStarted(record.id, record.gpuUuids);
     try {
@@ -510,9 +547,9 @@ export class Controller {
       // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
       const { resolveEnv } = this.#o;
       const spec = resolveEnv ? { ...built, env: await resolveEnv(endpoint.ownerId, built.env) } : built;
-      // The runtime's message already names the image and the percentage.
+      // The runtime's message already names the image and the percentage, or the scheduler's reason to wait.
       const container = await this.#o.runtime.create(spec, (progress) =>
-        this.#setState(record, 'pulling', progress.message),
+        this.#setState(record, progressState(progress.phase), progress.message),
       );
       if (!this.#book.has(record.id)) {
         // Removed while it was being created (scaled down, stopped): nothing must be left behind, and its GPUs
@@ -647,7 +684,7 @@ export class Controller {
    */
   #drainAndRemove(record: ManagedWorker, reason: string, stillWanted: () => boolean = () => true): void {
     if (record.state === 'draining' || record.state === 'stopped') return;
-    const hadContainer = record.state !== 'pending' && record.state !== 'failed';
+    const hadContainer = hasContainer(record);
     this.#prober.stop(record.id);
     if (!hadContainer) {
       this.#forget(record);

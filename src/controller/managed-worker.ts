@@ -5,7 +5,8 @@
 import { randomString } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Worker, WorkerErrorCode, WorkerState } from '../domain/worker.js';
-import { LABELS, type RuntimeWorker } from '../runtime/types.js';
+import { isWaitingPhase, LABELS, type RuntimeWorker } from '../runtime/types.js';
+import { WAITING_STATE } from './runtime-wait.js';
 
 /** The controller's record of a worker: its container (if any) plus what health checks found. */
 export interface ManagedWorker {
@@ -32,6 +33,12 @@ export interface ManagedWorker {
   exitSeenAt?: number;
   /** Since when it has been `unhealthy` (undefined in any other state): past the controller's limit it is replaced. */
   unhealthySince?: number;
+  /**
+   * The runtime has its worker, or a create of it is under way (set when it is placed, and on one adopted): a
+   * `pending` worker so marked waits for the runtime's scheduler (kubernetes), not for Corral's placement, and has a
+   * pod to remove.
+   */
+  inRuntime?: boolean;
 }
 
 /** States that count as capacity (present or on the way). */
@@ -42,6 +49,16 @@ export const ACTIVE_STATES: ReadonlySet<WorkerState> = new Set([
   'running',
   'unhealthy',
 ]);
+
+/** A worker waiting for Corral's placement: pending, and not handed to the runtime yet. */
+export function awaitsPlacement(worker: ManagedWorker): boolean {
+  return worker.state === 'pending' && worker.inRuntime !== true;
+}
+
+/** Whether the worker has a container (or one being made) to remove: neither waiting for placement nor failed. */
+export function hasContainer(worker: ManagedWorker): boolean {
+  return !awaitsPlacement(worker) && worker.state !== 'failed';
+}
 
 export function isActive(worker: ManagedWorker): boolean {
   return ACTIVE_STATES.has(worker.state);
@@ -72,29 +89,41 @@ export function pendingRecord(endpoint: Endpoint, now: number): ManagedWorker {
   };
 }
 
-/** A worker found by label after a restart: starting (its health is learnt again), or failed if it had exited. */
+/**
+ * A worker found by label after a restart: starting (its health is learnt again), failed if it had exited, or, not
+ * running yet (no address), in the state and words of the runtime's waiting phase (a pod the scheduler has no room
+ * for is `pending` with its message), followed at each pass (runtime-wait.ts). The startup deadline of one pending
+ * or pulling counts from when it runs.
+ */
 export function adoptedRecord(
   container: RuntimeWorker,
   endpoint: Endpoint | undefined,
   now: number,
 ): ManagedWorker {
   const exited = container.phase === 'exited';
+  const waiting =
+    !exited && !container.address && isWaitingPhase(container.phase) ? container.phase : undefined;
   return {
     id: container.workerId,
     endpointId: container.endpointId,
     ownerId: container.labels[LABELS.owner] ?? endpoint?.ownerId ?? '',
     revision: container.revision,
-    state: exited ? 'failed' : 'starting',
+    state: exited ? 'failed' : waiting ? WAITING_STATE[waiting] : 'starting',
     error: exited ? 'RUNTIME_ERROR' : '',
-    message: exited ? `exited with code ${container.exitCode ?? 'unknown'}` : 'adopted after a restart',
+    message: exited
+      ? `exited with code ${container.exitCode ?? 'unknown'}`
+      : waiting && container.message !== ''
+        ? container.message
+        : 'adopted after a restart',
     healthy: false,
     healthCause: '',
     // What the runtime kept with the worker: placement must count these GPUs as held from the first pass.
     gpuUuids: [...container.gpuUuids],
     address: container.address ?? null,
     createdAt: container.createdAt,
-    startedAt: now,
+    startedAt: waiting === 'pending' || waiting === 'pulling' ? null : now,
     readyAt: null,
+    inRuntime: !exited,
   };
 }
 

@@ -6,7 +6,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { SCALE_DOWN_RANK } from '../domain/worker.js';
 import type { Gpu } from '../gpu/inventory.js';
 import type { FairPlacementRequest } from './fair-placement.js';
-import { isActive, type ManagedWorker } from './managed-worker.js';
+import { awaitsPlacement, isActive, type ManagedWorker } from './managed-worker.js';
 
 /** Undefined when no worker waits: nothing to place, nothing to reclaim. */
 export function placementRequest(
@@ -16,7 +16,7 @@ export function placementRequest(
   allocations: ReadonlyMap<string, string>,
 ): FairPlacementRequest | undefined {
   const pending = workers
-    .filter((w) => w.state === 'pending' && live.has(w.endpointId))
+    .filter((w) => awaitsPlacement(w) && live.has(w.endpointId))
     .sort((a, b) => a.createdAt - b.createdAt);
   if (pending.length === 0) return undefined;
   return {

@@ -1,6 +1,6 @@
 /** The bound on a worker's resolved env: measured without building it, and which limit a size breaks. */
 import { describe, expect, it } from 'vitest';
-import { envBoundProblem, RESOLVED_ENV_LIMITS, resolvedEnvSize } from './env-bounds.js';
+import { envBoundProblem, RESOLVED_ENV_LIMITS, resolvedEnvSize, utf8Length } from './env-bounds.js';
 
 const sizes = (entries: Record<string, number>) => (name: string) => entries[name];
 
@@ -69,5 +69,19 @@ describe('envBoundProblem', () => {
     expect(envBoundProblem({ bytes: 11, references: 0 }, { bytes: 10, references: 5 })?.limit).toBe(
       'resolvedEnvBytes',
     );
+  });
+});
+
+describe('utf8Length', () => {
+  it.each([
+    [''],
+    ['plain ascii'],
+    ['café'],
+    ['日本語のテキスト'],
+    ['emoji 😀 and 𝄞'],
+    ['lone \ud800 surrogate'],
+    ['trailing \ud83d'],
+  ])('counts %j as Buffer.byteLength does', (text) => {
+    expect(utf8Length(text)).toBe(Buffer.byteLength(text));
   });
 });

@@ -35,10 +35,10 @@ export function resolvedEnvSize(
   let bytes = 0;
   let references = 0;
   for (const [key, value] of env) {
-    bytes += Buffer.byteLength(key) + 1 + Buffer.byteLength(value) + 1;
+    bytes += utf8Length(key) + 1 + utf8Length(value) + 1;
     for (const { name, text } of referenceOccurrences(value)) {
       references += 1;
-      bytes += (secretBytes(name) ?? 0) - Buffer.byteLength(text);
+      bytes += (secretBytes(name) ?? 0) - utf8Length(text);
     }
   }
   return { bytes, references };
@@ -79,4 +79,25 @@ export class ResolvedEnvTooLargeError extends Error {
   constructor(message: string) {
     super(`cannot start the worker: ${message}; shorten the envs or the secrets they reference`);
   }
+}
+
+/**
+ * The bytes of `text` in UTF-8, counted without encoding it (the domain runs in the dashboard too, which has no
+ * Buffer). A lone surrogate counts 3, as its replacement character would.
+ */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i += 1;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
 }

@@ -80,8 +80,19 @@ export interface WorkerSpec {
   placement?: { product: string; gpuNum: number; authId: string };
 }
 
-/** What the runtime says of a worker; health is the controller's business, not the runtime's. */
-export type RuntimePhase = 'pulling' | 'starting' | 'running' | 'exited';
+/**
+ * What the runtime says of a worker; health is the controller's business, not the runtime's. `pending`: a runtime
+ * whose own scheduler places workers (kubernetes) has not placed it yet (no node has the GPUs); the others never
+ * say it.
+ */
+export type RuntimePhase = 'pending' | 'pulling' | 'starting' | 'running' | 'exited';
+
+/** The phases of a worker on its way to running: what a create's progress and an adopted worker's wait show. */
+export type WaitingPhase = Extract<RuntimePhase, 'pending' | 'pulling' | 'starting'>;
+
+export function isWaitingPhase(phase: RuntimePhase): phase is WaitingPhase {
+  return phase === 'pending' || phase === 'pulling' || phase === 'starting';
+}
 
 /** `out-of-memory`: the kernel's OOM killer ended the worker (it went over its memory limit). */
 export type ExitReason = 'out-of-memory';
@@ -111,6 +122,12 @@ export interface PullProgress {
   percent?: number;
   /** The whole line the worker's state shows, e.g. `pulling nginx:latest: 42% (120/285 MB)`. */
   message: string;
+  /**
+   * Where the create is (the worker's state meanwhile); default `pulling`. A runtime whose scheduler places workers
+   * says `pending` while no node has room (with the scheduler's words as the message) and `starting` while the
+   * container is being started.
+   */
+  phase?: WaitingPhase;
 }
 
 export interface WorkerStats {

@@ -234,7 +234,10 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
       expect(pod?.spec?.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-L4' });
       expect(pod?.spec?.nodeName).toBeUndefined();
       const endpoint = (await callApi(server as ServeProcess, KEY, `endpoint?id=${id}`)).body.endpoint;
-      expect(endpoint.workers.map((w: { state: { message: string } }) => w.state.message)).toEqual([why]);
+      // The scheduler has no room: pending (waiting for GPUs), not pulling.
+      expect(
+        endpoint.workers.map((w: { state: { state: string; message: string } }) => w.state),
+      ).toMatchObject([{ state: 'pending', message: why }]);
     }, 30_000);
     const after = await callApi(server, KEY, 'products');
     expect(after.body.products[1]).toMatchObject({ id: 'l4-24g', gpusTotal: 1, gpusFree: 1 });

@@ -702,6 +702,11 @@ export class KubeStandIn {
 
   #podLog(namespace: string, name: string, url: URL, response: ServerResponse): void {
     const pod = this.#get('pods', namespace, name) as Pod;
+    // As a real API server: the log is the node's kubelet's, and a node it cannot find is a 404 naming the node.
+    const node = pod.spec?.nodeName;
+    if (node !== undefined && !this.#objects.has(this.#key('nodes', '', node))) {
+      throw new HttpFailure(404, 'NotFound', `pods "${node}" not found`);
+    }
     const container = url.searchParams.get('container') ?? pod.spec?.containers[0]?.name ?? '';
     const status = pod.status?.containerStatuses?.find((s) => s.name === container);
     if (!status || (status.state?.running === undefined && status.state?.terminated === undefined)) {

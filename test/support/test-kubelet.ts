@@ -127,7 +127,7 @@ export class TestKubelet {
       logger: pino({ level: 'silent' }),
       backoff: { initialMs: 50, maxMs: 500 },
       onChange: (_before, after) => {
-        if (after) void this.#reconcile(after).catch(() => undefined);
+        if (after) void this.#reconcile(after).catch((error: unknown) => this.#failed(error));
       },
     });
   }
@@ -136,10 +136,34 @@ export class TestKubelet {
     await this.#view.sync();
   }
 
+  /**
+   * What the kubelet could not do (a binding or status write the API server refused): said on stderr and kept, so
+   * that a pod left Pending says why (a refused binding once hid behind every pod staying Pending).
+   */
+  readonly failures: string[] = [];
+
+  #failed(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.failures.length < 100) this.failures.push(message);
+    this.#logger.warn({ err: message }, 'the test kubelet could not write a pod');
+  }
+
+  readonly #logger = pino({ level: 'warn' }, pino.destination(2));
+
   async stop(): Promise<void> {
     this.#view.close();
     for (const running of this.#running.values()) running.child.kill('SIGKILL');
     this.#running.clear();
+  }
+
+  /** Plays the scheduler once room is made: binds a pod it left unscheduled to `node` (then runs it there). */
+  async bind(name: string, node: string): Promise<void> {
+    await this.#raw('POST', `/api/v1/namespaces/${this.#o.namespace}/pods/${name}/binding`, {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name },
+      target: { apiVersion: 'v1', kind: 'Node', name: node },
+    });
   }
 
   async #reconcile(pod: Pod): Promise<void> {
@@ -211,12 +235,7 @@ export class TestKubelet {
         });
         return;
       }
-      await this.#raw('POST', `/api/v1/namespaces/${this.#o.namespace}/pods/${name}/binding`, {
-        apiVersion: 'v1',
-        kind: 'Binding',
-        metadata: { name },
-        target: { apiVersion: 'v1', kind: 'Node', name: node },
-      });
+      await this.bind(name, node);
       return;
     }
     if (this.#handled.has(`${uid}/started`)) return;
@@ -280,7 +299,7 @@ export class TestKubelet {
       containerStatuses: [
         { ...status, ready: true, restartCount: 0, started: true, state: { running: { startedAt: now } } },
       ],
-    }).catch(() => undefined);
+    }).catch((error: unknown) => this.#failed(error));
     const metrics = setInterval(() => this.#metrics(name, running), 200);
     this.#metrics(name, running);
     child.once('exit', (code, signal) => {
@@ -306,7 +325,7 @@ export class TestKubelet {
             },
           },
         ],
-      }).catch(() => undefined);
+      }).catch((error: unknown) => this.#failed(error));
     });
   }
 
@@ -337,8 +356,10 @@ export class TestKubelet {
     const server = this.#o.config.getCurrentCluster()?.server ?? '';
     const options = (await this.#o.config.applyToFetchOptions({})) as {
       agent?: unknown;
-      headers?: Record<string, string>;
+      headers?: ConstructorParameters<typeof Headers>[0];
     };
+    // client-node gives a Headers object (a spread of it is {}): its entries carry the token.
+    const credentials = Object.fromEntries(new Headers(options.headers).entries());
     const url = new URL(server + path);
     const payload = JSON.stringify(body);
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -349,17 +370,20 @@ export class TestKubelet {
           method,
           ...(options.agent ? { agent: options.agent as never } : {}),
           headers: {
-            ...options.headers,
+            ...credentials,
             'content-type': contentType,
             'content-length': Buffer.byteLength(payload),
           },
         },
         (response) => {
-          response.resume();
+          let text = '';
+          response.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+          });
           response.on('end', () =>
             (response.statusCode ?? 500) < 300
               ? resolve()
-              : reject(new Error(`${method} ${path}: ${response.statusCode}`)),
+              : reject(new Error(`${method} ${path}: ${response.statusCode} ${text.slice(0, 300)}`)),
           );
         },
       );

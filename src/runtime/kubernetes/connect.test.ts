@@ -3,10 +3,15 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KubeStandIn } from '../../../test/support/kube-stand-in.js';
 import { ConfigError } from '../../config/settings.js';
-import { connectKubernetes, type KubernetesSettings, productNodeLabel } from './connect.js';
+import {
+  connectKubernetes,
+  type KubernetesSettings,
+  productNodeLabel,
+  productNodeLabels,
+} from './connect.js';
 
 const logger = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'corral-k8s-connect-'));
@@ -52,6 +57,33 @@ describe('connectKubernetes', () => {
     await runtime.close();
   });
 
+  it('a product configured by its gpuModel is found on the nodes GPU feature discovery labels with that model', async () => {
+    standIn.addNode({
+      metadata: { name: 'gfd-node-1', labels: { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-40GB' } },
+      spec: {},
+      status: { allocatable: { 'nvidia.com/gpu': '4' } },
+    });
+    const path = join(dir, 'gfd');
+    writeFileSync(path, standIn.kubeconfig());
+    const runtime = await connectKubernetes(
+      {
+        ...settings(path),
+        products: [{ id: 'a100-40g', gpuModel: 'NVIDIA-A100-SXM4-40GB' }],
+      },
+      { logger, installationId: 'i2' },
+    );
+    try {
+      await vi.waitFor(() =>
+        expect(runtime.gpuScheduler.products()).toEqual([
+          expect.objectContaining({ id: 'a100-40g', gpusTotal: 4, gpusFree: 4 }),
+        ]),
+      );
+    } finally {
+      await runtime.close();
+      standIn.removeNode('gfd-node-1');
+    }
+  });
+
   it('a kubeconfig that is not there stops start-up with one line naming the setting', async () => {
     const error = await failure(connectKubernetes(settings(join(dir, 'missing')), { logger }));
     expect(error.message).toBe(
@@ -87,6 +119,31 @@ describe('connectKubernetes', () => {
     } finally {
       silent.close();
     }
+  });
+});
+
+describe('productNodeLabels', () => {
+  it.each([
+    [
+      'nodeLabel wins',
+      { id: 'h100-80g', nodeLabel: 'example.com/pool=h100', gpuModel: 'NVIDIA-H100-80GB-HBM3' },
+      { label: 'example.com/pool', value: 'h100' },
+    ],
+    [
+      'gpuModel on nvidia.com/gpu.product',
+      { id: 'h100-80g', gpuModel: 'NVIDIA-H100-80GB-HBM3' },
+      { value: 'NVIDIA-H100-80GB-HBM3' },
+    ],
+    ['neither: the default (the product id)', { id: 'h100-80g' }, undefined],
+    ['an empty gpuModel: the default', { id: 'h100-80g', gpuModel: '' }, undefined],
+    [
+      'spaces become dashes, as GFD writes the model',
+      { id: 'h100-80g', gpuModel: 'NVIDIA H100 80GB HBM3' },
+      { value: 'NVIDIA-H100-80GB-HBM3' },
+    ],
+    ['a model that is no label value: the default', { id: 'h100-80g', gpuModel: 'H100 (80 GB)' }, undefined],
+  ])('%s', (_, product, expected) => {
+    expect(productNodeLabels([product])['h100-80g']).toEqual(expected);
   });
 });
 

@@ -7,13 +7,17 @@
 import type { Logger } from 'pino';
 import { ConfigError, describeSetting } from '../../config/settings.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
+import { isLabelValue } from './names.js';
 import type { ProductNodeLabel } from './pod-spec.js';
 
 export interface KubernetesSettings {
   kubeconfig?: string;
   namespace: string;
-  /** Configured products: `nodeLabel` is `label=value`, or a value of the default label. */
-  products: readonly { id: string; nodeLabel?: string }[];
+  /**
+   * Configured products: `nodeLabel` is `label=value`, or a value of the default label; without it, `gpuModel` is
+   * the default label's value (GPU feature discovery's); without either, the product id is.
+   */
+  products: readonly { id: string; nodeLabel?: string; gpuModel?: string }[];
   /** Configured network storages: each one's claim, keyed by its hostPath (how a WorkerSpec names it). */
   networkStorages: readonly { hostPath: string; claimName?: string }[];
   gpuResource: string;
@@ -27,6 +31,26 @@ export interface KubernetesSettings {
 export function productNodeLabel(text: string): ProductNodeLabel {
   const at = text.indexOf('=');
   return at < 0 ? { value: text } : { label: text.slice(0, at), value: text.slice(at + 1) };
+}
+
+/**
+ * Each configured product's node label: its `nodeLabel`, else its `gpuModel` on the label GPU feature discovery
+ * writes, spaces made dashes as GFD makes them (`NVIDIA H100 80GB HBM3` selects
+ * `nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`); a product with neither, or a model that is no label value, is
+ * left to the default (`nvidia.com/gpu.product={id}`).
+ */
+export function productNodeLabels(
+  products: KubernetesSettings['products'],
+): Record<string, ProductNodeLabel> {
+  const labels: Record<string, ProductNodeLabel> = {};
+  for (const { id, nodeLabel, gpuModel } of products) {
+    if (nodeLabel !== undefined) labels[id] = productNodeLabel(nodeLabel);
+    else {
+      const model = (gpuModel ?? '').trim().split(/\s+/).join('-');
+      if (model !== '' && isLabelValue(model)) labels[id] = { value: model };
+    }
+  }
+  return labels;
 }
 
 function firstLine(error: unknown): string {
@@ -57,11 +81,7 @@ export async function connectKubernetes(
     pods: {
       gpuResource: settings.gpuResource,
       terminationGraceSeconds: settings.terminationGraceSeconds,
-      products: Object.fromEntries(
-        settings.products
-          .filter((p) => p.nodeLabel !== undefined)
-          .map((p) => [p.id, productNodeLabel(p.nodeLabel ?? '')]),
-      ),
+      products: productNodeLabels(settings.products),
       networkClaims: Object.fromEntries(
         settings.networkStorages
           .filter((s) => s.claimName !== undefined)

@@ -6,24 +6,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KubeStandIn } from '../../../test/support/kube-stand-in.js';
+import { type StandInCluster, standInCluster } from '../../../test/support/kube-cluster.js';
+import type { KubeStandIn } from '../../../test/support/kube-stand-in.js';
 import { eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
-import { TestKubelet } from '../../../test/support/test-kubelet.js';
-import { LABELS, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
-import { labelSelector } from './api.js';
+import { LABELS, type PullProgress, RuntimeError, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { clientApi } from './client-api.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 
 const NS = 'corral-workers';
 const FULL = '0/3 nodes are available: 3 Insufficient nvidia.com/gpu.';
 
+let cluster: StandInCluster;
 let standIn: KubeStandIn;
 let config: KubeConfig;
 let runtime: KubernetesRuntime;
-let kubelet: TestKubelet;
 let logged: string[];
 let installationId: string;
 
@@ -59,27 +58,14 @@ function newRuntime(id = installationId): KubernetesRuntime {
 beforeEach(async () => {
   logged = [];
   installationId = `kt-${randomUUID().slice(0, 8)}`;
-  standIn = new KubeStandIn();
-  await standIn.start();
-  config = new KubeConfig();
-  config.loadFromString(standIn.kubeconfig());
+  cluster = await standInCluster({ namespace: NS, unschedulable: new Map([['b200', FULL]]) });
+  ({ standIn, config } = cluster);
   runtime = newRuntime();
-  kubelet = new TestKubelet({
-    api: clientApi(config),
-    config,
-    namespace: NS,
-    labelSelector: labelSelector({ [LABELS.managed]: 'true' }),
-    missingImages: new Set(),
-    standIn,
-    unschedulable: new Map([['b200', FULL]]),
-  });
-  await kubelet.start();
 });
 
 afterEach(async () => {
   await runtime.close();
-  await kubelet.stop();
-  await standIn.close();
+  await cluster.close();
 });
 
 describe('KubernetesRuntime', () => {
@@ -142,15 +128,15 @@ describe('KubernetesRuntime', () => {
     await eventually(async () => expect((await runtime.list({})).map((w) => w.workerId)).toEqual(['w1']));
   });
 
-  it("a pod waiting for the scheduler: the scheduler's words are the worker's progress; removing it ends the create", async () => {
-    const progress: string[] = [];
+  it("a pod waiting for the scheduler: pending, the scheduler's words its progress; removing it ends the create", async () => {
+    const progress: PullProgress[] = [];
     const creating = runtime.create(
       spec('w1', { placement: { product: 'b200', gpuNum: 1, authId: '' } }),
-      (p) => progress.push(p.message),
+      (p) => progress.push(p),
     );
-    await eventually(() => expect(progress).toContain(FULL));
+    await eventually(() => expect(progress).toContainEqual({ phase: 'pending', message: FULL }));
     const waiting = await runtime.inspect('w1');
-    expect(waiting).toMatchObject({ phase: 'starting', message: FULL });
+    expect(waiting).toMatchObject({ phase: 'pending', message: FULL });
     const pod = runtime.pod('w1');
     expect(pod?.spec?.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'b200' });
     expect(pod?.spec?.containers[0]?.resources?.limits).toMatchObject({ 'nvidia.com/gpu': '1' });
@@ -164,6 +150,21 @@ describe('KubernetesRuntime', () => {
     });
     expect(ended.address).toBeUndefined();
     expect(standIn.pods(NS)).toEqual([]);
+  });
+
+  it('a log its node cannot serve (the API server answers 404 for the node) is no missing worker', async () => {
+    // The test kubelet binds pods to test-node-1, which is no Node here: the API server finds no kubelet to ask.
+    await runtime.create(spec('w1'));
+    const error = await (async () => {
+      for await (const _ of runtime.logs('w1', { follow: false })) break;
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RuntimeError);
+    expect(error).toMatchObject({ code: 'RUNTIME_ERROR' });
+    expect((error as Error).message).toContain('node test-node-1');
+    expect((error as Error).message).not.toContain('does not exist');
   });
 
   it('a pod deleted behind its back is a removed worker', async () => {

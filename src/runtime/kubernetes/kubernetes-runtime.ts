@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Timers } from '../../service/clock.js';
 import {
   type ImageRequest,
+  isWaitingPhase,
   LABELS,
   type LogOptions,
   type PullProgress,
@@ -347,7 +348,7 @@ export class KubernetesRuntime implements WorkerRuntime {
           signal: controller.signal,
         });
       } catch (error) {
-        if (isApiNotFound(error)) throw new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
+        if (isApiNotFound(error)) throw await this.#logNotFound(workerId, entry.pod, error);
         // 400: the container has not started yet (or is gone): it has written nothing.
         if ((error as { status?: number }).status === 400) {
           options.onOpen?.();
@@ -374,6 +375,24 @@ export class KubernetesRuntime implements WorkerRuntime {
       controller.abort();
       this.#streams.delete(controller);
     }
+  }
+
+  /**
+   * A 404 from pods/log is the pod's only when the pod is gone: the API server answers 404 too when the pod's node
+   * cannot be found to ask its kubelet for the log (`pods "gpu-node-1" not found`, naming the node).
+   */
+  async #logNotFound(workerId: string, pod: Pod, error: unknown): Promise<RuntimeError> {
+    const gone = await this.#o.api.readPod(this.#o.namespace, pod.metadata?.name ?? '').then(
+      () => false,
+      (e: unknown) => isApiNotFound(e),
+    );
+    if (gone) return new RuntimeError('NOT_FOUND', `worker ${workerId} does not exist`);
+    const node = pod.spec?.nodeName ?? '(none)';
+    return kubernetesError(
+      error,
+      `cannot read the log of worker ${workerId}: its pod's node ${node} did not serve it (no such node, or no kubelet answers)`,
+      this.server,
+    );
   }
 
   async stats(workerId: string): Promise<WorkerStats | undefined> {
@@ -517,9 +536,10 @@ export class KubernetesRuntime implements WorkerRuntime {
       last = entry;
       const { stage } = entry.state;
       if (stage === 'unscheduled' || stage === 'creating') {
-        if (entry.state.worker.message !== lastMessage) {
-          lastMessage = entry.state.worker.message;
-          onProgress?.({ message: lastMessage });
+        const { message, phase } = entry.state.worker;
+        if (`${phase} ${message}` !== lastMessage) {
+          lastMessage = `${phase} ${message}`;
+          onProgress?.({ message, ...(isWaitingPhase(phase) ? { phase } : {}) });
         }
         return false;
       }

@@ -27,11 +27,17 @@ async function closedPort(): Promise<number> {
 
 function contract(
   name: string,
-  connect: () => Promise<{ config: KubeConfig; namespace: string; standIn?: KubeStandIn }>,
+  connect: () => Promise<{
+    config: KubeConfig;
+    namespace: string;
+    standIn?: KubeStandIn;
+    /** Why logs and stats cannot be read there (no kubelet, no metrics server). */
+    noLogsOrStats?: string;
+  }>,
 ) {
   runtimeContract(name, async () => {
     const run = randomUUID().slice(0, 8);
-    const { config, namespace, standIn } = await connect();
+    const { config, namespace, standIn, noLogsOrStats } = await connect();
     const api = clientApi(config);
     const installationId = `ct-${run}`;
     const runtime = new KubernetesRuntime({
@@ -60,7 +66,12 @@ function contract(
       // Running means the process started, as with a real kubelet: it may not listen yet.
       kill: crashTestWorker,
       logLine: async (worker) => `worker ${worker.workerId} listening`,
-      capabilities: { imagePull: true, realProcess: true, prepareImage: false },
+      capabilities: {
+        imagePull: true,
+        realProcess: true,
+        prepareImage: false,
+        ...(noLogsOrStats ? { noLogsOrStats } : {}),
+      },
       unreachable: async () => {
         const offline = new KubeConfig();
         offline.loadFromString(
@@ -102,6 +113,8 @@ function contract(
 contract('kubernetes (stand-in API server)', async () => {
   const standIn = new KubeStandIn();
   await standIn.start();
+  // The node the test kubelet binds pods to: a pod's log is its node's kubelet's, as on a real API server.
+  standIn.addNode({ metadata: { name: 'test-node-1' }, spec: {}, status: {} });
   const config = new KubeConfig();
   config.loadFromString(standIn.kubeconfig());
   return { config, namespace: 'corral-workers', standIn };
@@ -112,7 +125,14 @@ if (realKubeconfig) {
   contract('kubernetes (CORRAL_TEST_KUBECONFIG)', async () => {
     const config = new KubeConfig();
     config.loadFromFile(realKubeconfig);
-    return { config, namespace: process.env.CORRAL_TEST_NAMESPACE ?? 'corral-test' };
+    return {
+      config,
+      namespace: process.env.CORRAL_TEST_NAMESPACE ?? 'corral-test',
+      // The API server asks the pod's node's kubelet for pods/log and a metrics server for metrics.k8s.io; the test
+      // kubelet is neither (its node is no Node object: the API server answers 404 for it).
+      noLogsOrStats:
+        'needs a real node: pods/log is served by the kubelet and metrics.k8s.io by a metrics server, which the test kubelet is not',
+    };
   });
 } else {
   describe.skip('WorkerRuntime contract: kubernetes (CORRAL_TEST_KUBECONFIG)', () => {

@@ -162,7 +162,7 @@ const cases: {
     name: 'just created, not yet seen by the scheduler',
     pod: pod({ phase: 'Pending', qosClass: 'Burstable' }),
     stage: 'unscheduled',
-    phase: 'starting',
+    phase: 'pending',
     message: 'waiting for the scheduler',
   },
   {
@@ -180,7 +180,7 @@ const cases: {
       qosClass: 'Burstable',
     }),
     stage: 'unscheduled',
-    phase: 'starting',
+    phase: 'pending',
     message: '0/3 nodes are available: 3 Insufficient nvidia.com/gpu.',
   },
   {
@@ -199,7 +199,7 @@ const cases: {
       qosClass: 'Burstable',
     }),
     stage: 'unscheduled',
-    phase: 'starting',
+    phase: 'pending',
     message:
       "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are " +
       'available: 3 Preemption is not helpful for scheduling.',

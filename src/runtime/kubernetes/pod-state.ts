@@ -55,8 +55,13 @@ export const CREATE_FAILURE_REASONS: ReadonlySet<string> = new Set([
   'RunContainerError',
 ]);
 
-const RUNTIME_PHASE: Record<PodStage, RuntimePhase> = {
-  unscheduled: 'starting',
+/**
+ * The worker's phase at each stage: no node has room yet is `pending` (the scheduler's words are the message), the
+ * kubelet getting the image and creating the container (or failing to pull it) `pulling`, a container that cannot be
+ * started `starting`. Controller states follow these (docs/workers.md).
+ */
+export const RUNTIME_PHASE: Readonly<Record<PodStage, RuntimePhase>> = {
+  unscheduled: 'pending',
   creating: 'pulling',
   'image-pull-failed': 'pulling',
   'create-failed': 'starting',
