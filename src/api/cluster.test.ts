@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
-import { storeTargets } from '../../test/support/stores.js';
+import { describeOnce, storeTargets } from '../../test/support/stores.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 import type { Database } from '../store/schema.js';
 import type { Store } from '../store/store.js';
@@ -127,7 +127,7 @@ describe.each(storeTargets())('the cluster routes on $name', (target) => {
   });
 });
 
-describe('/healthz while the database does not take the heartbeat', () => {
+describeOnce('/healthz while the database does not take the heartbeat', () => {
   it('stays 200 (liveness) and says the database is out, without a query of its own; as before once it is back', async () => {
     const opened = await (storeTargets()[0] as NonNullable<ReturnType<typeof storeTargets>[0]>).open();
     let accepted = false;

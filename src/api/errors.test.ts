@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, PREFIX, type TestApi } from '../../test/support/api.js';
-import { storeTargets } from '../../test/support/stores.js';
+import { describeOnce, storeTargets } from '../../test/support/stores.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
 
-describe('errors, auth and abuse', () => {
+describeOnce('errors, auth and abuse', () => {
   let api: TestApi;
   let dispose: () => Promise<void>;
   let now = 1_800_000_000_000;

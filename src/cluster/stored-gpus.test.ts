@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
 import { deleteEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import { storeTargets } from '../../test/support/stores.js';
+import { describeOnce, storeTargets } from '../../test/support/stores.js';
 import type { Worker, WorkerState } from '../domain/worker.js';
 import type { InventoryGpu, PlacedWorker } from '../service/gpu-report.js';
 import type { Store } from '../store/store.js';
@@ -119,7 +119,7 @@ describe.each(storeTargets())('StoredGpus on $name', (target) => {
   });
 });
 
-describe('replicaGpus with a real controller (fake runtime, SQLite, manual timers)', () => {
+describeOnce('replicaGpus with a real controller (fake runtime, SQLite, manual timers)', () => {
   let h: ControllerHarness;
   afterEach(() => h.close());
 

@@ -60,7 +60,9 @@ describe('wireMessage', () => {
     expect(issues.map((issue) => wireField(issue.field))).toContain('workerConfig.minNum');
     expect(messages).toContain('minNum (5) is greater than maxNum (2)');
     expect(messages).toContain('healthy.initialDelay must be an integer from 0 to 3600');
-    expect(messages).toContain('image must be a non-empty image reference');
+    expect(
+      messages.some((m) => m.startsWith('image must be an image reference ([registry/]repository')),
+    ).toBe(true);
     expect(messages.some((m) => m.startsWith('clusterID is longer than'))).toBe(true);
     expect(messages.some((m) => m.startsWith('policy value (queue wait seconds) must be'))).toBe(true);
     expect(messages.some((m) => m.startsWith('rootfsSize must be an integer from'))).toBe(true);

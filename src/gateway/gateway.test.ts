@@ -8,9 +8,9 @@ import {
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
-import { ManualTimers } from '../../test/support/manual-timers.js';
+import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutingView } from '../ports/routing-view.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
@@ -1307,15 +1307,24 @@ describe('Gateway: keys on endpoint URLs', () => {
     h.keys.set('ik-this', { ownerId: 'owner-a', admin: false, endpointId: endpoint.id });
     const call = (key: string) => get(h.port, hostOf(endpoint), '/work', { authorization: `Bearer ${key}` });
     expect((await call('ik-this')).status).toBe(200);
-    h.keyStore.answer = () => new Promise(() => undefined);
+    let asked: () => void = () => undefined;
+    const askedAgain = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    h.keyStore.answer = () => {
+      asked();
+      return new Promise(() => undefined);
+    };
     h.timers.advance(KEY_CACHE_TTL_MS);
     let answered: number | undefined;
     const waiting = call('ik-this').then((answer) => {
       answered = answer.status;
     });
-    await vi.waitFor(() => expect(h.keyQueries()).toBe(2));
+    await askedAgain;
+    expect(h.keyQueries()).toBe(2);
     h.timers.advance(STALE_CHECK_WAIT_MS - 1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Turns of the event loop, not time: an answer already written would have been read by now.
+    await loopTurns(20);
     expect(answered).toBeUndefined();
     h.timers.advance(1);
     await waiting;

@@ -76,3 +76,11 @@ export class ManualTimers implements Timers {
 export async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 }
+
+/**
+ * Lets the event loop run `turns` times (setImmediate): I/O under way on loopback sockets is read meanwhile; no time
+ * passes on a manual clock and no timer is waited for.
+ */
+export async function loopTurns(turns: number): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -84,3 +84,13 @@ export async function followRoutes(store: Store, channel: string): Promise<Route
     },
   };
 }
+
+/**
+ * Resolves once `shows()` holds, or after `withinMs` all the same (the caller's expectations then say what is
+ * missing). For a follower on PostgreSQL, whose change arrives by a notification: real I/O, so real time (5 ms
+ * polls); the integration tier's PostgreSQL rerun is the only one that waits here.
+ */
+export async function untilFollowed(shows: () => boolean, withinMs = 5_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!shows() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+}

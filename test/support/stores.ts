@@ -2,11 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
+import { describe } from 'vitest';
 import { connectPostgres } from '../../src/store/postgres/connect.js';
 import type { Database } from '../../src/store/schema.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
 import { Store } from '../../src/store/store.js';
 import { integrationAvailable } from './integration.js';
+import { STORES_ENV, type StoresChoice } from './tiers.js';
 
 export interface StoreTarget {
   name: 'sqlite' | 'postgres';
@@ -79,12 +81,30 @@ const postgres = (connectionString: string): StoreTarget => ({
   },
 });
 
-/** SQLite always; PostgreSQL when CORRAL_TEST_DATABASE_URL is set (required in CI). */
+/**
+ * The stores a suite runs on. By default SQLite always and PostgreSQL when CORRAL_TEST_DATABASE_URL is set (required
+ * in CI); a Vitest project narrows it by CORRAL_TEST_STORES (test/support/tiers.ts): SQLite alone in the unit tier,
+ * PostgreSQL alone in the integration tier's rerun of the per-store suites.
+ */
 export function storeTargets(): StoreTarget[] {
+  const choice = process.env[STORES_ENV] as StoresChoice | undefined;
+  if (choice === 'sqlite') return [sqlite];
   const withPostgres = integrationAvailable(
     'PostgreSQL',
     Boolean(postgresUrl),
     'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
   );
-  return withPostgres && postgresUrl ? [sqlite, postgres(postgresUrl)] : [sqlite];
+  const postgresTargets = withPostgres && postgresUrl ? [postgres(postgresUrl)] : [];
+  return choice === 'postgres' ? postgresTargets : [sqlite, ...postgresTargets];
 }
+
+/** Whether this run is the integration tier's PostgreSQL rerun of a unit-tier file that runs suites per store. */
+export function storeRerun(): boolean {
+  return process.env[STORES_ENV] === 'postgres';
+}
+
+/**
+ * `describe` for the tests of a per-store file that do not run per store: they ran in the unit tier already, so the
+ * PostgreSQL rerun skips them and each runs once.
+ */
+export const describeOnce = describe.skipIf(storeRerun());

@@ -15,7 +15,8 @@ function holderProcess(databaseFile: string) {
     const { lockSqliteDatabase } = await import(${JSON.stringify(LOCK_MODULE)});
     lockSqliteDatabase(${JSON.stringify(databaseFile)});
     process.stdout.write('locked\\n');
-    setInterval(() => {}, 1000);
+    // Kept alive until killed (the child's own timer: tiers.test.ts checks this process's waits, not the child's).
+    globalThis.setInterval(() => {}, 1000);
   `;
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
     stdio: ['ignore', 'pipe', 'inherit'],

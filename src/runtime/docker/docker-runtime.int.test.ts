@@ -1,6 +1,6 @@
 /**
  * DockerRuntime against the real engine, for what is Docker's own (the shared behaviour is in
- * docker.contract.test.ts): published port, volumes, GPU env, command, exit codes, pulls, an unreachable engine.
+ * docker.contract.int.test.ts): published port, volumes, GPU env, command, exit codes, pulls, an unreachable engine.
  */
 import { randomUUID } from 'node:crypto';
 import Docker from 'dockerode';

@@ -1,0 +1,110 @@
+/**
+ * The two test tiers (docs/contributing.md), decided by a test file's name and place so that a new file lands in its tier
+ * by convention: `*.int.test.ts` anywhere and everything under test/e2e, test/deploy and test/fixtures is the
+ * integration tier (Docker, PostgreSQL, Chromium, a real `corral serve`, real time); every other `*.test.ts` is the
+ * unit tier. The suites that run once per store (`describe.each(storeTargets())`) run on SQLite in the unit tier
+ * and again on PostgreSQL in the integration tier (`POSTGRES_RERUN`). vitest.config.ts builds its projects from
+ * this; tiers.test.ts checks that the unit tier keeps its promise.
+ */
+
+export type Tier = 'unit' | 'integration';
+
+/** The folders searched for test files. */
+export const TEST_ROOTS = ['src', 'test', 'web'];
+/** A file name that puts a test in the integration tier wherever it lives. */
+export const INTEGRATION_SUFFIX = '.int.test.ts';
+/** Folders whose every test is in the integration tier. */
+export const INTEGRATION_DIRS = ['test/e2e', 'test/deploy', 'test/fixtures'];
+
+/** The environment variable that picks the stores of `storeTargets()` (test/support/stores.ts) in a project. */
+export const STORES_ENV = 'CORRAL_TEST_STORES';
+/** `sqlite`: the unit tier; `postgres`: the rerun of the per-store suites; unset: both (the integration tier). */
+export type StoresChoice = 'sqlite' | 'postgres';
+
+/**
+ * Unit-tier files whose suites run once per store: rerun on PostgreSQL (only) in the integration tier. tiers.test.ts
+ * fails when a file that runs `describe.each(storeTargets())` is missing here, or a listed one does not.
+ */
+export const POSTGRES_RERUN = [
+  'src/api/api-keys.test.ts',
+  'src/api/client-compat.test.ts',
+  'src/api/cluster.test.ts',
+  'src/api/count-quotas.test.ts',
+  'src/api/endpoint-metrics.test.ts',
+  'src/api/endpoints.test.ts',
+  'src/api/errors.test.ts',
+  'src/api/fuzz.test.ts',
+  'src/api/gpus.test.ts',
+  'src/api/invoke-keys.test.ts',
+  'src/api/operator-quota.test.ts',
+  'src/api/quotas.test.ts',
+  'src/api/secret-env-bound.test.ts',
+  'src/api/secrets.test.ts',
+  'src/api/validation.test.ts',
+  'src/api/worker-output.test.ts',
+  'src/cluster/membership-watch.test.ts',
+  'src/cluster/routing-source.test.ts',
+  'src/cluster/stored-gpus.test.ts',
+  'src/history/cluster-history.test.ts',
+  'src/service/invoke-key-service.test.ts',
+  'src/store/gateway-signals.test.ts',
+  'src/store/leases.test.ts',
+  'src/store/secrets.test.ts',
+  'src/store/store.test.ts',
+  'src/store/worker-outputs.test.ts',
+];
+
+/** The tier of a test file, by its path from the repository root. */
+export function tierOf(path: string): Tier {
+  if (path.endsWith(INTEGRATION_SUFFIX)) return 'integration';
+  return INTEGRATION_DIRS.some((dir) => path.startsWith(`${dir}/`)) ? 'integration' : 'unit';
+}
+
+/** The include globs of the integration tier (the same rule as `tierOf`). */
+export function integrationGlobs(): string[] {
+  return [
+    ...TEST_ROOTS.map((root) => `${root}/**/*${INTEGRATION_SUFFIX}`),
+    ...INTEGRATION_DIRS.map((dir) => `${dir}/**/*.test.ts`),
+  ];
+}
+
+/** The include globs of the unit tier; the integration globs are its excludes. */
+export function unitGlobs(): string[] {
+  return TEST_ROOTS.map((root) => `${root}/**/*.test.ts`);
+}
+
+/** What a unit-tier test file may not do, each with the text that shows it. */
+const FORBIDDEN: { what: string; pattern: RegExp; timer?: true }[] = [
+  { what: 'vi.waitFor / vi.waitUntil (polls on real time)', pattern: /\bvi\.wait(For|Until)\(/ },
+  { what: 'a sleep from node:timers/promises', pattern: /from ['"]node:timers\/promises['"]/ },
+  {
+    what: 'a call of the real setTimeout or setInterval',
+    pattern: /(?<![.\w])set(Timeout|Interval)\(/,
+    timer: true,
+  },
+  { what: 'Docker (dockerAvailable, the test image)', pattern: /\b(dockerAvailable|ensureTestImage)\b/ },
+  { what: 'a real `corral serve` (startServe)', pattern: /\bstartServe\b/ },
+  { what: 'a service required by CORRAL_REQUIRE_INTEGRATION', pattern: /\bintegrationAvailable\b/ },
+  { what: 'PostgreSQL by its URL', pattern: /process\.env\.CORRAL_TEST_DATABASE_URL\b/ },
+  { what: 'Chromium', pattern: /\b(launchChromium|chromiumAvailable)\b/ },
+];
+
+/** A method named setTimeout declared by a class (a Timers implementation), which is no call. */
+const METHOD_DECLARATION = /^\s*set(Timeout|Interval)\(\w+\s*:/;
+
+/** A file that installs Vitest's fake timers: its setTimeout calls are fake. */
+const FAKE_TIMERS = /\bvi\.useFakeTimers\(/;
+
+/** What in `text` (a unit-tier test file) breaks the tier's promise: one line per finding, with its line number. */
+export function unitTierViolations(text: string): string[] {
+  const fakeTimers = FAKE_TIMERS.test(text);
+  const found: string[] = [];
+  text.split('\n').forEach((line, index) => {
+    if (METHOD_DECLARATION.test(line)) return;
+    for (const { what, pattern, timer } of FORBIDDEN) {
+      if (fakeTimers && timer) continue;
+      if (pattern.test(line)) found.push(`line ${index + 1}: ${what}`);
+    }
+  });
+  return found;
+}
