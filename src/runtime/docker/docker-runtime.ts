@@ -1,6 +1,7 @@
 /**
  * WorkerRuntime on a Docker engine (dockerode). One container per worker, found again by its labels; I/O only:
- * request bodies come from container-spec.ts, engine answers are read by worker-state.ts.
+ * request bodies come from container-spec.ts, engine answers are read by worker-state.ts; images (inspect, pull) are
+ * engine-images.ts's, worker networks worker-networks.ts's.
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
@@ -11,7 +12,6 @@ import {
   type LocalImage,
   type LogOptions,
   type PullProgress,
-  type RegistryAuth,
   RuntimeError,
   type RuntimeEvent,
   type RuntimeWorker,
@@ -21,13 +21,13 @@ import {
 } from '../types.js';
 import { type ContainerSpecOptions, containerSpec, localVolumes } from './container-spec.js';
 import { engineError, isNotFound, reasonOf, statusOf } from './engine-errors.js';
+import { EngineImages } from './engine-images.js';
 import { isStorageOptRefused } from './engine-limits.js';
 import { refuseEngineRedirects } from './engine-redirects.js';
-import { createContainerOptions, imagePathName } from './engine-requests.js';
+import { createContainerOptions } from './engine-requests.js';
 import { EventWatch } from './event-watch.js';
 import type { HostGuard } from './host-guard.js';
 import { logLines } from './log-lines.js';
-import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
 import { NETWORK_LABEL, workerNetwork } from './sandbox.js';
 import { WorkerNetworks } from './worker-networks.js';
 import {
@@ -120,6 +120,7 @@ export class DockerRuntime implements WorkerRuntime {
   readonly #streams = new Set<{ destroy(): unknown }>();
   readonly #options: DockerRuntimeOptions;
   readonly #networks: WorkerNetworks;
+  readonly #images: EngineImages;
 
   constructor(options: DockerRuntimeOptions) {
     this.#options = options;
@@ -141,6 +142,7 @@ export class DockerRuntime implements WorkerRuntime {
       logger: this.#logger,
       subnets: this.#specOptions.sandbox?.subnets,
     });
+    this.#images = new EngineImages({ docker: options.docker, logger: this.#logger, address: this.#address });
   }
 
   /** Whether workers get StorageOpt.size (false once the engine has refused it). */
@@ -303,67 +305,12 @@ export class DockerRuntime implements WorkerRuntime {
 
   // --- image ---
 
-  async localImage(image: string): Promise<LocalImage | undefined> {
-    try {
-      const inspected = await this.#docker.getImage(imagePathName(image)).inspect();
-      return { id: inspected.Id, repoDigests: inspected.RepoDigests ?? [] };
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw engineError(error, `cannot inspect image ${image}`, this.#address);
-    }
+  localImage(image: string): Promise<LocalImage | undefined> {
+    return this.#images.localImage(image);
   }
 
-  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
-    const { image, workerId } = request;
-    try {
-      await this.#docker.getImage(imagePathName(image)).inspect();
-      return;
-    } catch (error) {
-      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${image}`, this.#address);
-    }
-    const log = this.#logger.child({ image, ...(workerId === undefined ? {} : { workerId }) });
-    try {
-      // Decrypted here, for this pull only.
-      const auth = await request.registryAuth?.();
-      log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
-      await this.#pull(image, auth, onProgress);
-      await this.#docker.getImage(imagePathName(image)).inspect();
-    } catch (error) {
-      const failure = engineError(error, `cannot pull image ${image}`, this.#address, 'IMAGE_PULL_FAILED');
-      log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
-      throw failure;
-    }
-    log.info('pulled');
-  }
-
-  async #pull(
-    image: string,
-    auth: RegistryAuth | undefined,
-    onProgress?: (progress: PullProgress) => void,
-  ): Promise<void> {
-    const authconfig = auth
-      ? {
-          username: auth.username,
-          password: auth.password,
-          ...(auth.server ? { serveraddress: auth.server } : {}),
-        }
-      : undefined;
-    const tracker = new PullProgressTracker(image);
-    onProgress?.(tracker.current());
-    const stream = await this.#docker.pull(image, authconfig ? { authconfig } : {});
-    let failure: string | undefined;
-    await new Promise<void>((resolve, reject) => {
-      this.#docker.modem.followProgress(
-        stream,
-        (error) => (error ? reject(error) : resolve()),
-        (message: PullMessage) => {
-          failure ??= pullError(message);
-          const progress = failure ? undefined : tracker.update(message);
-          if (progress) onProgress?.(progress);
-        },
-      );
-    });
-    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
+  prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    return this.#images.prepareImage(request, onProgress);
   }
 
   /** Removes the worker networks no worker uses any more; a failure is logged (they go at a later removal). */

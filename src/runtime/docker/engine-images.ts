@@ -1,0 +1,99 @@
+/**
+ * The Docker runtime's images: what the engine holds (`localImage`) and making an image present before a worker's
+ * container (`prepareImage`: inspect, else pull with the registry credentials, decrypted for that pull only, its
+ * progress read by pull-progress.ts). I/O only; DockerRuntime delegates to it.
+ */
+import type Dockerode from 'dockerode';
+import type { Logger } from 'pino';
+import {
+  type ImageRequest,
+  type LocalImage,
+  type PullProgress,
+  type RegistryAuth,
+  RuntimeError,
+} from '../types.js';
+import { engineError, isNotFound } from './engine-errors.js';
+import { imagePathName } from './engine-requests.js';
+import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
+
+export interface EngineImagesOptions {
+  docker: Dockerode;
+  logger: Logger;
+  /** Where the engine is (engineAddress), for messages. */
+  address: string;
+}
+
+export class EngineImages {
+  readonly #docker: Dockerode;
+  readonly #logger: Logger;
+  readonly #address: string;
+
+  constructor(options: EngineImagesOptions) {
+    this.#docker = options.docker;
+    this.#logger = options.logger;
+    this.#address = options.address;
+  }
+
+  async localImage(image: string): Promise<LocalImage | undefined> {
+    try {
+      const inspected = await this.#docker.getImage(imagePathName(image)).inspect();
+      return { id: inspected.Id, repoDigests: inspected.RepoDigests ?? [] };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw engineError(error, `cannot inspect image ${image}`, this.#address);
+    }
+  }
+
+  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    const { image, workerId } = request;
+    try {
+      await this.#docker.getImage(imagePathName(image)).inspect();
+      return;
+    } catch (error) {
+      if (!isNotFound(error)) throw engineError(error, `cannot inspect image ${image}`, this.#address);
+    }
+    const log = this.#logger.child({ image, ...(workerId === undefined ? {} : { workerId }) });
+    try {
+      // Decrypted here, for this pull only.
+      const auth = await request.registryAuth?.();
+      log.info({ registry: auth?.server || undefined, authenticated: auth !== undefined }, 'pulling');
+      await this.#pull(image, auth, onProgress);
+      await this.#docker.getImage(imagePathName(image)).inspect();
+    } catch (error) {
+      const failure = engineError(error, `cannot pull image ${image}`, this.#address, 'IMAGE_PULL_FAILED');
+      log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
+      throw failure;
+    }
+    log.info('pulled');
+  }
+
+  async #pull(
+    image: string,
+    auth: RegistryAuth | undefined,
+    onProgress?: (progress: PullProgress) => void,
+  ): Promise<void> {
+    const authconfig = auth
+      ? {
+          username: auth.username,
+          password: auth.password,
+          ...(auth.server ? { serveraddress: auth.server } : {}),
+        }
+      : undefined;
+    const tracker = new PullProgressTracker(image);
+    onProgress?.(tracker.current());
+    const stream = await this.#docker.pull(image, authconfig ? { authconfig } : {});
+    let failure: string | undefined;
+    await new Promise<void>((resolve, reject) => {
+      this.#docker.modem.followProgress(
+        stream,
+        (error) => (error ? reject(error) : resolve()),
+        (message: PullMessage) => {
+          failure ??= pullError(message);
+          const progress = failure ? undefined : tracker.update(message);
+          if (progress) onProgress?.(progress);
+        },
+      );
+    });
+    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
+  }
+}
