@@ -6,8 +6,9 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { labelSelector } from '../../src/runtime/kubernetes/api.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
-import { LABELS } from '../../src/runtime/types.js';
+import { LABELS, type WorkerSpec } from '../../src/runtime/types.js';
 import { KubeStandIn } from './kube-stand-in.js';
+import { testWorkerSpec } from './runtime-contract.js';
 import { TestKubelet, type TestKubeletOptions } from './test-kubelet.js';
 
 export interface StandInCluster {
@@ -47,4 +48,15 @@ export async function standInCluster(
       await standIn.close();
     },
   };
+}
+
+/** A worker of endpoint ep1 on the test worker's image, placed on product h100 without GPUs unless `overrides` say. */
+export function standInWorkerSpec(workerId: string, overrides: Partial<WorkerSpec> = {}): WorkerSpec {
+  return testWorkerSpec({
+    image: 'corral-test-worker:latest',
+    workerId,
+    endpointId: 'ep1',
+    placement: { product: 'h100', gpuNum: 0, authId: '' },
+    ...overrides,
+  });
 }
