@@ -8,9 +8,12 @@ import { HealthProber } from '../health/health-prober.js';
 import { answered } from '../health/probe-result.js';
 import { GpuLedger } from '../placement/gpu-ledger.js';
 import { RoutingTable } from '../routing-table.js';
+import { RuntimeOutage } from '../runtime-outage.js';
+import { ImagePreparer } from '../workers/image-preparer.js';
 import { type ManagedWorker, pendingRecord } from '../workers/managed-worker.js';
 import { WorkerBook } from '../workers/worker-book.js';
 import { WorkerLifecycle } from './worker-lifecycle.js';
+import { WorkerStarter } from './worker-starter.js';
 
 interface Logged {
   level: 'info' | 'warn' | 'error';
@@ -19,7 +22,7 @@ interface Logged {
 }
 
 /** A lifecycle over the real book, GPU ledger, routing table and prober, on manual timers and the fake runtime. */
-function setUp() {
+function setUp(awaitDrained?: () => Promise<void>) {
   const timers = new ManualTimers(1_000);
   const clock = () => timers.now;
   const endpoint: Endpoint = sampleEndpoint();
@@ -61,6 +64,7 @@ function setUp() {
     endpoints: () => endpoints,
     poke: () => {},
     failedKept: 1,
+    awaitDrained,
   });
   /** A worker whose container runs at an address, as a create leaves it. */
   const started = async (): Promise<ManagedWorker> => {
@@ -85,7 +89,31 @@ function setUp() {
     lifecycle.move(record, { state: 'starting', message: 'waiting' });
     return record;
   };
+  const starter = new WorkerStarter({
+    lifecycle,
+    book,
+    gpus,
+    images: new ImagePreparer({
+      runtime,
+      revealCredentials: async () => undefined,
+      clock,
+      policy: { baseMs: 10, capMs: 50, crashLoopAfter: 3 },
+      logger,
+      onSettled: () => {},
+    }),
+    runtime,
+    prober,
+    crashes: new CrashLedger({ policy: { baseMs: 10, capMs: 50, crashLoopAfter: 3 } }),
+    outage: new RuntimeOutage({ logger }),
+    logger,
+    clock,
+    listings: () => 0,
+    poke: () => {},
+    storagePaths: new Map(),
+    revealCredentials: async () => undefined,
+  });
   return {
+    starter,
     timers,
     endpoint,
     book,
@@ -200,5 +228,43 @@ describe('WorkerLifecycle', () => {
     }
     lifecycle.trimFailed(endpoint.id);
     expect(book.ofEndpoint(endpoint.id).map((w) => w.id)).toEqual([recent.id]);
+  });
+
+  it('takes a placed worker through pulling to starting, then running once its probe passes', async () => {
+    const { timers, endpoint, book, runtime, starter, probes, logged } = setUp();
+    runtime.pullDelayMs = 50;
+    runtime.startDelayMs = 50;
+    const record = pendingRecord(endpoint, timers.now);
+    book.track(record);
+    const started = starter.start(record, endpoint, { gpus: [] }, timers.now);
+    await timers.advanceSettling(10);
+    expect(record.state).toBe('pulling');
+    for (let i = 0; i < 40 && record.state !== 'running'; i++) await timers.advanceSettling(5);
+    await started;
+    expect(record.state).toBe('running');
+    expect(record.startedAt).not.toBeNull();
+    expect(probes()).toBeGreaterThan(0);
+    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('does not move a worker drained while its create was under way back to pulling or starting', async () => {
+    const held = new Promise<void>(() => {});
+    const { timers, endpoint, book, runtime, lifecycle, starter, probes, logged } = setUp(() => held);
+    runtime.pullDelayMs = 50;
+    runtime.startDelayMs = 50;
+    const record = pendingRecord(endpoint, timers.now);
+    book.track(record);
+    const started = starter.start(record, endpoint, { gpus: [] }, timers.now);
+    await timers.advanceSettling(10);
+    expect(record.state).toBe('pulling');
+
+    lifecycle.drainAndRemove(record, 'scaled down');
+    for (let i = 0; i < 40; i++) await timers.advanceSettling(5);
+    await started;
+
+    expect(record.state).toBe('draining');
+    expect(record.message).toBe('scaled down');
+    expect(probes()).toBe(0);
+    expect(logged.filter((l) => l.level === 'error')).toEqual([]);
   });
 });
