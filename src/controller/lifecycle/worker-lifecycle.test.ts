@@ -128,6 +128,18 @@ function setUp(awaitDrained?: () => Promise<void>) {
   };
 }
 
+/** A placed worker's start, its image pull and its container's start 50 ms each: it is pulling after 10 ms. */
+async function startPulling({ timers, endpoint, book, runtime, starter }: ReturnType<typeof setUp>) {
+  runtime.pullDelayMs = 50;
+  runtime.startDelayMs = 50;
+  const record = pendingRecord(endpoint, timers.now);
+  book.track(record);
+  const started = starter.start(record, endpoint, { gpus: [] }, timers.now);
+  await timers.advanceSettling(10);
+  expect(record.state).toBe('pulling');
+  return { record, started };
+}
+
 describe('WorkerLifecycle', () => {
   it('refuses a move the table does not allow: logged at error with both states, the worker as it was', () => {
     const { endpoint, book, lifecycle, logged } = setUp();
@@ -231,14 +243,9 @@ describe('WorkerLifecycle', () => {
   });
 
   it('takes a placed worker through pulling to starting, then running once its probe passes', async () => {
-    const { timers, endpoint, book, runtime, starter, probes, logged } = setUp();
-    runtime.pullDelayMs = 50;
-    runtime.startDelayMs = 50;
-    const record = pendingRecord(endpoint, timers.now);
-    book.track(record);
-    const started = starter.start(record, endpoint, { gpus: [] }, timers.now);
-    await timers.advanceSettling(10);
-    expect(record.state).toBe('pulling');
+    const ctx = setUp();
+    const { timers, probes, logged } = ctx;
+    const { record, started } = await startPulling(ctx);
     for (let i = 0; i < 40 && record.state !== 'running'; i++) await timers.advanceSettling(5);
     await started;
     expect(record.state).toBe('running');
@@ -249,14 +256,9 @@ describe('WorkerLifecycle', () => {
 
   it('does not move a worker drained while its create was under way back to pulling or starting', async () => {
     const held = new Promise<void>(() => {});
-    const { timers, endpoint, book, runtime, lifecycle, starter, probes, logged } = setUp(() => held);
-    runtime.pullDelayMs = 50;
-    runtime.startDelayMs = 50;
-    const record = pendingRecord(endpoint, timers.now);
-    book.track(record);
-    const started = starter.start(record, endpoint, { gpus: [] }, timers.now);
-    await timers.advanceSettling(10);
-    expect(record.state).toBe('pulling');
+    const ctx = setUp(() => held);
+    const { timers, lifecycle, probes, logged } = ctx;
+    const { record, started } = await startPulling(ctx);
 
     lifecycle.drainAndRemove(record, 'scaled down');
     for (let i = 0; i < 40; i++) await timers.advanceSettling(5);
