@@ -1,0 +1,381 @@
+/**
+ * Performs every state change of a worker through the lifecycle table (lifecycle-table.ts) and what each change
+ * does: routing (the endpoint's routes are published when a worker enters or leaves them), probing (stopped when it
+ * leaves the probed states), the GPU ledger (a removed container's GPUs stay held until the runtime says it is
+ * gone) and the store (the book marks the row to write). Also the moves themselves: failing, draining and removing,
+ * adopting after a restart, following the runtime's word, containers that change between passes, health verdicts.
+ * A move the table refuses is logged at error with both states and not made.
+ */
+import type { Endpoint } from '../../domain/endpoint.js';
+import type { NewEvent } from '../../domain/records.js';
+import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
+import type { Clock } from '../../ports/clock.js';
+import { exitDescription } from '../../runtime/exit-description.js';
+import type { RuntimeEvent, RuntimeWorker, WorkerRuntime } from '../../runtime/types.js';
+import { type ContainerResponse, eventResponse } from '../container-changes.js';
+import type { ControllerLogger } from '../controller-options.js';
+import { crashedEvent, failedEvent } from '../crashes/crash-event.js';
+import type { CrashLedger } from '../crashes/crash-ledger.js';
+import type { HealthProber } from '../health/health-prober.js';
+import { HealthCausesTold, healthEvent, healthMessage, mayTell } from '../health/health-report.js';
+import type { ControllerMetrics } from '../metrics.js';
+import type { OutputKeeper } from '../output/output-keeper.js';
+import type { GpuLedger } from '../placement/gpu-ledger.js';
+import type { RoutingTable } from '../routing-table.js';
+import { runtimeErrorFields } from '../runtime-outage.js';
+import { followed } from '../runtime-wait.js';
+import { adoptedRecord, hasContainer, type ManagedWorker } from '../workers/managed-worker.js';
+import type { WorkerBook } from '../workers/worker-book.js';
+import { RefusedTransitionError, transition } from './lifecycle-table.js';
+
+export interface WorkerLifecycleOptions {
+  book: WorkerBook;
+  gpus: GpuLedger;
+  routes: Pick<RoutingTable, 'publishRoutable'>;
+  prober: Pick<HealthProber, 'schedule' | 'stop'>;
+  runtime: Pick<WorkerRuntime, 'remove'>;
+  crashes: CrashLedger;
+  logger: ControllerLogger;
+  clock: Clock;
+  /** The live endpoints as of the last pass (health settings are read here). */
+  endpoints: () => ReadonlyMap<string, Endpoint>;
+  /** Asks for a pass. */
+  poke: () => void;
+  /** Failed workers kept per endpoint so that the API can show why. */
+  failedKept: number;
+  metrics?: ControllerMetrics | undefined;
+  awaitDrained?: ((endpointId: string, workerId: string) => Promise<void>) | undefined;
+  outputs?: Pick<OutputKeeper, 'begin'> | undefined;
+  /** Told when a worker is forgotten (owners' drains drop theirs). */
+  onForget?: (workerId: string) => void;
+}
+
+/** A move of a worker to a state, with its message and error code. */
+export interface Move {
+  state: WorkerState;
+  message: string;
+  error?: WorkerErrorCode | '';
+}
+
+export class WorkerLifecycle {
+  readonly #o: WorkerLifecycleOptions;
+  readonly #causesTold = new HealthCausesTold();
+  /** Workers found running after a restart: their create-to-running time was not seen by this process. */
+  readonly #adoptedIds = new Set<string>();
+  /** Worker id -> the runtime listings begun when its create completed (controller.ts: #listedSinceCreated). */
+  readonly #createdAtListing = new Map<string, number>();
+  /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
+  readonly #events: [endpointId: string, event: NewEvent][] = [];
+
+  constructor(options: WorkerLifecycleOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Moves the worker to `state` (or gives it a new message) if the table allows, and does what the move means for
+   * routing, probing and the store. Returns whether it was made.
+   */
+  move(record: ManagedWorker, { state, message, error = '' }: Move): boolean {
+    if (record.state === state && record.message === message && record.error === error) return true;
+    const checked = transition(record.state, state);
+    if (!checked.allowed) {
+      const err = new RefusedTransitionError(record.id, record.state, state);
+      this.#o.logger.error(
+        { err, code: err.code, workerId: record.id, from: record.state, to: state },
+        'worker state transition refused',
+      );
+      return false;
+    }
+    if (state !== 'unhealthy') delete record.unhealthySince;
+    else if (record.state !== 'unhealthy') record.unhealthySince = this.#o.clock();
+    record.state = state;
+    record.message = message;
+    record.error = error;
+    if (state !== 'running')
+      record.healthy = state === 'unhealthy' ? false : record.healthy && state === 'draining';
+    this.#o.book.markDirty(record);
+    const { routing, probing } = checked.effects;
+    if (probing === 'leaves') this.#o.prober.stop(record.id);
+    // The gateway must stop (or start) sending it requests now, not at the end of the pass.
+    if (routing !== 'unchanged') this.publishRoutesOf(record.endpointId);
+    return true;
+  }
+
+  /** Tells the routing table one endpoint's routable workers, after one of them changed between passes. */
+  publishRoutesOf(endpointId: string): void {
+    this.#o.routes.publishRoutable(endpointId, this.#o.book.routableOf(endpointId));
+  }
+
+  /** The events of the pass so far, handed over once (the pass writes them with the statuses). */
+  takeEvents(): [endpointId: string, event: NewEvent][] {
+    return this.#events.splice(0);
+  }
+
+  pushEvent(endpointId: string, event: NewEvent): void {
+    this.#events.push([endpointId, event]);
+  }
+
+  // ---- creates (worker-starter.ts) ----
+
+  /** The create completed at this many listings: a listing begun before it may lack the worker. */
+  created(workerId: string, listing: number): void {
+    this.#createdAtListing.set(workerId, listing);
+  }
+
+  createdAtListing(workerId: string): number {
+    return this.#createdAtListing.get(workerId) ?? 0;
+  }
+
+  // ---- failures ----
+
+  /** The record only: its GPUs are released by removeContainer once the container is gone. */
+  fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
+    if (!this.move(record, { state: 'failed', message, error: code })) return;
+    this.#o.metrics?.failures.inc({ code });
+    record.healthy = false;
+    this.#o.prober.stop(record.id);
+  }
+
+  /** A failure the plan decided (startup deadline, unhealthy too long, no GPUs): counted, told, removed. */
+  failByPlan(record: ManagedWorker, code: WorkerErrorCode, message: string, now: number): void {
+    this.#o.crashes.record(record.endpointId, { code, message, at: now });
+    this.fail(record, code, message);
+    this.pushEvent(record.endpointId, failedEvent(record.id, code, message, now));
+    void this.removeContainer(record.id, record.gpuUuids, message);
+  }
+
+  workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
+    const code = this.#o.crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
+    this.fail(record, code, `worker ${reason}`);
+    this.pushEvent(record.endpointId, crashedEvent(record.id, reason, code, container, now));
+    void this.removeContainer(record.id, record.gpuUuids, reason);
+  }
+
+  /** A listed container of a worker whose exit the listing shows. */
+  containerExited(record: ManagedWorker, container: RuntimeWorker, now: number): void {
+    this.workerDied(record, exitDescription(container), now, container);
+  }
+
+  // ---- adoption and the runtime's word ----
+
+  /** A worker found by label (after a restart): kept, and probed to learn its health again. */
+  adopt(container: RuntimeWorker, endpoint: Endpoint | undefined, now: number): void {
+    const record = adoptedRecord(container, endpoint, now);
+    this.#o.book.track(record);
+    this.#adoptedIds.add(record.id);
+    this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
+    if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
+    else if (endpoint) this.#o.prober.schedule(record.id, 0);
+  }
+
+  /** A followed worker shows its runtime's state and words until it runs; then it is probed as a started one. */
+  follow(record: ManagedWorker, container: RuntimeWorker, endpoint: Endpoint | undefined, now: number): void {
+    const change = followed(record, container);
+    if (change?.type === 'waiting') this.move(record, { state: change.state, message: change.message });
+    if (change?.type !== 'started') return;
+    record.address = change.address;
+    record.startedAt = now;
+    const path = endpoint?.spec.health.path ?? 'its health check';
+    this.move(record, { state: 'starting', message: `waiting for ${path} to answer` });
+    if (endpoint) this.#o.prober.schedule(record.id, 0);
+  }
+
+  /** A runtime event: an exit or pause leaves routing now, a start or resume is probed now (container-changes.ts). */
+  containerEvent(event: RuntimeEvent): void {
+    const record = this.#o.book.get(event.workerId);
+    if (!record) return;
+    const response = eventResponse(event, record);
+    if (event.type === 'stopping' && response.type === 'unroute') record.engineStopSeen = true;
+    if (response.type === 'unroute' && response.awaitRestart) record.exitSeenAt = this.#o.clock();
+    if (event.type === 'started') {
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+    }
+    this.containerChanged(record, response);
+  }
+
+  containerChanged(record: ManagedWorker, response: ContainerResponse): void {
+    if (response.type === 'none') return;
+    const fields = { workerId: record.id, endpointId: record.endpointId };
+    if (response.type === 'readdress') {
+      this.#o.logger.info({ ...fields, address: response.address }, 'worker container moved');
+      record.address = response.address;
+      delete record.engineStopSeen;
+      delete record.exitSeenAt;
+      this.#o.book.markDirty(record);
+    }
+    // Out of routing now (move publishes the routes when it was in them).
+    if (response.type !== 'reprobe') this.move(record, { state: 'unhealthy', message: response.message });
+    // Its counts start over, so that neither a failing probe keeps it routed nor an old pass re-routes it.
+    this.#o.prober.stop(record.id);
+    const period = (this.#o.endpoints().get(record.endpointId)?.spec.health.periodSeconds ?? 0) * 1000;
+    this.#o.prober.schedule(record.id, response.type === 'unroute' ? period : 0);
+  }
+
+  // ---- health ----
+
+  /** A probe's result (health-prober.ts): a flip moves the worker; a failure's cause becomes its message. */
+  probed(workerId: string, healthy: boolean, flipped: boolean, cause: string | undefined): void {
+    const record = this.#o.book.get(workerId);
+    if (!record) return;
+    if (flipped || (healthy && record.state !== 'running')) this.#healthChanged(record, healthy);
+    record.healthCause = cause ?? '';
+    if (cause !== undefined) this.#healthFailed(record, cause);
+  }
+
+  /** The failing probe's cause becomes the message of a worker that is not routable, and once an event. */
+  #healthFailed(record: ManagedWorker, cause: string): void {
+    const health = this.#o.endpoints().get(record.endpointId)?.spec.health;
+    const path = health?.path ?? '';
+    const message = healthMessage(record, path, cause);
+    if (message !== undefined) this.move(record, { state: record.state, message });
+    const now = this.#o.clock();
+    if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;
+    if (!this.#causesTold.firstTime(record.id, cause)) return;
+    this.pushEvent(record.endpointId, healthEvent(record.id, path, cause, now));
+    this.#o.poke();
+  }
+
+  #healthChanged(record: ManagedWorker, healthy: boolean): void {
+    record.healthy = healthy;
+    if (healthy) {
+      if (record.readyAt === null) {
+        record.readyAt = this.#o.clock();
+        // An adopted worker's createdAt is its container's: the histogram would record its whole age.
+        if (!this.#adoptedIds.has(record.id)) {
+          this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+        }
+      }
+      this.move(record, { state: 'running', message: '' });
+      this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
+    } else {
+      this.move(record, { state: 'unhealthy', message: 'failing its health check' });
+    }
+    // Its health flipped within a state too (running and healthy again): routing is told either way.
+    this.publishRoutesOf(record.endpointId);
+    this.#o.poke();
+  }
+
+  // ---- drains and removals ----
+
+  /**
+   * draining (in-flight requests finish) -> stopped (drained; its container is being removed) -> gone. Once its
+   * requests have finished, the removal goes ahead only while `stillWanted` (an owner may undrain meanwhile).
+   */
+  drainAndRemove(record: ManagedWorker, reason: string, stillWanted: () => boolean = () => true): void {
+    if (record.state === 'draining' || record.state === 'stopped') return;
+    this.#o.prober.stop(record.id);
+    if (!hasContainer(record)) {
+      this.forget(record);
+      return;
+    }
+    if (!this.move(record, { state: 'draining', message: reason })) return;
+    void this.#removeOnceDrained(record, reason, stillWanted);
+  }
+
+  /** Back into service while still draining (an owner's undrain): running if it was serving, else probed anew. */
+  undrain(record: ManagedWorker, wasServing: boolean): void {
+    if (wasServing) {
+      record.healthy = true;
+      this.move(record, { state: 'running', message: '' });
+    } else {
+      this.move(record, { state: 'starting', message: 'undrained; waiting for its health check' });
+    }
+    this.#o.prober.schedule(record.id, 0);
+  }
+
+  async #removeOnceDrained(record: ManagedWorker, reason: string, stillWanted: () => boolean): Promise<void> {
+    try {
+      await (this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve());
+    } catch (error) {
+      // Requests still in flight fail with the worker; it must go all the same.
+      this.#o.logger.warn({ err: error, workerId: record.id }, 'drain failed; removing the worker anyway');
+    }
+    if (!stillWanted()) return;
+    this.move(record, { state: 'stopped', message: `drained (${reason}); removing its container` });
+    const error = await this.removeContainer(record.id, record.gpuUuids, reason);
+    if (!error) {
+      this.forget(record);
+      return;
+    }
+    // The GPUs stay held by the removal, which later passes retry.
+    this.move(record, {
+      state: 'failed',
+      message: `could not be removed: ${error.message}`,
+      error: 'RUNTIME_ERROR',
+    });
+  }
+
+  /**
+   * Removes the worker's container. Its GPUs stay held (the GPU ledger) until the runtime has removed it: the
+   * container runs on them through the grace period. Resolves to the error when the removal failed (retried by later
+   * passes).
+   */
+  async removeContainer(workerId: string, gpuUuids: string[], reason: string): Promise<Error | undefined> {
+    const { gpus } = this.#o;
+    gpus.releaseStarted(workerId, gpuUuids);
+    const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
+    try {
+      await this.#o.runtime.remove(workerId);
+      this.released(workerId);
+      return undefined;
+    } catch (error) {
+      gpus.releaseFailed(workerId);
+      this.#o.logger.warn({ ...runtimeErrorFields(error), workerId, reason }, 'cannot remove worker');
+      return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      keep?.();
+      this.#o.poke();
+    }
+  }
+
+  /** A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. */
+  retryRemovals(seen: ReadonlySet<string>): void {
+    for (const [workerId, gpuUuids] of this.#o.gpus.toRetry()) {
+      if (seen.has(workerId)) void this.removeContainer(workerId, gpuUuids, 'retrying its removal');
+      else this.released(workerId);
+    }
+  }
+
+  /** Starts keeping the last output of a worker about to be removed (output-keeper.ts); the result ends it. */
+  async #keepOutput(
+    keeper: Pick<OutputKeeper, 'begin'>,
+    workerId: string,
+    reason: string,
+  ): Promise<(() => void) | undefined> {
+    const record = this.#o.book.get(workerId);
+    if (!record) return undefined;
+    const failed = record.state === 'failed';
+    return keeper.begin({
+      workerId,
+      endpointId: record.endpointId,
+      failed,
+      reason: failed ? record.message : reason,
+    });
+  }
+
+  /** The container is gone: its GPUs are free, and a failed record shown in the API no longer names them. */
+  released(workerId: string): void {
+    this.#o.gpus.released(workerId);
+    const record = this.#o.book.get(workerId);
+    if (record?.state === 'failed' && record.gpuUuids.length > 0) {
+      record.gpuUuids = [];
+      this.#o.book.markDirty(record);
+    }
+  }
+
+  /** The worker is gone: its record, its row (deleted at the end of the pass) and what was kept about it. */
+  forget(record: ManagedWorker): void {
+    this.#o.onForget?.(record.id);
+    this.#o.book.forget(record);
+    this.#o.prober.stop(record.id);
+    this.#causesTold.forget(record.id);
+    this.#createdAtListing.delete(record.id);
+    this.#adoptedIds.delete(record.id);
+  }
+
+  /** Keeps the newest failed records of an endpoint, for the API to show why. */
+  trimFailed(endpointId: string): void {
+    for (const record of this.#o.book.failedBeyond(endpointId, this.#o.failedKept)) this.forget(record);
+  }
+}
