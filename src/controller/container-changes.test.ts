@@ -16,10 +16,8 @@ describe('eventResponse', () => {
         type: 'unroute',
         message: 'its container is being stopped by its engine',
       });
-      expect(eventResponse(w1('exited'), { state })).toEqual({
-        type: 'unroute',
-        message: 'its container stopped (exit code 137)',
-      });
+      // A crash: out of routing, its state left to the pass that lists the exit (and records the death).
+      expect(eventResponse(w1('exited'), { state })).toEqual({ type: 'exited' });
       expect(eventResponse(w1('paused'), { state })).toEqual({
         type: 'unroute',
         message: 'its container is paused',

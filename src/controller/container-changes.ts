@@ -15,6 +15,13 @@ export type ContainerResponse =
    * told to stop it and it exited, so a start may follow (mayBeRestarting).
    */
   | { type: 'unroute'; message: string; awaitRestart?: boolean }
+  /**
+   * Its container exited by itself (a crash, the OOM killer): out of routing now, its state kept. The pass whose
+   * listing shows the exit declares it dead with what the runtime says of the exit (out of memory, exit code), so
+   * that the endpoint's state sees the death and the state change together (a crash in a run of crashes is no
+   * change of the endpoint's state: endpoint-status.ts).
+   */
+  | { type: 'exited' }
   /** Probe it at once, its counts started over: it may serve again. */
   | { type: 'reprobe' }
   /** Its container answers elsewhere now: routed there once a probe there passes. */
@@ -25,7 +32,7 @@ type Watched = Pick<ManagedWorker, 'state' | 'engineStopSeen'>;
 /**
  * A runtime event about a started worker: a stop, an exit or a pause takes it out of routing at once (the pass that
  * follows replaces a worker whose container stays exited: at once after a crash, after the restart grace when its
- * engine had been told to stop it); a start or a resume probes it at once. Events about other workers (pending,
+ * engine had been told to stop it; a crash keeps its state until then); a start or a resume probes it at once. Events about other workers (pending,
  * draining, unknown) change nothing: the pass decides for them.
  */
 export function eventResponse(event: RuntimeEvent, worker: Watched | undefined): ContainerResponse {
@@ -33,12 +40,14 @@ export function eventResponse(event: RuntimeEvent, worker: Watched | undefined):
   switch (event.type) {
     case 'stopping':
       return { type: 'unroute', message: 'its container is being stopped by its engine' };
-    case 'exited': {
-      const message = `its container stopped (exit code ${event.exitCode})`;
+    case 'exited':
       return worker.engineStopSeen
-        ? { type: 'unroute', message, awaitRestart: true }
-        : { type: 'unroute', message };
-    }
+        ? {
+            type: 'unroute',
+            message: `its container stopped (exit code ${event.exitCode})`,
+            awaitRestart: true,
+          }
+        : { type: 'exited' };
     case 'paused':
       return { type: 'unroute', message: 'its container is paused' };
     case 'started':

@@ -68,8 +68,18 @@ describe('the controller over the fake runtime: containers that restart, pause o
   });
 
   it('a container that crashes (no stop by its engine before) is dead at the next pass, with no grace', async () => {
-    const { id } = await servingOne({ restartGraceMs: 2_000 });
+    const { endpoint, id } = await servingOne({ restartGraceMs: 2_000 });
+    let routedDuring: string[] | undefined;
+    let stateDuring: string | undefined;
+    h.routes.onChange(() => {
+      routedDuring ??= routed(endpoint.id);
+      stateDuring ??= h.controller.workers().find((w) => w.id === id)?.state;
+    });
     h.runtime.exit(id, 1);
+    // Out of routing at once; its state is the pass's, which records the death with it (no 'unhealthy' between,
+    // which the endpoint's state would show as a change: serving, deploying, serving at each crash).
+    expect(routedDuring).toEqual([]);
+    expect(stateDuring).toBe('running');
     await h.flush();
     expect(h.controller.workers().find((w) => w.id === id)?.state).toBe('failed');
   });

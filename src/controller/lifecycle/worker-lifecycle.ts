@@ -190,12 +190,20 @@ export class WorkerLifecycle {
     if (event.type === 'started') {
       delete record.engineStopSeen;
       delete record.exitSeenAt;
+      delete record.exitedUnlisted;
     }
     this.containerChanged(record, response);
   }
 
   containerChanged(record: ManagedWorker, response: ContainerResponse): void {
     if (response.type === 'none') return;
+    if (response.type === 'exited') {
+      // Its state stays until the pass lists the exit and declares it dead; only routing and probes stop now.
+      record.exitedUnlisted = true;
+      this.publishRoutesOf(record.endpointId);
+      this.#o.prober.stop(record.id);
+      return;
+    }
     const fields = { workerId: record.id, endpointId: record.endpointId };
     if (response.type === 'readdress') {
       this.#o.logger.info({ ...fields, address: response.address }, 'worker container moved');

@@ -31,6 +31,8 @@ export interface ManagedWorker {
   engineStopSeen?: boolean;
   /** When its container exited after such a stop, until it starts again (container-changes.ts). */
   exitSeenAt?: number;
+  /** Its container exited by itself (an event said so): out of routing until the pass declares it dead. */
+  exitedUnlisted?: boolean;
   /** Since when it has been `unhealthy` (undefined in any other state): past the controller's limit it is replaced. */
   unhealthySince?: number;
   /**

@@ -71,11 +71,12 @@ export class WorkerBook {
     return routable;
   }
 
-  /** One endpoint's running, healthy workers with an address. */
+  /** One endpoint's running, healthy workers with an address, but those whose container an event said exited. */
   routableOf(endpointId: string): RoutableWorker[] {
     const ready: RoutableWorker[] = [];
     for (const w of this.#byEndpoint.get(endpointId) ?? []) {
-      if (w.state === 'running' && w.healthy && w.address) ready.push({ id: w.id, address: w.address });
+      if (w.state === 'running' && w.healthy && w.address && !w.exitedUnlisted)
+        ready.push({ id: w.id, address: w.address });
     }
     return ready;
   }
