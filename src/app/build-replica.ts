@@ -61,7 +61,6 @@ export function sharedTrafficOf(options: {
 }
 
 export interface Replica {
-  id: string;
   leadership: Leadership;
   /** The workers rows' GPU holders, read every second where gpusFree counts them (PostgreSQL only). */
   storedGpus: StoredGpus | undefined;
@@ -120,7 +119,6 @@ export function buildReplica(options: {
       : undefined;
   const beats = { accepted: true };
   return {
-    id: replicaId,
     leadership,
     storedGpus,
     clusterHistory,

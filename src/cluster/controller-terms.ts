@@ -31,11 +31,6 @@ export class ControllerTermSwitch<C extends TermController> implements Controlle
     return this.#controller;
   }
 
-  /** Whether a controller runs now (one process, or a term under way). */
-  get running(): boolean {
-    return this.#running;
-  }
-
   start(): void {
     this.#running = true;
     this.#controller.start();
