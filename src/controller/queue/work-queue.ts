@@ -1,0 +1,182 @@
+/**
+ * The controller's work queue, keyed by endpoint id as controller-runtime's is: a key added while it waits is queued
+ * once (coalescing); one added while it is being processed is processed once more afterwards; a failure requeues
+ * the key after its own exponential backoff (capped), which its next success forgets; a periodic resync adds the
+ * keys the resync names; at most `concurrency` keys are processed at once, and an exclusive key (the controller's
+ * whole pass) only alone. Processing begins on the next turn after an add, so that the adds of one turn share it.
+ * Runs on injected timers, so that tests process keys by advancing time.
+ */
+import { nextTurn, type Timers } from '../../ports/clock.js';
+
+/** A key's retries: the first after `baseMs`, each next one twice as late, never later than `capMs`. */
+export interface RetryPolicy {
+  baseMs: number;
+  capMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { baseMs: 50, capMs: 10_000 };
+
+/** How long after its `failures`-th failure in a row a key is tried again (pure). */
+export function retryDelayMs(policy: RetryPolicy, failures: number): number {
+  return Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, failures - 1));
+}
+
+export interface WorkQueueOptions<K> {
+  timers: Timers;
+  /** Processes one key; a rejection is handed to `onError` and the key is tried again after its backoff. */
+  process: (key: K) => Promise<void>;
+  /** Keys processed at once, at most (at least 1). */
+  concurrency: number;
+  retry: RetryPolicy;
+  /** A key that is processed alone: none other starts while it runs, and it starts once those running ended. */
+  exclusive?: (key: K) => boolean;
+  /** Every `everyMs`, from start() on, the keys `keys()` names are added. */
+  resync?: { everyMs: number; keys: () => Iterable<K> };
+  /**
+   * `repeated`: the key's failure before this one had the same message, so that a failure that lasts (a store
+   * that is down) can be logged once, not once a try. `retryInMs`: when it is tried again.
+   */
+  onError: (key: K, error: unknown, context: { repeated: boolean; retryInMs: number }) => void;
+}
+
+export class WorkQueue<K> {
+  readonly #o: WorkQueueOptions<K>;
+  /** Keys waiting, in the order they were added (a Set keeps insertion order). */
+  readonly #waiting = new Set<K>();
+  /** Keys being processed -> the end of their processing (which never rejects). */
+  readonly #active = new Map<K, Promise<void>>();
+  /** Keys added while being processed: processed once more afterwards. */
+  readonly #again = new Set<K>();
+  /** Each failing key's failures in a row and its last message. */
+  readonly #failures = new Map<K, { count: number; message: string }>();
+  /** Each failed key's retry timer. */
+  readonly #retries = new Map<K, unknown>();
+  #exclusiveRunning = false;
+  /** Cancels the processing asked for on the next turn (undefined: none is). */
+  #scheduled: (() => void) | undefined;
+  #tick: unknown;
+  #stopped = false;
+
+  constructor(options: WorkQueueOptions<K>) {
+    this.#o = { ...options, concurrency: Math.max(1, options.concurrency) };
+  }
+
+  /** A resync now, then one every `resync.everyMs`. */
+  start(): void {
+    const resync = this.#o.resync;
+    if (!resync) return;
+    const tick = () => {
+      for (const key of resync.keys()) this.add(key);
+      this.#tick = this.#o.timers.setTimeout(tick, resync.everyMs);
+    };
+    tick();
+  }
+
+  /** The key is processed as soon as possible (once, however often it is added before it begins). */
+  add(key: K): void {
+    if (this.#stopped) return;
+    if (this.#active.has(key)) {
+      this.#again.add(key);
+      return;
+    }
+    if (this.#waiting.has(key)) return;
+    this.#waiting.add(key);
+    this.#schedule();
+  }
+
+  /** No more processing; resolves once what is under way has ended. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#o.timers.clearTimeout(this.#tick);
+    this.#scheduled?.();
+    this.#scheduled = undefined;
+    for (const handle of this.#retries.values()) this.#o.timers.clearTimeout(handle);
+    this.#retries.clear();
+    this.#waiting.clear();
+    this.#again.clear();
+    await this.settled();
+  }
+
+  /** Resolves when the keys being processed now have ended; those waiting wait for their turn's timer. */
+  async settled(): Promise<void> {
+    await Promise.all(this.#active.values());
+  }
+
+  /** Nothing is being processed, waiting, or asked for on the next turn (retries on their timers aside). */
+  get idle(): boolean {
+    return this.#active.size === 0 && this.#waiting.size === 0 && this.#scheduled === undefined;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Keys waiting or being processed (for tests and the bench). */
+  get depth(): number {
+    return this.#waiting.size + this.#active.size;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled !== undefined || this.#stopped) return;
+    this.#scheduled = nextTurn(this.#o.timers, () => {
+      this.#scheduled = undefined;
+      this.#drain();
+    });
+  }
+
+  /** Starts waiting keys in order while the bounds allow; an exclusive key holds back those after it. */
+  #drain(): void {
+    for (const key of this.#waiting) {
+      if (this.#stopped || this.#exclusiveRunning || this.#active.size >= this.#o.concurrency) return;
+      const exclusive = this.#o.exclusive?.(key) ?? false;
+      if (exclusive && this.#active.size > 0) return;
+      this.#waiting.delete(key);
+      this.#run(key, exclusive);
+    }
+  }
+
+  #run(key: K, exclusive: boolean): void {
+    const retry = this.#retries.get(key);
+    if (retry !== undefined) {
+      // Processed now: its retry is this.
+      this.#o.timers.clearTimeout(retry);
+      this.#retries.delete(key);
+    }
+    if (exclusive) this.#exclusiveRunning = true;
+    let processing: Promise<void>;
+    try {
+      processing = this.#o.process(key);
+    } catch (error) {
+      processing = Promise.reject(error);
+    }
+    const ended = processing
+      .then(
+        () => {
+          this.#failures.delete(key);
+        },
+        (error: unknown) => this.#failed(key, error),
+      )
+      .finally(() => {
+        this.#active.delete(key);
+        if (exclusive) this.#exclusiveRunning = false;
+        if (this.#again.delete(key)) this.add(key);
+        if (this.#waiting.size > 0) this.#schedule();
+      });
+    this.#active.set(key, ended);
+  }
+
+  #failed(key: K, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    const before = this.#failures.get(key);
+    const count = (before?.count ?? 0) + 1;
+    this.#failures.set(key, { count, message });
+    const retryInMs = retryDelayMs(this.#o.retry, count);
+    this.#o.onError(key, error, { repeated: before?.message === message, retryInMs });
+    if (this.#stopped) return;
+    const handle = this.#o.timers.setTimeout(() => {
+      this.#retries.delete(key);
+      this.add(key);
+    }, retryInMs);
+    this.#retries.set(key, handle);
+  }
+}
