@@ -13,6 +13,7 @@ import type { HealthProbe } from './health/health-prober.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { OutputKeeper } from './output/output-keeper.js';
 import type { WorkerPlacement } from './placement/worker-placement.js';
+import type { RetryPolicy } from './queue/work-queue.js';
 import type { RoutingTable } from './routing-table.js';
 import type { ManagedWorker } from './workers/managed-worker.js';
 import type { RevealCredentials } from './workers/worker-spec.js';
@@ -116,7 +117,12 @@ export interface ControllerOptions {
   crashResetMs?: number;
   /** Probing interval while a worker has not passed yet (fast, so a cold start is served at once). */
   startingProbeIntervalMs?: number;
+  /** The whole pass (the work queue's resync: every endpoint, and the runtime's whole listing) every this long. */
   intervalMs?: number;
+  /** Endpoints reconciled at once by the work queue (queue/work-queue.ts); the whole pass runs alone. Default 4. */
+  reconcileConcurrency?: number;
+  /** When a reconcile that failed is tried again (per endpoint, doubling). Default DEFAULT_RETRY. */
+  retry?: RetryPolicy;
   /** Failed workers kept per endpoint so that the API can show why. */
   failedKept?: number;
   metrics?: ControllerMetrics;

@@ -1,15 +1,15 @@
 /**
- * Level-triggered reconciliation: each pass compares each endpoint's desired workers with what the runtime runs,
+ * Level-triggered reconciliation: each reconcile compares an endpoint's desired workers with what the runtime runs,
  * decides with pure functions (planner, placement, status) and applies the decisions through the worker lifecycle
- * (lifecycle/: every state change of a worker, checked against its table). Its other parts, each in its own file:
- * the pass loop, the worker book, the health prober, the GPU ledger, the crash ledger and the store write-back. It
- * publishes routable workers to the routing table and asks the autoscaler how many it wants.
+ * (lifecycle/: every state change of a worker, checked against its table). Reconciles come from a work queue keyed
+ * by endpoint (queue/): one endpoint's change reconciles that endpoint alone, and the whole pass (every endpoint,
+ * the runtime's whole listing) is the periodic resync. Its other parts, each in its own file: the observe step,
+ * the worker book, the health prober, the GPU ledger, the crash ledger and the store write-back. It publishes
+ * routable workers to the routing table and asks the autoscaler how many it wants.
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemTimers } from '../ports/clock.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
-import { LeaseLostError } from '../store/leases.js';
-import { mayBeRestarting, movedAddress } from './container-changes.js';
 import {
   type ControllerOptions,
   DEFAULT_RESTART_GRACE_MS,
@@ -26,13 +26,14 @@ import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
-import { PassLoop } from './pass-loop.js';
-import { reportPass } from './pass-report.js';
+import { type PassReport, reportEndpoint, reportPass } from './pass-report.js';
 import { GpuLedger } from './placement/gpu-ledger.js';
 import { inventoryPlacement, type WorkerPlacement } from './placement/worker-placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
+import { reconcileQueue, WHOLE_PASS } from './queue/reconcile-queue.js';
+import { DEFAULT_RETRY, type WorkQueue } from './queue/work-queue.js';
+import { RuntimeObserver } from './runtime-observer.js';
 import { RuntimeOutage } from './runtime-outage.js';
-import { followsRuntime } from './runtime-wait.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
 import { isStarted, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
@@ -59,7 +60,8 @@ type OptionalOptions =
   | 'readOnlyStorages'
   | 'resolveEnv'
   | 'outputs'
-  | 'fence';
+  | 'fence'
+  | 'retry';
 
 export class Controller {
   readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
@@ -80,11 +82,14 @@ export class Controller {
   readonly #lifecycle: WorkerLifecycle;
   readonly #starter: WorkerStarter;
   readonly #ownerDrains: OwnerDrains;
+  /** The observe step: what a listing says of the workers (runtime-observer.ts). */
+  readonly #observer: RuntimeObserver;
   /** Whether the runtime answers; while it does not, passes only report (and the gateway refuses new work). */
   readonly #outage: RuntimeOutage;
   /** Endpoint id -> its updatedAt at the last pass: an owner's change (update, start) gives it a new try. */
   #seenUpdatedAt = new Map<string, number>();
-  readonly #loop: PassLoop;
+  /** What is reconciled next: endpoints by id, or the whole pass (queue/work-queue.ts). */
+  readonly #queue: WorkQueue<string>;
   readonly #unsubscribe: (() => void)[] = [];
 
   constructor(options: ControllerOptions) {
@@ -95,6 +100,7 @@ export class Controller {
       backoff: DEFAULT_BACKOFF,
       startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
       intervalMs: 1000,
+      reconcileConcurrency: 4,
       failedKept: 3,
       timers: systemTimers,
       ...options,
@@ -103,22 +109,14 @@ export class Controller {
     this.#snapshot = new EndpointSnapshot({ source: this.#o.store.endpoints });
     this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
     this.#outage = new RuntimeOutage({ logger: this.#o.logger });
-    this.#loop = new PassLoop({
+    this.#queue = reconcileQueue({
       timers: this.#o.timers,
       intervalMs: this.#o.intervalMs,
-      pass: () => this.reconcile(),
-      onError: (error, { repeated }) => {
-        // Expected once the term is over (a graceful step-down, a takeover): said at info, without a stack.
-        if (error instanceof LeaseLostError) {
-          const { name, token } = error.claim;
-          if (!repeated)
-            this.#o.logger.info(
-              { lease: name, token },
-              'reconcile pass stopped: the lease is no longer held',
-            );
-        } else if (!repeated)
-          this.#o.logger.error({ err: error }, 'reconcile failed; said once while it repeats');
-      },
+      concurrency: this.#o.reconcileConcurrency,
+      retry: this.#o.retry ?? DEFAULT_RETRY,
+      logger: this.#o.logger,
+      whole: () => this.reconcile(),
+      one: (endpointId) => this.reconcileEndpoint(endpointId),
     });
     this.#images = new ImagePreparer({
       runtime: this.#o.runtime,
@@ -127,7 +125,7 @@ export class Controller {
       clock: this.#o.clock,
       policy: this.#o.backoff,
       logger: this.#o.logger,
-      onSettled: () => this.poke(),
+      onSettled: (endpointId) => this.pokeEndpoint(endpointId),
     });
     this.#prober = new HealthProber({
       probe: this.#o.probe,
@@ -138,7 +136,8 @@ export class Controller {
         this.#lifecycle.probed(workerId, healthy, flipped, cause),
     });
     const o = this.#o;
-    const poke = () => this.poke();
+    const poke = (endpointId?: string) =>
+      endpointId === undefined ? this.poke() : this.pokeEndpoint(endpointId);
     this.#lifecycle = new WorkerLifecycle({
       book: this.#book,
       gpus: this.#gpus,
@@ -157,6 +156,12 @@ export class Controller {
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
     });
     this.#ownerDrains = new OwnerDrains({ book: this.#book, lifecycle: this.#lifecycle, logger: o.logger });
+    this.#observer = new RuntimeObserver({
+      book: this.#book,
+      gpus: this.#gpus,
+      lifecycle: this.#lifecycle,
+      restartGraceMs: o.restartGraceMs,
+    });
     this.#starter = new WorkerStarter({
       lifecycle: this.#lifecycle,
       book: this.#book,
@@ -186,27 +191,35 @@ export class Controller {
     const poke = () => this.poke();
     const onEvent = (event: RuntimeEvent) => {
       this.#lifecycle.containerEvent(event);
-      poke();
+      // A worker this controller knows: its endpoint alone; any other (to adopt, say) is the whole pass's.
+      const endpointId = this.#book.get(event.workerId)?.endpointId;
+      if (endpointId === undefined) poke();
+      else this.pokeEndpoint(endpointId);
     };
     this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
-    this.#loop.start();
+    this.#queue.start();
   }
 
-  /** Reconciles as soon as possible (coalescing calls that arrive before or during a pass). */
+  /** The whole pass as soon as possible (coalescing calls that arrive before or during one). */
   poke(): void {
-    this.#loop.poke();
+    this.#queue.add(WHOLE_PASS);
+  }
+
+  /** One endpoint's reconcile as soon as possible (coalescing as poke() does). */
+  pokeEndpoint(endpointId: string): void {
+    this.#queue.add(endpointId);
   }
 
   async stop(): Promise<void> {
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#prober.close();
-    await this.#loop.stop();
+    await this.#queue.stop();
   }
 
-  /** Whether a pass is under way or asked for (tests on manual timers fire its timer, then wait for it). */
-  get passes(): Pick<PassLoop, 'settled' | 'idle'> {
-    return this.#loop;
+  /** Whether a reconcile is under way or asked for (tests on manual timers fire its timer, then wait for it). */
+  get passes(): Pick<WorkQueue<string>, 'settled' | 'idle'> {
+    return this.#queue;
   }
 
   /** The workers of one endpoint. */
@@ -257,7 +270,8 @@ export class Controller {
     this.#adopted = true;
     this.#endpoints = live;
     this.#o.outputs?.retain(new Set(live.keys()));
-    this.#observe(observed, listing, live, now);
+    this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
+    this.#lifecycle.retryRemovals(new Set(observed.map((w) => w.workerId)));
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
     // drained before it was ever routed.
@@ -270,12 +284,69 @@ export class Controller {
     await this.#reportAndPublish(endpoints);
   }
 
+  /**
+   * One endpoint's reconcile, what its changes cost (a create that finished, a crash, a probe's result, its image,
+   * a GPU freed): the runtime's listing of its workers (a runtime that watches answers from memory) and its row,
+   * then its plan, placement (of every endpoint: a GPU it freed may start another's worker, whose endpoint is then
+   * reconciled too) and its report. Before the first whole pass, and while the runtime cannot be reached, the whole
+   * pass does it instead.
+   */
+  async reconcileEndpoint(endpointId: string): Promise<void> {
+    if (!this.#adopted || this.#outage.text !== undefined) return this.poke();
+    const { store, runtime, clock } = this.#o;
+    const listing = ++this.#listings;
+    let observed: RuntimeWorker[];
+    try {
+      observed = await runtime.list({ [LABELS.managed]: 'true', [LABELS.endpoint]: endpointId });
+    } catch {
+      // The whole pass finds the runtime unreachable, and reports the outage.
+      return this.poke();
+    }
+    const endpoint = await this.#snapshot.readOne(endpointId);
+    const drainRequested = await store.workers.drainRequested();
+    const live = this.#endpoints;
+    if (endpoint) live.set(endpointId, endpoint);
+    else live.delete(endpointId);
+    observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
+    const now = clock();
+    const scope = this.#book.ofEndpoint(endpointId);
+    this.#observer.observe({ workers: observed, number: listing, scope }, live, now);
+    this.#ownerDrains.apply(drainRequested);
+    if (endpoint) {
+      this.#giveItATry(endpoint);
+      this.#images.syncOne(endpoint, now);
+      this.#apply(endpoint, this.#plan(endpoint, now), now);
+    } else {
+      this.#forgetEndpoint(endpointId, live);
+    }
+    for (const other of this.#place(live, now)) if (other !== endpointId) this.pokeEndpoint(other);
+    await this.#reportEndpoint(endpointId, endpoint);
+  }
+
+  /** An endpoint deleted: its workers go, and what was kept of it. */
+  #forgetEndpoint(endpointId: string, live: Map<string, Endpoint>): void {
+    this.#seenUpdatedAt.delete(endpointId);
+    this.#images.forget(endpointId);
+    for (const record of this.#book.ofEndpoint(endpointId))
+      this.#lifecycle.drainAndRemove(record, 'its endpoint was deleted');
+    this.#o.outputs?.retain(new Set(live.keys()));
+    this.#o.scaling?.retain((id) => id !== endpointId);
+    this.#crashes.retain((id) => id !== endpointId);
+  }
+
   /** A pass while the runtime cannot be reached: the outage is written on the workers and statuses, and published. */
   async #reportOutage(): Promise<void> {
     const endpoints = await this.#snapshot.read();
     this.#endpoints = new Map(endpoints.map((e) => [e.id, e]));
     for (const record of this.#outage.note(this.#book.all())) this.#book.markDirty(record);
     await this.#reportAndPublish(endpoints);
+  }
+
+  /** The same for one endpoint. */
+  #giveItATry(endpoint: Endpoint): void {
+    const before = this.#seenUpdatedAt.get(endpoint.id);
+    this.#seenUpdatedAt.set(endpoint.id, endpoint.updatedAt);
+    if ((before ?? endpoint.updatedAt) !== endpoint.updatedAt) this.#crashes.clear(endpoint.id);
   }
 
   /** An endpoint its owner changed since the last pass (a new image, a start) has no failures held against it. */
@@ -295,48 +366,6 @@ export class Controller {
     await fencedWorkerWrites(this.#o.store, this.#o.fence, async (workers) => {
       for (const row of stale) await workers.delete(row.id);
     });
-  }
-
-  #observe(observed: RuntimeWorker[], listing: number, live: Map<string, Endpoint>, now: number): void {
-    const seen = new Set<string>();
-    for (const container of observed) {
-      seen.add(container.workerId);
-      // Being removed: neither a worker to adopt again nor one that died.
-      if (this.#gpus.isReleasing(container.workerId)) continue;
-      const record = this.#book.get(container.workerId);
-      if (!record) {
-        this.#lifecycle.adopt(container, live.get(container.endpointId), now);
-      } else if (container.phase === 'exited' && (isStarted(record.state) || this.#follows(record))) {
-        if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
-        this.#lifecycle.containerExited(record, container, now);
-      } else if (this.#follows(record)) {
-        this.#lifecycle.follow(record, container, live.get(record.endpointId), now);
-      } else {
-        const moved = movedAddress(record, container);
-        if (moved) this.#lifecycle.containerChanged(record, moved);
-      }
-    }
-    for (const record of this.#book.all()) {
-      const present = isStarted(record.state) || this.#follows(record);
-      if (present && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
-        this.#lifecycle.workerDied(record, 'its container disappeared', now);
-      }
-    }
-    this.#lifecycle.retryRemovals(seen);
-  }
-
-  /**
-   * Whether this listing began after the worker's create completed, so that it would show the worker. A pass awaits
-   * the store between its listing and this check: a create that completes meanwhile is missing from the listing.
-   */
-  #listedSinceCreated(workerId: string, listing: number): boolean {
-    if (this.#gpus.isCreating(workerId)) return false;
-    return this.#lifecycle.createdAtListing(workerId) < listing;
-  }
-
-  /** A worker the runtime has and no create of this process reports on (adopted, not running yet). */
-  #follows(record: ManagedWorker): boolean {
-    return followsRuntime(record) && !this.#gpus.isCreating(record.id);
   }
 
   // ---- plan and apply ----
@@ -360,22 +389,15 @@ export class Controller {
   #apply(endpoint: Endpoint, actions: PlanAction[], now: number): void {
     for (const action of actions) {
       if (action.type === 'add') {
-        for (let i = 0; i < action.count; i++) this.#addPending(endpoint, now);
+        for (let i = 0; i < action.count; i++) this.#book.track(pendingRecord(endpoint, now));
         continue;
       }
       const record = this.#book.get(action.workerId);
       if (!record) continue;
-      if (action.type === 'remove') {
-        this.#lifecycle.drainAndRemove(record, action.reason);
-      } else {
-        this.#lifecycle.failByPlan(record, action.code, action.message, now);
-      }
+      if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
+      else this.#lifecycle.failByPlan(record, action.code, action.message, now);
     }
     this.#lifecycle.trimFailed(endpoint.id);
-  }
-
-  #addPending(endpoint: Endpoint, now: number): void {
-    this.#book.track(pendingRecord(endpoint, now));
   }
 
   /** Workers of endpoints that no longer exist are removed (also after a restart). */
@@ -390,23 +412,33 @@ export class Controller {
    * product among owners, then oldest first, and those that fit start now (workers of an owner above its share
    * drain when one under its share waits); where the runtime's scheduler places workers, all start now.
    */
-  #place(live: Map<string, Endpoint>, now: number): void {
+  #place(live: Map<string, Endpoint>, now: number): Set<string> {
+    const changed = new Set<string>();
     const result = this.#placement.place([...this.#book.all()], live, () => this.heldGpus());
-    if (!result) return;
+    if (!result) return changed;
     for (const { workerId, reason } of result.pending) {
       const record = this.#book.get(workerId);
-      if (record && record.message !== reason)
+      if (record && record.message !== reason) {
         this.#lifecycle.move(record, { state: record.state, message: reason, error: record.error });
+        changed.add(record.endpointId);
+      }
     }
     for (const { workerId, gpus, productId } of result.placed) {
       const record = this.#book.get(workerId);
       const endpoint = record && live.get(record.endpointId);
-      if (record && endpoint) void this.#starter.start(record, endpoint, { gpus, productId }, now);
+      if (record && endpoint) {
+        void this.#starter.start(record, endpoint, { gpus, productId }, now);
+        changed.add(record.endpointId);
+      }
     }
     for (const { workerId, reason } of result.reclaim) {
       const record = this.#book.get(workerId);
-      if (record) this.#lifecycle.drainAndRemove(record, reason);
+      if (record) {
+        this.#lifecycle.drainAndRemove(record, reason);
+        changed.add(record.endpointId);
+      }
     }
+    return changed;
   }
 
   // ---- health ----
@@ -414,7 +446,7 @@ export class Controller {
   #probeTarget(workerId: string): ProbeTarget | undefined {
     const record = this.#book.get(workerId);
     const endpoint = record && this.#endpoints.get(record.endpointId);
-    if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#loop.stopped)
+    if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#queue.stopped)
       return undefined;
     const appPort = appPortOf(this.#o.runtime.name, record.address, endpoint.spec.port);
     return { address: record.address, check: endpoint.spec.health, appPort, fast: record.readyAt === null };
@@ -424,18 +456,30 @@ export class Controller {
 
   /** The pass's changes to the store, and what the gateway reads to the routing table (pass-report.ts). */
   async #reportAndPublish(endpoints: Endpoint[]): Promise<void> {
-    const { store, routes, clock } = this.#o;
+    const { store } = this.#o;
     for (const [endpointId, event] of this.#lifecycle.takeEvents())
       await store.events.append(endpointId, [event]);
-    await reportPass({
+    await reportPass({ ...this.#reportParts(), endpoints });
+  }
+
+  /** One endpoint's reconcile's changes to the store (every worker row changed), and its entry in the table. */
+  async #reportEndpoint(endpointId: string, endpoint: Endpoint | undefined): Promise<void> {
+    const { store } = this.#o;
+    for (const [id, event] of this.#lifecycle.takeEvents()) await store.events.append(id, [event]);
+    await reportEndpoint({ ...this.#reportParts(), endpointId, endpoint });
+  }
+
+  /** What either report needs. */
+  #reportParts(): Omit<PassReport, 'endpoints'> {
+    const { store, routes, clock } = this.#o;
+    return {
       store,
       routes,
       book: this.#book,
-      endpoints,
       now: clock(),
       outage: this.#outage.text,
       fence: this.#o.fence,
-      statusOf: (endpoint, workers) =>
+      statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) =>
         withImageStatus(
           endpointStatus(
             endpoint,
@@ -447,6 +491,6 @@ export class Controller {
           this.#images.of(endpoint.id),
           workers,
         ),
-    });
+    };
   }
 }

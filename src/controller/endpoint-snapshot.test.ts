@@ -89,4 +89,23 @@ describe('EndpointSnapshot', () => {
     expect((await snapshot.read())[0]?.desired).toBe('stopped');
     expect(rows.fullReads).toEqual([]);
   });
+
+  it('reads one endpoint alone in full, forgets it once deleted, and keeps it for the next whole read', async () => {
+    const rows = new Rows();
+    const [a, b] = [sampleEndpoint(), sampleEndpoint()];
+    for (const e of [a, b]) rows.put(e);
+    const snapshot = new EndpointSnapshot({ source: rows });
+    await snapshot.read();
+    rows.fullReads = [];
+    const changed = { ...a, revision: 2 };
+    rows.put(changed);
+    expect(await snapshot.readOne(a.id)).toEqual(changed);
+    expect(rows.fullReads).toEqual([a.id]);
+    // The whole read after it finds a's version known: nothing read again.
+    expect((await snapshot.read()).map((e) => e.revision)).toEqual([2, b.revision]);
+    expect(rows.fullReads).toEqual([a.id]);
+    rows.rows.delete(b.id);
+    expect(await snapshot.readOne(b.id)).toBeUndefined();
+    expect((await snapshot.read()).map((e) => e.id)).toEqual([a.id]);
+  });
 });

@@ -2,7 +2,8 @@
  * The live endpoints as the controller last read them. A pass asks the store only for every endpoint's id and
  * version (an index) and re-reads just the rows whose version moved, so that a pass parses no spec that did not
  * change: re-reading every row made each pass parse every stored spec (16 ms for 52 endpoints of which 32 held
- * 64 KB specs on SQLite), in the one event loop the API and the gateway share.
+ * 64 KB specs on SQLite), in the one event loop the API and the gateway share. A reconcile of one endpoint reads
+ * that row alone (`readOne`).
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointVersion, VersionedEndpoint } from '../store/endpoints.js';
@@ -41,5 +42,21 @@ export class EndpointSnapshot {
     }
     this.#known = kept;
     return endpoints;
+  }
+
+  /**
+   * One endpoint, read in full (a reconcile of that endpoint alone): undefined once it is deleted, which the
+   * snapshot then forgets too.
+   */
+  async readOne(endpointId: string): Promise<Endpoint | undefined> {
+    const [fresh] = await this.#source.getMany([endpointId]);
+    if (fresh === undefined) {
+      this.#known.delete(endpointId);
+      return undefined;
+    }
+    const known = this.#known.get(endpointId);
+    // A read() that ran meanwhile may hold a newer version than this one.
+    if (known === undefined || known.version <= fresh.version) this.#known.set(endpointId, fresh);
+    return (this.#known.get(endpointId) ?? fresh).endpoint;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The end of every pass, also of one that could not reach the runtime: the worker rows that changed and the
  * endpoint statuses that differ go to the store, then every endpoint with its routable workers and its condition
- * (why it cannot get a worker, what its requests wait for) goes to the routing table, for the gateway.
+ * (why it cannot get a worker, what its requests wait for) goes to the routing table, for the gateway. The end of
+ * one endpoint's reconcile does the same for that endpoint alone.
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { EndpointCondition } from '../ports/routing-view.js';
@@ -28,7 +29,33 @@ export interface PassReport {
 }
 
 export async function reportPass(report: PassReport): Promise<void> {
-  const { store, book, endpoints, now, outage, fence } = report;
+  const conditions = await writeReport(report, report.endpoints);
+  report.routes.publish(report.endpoints, report.book.routable(), conditions);
+}
+
+/**
+ * The end of one endpoint's reconcile: the same writes (every changed worker row; its status alone), then its
+ * entry in the routing table (`endpoint` undefined: deleted, it leaves the table).
+ */
+export async function reportEndpoint(
+  report: Omit<PassReport, 'endpoints'> & { endpointId: string; endpoint: Endpoint | undefined },
+): Promise<void> {
+  const { endpointId, endpoint } = report;
+  const conditions = await writeReport(report, endpoint ? [endpoint] : []);
+  report.routes.publishEndpoint(
+    endpointId,
+    endpoint,
+    report.book.routableOf(endpointId),
+    conditions.get(endpointId),
+  );
+}
+
+/** The worker rows changed and the statuses of `endpoints`; their conditions. */
+async function writeReport(
+  report: Omit<PassReport, 'endpoints'>,
+  endpoints: readonly Endpoint[],
+): Promise<Map<string, EndpointCondition>> {
+  const { store, book, now, outage, fence } = report;
   await writeWorkers(store, book.dirty, (id) => book.get(id), now, fence);
   // The statuses and events are checked on this replica's clock only (the rows above, on the database).
   fence?.claim();
@@ -41,5 +68,5 @@ export async function reportPass(report: PassReport): Promise<void> {
     if (condition) conditions.set(endpoint.id, condition);
     return status;
   });
-  report.routes.publish(endpoints, book.routable(), conditions);
+  return conditions;
 }

@@ -32,6 +32,32 @@ describe('RoutingTable', () => {
     expect(seen).toEqual([0, 2]);
   });
 
+  it('replaces one endpoint alone (its record, workers and condition), deleted ones leave, not counted as a publication', () => {
+    const table = new RoutingTable();
+    const [a, b] = [sampleEndpoint(), sampleEndpoint()];
+    table.publish([a, b], new Map([[b.id, [worker('w1', 9001)]]]));
+    let told = 0;
+    table.onChange(() => {
+      told += 1;
+    });
+    const renamed = { ...a, spec: { ...a.spec, appName: 'renamed' } };
+    const condition = { waitingFor: 'a GPU' };
+    table.publishEndpoint(a.id, renamed, [worker('w2', 9002)], condition);
+    expect(table.endpointById(a.id)).toBe(renamed);
+    expect(table.endpointByAppName('renamed')).toBe(renamed);
+    expect(table.endpointByAppName(a.spec.appName)).toBeUndefined();
+    expect(table.routableWorkers(a.id)).toEqual([worker('w2', 9002)]);
+    expect(table.conditionOf(a.id)).toBe(condition);
+    expect(table.routableWorkers(b.id)).toEqual([worker('w1', 9001)]);
+    table.publishEndpoint(b.id, undefined, [], undefined);
+    expect(table.endpointById(b.id)).toBeUndefined();
+    expect(table.endpointByAppName(b.spec.appName)).toBeUndefined();
+    expect(table.routableWorkers(b.id)).toEqual([]);
+    expect([...table.endpoints()]).toEqual([renamed]);
+    expect(told).toBe(2);
+    expect(table.publications).toBe(1);
+  });
+
   it("passes a reader's request for a fresh look to the source", () => {
     const table = new RoutingTable();
     let asked = 0;

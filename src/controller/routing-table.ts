@@ -13,7 +13,7 @@ export class RoutingTable implements RoutingView {
   #byId = new Map<string, Endpoint>();
   #byAppName = new Map<string, Endpoint>();
   #routable = new Map<string, readonly RoutableWorker[]>();
-  #conditions: ReadonlyMap<string, EndpointCondition> = new Map();
+  #conditions = new Map<string, EndpointCondition>();
   readonly #listeners = new Set<() => void>();
   readonly #refreshListeners = new Set<() => void>();
   #publications = 0;
@@ -78,7 +78,7 @@ export class RoutingTable implements RoutingView {
     this.#byId = byId;
     this.#byAppName = byAppName;
     this.#routable = routable;
-    this.#conditions = conditions;
+    this.#conditions = new Map(conditions);
     this.#publications += 1;
     this.#notify();
   }
@@ -90,6 +90,32 @@ export class RoutingTable implements RoutingView {
   publishRoutable(endpointId: string, workers: readonly RoutableWorker[]): void {
     if (workers.length > 0) this.#routable.set(endpointId, workers);
     else this.#routable.delete(endpointId);
+    this.#notify();
+  }
+
+  /**
+   * Replaces one endpoint (a reconcile of it alone): its record (undefined: deleted, so that it leaves the view),
+   * its routable workers and its condition, and tells the readers. Not a whole publication.
+   */
+  publishEndpoint(
+    endpointId: string,
+    endpoint: Endpoint | undefined,
+    workers: readonly RoutableWorker[],
+    condition: EndpointCondition | undefined,
+  ): void {
+    const before = this.#byId.get(endpointId);
+    if (before && this.#byAppName.get(before.spec.appName) === before)
+      this.#byAppName.delete(before.spec.appName);
+    if (endpoint) {
+      this.#byId.set(endpointId, endpoint);
+      this.#byAppName.set(endpoint.spec.appName, endpoint);
+    } else {
+      this.#byId.delete(endpointId);
+    }
+    if (endpoint && workers.length > 0) this.#routable.set(endpointId, workers);
+    else this.#routable.delete(endpointId);
+    if (endpoint && condition) this.#conditions.set(endpointId, condition);
+    else this.#conditions.delete(endpointId);
     this.#notify();
   }
 

@@ -39,8 +39,8 @@ export interface WorkerLifecycleOptions {
   clock: Clock;
   /** The live endpoints as of the last pass (health settings are read here). */
   endpoints: () => ReadonlyMap<string, Endpoint>;
-  /** Asks for a pass. */
-  poke: () => void;
+  /** Asks for a reconcile of the endpoint (undefined: of every endpoint, the whole pass). */
+  poke: (endpointId?: string) => void;
   /** Failed workers kept per endpoint so that the API can show why. */
   failedKept: number;
   metrics?: ControllerMetrics | undefined;
@@ -241,7 +241,7 @@ export class WorkerLifecycle {
     if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;
     if (!this.#causesTold.firstTime(record.id, cause)) return;
     this.pushEvent(record.endpointId, healthEvent(record.id, path, cause, now));
-    this.#o.poke();
+    this.#o.poke(record.endpointId);
   }
 
   #healthChanged(record: ManagedWorker, healthy: boolean): void {
@@ -261,7 +261,7 @@ export class WorkerLifecycle {
     }
     // Its health flipped within a state too (running and healthy again): routing is told either way.
     this.publishRoutesOf(record.endpointId);
-    this.#o.poke();
+    this.#o.poke(record.endpointId);
   }
 
   // ---- drains and removals ----
@@ -321,6 +321,8 @@ export class WorkerLifecycle {
    */
   async removeContainer(workerId: string, gpuUuids: string[], reason: string): Promise<Error | undefined> {
     const { gpus } = this.#o;
+    // Its endpoint's reconcile places what waited for the GPUs freed (placement looks at every endpoint).
+    const endpointId = this.#o.book.get(workerId)?.endpointId;
     gpus.releaseStarted(workerId, gpuUuids);
     const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
     try {
@@ -333,7 +335,7 @@ export class WorkerLifecycle {
       return error instanceof Error ? error : new Error(String(error));
     } finally {
       keep?.();
-      this.#o.poke();
+      this.#o.poke(endpointId);
     }
   }
 

@@ -94,7 +94,7 @@ export class WorkerStarter {
       this.#failed(record, endpoint, error, now);
     } finally {
       this.#o.gpus.createEnded(record.id);
-      this.#o.poke();
+      this.#o.poke(record.endpointId);
     }
   }
 

@@ -162,6 +162,25 @@ describe('WorkQueue', () => {
     expect(h.errors.at(-1)?.repeated).toBe(false);
   });
 
+  it('says a failure is repeated when the last failure of any key had its message, until a key succeeds', async () => {
+    const h = harness({
+      process: (key) =>
+        key.startsWith('down') ? Promise.reject(new Error('store down')) : Promise.resolve(),
+    });
+    h.queue.add('down-a');
+    h.queue.add('down-b');
+    await h.advance();
+    h.queue.add('up');
+    await h.advance();
+    h.queue.add('down-c');
+    await h.advance();
+    expect(h.errors.map((e) => [e.key, e.repeated])).toEqual([
+      ['down-a', false],
+      ['down-b', true],
+      ['down-c', false],
+    ]);
+  });
+
   it('a key added before its retry is due is processed then, and not again at the retry', async () => {
     const h = harness();
     h.failing.add('a');
@@ -231,6 +250,36 @@ describe('WorkQueue', () => {
     await h.finish('a', 'b');
     expect(h.queue.idle).toBe(true);
     expect(h.queue.depth).toBe(0);
+  });
+
+  it("begins with the timers' setImmediate where they have one, and cancels it on stop", async () => {
+    const timers = new ManualTimers();
+    const immediates: (() => void)[] = [];
+    const cancelled: unknown[] = [];
+    const withImmediate = Object.assign(timers, {
+      setImmediate: (callback: () => void) => immediates.push(callback),
+      clearImmediate: (handle: unknown) => cancelled.push(handle),
+    });
+    const started: string[] = [];
+    const queue = new WorkQueue<string>({
+      timers: withImmediate,
+      concurrency: 1,
+      retry: DEFAULT_RETRY,
+      process: async (key) => {
+        started.push(key);
+      },
+      onError: () => {},
+    });
+    queue.add('a');
+    timers.advance(10);
+    expect(started).toEqual([]);
+    immediates.shift()?.();
+    expect(started).toEqual(['a']);
+    await queue.settled();
+    queue.add('b');
+    await queue.stop();
+    expect(cancelled).toEqual([1]);
+    expect(started).toEqual(['a']);
   });
 
   it('counts a process that throws at once as a failure', async () => {

@@ -33,8 +33,9 @@ export interface WorkQueueOptions<K> {
   /** Every `everyMs`, from start() on, the keys `keys()` names are added. */
   resync?: { everyMs: number; keys: () => Iterable<K> };
   /**
-   * `repeated`: the key's failure before this one had the same message, so that a failure that lasts (a store
-   * that is down) can be logged once, not once a try. `retryInMs`: when it is tried again.
+   * `repeated`: the failure before this one (of any key, with no success since) had the same message, so that a
+   * failure that lasts (a store that is down) can be logged once, not once a try or a key. `retryInMs`: when the
+   * key is tried again.
    */
   onError: (key: K, error: unknown, context: { repeated: boolean; retryInMs: number }) => void;
 }
@@ -47,8 +48,10 @@ export class WorkQueue<K> {
   readonly #active = new Map<K, Promise<void>>();
   /** Keys added while being processed: processed once more afterwards. */
   readonly #again = new Set<K>();
-  /** Each failing key's failures in a row and its last message. */
-  readonly #failures = new Map<K, { count: number; message: string }>();
+  /** Each failing key's failures in a row. */
+  readonly #failures = new Map<K, number>();
+  /** The message of the last failure of any key, until a key succeeds. */
+  #lastFailure: string | undefined;
   /** Each failed key's retry timer. */
   readonly #retries = new Map<K, unknown>();
   #exclusiveRunning = false;
@@ -153,6 +156,7 @@ export class WorkQueue<K> {
       .then(
         () => {
           this.#failures.delete(key);
+          this.#lastFailure = undefined;
         },
         (error: unknown) => this.#failed(key, error),
       )
@@ -167,11 +171,12 @@ export class WorkQueue<K> {
 
   #failed(key: K, error: unknown): void {
     const message = error instanceof Error ? error.message : String(error);
-    const before = this.#failures.get(key);
-    const count = (before?.count ?? 0) + 1;
-    this.#failures.set(key, { count, message });
+    const count = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, count);
+    const repeated = this.#lastFailure === message;
+    this.#lastFailure = message;
     const retryInMs = retryDelayMs(this.#o.retry, count);
-    this.#o.onError(key, error, { repeated: before?.message === message, retryInMs });
+    this.#o.onError(key, error, { repeated, retryInMs });
     if (this.#stopped) return;
     const handle = this.#o.timers.setTimeout(() => {
       this.#retries.delete(key);

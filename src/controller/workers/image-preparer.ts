@@ -28,8 +28,8 @@ export interface ImagePreparerOptions {
   /** The retry backoff after a failed try (the controller's crash backoff). */
   policy: BackoffPolicy;
   logger: ControllerLogger;
-  /** A try ended: the endpoint's status changed (the controller runs a pass). */
-  onSettled: () => void;
+  /** A try ended: the endpoint's status changed (the controller reconciles it). */
+  onSettled: (endpointId: string) => void;
 }
 
 /** One pull under way, shared by every endpoint and worker start with its key. */
@@ -56,9 +56,17 @@ export class ImagePreparer {
   sync(endpoints: readonly Endpoint[], now: number): void {
     const live = new Set(endpoints.map((e) => e.id));
     for (const id of this.#states.keys()) if (!live.has(id)) this.#states.delete(id);
-    for (const endpoint of endpoints) {
-      if (shouldPrepare(endpoint, this.#states.get(endpoint.id), now)) this.#begin(endpoint);
-    }
+    for (const endpoint of endpoints) this.syncOne(endpoint, now);
+  }
+
+  /** One endpoint's reconcile: begins the try it needs now. */
+  syncOne(endpoint: Endpoint, now: number): void {
+    if (shouldPrepare(endpoint, this.#states.get(endpoint.id), now)) this.#begin(endpoint);
+  }
+
+  /** The endpoint is gone (a reconcile of it alone found it deleted). */
+  forget(endpointId: string): void {
+    this.#states.delete(endpointId);
   }
 
   /** The endpoint's image as last known, with the progress of its pull. */
@@ -150,7 +158,7 @@ export class ImagePreparer {
         'cannot prepare the image; retried with backoff',
       );
     }
-    this.#o.onSettled();
+    this.#o.onSettled(endpointId);
   }
 }
 
