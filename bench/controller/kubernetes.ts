@@ -2,12 +2,14 @@
  * Part 3, the Kubernetes runtime on the in-process API stand-in (test/support/kube-stand-in.ts, a real HTTP server
  * on 127.0.0.1 spoken to by @kubernetes/client-node): the same 1,000 endpoints x 10 workers as in part 1 (b), the
  * kubelet played in process (a new pod is bound and running in one change, no request of its own), the controller
- * placing through the scheduler's placement as `corral serve` wires it on this runtime. The 10,000 pods are there
- * before the controller starts, as a restarted `corral serve` finds them: it lists them, adopts them and probes them
- * healthy (CORRAL_BENCH_K8S_CREATE=1: the controller creates them instead, one API request each; that takes minutes
- * on the stand-in, docs/performance.md says why). Then the steady-state `reconcile()` passes, interleaved with the
- * same baseline as part 1 (the store's live versions and the runtime's listing), with the API requests the
- * stand-in received during the steady passes counted: the target is under 200 ms and none.
+ * placing through the scheduler's placement as `corral serve` wires it on this runtime. The controller creates the
+ * 10,000 pods (one API request each), started as `corral serve` starts it: the target is converging in under 60 s.
+ * (CORRAL_BENCH_K8S_ADOPT=1: the pods are there before the controller starts, as a restarted `corral serve` finds
+ * them, and it adopts them instead.) Then the steady-state `reconcile()` passes, interleaved with the same baseline
+ * as part 1 (the store's live versions and the runtime's listing), with the API requests the stand-in received
+ * during the steady passes counted: the target is under 200 ms and none. Last, the baseline of the convergence in
+ * the same run: the same creates on a fresh stand-in with every endpoint's change made a whole pass, as the
+ * controller reconciled before its work queue, for at most the target's 60 s.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -28,6 +30,7 @@ import {
   devNullLogger,
   ENDPOINTS,
   KUBERNETES_CONVERGE_MAX_MS,
+  KUBERNETES_CONVERGE_TARGET_MS,
   PASS_TARGET_MS,
   STEADY_PASSES,
   STEADY_WARMUP,
@@ -35,8 +38,8 @@ import {
 } from './settings.js';
 
 const NAMESPACE = 'corral-workers';
-/** Converge by the controller's creates (one request each) rather than by adopting pods made beforehand. */
-const BY_CREATES = process.env.CORRAL_BENCH_K8S_CREATE === '1';
+/** Converge by the controller's creates (one request each), unless asked to adopt pods made beforehand. */
+const BY_CREATES = process.env.CORRAL_BENCH_K8S_ADOPT !== '1';
 
 function podIp(n: number): string {
   return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
@@ -126,11 +129,19 @@ export async function benchKubernetes(fakeSteady: Summary | undefined): Promise<
   console.log(`load average ${loadAverage()}`);
   const standIn = new KubeStandIn();
   const setup = await converge(batchedProbe(), () => kubernetesRuntime(standIn), KUBERNETES_CONVERGE_MAX_MS);
+  const convergeMet = setup.converged && setup.convergeMs < KUBERNETES_CONVERGE_TARGET_MS;
   const { store, runtime, controller } = setup;
   try {
     console.log(
       `converging (${BY_CREATES ? 'the controller creates every pod' : 'the 10,000 pods exist: the controller adopts them'}): ${describeConvergence(setup)}`,
     );
+    if (BY_CREATES) {
+      console.log(
+        `target: ${ENDPOINTS.toLocaleString('en')} endpoints x ${WORKERS_PER_ENDPOINT} workers created through the ` +
+          `controller converge in under ${KUBERNETES_CONVERGE_TARGET_MS / 1000} s: ${convergeMet ? 'PASS' : 'MISS'} ` +
+          `(${formatMs(setup.convergeMs)} ms${setup.converged ? '' : ', did not converge'})`,
+      );
+    }
     const failed = controller.workers().filter((w) => w.state === 'failed');
     if (failed.length > 0) {
       const why = new Map<string, number>();
@@ -251,6 +262,39 @@ export async function benchKubernetes(fakeSteady: Summary | undefined): Promise<
         `${met ? 'PASS' : 'MISS'} (p99 ${formatMs(s.p99)} ms, p50 ${formatMs(s.p50)} ms, ${requests} requests` +
         `${setup.converged ? '' : ', did not converge'}${changed ? ', steady pass changed workers' : ''})`,
     );
+  } finally {
+    await setup.dispose();
+  }
+  if (BY_CREATES) await baselineConvergence(setup.convergeMs);
+}
+
+/**
+ * The same creates with every endpoint's change made a whole pass (what the controller did before its work queue:
+ * every finished create and health change reconciled every endpoint), on a fresh stand-in, for at most the target.
+ */
+async function baselineConvergence(queueMs: number): Promise<void> {
+  console.log(
+    `\n-- baseline in the same run: the same creates with every endpoint's change made a whole pass (as before ` +
+      `the work queue), at most ${KUBERNETES_CONVERGE_TARGET_MS / 1000} s --`,
+  );
+  console.log(`load average ${loadAverage()}`);
+  const standIn = new KubeStandIn();
+  const setup = await converge(
+    batchedProbe(),
+    () => kubernetesRuntime(standIn),
+    KUBERNETES_CONVERGE_TARGET_MS,
+    (controller) => {
+      controller.pokeEndpoint = () => controller.poke();
+    },
+  );
+  try {
+    console.log(`converging, whole passes only: ${describeConvergence(setup)}`);
+    const healthy = setup.controller.workers().filter((w) => w.state === 'running' && w.healthy).length;
+    console.log(
+      `work queue against whole passes: ${formatMs(queueMs)} ms for all ${(ENDPOINTS * WORKERS_PER_ENDPOINT).toLocaleString('en')} ` +
+        `against ${setup.converged ? `${formatMs(setup.convergeMs)} ms` : `${healthy.toLocaleString('en')} running and healthy after ${formatMs(setup.convergeMs)} ms`}`,
+    );
+    console.log(`load average after: ${loadAverage()}`);
   } finally {
     await setup.dispose();
   }

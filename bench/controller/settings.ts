@@ -12,9 +12,11 @@ export const TOTAL_WORKERS = ENDPOINTS * WORKERS_PER_ENDPOINT;
 export const CONVERGE_MAX_MS = 60_000;
 /**
  * The same on the kubernetes runtime (part 3): each of its 10,000 creates is an HTTP request to the stand-in and
- * a watch event back, and each completion pokes the controller, so its convergence takes minutes here.
+ * a watch event back. The target is under KUBERNETES_CONVERGE_TARGET_MS; the bound leaves room to say by how much
+ * a run misses it.
  */
-export const KUBERNETES_CONVERGE_MAX_MS = 300_000;
+export const KUBERNETES_CONVERGE_MAX_MS = 120_000;
+export const KUBERNETES_CONVERGE_TARGET_MS = 60_000;
 export const STEADY_WARMUP = 2;
 export const STEADY_PASSES = 20;
 export const PASS_TARGET_MS = 200;

@@ -1,6 +1,7 @@
 /**
  * The controller's work queue as the controller uses it: keys are endpoint ids, and WHOLE_PASS the whole pass
- * (every endpoint and the runtime's whole listing), which is the periodic resync and runs alone. A failure is
+ * (every endpoint and the runtime's whole listing), which is the periodic resync; it runs alone, before the
+ * endpoints waiting, and does their reconciles for them. A failure is
  * logged once while it repeats (a lease lost at the end of a term at info, without a stack) and its key retried
  * with backoff.
  */
@@ -28,7 +29,7 @@ export function reconcileQueue(o: ReconcileQueueOptions): WorkQueue<string> {
     timers: o.timers,
     concurrency: o.concurrency,
     retry: o.retry,
-    exclusive: (key) => key === WHOLE_PASS,
+    supersedes: (key) => key === WHOLE_PASS,
     resync: { everyMs: o.intervalMs, keys: () => [WHOLE_PASS] },
     process: (key) => (key === WHOLE_PASS ? o.whole() : o.one(key)),
     onError: (key, error, { repeated }) => {

@@ -15,7 +15,7 @@ function harness(options: Partial<WorkQueueOptions<string>> = {}) {
     timers,
     concurrency: 2,
     retry: { baseMs: 100, capMs: 1_000 },
-    exclusive: (key) => key === FULL,
+    supersedes: (key) => key === FULL,
     process: (key) => {
       started.push(key);
       if (failing.has(key)) return Promise.reject(new Error(`${key} failed`));
@@ -101,22 +101,27 @@ describe('WorkQueue', () => {
     expect(h.started).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('processes an exclusive key alone: after those running, before those added after it', async () => {
+  it('processes a superseding key before those waiting, alone, dropping those it does the work of', async () => {
     const h = harness();
     h.queue.add('a');
-    h.queue.add(FULL);
-    h.queue.add('b');
     await h.advance();
+    h.queue.add('b');
+    h.queue.add('c');
+    h.queue.add(FULL);
+    await h.advance();
+    // 'a' runs: the whole waits for it, and nothing starts meanwhile.
     expect(h.running()).toEqual(['a']);
     await h.finish('a');
     await h.advance();
     expect(h.running()).toEqual([FULL]);
-    h.queue.add('c');
+    h.queue.add('d');
     await h.advance();
     expect(h.running()).toEqual([FULL]);
     await h.finish(FULL);
     await h.advance();
-    expect(h.running()).toEqual(['b', 'c']);
+    // 'b' and 'c' waited when it began: done by it. 'd' came during it.
+    expect(h.running()).toEqual(['d']);
+    expect(h.started).toEqual(['a', FULL, 'd']);
   });
 
   it.each([

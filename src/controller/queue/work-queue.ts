@@ -2,8 +2,8 @@
  * The controller's work queue, keyed by endpoint id as controller-runtime's is: a key added while it waits is queued
  * once (coalescing); one added while it is being processed is processed once more afterwards; a failure requeues
  * the key after its own exponential backoff (capped), which its next success forgets; a periodic resync adds the
- * keys the resync names; at most `concurrency` keys are processed at once, and an exclusive key (the controller's
- * whole pass) only alone. Processing begins on the next turn after an add, so that the adds of one turn share it.
+ * keys the resync names; at most `concurrency` keys are processed at once; a key that supersedes the others (the
+ * controller's whole pass) is processed alone, goes first and takes the place of those waiting. Processing begins on the next turn after an add, so that the adds of one turn share it.
  * Runs on injected timers, so that tests process keys by advancing time.
  */
 import { nextTurn, type Timers } from '../../ports/clock.js';
@@ -28,8 +28,12 @@ export interface WorkQueueOptions<K> {
   /** Keys processed at once, at most (at least 1). */
   concurrency: number;
   retry: RetryPolicy;
-  /** A key that is processed alone: none other starts while it runs, and it starts once those running ended. */
-  exclusive?: (key: K) => boolean;
+  /**
+   * A key whose processing does every other key's work (the controller's whole pass), processed alone: it starts
+   * once those running ended, before the keys waiting, which are dropped when it begins. Those added while it runs
+   * wait for it.
+   */
+  supersedes?: (key: K) => boolean;
   /** Every `everyMs`, from start() on, the keys `keys()` names are added. */
   resync?: { everyMs: number; keys: () => Iterable<K> };
   /**
@@ -54,7 +58,8 @@ export class WorkQueue<K> {
   #lastFailure: string | undefined;
   /** Each failed key's retry timer. */
   readonly #retries = new Map<K, unknown>();
-  #exclusiveRunning = false;
+  /** Whether a superseding key is being processed (nothing else starts meanwhile). */
+  #aloneRunning = false;
   /** Cancels the processing asked for on the next turn (undefined: none is). */
   #scheduled: (() => void) | undefined;
   #tick: unknown;
@@ -127,25 +132,31 @@ export class WorkQueue<K> {
     });
   }
 
-  /** Starts waiting keys in order while the bounds allow; an exclusive key holds back those after it. */
+  /** Starts waiting keys in order while the bounds allow; a superseding key waits for those running, alone. */
   #drain(): void {
+    const first = this.#o.supersedes ? [...this.#waiting].find(this.#o.supersedes) : undefined;
+    if (first !== undefined) {
+      if (this.#stopped || this.#active.size > 0) return;
+      // It does their work: they need not wait for it.
+      this.#waiting.clear();
+      this.#run(first, true);
+      return;
+    }
     for (const key of this.#waiting) {
-      if (this.#stopped || this.#exclusiveRunning || this.#active.size >= this.#o.concurrency) return;
-      const exclusive = this.#o.exclusive?.(key) ?? false;
-      if (exclusive && this.#active.size > 0) return;
+      if (this.#stopped || this.#aloneRunning || this.#active.size >= this.#o.concurrency) return;
       this.#waiting.delete(key);
-      this.#run(key, exclusive);
+      this.#run(key, false);
     }
   }
 
-  #run(key: K, exclusive: boolean): void {
+  #run(key: K, alone: boolean): void {
     const retry = this.#retries.get(key);
     if (retry !== undefined) {
       // Processed now: its retry is this.
       this.#o.timers.clearTimeout(retry);
       this.#retries.delete(key);
     }
-    if (exclusive) this.#exclusiveRunning = true;
+    if (alone) this.#aloneRunning = true;
     let processing: Promise<void>;
     try {
       processing = this.#o.process(key);
@@ -162,7 +173,7 @@ export class WorkQueue<K> {
       )
       .finally(() => {
         this.#active.delete(key);
-        if (exclusive) this.#exclusiveRunning = false;
+        if (alone) this.#aloneRunning = false;
         if (this.#again.delete(key)) this.add(key);
         if (this.#waiting.size > 0) this.#schedule();
       });
