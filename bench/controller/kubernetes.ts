@@ -46,7 +46,7 @@ function podIp(n: number): string {
 }
 
 /** The runtime on a fresh stand-in with one node, whose kubelet (in process) runs each new pod at once. */
-async function kubernetesRuntime(standIn: KubeStandIn): Promise<BenchRuntime<KubernetesRuntime>> {
+export async function kubernetesRuntime(standIn: KubeStandIn): Promise<BenchRuntime<KubernetesRuntime>> {
   await standIn.start();
   standIn.addNode({
     metadata: { name: 'bench-node-1', labels: { 'kubernetes.io/hostname': 'bench-node-1' } },

@@ -12,6 +12,7 @@ import { systemTimers } from '../ports/clock.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import {
   type ControllerOptions,
+  DEFAULT_COALESCE_MS,
   DEFAULT_RESTART_GRACE_MS,
   DEFAULT_UNHEALTHY_TIMEOUT_MS,
   STARTING_PROBE_INTERVAL_MS,
@@ -101,6 +102,7 @@ export class Controller {
       startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
       intervalMs: 1000,
       reconcileConcurrency: 4,
+      coalesceMs: DEFAULT_COALESCE_MS,
       failedKept: 3,
       timers: systemTimers,
       ...options,
@@ -208,7 +210,7 @@ export class Controller {
 
   /** One endpoint's reconcile as soon as possible (coalescing as poke() does). */
   pokeEndpoint(endpointId: string): void {
-    this.#queue.add(endpointId);
+    this.#queue.addAfter(endpointId, this.#o.coalesceMs);
   }
 
   async stop(): Promise<void> {
@@ -414,6 +416,7 @@ export class Controller {
    */
   #place(live: Map<string, Endpoint>, now: number): Set<string> {
     const changed = new Set<string>();
+    if (!this.#book.mayAwaitPlacement) return changed;
     const result = this.#placement.place([...this.#book.all()], live, () => this.heldGpus());
     if (!result) return changed;
     for (const { workerId, reason } of result.pending) {

@@ -132,6 +132,28 @@ describe('the controller reconciles one endpoint per change', () => {
     expect(h.routes.publications).toBe(publications);
   });
 
+  it("by default, an endpoint's changes within 20 ms share one reconcile", async () => {
+    h = await controllerHarness({ ...NO_RESYNC, coalesceMs: 20 });
+    const first = await h.create({ appName: 'first' });
+    h.controller.start();
+    await h.eventually(() => expect(h.routes.routableWorkers(first.id)).toHaveLength(1));
+    const many = await h.create({
+      appName: 'many',
+      workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 0 },
+    });
+    const reconciles = vi.spyOn(h.controller, 'reconcileEndpoint');
+    h.controller.pokeEndpoint(many.id);
+    h.controller.pokeEndpoint(many.id);
+    await h.flush();
+    const ofMany = () => reconciles.mock.calls.filter(([id]) => id === many.id).length;
+    expect(ofMany()).toBe(0);
+    await h.timers.advanceSettling(20);
+    // Both pokes, one reconcile, which started both workers.
+    expect(ofMany()).toBe(1);
+    await h.flush();
+    expect(h.controller.workersOf(many.id)).toHaveLength(2);
+  });
+
   it('before the first whole pass, an endpoint reconcile asks for the whole pass instead', async () => {
     h = await controllerHarness(NO_RESYNC);
     const endpoint = await h.create();

@@ -65,6 +65,8 @@ export async function controllerHarness(
     storagePaths: new Map(),
     revealCredentials: async () => undefined,
     intervalMs: 20,
+    // An endpoint's changes are reconciled on the next turn, as flush() runs it (the default waits 20 ms).
+    coalesceMs: 0,
     startingProbeIntervalMs: 5,
     backoff: { baseMs: 10, capMs: 50, crashLoopAfter: 3 },
     ...options,

@@ -64,6 +64,8 @@ export async function controllerHarness(): Promise<ControllerHarness> {
         storagePaths: new Map(),
         revealCredentials: async () => undefined,
         intervalMs: 20,
+        // An endpoint's changes are reconciled on the next turn, as flush() runs it (the default waits 20 ms).
+        coalesceMs: 0,
         startingProbeIntervalMs: 5,
         ...options,
       });

@@ -167,6 +167,26 @@ describe('WorkQueue', () => {
     expect(h.errors.at(-1)?.repeated).toBe(false);
   });
 
+  it('adds a key after a delay, once for every add within it; none after stop', async () => {
+    const h = harness();
+    h.queue.addAfter('a', 20);
+    await h.advance(10);
+    h.queue.addAfter('a', 20);
+    h.queue.addAfter('b', 0);
+    await h.advance(9);
+    expect(h.started).toEqual(['b']);
+    await h.advance(1);
+    expect(h.started).toEqual(['b', 'a']);
+    await h.finish('a', 'b');
+    await h.advance(100);
+    expect(h.started).toEqual(['b', 'a']);
+    h.queue.addAfter('c', 20);
+    await h.queue.stop();
+    await h.advance(100);
+    expect(h.started).toEqual(['b', 'a']);
+    expect(h.timers.count).toBe(0);
+  });
+
   it('says a failure is repeated when the last failure of any key had its message, until a key succeeds', async () => {
     const h = harness({
       process: (key) =>

@@ -58,6 +58,8 @@ export class WorkQueue<K> {
   #lastFailure: string | undefined;
   /** Each failed key's retry timer. */
   readonly #retries = new Map<K, unknown>();
+  /** Keys added with a delay -> their timer (the first such add's: later ones within it coalesce). */
+  readonly #delayed = new Map<K, unknown>();
   /** Whether a superseding key is being processed (nothing else starts meanwhile). */
   #aloneRunning = false;
   /** Cancels the processing asked for on the next turn (undefined: none is). */
@@ -92,14 +94,34 @@ export class WorkQueue<K> {
     this.#schedule();
   }
 
+  /**
+   * The key is added `delayMs` from now (0: now), as controller-runtime's AddAfter: the adds of one key within
+   * that time share one processing. An add already waiting to be added keeps its time.
+   */
+  addAfter(key: K, delayMs: number): void {
+    if (this.#stopped) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    if (this.#delayed.has(key) || this.#waiting.has(key)) return;
+    const handle = this.#o.timers.setTimeout(() => {
+      this.#delayed.delete(key);
+      this.add(key);
+    }, delayMs);
+    this.#delayed.set(key, handle);
+  }
+
   /** No more processing; resolves once what is under way has ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#o.timers.clearTimeout(this.#tick);
     this.#scheduled?.();
     this.#scheduled = undefined;
-    for (const handle of this.#retries.values()) this.#o.timers.clearTimeout(handle);
+    for (const handle of [...this.#retries.values(), ...this.#delayed.values()])
+      this.#o.timers.clearTimeout(handle);
     this.#retries.clear();
+    this.#delayed.clear();
     this.#waiting.clear();
     this.#again.clear();
     await this.settled();

@@ -4,13 +4,15 @@
  */
 
 import type { RoutableWorker } from '../../ports/routing-view.js';
-import type { ManagedWorker } from './managed-worker.js';
+import { awaitsPlacement, type ManagedWorker } from './managed-worker.js';
 
 export class WorkerBook {
   readonly #byId = new Map<string, ManagedWorker>();
   readonly #byEndpoint = new Map<string, Set<ManagedWorker>>();
   /** Worker ids whose store row must be written (or deleted) at the end of the pass. */
   readonly dirty = new Set<string>();
+  /** Workers that awaited placement when last marked (a superset of those that do: a cheap "none waits"). */
+  readonly #awaiting = new Set<string>();
 
   get(workerId: string): ManagedWorker | undefined {
     return this.#byId.get(workerId);
@@ -45,12 +47,20 @@ export class WorkerBook {
     set?.delete(record);
     if (set?.size === 0) this.#byEndpoint.delete(record.endpointId);
     this.markDirty(record);
+    this.#awaiting.delete(record.id);
   }
 
   /** The record changed: its row is written at the end of the pass. Only a running worker can be healthy. */
   markDirty(record: ManagedWorker): void {
     record.healthy = record.state === 'running' && record.healthy;
     this.dirty.add(record.id);
+    if (awaitsPlacement(record)) this.#awaiting.add(record.id);
+    else this.#awaiting.delete(record.id);
+  }
+
+  /** Whether a worker may await placement (false: none does, placement has nothing to do). */
+  get mayAwaitPlacement(): boolean {
+    return this.#awaiting.size > 0;
   }
 
   /** The endpoint's failed records beyond the newest `keep` (those the API no longer shows). */

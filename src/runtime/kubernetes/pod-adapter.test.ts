@@ -74,6 +74,22 @@ describe('PodAdapter', () => {
     expect(adapter.watchStats.lists).toBe(1);
   });
 
+  it("lists one endpoint's workers (the controller's reconcile of one endpoint), also after a pod is deleted", async () => {
+    await adapter.create(standInWorkerSpec('a1', { endpointId: 'ep-a' }));
+    await adapter.create(standInWorkerSpec('a2', { endpointId: 'ep-a' }));
+    await adapter.create(standInWorkerSpec('b1', { endpointId: 'ep-b' }));
+    const ids = async (selector: Record<string, string>) =>
+      (await adapter.list(selector)).map((w) => w.workerId).sort();
+    standIn.resetRequests();
+    expect(await ids({ [LABELS.managed]: 'true', [LABELS.endpoint]: 'ep-a' })).toEqual(['a1', 'a2']);
+    expect(await ids({ [LABELS.endpoint]: 'ep-b' })).toEqual(['b1']);
+    expect(await ids({ [LABELS.endpoint]: 'ep-b', [LABELS.worker]: 'a1' })).toEqual([]);
+    expect(await ids({ [LABELS.endpoint]: 'ep-none' })).toEqual([]);
+    expect(standIn.requestCount()).toBe(0);
+    await clientApi(config).deletePod(NS, adapter.pod('a1')?.metadata?.name ?? '', 1);
+    await eventually(async () => expect(await ids({ [LABELS.endpoint]: 'ep-a' })).toEqual(['a2']));
+  });
+
   it('resumes a dropped watch from its last version, without listing again', async () => {
     await adapter.create(standInWorkerSpec('w1'));
     standIn.dropWatches();

@@ -102,6 +102,8 @@ export class PodAdapter {
   readonly #writes: CallLimit;
   /** workerId -> its pod and what it reads as. */
   readonly #workers = new Map<string, Entry>();
+  /** Endpoint id -> its workers' ids, so that one endpoint's listing does not match every pod. */
+  readonly #byEndpoint = new Map<string, Set<string>>();
   readonly #waits: PodWaits<Entry>;
   readonly #watchers = new Set<(event: RuntimeEvent) => void>();
   #closed = false;
@@ -235,6 +237,15 @@ export class PodAdapter {
     await this.ready();
     const wanted = Object.entries(selector);
     const found: RuntimeWorker[] = [];
+    const endpointId = selector[LABELS.endpoint];
+    if (endpointId !== undefined) {
+      // One endpoint's workers (the controller's reconcile of that endpoint), from the index.
+      for (const workerId of this.#byEndpoint.get(endpointId) ?? []) {
+        const state = this.#workers.get(workerId)?.state;
+        if (state && matches(state.worker.labels, wanted)) found.push({ ...state.worker });
+      }
+      return found;
+    }
     for (const { state } of this.#workers.values()) {
       if (matches(state.worker.labels, wanted)) found.push({ ...state.worker });
     }
@@ -318,6 +329,22 @@ export class PodAdapter {
 
   // --- the view ---
 
+  #index(workerId: string, before: string | undefined, after: string | undefined): void {
+    if (before === after) return;
+    if (before !== undefined) {
+      const ids = this.#byEndpoint.get(before);
+      ids?.delete(workerId);
+      if (ids?.size === 0) this.#byEndpoint.delete(before);
+    }
+    if (after === undefined) return;
+    let ids = this.#byEndpoint.get(after);
+    if (!ids) {
+      ids = new Set();
+      this.#byEndpoint.set(after, ids);
+    }
+    ids.add(workerId);
+  }
+
   #changed(before: Pod | undefined, after: Pod | undefined): void {
     this.#o.onPodsChanged?.();
     const pod = after ?? before;
@@ -330,10 +357,12 @@ export class PodAdapter {
       if (!state) return;
       entry = { pod: after, state };
       this.#workers.set(workerId, entry);
+      this.#index(workerId, previous?.state.worker.endpointId, state.worker.endpointId);
     } else {
       // Only the pod that is the worker's now: a stale delete of an older pod of the same name leaves it be.
       if (previous && previous.pod.metadata?.uid !== before?.metadata?.uid) return;
       this.#workers.delete(workerId);
+      this.#index(workerId, previous?.state.worker.endpointId, undefined);
     }
     this.#emitFor(workerId, previous?.state, entry?.state);
     this.#waits.changed(workerId, entry);
