@@ -69,7 +69,7 @@ export interface ApiParts {
   /** Where /metrics reads from; one registry for every role of this process. */
   registry?: Registry;
   /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
-  onEndpointsChanged?: () => void;
+  onEndpointsChanged?: (endpointId?: string) => void;
   /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
   bound?: { apiUrl: () => string; gatewayPort: () => number };
   /** Whether an owner may run an image, asked at create/update; none: the pull alone decides. */

@@ -80,8 +80,11 @@ export interface Traffic<M extends GatewayMetrics> {
   server: Server;
   /** Starts the controller's loop (one process: it always leads). */
   start(): void;
-  /** Asks the running controller for a pass; nothing while none runs (a replica that does not lead). */
-  poke(): void;
+  /**
+   * Asks the running controller for the endpoint's reconcile (without one: its whole pass); nothing while none runs
+   * (a replica that does not lead).
+   */
+  poke(endpointId?: string): void;
   /** A term begins (several replicas): a fresh controller, fenced by `fence`, runs until `stepDown`. */
   lead(fence: TermFence): Promise<void>;
   /** The term is over: the controller stops; its successor starts from what the runtime and the store say. */
@@ -225,7 +228,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     history,
     server,
     start: () => terms.start(),
-    poke: () => terms.poke(),
+    poke: (endpointId) => terms.poke(endpointId),
     lead: (fence) => terms.lead(fence),
     stepDown: () => terms.stepDown(),
     async close() {

@@ -128,8 +128,8 @@ export async function serve(
         : (endpointId) => traffic.scaler.desired(endpointId),
       registry,
       databaseTookLastBeat: () => replica.databaseTookLastBeat(),
-      onEndpointsChanged: () => {
-        traffic.poke();
+      onEndpointsChanged: (endpointId) => {
+        traffic.poke(endpointId);
         shared?.requestPass();
       },
       bound: { apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort },

@@ -15,6 +15,9 @@ class RecordingController implements TermController {
   poke() {
     this.log.push('poke');
   }
+  pokeEndpoint(endpointId: string) {
+    this.log.push(`poke ${endpointId}`);
+  }
   stop() {
     this.log.push('stop');
     if (!this.holdStops) return Promise.resolve();
@@ -58,9 +61,10 @@ describe('ControllerTermSwitch', () => {
     expect(made[0]?.log).toEqual([]);
     terms.start();
     terms.poke();
+    terms.poke('ep1');
     expect(made).toHaveLength(1);
     expect(made[0]?.fence).toBeUndefined();
-    expect(made[0]?.log).toEqual(['start', 'poke']);
+    expect(made[0]?.log).toEqual(['start', 'poke', 'poke ep1']);
   });
 
   it('a term stops the idle controller and runs a fresh one under the term fence', async () => {
@@ -79,6 +83,7 @@ describe('ControllerTermSwitch', () => {
     await terms.lead(fence(1));
     await terms.stepDown();
     terms.poke();
+    terms.poke('ep1');
     expect(made[1]?.log).toEqual(['start', 'stop']);
     expect(made[2]?.fence).toBeUndefined();
     expect(made[2]?.log).toEqual([]);

@@ -7,11 +7,12 @@
 import type { TermFence } from './elector.js';
 import type { ControllerTerms } from './leadership.js';
 
-/** What a term runs: started once, stopped once, poked between. */
+/** What a term runs: started once, stopped once, poked between (one endpoint, or everything). */
 export interface TermController {
   start(): void;
   stop(): Promise<void>;
   poke(): void;
+  pokeEndpoint(endpointId: string): void;
 }
 
 export class ControllerTermSwitch<C extends TermController> implements ControllerTerms {
@@ -36,9 +37,14 @@ export class ControllerTermSwitch<C extends TermController> implements Controlle
     this.#controller.start();
   }
 
-  /** Asks the running controller for a pass; nothing while none runs (a replica that does not lead). */
-  poke(): void {
-    if (this.#running) this.#controller.poke();
+  /**
+   * Asks the running controller for the endpoint's reconcile, or without one for its whole pass; nothing while none
+   * runs (a replica that does not lead).
+   */
+  poke(endpointId?: string): void {
+    if (!this.#running) return;
+    if (endpointId === undefined) this.#controller.poke();
+    else this.#controller.pokeEndpoint(endpointId);
   }
 
   lead(fence: TermFence): Promise<void> {

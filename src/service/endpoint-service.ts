@@ -46,8 +46,8 @@ export interface EndpointServiceOptions {
   toValidationError: (issues: ValidationIssue[]) => ApiError;
   /** Per-owner quotas, checked on create and update before anything is written; absent: none. */
   quotas?: QuotaService;
-  /** Told after every change, so that the controller acts at once rather than at its next tick. */
-  onChanged?: () => void;
+  /** Told the endpoint after every change, so that the controller reconciles it at once, not at its next tick. */
+  onChanged?: (endpointId: string) => void;
   /**
    * Whether the owner may run the image, asked at create and when an update changes the image or its authId
    * (docs/api.md, Private images); absent: every image is accepted here and only the pull decides.
@@ -102,7 +102,7 @@ export class EndpointService {
         admission?.(undefined, endpointUse(spec.workers)),
       ),
     );
-    this.#o.onChanged?.();
+    this.#o.onChanged?.(id);
     return endpoint;
   }
 
@@ -220,7 +220,7 @@ export class EndpointService {
           this.#audit(principal, action, id, now, applied.events[0] ? { event: applied.events[0].type } : {}),
       ),
     );
-    this.#o.onChanged?.();
+    this.#o.onChanged?.(id);
     return this.#found(result, id);
   }
 

@@ -65,6 +65,8 @@ export async function createTestApi(
     gpuInventory?: GpuInventorySource;
     /** Whether the database took the last heartbeat, for /healthz (none: not said). */
     databaseTookLastBeat?: () => boolean;
+    /** Told after every endpoint change and worker drain, as the controller is in `corral serve` (none: nobody). */
+    onEndpointsChanged?: (endpointId?: string) => void;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -104,6 +106,7 @@ export async function createTestApi(
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
     ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),
+    ...(options.onEndpointsChanged ? { onEndpointsChanged: options.onEndpointsChanged } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;
