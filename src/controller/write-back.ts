@@ -10,7 +10,10 @@ import { type ManagedWorker, toWorker } from './workers/managed-worker.js';
 
 type Status = Endpoint['status'];
 
-/** Writes (or deletes) the row of every worker id in `dirty`, emptying it as it goes. */
+/**
+ * Writes (or deletes) the row of every worker id in `dirty`, emptying it as it goes. Reconciles of several
+ * endpoints report at once: an id another one took meanwhile is its to write.
+ */
 export async function writeWorkers(
   store: Store,
   dirty: Set<string>,
@@ -21,7 +24,7 @@ export async function writeWorkers(
   if (dirty.size === 0) return;
   await fencedWorkerWrites(store, fence, async (workers) => {
     for (const id of [...dirty]) {
-      dirty.delete(id);
+      if (!dirty.delete(id)) continue;
       const record = recordOf(id);
       if (record) await workers.upsert(toWorker(record, now));
       else await workers.delete(id);
