@@ -28,6 +28,17 @@ describe('the controller reconciles one endpoint per change', () => {
     };
   }
 
+  /** Two endpoints of one worker each, started and routable after the first whole pass and their reconciles. */
+  async function servingTwo(first: string, second: string) {
+    h = await controllerHarness(NO_RESYNC);
+    const two = [await h.create({ appName: first }), await h.create({ appName: second })] as const;
+    h.controller.start();
+    await h.eventually(() => {
+      for (const endpoint of two) expect(h.routes.routableWorkers(endpoint.id)).toHaveLength(1);
+    });
+    return two;
+  }
+
   it('starts a new endpoint worker by its own reconciles: create, probe, report, without a whole pass', async () => {
     h = await controllerHarness(NO_RESYNC);
     const quiet = await h.create({ appName: 'quiet' });
@@ -50,13 +61,7 @@ describe('the controller reconciles one endpoint per change', () => {
   });
 
   it('fails a worker whose container exited by its endpoint reconcile, and leaves the others be', async () => {
-    h = await controllerHarness(NO_RESYNC);
-    const [a, b] = [await h.create({ appName: 'a' }), await h.create({ appName: 'b' })];
-    h.controller.start();
-    await h.eventually(() => {
-      expect(h.routes.routableWorkers(a.id)).toHaveLength(1);
-      expect(h.routes.routableWorkers(b.id)).toHaveLength(1);
-    });
+    const [a, b] = await servingTwo('a', 'b');
     const [dying] = h.routes.routableWorkers(a.id);
     const s = spies();
     h.runtime.exit(dying?.id ?? '', 1);
@@ -110,13 +115,7 @@ describe('the controller reconciles one endpoint per change', () => {
   });
 
   it('an endpoint deleted is found so by its reconcile: its workers go and it leaves the routing table', async () => {
-    h = await controllerHarness(NO_RESYNC);
-    const [gone, kept] = [await h.create({ appName: 'gone' }), await h.create({ appName: 'kept' })];
-    h.controller.start();
-    await h.eventually(() => {
-      expect(h.routes.routableWorkers(gone.id)).toHaveLength(1);
-      expect(h.routes.routableWorkers(kept.id)).toHaveLength(1);
-    });
+    const [gone, kept] = await servingTwo('gone', 'kept');
     const publications = h.routes.publications;
     await deleteEndpoint(h.store, gone, h.timers.now);
     h.controller.pokeEndpoint(gone.id);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Store } from '../store/store.js';
 import { pendingRecord } from './workers/managed-worker.js';
@@ -16,13 +16,7 @@ describe('writeWorkers', () => {
     dispose = opened.dispose;
     const store: Store = opened.store;
     const endpoint = sampleEndpoint();
-    await store.endpoints.create(endpoint, [], {
-      at: 0,
-      ownerId: endpoint.ownerId,
-      actor: 't',
-      action: 'c',
-      targetId: endpoint.id,
-    });
+    await storeEndpoint(store, endpoint);
     const records = new Map(
       Array.from({ length: 20 }, () => pendingRecord(endpoint, 0)).map((r) => [r.id, r] as const),
     );

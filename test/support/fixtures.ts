@@ -30,6 +30,17 @@ export function sampleEndpoint(options: { ownerId?: string; at?: number; patch?:
   };
 }
 
+/** Writes a new endpoint to the store with an audit entry and no event (the caller pokes a controller if one runs). */
+export async function storeEndpoint(store: Store, endpoint: Endpoint, at = 0): Promise<void> {
+  await store.endpoints.create(endpoint, [], {
+    at,
+    ownerId: endpoint.ownerId,
+    actor: 'test',
+    action: 'endpoint.create',
+    targetId: endpoint.id,
+  });
+}
+
 /**
  * Deletes an endpoint through the store as `EndpointService.delete` writes it (a `deleted` event and an audit
  * entry); the caller pokes a controller if one runs, as the API does. False when it was not there.
