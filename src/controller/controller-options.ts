@@ -122,8 +122,9 @@ export interface ControllerOptions {
   /** Endpoints reconciled at once by the work queue (queue/work-queue.ts); the whole pass runs alone. Default 4. */
   reconcileConcurrency?: number;
   /**
-   * How long an endpoint's change waits for the others that come with it (its workers' creates ending together)
-   * before its reconcile: they share one. Default DEFAULT_COALESCE_MS.
+   * How long a create that ended waits for the others of its endpoint (its workers' creates end together) before
+   * their endpoint's reconcile: they share one. Default DEFAULT_COALESCE_MS. Other changes (a health flip, an exit)
+   * are reconciled on the next turn, so that the store follows routing at once.
    */
   coalesceMs?: number;
   /** When a reconcile that failed is tried again (per endpoint, doubling). Default DEFAULT_RETRY. */
@@ -145,5 +146,5 @@ export const DEFAULT_RESTART_GRACE_MS = 2_000;
 /** One minute: long past any probe's failureThreshold, short against the hours a stuck worker would hold a GPU. */
 export const DEFAULT_UNHEALTHY_TIMEOUT_MS = 60_000;
 
-/** An endpoint's changes within this long share its reconcile (controller-options.ts, coalesceMs). */
+/** The creates of an endpoint ending within this long share its reconcile (controller-options.ts, coalesceMs). */
 export const DEFAULT_COALESCE_MS = 20;

@@ -165,6 +165,9 @@ export class Controller {
       restartGraceMs: o.restartGraceMs,
     });
     this.#starter = new WorkerStarter({
+      // A create that ended: the creates of one endpoint end together and share its reconcile (coalesceMs).
+      poke: (endpointId) =>
+        endpointId === undefined ? this.poke() : this.#queue.addAfter(endpointId, o.coalesceMs),
       lifecycle: this.#lifecycle,
       book: this.#book,
       gpus: this.#gpus,
@@ -176,7 +179,6 @@ export class Controller {
       logger: o.logger,
       clock: o.clock,
       listings: () => this.#listings,
-      poke,
       storagePaths: o.storagePaths,
       revealCredentials: o.revealCredentials,
       installationId: o.installationId,
@@ -210,7 +212,7 @@ export class Controller {
 
   /** One endpoint's reconcile as soon as possible (coalescing as poke() does). */
   pokeEndpoint(endpointId: string): void {
-    this.#queue.addAfter(endpointId, this.#o.coalesceMs);
+    this.#queue.add(endpointId);
   }
 
   async stop(): Promise<void> {
