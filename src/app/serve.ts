@@ -19,6 +19,7 @@ import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
+import { gpuCheckpointFor } from './gpu-checkpoint.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
@@ -50,8 +51,11 @@ export async function serve(
     // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
     const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
     await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
+    // Whether idle workers can be suspended on the GPU (issue 24), asked of the driver while the runtime starts.
+    const gpuCheckpoint = gpuCheckpointFor({ gpus: config.gpus, runtime: config.runtime, logger });
     const runtime = await runtimeFor(config, installationId, logger);
     closers.push(() => runtime.close());
+    await gpuCheckpoint;
     const { gpuScheduler } = runtime;
     // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
     if (gpuScheduler && config.gpus.kind === 'simulated')
