@@ -8,9 +8,9 @@ import { performance } from 'node:perf_hooks';
 import Dockerode from 'dockerode';
 import { dockerReachable, engineAddress } from '../../src/runtime/docker/docker-runtime.js';
 import { ensureTestImage, removeLabelled, TEST_IMAGE } from '../../test/support/test-image.js';
-import { baselineEngineApi } from '../controller/baselines.js';
+import { baselineEngineApi, createTestWorker, startedPort } from '../controller/baselines.js';
 import { formatMs, loadAverage, summarize, table } from '../support.js';
-import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep, THAW_TARGET_MS, WORKER_PORT } from './settings.js';
+import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep, THAW_TARGET_MS } from './settings.js';
 
 export async function benchDockerThaw(): Promise<void> {
   console.log(
@@ -28,24 +28,14 @@ export async function benchDockerThaw(): Promise<void> {
   });
   if (!image) return;
   const label = `corral.dev/bench-run=wake-${randomBytes(4).toString('hex')}`;
-  const [key = '', value = ''] = label.split('=');
   const warm: number[] = [];
   const thaw: number[] = [];
   const unpause: number[] = [];
   const cold: number[] = [];
   const loadBefore = loadAverage();
   try {
-    const container = await docker.createContainer({
-      Image: image,
-      Env: [`PORT=${WORKER_PORT}`],
-      Labels: { [key]: value },
-      ExposedPorts: { [`${WORKER_PORT}/tcp`]: {} },
-      HostConfig: { PortBindings: { [`${WORKER_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '' }] } },
-    });
-    await container.start();
-    const port = Number(
-      (await container.inspect()).NetworkSettings.Ports[`${WORKER_PORT}/tcp`]?.[0]?.HostPort,
-    );
+    const container = await createTestWorker(docker, image, label);
+    const port = await startedPort(container);
     await waitAnswering(port);
     // One unmeasured cold start, so that the first measured one does not pay for a cold page cache.
     await baselineEngineApi(docker, image, label);

@@ -12,7 +12,6 @@ export const GPU_ROUNDS = 3;
 export const GPU_HOLD_GB = 2;
 /** Issue 24's target: restore plus the first answer within this factor of the driver's own restore. */
 export const RESTORE_TARGET_RATIO = 1.2;
-export const WORKER_PORT = 8000;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

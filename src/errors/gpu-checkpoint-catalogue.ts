@@ -62,65 +62,41 @@ export abstract class GpuCheckpointError extends CorralError<GpuCheckpointErrorC
   }
 }
 
-export class GpuCheckpointUnavailableError extends GpuCheckpointError {
-  override name = 'GpuCheckpointUnavailableError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_UNAVAILABLE', message, options);
-  }
+/** One class per code: `instanceof` tells the failures apart, and `code` is the class's own. */
+function failure<Code extends GpuCheckpointErrorCode>(code: Code, name: string) {
+  return class extends GpuCheckpointError {
+    declare readonly code: Code;
+    override name = name;
+    constructor(message: string, options?: CorralErrorOptions) {
+      super(code, message, options);
+    }
+  };
 }
 
-export class GpuCheckpointDeadlineError extends GpuCheckpointError {
-  override name = 'GpuCheckpointDeadlineError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_DEADLINE', message, options);
-  }
-}
-
-export class GpuCheckpointHelperError extends GpuCheckpointError {
-  override name = 'GpuCheckpointHelperError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_HELPER_FAILED', message, options);
-  }
-}
-
-export class GpuCheckpointNoProcessError extends GpuCheckpointError {
-  override name = 'GpuCheckpointNoProcessError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_NO_CUDA_PROCESS', message, options);
-  }
-}
-
-export class GpuCheckpointLockTimeoutError extends GpuCheckpointError {
-  override name = 'GpuCheckpointLockTimeoutError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_LOCK_TIMEOUT', message, options);
-  }
-}
-
-export class GpuCheckpointIllegalStateError extends GpuCheckpointError {
-  override name = 'GpuCheckpointIllegalStateError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_ILLEGAL_STATE', message, options);
-  }
-}
-
-export class GpuCheckpointOutOfMemoryError extends GpuCheckpointError {
-  override name = 'GpuCheckpointOutOfMemoryError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_OUT_OF_MEMORY', message, options);
-  }
-}
-
-export class GpuCheckpointNotSupportedError extends GpuCheckpointError {
-  override name = 'GpuCheckpointNotSupportedError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_NOT_SUPPORTED', message, options);
-  }
-}
-
-export class GpuCheckpointDriverError extends GpuCheckpointError {
-  override name = 'GpuCheckpointDriverError';
-  constructor(message: string, options?: CorralErrorOptions) {
-    super('GPU_CHECKPOINT_DRIVER_ERROR', message, options);
-  }
-}
+export const GpuCheckpointUnavailableError = failure(
+  'GPU_CHECKPOINT_UNAVAILABLE',
+  'GpuCheckpointUnavailableError',
+);
+export const GpuCheckpointDeadlineError = failure('GPU_CHECKPOINT_DEADLINE', 'GpuCheckpointDeadlineError');
+export const GpuCheckpointHelperError = failure('GPU_CHECKPOINT_HELPER_FAILED', 'GpuCheckpointHelperError');
+export const GpuCheckpointNoProcessError = failure(
+  'GPU_CHECKPOINT_NO_CUDA_PROCESS',
+  'GpuCheckpointNoProcessError',
+);
+export const GpuCheckpointLockTimeoutError = failure(
+  'GPU_CHECKPOINT_LOCK_TIMEOUT',
+  'GpuCheckpointLockTimeoutError',
+);
+export const GpuCheckpointIllegalStateError = failure(
+  'GPU_CHECKPOINT_ILLEGAL_STATE',
+  'GpuCheckpointIllegalStateError',
+);
+export const GpuCheckpointOutOfMemoryError = failure(
+  'GPU_CHECKPOINT_OUT_OF_MEMORY',
+  'GpuCheckpointOutOfMemoryError',
+);
+export const GpuCheckpointNotSupportedError = failure(
+  'GPU_CHECKPOINT_NOT_SUPPORTED',
+  'GpuCheckpointNotSupportedError',
+);
+export const GpuCheckpointDriverError = failure('GPU_CHECKPOINT_DRIVER_ERROR', 'GpuCheckpointDriverError');
