@@ -4,7 +4,7 @@ import {
   GpuCheckpointDeadlineError,
   GpuCheckpointHelperError,
 } from '../../errors/gpu-checkpoint-catalogue.js';
-import { runHelper } from './run-helper.js';
+import { helperEnv, runHelper } from './run-helper.js';
 
 /** A helper that is a real Node process running `script` (its argv: the op and the params after it). */
 const nodeHelper = (script: string) => ({ command: process.execPath, args: ['-e', script] });
@@ -61,5 +61,24 @@ describe('running the helper', () => {
     );
     expect(error).toBeInstanceOf(GpuCheckpointHelperError);
     expect((error as Error).message).toMatch(/^the checkpoint helper could not start: .*ENOENT/);
+  });
+
+  it("gives the helper the program and library paths of Corral's environment and its own extras, nothing else", async () => {
+    expect(
+      helperEnv(
+        { PATH: '/usr/bin', LD_LIBRARY_PATH: '/opt/nvidia', CORRAL_API_KEY: 'secret', HOME: '/root' },
+        { X: '1' },
+      ),
+    ).toEqual({ PATH: '/usr/bin', LD_LIBRARY_PATH: '/opt/nvidia', X: '1' });
+    const helper = {
+      ...nodeHelper(
+        'console.log(JSON.stringify({ ok: true, op: "state", steps: [], missing: Object.keys(process.env) }))',
+      ),
+      env: { CORRAL_LIBCUDA: 'libc.so.6' },
+    };
+    const answer = await runHelper(helper, 'state', ['1'], 60_000, new ManualTimers());
+    expect(answer.ok && answer.missing?.filter((key) => key !== 'PATH' && key !== 'LD_LIBRARY_PATH')).toEqual(
+      ['CORRAL_LIBCUDA'],
+    );
   });
 });

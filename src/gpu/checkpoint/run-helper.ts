@@ -32,6 +32,21 @@ export function defaultHelperCommand(): HelperCommand {
   return { command: process.execPath, args: ['--import', 'tsx', source] };
 }
 
+/** What the helper inherits of Corral's environment: where to find programs and libcuda, never Corral's secrets. */
+const INHERITED_ENV = ['PATH', 'LD_LIBRARY_PATH', 'CORRAL_LIBCUDA'] as const;
+
+export function helperEnv(
+  from: NodeJS.ProcessEnv,
+  extra: Readonly<Record<string, string>> = {},
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of INHERITED_ENV) {
+    const value = from[key];
+    if (value !== undefined) env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
 /** The most of the helper's output kept: its answer is one short line. */
 const OUTPUT_LIMIT = 64 * 1024;
 
@@ -53,7 +68,7 @@ export function runHelper(
     const child = spawn(helper.command, [...helper.args, op, ...params], {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...helper.env },
+      env: helperEnv(process.env, helper.env),
     });
     let stdout = '';
     let stderr = '';
