@@ -1,6 +1,7 @@
 # A process that uses the GPU, for the checkpoint checks (probe_checkpoint.py, check-wake.sh).
-#   gpu_proc.py hold GB [PORT]  fills GB of GPU memory with seeded random tensors and serves GET /check (their exact
-#                               checksum and how long it took) on PORT ($PORT, or any free port: printed on stdout)
+#   gpu_proc.py hold GB [PORT]  fills GB of GPU memory with random tensors (a seed of its own, so that a new process
+#                               has other values) and serves GET /check (their exact checksum, the pid, how long it
+#                               took) on PORT ($PORT, or any free port: printed on stdout)
 #   gpu_proc.py hog FRACTION    allocates FRACTION of the GPU's free memory, writes it, prints what it got, exits
 import hashlib, http.server, json, os, sys, time
 
@@ -14,17 +15,18 @@ def checksum(chunks):
     start = time.monotonic()
     words = [int(c.view(torch.int32).sum(dtype=torch.int64).item()) for c in chunks]
     heads = hashlib.sha256(b"".join(c[: 1 << 18].cpu().numpy().tobytes() for c in chunks)).hexdigest()
-    return {"words": sum(words) & ((1 << 63) - 1), "head_sha256": heads, "ms": round((time.monotonic() - start) * 1000, 2)}
+    return {"words": sum(words) & ((1 << 63) - 1), "head_sha256": heads, "pid": os.getpid(), "ms": round((time.monotonic() - start) * 1000, 2)}
 
 
 def hold(gb, port):
     start = time.monotonic()
-    torch.manual_seed(20261126)
+    seed = int.from_bytes(os.urandom(4), "big")
+    torch.manual_seed(seed)
     n = max(1, int(gb * (1 << 30) // CHUNK))
     chunks = [torch.randn(CHUNK // 4, device="cuda") for _ in range(n)]
     torch.cuda.synchronize()
     first = checksum(chunks)
-    ready = {"pid": os.getpid(), "gb": n, "checksum": first, "init_s": round(time.monotonic() - start, 2)}
+    ready = {"pid": os.getpid(), "seed": seed, "gb": n, "checksum": first, "init_s": round(time.monotonic() - start, 2)}
 
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):

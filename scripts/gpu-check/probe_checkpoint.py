@@ -44,9 +44,9 @@ def used_mib():
     return smi("--query-gpu=memory.used")
 
 
-def get(port, path="/check"):
+def get(port, path="/check", timeout=30):
     start = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=120) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
         body = json.loads(r.read())
     return body, round((time.monotonic() - start) * 1000, 1)
 
@@ -113,8 +113,12 @@ def probe():
             os.killpg(lone.pid, signal.SIGKILL)
             summary["stopped_process_lock"] = {"answered": None, "killed_after_ms": round((time.monotonic() - start) * 1000)}
         os.kill(small.pid, signal.SIGCONT)
+        # Had the lock answered and succeeded, the process would stay locked: unlock it before asking it.
+        answered = summary["stopped_process_lock"]["answered"]
+        if answered and '"ok":true' in answered:
+            helper("unlock", small.pid)
         try:
-            body, ms = get(small_ready["port"])
+            body, ms = get(small_ready["port"], timeout=15)
             summary["stopped_process_after_cont"] = {"answered_ms": ms, "intact": body["words"] == small_ready["checksum"]["words"]}
         except Exception as e:  # noqa: BLE001
             summary["stopped_process_after_cont"] = {"error": repr(e)}
