@@ -1,7 +1,7 @@
 /**
  * `GpuCheckpointer` on the real CUDA driver: each operation one run of the helper process under its deadline
  * (run-helper.ts), the process list from nvidia-smi (compute-apps.ts). Suspend is lock (with a timeout of half the
- * deadline), then checkpoint; resume is restore, then unlock; each goes only as far as the process's state needs.
+ * deadline, at most 10 s), then checkpoint; resume is restore, then unlock; each goes only as far as the process's state needs.
  */
 import type { Logger } from 'pino';
 import {
@@ -31,9 +31,12 @@ export interface CudaCheckpointerOptions {
   timers?: Timers;
 }
 
-/** The lock's own timeout: half the deadline, so that a busy process answers CUDA_ERROR_TIMEOUT before the kill. */
+/**
+ * The lock's own timeout: half the deadline, at most 10 s (an idle worker locks in milliseconds; the H200 locked in
+ * 72 ms during a stream of kernels), so that a busy process answers CUDA_ERROR_TIMEOUT, and runs on, before the kill.
+ */
 export function lockTimeoutMs(deadlineMs: number): number {
-  return Math.max(1, Math.floor(deadlineMs / 2));
+  return Math.max(1, Math.min(10_000, Math.floor(deadlineMs / 2)));
 }
 
 export class CudaCheckpointer implements GpuCheckpointer {
