@@ -49,6 +49,12 @@ describe('a failed helper answer as an error', () => {
       'GPU_CHECKPOINT_NO_CUDA_PROCESS',
     ],
     [
+      'a process without a CUDA context (as the H200 answered)',
+      cuda('cuCheckpointProcessGetState', 3),
+      GpuCheckpointNoProcessError,
+      'GPU_CHECKPOINT_NO_CUDA_PROCESS',
+    ],
+    [
       'an invalid pid',
       cuda('cuCheckpointProcessGetState', 1),
       GpuCheckpointNoProcessError,

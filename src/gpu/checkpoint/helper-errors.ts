@@ -51,6 +51,10 @@ export function errorOfAnswer(answer: Failed, pid: number): GpuCheckpointError {
       const name = cudaResultName(error.result, error.name);
       const message = `${error.call} for process ${pid} answered ${name}`;
       const withCode = { metadata: { ...metadata, call: error.call, cudaError: name, result: error.result } };
+      // Seen on an H200 (driver 580): a process that never made a CUDA context answers GetState with NOT_INITIALIZED.
+      if (error.result === 3 && error.call === 'cuCheckpointProcessGetState') {
+        return new GpuCheckpointNoProcessError(message, withCode);
+      }
       if (error.result === 909 && error.call === 'cuCheckpointProcessLock') {
         return new GpuCheckpointLockTimeoutError(message, withCode);
       }
