@@ -11,6 +11,7 @@ import { type Config, formatHostPort } from '../config/config.js';
 import { listenError } from '../config/startup.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import { systemClock } from '../ports/clock.js';
+import { idleTiersOff } from '../runtime/idle-tiers.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
@@ -22,7 +23,7 @@ import { ensureKeys } from './first-key.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
-import { inventoryFor, warnOfTenantEndpoints } from './startup-checks.js';
+import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 
 export interface RunningServer {
   apiUrl: string;
@@ -58,6 +59,8 @@ export async function serve(
       logger.warn("--gpus is ignored: the runtime's scheduler places workers on the cluster's GPUs");
     const gpus = gpuScheduler ? [] : await inventoryFor(config, logger);
     if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
+    const tiersOff = idleTiersOff(runtime);
+    logIdleTiers(runtime, tiersOff, logger);
     // Each service once, shared by the API and the traffic side.
     const secrets = new SecretBox({ key: secretKey });
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
@@ -114,6 +117,7 @@ export async function serve(
         ...(storedGpus ? { stored: storedGpus } : {}),
       }),
       ...(gpuScheduler ? { gpuScheduler } : {}),
+      ...(tiersOff === undefined ? {} : { idleTiersOff: tiersOff }),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),

@@ -76,6 +76,7 @@ export function formatEndpoint(e: WireEndpoint): string {
     ['Idle timeout', `${w.freeTimeout}s`],
     ['Max concurrent', w.maxConcurrent],
     ['Request timeout', `${w.requestTimeout}s`],
+    ['Idle tiers', idleTiersText(w)],
     ['Scaling policy', `${e.policy.type} ${e.policy.value}`],
     ['Products', e.products.map((p) => p.id).join(', ')],
     ['System disk', `${e.rootfsSize} GB`],
@@ -192,4 +193,14 @@ function distributionText(d: WireDistribution | null): string {
 
 function msText(ms: number | null): string {
   return ms === null ? 'unknown' : `${Math.round(ms * 10) / 10} ms`;
+}
+
+/** "frozen 600s, then suspended 3600s" or "off (stopped at the idle timeout)". */
+function idleTiersText(w: WireEndpoint['workerConfig']): string {
+  const frozen = w.keepFrozen ?? 0;
+  const suspended = w.keepSuspended ?? 0;
+  if (frozen === 0 && suspended === 0) return 'off (stopped at the idle timeout)';
+  const parts = [`frozen ${frozen}s`];
+  if (suspended > 0) parts.push(`suspended ${suspended}s`);
+  return parts.join(', then ');
 }

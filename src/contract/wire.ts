@@ -37,6 +37,9 @@ export interface WireEndpoint<PortType extends string | number = string | number
     gpuNum: number;
     cudaVersion: string;
     requestTimeout: number;
+    /** Corral extension: seconds an idle worker stays frozen, then suspended (docs/workers.md, Idle tiers). */
+    keepFrozen: number;
+    keepSuspended: number;
   };
   policy: { type: string; value: string };
   image: { image: string; authId: string; command: string };

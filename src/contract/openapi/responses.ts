@@ -267,6 +267,10 @@ export function responseSchemas(): Record<string, Schema> {
       gpuNum: int('GPUs per worker.'),
       cudaVersion: str('A version of cudaVersionList, or "any".'),
       requestTimeout: int("Seconds the gateway waits for a worker's response."),
+      keepFrozen: int(
+        'Corral extension: seconds an idle worker stays frozen before it is suspended or stopped.',
+      ),
+      keepSuspended: int('Corral extension: seconds a worker stays suspended before it is stopped.'),
     }),
     Policy: object({
       type: str('queue: value is the seconds the oldest request may wait; concurrency: queued requests.', {

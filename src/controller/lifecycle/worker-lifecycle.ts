@@ -24,7 +24,7 @@ import type { GpuLedger } from '../placement/gpu-ledger.js';
 import type { RoutingTable } from '../routing-table.js';
 import { runtimeErrorFields } from '../runtime-outage.js';
 import { followed } from '../runtime-wait.js';
-import { adoptedRecord, hasContainer, type ManagedWorker } from '../workers/managed-worker.js';
+import { adoptedRecord, hasContainer, isInTier, type ManagedWorker } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import { RefusedTransitionError, transition } from './lifecycle-table.js';
 
@@ -33,7 +33,7 @@ export interface WorkerLifecycleOptions {
   gpus: GpuLedger;
   routes: Pick<RoutingTable, 'publishRoutable'>;
   prober: Pick<HealthProber, 'schedule' | 'stop'>;
-  runtime: Pick<WorkerRuntime, 'remove'>;
+  runtime: Pick<WorkerRuntime, 'remove' | 'idleTiers'>;
   crashes: CrashLedger;
   logger: ControllerLogger;
   clock: Clock;
@@ -165,7 +165,7 @@ export class WorkerLifecycle {
     this.#adoptedIds.add(record.id);
     this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
     if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
-    else if (endpoint) this.#o.prober.schedule(record.id, 0);
+    else if (endpoint && !isInTier(record.state)) this.#o.prober.schedule(record.id, 0);
   }
 
   /** A followed worker shows its runtime's state and words until it runs; then it is probed as a started one. */
@@ -324,6 +324,7 @@ export class WorkerLifecycle {
     gpus.releaseStarted(workerId, gpuUuids);
     const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
     try {
+      await this.#thawBeforeRemoval(workerId);
       await this.#o.runtime.remove(workerId);
       this.released(workerId);
       return undefined;
@@ -334,6 +335,24 @@ export class WorkerLifecycle {
     } finally {
       keep?.();
       this.#o.poke();
+    }
+  }
+
+  /**
+   * A frozen or suspended worker is thawed before its removal: a stopped process would take its stop signal only
+   * at its grace period's end (SIGKILL). Its failure is the removal's to meet.
+   */
+  async #thawBeforeRemoval(workerId: string): Promise<void> {
+    const record = this.#o.book.get(workerId);
+    const tiers = this.#o.runtime.idleTiers;
+    if (record?.tierSince === undefined || !tiers) return;
+    try {
+      await tiers.thaw(workerId);
+    } catch (error) {
+      this.#o.logger.warn(
+        { ...runtimeErrorFields(error), workerId },
+        'cannot thaw worker before its removal',
+      );
     }
   }
 
