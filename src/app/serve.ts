@@ -20,6 +20,7 @@ import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
+import { gpuCheckpointerFor } from './gpu-checkpointer.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
@@ -202,6 +203,7 @@ function runtimeFor(config: Config, installationId: string, logger: Logger): Pro
     logger,
     simulatedGpus: config.gpus.kind === 'simulated',
     sandbox: config.workers.sandbox,
+    checkpointer: gpuCheckpointerFor(config),
     allowRoot: config.localAllowRoot,
     kubernetes: {
       ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),
