@@ -167,6 +167,12 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
         : `${m.coldStarts.count} (mean ${msText(m.coldStarts.meanMs)})`,
     ],
   );
+  const wakes = m.wakes ? Object.entries(m.wakes).filter(([, w]) => w.count > 0) : [];
+  if (wakes.length > 0)
+    pairs.push([
+      'Wakes by tier',
+      wakes.map(([tier, w]) => `${tier} ${w.count} (mean ${msText(w.meanMs)})`).join(', '),
+    ]);
   return formatKeyValues(pairs);
 }
 

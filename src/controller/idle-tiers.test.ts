@@ -79,6 +79,10 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     await start(false);
     const e = await h.create(tiered(60));
     const worker = await serving(e);
+    // Its start was a cold one: its phases are published for the gateway's Server-Timing.
+    const cold = h.routes.routableWorkers(e.id)[0]?.wake;
+    expect(cold?.tier).toBe('cold');
+    expect(cold?.phases.map((p) => p.name)).toEqual(['placement', 'pull', 'create', 'ready']);
     await idle(e);
     await h.eventually(() => expect(tierOf(worker.id)).toBe('frozen'));
     expect(only(e)).toMatchObject({ id: worker.id, state: 'frozen', gpuUuids: [GPU0] });

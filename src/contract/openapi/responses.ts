@@ -137,6 +137,21 @@ function endpointMetricsSchema(): Schema {
         },
         required: ['count', 'meanMs'],
       },
+      wakes: {
+        type: ['object', 'null'],
+        description:
+          'The same wakes from zero by the tier their worker came from: thaw (a frozen worker), restore (a suspended one), cold (a new one). Null without a gateway in this process.',
+        properties: Object.fromEntries(
+          ['thaw', 'restore', 'cold'].map((tier) => [
+            tier,
+            {
+              type: 'object',
+              properties: { count: int(), meanMs: { type: ['number', 'null'] } },
+              required: ['count', 'meanMs'],
+            },
+          ]),
+        ),
+      },
       desiredWorkers: {
         type: ['integer', 'null'],
         description:

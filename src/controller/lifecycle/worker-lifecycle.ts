@@ -10,6 +10,7 @@ import type { Endpoint } from '../../domain/endpoint.js';
 import type { NewEvent } from '../../domain/records.js';
 import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { Clock } from '../../ports/clock.js';
+import type { WakeReport } from '../../ports/routing-view.js';
 import { exitDescription } from '../../runtime/exit-description.js';
 import type { RuntimeEvent, RuntimeWorker, WorkerRuntime } from '../../runtime/types.js';
 import { type ContainerResponse, eventResponse } from '../container-changes.js';
@@ -55,6 +56,25 @@ export interface Move {
   state: WorkerState;
   message: string;
   error?: WorkerErrorCode | '';
+}
+
+/** A cold start's phases (the gateway's Server-Timing): placement, pull, create, ready; undefined if not all seen. */
+export function coldWake(
+  record: Pick<ManagedWorker, 'createdAt' | 'placedAt' | 'pulledAt' | 'startedAt'>,
+  readyAt: number,
+): WakeReport | undefined {
+  const { createdAt, placedAt, pulledAt, startedAt } = record;
+  if (placedAt === undefined || pulledAt === undefined || startedAt === null) return undefined;
+  return {
+    tier: 'cold',
+    phases: [
+      { name: 'placement', ms: placedAt - createdAt },
+      { name: 'pull', ms: pulledAt - placedAt },
+      { name: 'create', ms: startedAt - pulledAt },
+      { name: 'ready', ms: readyAt - startedAt },
+    ],
+    at: readyAt,
+  };
 }
 
 export class WorkerLifecycle {
@@ -252,6 +272,8 @@ export class WorkerLifecycle {
         // An adopted worker's createdAt is its container's: the histogram would record its whole age.
         if (!this.#adoptedIds.has(record.id)) {
           this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+          const wake = coldWake(record, record.readyAt);
+          if (wake) record.wake = wake;
         }
       }
       this.move(record, { state: 'running', message: '' });
