@@ -119,7 +119,8 @@ export class TierKeeper {
     for (const { workerId, forEndpointId } of evictions) {
       const record = book.get(workerId);
       if (!record) continue;
-      const forWhom = `a worker of endpoint ${live.get(forEndpointId)?.spec.name ?? forEndpointId}`;
+      const spec = live.get(forEndpointId)?.spec;
+      const forWhom = `a worker of endpoint ${spec?.name || spec?.appName || forEndpointId}`;
       record.evictedFor = forWhom;
       const keepsSuspended = (live.get(record.endpointId)?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
       if (this.suspendable && keepsSuspended) this.#moves.suspend(record, 'GPU pressure', forWhom);
