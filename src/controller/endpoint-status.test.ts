@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { sampleEndpoint, sampleWorker } from '../../test/support/fixtures.js';
 import type { EndpointState } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
 import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './crashes/backoff.js';
@@ -11,22 +11,7 @@ const endpoint = (min: number, was: EndpointState) => ({
   status: { state: was, error: '', message: '' },
 });
 
-const worker = (state: WorkerState): ManagedWorker => ({
-  id: `w-${state}`,
-  endpointId: 'e',
-  ownerId: 'o',
-  revision: 1,
-  state,
-  error: '',
-  message: '',
-  healthy: state === 'running',
-  healthCause: '',
-  gpuUuids: [],
-  address: null,
-  createdAt: 0,
-  startedAt: state === 'pending' ? null : 0,
-  readyAt: state === 'running' ? 1 : null,
-});
+const worker = (state: WorkerState): ManagedWorker => sampleWorker(state, { id: `w-${state}`, createdAt: 0 });
 
 const failures = (n: number) => {
   let crash = NO_CRASHES;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { sampleEndpoint, sampleWorker } from '../../test/support/fixtures.js';
 import type { WorkerState } from '../domain/worker.js';
 import { NO_CRASHES } from './crashes/backoff.js';
 import { type EndpointPlanInput, type PlanAction, planEndpoint } from './planner.js';
@@ -14,23 +14,9 @@ const endpoint = (keepFrozenSeconds: number, keepSuspendedSeconds = 0, revision 
   revision,
 });
 
-const worker = (id: string, state: WorkerState, extra: Partial<ManagedWorker> = {}): ManagedWorker => ({
-  id,
-  endpointId: 'e',
-  ownerId: 'o',
-  revision: 1,
-  state,
-  error: '',
-  message: '',
-  healthy: state === 'running',
-  gpuUuids: ['g0'],
-  address: null,
-  createdAt: 1,
-  startedAt: 0,
-  readyAt: state === 'running' ? 1 : null,
-  healthCause: '',
-  ...extra,
-});
+/** The planner's fixture worker with a name of its own, holding a GPU. */
+const worker = (id: string, state: WorkerState, extra: Partial<ManagedWorker> = {}): ManagedWorker =>
+  sampleWorker(state, { id, gpuUuids: ['g0'], ...extra });
 
 const BOTH = { freeze: true, suspend: true };
 const FREEZE_ONLY = { freeze: true, suspend: false };

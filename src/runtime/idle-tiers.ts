@@ -5,6 +5,7 @@
  * GPU). A runtime without a freezer (kubernetes) has no `idleTiers`; `idleTiersOff` says why.
  */
 import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
+import { RuntimeError } from './types.js';
 
 export type IdleTier = 'frozen' | 'suspended';
 
@@ -46,33 +47,63 @@ export function suspendSupport(checkpointer: GpuCheckpointer | undefined): TierS
   return availability.available ? { available: true } : { available: false, reason: availability.reason };
 }
 
-/**
- * Suspends the GPU processes among `pids` in the order the driver needs (ports/gpu-checkpoint.ts): the caller has
- * thawed them; each is locked and checkpointed. Returns the GPU memory each GPU held.
- */
-export async function checkpointProcesses(
-  checkpointer: GpuCheckpointer,
-  pids: readonly number[],
-  deadlineMs: number,
-): Promise<SuspendedState> {
-  const processes = await checkpointer.gpuProcesses(pids);
-  const gpuBytes: Record<string, number> = {};
-  for (const p of processes) {
-    await checkpointer.suspend(p.pid, { deadlineMs });
-    gpuBytes[p.gpuUuid] = (gpuBytes[p.gpuUuid] ?? 0) + p.usedBytes;
-  }
-  return { gpuBytes };
+/** What a runtime does to one worker for a suspend or a restore: thaw and freeze it, list its processes' host pids. */
+export interface FrozenWorker {
+  thaw(): Promise<void>;
+  freeze(): Promise<void>;
+  pids(): Promise<number[]>;
 }
 
-/** Restores every process among `pids` the driver holds checkpointed (the caller has thawed them). */
-export async function restoreProcesses(
-  checkpointer: GpuCheckpointer,
-  pids: readonly number[],
-  deadlineMs: number,
-): Promise<void> {
-  for (const pid of pids) {
-    if ((await checkpointer.state(pid, { deadlineMs })) === 'checkpointed')
-      await checkpointer.resume(pid, { deadlineMs });
+/**
+ * Suspend and restore in the driver's order (ports/gpu-checkpoint.ts), for every runtime: a stopped process cannot be
+ * checkpointed, so a suspend thaws the worker, checkpoints each process holding GPU memory, then freezes it again; a
+ * restore thaws it, then restores each process the driver holds checkpointed.
+ */
+export class CheckpointSteps {
+  readonly suspendable: TierSupport;
+  readonly #checkpointer: GpuCheckpointer | undefined;
+
+  /** Each runtime's idle tiers extend this: `suspendable` says whether `checkpointer` can be used, and why not. */
+  constructor(checkpointer: GpuCheckpointer | undefined) {
+    this.#checkpointer = checkpointer;
+    this.suspendable = suspendSupport(checkpointer);
+  }
+
+  protected async suspendWorker(worker: FrozenWorker, deadlineMs: number): Promise<SuspendedState> {
+    const checkpointer = this.#usable();
+    await worker.thaw();
+    const processes = await checkpointer.gpuProcesses(await worker.pids());
+    const gpuBytes: Record<string, number> = {};
+    for (const p of processes) {
+      await checkpointer.suspend(p.pid, { deadlineMs });
+      gpuBytes[p.gpuUuid] = (gpuBytes[p.gpuUuid] ?? 0) + p.usedBytes;
+    }
+    await worker.freeze();
+    return { gpuBytes };
+  }
+
+  protected async restoreWorker(worker: Omit<FrozenWorker, 'freeze'>, deadlineMs: number): Promise<void> {
+    const checkpointer = this.#usable();
+    await worker.thaw();
+    for (const pid of await worker.pids()) {
+      if ((await checkpointer.state(pid, { deadlineMs })) === 'checkpointed')
+        await checkpointer.resume(pid, { deadlineMs });
+    }
+  }
+
+  /** Whether the driver holds one of these processes checkpointed (an adopted worker's tier after a restart). */
+  protected async anyCheckpointed(pids: readonly number[], deadlineMs: number): Promise<boolean> {
+    return anyCheckpointed(this.#checkpointer, pids, deadlineMs);
+  }
+
+  #usable(): GpuCheckpointer {
+    const checkpointer = this.#checkpointer;
+    if (!checkpointer || !this.suspendable.available)
+      throw new RuntimeError(
+        'RUNTIME_ERROR',
+        'this runtime cannot suspend workers: no GPU checkpoint support',
+      );
+    return checkpointer;
   }
 }
 

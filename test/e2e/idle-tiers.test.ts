@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { callGateway, type GatewayAnswer } from '../support/gateway-call.js';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
@@ -15,39 +15,8 @@ const withDocker = integrationAvailable(
   'start dockerd (scripts/provision.sh does)',
 );
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  ms: number;
-}
-
-/** A request through the gateway with the endpoint's Host header and the operator's key. */
-function viaGateway(server: ServeProcess, appName: string, path: string): Promise<Answer> {
-  const url = new URL(server.gatewayUrl);
-  const started = Date.now();
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path,
-        headers: { host: `${appName}.localhost:${url.port}`, authorization: `Bearer ${KEY}` },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => {
-          body += chunk.toString();
-        });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, ms: Date.now() - started }),
-        );
-      },
-    );
-    req.on('error', (error) => resolve({ status: 0, headers: {}, body: error.message, ms: 0 }));
-    req.end();
-  });
-}
+const viaGateway = (server: ServeProcess, appName: string, path: string) =>
+  callGateway(server, KEY, appName, path);
 
 function docker(args: string[]): string {
   return execFileSync('docker', args, { encoding: 'utf8' }).trim();
@@ -65,7 +34,7 @@ function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<T> {
 }
 
 /** `thaw;dur=3.2` -> 3.2, from a Server-Timing value. */
-function phase(answer: Answer, name: string): number | undefined {
+function phase(answer: GatewayAnswer, name: string): number | undefined {
   const header = String(answer.headers['server-timing'] ?? '');
   const match = new RegExp(`(?:^|, )${name};dur=([\\d.]+)`).exec(header);
   return match?.[1] === undefined ? undefined : Number(match[1]);

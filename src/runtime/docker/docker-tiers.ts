@@ -6,15 +6,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
-import {
-  anyCheckpointed,
-  checkpointProcesses,
-  type IdleTiers,
-  restoreProcesses,
-  type SuspendedState,
-  suspendSupport,
-  type TierSupport,
-} from '../idle-tiers.js';
+import { CheckpointSteps, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
 import { RuntimeError, type RuntimeWorker } from '../types.js';
 import { engineError, reasonOf } from './engine-errors.js';
 
@@ -35,13 +27,12 @@ function alreadyThere(error: unknown): boolean {
   return /is (already )?paused|is not paused/i.test(reasonOf(error));
 }
 
-export class DockerIdleTiers implements IdleTiers {
-  readonly suspendable: TierSupport;
+export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
   readonly #o: DockerTiersOptions;
 
   constructor(options: DockerTiersOptions) {
+    super(options.checkpointer);
     this.#o = options;
-    this.suspendable = suspendSupport(options.checkpointer);
   }
 
   async freeze(workerId: string): Promise<void> {
@@ -52,18 +43,20 @@ export class DockerIdleTiers implements IdleTiers {
     for (const id of await this.#ids(workerId)) await this.#call(id, workerId, 'unpause');
   }
 
-  async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
-    const checkpointer = this.#checkpointer();
-    await this.thaw(workerId);
-    const state = await checkpointProcesses(checkpointer, await this.#pids(workerId), options.deadlineMs);
-    await this.freeze(workerId);
-    return state;
+  suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
+    return this.suspendWorker(this.#worker(workerId), options.deadlineMs);
   }
 
-  async restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
-    const checkpointer = this.#checkpointer();
-    await this.thaw(workerId);
-    await restoreProcesses(checkpointer, await this.#pids(workerId), options.deadlineMs);
+  restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
+    return this.restoreWorker(this.#worker(workerId), options.deadlineMs);
+  }
+
+  #worker(workerId: string) {
+    return {
+      thaw: () => this.thaw(workerId),
+      freeze: () => this.freeze(workerId),
+      pids: () => this.#pids(workerId),
+    };
   }
 
   /** A listed frozen worker is suspended where the driver holds one of its processes checkpointed. */
@@ -71,7 +64,7 @@ export class DockerIdleTiers implements IdleTiers {
     if (worker.tier !== 'frozen' || !this.suspendable.available) return worker;
     try {
       const pids = await this.#pids(worker.workerId);
-      return (await anyCheckpointed(this.#o.checkpointer, pids, STATE_DEADLINE_MS))
+      return (await this.anyCheckpointed(pids, STATE_DEADLINE_MS))
         ? { ...worker, tier: 'suspended' }
         : worker;
     } catch {

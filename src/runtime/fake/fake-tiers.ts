@@ -4,15 +4,7 @@
  * tests, test/support/memory-checkpointer.ts) with a fake pid per worker, in the order the real driver needs.
  */
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
-import {
-  checkpointProcesses,
-  type IdleTier,
-  type IdleTiers,
-  restoreProcesses,
-  type SuspendedState,
-  suspendSupport,
-  type TierSupport,
-} from '../idle-tiers.js';
+import { CheckpointSteps, type IdleTier, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
 import { RuntimeError, type RuntimeEvent } from '../types.js';
 
 export interface FakeTiersOptions {
@@ -24,8 +16,7 @@ export interface FakeTiersOptions {
 
 const FAKE_PID_BASE = 10_000;
 
-export class FakeIdleTiers implements IdleTiers {
-  readonly suspendable: TierSupport;
+export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
   /** freeze/thaw/suspend/restore calls made, in order (tests read them). */
   readonly calls: string[] = [];
   readonly #o: FakeTiersOptions;
@@ -36,8 +27,8 @@ export class FakeIdleTiers implements IdleTiers {
   failNext: string | undefined;
 
   constructor(options: FakeTiersOptions) {
+    super(options.checkpointer);
     this.#o = options;
-    this.suspendable = suspendSupport(options.checkpointer);
   }
 
   /** The fake pid of the worker's one process (what the checkpointer is asked about). */
@@ -79,27 +70,29 @@ export class FakeIdleTiers implements IdleTiers {
     this.#o.emit({ type: 'resumed', workerId });
   }
 
+  /** Thawed for the checkpoint and frozen again after it, as the real runtimes do (no events: Corral's own calls). */
   async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
-    const checkpointer = this.#checkpointer();
     this.#check(workerId, 'suspend');
-    this.#tiers.delete(workerId);
-    const state = await checkpointProcesses(checkpointer, [this.pidOf(workerId)], options.deadlineMs);
+    const state = await this.suspendWorker(this.#worker(workerId), options.deadlineMs);
     this.#tiers.set(workerId, 'suspended');
     return state;
   }
 
   async restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
-    const checkpointer = this.#checkpointer();
     this.#check(workerId, 'restore');
-    this.#tiers.delete(workerId);
-    await restoreProcesses(checkpointer, [this.pidOf(workerId)], options.deadlineMs);
+    await this.restoreWorker(this.#worker(workerId), options.deadlineMs);
   }
 
-  #checkpointer(): GpuCheckpointer {
-    const checkpointer = this.#o.checkpointer;
-    if (!checkpointer || !this.suspendable.available)
-      throw new RuntimeError('RUNTIME_ERROR', 'this runtime cannot suspend workers');
-    return checkpointer;
+  #worker(workerId: string) {
+    return {
+      thaw: async () => {
+        this.#tiers.delete(workerId);
+      },
+      freeze: async () => {
+        this.#tiers.set(workerId, 'frozen');
+      },
+      pids: async () => [this.pidOf(workerId)],
+    };
   }
 
   #check(workerId: string, call: string): void {

@@ -7,16 +7,7 @@
  */
 import fs from 'node:fs';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
-import {
-  anyCheckpointed,
-  checkpointProcesses,
-  type IdleTier,
-  type IdleTiers,
-  restoreProcesses,
-  type SuspendedState,
-  suspendSupport,
-  type TierSupport,
-} from '../idle-tiers.js';
+import { CheckpointSteps, type IdleTier, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
 import { RuntimeError } from '../types.js';
 import { readProcStat } from './proc.js';
 import { signalGroup } from './process-control.js';
@@ -66,13 +57,12 @@ export function isStopped(pid: number): boolean {
   return readProcStat(pid)?.state === 'T';
 }
 
-export class LocalIdleTiers implements IdleTiers {
-  readonly suspendable: TierSupport;
+export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
   readonly #o: LocalTiersOptions;
 
   constructor(options: LocalTiersOptions) {
+    super(options.checkpointer);
     this.#o = options;
-    this.suspendable = suspendSupport(options.checkpointer);
   }
 
   async freeze(workerId: string): Promise<void> {
@@ -86,28 +76,29 @@ export class LocalIdleTiers implements IdleTiers {
   }
 
   async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
-    const checkpointer = this.#checkpointer();
-    const leader = this.#leader(workerId);
-    this.#signal(workerId, 'SIGCONT');
-    const state = await checkpointProcesses(checkpointer, groupPids(leader), options.deadlineMs);
-    this.#signal(workerId, 'SIGSTOP');
+    const state = await this.suspendWorker(this.#worker(workerId), options.deadlineMs);
     this.#o.setTier(workerId, 'suspended');
     return state;
   }
 
-  async restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
-    const checkpointer = this.#checkpointer();
+  restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
+    return this.restoreWorker(this.#worker(workerId), options.deadlineMs);
+  }
+
+  #worker(workerId: string) {
     const leader = this.#leader(workerId);
-    this.#signal(workerId, 'SIGCONT');
-    this.#o.setTier(workerId, undefined);
-    await restoreProcesses(checkpointer, groupPids(leader), options.deadlineMs);
+    return {
+      thaw: () => this.thaw(workerId),
+      freeze: () => this.freeze(workerId),
+      pids: async () => groupPids(leader),
+    };
   }
 
   /** The tier of a worker adopted after a restart: stopped is frozen; with a checkpointed process, suspended. */
   async tierOfAdopted(pid: number): Promise<IdleTier | undefined> {
     if (!isStopped(pid)) return undefined;
     try {
-      const suspended = await anyCheckpointed(this.#o.checkpointer, groupPids(pid), STATE_DEADLINE_MS);
+      const suspended = await this.anyCheckpointed(groupPids(pid), STATE_DEADLINE_MS);
       return suspended ? 'suspended' : 'frozen';
     } catch {
       return 'frozen';
