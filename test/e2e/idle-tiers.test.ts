@@ -80,12 +80,15 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
       join(dataDir, 'corral.yaml'),
       'controller: { reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n',
     );
-    // One simulated GPU: the eviction case needs the two endpoints to want the same one.
-    server = await startServe(
-      ['--runtime', 'docker', '--gpus', 'h100-80g:1', '--config', join(dataDir, 'corral.yaml')],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
-    );
+    server = await serve();
   }, 120_000);
+
+  // One simulated GPU: the eviction case needs the two endpoints to want the same one.
+  const serve = () =>
+    startServe(['--runtime', 'docker', '--gpus', 'h100-80g:1', '--config', join(dataDir, 'corral.yaml')], {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: KEY,
+    });
 
   afterAll(async () => {
     await server?.stop();
@@ -163,5 +166,34 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     expect(phase(again, 'placement')).toBeDefined();
     expect(phase(again, 'ready')).toBeDefined();
     expect((await api(`endpoint/metrics?id=${a}`)).body.wakes.cold.count).toBe(2);
+    for (const id of [a, b]) await api('endpoint/delete', { id });
+    await until(() => expect([...containersOf(a), ...containersOf(b)]).toEqual([]), 30_000);
+  }, 90_000);
+
+  it('kill -9 of corral serve with a frozen worker: the restarted process adopts it frozen (one container, still paused), and a request thaws it', async () => {
+    const id = await create('tier-restart', { keepFrozen: 600 });
+    const first = await viaGateway(server, 'tier-restart', '/work?ms=1');
+    expect(first.status, first.body).toBe(200);
+    const [container] = containersOf(id);
+    await until(
+      () => expect(docker(['inspect', '-f', '{{.State.Status}}', container ?? ''])).toBe('paused'),
+      FROZEN_WITHIN_MS,
+    );
+    server.child.kill('SIGKILL');
+    await new Promise((resolve) => server.child.once('exit', resolve));
+    server = await serve();
+    await until(async () => {
+      const [adopted] = await workersOf(id);
+      expect(adopted).toMatchObject({ state: { state: 'frozen' } });
+      expect(adopted?.state.message).toMatch(/^frozen since \S+Z \(adopted after a restart\)$/);
+    }, 30_000);
+    expect(containersOf(id)).toEqual([container]);
+    expect(docker(['inspect', '-f', '{{.State.Status}}', container ?? ''])).toBe('paused');
+
+    const woken = await viaGateway(server, 'tier-restart', '/work?ms=1');
+    expect(woken.status, woken.body).toBe(200);
+    expect(woken.headers['x-corral-worker']).toBe(first.headers['x-corral-worker']);
+    expect(phase(woken, 'thaw')).toBeDefined();
+    expect(containersOf(id)).toEqual([container]);
   }, 90_000);
 });
