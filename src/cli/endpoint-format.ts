@@ -125,12 +125,16 @@ function stateText(state: WireState): string {
   return state.error === '' ? state.state : `${state.state} (${state.error})`;
 }
 
-/** Serving workers of those meant to serve; failed ones apart, so that 1/3 never hides two crashed workers. */
+/**
+ * Serving workers of those meant to serve; failed ones apart, so that 1/3 never hides two crashed workers, and idle
+ * ones resting in a tier apart (they serve again once woken).
+ */
 function workersText(e: WireEndpoint): string {
-  const failed = e.workers.filter((w) => w.state.state === 'failed').length;
-  const live = e.workers.filter((w) => w.state.state !== 'failed' && w.state.state !== 'stopped');
+  const count = (state: string) => e.workers.filter((w) => w.state.state === state).length;
+  const apart = ['failed', 'frozen', 'suspended'].filter((s) => count(s) > 0).map((s) => `${count(s)} ${s}`);
+  const live = e.workers.filter((w) => !['failed', 'stopped', 'frozen', 'suspended'].includes(w.state.state));
   const ready = live.filter((w) => w.healthy && w.state.state === 'running').length;
-  return `${ready}/${live.length}${failed > 0 ? ` (${failed} failed)` : ''}`;
+  return `${ready}/${live.length}${apart.length > 0 ? ` (${apart.join(', ')})` : ''}`;
 }
 
 function indent(text: string): string {

@@ -119,6 +119,19 @@ describe('endpointStatus during a run of worker failures', () => {
     expect(status.state).toBe(state);
   });
 
+  it.each([
+    [[], 'scaled to zero; a request wakes it'],
+    [['frozen'], 'scaled to zero, 1 frozen; a request wakes one'],
+    [['frozen', 'frozen', 'suspended'], 'scaled to zero, 2 frozen, 1 suspended; a request wakes one'],
+  ] as const)('scaled to zero with %j workers resting in a tier: serving, and says so', (states, message) => {
+    const workers = states.map((state, i) => ({ ...worker(state), id: `w${i}` }));
+    expect(endpointStatus(endpoint(0, 'serving'), workers, NO_CRASHES, DEFAULT_BACKOFF, undefined)).toEqual({
+      state: 'serving',
+      error: '',
+      message,
+    });
+  });
+
   it('a crash loop with a worker serving meanwhile stays failed and says so', () => {
     const status = endpointStatus(
       endpoint(1, 'failed'),
