@@ -7,6 +7,7 @@
  * the worker book, the health prober, the GPU ledger, the crash ledger and the store write-back. It publishes
  * routable workers to the routing table and asks the autoscaler how many it wants.
  */
+import { totalmem } from 'node:os';
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemTimers } from '../ports/clock.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
@@ -25,8 +26,10 @@ import { HealthProber, type ProbeTarget } from './health/health-prober.js';
 import { appPortOf } from './health/health-report.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
+import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
+import { OwnerChanges } from './owner-changes.js';
 import { type PassReport, reportEndpoint, reportPass } from './pass-report.js';
 import { GpuLedger } from './placement/gpu-ledger.js';
 import { inventoryPlacement, type WorkerPlacement } from './placement/worker-placement.js';
@@ -39,7 +42,7 @@ import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
 import { isStarted, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
 import { WorkerBook } from './workers/worker-book.js';
-import { fencedWorkerWrites } from './write-back.js';
+import { deleteStaleRows } from './write-back.js';
 
 export type {
   ControllerLogger,
@@ -61,6 +64,7 @@ type OptionalOptions =
   | 'readOnlyStorages'
   | 'resolveEnv'
   | 'outputs'
+  | 'suspendBudgetBytes'
   | 'fence'
   | 'retry';
 
@@ -82,13 +86,15 @@ export class Controller {
   /** Every state change of a worker (lifecycle/worker-lifecycle.ts), starts and owners' drains. */
   readonly #lifecycle: WorkerLifecycle;
   readonly #starter: WorkerStarter;
+  /** Frozen and suspended workers (lifecycle/tier-keeper.ts); absent where the runtime has no idle tiers. */
+  readonly #tiers: TierKeeper | undefined;
   readonly #ownerDrains: OwnerDrains;
   /** The observe step: what a listing says of the workers (runtime-observer.ts). */
   readonly #observer: RuntimeObserver;
   /** Whether the runtime answers; while it does not, passes only report (and the gateway refuses new work). */
   readonly #outage: RuntimeOutage;
-  /** Endpoint id -> its updatedAt at the last pass: an owner's change (update, start) gives it a new try. */
-  #seenUpdatedAt = new Map<string, number>();
+  /** An owner's change (update, start) gives its endpoint a new try (owner-changes.ts). */
+  readonly #ownerChanges: OwnerChanges;
   /** What is reconciled next: endpoints by id, or the whole pass (queue/work-queue.ts). */
   readonly #queue: WorkQueue<string>;
   readonly #unsubscribe: (() => void)[] = [];
@@ -110,6 +116,7 @@ export class Controller {
     this.#placement = options.placement ?? inventoryPlacement(options.gpus);
     this.#snapshot = new EndpointSnapshot({ source: this.#o.store.endpoints });
     this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
+    this.#ownerChanges = new OwnerChanges({ clear: (endpointId) => this.#crashes.clear(endpointId) });
     this.#outage = new RuntimeOutage({ logger: this.#o.logger });
     this.#queue = reconcileQueue({
       timers: this.#o.timers,
@@ -138,8 +145,7 @@ export class Controller {
         this.#lifecycle.probed(workerId, healthy, flipped, cause),
     });
     const o = this.#o;
-    const poke = (endpointId?: string) =>
-      endpointId === undefined ? this.poke() : this.pokeEndpoint(endpointId);
+    const poke = (id?: string) => (id === undefined ? this.poke() : this.pokeEndpoint(id));
     this.#lifecycle = new WorkerLifecycle({
       book: this.#book,
       gpus: this.#gpus,
@@ -157,6 +163,23 @@ export class Controller {
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
     });
+    const idleTiers = o.runtime.idleTiers;
+    this.#tiers = idleTiers
+      ? new TierKeeper({
+          tiers: idleTiers,
+          book: this.#book,
+          lifecycle: this.#lifecycle,
+          placement: this.#placement,
+          heldGpus: () => this.heldGpus(),
+          prober: this.#prober,
+          logger: o.logger,
+          clock: o.clock,
+          poke,
+          awaitDrained: o.awaitDrained,
+          endpoints: () => this.#endpoints,
+          suspendBudgetBytes: o.suspendBudgetBytes ?? Math.floor(totalmem() / 2),
+        })
+      : undefined;
     this.#ownerDrains = new OwnerDrains({ book: this.#book, lifecycle: this.#lifecycle, logger: o.logger });
     this.#observer = new RuntimeObserver({
       book: this.#book,
@@ -197,8 +220,7 @@ export class Controller {
       this.#lifecycle.containerEvent(event);
       // A worker this controller knows: its endpoint alone; any other (to adopt, say) is the whole pass's.
       const endpointId = this.#book.get(event.workerId)?.endpointId;
-      if (endpointId === undefined) poke();
-      else this.pokeEndpoint(endpointId);
+      endpointId === undefined ? poke() : this.pokeEndpoint(endpointId);
     };
     this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
@@ -269,8 +291,8 @@ export class Controller {
     const live = new Map(endpoints.map((e) => [e.id, e]));
     observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
-    this.#giveChangedOnesATry(endpoints);
-    if (!this.#adopted) await this.#forgetStaleRows(observed);
+    this.#ownerChanges.sawAll(endpoints);
+    if (!this.#adopted) await deleteStaleRows(this.#o.store, this.#o.fence, observed);
     this.#adopted = true;
     this.#endpoints = live;
     this.#o.outputs?.retain(new Set(live.keys()));
@@ -285,6 +307,7 @@ export class Controller {
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
     this.#crashes.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
+    this.#tiers?.keepBudget([...this.#book.all()]);
     await this.#reportAndPublish(endpoints);
   }
 
@@ -313,11 +336,11 @@ export class Controller {
     else live.delete(endpointId);
     observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
+    this.#ownerChanges.saw(endpointId, endpoint);
     const scope = this.#book.ofEndpoint(endpointId);
     this.#observer.observe({ workers: observed, number: listing, scope }, live, now);
     this.#ownerDrains.apply(drainRequested);
     if (endpoint) {
-      this.#giveItATry(endpoint);
       this.#images.syncOne(endpoint, now);
       this.#apply(endpoint, this.#plan(endpoint, now), now);
     } else {
@@ -329,7 +352,6 @@ export class Controller {
 
   /** An endpoint deleted: its workers go, and what was kept of it. */
   #forgetEndpoint(endpointId: string, live: Map<string, Endpoint>): void {
-    this.#seenUpdatedAt.delete(endpointId);
     this.#images.forget(endpointId);
     for (const record of this.#book.ofEndpoint(endpointId))
       this.#lifecycle.drainAndRemove(record, 'its endpoint was deleted');
@@ -346,32 +368,6 @@ export class Controller {
     await this.#reportAndPublish(endpoints);
   }
 
-  /** The same for one endpoint. */
-  #giveItATry(endpoint: Endpoint): void {
-    const before = this.#seenUpdatedAt.get(endpoint.id);
-    this.#seenUpdatedAt.set(endpoint.id, endpoint.updatedAt);
-    if ((before ?? endpoint.updatedAt) !== endpoint.updatedAt) this.#crashes.clear(endpoint.id);
-  }
-
-  /** An endpoint its owner changed since the last pass (a new image, a start) has no failures held against it. */
-  #giveChangedOnesATry(endpoints: Endpoint[]): void {
-    const before = this.#seenUpdatedAt;
-    this.#seenUpdatedAt = new Map(endpoints.map((e) => [e.id, e.updatedAt]));
-    for (const [id, at] of this.#seenUpdatedAt) if ((before.get(id) ?? at) !== at) this.#crashes.clear(id);
-  }
-
-  // ---- observe ----
-
-  /** Rows left by a previous run for workers the runtime no longer has are stale. */
-  async #forgetStaleRows(observed: RuntimeWorker[]): Promise<void> {
-    const present = new Set(observed.map((w) => w.workerId));
-    const stale = (await this.#o.store.workers.listAll()).filter((row) => !present.has(row.id));
-    if (stale.length === 0) return;
-    await fencedWorkerWrites(this.#o.store, this.#o.fence, async (workers) => {
-      for (const row of stale) await workers.delete(row.id);
-    });
-  }
-
   // ---- plan and apply ----
 
   #plan(endpoint: Endpoint, now: number): PlanAction[] {
@@ -383,6 +379,7 @@ export class Controller {
       workers,
       desiredWorkers: advice?.desired ?? endpoint.spec.workers.minWorkers,
       preferredVictims: advice?.victims ?? [],
+      ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -398,7 +395,8 @@ export class Controller {
       }
       const record = this.#book.get(action.workerId);
       if (!record) continue;
-      if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
+      if (isTierAction(action)) this.#tiers?.apply(action, record, this.#endpoints);
+      else if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
       else this.#lifecycle.failByPlan(record, action.code, action.message, now);
     }
     this.#lifecycle.trimFailed(endpoint.id);
@@ -443,6 +441,7 @@ export class Controller {
         changed.add(record.endpointId);
       }
     }
+    if (result.pending.length > 0) this.#tiers?.relieve([...this.#book.all()], result.pending, live);
     return changed;
   }
 

@@ -10,7 +10,7 @@ import { mayBeRestarting, movedAddress } from './container-changes.js';
 import type { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import type { GpuLedger } from './placement/gpu-ledger.js';
 import { followsRuntime } from './runtime-wait.js';
-import { isStarted, type ManagedWorker } from './workers/managed-worker.js';
+import { isInTier, isStarted, type ManagedWorker } from './workers/managed-worker.js';
 import type { WorkerBook } from './workers/worker-book.js';
 
 export interface RuntimeObserverOptions {
@@ -46,7 +46,7 @@ export class RuntimeObserver {
       const record = book.get(container.workerId);
       if (!record) {
         lifecycle.adopt(container, live.get(container.endpointId), now);
-      } else if (container.phase === 'exited' && (isStarted(record.state) || this.follows(record))) {
+      } else if (container.phase === 'exited' && (isPresent(record.state) || this.follows(record))) {
         if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
         lifecycle.containerExited(record, container, now);
       } else if (this.follows(record)) {
@@ -57,7 +57,7 @@ export class RuntimeObserver {
       }
     }
     for (const record of [...listing.scope]) {
-      const present = isStarted(record.state) || this.follows(record);
+      const present = isPresent(record.state) || this.follows(record);
       if (present && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing.number)) {
         lifecycle.workerDied(record, 'its container disappeared', now);
       }
@@ -77,4 +77,9 @@ export class RuntimeObserver {
     if (this.#o.gpus.isCreating(workerId)) return false;
     return this.#o.lifecycle.createdAtListing(workerId) < listing;
   }
+}
+
+/** A worker whose container the runtime should list: started, or resting in an idle tier. */
+function isPresent(state: ManagedWorker['state']): boolean {
+  return isStarted(state) || isInTier(state);
 }

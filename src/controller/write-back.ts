@@ -45,6 +45,20 @@ export async function fencedWorkerWrites(
   await store.leases.fenced(fence.claim(), (trx) => write(new WorkerRepository({ db: trx })));
 }
 
+/** Rows left by a previous run for workers the runtime no longer has (`observed`: what it has) are deleted. */
+export async function deleteStaleRows(
+  store: Store,
+  fence: WriteFence | undefined,
+  observed: readonly { workerId: string }[],
+): Promise<void> {
+  const present = new Set(observed.map((w) => w.workerId));
+  const stale = (await store.workers.listAll()).filter((row) => !present.has(row.id));
+  if (stale.length === 0) return;
+  await fencedWorkerWrites(store, fence, async (workers) => {
+    for (const row of stale) await workers.delete(row.id);
+  });
+}
+
 /** Reports each endpoint's new status (`statusOf`) where it changed, with a `state` event naming it. */
 export async function writeStatuses(
   store: Store,
