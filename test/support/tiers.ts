@@ -51,7 +51,9 @@ export const POSTGRES_RERUN = [
   'src/store/leases.test.ts',
   'src/store/secrets.test.ts',
   'src/store/store.test.ts',
+  'src/store/webhooks.test.ts',
   'src/store/worker-outputs.test.ts',
+  'src/webhooks/outbox.test.ts',
 ];
 
 /** The tier of a test file, by its path from the repository root. */
