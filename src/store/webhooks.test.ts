@@ -45,9 +45,15 @@ describe.each(storeTargets())('webhook tables on $name', (target: StoreTarget) =
     });
     const first = { endpointId: endpoint.id, ownerId: endpoint.ownerId, sealed: 'sealed-1', createdAt: 1 };
     expect(await store.webhookSecrets.getOrInsert(first)).toEqual(first);
-    expect(await sibling.webhookSecrets.getOrInsert({ ...first, sealed: 'sealed-2', createdAt: 2 })).toEqual(first);
+    expect(await sibling.webhookSecrets.getOrInsert({ ...first, sealed: 'sealed-2', createdAt: 2 })).toEqual(
+      first,
+    );
     await store.webhookSecrets.replace({ ...first, sealed: 'sealed-3', createdAt: 3 });
-    expect(await store.webhookSecrets.get(endpoint.id)).toEqual({ ...first, sealed: 'sealed-3', createdAt: 3 });
+    expect(await store.webhookSecrets.get(endpoint.id)).toEqual({
+      ...first,
+      sealed: 'sealed-3',
+      createdAt: 3,
+    });
     await store.webhookSecrets.deleteOfGoneEndpoints();
     expect(await store.webhookSecrets.get(endpoint.id)).toBeDefined();
     await deleteEndpoint(store, endpoint);
