@@ -41,6 +41,7 @@ export const POSTGRES_RERUN = [
   'src/api/secret-env-bound.test.ts',
   'src/api/secrets.test.ts',
   'src/api/validation.test.ts',
+  'src/api/webhook-secrets.test.ts',
   'src/api/worker-output.test.ts',
   'src/cluster/membership-watch.test.ts',
   'src/cluster/routing-source.test.ts',
