@@ -8,23 +8,14 @@
 import { randomBytes } from 'node:crypto';
 import { webhookHeaders } from '../crypto/webhook-signature.js';
 import { type Clock, nextTurn, type Timers } from '../ports/clock.js';
+import type { JobWebhookRequest } from '../ports/job-webhooks.js';
 import type { WebhookDeliveryRecord, WebhookDeliveryRepository } from '../store/webhook-deliveries.js';
 import { DEFAULT_RETRY_POLICY, nextAttemptAt, type RetryPolicy } from './backoff.js';
 import { type PostOutcome, pinnedPost } from './pinned-post.js';
 import { type LookupAll, resolveWebhookTarget, systemLookupAll, type TargetPolicy } from './target-guard.js';
 
-/** What the jobs core hands over when a job reaches a terminal status. */
-export interface WebhookRequest {
-  ownerId: string;
-  endpointId: string;
-  jobId: string;
-  /** The job's `webhook`, checked at `run` with `checkWebhookTarget`. */
-  url: string;
-  /** The job's status body (JSON), posted as it is. */
-  body: string;
-  /** The `webhook-id`; a new `msg_` id by default. Enqueuing the same id twice delivers once. */
-  id?: string;
-}
+/** What the jobs core hands over when a job reaches a terminal status (ports/job-webhooks.ts). */
+export type WebhookRequest = JobWebhookRequest;
 
 export interface WebhookLogger {
   info(data: object, message: string): void;
