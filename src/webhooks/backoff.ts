@@ -9,7 +9,7 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-/** 10 attempts over about 17 minutes: 2 s, 4 s, 8 s ... capped at 5 min. */
+/** 10 attempts, the waits between them 2 s, 4 s, 8 s ... capped at 5 min: 810 s (13.5 min) of waits in all. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxAttempts: 10,
   firstDelayMs: 2_000,
