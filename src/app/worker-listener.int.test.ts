@@ -10,10 +10,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../../test/support/integration.js';
 import { dockerAvailable, ensureTestImage } from '../../test/support/test-image.js';
+import { createWorkerNetwork, removeNetworks } from '../../test/support/worker-network.js';
 import { HostGuard } from '../runtime/docker/host-guard.js';
-import { ensureListenerNetwork, firstHost, listenerNetworkName } from '../runtime/docker/listener-network.js';
-import { bridgeName } from '../runtime/docker/sandbox.js';
-import { LABELS } from '../runtime/types.js';
+import { ensureListenerNetwork, listenerNetworkName } from '../runtime/docker/listener-network.js';
 import { workerFacingBaseUrl } from './worker-facing-url.js';
 import { type RunningWorkerListener, startWorkerListener } from './worker-listener.js';
 
@@ -85,20 +84,7 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
     // Another service of the host, on every address: workers must not reach it.
     hostService = createServer((_request, response) => response.end('host service'));
     await new Promise<void>((resolve) => hostService.listen(0, '0.0.0.0', resolve));
-    await docker.createNetwork({
-      Name: workerNetwork,
-      Driver: 'bridge',
-      Labels: { [LABELS.managed]: 'true' },
-      Options: {
-        'com.docker.network.bridge.name': bridgeName(workerNetwork),
-        'com.docker.network.bridge.enable_icc': 'false',
-      },
-    });
-    const inspected = (await docker.getNetwork(workerNetwork).inspect()) as {
-      IPAM: { Config: { Subnet: string; Gateway?: string }[] };
-    };
-    const config = inspected.IPAM.Config[0];
-    workerGateway = config?.Gateway ?? firstHost(config?.Subnet ?? '') ?? '';
+    workerGateway = (await createWorkerNetwork(docker, workerNetwork)).gateway;
   }, 240_000);
 
   afterAll(async () => {
@@ -106,12 +92,7 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
     await new HostGuard({ logger, blockHost: true, storageNosuid: false }).firewall();
     await listener?.close();
     await new Promise((resolve) => hostService?.close(resolve));
-    for (const name of [workerNetwork, listenerNetworkName(installationId)]) {
-      await docker
-        .getNetwork(name)
-        .remove()
-        .catch(() => undefined);
-    }
+    await removeNetworks(docker, [workerNetwork, listenerNetworkName(installationId)]);
   });
 
   it('a worker reaches the listener and its routes, and still no other host port or address', async () => {
