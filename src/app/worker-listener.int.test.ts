@@ -1,15 +1,15 @@
 // The worker-facing listener on Docker, with the real engine and the host guard's real iptables rules: a container
 // on a worker network reaches the listener's address and port (its routes; 404 for the rest), and still not another
 // port of the host, nor the listener's port at another host address. Needs root, iptables and Docker.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { integrationAvailable } from '../../test/support/integration.js';
-import { dockerAvailable, ensureTestImage } from '../../test/support/test-image.js';
+import { guardedDockerAvailable } from '../../test/support/host-guard.js';
+import { ensureTestImage } from '../../test/support/test-image.js';
 import { createWorkerNetwork, removeNetworks } from '../../test/support/worker-network.js';
 import { HostGuard } from '../runtime/docker/host-guard.js';
 import { ensureListenerNetwork, listenerNetworkName } from '../runtime/docker/listener-network.js';
@@ -17,13 +17,7 @@ import { workerFacingBaseUrl } from './worker-facing-url.js';
 import { type RunningWorkerListener, startWorkerListener } from './worker-listener.js';
 
 const logger = pino({ level: 'silent' });
-const canGuard =
-  process.getuid?.() === 0 && spawnSync('iptables', ['-w', '-S', 'INPUT'], { stdio: 'ignore' }).status === 0;
-const available = integrationAvailable(
-  'Docker with root and iptables',
-  dockerAvailable() && canGuard,
-  'run as root on a host with a Docker engine and iptables',
-);
+const available = guardedDockerAvailable();
 
 /**
  * What a container on the worker network gets from each URL: `status body`, or `error CODE`. Asynchronous: the

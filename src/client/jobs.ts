@@ -4,7 +4,7 @@
  * endpoint is its id or its appName. Errors are the client's own (errors.ts), as `CorralClient`'s.
  */
 import { CorralProtocolError } from './errors.js';
-import { isRecord, type Query, send, type TransportOptions } from './http.js';
+import { isRecord, makeTransport, type Query, send, type TransportOptions } from './http.js';
 import {
   JOB_STATUSES,
   type JobListParams,
@@ -24,21 +24,18 @@ export interface CorralJobsClientOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
-
 export class CorralJobsClient {
   readonly baseUrl: string;
   readonly #transport: TransportOptions;
 
   constructor(options: CorralJobsClientOptions) {
-    this.baseUrl = gatewayBase(options.baseUrl);
-    const fetchImpl = options.fetch ?? globalThis.fetch;
-    this.#transport = {
-      baseUrl: this.baseUrl,
-      apiKey: options.apiKey,
-      fetch: (input, init) => fetchImpl(input, init),
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    };
+    const transport = makeTransport(options, {
+      what: 'Corral gateway URL',
+      example: 'http://127.0.0.1:8000',
+    });
+    // RunPod's form of the base URL ends in /v2, which every route adds.
+    this.baseUrl = transport.baseUrl.replace(/\/v2$/, '');
+    this.#transport = { ...transport, baseUrl: this.baseUrl };
   }
 
   /** `POST /v2/{endpoint}/run`: queues the job; answers its id and status (IN_QUEUE). */
@@ -106,21 +103,4 @@ function jobOf(body: unknown): WireJob {
 
 function shape(key: string, expected: string): CorralProtocolError {
   return new CorralProtocolError(`unexpected answer from the Corral jobs API: "${key}" is not ${expected}`);
-}
-
-function gatewayBase(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw invalidUrl(raw);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidUrl(raw);
-  return `${url.origin}${url.pathname}`.replace(/\/+$/, '').replace(/\/v2$/, '');
-}
-
-function invalidUrl(raw: string): TypeError {
-  return new TypeError(
-    `invalid Corral gateway URL "${raw}": expected http(s)://host[:port], e.g. http://127.0.0.1:8000`,
-  );
 }

@@ -1,13 +1,12 @@
 // The Docker runtime chosen with a worker-facing listener, against the real engine and iptables: it makes the
 // listener's network, says its gateway address, and the host guard's chain gets the one hole to that address and
 // port. Needs root, iptables and Docker (src/app/worker-listener.int.test.ts checks the hole from a container).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { integrationAvailable } from '../../test/support/integration.js';
-import { dockerAvailable } from '../../test/support/test-image.js';
+import { guardedDockerAvailable } from '../../test/support/host-guard.js';
 import { DEFAULT_SANDBOX } from '../config/config.js';
 import { HostGuard } from './docker/host-guard.js';
 import { listenerNetworkName } from './docker/listener-network.js';
@@ -15,13 +14,7 @@ import { selectRuntime } from './select.js';
 import type { WorkerRuntime } from './types.js';
 
 const logger = pino({ level: 'silent' });
-const canGuard =
-  process.getuid?.() === 0 && spawnSync('iptables', ['-w', '-S', 'INPUT'], { stdio: 'ignore' }).status === 0;
-const available = integrationAvailable(
-  'Docker with root and iptables',
-  dockerAvailable() && canGuard,
-  'run as root on a host with a Docker engine and iptables',
-);
+const available = guardedDockerAvailable();
 
 describe.skipIf(!available)('the Docker runtime with a worker-facing listener', () => {
   const installationId = `hole${randomBytes(5).toString('hex')}`;

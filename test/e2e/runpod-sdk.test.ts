@@ -15,14 +15,14 @@ import { workerFacingBaseUrl } from '../../src/app/worker-facing-url.js';
 import { type RunningWorkerListener, startWorkerListener } from '../../src/app/worker-listener.js';
 import { HostGuard } from '../../src/runtime/docker/host-guard.js';
 import { ensureListenerNetwork, listenerNetworkName } from '../../src/runtime/docker/listener-network.js';
+import { canChangeFirewall } from '../support/host-guard.js';
 import { dockerAvailable } from '../support/test-image.js';
 import { createWorkerNetwork, removeNetworks } from '../support/worker-network.js';
 
 const IMAGE = 'corral-runpod-worker:latest';
 const imagePresent =
   dockerAvailable() && spawnSync('docker', ['image', 'inspect', IMAGE], { stdio: 'ignore' }).status === 0;
-const canGuard =
-  process.getuid?.() === 0 && spawnSync('iptables', ['-w', '-S', 'INPUT'], { stdio: 'ignore' }).status === 0;
+const canGuard = canChangeFirewall();
 /** The image's aiohttp (scripts/build-runpod-image.sh labels it); the SDK's job loop needs ClientTimeout's ceil_threshold. */
 const aiohttpVersion = imagePresent
   ? spawnSync(

@@ -4,19 +4,11 @@
  */
 import type Docker from 'dockerode';
 import { firstHost } from '../../src/runtime/docker/listener-network.js';
-import { bridgeName } from '../../src/runtime/docker/sandbox.js';
+import { corralBridge } from '../../src/runtime/docker/sandbox.js';
 import { LABELS } from '../../src/runtime/types.js';
 
 export async function createWorkerNetwork(docker: Docker, name: string): Promise<{ gateway: string }> {
-  await docker.createNetwork({
-    Name: name,
-    Driver: 'bridge',
-    Labels: { [LABELS.managed]: 'true' },
-    Options: {
-      'com.docker.network.bridge.name': bridgeName(name),
-      'com.docker.network.bridge.enable_icc': 'false',
-    },
-  });
+  await docker.createNetwork(corralBridge(name, { [LABELS.managed]: 'true' }));
   const inspected = (await docker.getNetwork(name).inspect()) as {
     IPAM: { Config: { Subnet: string; Gateway?: string }[] };
   };

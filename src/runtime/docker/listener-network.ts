@@ -7,7 +7,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL_PREFIX, LABELS } from '../types.js';
-import { bridgeName } from './sandbox.js';
+import { corralBridge } from './sandbox.js';
 import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr } from './subnet-pool.js';
 import type { SubnetPool } from './worker-networks.js';
 
@@ -73,19 +73,11 @@ export async function ensureListenerNetwork(options: {
     ipam = { Driver: 'default', Config: [{ Subnet: subnet, Gateway: firstHost(subnet) as string }] };
   }
   await docker.createNetwork({
-    Name: name,
-    Driver: 'bridge',
-    CheckDuplicate: true,
-    Internal: false,
-    Labels: {
+    ...corralBridge(name, {
       [LABELS.managed]: 'true',
       [LABELS.installation]: installationId,
       [LISTENER_NETWORK_LABEL]: 'true',
-    },
-    Options: {
-      'com.docker.network.bridge.name': bridgeName(name),
-      'com.docker.network.bridge.enable_icc': 'false',
-    },
+    }),
     ...(ipam ? { IPAM: ipam } : {}),
   });
   const created = gatewayOf((await docker.getNetwork(name).inspect()) as NetworkIpam);
