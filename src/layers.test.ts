@@ -20,7 +20,7 @@ const ALLOWED: Record<string, string[]> = {
   ports: ['domain'],
   errors: [],
   crypto: [],
-  gpu: [],
+  gpu: ['errors'],
   logger: [],
   registry: ['domain'],
   listeners: [],

@@ -77,6 +77,8 @@ export interface ApiParts {
   imageAccess?: ImageAccessCheck;
   /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
   singleTenant?: boolean;
+  /** Why the runtime has no idle tiers (runtime/idle-tiers.ts): keepFrozen and keepSuspended above 0 are refused. */
+  idleTiersOff?: string;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
   /** Whether the database took this replica's last heartbeat (`/healthz`); absent: not said. */
@@ -153,6 +155,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     productIds: () => new Set(products().map((p) => p.id)),
     networkStorages,
     storageOwners,
+    ...(parts.idleTiersOff === undefined ? {} : { idleTiersOff: parts.idleTiersOff }),
   };
   const services = parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler });
   const { quotas } = services;

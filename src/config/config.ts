@@ -112,7 +112,12 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (app/build-traffic.ts
    * gives each GPU its share of the machine's memory); 0: no limit.
    */
-  workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
+  workers: {
+    memoryGBPerGpu: number | undefined;
+    /** Host memory suspended workers may take (docs/workers.md, Idle tiers); undefined: half the machine's. */
+    suspendedMemoryGB?: number | undefined;
+    sandbox: WorkerSandbox;
+  };
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
   kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
   /**
@@ -249,7 +254,11 @@ export function loadConfig(sources: ConfigSources): Config {
       crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
       unhealthyTimeoutSeconds: file.controller?.unhealthyTimeoutSeconds ?? 60,
     },
-    workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu, sandbox: workerSandbox(file.workers?.sandbox) },
+    workers: {
+      memoryGBPerGpu: file.workers?.memoryGBPerGpu,
+      suspendedMemoryGB: file.workers?.suspendedMemoryGB,
+      sandbox: workerSandbox(file.workers?.sandbox),
+    },
     kubernetes: {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,

@@ -161,6 +161,8 @@ const fileSchema = z.strictObject({
     .strictObject({
       /** Host memory a worker may use per GPU it has, in GiB; unset: its GPUs' share of the machine; 0: none. */
       memoryGBPerGpu: z.number().min(0).optional(),
+      /** Host memory suspended workers' GPU state may take, in GB; unset: half the machine's memory. */
+      suspendedMemoryGB: z.number().min(0).optional(),
       sandbox: sandboxSchema.optional(),
     })
     .optional(),

@@ -3,6 +3,7 @@
  * waits for it when one should be there (engine-presence.ts) but is silent, and takes local only on a machine with
  * no engine at all. Local workers are host processes: the runtime warns, and refuses root without `allowRoot`.
  */
+
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
@@ -10,6 +11,7 @@ import type { Logger } from 'pino';
 import type { WorkerSandbox } from '../config/config.js';
 import { ConfigError } from '../config/settings.js';
 import { systemTimers, type Timers } from '../ports/clock.js';
+import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { refuseEngineRedirects } from './docker/engine-redirects.js';
@@ -55,6 +57,8 @@ export interface SelectRuntimeOptions {
   timers?: Timers;
   /** `--runtime kubernetes`: the cluster, the namespace and how pods are made. */
   kubernetes?: KubernetesSettings;
+  /** What suspends idle workers' GPU state (docker and local); none: the suspended tier is off. */
+  checkpointer?: GpuCheckpointer | undefined;
   /**
    * Jobs: the worker-facing listener's port. On Docker (with the sandbox and an installation id) the runtime makes
    * the listener's address (docker/listener-network.ts), opens the host guard's one hole to that address and port,
@@ -145,6 +149,7 @@ async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions
     logger,
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
+    checkpointer: options.checkpointer,
     ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger, hole) : {}),
   });
   if (hole) options.workerListener?.onAddress(hole.address);
@@ -200,14 +205,19 @@ function local(options: SelectRuntimeOptions): WorkerRuntime {
   const stateDir = join(options.dataDir, 'local-runtime');
   if (uid === 0 && !options.allowRoot) {
     options.logger.error({ runtime: 'local', uid }, ROOT_REFUSAL);
-    return new LocalRuntime({ stateDir, logger: options.logger, refusal: ROOT_REFUSAL });
+    return new LocalRuntime({
+      stateDir,
+      logger: options.logger,
+      refusal: ROOT_REFUSAL,
+      checkpointer: options.checkpointer,
+    });
   }
   options.logger.warn(
     { runtime: 'local', user: userName(), uid, asRoot: uid === 0 },
     'LOCAL RUNTIME: workers run as host processes with the rights of this user, with no isolation from the host ' +
       'or from each other; single-tenant: only admin keys may create endpoints',
   );
-  return new LocalRuntime({ stateDir, logger: options.logger });
+  return new LocalRuntime({ stateDir, logger: options.logger, checkpointer: options.checkpointer });
 }
 
 function userName(): string {

@@ -322,12 +322,16 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
 
 const NOT_PUBLIC: Pick<EndpointSpec, 'public'> = { public: false };
 
+/** A spec stored before the idle tiers existed has none: 0, today's behaviour. */
+const NO_IDLE_TIERS = { keepFrozenSeconds: 0, keepSuspendedSeconds: 0 };
+
 function fromRow(row: Selectable<EndpointsTable>): Endpoint {
+  const stored = JSON.parse(row.spec) as EndpointSpec;
   return {
     id: row.id,
     ownerId: row.owner_id,
     // A spec stored before `public` existed has none: not public.
-    spec: { ...NOT_PUBLIC, ...(JSON.parse(row.spec) as EndpointSpec) },
+    spec: { ...NOT_PUBLIC, ...stored, workers: { ...NO_IDLE_TIERS, ...stored.workers } },
     revision: row.revision,
     desired: row.desired as DesiredRun,
     status: { state: row.state as EndpointState, error: row.state_error, message: row.state_message },
