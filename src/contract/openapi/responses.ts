@@ -364,6 +364,11 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
+    WebhookSecret: object({
+      endpointId: str(),
+      secret: str('whsec_ and base64: the Standard Webhooks signing secret of the endpoint.'),
+      createdAt: str('When this secret was made (first read or last rotation).', { format: 'date-time' }),
+    }),
     ApiKey: object({
       id: str('The key id (the part after sk_); revoke by it.'),
       name: str(),
