@@ -42,6 +42,27 @@ describe('the stored history figures', () => {
     expect(text).not.toContain('"w"');
   });
 
+  it('read a row stored before the idle tiers (8 worker states) with every state where it was, and none frozen', () => {
+    const before = JSON.stringify({
+      ...JSON.parse(encodeFigures(FIGURES, true)),
+      w: [1, 2, 3, 4, 5, 6, 7, 8],
+    });
+    const workers = decodeFigures(before)?.workers ?? [];
+    const byState = Object.fromEntries(WORKER_STATES.map((state, i) => [state, workers[i]]));
+    expect(byState).toEqual({
+      pending: 1,
+      pulling: 2,
+      starting: 3,
+      running: 4,
+      unhealthy: 5,
+      draining: 6,
+      stopped: 7,
+      failed: 8,
+      frozen: 0,
+      suspended: 0,
+    });
+  });
+
   it('keep a range of no request as null, and refuse text of another version or not JSON', () => {
     const none = decodeFigures(encodeFigures({ ...FIGURES, latencyMin: null, latencyMax: null }, false));
     expect(none?.latencyMin).toBeNull();
