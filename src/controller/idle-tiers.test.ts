@@ -62,6 +62,16 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     h.controller.poke();
   };
 
+  /** A worker of `e` (keepFrozen 1) that served, holds 40 GB of GPU0, and is suspended after its second frozen. */
+  const suspendedAfterOneSecond = async (e: Endpoint) => {
+    const worker = await serving(e);
+    checkpointer?.addProcess({ pid: tierPid(worker.id), gpuUuid: GPU0, usedBytes: 40 * GB });
+    await idle(e);
+    await h.timers.advanceSettling(2_000);
+    await h.eventually(() => expect(only(e).state).toBe('suspended'));
+    return worker;
+  };
+
   /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
   const restarted = async () => {
     await h.controller.stop();
@@ -173,11 +183,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   it('a failed restore is a dead worker, replaced, with the reason', async () => {
     await start(true);
     const e = await h.create(tiered(1, 600));
-    const worker = await serving(e);
-    checkpointer?.addProcess({ pid: tierPid(worker.id), gpuUuid: GPU0, usedBytes: 40 * GB });
-    await idle(e);
-    await h.timers.advanceSettling(2_000);
-    await h.eventually(() => expect(only(e).state).toBe('suspended'));
+    const worker = await suspendedAfterOneSecond(e);
     // Something outside Corral took the GPU's memory meanwhile: the driver's restore fails, and that is final.
     checkpointer?.useOther(GPU0, 60 * GB);
     scaling.want.set(e.id, 1);
@@ -290,11 +296,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   it('adopts a suspended worker after a restart: suspended, holding no GPU, restored onto its own', async () => {
     await start(true);
     const e = await h.create(tiered(1, 600));
-    const worker = await serving(e);
-    checkpointer?.addProcess({ pid: tierPid(worker.id), gpuUuid: GPU0, usedBytes: 40 * GB });
-    await idle(e);
-    await h.timers.advanceSettling(2_000);
-    await h.eventually(() => expect(only(e).state).toBe('suspended'));
+    const worker = await suspendedAfterOneSecond(e);
     const again = await restarted();
     await again.reconcile();
     await h.flush();
