@@ -16,6 +16,8 @@ const FIGURES: SlotFigures = {
   inFlight: 7,
   coldStarts: 2,
   coldStartTotalMs: 4_321.06,
+  thaws: 1,
+  restores: 0,
   workers: WORKER_STATES.map((_, i) => i),
   desired: 5,
 };
