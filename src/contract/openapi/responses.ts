@@ -243,6 +243,8 @@ function endpointHistorySchema(): Schema {
         {
           count: column('Wakes from zero completed in the interval.'),
           meanMs: column('Their mean duration, ms; null without any.', true),
+          thaws: column('Of those wakes, the ones by a thaw (a frozen worker).'),
+          restores: column('Of those wakes, the ones by a restore (a suspended worker).'),
         },
         { description: 'Wakes from zero in each interval.' },
       ),
