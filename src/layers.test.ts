@@ -34,6 +34,8 @@ const ALLOWED: Record<string, string[]> = {
   history: ['domain', 'gateway'],
   gateway: ['domain', 'errors', 'listeners', 'service'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
+  /** Jobs' webhooks: the target guard, the outbox and its delivery (wired by app/). */
+  webhooks: ['crypto', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],

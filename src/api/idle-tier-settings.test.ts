@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { idleTiersOff } from '../runtime/idle-tiers.js';
 import type { Store } from '../store/store.js';
@@ -50,6 +51,23 @@ describe('workerConfig.keepFrozen and keepSuspended (idle tiers)', () => {
     });
     expect(updated.status).toBe(200);
     expect(updated.body.endpoint.workerConfig).toMatchObject({ keepFrozen: 0, keepSuspended: 3600 });
+  });
+
+  it('an endpoint stored before the idle tiers existed reads as keepFrozen 0 and keepSuspended 0', async () => {
+    const endpoint = sampleEndpoint();
+    const { keepFrozenSeconds: _f, keepSuspendedSeconds: _s, ...before } = endpoint.spec.workers;
+    const old = { ...endpoint, spec: { ...endpoint.spec, workers: before as typeof endpoint.spec.workers } };
+    await store.endpoints.create(old, [], {
+      at: 0,
+      ownerId: old.ownerId,
+      actor: 't',
+      action: 'c',
+      targetId: old.id,
+    });
+    expect((await store.endpoints.get(old.ownerId, old.id))?.spec.workers).toMatchObject({
+      keepFrozenSeconds: 0,
+      keepSuspendedSeconds: 0,
+    });
   });
 
   it.each([

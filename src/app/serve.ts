@@ -20,6 +20,7 @@ import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { apiServices, buildApi } from './build-api.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
+import { buildWebhooks } from './build-webhooks.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
 import { gpuCheckpointFor } from './gpu-checkpoint.js';
@@ -74,6 +75,13 @@ export async function serve(
     const secrets = new SecretBox({ key: secretKey });
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
     const { credentials, ownerSecrets, invokeKeys } = services;
+    // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
+    const jobWebhooks = buildWebhooks({
+      config,
+      store,
+      secrets: services.webhookSecrets,
+      logger: logger.child({ part: 'webhooks' }),
+    });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
     const registry = new Registry();
     const replicaId = newReplicaId();
@@ -168,6 +176,9 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
+    // Deliveries left in the outbox by a process that stopped are sent from now on.
+    await jobWebhooks.start();
+    closers.push(() => jobWebhooks.stop());
     closers.push(
       ...(await replica.start({ apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort })),
     );

@@ -1,7 +1,7 @@
 // The request `corral endpoints get` prints to paste: with the key the gateway needs, unless the endpoint is public.
 import { describe, expect, it } from 'vitest';
 import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
-import { exampleRequest, formatEndpointList } from './endpoint-format.js';
+import { exampleRequest, formatEndpoint, formatEndpointList } from './endpoint-format.js';
 
 describe('exampleRequest', () => {
   it('sends the key the CLI uses, except to a public endpoint', () => {
@@ -41,5 +41,20 @@ describe('formatEndpointList', () => {
       workers: [worker('w1', 'frozen', false), worker('w2', 'suspended', false)],
     };
     expect(formatEndpointList([resting], 1).split('\n')[1]).toMatch(/ 0\/0 \(1 frozen, 1 suspended\) /);
+  });
+});
+
+describe('formatEndpoint', () => {
+  it.each([
+    [0, 0, 'off (stopped at the idle timeout)'],
+    [600, 0, 'frozen 600s'],
+    [600, 3600, 'frozen 600s, then suspended 3600s'],
+  ])('shows keepFrozen %d and keepSuspended %d as %j', (keepFrozen, keepSuspended, text) => {
+    const endpoint = sampleWireEndpoint(8000);
+    const shown = formatEndpoint({
+      ...endpoint,
+      workerConfig: { ...endpoint.workerConfig, keepFrozen, keepSuspended },
+    });
+    expect(shown).toMatch(new RegExp(`^Idle tiers: +${text.replace(/[()]/g, '\\$&')}$`, 'm'));
   });
 });

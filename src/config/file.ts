@@ -155,6 +155,8 @@ const fileSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
+  webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),
   workers: z
     .strictObject({
       /** Host memory a worker may use per GPU it has, in GiB; unset: its GPUs' share of the machine; 0: none. */

@@ -215,7 +215,8 @@ export interface WireEndpointHistory {
   /** The autoscaler's desired count; null where this server's scaler had not decided. */
   desiredWorkers: (number | null)[];
   /** Wakes from zero completed in the interval, and their mean duration (ms; null without any). */
-  coldStarts: { count: number[]; meanMs: (number | null)[] };
+  /** `thaws` and `restores`: of those wakes, the ones by a thaw or a restore (absent from older servers). */
+  coldStarts: { count: number[]; meanMs: (number | null)[]; thaws?: number[]; restores?: number[] };
 }
 
 /** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */

@@ -62,6 +62,39 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     h.controller.poke();
   };
 
+  /** A worker of `e` (keepFrozen 1) that served, holds 40 GB of GPU0, and is suspended after its second frozen. */
+  const suspendedAfterOneSecond = async (e: Endpoint) => {
+    const worker = await serving(e);
+    checkpointer?.addProcess({ pid: tierPid(worker.id), gpuUuid: GPU0, usedBytes: 40 * GB });
+    await idle(e);
+    await h.timers.advanceSettling(2_000);
+    await h.eventually(() => expect(only(e).state).toBe('suspended'));
+    return worker;
+  };
+
+  /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
+  const restarted = async () => {
+    await h.controller.stop();
+    const { Controller } = await import('./controller.js');
+    const { RoutingTable } = await import('./routing-table.js');
+    const { simulatedInventory } = await import('../gpu/inventory.js');
+    return new Controller({
+      store: h.store,
+      runtime: h.runtime,
+      gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
+      probe: async () => ({ healthy: false, cause: 'probed while frozen' }) as never,
+      logger: { info: () => {}, warn: () => {}, error: () => {} },
+      clock: () => h.timers.now,
+      timers: h.timers,
+      routes: new RoutingTable(),
+      storagePaths: new Map(),
+      revealCredentials: async () => undefined,
+      intervalMs: 20,
+      scaling,
+      suspendBudgetBytes: 1000 * GB,
+    });
+  };
+
   afterEach(async () => {
     await h.close();
   });
@@ -150,11 +183,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   it('a failed restore is a dead worker, replaced, with the reason', async () => {
     await start(true);
     const e = await h.create(tiered(1, 600));
-    const worker = await serving(e);
-    checkpointer?.addProcess({ pid: tierPid(worker.id), gpuUuid: GPU0, usedBytes: 40 * GB });
-    await idle(e);
-    await h.timers.advanceSettling(2_000);
-    await h.eventually(() => expect(only(e).state).toBe('suspended'));
+    const worker = await suspendedAfterOneSecond(e);
     // Something outside Corral took the GPU's memory meanwhile: the driver's restore fails, and that is final.
     checkpointer?.useOther(GPU0, 60 * GB);
     scaling.want.set(e.id, 1);
@@ -251,25 +280,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     const worker = await serving(e);
     await idle(e);
     await h.eventually(() => expect(tierOf(worker.id)).toBe('frozen'));
-    await h.controller.stop();
-    const { Controller } = await import('./controller.js');
-    const { RoutingTable } = await import('./routing-table.js');
-    const { simulatedInventory } = await import('../gpu/inventory.js');
-    const routes = new RoutingTable();
-    const again = new Controller({
-      store: h.store,
-      runtime: h.runtime,
-      gpus: simulatedInventory([{ productId: 'h100-80g', count: 2, cudaVersion: '12.4' }]),
-      probe: async () => ({ healthy: false, cause: 'probed while frozen' }) as never,
-      logger: { info: () => {}, warn: () => {}, error: () => {} },
-      clock: () => h.timers.now,
-      timers: h.timers,
-      routes,
-      storagePaths: new Map(),
-      revealCredentials: async () => undefined,
-      intervalMs: 20,
-      scaling,
-    });
+    const again = await restarted();
     await again.reconcile();
     await h.flush();
     expect(again.workersOf(e.id)).toEqual([
@@ -279,6 +290,33 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     await again.reconcile();
     expect(again.workersOf(e.id)).toHaveLength(1);
     expect(h.runtime.size).toBe(1);
+    await again.stop();
+  });
+
+  it('adopts a suspended worker after a restart: suspended, holding no GPU, restored onto its own', async () => {
+    await start(true);
+    const e = await h.create(tiered(1, 600));
+    const worker = await suspendedAfterOneSecond(e);
+    const again = await restarted();
+    await again.reconcile();
+    await h.flush();
+    expect(again.workersOf(e.id)).toEqual([
+      expect.objectContaining({
+        id: worker.id,
+        state: 'suspended',
+        gpuUuids: [],
+        suspendedOn: { gpuUuids: [GPU0], gpuBytes: {} },
+      }),
+    ]);
+    expect(again.heldGpus().has(GPU0)).toBe(false);
+    again.start();
+    scaling.want.set(e.id, 1);
+    again.poke();
+    await h.eventually(() =>
+      expect(again.workersOf(e.id)[0]).toMatchObject({ state: 'running', gpuUuids: [GPU0] }),
+    );
+    expect(checkpointer?.usedBytes(GPU0)).toBe(40 * GB);
+    expect(h.runtime.counters.creates).toBe(1);
     await again.stop();
   });
 });

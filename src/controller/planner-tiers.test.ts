@@ -146,6 +146,16 @@ describe('planEndpoint with idle tiers (pure, on a given time)', () => {
       [{ type: 'remove', workerId: 'a', reason: 'replaced by a new revision' }],
     ],
     [
+      'a request while its freeze is under way: no new worker (the next pass thaws it)',
+      {
+        endpoint: endpoint(60),
+        desiredWorkers: 1,
+        workers: [worker('a', 'frozen', { tierSince: NOW, tierCall: 'freeze' })],
+        tiers: FREEZE_ONLY,
+      },
+      [],
+    ],
+    [
       'a runtime call under way (freezing) is left alone',
       {
         endpoint: endpoint(60),

@@ -6,7 +6,12 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './crashes/backoff.js';
-import { isActive, isResting, isWaking, type ManagedWorker } from './workers/managed-worker.js';
+import { isActive, isInTier, isResting, type ManagedWorker } from './workers/managed-worker.js';
+
+/** A frozen or suspended worker with a runtime call under way (tier-moves.ts). */
+function inTierCall(worker: ManagedWorker): boolean {
+  return isInTier(worker.state) && worker.tierCall !== undefined;
+}
 
 export interface EndpointPlanInput {
   endpoint: Endpoint;
@@ -72,7 +77,9 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
       });
     }
   }
-  const active = workers.filter((w) => (isActive(w) || isWaking(w)) && !timedOut.has(w.id));
+  // A worker whose tier call is under way (a wake, or a freeze or suspend a request may have come during) counts
+  // as capacity: the pass after its call wakes it rather than starting a new worker meanwhile.
+  const active = workers.filter((w) => (isActive(w) || inTierCall(w)) && !timedOut.has(w.id));
   const current = active.filter((w) => w.revision === endpoint.revision);
   const old = active.filter((w) => w.revision !== endpoint.revision);
   const { minWorkers, maxWorkers } = endpoint.spec.workers;
@@ -87,7 +94,7 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
     actions.push({ type: 'add', count: toAdd });
   }
   if (current.length > target) {
-    const removable = current.filter((w) => w !== keptToProveHealth(current, target));
+    const removable = current.filter((w) => isActive(w) && w !== keptToProveHealth(current, target));
     const count = Math.min(removable.length, current.length - target);
     for (const victim of pickVictims(removable, count, input.preferredVictims)) {
       actions.push(

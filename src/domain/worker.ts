@@ -7,11 +7,12 @@ export const WORKER_STATES = [
   'starting',
   'running',
   'unhealthy',
-  'frozen',
-  'suspended',
   'draining',
   'stopped',
   'failed',
+  // Last, so that the order of those before is kept where it is stored (the history's rows: history-codec.ts).
+  'frozen',
+  'suspended',
 ] as const;
 
 export type WorkerState = (typeof WORKER_STATES)[number];

@@ -46,6 +46,9 @@ export interface TrafficCounters {
   /** Wakes from zero, and their durations' sum (s). */
   coldStarts: number;
   coldStartSeconds: number;
+  /** Of those wakes, the ones by a thaw (a frozen worker) and by a restore (a suspended one). */
+  thaws: number;
+  restores: number;
 }
 
 export interface GatewayMetricsSources {
@@ -226,6 +229,8 @@ export class GatewayMetrics {
         latencyRange: series.latency.takeRange(),
         coldStarts: 0,
         coldStartSeconds: 0,
+        thaws: 0,
+        restores: 0,
       });
     }
     for (const [endpoint, cold] of this.#coldStarts.entries()) {
@@ -237,9 +242,14 @@ export class GatewayMetrics {
         latencyRange: { min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY },
         coldStarts: 0,
         coldStartSeconds: 0,
+        thaws: 0,
+        restores: 0,
       };
       entry.coldStarts = cold.count;
       entry.coldStartSeconds = cold.sum;
+      const byTier = this.#wakeTotals.get(endpoint);
+      entry.thaws = byTier?.get('thaw')?.count ?? 0;
+      entry.restores = byTier?.get('restore')?.count ?? 0;
       all.set(endpoint, entry);
     }
     return all;

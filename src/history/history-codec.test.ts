@@ -16,6 +16,8 @@ const FIGURES: SlotFigures = {
   inFlight: 7,
   coldStarts: 2,
   coldStartTotalMs: 4_321.06,
+  thaws: 1,
+  restores: 0,
   workers: WORKER_STATES.map((_, i) => i),
   desired: 5,
 };
@@ -40,6 +42,27 @@ describe('the stored history figures', () => {
     expect(read?.ok).toBe(120);
     expect(text.length).toBeLessThan(encodeFigures(FIGURES, true).length);
     expect(text).not.toContain('"w"');
+  });
+
+  it('read a row stored before the idle tiers (8 worker states) with every state where it was, and none frozen', () => {
+    const before = JSON.stringify({
+      ...JSON.parse(encodeFigures(FIGURES, true)),
+      w: [1, 2, 3, 4, 5, 6, 7, 8],
+    });
+    const workers = decodeFigures(before)?.workers ?? [];
+    const byState = Object.fromEntries(WORKER_STATES.map((state, i) => [state, workers[i]]));
+    expect(byState).toEqual({
+      pending: 1,
+      pulling: 2,
+      starting: 3,
+      running: 4,
+      unhealthy: 5,
+      draining: 6,
+      stopped: 7,
+      failed: 8,
+      frozen: 0,
+      suspended: 0,
+    });
   });
 
   it('keep a range of no request as null, and refuse text of another version or not JSON', () => {

@@ -1,7 +1,8 @@
 /**
  * A history sample's figures as one replica stores them for the others (cluster-history.ts): compact JSON of
  * numbers in a fixed order, `{"v":1,"r":[ok,4xx,5xx],"l":[16 bucket counts],"lr":[min s,max s],"q":[depth,oldest
- * wait ms,in flight],"c":[cold starts,their total ms]}`, plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
+ * wait ms,in flight],"c":[cold starts,their total ms,thaws,restores]}` (a row stored before the idle tiers has no
+ * thaws or restores: 0), plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
  * desired count) in a leader's rows only. About 110 bytes for a follower's row, 140 for a leader's. Pure.
  */
 import { WORKER_STATES } from '../domain/worker.js';
@@ -32,7 +33,7 @@ export function encodeFigures(f: SlotFigures, leader: boolean): string {
     l: f.latencyCounts,
     lr: [seconds(f.latencyMin), seconds(f.latencyMax)],
     q: [f.queueDepth, Math.round(f.oldestWaitMs), f.inFlight],
-    c: [f.coldStarts, Math.round(f.coldStartTotalMs * 10) / 10],
+    c: [f.coldStarts, Math.round(f.coldStartTotalMs * 10) / 10, f.thaws, f.restores],
   };
   if (leader) {
     encoded.w = f.workers;
@@ -67,6 +68,8 @@ export function decodeFigures(text: string): SlotFigures | undefined {
     inFlight: n(e.q, 2),
     coldStarts: n(e.c, 0),
     coldStartTotalMs: n(e.c, 1),
+    thaws: n(e.c, 2),
+    restores: n(e.c, 3),
     workers: WORKER_STATES.map((_, i) => n(e.w, i)),
     desired: orNull(e.d),
   };

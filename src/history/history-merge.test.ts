@@ -35,6 +35,8 @@ function figures(f: Partial<SlotFigures> = {}): SlotFigures {
     inFlight: 0,
     coldStarts: 0,
     coldStartTotalMs: 0,
+    thaws: 0,
+    restores: 0,
     workers: workers({}),
     desired: null,
     ...f,
@@ -124,12 +126,17 @@ describe('mergeHistory', () => {
     {
       name: "counts every replica's cold starts and their mean over all of them",
       rows: [
-        row('a', 1, 4, { coldStarts: 1, coldStartTotalMs: 1_000 }),
-        row('b', 1, null, { coldStarts: 2, coldStartTotalMs: 5_000 }),
+        row('a', 1, 4, { coldStarts: 1, coldStartTotalMs: 1_000, thaws: 1 }),
+        row('b', 1, null, { coldStarts: 2, coldStartTotalMs: 5_000, restores: 1 }),
         row('b', 2, null, {}),
       ],
       expect: (h) => {
-        expect(h.coldStarts).toEqual({ count: [3, 0], meanMs: [2_000, null] });
+        expect(h.coldStarts).toEqual({
+          count: [3, 0],
+          meanMs: [2_000, null],
+          thaws: [1, 0],
+          restores: [1, 0],
+        });
       },
     },
     {

@@ -36,6 +36,8 @@ interface MergedSlot {
   inFlight: number;
   coldStarts: number;
   coldStartTotalMs: number;
+  thaws: number;
+  restores: number;
   /** The leader's row of the slot, if any replica led when it sampled. */
   leader: SlotFigures | undefined;
   leaderTerm: number;
@@ -60,6 +62,8 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
         inFlight: 0,
         coldStarts: 0,
         coldStartTotalMs: 0,
+        thaws: 0,
+        restores: 0,
         leader: undefined,
         leaderTerm: Number.NEGATIVE_INFINITY,
       };
@@ -78,6 +82,8 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
     m.inFlight += f.inFlight;
     m.coldStarts += f.coldStarts;
     m.coldStartTotalMs += f.coldStartTotalMs;
+    m.thaws += f.thaws;
+    m.restores += f.restores;
     if (row.term !== null && row.term > m.leaderTerm) {
       m.leader = f;
       m.leaderTerm = row.term;
@@ -125,6 +131,8 @@ export function mergeHistory(
       meanMs: column((m) =>
         m.coldStarts > 0 ? Math.round((m.coldStartTotalMs / m.coldStarts) * 10) / 10 : null,
       ),
+      thaws: column((m) => m.thaws),
+      restores: column((m) => m.restores),
     },
   };
 }

@@ -95,12 +95,17 @@ describe('TrafficHistory', () => {
   it('counts the wakes from zero of each interval and their mean duration', () => {
     const h = harness();
     h.metrics.observeColdStart('ep-a', 1_000);
-    h.metrics.observeColdStart('ep-a', 3_000);
+    h.metrics.observeColdStart('ep-a', 3_000, 'thaw');
     h.tick();
     h.tick();
     h.metrics.observeColdStart('ep-a', 500);
     h.tick();
-    expect(h.history.of('ep-a').coldStarts).toEqual({ count: [2, 0, 1], meanMs: [2_000, null, 500] });
+    expect(h.history.of('ep-a').coldStarts).toEqual({
+      count: [2, 0, 1],
+      meanMs: [2_000, null, 500],
+      thaws: [1, 0, 0],
+      restores: [0, 0, 0],
+    });
   });
 
   it('makes no ring for an endpoint with nothing to show, and answers empty columns for it', () => {
@@ -124,7 +129,7 @@ describe('TrafficHistory', () => {
     expect(h.history.usage()).toEqual({ endpoints: 2, bytes: 2 * perEndpoint });
     // The defaults: one hour at 10 s, the last 5 minutes' latency buckets.
     expect(TrafficHistory.bytesPerEndpoint({ samples: 360, intervalSeconds: 10 })).toBe(
-      360 * (8 + 21 * 4) + 30 * (8 + 18 * 4),
+      360 * (8 + 23 * 4) + 30 * (8 + 18 * 4),
     );
   });
 

@@ -33,6 +33,9 @@ export interface SlotFigures {
   coldStarts: number;
   /** The cold starts' durations added up (ms). */
   coldStartTotalMs: number;
+  /** Of those wakes, the ones by a thaw and by a restore (the rest were cold starts). */
+  thaws: number;
+  restores: number;
   /** The controller's workers in each state, by WORKER_STATES' order (a follower's controller has none). */
   workers: number[];
   /** The autoscaler's desired count; null where it has not decided. */
@@ -88,6 +91,8 @@ interface Row {
   desired: number;
   coldStarts: number;
   coldStartMeanMs: number;
+  thaws: number;
+  restores: number;
   /** By WORKER_STATES' order. */
   workers: number[];
   /** Not a column: the cold starts' durations added up (ms), for `sample(true)`. */
@@ -107,6 +112,8 @@ const FIGURES = [
   'desired',
   'coldStarts',
   'coldStartMeanMs',
+  'thaws',
+  'restores',
 ] as const satisfies readonly Exclude<keyof Row, 'workers'>[];
 type Figure = (typeof FIGURES)[number];
 const COLUMNS = FIGURES.length + WORKER_STATES.length;
@@ -232,6 +239,8 @@ export class TrafficHistory {
         desired: sources.desired(id) ?? Number.NaN,
         coldStarts: 0,
         coldStartMeanMs: Number.NaN,
+        thaws: 0,
+        restores: 0,
         workers: workers.get(id) ?? new Array<number>(WORKER_STATES.length).fill(0),
         coldStartTotalMs: 0,
       };
@@ -293,6 +302,8 @@ export class TrafficHistory {
       const seconds = now.coldStartSeconds - (coldBase?.coldStartSeconds ?? 0);
       row.coldStartMeanMs = toMs(seconds / row.coldStarts);
       row.coldStartTotalMs = seconds * 1000;
+      row.thaws = now.thaws - (coldBase?.thaws ?? 0);
+      row.restores = now.restores - (coldBase?.restores ?? 0);
     }
     let count = 0;
     for (let i = 0; i < LATENCY_SLOTS; i++) {
@@ -333,7 +344,12 @@ export class TrafficHistory {
       inFlight: column('inFlight'),
       workers: Object.fromEntries(WORKER_STATES.map((state, i) => [state, workersIn(i)])),
       desiredWorkers: orNull(column('desired')),
-      coldStarts: { count: column('coldStarts'), meanMs: orNull(column('coldStartMeanMs')) },
+      coldStarts: {
+        count: column('coldStarts'),
+        meanMs: orNull(column('coldStartMeanMs')),
+        thaws: column('thaws'),
+        restores: column('restores'),
+      },
     };
   }
 
@@ -387,6 +403,8 @@ function figuresOf(row: Row, latency: readonly number[]): SlotFigures {
     inFlight: row.inFlight,
     coldStarts: row.coldStarts,
     coldStartTotalMs: row.coldStartTotalMs,
+    thaws: row.thaws,
+    restores: row.restores,
     workers: [...row.workers],
     desired: Number.isNaN(row.desired) ? null : row.desired,
   };

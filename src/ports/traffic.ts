@@ -55,7 +55,7 @@ export interface EndpointHistory {
   /** The autoscaler's desired count at each sample; null where this server's scaler had not decided. */
   desiredWorkers: (number | null)[];
   /** Wakes from zero that completed in each interval, and their mean duration. */
-  coldStarts: { count: number[]; meanMs: (number | null)[] };
+  coldStarts: { count: number[]; meanMs: (number | null)[]; thaws: number[]; restores: number[] };
 }
 
 /** An endpoint's traffic over its last minutes (the Endpoints list). */

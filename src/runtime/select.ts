@@ -15,7 +15,9 @@ import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { refuseEngineRedirects } from './docker/engine-redirects.js';
+import type { WorkerListenerHole } from './docker/firewall-rules.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
+import { ensureListenerNetwork } from './docker/listener-network.js';
 import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { connectKubernetes, type KubernetesSettings } from './kubernetes/connect.js';
@@ -57,6 +59,12 @@ export interface SelectRuntimeOptions {
   kubernetes?: KubernetesSettings;
   /** What suspends idle workers' GPU state (docker and local); none: the suspended tier is off. */
   checkpointer?: GpuCheckpointer | undefined;
+  /**
+   * Jobs: the worker-facing listener's port. On Docker (with the sandbox and an installation id) the runtime makes
+   * the listener's address (docker/listener-network.ts), opens the host guard's one hole to that address and port,
+   * and says the address through `onAddress` before it runs any worker (later for an awaited engine).
+   */
+  workerListener?: { port: number; onAddress(address: string): void };
 }
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
@@ -135,22 +143,36 @@ async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions
     },
     'worker limits the Docker engine enforces',
   );
+  const hole = await listenerHole(docker, options);
   const runtime = new DockerRuntime({
     docker,
     logger,
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
     checkpointer: options.checkpointer,
-    ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger) : {}),
+    ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger, hole) : {}),
   });
+  if (hole) options.workerListener?.onAddress(hole.address);
   if (options.sandbox) await runtime.pruneNetworks(options.installationId);
   return runtime;
 }
 
+/** The worker-facing listener's address and port on Docker, its network made first; undefined without jobs. */
+async function listenerHole(
+  docker: Dockerode,
+  options: SelectRuntimeOptions,
+): Promise<WorkerListenerHole | undefined> {
+  const { workerListener, installationId, sandbox, logger } = options;
+  if (!workerListener || installationId === undefined || !sandbox) return undefined;
+  const address = await ensureListenerNetwork({ docker, installationId, subnets: sandbox.subnets, logger });
+  return { address, port: workerListener.port };
+}
+
 /** The sandbox and its host guard, whose firewall goes up now so that the start-up log says where it stands. */
-async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger) {
+async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger, hole?: WorkerListenerHole) {
   const hostGuard = new HostGuard({
     logger,
+    ...(hole ? { workerListener: hole } : {}),
     blockHost: sandbox.blockHost && sandbox.networkIsolation !== 'none',
     storageNosuid: sandbox.storageNosuid,
     unable: hostGuardUnable({ engineAddress: address, uid: process.getuid?.() }),

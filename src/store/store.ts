@@ -15,6 +15,8 @@ import { migrateToLatest } from './migrations/index.js';
 import { ReplicaRepository } from './replicas.js';
 import { RouteRepository } from './routes.js';
 import { SecretRepository } from './secrets.js';
+import { WebhookDeliveryRepository } from './webhook-deliveries.js';
+import { WebhookSecretRepository } from './webhook-secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
 import { WorkerRepository } from './workers.js';
 
@@ -41,6 +43,10 @@ export class Store {
   readonly gatewaySignals: GatewaySignalRepository;
   /** Each replica's history samples, merged by whichever replica answers (several replicas). */
   readonly historySamples: HistorySampleRepository;
+  /** Each endpoint's webhook signing secret, sealed. */
+  readonly webhookSecrets: WebhookSecretRepository;
+  /** The webhooks' outbox: deliveries not yet made. */
+  readonly webhookDeliveries: WebhookDeliveryRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -62,6 +68,8 @@ export class Store {
     this.routes = new RouteRepository({ db, dialect: connection.dialect });
     this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
     this.historySamples = new HistorySampleRepository({ db });
+    this.webhookSecrets = new WebhookSecretRepository({ db });
+    this.webhookDeliveries = new WebhookDeliveryRepository({ db });
   }
 
   get dialect() {

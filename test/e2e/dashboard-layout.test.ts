@@ -30,7 +30,7 @@ function oneSample(): EndpointHistory {
     inFlight: [0],
     workers: { running: [1] },
     desiredWorkers: [1],
-    coldStarts: { count: [0], meanMs: [null] },
+    coldStarts: { count: [0], meanMs: [null], thaws: [0], restores: [0] },
   };
 }
 

@@ -87,14 +87,35 @@ describe('chartsOf', () => {
 
   it('counts wakes from zero with their duration in seconds', () => {
     const cold = chart('cold-starts');
+    expect(cold?.series.map((s) => s.label)).toEqual([
+      'cold starts',
+      'thaws',
+      'restores',
+      'mean duration (s)',
+    ]);
     expect(cold?.series.map((s) => s.values)).toEqual([
       [1, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
       [1.8, null, null],
     ]);
     expect(cold?.summary).toBe('1 wake from zero in the chart, the last took 1.8 s');
     expect(
       chart('cold-starts', history({ coldStarts: { count: zeros, meanMs: [null, null, null] } }))?.summary,
     ).toBe('no wake from zero in the chart');
+    // By tier: of 3 wakes in the first interval, one a thaw and one a restore.
+    const tiers = history({
+      coldStarts: { count: [3, 1, 0], meanMs: [600, 20, null], thaws: [1, 1, 0], restores: [1, 0, 0] },
+    });
+    expect(
+      chart('cold-starts', tiers)
+        ?.series.slice(0, 3)
+        .map((s) => s.values),
+    ).toEqual([
+      [1, 0, 0],
+      [1, 1, 0],
+      [1, 0, 0],
+    ]);
   });
 });
 

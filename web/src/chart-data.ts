@@ -47,6 +47,8 @@ const COLORS = {
   wait: '#bc4c00',
   desired: '#1b1f24',
   cold: '#0a58ca',
+  thaw: '#54aeff',
+  restore: '#8250df',
   coldMs: '#bc4c00',
 };
 
@@ -99,6 +101,10 @@ export function chartsOf(history: WireEndpointHistory): Charts {
   const requests = sum(r.ok) + sum(r.clientErrors) + sum(r.serverErrors);
   const states = Object.entries(history.workers).filter(([, values]) => values.some((v) => v > 0));
   const coldCount = sum(history.coldStarts.count);
+  // By tier (docs/workers.md, Idle tiers); a server before the tiers sends none: every wake was a cold start.
+  const thaws = history.coldStarts.thaws ?? history.coldStarts.count.map(() => 0);
+  const restores = history.coldStarts.restores ?? history.coldStarts.count.map(() => 0);
+  const cold = history.coldStarts.count.map((n, i) => n - (thaws[i] ?? 0) - (restores[i] ?? 0));
   const coldMeans = history.coldStarts.meanMs.filter((v): v is number => v !== null);
   const charts: ChartSpec[] = [
     {
@@ -167,11 +173,13 @@ export function chartsOf(history: WireEndpointHistory): Charts {
     },
     {
       id: 'cold-starts',
-      title: 'Cold starts and their duration',
+      title: 'Wakes from zero by tier, and their duration',
       y: 'wakes',
       y2: 'duration (s)',
       series: [
-        { label: 'wakes', color: COLORS.cold, scale: 'y', kind: 'bars', values: history.coldStarts.count },
+        { label: 'cold starts', color: COLORS.cold, scale: 'y', kind: 'bars', values: cold },
+        { label: 'thaws', color: COLORS.thaw, scale: 'y', kind: 'bars', values: thaws },
+        { label: 'restores', color: COLORS.restore, scale: 'y', kind: 'bars', values: restores },
         {
           label: 'mean duration (s)',
           color: COLORS.coldMs,

@@ -108,7 +108,7 @@ function registerHistoryRoute(api: FastifyInstance, o: AppOptions): void {
         inFlight: [],
         workers: {},
         desiredWorkers: [],
-        coldStarts: { count: [], meanMs: [] },
+        coldStarts: { count: [], meanMs: [], thaws: [], restores: [] },
       };
     }
     return { id: endpoint.id, ...history };

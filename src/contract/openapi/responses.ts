@@ -243,6 +243,8 @@ function endpointHistorySchema(): Schema {
         {
           count: column('Wakes from zero completed in the interval.'),
           meanMs: column('Their mean duration, ms; null without any.', true),
+          thaws: column('Of those wakes, the ones by a thaw (a frozen worker).'),
+          restores: column('Of those wakes, the ones by a restore (a suspended worker).'),
         },
         { description: 'Wakes from zero in each interval.' },
       ),
@@ -364,6 +366,11 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
+    WebhookSecret: object({
+      endpointId: str(),
+      secret: str('whsec_ and base64: the Standard Webhooks signing secret of the endpoint.'),
+      createdAt: str('When this secret was made (first read or last rotation).', { format: 'date-time' }),
+    }),
     ApiKey: object({
       id: str('The key id (the part after sk_); revoke by it.'),
       name: str(),

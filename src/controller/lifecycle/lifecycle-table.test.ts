@@ -76,7 +76,7 @@ describe('the worker lifecycle table', () => {
 
   it('holds GPUs from placement until the worker fails or is forgotten', () => {
     const holding = WORKER_STATES.filter((s) => LIFECYCLE[s].holdsGpus);
-    expect(holding).toEqual(['pulling', 'starting', 'running', 'unhealthy', 'frozen', 'draining', 'stopped']);
+    expect(holding).toEqual(['pulling', 'starting', 'running', 'unhealthy', 'draining', 'stopped', 'frozen']);
     expect(WORKER_STATES.every((s) => LIFECYCLE[s].written)).toBe(true);
   });
 

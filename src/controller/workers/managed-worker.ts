@@ -56,14 +56,6 @@ export interface ManagedWorker {
   pulledAt?: number;
 }
 
-/** A worker in an idle tier that a wake is bringing back (it counts as capacity on its way, as a start does). */
-export function isWaking(worker: Pick<ManagedWorker, 'state' | 'tierCall'>): boolean {
-  return (
-    (worker.state === 'frozen' || worker.state === 'suspended') &&
-    (worker.tierCall === 'thaw' || worker.tierCall === 'restore')
-  );
-}
-
 /** A worker resting in an idle tier, with no runtime call under way: one the plan may wake, move down or stop. */
 export function isResting(worker: Pick<ManagedWorker, 'state' | 'tierCall'>): boolean {
   return (worker.state === 'frozen' || worker.state === 'suspended') && worker.tierCall === undefined;

@@ -5,10 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryCheckpointer } from '../../../test/support/memory-checkpointer.js';
 import { collect, eventually, testWorkerSpec } from '../../../test/support/runtime-contract.js';
 import { WORKER_SCRIPT } from '../../../test/support/test-image.js';
 import { LABELS, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { LocalRuntime } from './local-runtime.js';
+import { isStopped } from './local-tiers.js';
 
 let counter = 0;
 function spec(overrides: Partial<WorkerSpec> = {}): WorkerSpec {
@@ -86,8 +88,8 @@ describe('LocalRuntime', () => {
   const runtimes: LocalRuntime[] = [];
   const strays: ChildProcess[] = [];
 
-  function newRuntime(): LocalRuntime {
-    const runtime = new LocalRuntime({ stateDir, graceSeconds: 2, pollIntervalMs: 100 });
+  function newRuntime(checkpointer?: MemoryCheckpointer): LocalRuntime {
+    const runtime = new LocalRuntime({ stateDir, graceSeconds: 2, pollIntervalMs: 100, checkpointer });
     runtimes.push(runtime);
     return runtime;
   }
@@ -209,6 +211,30 @@ describe('LocalRuntime', () => {
     expect((await second.inspect('frozenone'))?.tier).toBeUndefined();
     expect(await getJson(adopted?.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'frozenone' });
     await second.remove('frozenone', { graceSeconds: 2 });
+  });
+
+  it("suspends in the driver's order (the process running while it is checkpointed, stopped after), is adopted suspended after a restart, and restores", async () => {
+    // The checkpointer's driver refuses a stopped process, as the real one does: /proc says whether it is.
+    const checkpointer = new MemoryCheckpointer({ gpus: { 'GPU-0': 80e9 }, stopped: isStopped });
+    const first = newRuntime(checkpointer);
+    const created = await first.create(spec({ workerId: 'suspendme' }));
+    await getJson(created.address, '/env');
+    const { pid } = await readState(stateDir, 'suspendme');
+    checkpointer.addProcess({ pid, gpuUuid: 'GPU-0', usedBytes: 40e9 });
+    await first.idleTiers.freeze('suspendme');
+    const state = await first.idleTiers.suspend('suspendme', { deadlineMs: 5_000 });
+    expect(state).toEqual({ gpuBytes: { 'GPU-0': 40e9 } });
+    expect(checkpointer.usedBytes('GPU-0')).toBe(0);
+    expect(isStopped(pid)).toBe(true);
+    await first.close();
+
+    const second = newRuntime(checkpointer);
+    expect((await second.inspect('suspendme'))?.tier).toBe('suspended');
+    await second.idleTiers.restore('suspendme', { deadlineMs: 5_000 });
+    expect(checkpointer.usedBytes('GPU-0')).toBe(40e9);
+    expect(await getJson(created.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'suspendme' });
+    expect(checkpointer.calls).toEqual([`suspend ${pid}`, `resume ${pid}`]);
+    await second.remove('suspendme', { graceSeconds: 2 });
   });
 
   it('does not adopt (nor kill) a recycled pid', async () => {
