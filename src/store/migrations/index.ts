@@ -14,6 +14,7 @@ import * as cluster from './0010-cluster.js';
 import * as feedRoutes from './0011-feed-routes.js';
 import * as fwdGatewayUrl from './0012-fwd-gateway-url.js';
 import * as historySamples from './0013-clusterhist-history-samples.js';
+import * as jobs from './0014-jobs.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0011-feed-routes': (db) => feedRoutes.up(db),
   '0012-fwd-gateway-url': (db) => fwdGatewayUrl.up(db),
   '0013-clusterhist-history-samples': (db) => historySamples.up(db),
+  '0014-jobs': (db, dialect) => jobs.up(db, dialect),
 };
 
 export async function migrateToLatest(
