@@ -111,7 +111,15 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * memoryGBPerGpu: a worker's memory limit per GPU (one share without GPUs); undefined: not configured (app/build-traffic.ts
    * gives each GPU its share of the machine's memory); 0: no limit.
    */
-  workers: { memoryGBPerGpu: number | undefined; sandbox: WorkerSandbox };
+  workers: {
+    memoryGBPerGpu: number | undefined;
+    sandbox: WorkerSandbox;
+    /** The worker-facing listener (RunPod worker protocol), and its URL as workers reach it. */
+    listen: HostPort;
+    advertiseUrl: string;
+  };
+  /** The jobs API: retention, attempts, and the worker protocol's waits (docs/jobs-internals.md). */
+  jobs: JobsSettings;
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
   kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
   /**
@@ -129,6 +137,18 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     workerKeepAliveMs: number;
   };
 }
+
+export interface JobsSettings {
+  retentionSeconds: number;
+  syncRetentionSeconds: number;
+  maxAttempts: number;
+  lostAfterSeconds: number;
+  stopGraceSeconds: number;
+  takeHoldSeconds: number;
+}
+
+/** The worker-facing listener's default address: loopback, for the local runtime's workers. */
+export const DEFAULT_WORKERS_LISTEN: HostPort = { host: '127.0.0.1', port: 8082 };
 
 /** One listener's connection limits (docs/security.md, Connection limits). */
 export interface ListenerLimits {
@@ -240,7 +260,23 @@ export function loadConfig(sources: ConfigSources): Config {
       crashResetSeconds: file.controller?.crashResetSeconds ?? 600,
       unhealthyTimeoutSeconds: file.controller?.unhealthyTimeoutSeconds ?? 60,
     },
-    workers: { memoryGBPerGpu: file.workers?.memoryGBPerGpu, sandbox: workerSandbox(file.workers?.sandbox) },
+    workers: {
+      memoryGBPerGpu: file.workers?.memoryGBPerGpu,
+      sandbox: workerSandbox(file.workers?.sandbox),
+      listen: file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
+      advertiseUrl:
+        file.workers?.advertiseUrl ??
+        `http://${formatHostPort(file.workers?.listen ?? DEFAULT_WORKERS_LISTEN)}`,
+    },
+    jobs: {
+      retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,
+      syncRetentionSeconds: file.jobs?.syncRetentionSeconds ?? 60,
+      maxAttempts: file.jobs?.maxAttempts ?? 3,
+      // Three of the SDK's 10 s pings missed.
+      lostAfterSeconds: file.jobs?.lostAfterSeconds ?? 35,
+      stopGraceSeconds: file.jobs?.stopGraceSeconds ?? 30,
+      takeHoldSeconds: file.jobs?.takeHoldSeconds ?? 60,
+    },
     kubernetes: {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,

@@ -43,6 +43,9 @@ const url = z
   .regex(/^https?:\/\/[^\s/]+(\/.*)?$/, 'expected an http:// or https:// URL')
   .transform((value) => value.replace(/\/+$/, ''));
 
+/** `host:port` and an http(s) URL as the config file takes them too. */
+export { hostPort as hostPortSchema, url as urlSchema };
+
 /** `admins`, `all`, or a comma-separated list of image names (a name without a tag allows every tag). */
 const localImageAllowance = z.string().transform((value, ctx): LocalImageAllowance => {
   const trimmed = value.trim();

@@ -120,6 +120,7 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect(await store.jobs.requeueWorker('w-2', 'worker removed', { maxAttempts: 3, now: 5_000 })).toEqual({
       requeued: [],
       failed: [],
+      endpoints: [],
     });
     expect(await take('w-3')).toEqual([]);
   });

@@ -40,6 +40,13 @@ export interface JobQueueSignal {
   inProgress: Record<string, number>;
 }
 
+/** What went back to the queue (and the endpoints whose queues grew), and what FAILED at the attempt limit. */
+export interface Requeued {
+  requeued: string[];
+  failed: Job[];
+  endpoints: string[];
+}
+
 const RUNNING: JobStatus = 'IN_PROGRESS';
 const QUEUED: JobStatus = 'IN_QUEUE';
 
@@ -314,7 +321,7 @@ export class JobRepository {
     workerId: string,
     cause: string,
     options: { maxAttempts: number; now: number; except?: readonly string[] },
-  ): Promise<{ requeued: string[]; failed: Job[] }> {
+  ): Promise<Requeued> {
     return this.#db.transaction().execute(async (trx) => {
       const held = await trx
         .selectFrom('jobs')
@@ -329,6 +336,28 @@ export class JobRepository {
         cause,
         options,
       );
+    });
+  }
+
+  /**
+   * These jobs, if still in progress, go back to the queue (FAILED at the attempt limit); `untaken`: they never
+   * reached the worker (its take was not answered), so the take does not count as an attempt.
+   */
+  async requeue(
+    ids: readonly string[],
+    cause: string,
+    options: { maxAttempts: number; now: number; untaken?: boolean },
+  ): Promise<Requeued> {
+    if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
+    return this.#db.transaction().execute(async (trx) => {
+      if (options.untaken)
+        await trx
+          .updateTable('jobs')
+          .set({ attempts: sql`attempts - 1` })
+          .where('id', 'in', ids)
+          .where('status', '=', RUNNING)
+          .execute();
+      return requeueIds(trx, ids, cause, options);
     });
   }
 
@@ -358,7 +387,7 @@ export class JobRepository {
     before: number,
     cause: string,
     options: { maxAttempts: number; now: number },
-  ): Promise<{ requeued: string[]; failed: Job[] }> {
+  ): Promise<Requeued> {
     return this.#db.transaction().execute(async (trx) => {
       const lost = await trx
         .selectFrom('jobs')
@@ -497,8 +526,8 @@ async function requeueIds(
   ids: readonly string[],
   cause: string,
   options: { maxAttempts: number; now: number },
-): Promise<{ requeued: string[]; failed: Job[] }> {
-  if (ids.length === 0) return { requeued: [], failed: [] };
+): Promise<Requeued> {
+  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
   const failed = await trx
     .updateTable('jobs')
     .set({
@@ -527,9 +556,13 @@ async function requeueIds(
     })
     .where('id', 'in', ids)
     .where('status', '=', RUNNING)
-    .returning('id')
+    .returning(['id', 'endpoint_id'])
     .execute();
-  return { requeued: requeued.map((r) => r.id), failed: failed.map(fromRow) };
+  return {
+    requeued: requeued.map((r) => r.id),
+    failed: failed.map(fromRow),
+    endpoints: [...new Set(requeued.map((r) => r.endpoint_id))],
+  };
 }
 
 /** A number as a bigint parameter: PostgreSQL cannot type a bare parameter inside `case`. */

@@ -1,0 +1,159 @@
+/**
+ * The jobs side of `corral serve` (issue 22): the job service and its client routes (a `GatewayRoute` the gateway
+ * puts in front of endpoints' URLs), the worker protocol's handler (served on the worker-facing listener), the
+ * worker tokens (their key from the store, shared by replicas), the sweeper, and the variables a queue worker is
+ * started with. Nothing listens here; `listenWorkers` opens the worker-facing listener.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { JobsSettings } from '../config/config.js';
+import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import { JobClientRoutes } from '../jobs/client-routes.js';
+import { JobEvents } from '../jobs/job-events.js';
+import { JobService } from '../jobs/job-service.js';
+import { JobSweeper } from '../jobs/job-sweeper.js';
+import { Wakeups } from '../jobs/wakeups.js';
+import { WorkerJobs } from '../jobs/worker-jobs.js';
+import { workerProtocolEnv } from '../jobs/worker-protocol.js';
+import { workerRoutes } from '../jobs/worker-routes.js';
+import { WorkerTokens } from '../jobs/worker-tokens.js';
+import type { Clock, Timers } from '../ports/clock.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { Store } from '../store/store.js';
+
+/** How often a long poll looks at the store again (another replica may have changed what it waits for). */
+const RECHECK_MS = 500;
+/** How often the sweeper runs. */
+const SWEEP_INTERVAL_MS = 1_000;
+/** How long a stop poll is held open. */
+const STOP_HOLD_MS = 30_000;
+/** The name of the worker tokens' key in the store. */
+const TOKEN_SECRET = 'worker-tokens';
+
+export interface JobsParts {
+  store: Store;
+  settings: JobsSettings;
+  clock: Clock;
+  timers: Timers;
+  logger: Logger;
+  /** The gateway's domain (its endpoints' Hosts are not the jobs API's). */
+  domain: string;
+  /** What a client key allows (the gateway's check). */
+  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  /** The worker-facing listener's URL as workers reach it. */
+  workersUrl: string;
+  /** The live endpoint with this id or appName; none: the store's. */
+  findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
+  workerCounts?: (endpointId: string) => { idle: number; running: number };
+}
+
+export interface Jobs {
+  service: JobService;
+  workers: WorkerJobs;
+  events: JobEvents;
+  /** The client routes, for the gateway's router. */
+  clientRoute: JobClientRoutes;
+  /** The worker protocol's handler, for the worker-facing listener. */
+  workerHandler: (req: IncomingMessage, res: ServerResponse) => void;
+  tokens: WorkerTokens;
+  /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
+  protocolEnv(endpointId: string, workerId: string): EnvVar[];
+  /** Starts the sweeper. */
+  start(): void;
+  close(): Promise<void>;
+}
+
+/** The store's live endpoint with this id or else this appName. */
+export function storeEndpointFinder(store: Store): (ref: string) => Promise<Endpoint | undefined> {
+  return async (ref) =>
+    (await store.endpoints.getMany([ref]))[0]?.endpoint ?? store.endpoints.findByAppName(ref);
+}
+
+export async function buildJobs(parts: JobsParts): Promise<Jobs> {
+  const { store, settings, clock, timers } = parts;
+  const logger = parts.logger.child({ role: 'jobs' });
+  const secret = await store.serverSecrets.getOrCreate(
+    TOKEN_SECRET,
+    () => randomBytes(32).toString('base64url'),
+    clock(),
+  );
+  const tokens = new WorkerTokens({ secret });
+  const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
+  const events = new JobEvents();
+  const findEndpoint = parts.findEndpoint ?? storeEndpointFinder(store);
+  const service = new JobService({
+    jobs: store.jobs,
+    clock,
+    wakeups,
+    events,
+    findEndpoint,
+    verifyKey: parts.verifyKey,
+    retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
+    ...(parts.workerCounts ? { workerCounts: parts.workerCounts } : {}),
+  });
+  const workers = new WorkerJobs({
+    jobs: store.jobs,
+    clock,
+    wakeups,
+    events,
+    maxAttempts: settings.maxAttempts,
+  });
+  const sweeper = new JobSweeper({
+    jobs: store.jobs,
+    clock,
+    timers,
+    wakeups,
+    events,
+    logger,
+    intervalMs: SWEEP_INTERVAL_MS,
+    lostAfterMs: settings.lostAfterSeconds * 1000,
+    stopGraceMs: settings.stopGraceSeconds * 1000,
+    maxAttempts: settings.maxAttempts,
+  });
+  return {
+    service,
+    workers,
+    events,
+    tokens,
+    clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
+    workerHandler: workerRoutes({
+      workers,
+      tokens,
+      findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
+      logger,
+      takeHoldMs: settings.takeHoldSeconds * 1000,
+      stopHoldMs: STOP_HOLD_MS,
+    }),
+    protocolEnv: (endpointId, workerId) =>
+      workerProtocolEnv({
+        base: parts.workersUrl,
+        endpointId,
+        workerId,
+        token: tokens.issue(endpointId, workerId),
+      }),
+    start: () => sweeper.start(),
+    close: () => sweeper.close(),
+  };
+}
+
+/** Opens the worker-facing listener on `address`; resolves with its server and the port it got. */
+export async function listenWorkers(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  address: { host: string; port: number },
+): Promise<{ server: Server; port: number }> {
+  const server = createServer(handler);
+  // Takes and stop polls are held up to a minute: no request timeout shorter than that.
+  server.requestTimeout = 0;
+  server.headersTimeout = 10_000;
+  server.keepAliveTimeout = 75_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}
