@@ -9,12 +9,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { JobsSettings } from '../config/config.js';
+import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
+import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
 import { Wakeups } from '../jobs/wakeups.js';
+import { WorkerContacts } from '../jobs/worker-contacts.js';
 import { WorkerJobs } from '../jobs/worker-jobs.js';
 import { workerProtocolEnv } from '../jobs/worker-protocol.js';
 import { workerRoutes } from '../jobs/worker-routes.js';
@@ -22,6 +26,7 @@ import { WorkerTokens } from '../jobs/worker-tokens.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
+import type { TrafficParts } from './build-traffic.js';
 
 /** How often a long poll looks at the store again (another replica may have changed what it waits for). */
 const RECHECK_MS = 500;
@@ -29,6 +34,10 @@ const RECHECK_MS = 500;
 const SWEEP_INTERVAL_MS = 1_000;
 /** How long a stop poll is held open. */
 const STOP_HOLD_MS = 30_000;
+/** How often the autoscaler's view of the job queues is read from the store. */
+const SIGNALS_REFRESH_MS = 1_000;
+/** How often this process writes one worker's last contact at most. */
+const CONTACT_WRITE_MS = 2_000;
 /** The name of the worker tokens' key in the store. */
 const TOKEN_SECRET = 'worker-tokens';
 
@@ -47,6 +56,8 @@ export interface JobsParts {
   /** The live endpoint with this id or appName; none: the store's. */
   findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
   workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** Asks the controller for a pass (a worker to replace was marked). */
+  poke?: () => void;
 }
 
 export interface Jobs {
@@ -58,6 +69,10 @@ export interface Jobs {
   /** The worker protocol's handler, for the worker-facing listener. */
   workerHandler: (req: IncomingMessage, res: ServerResponse) => void;
   tokens: WorkerTokens;
+  /** Queued jobs as the autoscaler's signals (`withJobs` adds them to the gateway's). */
+  signals: JobSignals;
+  /** Queue workers' last polls and pings: their health. */
+  contacts: WorkerContacts;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
   protocolEnv(endpointId: string, workerId: string): EnvVar[];
   /** Starts the sweeper. */
@@ -100,6 +115,33 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     events,
     maxAttempts: settings.maxAttempts,
   });
+  const signals = new JobSignals({
+    jobs: store.jobs,
+    events,
+    clock,
+    timers,
+    logger,
+    refreshMs: SIGNALS_REFRESH_MS,
+  });
+  const contacts = new WorkerContacts({
+    jobs: store.jobs,
+    clock,
+    logger,
+    writeEveryMs: CONTACT_WRITE_MS,
+    silentAfterMs: settings.lostAfterSeconds * 1000,
+  });
+  events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
+  // A worker to replace is drained as its owner's drain would (the controller starts its successor).
+  events.on('recycle', ({ endpointId, workerId, reason }) => {
+    void recycle(store, clock, { endpointId, workerId, reason })
+      .then(() => parts.poke?.())
+      .catch((error: unknown) =>
+        logger.warn(
+          { workerId, err: error instanceof Error ? error.message : String(error) },
+          'worker not recycled',
+        ),
+      );
+  });
   const sweeper = new JobSweeper({
     jobs: store.jobs,
     clock,
@@ -117,6 +159,8 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     workers,
     events,
     tokens,
+    signals,
+    contacts,
     clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
       workers,
@@ -133,9 +177,52 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
         workerId,
         token: tokens.issue(endpointId, workerId),
       }),
-    start: () => sweeper.start(),
-    close: () => sweeper.close(),
+    start: () => {
+      sweeper.start();
+      signals.start();
+    },
+    close: async () => {
+      await sweeper.close();
+      await signals.close();
+    },
   };
+}
+
+/** What the traffic side takes of the jobs side: routes, signals, a queue worker's env and health. */
+export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
+  return {
+    routes: [jobs.clientRoute],
+    signals: (signals) => withJobs(signals, jobs.signals),
+    protocolEnv: jobs.protocolEnv,
+    queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
+      const verdict = await jobs.contacts.verdict(workerId);
+      if (verdict.healthy) return { kind: 'answered', status: 200 };
+      return verdict.reason === 'never-polled'
+        ? { kind: 'error', code: 'NO_POLL', message: 'the worker has not polled for a job yet' }
+        : {
+            kind: 'error',
+            code: 'NO_PING',
+            message: `no poll or ping from the worker for ${Math.round((verdict.silentMs ?? 0) / 1000)} s`,
+          };
+    },
+  };
+}
+
+async function recycle(
+  store: Store,
+  clock: Clock,
+  worker: { endpointId: string; workerId: string; reason: string },
+): Promise<void> {
+  const endpoint = (await store.endpoints.getMany([worker.endpointId]))[0]?.endpoint;
+  if (!endpoint) return;
+  await store.workers.requestDrain(endpoint.ownerId, worker.workerId, true, {
+    at: clock(),
+    ownerId: endpoint.ownerId,
+    actor: 'corral-jobs',
+    action: 'worker.recycle',
+    targetId: worker.workerId,
+    detail: { reason: worker.reason },
+  });
 }
 
 /** Opens the worker-facing listener on `address`; resolves with its server and the port it got. */

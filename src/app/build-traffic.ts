@@ -22,6 +22,7 @@ import { workerMemoryGBPerGpu } from '../controller/workers/worker-spec.js';
 import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { WorkerPools } from '../gateway/pools.js';
+import type { GatewayRoute } from '../gateway/router.js';
 import { createGatewayServer } from '../gateway/server.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { TrafficHistory } from '../history/history.js';
@@ -63,6 +64,13 @@ export interface TrafficParts<M extends GatewayMetrics> {
   remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
   /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
   forwarding?: Omit<GatewayForwarding, 'pools'>;
+  /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
+  jobs?: {
+    routes: readonly GatewayRoute[];
+    signals: (signals: QueueSignals) => QueueSignals;
+    protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
+    queueProbe: NonNullable<ControllerOptions['queueProbe']>;
+  };
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -126,10 +134,12 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
     verifyKey: (key) => keys.grant(key),
+    ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
     ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });
+  const gatewaySignals = parts.signals ? parts.signals(gateway) : gateway;
   const scaler = new Scaler({
-    signals: parts.signals ? parts.signals(gateway) : gateway,
+    signals: parts.jobs ? parts.jobs.signals(gatewaySignals) : gatewaySignals,
     clock,
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
@@ -164,6 +174,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    ...(parts.jobs ? { protocolEnv: parts.jobs.protocolEnv, queueProbe: parts.jobs.queueProbe } : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
     unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,

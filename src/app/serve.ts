@@ -10,11 +10,12 @@ import { replicaGpus } from '../cluster/stored-gpus.js';
 import { type Config, formatHostPort } from '../config/config.js';
 import { listenError } from '../config/startup.js';
 import { SecretBox } from '../crypto/secret-box.js';
-import { systemClock } from '../ports/clock.js';
+import { systemClock, systemTimers } from '../ports/clock.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { apiServices, buildApi } from './build-api.js';
+import { buildJobs, jobsForTraffic, listenWorkers } from './build-jobs.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
@@ -68,6 +69,27 @@ export async function serve(
     const sharedParts = sharedTrafficOf({ store, replicaId, logger });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
+    // The jobs side first: the gateway serves its client routes, the controller starts queue workers with its env.
+    const late: { poke: () => void; workers: () => { endpointId: string; state: string }[] } = {
+      poke: () => {},
+      workers: () => [],
+    };
+    const jobs = await buildJobs({
+      store,
+      settings: config.jobs,
+      clock: systemClock,
+      timers: systemTimers,
+      logger,
+      domain: config.domain,
+      verifyKey: (key) => invokeKeys.grant(key),
+      workersUrl: config.workers.advertiseUrl,
+      poke: () => late.poke(),
+      workerCounts: (endpointId) => {
+        const running = late.workers().filter((w) => w.endpointId === endpointId && w.state === 'running');
+        return { idle: 0, running: running.length };
+      },
+    });
+    closers.push(() => jobs.close());
     const traffic = buildTraffic({
       config,
       store,
@@ -90,7 +112,10 @@ export async function serve(
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
       ...(sharedParts?.parts ?? {}),
+      jobs: jobsForTraffic(jobs),
     });
+    late.poke = () => traffic.poke();
+    late.workers = () => traffic.controller.workers();
     const { gateway } = traffic;
     const shared = sharedParts?.shared;
     const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });
@@ -155,6 +180,19 @@ export async function serve(
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
     closers.push(() => traffic.close());
+    // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md).
+    const workersListener = await listenWorkers(jobs.workerHandler, config.workers.listen).catch(
+      (error: unknown) => {
+        throw new Error(
+          `cannot listen on workers.listen ${formatHostPort(config.workers.listen)}: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      },
+    );
+    closers.push(async () => {
+      workersListener.server.closeAllConnections();
+      await new Promise((resolve) => workersListener.server.close(resolve));
+    });
+    jobs.start();
     closers.push(
       ...(await replica.start({ apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort })),
     );
@@ -174,6 +212,7 @@ export async function serve(
       {
         apiUrl,
         gatewayUrl,
+        workersUrl: config.workers.advertiseUrl,
         runtime: runtime.name,
         gpus: gpus.length,
         simulatedGpus: config.gpus.kind === 'simulated',

@@ -58,6 +58,8 @@ type OptionalOptions =
   | 'crashResetMs'
   | 'readOnlyStorages'
   | 'resolveEnv'
+  | 'protocolEnv'
+  | 'queueProbe'
   | 'outputs'
   | 'fence';
 
@@ -177,6 +179,7 @@ export class Controller {
       memoryGBPerGpu: o.memoryGBPerGpu,
       imageAccess: o.imageAccess,
       resolveEnv: o.resolveEnv,
+      protocolEnv: o.protocolEnv,
       metrics: o.metrics,
     });
   }
@@ -417,7 +420,17 @@ export class Controller {
     if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#loop.stopped)
       return undefined;
     const appPort = appPortOf(this.#o.runtime.name, record.address, endpoint.spec.port);
-    return { address: record.address, check: endpoint.spec.health, appPort, fast: record.readyAt === null };
+    const { queueProbe } = this.#o;
+    // A queue worker pulls its jobs: its polls and pings are its health, not an HTTP answer.
+    const probe =
+      endpoint.spec.type === 'queue' && queueProbe ? () => queueProbe(endpoint.id, workerId) : undefined;
+    return {
+      address: record.address,
+      check: endpoint.spec.health,
+      appPort,
+      fast: record.readyAt === null,
+      ...(probe ? { probe } : {}),
+    };
   }
 
   // ---- report ----

@@ -57,6 +57,11 @@ export class WorkerJobs {
       if (options.holding === false) await this.#returnHeld(caller, 'the worker said it holds no job');
       const until = this.#o.clock() + options.holdMs;
       const cap = endpoint.spec.workers.maxConcurrent;
+      // A stopped endpoint's, or one that may have no worker: its workers are on their way out and take nothing.
+      if (endpoint.desired === 'stopped' || endpoint.spec.workers.maxWorkers === 0) {
+        await this.#o.wakeups.wait(`idle:${workerId}`, options.holdMs, options.signal);
+        return [];
+      }
       for (;;) {
         const jobs = await this.#o.jobs.take({
           endpointId: endpoint.id,

@@ -274,6 +274,15 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect(signal).toEqual({ queued: 2, oldestQueuedAt: 20, inProgress: { 'w-1': 1 } });
   });
 
+  it('remembers when each queue worker was last seen, on any replica, and forgets old ones', async () => {
+    expect(await store.jobs.workerSeenAt('w-1')).toBeUndefined();
+    await store.jobs.workerSeen('w-1', 'ep-1', 1_000);
+    await sibling.jobs.workerSeen('w-1', 'ep-1', 2_000);
+    expect(await store.jobs.workerSeenAt('w-1')).toBe(2_000);
+    await store.jobs.forgetWorkers(2_001);
+    expect(await store.jobs.workerSeenAt('w-1')).toBeUndefined();
+  });
+
   it('shares one server secret between replicas', async () => {
     const a = await store.serverSecrets.getOrCreate('worker-tokens', () => 'first', 1);
     const b = await sibling.serverSecrets.getOrCreate('worker-tokens', () => 'second', 2);

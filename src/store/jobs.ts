@@ -462,6 +462,30 @@ export class JobRepository {
     });
   }
 
+  /** A queue worker polled or pinged now. */
+  async workerSeen(workerId: string, endpointId: string, now: number): Promise<void> {
+    await this.#db
+      .insertInto('job_workers')
+      .values({ worker_id: workerId, endpoint_id: endpointId, seen_at: now })
+      .onConflict((oc) => oc.column('worker_id').doUpdateSet({ seen_at: now }))
+      .execute();
+  }
+
+  /** When the worker last polled or pinged; undefined: never. */
+  async workerSeenAt(workerId: string): Promise<number | undefined> {
+    const row = await this.#db
+      .selectFrom('job_workers')
+      .select('seen_at')
+      .where('worker_id', '=', workerId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : Number(row.seen_at);
+  }
+
+  /** Forgets the workers not seen since `before` (gone long ago). */
+  async forgetWorkers(before: number): Promise<void> {
+    await this.#db.deleteFrom('job_workers').where('seen_at', '<', before).execute();
+  }
+
   /** The endpoint's jobs by status (every status present, 0 where none). */
   async counts(endpointId: string): Promise<Record<JobStatus, number>> {
     const rows = await this.#db

@@ -236,6 +236,13 @@ export interface JobChunksTable {
   chunk: string;
 }
 
+/** When a queue worker last polled or pinged (any replica): its health. */
+export interface JobWorkersTable {
+  worker_id: string;
+  endpoint_id: string;
+  seen_at: number;
+}
+
 /** Secrets the server makes for itself and shares between replicas (the worker tokens' key). */
 export interface ServerSecretsTable {
   name: string;
@@ -246,6 +253,7 @@ export interface ServerSecretsTable {
 export interface Database {
   jobs: JobsTable;
   job_chunks: JobChunksTable;
+  job_workers: JobWorkersTable;
   server_secrets: ServerSecretsTable;
   history_samples: HistorySamplesTable;
   routes: RoutesTable;

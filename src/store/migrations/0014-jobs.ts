@@ -2,7 +2,8 @@
  * Migration 0014: the jobs API's tables (issue 22). `jobs` is the queue and the record of every job until its
  * retention ends: indexed for a take (an endpoint's IN_QUEUE jobs, oldest first), a worker's jobs, and the sweeps
  * of ttl, execution deadline and retention. `job_chunks` holds what workers streamed until a client reads it;
- * `server_secrets` the key the worker tokens are signed with, so that every replica verifies any worker's token.
+ * `job_workers` when each queue worker last polled or
+ * pinged (its health, whichever replica it reached); `server_secrets` the key the worker tokens are signed with, so that every replica verifies any worker's token.
  */
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../schema.js';
@@ -52,6 +53,12 @@ export async function up(db: Kysely<unknown>, dialect: DialectName): Promise<voi
     .addColumn('chunk', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('job_chunks_job').on('job_chunks').columns(['job_id', 'seq']).execute();
+  await db.schema
+    .createTable('job_workers')
+    .addColumn('worker_id', 'text', (c) => c.primaryKey())
+    .addColumn('endpoint_id', 'text', (c) => c.notNull())
+    .addColumn('seen_at', 'bigint', (c) => c.notNull())
+    .execute();
   await db.schema
     .createTable('server_secrets')
     .addColumn('name', 'text', (c) => c.primaryKey())
