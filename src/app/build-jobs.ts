@@ -13,6 +13,7 @@ import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
+import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
 import { JobSignals, withJobs } from '../jobs/job-signals.js';
@@ -40,6 +41,8 @@ const SIGNALS_REFRESH_MS = 1_000;
 const CONTACT_WRITE_MS = 2_000;
 /** The name of the worker tokens' key in the store. */
 const TOKEN_SECRET = 'worker-tokens';
+/** The name of the key of http jobs' deliveries through the gateway, shared by replicas (a forwarded one). */
+const DELIVERY_SECRET = 'gateway-job-deliveries';
 
 export interface JobsParts {
   store: Store;
@@ -58,6 +61,10 @@ export interface JobsParts {
   workerCounts?: (endpointId: string) => { idle: number; running: number };
   /** Asks the controller for a pass (a worker to replace was marked). */
   poke?: () => void;
+  /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
+  replicaId: string;
+  /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
+  gatewayUrl: () => string | undefined;
 }
 
 export interface Jobs {
@@ -75,6 +82,8 @@ export interface Jobs {
   contacts: WorkerContacts;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
   protocolEnv(endpointId: string, workerId: string): EnvVar[];
+  /** The key the gateway accepts from this side's deliveries of `http` jobs (no worker ever sees it). */
+  deliveryKey: string;
   /** Starts the sweeper. */
   start(): void;
   close(): Promise<void>;
@@ -95,6 +104,11 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     clock(),
   );
   const tokens = new WorkerTokens({ secret });
+  const deliveryKey = `cjd_${await store.serverSecrets.getOrCreate(
+    DELIVERY_SECRET,
+    () => randomBytes(32).toString('base64url'),
+    clock(),
+  )}`;
   const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
   const events = new JobEvents();
   const findEndpoint = parts.findEndpoint ?? storeEndpointFinder(store);
@@ -142,6 +156,23 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
         ),
       );
   });
+  const delivery = new HttpDelivery({
+    jobs: store.jobs,
+    events,
+    wakeups,
+    clock,
+    timers,
+    logger,
+    deliveryWorkerId: `gateway:${parts.replicaId}`,
+    findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
+    gateway: () => {
+      const url = parts.gatewayUrl();
+      return url === undefined ? undefined : { url, key: deliveryKey };
+    },
+    scanMs: SWEEP_INTERVAL_MS,
+    keepAliveMs: Math.max(1_000, (settings.lostAfterSeconds * 1000) / 3),
+    maxAttempts: settings.maxAttempts,
+  });
   const sweeper = new JobSweeper({
     jobs: store.jobs,
     clock,
@@ -161,6 +192,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     tokens,
     signals,
     contacts,
+    deliveryKey,
     clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
       workers,
@@ -180,8 +212,10 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     start: () => {
       sweeper.start();
       signals.start();
+      delivery.start();
     },
     close: async () => {
+      await delivery.close();
       await sweeper.close();
       await signals.close();
     },
@@ -192,6 +226,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
 export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
   return {
     routes: [jobs.clientRoute],
+    deliveryKey: jobs.deliveryKey,
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
     queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {

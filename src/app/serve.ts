@@ -70,10 +70,11 @@ export async function serve(
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
     // The jobs side first: the gateway serves its client routes, the controller starts queue workers with its env.
-    const late: { poke: () => void; workers: () => { endpointId: string; state: string }[] } = {
-      poke: () => {},
-      workers: () => [],
-    };
+    const late: {
+      poke: () => void;
+      workers: () => { endpointId: string; state: string }[];
+      gatewayUrl: string | undefined;
+    } = { poke: () => {}, workers: () => [], gatewayUrl: undefined };
     const jobs = await buildJobs({
       store,
       settings: config.jobs,
@@ -84,6 +85,8 @@ export async function serve(
       verifyKey: (key) => invokeKeys.grant(key),
       workersUrl: config.workers.advertiseUrl,
       poke: () => late.poke(),
+      replicaId,
+      gatewayUrl: () => late.gatewayUrl,
       workerCounts: (endpointId) => {
         const running = late.workers().filter((w) => w.endpointId === endpointId && w.state === 'running');
         return { idle: 0, running: running.length };
@@ -179,6 +182,8 @@ export async function serve(
     });
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
+    // http jobs go through this replica's own gateway, on this host.
+    late.gatewayUrl = `http://${formatHostPort({ host: loopbackOf(config.gatewayAddr.host), port: bound.gatewayPort })}`;
     closers.push(() => traffic.close());
     // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md).
     const workersListener = await listenWorkers(jobs.workerHandler, config.workers.listen).catch(
@@ -226,6 +231,13 @@ export async function serve(
     await closeAll();
     throw error;
   }
+}
+
+/** An address this host reaches its own listener on: a wildcard address's loopback, else the address. */
+function loopbackOf(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host;
 }
 
 /** The runtime the configuration chooses (docker, kubernetes, local), connected or waited for. */

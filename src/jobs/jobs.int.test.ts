@@ -118,6 +118,8 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       logger: pino({ level: 'silent' }),
       domain: 'localhost',
       verifyKey: (k) => keys.grant(k),
+      replicaId: 'r-1',
+      gatewayUrl: () => undefined,
       // The URL is known once the listener is open; protocolEnv reads it through this getter.
       get workersUrl() {
         return workersUrl;

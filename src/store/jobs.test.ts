@@ -182,7 +182,9 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
   it('purges only the queue', async () => {
     await enqueue(newJob('j-1'), newJob('j-2'), newJob('j-3'), newJob('j-4', { endpointId: 'ep-2' }));
     await take('w-1');
+    expect((await store.jobs.queuedEndpoints()).sort()).toEqual(['ep-1', 'ep-2']);
     expect(await store.jobs.purgeQueue('ep-1')).toBe(2);
+    expect(await store.jobs.queuedEndpoints()).toEqual(['ep-2']);
     expect(await store.jobs.counts('ep-1')).toMatchObject({ IN_QUEUE: 0, IN_PROGRESS: 1 });
     expect((await store.jobs.counts('ep-2')).IN_QUEUE).toBe(1);
   });

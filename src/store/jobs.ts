@@ -462,6 +462,17 @@ export class JobRepository {
     });
   }
 
+  /** The endpoints that have IN_QUEUE jobs. */
+  async queuedEndpoints(): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select('endpoint_id')
+      .distinct()
+      .where('status', '=', QUEUED)
+      .execute();
+    return rows.map((r) => r.endpoint_id);
+  }
+
   /** A queue worker polled or pinged now. */
   async workerSeen(workerId: string, endpointId: string, now: number): Promise<void> {
     await this.#db

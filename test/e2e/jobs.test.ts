@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-jobs-operator-key-0123456789';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
@@ -46,8 +47,8 @@ describe('jobs on a queue endpoint, end to end', () => {
     );
     return server;
   };
-  const jobs = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${server?.gatewayUrl}/v2/${endpointId}/${path}`, {
+  const jobs = async (method: string, path: string, body?: unknown, endpoint = endpointId) => {
+    const response = await fetch(`${server?.gatewayUrl}/v2/${endpoint}/${path}`, {
       method,
       headers: { authorization: `Bearer ${KEY}` },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -180,6 +181,43 @@ describe('jobs on a queue endpoint, end to end', () => {
     } catch (error) {
       printServeLog(server);
       throw error;
+    }
+  }, 120_000);
+
+  it('delivers the jobs of an http endpoint as POST {jobsPath} through the gateway: 2xx JSON is the output, else FAILED', async () => {
+    if (!server) throw new Error('no server');
+    const created = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        name: 'plain',
+        appName: 'plain-http',
+        jobsPath: '/echo',
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+        image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
+      },
+    });
+    expect(created.status, created.text).toBe(200);
+    try {
+      const sync = await jobs(
+        'POST',
+        'runsync?wait=60000',
+        { input: { prompt: 'hi', n: [1, 2] } },
+        'plain-http',
+      );
+      expect(sync.body).toMatchObject({ status: 'COMPLETED', output: { prompt: 'hi', n: [1, 2] } });
+      const moved = await callApi(server, KEY, 'endpoint/update', {
+        id: created.body.id,
+        jobsPath: '/no-such-path',
+      });
+      expect(moved.status, moved.text).toBe(200);
+      const failed = await jobs('POST', 'runsync?wait=60000', { input: { x: 1 } }, 'plain-http');
+      expect(failed.body).toMatchObject({ status: 'FAILED' });
+      expect(failed.body.error).toMatch(/^HTTP 404: /);
+    } catch (error) {
+      printServeLog(server);
+      throw error;
+    } finally {
+      await callApi(server, KEY, 'endpoint/delete', { id: created.body.id });
     }
   }, 120_000);
 });
