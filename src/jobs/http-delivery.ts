@@ -67,7 +67,7 @@ export class HttpDelivery {
     try {
       const endpoint = await this.#o.findEndpoint(endpointId);
       const gateway = this.#o.gateway();
-      if (!endpoint || endpoint.spec.type !== 'http' || !gateway) return;
+      if (endpoint?.spec.type !== 'http' || !gateway) return;
       for (;;) {
         const room = IN_FLIGHT_PER_ENDPOINT - this.#countOf(endpointId);
         if (room <= 0 || this.#closed) return;
