@@ -147,6 +147,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
   events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
   // A worker to replace is drained as its owner's drain would (the controller starts its successor).
   events.on('recycle', ({ endpointId, workerId, reason }) => {
+    logger.info({ endpointId, workerId, reason }, 'queue worker to be replaced');
     void recycle(store, clock, { endpointId, workerId, reason })
       .then(() => parts.poke?.())
       .catch((error: unknown) =>

@@ -117,6 +117,11 @@ describe('jobs on a queue endpoint, end to end', () => {
       expect((await jobs('POST', `cancel/${long.body.id}`)).body).toMatchObject({ status: 'CANCELLED' });
       const health = await jobs('GET', 'health');
       expect(health.body.jobs).toMatchObject({ completed: 3, inProgress: 0, inQueue: 0 });
+      // Ready by its polls (no HTTP probe: the protocol worker serves none).
+      const got = await callApi(server, KEY, `endpoint?id=${endpointId}`);
+      expect(got.body.endpoint.workers).toContainEqual(
+        expect.objectContaining({ healthy: true, state: expect.objectContaining({ state: 'running' }) }),
+      );
     } catch (error) {
       printServeLog(server);
       throw error;
