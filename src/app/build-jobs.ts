@@ -13,6 +13,7 @@ import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
+import { cachedEndpoints } from '../jobs/endpoint-cache.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
@@ -33,6 +34,8 @@ import type { TrafficParts } from './build-traffic.js';
 const RECHECK_MS = 500;
 /** How often the sweeper runs. */
 const SWEEP_INTERVAL_MS = 1_000;
+/** How long the worker routes remember an endpoint (an update reaches them within this). */
+const ENDPOINT_CACHE_MS = 1_000;
 /** How long a stop poll is held open. */
 const STOP_HOLD_MS = 30_000;
 /** How often the autoscaler's view of the job queues is read from the store. */
@@ -198,7 +201,10 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     workerHandler: workerRoutes({
       workers,
       tokens,
-      findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
+      findEndpoint: cachedEndpoints(async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint, {
+        clock,
+        ttlMs: ENDPOINT_CACHE_MS,
+      }),
       logger,
       takeHoldMs: settings.takeHoldSeconds * 1000,
       stopHoldMs: STOP_HOLD_MS,

@@ -39,9 +39,10 @@ export async function up(db: Kysely<unknown>, dialect: DialectName): Promise<voi
   await db.schema
     .createIndex('jobs_queue')
     .on('jobs')
-    .columns(['endpoint_id', 'status', 'created_at'])
+    .columns(['endpoint_id', 'status', 'created_at', 'id'])
     .execute();
   await db.schema.createIndex('jobs_worker').on('jobs').columns(['worker_id', 'status']).execute();
+  await db.schema.createIndex('jobs_seen').on('jobs').columns(['status', 'seen_at']).execute();
   await db.schema.createIndex('jobs_expires').on('jobs').column('expires_at').execute();
   await db.schema.createIndex('jobs_deadline').on('jobs').column('deadline_at').execute();
   await db.schema.createIndex('jobs_retain').on('jobs').column('retain_until').execute();
