@@ -74,7 +74,8 @@ export async function serve(
       poke: () => void;
       workers: () => { endpointId: string; state: string }[];
       gatewayUrl: string | undefined;
-    } = { poke: () => {}, workers: () => [], gatewayUrl: undefined };
+      workersUrl: string;
+    } = { poke: () => {}, workers: () => [], gatewayUrl: undefined, workersUrl: '' };
     const jobs = await buildJobs({
       store,
       settings: config.jobs,
@@ -83,7 +84,9 @@ export async function serve(
       logger,
       domain: config.domain,
       verifyKey: (key) => invokeKeys.grant(key),
-      workersUrl: config.workers.advertiseUrl,
+      get workersUrl() {
+        return late.workersUrl;
+      },
       poke: () => late.poke(),
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
@@ -193,6 +196,9 @@ export async function serve(
         );
       },
     );
+    late.workersUrl =
+      config.workers.advertiseUrl ??
+      `http://${formatHostPort({ host: loopbackOf(config.workers.listen.host), port: workersListener.port })}`;
     closers.push(async () => {
       workersListener.server.closeAllConnections();
       await new Promise((resolve) => workersListener.server.close(resolve));
@@ -217,7 +223,7 @@ export async function serve(
       {
         apiUrl,
         gatewayUrl,
-        workersUrl: config.workers.advertiseUrl,
+        workersUrl: late.workersUrl,
         runtime: runtime.name,
         gpus: gpus.length,
         simulatedGpus: config.gpus.kind === 'simulated',

@@ -167,7 +167,7 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     });
     expect(config.workers).toMatchObject({
       listen: { host: '127.0.0.1', port: 8082 },
-      advertiseUrl: 'http://127.0.0.1:8082',
+      advertiseUrl: undefined,
     });
     expect(config.connections).toEqual(DEFAULT_CONNECTION_LIMITS);
     expect(config.history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });

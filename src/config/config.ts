@@ -114,9 +114,9 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   workers: {
     memoryGBPerGpu: number | undefined;
     sandbox: WorkerSandbox;
-    /** The worker-facing listener (RunPod worker protocol), and its URL as workers reach it. */
+    /** The worker-facing listener (RunPod worker protocol), and its URL as workers reach it (unset: http://{listen}). */
     listen: HostPort;
-    advertiseUrl: string;
+    advertiseUrl: string | undefined;
   };
   /** The jobs API: retention, attempts, and the worker protocol's waits (docs/jobs-internals.md). */
   jobs: JobsSettings;
@@ -263,10 +263,8 @@ export function loadConfig(sources: ConfigSources): Config {
     workers: {
       memoryGBPerGpu: file.workers?.memoryGBPerGpu,
       sandbox: workerSandbox(file.workers?.sandbox),
-      listen: file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
-      advertiseUrl:
-        file.workers?.advertiseUrl ??
-        `http://${formatHostPort(file.workers?.listen ?? DEFAULT_WORKERS_LISTEN)}`,
+      listen: settings.workersAddr ?? file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
+      advertiseUrl: file.workers?.advertiseUrl,
     },
     jobs: {
       retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,

@@ -177,6 +177,13 @@ export const SERVE_SETTINGS = {
     help: "where the other replicas reach this one's gateway to forward requests (default http://{gateway-addr})",
     schema: url.optional(),
   },
+  workersAddr: {
+    flag: '--workers-addr',
+    env: 'CORRAL_WORKERS_ADDR',
+    default: undefined,
+    help: "address of the worker-facing listener, where queue endpoints' workers take jobs (default: the config file's workers.listen, else 127.0.0.1:8082)",
+    schema: hostPort.optional(),
+  },
   config: {
     flag: '--config',
     env: 'CORRAL_CONFIG',

@@ -1,7 +1,7 @@
 /**
  * Jobs end to end (issue 22): `corral serve` (the built binary) with the `local` runtime, a `queue` endpoint whose
  * workers are the RunPod protocol test worker (test/fixtures/worker/runpod-worker.mjs) reaching the worker-facing
- * listener on 127.0.0.1, and the client API on the gateway address. A first job wakes the endpoint from zero; run,
+ * listener on 127.0.0.1 (a free port: test/support/process.ts), and the client API on the gateway address. A first job wakes the endpoint from zero; run,
  * runsync, status, stream and cancel; a worker killed mid-job (the job runs again elsewhere and completes once);
  * kill -9 of serve with a queued job (it completes after the restart).
  */
@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../support/own-postgres.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
@@ -22,7 +21,6 @@ describe('jobs on a queue endpoint, end to end', () => {
   let dataDir: string;
   let server: ServeProcess | undefined;
   let endpointId = '';
-  let workersPort = 0;
 
   const serve = async () => {
     server = await startServe(
@@ -52,10 +50,9 @@ describe('jobs on a queue endpoint, end to end', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-jobs-'));
-    workersPort = await freePort();
     writeFileSync(
       join(dataDir, 'corral.yaml'),
-      `workers:\n  listen: 127.0.0.1:${workersPort}\njobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n`,
+      `jobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n`,
     );
     await serve();
   }, 60_000);
