@@ -61,7 +61,8 @@ export interface JobsParts {
   workersUrl: string;
   /** The live endpoint with this id or appName; none: the store's. */
   findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
-  workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
+  runningWorkers?: (endpointId: string) => readonly string[];
   /** Asks the controller for a pass (a worker to replace was marked). */
   poke?: () => void;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
@@ -123,7 +124,11 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     findEndpoint,
     verifyKey: parts.verifyKey,
     retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
-    ...(parts.workerCounts ? { workerCounts: parts.workerCounts } : {}),
+    workerCounts: (endpointId) => {
+      const running = parts.runningWorkers?.(endpointId) ?? [];
+      const busy = signals.signal(endpointId, () => true)?.inProgress ?? {};
+      return { idle: running.filter((id) => !busy[id]).length, running: running.length };
+    },
   });
   const workers = new WorkerJobs({
     jobs: store.jobs,

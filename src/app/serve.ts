@@ -72,7 +72,7 @@ export async function serve(
     // The jobs side first: the gateway serves its client routes, the controller starts queue workers with its env.
     const late: {
       poke: () => void;
-      workers: () => { endpointId: string; state: string }[];
+      workers: () => { id: string; endpointId: string; state: string }[];
       gatewayUrl: string | undefined;
       workersUrl: string;
     } = { poke: () => {}, workers: () => [], gatewayUrl: undefined, workersUrl: '' };
@@ -90,10 +90,11 @@ export async function serve(
       poke: () => late.poke(),
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
-      workerCounts: (endpointId) => {
-        const running = late.workers().filter((w) => w.endpointId === endpointId && w.state === 'running');
-        return { idle: 0, running: running.length };
-      },
+      runningWorkers: (endpointId) =>
+        late
+          .workers()
+          .filter((w) => w.endpointId === endpointId && w.state === 'running')
+          .map((w) => w.id),
     });
     closers.push(() => jobs.close());
     const traffic = buildTraffic({

@@ -106,6 +106,8 @@ describe('jobs on a queue endpoint, end to end', () => {
       expect((await jobs('POST', `cancel/${long.body.id}`)).body).toMatchObject({ status: 'CANCELLED' });
       const health = await jobs('GET', 'health');
       expect(health.body.jobs).toMatchObject({ completed: 3, inProgress: 0, inQueue: 0 });
+      expect(health.body.workers.running).toBeGreaterThanOrEqual(1);
+      expect(health.body.workers.idle).toBe(health.body.workers.running);
       // Ready by its polls (no HTTP probe: the protocol worker serves none).
       const got = await callApi(server, KEY, `endpoint?id=${endpointId}`);
       expect(got.body.endpoint.workers).toContainEqual(
