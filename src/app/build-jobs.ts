@@ -84,6 +84,8 @@ export interface Jobs {
   signals: JobSignals;
   /** Queue workers' last polls and pings: their health. */
   contacts: WorkerContacts;
+  /** A worker ended (failed or removed): the jobs it held go back to the queue now. */
+  workerEnded(workerId: string, reason: string): void;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
   protocolEnv(endpointId: string, workerId: string): EnvVar[];
   /** The key the gateway accepts from this side's deliveries of `http` jobs (no worker ever sees it). */
@@ -214,6 +216,16 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       takeHoldMs: settings.takeHoldSeconds * 1000,
       stopHoldMs: STOP_HOLD_MS,
     }),
+    workerEnded: (workerId, reason) => {
+      void workers
+        .workerEnded(workerId, reason)
+        .catch((error: unknown) =>
+          logger.warn(
+            { workerId, err: error instanceof Error ? error.message : String(error) },
+            'jobs of an ended worker not returned',
+          ),
+        );
+    },
     protocolEnv: (endpointId, workerId) =>
       workerProtocolEnv({
         base: parts.workersUrl,
@@ -241,6 +253,7 @@ export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetr
     deliveryKey: jobs.deliveryKey,
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
+    workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),
     queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
       const verdict = await jobs.contacts.verdict(workerId);
       if (verdict.healthy) return { kind: 'answered', status: 200 };

@@ -73,6 +73,7 @@ export interface TrafficParts<M extends GatewayMetrics> {
     signals: (signals: QueueSignals) => QueueSignals;
     protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
     queueProbe: NonNullable<ControllerOptions['queueProbe']>;
+    workerEnded: NonNullable<ControllerOptions['onWorkerEnded']>;
   };
 }
 
@@ -186,7 +187,13 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
-    ...(parts.jobs ? { protocolEnv: parts.jobs.protocolEnv, queueProbe: parts.jobs.queueProbe } : {}),
+    ...(parts.jobs
+      ? {
+          protocolEnv: parts.jobs.protocolEnv,
+          queueProbe: parts.jobs.queueProbe,
+          onWorkerEnded: parts.jobs.workerEnded,
+        }
+      : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
     unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,

@@ -106,6 +106,8 @@ export interface ControllerOptions {
    * unhealthy once its polls and pings stop. Absent: queue workers are probed over HTTP like any other.
    */
   queueProbe?: (endpointId: string, workerId: string) => Promise<ProbeResult>;
+  /** Told once when a worker ends (failed, or stopped to be removed): the jobs it held go back to the queue. */
+  onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;

@@ -60,6 +60,7 @@ type OptionalOptions =
   | 'resolveEnv'
   | 'protocolEnv'
   | 'queueProbe'
+  | 'onWorkerEnded'
   | 'outputs'
   | 'fence';
 
@@ -157,6 +158,7 @@ export class Controller {
       awaitDrained: o.awaitDrained,
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
+      onEnded: o.onWorkerEnded,
     });
     this.#ownerDrains = new OwnerDrains({ book: this.#book, lifecycle: this.#lifecycle, logger: o.logger });
     this.#starter = new WorkerStarter({

@@ -139,6 +139,27 @@ export class WorkerJobs {
     }
   }
 
+  /** The worker ended (failed, removed): the jobs it held go back to the queue now (FAILED at the attempt limit). */
+  async workerEnded(workerId: string, reason: string): Promise<void> {
+    const { requeued, failed, endpoints } = await this.#o.jobs.requeueWorker(
+      workerId,
+      `its worker ended: ${reason}`,
+      {
+        maxAttempts: this.#o.maxAttempts,
+        now: this.#o.clock(),
+      },
+    );
+    for (const id of requeued) this.#o.wakeups.wake(wakeKey.job(id));
+    for (const job of failed) {
+      this.#o.wakeups.wake(wakeKey.job(job.id));
+      this.#o.events.emit('finished', { job });
+    }
+    for (const endpointId of endpoints) {
+      this.#o.wakeups.wake(wakeKey.queue(endpointId));
+      this.#o.events.emit('queued', { endpointId, lowPriority: false });
+    }
+  }
+
   /** The worker no longer holds its jobs (all, or `jobs` it never got): back to the queue, FAILED at the limit. */
   async #returnHeld(caller: WorkerCaller, cause: string, jobs?: readonly Job[]): Promise<void> {
     const options = { maxAttempts: this.#o.maxAttempts, now: this.#o.clock() };
