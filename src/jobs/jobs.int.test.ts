@@ -215,6 +215,13 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       headers: { authorization: token },
     });
     expect(stolen.status).toBe(401);
+    // A second take of one worker while its first is held open is slowed down; the first ends in 204.
+    const own = { authorization: jobs.tokens.issue(endpoint.id, 'w-9') };
+    const takeUrl = `${workersUrl}/v2/${endpoint.id}/job-take/w-9?worker=w-9&job_in_progress=0`;
+    const first = fetch(takeUrl, { headers: own });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await fetch(takeUrl, { headers: own })).status).toBe(429);
+    expect((await first).status).toBe(204);
   });
 
   it('streams chunks (consumed on read), keeps progress, fails a job whose handler errs, and retries it', async () => {
