@@ -16,6 +16,7 @@ const SUITES: Record<string, Suite> = {
   abuse: async () => (await import('./abuse/suite.js')).runAbuseBench(),
   replicas: async () => (await import('./replicas.js')).runReplicasBench(),
   'cluster-history': async () => (await import('./cluster-history.js')).runClusterHistoryBench(),
+  wake: async () => (await import('./wake/suite.js')).runWakeBench(),
 };
 
 async function main(): Promise<void> {

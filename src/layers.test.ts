@@ -20,7 +20,7 @@ const ALLOWED: Record<string, string[]> = {
   ports: ['domain'],
   errors: [],
   crypto: [],
-  gpu: [],
+  gpu: ['errors'],
   logger: [],
   registry: ['domain'],
   listeners: [],
@@ -35,6 +35,8 @@ const ALLOWED: Record<string, string[]> = {
   gateway: ['domain', 'errors', 'listeners', 'service'],
   jobs: ['contract', 'domain', 'errors', 'service', 'store'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
+  /** Jobs' webhooks: the target guard, the outbox and its delivery (wired by app/). */
+  webhooks: ['crypto', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],

@@ -41,24 +41,38 @@ export async function baselineCli(image: string, label: string): Promise<number>
 
 /** Time from the engine API's create + start (what DockerRuntime does) to /health answering 200. */
 export async function baselineEngineApi(docker: Dockerode, image: string, label: string): Promise<number> {
-  const [key = '', value = ''] = label.split('=');
   const start = performance.now();
-  const container = await docker.createContainer({
+  const container = await createTestWorker(docker, image, label);
+  try {
+    return await waitHealthy(await startedPort(container), start);
+  } finally {
+    await removeContainer(docker, container.id);
+  }
+}
+
+/** A container of the test image with the label, its worker port published on 127.0.0.1; not started. */
+export function createTestWorker(
+  docker: Dockerode,
+  image: string,
+  label: string,
+): Promise<Dockerode.Container> {
+  const [key = '', value = ''] = label.split('=');
+  return docker.createContainer({
     Image: image,
     Env: [`PORT=${WORKER_PORT}`],
     Labels: { [key]: value },
     ExposedPorts: { [`${WORKER_PORT}/tcp`]: {} },
     HostConfig: { PortBindings: { [`${WORKER_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '' }] } },
   });
-  try {
-    await container.start();
-    const info = await container.inspect();
-    const port = Number(info.NetworkSettings.Ports[`${WORKER_PORT}/tcp`]?.[0]?.HostPort);
-    if (!Number.isInteger(port) || port <= 0) throw new Error('no published port');
-    return await waitHealthy(port, start);
-  } finally {
-    await removeContainer(docker, container.id);
-  }
+}
+
+/** Starts the container and answers the host port its worker port was published on. */
+export async function startedPort(container: Dockerode.Container): Promise<number> {
+  await container.start();
+  const info = await container.inspect();
+  const port = Number(info.NetworkSettings.Ports[`${WORKER_PORT}/tcp`]?.[0]?.HostPort);
+  if (!Number.isInteger(port) || port <= 0) throw new Error('no published port');
+  return port;
 }
 
 async function waitHealthy(port: number, start: number): Promise<number> {

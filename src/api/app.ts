@@ -27,6 +27,7 @@ import type { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Principal } from '../service/principal.js';
 import type { QuotaService } from '../service/quota-service.js';
 import type { SecretService } from '../service/secret-service.js';
+import type { WebhookSecretService } from '../service/webhook-secret-service.js';
 import type { WorkerService } from '../service/worker-service.js';
 import type { EventRepository } from '../store/events.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
@@ -56,6 +57,7 @@ import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
 import { registerQuotaRoute } from './routes/quota.js';
 import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
+import { registerWebhookSecretRoutes } from './routes/webhook-secrets.js';
 import type { WorkerInsight } from './routes/workers.js';
 import { registerWorkerRoutes } from './routes/workers.js';
 
@@ -77,6 +79,8 @@ export interface AppOptions {
   credentials: CredentialService;
   /** Keys that call one endpoint's URL (Corral extension). */
   invokeKeys: InvokeKeyService;
+  /** Each endpoint's webhook signing secret, read and rotated by its owner (Corral extension, jobs). */
+  webhookSecrets: WebhookSecretService;
   events: EventRepository;
   workers: WorkerRepository;
   /** The last output of workers that ended (the controller keeps it); absent: none is served. */
@@ -223,6 +227,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerSecretRoutes(api, options);
       registerCatalogRoutes(api, options);
       registerInvokeKeyRoutes(api, options);
+      registerWebhookSecretRoutes(api, options);
       if (options.quotas) registerQuotaRoute(api, options.quotas);
       if (options.cluster) registerClusterRoute(api, options.cluster);
       if (options.gpus) registerGpuRoute(api, options.gpus);

@@ -17,6 +17,11 @@ const TRAFFIC: EndpointTraffic = {
   queueDepth: 3,
   inFlight: 2,
   coldStarts: { count: 1, meanMs: 1830 },
+  wakes: {
+    thaw: { count: 0, meanMs: null },
+    restore: { count: 0, meanMs: null },
+    cold: { count: 1, meanMs: 1830 },
+  },
 };
 
 describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
@@ -128,6 +133,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       queueDepth: null,
       inFlight: null,
       coldStarts: null,
+      wakes: null,
       desiredWorkers: null,
       recent: null,
     });

@@ -318,6 +318,8 @@ limits:
       gpuNum: 2,
       cudaVersion: 'any',
       requestTimeout: 60,
+      keepFrozen: 0,
+      keepSuspended: 0,
     });
     expect(endpoint.policy).toEqual({ type: 'queue', value: '10' });
   });

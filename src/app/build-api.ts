@@ -40,6 +40,7 @@ import { randomIds } from '../service/ids.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { QuotaService } from '../service/quota-service.js';
 import { SecretService } from '../service/secret-service.js';
+import { WebhookSecretService } from '../service/webhook-secret-service.js';
 import { WorkerService } from '../service/worker-service.js';
 import type { Store } from '../store/store.js';
 
@@ -76,6 +77,8 @@ export interface ApiParts {
   imageAccess?: ImageAccessCheck;
   /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
   singleTenant?: boolean;
+  /** Why the runtime has no idle tiers (runtime/idle-tiers.ts): keepFrozen and keepSuspended above 0 are refused. */
+  idleTiersOff?: string;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
   /** Whether the database took this replica's last heartbeat (`/healthz`); absent: not said. */
@@ -98,6 +101,8 @@ export interface ApiServices {
   credentials: CredentialService;
   ownerSecrets: SecretService;
   invokeKeys: InvokeKeyService;
+  /** Endpoints' webhook secrets: the owner's routes, and the webhook outbox's signing. */
+  webhookSecrets: WebhookSecretService;
 }
 
 /** Builds the shared services once; quotas not configured follow the GPU inventory or the scheduler's GPUs. */
@@ -124,6 +129,7 @@ export function apiServices(options: {
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     ownerSecrets: new SecretService({ store, clock, secrets, quotas }),
     invokeKeys: new InvokeKeyService({ store, clock, quotas }),
+    webhookSecrets: new WebhookSecretService({ store, clock, secrets }),
   };
 }
 
@@ -149,6 +155,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     productIds: () => new Set(products().map((p) => p.id)),
     networkStorages,
     storageOwners,
+    ...(parts.idleTiersOff === undefined ? {} : { idleTiersOff: parts.idleTiersOff }),
   };
   const services = parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler });
   const { quotas } = services;
@@ -178,6 +185,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     credentials: services.credentials,
     quotas,
     invokeKeys: services.invokeKeys,
+    webhookSecrets: services.webhookSecrets,
     ownerSecrets: services.ownerSecrets,
     events: store.events,
     workers: store.workers,

@@ -2,11 +2,10 @@
  * The jobs side of `corral serve` (issue 22): the job service and its client routes (a `GatewayRoute` the gateway
  * puts in front of endpoints' URLs), the worker protocol's handler (served on the worker-facing listener), the
  * worker tokens (their key from the store, shared by replicas), the sweeper, and the variables a queue worker is
- * started with. Nothing listens here; `listenWorkers` opens the worker-facing listener.
+ * started with. Nothing listens here: app/worker-listener.ts serves `workerHandler`.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { JobsSettings } from '../config/config.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
@@ -77,8 +76,8 @@ export interface Jobs {
   events: JobEvents;
   /** The client routes, for the gateway's router. */
   clientRoute: JobClientRoutes;
-  /** The worker protocol's handler, for the worker-facing listener. */
-  workerHandler: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The worker protocol's handler, for the worker-facing listener (app/worker-listener.ts): false, not its route. */
+  workerHandler: (req: IncomingMessage, res: ServerResponse) => boolean;
   tokens: WorkerTokens;
   /** Queued jobs as the autoscaler's signals (`withJobs` adds them to the gateway's). */
   signals: JobSignals;
@@ -283,24 +282,4 @@ async function recycle(
     targetId: worker.workerId,
     detail: { reason: worker.reason },
   });
-}
-
-/** Opens the worker-facing listener on `address`; resolves with its server and the port it got. */
-export async function listenWorkers(
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-  address: { host: string; port: number },
-): Promise<{ server: Server; port: number }> {
-  const server = createServer(handler);
-  // Takes and stop polls are held up to a minute: no request timeout shorter than that.
-  server.requestTimeout = 0;
-  server.headersTimeout = 10_000;
-  server.keepAliveTimeout = 75_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address.port, address.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return { server, port: (server.address() as AddressInfo).port };
 }

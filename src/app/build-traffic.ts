@@ -198,6 +198,9 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     crashResetMs: config.controller.crashResetSeconds * 1000,
     unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,
     ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+    ...(config.workers?.suspendedMemoryGB === undefined
+      ? {}
+      : { suspendBudgetBytes: Math.floor(config.workers.suspendedMemoryGB * 1e9) }),
     intervalMs: config.controller.reconcileIntervalMs,
     awaitDrained: async (endpointId, workerId) => {
       await Promise.all([

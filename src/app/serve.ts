@@ -10,20 +10,27 @@ import { replicaGpus } from '../cluster/stored-gpus.js';
 import { type Config, formatHostPort } from '../config/config.js';
 import { listenError } from '../config/startup.js';
 import { SecretBox } from '../crypto/secret-box.js';
+import { UnavailableCheckpointer } from '../gpu/checkpoint/unavailable-checkpointer.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
+import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
+import { idleTiersOff } from '../runtime/idle-tiers.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { apiServices, buildApi } from './build-api.js';
-import { buildJobs, jobsForTraffic, listenWorkers } from './build-jobs.js';
+import { buildJobs, jobsForTraffic } from './build-jobs.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
+import { buildWebhooks } from './build-webhooks.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
+import { gpuCheckpointFor } from './gpu-checkpoint.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
-import { inventoryFor, warnOfTenantEndpoints } from './startup-checks.js';
+import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
+import { workerFacingBaseUrl } from './worker-facing-url.js';
+import { startWorkerListener } from './worker-listener.js';
 
 export interface RunningServer {
   apiUrl: string;
@@ -51,7 +58,13 @@ export async function serve(
     // Port 0 (any free port) has no URL to print yet: the banner then leaves CORRAL_API_URL out.
     const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
     await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
-    const runtime = await runtimeFor(config, installationId, logger);
+    // Whether idle workers can be suspended on the GPU (issue 24), asked of the driver while the runtime starts.
+    const gpuCheckpoint = await gpuCheckpointFor({ gpus: config.gpus, runtime: config.runtime, logger });
+    const { availability } = gpuCheckpoint;
+    const checkpointer =
+      gpuCheckpoint.checkpointer ??
+      new UnavailableCheckpointer(availability.available ? 'no GPU checkpointer' : availability.reason);
+    const runtime = await runtimeFor(config, installationId, logger, checkpointer);
     closers.push(() => runtime.close());
     const { gpuScheduler } = runtime;
     // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
@@ -59,10 +72,19 @@ export async function serve(
       logger.warn("--gpus is ignored: the runtime's scheduler places workers on the cluster's GPUs");
     const gpus = gpuScheduler ? [] : await inventoryFor(config, logger);
     if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
+    const tiersOff = idleTiersOff(runtime);
+    logIdleTiers(runtime, tiersOff, logger);
     // Each service once, shared by the API and the traffic side.
     const secrets = new SecretBox({ key: secretKey });
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
     const { credentials, ownerSecrets, invokeKeys } = services;
+    // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
+    const jobWebhooks = buildWebhooks({
+      config,
+      store,
+      secrets: services.webhookSecrets,
+      logger: logger.child({ part: 'webhooks' }),
+    });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
     const registry = new Registry();
     const replicaId = newReplicaId();
@@ -146,6 +168,7 @@ export async function serve(
         ...(storedGpus ? { stored: storedGpus } : {}),
       }),
       ...(gpuScheduler ? { gpuScheduler } : {}),
+      ...(tiersOff === undefined ? {} : { idleTiersOff: tiersOff }),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),
@@ -190,21 +213,27 @@ export async function serve(
     late.gatewayUrl = `http://${formatHostPort({ host: loopbackOf(config.gatewayAddr.host), port: bound.gatewayPort })}`;
     closers.push(() => traffic.close());
     // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md).
-    const workersListener = await listenWorkers(jobs.workerHandler, config.workers.listen).catch(
-      (error: unknown) => {
-        throw new Error(
-          `cannot listen on workers.listen ${formatHostPort(config.workers.listen)}: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      },
-    );
+    const workersListener = await startWorkerListener({
+      address: config.workers.listen,
+      handler: jobs.workerHandler,
+      logger,
+    }).catch((error: unknown) => {
+      throw new Error(
+        `cannot listen on workers.listen ${formatHostPort(config.workers.listen)}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    });
     late.workersUrl =
       config.workers.advertiseUrl ??
-      `http://${formatHostPort({ host: loopbackOf(config.workers.listen.host), port: workersListener.port })}`;
-    closers.push(async () => {
-      workersListener.server.closeAllConnections();
-      await new Promise((resolve) => workersListener.server.close(resolve));
-    });
+      workerFacingBaseUrl({
+        runtime: runtime.name === 'kubernetes' ? 'local' : runtime.name,
+        address: config.workers.listen.host,
+        port: workersListener.address.port,
+      });
+    closers.push(() => workersListener.close());
     jobs.start();
+    // Deliveries left in the outbox by a process that stopped are sent from now on.
+    await jobWebhooks.start();
+    closers.push(() => jobWebhooks.stop());
     closers.push(
       ...(await replica.start({ apiUrl: () => bound.apiUrl, gatewayPort: () => bound.gatewayPort })),
     );
@@ -248,7 +277,12 @@ function loopbackOf(host: string): string {
 }
 
 /** The runtime the configuration chooses (docker, kubernetes, local), connected or waited for. */
-function runtimeFor(config: Config, installationId: string, logger: Logger): Promise<WorkerRuntime> {
+function runtimeFor(
+  config: Config,
+  installationId: string,
+  logger: Logger,
+  checkpointer: GpuCheckpointer,
+): Promise<WorkerRuntime> {
   return selectRuntime({
     installationId,
     choice: config.runtime,
@@ -256,6 +290,7 @@ function runtimeFor(config: Config, installationId: string, logger: Logger): Pro
     logger,
     simulatedGpus: config.gpus.kind === 'simulated',
     sandbox: config.workers.sandbox,
+    checkpointer,
     allowRoot: config.localAllowRoot,
     kubernetes: {
       ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),

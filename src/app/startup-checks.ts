@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { detectGpus } from '../gpu/detect.js';
 import { type Gpu, simulatedInventory } from '../gpu/inventory.js';
+import type { WorkerRuntime } from '../runtime/types.js';
 import { endpointsOfNonAdminOwners } from '../service/tenant-endpoints.js';
 import type { Store } from '../store/store.js';
 
@@ -28,4 +29,17 @@ export async function warnOfTenantEndpoints(store: Store, logger: Logger): Promi
     'endpoints of owners without an admin key exist; on the local runtime their workers run as host processes ' +
       "with Corral's rights: stop or delete them unless you trust their owners",
   );
+}
+
+/** Says at start-up which idle tiers this runtime offers, and why one is off (docs/workers.md, Idle tiers). */
+export function logIdleTiers(runtime: WorkerRuntime, off: string | undefined, logger: Logger): void {
+  const suspendable = runtime.idleTiers?.suspendable;
+  if (off !== undefined) logger.info({ runtime: runtime.name, reason: off }, 'idle tiers off');
+  else if (suspendable && !suspendable.available)
+    logger.info(
+      { runtime: runtime.name, frozen: true, suspended: false, reason: suspendable.reason },
+      'idle tiers: frozen only; the suspended tier is off',
+    );
+  else
+    logger.info({ runtime: runtime.name, frozen: true, suspended: true }, 'idle tiers: frozen and suspended');
 }

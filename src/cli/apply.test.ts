@@ -23,6 +23,8 @@ const CREATE_DEFAULTS = {
     gpuNum: 1,
     cudaVersion: 'any',
     requestTimeout: 300,
+    keepFrozen: 0,
+    keepSuspended: 0,
   },
   policy: { type: 'queue', value: 4 },
 } as unknown as Partial<WireEndpoint<number>>;

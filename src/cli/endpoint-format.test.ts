@@ -35,5 +35,11 @@ describe('formatEndpointList', () => {
     expect(row).toMatch(/ 1\/2 \(2 failed\) /);
     const healthy = { ...endpoint, workers: [worker('w1', 'running', true)] };
     expect(formatEndpointList([healthy], 1).split('\n')[1]).toMatch(/ 1\/1 /);
+    // Idle workers resting in a tier are not meant to serve until woken: counted apart.
+    const resting = {
+      ...endpoint,
+      workers: [worker('w1', 'frozen', false), worker('w2', 'suspended', false)],
+    };
+    expect(formatEndpointList([resting], 1).split('\n')[1]).toMatch(/ 0\/0 \(1 frozen, 1 suspended\) /);
   });
 });

@@ -76,6 +76,7 @@ export function formatEndpoint(e: WireEndpoint): string {
     ['Idle timeout', `${w.freeTimeout}s`],
     ['Max concurrent', w.maxConcurrent],
     ['Request timeout', `${w.requestTimeout}s`],
+    ['Idle tiers', idleTiersText(w)],
     ['Scaling policy', `${e.policy.type} ${e.policy.value}`],
     ['Products', e.products.map((p) => p.id).join(', ')],
     ['System disk', `${e.rootfsSize} GB`],
@@ -124,12 +125,16 @@ function stateText(state: WireState): string {
   return state.error === '' ? state.state : `${state.state} (${state.error})`;
 }
 
-/** Serving workers of those meant to serve; failed ones apart, so that 1/3 never hides two crashed workers. */
+/**
+ * Serving workers of those meant to serve; failed ones apart, so that 1/3 never hides two crashed workers, and idle
+ * ones resting in a tier apart (they serve again once woken).
+ */
 function workersText(e: WireEndpoint): string {
-  const failed = e.workers.filter((w) => w.state.state === 'failed').length;
-  const live = e.workers.filter((w) => w.state.state !== 'failed' && w.state.state !== 'stopped');
+  const count = (state: string) => e.workers.filter((w) => w.state.state === state).length;
+  const apart = ['failed', 'frozen', 'suspended'].filter((s) => count(s) > 0).map((s) => `${count(s)} ${s}`);
+  const live = e.workers.filter((w) => !['failed', 'stopped', 'frozen', 'suspended'].includes(w.state.state));
   const ready = live.filter((w) => w.healthy && w.state.state === 'running').length;
-  return `${ready}/${live.length}${failed > 0 ? ` (${failed} failed)` : ''}`;
+  return `${ready}/${live.length}${apart.length > 0 ? ` (${apart.join(', ')})` : ''}`;
 }
 
 function indent(text: string): string {
@@ -166,6 +171,12 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
         : `${m.coldStarts.count} (mean ${msText(m.coldStarts.meanMs)})`,
     ],
   );
+  const wakes = m.wakes ? Object.entries(m.wakes).filter(([, w]) => w.count > 0) : [];
+  if (wakes.length > 0)
+    pairs.push([
+      'Wakes by tier',
+      wakes.map(([tier, w]) => `${tier} ${w.count} (mean ${msText(w.meanMs)})`).join(', '),
+    ]);
   return formatKeyValues(pairs);
 }
 
@@ -192,4 +203,14 @@ function distributionText(d: WireDistribution | null): string {
 
 function msText(ms: number | null): string {
   return ms === null ? 'unknown' : `${Math.round(ms * 10) / 10} ms`;
+}
+
+/** "frozen 600s, then suspended 3600s" or "off (stopped at the idle timeout)". */
+function idleTiersText(w: WireEndpoint['workerConfig']): string {
+  const frozen = w.keepFrozen ?? 0;
+  const suspended = w.keepSuspended ?? 0;
+  if (frozen === 0 && suspended === 0) return 'off (stopped at the idle timeout)';
+  const parts = [`frozen ${frozen}s`];
+  if (suspended > 0) parts.push(`suspended ${suspended}s`);
+  return parts.join(', then ');
 }

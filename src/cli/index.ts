@@ -10,6 +10,7 @@ import { makeCredentialsCommand } from './credentials.js';
 import { defaultCliDeps } from './deps.js';
 import { makeEndpointsCommand } from './endpoints.js';
 import { makeInvokeKeysCommand } from './invoke-keys.js';
+import { makeJobsCommand } from './jobs.js';
 import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   program.addCommand(makeCredentialsCommand(deps));
   program.addCommand(makeInvokeKeysCommand(deps));
   program.addCommand(makeSecretsCommand(deps));
+  program.addCommand(makeJobsCommand(deps));
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   program.addCommand(makeStatusCommand(deps));

@@ -21,7 +21,14 @@ import type {
   WireSecret,
 } from '../contract/wire.js';
 import { CorralProtocolError } from './errors.js';
-import { type HttpRequest, isRecord, type Query, send, type TransportOptions } from './http.js';
+import {
+  type HttpRequest,
+  isRecord,
+  makeTransport,
+  type Query,
+  send,
+  type TransportOptions,
+} from './http.js';
 import { streamLines } from './stream.js';
 import type {
   CorralClientOptions,
@@ -36,8 +43,6 @@ import type {
   WorkerMetrics,
 } from './types.js';
 
-const DEFAULT_TIMEOUT_MS = 30_000;
-
 /**
  * Typed client for Corral's endpoint API (wire-compatible with the original service). Every method
  * throws CorralApiError for a non-2xx answer, CorralConnectionError when no answer arrives and
@@ -48,15 +53,8 @@ export class CorralClient {
   readonly #transport: TransportOptions;
 
   constructor(options: CorralClientOptions) {
-    this.baseUrl = normalizeBaseUrl(options.baseUrl);
-    const fetchImpl = options.fetch ?? globalThis.fetch;
-    this.#transport = {
-      baseUrl: this.baseUrl,
-      apiKey: options.apiKey,
-      // Called detached so a browser's window.fetch never sees the client as `this`.
-      fetch: (input, init) => fetchImpl(input, init),
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    };
+    this.#transport = makeTransport(options, { what: 'Corral API URL', example: 'http://127.0.0.1:8080' });
+    this.baseUrl = this.#transport.baseUrl;
   }
 
   /** `GET endpoints`; `pageNum` is zero-based. */
@@ -309,25 +307,6 @@ export class CorralClient {
   #send(request: HttpRequest): Promise<unknown> {
     return send(this.#transport, request);
   }
-}
-
-function normalizeBaseUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw.trim());
-  } catch {
-    throw invalidUrl(raw);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw invalidUrl(raw);
-  }
-  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
-}
-
-function invalidUrl(raw: string): TypeError {
-  return new TypeError(
-    `invalid Corral API URL "${raw}": expected http(s)://host[:port], e.g. http://127.0.0.1:8080`,
-  );
 }
 
 type Kind = 'array' | 'object' | 'string';

@@ -20,6 +20,42 @@ export interface TransportOptions {
   timeoutMs: number;
 }
 
+/** The default bound on one call. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * A client's transport: its base URL checked (http or https, no trailing slash; `describe` names the server in the
+ * error, e.g. `Corral API URL`, with `example`), fetch called detached (a browser's window.fetch never sees the
+ * client as `this`), the timeout defaulted.
+ */
+export function makeTransport(
+  options: { baseUrl: string; apiKey: string; fetch?: typeof fetch; timeoutMs?: number },
+  describe: { what: string; example: string },
+): TransportOptions {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  return {
+    baseUrl: checkedBaseUrl(options.baseUrl, describe),
+    apiKey: options.apiKey,
+    fetch: (input, init) => fetchImpl(input, init),
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
+}
+
+function checkedBaseUrl(raw: string, describe: { what: string; example: string }): string {
+  const invalid = () =>
+    new TypeError(
+      `invalid ${describe.what} "${raw}": expected http(s)://host[:port], e.g. ${describe.example}`,
+    );
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw invalid();
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid();
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+}
+
 export function buildUrl(baseUrl: string, path: string, query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {

@@ -35,6 +35,17 @@ export {
   type FollowEndpointOptions,
   followEndpointLogs,
 } from './follow.js';
+export {
+  JOB_STATUSES,
+  type JobListParams,
+  type JobStatusName,
+  type RunJobInput,
+  TERMINAL_JOB_STATUSES,
+  type WireJob,
+  type WireJobList,
+  type WirePurge,
+} from './job-types.js';
+export { CorralJobsClient, type CorralJobsClientOptions } from './jobs.js';
 export type {
   CorralClientOptions,
   CreatedResult,

@@ -146,6 +146,24 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.history).toEqual({ intervalSeconds: 1, samples: 0, maxEndpoints: 500 });
   });
 
+  it('allows private webhook targets only with both the setting and the config key, and says which is missing', () => {
+    expect(load().webhooks).toEqual({ allowPrivate: false });
+    const file = 'webhooks: { allowPrivate: true }';
+    expect(load({ config: '/c.yaml' }, { CORRAL_WEBHOOK_ALLOW_PRIVATE: 'true' }, file).webhooks).toEqual({
+      allowPrivate: true,
+    });
+    expect(load({ config: '/c.yaml', webhookAllowPrivate: '1' }, {}, file).webhooks.allowPrivate).toBe(true);
+    expect(() => load({}, { CORRAL_WEBHOOK_ALLOW_PRIVATE: 'true' })).toThrow(
+      '--webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) also needs webhooks.allowPrivate: true in the config file',
+    );
+    expect(() => load({ config: '/c.yaml' }, {}, file)).toThrow(
+      'config file: webhooks.allowPrivate also needs --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) set to true',
+    );
+    expect(load({ config: '/c.yaml' }, {}, 'webhooks: { allowPrivate: false }').webhooks.allowPrivate).toBe(
+      false,
+    );
+  });
+
   it('accepts the config file example of docs/configuration.md, with every gateway key', () => {
     const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     const example = /## The config file[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';

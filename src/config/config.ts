@@ -11,6 +11,7 @@ import type { ConfiguredProduct } from '../gpu/products.js';
 import { type ConfigFile, parseConfigFile } from './file.js';
 import {
   ConfigError,
+  describeSetting,
   type HostPort,
   parseServeSettings,
   type ServeSettingName,
@@ -113,6 +114,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    */
   workers: {
     memoryGBPerGpu: number | undefined;
+    /** Host memory suspended workers may take (docs/workers.md, Idle tiers); undefined: half the machine's. */
+    suspendedMemoryGB?: number | undefined;
     sandbox: WorkerSandbox;
     /** The worker-facing listener (RunPod worker protocol), and its URL as workers reach it (unset: http://{listen}). */
     listen: HostPort;
@@ -129,6 +132,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   history: { intervalSeconds: number; samples: number; maxEndpoints: number };
   /** Connection limits of both listeners, as configured (serve() fits them under the open-file limit). */
   connections: ConnectionLimits;
+  /**
+   * Jobs' webhooks: allowPrivate lets them go to loopback, link-local and private addresses; it takes both the
+   * setting (CORRAL_WEBHOOK_ALLOW_PRIVATE) and the config file's webhooks.allowPrivate (docs/jobs.md).
+   */
+  webhooks: { allowPrivate: boolean };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -249,6 +257,9 @@ export function loadConfig(sources: ConfigSources): Config {
       workerKeepAliveMs: file.gateway?.workerKeepAliveMs ?? 4000,
     },
     connections,
+    webhooks: {
+      allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
+    },
     history: {
       intervalSeconds: file.history?.intervalSeconds ?? 10,
       samples: file.history?.samples ?? 360,
@@ -262,6 +273,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     workers: {
       memoryGBPerGpu: file.workers?.memoryGBPerGpu,
+      suspendedMemoryGB: file.workers?.suspendedMemoryGB,
       sandbox: workerSandbox(file.workers?.sandbox),
       listen: settings.workersAddr ?? file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
       advertiseUrl: file.workers?.advertiseUrl,
@@ -281,6 +293,21 @@ export function loadConfig(sources: ConfigSources): Config {
       ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
     },
   };
+}
+
+/** Both must allow private webhook targets; one without the other is a mistake said at start, not ignored. */
+function webhookAllowPrivate(setting: boolean, fileKey: boolean | undefined): boolean {
+  if (setting && fileKey !== true) {
+    throw new ConfigError(
+      `${describeSetting('webhookAllowPrivate')} also needs webhooks.allowPrivate: true in the config file`,
+    );
+  }
+  if (fileKey === true && !setting) {
+    throw new ConfigError(
+      `config file: webhooks.allowPrivate also needs ${describeSetting('webhookAllowPrivate')} set to true`,
+    );
+  }
+  return setting && fileKey === true;
 }
 
 function connectionLimits(file: ConfigFile['connections']): ConnectionLimits {

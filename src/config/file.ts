@@ -155,10 +155,14 @@ const fileSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
+  webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),
   workers: z
     .strictObject({
       /** Host memory a worker may use per GPU it has, in GiB; unset: its GPUs' share of the machine; 0: none. */
       memoryGBPerGpu: z.number().min(0).optional(),
+      /** Host memory suspended workers' GPU state may take, in GB; unset: half the machine's memory. */
+      suspendedMemoryGB: z.number().min(0).optional(),
       sandbox: sandboxSchema.optional(),
       /** The worker-facing listener (the RunPod worker protocol of queue endpoints), host:port. */
       listen: hostPortSchema.optional(),

@@ -142,6 +142,17 @@ export const SERVE_SETTINGS = {
       .enum(['1', 'true', '0', 'false', ''], { error: 'expected 1, true, 0 or false' })
       .transform((v) => v === '1' || v === 'true'),
   },
+  webhookAllowPrivate: {
+    flag: '--webhook-allow-private',
+    env: 'CORRAL_WEBHOOK_ALLOW_PRIVATE',
+    default: 'false',
+    help: "let jobs' webhooks go to loopback, link-local and private addresses; webhooks.allowPrivate in the config file must say so too",
+    /** A flag without a value; the environment variable takes 1/true or 0/false. */
+    switch: true,
+    schema: z
+      .enum(['1', 'true', '0', 'false', ''], { error: 'expected 1, true, 0 or false' })
+      .transform((v) => v === '1' || v === 'true'),
+  },
   gpus: {
     flag: '--gpus',
     env: 'CORRAL_GPUS',

@@ -112,6 +112,8 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
       // Clients send "" for "not set" (waverless's update does): the default on create, unchanged on update.
       cudaVersion: w.cudaVersion === '' ? undefined : w.cudaVersion,
       requestTimeoutSeconds: w.requestTimeout,
+      keepFrozenSeconds: w.keepFrozen,
+      keepSuspendedSeconds: w.keepSuspended,
     },
     port: firstPort === undefined ? undefined : typeof firstPort === 'number' ? firstPort : firstPort.port,
     scaling: input.policy,

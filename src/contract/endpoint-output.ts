@@ -42,6 +42,8 @@ export function toWireEndpoint(
       gpuNum: spec.workers.gpusPerWorker,
       cudaVersion: spec.workers.cudaVersion,
       requestTimeout: spec.workers.requestTimeoutSeconds,
+      keepFrozen: spec.workers.keepFrozenSeconds,
+      keepSuspended: spec.workers.keepSuspendedSeconds,
     },
     policy: { type: spec.scaling.type, value: String(spec.scaling.value) },
     image: { image: spec.image.ref, authId: spec.image.authId, command: spec.image.command },

@@ -122,6 +122,16 @@ const workerConfig = documented(
       fromLimits('Per-request deadline in seconds'),
       DEFAULT_WORKERS.requestTimeoutSeconds,
     ),
+    keepFrozen: field(
+      integer,
+      'Corral extension: seconds an idle worker stays frozen (processes stopped, GPUs held; woken in milliseconds) before it is suspended or stopped; 0 (default) stops it at freeTimeout. 0 to 604800.',
+      DEFAULT_WORKERS.keepFrozenSeconds,
+    ),
+    keepSuspended: field(
+      integer,
+      'Corral extension: seconds a worker stays suspended (GPU state in host memory, no GPU held) before it is stopped, where GPU checkpoints are supported; 0 (default): never suspended. 0 to 604800.',
+      DEFAULT_WORKERS.keepSuspendedSeconds,
+    ),
   }),
   { id: 'WorkerConfigInput', description: CLAMPED_DEFAULTS },
 );

@@ -29,6 +29,8 @@ const RENAMES: [RegExp, string][] = [
   [/^workers\.gpusPerWorker$/, 'workerConfig.gpuNum'],
   [/^workers\.cudaVersion$/, 'workerConfig.cudaVersion'],
   [/^workers\.requestTimeoutSeconds$/, 'workerConfig.requestTimeout'],
+  [/^workers\.keepFrozenSeconds$/, 'workerConfig.keepFrozen'],
+  [/^workers\.keepSuspendedSeconds$/, 'workerConfig.keepSuspended'],
   [/^port$/, 'ports.0.port'],
   [/^scaling\./, 'policy.'],
   [/^image\.ref$/, 'image.image'],

@@ -37,6 +37,9 @@ export interface WireEndpoint<PortType extends string | number = string | number
     gpuNum: number;
     cudaVersion: string;
     requestTimeout: number;
+    /** Corral extension: seconds an idle worker stays frozen, then suspended (docs/workers.md, Idle tiers). */
+    keepFrozen: number;
+    keepSuspended: number;
   };
   policy: { type: string; value: string };
   image: { image: string; authId: string; command: string };
@@ -170,6 +173,8 @@ export interface WireEndpointMetrics {
   queueDepth: number | null;
   inFlight: number | null;
   coldStarts: { count: number; meanMs: number | null } | null;
+  /** The same wakes by the tier their worker came from (thaw, restore, cold; docs/workers.md). */
+  wakes?: Record<'thaw' | 'restore' | 'cold', { count: number; meanMs: number | null }> | null;
   /**
    * The workers the autoscaler wants now, within minNum and maxNum (0 while stopped); null where the answering
    * server's controller has not decided (it does not lead, or has not passed yet).

@@ -87,6 +87,11 @@ export interface ControllerOptions {
   readOnlyStorages?: ReadonlySet<string>;
   /** A worker's host memory limit per GPU, in GiB (one share without GPUs); undefined: no limit. */
   memoryGBPerGpu?: number;
+  /**
+   * Host memory suspended workers' GPU state may take, in bytes (`suspendedMemoryGB`); past it the oldest suspended
+   * worker is stopped. Default: half the machine's memory.
+   */
+  suspendBudgetBytes?: number;
   /** Registry credentials for an image pull, decrypted only for it. */
   revealCredentials: RevealCredentials;
   /** Checked before each worker start; absent: the runtime's pull is the only check. */

@@ -5,6 +5,7 @@
  * the pass loop, the worker book, the health prober, the GPU ledger, the crash ledger and the store write-back. It
  * publishes routable workers to the routing table and asks the autoscaler how many it wants.
  */
+import { totalmem } from 'node:os';
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemTimers } from '../ports/clock.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
@@ -24,6 +25,7 @@ import { HealthProber, type ProbeTarget } from './health/health-prober.js';
 import { appPortOf } from './health/health-report.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
+import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
 import { PassLoop } from './pass-loop.js';
@@ -35,7 +37,7 @@ import { RuntimeOutage } from './runtime-outage.js';
 import { followsRuntime } from './runtime-wait.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
-import { isStarted, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
+import { isInTier, isStarted, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { fencedWorkerWrites } from './write-back.js';
 
@@ -62,6 +64,7 @@ type OptionalOptions =
   | 'queueProbe'
   | 'onWorkerEnded'
   | 'outputs'
+  | 'suspendBudgetBytes'
   | 'fence';
 
 export class Controller {
@@ -82,6 +85,8 @@ export class Controller {
   /** Every state change of a worker (lifecycle/worker-lifecycle.ts), starts and owners' drains. */
   readonly #lifecycle: WorkerLifecycle;
   readonly #starter: WorkerStarter;
+  /** Frozen and suspended workers (lifecycle/tier-keeper.ts); absent where the runtime has no idle tiers. */
+  readonly #tiers: TierKeeper | undefined;
   readonly #ownerDrains: OwnerDrains;
   /** Whether the runtime answers; while it does not, passes only report (and the gateway refuses new work). */
   readonly #outage: RuntimeOutage;
@@ -160,6 +165,23 @@ export class Controller {
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
       onEnded: o.onWorkerEnded,
     });
+    const idleTiers = o.runtime.idleTiers;
+    this.#tiers = idleTiers
+      ? new TierKeeper({
+          tiers: idleTiers,
+          book: this.#book,
+          lifecycle: this.#lifecycle,
+          placement: this.#placement,
+          heldGpus: () => this.heldGpus(),
+          prober: this.#prober,
+          logger: o.logger,
+          clock: o.clock,
+          poke,
+          awaitDrained: o.awaitDrained,
+          endpoints: () => this.#endpoints,
+          suspendBudgetBytes: o.suspendBudgetBytes ?? Math.floor(totalmem() / 2),
+        })
+      : undefined;
     this.#ownerDrains = new OwnerDrains({ book: this.#book, lifecycle: this.#lifecycle, logger: o.logger });
     this.#starter = new WorkerStarter({
       lifecycle: this.#lifecycle,
@@ -272,6 +294,7 @@ export class Controller {
     this.#o.scaling?.retain((endpointId) => live.has(endpointId));
     this.#crashes.retain((endpointId) => live.has(endpointId));
     this.#place(live, now);
+    this.#tiers?.keepBudget([...this.#book.all()]);
     await this.#reportAndPublish(endpoints);
   }
 
@@ -311,7 +334,7 @@ export class Controller {
       const record = this.#book.get(container.workerId);
       if (!record) {
         this.#lifecycle.adopt(container, live.get(container.endpointId), now);
-      } else if (container.phase === 'exited' && (isStarted(record.state) || this.#follows(record))) {
+      } else if (container.phase === 'exited' && (isPresent(record.state) || this.#follows(record))) {
         if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;
         this.#lifecycle.containerExited(record, container, now);
       } else if (this.#follows(record)) {
@@ -322,7 +345,7 @@ export class Controller {
       }
     }
     for (const record of this.#book.all()) {
-      const present = isStarted(record.state) || this.#follows(record);
+      const present = isPresent(record.state) || this.#follows(record);
       if (present && !seen.has(record.id) && this.#listedSinceCreated(record.id, listing)) {
         this.#lifecycle.workerDied(record, 'its container disappeared', now);
       }
@@ -355,6 +378,7 @@ export class Controller {
       workers,
       desiredWorkers: advice?.desired ?? endpoint.spec.workers.minWorkers,
       preferredVictims: advice?.victims ?? [],
+      ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -370,7 +394,9 @@ export class Controller {
       }
       const record = this.#book.get(action.workerId);
       if (!record) continue;
-      if (action.type === 'remove') {
+      if (isTierAction(action)) {
+        this.#tiers?.apply(action, record, this.#endpoints);
+      } else if (action.type === 'remove') {
         this.#lifecycle.drainAndRemove(record, action.reason);
       } else {
         this.#lifecycle.failByPlan(record, action.code, action.message, now);
@@ -412,6 +438,7 @@ export class Controller {
       const record = this.#book.get(workerId);
       if (record) this.#lifecycle.drainAndRemove(record, reason);
     }
+    if (result.pending.length > 0) this.#tiers?.relieve([...this.#book.all()], result.pending, live);
   }
 
   // ---- health ----
@@ -464,4 +491,9 @@ export class Controller {
         ),
     });
   }
+}
+
+/** A worker whose container the runtime should list: started, or resting in an idle tier. */
+function isPresent(state: ManagedWorker['state']): boolean {
+  return isStarted(state) || isInTier(state);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { sampleEndpoint, sampleWorker } from '../../test/support/fixtures.js';
 import type { EndpointState } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
 import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './crashes/backoff.js';
@@ -11,22 +11,7 @@ const endpoint = (min: number, was: EndpointState) => ({
   status: { state: was, error: '', message: '' },
 });
 
-const worker = (state: WorkerState): ManagedWorker => ({
-  id: `w-${state}`,
-  endpointId: 'e',
-  ownerId: 'o',
-  revision: 1,
-  state,
-  error: '',
-  message: '',
-  healthy: state === 'running',
-  healthCause: '',
-  gpuUuids: [],
-  address: null,
-  createdAt: 0,
-  startedAt: state === 'pending' ? null : 0,
-  readyAt: state === 'running' ? 1 : null,
-});
+const worker = (state: WorkerState): ManagedWorker => sampleWorker(state, { id: `w-${state}`, createdAt: 0 });
 
 const failures = (n: number) => {
   let crash = NO_CRASHES;
@@ -132,6 +117,19 @@ describe('endpointStatus during a run of worker failures', () => {
       undefined,
     );
     expect(status.state).toBe(state);
+  });
+
+  it.each([
+    [[], 'scaled to zero; a request wakes it'],
+    [['frozen'], 'scaled to zero, 1 frozen; a request wakes one'],
+    [['frozen', 'frozen', 'suspended'], 'scaled to zero, 2 frozen, 1 suspended; a request wakes one'],
+  ] as const)('scaled to zero with %j workers resting in a tier: serving, and says so', (states, message) => {
+    const workers = states.map((state, i) => ({ ...worker(state), id: `w${i}` }));
+    expect(endpointStatus(endpoint(0, 'serving'), workers, NO_CRASHES, DEFAULT_BACKOFF, undefined)).toEqual({
+      state: 'serving',
+      error: '',
+      message,
+    });
   });
 
   it('a crash loop with a worker serving meanwhile stays failed and says so', () => {

@@ -46,7 +46,7 @@ export function endpointStatus(
   const inRun = crash.failures > 0 && (was === 'serving' || was === 'updating' || was === 'deploying');
   const scaledToZero = endpoint.spec.workers.minWorkers === 0 && current.length === 0;
   if (scaledToZero && !inRun) {
-    return { state: 'serving', error: '', message: 'scaled to zero; a request wakes it' };
+    return { state: 'serving', error: '', message: scaledToZeroMessage(workers) };
   }
   if (inRun) {
     const last = `${crash.failures} failed in a row, last: ${crash.lastMessage}`;
@@ -70,4 +70,15 @@ function summary(workers: ManagedWorker[]): string {
   const pending = workers.find((w) => w.state === 'pending' && w.message !== '');
   const why = pending ? ` (${pending.message})` : '';
   return parts.length === 0 ? 'no workers' : `${parts.join(', ')}${why}`;
+}
+
+/** `scaled to zero; a request wakes it`, naming the idle workers kept in a tier (docs/workers.md, Idle tiers). */
+function scaledToZeroMessage(workers: ManagedWorker[]): string {
+  const resting = (['frozen', 'suspended'] as const)
+    .map((state) => [state, workers.filter((w) => w.state === state).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([state, n]) => `${n} ${state}`);
+  return resting.length === 0
+    ? 'scaled to zero; a request wakes it'
+    : `scaled to zero, ${resting.join(', ')}; a request wakes one`;
 }

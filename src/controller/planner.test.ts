@@ -1,38 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
-import type { WorkerState } from '../domain/worker.js';
+import { sampleEndpoint, sampleWorker } from '../../test/support/fixtures.js';
 import { DEFAULT_BACKOFF, NO_CRASHES, recordFailure } from './crashes/backoff.js';
 import { endpointStatus } from './endpoint-status.js';
 import { nextHealth, UNKNOWN_HEALTH } from './health/health-state.js';
 import { type EndpointPlanInput, planEndpoint } from './planner.js';
-import type { ManagedWorker } from './workers/managed-worker.js';
 
 const endpoint = (min: number, max: number, revision = 1) => ({
   ...sampleEndpoint({ patch: { workers: { minWorkers: min, maxWorkers: max } } }),
   revision,
 });
 
-let seq = 0;
-const worker = (state: WorkerState, extra: Partial<ManagedWorker> = {}): ManagedWorker => {
-  seq += 1;
-  return {
-    id: `w${seq}`,
-    endpointId: 'e',
-    ownerId: 'o',
-    revision: 1,
-    state,
-    error: '',
-    message: '',
-    healthy: state === 'running',
-    gpuUuids: [],
-    address: null,
-    createdAt: seq,
-    startedAt: state === 'pending' ? null : 0,
-    readyAt: state === 'running' ? 1 : null,
-    healthCause: '',
-    ...extra,
-  };
-};
+const worker = sampleWorker;
 
 const plan = (input: Partial<EndpointPlanInput> & Pick<EndpointPlanInput, 'endpoint'>) =>
   planEndpoint({

@@ -6,7 +6,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './crashes/backoff.js';
-import { isActive, type ManagedWorker } from './workers/managed-worker.js';
+import { isActive, isResting, isWaking, type ManagedWorker } from './workers/managed-worker.js';
 
 export interface EndpointPlanInput {
   endpoint: Endpoint;
@@ -24,6 +24,8 @@ export interface EndpointPlanInput {
   unhealthyTimeoutMs: number;
   /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by SCALE_DOWN_RANK. */
   preferredVictims?: string[];
+  /** What the runtime offers for idle workers (absent: nothing: a scaled-down worker is removed). */
+  tiers?: { freeze: boolean; suspend: boolean };
 }
 
 export type PlanAction =
@@ -32,7 +34,14 @@ export type PlanAction =
   /** Drain then remove the worker (container and record). */
   | { type: 'remove'; workerId: string; reason: string }
   /** Mark failed with a stable code and remove its container; counts towards crash-loop backoff. */
-  | { type: 'fail'; workerId: string; code: WorkerErrorCode; message: string };
+  | { type: 'fail'; workerId: string; code: WorkerErrorCode; message: string }
+  /** An idle worker scaled down: frozen (out of routing, its GPUs kept) rather than removed. */
+  | { type: 'freeze'; workerId: string }
+  /** A frozen worker wakes (thawed), or a suspended one (restored), in place of a new worker. */
+  | { type: 'thaw'; workerId: string }
+  | { type: 'restore'; workerId: string }
+  /** A frozen worker past keepFrozen moves down: its GPU state to host memory, its GPUs free. */
+  | { type: 'suspend'; workerId: string; reason: string };
 
 /** Decides, for one endpoint, what brings its workers towards what is desired. Pure. */
 export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
@@ -63,23 +72,100 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
       });
     }
   }
-  const active = workers.filter((w) => isActive(w) && !timedOut.has(w.id));
+  const active = workers.filter((w) => (isActive(w) || isWaking(w)) && !timedOut.has(w.id));
   const current = active.filter((w) => w.revision === endpoint.revision);
   const old = active.filter((w) => w.revision !== endpoint.revision);
   const { minWorkers, maxWorkers } = endpoint.spec.workers;
   const target = Math.max(minWorkers, Math.min(maxWorkers, input.desiredWorkers));
 
-  if (current.length < target && now >= input.crash.retryAt) {
-    actions.push({ type: 'add', count: target - current.length });
+  const resting = workers.filter(isResting);
+  const deficit = Math.max(0, target - current.length);
+  const woken = wakeResting(resting, endpoint.revision, deficit);
+  actions.push(...woken);
+  const toAdd = deficit - woken.length;
+  if (toAdd > 0 && now >= input.crash.retryAt) {
+    actions.push({ type: 'add', count: toAdd });
   }
   if (current.length > target) {
     const removable = current.filter((w) => w !== keptToProveHealth(current, target));
     const count = Math.min(removable.length, current.length - target);
     for (const victim of pickVictims(removable, count, input.preferredVictims)) {
-      actions.push({ type: 'remove', workerId: victim.id, reason: 'scaled down' });
+      actions.push(
+        mayFreeze(victim, endpoint, input.tiers)
+          ? { type: 'freeze', workerId: victim.id }
+          : { type: 'remove', workerId: victim.id, reason: 'scaled down' },
+      );
     }
   }
+  const wokenIds = new Set(woken.map((a) => a.workerId));
+  actions.push(
+    ...moveDownResting(
+      resting.filter((w) => !wokenIds.has(w.id)),
+      endpoint,
+      now,
+      input.tiers,
+    ),
+  );
   actions.push(...retireOldRevision(old, current, target));
+  return actions;
+}
+
+/** A scaled-down worker is frozen where its endpoint keeps frozen workers and it serves (running and healthy). */
+function mayFreeze(worker: ManagedWorker, endpoint: Endpoint, tiers: EndpointPlanInput['tiers']): boolean {
+  return (
+    tiers?.freeze === true &&
+    endpoint.spec.workers.keepFrozenSeconds > 0 &&
+    worker.state === 'running' &&
+    worker.healthy &&
+    worker.revision === endpoint.revision
+  );
+}
+
+/**
+ * The warmest resting workers of the current revision take the place of new ones: frozen first (a thaw), the most
+ * recently frozen first, then suspended (a restore).
+ */
+function wakeResting(
+  resting: ManagedWorker[],
+  revision: number,
+  deficit: number,
+): Extract<PlanAction, { type: 'thaw' | 'restore' }>[] {
+  if (deficit === 0) return [];
+  const rank = (w: ManagedWorker) => (w.state === 'frozen' ? 0 : 1);
+  return resting
+    .filter((w) => w.revision === revision)
+    .sort((a, b) => rank(a) - rank(b) || (b.tierSince ?? 0) - (a.tierSince ?? 0))
+    .slice(0, deficit)
+    .map((w) => ({ type: w.state === 'frozen' ? ('thaw' as const) : ('restore' as const), workerId: w.id }));
+}
+
+/**
+ * Resting workers past their tier's time move down: frozen past keepFrozen are suspended (where the runtime can and
+ * keepSuspended is set) or removed; suspended past keepSuspended are removed; those of an old revision go.
+ */
+function moveDownResting(
+  resting: ManagedWorker[],
+  endpoint: Endpoint,
+  now: number,
+  tiers: EndpointPlanInput['tiers'],
+): PlanAction[] {
+  const { keepFrozenSeconds, keepSuspendedSeconds } = endpoint.spec.workers;
+  const actions: PlanAction[] = [];
+  for (const w of resting) {
+    const since = w.tierSince ?? now;
+    if (w.revision !== endpoint.revision) {
+      actions.push({ type: 'remove', workerId: w.id, reason: 'replaced by a new revision' });
+    } else if (w.state === 'frozen' && now - since >= keepFrozenSeconds * 1000) {
+      const reason = `frozen for ${keepFrozenSeconds} s`;
+      actions.push(
+        tiers?.suspend === true && keepSuspendedSeconds > 0
+          ? { type: 'suspend', workerId: w.id, reason }
+          : { type: 'remove', workerId: w.id, reason },
+      );
+    } else if (w.state === 'suspended' && now - since >= keepSuspendedSeconds * 1000) {
+      actions.push({ type: 'remove', workerId: w.id, reason: `suspended for ${keepSuspendedSeconds} s` });
+    }
+  }
   return actions;
 }
 

@@ -18,6 +18,13 @@ export interface WorkerSettings {
   /** A version from the limits' cudaVersionList, or `any`. */
   cudaVersion: string;
   requestTimeoutSeconds: number;
+  /**
+   * Seconds an idle worker stays frozen (its processes stopped, its GPUs held) before it is suspended or stopped;
+   * 0: an idle worker past idleTimeoutSeconds is stopped at once (docs/workers.md, Idle tiers).
+   */
+  keepFrozenSeconds: number;
+  /** Seconds a suspended worker (GPU state in host memory, no GPU held) stays before it is stopped; 0: never suspended. */
+  keepSuspendedSeconds: number;
 }
 
 export interface ScalingPolicy {

@@ -29,6 +29,8 @@ describe('create defaults', () => {
       gpusPerWorker: 1,
       cudaVersion: 'any',
       requestTimeoutSeconds: 300,
+      keepFrozenSeconds: 0,
+      keepSuspendedSeconds: 0,
     });
     expect(defaultScaling('queue', limits())).toEqual({ type: 'queue', value: 4 });
     expect(defaultScaling('concurrency', limits())).toEqual({ type: 'concurrency', value: 4 });

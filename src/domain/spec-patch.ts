@@ -49,6 +49,8 @@ export const DEFAULT_WORKERS: WorkerSettings = {
   gpusPerWorker: 1,
   cudaVersion: 'any',
   requestTimeoutSeconds: 300,
+  keepFrozenSeconds: 0,
+  keepSuspendedSeconds: 0,
 };
 
 export const DEFAULT_SCALING: ScalingPolicy = { type: 'queue', value: 4 };
@@ -73,6 +75,8 @@ export function defaultWorkers(limits: Limits): WorkerSettings {
     gpusPerWorker: clampInto(d.gpusPerWorker, limits.gpus),
     cudaVersion: d.cudaVersion,
     requestTimeoutSeconds: clampInto(d.requestTimeoutSeconds, limits.requestTimeoutSeconds),
+    keepFrozenSeconds: d.keepFrozenSeconds,
+    keepSuspendedSeconds: d.keepSuspendedSeconds,
   };
 }
 

@@ -49,7 +49,12 @@ export interface ValidationCatalog {
    * not in it counts as empty here (each worker start checks the bound again with the values it resolves).
    */
   secretBytes?: ReadonlyMap<string, number>;
+  /** Why this server's runtime has no idle tiers (kubernetes: no freezer a pod can use); absent: it has them. */
+  idleTiersOff?: string;
 }
+
+/** The seconds a worker may stay in an idle tier (keepFrozen, keepSuspended): up to a week. */
+export const IDLE_TIER_SECONDS: Range = { min: 0, max: 604_800 };
 
 export const MAX_NAME_LENGTH = 220;
 export const MAX_CLUSTER_ID_LENGTH = 255;
@@ -122,6 +127,7 @@ export function validateSpec(
 
   const tooLarge = validateSizes(spec, add);
   validateWorkers(spec, limits, range, add);
+  validateIdleTiers(spec, catalog, add);
   validateScaling(spec, limits, range);
   validatePort(spec.port, add);
   validateImage(spec, catalog, add);
@@ -197,6 +203,8 @@ function validateWorkers(spec: EndpointSpec, limits: Limits, range: RangeCheck, 
   range('workers.maxConcurrent', w.maxConcurrent, limits.concurrency);
   range('workers.gpusPerWorker', w.gpusPerWorker, limits.gpus);
   range('workers.requestTimeoutSeconds', w.requestTimeoutSeconds, limits.requestTimeoutSeconds);
+  range('workers.keepFrozenSeconds', w.keepFrozenSeconds, IDLE_TIER_SECONDS);
+  range('workers.keepSuspendedSeconds', w.keepSuspendedSeconds, IDLE_TIER_SECONDS);
   if (w.cudaVersion !== 'any' && !limits.cudaVersions.includes(w.cudaVersion)) {
     add({
       field: 'workers.cudaVersion',
@@ -204,6 +212,20 @@ function validateWorkers(spec: EndpointSpec, limits: Limits, range: RangeCheck, 
       message: `\`workers.cudaVersion\` must be "any" or one of: ${limits.cudaVersions.join(', ') || '(none on this server)'}`,
       details: { allowed: limits.cudaVersions },
     });
+  }
+}
+
+/** Idle tiers on a runtime without them (kubernetes): refused, naming the runtime's reason. */
+function validateIdleTiers(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  const off = catalog.idleTiersOff;
+  if (off === undefined) return;
+  for (const field of ['keepFrozenSeconds', 'keepSuspendedSeconds'] as const) {
+    if (spec.workers[field] > 0)
+      add({
+        field: `workers.${field}`,
+        reason: 'INVALID_FIELD',
+        message: `\`workers.${field}\` must be 0: ${off}`,
+      });
   }
 }
 

@@ -2,6 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { API_ERROR_CATALOGUE, ApiError } from './api-catalogue.js';
 import { CorralError } from './corral-error.js';
 import { bodyTooLarge, GATEWAY_ERROR_CATALOGUE, GatewayError } from './gateway-catalogue.js';
+import {
+  GPU_CHECKPOINT_ERROR_CATALOGUE,
+  GpuCheckpointDeadlineError,
+  GpuCheckpointDriverError,
+  GpuCheckpointHelperError,
+  GpuCheckpointIllegalStateError,
+  GpuCheckpointLockTimeoutError,
+  GpuCheckpointNoProcessError,
+  GpuCheckpointNotSupportedError,
+  GpuCheckpointOutOfMemoryError,
+  GpuCheckpointUnavailableError,
+} from './gpu-checkpoint-catalogue.js';
 import { SHARED_ERROR_STATUS } from './shared-codes.js';
 
 describe('the two catalogues', () => {
@@ -19,6 +31,7 @@ describe('the two catalogues', () => {
   it.each([
     ['API', API_ERROR_CATALOGUE],
     ['gateway', GATEWAY_ERROR_CATALOGUE],
+    ['GPU checkpoint', GPU_CHECKPOINT_ERROR_CATALOGUE],
   ])(
     'the %s catalogue has UPPER_SNAKE codes with error statuses and a description each',
     (_name, catalogue) => {
@@ -77,5 +90,30 @@ describe('GatewayError', () => {
       message: 'The request body is larger than the gateway accepts (1024 bytes).',
       metadata: { limitBytes: 1024 },
     });
+  });
+});
+
+describe('GPU checkpoint errors', () => {
+  it('are one class per code of their catalogue, each a CorralError with its status', () => {
+    const classes = [
+      GpuCheckpointUnavailableError,
+      GpuCheckpointDeadlineError,
+      GpuCheckpointHelperError,
+      GpuCheckpointNoProcessError,
+      GpuCheckpointLockTimeoutError,
+      GpuCheckpointIllegalStateError,
+      GpuCheckpointOutOfMemoryError,
+      GpuCheckpointNotSupportedError,
+      GpuCheckpointDriverError,
+    ];
+    const errors = classes.map((ErrorClass) => new ErrorClass('m'));
+    expect(errors.map((error) => error.code).sort()).toEqual(
+      Object.keys(GPU_CHECKPOINT_ERROR_CATALOGUE).sort(),
+    );
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(CorralError);
+      expect(error.status).toBe(GPU_CHECKPOINT_ERROR_CATALOGUE[error.code].status);
+      expect(error.name).toMatch(/^GpuCheckpoint\w+Error$/);
+    }
   });
 });

@@ -283,7 +283,9 @@ export class EndpointTable {
     const since = this.#wakes.get(endpointId);
     if (since === undefined) return;
     this.#wakes.delete(endpointId);
-    this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since));
+    // The tier its worker came from: the wake the controller reported while requests waited, else a cold start.
+    const woke = this.#o.routing.routableWorkers(endpointId).find((w) => w.wake && w.wake.at >= since)?.wake;
+    this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since), woke?.tier ?? 'cold');
   }
 
   /** Kept until its requests end, so that removing its workers waits for them (the controller's drain). */

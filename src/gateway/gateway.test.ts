@@ -164,6 +164,7 @@ class StaticRouting implements RoutingView {
 
 interface Harness {
   gateway: Gateway;
+  metrics: GatewayMetrics | undefined;
   routing: StaticRouting;
   port: number;
   /** The gateway's timers; `timers.now` is its clock. */
@@ -268,6 +269,7 @@ async function startGateway(
     keyQueries: () => keyQueries,
     keyStore,
     connections,
+    metrics,
   };
 }
 
@@ -514,6 +516,35 @@ describe('Gateway', () => {
     expect(answer).toMatchObject({ status: 200, body: 'w-new' });
     expect(answer.headers['x-corral-cold-start-ms']).toBe('250');
     expect(answer.headers['x-corral-queue-ms']).toBe('250');
+    // No wake reported for its worker (another replica's, say): only what it waited.
+    expect(answer.headers['server-timing']).toBe('queue;dur=250');
+  });
+
+  it('an answer that waited for a thaw says so in Server-Timing, and the wake is counted by tier', async () => {
+    const registry = new Registry();
+    const h = await startGateway({ registry });
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const pending = get(h.port, hostOf(endpoint));
+    await h.whenQueued(1);
+    h.timers.advance(4);
+    const worker = await track(startWorker('w-thawed'));
+    const wake = { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 2.5 }], at: h.timers.now };
+    h.routing.workers.set(endpoint.id, [Object.assign(worker, { wake })]);
+    h.routing.changed();
+    const answer = await pending;
+    expect(answer.status).toBe(200);
+    expect(answer.headers['server-timing']).toBe('queue;dur=4, thaw;dur=2.5');
+    // A request that found it routable paid no wake: no Server-Timing.
+    expect((await get(h.port, hostOf(endpoint))).headers['server-timing']).toBeUndefined();
+    const text = await registry.metrics();
+    expect(text).toMatch(
+      new RegExp(`^corral_gateway_wake_seconds_count\\{endpoint="${endpoint.id}",tier="thaw"\\} 1$`, 'm'),
+    );
+    expect(h.metrics?.summary(endpoint.id).wakes).toMatchObject({
+      thaw: { count: 1, meanMs: 4 },
+      cold: { count: 0, meanMs: null },
+    });
   });
 
   it('counts one cold start per wake, from the first waiting request to the first routable worker', async () => {

@@ -54,6 +54,11 @@ describe('GatewayMetrics', () => {
       queueDepth: 3,
       inFlight: 2,
       coldStarts: { count: 0, meanMs: null },
+      wakes: {
+        thaw: { count: 0, meanMs: null },
+        restore: { count: 0, meanMs: null },
+        cold: { count: 0, meanMs: null },
+      },
     });
     // 98 fast requests (7 ms, in the 5-10 ms bucket), two slow ones (2 s, in the 1-2.5 s bucket).
     for (let i = 0; i < 98; i++) metrics.observeRequest('ep-a', 200, 7, 0);

@@ -3,9 +3,11 @@
  * and queue wait) is kept in plain numbers per endpoint and handed to the registry when it is scraped; prom-client's
  * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
  */
-import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Distribution, EndpointTraffic, EndpointWorker } from '../ports/traffic.js';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Distribution, EndpointTraffic, EndpointWorker, WakeTier } from '../ports/traffic.js';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
+
+const WAKE_TIERS: readonly WakeTier[] = ['thaw', 'restore', 'cold'];
 
 /** The latency and queue wait buckets, in seconds (the history's percentiles use them too). */
 export const LATENCY_BUCKETS: readonly number[] = [
@@ -57,6 +59,9 @@ export class GatewayMetrics {
   readonly #latency: HotHistogram;
   readonly #queueWait: HotHistogram;
   readonly #coldStarts: HotHistogram;
+  /** Wakes by tier (thaw, restore, cold): few, so prom-client's own labels cost nothing that matters. */
+  readonly #wakes: Histogram<'endpoint' | 'tier'>;
+  readonly #wakeTotals = new Map<string, Map<WakeTier, { count: number; sum: number }>>();
   #load: () => EndpointLoad[];
   #workers: (() => Iterable<EndpointWorker>) | undefined;
   readonly #endpoints = new Map<string, EndpointSeries>();
@@ -100,6 +105,13 @@ export class GatewayMetrics {
       help: 'Wakes from zero, one per wake: time from the arrival of the first request that found no routable worker to the first worker becoming routable',
       labelName: 'endpoint',
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+      registers,
+    });
+    this.#wakes = new Histogram({
+      name: 'corral_gateway_wake_seconds',
+      help: 'Wakes from zero by tier (thaw: a frozen worker, restore: a suspended one, cold: a new one): time from the first waiting request to the first routable worker',
+      labelNames: ['endpoint', 'tier'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers,
     });
     this.#load = options.load ?? (() => []);
@@ -168,6 +180,8 @@ export class GatewayMetrics {
     this.#latency.remove(endpoint);
     this.#queueWait.remove(endpoint);
     this.#coldStarts.remove(endpoint);
+    this.#wakeTotals.delete(endpoint);
+    for (const tier of WAKE_TIERS) this.#wakes.remove({ endpoint, tier });
   }
 
   /** Forgets the series of every endpoint `exists` denies (deleted ones), keeping the others'. */
@@ -175,9 +189,17 @@ export class GatewayMetrics {
     for (const endpoint of [...this.#endpoints.keys()]) if (!exists(endpoint)) this.forget(endpoint);
   }
 
-  /** One wake from zero (not one per request that waited through it). */
-  observeColdStart(endpoint: string, ms: number): void {
+  /** One wake from zero (not one per request that waited through it), by the tier its worker came from. */
+  observeColdStart(endpoint: string, ms: number, tier: WakeTier = 'cold'): void {
     this.#coldStarts.series(endpoint).observe(ms / 1000);
+    this.#wakes.observe({ endpoint, tier }, ms / 1000);
+    let byTier = this.#wakeTotals.get(endpoint);
+    if (!byTier) {
+      byTier = new Map();
+      this.#wakeTotals.set(endpoint, byTier);
+    }
+    const total = byTier.get(tier) ?? { count: 0, sum: 0 };
+    byTier.set(tier, { count: total.count + 1, sum: total.sum + ms });
   }
 
   /**
@@ -245,6 +267,13 @@ export class GatewayMetrics {
         count: coldStarts?.count ?? 0,
         meanMs: coldStarts && coldStarts.count > 0 ? toMs(coldStarts.sum / coldStarts.count) : null,
       },
+      wakes: Object.fromEntries(
+        WAKE_TIERS.map((tier) => {
+          const total = this.#wakeTotals.get(endpoint)?.get(tier);
+          const meanMs = total && total.count > 0 ? Math.round((total.sum / total.count) * 10) / 10 : null;
+          return [tier, { count: total?.count ?? 0, meanMs }];
+        }),
+      ) as EndpointTraffic['wakes'],
     };
   }
 }

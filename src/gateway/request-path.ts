@@ -3,6 +3,7 @@
  * then a slot or a queue place from the endpoint's dispatcher and proxy.ts to the worker, retried on another worker
  * when one could not be reached. Forwarding to another replica wraps `admit` (peer-forwarding.ts).
  */
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
@@ -16,6 +17,7 @@ import {
 } from './gateway-context.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { targetProblem } from './request-target.js';
+import { serverTiming } from './server-timing.js';
 
 /** Serves a request whose endpoint is known (or known not to exist: its 404). */
 export type Admit = (
@@ -167,6 +169,7 @@ export class RequestPath {
         deadline ??= sentAt + endpoint.spec.workers.requestTimeoutSeconds * 1000;
         const outcome = await this.#forward(req, res, endpoint, lease, {
           coldStartMs: cold ? sentAt - arrived : undefined,
+          arrived,
           timeoutMs: Math.max(1, deadline - sentAt),
         });
         // Before the release: releasing hands the slot to the next queued request at once.
@@ -194,13 +197,21 @@ export class RequestPath {
     res: ServerResponse,
     endpoint: Endpoint,
     lease: Lease,
-    { coldStartMs, timeoutMs }: { coldStartMs: number | undefined; timeoutMs: number },
+    {
+      coldStartMs,
+      arrived,
+      timeoutMs,
+    }: { coldStartMs: number | undefined; arrived: number; timeoutMs: number },
   ): Promise<ProxyOutcome> {
     const responseHeaders: Record<string, string> = {
       'x-corral-worker': lease.workerId,
       'x-corral-queue-ms': String(lease.queuedMs),
     };
-    if (coldStartMs !== undefined) responseHeaders['x-corral-cold-start-ms'] = String(coldStartMs);
+    if (coldStartMs !== undefined) {
+      responseHeaders['x-corral-cold-start-ms'] = String(coldStartMs);
+      const wake = this.#c.o.routing.routableWorkers(endpoint.id).find((w) => w.id === lease.workerId)?.wake;
+      responseHeaders['server-timing'] = serverTiming(coldStartMs, wake, arrived);
+    }
     return proxyRequest({
       req,
       res,

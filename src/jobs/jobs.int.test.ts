@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
-import { buildJobs, type Jobs, listenWorkers } from '../app/build-jobs.js';
+import { buildJobs, type Jobs } from '../app/build-jobs.js';
+import { startWorkerListener } from '../app/worker-listener.js';
 import { generateApiKey } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
@@ -125,7 +126,11 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
         return workersUrl;
       },
     });
-    ({ server: workersServer } = await listenWorkers(jobs.workerHandler, placeholder));
+    ({ server: workersServer } = await startWorkerListener({
+      address: placeholder,
+      handler: jobs.workerHandler,
+      logger: pino({ level: 'silent' }),
+    }));
     workersUrl = `http://127.0.0.1:${(workersServer.address() as AddressInfo).port}`;
     client = createServer((req, res) => {
       if (jobs.clientRoute.claims(req)) jobs.clientRoute.handleRequest(req, res);

@@ -11,7 +11,7 @@ import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import { abortOnClose, type JobsLogger, readBody, writeEmpty, writeError, writeJson } from './http-io.js';
 import type { WorkerCaller, WorkerJobs } from './worker-jobs.js';
-import { parseWorkerPath } from './worker-protocol.js';
+import { parseWorkerPath, type WorkerRoute } from './worker-protocol.js';
 import type { WorkerTokens } from './worker-tokens.js';
 
 export interface WorkerRoutesOptions {
@@ -26,14 +26,19 @@ export interface WorkerRoutesOptions {
   stopHoldMs: number;
 }
 
-/** The worker protocol's request handler. */
+/**
+ * The worker protocol's request handler: true when the request is a worker route (answered here), false for any
+ * other path (the worker-facing listener answers it).
+ */
 export function workerRoutes(
   options: WorkerRoutesOptions,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://workers');
-    const route = parseWorkerPath(url.pathname);
-    if (!route) throw new JobError('INVALID_JOB_REQUEST', 'not a worker protocol route');
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const serve = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    route: WorkerRoute,
+  ): Promise<void> => {
     const auth = req.headers.authorization;
     if (!options.tokens.verify(auth, route.endpointId, route.workerId))
       throw new JobError('WORKER_UNAUTHENTICATED');
@@ -92,7 +97,11 @@ export function workerRoutes(
     }
   };
   return (req, res) => {
-    serve(req, res).catch((error: unknown) => writeError(res, error, options.logger));
+    const url = new URL(req.url ?? '/', 'http://workers');
+    const route = parseWorkerPath(url.pathname);
+    if (!route) return false;
+    serve(req, res, url, route).catch((error: unknown) => writeError(res, error, options.logger));
+    return true;
   };
 }
 

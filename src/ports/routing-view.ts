@@ -9,6 +9,17 @@ export interface RoutableWorker {
   address: { host: string; port: number };
   /** This replica's share of the worker's slots (several replicas, cluster/slot-shares.ts); absent: all of them. */
   slots?: number;
+  /** How the worker came into routing when a wake brought it (a thaw, a restore, a cold start); absent otherwise. */
+  wake?: WakeReport;
+}
+
+/** A wake's tier and what each of its phases cost, for the `Server-Timing` of the requests that waited for it. */
+export interface WakeReport {
+  tier: 'thaw' | 'restore' | 'cold';
+  /** `thaw` or `restore`; for a cold start `placement`, `pull`, `create`, `ready`. In milliseconds. */
+  phases: { name: string; ms: number }[];
+  /** When it became routable. */
+  at: number;
 }
 
 /**

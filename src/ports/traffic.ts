@@ -13,7 +13,12 @@ export interface EndpointTraffic {
   queueDepth: number;
   inFlight: number;
   coldStarts: { count: number; meanMs: number | null };
+  /** The same wakes from zero by the tier the worker came from (docs/workers.md, Idle tiers). */
+  wakes: Record<WakeTier, { count: number; meanMs: number | null }>;
 }
+
+/** Where a woken worker came from: frozen (a thaw), suspended (a restore), or nowhere (a cold start). */
+export type WakeTier = 'thaw' | 'restore' | 'cold';
 
 /**
  * Percentiles estimated from the histogram's buckets (within the smallest and largest values seen), and the exact

@@ -3,6 +3,7 @@
  * waits for it when one should be there (engine-presence.ts) but is silent, and takes local only on a machine with
  * no engine at all. Local workers are host processes: the runtime warns, and refuses root without `allowRoot`.
  */
+
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import Dockerode from 'dockerode';
@@ -10,10 +11,13 @@ import type { Logger } from 'pino';
 import type { WorkerSandbox } from '../config/config.js';
 import { ConfigError } from '../config/settings.js';
 import { systemTimers, type Timers } from '../ports/clock.js';
+import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
 import { DockerRuntime, dockerReachable, engineAddress } from './docker/docker-runtime.js';
 import { type DockerInfo, engineLimits } from './docker/engine-limits.js';
 import { refuseEngineRedirects } from './docker/engine-redirects.js';
+import type { WorkerListenerHole } from './docker/firewall-rules.js';
 import { HostGuard, hostGuardUnable } from './docker/host-guard.js';
+import { ensureListenerNetwork } from './docker/listener-network.js';
 import { expectedDockerEngine, type MachineView, realMachine } from './engine-presence.js';
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { connectKubernetes, type KubernetesSettings } from './kubernetes/connect.js';
@@ -53,6 +57,14 @@ export interface SelectRuntimeOptions {
   timers?: Timers;
   /** `--runtime kubernetes`: the cluster, the namespace and how pods are made. */
   kubernetes?: KubernetesSettings;
+  /** What suspends idle workers' GPU state (docker and local); none: the suspended tier is off. */
+  checkpointer?: GpuCheckpointer | undefined;
+  /**
+   * Jobs: the worker-facing listener's port. On Docker (with the sandbox and an installation id) the runtime makes
+   * the listener's address (docker/listener-network.ts), opens the host guard's one hole to that address and port,
+   * and says the address through `onAddress` before it runs any worker (later for an awaited engine).
+   */
+  workerListener?: { port: number; onAddress(address: string): void };
 }
 
 /** The engine dockerode finds from the environment (DOCKER_HOST, else /var/run/docker.sock). */
@@ -131,21 +143,36 @@ async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions
     },
     'worker limits the Docker engine enforces',
   );
+  const hole = await listenerHole(docker, options);
   const runtime = new DockerRuntime({
     docker,
     logger,
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
-    ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger) : {}),
+    checkpointer: options.checkpointer,
+    ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger, hole) : {}),
   });
+  if (hole) options.workerListener?.onAddress(hole.address);
   if (options.sandbox) await runtime.pruneNetworks(options.installationId);
   return runtime;
 }
 
+/** The worker-facing listener's address and port on Docker, its network made first; undefined without jobs. */
+async function listenerHole(
+  docker: Dockerode,
+  options: SelectRuntimeOptions,
+): Promise<WorkerListenerHole | undefined> {
+  const { workerListener, installationId, sandbox, logger } = options;
+  if (!workerListener || installationId === undefined || !sandbox) return undefined;
+  const address = await ensureListenerNetwork({ docker, installationId, subnets: sandbox.subnets, logger });
+  return { address, port: workerListener.port };
+}
+
 /** The sandbox and its host guard, whose firewall goes up now so that the start-up log says where it stands. */
-async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger) {
+async function sandboxed(sandbox: WorkerSandbox, address: string, logger: Logger, hole?: WorkerListenerHole) {
   const hostGuard = new HostGuard({
     logger,
+    ...(hole ? { workerListener: hole } : {}),
     blockHost: sandbox.blockHost && sandbox.networkIsolation !== 'none',
     storageNosuid: sandbox.storageNosuid,
     unable: hostGuardUnable({ engineAddress: address, uid: process.getuid?.() }),
@@ -178,14 +205,19 @@ function local(options: SelectRuntimeOptions): WorkerRuntime {
   const stateDir = join(options.dataDir, 'local-runtime');
   if (uid === 0 && !options.allowRoot) {
     options.logger.error({ runtime: 'local', uid }, ROOT_REFUSAL);
-    return new LocalRuntime({ stateDir, logger: options.logger, refusal: ROOT_REFUSAL });
+    return new LocalRuntime({
+      stateDir,
+      logger: options.logger,
+      refusal: ROOT_REFUSAL,
+      checkpointer: options.checkpointer,
+    });
   }
   options.logger.warn(
     { runtime: 'local', user: userName(), uid, asRoot: uid === 0 },
     'LOCAL RUNTIME: workers run as host processes with the rights of this user, with no isolation from the host ' +
       'or from each other; single-tenant: only admin keys may create endpoints',
   );
-  return new LocalRuntime({ stateDir, logger: options.logger });
+  return new LocalRuntime({ stateDir, logger: options.logger, checkpointer: options.checkpointer });
 }
 
 function userName(): string {

@@ -2,6 +2,7 @@
  * The one interface every worker runtime implements (docker, local, fake). The controller
  * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
  */
+import type { IdleTier, IdleTiers } from './idle-tiers.js';
 
 export const LABEL_PREFIX = 'corral.dev/';
 export const LABELS = {
@@ -115,6 +116,11 @@ export interface RuntimeWorker {
   createdAt: number;
   /** The uuids of the GPUs the worker was created with (spec.gpus, real or simulated), in the same order. */
   gpuUuids: string[];
+  /**
+   * The idle tier it is in (idle-tiers.ts), where the runtime can tell: a paused container is `frozen`; one whose
+   * GPU processes the driver holds checkpointed is `suspended`. Absent: not in a tier.
+   */
+  tier?: IdleTier;
 }
 
 export interface PullProgress {
@@ -202,6 +208,8 @@ export interface GpuScheduler {
 
 export interface WorkerRuntime {
   readonly name: 'docker' | 'kubernetes' | 'local' | 'fake';
+  /** Freezing and suspending idle workers (idle-tiers.ts); absent where the runtime has no freezer (kubernetes). */
+  readonly idleTiers?: IdleTiers;
   /** Present where the runtime's scheduler places workers on GPUs, not Corral's inventory (kubernetes). */
   readonly gpuScheduler?: GpuScheduler;
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */

@@ -27,6 +27,8 @@ export interface ServerCatalog {
   networkStorages: ReadonlyMap<string, string>;
   /** Network storage id -> the owners who may mount it; a storage not in it is open to every owner. */
   storageOwners?: ReadonlyMap<string, readonly string[] | 'all'>;
+  /** Why the runtime has no idle tiers (kubernetes); absent: keepFrozen and keepSuspended are accepted. */
+  idleTiersOff?: string;
 }
 
 /** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in app/image-guard.ts). */
@@ -239,6 +241,7 @@ export class EndpointService {
       credentialIds: new Set(credentials ? [credentials.id] : []),
       secretNames: await store.secrets.names(principal.ownerId),
       ...(secretSizes ? { secretBytes: await secretSizes(principal.ownerId, referenced) } : {}),
+      ...(catalog.idleTiersOff === undefined ? {} : { idleTiersOff: catalog.idleTiersOff }),
     };
   }
 

@@ -327,12 +327,16 @@ const EARLIER_SPEC: Pick<EndpointSpec, 'public' | 'type' | 'jobsPath'> = {
   jobsPath: '/run',
 };
 
+/** A spec stored before the idle tiers existed has none: 0, today's behaviour. */
+const NO_IDLE_TIERS = { keepFrozenSeconds: 0, keepSuspendedSeconds: 0 };
+
 function fromRow(row: Selectable<EndpointsTable>): Endpoint {
+  const stored = JSON.parse(row.spec) as EndpointSpec;
   return {
     id: row.id,
     ownerId: row.owner_id,
     // A spec stored before `public`, `type` or `jobsPath` existed has none: their defaults.
-    spec: { ...EARLIER_SPEC, ...(JSON.parse(row.spec) as EndpointSpec) },
+    spec: { ...EARLIER_SPEC, ...stored, workers: { ...NO_IDLE_TIERS, ...stored.workers } },
     revision: row.revision,
     desired: row.desired as DesiredRun,
     status: { state: row.state as EndpointState, error: row.state_error, message: row.state_message },

@@ -194,7 +194,7 @@ export interface HistorySamplesTable {
   payload: string;
 }
 
-/** One job of the jobs API (store/jobs.ts, migration 0014); JSON stays text. Times are epoch ms. */
+/** One job of the jobs API (store/jobs.ts, migration 0015); JSON stays text. Times are epoch ms. */
 export interface JobsTable {
   id: string;
   endpoint_id: string;
@@ -250,11 +250,39 @@ export interface ServerSecretsTable {
   created_at: number;
 }
 
+export interface WebhookSecretsTable {
+  endpoint_id: string;
+  owner_id: string;
+  /** The `whsec_` secret, sealed with the server's secret key. */
+  secret: string;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  /** The delivery's `webhook-id`, the same on every attempt. */
+  id: string;
+  owner_id: string;
+  endpoint_id: string;
+  job_id: string;
+  url: string;
+  body: string;
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the next attempt is due. */
+  next_at: number;
+  /** A replica attempting it holds it until then; null: nobody does. */
+  claimed_until: number | null;
+  last_error: string | null;
+  created_at: number;
+}
+
 export interface Database {
   jobs: JobsTable;
   job_chunks: JobChunksTable;
   job_workers: JobWorkersTable;
   server_secrets: ServerSecretsTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
   history_samples: HistorySamplesTable;
   routes: RoutesTable;
   gateway_signals: GatewaySignalsTable;

@@ -17,6 +17,8 @@ import { ReplicaRepository } from './replicas.js';
 import { RouteRepository } from './routes.js';
 import { SecretRepository } from './secrets.js';
 import { ServerSecretRepository } from './server-secrets.js';
+import { WebhookDeliveryRepository } from './webhook-deliveries.js';
+import { WebhookSecretRepository } from './webhook-secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
 import { WorkerRepository } from './workers.js';
 
@@ -47,6 +49,10 @@ export class Store {
   readonly jobs: JobRepository;
   /** Keys the server makes for itself (the worker tokens'). */
   readonly serverSecrets: ServerSecretRepository;
+  /** Each endpoint's webhook signing secret, sealed. */
+  readonly webhookSecrets: WebhookSecretRepository;
+  /** The webhooks' outbox: deliveries not yet made. */
+  readonly webhookDeliveries: WebhookDeliveryRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -70,6 +76,8 @@ export class Store {
     this.historySamples = new HistorySampleRepository({ db });
     this.jobs = new JobRepository({ db, dialect: connection.dialect });
     this.serverSecrets = new ServerSecretRepository({ db });
+    this.webhookSecrets = new WebhookSecretRepository({ db });
+    this.webhookDeliveries = new WebhookDeliveryRepository({ db });
   }
 
   get dialect() {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { KUBERNETES_WORKER_SERVICE } from '../../src/app/worker-facing-url.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -83,7 +84,7 @@ describe('deploy/kubernetes', () => {
     expect(secrets).toEqual(['CORRAL_DATABASE_URL', 'CORRAL_SECRET_KEY', 'CORRAL_API_KEY']);
   });
 
-  it('probes liveness on /healthz and readiness on /readyz, and its Services reach the API and the gateway ports', () => {
+  it('probes liveness on /healthz and readiness on /readyz, and its Services reach the API, gateway and workers ports', () => {
     const deployment = find('Deployment', 'corral') as unknown as {
       spec: { template: { spec: { containers: Container[] } } };
     };
@@ -91,13 +92,25 @@ describe('deploy/kubernetes', () => {
     const portOf = (name: string) => container?.ports.find((p) => p.name === name)?.containerPort;
     expect(portOf('api')).toBe(8080);
     expect(portOf('gateway')).toBe(8000);
+    expect(portOf('workers')).toBe(8082);
     expect(container?.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'api' });
     expect(container?.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'api' });
     const targets = objects
       .filter((o) => o.kind === 'Service')
       .flatMap((o) => (o as unknown as { spec: { ports: { targetPort: string }[] } }).spec.ports)
       .map((p) => p.targetPort);
-    expect(targets.sort()).toEqual(['api', 'gateway']);
+    expect(targets.sort()).toEqual(['api', 'gateway', 'workers']);
+  });
+
+  it("puts the corral-workers Service where workers' URLs say (app/worker-facing-url.ts)", () => {
+    const service = find('Service', KUBERNETES_WORKER_SERVICE.service) as unknown as {
+      metadata: { namespace: string };
+      spec: { ports: { port: number; targetPort: string }[] };
+    };
+    expect(service.metadata.namespace).toBe(KUBERNETES_WORKER_SERVICE.namespace);
+    expect(service.spec.ports).toEqual([
+      { name: 'workers', port: KUBERNETES_WORKER_SERVICE.port, targetPort: 'workers' },
+    ]);
   });
 
   it('binds the runtime role in the workers namespace to the service account Corral runs as', () => {

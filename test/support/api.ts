@@ -55,6 +55,8 @@ export async function createTestApi(
     imageAccess?: ImageAccessCheck;
     /** Workers run as host processes (the local runtime): only admin keys may create endpoints. */
     singleTenant?: boolean;
+    /** Why the runtime has no idle tiers (none: it has them, as Docker and the local runtime do). */
+    idleTiersOff?: string;
     /** This replica, for /readyz and GET cluster (default: rep-test, leading). */
     replica?: { id: string; leading: () => boolean };
     /** The dashboard's built files (none: dist/web, as `corral serve` reads it). */
@@ -101,6 +103,7 @@ export async function createTestApi(
     ...(options.desiredWorkers ? { desiredWorkers: options.desiredWorkers } : {}),
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
+    ...(options.idleTiersOff === undefined ? {} : { idleTiersOff: options.idleTiersOff }),
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
     ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),

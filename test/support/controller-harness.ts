@@ -9,7 +9,7 @@ import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';
 import { applyPatch } from '../../src/domain/spec-patch.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
-import { FakeRuntime } from '../../src/runtime/fake/fake-runtime.js';
+import { FakeRuntime, type FakeRuntimeOptions } from '../../src/runtime/fake/fake-runtime.js';
 import type { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from './fixtures.js';
 import { ManualTimers, settle } from './manual-timers.js';
@@ -42,12 +42,13 @@ export interface ControllerHarness {
 
 export async function controllerHarness(
   options: Partial<ControllerOptions> = {},
+  runtimeOptions: Pick<FakeRuntimeOptions, 'checkpointer'> = {},
 ): Promise<ControllerHarness> {
   const [sqlite] = storeTargets();
   if (!sqlite) throw new Error('no sqlite target');
   const { store, dispose } = await sqlite.open();
   const timers = new ManualTimers(1_000_000);
-  const runtime = new FakeRuntime({ clock: () => timers.now, timers });
+  const runtime = new FakeRuntime({ clock: () => timers.now, timers, ...runtimeOptions });
   const routes = new RoutingTable();
   const logs: LogLine[] = [];
   const log = (level: LogLine['level']) => (fields: object, message: string) =>

@@ -1,12 +1,40 @@
-/** Domain fixtures: the test limits, sample endpoints (unique ids), and deletion as the API does it. */
+/**
+ * Domain fixtures: the test limits, sample endpoints (unique ids), the controller's record of a worker, and deletion
+ * as the API does it.
+ */
+import type { ManagedWorker } from '../../src/controller/workers/managed-worker.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/domain/limits.js';
 import { applyPatch, defaultSpec, type SpecPatch } from '../../src/domain/spec-patch.js';
+import type { WorkerState } from '../../src/domain/worker.js';
 import type { Store } from '../../src/store/store.js';
 
 export const TEST_LIMITS: Limits = { ...DEFAULT_LIMITS, cudaVersions: ['11.8', '12.1', '12.4'] };
 
 let counter = 0;
+let workerSeq = 0;
+
+/** The controller's record of a worker in `state` (ids `w1`, `w2`... and createdAt in order of making). */
+export function sampleWorker(state: WorkerState, extra: Partial<ManagedWorker> = {}): ManagedWorker {
+  workerSeq += 1;
+  return {
+    id: `w${workerSeq}`,
+    endpointId: 'e',
+    ownerId: 'o',
+    revision: 1,
+    state,
+    error: '',
+    message: '',
+    healthy: state === 'running',
+    gpuUuids: [],
+    address: null,
+    createdAt: workerSeq,
+    startedAt: state === 'pending' ? null : 0,
+    readyAt: state === 'running' ? 1 : null,
+    healthCause: '',
+    ...extra,
+  };
+}
 
 /** A valid endpoint for tests; ids and appNames are unique within a run. */
 export function sampleEndpoint(options: { ownerId?: string; at?: number; patch?: SpecPatch } = {}): Endpoint {

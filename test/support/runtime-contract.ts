@@ -405,6 +405,50 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
       await runtime.remove(id, { graceSeconds: 1 });
     });
 
+    it('freeze stops every process of a worker and thaw lets it answer again; frozen, it is listed in the frozen tier; both are idempotent', async (test) => {
+      const tiers = runtime.idleTiers;
+      if (!tiers) return test.skip();
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      const worker = await runtime.create(spec(endpointId, id));
+      const address = worker.address ?? { host: '', port: 0 };
+      const health = () =>
+        fetch(`http://${address.host}:${address.port}/health`, { signal: AbortSignal.timeout(1_000) });
+      if (ctx.capabilities.realProcess)
+        await eventually(async () => expect((await health()).status).toBe(200));
+      await tiers.freeze(id);
+      await tiers.freeze(id);
+      const [frozen] = await runtime.list({ [LABELS.endpoint]: endpointId });
+      expect(frozen).toMatchObject({ workerId: id, phase: 'running', tier: 'frozen' });
+      expect((await runtime.inspect(id))?.tier).toBe('frozen');
+      // Stopped, it answers nothing: the request waits until its deadline.
+      if (ctx.capabilities.realProcess) await expect(health()).rejects.toThrow();
+      await tiers.thaw(id);
+      await tiers.thaw(id);
+      const [thawed] = await runtime.list({ [LABELS.endpoint]: endpointId });
+      expect(thawed?.tier).toBeUndefined();
+      if (ctx.capabilities.realProcess) expect((await health()).status).toBe(200);
+      if (!tiers.suspendable.available) {
+        expect(tiers.suspendable.reason).toBe('no GPU checkpoint support built');
+        await expect(tiers.suspend(id, { deadlineMs: 1_000 })).rejects.toBeInstanceOf(RuntimeError);
+      }
+      await runtime.remove(id, { graceSeconds: 1 });
+    });
+
+    it('a frozen worker is removed like any other (its stop is not held up by the freeze), and freeze of an unknown worker fails with NOT_FOUND', async (test) => {
+      const tiers = runtime.idleTiers;
+      if (!tiers) return test.skip();
+      const { endpointId, workerId } = ids();
+      const id = workerId();
+      await runtime.create(spec(endpointId, id));
+      await tiers.freeze(id);
+      const started = Date.now();
+      await runtime.remove(id, { graceSeconds: 1 });
+      expect(Date.now() - started).toBeLessThan(EVENTUALLY_MS);
+      expect(await runtime.inspect(id)).toBeUndefined();
+      await expect(tiers.freeze(`${endpointId}nope`)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    });
+
     it('an unsubscribed watcher hears nothing more', async () => {
       const { endpointId, workerId } = ids();
       const id = workerId();

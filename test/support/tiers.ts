@@ -41,7 +41,9 @@ export const POSTGRES_RERUN = [
   'src/api/secret-env-bound.test.ts',
   'src/api/secrets.test.ts',
   'src/api/validation.test.ts',
+  'src/api/webhook-secrets.test.ts',
   'src/api/worker-output.test.ts',
+  'src/app/build-webhooks.test.ts',
   'src/cluster/membership-watch.test.ts',
   'src/cluster/routing-source.test.ts',
   'src/cluster/stored-gpus.test.ts',
@@ -52,7 +54,9 @@ export const POSTGRES_RERUN = [
   'src/store/leases.test.ts',
   'src/store/secrets.test.ts',
   'src/store/store.test.ts',
+  'src/store/webhooks.test.ts',
   'src/store/worker-outputs.test.ts',
+  'src/webhooks/outbox.test.ts',
 ];
 
 /** The tier of a test file, by its path from the repository root. */

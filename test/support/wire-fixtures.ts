@@ -23,6 +23,8 @@ export function sampleWireEndpoint<P extends string | number>(
       gpuNum: 1,
       cudaVersion: 'any',
       requestTimeout: 300,
+      keepFrozen: 0,
+      keepSuspended: 0,
     },
     policy: { type: 'queue', value: '30' },
     image: { image: 'corral/echo:1', authId: '', command: '' },

@@ -57,6 +57,9 @@ const STATE_COLORS: Record<string, string> = {
   starting: '#bf8700',
   running: '#1a7f37',
   unhealthy: '#bc4c00',
+  // Idle tiers: resting, woken in milliseconds (frozen) or a few seconds (suspended).
+  frozen: '#54aeff',
+  suspended: '#8250df',
   draining: '#0a58ca',
   stopped: '#57606a',
   failed: '#cf222e',

@@ -72,6 +72,7 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       queueDepth: traffic ? traffic.queueDepth + (others?.queueLength ?? 0) : null,
       inFlight: traffic ? traffic.inFlight + (others?.inFlight ?? 0) : null,
       coldStarts: traffic?.coldStarts ?? null,
+      wakes: traffic?.wakes ?? null,
       desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
       recent: o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : null,
     };

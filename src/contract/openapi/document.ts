@@ -27,6 +27,11 @@ export function openApiDocument(options: { serverUrl: string }): object {
         name: 'Invoke keys',
         description: "Keys that call one endpoint's URL and nothing else (Corral extension).",
       },
+      {
+        name: 'Webhooks',
+        description:
+          "The secret that signs an endpoint's job webhooks, Standard Webhooks (Corral extension).",
+      },
       { name: 'Secrets', description: 'Values for {{ CORRAL_SECRET_name }} in env values; never returned.' },
       {
         name: 'GPUs',

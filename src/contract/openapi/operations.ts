@@ -367,6 +367,32 @@ function operations(): Operation[] {
       errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'INVOKE_KEY_NOT_FOUND'],
     },
     {
+      method: 'get',
+      path: v1('/endpoint/webhook-secret'),
+      operationId: 'getWebhookSecret',
+      summary: "Read an endpoint's webhook signing secret (Corral extension)",
+      description:
+        "The Standard Webhooks secret (whsec_...) that signs the webhooks of this endpoint's jobs; made on first read. Verify deliveries with it (docs/jobs.md).",
+      tag: 'Webhooks',
+      auth: true,
+      parameters: endpointIdParameters,
+      response: json('WebhookSecret', 'The secret.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/webhook-secret/rotate'),
+      operationId: 'rotateWebhookSecret',
+      summary: "Rotate an endpoint's webhook signing secret (Corral extension)",
+      description:
+        'Replaces the secret; every delivery attempt from now on, retries included, is signed with the new one.',
+      tag: 'Webhooks',
+      auth: true,
+      body: 'EndpointIdRequest',
+      response: json('WebhookSecret', 'The new secret.'),
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
       method: 'post',
       path: v1('/secret/save'),
       operationId: 'saveSecret',

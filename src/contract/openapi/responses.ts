@@ -143,6 +143,21 @@ function endpointMetricsSchema(): Schema {
         },
         required: ['count', 'meanMs'],
       },
+      wakes: {
+        type: ['object', 'null'],
+        description:
+          'The same wakes from zero by the tier their worker came from: thaw (a frozen worker), restore (a suspended one), cold (a new one). Null without a gateway in this process.',
+        properties: Object.fromEntries(
+          ['thaw', 'restore', 'cold'].map((tier) => [
+            tier,
+            {
+              type: 'object',
+              properties: { count: int(), meanMs: { type: ['number', 'null'] } },
+              required: ['count', 'meanMs'],
+            },
+          ]),
+        ),
+      },
       desiredWorkers: {
         type: ['integer', 'null'],
         description:
@@ -273,6 +288,10 @@ export function responseSchemas(): Record<string, Schema> {
       gpuNum: int('GPUs per worker.'),
       cudaVersion: str('A version of cudaVersionList, or "any".'),
       requestTimeout: int("Seconds the gateway waits for a worker's response."),
+      keepFrozen: int(
+        'Corral extension: seconds an idle worker stays frozen before it is suspended or stopped.',
+      ),
+      keepSuspended: int('Corral extension: seconds a worker stays suspended before it is stopped.'),
     }),
     Policy: object({
       type: str('queue: value is the seconds the oldest request may wait; concurrency: queued requests.', {
@@ -351,6 +370,11 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     InvokeKeyList: object({ keys: arrayOf(ref('InvokeKey'), 'Oldest first, revoked keys included.') }),
+    WebhookSecret: object({
+      endpointId: str(),
+      secret: str('whsec_ and base64: the Standard Webhooks signing secret of the endpoint.'),
+      createdAt: str('When this secret was made (first read or last rotation).', { format: 'date-time' }),
+    }),
     ApiKey: object({
       id: str('The key id (the part after sk_); revoke by it.'),
       name: str(),

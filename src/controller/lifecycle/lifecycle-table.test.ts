@@ -19,11 +19,19 @@ const ALLOWED = new Set([
   'starting>draining',
   'starting>failed',
   'running>unhealthy',
+  'running>frozen',
   'running>draining',
   'running>failed',
   'unhealthy>running',
   'unhealthy>draining',
   'unhealthy>failed',
+  'frozen>running',
+  'frozen>suspended',
+  'frozen>draining',
+  'frozen>failed',
+  'suspended>frozen',
+  'suspended>draining',
+  'suspended>failed',
   'draining>stopped',
   'draining>running',
   'draining>starting',
@@ -68,7 +76,7 @@ describe('the worker lifecycle table', () => {
 
   it('holds GPUs from placement until the worker fails or is forgotten', () => {
     const holding = WORKER_STATES.filter((s) => LIFECYCLE[s].holdsGpus);
-    expect(holding).toEqual(['pulling', 'starting', 'running', 'unhealthy', 'draining', 'stopped']);
+    expect(holding).toEqual(['pulling', 'starting', 'running', 'unhealthy', 'frozen', 'draining', 'stopped']);
     expect(WORKER_STATES.every((s) => LIFECYCLE[s].written)).toBe(true);
   });
 
@@ -81,6 +89,13 @@ describe('the worker lifecycle table', () => {
     ['pulling', 'starting', { routing: 'unchanged', gpus: 'unchanged', probing: 'enters' }],
     ['running', 'failed', { routing: 'leaves', gpus: 'leaves', probing: 'leaves' }],
     ['stopped', 'failed', { routing: 'unchanged', gpus: 'leaves', probing: 'unchanged' }],
+    // Idle tiers: frozen keeps its GPUs out of routing and unprobed; suspended gives them up; a restore takes
+    // them back through frozen; a thaw routes it and probes it again.
+    ['running', 'frozen', { routing: 'leaves', gpus: 'unchanged', probing: 'leaves' }],
+    ['frozen', 'running', { routing: 'enters', gpus: 'unchanged', probing: 'enters' }],
+    ['frozen', 'suspended', { routing: 'unchanged', gpus: 'leaves', probing: 'unchanged' }],
+    ['suspended', 'frozen', { routing: 'unchanged', gpus: 'enters', probing: 'unchanged' }],
+    ['suspended', 'draining', { routing: 'unchanged', gpus: 'enters', probing: 'unchanged' }],
   ] as const)('says what %s -> %s does', (from, to, effects) => {
     expect(transition(from, to)).toEqual({ allowed: true, effects: { ...effects, store: 'write' } });
   });

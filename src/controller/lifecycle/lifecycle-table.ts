@@ -49,7 +49,7 @@ export const LIFECYCLE: Readonly<Record<WorkerState, StateEntry>> = {
     written: true,
   },
   running: {
-    to: ['unhealthy', 'draining', 'failed'],
+    to: ['unhealthy', 'frozen', 'draining', 'failed'],
     routable: true,
     holdsGpus: true,
     probed: true,
@@ -60,6 +60,25 @@ export const LIFECYCLE: Readonly<Record<WorkerState, StateEntry>> = {
     routable: false,
     holdsGpus: true,
     probed: true,
+    written: true,
+  },
+  // Idle past freeTimeout (keepFrozen > 0): every process stopped, its GPUs and memory kept; neither routed nor
+  // probed, so never counted unhealthy. A thaw puts it back running at once; a restore passes through here (its
+  // GPUs claimed again) on its way from suspended to running.
+  frozen: {
+    to: ['running', 'suspended', 'draining', 'failed'],
+    routable: false,
+    holdsGpus: true,
+    probed: false,
+    written: true,
+  },
+  // Frozen, and its GPU state in host memory (the driver's checkpoint): it holds no GPU; its record keeps the
+  // GPUs and GPU memory it needs to be restored (`suspendedOn`). A restore makes it frozen again, then running.
+  suspended: {
+    to: ['frozen', 'draining', 'failed'],
+    routable: false,
+    holdsGpus: false,
+    probed: false,
     written: true,
   },
   // In-flight requests finish; an owner's undrain puts it back (running, or starting if it was not serving).

@@ -10,6 +10,7 @@ import type { Endpoint } from '../../domain/endpoint.js';
 import type { NewEvent } from '../../domain/records.js';
 import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { Clock } from '../../ports/clock.js';
+import type { WakeReport } from '../../ports/routing-view.js';
 import { exitDescription } from '../../runtime/exit-description.js';
 import type { RuntimeEvent, RuntimeWorker, WorkerRuntime } from '../../runtime/types.js';
 import { type ContainerResponse, eventResponse } from '../container-changes.js';
@@ -24,7 +25,7 @@ import type { GpuLedger } from '../placement/gpu-ledger.js';
 import type { RoutingTable } from '../routing-table.js';
 import { runtimeErrorFields } from '../runtime-outage.js';
 import { followed } from '../runtime-wait.js';
-import { adoptedRecord, hasContainer, type ManagedWorker } from '../workers/managed-worker.js';
+import { adoptedRecord, hasContainer, isInTier, type ManagedWorker } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import { RefusedTransitionError, transition } from './lifecycle-table.js';
 
@@ -33,7 +34,7 @@ export interface WorkerLifecycleOptions {
   gpus: GpuLedger;
   routes: Pick<RoutingTable, 'publishRoutable'>;
   prober: Pick<HealthProber, 'schedule' | 'stop'>;
-  runtime: Pick<WorkerRuntime, 'remove'>;
+  runtime: Pick<WorkerRuntime, 'remove' | 'idleTiers'>;
   crashes: CrashLedger;
   logger: ControllerLogger;
   clock: Clock;
@@ -63,6 +64,25 @@ export interface Move {
   state: WorkerState;
   message: string;
   error?: WorkerErrorCode | '';
+}
+
+/** A cold start's phases (the gateway's Server-Timing): placement, pull, create, ready; undefined if not all seen. */
+export function coldWake(
+  record: Pick<ManagedWorker, 'createdAt' | 'placedAt' | 'pulledAt' | 'startedAt'>,
+  readyAt: number,
+): WakeReport | undefined {
+  const { createdAt, placedAt, pulledAt, startedAt } = record;
+  if (placedAt === undefined || pulledAt === undefined || startedAt === null) return undefined;
+  return {
+    tier: 'cold',
+    phases: [
+      { name: 'placement', ms: placedAt - createdAt },
+      { name: 'pull', ms: pulledAt - placedAt },
+      { name: 'create', ms: startedAt - pulledAt },
+      { name: 'ready', ms: readyAt - startedAt },
+    ],
+    at: readyAt,
+  };
 }
 
 export class WorkerLifecycle {
@@ -175,7 +195,7 @@ export class WorkerLifecycle {
     this.#adoptedIds.add(record.id);
     this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
     if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
-    else if (endpoint) this.#o.prober.schedule(record.id, 0);
+    else if (endpoint && !isInTier(record.state)) this.#o.prober.schedule(record.id, 0);
   }
 
   /** A followed worker shows its runtime's state and words until it runs; then it is probed as a started one. */
@@ -262,6 +282,8 @@ export class WorkerLifecycle {
         // An adopted worker's createdAt is its container's: the histogram would record its whole age.
         if (!this.#adoptedIds.has(record.id)) {
           this.#o.metrics?.timeToReady.observe((record.readyAt - record.createdAt) / 1000);
+          const wake = coldWake(record, record.readyAt);
+          if (wake) record.wake = wake;
         }
       }
       this.move(record, { state: 'running', message: '' });
@@ -334,6 +356,7 @@ export class WorkerLifecycle {
     gpus.releaseStarted(workerId, gpuUuids);
     const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
     try {
+      await this.#thawBeforeRemoval(workerId);
       await this.#o.runtime.remove(workerId);
       this.released(workerId);
       return undefined;
@@ -344,6 +367,24 @@ export class WorkerLifecycle {
     } finally {
       keep?.();
       this.#o.poke();
+    }
+  }
+
+  /**
+   * A frozen or suspended worker is thawed before its removal: a stopped process would take its stop signal only
+   * at its grace period's end (SIGKILL). Its failure is the removal's to meet.
+   */
+  async #thawBeforeRemoval(workerId: string): Promise<void> {
+    const record = this.#o.book.get(workerId);
+    const tiers = this.#o.runtime.idleTiers;
+    if (record?.tierSince === undefined || !tiers) return;
+    try {
+      await tiers.thaw(workerId);
+    } catch (error) {
+      this.#o.logger.warn(
+        { ...runtimeErrorFields(error), workerId },
+        'cannot thaw worker before its removal',
+      );
     }
   }
 

@@ -63,12 +63,14 @@ export class WorkerStarter {
     const { lifecycle } = this.#o;
     record.gpuUuids = gpus.map((g) => g.uuid);
     record.inRuntime = true;
+    record.placedAt = this.#o.clock();
     this.#progress(record, 'pulling', 'preparing the image');
     this.#o.gpus.createStarted(record.id, record.gpuUuids);
     try {
       // The image is pulled once per endpoint image, before any worker needs it: a start waits for that pull.
       await this.#o.images.ready(endpoint, (progress) => this.#progress(record, 'pulling', progress.message));
       await this.#checkImageAccess(endpoint);
+      record.pulledAt = this.#o.clock();
       const spec = await this.#spec(endpoint, record, gpus, productId);
       // The runtime's message already names the image and the percentage, or the scheduler's reason to wait.
       const container = await this.#o.runtime.create(spec, (progress) =>

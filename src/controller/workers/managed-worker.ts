@@ -5,6 +5,7 @@
 import { randomString } from '../../crypto/api-keys.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker, WorkerErrorCode, WorkerState } from '../../domain/worker.js';
+import type { WakeReport } from '../../ports/routing-view.js';
 import { isWaitingPhase, LABELS, type RuntimeWorker } from '../../runtime/types.js';
 import { WAITING_STATE } from '../runtime-wait.js';
 
@@ -41,6 +42,31 @@ export interface ManagedWorker {
    * pod to remove.
    */
   inRuntime?: boolean;
+  /** In an idle tier (frozen, suspended): since when; and the runtime call under way (tier-moves.ts), if any. */
+  tierSince?: number;
+  tierCall?: 'freeze' | 'thaw' | 'suspend' | 'restore';
+  /** Suspended: the GPUs, and the GPU memory on each in bytes, that a restore needs free. */
+  suspendedOn?: { gpuUuids: string[]; gpuBytes: Record<string, number> };
+  /** Moved down (suspended or stopped) so that a worker of another endpoint gets its GPUs: whom for. */
+  evictedFor?: string;
+  /** How it last came into routing from a wake (the gateway's Server-Timing): its tier and phases. */
+  wake?: WakeReport;
+  /** When placement gave it GPUs and when its image was present (a cold start's phases). */
+  placedAt?: number;
+  pulledAt?: number;
+}
+
+/** A worker in an idle tier that a wake is bringing back (it counts as capacity on its way, as a start does). */
+export function isWaking(worker: Pick<ManagedWorker, 'state' | 'tierCall'>): boolean {
+  return (
+    (worker.state === 'frozen' || worker.state === 'suspended') &&
+    (worker.tierCall === 'thaw' || worker.tierCall === 'restore')
+  );
+}
+
+/** A worker resting in an idle tier, with no runtime call under way: one the plan may wake, move down or stop. */
+export function isResting(worker: Pick<ManagedWorker, 'state' | 'tierCall'>): boolean {
+  return (worker.state === 'frozen' || worker.state === 'suspended') && worker.tierCall === undefined;
 }
 
 /** States that count as capacity (present or on the way). */
@@ -103,6 +129,7 @@ export function adoptedRecord(
   now: number,
 ): ManagedWorker {
   const exited = container.phase === 'exited';
+  if (!exited && container.tier) return adoptedInTier(container, container.tier, now);
   const waiting =
     !exited && !container.address && isWaitingPhase(container.phase) ? container.phase : undefined;
   return {
@@ -127,6 +154,39 @@ export function adoptedRecord(
     readyAt: null,
     inRuntime: !exited,
   };
+}
+
+/**
+ * A worker found in an idle tier after a restart (a paused container, a process the driver holds checkpointed):
+ * kept in its tier from now, its keep time counted afresh. A suspended one holds no GPU; its GPUs are those it
+ * restores onto (their recorded memory is not known after a restart: the whole GPUs must be free).
+ */
+function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', now: number): ManagedWorker {
+  const gpuUuids = [...container.gpuUuids];
+  return {
+    id: container.workerId,
+    endpointId: container.endpointId,
+    ownerId: container.labels[LABELS.owner] ?? '',
+    revision: container.revision,
+    state: tier,
+    error: '',
+    message: `${tier} since ${new Date(now).toISOString().slice(0, 19)}Z (adopted after a restart)`,
+    healthy: false,
+    healthCause: '',
+    gpuUuids: tier === 'frozen' ? gpuUuids : [],
+    ...(tier === 'suspended' ? { suspendedOn: { gpuUuids, gpuBytes: {} } } : {}),
+    address: container.address ?? null,
+    createdAt: container.createdAt,
+    startedAt: now,
+    readyAt: null,
+    inRuntime: true,
+    tierSince: now,
+  };
+}
+
+/** Whether the worker is in an idle tier (its container present, stopped). */
+export function isInTier(state: WorkerState): boolean {
+  return state === 'frozen' || state === 'suspended';
 }
 
 /** The store's row of a worker. */

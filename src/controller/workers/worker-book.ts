@@ -76,7 +76,7 @@ export class WorkerBook {
     const ready: RoutableWorker[] = [];
     for (const w of this.#byEndpoint.get(endpointId) ?? []) {
       if (w.state === 'running' && w.healthy && w.address && !w.exitedUnlisted)
-        ready.push({ id: w.id, address: w.address });
+        ready.push({ id: w.id, address: w.address, ...(w.wake ? { wake: w.wake } : {}) });
     }
     return ready;
   }

@@ -6,6 +6,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { DEFAULT_SANDBOX, type WorkerSandbox } from '../../config/config.js';
+import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
 import {
   type ImageRequest,
   LABELS,
@@ -20,6 +21,7 @@ import {
   type WorkerStats,
 } from '../types.js';
 import { type ContainerSpecOptions, containerSpec, localVolumes } from './container-spec.js';
+import { DockerIdleTiers } from './docker-tiers.js';
 import { engineError, isNotFound, reasonOf, statusOf } from './engine-errors.js';
 import { EngineImages } from './engine-images.js';
 import { isStorageOptRefused } from './engine-limits.js';
@@ -66,6 +68,8 @@ export interface DockerRuntimeOptions {
   sandbox?: WorkerSandbox;
   /** Changes the host for the sandbox (firewall rules, nosuid storage mounts); none: the host is left alone. */
   hostGuard?: HostGuard;
+  /** What suspends a worker's GPU state (the CUDA driver's checkpoint API); none: no suspended tier. */
+  checkpointer?: GpuCheckpointer | undefined;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
@@ -121,6 +125,7 @@ export class DockerRuntime implements WorkerRuntime {
   readonly #options: DockerRuntimeOptions;
   readonly #networks: WorkerNetworks;
   readonly #images: EngineImages;
+  readonly idleTiers: DockerIdleTiers;
 
   constructor(options: DockerRuntimeOptions) {
     this.#options = options;
@@ -143,6 +148,12 @@ export class DockerRuntime implements WorkerRuntime {
       subnets: this.#specOptions.sandbox?.subnets,
     });
     this.#images = new EngineImages({ docker: options.docker, logger: this.#logger, address: this.#address });
+    this.idleTiers = new DockerIdleTiers({
+      docker: options.docker,
+      checkpointer: options.checkpointer,
+      containerIds: (workerId) => this.#containerIds(workerId),
+      address: this.#address,
+    });
   }
 
   /** Whether workers get StorageOpt.size (false once the engine has refused it). */
@@ -214,7 +225,7 @@ export class DockerRuntime implements WorkerRuntime {
         .map((container) =>
           phaseOf(container.State) === 'exited'
             ? this.#exitedWorker(container)
-            : workerFromListing(container, this.#hostIp),
+            : this.idleTiers.refine(workerFromListing(container, this.#hostIp)),
         ),
     );
   }
@@ -398,6 +409,8 @@ export class DockerRuntime implements WorkerRuntime {
 
   async #removeContainer(id: string, graceSeconds: number): Promise<void> {
     const container = this.#docker.getContainer(id);
+    // A paused (frozen) container would take its stop signal only when thawed: it is thawed first.
+    await container.unpause().catch(() => undefined);
     try {
       await container.stop({ t: graceSeconds });
     } catch (error) {

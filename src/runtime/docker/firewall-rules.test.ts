@@ -17,6 +17,22 @@ describe('firewallSteps', () => {
     ]);
   });
 
+  it('with a worker-facing listener: one ACCEPT for TCP to its address and port, before the refusals, IPv4 only', () => {
+    const steps = firewallSteps('ipv4', { address: '172.31.255.1', port: 8082 }).map((s) =>
+      s.apply.join(' '),
+    );
+    expect(steps.slice(2, 6)).toEqual([
+      `-w -A ${FIREWALL_CHAIN} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN`,
+      `-w -A ${FIREWALL_CHAIN} -p tcp -d 172.31.255.1/32 --dport 8082 -j ACCEPT`,
+      `-w -A ${FIREWALL_CHAIN} -p tcp -j REJECT --reject-with tcp-reset`,
+      `-w -A ${FIREWALL_CHAIN} -j REJECT --reject-with icmp-port-unreachable`,
+    ]);
+    expect(steps.filter((s) => s.includes('ACCEPT'))).toHaveLength(1);
+    expect(
+      firewallSteps('ipv6', { address: '172.31.255.1', port: 8082 }).map((s) => s.apply.join(' ')),
+    ).toEqual(joined('ipv6'));
+  });
+
   it('ipv6: the same INPUT chain with an ICMPv6 refusal, and no DOCKER-USER rule', () => {
     const steps = joined('ipv6');
     expect(steps).toContain(`-w -A ${FIREWALL_CHAIN} -j REJECT --reject-with icmp6-port-unreachable`);

@@ -4,7 +4,8 @@
  * through INPUT (the bridge gateway, the host's LAN address, anything listening on 0.0.0.0); traffic routed
  * elsewhere goes through FORWARD, where Docker leaves DOCKER-USER to the operator: there only link-local
  * 169.254.0.0/16 (cloud metadata services) is refused. Replies to connections the host opened (the gateway's
- * requests to a worker's published port) pass.
+ * requests to a worker's published port) pass, and so does one narrow hole: TCP to the worker-facing listener's
+ * address and port (jobs: workers take jobs and post results there), when it is given.
  */
 import { BRIDGE_PREFIX } from './sandbox.js';
 
@@ -25,8 +26,17 @@ export function firewallCommand(family: IpFamily): string {
   return family === 'ipv4' ? 'iptables' : 'ip6tables';
 }
 
-/** The steps for one family, in order; running them again changes nothing. */
-export function firewallSteps(family: IpFamily): FirewallStep[] {
+/** The worker-facing listener workers may reach: an IPv4 address of the host and a TCP port. */
+export interface WorkerListenerHole {
+  address: string;
+  port: number;
+}
+
+/**
+ * The steps for one family, in order; running them again changes nothing. `listener`: the one address and port
+ * workers may reach on the host (IPv4 only: the ip6tables chain gets no hole).
+ */
+export function firewallSteps(family: IpFamily, listener?: WorkerListenerHole): FirewallStep[] {
   const unreachable = family === 'ipv4' ? 'icmp-port-unreachable' : 'icmp6-port-unreachable';
   const jump = ['INPUT', '-i', BRIDGES, '-j', FIREWALL_CHAIN];
   const steps: FirewallStep[] = [
@@ -46,6 +56,9 @@ export function firewallSteps(family: IpFamily): FirewallStep[] {
         'RETURN',
       ],
     },
+    ...(listener && family === 'ipv4'
+      ? [{ apply: ['-w', '-A', FIREWALL_CHAIN, ...listenerMatch(listener), '-j', 'ACCEPT'] }]
+      : []),
     // Refused rather than dropped, so that a worker's attempt fails at once instead of hanging until a timeout.
     { apply: ['-w', '-A', FIREWALL_CHAIN, '-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset'] },
     { apply: ['-w', '-A', FIREWALL_CHAIN, '-j', 'REJECT', '--reject-with', unreachable] },
@@ -59,6 +72,11 @@ export function firewallSteps(family: IpFamily): FirewallStep[] {
     });
   }
   return steps;
+}
+
+/** TCP to the listener's address and port, arriving from a worker bridge (the chain is jumped to for those only). */
+export function listenerMatch(listener: WorkerListenerHole): string[] {
+  return ['-p', 'tcp', '-d', `${listener.address}/32`, '--dport', String(listener.port)];
 }
 
 /** What an operator runs to take the rules away (docs/workers.md shows it too). */

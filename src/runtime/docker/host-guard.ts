@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { firewallCommand, firewallSteps, type IpFamily } from './firewall-rules.js';
+import { firewallCommand, firewallSteps, type IpFamily, type WorkerListenerHole } from './firewall-rules.js';
 import { parseMountInfo, storagePlan } from './mount-table.js';
 
 export interface CommandResult {
@@ -20,6 +20,8 @@ export interface HostGuardOptions {
   logger: Logger;
   /** Install the firewall rules (config `workers.sandbox.network.blockHost`). */
   blockHost: boolean;
+  /** The worker-facing listener workers may reach through the firewall (jobs); absent: none. */
+  workerListener?: WorkerListenerHole;
   /** Make storage paths nosuid,nodev mounts (config `workers.sandbox.storage.nosuid`). */
   storageNosuid: boolean;
   /**
@@ -92,7 +94,11 @@ export class HostGuard {
     }
     const ipv6 = await this.#applyFamily('ipv6');
     this.#logger.info(
-      { ipv6: ipv6 === undefined, ...(ipv6 ? { ipv6Problem: ipv6 } : {}) },
+      {
+        ipv6: ipv6 === undefined,
+        ...(ipv6 ? { ipv6Problem: ipv6 } : {}),
+        ...(this.#o.workerListener ? { workerListener: this.#o.workerListener } : {}),
+      },
       'workers kept off the host: iptables chain CORRAL-WORKERS on INPUT, 169.254.0.0/16 refused in DOCKER-USER',
     );
     return true;
@@ -102,7 +108,7 @@ export class HostGuard {
   async #applyFamily(family: IpFamily): Promise<string | undefined> {
     const run = this.#o.run ?? runCommand;
     const command = firewallCommand(family);
-    for (const step of firewallSteps(family)) {
+    for (const step of firewallSteps(family, this.#o.workerListener)) {
       if (step.check && (await run(command, step.check)).code === 0) continue;
       const result = await run(command, step.apply);
       if (result.code !== 0 && !step.mayFail) return `${command} ${step.apply.join(' ')}: ${result.stderr}`;

@@ -57,23 +57,36 @@ export function workerNetwork(
   const installation = spec.labels?.[LABELS.installation];
   const key = installation === undefined ? id : `${installation}/${id}`;
   const name = `${namePrefix}${isolation}-${slug(id)}-${digest(key).slice(0, 8)}`;
-  return {
-    Name: name,
-    Driver: 'bridge',
-    CheckDuplicate: true,
-    Internal: false,
-    Labels: {
+  return corralBridge(
+    name,
+    {
       [LABELS.managed]: 'true',
       [ISOLATION_LABEL]: isolation,
       [LABELS.owner]: spec.ownerId,
       ...(installation === undefined ? {} : { [LABELS.installation]: installation }),
       ...(isolation === 'endpoint' ? { [LABELS.endpoint]: spec.endpointId } : {}),
     },
+    // Workers download models: they keep their way out, through NAT.
+    { 'com.docker.network.bridge.enable_ip_masquerade': 'true' },
+  );
+}
+
+/** A bridge network of Corral's: its bridge named `crl` + hex (bridgeName), inter-container traffic off. */
+export function corralBridge(
+  name: string,
+  labels: Record<string, string>,
+  options: Record<string, string> = {},
+): WorkerNetwork {
+  return {
+    Name: name,
+    Driver: 'bridge',
+    CheckDuplicate: true,
+    Internal: false,
+    Labels: labels,
     Options: {
       'com.docker.network.bridge.name': bridgeName(name),
       'com.docker.network.bridge.enable_icc': 'false',
-      // Workers download models: they keep their way out, through NAT.
-      'com.docker.network.bridge.enable_ip_masquerade': 'true',
+      ...options,
     },
   };
 }

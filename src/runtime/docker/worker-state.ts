@@ -115,6 +115,8 @@ export function workerFromListing(info: ContainerInfo, hostIp: string): RuntimeW
     ...(exitCode === undefined ? {} : { exitCode }),
     message: phase === 'exited' ? exitMessage(exitCode) : (info.Status ?? info.State),
     createdAt: (info.Created ?? 0) * 1000,
+    // A paused container is a frozen worker (docker-tiers.ts says whether it is suspended too).
+    ...(info.State?.toLowerCase() === 'paused' ? { tier: 'frozen' as const } : {}),
   };
 }
 
@@ -150,6 +152,7 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
     ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
     message,
     createdAt: Date.parse(info.Created) || 0,
+    ...(info.State.Paused === true ? { tier: 'frozen' as const } : {}),
   };
 }
 

@@ -5,6 +5,7 @@
  * tens of thousands of them.
  */
 import { systemTimers, type Timers } from '../../ports/clock.js';
+import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
 import { exitDescription } from '../exit-description.js';
 import {
   type ImageRequest,
@@ -20,6 +21,7 @@ import {
   type WorkerStats,
   workerLabels,
 } from '../types.js';
+import { FakeIdleTiers } from './fake-tiers.js';
 
 export interface FakeRuntimeOptions {
   clock: () => number;
@@ -30,6 +32,8 @@ export interface FakeRuntimeOptions {
   timers?: Timers;
   /** What stats() returns for a live worker. */
   stats?: WorkerStats;
+  /** What suspends a worker's GPU state (tests: test/support/memory-checkpointer.ts); none: no suspended tier. */
+  checkpointer?: GpuCheckpointer;
 }
 
 export interface FakeCounters {
@@ -63,6 +67,7 @@ export class FakeRuntime implements WorkerRuntime {
   readonly counters: FakeCounters = { creates: 0, createFailures: 0, removes: 0, pulls: 0, prepares: 0 };
   startDelayMs: number;
   pullDelayMs: number;
+  readonly idleTiers: FakeIdleTiers;
 
   readonly #clock: () => number;
   readonly #timers: Timers;
@@ -83,6 +88,11 @@ export class FakeRuntime implements WorkerRuntime {
     this.pullDelayMs = options.pullDelayMs ?? 0;
     this.#timers = options.timers ?? systemTimers;
     this.#statsValue = options.stats ?? { cpuPercent: 1.5, memoryBytes: 64 * 1024 * 1024 };
+    this.idleTiers = new FakeIdleTiers({
+      checkpointer: options.checkpointer,
+      exists: (workerId) => this.#workers.get(workerId)?.worker.phase === 'running',
+      emit: (event) => this.#emit(event),
+    });
   }
 
   // ---- test controls ----
@@ -301,6 +311,7 @@ export class FakeRuntime implements WorkerRuntime {
     if (!entry) return;
     entry.cancelStart?.();
     this.#workers.delete(workerId);
+    this.idleTiers.forget(workerId);
     const ids = this.#byEndpoint.get(entry.worker.endpointId);
     ids?.delete(workerId);
     if (ids?.size === 0) this.#byEndpoint.delete(entry.worker.endpointId);
@@ -330,7 +341,7 @@ export class FakeRuntime implements WorkerRuntime {
           break;
         }
       }
-      if (match) out.push(snapshot(entry.worker));
+      if (match) out.push(this.#snapshot(entry.worker));
     }
     return out;
   }
@@ -338,7 +349,7 @@ export class FakeRuntime implements WorkerRuntime {
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
     this.#ensureReachable();
     const entry = this.#workers.get(workerId);
-    return entry ? snapshot(entry.worker) : undefined;
+    return entry ? this.#snapshot(entry.worker) : undefined;
   }
 
   async *logs(workerId: string, options: LogOptions): AsyncIterable<string> {
@@ -435,6 +446,12 @@ export class FakeRuntime implements WorkerRuntime {
 
   #wakeLogs(entry: FakeWorker): void {
     for (const wake of [...entry.logWaiters]) wake();
+  }
+
+  /** The worker as listed: its tier as the tiers keep it. */
+  #snapshot(worker: RuntimeWorker): RuntimeWorker {
+    const tier = this.idleTiers.tierOf(worker.workerId);
+    return { ...snapshot(worker), ...(tier ? { tier } : {}) };
   }
 
   #emit(event: RuntimeEvent): void {

@@ -195,6 +195,22 @@ describe('LocalRuntime', () => {
     expect(await fourth.list({})).toHaveLength(1);
   });
 
+  it('adopts a frozen (stopped) worker after a restart in the frozen tier; a thaw lets it answer', async () => {
+    const first = newRuntime();
+    const created = await first.create(spec({ workerId: 'frozenone' }));
+    await getJson(created.address, '/env');
+    await first.idleTiers.freeze('frozenone');
+    await first.close();
+
+    const second = newRuntime();
+    const [adopted] = await second.list({ [LABELS.worker]: 'frozenone' });
+    expect(adopted).toMatchObject({ workerId: 'frozenone', phase: 'running', tier: 'frozen' });
+    await second.idleTiers.thaw('frozenone');
+    expect((await second.inspect('frozenone'))?.tier).toBeUndefined();
+    expect(await getJson(adopted?.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'frozenone' });
+    await second.remove('frozenone', { graceSeconds: 2 });
+  });
+
   it('does not adopt (nor kill) a recycled pid', async () => {
     const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
     strays.push(sleeper);

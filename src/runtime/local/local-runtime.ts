@@ -21,6 +21,7 @@
 import fsp from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import { type Clock, systemClock } from '../../ports/clock.js';
+import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
 import {
   type LogOptions,
   RuntimeError,
@@ -31,6 +32,7 @@ import {
   type WorkerStats,
   workerLabels,
 } from '../types.js';
+import { LocalIdleTiers } from './local-tiers.js';
 import { tailLines } from './log-tail.js';
 import { cpuPercent, readProcStat, readRssBytes } from './proc.js';
 import {
@@ -65,6 +67,8 @@ export interface LocalRuntimeOptions {
   pollIntervalMs?: number;
   /** The environment workers inherit (before scrubbing). Default process.env. */
   baseEnv?: NodeJS.ProcessEnv;
+  /** What suspends a worker's GPU state (the CUDA driver's checkpoint API); none: no suspended tier. */
+  checkpointer?: GpuCheckpointer | undefined;
 }
 
 export class LocalRuntime implements WorkerRuntime {
@@ -85,6 +89,7 @@ export class LocalRuntime implements WorkerRuntime {
   #loaded: Promise<void> | undefined;
   #poller: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly idleTiers: LocalIdleTiers;
 
   constructor(options: LocalRuntimeOptions) {
     this.#dir = new StateDir(options.stateDir);
@@ -94,6 +99,19 @@ export class LocalRuntime implements WorkerRuntime {
     this.#pollIntervalMs = options.pollIntervalMs ?? 500;
     this.#baseEnv = options.baseEnv ?? process.env;
     this.#refusal = options.refusal;
+    this.idleTiers = new LocalIdleTiers({
+      checkpointer: options.checkpointer,
+      pidOf: (workerId) => {
+        const record = this.#workers.get(workerId);
+        return record && !record.exited && !record.removing ? record.state.pid : undefined;
+      },
+      setTier: (workerId, tier) => {
+        const record = this.#workers.get(workerId);
+        if (!record) return;
+        if (tier) record.tier = tier;
+        else delete record.tier;
+      },
+    });
   }
 
   async create(spec: WorkerSpec): Promise<RuntimeWorker> {
@@ -298,7 +316,11 @@ export class LocalRuntime implements WorkerRuntime {
       this.#workers.set(record.state.workerId, record);
       // An exit seen only now is written back, so that the next run need not guess again.
       if (record.exited && state.exitCode === undefined) this.#saveExit(record);
-      else if (!record.exited) this.#reservedPorts.add(record.state.port);
+      else if (!record.exited) {
+        this.#reservedPorts.add(record.state.port);
+        const tier = await this.idleTiers.tierOfAdopted(record.state.pid);
+        if (tier) record.tier = tier;
+      }
     }
     this.#startPolling();
   }
@@ -372,7 +394,13 @@ export class LocalRuntime implements WorkerRuntime {
   async #doRemove(record: LocalWorker, graceSeconds: number): Promise<void> {
     const { pid, workerId } = record.state;
     if (!record.exited && this.#isAlive(record)) {
-      await stopGroup((signal) => this.#signal(pid, signal), graceSeconds * 1000, this.#exitWatch(record));
+      // A stopped (frozen) group would take SIGTERM only once continued: it is continued with it.
+      const frozen = record.tier !== undefined;
+      const signal = (s: NodeJS.Signals) => {
+        this.#signal(pid, s);
+        if (frozen && s === 'SIGTERM') this.#signal(pid, 'SIGCONT');
+      };
+      await stopGroup(signal, graceSeconds * 1000, this.#exitWatch(record));
     }
     if (!record.exited) this.#markExited(record, 137, 'killed on remove');
     if (this.#workers.get(workerId) === record) this.#workers.delete(workerId);

@@ -2,6 +2,7 @@
  * One worker as the local runtime keeps it in memory: what its state file says plus what this run knows (its
  * child process, its exit, who waits for that exit), and the RuntimeWorker the contract shows of it. Pure.
  */
+import type { IdleTier } from '../idle-tiers.js';
 import type { RuntimeWorker } from '../types.js';
 import type { CpuSample } from './proc.js';
 import type { StartedProcess } from './process-control.js';
@@ -17,6 +18,8 @@ export interface LocalWorker {
   removing?: Promise<void>;
   exitWaiters: Set<() => void>;
   cpuSample?: CpuSample;
+  /** Its idle tier (local-tiers.ts): its process group stopped, and its GPU state checkpointed when suspended. */
+  tier?: IdleTier;
 }
 
 export const UNWATCHED_EXIT = 'the process ended while Corral was not watching (exit code unknown)';
@@ -55,5 +58,6 @@ export function toRuntimeWorker(record: LocalWorker): RuntimeWorker {
     message: record.message,
     createdAt: state.createdAt,
     gpuUuids: [...state.gpuUuids],
+    ...(record.tier && !record.exited ? { tier: record.tier } : {}),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Migration 0014: the jobs API's tables (issue 22). `jobs` is the queue and the record of every job until its
+ * Migration 0015: the jobs API's tables (issue 22). `jobs` is the queue and the record of every job until its
  * retention ends: indexed for a take (an endpoint's IN_QUEUE jobs, oldest first), a worker's jobs, and the sweeps
  * of ttl, execution deadline and retention. `job_chunks` holds what workers streamed until a client reads it;
  * `job_workers` when each queue worker last polled or

@@ -1,0 +1,150 @@
+/**
+ * The controller's idle tiers in a pass (docs/workers.md, Idle tiers): carries out the plan's freeze, thaw, restore
+ * and suspend actions (tier-moves.ts), restores a suspended worker only onto its own GPUs once they are free (else
+ * it waits with the reason a pending worker would give), moves frozen workers of other endpoints down for workers
+ * that wait for their GPUs (placement/tier-pressure.ts), and stops the oldest suspended workers past the host
+ * memory budget.
+ */
+import type { Endpoint } from '../../domain/endpoint.js';
+import type { IdleTiers } from '../../runtime/idle-tiers.js';
+import { chooseEvictions, overBudget } from '../placement/tier-pressure.js';
+import type { WorkerPlacement } from '../placement/worker-placement.js';
+import type { PlanAction } from '../planner.js';
+import { isResting, type ManagedWorker } from '../workers/managed-worker.js';
+import type { WorkerBook } from '../workers/worker-book.js';
+import { TierMoves, type TierMovesOptions } from './tier-moves.js';
+import type { WorkerLifecycle } from './worker-lifecycle.js';
+
+export interface TierKeeperOptions extends Omit<TierMovesOptions, 'tiers'> {
+  tiers: IdleTiers;
+  book: WorkerBook;
+  lifecycle: WorkerLifecycle;
+  placement: WorkerPlacement;
+  /** GPU uuid -> the worker holding it now. */
+  heldGpus: () => Map<string, string>;
+  /** Host memory suspended workers' GPU state may take, in bytes; past it the oldest is stopped. */
+  suspendBudgetBytes: number;
+}
+
+type TierAction = Extract<PlanAction, { type: 'freeze' | 'thaw' | 'restore' | 'suspend' }>;
+
+export function isTierAction(action: PlanAction): action is TierAction {
+  return (
+    action.type === 'freeze' ||
+    action.type === 'thaw' ||
+    action.type === 'restore' ||
+    action.type === 'suspend'
+  );
+}
+
+export class TierKeeper {
+  readonly #o: TierKeeperOptions;
+  readonly #moves: TierMoves;
+
+  constructor(options: TierKeeperOptions) {
+    this.#o = options;
+    this.#moves = new TierMoves(options);
+  }
+
+  get suspendable(): boolean {
+    return this.#moves.suspendable;
+  }
+
+  apply(action: TierAction, record: ManagedWorker, live: ReadonlyMap<string, Endpoint>): void {
+    if (action.type === 'freeze') this.#moves.freeze(record);
+    else if (action.type === 'thaw') this.#moves.thaw(record);
+    else if (action.type === 'suspend') this.#moves.suspend(record, action.reason);
+    else this.#restore(record, live);
+  }
+
+  /** Onto its own GPUs, once none is held; meanwhile it stays suspended with the reason a pending worker gives. */
+  #restore(record: ManagedWorker, live: ReadonlyMap<string, Endpoint>): void {
+    const own = record.suspendedOn?.gpuUuids ?? [];
+    const held = this.#o.heldGpus();
+    const busy = own.filter((uuid) => held.has(uuid) && held.get(uuid) !== record.id);
+    if (busy.length === 0) {
+      this.#moves.restore(record);
+      return;
+    }
+    const reason = this.#waitingReason(record, live) ?? `waiting for its GPU ${busy.join(', ')} to be free`;
+    const since = record.message.split('; waiting')[0] ?? record.message;
+    const message = `${since}; ${reason.startsWith('waiting') ? reason : `waiting: ${reason}`}`;
+    this.#o.lifecycle.move(record, { state: 'suspended', message });
+  }
+
+  /** What placement would say of a pending worker of this endpoint now (the same text a pending worker shows). */
+  #waitingReason(record: ManagedWorker, live: ReadonlyMap<string, Endpoint>): string | undefined {
+    const probe: ManagedWorker = { ...record, state: 'pending', gpuUuids: [], inRuntime: false };
+    const others = [...this.#o.book.all()].filter((w) => w.id !== record.id);
+    const result = this.#o.placement.place([...others, probe], live, () => this.#o.heldGpus());
+    return result?.pending.find((p) => p.workerId === record.id)?.reason;
+  }
+
+  /**
+   * Workers placement left waiting: frozen workers of other endpoints holding the GPUs they need are suspended
+   * (where the runtime can and their endpoint keeps suspended workers) or stopped, oldest idle first.
+   */
+  relieve(
+    all: readonly ManagedWorker[],
+    waiting: readonly { workerId: string }[],
+    live: ReadonlyMap<string, Endpoint>,
+  ): void {
+    const { book } = this.#o;
+    const holders = all
+      .filter(
+        (w) => w.state === 'frozen' && isResting(w) && w.gpuUuids.length > 0 && w.evictedFor === undefined,
+      )
+      .map((w) => ({
+        workerId: w.id,
+        endpointId: w.endpointId,
+        gpuUuids: w.gpuUuids,
+        tierSince: w.tierSince ?? 0,
+      }));
+    if (holders.length === 0) return;
+    const comingFree = new Set(all.filter((w) => w.evictedFor !== undefined).flatMap((w) => w.gpuUuids));
+    const waitingWorkers = waiting.flatMap((p) => {
+      const w = book.get(p.workerId);
+      return w ? [{ workerId: w.id, endpointId: w.endpointId }] : [];
+    });
+    const evictions = chooseEvictions({
+      waiting: waitingWorkers,
+      holders,
+      comingFree,
+      placedWith: (freed) => {
+        const held = new Map([...this.#o.heldGpus()].filter(([uuid]) => !freed.has(uuid)));
+        const result = this.#o.placement.place(all, live, () => held);
+        return new Map((result?.placed ?? []).map((p) => [p.workerId, p.gpus.map((g) => g.uuid)]));
+      },
+    });
+    for (const { workerId, forEndpointId } of evictions) {
+      const record = book.get(workerId);
+      if (!record) continue;
+      const spec = live.get(forEndpointId)?.spec;
+      const forWhom = `a worker of endpoint ${spec?.name || spec?.appName || forEndpointId}`;
+      record.evictedFor = forWhom;
+      const keepsSuspended = (live.get(record.endpointId)?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
+      if (this.suspendable && keepsSuspended) this.#moves.suspend(record, 'GPU pressure', forWhom);
+      else this.#o.lifecycle.drainAndRemove(record, `stopped to free its GPUs for ${forWhom}`);
+    }
+  }
+
+  /** Suspended workers past the host memory budget are stopped, oldest first. */
+  keepBudget(all: readonly ManagedWorker[]): void {
+    const suspended = all
+      .filter((w) => w.state === 'suspended' && isResting(w))
+      .map((w) => ({
+        workerId: w.id,
+        hostBytes: Object.values(w.suspendedOn?.gpuBytes ?? {}).reduce((a, b) => a + b, 0),
+        tierSince: w.tierSince ?? 0,
+      }));
+    const gb = (this.#o.suspendBudgetBytes / 1e9).toFixed(1);
+    for (const workerId of overBudget(suspended, this.#o.suspendBudgetBytes)) {
+      const record = this.#o.book.get(workerId);
+      if (record)
+        this.#o.lifecycle.drainAndRemove(
+          record,
+          `stopped: suspended workers' host memory is over its budget of ${gb} GB`,
+        );
+    }
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The Docker runtime's idle tiers: a frozen worker is a paused container (`docker pause`: the cgroup freezer stops
+ * every process in it), a suspended one is paused with its GPU processes checkpointed by the driver (through the
+ * `GpuCheckpointer`, on the host pids `docker top` lists); a paused container found after a restart is suspended
+ * where the driver holds one of its processes checkpointed.
+ */
+import type Dockerode from 'dockerode';
+import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
+import { CheckpointSteps, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
+import { RuntimeError, type RuntimeWorker } from '../types.js';
+import { engineError, reasonOf } from './engine-errors.js';
+
+export interface DockerTiersOptions {
+  docker: Dockerode;
+  checkpointer?: GpuCheckpointer | undefined;
+  /** The ids of the worker's containers (normally one). */
+  containerIds: (workerId: string) => Promise<string[]>;
+  /** The engine's address, for messages. */
+  address: string;
+}
+
+/** How long the driver may take to say a process's state when a listing asks (adoption after a restart). */
+const STATE_DEADLINE_MS = 5_000;
+
+/** The engine's answer to a pause of a paused container, or an unpause of a running one: nothing to do. */
+function alreadyThere(error: unknown): boolean {
+  return /is (already )?paused|is not paused/i.test(reasonOf(error));
+}
+
+export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
+  readonly #o: DockerTiersOptions;
+
+  constructor(options: DockerTiersOptions) {
+    super(options.checkpointer);
+    this.#o = options;
+  }
+
+  async freeze(workerId: string): Promise<void> {
+    for (const id of await this.#ids(workerId)) await this.#call(id, workerId, 'pause');
+  }
+
+  async thaw(workerId: string): Promise<void> {
+    for (const id of await this.#ids(workerId)) await this.#call(id, workerId, 'unpause');
+  }
+
+  suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
+    return this.suspendWorker(this.#worker(workerId), options.deadlineMs);
+  }
+
+  restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
+    return this.restoreWorker(this.#worker(workerId), options.deadlineMs);
+  }
+
+  #worker(workerId: string) {
+    return {
+      thaw: () => this.thaw(workerId),
+      freeze: () => this.freeze(workerId),
+      pids: () => this.#pids(workerId),
+    };
+  }
+
+  /** A listed frozen worker is suspended where the driver holds one of its processes checkpointed. */
+  async refine(worker: RuntimeWorker): Promise<RuntimeWorker> {
+    if (worker.tier !== 'frozen' || !this.suspendable.available) return worker;
+    try {
+      const pids = await this.#pids(worker.workerId);
+      return (await this.anyCheckpointed(pids, STATE_DEADLINE_MS))
+        ? { ...worker, tier: 'suspended' }
+        : worker;
+    } catch {
+      return worker;
+    }
+  }
+
+  #checkpointer(): GpuCheckpointer {
+    const { checkpointer } = this.#o;
+    if (!checkpointer || !this.suspendable.available)
+      throw new RuntimeError(
+        'RUNTIME_ERROR',
+        'this runtime cannot suspend workers: no GPU checkpoint support',
+      );
+    return checkpointer;
+  }
+
+  async #ids(workerId: string): Promise<string[]> {
+    const ids = await this.#o.containerIds(workerId);
+    if (ids.length === 0) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
+    return ids;
+  }
+
+  async #call(id: string, workerId: string, call: 'pause' | 'unpause'): Promise<void> {
+    try {
+      await this.#o.docker.getContainer(id)[call]();
+    } catch (error) {
+      if (alreadyThere(error)) return;
+      throw engineError(error, `cannot ${call} worker ${workerId}`, this.#o.address);
+    }
+  }
+
+  /** The host pids of every process in the worker's containers (`docker top`). */
+  async #pids(workerId: string): Promise<number[]> {
+    const pids: number[] = [];
+    for (const id of await this.#ids(workerId)) {
+      const top = (await this.#o.docker.getContainer(id).top({ ps_args: '-eo pid' })) as {
+        Titles?: string[];
+        Processes?: string[][];
+      };
+      const column = Math.max(0, (top.Titles ?? []).indexOf('PID'));
+      for (const row of top.Processes ?? []) {
+        const pid = Number(row[column]);
+        if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+      }
+    }
+    return pids;
+  }
+}
