@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { JobsSettings } from '../config/config.js';
+import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
@@ -25,6 +26,7 @@ import { workerProtocolEnv } from '../jobs/worker-protocol.js';
 import { workerRoutes } from '../jobs/worker-routes.js';
 import { WorkerTokens } from '../jobs/worker-tokens.js';
 import type { Clock, Timers } from '../ports/clock.js';
+import type { JobWebhooks } from '../ports/job-webhooks.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
 import type { TrafficParts } from './build-traffic.js';
@@ -64,6 +66,8 @@ export interface JobsParts {
   runningWorkers?: (endpointId: string) => readonly string[];
   /** Asks the controller for a pass (a worker to replace was marked). */
   poke?: () => void;
+  /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
+  webhooks?: JobWebhooks;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
@@ -130,6 +134,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       const busy = signals.signal(endpointId, () => true)?.inProgress ?? {};
       return { idle: running.filter((id) => !busy[id]).length, running: running.length };
     },
+    ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
   });
   const workers = new WorkerJobs({
     jobs: store.jobs,
@@ -154,6 +159,28 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     silentAfterMs: settings.lostAfterSeconds * 1000,
   });
   events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
+  // A terminal status goes to the job's webhook, once per finish (the id names the finish: a retried job's next
+  // finish is another delivery).
+  const { webhooks } = parts;
+  if (webhooks)
+    events.on('finished', ({ job }) => {
+      if (job.webhook === null) return;
+      void webhooks
+        .enqueue({
+          ownerId: job.ownerId,
+          endpointId: job.endpointId,
+          jobId: job.id,
+          url: job.webhook,
+          body: jobStatusBody(job, clock()),
+          id: `msg_${job.id}_${job.completedAt ?? 0}`,
+        })
+        .catch((error: unknown) =>
+          logger.warn(
+            { jobId: job.id, err: error instanceof Error ? error.message : String(error) },
+            'job webhook not queued',
+          ),
+        );
+    });
   // A worker to replace is drained as its owner's drain would (the controller starts its successor).
   events.on('recycle', ({ endpointId, workerId, reason }) => {
     logger.info({ endpointId, workerId, reason }, 'queue worker to be replaced');

@@ -112,6 +112,7 @@ export async function serve(
       poke: () => late.poke(),
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
+      webhooks: jobWebhooks.webhooks,
       runningWorkers: (endpointId) =>
         late
           .workers()

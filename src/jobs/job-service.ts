@@ -16,6 +16,7 @@ import {
 } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
+import type { JobWebhooks } from '../ports/job-webhooks.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { JobRepository } from '../store/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
@@ -34,6 +35,8 @@ export interface JobServiceOptions {
   retention: JobRetention;
   /** The endpoint's workers, idle and running, for `health`; none: zeros. */
   workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** Whether a job's webhook target is allowed (refused at `run`, naming why); none: every target is. */
+  webhooks?: Pick<JobWebhooks, 'checkTarget'>;
   newId?: () => string;
 }
 
@@ -81,6 +84,13 @@ export class JobService {
 
   /** Queues a job (`run`, or `runsync` with `sync`). */
   async submit(endpoint: Endpoint, request: RunRequest, sync: boolean): Promise<Job> {
+    if (request.webhook !== null && this.#o.webhooks) {
+      const refused = await this.#o.webhooks.checkTarget(request.webhook);
+      if (refused !== undefined)
+        throw new JobError('INVALID_JOB_REQUEST', `the webhook target is refused: ${refused}`, {
+          field: 'webhook',
+        });
+    }
     const now = this.#o.clock();
     const job = {
       id: this.#newId(),

@@ -14,6 +14,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { buildJobs, type Jobs } from '../app/build-jobs.js';
+import { buildWebhooks } from '../app/build-webhooks.js';
 import { startWorkerListener } from '../app/worker-listener.js';
 import { generateApiKey } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
@@ -120,6 +121,13 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       domain: 'localhost',
       verifyKey: (k) => keys.grant(k),
       replicaId: 'r-1',
+      // Main's webhooks, with the default policy: private targets (127.0.0.1 here) refused.
+      webhooks: buildWebhooks({
+        config: { webhooks: { allowPrivate: false } },
+        store,
+        secrets: { secretOf: async () => 'whsec_dGVzdA==' },
+        logger: pino({ level: 'silent' }),
+      }).webhooks,
       gatewayUrl: () => undefined,
       // The URL is known once the listener is open; protocolEnv reads it through this getter.
       get workersUrl() {
@@ -193,6 +201,11 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       error: 'input is required: send {"input": {...}}',
     });
     expect((await call('POST', `/v2/${endpoint.id}/run`, { body: '{nope' })).status).toBe(400);
+    const hook = await call('POST', `/v2/${endpoint.id}/run`, {
+      body: JSON.stringify({ input: 1, webhook: 'http://127.0.0.1:9/x' }),
+    });
+    expect(hook).toMatchObject({ status: 400, body: { reason: 'INVALID_JOB_REQUEST' } });
+    expect(String(hook.body.message)).toContain('the webhook target is refused');
     const policy = { input: 1, policy: { executionTimeout: 1000 } };
     expect((await call('POST', `/v2/${endpoint.id}/run`, { body: JSON.stringify(policy) })).status).toBe(400);
     expect((await call('GET', `/v2/${endpoint.id}/status/no-such-job`)).status).toBe(404);

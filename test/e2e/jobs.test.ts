@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const KEY = 'e2e-jobs-operator-key-0123456789';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
@@ -33,7 +34,7 @@ describe('jobs on a queue endpoint, end to end', () => {
         join(dataDir, 'corral.yaml'),
         ...(isRoot ? ['--local-allow-root'] : []),
       ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
+      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY, CORRAL_WEBHOOK_ALLOW_PRIVATE: 'true' },
     );
     return server;
   };
@@ -52,7 +53,7 @@ describe('jobs on a queue endpoint, end to end', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-jobs-'));
     writeFileSync(
       join(dataDir, 'corral.yaml'),
-      `jobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n`,
+      `webhooks:\n  allowPrivate: true\njobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n`,
     );
     await serve();
   }, 60_000);
@@ -85,6 +86,17 @@ describe('jobs on a queue endpoint, end to end', () => {
         timeout: 60_000,
         interval: 250,
       });
+      // A finished job's status goes to its webhook, signed.
+      const receiver = await startWebhookReceiver();
+      const hooked = await jobs('POST', 'run', { input: { n: 'hook' }, webhook: `${receiver.base}/done` });
+      await vi.waitFor(() => expect(receiver.received).toHaveLength(1), { timeout: 30_000, interval: 100 });
+      expect(JSON.parse(receiver.received[0]?.body ?? '{}')).toMatchObject({
+        id: hooked.body.id,
+        status: 'COMPLETED',
+        output: { echo: { n: 'hook' } },
+      });
+      expect(receiver.received[0]?.headers['webhook-signature']).toMatch(/^v1,/);
+      await receiver.close();
       const sync = await jobs('POST', 'runsync?wait=30000', { input: { n: 2 } });
       expect(sync.body).toMatchObject({ status: 'COMPLETED', output: { echo: { n: 2 } } });
       const streamed = await jobs('POST', 'run', { input: { stream: 2, sleepMs: 100 } });
@@ -105,7 +117,7 @@ describe('jobs on a queue endpoint, end to end', () => {
       });
       expect((await jobs('POST', `cancel/${long.body.id}`)).body).toMatchObject({ status: 'CANCELLED' });
       const health = await jobs('GET', 'health');
-      expect(health.body.jobs).toMatchObject({ completed: 3, inProgress: 0, inQueue: 0 });
+      expect(health.body.jobs).toMatchObject({ completed: 4, inProgress: 0, inQueue: 0 });
       expect(health.body.workers.running).toBeGreaterThanOrEqual(1);
       expect(health.body.workers.idle).toBe(health.body.workers.running);
       // Ready by its polls (no HTTP probe: the protocol worker serves none).
