@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
-import { jobStatusBody, parseRunBody, parseWait, parseWorkerResult, streamBody } from './jobs.js';
+import { jobStatusBody, jobSummary, parseRunBody, parseWait, parseWorkerResult, streamBody } from './jobs.js';
 
 const job = (over: Partial<Job> = {}): Job => ({
   id: 'j-1',
@@ -79,6 +79,19 @@ describe('the status body', () => {
         ),
       ),
     ).toEqual({ id: 'j-1', status: 'IN_QUEUE', delayTime: 400, executionTime: 0 });
+  });
+
+  it("lists a job with its submission time in ISO 8601, as the client's list reads it", () => {
+    expect(jobSummary(job({ error: 'x' }), 5_000)).toEqual({
+      id: 'j-1',
+      status: 'COMPLETED',
+      createdAt: '1970-01-01T00:00:01.000Z',
+      delayTime: 250,
+      executionTime: 750,
+      workerId: 'w-1',
+      attempts: 1,
+      error: 'x',
+    });
   });
 
   it('wraps stream chunks as {"output": ...} items', () => {

@@ -97,13 +97,14 @@ export function jobStatusBody(job: Job, now: number): string {
   return `${text}}`;
 }
 
-/** A job as the list shows it: the status body's fields and when it was submitted, without input or output. */
+/** A job as the list shows it: the status body's fields and when it was submitted (ISO 8601), without input or output. */
 export function jobSummary(job: Job, now: number): Record<string, unknown> {
   const { delayTime, executionTime } = jobTimes(job, now);
   return {
     id: job.id,
     status: job.status,
-    createdAt: job.createdAt,
+    // ISO 8601, as every listing of the API writes a time.
+    createdAt: new Date(job.createdAt).toISOString(),
     delayTime,
     executionTime,
     workerId: job.workerId,
