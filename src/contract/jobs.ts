@@ -5,6 +5,9 @@
  */
 import { DEFAULT_JOB_POLICY, JOB_LIMITS, type Job, type JobPolicy, jobTimes } from '../domain/job.js';
 
+/** The job statuses, as clients name them (the client and the CLI read them here). */
+export { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../domain/job.js';
+
 /** A `run`/`runsync` request, parsed. */
 export interface RunRequest {
   /** The `input` as JSON text. */
