@@ -2,7 +2,8 @@
 # Builds the Corral test worker image locally, with no registry and no network:
 #   FROM scratch + this machine's `node` binary + the shared libraries it links (ldd, loader included)
 #   + test/fixtures/worker/worker.mjs, run as `/node /worker.mjs` (ENTRYPOINT ["/node"], CMD ["/worker.mjs"]:
-#   a worker command replaces only the script, e.g. ["-e", "process.exit(3)"]).
+#   a worker command replaces only the script, e.g. ["-e", "process.exit(3)"])
+#   + test/fixtures/worker/runpod-worker.mjs, the RunPod protocol test worker: the command ["/runpod-worker.mjs"].
 # Usage: scripts/build-test-image.sh [tag]        (default corral-test-worker:latest)
 # Idempotent: skips the build when the tag exists with the same content hash label (node path + version +
 # worker.mjs + this script). Concurrent runs (parallel test processes) are serialised with flock.
@@ -11,6 +12,7 @@ set -euo pipefail
 tag="${1:-corral-test-worker:latest}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 worker="$here/../test/fixtures/worker/worker.mjs"
+runpod_worker="$here/../test/fixtures/worker/runpod-worker.mjs"
 hash_label="corral.dev/test-image-hash"
 
 log() { printf 'build-test-image: %s\n' "$*" >&2; }
@@ -24,11 +26,12 @@ if ! docker_err="$(docker info 2>&1 >/dev/null)"; then
   die "docker is not reachable (is dockerd running, and may this user use its socket?): ${docker_err##*$'\n'}"
 fi
 [ -f "$worker" ] || die "worker program not found at $worker"
+[ -f "$runpod_worker" ] || die "RunPod protocol worker not found at $runpod_worker"
 
 node_cmd="$(command -v node)" || die "node is not on PATH"
 node_bin="$(readlink -f "$node_cmd")"
 node_version="$("$node_bin" --version)"
-worker_sha="$(sha256sum "$worker" | cut -d' ' -f1)"
+worker_sha="$(cat "$worker" "$runpod_worker" | sha256sum | cut -d' ' -f1)"
 script_sha="$(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)"
 content_hash="$(printf '%s\n' "$node_bin" "$node_version" "$worker_sha" "$script_sha" | sha256sum | cut -d' ' -f1)"
 
@@ -62,6 +65,7 @@ chmod 1777 "$ctx/rootfs/tmp"
 log "collecting $node_bin ($node_version) and its shared libraries"
 cp "$node_bin" "$ctx/node"
 cp "$worker" "$ctx/worker.mjs"
+cp "$runpod_worker" "$ctx/runpod-worker.mjs"
 
 # ldd lines: "libx.so.1 => /path/libx.so.1 (0x...)", "/lib64/ld-linux-x86-64.so.2 (0x...)", "linux-vdso.so.1 (0x...)".
 # Each library goes to the path ldd names (the loader at its absolute path, which the binary's PT_INTERP names),
@@ -97,6 +101,7 @@ FROM scratch
 COPY rootfs/ /
 COPY node /node
 COPY worker.mjs /worker.mjs
+COPY runpod-worker.mjs /runpod-worker.mjs
 ENV LD_LIBRARY_PATH=$ld_path PORT=8000
 EXPOSE 8000
 LABEL corral.dev/test-image="1" $hash_label="$content_hash" corral.dev/test-image-node="$node_version"

@@ -33,6 +33,7 @@ const ALLOWED: Record<string, string[]> = {
   cluster: ['domain', 'history', 'runtime', 'service', 'store'],
   history: ['domain', 'gateway'],
   gateway: ['domain', 'errors', 'listeners', 'service'],
+  jobs: ['contract', 'domain', 'errors', 'service', 'store'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   /** Jobs' webhooks: the target guard, the outbox and its delivery (wired by app/). */
   webhooks: ['crypto', 'store'],
@@ -46,7 +47,7 @@ const ALLOWED: Record<string, string[]> = {
 const SHARED = ['ports'];
 
 /** The roles of `corral serve`: none imports another; what they share is in ports/ and wired by app/. */
-const ROLES = ['api', 'autoscaler', 'cluster', 'controller', 'gateway'];
+const ROLES = ['api', 'autoscaler', 'cluster', 'controller', 'gateway', 'jobs'];
 
 /** Imports between parts that must be type-only, and the one file each may name. */
 const INTERFACES_ONLY: { from: string; to: string; files: string[] }[] = [

@@ -151,6 +151,9 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
     'volumeMounts.0.mountPath',
   ],
   ['health path without /', { healthy: { path: 'health' } }, 400, 'INVALID_FIELD', 'healthy.path'],
+  ['unknown type', { type: 'batch' }, 400, 'INVALID_FIELD', 'type'],
+  ['jobsPath without /', { jobsPath: 'run' }, 400, 'INVALID_FIELD', 'jobsPath'],
+  ['jobsPath with a query', { jobsPath: '/run?x=1' }, 400, 'INVALID_FIELD', 'jobsPath'],
   ['health period 0', { healthy: { path: '/h', period: 0 } }, 400, 'OUT_OF_RANGE', 'healthy.period'],
   ['empty image', { image: { image: '' } }, 400, 'INVALID_FIELD', 'image.image'],
   ...[
@@ -217,6 +220,29 @@ describe.each(storeTargets())('validation on $name', (target) => {
     expect(endpoint.volumeMounts).toEqual([
       { type: 'network', id: 'shared-models', size: 0, mountPath: '/models' },
     ]);
+  });
+
+  it('creates a queue endpoint without ports, echoes type and jobsPath, and changes them by update', async () => {
+    const { ports: _ports, ...body } = originalClientCreateBody({ type: 'queue' }).endpoint as Record<
+      string,
+      unknown
+    >;
+    const created = await api.call('POST', 'endpoint/create', { endpoint: body });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.id as string;
+    const endpoint = (await api.call('GET', `endpoint?id=${id}`)).body.endpoint;
+    expect(endpoint).toMatchObject({ type: 'queue', jobsPath: '/run', ports: [{ port: 8000 }] });
+    const updated = await api.call('POST', 'endpoint/update', { id, type: 'http', jobsPath: '/jobs' });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect((await api.call('GET', `endpoint?id=${id}`)).body.endpoint).toMatchObject({
+      type: 'http',
+      jobsPath: '/jobs',
+    });
+    const plain = await api.call('POST', 'endpoint/create', originalClientCreateBody());
+    expect((await api.call('GET', `endpoint?id=${plain.body.id}`)).body.endpoint).toMatchObject({
+      type: 'http',
+      jobsPath: '/run',
+    });
   });
 
   it('reports every problem at once in metadata.issues', async () => {

@@ -2,6 +2,7 @@
  * The worker and traffic side of `corral serve`: the routing table, the gateway, the scaler and the controller,
  * built in dependency order and connected; nothing listens or runs until `start` (or a term) begins.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Server } from 'node:http';
 import { totalmem } from 'node:os';
 import type { Logger } from 'pino';
@@ -22,6 +23,7 @@ import { workerMemoryGBPerGpu } from '../controller/workers/worker-spec.js';
 import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { WorkerPools } from '../gateway/pools.js';
+import type { GatewayRoute } from '../gateway/router.js';
 import { createGatewayServer } from '../gateway/server.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { TrafficHistory } from '../history/history.js';
@@ -63,6 +65,16 @@ export interface TrafficParts<M extends GatewayMetrics> {
   remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
   /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
   forwarding?: Omit<GatewayForwarding, 'pools'>;
+  /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
+  jobs?: {
+    routes: readonly GatewayRoute[];
+    /** The key of http jobs' deliveries: the gateway lets it call any endpoint (it never reaches a worker). */
+    deliveryKey: string;
+    signals: (signals: QueueSignals) => QueueSignals;
+    protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
+    queueProbe: NonNullable<ControllerOptions['queueProbe']>;
+    workerEnded: NonNullable<ControllerOptions['onWorkerEnded']>;
+  };
 }
 
 /** The worker and traffic side of `corral serve`, built and connected; nothing listens or runs until `start`. */
@@ -91,6 +103,15 @@ export interface Traffic<M extends GatewayMetrics> {
   stepDown(): Promise<void>;
   /** Stops the gateway (queued requests get 503), its server and connections, and the controller. */
   close(): Promise<void>;
+}
+
+/** The gateway's key check, which also lets the jobs side's deliveries of http jobs call any endpoint. */
+function withDeliveryKey(deliveryKey: string, keys: InvokeKeyService) {
+  const expected = createHash('sha256').update(deliveryKey).digest();
+  return (key: string) =>
+    timingSafeEqual(createHash('sha256').update(key).digest(), expected)
+      ? Promise.resolve({ ownerId: '', admin: true })
+      : keys.grant(key);
 }
 
 /**
@@ -128,11 +149,13 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
-    verifyKey: (key) => keys.grant(key),
+    verifyKey: parts.jobs ? withDeliveryKey(parts.jobs.deliveryKey, keys) : (key) => keys.grant(key),
+    ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
     ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });
+  const gatewaySignals = parts.signals ? parts.signals(gateway) : gateway;
   const scaler = new Scaler({
-    signals: parts.signals ? parts.signals(gateway) : gateway,
+    signals: parts.jobs ? parts.jobs.signals(gatewaySignals) : gatewaySignals,
     clock,
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
@@ -167,6 +190,13 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    ...(parts.jobs
+      ? {
+          protocolEnv: parts.jobs.protocolEnv,
+          queueProbe: parts.jobs.queueProbe,
+          onWorkerEnded: parts.jobs.workerEnded,
+        }
+      : {}),
     startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
     crashResetMs: config.controller.crashResetSeconds * 1000,
     unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,

@@ -11,13 +11,14 @@ import { type Config, formatHostPort } from '../config/config.js';
 import { listenError } from '../config/startup.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import { UnavailableCheckpointer } from '../gpu/checkpoint/unavailable-checkpointer.js';
-import { systemClock } from '../ports/clock.js';
+import { systemClock, systemTimers } from '../ports/clock.js';
 import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
 import { idleTiersOff } from '../runtime/idle-tiers.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { apiServices, buildApi } from './build-api.js';
+import { buildJobs, jobsForTraffic } from './build-jobs.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
 import { buildWebhooks } from './build-webhooks.js';
@@ -28,6 +29,8 @@ import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
+import { workerFacingBaseUrl } from './worker-facing-url.js';
+import { startWorkerListener } from './worker-listener.js';
 
 export interface RunningServer {
   apiUrl: string;
@@ -88,6 +91,35 @@ export async function serve(
     const sharedParts = sharedTrafficOf({ store, replicaId, logger });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
     collectDefaultMetrics({ register: registry });
+    // The jobs side first: the gateway serves its client routes, the controller starts queue workers with its env.
+    const late: {
+      poke: () => void;
+      workers: () => { id: string; endpointId: string; state: string }[];
+      gatewayUrl: string | undefined;
+      workersUrl: string;
+    } = { poke: () => {}, workers: () => [], gatewayUrl: undefined, workersUrl: '' };
+    const jobs = await buildJobs({
+      store,
+      settings: config.jobs,
+      clock: systemClock,
+      timers: systemTimers,
+      logger,
+      domain: config.domain,
+      verifyKey: (key) => invokeKeys.grant(key),
+      get workersUrl() {
+        return late.workersUrl;
+      },
+      poke: () => late.poke(),
+      replicaId,
+      gatewayUrl: () => late.gatewayUrl,
+      webhooks: jobWebhooks.webhooks,
+      runningWorkers: (endpointId) =>
+        late
+          .workers()
+          .filter((w) => w.endpointId === endpointId && w.state === 'running')
+          .map((w) => w.id),
+    });
+    closers.push(() => jobs.close());
     const traffic = buildTraffic({
       config,
       store,
@@ -110,7 +142,10 @@ export async function serve(
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
       ...(sharedParts?.parts ?? {}),
+      jobs: jobsForTraffic(jobs),
     });
+    late.poke = () => traffic.poke();
+    late.workers = () => traffic.controller.workers();
     const { gateway } = traffic;
     const shared = sharedParts?.shared;
     const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });
@@ -175,7 +210,28 @@ export async function serve(
     });
     const gatewayAddress = traffic.server.address();
     bound.gatewayPort = typeof gatewayAddress === 'object' && gatewayAddress ? gatewayAddress.port : 0;
+    // http jobs go through this replica's own gateway, on this host.
+    late.gatewayUrl = `http://${formatHostPort({ host: loopbackOf(config.gatewayAddr.host), port: bound.gatewayPort })}`;
     closers.push(() => traffic.close());
+    // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md).
+    const workersListener = await startWorkerListener({
+      address: config.workers.listen,
+      handler: jobs.workerHandler,
+      logger,
+    }).catch((error: unknown) => {
+      throw new Error(
+        `cannot listen on workers.listen ${formatHostPort(config.workers.listen)}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    });
+    late.workersUrl =
+      config.workers.advertiseUrl ??
+      workerFacingBaseUrl({
+        runtime: runtime.name === 'kubernetes' ? 'local' : runtime.name,
+        address: config.workers.listen.host,
+        port: workersListener.address.port,
+      });
+    closers.push(() => workersListener.close());
+    jobs.start();
     // Deliveries left in the outbox by a process that stopped are sent from now on.
     await jobWebhooks.start();
     closers.push(() => jobWebhooks.stop());
@@ -198,6 +254,7 @@ export async function serve(
       {
         apiUrl,
         gatewayUrl,
+        workersUrl: late.workersUrl,
         runtime: runtime.name,
         gpus: gpus.length,
         simulatedGpus: config.gpus.kind === 'simulated',
@@ -211,6 +268,13 @@ export async function serve(
     await closeAll();
     throw error;
   }
+}
+
+/** An address this host reaches its own listener on: a wildcard address's loopback, else the address. */
+function loopbackOf(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host;
 }
 
 /** The runtime the configuration chooses (docker, kubernetes, local), connected or waited for. */

@@ -3,23 +3,13 @@
  * `status`, `cancel`, `purge-queue`) and Corral's `jobs` listing, served on the gateway's address (docs/jobs.md).
  */
 
-export const JOB_STATUSES = [
-  'IN_QUEUE',
-  'IN_PROGRESS',
-  'COMPLETED',
-  'FAILED',
-  'CANCELLED',
-  'TIMED_OUT',
-] as const;
-export type JobStatusName = (typeof JOB_STATUSES)[number];
+import { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../contract/jobs.js';
+
+export { JOB_STATUSES };
+export type JobStatusName = JobStatus;
 
 /** The statuses a job ends in. */
-export const TERMINAL_JOB_STATUSES: readonly JobStatusName[] = [
-  'COMPLETED',
-  'FAILED',
-  'CANCELLED',
-  'TIMED_OUT',
-];
+export const TERMINAL_JOB_STATUSES: readonly JobStatusName[] = TERMINAL_STATUSES;
 
 /** A job's status body (RunPod's): `output` once COMPLETED, `error` once FAILED; times in ms. */
 export interface WireJob {

@@ -175,6 +175,18 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
       workerKeepAliveMs: 4000,
     });
     expect(config.specBodyLimitBytes).toBe(65536);
+    expect(config.jobs).toEqual({
+      retentionSeconds: 1800,
+      syncRetentionSeconds: 60,
+      maxAttempts: 3,
+      lostAfterSeconds: 35,
+      stopGraceSeconds: 30,
+      takeHoldSeconds: 60,
+    });
+    expect(config.workers).toMatchObject({
+      listen: { host: '127.0.0.1', port: 8082 },
+      advertiseUrl: undefined,
+    });
     expect(config.connections).toEqual(DEFAULT_CONNECTION_LIMITS);
     expect(config.history).toEqual({ intervalSeconds: 10, samples: 360, maxEndpoints: 500 });
     expect(config.quotas).toEqual({

@@ -117,7 +117,12 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     /** Host memory suspended workers may take (docs/workers.md, Idle tiers); undefined: half the machine's. */
     suspendedMemoryGB?: number | undefined;
     sandbox: WorkerSandbox;
+    /** The worker-facing listener (RunPod worker protocol), and its URL as workers reach it (unset: http://{listen}). */
+    listen: HostPort;
+    advertiseUrl: string | undefined;
   };
+  /** The jobs API: retention, attempts, and the worker protocol's waits (docs/jobs-internals.md). */
+  jobs: JobsSettings;
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
   kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
   /**
@@ -140,6 +145,18 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     workerKeepAliveMs: number;
   };
 }
+
+export interface JobsSettings {
+  retentionSeconds: number;
+  syncRetentionSeconds: number;
+  maxAttempts: number;
+  lostAfterSeconds: number;
+  stopGraceSeconds: number;
+  takeHoldSeconds: number;
+}
+
+/** The worker-facing listener's default address: loopback, for the local runtime's workers. */
+export const DEFAULT_WORKERS_LISTEN: HostPort = { host: '127.0.0.1', port: 8082 };
 
 /** One listener's connection limits (docs/security.md, Connection limits). */
 export interface ListenerLimits {
@@ -258,6 +275,17 @@ export function loadConfig(sources: ConfigSources): Config {
       memoryGBPerGpu: file.workers?.memoryGBPerGpu,
       suspendedMemoryGB: file.workers?.suspendedMemoryGB,
       sandbox: workerSandbox(file.workers?.sandbox),
+      listen: settings.workersAddr ?? file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
+      advertiseUrl: file.workers?.advertiseUrl,
+    },
+    jobs: {
+      retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,
+      syncRetentionSeconds: file.jobs?.syncRetentionSeconds ?? 60,
+      maxAttempts: file.jobs?.maxAttempts ?? 3,
+      // Three of the SDK's 10 s pings missed.
+      lostAfterSeconds: file.jobs?.lostAfterSeconds ?? 35,
+      stopGraceSeconds: file.jobs?.stopGraceSeconds ?? 30,
+      takeHoldSeconds: file.jobs?.takeHoldSeconds ?? 60,
     },
     kubernetes: {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',

@@ -5,7 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
-import { ConfigError } from './settings.js';
+import { ConfigError, hostPortSchema, urlSchema } from './settings.js';
 
 const count = z.int().min(0);
 
@@ -164,6 +164,34 @@ const fileSchema = z.strictObject({
       /** Host memory suspended workers' GPU state may take, in GB; unset: half the machine's memory. */
       suspendedMemoryGB: z.number().min(0).optional(),
       sandbox: sandboxSchema.optional(),
+      /** The worker-facing listener (the RunPod worker protocol of queue endpoints), host:port. */
+      listen: hostPortSchema.optional(),
+      /** The listener's URL as workers reach it; unset: http://{listen}. */
+      advertiseUrl: urlSchema.optional(),
+    })
+    .optional(),
+  /** The jobs API (docs/jobs-internals.md). */
+  jobs: z
+    .strictObject({
+      /** How long a finished job is kept after `run`, and after `runsync`. */
+      retentionSeconds: z
+        .int()
+        .min(1)
+        .max(30 * 24 * 3600)
+        .optional(),
+      syncRetentionSeconds: z
+        .int()
+        .min(1)
+        .max(30 * 24 * 3600)
+        .optional(),
+      /** How many times a job is taken before the loss of its worker FAILS it. */
+      maxAttempts: z.int().min(1).max(100).optional(),
+      /** A job no worker showed it held (take, ping, progress) for this long goes back to the queue. */
+      lostAfterSeconds: z.int().min(1).max(3600).optional(),
+      /** A worker still holding a job it was told to stop this long after is replaced. */
+      stopGraceSeconds: z.int().min(1).max(3600).optional(),
+      /** How long a take is held open before 204 (under the SDK's 90 s timeout). */
+      takeHoldSeconds: z.int().min(1).max(80).optional(),
     })
     .optional(),
 });

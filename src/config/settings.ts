@@ -43,6 +43,9 @@ const url = z
   .regex(/^https?:\/\/[^\s/]+(\/.*)?$/, 'expected an http:// or https:// URL')
   .transform((value) => value.replace(/\/+$/, ''));
 
+/** `host:port` and an http(s) URL as the config file takes them too. */
+export { hostPort as hostPortSchema, url as urlSchema };
+
 /** `admins`, `all`, or a comma-separated list of image names (a name without a tag allows every tag). */
 const localImageAllowance = z.string().transform((value, ctx): LocalImageAllowance => {
   const trimmed = value.trim();
@@ -184,6 +187,13 @@ export const SERVE_SETTINGS = {
     default: undefined,
     help: "where the other replicas reach this one's gateway to forward requests (default http://{gateway-addr})",
     schema: url.optional(),
+  },
+  workersAddr: {
+    flag: '--workers-addr',
+    env: 'CORRAL_WORKERS_ADDR',
+    default: undefined,
+    help: "address of the worker-facing listener, where queue endpoints' workers take jobs (default: the config file's workers.listen, else 127.0.0.1:8082)",
+    schema: hostPort.optional(),
   },
   config: {
     flag: '--config',

@@ -5,6 +5,9 @@ import type { ValidationIssue } from '../domain/validate.js';
 import { type EndpointInput, endpointFields, endpointInput } from './endpoint-schema.js';
 import { ENDPOINT_ID_KEYS } from './paths.js';
 
+/** The port of a queue endpoint created without `ports` (used only by a `healthy.path` probe). */
+export const QUEUE_DEFAULT_PORT = 8000;
+
 export interface InputDefaults {
   /** Size of a local volume that does not say its size. */
   localVolumeSizeGB: number;
@@ -23,7 +26,10 @@ export function parseCreateBody(body: unknown, defaults: InputDefaults): ParseRe
   if (parsed.value.image?.ref === undefined) {
     missing.push({ field: 'image.image', reason: 'INVALID_FIELD', message: 'image.image is required' });
   }
-  if (parsed.value.port === undefined) {
+  if (parsed.value.port === undefined && parsed.value.type === 'queue') {
+    // A queue worker pulls its jobs: its port serves only a `healthy.path` probe, if one is set.
+    parsed.value.port = QUEUE_DEFAULT_PORT;
+  } else if (parsed.value.port === undefined) {
     missing.push({
       field: 'ports',
       reason: 'INVALID_FIELD',
@@ -135,6 +141,8 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
               failureThreshold: h.failureThreshold,
             },
     public: input.public,
+    type: input.type,
+    jobsPath: input.jobsPath,
   };
 }
 

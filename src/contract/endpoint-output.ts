@@ -68,6 +68,8 @@ export function toWireEndpoint(
     log: links.log,
     metrics: links.metrics,
     public: spec.public,
+    type: spec.type,
+    jobsPath: spec.jobsPath,
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

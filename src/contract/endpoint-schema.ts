@@ -237,6 +237,16 @@ export const endpointFields = {
     "Corral extension: true lets anyone call the endpoint's URL without a key (the gateway otherwise needs one of the owner's keys or an invoke key).",
     false,
   ),
+  type: field(
+    z.enum(['http', 'queue'], { error: 'must be "http" or "queue"' }),
+    'Corral extension: "http" serves a load-balanced URL (jobs are delivered to it as POST {jobsPath}); "queue" runs RunPod handler images, whose workers pull jobs over the RunPod worker protocol (ports is then optional).',
+    'http',
+  ),
+  jobsPath: field(
+    text,
+    'Corral extension: where a job of an "http" endpoint is delivered (POST with the input as the JSON body); starts with /.',
+    '/run',
+  ),
 };
 
 export const endpointInput = documented(z.object(endpointFields, { error: 'must be an object' }), {

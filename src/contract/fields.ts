@@ -16,6 +16,8 @@ export const WIRE_SPEC_FIELDS: Record<keyof EndpointSpec, string> = {
   env: 'envs',
   health: 'healthy',
   public: 'public',
+  type: 'type',
+  jobsPath: 'jobsPath',
 };
 
 /** Maps a domain field path (validate.ts) to the wire field a client sent. */

@@ -63,6 +63,10 @@ export interface WireEndpoint<PortType extends string | number = string | number
   metrics: string;
   /** Corral extension: the URL answers without a key. */
   public: boolean;
+  /** Corral extension: `http` or `queue` (workers pull jobs over the RunPod worker protocol). */
+  type: 'http' | 'queue';
+  /** Corral extension: where a job of an `http` endpoint is delivered (`POST {jobsPath}`). */
+  jobsPath: string;
 }
 
 export interface WireLimits {

@@ -2,7 +2,7 @@
  * The controller's options and the narrow interfaces of what it is given: the autoscaler's advice, a logger, the
  * health probe. Kept apart from controller.ts so that the wiring (main.ts, benchmarks, tests) reads one short file.
  */
-import type { Endpoint } from '../domain/endpoint.js';
+import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { WorkerRuntime } from '../runtime/types.js';
@@ -10,6 +10,7 @@ import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
 import type { BackoffPolicy } from './crashes/backoff.js';
 import type { HealthProbe } from './health/health-prober.js';
+import type { ProbeResult } from './health/probe-result.js';
 import type { ControllerMetrics } from './metrics.js';
 import type { OutputKeeper } from './output/output-keeper.js';
 import type { WorkerPlacement } from './placement/worker-placement.js';
@@ -101,6 +102,18 @@ export interface ControllerOptions {
    * secret service); throws, naming the env and the secret, when one is missing. Absent: env values as written.
    */
   resolveEnv?: (ownerId: string, env: Readonly<Record<string, string>>) => Promise<Record<string, string>>;
+  /**
+   * The RunPod worker protocol's variables of a `queue` endpoint's worker (the jobs side's URLs and token); the
+   * endpoint's own envs override them. Absent: a queue worker gets none.
+   */
+  protocolEnv?: (endpointId: string, workerId: string) => EnvVar[];
+  /**
+   * A `queue` endpoint's worker's health check in place of an HTTP probe: ready once it has polled for a job,
+   * unhealthy once its polls and pings stop. Absent: queue workers are probed over HTTP like any other.
+   */
+  queueProbe?: (endpointId: string, workerId: string) => Promise<ProbeResult>;
+  /** Told once when a worker ends (failed, or stopped to be removed): the jobs it held go back to the queue. */
+  onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;

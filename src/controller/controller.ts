@@ -63,6 +63,9 @@ type OptionalOptions =
   | 'crashResetMs'
   | 'readOnlyStorages'
   | 'resolveEnv'
+  | 'protocolEnv'
+  | 'queueProbe'
+  | 'onWorkerEnded'
   | 'outputs'
   | 'suspendBudgetBytes'
   | 'fence'
@@ -162,6 +165,7 @@ export class Controller {
       awaitDrained: o.awaitDrained,
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
+      onEnded: o.onWorkerEnded,
     });
     const idleTiers = o.runtime.idleTiers;
     this.#tiers = idleTiers
@@ -209,6 +213,7 @@ export class Controller {
       memoryGBPerGpu: o.memoryGBPerGpu,
       imageAccess: o.imageAccess,
       resolveEnv: o.resolveEnv,
+      protocolEnv: o.protocolEnv,
       metrics: o.metrics,
     });
   }
@@ -453,7 +458,17 @@ export class Controller {
     if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#queue.stopped)
       return undefined;
     const appPort = appPortOf(this.#o.runtime.name, record.address, endpoint.spec.port);
-    return { address: record.address, check: endpoint.spec.health, appPort, fast: record.readyAt === null };
+    const { queueProbe } = this.#o;
+    // A queue worker pulls its jobs: its polls and pings are its health, not an HTTP answer.
+    const probe =
+      endpoint.spec.type === 'queue' && queueProbe ? () => queueProbe(endpoint.id, workerId) : undefined;
+    return {
+      address: record.address,
+      check: endpoint.spec.health,
+      appPort,
+      fast: record.readyAt === null,
+      ...(probe ? { probe } : {}),
+    };
   }
 
   // ---- report ----

@@ -4,6 +4,11 @@ export type ScalingPolicyType = 'queue' | 'concurrency';
 
 export type VolumeType = 'local' | 'network';
 
+/** `http`: a load-balanced URL (today's endpoints); `queue`: workers pull jobs over the RunPod worker protocol. */
+export type EndpointType = 'http' | 'queue';
+
+export const ENDPOINT_TYPES: readonly EndpointType[] = ['http', 'queue'];
+
 export interface WorkerSettings {
   minWorkers: number;
   maxWorkers: number;
@@ -67,6 +72,10 @@ export interface EndpointSpec {
   health: HealthCheck;
   /** Its URL answers without a key (the gateway otherwise needs one of the owner's keys or an invoke key). */
   public: boolean;
+  /** How its workers get work: `http` requests (and jobs delivered as requests) or `queue` (the worker protocol). */
+  type: EndpointType;
+  /** Where a job of an `http` endpoint is delivered: `POST {jobsPath}` with the input as the JSON body. */
+  jobsPath: string;
 }
 
 export type EndpointState = 'deploying' | 'serving' | 'updating' | 'stopped' | 'failed' | 'deleting';
@@ -102,3 +111,6 @@ export const DEFAULT_HEALTH: Omit<HealthCheck, 'path'> = {
 };
 
 export const DEFAULT_HEALTH_PATH = '/health';
+
+/** Where a job of an `http` endpoint is delivered when the spec names no path. */
+export const DEFAULT_JOBS_PATH = '/run';

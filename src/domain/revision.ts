@@ -20,6 +20,8 @@ export function workerShapeChanges(before: EndpointSpec, after: EndpointSpec): s
     cudaVersion: spec.workers.cudaVersion,
     healthPath: spec.health.path,
     rootfsSizeGB: spec.rootfsSizeGB,
+    // A queue worker's env carries the worker protocol's variables; an http worker's does not.
+    type: spec.type,
   });
   const a = shape(before);
   const b = shape(after);

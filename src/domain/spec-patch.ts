@@ -5,7 +5,9 @@
 import {
   DEFAULT_HEALTH,
   DEFAULT_HEALTH_PATH,
+  DEFAULT_JOBS_PATH,
   type EndpointSpec,
+  type EndpointType,
   type EnvVar,
   type HealthCheck,
   type ImageSpec,
@@ -34,6 +36,8 @@ export interface SpecPatch {
   env?: EnvVar[];
   health?: Partial<HealthCheck> | 'reset';
   public?: boolean;
+  type?: EndpointType;
+  jobsPath?: string;
 }
 
 /** The fixed defaults of a create, before they are clamped into the server's configured ranges. */
@@ -105,6 +109,8 @@ export function defaultSpec(
     env: [],
     health: { path: DEFAULT_HEALTH_PATH, ...DEFAULT_HEALTH },
     public: false,
+    type: 'http',
+    jobsPath: DEFAULT_JOBS_PATH,
   };
 }
 
@@ -132,6 +138,8 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     env: patch.env ?? base.env,
     health,
     public: patch.public ?? base.public,
+    type: patch.type ?? base.type,
+    jobsPath: patch.jobsPath ?? base.jobsPath,
   };
 }
 

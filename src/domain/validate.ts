@@ -139,6 +139,7 @@ export function validateSpec(
   validateSecretReferences(spec, catalog, add);
   if (!tooLarge) validateResolvedEnv(spec, catalog, add);
   validateHealth(spec, add);
+  validateJobsPath(spec, add);
   return issues;
 }
 
@@ -233,6 +234,20 @@ function validateScaling(spec: EndpointSpec, limits: Limits, range: RangeCheck):
   if (type === 'queue')
     range('scaling.value', value, limits.queueWaitSeconds, '`scaling.value` (queue wait seconds)');
   else range('scaling.value', value, limits.requestCount, '`scaling.value` (queued request count)');
+}
+
+/** The longest `jobsPath`. */
+export const MAX_JOBS_PATH_LENGTH = 1_024;
+
+function validateJobsPath(spec: EndpointSpec, add: Add): void {
+  const path = spec.jobsPath;
+  if (!path.startsWith('/') || path.length > MAX_JOBS_PATH_LENGTH || /[\s?#]/.test(path)) {
+    add({
+      field: 'jobsPath',
+      reason: 'INVALID_FIELD',
+      message: `jobsPath must be a path starting with / (no spaces, ? or #, at most ${MAX_JOBS_PATH_LENGTH} characters), got ${JSON.stringify(path.slice(0, 64))}`,
+    });
+  }
 }
 
 function validatePort(port: number, add: Add): void {

@@ -25,7 +25,7 @@ export class Gateway implements QueueSignals {
   /** Told each time a request has to wait (the autoscaler: a wake or a scale-up may be due). */
   readonly #queuedListeners = new Set<(endpointId: string) => void>();
 
-  /** `routes`: the gateway's own routes in front of the endpoints' (none yet: the jobs API joins here). */
+  /** `routes`: the gateway's own routes in front of the endpoints' (the jobs API's client routes, app/build-jobs.ts). */
   constructor(options: GatewayOptions & { routes?: readonly GatewayRoute[] }) {
     let forwarding: PeerForwarding | undefined;
     this.#context = new GatewayContext(options, {

@@ -320,7 +320,12 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
   };
 }
 
-const NOT_PUBLIC: Pick<EndpointSpec, 'public'> = { public: false };
+/** What a spec stored before these fields existed had: not public, an `http` endpoint, jobs at the default path. */
+const EARLIER_SPEC: Pick<EndpointSpec, 'public' | 'type' | 'jobsPath'> = {
+  public: false,
+  type: 'http',
+  jobsPath: '/run',
+};
 
 /** A spec stored before the idle tiers existed has none: 0, today's behaviour. */
 const NO_IDLE_TIERS = { keepFrozenSeconds: 0, keepSuspendedSeconds: 0 };
@@ -330,8 +335,8 @@ function fromRow(row: Selectable<EndpointsTable>): Endpoint {
   return {
     id: row.id,
     ownerId: row.owner_id,
-    // A spec stored before `public` existed has none: not public.
-    spec: { ...NOT_PUBLIC, ...stored, workers: { ...NO_IDLE_TIERS, ...stored.workers } },
+    // A spec stored before `public`, `type` or `jobsPath` existed has none: their defaults.
+    spec: { ...EARLIER_SPEC, ...stored, workers: { ...NO_IDLE_TIERS, ...stored.workers } },
     revision: row.revision,
     desired: row.desired as DesiredRun,
     status: { state: row.state as EndpointState, error: row.state_error, message: row.state_message },

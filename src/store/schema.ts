@@ -194,6 +194,62 @@ export interface HistorySamplesTable {
   payload: string;
 }
 
+/** One job of the jobs API (store/jobs.ts, migration 0015); JSON stays text. Times are epoch ms. */
+export interface JobsTable {
+  id: string;
+  endpoint_id: string;
+  owner_id: string;
+  status: string;
+  input: string;
+  output: string | null;
+  error: string | null;
+  webhook: string | null;
+  execution_timeout_ms: number;
+  ttl_ms: number;
+  low_priority: number;
+  /** 1: submitted by runsync. */
+  sync: number;
+  /** How long it is kept once finished (the retention of its kind, fixed at submission). */
+  retain_ms: number;
+  worker_id: string | null;
+  attempts: number;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  /** created_at + ttl: TIMED_OUT past it, wherever it is. */
+  expires_at: number;
+  /** started_at + executionTimeout while IN_PROGRESS: TIMED_OUT past it. */
+  deadline_at: number | null;
+  /** completed_at + retain_ms: deleted past it. */
+  retain_until: number | null;
+  /** When its worker last showed it held the job (take, ping listing it, progress). */
+  seen_at: number | null;
+  /** 1 while its worker must be told to stop it (cancelled or timed out while held). */
+  stop_pending: number;
+  stopped_at: number | null;
+}
+
+/** A chunk a worker streamed, until a client reads it. */
+export interface JobChunksTable {
+  seq: Generated<number>;
+  job_id: string;
+  chunk: string;
+}
+
+/** When a queue worker last polled or pinged (any replica): its health. */
+export interface JobWorkersTable {
+  worker_id: string;
+  endpoint_id: string;
+  seen_at: number;
+}
+
+/** Secrets the server makes for itself and shares between replicas (the worker tokens' key). */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
+  created_at: number;
+}
+
 export interface WebhookSecretsTable {
   endpoint_id: string;
   owner_id: string;
@@ -221,6 +277,10 @@ export interface WebhookDeliveriesTable {
 }
 
 export interface Database {
+  jobs: JobsTable;
+  job_chunks: JobChunksTable;
+  job_workers: JobWorkersTable;
+  server_secrets: ServerSecretsTable;
   webhook_secrets: WebhookSecretsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   history_samples: HistorySamplesTable;

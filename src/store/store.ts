@@ -10,11 +10,13 @@ import { GatewaySignalRepository } from './gateway-signals.js';
 import { HistorySampleRepository } from './history-samples.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
+import { JobRepository } from './jobs.js';
 import { LeaseRepository } from './leases.js';
 import { migrateToLatest } from './migrations/index.js';
 import { ReplicaRepository } from './replicas.js';
 import { RouteRepository } from './routes.js';
 import { SecretRepository } from './secrets.js';
+import { ServerSecretRepository } from './server-secrets.js';
 import { WebhookDeliveryRepository } from './webhook-deliveries.js';
 import { WebhookSecretRepository } from './webhook-secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
@@ -43,6 +45,10 @@ export class Store {
   readonly gatewaySignals: GatewaySignalRepository;
   /** Each replica's history samples, merged by whichever replica answers (several replicas). */
   readonly historySamples: HistorySampleRepository;
+  /** The jobs API's queue and jobs. */
+  readonly jobs: JobRepository;
+  /** Keys the server makes for itself (the worker tokens'). */
+  readonly serverSecrets: ServerSecretRepository;
   /** Each endpoint's webhook signing secret, sealed. */
   readonly webhookSecrets: WebhookSecretRepository;
   /** The webhooks' outbox: deliveries not yet made. */
@@ -68,6 +74,8 @@ export class Store {
     this.routes = new RouteRepository({ db, dialect: connection.dialect });
     this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
     this.historySamples = new HistorySampleRepository({ db });
+    this.jobs = new JobRepository({ db, dialect: connection.dialect });
+    this.serverSecrets = new ServerSecretRepository({ db });
     this.webhookSecrets = new WebhookSecretRepository({ db });
     this.webhookDeliveries = new WebhookDeliveryRepository({ db });
   }

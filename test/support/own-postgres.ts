@@ -17,7 +17,8 @@ export function ownPostgresAvailable(): boolean {
   return existsSync(join(BIN, 'initdb')) && existsSync(join(BIN, 'pg_ctl'));
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 now. */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

@@ -60,6 +60,9 @@ export async function startServe(
       '127.0.0.1:0',
       '--gateway-addr',
       '127.0.0.1:0',
+      // Suites run side by side: each server's worker-facing listener on a port of its own.
+      '--workers-addr',
+      '127.0.0.1:0',
       ...args,
     ],
     {

@@ -45,6 +45,8 @@ export function sampleWireEndpoint<P extends string | number>(
     log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/log?id=ep-1',
     metrics: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/metrics?id=ep-1',
     public: false,
+    type: 'http',
+    jobsPath: '/run',
     ...overrides,
   };
 }

@@ -50,6 +50,12 @@ function endpointSchema(port: Schema, description: string): Schema {
       log: str('URL of the endpoint log (GET endpoint/log).', { format: 'uri' }),
       metrics: str('URL of the endpoint metrics (GET endpoint/metrics).', { format: 'uri' }),
       public: bool("Corral extension: true when the endpoint's URL answers without a key."),
+      type: {
+        type: 'string',
+        enum: ['http', 'queue'],
+        description: 'Corral extension: http (a URL) or queue (RunPod worker protocol).',
+      },
+      jobsPath: str('Corral extension: where a job of an http endpoint is delivered (POST {jobsPath}).'),
     },
     { optional: ['clusterID'], description },
   );

@@ -24,6 +24,8 @@ export interface ProbeTarget {
   appPort: number;
   /** Not ready yet: probe again after the fast interval, not the check's period. */
   fast: boolean;
+  /** The check in place of the HTTP probe (a queue worker's polls); absent: the prober's probe. */
+  probe?: () => Promise<ProbeResult>;
 }
 
 export interface HealthProberOptions {
@@ -79,7 +81,10 @@ export class HealthProber {
     }
     const { check } = target;
     const timeoutMs = check.timeoutSeconds * 1000;
-    const result = await this.#o.probe(target.address, check.path, timeoutMs).catch(
+    const result = await (target.probe
+      ? target.probe()
+      : this.#o.probe(target.address, check.path, timeoutMs)
+    ).catch(
       (error: unknown): ProbeResult => ({
         kind: 'error',
         code: '',

@@ -23,6 +23,7 @@ interface Logged {
 
 /** A lifecycle over the real book, GPU ledger, routing table and prober, on manual timers and the fake runtime. */
 function setUp(awaitDrained?: () => Promise<void>) {
+  const ended: string[] = [];
   const timers = new ManualTimers(1_000);
   const clock = () => timers.now;
   const endpoint: Endpoint = sampleEndpoint();
@@ -65,6 +66,7 @@ function setUp(awaitDrained?: () => Promise<void>) {
     poke: () => {},
     failedKept: 1,
     awaitDrained,
+    onEnded: (endpointId, workerId, reason) => ended.push(`${endpointId} ${workerId}: ${reason}`),
   });
   /** A worker whose container runs at an address, as a create leaves it. */
   const started = async (): Promise<ManagedWorker> => {
@@ -124,6 +126,7 @@ function setUp(awaitDrained?: () => Promise<void>) {
     lifecycle,
     prober,
     started,
+    ended,
     probes: () => probes,
   };
 }
@@ -179,6 +182,21 @@ describe('WorkerLifecycle', () => {
     await timers.advanceSettling(1_000);
     expect(probes()).toBe(before);
     expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('tells once that a worker ended, when it fails or is stopped for its removal', async () => {
+    const { endpoint, lifecycle, started, ended } = setUp();
+    const failing = await started();
+    lifecycle.fail(failing, 'CRASH_LOOP', 'worker exited with code 1');
+    lifecycle.fail(failing, 'CRASH_LOOP', 'worker exited with code 1 again');
+    const removed = await started();
+    lifecycle.drainAndRemove(removed, 'scaled down');
+    expect(ended).toEqual([`${endpoint.id} ${failing.id}: worker exited with code 1`]);
+    await settle();
+    expect(ended).toEqual([
+      `${endpoint.id} ${failing.id}: worker exited with code 1`,
+      `${endpoint.id} ${removed.id}: drained (scaled down); removing its container`,
+    ]);
   });
 
   it('drains, stops and forgets a worker, its GPUs held until the runtime has removed its container', async () => {

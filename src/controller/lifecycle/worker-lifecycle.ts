@@ -49,7 +49,15 @@ export interface WorkerLifecycleOptions {
   outputs?: Pick<OutputKeeper, 'begin'> | undefined;
   /** Told when a worker is forgotten (owners' drains drop theirs). */
   onForget?: (workerId: string) => void;
+  /**
+   * Told once when a worker ends (failed, or stopped to be removed), with why: the jobs it held go back to the
+   * queue at once (the jobs side), not once its silence is noticed.
+   */
+  onEnded?: ((endpointId: string, workerId: string, reason: string) => void) | undefined;
 }
+
+/** The states of a worker that has ended: it serves nothing and holds no job any more. */
+const ENDED: ReadonlySet<WorkerState> = new Set(['failed', 'stopped']);
 
 /** A move of a worker to a state, with its message and error code. */
 export interface Move {
@@ -108,6 +116,7 @@ export class WorkerLifecycle {
     }
     if (state !== 'unhealthy') delete record.unhealthySince;
     else if (record.state !== 'unhealthy') record.unhealthySince = this.#o.clock();
+    const ends = ENDED.has(state) && !ENDED.has(record.state);
     record.state = state;
     record.message = message;
     record.error = error;
@@ -118,6 +127,7 @@ export class WorkerLifecycle {
     if (probing === 'leaves') this.#o.prober.stop(record.id);
     // The gateway must stop (or start) sending it requests now, not at the end of the pass.
     if (routing !== 'unchanged') this.publishRoutesOf(record.endpointId);
+    if (ends) this.#o.onEnded?.(record.endpointId, record.id, message);
     return true;
   }
 

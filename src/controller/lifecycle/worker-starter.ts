@@ -3,7 +3,7 @@
  * -> starting (its container runs; probed until it answers), or failed when the create fails. Every move goes
  * through the worker lifecycle; a worker drained or removed while its create was under way is not brought back.
  */
-import type { Endpoint } from '../../domain/endpoint.js';
+import type { Endpoint, EnvVar } from '../../domain/endpoint.js';
 import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import { RuntimeError, type WorkerRuntime } from '../../runtime/types.js';
@@ -40,6 +40,8 @@ export interface WorkerStarterOptions extends Shared {
   resolveEnv?:
     | ((ownerId: string, env: Readonly<Record<string, string>>) => Promise<Record<string, string>>)
     | undefined;
+  /** The worker protocol's variables of a queue endpoint's worker. */
+  protocolEnv?: ((endpointId: string, workerId: string) => EnvVar[]) | undefined;
 }
 
 /** The states of a create under way: its progress moves the worker among them, and only while it is in one. */
@@ -107,8 +109,11 @@ export class WorkerStarter {
 
   async #spec(endpoint: Endpoint, record: ManagedWorker, gpus: Gpu[], productId: string | undefined) {
     const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
-    const { memoryGBPerGpu, installationId, readOnlyStorages } = this.#o;
+    const { memoryGBPerGpu, installationId, readOnlyStorages, protocolEnv } = this.#o;
+    const protocol =
+      endpoint.spec.type === 'queue' && protocolEnv ? protocolEnv(endpoint.id, record.id) : undefined;
     const built = buildWorkerSpec(endpoint, record, gpus, {
+      ...(protocol ? { protocolEnv: protocol } : {}),
       storagePaths: this.#o.storagePaths,
       ...(installationId === undefined ? {} : { installationId }),
       ...(readOnlyStorages ? { readOnlyStorages } : {}),

@@ -89,6 +89,31 @@ describe('buildWorkerSpec', () => {
     readyAt: null,
   };
 
+  it("puts a queue worker's protocol env under the endpoint's own envs, which override it", () => {
+    const endpoint = sampleEndpoint({
+      patch: {
+        type: 'queue',
+        env: [
+          { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+          { key: 'RUNPOD_POD_ID', value: 'mine' },
+        ],
+      },
+    });
+    const spec = buildWorkerSpec(endpoint, worker, [], {
+      storagePaths: new Map(),
+      protocolEnv: [
+        { key: 'RUNPOD_POD_ID', value: 'w1' },
+        { key: 'RUNPOD_WEBHOOK_GET_JOB', value: 'http://h/v2/e/job-take/w1?worker=w1' },
+      ],
+    });
+    expect(spec.env).toMatchObject({
+      RUNPOD_POD_ID: 'mine',
+      RUNPOD_PING_INTERVAL: '1000',
+      RUNPOD_WEBHOOK_GET_JOB: 'http://h/v2/e/job-take/w1?worker=w1',
+      CORRAL_WORKER_ID: 'w1',
+    });
+  });
+
   it('sets Corral env and labels; simulated GPUs are in env and in spec.gpus, flagged as simulated', () => {
     const endpoint = sampleEndpoint({
       patch: {

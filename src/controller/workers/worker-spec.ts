@@ -1,5 +1,5 @@
 /** What a worker runs: the runtime's WorkerSpec built from its endpoint and GPUs (pure), and its registry credentials. */
-import type { Endpoint } from '../../domain/endpoint.js';
+import type { Endpoint, EnvVar } from '../../domain/endpoint.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import { LABELS, type RegistryAuth, type RuntimeVolume, type WorkerSpec } from '../../runtime/types.js';
 import type { ManagedWorker } from './managed-worker.js';
@@ -23,6 +23,8 @@ export interface WorkerSpecContext {
   readOnlyStorages?: ReadonlySet<string>;
   /** The product placement picked where no GPU of Corral's says it (a scheduler places the worker); '' none. */
   productId?: string;
+  /** A queue worker's RunPod protocol variables, under the endpoint's own envs (which override them). */
+  protocolEnv?: readonly EnvVar[];
 }
 
 const GIB = 1024 ** 3;
@@ -81,6 +83,7 @@ export function buildWorkerSpec(
   const { spec } = endpoint;
   const gpuList = gpus.map((g) => g.uuid).join(',');
   const env: Record<string, string> = {
+    ...Object.fromEntries((context.protocolEnv ?? []).map((e) => [e.key, e.value])),
     ...Object.fromEntries(spec.env.map((e) => [e.key, e.value])),
     PORT: String(spec.port),
     CORRAL_ENDPOINT_ID: endpoint.id,

@@ -15,6 +15,7 @@ import * as feedRoutes from './0011-feed-routes.js';
 import * as fwdGatewayUrl from './0012-fwd-gateway-url.js';
 import * as historySamples from './0013-clusterhist-history-samples.js';
 import * as webhooks from './0014-webhooks.js';
+import * as jobs from './0015-jobs.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0012-fwd-gateway-url': (db) => fwdGatewayUrl.up(db),
   '0013-clusterhist-history-samples': (db) => historySamples.up(db),
   '0014-webhooks': (db) => webhooks.up(db),
+  '0015-jobs': (db, dialect) => jobs.up(db, dialect),
 };
 
 export async function migrateToLatest(

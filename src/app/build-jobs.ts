@@ -1,0 +1,312 @@
+/**
+ * The jobs side of `corral serve` (issue 22): the job service and its client routes (a `GatewayRoute` the gateway
+ * puts in front of endpoints' URLs), the worker protocol's handler (served on the worker-facing listener), the
+ * worker tokens (their key from the store, shared by replicas), the sweeper, and the variables a queue worker is
+ * started with. Nothing listens here: app/worker-listener.ts serves `workerHandler`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { JobsSettings } from '../config/config.js';
+import { jobStatusBody } from '../contract/jobs.js';
+import type { ProbeResult } from '../controller/health/probe-result.js';
+import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { GatewayMetrics } from '../gateway/metrics.js';
+import { JobClientRoutes } from '../jobs/client-routes.js';
+import { cachedEndpoints } from '../jobs/endpoint-cache.js';
+import { HttpDelivery } from '../jobs/http-delivery.js';
+import { JobEvents } from '../jobs/job-events.js';
+import { JobService } from '../jobs/job-service.js';
+import { JobSignals, withJobs } from '../jobs/job-signals.js';
+import { JobSweeper } from '../jobs/job-sweeper.js';
+import { Wakeups } from '../jobs/wakeups.js';
+import { WorkerContacts } from '../jobs/worker-contacts.js';
+import { WorkerJobs } from '../jobs/worker-jobs.js';
+import { workerProtocolEnv } from '../jobs/worker-protocol.js';
+import { workerRoutes } from '../jobs/worker-routes.js';
+import { WorkerTokens } from '../jobs/worker-tokens.js';
+import type { Clock, Timers } from '../ports/clock.js';
+import type { JobWebhooks } from '../ports/job-webhooks.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { Store } from '../store/store.js';
+import type { TrafficParts } from './build-traffic.js';
+
+/** How often a long poll looks at the store again (another replica may have changed what it waits for). */
+const RECHECK_MS = 500;
+/** How often the sweeper runs. */
+const SWEEP_INTERVAL_MS = 1_000;
+/** How long the worker routes remember an endpoint (an update reaches them within this). */
+const ENDPOINT_CACHE_MS = 1_000;
+/** How long a stop poll is held open. */
+const STOP_HOLD_MS = 30_000;
+/** How often the autoscaler's view of the job queues is read from the store. */
+const SIGNALS_REFRESH_MS = 1_000;
+/** How often this process writes one worker's last contact at most. */
+const CONTACT_WRITE_MS = 2_000;
+/** The name of the worker tokens' key in the store. */
+const TOKEN_SECRET = 'worker-tokens';
+/** The name of the key of http jobs' deliveries through the gateway, shared by replicas (a forwarded one). */
+const DELIVERY_SECRET = 'gateway-job-deliveries';
+
+export interface JobsParts {
+  store: Store;
+  settings: JobsSettings;
+  clock: Clock;
+  timers: Timers;
+  logger: Logger;
+  /** The gateway's domain (its endpoints' Hosts are not the jobs API's). */
+  domain: string;
+  /** What a client key allows (the gateway's check). */
+  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  /** The worker-facing listener's URL as workers reach it. */
+  workersUrl: string;
+  /** The live endpoint with this id or appName; none: the store's. */
+  findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
+  /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
+  runningWorkers?: (endpointId: string) => readonly string[];
+  /** Asks the controller for a pass (a worker to replace was marked). */
+  poke?: () => void;
+  /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
+  webhooks?: JobWebhooks;
+  /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
+  replicaId: string;
+  /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
+  gatewayUrl: () => string | undefined;
+}
+
+export interface Jobs {
+  service: JobService;
+  workers: WorkerJobs;
+  events: JobEvents;
+  /** The client routes, for the gateway's router. */
+  clientRoute: JobClientRoutes;
+  /** The worker protocol's handler, for the worker-facing listener (app/worker-listener.ts): false, not its route. */
+  workerHandler: (req: IncomingMessage, res: ServerResponse) => boolean;
+  tokens: WorkerTokens;
+  /** Queued jobs as the autoscaler's signals (`withJobs` adds them to the gateway's). */
+  signals: JobSignals;
+  /** Queue workers' last polls and pings: their health. */
+  contacts: WorkerContacts;
+  /** A worker ended (failed or removed): the jobs it held go back to the queue now. */
+  workerEnded(workerId: string, reason: string): void;
+  /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
+  protocolEnv(endpointId: string, workerId: string): EnvVar[];
+  /** The key the gateway accepts from this side's deliveries of `http` jobs (no worker ever sees it). */
+  deliveryKey: string;
+  /** Starts the sweeper. */
+  start(): void;
+  close(): Promise<void>;
+}
+
+/** The store's live endpoint with this id or else this appName. */
+export function storeEndpointFinder(store: Store): (ref: string) => Promise<Endpoint | undefined> {
+  return async (ref) =>
+    (await store.endpoints.getMany([ref]))[0]?.endpoint ?? store.endpoints.findByAppName(ref);
+}
+
+export async function buildJobs(parts: JobsParts): Promise<Jobs> {
+  const { store, settings, clock, timers } = parts;
+  const logger = parts.logger.child({ role: 'jobs' });
+  const secret = await store.serverSecrets.getOrCreate(
+    TOKEN_SECRET,
+    () => randomBytes(32).toString('base64url'),
+    clock(),
+  );
+  const tokens = new WorkerTokens({ secret });
+  const deliveryKey = `cjd_${await store.serverSecrets.getOrCreate(
+    DELIVERY_SECRET,
+    () => randomBytes(32).toString('base64url'),
+    clock(),
+  )}`;
+  const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
+  const events = new JobEvents();
+  const findEndpoint = parts.findEndpoint ?? storeEndpointFinder(store);
+  const service = new JobService({
+    jobs: store.jobs,
+    clock,
+    wakeups,
+    events,
+    findEndpoint,
+    verifyKey: parts.verifyKey,
+    retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
+    workerCounts: (endpointId) => {
+      const running = parts.runningWorkers?.(endpointId) ?? [];
+      const busy = signals.signal(endpointId, () => true)?.inProgress ?? {};
+      return { idle: running.filter((id) => !busy[id]).length, running: running.length };
+    },
+    ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
+  });
+  const workers = new WorkerJobs({
+    jobs: store.jobs,
+    clock,
+    wakeups,
+    events,
+    maxAttempts: settings.maxAttempts,
+  });
+  const signals = new JobSignals({
+    jobs: store.jobs,
+    events,
+    clock,
+    timers,
+    logger,
+    refreshMs: SIGNALS_REFRESH_MS,
+  });
+  const contacts = new WorkerContacts({
+    jobs: store.jobs,
+    clock,
+    logger,
+    writeEveryMs: CONTACT_WRITE_MS,
+    silentAfterMs: settings.lostAfterSeconds * 1000,
+  });
+  events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
+  // A terminal status goes to the job's webhook, once per finish (the id names the finish: a retried job's next
+  // finish is another delivery).
+  const { webhooks } = parts;
+  if (webhooks)
+    events.on('finished', ({ job }) => {
+      if (job.webhook === null) return;
+      void webhooks
+        .enqueue({
+          ownerId: job.ownerId,
+          endpointId: job.endpointId,
+          jobId: job.id,
+          url: job.webhook,
+          body: jobStatusBody(job, clock()),
+          id: `msg_${job.id}_${job.completedAt ?? 0}`,
+        })
+        .catch((error: unknown) =>
+          logger.warn(
+            { jobId: job.id, err: error instanceof Error ? error.message : String(error) },
+            'job webhook not queued',
+          ),
+        );
+    });
+  // A worker to replace is drained as its owner's drain would (the controller starts its successor).
+  events.on('recycle', ({ endpointId, workerId, reason }) => {
+    logger.info({ endpointId, workerId, reason }, 'queue worker to be replaced');
+    void recycle(store, clock, { endpointId, workerId, reason })
+      .then(() => parts.poke?.())
+      .catch((error: unknown) =>
+        logger.warn(
+          { workerId, err: error instanceof Error ? error.message : String(error) },
+          'worker not recycled',
+        ),
+      );
+  });
+  const delivery = new HttpDelivery({
+    jobs: store.jobs,
+    events,
+    wakeups,
+    clock,
+    timers,
+    logger,
+    deliveryWorkerId: `gateway:${parts.replicaId}`,
+    findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
+    gateway: () => {
+      const url = parts.gatewayUrl();
+      return url === undefined ? undefined : { url, key: deliveryKey };
+    },
+    scanMs: SWEEP_INTERVAL_MS,
+    keepAliveMs: Math.max(1_000, (settings.lostAfterSeconds * 1000) / 3),
+    maxAttempts: settings.maxAttempts,
+  });
+  const sweeper = new JobSweeper({
+    jobs: store.jobs,
+    clock,
+    timers,
+    wakeups,
+    events,
+    logger,
+    intervalMs: SWEEP_INTERVAL_MS,
+    lostAfterMs: settings.lostAfterSeconds * 1000,
+    stopGraceMs: settings.stopGraceSeconds * 1000,
+    maxAttempts: settings.maxAttempts,
+  });
+  return {
+    service,
+    workers,
+    events,
+    tokens,
+    signals,
+    contacts,
+    deliveryKey,
+    clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
+    workerHandler: workerRoutes({
+      workers,
+      tokens,
+      findEndpoint: cachedEndpoints(async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint, {
+        clock,
+        ttlMs: ENDPOINT_CACHE_MS,
+      }),
+      logger,
+      takeHoldMs: settings.takeHoldSeconds * 1000,
+      stopHoldMs: STOP_HOLD_MS,
+    }),
+    workerEnded: (workerId, reason) => {
+      void workers
+        .workerEnded(workerId, reason)
+        .catch((error: unknown) =>
+          logger.warn(
+            { workerId, err: error instanceof Error ? error.message : String(error) },
+            'jobs of an ended worker not returned',
+          ),
+        );
+    },
+    protocolEnv: (endpointId, workerId) =>
+      workerProtocolEnv({
+        base: parts.workersUrl,
+        endpointId,
+        workerId,
+        token: tokens.issue(endpointId, workerId),
+      }),
+    start: () => {
+      sweeper.start();
+      signals.start();
+      delivery.start();
+    },
+    close: async () => {
+      await delivery.close();
+      await sweeper.close();
+      await signals.close();
+    },
+  };
+}
+
+/** What the traffic side takes of the jobs side: routes, signals, a queue worker's env and health. */
+export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
+  return {
+    routes: [jobs.clientRoute],
+    deliveryKey: jobs.deliveryKey,
+    signals: (signals) => withJobs(signals, jobs.signals),
+    protocolEnv: jobs.protocolEnv,
+    workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),
+    queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
+      const verdict = await jobs.contacts.verdict(workerId);
+      if (verdict.healthy) return { kind: 'answered', status: 200 };
+      return verdict.reason === 'never-polled'
+        ? { kind: 'error', code: 'NO_POLL', message: 'the worker has not polled for a job yet' }
+        : {
+            kind: 'error',
+            code: 'NO_PING',
+            message: `no poll or ping from the worker for ${Math.round((verdict.silentMs ?? 0) / 1000)} s`,
+          };
+    },
+  };
+}
+
+async function recycle(
+  store: Store,
+  clock: Clock,
+  worker: { endpointId: string; workerId: string; reason: string },
+): Promise<void> {
+  const endpoint = (await store.endpoints.getMany([worker.endpointId]))[0]?.endpoint;
+  if (!endpoint) return;
+  await store.workers.requestDrain(endpoint.ownerId, worker.workerId, true, {
+    at: clock(),
+    ownerId: endpoint.ownerId,
+    actor: 'corral-jobs',
+    action: 'worker.recycle',
+    targetId: worker.workerId,
+    detail: { reason: worker.reason },
+  });
+}

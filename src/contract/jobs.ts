@@ -1,0 +1,170 @@
+/**
+ * The jobs API's wire (RunPod's shapes, issue 22): a `run` body (`input`, `webhook`, `policy`) parsed into the
+ * domain's job, a job written as RunPod's status body, and a worker's result body read whatever its content type.
+ * JSON stays text where it passes through (input, output): it is parsed once, to check it, and never rebuilt.
+ */
+import { DEFAULT_JOB_POLICY, JOB_LIMITS, type Job, type JobPolicy, jobTimes } from '../domain/job.js';
+
+/** The job statuses, as clients name them (the client and the CLI read them here). */
+export { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../domain/job.js';
+
+/** A `run`/`runsync` request, parsed. */
+export interface RunRequest {
+  /** The `input` as JSON text. */
+  input: string;
+  webhook: string | null;
+  policy: JobPolicy;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+const fail = (problem: string): { ok: false; problem: string } => ({ ok: false, problem });
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Parses a `run` body: `{"input": ..., "webhook"?: "https://...", "policy"?: {...}}`. */
+export function parseRunBody(text: string): Parsed<RunRequest> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return fail('the body is not JSON: send {"input": {...}}');
+  }
+  if (!isRecord(body)) return fail('the body must be a JSON object: {"input": {...}}');
+  if (!Object.hasOwn(body, 'input') || body.input === undefined || body.input === null)
+    return fail('input is required: send {"input": {...}}');
+  const webhook = body.webhook;
+  if (webhook !== undefined && webhook !== null && typeof webhook !== 'string')
+    return fail('webhook must be a URL string');
+  if (typeof webhook === 'string' && webhook !== '' && !/^https?:\/\/[^\s]+$/i.test(webhook))
+    return fail('webhook must be an http(s) URL');
+  const policy = parsePolicy(body.policy);
+  if (!policy.ok) return policy;
+  return {
+    ok: true,
+    value: {
+      input: JSON.stringify(body.input),
+      webhook: typeof webhook === 'string' && webhook !== '' ? webhook : null,
+      policy: policy.value,
+    },
+  };
+}
+
+function parsePolicy(raw: unknown): Parsed<JobPolicy> {
+  if (raw === undefined || raw === null) return { ok: true, value: DEFAULT_JOB_POLICY };
+  if (!isRecord(raw)) return fail('policy must be an object');
+  const ms = (key: string, min: number, max: number, fallback: number): Parsed<number> => {
+    const value = raw[key];
+    if (value === undefined || value === null) return { ok: true, value: fallback };
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+      return fail(`policy.${key} must be an integer number of milliseconds from ${min} to ${max}`);
+    return { ok: true, value };
+  };
+  const execution = ms(
+    'executionTimeout',
+    JOB_LIMITS.minExecutionTimeoutMs,
+    JOB_LIMITS.maxExecutionTimeoutMs,
+    DEFAULT_JOB_POLICY.executionTimeoutMs,
+  );
+  if (!execution.ok) return execution;
+  const ttl = ms('ttl', JOB_LIMITS.minTtlMs, JOB_LIMITS.maxTtlMs, DEFAULT_JOB_POLICY.ttlMs);
+  if (!ttl.ok) return ttl;
+  const low = raw.lowPriority;
+  if (low !== undefined && low !== null && typeof low !== 'boolean')
+    return fail('policy.lowPriority must be true or false');
+  return {
+    ok: true,
+    value: { executionTimeoutMs: execution.value, ttlMs: ttl.value, lowPriority: low === true },
+  };
+}
+
+/** A `wait` query value in ms, within `[0, max]`; undefined: none given. */
+export function parseWait(raw: string | null, max: number): Parsed<number | undefined> {
+  if (raw === null || raw === '') return { ok: true, value: undefined };
+  if (!/^\d{1,9}$/.test(raw)) return fail(`wait must be a whole number of milliseconds (at most ${max})`);
+  return { ok: true, value: Math.min(Number(raw), max) };
+}
+
+/**
+ * RunPod's status body: `{id, status, delayTime, executionTime, workerId?, output?, error?}`, written as text so
+ * that the stored output goes out as stored.
+ */
+export function jobStatusBody(job: Job, now: number): string {
+  const { delayTime, executionTime } = jobTimes(job, now);
+  let text = `{"id":${JSON.stringify(job.id)},"status":"${job.status}","delayTime":${delayTime},"executionTime":${executionTime}`;
+  if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
+  if (job.output !== null) text += `,"output":${job.output}`;
+  if (job.error !== null) text += `,"error":${JSON.stringify(job.error)}`;
+  return `${text}}`;
+}
+
+/** A job as the list shows it: the status body's fields and when it was submitted (ISO 8601), without input or output. */
+export function jobSummary(job: Job, now: number): Record<string, unknown> {
+  const { delayTime, executionTime } = jobTimes(job, now);
+  return {
+    id: job.id,
+    status: job.status,
+    // ISO 8601, as every listing of the API writes a time.
+    createdAt: new Date(job.createdAt).toISOString(),
+    delayTime,
+    executionTime,
+    workerId: job.workerId,
+    attempts: job.attempts,
+    ...(job.error === null ? {} : { error: job.error }),
+  };
+}
+
+/** What a worker posted to its result URL. */
+export type WorkerResult =
+  | { kind: 'progress'; output: string | null }
+  | {
+      kind: 'final';
+      status: 'COMPLETED' | 'FAILED';
+      output: string | null;
+      error: string | null;
+      /** The worker asked to be replaced (`stopPod`, the SDK's refresh_worker). */
+      stopPod: boolean;
+    };
+
+/**
+ * A worker's result body, parsed as JSON whatever its content type (the SDK labels it form-urlencoded): `{"output":
+ * ...}`, `{"error": ...}`, `{"status": "IN_PROGRESS", ...}` (a progress update), with `stopPod` perhaps.
+ */
+export function parseWorkerResult(text: string): Parsed<WorkerResult> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return fail('the result is not JSON');
+  }
+  if (!isRecord(body)) return fail('the result must be a JSON object');
+  const output = body.output === undefined ? null : JSON.stringify(body.output);
+  if (body.status === 'IN_PROGRESS') return { ok: true, value: { kind: 'progress', output } };
+  const error = body.error;
+  const failed = error !== undefined && error !== null && error !== '';
+  return {
+    ok: true,
+    value: {
+      kind: 'final',
+      status: failed ? 'FAILED' : 'COMPLETED',
+      output,
+      error: failed ? (typeof error === 'string' ? error : JSON.stringify(error)) : null,
+      stopPod: body.stopPod === true,
+    },
+  };
+}
+
+/** One streamed chunk as the stream route answers it: RunPod's `{"output": ...}` items. */
+export function streamBody(job: Job, chunks: readonly string[]): string {
+  const items = chunks.map((chunk) => {
+    try {
+      const parsed: unknown = JSON.parse(chunk);
+      return isRecord(parsed) && Object.hasOwn(parsed, 'output') ? chunk : `{"output":${chunk}}`;
+    } catch {
+      return `{"output":${JSON.stringify(chunk)}}`;
+    }
+  });
+  return `{"status":"${job.status}","stream":[${items.join(',')}]}`;
+}

@@ -1,0 +1,74 @@
+/**
+ * The jobs API's error catalogue (issue 22): each stable UPPER_SNAKE code has one HTTP status and one description,
+ * and `JobError`, the error the jobs routes answer with, in the format `{code, reason, message, metadata}` plus
+ * `error` (the message, where RunPod's clients read it). docs/jobs-internals.md documents every code (a test checks
+ * it). Never rename a code: clients match on it.
+ */
+import { CorralError, type ErrorBody } from './corral-error.js';
+import { SHARED_ERROR_STATUS } from './shared-codes.js';
+
+export const JOBS_ERROR_CATALOGUE = {
+  INVALID_JOB_REQUEST: {
+    status: 400,
+    description:
+      'The request is not one the jobs API takes: malformed JSON, no `input`, a policy out of range, a bad `wait`.',
+  },
+  UNAUTHENTICATED: {
+    status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
+    description:
+      "No key, or not one of the endpoint's owner's API keys (or an admin's) nor an invoke key made for the endpoint.",
+  },
+  ENDPOINT_NOT_FOUND: {
+    status: SHARED_ERROR_STATUS.ENDPOINT_NOT_FOUND,
+    description: 'No endpoint with that id or appName belongs to the caller.',
+  },
+  JOB_NOT_FOUND: {
+    status: 404,
+    description: 'No job with that id belongs to the endpoint (it never existed, or its retention ended).',
+  },
+  JOB_NOT_RETRYABLE: {
+    status: 409,
+    description: 'Only a FAILED or TIMED_OUT job can be retried.',
+  },
+  BODY_TOO_LARGE: {
+    status: SHARED_ERROR_STATUS.BODY_TOO_LARGE,
+    description:
+      'The body is over the limit of its route: 10 MB for run, 20 MB for runsync, 1 MB a stream chunk.',
+  },
+  WORKER_UNAUTHENTICATED: {
+    status: 401,
+    description:
+      "A worker route without the worker's own token (RUNPOD_AI_API_KEY) for its endpoint and worker id.",
+  },
+  RESULT_REFUSED: {
+    status: 409,
+    description: 'A result, progress update or stream chunk for a job the worker does not hold (any more).',
+  },
+  WORKER_SLOW_DOWN: {
+    status: 429,
+    description: 'The worker polls faster than Corral serves it; it retries after a pause.',
+  },
+  JOBS_UNAVAILABLE: {
+    status: 503,
+    description: 'The store did not answer; retry shortly. Nothing was accepted.',
+  },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type JobErrorCode = keyof typeof JOBS_ERROR_CATALOGUE;
+
+export class JobError extends CorralError<JobErrorCode> {
+  override name = 'JobError';
+
+  constructor(
+    code: JobErrorCode,
+    message: string = JOBS_ERROR_CATALOGUE[code].description,
+    metadata?: Record<string, unknown>,
+  ) {
+    super(code, JOBS_ERROR_CATALOGUE[code], message, metadata === undefined ? {} : { metadata });
+  }
+
+  /** The house body, with `error` (the message) for RunPod's clients. */
+  override toBody(): ErrorBody & { error: string } {
+    return { ...super.toBody(), error: this.message };
+  }
+}

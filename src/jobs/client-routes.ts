@@ -1,0 +1,177 @@
+/**
+ * The jobs API's client routes on the gateway address, a `GatewayRoute` (gateway/router.ts) that claims
+ * `/v2/...` on any Host that is not an endpoint's own (`{appName}.{domain}` keeps its whole path space):
+ * run, runsync, status, status-sync, stream, cancel, retry, purge-queue, health, and the extension `jobs` (recent
+ * jobs and counts). The key is checked before a body is read, so a refused call creates nothing.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jobStatusBody, jobSummary, parseRunBody, parseWait, streamBody } from '../contract/jobs.js';
+import { isJobStatus, JOB_LIMITS } from '../domain/job.js';
+import { JobError } from '../errors/jobs-catalogue.js';
+import type { Clock } from '../ports/clock.js';
+import { abortOnClose, type JobsLogger, readBody, writeError, writeJson } from './http-io.js';
+import type { JobService } from './job-service.js';
+
+/** The waits of the long polls (ms): the default when a request names none, and the most it may name. */
+export interface ClientWaits {
+  runsyncDefaultMs: number;
+  statusSyncDefaultMs: number;
+  streamDefaultMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_CLIENT_WAITS: ClientWaits = {
+  runsyncDefaultMs: 90_000,
+  statusSyncDefaultMs: 90_000,
+  streamDefaultMs: 10_000,
+  maxMs: 300_000,
+};
+
+const LIST_LIMIT = { default: 50, max: 1_000 };
+
+export interface JobClientRoutesOptions {
+  service: JobService;
+  clock: Clock;
+  /** The gateway's domain: `{appName}.{domain}` Hosts are endpoints' own and never claimed. */
+  domain: string;
+  logger: JobsLogger;
+  waits?: ClientWaits;
+}
+
+export class JobClientRoutes {
+  readonly #o: JobClientRoutesOptions;
+  readonly #waits: ClientWaits;
+  readonly #endpointHostSuffix: string;
+
+  constructor(options: JobClientRoutesOptions) {
+    this.#o = options;
+    this.#waits = options.waits ?? DEFAULT_CLIENT_WAITS;
+    this.#endpointHostSuffix = `.${options.domain.toLowerCase()}`;
+  }
+
+  readonly claims = (req: IncomingMessage): boolean => {
+    if (!req.url?.startsWith('/v2/')) return false;
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    return !host.endsWith(this.#endpointHostSuffix);
+  };
+
+  readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    this.#serve(req, res).catch((error: unknown) => writeError(res, error, this.#o.logger));
+  };
+
+  async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://jobs');
+    const [, , ref, verb = '', jobId, extra] = url.pathname.split('/').map((part) => safeDecode(part));
+    const method = req.method ?? 'GET';
+    if (ref === undefined || ref === '' || extra !== undefined)
+      throw new JobError('INVALID_JOB_REQUEST', 'the path must be /v2/{endpoint}/{route}[/{job id}]');
+    const route = ROUTES[verb];
+    const needsJob = route?.job === true;
+    if (!route || needsJob !== (jobId !== undefined && jobId !== '') || !route.methods.includes(method))
+      throw new JobError(
+        'INVALID_JOB_REQUEST',
+        `no route ${method} /v2/{endpoint}/${verb}${jobId === undefined ? '' : '/{job}'}: see docs/jobs.md`,
+      );
+    const endpoint = await this.#o.service.authorize(ref, header(req, 'authorization'));
+    const service = this.#o.service;
+    const now = () => this.#o.clock();
+    const wait = (fallback: number) => {
+      const parsed = parseWait(url.searchParams.get('wait'), this.#waits.maxMs);
+      if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+      return parsed.value ?? fallback;
+    };
+    const id = jobId ?? '';
+    switch (verb) {
+      case 'run':
+      case 'runsync': {
+        const sync = verb === 'runsync';
+        const waitMs = sync ? wait(this.#waits.runsyncDefaultMs) : 0;
+        const limit = sync ? JOB_LIMITS.runsyncBodyBytes : JOB_LIMITS.runBodyBytes;
+        const parsed = parseRunBody(await readBody(req, limit, `a ${verb} body`));
+        if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+        const job = await service.submit(endpoint, parsed.value, sync);
+        if (!sync) {
+          writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
+          return;
+        }
+        const done = await service.awaitFinished(endpoint, job.id, waitMs, abortOnClose(res));
+        writeJson(res, 200, jobStatusBody(done, now()));
+        return;
+      }
+      case 'status':
+        writeJson(res, 200, jobStatusBody(await service.status(endpoint, id), now()));
+        return;
+      case 'status-sync': {
+        const waitMs = wait(this.#waits.statusSyncDefaultMs);
+        const job = await service.awaitFinished(endpoint, id, waitMs, abortOnClose(res));
+        writeJson(res, 200, jobStatusBody(job, now()));
+        return;
+      }
+      case 'stream': {
+        const waitMs = wait(this.#waits.streamDefaultMs);
+        const { job, chunks } = await service.stream(endpoint, id, waitMs, abortOnClose(res));
+        writeJson(res, 200, streamBody(job, chunks));
+        return;
+      }
+      case 'cancel':
+        writeJson(res, 200, jobStatusBody(await service.cancel(endpoint, id), now()));
+        return;
+      case 'retry': {
+        const job = await service.retry(endpoint, id);
+        writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
+        return;
+      }
+      case 'purge-queue': {
+        const removed = await service.purgeQueue(endpoint);
+        writeJson(res, 200, JSON.stringify({ removed, status: 'completed' }));
+        return;
+      }
+      case 'health':
+        writeJson(res, 200, JSON.stringify(await service.health(endpoint)));
+        return;
+      default: {
+        const status = url.searchParams.get('status') ?? '';
+        const filter = status === '' ? undefined : isJobStatus(status) ? status : null;
+        if (filter === null)
+          throw new JobError('INVALID_JOB_REQUEST', `status must be one of the job statuses, got ${status}`);
+        const limitText = url.searchParams.get('limit') ?? '';
+        const limit = limitText === '' ? LIST_LIMIT.default : Number(limitText);
+        if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max)
+          throw new JobError('INVALID_JOB_REQUEST', `limit must be an integer from 1 to ${LIST_LIMIT.max}`);
+        const { counts, jobs } = await service.list(endpoint, {
+          limit,
+          ...(filter === undefined ? {} : { status: filter }),
+        });
+        const at = now();
+        writeJson(res, 200, JSON.stringify({ counts, jobs: jobs.map((j) => jobSummary(j, at)) }));
+      }
+    }
+  }
+}
+
+/** Each route: the methods it takes and whether it names a job. */
+const ROUTES: Record<string, { methods: readonly string[]; job: boolean }> = {
+  run: { methods: ['POST'], job: false },
+  runsync: { methods: ['POST'], job: false },
+  status: { methods: ['GET', 'POST'], job: true },
+  'status-sync': { methods: ['GET', 'POST'], job: true },
+  stream: { methods: ['GET', 'POST'], job: true },
+  cancel: { methods: ['POST'], job: true },
+  retry: { methods: ['POST'], job: true },
+  'purge-queue': { methods: ['POST'], job: false },
+  health: { methods: ['GET'], job: false },
+  jobs: { methods: ['GET'], job: false },
+};
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function safeDecode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}

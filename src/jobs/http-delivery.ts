@@ -1,0 +1,186 @@
+/**
+ * Jobs on `http` endpoints (issue 22, beyond RunPod): each job is delivered as `POST {jobsPath}` with its input as
+ * the JSON body, through this replica's own gateway (the endpoint's path form `/e/{appName}{jobsPath}`), so it
+ * takes the same queue, worker slots and autoscaler as any request to the endpoint's URL. A 2xx answer with a JSON
+ * body is the output; anything else FAILS the job with the status and the body. Jobs are taken from the store by
+ * this replica as the pseudo worker `gateway:{replicaId}` (a take of the queue, so exactly one replica delivers
+ * each), kept alive while the request runs, and go back to the queue if this replica dies (`lostAfter`).
+ */
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Job } from '../domain/job.js';
+import type { Clock, Timers } from '../ports/clock.js';
+import type { JobRepository } from '../store/jobs.js';
+import type { JobsLogger } from './http-io.js';
+import { type JobEvents, wakeKey } from './job-events.js';
+import type { Wakeups } from './wakeups.js';
+
+/** How much of a failed answer's body the job's error keeps. */
+const ERROR_BODY_CHARS = 4_096;
+/** Jobs delivered at once per endpoint by one replica (the gateway's queue bounds what reaches workers). */
+const IN_FLIGHT_PER_ENDPOINT = 256;
+
+export interface HttpDeliveryOptions {
+  jobs: JobRepository;
+  events: JobEvents;
+  wakeups: Wakeups;
+  clock: Clock;
+  timers: Timers;
+  logger: JobsLogger;
+  /** This replica's pseudo worker id for the jobs it delivers. */
+  deliveryWorkerId: string;
+  /** The live endpoint with this id. */
+  findEndpoint: (endpointId: string) => Promise<Endpoint | undefined>;
+  /** The gateway's base URL on this host and the key it accepts for these deliveries; undefined until it listens. */
+  gateway: () => { url: string; key: string } | undefined;
+  /** How often queued jobs of http endpoints are looked for (jobs queued on another replica, or before a restart). */
+  scanMs: number;
+  /** How often jobs under delivery are marked alive (under `lostAfter`). */
+  keepAliveMs: number;
+  maxAttempts: number;
+}
+
+export class HttpDelivery {
+  readonly #o: HttpDeliveryOptions;
+  /** Jobs being delivered now: id -> endpoint id. */
+  readonly #inFlight = new Map<string, string>();
+  /** Endpoints whose queue is being drained now (one drain per endpoint at a time). */
+  readonly #draining = new Set<string>();
+  #timer: unknown;
+  #keepAlive: unknown;
+  #closed = false;
+  readonly #unsubscribe: () => void;
+
+  constructor(options: HttpDeliveryOptions) {
+    this.#o = options;
+    this.#unsubscribe = options.events.on('queued', ({ endpointId }) => void this.drain(endpointId));
+  }
+
+  start(): void {
+    this.#scanLater();
+    this.#keepAliveLater();
+  }
+
+  /** Delivers the endpoint's queued jobs if it is an `http` endpoint (a queue endpoint's workers take their own). */
+  async drain(endpointId: string): Promise<void> {
+    if (this.#closed || this.#draining.has(endpointId)) return;
+    this.#draining.add(endpointId);
+    try {
+      const endpoint = await this.#o.findEndpoint(endpointId);
+      const gateway = this.#o.gateway();
+      if (endpoint?.spec.type !== 'http' || !gateway) return;
+      for (;;) {
+        const room = IN_FLIGHT_PER_ENDPOINT - this.#countOf(endpointId);
+        if (room <= 0 || this.#closed) return;
+        const taken = await this.#o.jobs.take({
+          endpointId,
+          workerId: this.#o.deliveryWorkerId,
+          max: room,
+          cap: Number.MAX_SAFE_INTEGER,
+          now: this.#o.clock(),
+        });
+        if (taken.length === 0) return;
+        for (const job of taken) void this.#deliver(endpoint, job, gateway);
+      }
+    } catch (error) {
+      this.#o.logger.warn({ endpointId, err: describe(error) }, 'http jobs not delivered');
+    } finally {
+      this.#draining.delete(endpointId);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    this.#o.timers.clearTimeout(this.#timer);
+    this.#o.timers.clearTimeout(this.#keepAlive);
+  }
+
+  async #deliver(endpoint: Endpoint, job: Job, gateway: { url: string; key: string }): Promise<void> {
+    this.#inFlight.set(job.id, endpoint.id);
+    let result: { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null };
+    try {
+      const response = await fetch(`${gateway.url}/e/${endpoint.spec.appName}${endpoint.spec.jobsPath}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-corral-job-id': job.id,
+          // A public endpoint needs no key, and its worker would see this one: none is sent.
+          ...(endpoint.spec.public ? {} : { authorization: `Bearer ${gateway.key}` }),
+        },
+        body: job.input,
+        signal: AbortSignal.timeout(job.policy.executionTimeoutMs),
+      });
+      const body = await response.text();
+      result = answerToResult(response.status, body);
+    } catch (error) {
+      result = { status: 'FAILED', output: null, error: `the request failed: ${describe(error)}` };
+    } finally {
+      this.#inFlight.delete(job.id);
+    }
+    try {
+      const { outcome, job: done } = await this.#o.jobs.complete({
+        jobId: job.id,
+        workerId: this.#o.deliveryWorkerId,
+        ...result,
+        now: this.#o.clock(),
+      });
+      if (outcome === 'applied' && done) {
+        this.#o.wakeups.wake(wakeKey.job(job.id));
+        this.#o.events.emit('finished', { job: done });
+      }
+    } catch (error) {
+      this.#o.logger.warn({ jobId: job.id, err: describe(error) }, 'http job result not stored');
+    }
+    void this.drain(endpoint.id);
+  }
+
+  #countOf(endpointId: string): number {
+    let n = 0;
+    for (const id of this.#inFlight.values()) if (id === endpointId) n += 1;
+    return n;
+  }
+
+  #scanLater(): void {
+    if (this.#closed) return;
+    this.#timer = this.#o.timers.setTimeout(() => {
+      void this.#o.jobs
+        .queuedEndpoints()
+        .then((ids) => Promise.all(ids.map((id) => this.drain(id))))
+        .catch((error: unknown) => this.#o.logger.warn({ err: describe(error) }, 'http jobs scan failed'))
+        .finally(() => this.#scanLater());
+    }, this.#o.scanMs);
+  }
+
+  #keepAliveLater(): void {
+    if (this.#closed) return;
+    this.#keepAlive = this.#o.timers.setTimeout(() => {
+      void this.#o.jobs
+        .heartbeat(this.#o.deliveryWorkerId, [...this.#inFlight.keys()], this.#o.clock())
+        .catch((error: unknown) =>
+          this.#o.logger.warn({ err: describe(error) }, 'http jobs keep-alive failed'),
+        )
+        .finally(() => this.#keepAliveLater());
+    }, this.#o.keepAliveMs);
+  }
+}
+
+/** The job's end from the endpoint's answer: a 2xx JSON body is the output; anything else FAILS with both. */
+export function answerToResult(
+  status: number,
+  body: string,
+): { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null } {
+  if (status >= 200 && status < 300) {
+    try {
+      JSON.parse(body);
+      return { status: 'COMPLETED', output: body, error: null };
+    } catch {
+      const shown = body.slice(0, ERROR_BODY_CHARS);
+      return { status: 'FAILED', output: null, error: `HTTP ${status}: the answer is not JSON: ${shown}` };
+    }
+  }
+  return { status: 'FAILED', output: null, error: `HTTP ${status}: ${body.slice(0, ERROR_BODY_CHARS)}` };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,81 @@
+/**
+ * The jobs routes' HTTP plumbing: a body read up to its route's limit (413 naming the limit, from the declared
+ * length at once or while counting), JSON answers written as text, errors in the jobs catalogue's body, and an
+ * abort signal for a long poll whose client went away.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { JobError } from '../errors/jobs-catalogue.js';
+
+export interface JobsLogger {
+  warn(data: object, message: string): void;
+  error(data: object, message: string): void;
+}
+
+/** The body as text, at most `limitBytes` (else a BODY_TOO_LARGE error naming `what` and the limit). */
+export function readBody(req: IncomingMessage, limitBytes: number, what: string): Promise<string> {
+  const tooLarge = () =>
+    new JobError('BODY_TOO_LARGE', `${what} is larger than ${limitBytes} bytes, the limit`, { limitBytes });
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limitBytes) {
+    req.resume();
+    return Promise.reject(tooLarge());
+  }
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limitBytes) {
+        failed = true;
+        reject(tooLarge());
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => {
+      if (!failed) resolve(Buffer.concat(parts).toString('utf8'));
+    });
+    req.on('error', (error) => {
+      if (!failed) reject(error);
+      failed = true;
+    });
+  });
+}
+
+/** Writes `text` (JSON) with `status`. */
+export function writeJson(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+export function writeEmpty(res: ServerResponse, status: number): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { 'content-length': 0 });
+  res.end();
+}
+
+/** A JobError as its body; anything else is the store's failure (503), logged without the request's data. */
+export function writeError(res: ServerResponse, error: unknown, logger: JobsLogger): void {
+  const known =
+    error instanceof JobError
+      ? error
+      : new JobError('JOBS_UNAVAILABLE', 'the jobs store did not answer; retry shortly');
+  if (!(error instanceof JobError))
+    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'jobs request failed');
+  writeJson(res, known.status, JSON.stringify(known.toBody()));
+}
+
+/** Aborts when the client closes before its answer was written (a long poll then stops waiting). */
+export function abortOnClose(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

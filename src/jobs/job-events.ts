@@ -1,0 +1,45 @@
+/**
+ * What the jobs side tells the rest of `corral serve` (wired in app/): a job queued (the autoscaler wakes an
+ * endpoint), a job finished (webhooks), a worker seen polling (it is ready) and a worker to replace (`stopPod`, a
+ * stop it ignored). Listeners are called synchronously and must not throw.
+ */
+import type { Job } from '../domain/job.js';
+
+export interface JobEventMap {
+  /** A job was queued (or queued again): `lowPriority` jobs add no worker. */
+  queued: { endpointId: string; lowPriority: boolean };
+  /** A job reached a terminal status (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
+  finished: { job: Job };
+  /** A worker asked for a job, or pinged. */
+  contact: { endpointId: string; workerId: string };
+  /** A worker must be replaced: it asked (`stopPod`) or kept a job it was told to stop. */
+  recycle: { endpointId: string; workerId: string; reason: string };
+}
+
+type Listener<K extends keyof JobEventMap> = (event: JobEventMap[K]) => void;
+
+export class JobEvents {
+  readonly #listeners: { [K in keyof JobEventMap]: Set<Listener<K>> } = {
+    queued: new Set(),
+    finished: new Set(),
+    contact: new Set(),
+    recycle: new Set(),
+  };
+
+  on<K extends keyof JobEventMap>(kind: K, listener: Listener<K>): () => void {
+    const set = this.#listeners[kind] as Set<Listener<K>>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  emit<K extends keyof JobEventMap>(kind: K, event: JobEventMap[K]): void {
+    for (const listener of this.#listeners[kind] as Set<Listener<K>>) listener(event);
+  }
+}
+
+/** The wake-up keys of the long polls. */
+export const wakeKey = {
+  job: (jobId: string) => `job:${jobId}`,
+  queue: (endpointId: string) => `queue:${endpointId}`,
+  stops: (workerId: string) => `stops:${workerId}`,
+};

@@ -1,0 +1,213 @@
+/**
+ * The jobs API's client side (RunPod's queue API, issue 22): who may use an endpoint's jobs, and run, runsync,
+ * status (with a wait), stream, cancel, retry, purge, health and the list. Long polls wait on this process's
+ * wake-ups and re-check the store on a short interval (another replica may have changed a job); every wait is
+ * bounded. HTTP is client-routes.ts's; this file sees parsed requests and answers jobs.
+ */
+import { randomUUID } from 'node:crypto';
+import type { RunRequest } from '../contract/jobs.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import {
+  isTerminal,
+  type Job,
+  type JobRetention,
+  type JobStatus,
+  RETRYABLE_STATUSES,
+} from '../domain/job.js';
+import { JobError } from '../errors/jobs-catalogue.js';
+import type { Clock } from '../ports/clock.js';
+import type { JobWebhooks } from '../ports/job-webhooks.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { JobRepository } from '../store/jobs.js';
+import { type JobEvents, wakeKey } from './job-events.js';
+import type { Wakeups } from './wakeups.js';
+import { isWorkerToken } from './worker-tokens.js';
+
+export interface JobServiceOptions {
+  jobs: JobRepository;
+  clock: Clock;
+  wakeups: Wakeups;
+  events: JobEvents;
+  /** The live endpoint whose id or appName is `ref`. */
+  findEndpoint: (ref: string) => Promise<Endpoint | undefined>;
+  /** What a client key allows (the gateway's check: owner, admin, or an invoke key of one endpoint). */
+  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  retention: JobRetention;
+  /** The endpoint's workers, idle and running, for `health`; none: zeros. */
+  workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** Whether a job's webhook target is allowed (refused at `run`, naming why); none: every target is. */
+  webhooks?: Pick<JobWebhooks, 'checkTarget'>;
+  newId?: () => string;
+}
+
+/** RunPod's `health` body. */
+export interface JobHealth {
+  jobs: { completed: number; failed: number; inProgress: number; inQueue: number; retried: number };
+  workers: { idle: number; running: number };
+}
+
+export class JobService {
+  readonly #o: JobServiceOptions;
+  readonly #newId: () => string;
+
+  constructor(options: JobServiceOptions) {
+    this.#o = options;
+    this.#newId = options.newId ?? randomUUID;
+  }
+
+  /**
+   * The endpoint `ref` names, if `presented` (an Authorization value: `Bearer k` or the raw key) may use its jobs:
+   * 401 without a key or with one that is not a client key, 404 for an endpoint that is not the key's to call.
+   */
+  async authorize(ref: string, presented: string | undefined): Promise<Endpoint> {
+    const key = presented?.replace(/^Bearer\s+/i, '').trim() ?? '';
+    if (key === '')
+      throw new JobError(
+        'UNAUTHENTICATED',
+        'send "Authorization: Bearer <key>" (an API key or an invoke key)',
+      );
+    if (isWorkerToken(key))
+      throw new JobError('UNAUTHENTICATED', "a worker's token cannot call the client routes");
+    const grant = await this.#o.verifyKey(key);
+    if (!grant) throw new JobError('UNAUTHENTICATED', 'the key is unknown or revoked');
+    const endpoint = await this.#o.findEndpoint(ref);
+    const allowed =
+      endpoint !== undefined &&
+      (grant.admin ||
+        (grant.endpointId === undefined
+          ? grant.ownerId === endpoint.ownerId
+          : grant.endpointId === endpoint.id));
+    if (!endpoint || !allowed)
+      throw new JobError('ENDPOINT_NOT_FOUND', `no endpoint ${JSON.stringify(ref)} belongs to this key`);
+    return endpoint;
+  }
+
+  /** Queues a job (`run`, or `runsync` with `sync`). */
+  async submit(endpoint: Endpoint, request: RunRequest, sync: boolean): Promise<Job> {
+    if (request.webhook !== null && this.#o.webhooks) {
+      const refused = await this.#o.webhooks.checkTarget(request.webhook);
+      if (refused !== undefined)
+        throw new JobError('INVALID_JOB_REQUEST', `the webhook target is refused: ${refused}`, {
+          field: 'webhook',
+        });
+    }
+    const now = this.#o.clock();
+    const job = {
+      id: this.#newId(),
+      endpointId: endpoint.id,
+      ownerId: endpoint.ownerId,
+      input: request.input,
+      webhook: request.webhook,
+      policy: request.policy,
+      sync,
+      createdAt: now,
+    };
+    await this.#o.jobs.enqueue(job, sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs);
+    this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
+    this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: request.policy.lowPriority });
+    return {
+      ...job,
+      status: 'IN_QUEUE',
+      output: null,
+      error: null,
+      workerId: null,
+      attempts: 0,
+      startedAt: null,
+      completedAt: null,
+    };
+  }
+
+  /** The job now; 404 when it is not the endpoint's (or is gone). */
+  async status(endpoint: Endpoint, jobId: string): Promise<Job> {
+    const job = await this.#o.jobs.get(endpoint.id, jobId);
+    if (!job) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
+    return job;
+  }
+
+  /** The job once it is finished, or as it is after `waitMs`. */
+  async awaitFinished(endpoint: Endpoint, jobId: string, waitMs: number, signal?: AbortSignal): Promise<Job> {
+    const until = this.#o.clock() + waitMs;
+    for (;;) {
+      const job = await this.status(endpoint, jobId);
+      const left = until - this.#o.clock();
+      if (isTerminal(job.status) || left <= 0 || signal?.aborted) return job;
+      await this.#o.wakeups.wait(wakeKey.job(jobId), left, signal);
+    }
+  }
+
+  /** What the job streamed since the last read (consumed), waiting up to `waitMs` for some or for its end. */
+  async stream(
+    endpoint: Endpoint,
+    jobId: string,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ job: Job; chunks: string[] }> {
+    const until = this.#o.clock() + waitMs;
+    for (;;) {
+      const job = await this.status(endpoint, jobId);
+      const chunks = await this.#o.jobs.takeChunks(jobId);
+      const left = until - this.#o.clock();
+      if (chunks.length > 0 || isTerminal(job.status) || left <= 0 || signal?.aborted) {
+        // A chunk that arrived with the end: the job as it is after it.
+        return { job: chunks.length > 0 ? await this.status(endpoint, jobId) : job, chunks };
+      }
+      await this.#o.wakeups.wait(wakeKey.job(jobId), left, signal);
+    }
+  }
+
+  async cancel(endpoint: Endpoint, jobId: string): Promise<Job> {
+    const before = await this.status(endpoint, jobId);
+    const job = await this.#o.jobs.cancel(endpoint.id, jobId, this.#o.clock());
+    if (!job) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
+    if (!isTerminal(before.status) && job.status === 'CANCELLED') {
+      this.#o.wakeups.wake(wakeKey.job(jobId));
+      if (job.workerId !== null) this.#o.wakeups.wake(wakeKey.stops(job.workerId));
+      this.#o.events.emit('finished', { job });
+    }
+    return job;
+  }
+
+  async retry(endpoint: Endpoint, jobId: string): Promise<Job> {
+    const result = await this.#o.jobs.retry(endpoint.id, jobId, this.#o.clock());
+    if (!result) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
+    if (!result.retried)
+      throw new JobError(
+        'JOB_NOT_RETRYABLE',
+        `job ${jobId} is ${result.job.status}: only ${RETRYABLE_STATUSES.join(' and ')} jobs can be retried`,
+        { status: result.job.status },
+      );
+    this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
+    this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: result.job.policy.lowPriority });
+    return result.job;
+  }
+
+  purgeQueue(endpoint: Endpoint): Promise<number> {
+    return this.#o.jobs.purgeQueue(endpoint.id);
+  }
+
+  async health(endpoint: Endpoint): Promise<JobHealth> {
+    const counts = await this.#o.jobs.counts(endpoint.id);
+    return {
+      jobs: {
+        completed: counts.COMPLETED,
+        failed: counts.FAILED + counts.TIMED_OUT,
+        inProgress: counts.IN_PROGRESS,
+        inQueue: counts.IN_QUEUE,
+        retried: 0,
+      },
+      workers: this.#o.workerCounts?.(endpoint.id) ?? { idle: 0, running: 0 },
+    };
+  }
+
+  /** Recent jobs, newest first, and the counts by status (the CLI's and the dashboard's list). */
+  async list(
+    endpoint: Endpoint,
+    options: { status?: JobStatus; limit: number },
+  ): Promise<{ counts: Record<JobStatus, number>; jobs: Job[] }> {
+    const [counts, jobs] = await Promise.all([
+      this.#o.jobs.counts(endpoint.id),
+      this.#o.jobs.list(endpoint.id, options),
+    ]);
+    return { counts, jobs };
+  }
+}

@@ -1,0 +1,96 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { DEFAULT_JOB_POLICY } from '../domain/job.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
+import { connectSqlite } from '../store/sqlite/connect.js';
+import { Store } from '../store/store.js';
+import { JobEvents } from './job-events.js';
+import { JobSignals, withJobs } from './job-signals.js';
+
+const silent = { warn: () => {}, error: () => {} };
+
+/** The gateway's side: one queued request on ep-r, worker w-r with 1 in flight, busy at 50. */
+const gateway: QueueSignals = {
+  queueSignal: (endpointId): EndpointQueueSignal | undefined =>
+    endpointId === 'ep-r'
+      ? {
+          queueLength: 1,
+          oldestEnqueuedAt: 40,
+          inFlight: (w) => (w === 'w-r' ? 1 : 0),
+          lastBusyAt: (w) => (w === 'w-r' ? 50 : undefined),
+        }
+      : undefined,
+  onQueued: () => () => {},
+};
+
+describe('queued jobs as the autoscaler signals', () => {
+  let store: Store;
+  let timers: ManualTimers;
+  let events: JobEvents;
+  let signals: JobSignals;
+
+  beforeEach(async () => {
+    store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    timers = new ManualTimers(100);
+    events = new JobEvents();
+    signals = new JobSignals({
+      jobs: store.jobs,
+      events,
+      clock: () => timers.now,
+      timers,
+      logger: silent,
+      refreshMs: 1_000,
+    });
+  });
+  afterEach(async () => {
+    await signals.close();
+    await store.close();
+  });
+
+  const enqueue = (id: string, endpointId: string, createdAt: number, lowPriority = false) =>
+    store.jobs.enqueue(
+      {
+        id,
+        endpointId,
+        ownerId: 'o',
+        input: '1',
+        webhook: null,
+        policy: { ...DEFAULT_JOB_POLICY, lowPriority },
+        sync: false,
+        createdAt,
+      },
+      60_000,
+    );
+
+  it('count queued jobs (not lowPriority ones) as queued requests, jobs in progress as requests in flight', async () => {
+    await enqueue('j-1', 'ep-r', 30);
+    await enqueue('j-2', 'ep-r', 60);
+    await enqueue('j-low', 'ep-low', 10, true);
+    await store.jobs.take({ endpointId: 'ep-r', workerId: 'w-j', max: 1, cap: 1, now: 90 });
+    await signals.refresh();
+    const merged = withJobs(gateway, signals);
+    const signal = merged.queueSignal('ep-r', () => true);
+    expect(signal?.queueLength).toBe(2);
+    expect(signal?.oldestEnqueuedAt).toBe(40);
+    expect([signal?.inFlight('w-r'), signal?.inFlight('w-j')]).toEqual([1, 1]);
+    expect([signal?.lastBusyAt('w-r'), signal?.lastBusyAt('w-j')]).toEqual([50, 100]);
+    // A low-priority job adds no worker: its endpoint has no signal.
+    expect(merged.queueSignal('ep-low', () => true)).toBeUndefined();
+  });
+
+  it("tell the scaler's onQueued listeners once a job is queued, after the snapshot holds it (a wake from zero)", async () => {
+    const merged = withJobs(gateway, signals);
+    const told: { endpointId: string; queued: number | undefined }[] = [];
+    merged.onQueued((endpointId) =>
+      told.push({ endpointId, queued: merged.queueSignal(endpointId, () => true)?.queueLength }),
+    );
+    await enqueue('j-1', 'ep-zero', 100);
+    events.emit('queued', { endpointId: 'ep-zero', lowPriority: false });
+    await enqueue('j-low', 'ep-zero', 100, true);
+    events.emit('queued', { endpointId: 'ep-zero', lowPriority: true });
+    await signals.refresh();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).toEqual([{ endpointId: 'ep-zero', queued: 1 }]);
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Queued jobs as the autoscaler's input (ports/queue-signals.ts): each endpoint's IN_QUEUE jobs (but lowPriority
+ * ones) count as queued requests, the oldest's submission as the oldest request's arrival, and jobs in progress
+ * on a worker as its requests in flight (so it is busy, and is not scaled down before `freeTimeout` with no job in
+ * progress). The store is read on an interval into a snapshot (the scaler reads synchronously), and at once
+ * after a job is queued, which also tells the scaler's `onQueued` listeners: a first job wakes an endpoint from
+ * zero at once. `withJobs` adds this to the gateway's own signals.
+ */
+import type { Clock, Timers } from '../ports/clock.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
+import type { JobQueueSignal, JobRepository } from '../store/jobs.js';
+import type { JobsLogger } from './http-io.js';
+import type { JobEvents } from './job-events.js';
+
+export interface JobSignalsOptions {
+  jobs: JobRepository;
+  events: JobEvents;
+  clock: Clock;
+  timers: Timers;
+  logger: JobsLogger;
+  refreshMs: number;
+}
+
+export class JobSignals {
+  readonly #o: JobSignalsOptions;
+  #snapshot = new Map<string, JobQueueSignal>();
+  /** When each worker was last seen with a job in progress. */
+  readonly #lastBusy = new Map<string, number>();
+  readonly #listeners = new Set<(endpointId: string) => void>();
+  #timer: unknown;
+  #refreshing: Promise<void> | undefined;
+  #again = false;
+  #closed = false;
+  readonly #unsubscribe: () => void;
+
+  constructor(options: JobSignalsOptions) {
+    this.#o = options;
+    this.#unsubscribe = options.events.on('queued', ({ endpointId, lowPriority }) => {
+      if (lowPriority) return;
+      // The snapshot first, so that the pass the listeners ask for sees the job.
+      void this.refresh().then(() => {
+        for (const listener of this.#listeners) listener(endpointId);
+      });
+    });
+  }
+
+  start(): void {
+    this.#schedule();
+  }
+
+  /** Reads the store into the snapshot (one read at a time; a call meanwhile reads again after it). */
+  refresh(): Promise<void> {
+    if (this.#refreshing) {
+      this.#again = true;
+      return this.#refreshing;
+    }
+    this.#refreshing = (async () => {
+      do {
+        this.#again = false;
+        try {
+          const snapshot = await this.#o.jobs.queueSignals();
+          const now = this.#o.clock();
+          for (const signal of snapshot.values())
+            for (const [workerId, n] of Object.entries(signal.inProgress))
+              if (n > 0) this.#lastBusy.set(workerId, now);
+          this.#snapshot = snapshot;
+        } catch (error) {
+          this.#o.logger.warn(
+            { err: error instanceof Error ? error.message : String(error) },
+            'job queue signals not read',
+          );
+        }
+      } while (this.#again);
+    })().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  /** The endpoint's jobs as a queue signal; undefined: none queued or in progress. */
+  signal(endpointId: string, exists: (workerId: string) => boolean): JobQueueSignal | undefined {
+    for (const workerId of this.#lastBusy.keys()) if (!exists(workerId)) this.#lastBusy.delete(workerId);
+    return this.#snapshot.get(endpointId);
+  }
+
+  lastBusyAt(workerId: string): number | undefined {
+    return this.#lastBusy.get(workerId);
+  }
+
+  onQueued(listener: (endpointId: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    this.#o.timers.clearTimeout(this.#timer);
+    await this.#refreshing;
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    this.#timer = this.#o.timers.setTimeout(() => {
+      void this.refresh().finally(() => this.#schedule());
+    }, this.#o.refreshMs);
+  }
+}
+
+/** The gateway's signals with the endpoint's jobs added. */
+export function withJobs(base: QueueSignals, jobs: JobSignals): QueueSignals {
+  return {
+    queueSignal(endpointId, exists): EndpointQueueSignal | undefined {
+      const requests = base.queueSignal(endpointId, exists);
+      const queued = jobs.signal(endpointId, exists);
+      if (!queued) return requests;
+      const oldest = [requests?.oldestEnqueuedAt ?? null, queued.oldestQueuedAt].filter(
+        (t): t is number => t !== null,
+      );
+      return {
+        queueLength: (requests?.queueLength ?? 0) + queued.queued,
+        oldestEnqueuedAt: oldest.length === 0 ? null : Math.min(...oldest),
+        inFlight: (workerId) => (requests?.inFlight(workerId) ?? 0) + (queued.inProgress[workerId] ?? 0),
+        lastBusyAt: (workerId) => {
+          const times = [requests?.lastBusyAt(workerId), jobs.lastBusyAt(workerId)].filter(
+            (t): t is number => t !== undefined,
+          );
+          return times.length === 0 ? undefined : Math.max(...times);
+        },
+      };
+    },
+    onQueued(listener) {
+      const offRequests = base.onQueued(listener);
+      const offJobs = jobs.onQueued(listener);
+      return () => {
+        offRequests();
+        offJobs();
+      };
+    },
+  };
+}

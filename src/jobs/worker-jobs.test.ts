@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { ManualTimers } from '../../test/support/manual-timers.js';
+import { DEFAULT_JOB_POLICY } from '../domain/job.js';
+import { connectSqlite } from '../store/sqlite/connect.js';
+import { Store } from '../store/store.js';
+import { JobEvents } from './job-events.js';
+import { Wakeups } from './wakeups.js';
+import { WorkerJobs } from './worker-jobs.js';
+
+describe("a worker's end", () => {
+  it('returns the jobs it held to the queue at once, and says their endpoint has jobs queued', async () => {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    const timers = new ManualTimers(1_000);
+    const events = new JobEvents();
+    const queued: string[] = [];
+    events.on('queued', ({ endpointId }) => queued.push(endpointId));
+    const workers = new WorkerJobs({
+      jobs: store.jobs,
+      clock: () => timers.now,
+      wakeups: new Wakeups({ timers, recheckMs: 500 }),
+      events,
+      maxAttempts: 3,
+    });
+    await store.jobs.enqueue(
+      {
+        id: 'j-1',
+        endpointId: 'ep-1',
+        ownerId: 'o',
+        input: '1',
+        webhook: null,
+        policy: DEFAULT_JOB_POLICY,
+        sync: false,
+        createdAt: 0,
+      },
+      60_000,
+    );
+    await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 500 });
+    await workers.workerEnded('w-1', 'worker exited with code 137');
+    expect(await store.jobs.get('ep-1', 'j-1')).toMatchObject({
+      status: 'IN_QUEUE',
+      workerId: null,
+      attempts: 1,
+    });
+    expect(queued).toEqual(['ep-1']);
+    await store.close();
+  });
+});

@@ -1,0 +1,182 @@
+/**
+ * The jobs API's worker side (the RunPod worker protocol, runpod-python v1.12.0): take (a long poll, batch take,
+ * `job_in_progress=0` returns what Corral thought the worker held), results (idempotent, progress updates, a
+ * `stopPod` recycles the worker), stream chunks, pings (listed jobs are alive, a stop for a job no longer listed is
+ * done) and the stop channel (a long poll re-sent while pings list the job). Tokens and HTTP are
+ * worker-routes.ts's; this file sees a verified worker and parsed requests.
+ */
+import type { WorkerResult } from '../contract/jobs.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Job } from '../domain/job.js';
+import { JobError } from '../errors/jobs-catalogue.js';
+import type { Clock } from '../ports/clock.js';
+import type { JobRepository } from '../store/jobs.js';
+import { type JobEvents, wakeKey } from './job-events.js';
+import type { Wakeups } from './wakeups.js';
+
+export interface WorkerJobsOptions {
+  jobs: JobRepository;
+  clock: Clock;
+  wakeups: Wakeups;
+  events: JobEvents;
+  /** How many times a job may be taken before a worker's loss FAILS it. */
+  maxAttempts: number;
+}
+
+/** Who is asking: a verified worker of a live endpoint. */
+export interface WorkerCaller {
+  endpoint: Endpoint;
+  workerId: string;
+}
+
+export class WorkerJobs {
+  readonly #o: WorkerJobsOptions;
+  /** Takes held open per worker: a second one at once is slowed down (429). */
+  readonly #polling = new Set<string>();
+
+  constructor(options: WorkerJobsOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Up to `batch` jobs for the worker (never more than the endpoint's maxConcurrent in progress on it), waiting up
+   * to `holdMs` for one. `holding: false` (the SDK's `job_in_progress=0`): the worker holds nothing, so whatever
+   * Corral thought it held goes back to the queue first. `gone()`: the worker's request closed; jobs taken for it
+   * then go back at once (a job is handed only to a worker that is polling).
+   */
+  async take(
+    caller: WorkerCaller,
+    options: { batch: number; holding: boolean | undefined; holdMs: number; signal?: AbortSignal },
+  ): Promise<Job[]> {
+    const { endpoint, workerId } = caller;
+    if (this.#polling.has(workerId))
+      throw new JobError('WORKER_SLOW_DOWN', 'this worker already has a take waiting');
+    this.#polling.add(workerId);
+    try {
+      this.#o.events.emit('contact', { endpointId: endpoint.id, workerId });
+      if (options.holding === false) await this.#returnHeld(caller, 'the worker said it holds no job');
+      const until = this.#o.clock() + options.holdMs;
+      const cap = endpoint.spec.workers.maxConcurrent;
+      // A stopped endpoint's, or one that may have no worker: its workers are on their way out and take nothing.
+      if (endpoint.desired === 'stopped' || endpoint.spec.workers.maxWorkers === 0) {
+        await this.#o.wakeups.wait(`idle:${workerId}`, options.holdMs, options.signal);
+        return [];
+      }
+      for (;;) {
+        const jobs = await this.#o.jobs.take({
+          endpointId: endpoint.id,
+          workerId,
+          max: Math.max(1, Math.min(options.batch, cap)),
+          cap,
+          now: this.#o.clock(),
+        });
+        if (options.signal?.aborted && jobs.length > 0) {
+          await this.#returnHeld(caller, 'the worker left before its take was answered', jobs);
+          return [];
+        }
+        const left = until - this.#o.clock();
+        if (jobs.length > 0 || left <= 0 || options.signal?.aborted) return jobs;
+        await this.#o.wakeups.wait(wakeKey.queue(endpoint.id), left, options.signal);
+      }
+    } finally {
+      this.#polling.delete(workerId);
+    }
+  }
+
+  /** A result (or a progress update) for a job the worker holds; a duplicate is accepted, another refused. */
+  async result(caller: WorkerCaller, jobId: string, result: WorkerResult): Promise<void> {
+    const now = this.#o.clock();
+    const { endpoint, workerId } = caller;
+    if (result.kind === 'progress') {
+      if (!(await this.#o.jobs.progress(jobId, workerId, result.output, now)))
+        throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${workerId}`);
+      this.#o.wakeups.wake(wakeKey.job(jobId));
+      return;
+    }
+    const { outcome, job } = await this.#o.jobs.complete({
+      jobId,
+      workerId,
+      status: result.status,
+      output: result.output,
+      error: result.error,
+      now,
+    });
+    if (outcome === 'refused' || !job || job.endpointId !== endpoint.id)
+      throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${workerId}`);
+    if (outcome === 'applied') {
+      this.#o.wakeups.wake(wakeKey.job(jobId));
+      this.#o.events.emit('finished', { job });
+    }
+    if (result.stopPod)
+      this.#o.events.emit('recycle', {
+        endpointId: endpoint.id,
+        workerId,
+        reason: 'the worker asked to be replaced (stopPod)',
+      });
+  }
+
+  /** A chunk the worker streamed for a job it holds. */
+  async streamChunk(caller: WorkerCaller, jobId: string, chunk: string): Promise<void> {
+    if (!(await this.#o.jobs.appendChunk(jobId, caller.workerId, chunk, this.#o.clock())))
+      throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${caller.workerId}`);
+    this.#o.wakeups.wake(wakeKey.job(jobId));
+  }
+
+  /** A ping: the jobs it lists are alive; a stop for a job it no longer lists is done. */
+  async ping(caller: WorkerCaller, listed: readonly string[]): Promise<void> {
+    this.#o.events.emit('contact', { endpointId: caller.endpoint.id, workerId: caller.workerId });
+    await this.#o.jobs.heartbeat(caller.workerId, listed, this.#o.clock());
+  }
+
+  /** The jobs the worker must stop, waiting up to `holdMs` for one. */
+  async stops(caller: WorkerCaller, holdMs: number, signal?: AbortSignal): Promise<string[]> {
+    const until = this.#o.clock() + holdMs;
+    for (;;) {
+      const ids = await this.#o.jobs.stopsFor(caller.workerId);
+      const left = until - this.#o.clock();
+      if (ids.length > 0 || left <= 0 || signal?.aborted) return ids;
+      await this.#o.wakeups.wait(wakeKey.stops(caller.workerId), left, signal);
+    }
+  }
+
+  /** The worker ended (failed, removed): the jobs it held go back to the queue now (FAILED at the attempt limit). */
+  async workerEnded(workerId: string, reason: string): Promise<void> {
+    const { requeued, failed, endpoints } = await this.#o.jobs.requeueWorker(
+      workerId,
+      `its worker ended: ${reason}`,
+      {
+        maxAttempts: this.#o.maxAttempts,
+        now: this.#o.clock(),
+      },
+    );
+    for (const id of requeued) this.#o.wakeups.wake(wakeKey.job(id));
+    for (const job of failed) {
+      this.#o.wakeups.wake(wakeKey.job(job.id));
+      this.#o.events.emit('finished', { job });
+    }
+    for (const endpointId of endpoints) {
+      this.#o.wakeups.wake(wakeKey.queue(endpointId));
+      this.#o.events.emit('queued', { endpointId, lowPriority: false });
+    }
+  }
+
+  /** The worker no longer holds its jobs (all, or `jobs` it never got): back to the queue, FAILED at the limit. */
+  async #returnHeld(caller: WorkerCaller, cause: string, jobs?: readonly Job[]): Promise<void> {
+    const options = { maxAttempts: this.#o.maxAttempts, now: this.#o.clock() };
+    const { requeued, failed } = jobs
+      ? await this.#o.jobs.requeue(
+          jobs.map((j) => j.id),
+          cause,
+          { ...options, untaken: true },
+        )
+      : await this.#o.jobs.requeueWorker(caller.workerId, cause, options);
+    for (const job of failed) {
+      this.#o.wakeups.wake(wakeKey.job(job.id));
+      this.#o.events.emit('finished', { job });
+    }
+    if (requeued.length > 0) {
+      this.#o.wakeups.wake(wakeKey.queue(caller.endpoint.id));
+      this.#o.events.emit('queued', { endpointId: caller.endpoint.id, lowPriority: false });
+    }
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The worker protocol's routes as one request handler (mounted by app/ on the worker-facing listener): take and
+ * batch take, result, stream, ping and the stop channel, at the URLs worker-protocol.ts builds. Every request
+ * carries the worker's own token (`RUNPOD_AI_API_KEY`, sent raw by the SDK) for the endpoint and worker its path
+ * names; nothing else is answered.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseWorkerResult } from '../contract/jobs.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { JOB_LIMITS, type Job } from '../domain/job.js';
+import { JobError } from '../errors/jobs-catalogue.js';
+import { abortOnClose, type JobsLogger, readBody, writeEmpty, writeError, writeJson } from './http-io.js';
+import type { WorkerCaller, WorkerJobs } from './worker-jobs.js';
+import { parseWorkerPath, type WorkerRoute } from './worker-protocol.js';
+import type { WorkerTokens } from './worker-tokens.js';
+
+export interface WorkerRoutesOptions {
+  workers: WorkerJobs;
+  tokens: WorkerTokens;
+  /** The live endpoint with this id. */
+  findEndpoint: (endpointId: string) => Promise<Endpoint | undefined>;
+  logger: JobsLogger;
+  /** How long a take is held open before 204 (under the SDK's 90 s timeout). */
+  takeHoldMs: number;
+  /** How long a stop poll is held open before 204. */
+  stopHoldMs: number;
+}
+
+/**
+ * The worker protocol's request handler: true when the request is a worker route (answered here), false for any
+ * other path (the worker-facing listener answers it).
+ */
+export function workerRoutes(
+  options: WorkerRoutesOptions,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const serve = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    route: WorkerRoute,
+  ): Promise<void> => {
+    const auth = req.headers.authorization;
+    if (!options.tokens.verify(auth, route.endpointId, route.workerId))
+      throw new JobError('WORKER_UNAUTHENTICATED');
+    const endpoint = await options.findEndpoint(route.endpointId);
+    if (!endpoint) throw new JobError('ENDPOINT_NOT_FOUND', `no endpoint ${route.endpointId}`);
+    const caller: WorkerCaller = { endpoint, workerId: route.workerId };
+    const workers = options.workers;
+    switch (route.kind) {
+      case 'take': {
+        const batch = route.batch ? Number(url.searchParams.get('batch_size') ?? '1') : 1;
+        const progress = url.searchParams.get('job_in_progress');
+        const jobs = await workers.take(caller, {
+          batch: Number.isInteger(batch) && batch > 0 ? batch : 1,
+          holding: progress === '0' ? false : progress === '1' ? true : undefined,
+          holdMs: options.takeHoldMs,
+          signal: abortOnClose(res),
+        });
+        if (jobs.length === 0) writeEmpty(res, 204);
+        else writeJson(res, 200, route.batch ? `[${jobs.map(jobBody).join(',')}]` : jobBody(jobs[0] as Job));
+        return;
+      }
+      case 'done': {
+        const parsed = parseWorkerResult(await readBody(req, JOB_LIMITS.resultBytes, 'a result'));
+        if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+        await workers.result(caller, route.jobId, parsed.value);
+        writeJson(res, 200, '{}');
+        return;
+      }
+      case 'stream': {
+        const chunk = await readBody(req, JOB_LIMITS.streamChunkBytes, 'a stream chunk');
+        try {
+          JSON.parse(chunk);
+        } catch {
+          throw new JobError('INVALID_JOB_REQUEST', 'a stream chunk must be JSON');
+        }
+        await workers.streamChunk(caller, route.jobId, chunk);
+        writeJson(res, 200, '{}');
+        return;
+      }
+      case 'ping': {
+        const listed = url.searchParams
+          .getAll('job_id')
+          .flatMap((value) => value.split(','))
+          .map((id) => id.trim())
+          .filter((id) => id !== '');
+        await workers.ping(caller, listed);
+        writeJson(res, 200, '{}');
+        return;
+      }
+      case 'stop': {
+        const ids = await workers.stops(caller, options.stopHoldMs, abortOnClose(res));
+        if (ids.length === 0) writeEmpty(res, 204);
+        else writeJson(res, 200, JSON.stringify({ jobsToStop: ids }));
+        return;
+      }
+    }
+  };
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://workers');
+    const route = parseWorkerPath(url.pathname);
+    if (!route) return false;
+    serve(req, res, url, route).catch((error: unknown) => writeError(res, error, options.logger));
+    return true;
+  };
+}
+
+/** A job as a take answers it: `{"id", "input"}`, the input as stored. */
+function jobBody(job: Job): string {
+  return `{"id":${JSON.stringify(job.id)},"input":${job.input}}`;
+}

@@ -1,0 +1,630 @@
+/**
+ * The `jobs` table: the queue of the jobs API and the record of every job until its retention ends (issue 22). A
+ * take hands each IN_QUEUE job to exactly one worker (PostgreSQL: `FOR UPDATE SKIP LOCKED`, and the worker's own
+ * advisory lock so that its `maxConcurrent` holds across replicas; SQLite: one connection, one transaction at a
+ * time). Results are idempotent: a duplicate of the worker's own result is accepted, one from a worker that no
+ * longer holds the job is refused. Times are the callers' clock (epoch ms).
+ */
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import {
+  isTerminal,
+  JOB_STATUSES,
+  type Job,
+  type JobStatus,
+  type NewJob,
+  RETRYABLE_STATUSES,
+} from '../domain/job.js';
+import type { Database, DialectName, JobsTable } from './schema.js';
+
+/** What happened to a worker's result. */
+export type ResultOutcome = 'applied' | 'duplicate' | 'refused';
+
+/** A worker's final answer for a job. */
+export interface JobResult {
+  jobId: string;
+  workerId: string;
+  status: 'COMPLETED' | 'FAILED';
+  /** JSON text, or null. */
+  output: string | null;
+  error: string | null;
+  now: number;
+}
+
+/** One endpoint's queue as the autoscaler reads it. */
+export interface JobQueueSignal {
+  /** IN_QUEUE jobs that may add a worker (not lowPriority). */
+  queued: number;
+  /** When the oldest of them was submitted; null: none. */
+  oldestQueuedAt: number | null;
+  /** Jobs IN_PROGRESS per worker. */
+  inProgress: Record<string, number>;
+}
+
+/** What went back to the queue (and the endpoints whose queues grew), and what FAILED at the attempt limit. */
+export interface Requeued {
+  requeued: string[];
+  failed: Job[];
+  endpoints: string[];
+}
+
+const RUNNING: JobStatus = 'IN_PROGRESS';
+const QUEUED: JobStatus = 'IN_QUEUE';
+
+export class JobRepository {
+  readonly #db: Kysely<Database>;
+  readonly #dialect: DialectName;
+
+  constructor(options: { db: Kysely<Database>; dialect: DialectName }) {
+    this.#db = options.db;
+    this.#dialect = options.dialect;
+  }
+
+  /** Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. */
+  async enqueue(job: NewJob, retainMs: number): Promise<void> {
+    await this.#db
+      .insertInto('jobs')
+      .values({
+        id: job.id,
+        endpoint_id: job.endpointId,
+        owner_id: job.ownerId,
+        status: QUEUED,
+        input: job.input,
+        output: null,
+        error: null,
+        webhook: job.webhook,
+        execution_timeout_ms: job.policy.executionTimeoutMs,
+        ttl_ms: job.policy.ttlMs,
+        low_priority: job.policy.lowPriority ? 1 : 0,
+        sync: job.sync ? 1 : 0,
+        retain_ms: retainMs,
+        worker_id: null,
+        attempts: 0,
+        created_at: job.createdAt,
+        started_at: null,
+        completed_at: null,
+        expires_at: job.createdAt + job.policy.ttlMs,
+        deadline_at: null,
+        retain_until: null,
+        seen_at: null,
+        stop_pending: 0,
+        stopped_at: null,
+      })
+      .execute();
+  }
+
+  /** The job, if it is this endpoint's (and so its owner's); another endpoint's job is not found. */
+  async get(endpointId: string, jobId: string): Promise<Job | undefined> {
+    const row = await this.#db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', '=', jobId)
+      .where('endpoint_id', '=', endpointId)
+      .executeTakeFirst();
+    return row && fromRow(row);
+  }
+
+  /**
+   * Hands up to `max` of the endpoint's IN_QUEUE jobs (oldest first) to the worker, never more than `cap` in
+   * progress on it at once; each goes to exactly one worker.
+   */
+  async take(options: {
+    endpointId: string;
+    workerId: string;
+    max: number;
+    cap: number;
+    now: number;
+  }): Promise<Job[]> {
+    const { endpointId, workerId, now } = options;
+    return this.#db.transaction().execute(async (trx) => {
+      if (this.#dialect === 'postgres')
+        await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${workerId}`}))`.execute(trx);
+      const held = await trx
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('worker_id', '=', workerId)
+        .where('status', '=', RUNNING)
+        .executeTakeFirstOrThrow();
+      const room = Math.min(options.max, options.cap - Number(held.n));
+      if (room <= 0) return [];
+      const picked = await trx
+        .selectFrom('jobs')
+        .select('id')
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', QUEUED)
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(room)
+        .$if(this.#dialect === 'postgres', (q) => q.forUpdate().skipLocked())
+        .execute();
+      if (picked.length === 0) return [];
+      const rows = await trx
+        .updateTable('jobs')
+        .set({
+          status: RUNNING,
+          worker_id: workerId,
+          started_at: now,
+          seen_at: now,
+          attempts: sql`attempts + 1`,
+          deadline_at: sql`${bigint(now)} + execution_timeout_ms`,
+          output: null,
+          error: null,
+        })
+        .where(
+          'id',
+          'in',
+          picked.map((p) => p.id),
+        )
+        .returningAll()
+        .execute();
+      return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    });
+  }
+
+  /** Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. */
+  async complete(result: JobResult): Promise<{ outcome: ResultOutcome; job?: Job }> {
+    const rows = await this.#db
+      .updateTable('jobs')
+      .set({
+        status: result.status,
+        output: result.output,
+        error: result.error,
+        completed_at: result.now,
+        deadline_at: null,
+        retain_until: sql`${bigint(result.now)} + retain_ms`,
+        stop_pending: 0,
+      })
+      .where('id', '=', result.jobId)
+      .where('worker_id', '=', result.workerId)
+      .where('status', '=', RUNNING)
+      .returningAll()
+      .execute();
+    const applied = rows[0];
+    if (applied) return { outcome: 'applied', job: fromRow(applied) };
+    const now = await this.#db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', '=', result.jobId)
+      .executeTakeFirst();
+    if (!now) return { outcome: 'refused' };
+    const job = fromRow(now);
+    // The worker's own job, finished already (its retry of the same post, or a result after a cancel): nothing
+    // changes, and the worker is not made to retry.
+    if (job.workerId === result.workerId && isTerminal(job.status)) {
+      await this.#db
+        .updateTable('jobs')
+        .set({ stop_pending: 0 })
+        .where('id', '=', result.jobId)
+        .where('stop_pending', '=', 1)
+        .where('worker_id', '=', result.workerId)
+        .execute();
+      return { outcome: 'duplicate', job };
+    }
+    return { outcome: 'refused', job };
+  }
+
+  /** A progress update (`{"status": "IN_PROGRESS"}`): kept as the output while the job runs on this worker. */
+  async progress(jobId: string, workerId: string, output: string | null, now: number): Promise<boolean> {
+    const result = await this.#db
+      .updateTable('jobs')
+      .set({ output, seen_at: now })
+      .where('id', '=', jobId)
+      .where('worker_id', '=', workerId)
+      .where('status', '=', RUNNING)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Keeps a streamed chunk while the job runs on this worker; false: not its job (refused). */
+  async appendChunk(jobId: string, workerId: string, chunk: string, now: number): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('jobs')
+        .set({ seen_at: now })
+        .where('id', '=', jobId)
+        .where('worker_id', '=', workerId)
+        .where('status', '=', RUNNING)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) return false;
+      await trx.insertInto('job_chunks').values({ job_id: jobId, chunk }).execute();
+      return true;
+    });
+  }
+
+  /** The chunks streamed since the last read, oldest first; reading consumes them. */
+  async takeChunks(jobId: string): Promise<string[]> {
+    return this.#db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .selectFrom('job_chunks')
+        .select(['seq', 'chunk'])
+        .where('job_id', '=', jobId)
+        .orderBy('seq')
+        .execute();
+      if (rows.length === 0) return [];
+      await trx
+        .deleteFrom('job_chunks')
+        .where('job_id', '=', jobId)
+        .where('seq', '<=', Number(rows[rows.length - 1]?.seq))
+        .execute();
+      return rows.map((r) => r.chunk);
+    });
+  }
+
+  /** Cancels an unfinished job (a held one's worker is told through the stop channel); the job as it is now. */
+  async cancel(endpointId: string, jobId: string, now: number): Promise<Job | undefined> {
+    await this.#db
+      .updateTable('jobs')
+      .set({
+        status: 'CANCELLED',
+        completed_at: now,
+        deadline_at: null,
+        retain_until: sql`${bigint(now)} + retain_ms`,
+        stop_pending: sql`case when status = ${RUNNING} then 1 else 0 end`,
+        stopped_at: sql`case when status = ${RUNNING} then ${bigint(now)} else null end`,
+      })
+      .where('id', '=', jobId)
+      .where('endpoint_id', '=', endpointId)
+      .where('status', 'in', [QUEUED, RUNNING])
+      .execute();
+    return this.get(endpointId, jobId);
+  }
+
+  /** Queues a FAILED or TIMED_OUT job again, its ttl counted afresh; undefined: no such job. */
+  async retry(
+    endpointId: string,
+    jobId: string,
+    now: number,
+  ): Promise<{ retried: boolean; job: Job } | undefined> {
+    const rows = await this.#db
+      .updateTable('jobs')
+      .set({
+        status: QUEUED,
+        output: null,
+        error: null,
+        worker_id: null,
+        attempts: 0,
+        started_at: null,
+        completed_at: null,
+        deadline_at: null,
+        retain_until: null,
+        seen_at: null,
+        stop_pending: 0,
+        stopped_at: null,
+        created_at: now,
+        expires_at: sql`${bigint(now)} + ttl_ms`,
+      })
+      .where('id', '=', jobId)
+      .where('endpoint_id', '=', endpointId)
+      .where('status', 'in', [...RETRYABLE_STATUSES])
+      .returningAll()
+      .execute();
+    const row = rows[0];
+    if (row) return { retried: true, job: fromRow(row) };
+    const job = await this.get(endpointId, jobId);
+    return job && { retried: false, job };
+  }
+
+  /** Removes the endpoint's IN_QUEUE jobs; how many. */
+  async purgeQueue(endpointId: string): Promise<number> {
+    const result = await this.#db
+      .deleteFrom('jobs')
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', QUEUED)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /**
+   * The worker no longer holds its jobs (it died, was removed, or said it holds nothing): each goes back to the
+   * queue, or is FAILED naming `cause` once it has been taken `maxAttempts` times. `except`: jobs it still holds.
+   */
+  async requeueWorker(
+    workerId: string,
+    cause: string,
+    options: { maxAttempts: number; now: number; except?: readonly string[] },
+  ): Promise<Requeued> {
+    return this.#db.transaction().execute(async (trx) => {
+      const held = await trx
+        .selectFrom('jobs')
+        .select('id')
+        .where('worker_id', '=', workerId)
+        .where('status', '=', RUNNING)
+        .$if((options.except ?? []).length > 0, (q) => q.where('id', 'not in', options.except ?? []))
+        .execute();
+      return requeueIds(
+        trx,
+        held.map((h) => h.id),
+        cause,
+        options,
+      );
+    });
+  }
+
+  /**
+   * These jobs, if still in progress, go back to the queue (FAILED at the attempt limit); `untaken`: they never
+   * reached the worker (its take was not answered), so the take does not count as an attempt.
+   */
+  async requeue(
+    ids: readonly string[],
+    cause: string,
+    options: { maxAttempts: number; now: number; untaken?: boolean },
+  ): Promise<Requeued> {
+    if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
+    return this.#db.transaction().execute(async (trx) => {
+      if (options.untaken)
+        await trx
+          .updateTable('jobs')
+          .set({ attempts: sql`attempts - 1` })
+          .where('id', 'in', ids)
+          .where('status', '=', RUNNING)
+          .execute();
+      return requeueIds(trx, ids, cause, options);
+    });
+  }
+
+  /**
+   * A worker's ping: the jobs it lists are seen now, and a stop it was sent for a job it no longer lists is done.
+   */
+  async heartbeat(workerId: string, listed: readonly string[], now: number): Promise<void> {
+    if (listed.length > 0)
+      await this.#db
+        .updateTable('jobs')
+        .set({ seen_at: now })
+        .where('worker_id', '=', workerId)
+        .where('id', 'in', listed)
+        .where('status', '=', RUNNING)
+        .execute();
+    await this.#db
+      .updateTable('jobs')
+      .set({ stop_pending: 0 })
+      .where('worker_id', '=', workerId)
+      .where('stop_pending', '=', 1)
+      .$if(listed.length > 0, (q) => q.where('id', 'not in', listed))
+      .execute();
+  }
+
+  /** Jobs IN_PROGRESS that no worker showed it held since `before`: back to the queue (or FAILED at the limit). */
+  async requeueUnseen(
+    before: number,
+    cause: string,
+    options: { maxAttempts: number; now: number },
+  ): Promise<Requeued> {
+    return this.#db.transaction().execute(async (trx) => {
+      const lost = await trx
+        .selectFrom('jobs')
+        .select('id')
+        .where('status', '=', RUNNING)
+        .where('seen_at', '<', before)
+        .execute();
+      return requeueIds(
+        trx,
+        lost.map((l) => l.id),
+        cause,
+        options,
+      );
+    });
+  }
+
+  /** The jobs the worker must be told to stop (cancelled or timed out while it held them). */
+  async stopsFor(workerId: string): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select('id')
+      .where('worker_id', '=', workerId)
+      .where('stop_pending', '=', 1)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Workers that still held a job they were told to stop before `before`: they are to be replaced. */
+  async overdueStops(before: number): Promise<{ workerId: string; endpointId: string }[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select(['worker_id', 'endpoint_id'])
+      .distinct()
+      .where('stop_pending', '=', 1)
+      .where('stopped_at', '<', before)
+      .execute();
+    return rows.flatMap((r) => (r.worker_id ? [{ workerId: r.worker_id, endpointId: r.endpoint_id }] : []));
+  }
+
+  /**
+   * Ends what time has ended: unfinished jobs past their ttl and running ones past their execution timeout are
+   * TIMED_OUT (a held one's worker is told to stop), and finished ones past their retention are deleted.
+   */
+  async expire(now: number): Promise<{ timedOut: Job[]; deleted: number }> {
+    return this.#db.transaction().execute(async (trx) => {
+      const timedOut = await trx
+        .updateTable('jobs')
+        .set({
+          error: sql`case when expires_at <= ${bigint(now)} then 'ttl' else 'executionTimeout' end`,
+          stop_pending: sql`case when status = ${RUNNING} then 1 else 0 end`,
+          stopped_at: sql`case when status = ${RUNNING} then ${bigint(now)} else null end`,
+          status: 'TIMED_OUT',
+          completed_at: now,
+          deadline_at: null,
+          retain_until: sql`${bigint(now)} + retain_ms`,
+        })
+        .where('status', 'in', [QUEUED, RUNNING])
+        .where((eb) => eb.or([eb('expires_at', '<=', now), eb('deadline_at', '<=', now)]))
+        .returningAll()
+        .execute();
+      const gone = await trx.deleteFrom('jobs').where('retain_until', '<=', now).returning('id').execute();
+      if (gone.length > 0)
+        await trx
+          .deleteFrom('job_chunks')
+          .where(
+            'job_id',
+            'in',
+            gone.map((g) => g.id),
+          )
+          .execute();
+      return { timedOut: timedOut.map(fromRow), deleted: gone.length };
+    });
+  }
+
+  /** The endpoints that have IN_QUEUE jobs. */
+  async queuedEndpoints(): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select('endpoint_id')
+      .distinct()
+      .where('status', '=', QUEUED)
+      .execute();
+    return rows.map((r) => r.endpoint_id);
+  }
+
+  /** A queue worker polled or pinged now. */
+  async workerSeen(workerId: string, endpointId: string, now: number): Promise<void> {
+    await this.#db
+      .insertInto('job_workers')
+      .values({ worker_id: workerId, endpoint_id: endpointId, seen_at: now })
+      .onConflict((oc) => oc.column('worker_id').doUpdateSet({ seen_at: now }))
+      .execute();
+  }
+
+  /** When the worker last polled or pinged; undefined: never. */
+  async workerSeenAt(workerId: string): Promise<number | undefined> {
+    const row = await this.#db
+      .selectFrom('job_workers')
+      .select('seen_at')
+      .where('worker_id', '=', workerId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : Number(row.seen_at);
+  }
+
+  /** Forgets the workers not seen since `before` (gone long ago). */
+  async forgetWorkers(before: number): Promise<void> {
+    await this.#db.deleteFrom('job_workers').where('seen_at', '<', before).execute();
+  }
+
+  /** The endpoint's jobs by status (every status present, 0 where none). */
+  async counts(endpointId: string): Promise<Record<JobStatus, number>> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('endpoint_id', '=', endpointId)
+      .groupBy('status')
+      .execute();
+    const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
+    for (const row of rows) counts[row.status as JobStatus] = Number(row.n);
+    return counts;
+  }
+
+  /** The endpoint's most recent jobs, newest first, of one status or all. */
+  async list(endpointId: string, options: { status?: JobStatus; limit: number }): Promise<Job[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .$if(options.status !== undefined, (q) => q.where('status', '=', options.status ?? QUEUED))
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(options.limit)
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  /** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
+  async queueSignals(): Promise<Map<string, JobQueueSignal>> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select([
+        'endpoint_id',
+        'status',
+        'worker_id',
+        (eb) => eb.fn.countAll<number>().as('n'),
+        (eb) => eb.fn.min('created_at').as('oldest'),
+      ])
+      .where((eb) =>
+        eb.or([eb.and([eb('status', '=', QUEUED), eb('low_priority', '=', 0)]), eb('status', '=', RUNNING)]),
+      )
+      .groupBy(['endpoint_id', 'status', 'worker_id'])
+      .execute();
+    const signals = new Map<string, JobQueueSignal>();
+    for (const row of rows) {
+      let signal = signals.get(row.endpoint_id);
+      if (!signal) {
+        signal = { queued: 0, oldestQueuedAt: null, inProgress: {} };
+        signals.set(row.endpoint_id, signal);
+      }
+      if (row.status === QUEUED) {
+        signal.queued += Number(row.n);
+        signal.oldestQueuedAt = Number(row.oldest);
+      } else if (row.worker_id) signal.inProgress[row.worker_id] = Number(row.n);
+    }
+    return signals;
+  }
+}
+
+async function requeueIds(
+  trx: Transaction<Database>,
+  ids: readonly string[],
+  cause: string,
+  options: { maxAttempts: number; now: number },
+): Promise<Requeued> {
+  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
+  const failed = await trx
+    .updateTable('jobs')
+    .set({
+      status: 'FAILED',
+      error: `${cause} (taken ${options.maxAttempts} times)`,
+      completed_at: options.now,
+      deadline_at: null,
+      retain_until: sql`${bigint(options.now)} + retain_ms`,
+      stop_pending: 0,
+    })
+    .where('id', 'in', ids)
+    .where('status', '=', RUNNING)
+    .where('attempts', '>=', options.maxAttempts)
+    .returningAll()
+    .execute();
+  const requeued = await trx
+    .updateTable('jobs')
+    .set({
+      status: QUEUED,
+      worker_id: null,
+      started_at: null,
+      deadline_at: null,
+      seen_at: null,
+      output: null,
+      stop_pending: 0,
+    })
+    .where('id', 'in', ids)
+    .where('status', '=', RUNNING)
+    .returning(['id', 'endpoint_id'])
+    .execute();
+  return {
+    requeued: requeued.map((r) => r.id),
+    failed: failed.map(fromRow),
+    endpoints: [...new Set(requeued.map((r) => r.endpoint_id))],
+  };
+}
+
+/** A number as a bigint parameter: PostgreSQL cannot type a bare parameter inside `case`. */
+const bigint = (value: number) => sql`cast(${value} as bigint)`;
+
+const nullableNumber = (value: number | null) => (value === null ? null : Number(value));
+
+function fromRow(row: Selectable<JobsTable>): Job {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    ownerId: row.owner_id,
+    status: row.status as JobStatus,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    webhook: row.webhook,
+    policy: {
+      executionTimeoutMs: Number(row.execution_timeout_ms),
+      ttlMs: Number(row.ttl_ms),
+      lowPriority: row.low_priority === 1,
+    },
+    sync: row.sync === 1,
+    workerId: row.worker_id,
+    attempts: Number(row.attempts),
+    createdAt: Number(row.created_at),
+    startedAt: nullableNumber(row.started_at),
+    completedAt: nullableNumber(row.completed_at),
+  };
+}
