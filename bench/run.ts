@@ -17,6 +17,7 @@ const SUITES: Record<string, Suite> = {
   replicas: async () => (await import('./replicas.js')).runReplicasBench(),
   'cluster-history': async () => (await import('./cluster-history.js')).runClusterHistoryBench(),
   wake: async () => (await import('./wake/suite.js')).runWakeBench(),
+  jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
 };
 
 async function main(): Promise<void> {

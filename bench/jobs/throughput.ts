@@ -1,0 +1,204 @@
+/**
+ * Jobs throughput (issue 22), part of `npm run bench -- jobs`: 10,000 trivial jobs through one replica's jobs
+ * (src/app/build-jobs.ts, its real store on SQLite, its worker routes on a real HTTP listener on 127.0.0.1) to
+ * protocol workers in this process that take in batches (`job-take-batch?batch_size=N`) and post each result as
+ * runpod-python does. Jobs/s from the first take to the last result; then the store's counts say none was lost
+ * and the workers' own tally says none ran twice. The baseline, in the same run: the same workers against a bare
+ * HTTP server that answers every take with a batch of made-up jobs and every result with 200 (no store): the
+ * HTTP round trips alone, so the ratio is what the queue and the store cost.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { buildJobs } from '../../src/app/build-jobs.js';
+import { startWorkerListener } from '../../src/app/worker-listener.js';
+import { DEFAULT_JOB_POLICY } from '../../src/domain/job.js';
+import { systemClock, systemTimers } from '../../src/ports/clock.js';
+import { connectSqlite } from '../../src/store/sqlite/connect.js';
+import { Store } from '../../src/store/store.js';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+
+export interface ThroughputSettings {
+  jobs: number;
+  workers: number;
+  batch: number;
+  /** A bound on each figure's run. */
+  limitMs: number;
+}
+
+export interface ThroughputFigures {
+  seconds: number;
+  jobsPerSecond: number;
+  completed: number;
+  lost: number;
+  ranTwice: number;
+  /** The jobs' submission before the run, one at a time through the service (jobs/s); none for the baseline. */
+  submittedPerSecond?: number;
+}
+
+interface WorkerUrls {
+  take: string;
+  /** The result URL with `$ID` in it. */
+  result: string;
+  token: string;
+}
+
+/** The workers' loop: take a batch, post each result, until `jobs` results are in (or the bound passes). */
+async function drive(
+  urls: readonly WorkerUrls[],
+  settings: ThroughputSettings,
+): Promise<{ ms: number; ran: Map<string, number> }> {
+  const ran = new Map<string, number>();
+  let done = 0;
+  const deadline = performance.now() + settings.limitMs;
+  const start = performance.now();
+  await Promise.all(
+    urls.map(async (u) => {
+      const headers = { Authorization: u.token };
+      const take = `${u.take.replace('/job-take/', '/job-take-batch/')}&batch_size=${settings.batch}&job_in_progress=0`;
+      while (done < settings.jobs && performance.now() < deadline) {
+        const r = await fetch(take, { headers });
+        if (r.status === 204) {
+          await r.text();
+          continue;
+        }
+        const got = (await r.json()) as { id: string }[];
+        await Promise.all(
+          got.map(async (job) => {
+            ran.set(job.id, (ran.get(job.id) ?? 0) + 1);
+            const res = await fetch(`${u.result.replace('$ID', job.id)}&isStream=false`, {
+              method: 'POST',
+              headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' },
+              body: '{"output":1}',
+            });
+            await res.text();
+            done++;
+          }),
+        );
+      }
+    }),
+  );
+  return { ms: performance.now() - start, ran };
+}
+
+/** Corral's jobs on SQLite, one replica. */
+export async function measureJobsThroughput(settings: ThroughputSettings): Promise<ThroughputFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-jobs-'));
+  const store = new Store({ connection: connectSqlite(join(dir, 'corral.db')) });
+  await store.migrate();
+  const endpoint = sampleEndpoint({ patch: { type: 'queue', workers: { maxConcurrent: settings.batch } } });
+  await store.endpoints.create(endpoint, [], {
+    at: 1,
+    ownerId: endpoint.ownerId,
+    actor: 'bench',
+    action: 'create',
+    targetId: endpoint.id,
+  });
+  let url = '';
+  const jobs = await buildJobs({
+    store,
+    settings: {
+      retentionSeconds: 1800,
+      syncRetentionSeconds: 60,
+      maxAttempts: 3,
+      lostAfterSeconds: 35,
+      stopGraceSeconds: 30,
+      takeHoldSeconds: 1,
+    },
+    clock: systemClock,
+    timers: systemTimers,
+    logger: pino({ level: 'silent' }),
+    domain: 'localhost',
+    verifyKey: async () => undefined,
+    get workersUrl() {
+      return url;
+    },
+    replicaId: 'bench',
+    gatewayUrl: () => undefined,
+  });
+  const logger = pino({ level: 'silent' });
+  const listener = await startWorkerListener({
+    address: { host: '127.0.0.1', port: 0 },
+    handler: jobs.workerHandler,
+    logger,
+  });
+  url = `http://127.0.0.1:${listener.address.port}`;
+  jobs.start();
+  try {
+    const submitStart = performance.now();
+    for (let i = 0; i < settings.jobs; i++) {
+      await jobs.service.submit(
+        endpoint,
+        { input: `{"i":${i}}`, webhook: null, policy: DEFAULT_JOB_POLICY },
+        false,
+      );
+    }
+    const submitMs = performance.now() - submitStart;
+    const urls = Array.from({ length: settings.workers }, (_, w) => {
+      const env = Object.fromEntries(jobs.protocolEnv(endpoint.id, `w-${w}`).map((e) => [e.key, e.value]));
+      return {
+        take: String(env.RUNPOD_WEBHOOK_GET_JOB),
+        result: String(env.RUNPOD_WEBHOOK_POST_OUTPUT),
+        token: String(env.RUNPOD_AI_API_KEY),
+      };
+    });
+    const { ms, ran } = await drive(urls, settings);
+    const counts = await store.jobs.counts(endpoint.id);
+    const completed = counts.COMPLETED ?? 0;
+    return {
+      seconds: ms / 1000,
+      jobsPerSecond: settings.jobs / (ms / 1000),
+      completed,
+      lost: settings.jobs - completed,
+      ranTwice: [...ran.values()].filter((n) => n > 1).length,
+      submittedPerSecond: settings.jobs / (submitMs / 1000),
+    };
+  } finally {
+    await jobs.close();
+    await listener.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The baseline: the same workers against a bare server that hands out made-up jobs and keeps nothing. */
+export async function measureBareThroughput(settings: ThroughputSettings): Promise<ThroughputFigures> {
+  let next = 0;
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url?.includes('/job-take-batch/')) {
+        const batch = Array.from({ length: settings.batch }, () => ({
+          id: `j${next++}`,
+          input: { i: next },
+        }));
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(batch));
+        return;
+      }
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const urls = Array.from({ length: settings.workers }, () => ({
+      take: `${base}/v2/job-take/w?x=1`,
+      result: `${base}/v2/job-done/$ID?x=1`,
+      token: 'bare',
+    }));
+    const { ms, ran } = await drive(urls, settings);
+    return {
+      seconds: ms / 1000,
+      jobsPerSecond: settings.jobs / (ms / 1000),
+      completed: settings.jobs,
+      lost: 0,
+      ranTwice: [...ran.values()].filter((n) => n > 1).length,
+    };
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
