@@ -1,14 +1,45 @@
 /**
  * Jobs benchmark (issue 22), `npm run bench -- jobs`: 10,000 trivial jobs through one replica on SQLite to
- * protocol workers (bench/jobs/throughput.ts) beside a bare HTTP baseline measured in the same run. Settings:
- * CORRAL_BENCH_JOBS (default 10000), CORRAL_BENCH_JOBS_WORKERS (16), CORRAL_BENCH_JOBS_BATCH (4).
+ * protocol workers (bench/jobs/throughput.ts) beside a bare HTTP baseline measured in the same run, then
+ * `corral serve`'s RSS with 100,000 jobs queued beside the same server with none (bench/jobs/queued-memory.ts).
+ * Settings:
+ * CORRAL_BENCH_JOBS (default 10000), CORRAL_BENCH_JOBS_WORKERS (16), CORRAL_BENCH_JOBS_BATCH (4), CORRAL_BENCH_JOBS_QUEUED (100000);
+ * CORRAL_BENCH_JOBS_PARTS=throughput,memory (the default: both) runs one.
  */
 import { formatRatio, loadAverage, table } from '../support.js';
+import { measureQueuedMemory } from './queued-memory.js';
 import { measureBareThroughput, measureJobsThroughput, type ThroughputSettings } from './throughput.js';
 
 const TARGET_JOBS_PER_S = 1000;
+const TARGET_QUEUED_MIB = 300;
 
 export async function runJobsBench(): Promise<void> {
+  const parts = new Set((process.env.CORRAL_BENCH_JOBS_PARTS ?? 'throughput,memory').split(','));
+  if (parts.has('throughput')) await runThroughput();
+  if (parts.has('memory')) await runQueuedMemory();
+}
+
+async function runQueuedMemory(): Promise<void> {
+  const jobs = Number(process.env.CORRAL_BENCH_JOBS_QUEUED ?? 100_000);
+  console.log(`\n## jobs: corral serve's RSS with ${jobs} jobs queued (SQLite)`);
+  console.log(`load average before: ${loadAverage()}`);
+  const f = await measureQueuedMemory(jobs);
+  console.log(`load average after: ${loadAverage()}`);
+  console.log(
+    table(
+      ['', 'RSS MiB'],
+      [
+        ['no job', f.emptyMiB.toFixed(1)],
+        [`${jobs} jobs queued (after a restart)`, f.queuedMiB.toFixed(1)],
+      ],
+    ),
+  );
+  console.log(
+    `added by the queue: ${(f.queuedMiB - f.emptyMiB).toFixed(1)} MiB; target under ${TARGET_QUEUED_MIB} MB: ${f.queuedMiB * 1.048576 < TARGET_QUEUED_MIB ? 'met' : 'not met'}; rows written in ${f.insertSeconds.toFixed(1)} s`,
+  );
+}
+
+async function runThroughput(): Promise<void> {
   const settings: ThroughputSettings = {
     jobs: Number(process.env.CORRAL_BENCH_JOBS ?? 10_000),
     workers: Number(process.env.CORRAL_BENCH_JOBS_WORKERS ?? 16),
