@@ -4,19 +4,52 @@
  * `corral serve`'s RSS with 100,000 jobs queued beside the same server with none (bench/jobs/queued-memory.ts).
  * Settings:
  * CORRAL_BENCH_JOBS (default 10000), CORRAL_BENCH_JOBS_WORKERS (16), CORRAL_BENCH_JOBS_BATCH (4), CORRAL_BENCH_JOBS_QUEUED (100000);
- * CORRAL_BENCH_JOBS_PARTS=throughput,memory (the default: both) runs one.
+ * CORRAL_BENCH_JOBS_PARTS=runsync,throughput,memory (the default: all three, in
+ * that order) runs some; CORRAL_BENCH_JOBS_ROUNDS (500) runsync rounds (bench/jobs/runsync-latency.ts).
  */
-import { formatRatio, loadAverage, table } from '../support.js';
+import { formatMs, formatRatio, loadAverage, table } from '../support.js';
 import { measureQueuedMemory } from './queued-memory.js';
+import { measureRunsync } from './runsync-latency.js';
 import { measureBareThroughput, measureJobsThroughput, type ThroughputSettings } from './throughput.js';
 
 const TARGET_JOBS_PER_S = 1000;
 const TARGET_QUEUED_MIB = 300;
+const TARGET_RUNSYNC_ADDED_MS = 5;
 
 export async function runJobsBench(): Promise<void> {
-  const parts = new Set((process.env.CORRAL_BENCH_JOBS_PARTS ?? 'throughput,memory').split(','));
+  const parts = new Set((process.env.CORRAL_BENCH_JOBS_PARTS ?? 'runsync,throughput,memory').split(','));
+  if (parts.has('runsync')) await runRunsync();
   if (parts.has('throughput')) await runThroughput();
   if (parts.has('memory')) await runQueuedMemory();
+}
+
+async function runRunsync(): Promise<void> {
+  const rounds = Number(process.env.CORRAL_BENCH_JOBS_ROUNDS ?? 500);
+  console.log(
+    `\n## jobs: runsync on a warm worker against the same work as a plain gateway request, ${rounds} rounds`,
+  );
+  console.log(`load average before: ${loadAverage()}`);
+  const f = await measureRunsync(rounds);
+  console.log(`load average after: ${loadAverage()}`);
+  const row = (name: string, s: typeof f.plain): string[] => [
+    name,
+    formatMs(s.p50),
+    formatMs(s.p99),
+    formatMs(s.mean),
+  ];
+  console.log(
+    table(
+      ['', 'p50 ms', 'p99 ms', 'mean ms'],
+      [
+        row('POST /echo through the gateway', f.plain),
+        row('POST /v2/{app}/runsync (jobsPath /echo)', f.runsync),
+      ],
+    ),
+  );
+  const added = f.runsync.p50 - f.plain.p50;
+  console.log(
+    `p50 added by runsync: ${formatMs(added)} ms; target under ${TARGET_RUNSYNC_ADDED_MS} ms: ${added < TARGET_RUNSYNC_ADDED_MS ? 'met' : 'not met'}`,
+  );
 }
 
 async function runQueuedMemory(): Promise<void> {
