@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CorralClient } from '../../src/client/index.js';
 import { DEFAULT_JOB_POLICY } from '../../src/domain/job.js';
-import { type ServeProcess, startServe } from '../../test/support/process.js';
-import { WORKER_SCRIPT } from '../../test/support/test-image.js';
+import type { ServeProcess } from '../../test/support/process.js';
 import { buildDist } from '../tools.js';
+import { startLocalServe, testWorkerImage } from './local-serve.js';
 
 export interface QueuedMemoryFigures {
   emptyMiB: number;
@@ -87,30 +87,16 @@ export async function measureQueuedMemory(jobs: number): Promise<QueuedMemoryFig
   buildDist();
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-bench-jobs-memory-'));
   const key = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const serve = () =>
-    startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:8',
-        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
-    );
+  const serve = () => startLocalServe(dataDir, key);
   let server: ServeProcess | undefined;
   try {
     server = await serve();
     const client = new CorralClient({ baseUrl: server.apiUrl, apiKey: key });
-    const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
     const { id } = await client.createEndpoint({
       name: 'queued',
       appName: 'queued',
       type: 'queue',
-      image: {
-        image: 'corral-test-worker:local',
-        command: `${quote(process.execPath)} ${quote(WORKER_SCRIPT)}`,
-      },
+      image: testWorkerImage(),
       workerConfig: { gpuNum: 1, minNum: 0, maxNum: 1, maxConcurrent: 1, freeTimeout: 5 },
     });
     const emptyMiB = await settledRss(server);

@@ -12,10 +12,10 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CorralClient } from '../../src/client/index.js';
-import { type ServeProcess, startServe } from '../../test/support/process.js';
-import { WORKER_SCRIPT } from '../../test/support/test-image.js';
+import type { ServeProcess } from '../../test/support/process.js';
 import { type Summary, summarize } from '../support.js';
 import { buildDist } from '../tools.js';
+import { startLocalServe, testWorkerImage } from './local-serve.js';
 
 export interface RunsyncFigures {
   plain: Summary;
@@ -64,27 +64,14 @@ export async function measureRunsync(rounds: number): Promise<RunsyncFigures> {
   const agent = new Agent({ keepAlive: true, maxSockets: 2 });
   let server: ServeProcess | undefined;
   try {
-    server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:8',
-        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
-    );
+    server = await startLocalServe(dataDir, key);
     const client = new CorralClient({ baseUrl: server.apiUrl, apiKey: key });
-    const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
     const appName = 'runsync';
     await client.createEndpoint({
       name: appName,
       appName,
       jobsPath: '/echo',
-      image: {
-        image: 'corral-test-worker:local',
-        command: `${quote(process.execPath)} ${quote(WORKER_SCRIPT)}`,
-      },
+      image: testWorkerImage(),
       ports: [{ port: 8000 }],
       envs: [{ key: 'HOST', value: '127.0.0.1' }],
       healthy: { path: '/health' },

@@ -1,0 +1,21 @@
+/**
+ * The jobs bench's `corral serve`: the compiled dist/ on SQLite in `dataDir` with the `local` runtime (its workers
+ * are host processes running the test worker with this node), and the test worker's image for an endpoint.
+ */
+import { type ServeProcess, startServe } from '../../test/support/process.js';
+import { WORKER_SCRIPT } from '../../test/support/test-image.js';
+
+export function startLocalServe(dataDir: string, key: string): Promise<ServeProcess> {
+  // The local runtime refuses root unless told that its workers (host processes) may run as root.
+  const root = process.getuid?.() === 0 ? ['--local-allow-root'] : [];
+  return startServe(['--runtime', 'local', '--gpus', 'h100-80g:8', ...root], {
+    CORRAL_DATA_DIR: dataDir,
+    CORRAL_API_KEY: key,
+  });
+}
+
+/** The `image` of an endpoint whose workers run the test worker under the local runtime. */
+export function testWorkerImage(): { image: string; command: string } {
+  const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
+  return { image: 'corral-test-worker:local', command: `${quote(process.execPath)} ${quote(WORKER_SCRIPT)}` };
+}
