@@ -2,15 +2,25 @@
  * Jobs benchmark (issue 22), `npm run bench -- jobs`: 10,000 trivial jobs through one replica on SQLite to
  * protocol workers (bench/jobs/throughput.ts) beside a bare HTTP baseline measured in the same run, then
  * `corral serve`'s RSS with 100,000 jobs queued beside the same server with none (bench/jobs/queued-memory.ts).
+ * With CORRAL_TEST_DATABASE_URL set, a second throughput row: three replicas on PostgreSQL (a scratch database).
  * Settings:
  * CORRAL_BENCH_JOBS (default 10000), CORRAL_BENCH_JOBS_WORKERS (16), CORRAL_BENCH_JOBS_BATCH (4), CORRAL_BENCH_JOBS_QUEUED (100000);
  * CORRAL_BENCH_JOBS_PARTS=runsync,throughput,memory (the default: all three, in
  * that order) runs some; CORRAL_BENCH_JOBS_ROUNDS (500) runsync rounds (bench/jobs/runsync-latency.ts).
  */
+import { join } from 'node:path';
+import { connectPostgres } from '../../src/store/postgres/connect.js';
+import { connectSqlite } from '../../src/store/sqlite/connect.js';
+import { ScratchDatabases } from '../../test/support/scratch-databases.js';
 import { formatMs, formatRatio, loadAverage, table } from '../support.js';
 import { measureQueuedMemory } from './queued-memory.js';
 import { measureRunsync } from './runsync-latency.js';
-import { measureBareThroughput, measureJobsThroughput, type ThroughputSettings } from './throughput.js';
+import {
+  measureBareThroughput,
+  measureJobsThroughput,
+  type ThroughputFigures,
+  type ThroughputSettings,
+} from './throughput.js';
 
 const TARGET_JOBS_PER_S = 1000;
 const TARGET_QUEUED_MIB = 300;
@@ -84,7 +94,11 @@ async function runThroughput(): Promise<void> {
   );
   console.log(`load average before: ${loadAverage()}`);
   const bare = await measureBareThroughput(settings);
-  const corral = await measureJobsThroughput(settings);
+  const corral = await measureJobsThroughput(settings, {
+    replicas: 1,
+    connect: (dir) => connectSqlite(join(dir, 'corral.db')),
+  });
+  const postgres = await measurePostgres(settings);
   console.log(`load average after: ${loadAverage()}`);
   const row = (name: string, f: typeof bare): string[] => [
     name,
@@ -98,10 +112,37 @@ async function runThroughput(): Promise<void> {
   console.log(
     table(
       ['', 's', 'jobs/s', 'completed', 'lost', 'ran twice', 'submitted/s'],
-      [row('bare HTTP (baseline)', bare), row('corral, SQLite, 1 replica', corral)],
+      [
+        row('bare HTTP (baseline)', bare),
+        row('corral, SQLite, 1 replica', corral),
+        ...(postgres ? [row('corral, PostgreSQL, 3 replicas', postgres)] : []),
+      ],
     ),
   );
   console.log(
     `corral / bare: ${formatRatio(corral.jobsPerSecond / bare.jobsPerSecond)}; target ${TARGET_JOBS_PER_S} jobs/s: ${corral.jobsPerSecond >= TARGET_JOBS_PER_S ? 'met' : 'not met'}; none lost: ${corral.lost === 0}; none ran twice: ${corral.ranTwice === 0}`,
   );
+  if (postgres)
+    console.log(
+      `PostgreSQL, 3 replicas / bare: ${formatRatio(postgres.jobsPerSecond / bare.jobsPerSecond)}; none lost: ${postgres.lost === 0}; none ran twice: ${postgres.ranTwice === 0}`,
+    );
+}
+
+/** The second row: three replicas on a scratch database of CORRAL_TEST_DATABASE_URL's server (none: skipped). */
+async function measurePostgres(settings: ThroughputSettings): Promise<ThroughputFigures | undefined> {
+  const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
+  if (!baseUrl) {
+    console.log('CORRAL_TEST_DATABASE_URL unset: no PostgreSQL row');
+    return undefined;
+  }
+  const databases = await ScratchDatabases.connect(baseUrl);
+  try {
+    const url = await databases.create('corral_bench_jobs');
+    return await measureJobsThroughput(settings, {
+      replicas: 3,
+      connect: () => connectPostgres({ connectionString: url }),
+    });
+  } finally {
+    await databases.dropAll();
+  }
 }

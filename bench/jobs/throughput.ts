@@ -1,6 +1,6 @@
 /**
  * Jobs throughput (issue 22), part of `npm run bench -- jobs`: 10,000 trivial jobs through one replica's jobs
- * (src/app/build-jobs.ts, its real store on SQLite, its worker routes on a real HTTP listener on 127.0.0.1) to
+ * (src/app/build-jobs.ts, its real store on SQLite, or three replicas on PostgreSQL; its worker routes on a real HTTP listener on 127.0.0.1) to
  * protocol workers in this process that take in batches (`job-take-batch?batch_size=N`) and post each result as
  * runpod-python does. Jobs/s from the first take to the last result; then the store's counts say none was lost
  * and the workers' own tally says none ran twice. The baseline, in the same run: the same workers against a bare
@@ -16,7 +16,7 @@ import { buildJobs } from '../../src/app/build-jobs.js';
 import { startWorkerListener } from '../../src/app/worker-listener.js';
 import { DEFAULT_JOB_POLICY } from '../../src/domain/job.js';
 import { systemClock, systemTimers } from '../../src/ports/clock.js';
-import { connectSqlite } from '../../src/store/sqlite/connect.js';
+import type { DatabaseConnection } from '../../src/store/connection.js';
 import { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 
@@ -86,20 +86,10 @@ async function drive(
   return { ms: (Number.isNaN(end) ? performance.now() : end) - start, ran };
 }
 
-/** Corral's jobs on SQLite, one replica. */
-export async function measureJobsThroughput(settings: ThroughputSettings): Promise<ThroughputFigures> {
-  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-jobs-'));
-  const store = new Store({ connection: connectSqlite(join(dir, 'corral.db')) });
-  await store.migrate();
-  const endpoint = sampleEndpoint({ patch: { type: 'queue', workers: { maxConcurrent: settings.batch } } });
-  await store.endpoints.create(endpoint, [], {
-    at: 1,
-    ownerId: endpoint.ownerId,
-    actor: 'bench',
-    action: 'create',
-    targetId: endpoint.id,
-  });
+/** One replica's jobs: its own store connection, worker listener and sweeper. */
+async function startReplica(store: Store, replicaId: string) {
   let url = '';
+  const logger = pino({ level: 'silent' });
   const jobs = await buildJobs({
     store,
     settings: {
@@ -112,16 +102,15 @@ export async function measureJobsThroughput(settings: ThroughputSettings): Promi
     },
     clock: systemClock,
     timers: systemTimers,
-    logger: pino({ level: 'silent' }),
+    logger,
     domain: 'localhost',
     verifyKey: async () => undefined,
     get workersUrl() {
       return url;
     },
-    replicaId: 'bench',
+    replicaId,
     gatewayUrl: () => undefined,
   });
-  const logger = pino({ level: 'silent' });
   const listener = await startWorkerListener({
     address: { host: '127.0.0.1', port: 0 },
     handler: jobs.workerHandler,
@@ -129,10 +118,48 @@ export async function measureJobsThroughput(settings: ThroughputSettings): Promi
   });
   url = `http://127.0.0.1:${listener.address.port}`;
   jobs.start();
+  return {
+    jobs,
+    close: async () => {
+      await jobs.close();
+      await listener.close();
+      await store.close();
+    },
+  };
+}
+
+/**
+ * Corral's jobs, `replicas` of them in this process, each with its own connection from `connect` (SQLite: one
+ * replica on a file of a temporary directory; PostgreSQL: a scratch database). Jobs are submitted round-robin over
+ * the replicas, and worker w takes from replica w mod replicas.
+ */
+export async function measureJobsThroughput(
+  settings: ThroughputSettings,
+  store: { replicas: number; connect: (dir: string) => DatabaseConnection },
+): Promise<ThroughputFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-bench-jobs-'));
+  const stores = Array.from({ length: store.replicas }, () => new Store({ connection: store.connect(dir) }));
+  const first = stores[0];
+  if (!first) throw new Error('no replica');
+  await first.migrate();
+  const endpoint = sampleEndpoint({ patch: { type: 'queue', workers: { maxConcurrent: settings.batch } } });
+  await first.endpoints.create(endpoint, [], {
+    at: 1,
+    ownerId: endpoint.ownerId,
+    actor: 'bench',
+    action: 'create',
+    targetId: endpoint.id,
+  });
+  const replicas = await Promise.all(stores.map((s, r) => startReplica(s, `bench-${r}`)));
+  const replica = (i: number) => {
+    const chosen = replicas[i % replicas.length];
+    if (!chosen) throw new Error('no replica');
+    return chosen.jobs;
+  };
   try {
     const submitStart = performance.now();
     for (let i = 0; i < settings.jobs; i++) {
-      await jobs.service.submit(
+      await replica(i).service.submit(
         endpoint,
         { input: `{"i":${i}}`, webhook: null, policy: DEFAULT_JOB_POLICY },
         false,
@@ -140,7 +167,11 @@ export async function measureJobsThroughput(settings: ThroughputSettings): Promi
     }
     const submitMs = performance.now() - submitStart;
     const urls = Array.from({ length: settings.workers }, (_, w) => {
-      const env = Object.fromEntries(jobs.protocolEnv(endpoint.id, `w-${w}`).map((e) => [e.key, e.value]));
+      const env = Object.fromEntries(
+        replica(w)
+          .protocolEnv(endpoint.id, `w-${w}`)
+          .map((e) => [e.key, e.value]),
+      );
       return {
         take: String(env.RUNPOD_WEBHOOK_GET_JOB),
         result: String(env.RUNPOD_WEBHOOK_POST_OUTPUT),
@@ -148,7 +179,7 @@ export async function measureJobsThroughput(settings: ThroughputSettings): Promi
       };
     });
     const { ms, ran } = await drive(urls, settings);
-    const counts = await store.jobs.counts(endpoint.id);
+    const counts = await first.jobs.counts(endpoint.id);
     const completed = counts.COMPLETED ?? 0;
     return {
       seconds: ms / 1000,
@@ -159,9 +190,7 @@ export async function measureJobsThroughput(settings: ThroughputSettings): Promi
       submittedPerSecond: settings.jobs / (submitMs / 1000),
     };
   } finally {
-    await jobs.close();
-    await listener.close();
-    await store.close();
+    for (const r of replicas) await r.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
