@@ -113,6 +113,8 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      restingWorker: (workerId) =>
+        late.workers().some((w) => w.id === workerId && (w.state === 'frozen' || w.state === 'suspended')),
       runningWorkers: (endpointId) =>
         late
           .workers()
