@@ -1,6 +1,7 @@
 /**
- * What the checkpoint helper process is asked (its command line) and answers (one JSON line on stdout), shared by
- * the helper (`cuda-helper.ts`) and Corral's side (`run-helper.ts`). Plain data only, so that both ends and the tests
+ * What the checkpoint helper process is asked (its command line, or one request line on stdin when it serves) and
+ * answers (one JSON line on stdout), shared by the helper (`cuda-helper.ts`) and Corral's side (`run-helper.ts`,
+ * `helper-daemon.ts`). Plain data only, so that both ends and the tests
  * agree on one shape.
  */
 
