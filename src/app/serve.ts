@@ -61,6 +61,8 @@ export async function serve(
     // Whether idle workers can be suspended on the GPU (issue 24), asked of the driver while the runtime starts.
     const gpuCheckpoint = await gpuCheckpointFor({ gpus: config.gpus, runtime: config.runtime, logger });
     const { availability } = gpuCheckpoint;
+    // Closed after the runtime (closers run in reverse): its helper process ends last.
+    closers.push(async () => gpuCheckpoint.close());
     const checkpointer =
       gpuCheckpoint.checkpointer ??
       new UnavailableCheckpointer(availability.available ? 'no GPU checkpointer' : availability.reason);
