@@ -88,4 +88,5 @@ print("RESTORE driver_ms=%s server_timing_restore_ms=%s ratio=%s (wake with firs
 open(f"{out}/wake-summary.json", "w").write(json.dumps(summary) + "\n")
 print("WAKE SUMMARY " + json.dumps(summary))
 PY
-kill $SERVE; wait $SERVE; true
+# Local workers outlive corral serve by design (a restart adopts them): end them, so that a second run starts clean.
+kill $SERVE; wait $SERVE; pkill -f "gpu_proc.py hold"; true
