@@ -42,11 +42,21 @@ import {
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'undici';
 import { CorralClient } from '../src/client/index.js';
 import { type ServeProcess, startServe } from '../test/support/process.js';
 import { WORKER_SCRIPT } from '../test/support/test-image.js';
 import { measureHistoryAtBound } from './history-memory.js';
+import {
+  inspectorUrlOf,
+  type LiveHeap,
+  liveHeap,
+  MIB,
+  median,
+  medianRss,
+  memoryOf,
+  slopePerMinute,
+  startSampling,
+} from './memory-readings.js';
 import { formatMs, loadAverage, table } from './support.js';
 import { buildDist, ensureTools, parseWrk, runWrk, type WrkFigures } from './tools.js';
 
@@ -62,7 +72,6 @@ const SOAK_WRK_S = 60;
 const SOAK_SAMPLE_MS = 5_000;
 const CHURN_EVERY_MS = 15_000;
 const CHURN_REQUESTS = 10;
-const MIB = 1024 * 1024;
 const WITHOUT = new Set((process.env.CORRAL_BENCH_MEMORY_WITHOUT ?? '').split(',').filter((w) => w !== ''));
 const IDLE_ONLY = process.env.CORRAL_BENCH_MEMORY_IDLE_ONLY === '1';
 const DASHBOARD_DIR = new URL('../dist/web', import.meta.url).pathname;
@@ -70,146 +79,12 @@ const DASHBOARD_ASIDE = `${DASHBOARD_DIR}.bench-aside`;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** VmRSS and VmHWM of a process, in MiB (undefined once it is gone). */
-function memoryOf(pid: number): { rssMiB: number; hwmMiB: number } | undefined {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const kib = (field: string) =>
-    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
-  return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024 };
-}
-
 /**
  * The operator key `corral serve` runs with in this bench: the API, /metrics (an admin key) and the endpoints'
  * URLs (the gateway needs a key) all take it.
  */
 const BENCH_KEY = `sk_bench_${randomBytes(16).toString('hex')}`;
 const AUTHORIZATION = { authorization: `Bearer ${BENCH_KEY}` };
-
-/** The process's own heap used, in MiB, from its Prometheus /metrics (prom-client's default metrics). */
-async function heapUsedMiB(apiUrl: string): Promise<number> {
-  const text = await (await fetch(`${apiUrl}/metrics`, { headers: AUTHORIZATION })).text();
-  const match = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([\d.e+]+)/m.exec(text);
-  return match ? Number(match[1]) / MIB : Number.NaN;
-}
-
-interface LiveHeap {
-  /** V8's heap in use right after a full collection. */
-  usedMiB: number;
-  /** V8's compiled code among it. */
-  codeMiB: number;
-}
-
-/** Sends one Chrome DevTools Protocol command to the process's inspector and waits for its answer. */
-function inspectorCommand(url: string, method: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url);
-    const timer = setTimeout(() => {
-      socket.close();
-      reject(new Error(`the inspector did not answer ${method} in 60 s`));
-    }, 60_000);
-    socket.addEventListener('open', () => socket.send(JSON.stringify({ id: 1, method })));
-    socket.addEventListener('message', (event) => {
-      const answer = JSON.parse(String(event.data)) as { id?: number; error?: { message: string } };
-      if (answer.id !== 1) return;
-      clearTimeout(timer);
-      socket.close();
-      if (answer.error) reject(new Error(`${method}: ${answer.error.message}`));
-      else resolve();
-    });
-    socket.addEventListener('error', () => {
-      clearTimeout(timer);
-      reject(new Error(`cannot reach the inspector at ${url}`));
-    });
-  });
-}
-
-/** The heap in use after a full collection (forced through the inspector), from the process's own /metrics. */
-async function liveHeap(inspectorUrl: string, apiUrl: string): Promise<LiveHeap> {
-  await inspectorCommand(inspectorUrl, 'HeapProfiler.collectGarbage');
-  const text = await (await fetch(`${apiUrl}/metrics`, { headers: AUTHORIZATION })).text();
-  const used = Number(/^nodejs_heap_size_used_bytes ([\d.e+]+)$/m.exec(text)?.[1] ?? Number.NaN);
-  const space = (name: string) =>
-    Number(
-      new RegExp(`^nodejs_heap_space_size_used_bytes\\{space="${name}"\\} ([\\d.e+]+)$`, 'm').exec(
-        text,
-      )?.[1] ?? 0,
-    );
-  const code = space('code') + space('code_large_object');
-  return { usedMiB: used / MIB, codeMiB: code / MIB };
-}
-
-/** The inspector's WebSocket URL, from what `node --inspect` printed on the process's stderr. */
-function inspectorUrlOf(server: ServeProcess): string {
-  const url = /Debugger listening on (ws:\/\/\S+)/.exec(server.stderr())?.[1];
-  if (!url) throw new Error(`corral serve printed no inspector URL:\n${server.stderr()}`);
-  return url;
-}
-
-interface Sample {
-  atMs: number;
-  rssMiB: number;
-  heapMiB: number;
-}
-
-/** Samples `pid`'s RSS (and, when `apiUrl` is given, its heap) every `everyMs` until stopped. */
-function startSampling(pid: number, everyMs: number, apiUrl?: string) {
-  const samples: Sample[] = [];
-  const started = Date.now();
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    const rss = memoryOf(pid)?.rssMiB ?? Number.NaN;
-    const heap = apiUrl ? heapUsedMiB(apiUrl).catch(() => Number.NaN) : Promise.resolve(Number.NaN);
-    void heap.then((heapMiB) => {
-      samples.push({ atMs: Date.now() - started, rssMiB: rss, heapMiB });
-      busy = false;
-    });
-  }, everyMs);
-  return {
-    samples,
-    stop: () => clearInterval(timer),
-  };
-}
-
-async function medianRss(pid: number, count: number): Promise<number> {
-  const values: number[] = [];
-  for (let i = 0; i < count; i++) {
-    values.push(memoryOf(pid)?.rssMiB ?? Number.NaN);
-    if (i < count - 1) await sleep(1_000);
-  }
-  return median(values);
-}
-
-function median(values: number[]): number {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] ?? Number.NaN)
-    : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
-/** Least-squares slope of `value` over time, per minute. */
-function slopePerMinute(points: { atMs: number; value: number }[]): number {
-  const valid = points.filter((p) => Number.isFinite(p.value));
-  if (valid.length < 3) return Number.NaN;
-  const n = valid.length;
-  const meanX = valid.reduce((sum, p) => sum + p.atMs, 0) / n;
-  const meanY = valid.reduce((sum, p) => sum + p.value, 0) / n;
-  let covariance = 0;
-  let variance = 0;
-  for (const p of valid) {
-    covariance += (p.atMs - meanX) * (p.value - meanY);
-    variance += (p.atMs - meanX) ** 2;
-  }
-  return variance === 0 ? Number.NaN : (covariance / variance) * 60_000;
-}
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 
@@ -457,7 +332,7 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
       `an endpoint created at zero, woken, sent ${CHURN_REQUESTS} requests and deleted; ` +
       `RSS and heap every ${SOAK_SAMPLE_MS / 1000} s, the first ${formatMs(warmupMs / 1000)} s not counted`,
   );
-  const sampling = startSampling(o.pid, SOAK_SAMPLE_MS, o.apiUrl);
+  const sampling = startSampling(o.pid, SOAK_SAMPLE_MS, { apiUrl: o.apiUrl, headers: AUTHORIZATION });
   const started = Date.now();
   const until = started + SOAK_S * 1000;
   const churned: Churn = { cycles: 0, requests: 0, failed: 0, wakeMs: [] };
@@ -475,7 +350,7 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
     );
     // After the first run, so that RSS has recovered from this collection before its counted samples begin.
     if (!warm && Date.now() < until) {
-      const heap = await liveHeap(o.inspectorUrl, o.apiUrl);
+      const heap = await liveHeap(o.inspectorUrl, { apiUrl: o.apiUrl, headers: AUTHORIZATION });
       warm = { heap, requests: runs.reduce((sum, r) => sum + r.requests, 0), cycles: churned.cycles };
       console.log(
         `  heap after a full collection: ${mib(heap.usedMiB)} MiB (${mib(heap.codeMiB)} MiB of it code)`,
@@ -484,7 +359,7 @@ async function runSoak(o: SoakOptions): Promise<{ summary: string[][] }> {
   }
   await churning;
   sampling.stop();
-  const end = await liveHeap(o.inspectorUrl, o.apiUrl);
+  const end = await liveHeap(o.inspectorUrl, { apiUrl: o.apiUrl, headers: AUTHORIZATION });
 
   const counted = sampling.samples.filter((s) => s.atMs >= warmupMs);
   const rssSlope = slopePerMinute(counted.map((s) => ({ atMs: s.atMs, value: s.rssMiB })));

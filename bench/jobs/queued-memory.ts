@@ -8,13 +8,14 @@
  * reads it (sweeper, signals, health). Target: under 300 MB.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CorralClient } from '../../src/client/index.js';
 import { DEFAULT_JOB_POLICY } from '../../src/domain/job.js';
 import type { ServeProcess } from '../../test/support/process.js';
+import { memoryOf } from '../memory-readings.js';
 import { buildDist } from '../tools.js';
 import { startLocalServe, testWorkerImage } from './local-serve.js';
 
@@ -29,18 +30,13 @@ const SETTLE_MS = 10_000;
 const SAMPLES = 5;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN) / 1024;
-}
-
 async function settledRss(server: ServeProcess): Promise<number> {
   const pid = server.child.pid;
   if (pid === undefined) throw new Error('corral serve has no pid');
   await sleep(SETTLE_MS);
   const values: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
-    values.push(rssMiB(pid));
+    values.push(memoryOf(pid)?.rssMiB ?? Number.NaN);
     if (i < SAMPLES - 1) await sleep(1_000);
   }
   values.sort((a, b) => a - b);

@@ -69,7 +69,24 @@ summary = {"used_mib": used, "answers": runs,
            # The same process (not a new one: each fills its GPU memory with a seed of its own), its tensors unchanged.
            "same_process": isinstance(cold, dict) and isinstance(wake, dict) and cold.get("pid") == wake.get("pid"),
            "intact": isinstance(cold, dict) and isinstance(wake, dict) and cold.get("words") == wake.get("words") and cold.get("head_sha256") == wake.get("head_sha256")}
+# The driver's own restore (the helper's timed cuCheckpointProcessRestore, from serve.log's last "gpu process resumed"
+# line) next to the restore's dur in the wake's Server-Timing: their ratio is issue 24's target (within 1.2x).
+driver_ms = None
+for line in open(f"{out}/serve.log"):
+    try: entry = json.loads(line)
+    except Exception: continue
+    if entry.get("msg") == "gpu process resumed":
+        driver_ms = sum(s["ms"] for s in entry.get("steps", []) if s.get("call") == "cuCheckpointProcessRestore") or driver_ms
+timing = re.search(r"restore;dur=([\d.]+)", runs["a-wake"]["server_timing"] or "")
+restore_ms = float(timing.group(1)) if timing else None
+summary["restore"] = {"driver_ms": driver_ms, "server_timing_ms": restore_ms,
+                      "wake_ms": round(runs["a-wake"]["seconds"] * 1000),
+                      "ratio": round(restore_ms / driver_ms, 3) if driver_ms and restore_ms else None,
+                      "wake_ratio": round(runs["a-wake"]["seconds"] * 1000 / driver_ms, 3) if driver_ms else None}
+print("RESTORE driver_ms=%s server_timing_restore_ms=%s ratio=%s (wake with first answer %s ms, ratio %s)" % (
+    driver_ms, restore_ms, summary["restore"]["ratio"], summary["restore"]["wake_ms"], summary["restore"]["wake_ratio"]))
 open(f"{out}/wake-summary.json", "w").write(json.dumps(summary) + "\n")
 print("WAKE SUMMARY " + json.dumps(summary))
 PY
-kill $SERVE; wait $SERVE; true
+# Local workers outlive corral serve by design (a restart adopts them): end them, so that a second run starts clean.
+kill $SERVE; wait $SERVE; pkill -f "gpu_proc.py hold"; true

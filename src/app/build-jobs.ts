@@ -62,6 +62,8 @@ export interface JobsParts {
   workersUrl: string;
   /** The live endpoint with this id or appName; none: the store's. */
   findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
+  /** Whether a worker is frozen or suspended: it takes no job until it runs again (issue 24). */
+  restingWorker?: (workerId: string) => boolean;
   /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
   runningWorkers?: (endpointId: string) => readonly string[];
   /** Asks the controller for a pass (a worker to replace was marked). */
@@ -142,6 +144,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     wakeups,
     events,
     maxAttempts: settings.maxAttempts,
+    ...(parts.restingWorker ? { resting: parts.restingWorker } : {}),
   });
   const signals = new JobSignals({
     jobs: store.jobs,

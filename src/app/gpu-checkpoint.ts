@@ -14,6 +14,8 @@ export interface GpuCheckpointSetup {
   /** Undefined where the suspended tier is off; `availability.reason` says why. */
   checkpointer: GpuCheckpointer | undefined;
   availability: GpuCheckpointAvailability;
+  /** Ends the checkpointer's helper process (none where the tier is off); serve calls it at shutdown. */
+  close(): void;
 }
 
 export interface GpuCheckpointOptions {
@@ -32,14 +34,15 @@ export async function gpuCheckpointFor(options: GpuCheckpointOptions): Promise<G
   const availability = await availabilityFor(options);
   if (!availability.available) {
     logger.info({ reason: availability.reason }, 'GPU checkpoint unavailable: the suspended tier is off');
-    return { checkpointer: undefined, availability };
+    return { checkpointer: undefined, availability, close: () => undefined };
   }
   logger.info(
     { cudaDriverApi: availability.driverVersion },
     'GPU checkpoint available: idle workers can be suspended',
   );
   const helper = options.helper ?? defaultHelperCommand();
-  return { checkpointer: new CudaCheckpointer({ availability, helper, logger }), availability };
+  const checkpointer = new CudaCheckpointer({ availability, helper, logger });
+  return { checkpointer, availability, close: () => checkpointer.close() };
 }
 
 async function availabilityFor(options: GpuCheckpointOptions): Promise<GpuCheckpointAvailability> {

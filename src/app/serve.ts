@@ -31,6 +31,7 @@ import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 import { workerFacingBaseUrl } from './worker-facing-url.js';
 import { startWorkerListener } from './worker-listener.js';
+import { placeWorkerListener, type WorkerListenerPlace } from './worker-listener-place.js';
 
 export interface RunningServer {
   apiUrl: string;
@@ -61,10 +62,14 @@ export async function serve(
     // Whether idle workers can be suspended on the GPU (issue 24), asked of the driver while the runtime starts.
     const gpuCheckpoint = await gpuCheckpointFor({ gpus: config.gpus, runtime: config.runtime, logger });
     const { availability } = gpuCheckpoint;
+    // Closed after the runtime (closers run in reverse): its helper process ends last.
+    closers.push(async () => gpuCheckpoint.close());
     const checkpointer =
       gpuCheckpoint.checkpointer ??
       new UnavailableCheckpointer(availability.available ? 'no GPU checkpointer' : availability.reason);
-    const runtime = await runtimeFor(config, installationId, logger, checkpointer);
+    // On Docker the worker-facing listener's port is fixed before the runtime opens the host guard's hole for it.
+    const place = await placeWorkerListener({ listen: config.workers.listen, runtimeChoice: config.runtime });
+    const runtime = await runtimeFor(config, installationId, logger, checkpointer, place);
     closers.push(() => runtime.close());
     const { gpuScheduler } = runtime;
     // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
@@ -113,6 +118,8 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      restingWorker: (workerId) =>
+        late.workers().some((w) => w.id === workerId && (w.state === 'frozen' || w.state === 'suspended')),
       runningWorkers: (endpointId) =>
         late
           .workers()
@@ -213,24 +220,30 @@ export async function serve(
     // http jobs go through this replica's own gateway, on this host.
     late.gatewayUrl = `http://${formatHostPort({ host: loopbackOf(config.gatewayAddr.host), port: bound.gatewayPort })}`;
     closers.push(() => traffic.close());
-    // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md).
-    const workersListener = await startWorkerListener({
-      address: config.workers.listen,
-      handler: jobs.workerHandler,
-      logger,
-    }).catch((error: unknown) => {
-      throw new Error(
-        `cannot listen on workers.listen ${formatHostPort(config.workers.listen)}: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    });
-    late.workersUrl =
-      config.workers.advertiseUrl ??
-      workerFacingBaseUrl({
-        runtime: runtime.name === 'kubernetes' ? 'local' : runtime.name,
-        address: config.workers.listen.host,
-        port: workersListener.address.port,
+    // The worker-facing listener: queue workers take their jobs here (docs/jobs-internals.md). On Docker it binds
+    // on the address the runtime says (worker-listener-place.ts), once an awaited engine answers.
+    const openWorkersListener = async () => {
+      const address = await place.address(runtime.name);
+      const workersListener = await startWorkerListener({
+        address,
+        handler: jobs.workerHandler,
+        logger,
+      }).catch((error: unknown) => {
+        throw new Error(
+          `cannot listen on workers.listen ${formatHostPort(address)}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       });
-    closers.push(() => workersListener.close());
+      closers.push(() => workersListener.close());
+      late.workersUrl =
+        config.workers.advertiseUrl ??
+        workerFacingBaseUrl({
+          runtime: runtime.name === 'kubernetes' ? 'local' : runtime.name,
+          address: address.host,
+          port: workersListener.address.port,
+        });
+    };
+    const awaitingEngine = !runtimeReadiness(runtime).ready;
+    if (!awaitingEngine) await openWorkersListener();
     jobs.start();
     // Deliveries left in the outbox by a process that stopped are sent from now on.
     await jobWebhooks.start();
@@ -245,7 +258,9 @@ export async function serve(
     });
     void runtimeReady(runtime)
       .then(async (ready) => {
-        if (ready && !closing) await leadership.begin();
+        if (!ready || closing) return;
+        if (awaitingEngine) await openWorkersListener();
+        await leadership.begin();
       })
       .catch((error: unknown) => logger.error({ err: error }, 'the controller could not start'));
     const apiUrl = `http://${formatHostPort({ host: config.apiAddr.host, port: listeningPort(app) })}`;
@@ -283,6 +298,7 @@ function runtimeFor(
   installationId: string,
   logger: Logger,
   checkpointer: GpuCheckpointer,
+  place: WorkerListenerPlace,
 ): Promise<WorkerRuntime> {
   return selectRuntime({
     installationId,
@@ -293,6 +309,7 @@ function runtimeFor(
     sandbox: config.workers.sandbox,
     checkpointer,
     allowRoot: config.localAllowRoot,
+    workerListener: { port: place.port, onAddress: (address) => place.onAddress(address) },
     kubernetes: {
       ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),
       namespace: config.namespace,

@@ -4,11 +4,11 @@
  */
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
-import type { Clock, Timers } from '../ports/clock.js';
+import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
-import type { BackoffPolicy } from './crashes/backoff.js';
+import { type BackoffPolicy, DEFAULT_BACKOFF } from './crashes/backoff.js';
 import type { HealthProbe } from './health/health-prober.js';
 import type { ProbeResult } from './health/probe-result.js';
 import type { ControllerMetrics } from './metrics.js';
@@ -166,3 +166,43 @@ export const DEFAULT_UNHEALTHY_TIMEOUT_MS = 60_000;
 
 /** The creates of an endpoint ending within this long share its reconcile (controller-options.ts, coalesceMs). */
 export const DEFAULT_COALESCE_MS = 20;
+
+/** The options a controller leaves out. */
+type OptionalOptions =
+  | 'placement'
+  | 'scaling'
+  | 'metrics'
+  | 'awaitDrained'
+  | 'memoryGBPerGpu'
+  | 'imageAccess'
+  | 'installationId'
+  | 'crashResetMs'
+  | 'readOnlyStorages'
+  | 'resolveEnv'
+  | 'protocolEnv'
+  | 'queueProbe'
+  | 'onWorkerEnded'
+  | 'outputs'
+  | 'suspendBudgetBytes'
+  | 'fence'
+  | 'retry';
+
+/** The options with every default filled in. */
+export type ResolvedControllerOptions = Required<Omit<ControllerOptions, OptionalOptions>> &
+  Pick<ControllerOptions, OptionalOptions>;
+
+export function withDefaults(options: ControllerOptions): ResolvedControllerOptions {
+  return {
+    startupTimeoutMs: 300_000,
+    unhealthyTimeoutMs: DEFAULT_UNHEALTHY_TIMEOUT_MS,
+    restartGraceMs: DEFAULT_RESTART_GRACE_MS,
+    backoff: DEFAULT_BACKOFF,
+    startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
+    intervalMs: 1000,
+    reconcileConcurrency: 4,
+    coalesceMs: DEFAULT_COALESCE_MS,
+    failedKept: 3,
+    timers: systemTimers,
+    ...options,
+  };
+}

@@ -9,21 +9,17 @@
  */
 import { totalmem } from 'node:os';
 import type { Endpoint } from '../domain/endpoint.js';
-import { systemTimers } from '../ports/clock.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import {
   type ControllerOptions,
-  DEFAULT_COALESCE_MS,
-  DEFAULT_RESTART_GRACE_MS,
-  DEFAULT_UNHEALTHY_TIMEOUT_MS,
-  STARTING_PROBE_INTERVAL_MS,
+  type ResolvedControllerOptions,
+  withDefaults,
 } from './controller-options.js';
-import { DEFAULT_BACKOFF } from './crashes/backoff.js';
 import { CrashLedger } from './crashes/crash-ledger.js';
 import { EndpointSnapshot } from './endpoint-snapshot.js';
 import { endpointStatus } from './endpoint-status.js';
 import { HealthProber, type ProbeTarget } from './health/health-prober.js';
-import { appPortOf } from './health/health-report.js';
+import { probeTargetOf } from './health/probe-target.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
@@ -40,7 +36,7 @@ import { RuntimeObserver } from './runtime-observer.js';
 import { RuntimeOutage } from './runtime-outage.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
-import { isStarted, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
+import { type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { deleteStaleRows } from './write-back.js';
 
@@ -52,27 +48,8 @@ export type {
 } from './controller-options.js';
 export type { HealthProbe } from './health/health-prober.js';
 
-type OptionalOptions =
-  | 'placement'
-  | 'scaling'
-  | 'metrics'
-  | 'awaitDrained'
-  | 'memoryGBPerGpu'
-  | 'imageAccess'
-  | 'installationId'
-  | 'crashResetMs'
-  | 'readOnlyStorages'
-  | 'resolveEnv'
-  | 'protocolEnv'
-  | 'queueProbe'
-  | 'onWorkerEnded'
-  | 'outputs'
-  | 'suspendBudgetBytes'
-  | 'fence'
-  | 'retry';
-
 export class Controller {
-  readonly #o: Required<Omit<ControllerOptions, OptionalOptions>> & Pick<ControllerOptions, OptionalOptions>;
+  readonly #o: ResolvedControllerOptions;
   readonly #book = new WorkerBook();
   /** Live endpoints as of the last pass (probes read their health settings here, not from the store). */
   #endpoints = new Map<string, Endpoint>();
@@ -103,19 +80,7 @@ export class Controller {
   readonly #unsubscribe: (() => void)[] = [];
 
   constructor(options: ControllerOptions) {
-    this.#o = {
-      startupTimeoutMs: 300_000,
-      unhealthyTimeoutMs: DEFAULT_UNHEALTHY_TIMEOUT_MS,
-      restartGraceMs: DEFAULT_RESTART_GRACE_MS,
-      backoff: DEFAULT_BACKOFF,
-      startingProbeIntervalMs: STARTING_PROBE_INTERVAL_MS,
-      intervalMs: 1000,
-      reconcileConcurrency: 4,
-      coalesceMs: DEFAULT_COALESCE_MS,
-      failedKept: 3,
-      timers: systemTimers,
-      ...options,
-    };
+    this.#o = withDefaults(options);
     this.#placement = options.placement ?? inventoryPlacement(options.gpus);
     this.#snapshot = new EndpointSnapshot({ source: this.#o.store.endpoints });
     this.#crashes = new CrashLedger({ policy: this.#o.backoff, resetAfterMs: this.#o.crashResetMs });
@@ -454,21 +419,10 @@ export class Controller {
 
   #probeTarget(workerId: string): ProbeTarget | undefined {
     const record = this.#book.get(workerId);
+    if (this.#queue.stopped) return undefined;
+    const { runtime, queueProbe } = this.#o;
     const endpoint = record && this.#endpoints.get(record.endpointId);
-    if (!record || !endpoint || !record.address || !isStarted(record.state) || this.#queue.stopped)
-      return undefined;
-    const appPort = appPortOf(this.#o.runtime.name, record.address, endpoint.spec.port);
-    const { queueProbe } = this.#o;
-    // A queue worker pulls its jobs: its polls and pings are its health, not an HTTP answer.
-    const probe =
-      endpoint.spec.type === 'queue' && queueProbe ? () => queueProbe(endpoint.id, workerId) : undefined;
-    return {
-      address: record.address,
-      check: endpoint.spec.health,
-      appPort,
-      fast: record.readyAt === null,
-      ...(probe ? { probe } : {}),
-    };
+    return probeTargetOf({ record, endpoint, runtimeName: runtime.name, queueProbe });
   }
 
   // ---- report ----

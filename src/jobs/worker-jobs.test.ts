@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { DEFAULT_JOB_POLICY } from '../domain/job.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
@@ -43,6 +44,51 @@ describe("a worker's end", () => {
       attempts: 1,
     });
     expect(queued).toEqual(['ep-1']);
+    await store.close();
+  });
+});
+
+describe('a frozen or suspended worker (issue 24)', () => {
+  it('is never handed a job through the take it left open, and takes it once it runs again', async () => {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    const timers = new ManualTimers(1_000);
+    const resting = new Set(['w-1']);
+    const workers = new WorkerJobs({
+      jobs: store.jobs,
+      clock: () => timers.now,
+      wakeups: new Wakeups({ timers, recheckMs: 500 }),
+      events: new JobEvents(),
+      maxAttempts: 3,
+      resting: (workerId) => resting.has(workerId),
+    });
+    const endpoint = sampleEndpoint();
+    await store.jobs.enqueue(
+      {
+        id: 'j-1',
+        endpointId: endpoint.id,
+        ownerId: endpoint.ownerId,
+        input: '1',
+        webhook: null,
+        policy: DEFAULT_JOB_POLICY,
+        sync: false,
+        createdAt: 1_000,
+      },
+      60_000,
+    );
+    let taken: string[] | undefined;
+    const take = workers
+      .take({ endpoint, workerId: 'w-1' }, { batch: 1, holding: undefined, holdMs: 60_000 })
+      .then((jobs) => {
+        taken = jobs.map((job) => job.id);
+      });
+    await timers.advanceSettling(5_000);
+    expect(taken).toBeUndefined();
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'IN_QUEUE' });
+    resting.delete('w-1');
+    await timers.advanceSettling(600);
+    await take;
+    expect(taken).toEqual(['j-1']);
     await store.close();
   });
 });

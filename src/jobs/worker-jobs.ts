@@ -21,6 +21,11 @@ export interface WorkerJobsOptions {
   events: JobEvents;
   /** How many times a job may be taken before a worker's loss FAILS it. */
   maxAttempts: number;
+  /**
+   * Whether the worker is frozen or suspended (issue 24). Its take may still be open (the process stopped while
+   * Corral held it), but a job handed to it would wait for the thaw: it takes nothing until it runs again.
+   */
+  resting?: (workerId: string) => boolean;
 }
 
 /** Who is asking: a verified worker of a live endpoint. */
@@ -63,6 +68,12 @@ export class WorkerJobs {
         return [];
       }
       for (;;) {
+        if (this.#o.resting?.(workerId)) {
+          const left = until - this.#o.clock();
+          if (left <= 0 || options.signal?.aborted) return [];
+          await this.#o.wakeups.wait(wakeKey.queue(endpoint.id), left, options.signal);
+          continue;
+        }
         const jobs = await this.#o.jobs.take({
           endpointId: endpoint.id,
           workerId,

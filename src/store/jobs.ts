@@ -5,16 +5,24 @@
  * time). Results are idempotent: a duplicate of the worker's own result is accepted, one from a worker that no
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { isTerminal, type Job, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
 import {
-  isTerminal,
-  JOB_STATUSES,
-  type Job,
-  type JobStatus,
-  type NewJob,
-  RETRYABLE_STATUSES,
-} from '../domain/job.js';
-import type { Database, DialectName, JobsTable } from './schema.js';
+  bigint,
+  countJobs,
+  fromRow,
+  type JobQueueSignal,
+  jobQueueSignals,
+  listJobs,
+  QUEUED,
+  queuedEndpoints,
+  RUNNING,
+} from './job-reads.js';
+import { type Requeued, requeueIds } from './job-requeue.js';
+import type { Database, DialectName } from './schema.js';
+
+export type { JobQueueSignal } from './job-reads.js';
+export type { Requeued } from './job-requeue.js';
 
 /** What happened to a worker's result. */
 export type ResultOutcome = 'applied' | 'duplicate' | 'refused';
@@ -29,26 +37,6 @@ export interface JobResult {
   error: string | null;
   now: number;
 }
-
-/** One endpoint's queue as the autoscaler reads it. */
-export interface JobQueueSignal {
-  /** IN_QUEUE jobs that may add a worker (not lowPriority). */
-  queued: number;
-  /** When the oldest of them was submitted; null: none. */
-  oldestQueuedAt: number | null;
-  /** Jobs IN_PROGRESS per worker. */
-  inProgress: Record<string, number>;
-}
-
-/** What went back to the queue (and the endpoints whose queues grew), and what FAILED at the attempt limit. */
-export interface Requeued {
-  requeued: string[];
-  failed: Job[];
-  endpoints: string[];
-}
-
-const RUNNING: JobStatus = 'IN_PROGRESS';
-const QUEUED: JobStatus = 'IN_QUEUE';
 
 export class JobRepository {
   readonly #db: Kysely<Database>;
@@ -463,14 +451,23 @@ export class JobRepository {
   }
 
   /** The endpoints that have IN_QUEUE jobs. */
-  async queuedEndpoints(): Promise<string[]> {
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select('endpoint_id')
-      .distinct()
-      .where('status', '=', QUEUED)
-      .execute();
-    return rows.map((r) => r.endpoint_id);
+  queuedEndpoints(): Promise<string[]> {
+    return queuedEndpoints(this.#db);
+  }
+
+  /** The endpoint's jobs by status (every status present, 0 where none). */
+  counts(endpointId: string): Promise<Record<JobStatus, number>> {
+    return countJobs(this.#db, endpointId);
+  }
+
+  /** The endpoint's most recent jobs, newest first, of one status or all. */
+  list(endpointId: string, options: { status?: JobStatus; limit: number }): Promise<Job[]> {
+    return listJobs(this.#db, endpointId, options);
+  }
+
+  /** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
+  queueSignals(): Promise<Map<string, JobQueueSignal>> {
+    return jobQueueSignals(this.#db);
   }
 
   /** A queue worker polled or pinged now. */
@@ -496,135 +493,4 @@ export class JobRepository {
   async forgetWorkers(before: number): Promise<void> {
     await this.#db.deleteFrom('job_workers').where('seen_at', '<', before).execute();
   }
-
-  /** The endpoint's jobs by status (every status present, 0 where none). */
-  async counts(endpointId: string): Promise<Record<JobStatus, number>> {
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', '=', endpointId)
-      .groupBy('status')
-      .execute();
-    const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
-    for (const row of rows) counts[row.status as JobStatus] = Number(row.n);
-    return counts;
-  }
-
-  /** The endpoint's most recent jobs, newest first, of one status or all. */
-  async list(endpointId: string, options: { status?: JobStatus; limit: number }): Promise<Job[]> {
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('endpoint_id', '=', endpointId)
-      .$if(options.status !== undefined, (q) => q.where('status', '=', options.status ?? QUEUED))
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(options.limit)
-      .execute();
-    return rows.map(fromRow);
-  }
-
-  /** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
-  async queueSignals(): Promise<Map<string, JobQueueSignal>> {
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select([
-        'endpoint_id',
-        'status',
-        'worker_id',
-        (eb) => eb.fn.countAll<number>().as('n'),
-        (eb) => eb.fn.min('created_at').as('oldest'),
-      ])
-      .where((eb) =>
-        eb.or([eb.and([eb('status', '=', QUEUED), eb('low_priority', '=', 0)]), eb('status', '=', RUNNING)]),
-      )
-      .groupBy(['endpoint_id', 'status', 'worker_id'])
-      .execute();
-    const signals = new Map<string, JobQueueSignal>();
-    for (const row of rows) {
-      let signal = signals.get(row.endpoint_id);
-      if (!signal) {
-        signal = { queued: 0, oldestQueuedAt: null, inProgress: {} };
-        signals.set(row.endpoint_id, signal);
-      }
-      if (row.status === QUEUED) {
-        signal.queued += Number(row.n);
-        signal.oldestQueuedAt = Number(row.oldest);
-      } else if (row.worker_id) signal.inProgress[row.worker_id] = Number(row.n);
-    }
-    return signals;
-  }
-}
-
-async function requeueIds(
-  trx: Transaction<Database>,
-  ids: readonly string[],
-  cause: string,
-  options: { maxAttempts: number; now: number },
-): Promise<Requeued> {
-  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
-  const failed = await trx
-    .updateTable('jobs')
-    .set({
-      status: 'FAILED',
-      error: `${cause} (taken ${options.maxAttempts} times)`,
-      completed_at: options.now,
-      deadline_at: null,
-      retain_until: sql`${bigint(options.now)} + retain_ms`,
-      stop_pending: 0,
-    })
-    .where('id', 'in', ids)
-    .where('status', '=', RUNNING)
-    .where('attempts', '>=', options.maxAttempts)
-    .returningAll()
-    .execute();
-  const requeued = await trx
-    .updateTable('jobs')
-    .set({
-      status: QUEUED,
-      worker_id: null,
-      started_at: null,
-      deadline_at: null,
-      seen_at: null,
-      output: null,
-      stop_pending: 0,
-    })
-    .where('id', 'in', ids)
-    .where('status', '=', RUNNING)
-    .returning(['id', 'endpoint_id'])
-    .execute();
-  return {
-    requeued: requeued.map((r) => r.id),
-    failed: failed.map(fromRow),
-    endpoints: [...new Set(requeued.map((r) => r.endpoint_id))],
-  };
-}
-
-/** A number as a bigint parameter: PostgreSQL cannot type a bare parameter inside `case`. */
-const bigint = (value: number) => sql`cast(${value} as bigint)`;
-
-const nullableNumber = (value: number | null) => (value === null ? null : Number(value));
-
-function fromRow(row: Selectable<JobsTable>): Job {
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    ownerId: row.owner_id,
-    status: row.status as JobStatus,
-    input: row.input,
-    output: row.output,
-    error: row.error,
-    webhook: row.webhook,
-    policy: {
-      executionTimeoutMs: Number(row.execution_timeout_ms),
-      ttlMs: Number(row.ttl_ms),
-      lowPriority: row.low_priority === 1,
-    },
-    sync: row.sync === 1,
-    workerId: row.worker_id,
-    attempts: Number(row.attempts),
-    createdAt: Number(row.created_at),
-    startedAt: nullableNumber(row.started_at),
-    completedAt: nullableNumber(row.completed_at),
-  };
 }

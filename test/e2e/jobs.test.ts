@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { callJobs } from '../support/jobs-client.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -38,15 +39,8 @@ describe('jobs on a queue endpoint, end to end', () => {
     );
     return server;
   };
-  const jobs = async (method: string, path: string, body?: unknown, endpoint = endpointId) => {
-    const response = await fetch(`${server?.gatewayUrl}/v2/${endpoint}/${path}`, {
-      method,
-      headers: { authorization: `Bearer ${KEY}` },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: JSON.parse(text) as Record<string, any> };
-  };
+  const jobs = (method: string, path: string, body?: unknown, endpoint = endpointId) =>
+    callJobs(server?.gatewayUrl ?? '', KEY, { method, endpoint, path, body });
   const statusOf = async (id: string) => (await jobs('GET', `status/${id}`)).body;
 
   beforeAll(async () => {

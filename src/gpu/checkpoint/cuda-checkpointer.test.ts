@@ -39,6 +39,7 @@ describe('the CUDA checkpointer', () => {
     const error = await checkpointer.suspend(process.pid, { deadlineMs: 30_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GpuCheckpointUnavailableError);
     expect((error as Error).message).toMatch(/^libcuda not found/);
+    checkpointer.close();
   });
 
   it('rejects at the deadline when the helper hangs (as a call on a stopped process does)', async () => {
@@ -46,12 +47,13 @@ describe('the CUDA checkpointer', () => {
     // Blocks in one call that never returns, as a driver call on a stopped process did.
     const hanging = {
       command: process.execPath,
-      args: ['-e', 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)'],
+      args: ['-e', 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)', '--'],
     };
     const checkpointer = new CudaCheckpointer({ availability: available, helper: hanging, logger, timers });
     const outcome = checkpointer.state(4242, { deadlineMs: 5_000 }).catch((e: unknown) => e);
     timers.advance(5_000);
     expect(await outcome).toBeInstanceOf(GpuCheckpointDeadlineError);
+    checkpointer.close();
   });
 
   it('gives the lock half the deadline, at most 10 s, so that a busy process answers before the kill', () => {

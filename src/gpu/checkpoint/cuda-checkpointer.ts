@@ -1,6 +1,6 @@
 /**
- * `GpuCheckpointer` on the real CUDA driver: each operation one run of the helper process under its deadline
- * (run-helper.ts), the process list from nvidia-smi (compute-apps.ts). Suspend is lock (with a timeout of half the
+ * `GpuCheckpointer` on the real CUDA driver: each operation one request to the helper process kept running between
+ * calls, under its deadline (helper-daemon.ts), the process list from nvidia-smi (compute-apps.ts). Suspend is lock (with a timeout of half the
  * deadline, at most 10 s), then checkpoint; resume is restore, then unlock; each goes only as far as the process's state needs.
  */
 import type { Logger } from 'pino';
@@ -17,9 +17,10 @@ import type {
 } from '../../ports/gpu-checkpoint.js';
 import { readComputeApps } from './compute-apps.js';
 import { processStateOf } from './cuda-abi.js';
+import { HelperDaemon } from './helper-daemon.js';
 import { errorOfAnswer } from './helper-errors.js';
 import type { HelperAnswer, HelperOp } from './helper-protocol.js';
-import { type HelperCommand, runHelper } from './run-helper.js';
+import type { HelperCommand } from './run-helper.js';
 
 export interface CudaCheckpointerOptions {
   availability: GpuCheckpointAvailability;
@@ -41,17 +42,24 @@ export function lockTimeoutMs(deadlineMs: number): number {
 
 export class CudaCheckpointer implements GpuCheckpointer {
   readonly availability: GpuCheckpointAvailability;
-  readonly #helper: HelperCommand;
+  readonly #daemon: HelperDaemon;
   readonly #logger: Logger;
   readonly #nvidiaSmi: string;
-  readonly #timers: Timers;
 
   constructor(options: CudaCheckpointerOptions) {
     this.availability = options.availability;
-    this.#helper = options.helper;
     this.#logger = options.logger;
     this.#nvidiaSmi = options.nvidiaSmi ?? 'nvidia-smi';
-    this.#timers = options.timers ?? systemTimers;
+    this.#daemon = new HelperDaemon({
+      helper: options.helper,
+      logger: options.logger,
+      timers: options.timers ?? systemTimers,
+    });
+  }
+
+  /** Ends the helper process; calls not answered yet reject. */
+  close(): void {
+    this.#daemon.close();
   }
 
   async gpuProcesses(pids: readonly number[]): Promise<GpuProcess[]> {
@@ -83,7 +91,7 @@ export class CudaCheckpointer implements GpuCheckpointer {
 
   async #run(op: HelperOp, pid: number, deadlineMs: number, extra: string[] = []) {
     if (!this.availability.available) throw new GpuCheckpointUnavailableError(this.availability.reason);
-    const answer = await runHelper(this.#helper, op, [String(pid), ...extra], deadlineMs, this.#timers);
+    const answer = await this.#daemon.call(op, [String(pid), ...extra], deadlineMs);
     if (!answer.ok) throw errorOfAnswer(answer, pid);
     return answer;
   }

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -64,5 +64,29 @@ describe('the checkpoint helper process, without a driver', () => {
       code: 1,
       answer: { ok: false, error: { kind: 'usage', message: 'lock needs a process id, got "undefined"' } },
     });
+  });
+
+  it('serves request lines on stdin with answer lines carrying their ids, then exits when stdin closes', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', HELPER, '--serve'], {
+      env: { ...process.env, CORRAL_LIBCUDA: 'libc.so.6' },
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.write(`${JSON.stringify({ id: 7, op: 'suspend', pid: 1, args: ['500'] })}\n`);
+    child.stdin.write('not json\n');
+    child.stdin.end(`${JSON.stringify({ id: 8, op: 'driver-version' })}\n`);
+    expect(await exited).toBe(0);
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
+    expect(answers).toMatchObject([
+      { id: 7, ok: false, op: 'suspend', error: { kind: 'missing-entry-points' } },
+      { id: null, ok: false, error: { kind: 'usage', message: 'not a request line' } },
+      { id: 8, ok: true, op: 'driver-version', driverVersion: 0 },
+    ]);
   });
 });

@@ -1,13 +1,22 @@
 /**
- * The checkpoint helper: a process of its own that Corral starts for each driver call and kills at the call's
- * deadline (`node cuda-helper.js <op> [pid] [lockTimeoutMs]`). It loads libcuda.so.1 (`CORRAL_LIBCUDA` names another
- * library), makes the calls of its operation, and prints one JSON line (helper-protocol.ts), exit 0 on success and 1
- * on failure. Nothing else of Corral is loaded here, so that it starts fast.
+ * The checkpoint helper: a process of its own that Corral kills at a driver call's deadline. One-shot
+ * (`node cuda-helper.js <op> [pid] [lockTimeoutMs]`, the probe scripts' way): it loads libcuda.so.1 (`CORRAL_LIBCUDA`
+ * names another library), makes the calls of its operation, and prints one JSON line (helper-protocol.ts), exit 0 on
+ * success and 1 on failure. Serving (`node cuda-helper.js --serve`, Corral's way, helper-daemon.ts): it loads libcuda
+ * and calls cuInit once, then answers one request line on stdin with one answer line on stdout, carrying its id.
+ * Nothing else of Corral is loaded here, so that it starts fast.
  */
+import { createInterface } from 'node:readline';
 import { CUDA_RESULT_NAMES, LIBCUDA } from './cuda-abi.js';
 import { type CudaDriver, driverApiVersion, loadCudaDriver } from './cuda-driver.js';
 import { type DriverCall, resumeCalls, suspendCalls } from './helper-plan.js';
-import { type HelperAnswer, type HelperOp, type HelperStep, isHelperOp } from './helper-protocol.js';
+import {
+  type HelperAnswer,
+  type HelperOp,
+  type HelperStep,
+  isHelperOp,
+  parseHelperRequest,
+} from './helper-protocol.js';
 
 const CALL_NAMES: Record<DriverCall, string> = {
   lock: 'cuCheckpointProcessLock',
@@ -25,14 +34,19 @@ class CallFailed extends Error {
   }
 }
 
-function answer(value: HelperAnswer): never {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
-  process.exit(value.ok ? 0 : 1);
+type Loaded = ReturnType<typeof loadCudaDriver>;
+
+/** The driver loaded once per process, and whether cuInit succeeded already (a serving helper calls it once). */
+interface Session {
+  loaded?: Loaded;
+  initialised: boolean;
 }
 
-function main(argv: string[]): never {
+/** One operation (`argv`: op, pid, lock timeout), its answer as data. */
+function perform(argv: readonly (string | undefined)[], session: Session): HelperAnswer {
   const [opText = '', pidText, timeoutText] = argv;
   const steps: HelperStep[] = [];
+  const answer = (value: HelperAnswer) => value;
   const fail = (error: Extract<HelperAnswer, { ok: false }>['error'], extra: { unlocked?: boolean } = {}) =>
     answer({ ok: false, op: opText, steps, error, ...extra });
   if (!isHelperOp(opText)) return fail({ kind: 'usage', message: `unknown operation "${opText}"` });
@@ -43,7 +57,8 @@ function main(argv: string[]): never {
   }
   const lockTimeoutMs = timeoutText === undefined ? 10_000 : Number(timeoutText);
   const library = process.env.CORRAL_LIBCUDA || undefined;
-  const loaded = loadCudaDriver(library);
+  session.loaded ??= loadCudaDriver(library);
+  const loaded = session.loaded;
   if ('loadError' in loaded) {
     return fail({
       kind: 'no-libcuda',
@@ -75,10 +90,13 @@ function main(argv: string[]): never {
   };
   let state: number | undefined;
   try {
-    check(
-      'cuInit',
-      timed('cuInit', () => driver.init()),
-    );
+    if (!session.initialised) {
+      check(
+        'cuInit',
+        timed('cuInit', () => driver.init()),
+      );
+      session.initialised = true;
+    }
     const read = timed('cuCheckpointProcessGetState', () => driver.getState(pid));
     check('cuCheckpointProcessGetState', read.result);
     state = read.state;
@@ -111,4 +129,24 @@ function callOf(driver: CudaDriver, call: DriverCall, pid: number, lockTimeoutMs
   return driver[call](pid);
 }
 
-main(process.argv.slice(2));
+/** Serves request lines on stdin until it closes; a line that is no request is answered as a usage failure. */
+function serve(): void {
+  const session: Session = { initialised: false };
+  const lines = createInterface({ input: process.stdin });
+  lines.on('line', (line) => {
+    const request = parseHelperRequest(line);
+    const answer: HelperAnswer = request
+      ? perform([request.op, String(request.pid ?? ''), ...(request.args ?? [])], session)
+      : { ok: false, op: '', steps: [], error: { kind: 'usage', message: 'not a request line' } };
+    process.stdout.write(`${JSON.stringify({ ...answer, id: request?.id ?? null })}\n`);
+  });
+  lines.on('close', () => process.exit(0));
+}
+
+const argv = process.argv.slice(2);
+if (argv[0] === '--serve') serve();
+else {
+  const answer = perform(argv, { initialised: false });
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+  process.exit(answer.ok ? 0 : 1);
+}

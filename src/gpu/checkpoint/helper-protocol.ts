@@ -1,6 +1,7 @@
 /**
- * What the checkpoint helper process is asked (its command line) and answers (one JSON line on stdout), shared by
- * the helper (`cuda-helper.ts`) and Corral's side (`run-helper.ts`). Plain data only, so that both ends and the tests
+ * What the checkpoint helper process is asked (its command line, or one request line on stdin when it serves) and
+ * answers (one JSON line on stdout), shared by the helper (`cuda-helper.ts`) and Corral's side (`run-helper.ts`,
+ * `helper-daemon.ts`). Plain data only, so that both ends and the tests
  * agree on one shape.
  */
 
@@ -80,4 +81,44 @@ export function parseHelperAnswer(stdout: string): HelperAnswer | undefined {
     }
   }
   return undefined;
+}
+
+/** One request to a serving helper (`cuda-helper.js --serve`): one JSON line on its stdin. */
+export interface HelperRequest {
+  /** Echoed in the answer's `id`, so that an answer is matched to its request. */
+  id: number;
+  op: HelperOp;
+  pid?: number;
+  /** What follows the pid on the one-shot command line: the lock's timeout (ms) for suspend and lock. */
+  args?: string[];
+}
+
+/** A serving helper's answer line: the answer, with the id of its request (null for a line that was no request). */
+export type ServedAnswer = HelperAnswer & { id: number | null };
+
+/** A request from one stdin line, or undefined where the line is not one. */
+export function parseHelperRequest(line: string): HelperRequest | undefined {
+  try {
+    const value = JSON.parse(line) as Partial<HelperRequest> | null;
+    if (typeof value !== 'object' || value === null) return undefined;
+    if (typeof value.id !== 'number' || typeof value.op !== 'string' || !isHelperOp(value.op))
+      return undefined;
+    if (value.pid !== undefined && typeof value.pid !== 'number') return undefined;
+    if (
+      value.args !== undefined &&
+      !(Array.isArray(value.args) && value.args.every((a) => typeof a === 'string'))
+    ) {
+      return undefined;
+    }
+    return { id: value.id, op: value.op, pid: value.pid, args: value.args };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A serving helper's answer from one stdout line, or undefined where the line is not one. */
+export function parseServedAnswer(line: string): ServedAnswer | undefined {
+  const answer = parseHelperAnswer(line) as ServedAnswer | undefined;
+  if (answer === undefined || (typeof answer.id !== 'number' && answer.id !== null)) return undefined;
+  return answer;
 }

@@ -1,0 +1,125 @@
+/**
+ * The jobs table's reads that change nothing: an endpoint's counts and recent jobs, the endpoints with a queue, the
+ * autoscaler's view of every queue, and the row mapping the repository (jobs.ts) shares.
+ */
+import { type Kysely, type Selectable, sql } from 'kysely';
+import { JOB_STATUSES, type Job, type JobStatus } from '../domain/job.js';
+import type { Database, JobsTable } from './schema.js';
+
+/** One endpoint's queue as the autoscaler reads it. */
+export interface JobQueueSignal {
+  /** IN_QUEUE jobs that may add a worker (not lowPriority). */
+  queued: number;
+  /** When the oldest of them was submitted; null: none. */
+  oldestQueuedAt: number | null;
+  /** Jobs IN_PROGRESS per worker. */
+  inProgress: Record<string, number>;
+}
+
+export const RUNNING: JobStatus = 'IN_PROGRESS';
+export const QUEUED: JobStatus = 'IN_QUEUE';
+
+/** The endpoints that have IN_QUEUE jobs. */
+export async function queuedEndpoints(db: Kysely<Database>): Promise<string[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select('endpoint_id')
+    .distinct()
+    .where('status', '=', QUEUED)
+    .execute();
+  return rows.map((r) => r.endpoint_id);
+}
+
+/** The endpoint's jobs by status (every status present, 0 where none). */
+export async function countJobs(
+  db: Kysely<Database>,
+  endpointId: string,
+): Promise<Record<JobStatus, number>> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('endpoint_id', '=', endpointId)
+    .groupBy('status')
+    .execute();
+  const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
+  for (const row of rows) counts[row.status as JobStatus] = Number(row.n);
+  return counts;
+}
+
+/** The endpoint's most recent jobs, newest first, of one status or all. */
+export async function listJobs(
+  db: Kysely<Database>,
+  endpointId: string,
+  options: { status?: JobStatus; limit: number },
+): Promise<Job[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .$if(options.status !== undefined, (q) => q.where('status', '=', options.status ?? QUEUED))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit)
+    .execute();
+  return rows.map(fromRow);
+}
+
+/** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
+export async function jobQueueSignals(db: Kysely<Database>): Promise<Map<string, JobQueueSignal>> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select([
+      'endpoint_id',
+      'status',
+      'worker_id',
+      (eb) => eb.fn.countAll<number>().as('n'),
+      (eb) => eb.fn.min('created_at').as('oldest'),
+    ])
+    .where((eb) =>
+      eb.or([eb.and([eb('status', '=', QUEUED), eb('low_priority', '=', 0)]), eb('status', '=', RUNNING)]),
+    )
+    .groupBy(['endpoint_id', 'status', 'worker_id'])
+    .execute();
+  const signals = new Map<string, JobQueueSignal>();
+  for (const row of rows) {
+    let signal = signals.get(row.endpoint_id);
+    if (!signal) {
+      signal = { queued: 0, oldestQueuedAt: null, inProgress: {} };
+      signals.set(row.endpoint_id, signal);
+    }
+    if (row.status === QUEUED) {
+      signal.queued += Number(row.n);
+      signal.oldestQueuedAt = Number(row.oldest);
+    } else if (row.worker_id) signal.inProgress[row.worker_id] = Number(row.n);
+  }
+  return signals;
+}
+
+/** A number as a bigint parameter: PostgreSQL cannot type a bare parameter inside `case`. */
+export const bigint = (value: number) => sql`cast(${value} as bigint)`;
+
+const nullableNumber = (value: number | null) => (value === null ? null : Number(value));
+
+export function fromRow(row: Selectable<JobsTable>): Job {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    ownerId: row.owner_id,
+    status: row.status as JobStatus,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    webhook: row.webhook,
+    policy: {
+      executionTimeoutMs: Number(row.execution_timeout_ms),
+      ttlMs: Number(row.ttl_ms),
+      lowPriority: row.low_priority === 1,
+    },
+    sync: row.sync === 1,
+    workerId: row.worker_id,
+    attempts: Number(row.attempts),
+    createdAt: Number(row.created_at),
+    startedAt: nullableNumber(row.started_at),
+    completedAt: nullableNumber(row.completed_at),
+  };
+}
