@@ -63,7 +63,7 @@ export interface JobsParts {
   /** The live endpoint with this id or appName; none: the store's. */
   findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
   /** Whether a worker is frozen or suspended: it takes no job until it runs again (issue 24). */
-  restingWorker?: (workerId: string) => boolean;
+  restingWorker?: (endpointId: string, workerId: string) => boolean;
   /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
   runningWorkers?: (endpointId: string) => readonly string[];
   /** Asks the controller for a pass (a worker to replace was marked). */

@@ -100,9 +100,10 @@ export async function serve(
     const late: {
       poke: () => void;
       workers: () => { id: string; endpointId: string; state: string }[];
+      workersOf: (endpointId: string) => { id: string; state: string }[];
       gatewayUrl: string | undefined;
       workersUrl: string;
-    } = { poke: () => {}, workers: () => [], gatewayUrl: undefined, workersUrl: '' };
+    } = { poke: () => {}, workers: () => [], workersOf: () => [], gatewayUrl: undefined, workersUrl: '' };
     const jobs = await buildJobs({
       store,
       settings: config.jobs,
@@ -118,8 +119,10 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
-      restingWorker: (workerId) =>
-        late.workers().some((w) => w.id === workerId && (w.state === 'frozen' || w.state === 'suspended')),
+      restingWorker: (endpointId, workerId) =>
+        late
+          .workersOf(endpointId)
+          .some((w) => w.id === workerId && (w.state === 'frozen' || w.state === 'suspended')),
       runningWorkers: (endpointId) =>
         late
           .workers()
@@ -153,6 +156,7 @@ export async function serve(
     });
     late.poke = () => traffic.poke();
     late.workers = () => traffic.controller.workers();
+    late.workersOf = (endpointId) => traffic.controller.workersOf(endpointId);
     const { gateway } = traffic;
     const shared = sharedParts?.shared;
     const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });

@@ -60,7 +60,7 @@ describe('a frozen or suspended worker (issue 24)', () => {
       wakeups: new Wakeups({ timers, recheckMs: 500 }),
       events: new JobEvents(),
       maxAttempts: 3,
-      resting: (workerId) => resting.has(workerId),
+      resting: (_endpointId, workerId) => resting.has(workerId),
     });
     const endpoint = sampleEndpoint();
     await store.jobs.enqueue(

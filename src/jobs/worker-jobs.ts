@@ -25,7 +25,7 @@ export interface WorkerJobsOptions {
    * Whether the worker is frozen or suspended (issue 24). Its take may still be open (the process stopped while
    * Corral held it), but a job handed to it would wait for the thaw: it takes nothing until it runs again.
    */
-  resting?: (workerId: string) => boolean;
+  resting?: (endpointId: string, workerId: string) => boolean;
 }
 
 /** Who is asking: a verified worker of a live endpoint. */
@@ -68,7 +68,7 @@ export class WorkerJobs {
         return [];
       }
       for (;;) {
-        if (this.#o.resting?.(workerId)) {
+        if (this.#o.resting?.(endpoint.id, workerId)) {
           const left = until - this.#o.clock();
           if (left <= 0 || options.signal?.aborted) return [];
           await this.#o.wakeups.wait(wakeKey.queue(endpoint.id), left, options.signal);
