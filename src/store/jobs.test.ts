@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { storeTargets } from '../../test/support/stores.js';
+import { describe, expect, it } from 'vitest';
+import { freshStoreEachTest, storeTargets } from '../../test/support/stores.js';
 import { DEFAULT_JOB_POLICY, type NewJob } from '../domain/job.js';
 import type { Store } from './store.js';
 
@@ -20,15 +20,8 @@ const newJob = (id: string, over: Partial<NewJob> = {}): NewJob => ({
 describe.each(storeTargets())('the jobs store on $name', (target) => {
   let store: Store;
   let sibling: Store;
-  let dispose: () => Promise<void>;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    ({ store, dispose } = opened);
-    sibling = opened.sibling();
-  });
-  afterEach(async () => {
-    await dispose();
+  freshStoreEachTest(target, (opened) => {
+    ({ store, sibling } = opened);
   });
 
   const enqueue = async (...jobs: NewJob[]) => {

@@ -1,8 +1,8 @@
 // The webhook tables on both stores: an endpoint's secret (kept by the first writer, replaced by a rotation, gone
 // with its endpoint) and the outbox (claims that two replicas never share, a lapsed claim taken again, retries).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deleteEndpoint, sampleEndpoint } from '../../test/support/fixtures.js';
-import { type StoreTarget, storeTargets } from '../../test/support/stores.js';
+import { freshStoreEachTest, type StoreTarget, storeTargets } from '../../test/support/stores.js';
 import type { Store } from './store.js';
 import type { WebhookDeliveryRecord } from './webhook-deliveries.js';
 
@@ -23,15 +23,8 @@ const delivery = (id: string, over: Partial<WebhookDeliveryRecord> = {}): Webhoo
 describe.each(storeTargets())('webhook tables on $name', (target: StoreTarget) => {
   let store: Store;
   let sibling: Store;
-  let dispose: () => Promise<void>;
-
-  beforeEach(async () => {
-    const opened = await target.open();
-    ({ store, dispose } = opened);
-    sibling = opened.sibling();
-  });
-  afterEach(async () => {
-    await dispose();
+  freshStoreEachTest(target, (opened) => {
+    ({ store, sibling } = opened);
   });
 
   it('keeps the first secret written, replaces it on rotation, and forgets it with its endpoint', async () => {

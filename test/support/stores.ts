@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { describe } from 'vitest';
+import { afterEach, beforeEach, describe } from 'vitest';
 import { connectPostgres } from '../../src/store/postgres/connect.js';
 import type { Database } from '../../src/store/schema.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
@@ -108,3 +108,20 @@ export function storeRerun(): boolean {
  * PostgreSQL rerun skips them and each runs once.
  */
 export const describeOnce = describe.skipIf(storeRerun());
+
+/** Opens a fresh store (and its sibling, as another replica opens it) before each test of the suite, hands both to
+ * `use`, and disposes of them after the test. */
+export function freshStoreEachTest(
+  target: StoreTarget,
+  use: (opened: { store: Store; sibling: Store }) => void,
+): void {
+  let dispose: (() => Promise<void>) | undefined;
+  beforeEach(async () => {
+    const opened = await target.open();
+    dispose = opened.dispose;
+    use({ store: opened.store, sibling: opened.sibling() });
+  });
+  afterEach(async () => {
+    await dispose?.();
+  });
+}
