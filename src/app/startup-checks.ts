@@ -34,12 +34,18 @@ export async function warnOfTenantEndpoints(store: Store, logger: Logger): Promi
 /** Says at start-up which idle tiers this runtime offers, and why one is off (docs/workers.md, Idle tiers). */
 export function logIdleTiers(runtime: WorkerRuntime, off: string | undefined, logger: Logger): void {
   const suspendable = runtime.idleTiers?.suspendable;
+  // Where the freezer is weaker than a cgroup's (the local runtime without a writable cgroup), why.
+  const freezerNote = runtime.idleTiers?.freezerNote;
+  const freezer = freezerNote === undefined ? {} : { freezer: freezerNote };
   if (off !== undefined) logger.info({ runtime: runtime.name, reason: off }, 'idle tiers off');
   else if (suspendable && !suspendable.available)
     logger.info(
-      { runtime: runtime.name, frozen: true, suspended: false, reason: suspendable.reason },
+      { runtime: runtime.name, frozen: true, suspended: false, reason: suspendable.reason, ...freezer },
       'idle tiers: frozen only; the suspended tier is off',
     );
   else
-    logger.info({ runtime: runtime.name, frozen: true, suspended: true }, 'idle tiers: frozen and suspended');
+    logger.info(
+      { runtime: runtime.name, frozen: true, suspended: true, ...freezer },
+      'idle tiers: frozen and suspended',
+    );
 }

@@ -21,6 +21,11 @@ export interface SuspendedState {
 export interface IdleTiers {
   /** Whether `suspend` works (a GPU checkpointer with the driver's API), and why not. */
   readonly suspendable: TierSupport;
+  /**
+   * Where the freezer is weaker than a cgroup's (the local runtime without a writable cgroup stops the process
+   * group: a process that left it runs on), why; frozen workers' messages and the start-up log say it.
+   */
+  readonly freezerNote?: string | undefined;
   /** Stops every process of the worker (idempotent); it keeps its memory, GPUs and address. */
   freeze(workerId: string): Promise<void>;
   /** Lets a frozen worker run again (idempotent). */

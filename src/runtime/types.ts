@@ -121,6 +121,11 @@ export interface RuntimeWorker {
    * GPU processes the driver holds checkpointed is `suspended`. Absent: not in a tier.
    */
   tier?: IdleTier;
+  /**
+   * Suspended: the GPU memory its processes held when suspended, per GPU uuid, in bytes, where the runtime recorded
+   * it (a restarted Corral adopts it with it; without it the worker's whole GPUs must be free to restore it).
+   */
+  suspendedGpuBytes?: Record<string, number>;
 }
 
 export interface PullProgress {

@@ -30,12 +30,21 @@ export function instant(at: number): string {
   return `${new Date(at).toISOString().slice(0, 19)}Z`;
 }
 
-/** A frozen worker's message: since when, and what comes next unless a request wakes it. */
-export function frozenMessage(since: number, endpoint: Endpoint | undefined, suspendable: boolean): string {
+/**
+ * A frozen worker's message: since when, and what comes next unless a request wakes it; and, where the runtime's
+ * freezer is weaker than a cgroup's (`IdleTiers.freezerNote`), why.
+ */
+export function frozenMessage(
+  since: number,
+  endpoint: Endpoint | undefined,
+  suspendable: boolean,
+  freezerNote?: string,
+): string {
+  const note = freezerNote ? `; ${freezerNote}` : '';
   const w = endpoint?.spec.workers;
-  if (!w) return `frozen since ${instant(since)}`;
+  if (!w) return `frozen since ${instant(since)}${note}`;
   const next = suspendable && w.keepSuspendedSeconds > 0 ? 'suspended' : 'stopped';
-  return `frozen since ${instant(since)} (idle); ${next} at ${instant(since + w.keepFrozenSeconds * 1000)} unless a request wakes it`;
+  return `frozen since ${instant(since)} (idle); ${next} at ${instant(since + w.keepFrozenSeconds * 1000)} unless a request wakes it${note}`;
 }
 
 /** A suspended worker's message: since when, why (GPU pressure: for whom), and when it is stopped. */
@@ -65,8 +74,8 @@ export class TierMoves {
     const { lifecycle, clock } = this.#o;
     const now = clock();
     const endpoint = this.#o.endpoints().get(record.endpointId);
-    if (!lifecycle.move(record, { state: 'frozen', message: frozenMessage(now, endpoint, this.suspendable) }))
-      return;
+    const message = frozenMessage(now, endpoint, this.suspendable, this.#o.tiers.freezerNote);
+    if (!lifecycle.move(record, { state: 'frozen', message })) return;
     record.tierSince = now;
     record.tierCall = 'freeze';
     delete record.wake;

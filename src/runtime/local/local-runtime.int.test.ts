@@ -10,7 +10,7 @@ import { collect, eventually, testWorkerSpec } from '../../../test/support/runti
 import { WORKER_SCRIPT } from '../../../test/support/test-image.js';
 import { LABELS, type RuntimeEvent, type WorkerSpec } from '../types.js';
 import { LocalRuntime } from './local-runtime.js';
-import { isStopped } from './local-tiers.js';
+import { isFrozen } from './local-tiers.js';
 
 let counter = 0;
 function spec(overrides: Partial<WorkerSpec> = {}): WorkerSpec {
@@ -214,26 +214,39 @@ describe('LocalRuntime', () => {
   });
 
   it("suspends in the driver's order (the process running while it is checkpointed, stopped after), is adopted suspended after a restart, and restores", async () => {
-    // The checkpointer's driver refuses a stopped process, as the real one does: /proc says whether it is.
-    const checkpointer = new MemoryCheckpointer({ gpus: { 'GPU-0': 80e9 }, stopped: isStopped });
+    // The checkpointer's driver refuses a frozen process, as the real one does: its cgroup (or /proc) says whether it is.
+    let cgroup: { kind: 'v2' | 'v1'; path: string } | undefined;
+    const checkpointer = new MemoryCheckpointer({
+      gpus: { 'GPU-0': 80e9 },
+      stopped: (p) => isFrozen({ pid: p, cgroup }),
+    });
     const first = newRuntime(checkpointer);
     const created = await first.create(spec({ workerId: 'suspendme' }));
     await getJson(created.address, '/env');
-    const { pid } = await readState(stateDir, 'suspendme');
+    const { pid, cgroup: recorded } = await readState(stateDir, 'suspendme');
+    cgroup = recorded;
     checkpointer.addProcess({ pid, gpuUuid: 'GPU-0', usedBytes: 40e9 });
     await first.idleTiers.freeze('suspendme');
     const state = await first.idleTiers.suspend('suspendme', { deadlineMs: 5_000 });
     expect(state).toEqual({ gpuBytes: { 'GPU-0': 40e9 } });
     expect(checkpointer.usedBytes('GPU-0')).toBe(0);
-    expect(isStopped(pid)).toBe(true);
+    expect(isFrozen({ pid, cgroup })).toBe(true);
     await first.close();
 
+    // The GPU memory it held is on its state file: a restarted runtime lists it with the suspended worker.
     const second = newRuntime(checkpointer);
-    expect((await second.inspect('suspendme'))?.tier).toBe('suspended');
+    expect(await second.inspect('suspendme')).toMatchObject({
+      tier: 'suspended',
+      suspendedGpuBytes: { 'GPU-0': 40e9 },
+    });
     await second.idleTiers.restore('suspendme', { deadlineMs: 5_000 });
     expect(checkpointer.usedBytes('GPU-0')).toBe(40e9);
     expect(await getJson(created.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'suspendme' });
     expect(checkpointer.calls).toEqual([`suspend ${pid}`, `resume ${pid}`]);
+    const restored = await second.inspect('suspendme');
+    expect(restored?.tier).toBeUndefined();
+    expect(restored?.suspendedGpuBytes).toBeUndefined();
+    expect((await readState(stateDir, 'suspendme')).suspendedGpuBytes).toBeUndefined();
     await second.remove('suspendme', { graceSeconds: 2 });
   });
 

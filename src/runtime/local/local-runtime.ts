@@ -15,13 +15,19 @@
  *   Processes are started detached, in their own process group, with their output going to a log file
  *   (process-control.ts), so they outlive a Corral restart. A worker whose state file cannot be written is stopped
  *   and its create fails: a restart could not find it. Two LocalRuntimes must not share a stateDir at once.
+ * - Each worker runs in its own cgroup where the host has a writable one (cgroup-freezer.ts: v2, else the v1
+ *   freezer), entered before its program runs; the cgroup freezes it (local-tiers.ts), and its removal kills every
+ *   process in it and removes the cgroup. Its path is in the state file, so a restart adopts a frozen worker through
+ *   it. Without one, the process group is all there is, and `idleTiers.freezerNote` says why.
  *
  * This file keeps the workers' records and the WorkerRuntime contract; the parts live beside it.
  */
+
 import fsp from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import { type Clock, systemClock } from '../../ports/clock.js';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
+import type { IdleTier } from '../idle-tiers.js';
 import {
   type LogOptions,
   RuntimeError,
@@ -32,6 +38,7 @@ import {
   type WorkerStats,
   workerLabels,
 } from '../types.js';
+import { type FreezerChoice, procsFile, type WorkerCgroup } from './cgroup-freezer.js';
 import { LocalIdleTiers } from './local-tiers.js';
 import { tailLines } from './log-tail.js';
 import { cpuPercent, readProcStat, readRssBytes } from './proc.js';
@@ -49,6 +56,7 @@ import {
   waitForExit,
 } from './process-control.js';
 import { type LocalState, type ReadStates, STATE_VERSION, StateDir, WORKER_ID } from './state-dir.js';
+import { WorkerCgroups } from './worker-cgroups.js';
 import { localWorkerEnv } from './worker-env.js';
 import { adoptedRecord, type LocalWorker, startedRecord, toRuntimeWorker } from './worker-record.js';
 
@@ -69,6 +77,8 @@ export interface LocalRuntimeOptions {
   baseEnv?: NodeJS.ProcessEnv;
   /** What suspends a worker's GPU state (the CUDA driver's checkpoint API); none: no suspended tier. */
   checkpointer?: GpuCheckpointer | undefined;
+  /** Which freezer new workers get (cgroup-freezer.ts); default `auto`: cgroup v2, else v1, else the process group. */
+  freezer?: FreezerChoice;
 }
 
 export class LocalRuntime implements WorkerRuntime {
@@ -89,6 +99,7 @@ export class LocalRuntime implements WorkerRuntime {
   #loaded: Promise<void> | undefined;
   #poller: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly #cgroups: WorkerCgroups;
   readonly idleTiers: LocalIdleTiers;
 
   constructor(options: LocalRuntimeOptions) {
@@ -99,19 +110,34 @@ export class LocalRuntime implements WorkerRuntime {
     this.#pollIntervalMs = options.pollIntervalMs ?? 500;
     this.#baseEnv = options.baseEnv ?? process.env;
     this.#refusal = options.refusal;
+    this.#cgroups = new WorkerCgroups({
+      choice: options.freezer ?? 'auto',
+      stateRoot: this.#dir.root,
+      logger: this.#log,
+    });
     this.idleTiers = new LocalIdleTiers({
       checkpointer: options.checkpointer,
-      pidOf: (workerId) => {
+      targetOf: (workerId) => {
         const record = this.#workers.get(workerId);
-        return record && !record.exited && !record.removing ? record.state.pid : undefined;
+        if (!record || record.exited || record.removing) return undefined;
+        return { pid: record.state.pid, cgroup: record.state.cgroup };
       },
-      setTier: (workerId, tier) => {
-        const record = this.#workers.get(workerId);
-        if (!record) return;
-        if (tier) record.tier = tier;
-        else delete record.tier;
-      },
+      setTier: (workerId, tier, suspended) => this.#setTier(workerId, tier, suspended?.gpuBytes),
+      freezerNote: () => this.#cgroups.note(),
     });
+  }
+
+  /** The tier on the record, and a suspended worker's GPU memory on its state file too (a restart reads it back). */
+  #setTier(workerId: string, tier: IdleTier | undefined, gpuBytes?: Record<string, number>): void {
+    const record = this.#workers.get(workerId);
+    if (!record) return;
+    if (tier) record.tier = tier;
+    else delete record.tier;
+    const had = record.state.suspendedGpuBytes !== undefined;
+    if (tier === 'suspended' && gpuBytes) record.state.suspendedGpuBytes = { ...gpuBytes };
+    else if (tier === undefined) delete record.state.suspendedGpuBytes;
+    if (had || record.state.suspendedGpuBytes !== undefined)
+      this.#saveState(record, 'cannot record a suspended worker in its state file');
   }
 
   async create(spec: WorkerSpec): Promise<RuntimeWorker> {
@@ -231,15 +257,18 @@ export class LocalRuntime implements WorkerRuntime {
     const { workerId } = spec;
     const port = await freePort(this.#reservedPorts);
     this.#reservedPorts.add(port);
+    let cgroup: WorkerCgroup | undefined;
     try {
       const mounts = await this.#dir.prepareVolumes(spec);
       await this.#dir.ensure();
+      cgroup = this.#cgroups.make(workerId);
       const child = await startProcess({
         program,
         args,
         env: localWorkerEnv(spec, this.#baseEnv, port, mounts),
         logPath: this.#dir.logPath(workerId),
         onError: (error) => this.#log.warn({ workerId, err: error }, 'worker process error'),
+        ...(cgroup ? { cgroupProcs: procsFile(cgroup) } : {}),
       });
       const now = this.#clock();
       const state: LocalState = {
@@ -254,6 +283,7 @@ export class LocalRuntime implements WorkerRuntime {
         createdAt: now,
         startedAt: now,
         gpuUuids: spec.gpus.map((gpu) => gpu.uuid),
+        ...(cgroup ? { cgroup } : {}),
       };
       try {
         this.#dir.writeState(state);
@@ -267,6 +297,7 @@ export class LocalRuntime implements WorkerRuntime {
       return toRuntimeWorker(record);
     } catch (error) {
       this.#reservedPorts.delete(port);
+      await this.#cgroups.drop(workerId, cgroup);
       await this.#dir.deleteWorker(workerId).catch((cleanupError: unknown) => {
         this.#log.warn({ workerId, err: cleanupError }, 'cleanup after a failed create failed');
       });
@@ -318,7 +349,8 @@ export class LocalRuntime implements WorkerRuntime {
       if (record.exited && state.exitCode === undefined) this.#saveExit(record);
       else if (!record.exited) {
         this.#reservedPorts.add(record.state.port);
-        const tier = await this.idleTiers.tierOfAdopted(record.state.pid);
+        const { pid, cgroup } = record.state;
+        const tier = await this.idleTiers.tierOfAdopted({ pid, cgroup });
         if (tier) record.tier = tier;
       }
     }
@@ -357,6 +389,7 @@ export class LocalRuntime implements WorkerRuntime {
     // The group outlives its leader only through stray children: kill them, as a container runtime would. The
     // pgid cannot have been reused yet, the group still holding it.
     this.#signal(record.state.pid, 'SIGKILL');
+    this.#cgroups.killAll(record.state.cgroup);
     const { exitCode, message } = exitOf(code, signal);
     this.#markExited(record, exitCode, message);
   }
@@ -379,13 +412,14 @@ export class LocalRuntime implements WorkerRuntime {
 
   /** The in-memory record stays right when this fails; a restart reports the exit code as unknown. */
   #saveExit(record: LocalWorker): void {
+    this.#saveState(record, 'cannot record a worker exit in its state file');
+  }
+
+  #saveState(record: LocalWorker, failure: string): void {
     try {
       this.#dir.writeState(record.state);
     } catch (error) {
-      this.#log.warn(
-        { workerId: record.state.workerId, err: error },
-        'cannot record a worker exit in its state file',
-      );
+      this.#log.warn({ workerId: record.state.workerId, err: error }, failure);
     }
   }
 
@@ -396,13 +430,16 @@ export class LocalRuntime implements WorkerRuntime {
     if (!record.exited && this.#isAlive(record)) {
       // A stopped (frozen) group would take SIGTERM only once continued: it is continued with it.
       const frozen = record.tier !== undefined;
+      const { cgroup } = record.state;
       const signal = (s: NodeJS.Signals) => {
         this.#signal(pid, s);
-        if (frozen && s === 'SIGTERM') this.#signal(pid, 'SIGCONT');
+        this.#cgroups.signal(cgroup, s);
+        if (frozen && s === 'SIGTERM') this.#cgroups.thawForStop(pid, cgroup);
       };
       await stopGroup(signal, graceSeconds * 1000, this.#exitWatch(record));
     }
     if (!record.exited) this.#markExited(record, 137, 'killed on remove');
+    await this.#cgroups.drop(workerId, record.state.cgroup);
     if (this.#workers.get(workerId) === record) this.#workers.delete(workerId);
     this.#reservedPorts.delete(record.state.port);
     await this.#dir.deleteWorker(workerId);

@@ -1,23 +1,33 @@
 /**
- * The local runtime's idle tiers: a worker is frozen by stopping its process group (SIGSTOP; SIGCONT thaws it) and
- * suspended by the `GpuCheckpointer` on the group's processes, thawed for the checkpoint and stopped again after it
- * (a stopped process cannot be checkpointed). A worker found stopped after a restart (`T` in /proc) is frozen, and
- * suspended where the driver holds one of its processes checkpointed. The cgroup v2 freezer is not used yet: a
- * process that leaves its group (setsid) is not stopped with it.
+ * The local runtime's idle tiers: a worker with a cgroup (cgroup-freezer.ts) is frozen by the cgroup freezer, every
+ * process in it stopped, those that left its process group (setsid) too; one without (no writable cgroup here) by
+ * stopping its process group (SIGSTOP; SIGCONT thaws it). A suspend runs the `GpuCheckpointer` on the worker's
+ * processes, thawed for the checkpoint and frozen again after it (a stopped process cannot be checkpointed). A worker
+ * found frozen after a restart (its cgroup's freezer state, or `T` in /proc) is frozen, and suspended where the
+ * driver holds one of its processes checkpointed.
  */
 import fs from 'node:fs';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
 import { CheckpointSteps, type IdleTier, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
 import { RuntimeError } from '../types.js';
+import { cgroupFreezerState, cgroupPids, setFrozen, type WorkerCgroup } from './cgroup-freezer.js';
 import { readProcStat } from './proc.js';
 import { signalGroup } from './process-control.js';
 
+/** A live worker as the tiers need it: its process group leader and, where it has one, its cgroup. */
+export interface TierTarget {
+  pid: number;
+  cgroup?: WorkerCgroup | undefined;
+}
+
 export interface LocalTiersOptions {
   checkpointer?: GpuCheckpointer | undefined;
-  /** The live worker's process group leader, or undefined when there is no such worker. */
-  pidOf: (workerId: string) => number | undefined;
-  /** Tells the runtime the worker's tier (kept on its record, listed as `tier`). */
-  setTier: (workerId: string, tier: IdleTier | undefined) => void;
+  /** The live worker, or undefined when there is no such worker. */
+  targetOf: (workerId: string) => TierTarget | undefined;
+  /** Tells the runtime the worker's tier (kept on its record, listed as `tier`) and, suspended, its GPU memory. */
+  setTier: (workerId: string, tier: IdleTier | undefined, suspended?: SuspendedState) => void;
+  /** Why new workers get no cgroup (their process groups are stopped instead); undefined when they get one. */
+  freezerNote: () => string | undefined;
 }
 
 /** How long the driver may take to say a process's state when a worker is adopted. */
@@ -57,6 +67,20 @@ export function isStopped(pid: number): boolean {
   return readProcStat(pid)?.state === 'T';
 }
 
+/** Whether the worker is frozen now: its cgroup's freezer says so, or (without one) its leader is stopped. */
+export function isFrozen(target: TierTarget): boolean {
+  return target.cgroup ? cgroupFreezerState(target.cgroup) === 'frozen' : isStopped(target.pid);
+}
+
+/** The worker's processes: its cgroup's, or its process group's. */
+export function targetPids(target: TierTarget): number[] {
+  if (target.cgroup) {
+    const pids = cgroupPids(target.cgroup);
+    if (pids.length > 0) return pids;
+  }
+  return groupPids(target.pid);
+}
+
 export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
   readonly #o: LocalTiersOptions;
 
@@ -65,19 +89,24 @@ export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
     this.#o = options;
   }
 
+  /** Why frozen local workers are stopped by process group rather than by a cgroup (start-up log, messages). */
+  get freezerNote(): string | undefined {
+    return this.#o.freezerNote();
+  }
+
   async freeze(workerId: string): Promise<void> {
-    this.#signal(workerId, 'SIGSTOP');
+    await this.#freezeTarget(workerId, true);
     this.#o.setTier(workerId, 'frozen');
   }
 
   async thaw(workerId: string): Promise<void> {
-    this.#signal(workerId, 'SIGCONT');
+    await this.#freezeTarget(workerId, false);
     this.#o.setTier(workerId, undefined);
   }
 
   async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
     const state = await this.suspendWorker(this.#worker(workerId), options.deadlineMs);
-    this.#o.setTier(workerId, 'suspended');
+    this.#o.setTier(workerId, 'suspended', state);
     return state;
   }
 
@@ -86,44 +115,41 @@ export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
   }
 
   #worker(workerId: string) {
-    const leader = this.#leader(workerId);
+    const target = this.#target(workerId);
     return {
       thaw: () => this.thaw(workerId),
       freeze: () => this.freeze(workerId),
-      pids: async () => groupPids(leader),
+      pids: async () => targetPids(target),
     };
   }
 
-  /** The tier of a worker adopted after a restart: stopped is frozen; with a checkpointed process, suspended. */
-  async tierOfAdopted(pid: number): Promise<IdleTier | undefined> {
-    if (!isStopped(pid)) return undefined;
+  /**
+   * The tier of a worker adopted after a restart: frozen (its cgroup frozen, or its leader stopped); with a
+   * process the driver holds checkpointed, suspended.
+   */
+  async tierOfAdopted(target: TierTarget): Promise<IdleTier | undefined> {
+    if (!isFrozen(target)) return undefined;
     try {
-      const suspended = await this.anyCheckpointed(groupPids(pid), STATE_DEADLINE_MS);
+      const suspended = await this.anyCheckpointed(targetPids(target), STATE_DEADLINE_MS);
       return suspended ? 'suspended' : 'frozen';
     } catch {
       return 'frozen';
     }
   }
 
-  #checkpointer(): GpuCheckpointer {
-    const { checkpointer } = this.#o;
-    if (!checkpointer || !this.suspendable.available)
-      throw new RuntimeError(
-        'RUNTIME_ERROR',
-        'this runtime cannot suspend workers: no GPU checkpoint support',
-      );
-    return checkpointer;
+  #target(workerId: string): TierTarget {
+    const target = this.#o.targetOf(workerId);
+    if (target === undefined) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
+    return target;
   }
 
-  #leader(workerId: string): number {
-    const pid = this.#o.pidOf(workerId);
-    if (pid === undefined) throw new RuntimeError('NOT_FOUND', `no worker ${workerId}`);
-    return pid;
-  }
-
-  #signal(workerId: string, signal: 'SIGSTOP' | 'SIGCONT'): void {
-    const pid = this.#leader(workerId);
-    if (!signalGroup(pid, signal))
+  async #freezeTarget(workerId: string, frozen: boolean): Promise<void> {
+    const target = this.#target(workerId);
+    if (target.cgroup) {
+      await setFrozen(target.cgroup, frozen);
+      return;
+    }
+    if (!signalGroup(target.pid, frozen ? 'SIGSTOP' : 'SIGCONT'))
       throw new RuntimeError('NOT_FOUND', `worker ${workerId}: its process group is gone`);
   }
 }

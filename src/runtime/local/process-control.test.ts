@@ -12,6 +12,7 @@ import {
   freePort,
   KILL_WAIT_MS,
   processMatches,
+  resolveProgram,
   signalGroup,
   startProcess,
   stopGroup,
@@ -149,6 +150,45 @@ describe('real processes', () => {
       code: 'RUNTIME_ERROR',
       message: /cannot start "\/nonexistent/,
     });
+  });
+
+  it('given a cgroup, enters it (its pid written to cgroup.procs) before the program runs, and fails a missing program at start', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'corral-enter-'));
+    const procs = path.join(dir, 'cgroup.procs');
+    const out = path.join(dir, 'out');
+    const child = await startProcess({
+      program: 'sh',
+      args: ['-c', `cat ${procs} > ${out}`],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      logPath: await logPath(),
+      onError: () => {},
+      cgroupProcs: procs,
+    });
+    children.push(child);
+    await new Promise((resolve) => child.once('exit', resolve));
+    // The program read the pid its shell had written: the same process, there before the program ran.
+    expect(Number(await readFile(out, 'utf8'))).toBe(child.pid);
+    await expect(
+      startProcess({
+        program: 'no-such-program-here',
+        args: [],
+        env: { PATH: dir },
+        logPath: await logPath(),
+        onError: () => {},
+        cgroupProcs: procs,
+      }),
+    ).rejects.toMatchObject({
+      code: 'RUNTIME_ERROR',
+      message: 'cannot start "no-such-program-here": not found',
+    });
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('resolves a program as a spawn would: a path as is, a name on PATH', () => {
+    expect(resolveProgram('sh', '/nonexistent:/bin:/usr/bin')).toMatch(/\/sh$/);
+    expect(resolveProgram('/bin/sh', undefined)).toBe('/bin/sh');
+    expect(resolveProgram('sh', '/nonexistent')).toBeUndefined();
+    expect(resolveProgram('/nonexistent/sh', '/bin')).toBeUndefined();
   });
 
   it.runIf(process.platform === 'linux')('tells its own worker process from others', async () => {

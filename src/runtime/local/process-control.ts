@@ -1,6 +1,7 @@
 /**
  * Worker processes on this host: starting one detached in its own process group with its output going to its log
- * file, signalling the group, telling our process from a recycled pid, waiting for an exit, stopping a group
+ * file (and, given a cgroup, inside it before the program runs: a shell writes its own pid to the cgroup's
+ * `cgroup.procs`, then execs the program, so that nothing the program starts is outside it), signalling the group, telling our process from a recycled pid, waiting for an exit, stopping a group
  * (SIGTERM, grace, SIGKILL), and the free host port a worker gets as PORT.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -23,6 +24,43 @@ export interface StartOptions {
   logPath: string;
   /** Errors the child reports once started (a failed signal through it, say). */
   onError: (error: Error) => void;
+  /** The `cgroup.procs` file of the cgroup the process must run in from its first instruction. */
+  cgroupProcs?: string;
+}
+
+/** Exit code of the shell that could not enter the worker's cgroup (it never runs the program). */
+export const CGROUP_ENTRY_FAILED = 125;
+/** `$0` is the cgroup.procs file, `$@` the program and its arguments. */
+const ENTER_CGROUP = `echo $$ > "$0" || { echo "corral: cannot enter the worker's cgroup ($0)" >&2; exit ${CGROUP_ENTRY_FAILED}; }; exec "$@"`;
+
+/**
+ * The program's path as a spawn would find it (a name without a slash is looked up on the env's PATH), so that a
+ * missing program fails the create rather than the shell that enters the cgroup. Undefined when none is found.
+ */
+export function resolveProgram(program: string, pathValue: string | undefined): string | undefined {
+  const runnable = (file: string) => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (program.includes('/')) return runnable(program) ? program : undefined;
+  for (const dir of (pathValue ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    const file = `${dir === '' ? '.' : dir}/${program}`;
+    if (runnable(file)) return file;
+  }
+  return undefined;
+}
+
+/** What to spawn: the program itself, or the shell that enters the cgroup and execs it. */
+function commandOf(options: StartOptions): { file: string; args: string[] } {
+  if (options.cgroupProcs === undefined) return { file: options.program, args: options.args };
+  const resolved = resolveProgram(options.program, options.env.PATH);
+  if (resolved === undefined)
+    throw new RuntimeError('RUNTIME_ERROR', `cannot start ${JSON.stringify(options.program)}: not found`);
+  return { file: '/bin/sh', args: ['-c', ENTER_CGROUP, options.cgroupProcs, resolved, ...options.args] };
 }
 
 /** A started child; its pid is known, and it neither keeps this process alive nor is killed with it. */
@@ -30,10 +68,11 @@ export type StartedProcess = ChildProcess & { pid: number };
 
 /** Starts the process detached, in its own group, so that it outlives a restart of Corral. */
 export async function startProcess(options: StartOptions): Promise<StartedProcess> {
+  const command = commandOf(options);
   const logFd = fs.openSync(options.logPath, 'w');
   let child: ChildProcess;
   try {
-    child = spawn(options.program, options.args, {
+    child = spawn(command.file, command.args, {
       env: options.env,
       detached: true,
       stdio: ['ignore', logFd, logFd],

@@ -54,6 +54,18 @@ describe('parseState', () => {
     });
   });
 
+  it("reads a worker's cgroup and its suspended GPU memory; drops a cgroup that is not an absolute path of a known kind", () => {
+    const cgroup = { kind: 'v2', path: '/sys/fs/cgroup/corral-x/w1' };
+    const suspendedGpuBytes = { 'GPU-a': 40e9, 'GPU-b': -1, 'GPU-c': 'x' };
+    expect(parseState(JSON.stringify({ ...full, cgroup, suspendedGpuBytes }), NOW)).toMatchObject({
+      cgroup,
+      suspendedGpuBytes: { 'GPU-a': 40e9 },
+    });
+    for (const bad of [{ kind: 'v3', path: '/x' }, { kind: 'v1', path: 'relative' }, 'v2']) {
+      expect(parseState(JSON.stringify({ ...full, cgroup: bad }), NOW)).not.toHaveProperty('cgroup');
+    }
+  });
+
   it('keeps only string labels and gpu uuids', () => {
     const text = JSON.stringify({ ...full, labels: { a: 'x', b: 3 }, gpuUuids: ['GPU-a', 7] });
     expect(parseState(text, NOW)).toMatchObject({ labels: { a: 'x' }, gpuUuids: ['GPU-a'] });

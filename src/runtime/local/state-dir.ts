@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LABELS, type WorkerSpec } from '../types.js';
+import type { WorkerCgroup } from './cgroup-freezer.js';
 import type { LocalMount } from './worker-env.js';
 
 export const STATE_VERSION = 1;
@@ -28,8 +29,28 @@ export interface LocalState {
   /** When the process was started, on the runtime's clock: where CPU use is measured from. */
   startedAt: number;
   gpuUuids: string[];
+  /** The cgroup it runs in (cgroup-freezer.ts); absent where the host gave none: its process group is frozen. */
+  cgroup?: WorkerCgroup;
+  /** Suspended: the GPU memory its processes held, per GPU uuid, in bytes (what a restore needs free). */
+  suspendedGpuBytes?: Record<string, number>;
   exitCode?: number;
   message?: string;
+}
+
+function cgroupOf(value: unknown): WorkerCgroup | undefined {
+  const cgroup = value as Partial<WorkerCgroup> | null | undefined;
+  if (!cgroup || (cgroup.kind !== 'v2' && cgroup.kind !== 'v1') || typeof cgroup.path !== 'string')
+    return undefined;
+  return path.isAbsolute(cgroup.path) ? { kind: cgroup.kind, path: cgroup.path } : undefined;
+}
+
+function bytesOf(value: unknown): Record<string, number> | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const entries = Object.entries(value).filter(
+    (entry): entry is [string, number] =>
+      typeof entry[1] === 'number' && Number.isFinite(entry[1]) && entry[1] >= 0,
+  );
+  return Object.fromEntries(entries);
 }
 
 /** A state file's text -> its state; undefined for anything this version did not write. `now` fills a missing start. */
@@ -67,9 +88,15 @@ export function parseState(text: string, now: number): LocalState | undefined {
     createdAt: typeof value.createdAt === 'number' ? value.createdAt : 0,
     startedAt: typeof value.startedAt === 'number' ? value.startedAt : now,
     gpuUuids: Array.isArray(value.gpuUuids) ? value.gpuUuids.filter((u) => typeof u === 'string') : [],
+    ...optional('cgroup', cgroupOf(value.cgroup)),
+    ...optional('suspendedGpuBytes', bytesOf(value.suspendedGpuBytes)),
     ...(typeof value.exitCode === 'number' ? { exitCode: value.exitCode } : {}),
     ...(typeof value.message === 'string' ? { message: value.message } : {}),
   };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }
 
 /** The state files found by StateDir.readStates: those that parse, and the names of those that do not. */

@@ -59,5 +59,8 @@ export function toRuntimeWorker(record: LocalWorker): RuntimeWorker {
     createdAt: state.createdAt,
     gpuUuids: [...state.gpuUuids],
     ...(record.tier && !record.exited ? { tier: record.tier } : {}),
+    ...(record.tier === 'suspended' && !record.exited && state.suspendedGpuBytes
+      ? { suspendedGpuBytes: { ...state.suspendedGpuBytes } }
+      : {}),
   };
 }
