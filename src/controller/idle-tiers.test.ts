@@ -73,7 +73,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   };
 
   /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
-  const restarted = async () => {
+  const restarted = async (suspendBudgetBytes = 1000 * GB) => {
     await h.controller.stop();
     const { Controller } = await import('./controller.js');
     const { RoutingTable } = await import('./routing-table.js');
@@ -91,7 +91,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
       revealCredentials: async () => undefined,
       intervalMs: 20,
       scaling,
-      suspendBudgetBytes: 1000 * GB,
+      suspendBudgetBytes,
     });
   };
 
@@ -305,7 +305,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
         id: worker.id,
         state: 'suspended',
         gpuUuids: [],
-        suspendedOn: { gpuUuids: [GPU0], gpuBytes: {} },
+        suspendedOn: { gpuUuids: [GPU0], gpuBytes: { [GPU0]: 40 * GB } },
       }),
     ]);
     expect(again.heldGpus().has(GPU0)).toBe(false);
@@ -317,6 +317,22 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     );
     expect(checkpointer?.usedBytes(GPU0)).toBe(40 * GB);
     expect(h.runtime.counters.creates).toBe(1);
+    await again.stop();
+  });
+
+  it('an adopted suspended worker knows the GPU memory recorded at its suspend: it counts against the host memory budget', async () => {
+    await start(true);
+    const e = await h.create(tiered(1, 600));
+    await suspendedAfterOneSecond(e);
+    const release = h.runtime.holdRemovals();
+    const again = await restarted(30 * GB);
+    again.start();
+    await h.eventually(() => expect(again.workersOf(e.id)[0]?.state).toBe('stopped'));
+    expect(again.workersOf(e.id)[0]?.message).toContain(
+      "suspended workers' host memory is over its budget of 30.0 GB",
+    );
+    release();
+    await h.eventually(() => expect(again.workersOf(e.id)).toHaveLength(0));
     await again.stop();
   });
 });

@@ -22,6 +22,7 @@ import { expectedDockerEngine, type MachineView, realMachine } from './engine-pr
 import { FakeRuntime } from './fake/fake-runtime.js';
 import { connectKubernetes, type KubernetesSettings } from './kubernetes/connect.js';
 import { LocalRuntime } from './local/local-runtime.js';
+import { SuspendRecords } from './suspend-records.js';
 import type { WorkerRuntime } from './types.js';
 import { type Readiness, WaitingRuntime } from './waiting-runtime.js';
 
@@ -150,6 +151,7 @@ async function dockerRuntime(engine: DockerEngine, options: SelectRuntimeOptions
     requestGpuDevices: !options.simulatedGpus,
     enforceRootfsSize: limits.rootfsSize,
     checkpointer: options.checkpointer,
+    suspendRecords: new SuspendRecords(join(options.dataDir, 'docker-runtime', 'suspended')),
     ...(options.sandbox ? await sandboxed(options.sandbox, engineAddress(docker), logger, hole) : {}),
   });
   if (hole) options.workerListener?.onAddress(hole.address);

@@ -151,7 +151,8 @@ export function adoptedRecord(
 /**
  * A worker found in an idle tier after a restart (a paused container, a process the driver holds checkpointed):
  * kept in its tier from now, its keep time counted afresh. A suspended one holds no GPU; its GPUs are those it
- * restores onto (their recorded memory is not known after a restart: the whole GPUs must be free).
+ * restores onto, with the GPU memory the runtime recorded at its suspend (counted against the suspended memory
+ * budget); where none was recorded, `gpuBytes` is empty.
  */
 function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', now: number): ManagedWorker {
   const gpuUuids = [...container.gpuUuids];
@@ -166,7 +167,9 @@ function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', n
     healthy: false,
     healthCause: '',
     gpuUuids: tier === 'frozen' ? gpuUuids : [],
-    ...(tier === 'suspended' ? { suspendedOn: { gpuUuids, gpuBytes: {} } } : {}),
+    ...(tier === 'suspended'
+      ? { suspendedOn: { gpuUuids, gpuBytes: { ...(container.suspendedGpuBytes ?? {}) } } }
+      : {}),
     address: container.address ?? null,
     createdAt: container.createdAt,
     startedAt: now,

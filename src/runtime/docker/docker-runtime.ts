@@ -7,6 +7,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { DEFAULT_SANDBOX, type WorkerSandbox } from '../../config/config.js';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
+import type { SuspendRecords } from '../suspend-records.js';
 import {
   type ImageRequest,
   LABELS,
@@ -70,6 +71,8 @@ export interface DockerRuntimeOptions {
   hostGuard?: HostGuard;
   /** What suspends a worker's GPU state (the CUDA driver's checkpoint API); none: no suspended tier. */
   checkpointer?: GpuCheckpointer | undefined;
+  /** Where suspended workers' GPU memory is recorded (suspend-records.ts), in Corral's data dir. */
+  suspendRecords?: SuspendRecords;
 }
 
 const DEFAULT_GRACE_SECONDS = 10;
@@ -153,6 +156,7 @@ export class DockerRuntime implements WorkerRuntime {
       checkpointer: options.checkpointer,
       containerIds: (workerId) => this.#containerIds(workerId),
       address: this.#address,
+      records: options.suspendRecords,
     });
   }
 
@@ -210,6 +214,7 @@ export class DockerRuntime implements WorkerRuntime {
         containers.map((c) => c.Labels?.[NETWORK_LABEL]).filter((n) => n !== undefined),
       );
       for (const name of networks) await this.#releaseNetwork(name);
+      this.idleTiers.forget(workerId);
     } catch (error) {
       throw engineError(error, `cannot remove worker ${workerId}`, this.#address);
     }

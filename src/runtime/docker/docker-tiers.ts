@@ -2,11 +2,13 @@
  * The Docker runtime's idle tiers: a frozen worker is a paused container (`docker pause`: the cgroup freezer stops
  * every process in it), a suspended one is paused with its GPU processes checkpointed by the driver (through the
  * `GpuCheckpointer`, on the host pids `docker top` lists); a paused container found after a restart is suspended
- * where the driver holds one of its processes checkpointed.
+ * where the driver holds one of its processes checkpointed, with the GPU memory recorded at its suspend
+ * (suspend-records.ts: labels are fixed at create, so the record is a file in Corral's data dir).
  */
 import type Dockerode from 'dockerode';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
 import { CheckpointSteps, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
+import type { SuspendRecords } from '../suspend-records.js';
 import { RuntimeError, type RuntimeWorker } from '../types.js';
 import { engineError, reasonOf } from './engine-errors.js';
 
@@ -17,6 +19,8 @@ export interface DockerTiersOptions {
   containerIds: (workerId: string) => Promise<string[]>;
   /** The engine's address, for messages. */
   address: string;
+  /** Where suspended workers' GPU memory is kept; none: adopted suspended workers do not know it. */
+  records?: SuspendRecords | undefined;
 }
 
 /** How long the driver may take to say a process's state when a listing asks (adoption after a restart). */
@@ -41,10 +45,22 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
 
   async thaw(workerId: string): Promise<void> {
     for (const id of await this.#ids(workerId)) await this.#call(id, workerId, 'unpause');
+    this.#o.records?.delete(workerId);
   }
 
-  suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
-    return this.suspendWorker(this.#worker(workerId), options.deadlineMs);
+  async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
+    const state = await this.suspendWorker(this.#worker(workerId), options.deadlineMs);
+    try {
+      this.#o.records?.write(workerId, state.gpuBytes);
+    } catch {
+      // The suspend itself worked: adopted after a restart, the worker knows no GPU memory (docs/workers.md).
+    }
+    return state;
+  }
+
+  /** The worker is gone: so is its record. */
+  forget(workerId: string): void {
+    this.#o.records?.delete(workerId);
   }
 
   restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
@@ -64,9 +80,9 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
     if (worker.tier !== 'frozen' || !this.suspendable.available) return worker;
     try {
       const pids = await this.#pids(worker.workerId);
-      return (await this.anyCheckpointed(pids, STATE_DEADLINE_MS))
-        ? { ...worker, tier: 'suspended' }
-        : worker;
+      if (!(await this.anyCheckpointed(pids, STATE_DEADLINE_MS))) return worker;
+      const gpuBytes = this.#o.records?.read(worker.workerId);
+      return { ...worker, tier: 'suspended', ...(gpuBytes ? { suspendedGpuBytes: gpuBytes } : {}) };
     } catch {
       return worker;
     }

@@ -448,10 +448,15 @@ export class FakeRuntime implements WorkerRuntime {
     for (const wake of [...entry.logWaiters]) wake();
   }
 
-  /** The worker as listed: its tier as the tiers keep it. */
+  /** The worker as listed: its tier as the tiers keep it, and a suspended one's recorded GPU memory. */
   #snapshot(worker: RuntimeWorker): RuntimeWorker {
     const tier = this.idleTiers.tierOf(worker.workerId);
-    return { ...snapshot(worker), ...(tier ? { tier } : {}) };
+    const gpuBytes = tier === 'suspended' ? this.idleTiers.suspendedBytesOf(worker.workerId) : undefined;
+    return {
+      ...snapshot(worker),
+      ...(tier ? { tier } : {}),
+      ...(gpuBytes ? { suspendedGpuBytes: gpuBytes } : {}),
+    };
   }
 
   #emit(event: RuntimeEvent): void {

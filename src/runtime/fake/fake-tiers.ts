@@ -22,6 +22,8 @@ export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
   readonly #o: FakeTiersOptions;
   readonly #tiers = new Map<string, IdleTier>();
   readonly #pids = new Map<string, number>();
+  /** A suspended worker's GPU memory, as the real runtimes record it with the worker (listed back after a restart). */
+  readonly #suspendedBytes = new Map<string, Record<string, number>>();
   #nextPid = FAKE_PID_BASE;
   /** Set by tests: the next freeze or thaw fails with this reason. */
   failNext: string | undefined;
@@ -45,6 +47,11 @@ export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
     return this.#tiers.get(workerId);
   }
 
+  suspendedBytesOf(workerId: string): Record<string, number> | undefined {
+    const bytes = this.#suspendedBytes.get(workerId);
+    return bytes ? { ...bytes } : undefined;
+  }
+
   /** Marks a worker as a restarted runtime would list it (adoption tests). */
   setTier(workerId: string, tier: IdleTier | undefined): void {
     if (tier) this.#tiers.set(workerId, tier);
@@ -54,6 +61,7 @@ export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
   forget(workerId: string): void {
     this.#tiers.delete(workerId);
     this.#pids.delete(workerId);
+    this.#suspendedBytes.delete(workerId);
   }
 
   async freeze(workerId: string): Promise<void> {
@@ -75,6 +83,7 @@ export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
     this.#check(workerId, 'suspend');
     const state = await this.suspendWorker(this.#worker(workerId), options.deadlineMs);
     this.#tiers.set(workerId, 'suspended');
+    this.#suspendedBytes.set(workerId, { ...state.gpuBytes });
     return state;
   }
 
@@ -87,6 +96,7 @@ export class FakeIdleTiers extends CheckpointSteps implements IdleTiers {
     return {
       thaw: async () => {
         this.#tiers.delete(workerId);
+        this.#suspendedBytes.delete(workerId);
       },
       freeze: async () => {
         this.#tiers.set(workerId, 'frozen');
