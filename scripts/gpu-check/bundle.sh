@@ -1,7 +1,7 @@
 #!/bin/bash
 # Makes .gpu-check/: Corral as one file with its native modules, the CUDA checkpoint helper (cuda-helper.js, with
 # koffi's prebuilt linux-x64 binary), Node (xz) and the check scripts, so that a GPU machine with nothing installed but
-# python3 (and nvidia-smi) can run `bash .gpu-check/check.sh OUTDIR`, `probe-checkpoint.sh OUTDIR` or `check-wake.sh OUTDIR`.
+# python3 (and nvidia-smi) can run `bash .gpu-check/check.sh OUTDIR`, `probe-checkpoint.sh OUTDIR`, `check-wake.sh OUTDIR` or `check-adopt.sh OUTDIR`.
 # What the check showed on an H200 is in docs/workers.md ("Seen on a real GPU").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,5 +29,5 @@ rm -rf "$out/node_modules/better-sqlite3/deps" "$out/node_modules/better-sqlite3
   "$out"/node_modules/better-sqlite3/build/Release/{obj,obj.target,.deps} "$out/node_modules/better-sqlite3/build/deps"
 echo "gpu-check: compressing $(command -v node) (a minute or two)"
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > "$out/node.xz"
-cp scripts/gpu-check/{check.sh,worker.py,probe-checkpoint.sh,probe_checkpoint.py,gpu_proc.py,check-wake.sh} "$out/"
+cp scripts/gpu-check/{check.sh,worker.py,probe-checkpoint.sh,probe_checkpoint.py,gpu_proc.py,check-wake.sh,check-adopt.sh} "$out/"
 du -sh "$out"

@@ -3,9 +3,14 @@
 #                               has other values) and serves GET /check (their exact checksum, the pid, how long it
 #                               took) on PORT ($PORT, or any free port: printed on stdout)
 #   gpu_proc.py hog FRACTION    allocates FRACTION of the GPU's free memory, writes it, prints what it got, exits
+#   Without torch (a dry run of the checks on a machine without a GPU, GPUS=sim-80g:1), `hold` keeps 64 MiB of random
+#   host memory instead and answers the same fields.
 import hashlib, http.server, json, os, sys, time
 
-import torch
+try:
+    import torch
+except ImportError:
+    torch = None
 
 CHUNK = 1 << 30  # bytes per tensor
 
@@ -18,13 +23,27 @@ def checksum(chunks):
     return {"words": sum(words) & ((1 << 63) - 1), "head_sha256": heads, "pid": os.getpid(), "ms": round((time.monotonic() - start) * 1000, 2)}
 
 
+def dry_chunks():
+    data = os.urandom(64 << 20)
+    def check(_):
+        start = time.monotonic()
+        words = int.from_bytes(hashlib.sha256(data).digest()[:7], "big")
+        return {"words": words, "head_sha256": hashlib.sha256(data[: 1 << 20]).hexdigest(), "pid": os.getpid(), "ms": round((time.monotonic() - start) * 1000, 2)}
+    return check
+
+
 def hold(gb, port):
+    global checksum
+    if torch is None:
+        checksum = dry_chunks()
     start = time.monotonic()
     seed = int.from_bytes(os.urandom(4), "big")
-    torch.manual_seed(seed)
     n = max(1, int(gb * (1 << 30) // CHUNK))
-    chunks = [torch.randn(CHUNK // 4, device="cuda") for _ in range(n)]
-    torch.cuda.synchronize()
+    chunks = []
+    if torch is not None:
+        torch.manual_seed(seed)
+        chunks = [torch.randn(CHUNK // 4, device="cuda") for _ in range(n)]
+        torch.cuda.synchronize()
     first = checksum(chunks)
     ready = {"pid": os.getpid(), "seed": seed, "gb": n, "checksum": first, "init_s": round(time.monotonic() - start, 2)}
 

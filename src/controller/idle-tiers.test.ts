@@ -306,6 +306,9 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
         state: 'suspended',
         gpuUuids: [],
         suspendedOn: { gpuUuids: [GPU0], gpuBytes: { [GPU0]: 40 * GB } },
+        message: expect.stringMatching(
+          /^suspended since \S+Z \(adopted after a restart; its GPU state 40\.00 GB\)$/,
+        ),
       }),
     ]);
     expect(again.heldGpus().has(GPU0)).toBe(false);

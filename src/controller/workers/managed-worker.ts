@@ -163,7 +163,7 @@ function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', n
     revision: container.revision,
     state: tier,
     error: '',
-    message: `${tier} since ${new Date(now).toISOString().slice(0, 19)}Z (adopted after a restart)`,
+    message: `${tier} since ${new Date(now).toISOString().slice(0, 19)}Z (adopted after a restart${recordedGpuState(container)})`,
     healthy: false,
     healthCause: '',
     gpuUuids: tier === 'frozen' ? gpuUuids : [],
@@ -177,6 +177,13 @@ function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', n
     inRuntime: true,
     tierSince: now,
   };
+}
+
+/** `; its GPU state 4.29 GB` where the runtime recorded a suspended worker's GPU memory, else nothing. */
+function recordedGpuState(container: RuntimeWorker): string {
+  if (container.tier !== 'suspended' || !container.suspendedGpuBytes) return '';
+  const bytes = Object.values(container.suspendedGpuBytes).reduce((a, b) => a + b, 0);
+  return `; its GPU state ${(bytes / 1e9).toFixed(2)} GB`;
 }
 
 /** Whether the worker is in an idle tier (its container present, stopped). */
