@@ -36,6 +36,7 @@ export const POSTGRES_RERUN = [
   'src/api/fuzz.test.ts',
   'src/api/gpus.test.ts',
   'src/api/invoke-keys.test.ts',
+  'src/api/jobs.test.ts',
   'src/api/operator-quota.test.ts',
   'src/api/quotas.test.ts',
   'src/api/secret-env-bound.test.ts',
