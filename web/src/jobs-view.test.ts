@@ -20,13 +20,9 @@ describe("the Jobs section's view", () => {
   });
 
   it('writes durations, sizes and statuses for people', () => {
-    expect([duration(undefined), duration(0), duration(850.4), duration(12_440), duration(185_000)]).toEqual([
-      '-',
-      '0 ms',
-      '850 ms',
-      '12.4 s',
-      '3 min 5 s',
-    ]);
+    expect(
+      [undefined, 0, 850.4, 12_440, 185_000, 600_000, 3_900_000, 86_400_000].map((ms) => duration(ms)),
+    ).toEqual(['-', '0 ms', '850 ms', '12.4 s', '3 min 5 s', '10 min', '1 h 5 min', '24 h']);
     expect([byteSize(812), byteSize(65_536), byteSize(20 * 1024 * 1024)]).toEqual([
       '812 B',
       '64.0 KiB',

@@ -22,13 +22,20 @@ export function statusLabel(status: JobStatusName): string {
   return status.toLowerCase().replace('_', ' ');
 }
 
-/** A job's delay or execution time: `850 ms`, `12.4 s`, `3 min 5 s`; `-` for a job that has not got there. */
+/** A job's delay, execution time or policy: `850 ms`, `12.4 s`, `3 min 5 s`, `24 h`; `-` for one not got to. */
 export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '-';
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const seconds = Math.round(ms / 1000);
-  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  if (seconds < 3600) return joined(Math.floor(seconds / 60), 'min', seconds % 60, 's');
+  const minutes = Math.round(seconds / 60);
+  return joined(Math.floor(minutes / 60), 'h', minutes % 60, 'min');
+}
+
+/** `3 min 5 s`, or `10 min` when the smaller unit is 0. */
+function joined(big: number, bigUnit: string, small: number, smallUnit: string): string {
+  return small === 0 ? `${big} ${bigUnit}` : `${big} ${bigUnit} ${small} ${smallUnit}`;
 }
 
 /** A size in bytes: `812 B`, `64.0 KiB`, `20.0 MiB`. */
