@@ -2,7 +2,7 @@
  * The dashboard's Jobs section in a real Chromium (issue 22, item 9): `corral serve` (the built binary) on the local
  * runtime with a `queue` endpoint whose worker is the RunPod protocol test worker; jobs submitted on the gateway's
  * `/v2` routes show up in the section with their counts, a filter by status narrows the list, an opened job shows
- * its output and its error, and a queued job is cancelled from its panel.
+ * its output and its error, and a queued job is cancelled from its panel. An `http` endpoint's job shows the same way.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
 import { callJobs } from '../support/jobs-client.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-dashboard-jobs-operator-key-0123456789';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
@@ -41,7 +42,7 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
         '--runtime',
         'local',
         '--gpus',
-        'h100-80g:1',
+        'h100-80g:2',
         ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
       ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
@@ -144,4 +145,37 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
     // The long job too (its worker is told through the stop channel), so that nothing runs on after the test.
     expect((await jobs('POST', `cancel/${long}`)).body.status).toBe('CANCELLED');
   }, 180_000);
+
+  it("shows an http endpoint's job, delivered as POST {jobsPath}, with its output", async () => {
+    if (!server) throw new Error('no server');
+    const created = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        name: 'jobs-ui-http',
+        jobsPath: '/echo',
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+        image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
+      },
+    });
+    expect(created.status, created.text).toBe(200);
+    const httpId = created.body.id as string;
+    try {
+      const sync = await callJobs(server.gatewayUrl, KEY, {
+        method: 'POST',
+        endpoint: httpId,
+        path: 'runsync?wait=60000',
+        body: { input: { prompt: 'from-http' } },
+      });
+      expect(sync.body).toMatchObject({ status: 'COMPLETED', output: { prompt: 'from-http' } });
+      await page.goto(`${server.apiUrl}/ui/#/endpoints/${httpId}`);
+      await expect.poll(() => count('COMPLETED'), { timeout: 15_000 }).toBe('1');
+      await page.getByRole('button', { name: `Open job ${sync.body.id}` }).click();
+      const panel = page.getByTestId('job-panel');
+      await expect
+        .poll(() => panel.getByTestId('job-output').textContent(), { timeout: 15_000 })
+        .toContain('"prompt": "from-http"');
+    } finally {
+      await callApi(server, KEY, 'endpoint/delete', { id: httpId });
+    }
+  }, 120_000);
 });
