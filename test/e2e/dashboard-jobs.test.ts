@@ -12,7 +12,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
 import { callJobs } from '../support/jobs-client.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  localRuntimeArgs,
+  printServeLog,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-dashboard-jobs-operator-key-0123456789';
@@ -37,16 +43,10 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-dashboard-jobs-e2e-'));
-    server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:2',
-        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
-    );
+    server = await startServe(localRuntimeArgs('h100-80g:2'), {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: KEY,
+    });
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     consoleLog = watchConsole(page);
