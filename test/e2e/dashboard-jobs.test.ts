@@ -2,7 +2,7 @@
  * The dashboard's Jobs section in a real Chromium (issue 22, item 9): `corral serve` (the built binary) on the local
  * runtime with a `queue` endpoint whose worker is the RunPod protocol test worker; jobs submitted on the gateway's
  * `/v2` routes show up in the section with their counts, a filter by status narrows the list, an opened job shows
- * its output and its error, and a queued job is cancelled from its panel. An `http` endpoint's job shows the same way.
+ * its output and its error, and a queued job is cancelled and a failed one retried from its panel. An `http` endpoint's job shows the same way.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,7 +68,7 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
-  it('shows submitted jobs with their counts, filters them, opens one, and cancels a queued one', async () => {
+  it('shows submitted jobs with their counts, filters them, opens one, cancels a queued one and retries a failed one', async () => {
     if (!server) throw new Error('no server');
     // One worker taking one job at a time: a long job holds it, so the next one stays queued.
     const created = await callApi(server, KEY, 'endpoint/create', {
@@ -141,6 +141,16 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
     await expect.poll(() => count('CANCELLED'), { timeout: 15_000 }).toBe('1');
     expect(await count('IN_QUEUE')).toBe('0');
     expect(await panel.getByRole('button', { name: 'Cancel job' }).count()).toBe(0);
+
+    // The failed job retried from its panel: queued again (behind the long job, on the one worker).
+    await page.getByRole('button', { name: `Open job ${failed}` }).click();
+    await panel.getByRole('button', { name: 'Retry job' }).click();
+    await expect.poll(() => statusOf(failed), { timeout: 15_000 }).toBe('IN_QUEUE');
+    await expect
+      .poll(() => panel.getByTestId('job-status').textContent(), { timeout: 15_000 })
+      .toBe('in queue');
+    await expect.poll(() => count('FAILED'), { timeout: 15_000 }).toBe('0');
+    expect(await panel.getByRole('button', { name: 'Retry job' }).count()).toBe(0);
 
     // The long job too (its worker is told through the stop channel), so that nothing runs on after the test.
     expect((await jobs('POST', `cancel/${long}`)).body.status).toBe('CANCELLED');
