@@ -54,6 +54,7 @@ import {
 import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerGpuRoute } from './routes/gpus.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
+import { type OwnerJobs, registerJobRoutes } from './routes/jobs.js';
 import { registerQuotaRoute } from './routes/quota.js';
 import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
@@ -79,6 +80,8 @@ export interface AppOptions {
   credentials: CredentialService;
   /** Keys that call one endpoint's URL (Corral extension). */
   invokeKeys: InvokeKeyService;
+  /** An endpoint's jobs for its owner (`endpoint/jobs`, `endpoint/job`, cancel, retry); absent: no routes. */
+  ownerJobs?: OwnerJobs;
   /** Each endpoint's webhook signing secret, read and rotated by its owner (Corral extension, jobs). */
   webhookSecrets: WebhookSecretService;
   events: EventRepository;
@@ -228,6 +231,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerCatalogRoutes(api, options);
       registerInvokeKeyRoutes(api, options);
       registerWebhookSecretRoutes(api, options);
+      if (options.ownerJobs) registerJobRoutes(api, options, options.ownerJobs);
       if (options.quotas) registerQuotaRoute(api, options.quotas);
       if (options.cluster) registerClusterRoute(api, options.cluster);
       if (options.gpus) registerGpuRoute(api, options.gpus);

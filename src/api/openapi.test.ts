@@ -242,7 +242,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(37);
+    expect(documentedOperations()).toHaveLength(41);
   });
 
   it('serves itself at /openapi.json without a key', async () => {

@@ -29,6 +29,7 @@ import { quotaFor } from '../domain/quota.js';
 import { type Gpu, supportedCudaVersions } from '../gpu/inventory.js';
 import { productCatalog, scheduledCatalog, scheduledCudaVersions } from '../gpu/products.js';
 import { type Clock, systemClock } from '../ports/clock.js';
+import type { JobActions } from '../ports/job-actions.js';
 import type { GpuScheduler } from '../runtime/types.js';
 import type { Readiness } from '../runtime/waiting-runtime.js';
 import { ApiKeyService } from '../service/api-key-service.js';
@@ -91,6 +92,8 @@ export interface ApiParts {
   gpuInventory?: GpuInventorySource;
   /** This replica's share of the per-key rate limit now (several replicas); absent: the configured limit. */
   rateLimitShare?: () => RateLimits;
+  /** Cancel and retry of an owner's job through the jobs core (`app/job-actions.ts`); absent: those routes are not served. */
+  jobActions?: JobActions;
   /** The services `corral serve` shares with the traffic side (each built once); absent: built here. */
   services?: ApiServices;
 }
@@ -186,6 +189,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     quotas,
     invokeKeys: services.invokeKeys,
     webhookSecrets: services.webhookSecrets,
+    ownerJobs: { reads: store.jobs, clock, ...(parts.jobActions ? { actions: parts.jobActions } : {}) },
     ownerSecrets: services.ownerSecrets,
     events: store.events,
     workers: store.workers,

@@ -26,6 +26,7 @@ import { connectionsUnderFileLimit, guardListener } from './connection-limits.js
 import { ensureKeys } from './first-key.js';
 import { gpuCheckpointFor } from './gpu-checkpoint.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
+import { jobActionsOf } from './job-actions.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
@@ -173,6 +174,7 @@ export async function serve(
       logger,
       secrets,
       services,
+      jobActions: jobActionsOf(jobs.service),
       ...replicaGpus({
         gpus,
         leading: () => leadership.leading(),

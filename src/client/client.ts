@@ -5,6 +5,7 @@
 import type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
+import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type { WireQuotaReport } from '../contract/quota.js';
 import type {
@@ -29,6 +30,7 @@ import {
   send,
   type TransportOptions,
 } from './http.js';
+import type { JobListParams } from './job-types.js';
 import { streamLines } from './stream.js';
 import type {
   CorralClientOptions,
@@ -116,6 +118,33 @@ export class CorralClient {
   async getEndpointLog(id: string, params: EndpointLogParams = {}): Promise<EndpointLogPage> {
     const body = await this.#get('endpoint/log', { id, after: params.after, limit: params.limit });
     return { events: field(body, 'events', 'array'), next: numberField(body, 'next') };
+  }
+
+  /** `GET endpoint/jobs` (extension): the counts by status and the recent jobs, newest first, without their data. */
+  async listEndpointJobs(id: string, params: JobListParams = {}): Promise<WireEndpointJobs> {
+    const body = await this.#get('endpoint/jobs', { id, status: params.status, limit: params.limit });
+    field<WireEndpointJobs['counts']>(body, 'counts', 'object');
+    field<WireEndpointJobs['jobs']>(body, 'jobs', 'array');
+    return body as WireEndpointJobs;
+  }
+
+  /** `GET endpoint/job` (extension): one job with its input, output and unread stream chunks (each perhaps cut). */
+  async getEndpointJob(id: string, jobId: string): Promise<WireJobDetail> {
+    return field<WireJobDetail>(await this.#get('endpoint/job', { id, job: jobId }), 'job', 'object');
+  }
+
+  /** `POST endpoint/job/cancel` (extension): cancels a queued or running job. */
+  async cancelEndpointJob(id: string, jobId: string): Promise<WireJobListing> {
+    return field<WireJobListing>(
+      await this.#post('endpoint/job/cancel', { id, job: jobId }),
+      'job',
+      'object',
+    );
+  }
+
+  /** `POST endpoint/job/retry` (extension): queues a FAILED or TIMED_OUT job again. */
+  async retryEndpointJob(id: string, jobId: string): Promise<WireJobListing> {
+    return field<WireJobListing>(await this.#post('endpoint/job/retry', { id, job: jobId }), 'job', 'object');
   }
 
   /** `GET endpoint/metrics?id=`: workers by state and the gateway's traffic figures. */

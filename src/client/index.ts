@@ -2,6 +2,12 @@
 export type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 export type { WireCluster } from '../contract/cluster.js';
 export type { WireGpu, WireGpuHolder, WireGpus, WireWaitingWorker } from '../contract/gpus.js';
+export type {
+  WireClippedText,
+  WireEndpointJobs,
+  WireJobDetail,
+  WireJobListing,
+} from '../contract/job-views.js';
 export type { WireQuotaReport } from '../contract/quota.js';
 export type {
   WireCredential,

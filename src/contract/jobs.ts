@@ -3,7 +3,14 @@
  * domain's job, a job written as RunPod's status body, and a worker's result body read whatever its content type.
  * JSON stays text where it passes through (input, output): it is parsed once, to check it, and never rebuilt.
  */
-import { DEFAULT_JOB_POLICY, JOB_LIMITS, type Job, type JobPolicy, jobTimes } from '../domain/job.js';
+import {
+  DEFAULT_JOB_POLICY,
+  JOB_LIMITS,
+  type Job,
+  type JobListing,
+  type JobPolicy,
+  jobTimes,
+} from '../domain/job.js';
 
 /** The job statuses, as clients name them (the client and the CLI read them here). */
 export { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../domain/job.js';
@@ -101,7 +108,7 @@ export function jobStatusBody(job: Job, now: number): string {
 }
 
 /** A job as the list shows it: the status body's fields and when it was submitted (ISO 8601), without input or output. */
-export function jobSummary(job: Job, now: number): Record<string, unknown> {
+export function jobSummary(job: JobListing, now: number): Record<string, unknown> {
   const { delayTime, executionTime } = jobTimes(job, now);
   return {
     id: job.id,

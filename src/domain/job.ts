@@ -95,6 +95,9 @@ export interface Job {
   completedAt: number | null;
 }
 
+/** A job as a listing shows it: everything but its input and output (each up to 20 MB). */
+export type JobListing = Omit<Job, 'input' | 'output'>;
+
 /** What `enqueue` stores: a new job, IN_QUEUE. */
 export type NewJob = Pick<
   Job,
@@ -102,7 +105,10 @@ export type NewJob = Pick<
 >;
 
 /** How long it waited for a worker, and how long it ran (RunPod's `delayTime` and `executionTime`, ms). */
-export function jobTimes(job: Job, now: number): { delayTime: number; executionTime: number } {
+export function jobTimes(
+  job: Pick<Job, 'status' | 'createdAt' | 'startedAt' | 'completedAt'>,
+  now: number,
+): { delayTime: number; executionTime: number } {
   const started = job.startedAt ?? (isTerminal(job.status) ? (job.completedAt ?? now) : now);
   const ended = job.completedAt ?? now;
   return {

@@ -114,6 +114,19 @@ export const API_ERROR_CATALOGUE = {
     status: 404,
     description: 'No active API key has that id (it may be revoked already).',
   },
+  JOB_NOT_FOUND: {
+    status: 404,
+    description: 'The endpoint has no job with that id (it never existed, or its retention ended).',
+  },
+  JOB_FINISHED: {
+    status: 409,
+    description:
+      'The job has finished (COMPLETED, FAILED or TIMED_OUT): only a queued or running job can be cancelled.',
+  },
+  JOB_NOT_RETRYABLE: {
+    status: 409,
+    description: 'Only a FAILED or TIMED_OUT job can be retried.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -10,6 +10,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import {
   isTerminal,
   type Job,
+  type JobListing,
   type JobRetention,
   type JobStatus,
   RETRYABLE_STATUSES,
@@ -203,7 +204,7 @@ export class JobService {
   async list(
     endpoint: Endpoint,
     options: { status?: JobStatus; limit: number },
-  ): Promise<{ counts: Record<JobStatus, number>; jobs: Job[] }> {
+  ): Promise<{ counts: Record<JobStatus, number>; jobs: JobListing[] }> {
     const [counts, jobs] = await Promise.all([
       this.#o.jobs.counts(endpoint.id),
       this.#o.jobs.list(endpoint.id, options),

@@ -3,7 +3,7 @@
  * autoscaler's view of every queue, and the row mapping the repository (jobs.ts) shares.
  */
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { JOB_STATUSES, type Job, type JobStatus } from '../domain/job.js';
+import { JOB_STATUSES, type Job, type JobListing, type JobStatus } from '../domain/job.js';
 import type { Database, JobsTable } from './schema.js';
 
 /** One endpoint's queue as the autoscaler reads it. */
@@ -46,22 +46,43 @@ export async function countJobs(
   return counts;
 }
 
-/** The endpoint's most recent jobs, newest first, of one status or all. */
+/** The columns of a listing: every one a `JobListing` needs, never the input or output (up to 20 MB each). */
+export const LISTING_COLUMNS = [
+  'id',
+  'endpoint_id',
+  'owner_id',
+  'status',
+  'error',
+  'webhook',
+  'execution_timeout_ms',
+  'ttl_ms',
+  'low_priority',
+  'sync',
+  'worker_id',
+  'attempts',
+  'created_at',
+  'started_at',
+  'completed_at',
+] as const;
+
+type ListingRow = Pick<Selectable<JobsTable>, (typeof LISTING_COLUMNS)[number]>;
+
+/** The endpoint's most recent jobs, newest first, of one status or all, without their inputs and outputs. */
 export async function listJobs(
   db: Kysely<Database>,
   endpointId: string,
   options: { status?: JobStatus; limit: number },
-): Promise<Job[]> {
+): Promise<JobListing[]> {
   const rows = await db
     .selectFrom('jobs')
-    .selectAll()
+    .select(LISTING_COLUMNS)
     .where('endpoint_id', '=', endpointId)
     .$if(options.status !== undefined, (q) => q.where('status', '=', options.status ?? QUEUED))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(options.limit)
     .execute();
-  return rows.map(fromRow);
+  return rows.map(listingFromRow);
 }
 
 /** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
@@ -101,13 +122,15 @@ export const bigint = (value: number) => sql`cast(${value} as bigint)`;
 const nullableNumber = (value: number | null) => (value === null ? null : Number(value));
 
 export function fromRow(row: Selectable<JobsTable>): Job {
+  return { ...listingFromRow(row), input: row.input, output: row.output };
+}
+
+export function listingFromRow(row: ListingRow): JobListing {
   return {
     id: row.id,
     endpointId: row.endpoint_id,
     ownerId: row.owner_id,
     status: row.status as JobStatus,
-    input: row.input,
-    output: row.output,
     error: row.error,
     webhook: row.webhook,
     policy: {

@@ -6,7 +6,16 @@
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
 import { type Kysely, sql } from 'kysely';
-import { isTerminal, type Job, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
+import {
+  isTerminal,
+  type Job,
+  type JobListing,
+  type JobStatus,
+  type NewJob,
+  RETRYABLE_STATUSES,
+} from '../domain/job.js';
+import type { JobDetail, JobDetailBounds } from '../domain/job-detail.js';
+import { readJobDetail } from './job-detail.js';
 import {
   bigint,
   countJobs,
@@ -461,8 +470,13 @@ export class JobRepository {
   }
 
   /** The endpoint's most recent jobs, newest first, of one status or all. */
-  list(endpointId: string, options: { status?: JobStatus; limit: number }): Promise<Job[]> {
+  list(endpointId: string, options: { status?: JobStatus; limit: number }): Promise<JobListing[]> {
     return listJobs(this.#db, endpointId, options);
+  }
+
+  /** One job for its owner: input, output and the chunks not yet read, cut to `bounds`; undefined: not found. */
+  detail(endpointId: string, jobId: string, bounds: JobDetailBounds): Promise<JobDetail | undefined> {
+    return readJobDetail(this.#db, this.#dialect, endpointId, jobId, bounds);
   }
 
   /** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */

@@ -5,7 +5,13 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  localRuntimeArgs,
+  printServeLog,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const OPERATOR_KEY = 'e2e-dashboard-operator-key-0123456789';
@@ -25,16 +31,10 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-dashboard-e2e-'));
     // The local runtime runs the test worker as a process: a real worker, a real log, no Docker needed.
-    server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:2',
-        ...(process.getuid?.() === 0 ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: OPERATOR_KEY },
-    );
+    server = await startServe(localRuntimeArgs('h100-80g:2'), {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: OPERATOR_KEY,
+    });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();

@@ -8,15 +8,18 @@ import type {
   TrafficSource,
 } from '../../src/api/routes/endpoint-metrics.js';
 import { buildApi } from '../../src/app/build-api.js';
+import { jobActionsOf } from '../../src/app/job-actions.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import type { ServeSettingName } from '../../src/config/settings.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
 import { QUOTA_NAMES } from '../../src/domain/quota.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
+import type { JobActions } from '../../src/ports/job-actions.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
 import type { ImageAccessCheck } from '../../src/service/endpoint-service.js';
 import type { GpuInventorySource } from '../../src/service/gpu-report.js';
 import type { Store } from '../../src/store/store.js';
+import { testJobService } from './job-service.js';
 
 export interface TestApi {
   app: FastifyInstance;
@@ -67,6 +70,8 @@ export async function createTestApi(
     gpuInventory?: GpuInventorySource;
     /** Whether the database took the last heartbeat, for /healthz (none: not said). */
     databaseTookLastBeat?: () => boolean;
+    /** Cancel and retry of an owner's job (none: over a job service of the store's own, as `corral serve` has). */
+    jobActions?: JobActions;
     /** Told after every endpoint change and worker drain, as the controller is in `corral serve` (none: nobody). */
     onEndpointsChanged?: (endpointId?: string) => void;
   } = {},
@@ -110,6 +115,7 @@ export async function createTestApi(
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
     ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),
     ...(options.onEndpointsChanged ? { onEndpointsChanged: options.onEndpointsChanged } : {}),
+    jobActions: options.jobActions ?? jobActionsOf(testJobService(store)),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

@@ -39,6 +39,11 @@ export function printServeLog(server: ServeProcess | undefined, lines = 200): vo
   process.stderr.write(`--- the last ${lines} lines corral serve logged ---\n${tail}\n${server.stderr()}\n`);
 }
 
+/** `corral serve`'s arguments for the local runtime (workers as host processes) with simulated GPUs, e.g. `h100-80g:2`. */
+export function localRuntimeArgs(gpus: string): string[] {
+  return ['--runtime', 'local', '--gpus', gpus, ...(process.getuid?.() === 0 ? ['--local-allow-root'] : [])];
+}
+
 /**
  * Starts `corral serve` as a real process (`nodeArgs`: options for node itself; `prefix`: a command that runs node,
  * such as `prlimit --nofile=...`) and waits until its API listens.

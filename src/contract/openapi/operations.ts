@@ -3,6 +3,8 @@
  * (what no schema says), and their operation objects.
  */
 import { API_ERROR_CATALOGUE, type ApiErrorReason } from '../../errors/api-catalogue.js';
+import { JOB_LIST_LIMIT } from '../job-views.js';
+import { JOB_STATUSES } from '../jobs.js';
 import { API_PREFIX, ENDPOINT_ID_KEYS } from '../paths.js';
 import { MAX_PAGE_SIZE } from '../query.js';
 import { ref, type Schema, str } from './schema.js';
@@ -391,6 +393,71 @@ function operations(): Operation[] {
       body: 'EndpointIdRequest',
       response: json('WebhookSecret', 'The new secret.'),
       errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/jobs'),
+      operationId: 'listEndpointJobs',
+      summary: "List an endpoint's jobs and count them by status (Corral extension)",
+      description:
+        'The most recent jobs, newest first, without their inputs and outputs, and the counts by status (docs/api.md).',
+      tag: 'Jobs',
+      auth: true,
+      parameters: [
+        ...endpointIdParameters,
+        queryParameter('status', 'Only the jobs of this status.', {
+          type: 'string',
+          enum: [...JOB_STATUSES],
+        }),
+        queryParameter(`limit`, `Most jobs to return (at most ${JOB_LIST_LIMIT.max}).`, {
+          type: 'integer',
+          minimum: 1,
+          maximum: JOB_LIST_LIMIT.max,
+          default: JOB_LIST_LIMIT.default,
+        }),
+      ],
+      response: json('EndpointJobs', 'The counts and the jobs.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND'],
+    },
+    {
+      method: 'get',
+      path: v1('/endpoint/job'),
+      operationId: 'getEndpointJob',
+      summary: "Read one of an endpoint's jobs with its input and output (Corral extension)",
+      description:
+        'Input, output and the stream chunks no client has read yet are cut at a bound, with their whole size in bytes.',
+      tag: 'Jobs',
+      auth: true,
+      parameters: [
+        ...endpointIdParameters,
+        queryParameter('job', 'The job id (or jobId).', str()),
+        queryParameter('jobId', 'Alias of job.', str()),
+      ],
+      response: json('JobDetailAnswer', 'The job.'),
+      errors: ['INVALID_QUERY', 'ENDPOINT_NOT_FOUND', 'JOB_NOT_FOUND'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/job/cancel'),
+      operationId: 'cancelEndpointJob',
+      summary: 'Cancel a queued or running job (Corral extension)',
+      description: "As the gateway's cancel: a running job's worker is told through its stop channel.",
+      tag: 'Jobs',
+      auth: true,
+      body: 'JobRefRequest',
+      response: json('JobListingAnswer', 'The job, CANCELLED.'),
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'JOB_NOT_FOUND', 'JOB_FINISHED'],
+    },
+    {
+      method: 'post',
+      path: v1('/endpoint/job/retry'),
+      operationId: 'retryEndpointJob',
+      summary: 'Queue a FAILED or TIMED_OUT job again (Corral extension)',
+      tag: 'Jobs',
+      auth: true,
+      body: 'JobRefRequest',
+      response: json('JobListingAnswer', 'The job, IN_QUEUE.'),
+      errors: ['INVALID_FIELD', 'ENDPOINT_NOT_FOUND', 'JOB_NOT_FOUND', 'JOB_NOT_RETRYABLE'],
     },
     {
       method: 'post',

@@ -48,6 +48,7 @@ export function requestSchemas(): Record<string, Schema> {
       ),
       anyOf: ENDPOINT_ID_BODY_KEYS.map((key) => ({ required: [key] })),
     },
+    JobRefRequest: object({ id: str('The endpoint id.'), job: str('The job id.') }),
     SaveCredentialsRequest: object({
       name: credentialText('A label, 1-4096 characters.'),
       username: credentialText(),

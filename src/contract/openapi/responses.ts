@@ -8,6 +8,7 @@ import { QUOTA_NAMES } from '../../domain/quota.js';
 import { ENDPOINT_EVENT_TYPES } from '../../domain/records.js';
 import { WORKER_STATES } from '../../domain/worker.js';
 import { API_ERROR_CATALOGUE } from '../../errors/api-catalogue.js';
+import { JOB_STATUSES } from '../jobs.js';
 import { WIRE_LIMIT_FIELDS } from '../limits.js';
 import { arrayOf, bool, int, object, ref, type Schema, str } from './schema.js';
 
@@ -377,6 +378,47 @@ export function responseSchemas(): Record<string, Schema> {
       secret: str('whsec_ and base64: the Standard Webhooks signing secret of the endpoint.'),
       createdAt: str('When this secret was made (first read or last rotation).', { format: 'date-time' }),
     }),
+    JobListing: object({
+      id: str(),
+      status: { type: 'string', enum: [...JOB_STATUSES] },
+      createdAt: str(undefined, { format: 'date-time' }),
+      startedAt: {
+        type: ['string', 'null'],
+        format: 'date-time',
+        description: 'When a worker took it last.',
+      },
+      completedAt: { type: ['string', 'null'], format: 'date-time' },
+      delayTime: int('Milliseconds from submission to a worker taking it (so far, while queued).'),
+      executionTime: int('Milliseconds the worker ran it (so far, while in progress).'),
+      workerId: { type: ['string', 'null'] },
+      attempts: int('How many times a worker took it.'),
+      error: { type: ['string', 'null'], description: 'Why it FAILED, TIMED_OUT or was CANCELLED.' },
+    }),
+    EndpointJobs: object({
+      id: str('The endpoint id.'),
+      counts: object(Object.fromEntries(JOB_STATUSES.map((s) => [s, int()]))),
+      jobs: arrayOf(ref('JobListing'), 'Newest first; never inputs or outputs.'),
+    }),
+    ClippedText: object({
+      text: str('The stored JSON text, or its first characters when truncated.'),
+      bytes: int('The whole text in bytes.'),
+      truncated: bool(),
+    }),
+    JobDetail: {
+      allOf: [
+        ref('JobListing'),
+        object({
+          input: ref('ClippedText'),
+          output: { anyOf: [ref('ClippedText'), { type: 'null' }] },
+          chunks: arrayOf(ref('ClippedText'), 'Streamed chunks no client has read yet, oldest first.'),
+          chunkCount: int('How many such chunks there are in all.'),
+          webhook: { type: ['string', 'null'] },
+          policy: object({ executionTimeout: int(), ttl: int(), lowPriority: bool() }),
+        }),
+      ],
+    },
+    JobDetailAnswer: object({ job: ref('JobDetail') }),
+    JobListingAnswer: object({ job: ref('JobListing') }),
     ApiKey: object({
       id: str('The key id (the part after sk_); revoke by it.'),
       name: str(),

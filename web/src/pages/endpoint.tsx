@@ -17,6 +17,7 @@ import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
 import { HistoryCharts } from './charts.js';
 import { EndpointLogPanel } from './endpoint-log-panel.js';
+import { JobsSection } from './jobs-section.js';
 import { LogPanel } from './log-panel.js';
 
 const POLL_MS = 2000;
@@ -234,6 +235,8 @@ export function EndpointPage(props: { id: string }) {
           </table>
         )}
       </section>
+
+      <JobsSection endpointId={e.id} />
 
       {logWorker === ALL_WORKERS ? <EndpointLogPanel endpointId={e.id} /> : null}
       {logWorker && logWorker !== ALL_WORKERS ? <LogPanel endpointId={e.id} workerId={logWorker} /> : null}
