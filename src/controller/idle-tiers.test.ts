@@ -72,6 +72,26 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     return worker;
   };
 
+  /**
+   * Endpoint r's worker runs on one GPU; a's (keepFrozen 1, keepSuspended 600) serves on the other, holds 40 GB of
+   * it and is suspended; then a worker of endpoint `other` (keepFrozen as given) serves on a's GPU.
+   */
+  const suspendedThenTaken = async (otherKeepFrozen: number) => {
+    await start(true);
+    const r = await h.create({ ...tiered(0), name: 'r' });
+    const a = await h.create({ ...tiered(1, 600), name: 'a' });
+    const other = await h.create({ ...tiered(otherKeepFrozen), name: 'o' });
+    await serving(r);
+    const wa = await serving(a);
+    const own = wa.gpuUuids[0] ?? '';
+    checkpointer?.addProcess({ pid: tierPid(wa.id), gpuUuid: own, usedBytes: 40 * GB });
+    await idle(a);
+    await h.timers.advanceSettling(2_000);
+    await h.eventually(() => expect(only(a).state).toBe('suspended'));
+    expect((await serving(other)).gpuUuids).toEqual([own]);
+    return { r, a, wa, other, own };
+  };
+
   /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
   const restarted = async (suspendBudgetBytes = 1000 * GB) => {
     await h.controller.stop();
@@ -340,19 +360,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   });
 
   it('a suspended worker whose GPU a frozen worker of another endpoint holds has that one moved down for it, then restores onto its own', async () => {
-    await start(true);
-    const r = await h.create({ ...tiered(0), name: 'r' });
-    const a = await h.create({ ...tiered(1, 600), name: 'a' });
-    const f = await h.create({ ...tiered(600), name: 'f' });
-    await serving(r);
-    const wa = await serving(a);
-    const own = wa.gpuUuids[0] ?? '';
-    checkpointer?.addProcess({ pid: tierPid(wa.id), gpuUuid: own, usedBytes: 40 * GB });
-    await idle(a);
-    await h.timers.advanceSettling(2_000);
-    await h.eventually(() => expect(only(a).state).toBe('suspended'));
-    const wf = await serving(f);
-    expect(wf.gpuUuids).toEqual([own]);
+    const { a, wa, other: f, own } = await suspendedThenTaken(600);
     await idle(f);
     await h.eventually(() => expect(only(f).state).toBe('frozen'));
     const release = h.runtime.holdRemovals();
@@ -366,18 +374,7 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
   });
 
   it('a suspended worker whose own GPU a running worker holds waits for it, even with another GPU free, and says so', async () => {
-    await start(true);
-    const r = await h.create({ ...tiered(0), name: 'r' });
-    const a = await h.create({ ...tiered(1, 600), name: 'a' });
-    const b = await h.create({ ...tiered(0), name: 'b' });
-    await serving(r);
-    const wa = await serving(a);
-    const own = wa.gpuUuids[0] ?? '';
-    checkpointer?.addProcess({ pid: tierPid(wa.id), gpuUuid: own, usedBytes: 40 * GB });
-    await idle(a);
-    await h.timers.advanceSettling(2_000);
-    await h.eventually(() => expect(only(a).state).toBe('suspended'));
-    expect((await serving(b)).gpuUuids).toEqual([own]);
+    const { r, a, own } = await suspendedThenTaken(0);
     await idle(r);
     await h.eventually(() => expect(h.controller.workersOf(r.id)).toHaveLength(0));
     scaling.want.set(a.id, 1);
