@@ -72,6 +72,26 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     return worker;
   };
 
+  /**
+   * Endpoint r's worker runs on one GPU; a's (keepFrozen 1, keepSuspended 600) serves on the other, holds 40 GB of
+   * it and is suspended; then a worker of endpoint `other` (keepFrozen as given) serves on a's GPU.
+   */
+  const suspendedThenTaken = async (otherKeepFrozen: number) => {
+    await start(true);
+    const r = await h.create({ ...tiered(0), name: 'r' });
+    const a = await h.create({ ...tiered(1, 600), name: 'a' });
+    const other = await h.create({ ...tiered(otherKeepFrozen), name: 'o' });
+    await serving(r);
+    const wa = await serving(a);
+    const own = wa.gpuUuids[0] ?? '';
+    checkpointer?.addProcess({ pid: tierPid(wa.id), gpuUuid: own, usedBytes: 40 * GB });
+    await idle(a);
+    await h.timers.advanceSettling(2_000);
+    await h.eventually(() => expect(only(a).state).toBe('suspended'));
+    expect((await serving(other)).gpuUuids).toEqual([own]);
+    return { r, a, wa, other, own };
+  };
+
   /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
   const restarted = async (suspendBudgetBytes = 1000 * GB) => {
     await h.controller.stop();
@@ -337,5 +357,35 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     release();
     await h.eventually(() => expect(again.workersOf(e.id)).toHaveLength(0));
     await again.stop();
+  });
+
+  it('a suspended worker whose GPU a frozen worker of another endpoint holds has that one moved down for it, then restores onto its own', async () => {
+    const { a, wa, other: f, own } = await suspendedThenTaken(600);
+    await idle(f);
+    await h.eventually(() => expect(only(f).state).toBe('frozen'));
+    const release = h.runtime.holdRemovals();
+    scaling.want.set(a.id, 1);
+    h.controller.poke();
+    await h.eventually(() => expect(only(f).state).toBe('stopped'));
+    expect(only(f).message).toContain('stopped to free its GPUs for a suspended worker of endpoint a');
+    release();
+    await h.eventually(() => expect(only(a)).toMatchObject({ id: wa.id, state: 'running', gpuUuids: [own] }));
+    expect(checkpointer?.usedBytes(own)).toBe(40 * GB);
+  });
+
+  it('a suspended worker whose own GPU a running worker holds waits for it, even with another GPU free, and says so', async () => {
+    const { r, a, own } = await suspendedThenTaken(0);
+    await idle(r);
+    await h.eventually(() => expect(h.controller.workersOf(r.id)).toHaveLength(0));
+    scaling.want.set(a.id, 1);
+    h.controller.poke();
+    await h.eventually(() =>
+      expect(only(a).message).toMatch(
+        new RegExp(
+          `^suspended since \\S+Z \\(GPU state in host memory\\); stopped at \\S+Z unless a request wakes it; waiting for its GPU ${own} to be free \\(a suspended worker restores onto the GPUs it started on\\)$`,
+        ),
+      ),
+    );
+    expect(only(a).state).toBe('suspended');
   });
 });

@@ -1,12 +1,13 @@
 /**
  * The controller's idle tiers in a pass (docs/workers.md, Idle tiers): carries out the plan's freeze, thaw, restore
- * and suspend actions (tier-moves.ts), restores a suspended worker only onto its own GPUs once they are free (else
- * it waits with the reason a pending worker would give), moves frozen workers of other endpoints down for workers
- * that wait for their GPUs (placement/tier-pressure.ts), and stops the oldest suspended workers past the host
- * memory budget.
+ * and suspend actions (tier-moves.ts), restores a suspended worker onto its own GPUs once they are free (else it
+ * waits with the reason a pending worker would give, and frozen workers of other endpoints holding them are moved
+ * down for it: placement/restore-target.ts), moves frozen workers of other endpoints down for workers that wait for
+ * their GPUs (placement/tier-pressure.ts), and stops the oldest suspended workers past the host memory budget.
  */
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { IdleTiers } from '../../runtime/idle-tiers.js';
+import { type RestoreHolder, restoreTarget } from '../placement/restore-target.js';
 import { chooseEvictions, overBudget } from '../placement/tier-pressure.js';
 import type { WorkerPlacement } from '../placement/worker-placement.js';
 import type { PlanAction } from '../planner.js';
@@ -27,6 +28,12 @@ export interface TierKeeperOptions extends Omit<TierMovesOptions, 'tiers'> {
 }
 
 type TierAction = Extract<PlanAction, { type: 'freeze' | 'thaw' | 'restore' | 'suspend' }>;
+
+/** An endpoint as messages name it: its name, else its appName, else its id. */
+function endpointName(live: ReadonlyMap<string, Endpoint>, endpointId: string): string {
+  const spec = live.get(endpointId)?.spec;
+  return spec?.name || spec?.appName || endpointId;
+}
 
 export function isTierAction(action: PlanAction): action is TierAction {
   return (
@@ -57,16 +64,36 @@ export class TierKeeper {
     else this.#restore(record, live);
   }
 
-  /** Onto its own GPUs, once none is held; meanwhile it stays suspended with the reason a pending worker gives. */
+  /**
+   * Onto its own GPUs, once none is held; meanwhile it stays suspended with the reason a pending worker gives, and
+   * frozen workers of other endpoints that hold them are moved down for it, as for a pending worker.
+   */
   #restore(record: ManagedWorker, live: ReadonlyMap<string, Endpoint>): void {
-    const own = record.suspendedOn?.gpuUuids ?? [];
-    const held = this.#o.heldGpus();
-    const busy = own.filter((uuid) => held.has(uuid) && held.get(uuid) !== record.id);
-    if (busy.length === 0) {
+    const target = restoreTarget({
+      workerId: record.id,
+      endpointId: record.endpointId,
+      own: record.suspendedOn?.gpuUuids ?? [],
+      gpuBytes: record.suspendedOn?.gpuBytes ?? {},
+      gpus: [],
+      held: this.#o.heldGpus(),
+      resting: this.#restingHolders(),
+      // No runtime restores a worker onto other GPUs (restore-target.ts says why): never a remap.
+      remaps: false,
+    });
+    if (target.type !== 'wait') {
       this.#moves.restore(record);
       return;
     }
-    const reason = this.#waitingReason(record, live) ?? `waiting for its GPU ${busy.join(', ')} to be free`;
+    const { busy } = target;
+    const forWhom = `a suspended worker of endpoint ${endpointName(live, record.endpointId)}`;
+    for (const workerId of target.evict) {
+      const holder = this.#o.book.get(workerId);
+      if (holder) this.#evict(holder, forWhom, live);
+    }
+    // A pending worker would start on a free GPU of the product; this one restores only onto the GPUs it started on.
+    const reason =
+      this.#waitingReason(record, live) ??
+      `waiting for its GPU ${busy.join(', ')} to be free (a suspended worker restores onto the GPUs it started on)`;
     const since = record.message.split('; waiting')[0] ?? record.message;
     const message = `${since}; ${reason.startsWith('waiting') ? reason : `waiting: ${reason}`}`;
     this.#o.lifecycle.move(record, { state: 'suspended', message });
@@ -118,14 +145,26 @@ export class TierKeeper {
     });
     for (const { workerId, forEndpointId } of evictions) {
       const record = book.get(workerId);
-      if (!record) continue;
-      const spec = live.get(forEndpointId)?.spec;
-      const forWhom = `a worker of endpoint ${spec?.name || spec?.appName || forEndpointId}`;
-      record.evictedFor = forWhom;
-      const keepsSuspended = (live.get(record.endpointId)?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
-      if (this.suspendable && keepsSuspended) this.#moves.suspend(record, 'GPU pressure', forWhom);
-      else this.#o.lifecycle.drainAndRemove(record, `stopped to free its GPUs for ${forWhom}`);
+      if (record) this.#evict(record, `a worker of endpoint ${endpointName(live, forEndpointId)}`, live);
     }
+  }
+
+  /** Frozen workers at rest, not moved down yet: those a restore may have moved down for it. */
+  #restingHolders(): Map<string, RestoreHolder> {
+    const resting = new Map<string, RestoreHolder>();
+    for (const w of this.#o.book.all()) {
+      if (w.state === 'frozen' && isResting(w) && w.evictedFor === undefined)
+        resting.set(w.id, { endpointId: w.endpointId, tierSince: w.tierSince ?? 0 });
+    }
+    return resting;
+  }
+
+  /** A frozen worker moved down for `forWhom`: suspended where it can be and its endpoint keeps them, else stopped. */
+  #evict(record: ManagedWorker, forWhom: string, live: ReadonlyMap<string, Endpoint>): void {
+    record.evictedFor = forWhom;
+    const keepsSuspended = (live.get(record.endpointId)?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
+    if (this.suspendable && keepsSuspended) this.#moves.suspend(record, 'GPU pressure', forWhom);
+    else this.#o.lifecycle.drainAndRemove(record, `stopped to free its GPUs for ${forWhom}`);
   }
 
   /** Suspended workers past the host memory budget are stopped, oldest first. */
