@@ -53,10 +53,13 @@ if cgroup:
     out["cgroup_exists"] = os.path.isdir(cgroup["path"])
 try: out["proc_state"] = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 except OSError: out["proc_state"] = None
-if sys.argv[3] == "auto":
-    r = subprocess.run([sys.argv[2], "cuda-helper.js", "state", str(pid)], capture_output=True, text=True, timeout=30)
-    try: out["driver"] = json.loads(r.stdout.strip().splitlines()[-1])
-    except Exception: out["driver"] = r.stdout + r.stderr
+# The driver never answers of a stopped process that still holds its GPU state: ask only of a suspended one.
+if sys.argv[3] == "auto" and state.get("suspendedGpuBytes") is not None:
+    try:
+        r = subprocess.run([sys.argv[2], "cuda-helper.js", "state", str(pid)], capture_output=True, text=True, timeout=15)
+        out["driver"] = json.loads(r.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired: out["driver"] = "no answer within 15 s"
+    except Exception as e: out["driver"] = repr(e)
 print("WORKER " + json.dumps(out))
 PY
   done

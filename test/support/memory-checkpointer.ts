@@ -89,8 +89,17 @@ export class MemoryCheckpointer implements GpuCheckpointer {
     p.state = 'running';
   }
 
-  async state(pid: number, _options: { deadlineMs: number }): Promise<GpuProcessState> {
-    return this.#processes.get(pid)?.state ?? 'none';
+  /** How many times `state` was asked (a frozen worker's adoption must not ask it: see `state`). */
+  stateCalls = 0;
+
+  async state(pid: number, options: { deadlineMs: number }): Promise<GpuProcessState> {
+    this.stateCalls += 1;
+    const p = this.#processes.get(pid);
+    // Seen on the H200 (docs/workers.md): asked of a stopped process that still holds its GPU state, the driver
+    // never answers; one whose state is checkpointed answers.
+    if (p?.state === 'running' && this.#stopped(pid))
+      throw new Error(`state of pid ${pid} did not answer within ${options.deadlineMs} ms (it is stopped)`);
+    return p?.state ?? 'none';
   }
 
   #held(pid: number): HeldProcess {

@@ -83,4 +83,29 @@ describe.runIf(withDocker)('Docker idle tiers: the suspended GPU memory record',
     expect(existsSync(record)).toBe(false);
     await second.close();
   });
+
+  it('asks the driver of a suspended worker once, and never of a frozen one (it would not answer)', async () => {
+    const tiers = runtime();
+    const workerId = `tq${run}`;
+    await tiers.create(testWorkerSpec({ image, workerId, endpointId: `tq${run}e` }, { [RUN_LABEL]: run }));
+    const [container] = await docker.listContainers({ filters: { label: [`${LABELS.worker}=${workerId}`] } });
+    const pid = (await docker.getContainer(container?.Id ?? '').inspect()).State.Pid;
+    checkpointer.addProcess({ pid, gpuUuid: 'GPU-0', usedBytes: 20e9 });
+    const listTier = async () => (await tiers.list({ [LABELS.worker]: workerId }))[0]?.tier;
+
+    await tiers.idleTiers.freeze(workerId);
+    const before = checkpointer.stateCalls;
+    expect([await listTier(), await listTier()]).toEqual(['frozen', 'frozen']);
+    expect(checkpointer.stateCalls).toBe(before);
+
+    await tiers.idleTiers.suspend(workerId, { deadlineMs: 5_000 });
+    expect([await listTier(), await listTier(), await listTier()]).toEqual([
+      'suspended',
+      'suspended',
+      'suspended',
+    ]);
+    expect(checkpointer.stateCalls).toBe(before + 1);
+    await tiers.remove(workerId, { graceSeconds: 1 });
+    await tiers.close();
+  });
 });

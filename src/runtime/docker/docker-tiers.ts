@@ -33,6 +33,8 @@ function alreadyThere(error: unknown): boolean {
 
 export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
   readonly #o: DockerTiersOptions;
+  /** Worker id -> whether the driver said one of its processes is checkpointed (refine asks it once). */
+  readonly #driverSaid = new Map<string, boolean>();
 
   constructor(options: DockerTiersOptions) {
     super(options.checkpointer);
@@ -46,6 +48,7 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
   async thaw(workerId: string): Promise<void> {
     for (const id of await this.#ids(workerId)) await this.#call(id, workerId, 'unpause');
     this.#o.records?.delete(workerId);
+    this.#driverSaid.delete(workerId);
   }
 
   async suspend(workerId: string, options: { deadlineMs: number }): Promise<SuspendedState> {
@@ -61,6 +64,7 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
   /** The worker is gone: so is its record. */
   forget(workerId: string): void {
     this.#o.records?.delete(workerId);
+    this.#driverSaid.delete(workerId);
   }
 
   restore(workerId: string, options: { deadlineMs: number }): Promise<void> {
@@ -75,17 +79,27 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
     };
   }
 
-  /** A listed frozen worker is suspended where the driver holds one of its processes checkpointed. */
+  /**
+   * A listed frozen worker is suspended where the driver holds one of its processes checkpointed. Only a worker with
+   * a suspend record is asked, once (until its next thaw or suspend): asked of a paused process that still holds its
+   * GPU state, the driver never answers (seen on the H200), so asking would hold every listing for the deadline.
+   */
   async refine(worker: RuntimeWorker): Promise<RuntimeWorker> {
     if (worker.tier !== 'frozen' || !this.suspendable.available) return worker;
-    try {
-      const pids = await this.#pids(worker.workerId);
-      if (!(await this.anyCheckpointed(pids, STATE_DEADLINE_MS))) return worker;
-      const gpuBytes = this.#o.records?.read(worker.workerId);
-      return { ...worker, tier: 'suspended', ...(gpuBytes ? { suspendedGpuBytes: gpuBytes } : {}) };
-    } catch {
-      return worker;
+    const { records } = this.#o;
+    const gpuBytes = records?.read(worker.workerId);
+    if (records && !gpuBytes) return worker;
+    let suspended = this.#driverSaid.get(worker.workerId);
+    if (suspended === undefined) {
+      try {
+        suspended = await this.anyCheckpointed(await this.#pids(worker.workerId), STATE_DEADLINE_MS);
+      } catch {
+        return worker;
+      }
+      this.#driverSaid.set(worker.workerId, suspended);
     }
+    if (!suspended) return worker;
+    return { ...worker, tier: 'suspended', ...(gpuBytes ? { suspendedGpuBytes: gpuBytes } : {}) };
   }
 
   #checkpointer(): GpuCheckpointer {

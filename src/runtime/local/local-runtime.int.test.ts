@@ -197,16 +197,26 @@ describe('LocalRuntime', () => {
     expect(await fourth.list({})).toHaveLength(1);
   });
 
-  it('adopts a frozen (stopped) worker after a restart in the frozen tier; a thaw lets it answer', async () => {
-    const first = newRuntime();
+  it('adopts a frozen (stopped) worker after a restart in the frozen tier, without asking the driver; a thaw lets it answer', async () => {
+    // It holds GPU memory: the driver, asked of a stopped process that holds its GPU state, never answers.
+    let cgroup: { kind: 'v2' | 'v1'; path: string } | undefined;
+    const checkpointer = new MemoryCheckpointer({
+      gpus: { 'GPU-0': 80e9 },
+      stopped: (p) => isFrozen({ pid: p, cgroup }),
+    });
+    const first = newRuntime(checkpointer);
     const created = await first.create(spec({ workerId: 'frozenone' }));
     await getJson(created.address, '/env');
+    const { pid, cgroup: recorded } = await readState(stateDir, 'frozenone');
+    cgroup = recorded;
+    checkpointer.addProcess({ pid, gpuUuid: 'GPU-0', usedBytes: 10e9 });
     await first.idleTiers.freeze('frozenone');
     await first.close();
 
-    const second = newRuntime();
+    const second = newRuntime(checkpointer);
     const [adopted] = await second.list({ [LABELS.worker]: 'frozenone' });
     expect(adopted).toMatchObject({ workerId: 'frozenone', phase: 'running', tier: 'frozen' });
+    expect(checkpointer.stateCalls).toBe(0);
     await second.idleTiers.thaw('frozenone');
     expect((await second.inspect('frozenone'))?.tier).toBeUndefined();
     expect(await getJson(adopted?.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'frozenone' });

@@ -349,8 +349,8 @@ export class LocalRuntime implements WorkerRuntime {
       if (record.exited && state.exitCode === undefined) this.#saveExit(record);
       else if (!record.exited) {
         this.#reservedPorts.add(record.state.port);
-        const { pid, cgroup } = record.state;
-        const tier = await this.idleTiers.tierOfAdopted({ pid, cgroup });
+        const { pid, cgroup, suspendedGpuBytes } = record.state;
+        const tier = await this.idleTiers.tierOfAdopted({ pid, cgroup }, suspendedGpuBytes !== undefined);
         if (tier) record.tier = tier;
       }
     }

@@ -125,10 +125,13 @@ export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
 
   /**
    * The tier of a worker adopted after a restart: frozen (its cgroup frozen, or its leader stopped); with a
-   * process the driver holds checkpointed, suspended.
+   * process the driver holds checkpointed, suspended. Only a worker whose state file records a suspend is asked of
+   * the driver: a frozen process never answers it (DESIGN.md section 7), so asking each frozen worker would hold the
+   * restart for the whole deadline, once per worker.
    */
-  async tierOfAdopted(target: TierTarget): Promise<IdleTier | undefined> {
+  async tierOfAdopted(target: TierTarget, recordedSuspend: boolean): Promise<IdleTier | undefined> {
     if (!isFrozen(target)) return undefined;
+    if (!recordedSuspend) return 'frozen';
     try {
       const suspended = await this.anyCheckpointed(targetPids(target), STATE_DEADLINE_MS);
       return suspended ? 'suspended' : 'frozen';
