@@ -5,22 +5,12 @@
  * would: the cold start's phases the first time, `thaw` once the worker froze. Its own database.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { callGateway, type GatewayAnswer } from '../support/gateway-call.js';
-import { integrationAvailable } from '../support/integration.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { ScratchDatabases } from '../support/scratch-databases.js';
+import { callApi, type ServeProcess } from '../support/process.js';
+import { replicaSet, withPostgres } from '../support/replica-set.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
-const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
-const withPostgres = integrationAvailable(
-  'PostgreSQL',
-  Boolean(baseUrl),
-  'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
-);
 const KEY = `op-${randomBytes(16).toString('hex')}`;
 const SECRET = randomBytes(32).toString('base64');
 const isRoot = process.getuid?.() === 0;
@@ -33,45 +23,13 @@ function phases(answer: GatewayAnswer): string[] {
 }
 
 describe.skipIf(!withPostgres)("a follower's answers carry the leader's wake report", () => {
-  let databases: ScratchDatabases;
-  let databaseUrl = '';
-  let dir = '';
-  const servers: ServeProcess[] = [];
-
-  beforeAll(async () => {
-    databases = await ScratchDatabases.connect(baseUrl ?? '');
-    databaseUrl = await databases.create('corral_e2e');
-    dir = mkdtempSync(join(tmpdir(), 'corral-replica-wake-'));
-    writeFileSync(join(dir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+  const { start: replica } = replicaSet({
+    prefix: 'corral-replica-wake-',
+    configYaml: 'controller: { reconcileIntervalMs: 200 }\n',
+    runtimeArgs: ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])],
+    env: { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET },
+    logLines: 80,
   });
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') for (const server of servers) printServeLog(server, 80);
-  });
-  afterAll(async () => {
-    for (const server of servers) if (server.child.exitCode === null) await server.stop();
-    await databases.dropAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  const replica = async (): Promise<ServeProcess> => {
-    const dataDir = mkdtempSync(join(dir, 'data-'));
-    const server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:1',
-        '--config',
-        join(dir, 'corral.yaml'),
-        '--database-url',
-        databaseUrl,
-        ...(isRoot ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET, CORRAL_DATA_DIR: dataDir },
-    );
-    servers.push(server);
-    return server;
-  };
   const leaderOf = async (server: ServeProcess) =>
     (await callApi(server, KEY, 'cluster')).body as {
       self: string;
