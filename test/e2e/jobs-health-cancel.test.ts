@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { callGateway } from '../support/gateway-call.js';
 import { callJobs } from '../support/jobs-client.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { WORKER_SCRIPT } from '../support/test-image.js';
+import { localSleeperEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-jobs-health-cancel-key-0123456789';
 const RUNPOD_WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
@@ -130,16 +130,7 @@ describe('jobs: a queue worker with healthy.path, and http jobs stopped in fligh
   }, 120_000);
 
   it("a cancel and an executionTimeout abort an http job's request: the worker sees its connection close and its slot is free at once", async () => {
-    const created = await api('endpoint/create', {
-      endpoint: {
-        name: 'sleeper',
-        appName: 'sleeper',
-        jobsPath: '/sleep',
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 1, gpuNum: 1 },
-        image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
-      },
-    });
+    const created = await api('endpoint/create', { endpoint: localSleeperEndpoint('sleeper') });
     expect(created.status, created.text).toBe(200);
     const id = created.body.id as string;
     const jobs = (method: string, path: string, body?: unknown) =>

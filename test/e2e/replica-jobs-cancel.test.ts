@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { callJobs } from '../support/jobs-client.js';
 import { callApi, type ServeProcess } from '../support/process.js';
 import { replicaSet, withPostgres } from '../support/replica-set.js';
-import { WORKER_SCRIPT } from '../support/test-image.js';
+import { localSleeperEndpoint } from '../support/test-image.js';
 
 const KEY = `op-${randomBytes(16).toString('hex')}`;
 const SECRET = randomBytes(32).toString('base64');
@@ -48,15 +48,7 @@ describe.skipIf(!withPostgres)('an http job cancelled at another replica', () =>
       async () => expect((await cluster(b)).replicas.filter((r) => r.alive)).toHaveLength(2),
       15_000,
     );
-    const created = await callApi(a, KEY, 'endpoint/create', {
-      endpoint: {
-        appName: 'sleeper',
-        jobsPath: '/sleep',
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 1, gpuNum: 1 },
-        image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
-      },
-    });
+    const created = await callApi(a, KEY, 'endpoint/create', { endpoint: localSleeperEndpoint('sleeper') });
     expect(created.status, created.text).toBe(200);
     const mark = join(marks, 'sleep');
     const run = await callJobs(a.gatewayUrl, KEY, {
