@@ -211,6 +211,8 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     },
     scanMs: SWEEP_INTERVAL_MS,
     keepAliveMs: Math.max(1_000, (settings.lostAfterSeconds * 1000) / 3),
+    stopCheckMs: RECHECK_MS,
+    backstopMs: settings.stopGraceSeconds * 1000,
     maxAttempts: settings.maxAttempts,
   });
   const sweeper = new JobSweeper({

@@ -2,8 +2,11 @@
  * `FencedRuntime`: the runtime as a leader's controller sees it. Every create and remove first asks the database
  * whether this term's lease is still current and unexpired, and checks the term on this replica's clock again once
  * the answer is in; a deposed leader's call is refused (LeaseLostError) before it reaches the runtime. What a
- * runtime call cannot be given is the token itself (Docker takes none): docs/operations.md says what is left.
+ * runtime call cannot be given is the token itself (Docker takes none): docs/operations.md says what is left. The
+ * runtime's idle tiers (freeze, thaw, suspend, restore) pass through under the same check, so that a leader's
+ * controller has them as a lone process's does.
  */
+import type { IdleTiers } from '../runtime/idle-tiers.js';
 import type {
   ImageRequest,
   LogOptions,
@@ -28,13 +31,39 @@ export class FencedRuntime implements WorkerRuntime {
   readonly #fence: TermFence;
   readonly #leases: Pick<LeaseRepository, 'holds'>;
   readonly localImage?: WorkerRuntime['localImage'];
+  readonly idleTiers?: IdleTiers;
 
   constructor(options: FencedRuntimeOptions) {
     this.#runtime = options.runtime;
     this.#fence = options.fence;
     this.#leases = options.leases;
-    const { localImage } = options.runtime;
+    const { localImage, idleTiers } = options.runtime;
     if (localImage) this.localImage = (image) => localImage.call(options.runtime, image);
+    if (idleTiers) this.idleTiers = this.#fencedTiers(idleTiers);
+  }
+
+  #fencedTiers(tiers: IdleTiers): IdleTiers {
+    return {
+      get suspendable() {
+        return tiers.suspendable;
+      },
+      freeze: async (workerId) => {
+        await this.#check();
+        return tiers.freeze(workerId);
+      },
+      thaw: async (workerId) => {
+        await this.#check();
+        return tiers.thaw(workerId);
+      },
+      suspend: async (workerId, options) => {
+        await this.#check();
+        return tiers.suspend(workerId, options);
+      },
+      restore: async (workerId, options) => {
+        await this.#check();
+        return tiers.restore(workerId, options);
+      },
+    };
   }
 
   get name(): WorkerRuntime['name'] {

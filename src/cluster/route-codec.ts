@@ -28,12 +28,19 @@ export function encodeEndpoint(endpoint: Endpoint): string {
   return cached(endpoint);
 }
 
-/** Ids and addresses only (a share of slots is each replica's own). */
+/**
+ * Ids, addresses and the wake that brought a worker (so that a follower's answers carry its `Server-Timing` too);
+ * not a share of slots, which is each replica's own.
+ */
 export function encodeWorkers(workers: readonly RoutableWorker[]): string {
   if (workers.length === 0) return '[]';
   let text = encoded.get(workers);
   if (text === undefined) {
-    text = JSON.stringify(workers.map((w) => ({ id: w.id, address: w.address })));
+    text = JSON.stringify(
+      workers.map((w) =>
+        w.wake ? { id: w.id, address: w.address, wake: w.wake } : { id: w.id, address: w.address },
+      ),
+    );
     encoded.set(workers, text);
   }
   return text;

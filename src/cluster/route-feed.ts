@@ -161,7 +161,7 @@ export class RouteFeed {
       const capacity = entry.endpoint.spec.workers.maxConcurrent;
       routable.set(
         id,
-        entry.workers.map((w) => ({ id: w.id, address: w.address, slots: shares.share(w.id, capacity) })),
+        entry.workers.map((w) => ({ ...w, slots: shares.share(w.id, capacity) })),
       );
     }
     this.#o.sink.publish(endpoints, routable, conditions);

@@ -67,7 +67,7 @@ function snapshot(view: RoutingView & Pick<RoutingTable, 'endpoints'>) {
       id: e.id,
       appName: e.spec.appName,
       desired: e.desired,
-      workers: view.routableWorkers(e.id).map((w) => ({ id: w.id, address: w.address })),
+      workers: view.routableWorkers(e.id).map((w) => ({ id: w.id, address: w.address, wake: w.wake })),
       condition: view.conditionOf(e.id),
     }))
     .sort((a, b) => a.id.localeCompare(b.id));
@@ -125,6 +125,35 @@ describe.each(sources)('a routing view fed $name', (kind) => {
     expect(source.view.routableWorkers(b.id)).toEqual([]);
     expect(source.view.conditionOf(b.id)).toEqual(refused);
     expect(source.view.conditionOf(a.id)).toBeUndefined();
+  });
+
+  it('carries the wake that brought a worker into routing (its tier, phases and time), for the Server-Timing of any replica', async () => {
+    source = await kind.open();
+    const a = sampleEndpoint();
+    const thawed: RoutableWorker = {
+      ...worker('w1', 9001),
+      wake: { tier: 'thaw', phases: [{ name: 'thaw', ms: 12.5 }], at: 1_700_000_000_123 },
+    };
+    const cold: RoutableWorker = {
+      ...worker('w2', 9002),
+      wake: {
+        tier: 'cold',
+        phases: [
+          { name: 'placement', ms: 2 },
+          { name: 'pull', ms: 0 },
+          { name: 'create', ms: 640 },
+          { name: 'ready', ms: 1_200 },
+        ],
+        at: 1_700_000_000_456,
+      },
+    };
+    source.table.publish([a], new Map([[a.id, [thawed, cold, worker('w3', 9003)]]]));
+    await source.settle();
+    expect(source.view.routableWorkers(a.id).map((w) => [w.id, w.wake])).toEqual([
+      ['w1', thawed.wake],
+      ['w2', cold.wake],
+      ['w3', undefined],
+    ]);
   });
 
   it("follows one endpoint's health changes, an update, and a deletion", async () => {

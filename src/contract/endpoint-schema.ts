@@ -190,7 +190,11 @@ const env = documented(
 );
 const healthy = documented(
   object({
-    path: field(text, 'Starts with /.', DEFAULT_HEALTH_PATH),
+    path: field(
+      text,
+      'Starts with /. A queue endpoint has none by default (its workers are ready by their polls); set, its workers get this HTTP probe too.',
+      DEFAULT_HEALTH_PATH,
+    ),
     initialDelay: field(integer, 'Seconds, 0-3600.', DEFAULT_HEALTH.initialDelaySeconds),
     period: field(integer, 'Seconds, 1-300.', DEFAULT_HEALTH.periodSeconds),
     timeout: field(integer, 'Seconds, 1-300.', DEFAULT_HEALTH.timeoutSeconds),

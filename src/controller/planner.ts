@@ -4,6 +4,7 @@
  * controller.ts applies them.
  */
 import type { Endpoint } from '../domain/endpoint.js';
+import { healthCheckLabel } from '../domain/health-path.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './crashes/backoff.js';
 import { isActive, isInTier, isResting, type ManagedWorker } from './workers/managed-worker.js';
@@ -65,7 +66,7 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
         type: 'fail',
         workerId: worker.id,
         code: 'HEALTH_TIMEOUT',
-        message: healthTimeoutMessage(worker, endpoint.spec.health.path, input.startupTimeoutMs),
+        message: healthTimeoutMessage(worker, healthCheckLabel(endpoint.spec), input.startupTimeoutMs),
       });
     } else if (hasStayedUnhealthy(worker, now, input.unhealthyTimeoutMs)) {
       timedOut.add(worker.id);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
-import { clampInto, createSpec, defaultScaling, defaultSpec, defaultWorkers } from './spec-patch.js';
+import {
+  applyPatch,
+  clampInto,
+  createSpec,
+  defaultScaling,
+  defaultSpec,
+  defaultWorkers,
+} from './spec-patch.js';
 import { validateSpec } from './validate.js';
 
 const limits = (overrides: Partial<Limits> = {}): Limits => ({
@@ -120,5 +127,49 @@ describe('create defaults', () => {
   it('keep what the request sends, in range or not (validation judges it)', () => {
     const l = limits({ idleTimeoutSeconds: { min: 120, max: 3600 } });
     expect(createSpec('ep', l, { workers: { idleTimeoutSeconds: 60 } }).workers.idleTimeoutSeconds).toBe(60);
+  });
+});
+
+describe("a queue endpoint's health path", () => {
+  const create = (patch: Parameters<typeof createSpec>[2]) =>
+    createSpec('ep', limits(), { image: { ref: 'x:1' }, port: 8000, ...patch });
+
+  it('is none unless the spec names one (no HTTP probe), and /health on an http endpoint', () => {
+    expect(create({ type: 'queue' }).health.path).toBe('');
+    expect(create({ type: 'queue', health: { periodSeconds: 5 } }).health).toMatchObject({
+      path: '',
+      periodSeconds: 5,
+    });
+    expect(create({ type: 'queue', health: { path: '/ready' } }).health.path).toBe('/ready');
+    expect(create({}).health.path).toBe('/health');
+    expect(create({ type: 'queue', health: 'reset' }).health.path).toBe('');
+  });
+
+  it("follows a change of type when it was the old type's default, and stays when it was named", () => {
+    const queue = create({ type: 'queue' });
+    expect(applyPatch(queue, { type: 'http' }).health.path).toBe('/health');
+    expect(applyPatch(create({}), { type: 'queue' }).health.path).toBe('');
+    const named = create({ type: 'queue', health: { path: '/ready' } });
+    expect(applyPatch(named, { type: 'http' }).health.path).toBe('/ready');
+    expect(applyPatch(queue, { type: 'http', health: { path: '/up' } }).health.path).toBe('/up');
+    expect(applyPatch(named, { health: 'reset' }).health.path).toBe('');
+  });
+
+  it("validates '' on a queue endpoint only", () => {
+    const fields = (spec: ReturnType<typeof create>) =>
+      validateSpec(spec, limits(), {
+        productIds: new Set<string>(),
+        networkStorages: new Map(),
+        credentialIds: new Set<string>(),
+      }).map((issue) => [issue.field, issue.message]);
+    expect(fields(create({ type: 'queue' }))).not.toContainEqual(expect.arrayContaining(['health.path']));
+    expect(fields({ ...create({}), health: { ...create({}).health, path: '' } })).toContainEqual([
+      'health.path',
+      'health path must start with "/"',
+    ]);
+    expect(fields(create({ type: 'queue', health: { path: 'ready' } }))).toContainEqual([
+      'health.path',
+      'health path must start with "/" (or be empty: no HTTP probe)',
+    ]);
   });
 });

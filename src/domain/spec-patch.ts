@@ -16,6 +16,7 @@ import {
   type VolumeMount,
   type WorkerSettings,
 } from './endpoint.js';
+import { defaultHealthPath, healthPathForType } from './health-path.js';
 import type { Limits, Range } from './limits.js';
 
 /**
@@ -120,10 +121,14 @@ export function createSpec(id: string, limits: Limits, patch: SpecPatch): Endpoi
 }
 
 export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
+  const type = patch.type ?? base.type;
   const health =
     patch.health === 'reset'
-      ? { path: DEFAULT_HEALTH_PATH, ...DEFAULT_HEALTH }
+      ? { path: defaultHealthPath(type), ...DEFAULT_HEALTH }
       : mergeDefined(base.health, patch.health);
+  // A queue endpoint has no health path unless one is named (its workers' polls are their health).
+  const named = patch.health !== 'reset' && patch.health?.path !== undefined;
+  health.path = healthPathForType(health.path, base.type, type, named);
   return {
     name: patch.name ?? base.name,
     appName: patch.appName ?? base.appName,
@@ -138,7 +143,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     env: patch.env ?? base.env,
     health,
     public: patch.public ?? base.public,
-    type: patch.type ?? base.type,
+    type,
     jobsPath: patch.jobsPath ?? base.jobsPath,
   };
 }

@@ -432,8 +432,14 @@ function validateResolvedEnv(spec: EndpointSpec, catalog: ValidationCatalog, add
 
 function validateHealth(spec: EndpointSpec, add: Add): void {
   const h = spec.health;
-  if (!h.path.startsWith('/')) {
-    add({ field: 'health.path', reason: 'INVALID_FIELD', message: 'health path must start with "/"' });
+  // A queue endpoint's '' is "no HTTP probe" (health-path.ts); an http endpoint always has one.
+  if (!h.path.startsWith('/') && !(spec.type === 'queue' && h.path === '')) {
+    const empty = spec.type === 'queue' ? ' (or be empty: no HTTP probe)' : '';
+    add({
+      field: 'health.path',
+      reason: 'INVALID_FIELD',
+      message: `health path must start with "/"${empty}`,
+    });
   }
   const timings: [keyof typeof h, number, number][] = [
     ['initialDelaySeconds', 0, 3600],

@@ -14,6 +14,7 @@ import { EndpointDispatcher } from './dispatcher.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
 import { refusalError } from './refusal.js';
+import { wakeSince } from './server-timing.js';
 
 /**
  * How long an endpoint found in the store may stay unknown to the routing view before the gateway takes it for
@@ -284,7 +285,7 @@ export class EndpointTable {
     if (since === undefined) return;
     this.#wakes.delete(endpointId);
     // The tier its worker came from: the wake the controller reported while requests waited, else a cold start.
-    const woke = this.#o.routing.routableWorkers(endpointId).find((w) => w.wake && w.wake.at >= since)?.wake;
+    const woke = wakeSince(this.#o.routing.routableWorkers(endpointId), since);
     this.#o.metrics?.observeColdStart(endpointId, Math.max(0, now - since), woke?.tier ?? 'cold');
   }
 

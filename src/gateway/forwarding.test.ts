@@ -16,8 +16,7 @@ import { ManualTimers } from '../../test/support/manual-timers.js';
 import { forwardTarget } from '../cluster/forwarding.js';
 import { shareOf } from '../cluster/slot-shares.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { RoutingView } from '../ports/routing-view.js';
-import type { RoutableWorker } from './dispatcher.js';
+import type { RoutableWorker, RoutingView } from '../ports/routing-view.js';
 import { Gateway } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
@@ -396,6 +395,31 @@ describe('forwarding between two replicas’ gateways', () => {
     // Forwarded with the caller's key (a checked it: not a 401).
     expect(two.status).toBe(200);
     expect(two.body).toBe('worker saw /work/2');
+  });
+
+  it('a request queued on a replica through a wake, then diverted to the slot holder, says what the wake cost', async () => {
+    const { worker, a, b, host, workerId } = await twoReplicas();
+    // No routable worker anywhere: the request waits in b's queue for a wake from zero.
+    for (const replica of [a, b]) {
+      replica.routing.workers = [];
+      replica.routing.changed();
+    }
+    const pending = send(b.port, host, '/work/woken');
+    await until(() => b.queued === 1);
+    b.timers.advance(40);
+    // The leader thawed the worker; both replicas' routes carry its wake, and a holds its slot.
+    const wake = { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 2.5 }], at: b.timers.now };
+    for (const replica of [a, b]) {
+      replica.routing.workers = [
+        { id: workerId, address: worker.address, slots: replica.id === 'a' ? 1 : 0, wake },
+      ];
+      replica.routing.changed();
+    }
+    const answer = await pending;
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-corral-forwarded-to']).toBe('a');
+    expect(answer.headers['x-corral-cold-start-ms']).toBe('40');
+    expect(answer.headers['server-timing']).toBe('queue;dur=40, thaw;dur=2.5');
   });
 
   it('forwards a WebSocket opened through the slot-less gateway, both ways, and the worker sees it as sent', async () => {

@@ -13,7 +13,8 @@ import { DIVERTED, type GatewayContext, type GatewayForwarding } from './gateway
 import { FORWARDED_BY } from './headers.js';
 import { upgradeToPeer } from './peer-upgrade.js';
 import { type ProxyOutcome, proxyRequest } from './proxy.js';
-import type { Admit, QueueDiversion } from './request-path.js';
+import type { Admit, QueueDiversion, QueuedWait } from './request-path.js';
+import { wakeHeaders } from './server-timing.js';
 import type { UpgradeDiversion } from './upgrade-path.js';
 
 /** Connections to another replica's gateway, per replica. */
@@ -47,13 +48,29 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
     };
   }
 
-  /** A queued request diverted: forwarded (true), or false when it must queue here again (key taken off again). */
-  async divertedToPeer(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<boolean> {
+  /**
+   * A queued request diverted: forwarded (true), or false when it must queue here again (key taken off again). One
+   * that waited here through a wake from zero has its answer say so (`Server-Timing` with the wake's phases, from
+   * the routes), as it would had it been served here: the other gateway serves it at once and knows of no wait.
+   */
+  async divertedToPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    wait: QueuedWait,
+  ): Promise<boolean> {
     const target = this.#target(req, endpoint);
     const authorization = this.#authorizations.get(req);
     if (!target) return false;
     if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
-    if ((await this.#proxyToPeer(req, res, endpoint, target)) !== 'not-sent') return true;
+    const waited = wait.cold
+      ? wakeHeaders(
+          this.#c.o.clock() - wait.arrived,
+          this.#c.o.routing.routableWorkers(endpoint.id),
+          wait.arrived,
+        )
+      : {};
+    if ((await this.#proxyToPeer(req, res, endpoint, target, waited)) !== 'not-sent') return true;
     if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
     this.#c.o.logger.warn(
       { endpointId: endpoint.id, replicaId: target.replicaId },
@@ -139,6 +156,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
     res: ServerResponse,
     endpoint: Endpoint,
     target: Target,
+    headers: Record<string, string> = {},
   ): Promise<ProxyOutcome> {
     return proxyRequest({
       req,
@@ -149,7 +167,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
       requestTimeoutMs: endpoint.spec.workers.requestTimeoutSeconds * 1000 + this.#c.o.queueTimeoutMs,
       bodyLimitBytes: this.#c.o.bodyLimitBytes,
       // Says the answer came through another replica (a client or a test waiting for this one's own share).
-      responseHeaders: { 'x-corral-forwarded-to': target.replicaId },
+      responseHeaders: { 'x-corral-forwarded-to': target.replicaId, ...headers },
       toGateway: { forwardedBy: this.#forwarding.self },
     });
   }

@@ -27,9 +27,20 @@ export type Admit = (
   arrived: number,
 ) => void;
 
+/** How long a diverted request waited here: since `arrived`, through a wake from zero when `cold`. */
+export interface QueuedWait {
+  arrived: number;
+  cold: boolean;
+}
+
 /** Where a queued request goes when its dispatcher diverts it: true, forwarded; false, it queues here again. */
 export interface QueueDiversion {
-  divertedToPeer(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<boolean>;
+  divertedToPeer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    wait: QueuedWait,
+  ): Promise<boolean>;
 }
 
 const NEVER_DIVERTED: QueueDiversion = { divertedToPeer: async () => false };
@@ -160,7 +171,7 @@ export class RequestPath {
           }
           if (!lease) {
             // Diverted: forwarded to the replica holding the slots, or back in the queue when it cannot be.
-            if (await this.#diversion.divertedToPeer(req, res, endpoint)) return;
+            if (await this.#diversion.divertedToPeer(req, res, endpoint, { arrived, cold })) return;
             attempt -= 1;
             continue;
           }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serverTiming } from './server-timing.js';
+import { serverTiming, wakeHeaders } from './server-timing.js';
 
 describe('Server-Timing of an answer that waited for a wake', () => {
   it.each([
@@ -35,5 +35,25 @@ describe('Server-Timing of an answer that waited for a wake', () => {
     ['no wake known (another replica woke it)', undefined, 'queue;dur=50'],
   ] as const)('%s', (_what, wake, header) => {
     expect(serverTiming(50, wake as never, 1_000)).toBe(header);
+  });
+});
+
+describe('the wake a diverted request waited for (served by another replica)', () => {
+  const address = { host: '127.0.0.1', port: 9000 };
+  const workers = [
+    { id: 'w0', address },
+    { id: 'w1', address, wake: { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 4 }], at: 900 } },
+    { id: 'w2', address, wake: { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 7 }], at: 1_040 } },
+  ];
+
+  it('is the first routable worker woken since it arrived, with its queue wait here', () => {
+    expect(wakeHeaders(60, workers, 1_000)).toEqual({
+      'x-corral-cold-start-ms': '60',
+      'server-timing': 'queue;dur=60, thaw;dur=7',
+    });
+    expect(wakeHeaders(60, workers.slice(0, 2), 1_000)).toEqual({
+      'x-corral-cold-start-ms': '60',
+      'server-timing': 'queue;dur=60',
+    });
   });
 });

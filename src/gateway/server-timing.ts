@@ -3,7 +3,7 @@
  * the queue, and the phases of the wake that brought its worker (`thaw` or `restore`; for a cold start `placement`,
  * `pull`, `create`, `ready`). Pure.
  */
-import type { WakeReport } from '../ports/routing-view.js';
+import type { RoutableWorker, WakeReport } from '../ports/routing-view.js';
 
 function ms(value: number): string {
   return String(Math.max(0, Math.round(value * 10) / 10));
@@ -18,4 +18,27 @@ export function serverTiming(queueMs: number, wake: WakeReport | undefined, arri
   if (wake && wake.at >= arrived)
     for (const phase of wake.phases) parts.push(`${phase.name};dur=${ms(phase.ms)}`);
   return parts.join(', ');
+}
+
+/**
+ * The wake a request that arrived at `arrived` and waited for one was brought out of it by: the first routable
+ * worker's wake since then (the leader's report, which a follower reads from the shared routes), if any.
+ */
+export function wakeSince(workers: readonly RoutableWorker[], arrived: number): WakeReport | undefined {
+  return workers.find((w) => w.wake && w.wake.at >= arrived)?.wake;
+}
+
+/**
+ * The headers of an answer that waited `queueMs` here through a wake, when another replica's gateway serves it (a
+ * queued request diverted there once the worker came): `X-Corral-Cold-Start-Ms` and `Server-Timing`.
+ */
+export function wakeHeaders(
+  queueMs: number,
+  workers: readonly RoutableWorker[],
+  arrived: number,
+): Record<string, string> {
+  return {
+    'x-corral-cold-start-ms': String(queueMs),
+    'server-timing': serverTiming(queueMs, wakeSince(workers, arrived), arrived),
+  };
 }

@@ -1,5 +1,14 @@
-import { describe, expect, it } from 'vitest';
-import { answerToResult } from './http-delivery.js';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { DEFAULT_JOB_POLICY, type JobPolicy } from '../domain/job.js';
+import { connectSqlite } from '../store/sqlite/connect.js';
+import { Store } from '../store/store.js';
+import { answerToResult, HttpDelivery, type JobSend } from './http-delivery.js';
+import { JobEvents, wakeKey } from './job-events.js';
+import { Wakeups } from './wakeups.js';
 
 describe("an http endpoint's answer to a job", () => {
   it('is the output when it is 2xx JSON, and FAILS the job with the status and body otherwise', () => {
@@ -16,5 +25,146 @@ describe("an http endpoint's answer to a job", () => {
       error: 'HTTP 503: {"reason":"NO_CAPACITY"}',
     });
     expect(answerToResult(500, 'x'.repeat(10_000)).error?.length).toBe('HTTP 500: '.length + 4_096);
+  });
+});
+
+const WORKER = 'gateway:r-1';
+
+describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () => {
+  let store: Store;
+  let timers: ManualTimers;
+  let wakeups: Wakeups;
+  let delivery: HttpDelivery;
+  let endpoint: Endpoint;
+  /** The requests the gateway was sent and not answered: job id -> whether its request was aborted. */
+  let requests: Map<string, { aborted: boolean; answer: (status: number, body: string) => void }>;
+
+  const send: JobSend = (_url, init) =>
+    new Promise((resolve, reject) => {
+      const id = init.headers['x-corral-job-id'] ?? '';
+      const request = { aborted: false, answer: (status: number, body: string) => resolve({ status, body }) };
+      requests.set(id, request);
+      init.signal.addEventListener('abort', () => {
+        request.aborted = true;
+        reject(new Error('This operation was aborted'));
+      });
+    });
+
+  /** Lets the store's calls and the delivery's promises run, with no time passing. */
+  const turns = () => loopTurns(20);
+
+  const runJob = async (id: string, policy: Partial<JobPolicy> = {}) => {
+    await store.jobs.enqueue(
+      {
+        id,
+        endpointId: endpoint.id,
+        ownerId: endpoint.ownerId,
+        input: '{"ms":60000}',
+        webhook: null,
+        policy: { ...DEFAULT_JOB_POLICY, ...policy },
+        sync: false,
+        createdAt: timers.now,
+      },
+      60_000,
+    );
+    await delivery.drain(endpoint.id);
+    await turns();
+    expect(requests.get(id)?.aborted).toBe(false);
+  };
+
+  beforeEach(async () => {
+    store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    timers = new ManualTimers(1_000);
+    wakeups = new Wakeups({ timers, recheckMs: 500 });
+    requests = new Map();
+    endpoint = sampleEndpoint();
+    delivery = new HttpDelivery({
+      jobs: store.jobs,
+      events: new JobEvents(),
+      wakeups,
+      clock: () => timers.now,
+      timers,
+      logger: pino({ level: 'silent' }),
+      deliveryWorkerId: WORKER,
+      findEndpoint: async () => endpoint,
+      gateway: () => ({ url: 'http://gateway.invalid', key: 'k' }),
+      scanMs: 60_000,
+      keepAliveMs: 60_000,
+      stopCheckMs: 500,
+      backstopMs: 30_000,
+      maxAttempts: 3,
+      send,
+    });
+  });
+  afterEach(async () => {
+    await delivery.close();
+    await store.close();
+  });
+
+  it('is aborted at once by a cancel here, and stays CANCELLED with its stop cleared', async () => {
+    await runJob('j-1');
+    await store.jobs.cancel(endpoint.id, 'j-1', timers.now);
+    wakeups.wake(wakeKey.stops(WORKER)); // as JobService.cancel does
+    await turns();
+    expect(requests.get('j-1')?.aborted).toBe(true);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'CANCELLED', error: null });
+    expect(await store.jobs.stopsFor(WORKER)).toEqual([]);
+  });
+
+  it("is aborted by another replica's cancel (the store alone) once stopCheckMs has passed", async () => {
+    await runJob('j-1');
+    await store.jobs.cancel(endpoint.id, 'j-1', timers.now);
+    await timers.advanceSettling(400);
+    await turns();
+    expect(requests.get('j-1')?.aborted).toBe(false);
+    await timers.advanceSettling(100);
+    await turns();
+    expect(requests.get('j-1')?.aborted).toBe(true);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'CANCELLED' });
+  });
+
+  it('is aborted when a sweep times it out (executionTimeout or ttl), and stays TIMED_OUT, not FAILED', async () => {
+    await runJob('j-1', { executionTimeoutMs: 5_000 });
+    await runJob('j-2', { ttlMs: 10_000 });
+    await timers.advanceSettling(5_000);
+    await store.jobs.expire(timers.now); // the sweeper, on any replica
+    await timers.advanceSettling(500);
+    await turns();
+    expect(requests.get('j-1')?.aborted).toBe(true);
+    expect(requests.get('j-2')?.aborted).toBe(false);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'TIMED_OUT',
+      error: 'executionTimeout',
+    });
+    await timers.advanceSettling(4_500); // its ttl counts from its run: 10 s after it
+    await store.jobs.expire(timers.now);
+    await timers.advanceSettling(500);
+    await turns();
+    expect(requests.get('j-2')?.aborted).toBe(true);
+    expect(await store.jobs.get(endpoint.id, 'j-2')).toMatchObject({ status: 'TIMED_OUT', error: 'ttl' });
+  });
+
+  it('leaves a job that was not stopped to its answer, and aborts it itself only past executionTimeout and the backstop', async () => {
+    await runJob('j-1');
+    await runJob('j-2', { executionTimeoutMs: 5_000 });
+    await timers.advanceSettling(2_000);
+    requests.get('j-1')?.answer(200, '{"ok":true}');
+    await turns();
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'COMPLETED',
+      output: '{"ok":true}',
+    });
+    // No sweep ran (the store out of reach, say): the delivery's own bound ends the request.
+    await timers.advanceSettling(3_000 + 29_000);
+    await turns();
+    expect(requests.get('j-2')?.aborted).toBe(false);
+    await timers.advanceSettling(1_000);
+    await turns();
+    expect(requests.get('j-2')?.aborted).toBe(true);
+    expect(await store.jobs.get(endpoint.id, 'j-2')).toMatchObject({
+      status: 'FAILED',
+      error: 'no answer within its executionTimeout (5000 ms)',
+    });
   });
 });

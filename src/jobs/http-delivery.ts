@@ -5,6 +5,12 @@
  * body is the output; anything else FAILS the job with the status and the body. Jobs are taken from the store by
  * this replica as the pseudo worker `gateway:{replicaId}` (a take of the queue, so exactly one replica delivers
  * each), kept alive while the request runs, and go back to the queue if this replica dies (`lostAfter`).
+ *
+ * A job cancelled, timed out or past its ttl while its request is in flight (on any replica: the store marks a stop
+ * for this replica's pseudo worker, as for a queue worker) has its request aborted: the gateway's connection to the
+ * worker closes and its slot is free. The stops are looked for at once when this process marks one (its wake-up)
+ * and every `stopCheckMs` while jobs are in flight (another replica's). An aborted job keeps the status that ended
+ * it: its result is never applied over it.
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Job } from '../domain/job.js';
@@ -18,6 +24,25 @@ import type { Wakeups } from './wakeups.js';
 const ERROR_BODY_CHARS = 4_096;
 /** Jobs delivered at once per endpoint by one replica (the gateway's queue bounds what reaches workers). */
 const IN_FLIGHT_PER_ENDPOINT = 256;
+
+/** One job's request to the gateway: its answer, or a rejection when `signal` aborts it or the request fails. */
+export type JobSend = (
+  url: string,
+  init: { headers: Record<string, string>; body: string; signal: AbortSignal },
+) => Promise<{ status: number; body: string }>;
+
+/** The request as `corral serve` sends it: node's fetch (an abort closes its connection). */
+export const fetchSend: JobSend = async (url, init) => {
+  const response = await fetch(url, { method: 'POST', ...init });
+  return { status: response.status, body: await response.text() };
+};
+
+interface InFlight {
+  endpointId: string;
+  abort: AbortController;
+  /** The store marked a stop for it (cancelled, timed out, past its ttl): its status stands. */
+  stopped: boolean;
+}
 
 export interface HttpDeliveryOptions {
   jobs: JobRepository;
@@ -36,13 +61,25 @@ export interface HttpDeliveryOptions {
   scanMs: number;
   /** How often jobs under delivery are marked alive (under `lostAfter`). */
   keepAliveMs: number;
+  /** How often, while jobs are in flight, the store is asked which of them to stop (another replica's cancel). */
+  stopCheckMs: number;
+  /**
+   * How long past a job's executionTimeout its request is aborted here if no sweep has timed it out (the store
+   * unreachable): the sweeper's TIMED_OUT comes first.
+   */
+  backstopMs: number;
   maxAttempts: number;
+  /** Sends a job's request; absent: `fetchSend`. */
+  send?: JobSend;
 }
 
 export class HttpDelivery {
   readonly #o: HttpDeliveryOptions;
-  /** Jobs being delivered now: id -> endpoint id. */
-  readonly #inFlight = new Map<string, string>();
+  /** Jobs being delivered now, by id. */
+  readonly #inFlight = new Map<string, InFlight>();
+  /** Ends the stop watch's wait at close. */
+  readonly #closing = new AbortController();
+  #watching = false;
   /** Endpoints whose queue is being drained now (one drain per endpoint at a time). */
   readonly #draining = new Set<string>();
   #timer: unknown;
@@ -90,34 +127,47 @@ export class HttpDelivery {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort();
     this.#unsubscribe();
     this.#o.timers.clearTimeout(this.#timer);
     this.#o.timers.clearTimeout(this.#keepAlive);
   }
 
   async #deliver(endpoint: Endpoint, job: Job, gateway: { url: string; key: string }): Promise<void> {
-    this.#inFlight.set(job.id, endpoint.id);
+    const entry: InFlight = { endpointId: endpoint.id, abort: new AbortController(), stopped: false };
+    this.#inFlight.set(job.id, entry);
+    this.#watchStops();
+    const timeoutMs = job.policy.executionTimeoutMs;
+    const backstop = this.#o.timers.setTimeout(() => entry.abort.abort(), timeoutMs + this.#o.backstopMs);
     let result: { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null };
     try {
-      const response = await fetch(`${gateway.url}/e/${endpoint.spec.appName}${endpoint.spec.jobsPath}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-corral-job-id': job.id,
-          // A public endpoint needs no key, and its worker would see this one: none is sent.
-          ...(endpoint.spec.public ? {} : { authorization: `Bearer ${gateway.key}` }),
+      const answer = await (this.#o.send ?? fetchSend)(
+        `${gateway.url}/e/${endpoint.spec.appName}${endpoint.spec.jobsPath}`,
+        {
+          headers: {
+            'content-type': 'application/json',
+            'x-corral-job-id': job.id,
+            // A public endpoint needs no key, and its worker would see this one: none is sent.
+            ...(endpoint.spec.public ? {} : { authorization: `Bearer ${gateway.key}` }),
+          },
+          body: job.input,
+          signal: entry.abort.signal,
         },
-        body: job.input,
-        signal: AbortSignal.timeout(job.policy.executionTimeoutMs),
-      });
-      const body = await response.text();
-      result = answerToResult(response.status, body);
+      );
+      result = answerToResult(answer.status, answer.body);
     } catch (error) {
-      result = { status: 'FAILED', output: null, error: `the request failed: ${describe(error)}` };
+      const why = entry.stopped
+        ? 'the job was stopped'
+        : entry.abort.signal.aborted
+          ? `no answer within its executionTimeout (${timeoutMs} ms)`
+          : `the request failed: ${describe(error)}`;
+      result = { status: 'FAILED', output: null, error: why };
     } finally {
+      this.#o.timers.clearTimeout(backstop);
       this.#inFlight.delete(job.id);
     }
     try {
+      // A stopped job's status stands: the store applies no result over it (the call clears its stop).
       const { outcome, job: done } = await this.#o.jobs.complete({
         jobId: job.id,
         workerId: this.#o.deliveryWorkerId,
@@ -134,9 +184,40 @@ export class HttpDelivery {
     void this.drain(endpoint.id);
   }
 
+  /**
+   * While jobs are in flight: waits for this process's wake-up of the pseudo worker's stops (a cancel or a sweep
+   * here) or `stopCheckMs` (one on another replica), then aborts the requests of the jobs the store says to stop.
+   */
+  #watchStops(): void {
+    if (this.#watching || this.#closed) return;
+    this.#watching = true;
+    void this.#stopLoop().finally(() => {
+      this.#watching = false;
+      if (this.#inFlight.size > 0) this.#watchStops();
+    });
+  }
+
+  async #stopLoop(): Promise<void> {
+    const { wakeups, jobs, deliveryWorkerId } = this.#o;
+    while (!this.#closed && this.#inFlight.size > 0) {
+      await wakeups.wait(wakeKey.stops(deliveryWorkerId), this.#o.stopCheckMs, this.#closing.signal);
+      if (this.#closed || this.#inFlight.size === 0) return;
+      const stops = await jobs.stopsFor(deliveryWorkerId).catch((error: unknown) => {
+        this.#o.logger.warn({ err: describe(error) }, 'http job stops not read');
+        return [];
+      });
+      for (const id of stops) {
+        const entry = this.#inFlight.get(id);
+        if (!entry || entry.stopped) continue;
+        entry.stopped = true;
+        entry.abort.abort();
+      }
+    }
+  }
+
   #countOf(endpointId: string): number {
     let n = 0;
-    for (const id of this.#inFlight.values()) if (id === endpointId) n += 1;
+    for (const entry of this.#inFlight.values()) if (entry.endpointId === endpointId) n += 1;
     return n;
   }
 

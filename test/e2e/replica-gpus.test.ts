@@ -5,21 +5,11 @@
  * for two, and again once both endpoints are deleted. Its own database.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { integrationAvailable } from '../support/integration.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { ScratchDatabases } from '../support/scratch-databases.js';
+import { describe, expect, it } from 'vitest';
+import { callApi, type ServeProcess } from '../support/process.js';
+import { replicaSet, withPostgres } from '../support/replica-set.js';
 
-const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
-const withPostgres = integrationAvailable(
-  'PostgreSQL',
-  Boolean(baseUrl),
-  'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
-);
 const KEY = `op-${randomBytes(16).toString('hex')}`;
 const SECRET = randomBytes(32).toString('base64');
 /** The follower reads the rows every 1 s; the rest is room for a loaded machine (two processes, load ~10). */
@@ -33,45 +23,13 @@ interface GpuView {
 }
 
 describe.skipIf(!withPostgres)('a follower shows the GPUs as the leader does', () => {
-  let databases: ScratchDatabases;
-  let databaseUrl = '';
-  let dir = '';
-  const servers: ServeProcess[] = [];
-
-  beforeAll(async () => {
-    databases = await ScratchDatabases.connect(baseUrl ?? '');
-    databaseUrl = await databases.create('corral_e2e');
-    dir = mkdtempSync(join(tmpdir(), 'corral-replica-gpus-'));
+  const { start: replica } = replicaSet({
+    prefix: 'corral-replica-gpus-',
     // One endpoint waits for two GPUs while another holds one: past the default quota (half the GPUs as minNum).
-    writeFileSync(join(dir, 'corral.yaml'), 'quotas: { minGpus: unlimited, maxGpus: unlimited }\n');
+    configYaml: 'quotas: { minGpus: unlimited, maxGpus: unlimited }\n',
+    runtimeArgs: ['--runtime', 'fake', '--gpus', 'h100-80g:2'],
+    env: { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET },
   });
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail') for (const server of servers) printServeLog(server, 60);
-  });
-  afterAll(async () => {
-    for (const server of servers) if (server.child.exitCode === null) await server.stop();
-    await databases.dropAll();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  const replica = async (): Promise<ServeProcess> => {
-    const dataDir = mkdtempSync(join(dir, 'data-'));
-    const server = await startServe(
-      [
-        '--runtime',
-        'fake',
-        '--gpus',
-        'h100-80g:2',
-        '--config',
-        join(dir, 'corral.yaml'),
-        '--database-url',
-        databaseUrl,
-      ],
-      { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET, CORRAL_DATA_DIR: dataDir },
-    );
-    servers.push(server);
-    return server;
-  };
   const get = async (server: ServeProcess, path: string) => {
     const answer = await callApi(server, KEY, path);
     expect(answer.status, answer.text).toBe(200);

@@ -133,3 +133,17 @@ export function testWorkerEndpoint(image: string) {
     products: [{ id: 'h100-80g' }],
   };
 }
+
+/**
+ * An `http` endpoint whose one warm worker (one slot) is the plain test worker run by the host's node on the
+ * `local` runtime, taking its jobs at `POST /sleep` (the job's `{"ms", "mark"}`: test/fixtures/worker/worker.mjs).
+ */
+export function localSleeperEndpoint(appName: string) {
+  return {
+    appName,
+    jobsPath: '/sleep',
+    ports: [{ port: 8000 }],
+    workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 1, gpuNum: 1 },
+    image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
+  };
+}

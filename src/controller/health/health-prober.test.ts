@@ -129,6 +129,71 @@ describe('HealthProber', () => {
     expect(h.timers.count).toBe(0);
   });
 
+  it("with a queue worker's own check and alsoHttp, passes only when both do, and names the first that failed", async () => {
+    const timers = new ManualTimers();
+    // Each step: the worker's polls' verdict, the HTTP probe's answer (asked only when the polls passed).
+    const own: ProbeResult[] = [
+      { kind: 'error', code: 'NO_POLL', message: 'the worker has not polled for a job yet' },
+      answered(200),
+      answered(200),
+      answered(200),
+      answered(200),
+      { kind: 'error', code: 'NO_PING', message: 'no poll or ping from the worker for 9 s' },
+    ];
+    const http = [answered(503), answered(200), answered(200), answered(404)];
+    const asked: string[] = [];
+    const seen: { healthy: boolean; cause: string | undefined }[] = [];
+    const prober = new HealthProber({
+      timers,
+      startingIntervalMs: 50,
+      probe: async (_address, path) => {
+        asked.push(`http ${path}`);
+        return http.shift() ?? answered(500);
+      },
+      target: () => ({
+        address,
+        check: { ...check, path: '/ready', successThreshold: 1, failureThreshold: 1 },
+        appPort: 8000,
+        fast: true,
+        probe: async () => {
+          asked.push('polls');
+          return own.shift() ?? answered(200);
+        },
+        alsoHttp: true,
+      }),
+      onResult: (_, healthy, _flipped, cause) => seen.push({ healthy, cause }),
+    });
+    prober.schedule('w1', 0);
+    await timers.advanceSettling(250);
+    prober.close();
+    expect(asked).toEqual([
+      'polls',
+      'polls',
+      'http /ready',
+      'polls',
+      'http /ready',
+      'polls',
+      'http /ready',
+      'polls',
+      'http /ready',
+      'polls',
+    ]);
+    expect(seen).toEqual([
+      {
+        healthy: false,
+        cause: 'probe on port 8000 failed: NO_POLL: the worker has not polled for a job yet',
+      },
+      { healthy: false, cause: 'HTTP 503 from /ready' },
+      { healthy: true, cause: undefined },
+      { healthy: true, cause: undefined },
+      { healthy: false, cause: 'HTTP 404 from /ready' },
+      {
+        healthy: false,
+        cause: 'probe on port 8000 failed: NO_PING: no poll or ping from the worker for 9 s',
+      },
+    ]);
+  });
+
   it('probes nothing after close', async () => {
     const h = harness([true]);
     h.prober.schedule('w1', 10);

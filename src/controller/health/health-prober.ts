@@ -24,8 +24,13 @@ export interface ProbeTarget {
   appPort: number;
   /** Not ready yet: probe again after the fast interval, not the check's period. */
   fast: boolean;
-  /** The check in place of the HTTP probe (a queue worker's polls); absent: the prober's probe. */
+  /** The worker's own check (a queue worker's polls); absent: the prober's HTTP probe alone. */
   probe?: () => Promise<ProbeResult>;
+  /**
+   * With `probe`: the HTTP probe of `check.path` must pass too (a queue endpoint with `healthy.path`). It runs once
+   * `probe` passed, and the first failure of the two is the result.
+   */
+  alsoHttp?: true;
 }
 
 export interface HealthProberOptions {
@@ -81,10 +86,7 @@ export class HealthProber {
     }
     const { check } = target;
     const timeoutMs = check.timeoutSeconds * 1000;
-    const result = await (target.probe
-      ? target.probe()
-      : this.#o.probe(target.address, check.path, timeoutMs)
-    ).catch(
+    const result = await this.#check(target, timeoutMs).catch(
       (error: unknown): ProbeResult => ({
         kind: 'error',
         code: '',
@@ -100,6 +102,13 @@ export class HealthProber {
     const next = this.#o.target(workerId);
     if (!next) return;
     this.schedule(workerId, next.fast ? this.#o.startingIntervalMs : next.check.periodSeconds * 1000);
+  }
+
+  async #check(target: ProbeTarget, timeoutMs: number): Promise<ProbeResult> {
+    const http = () => this.#o.probe(target.address, target.check.path, timeoutMs);
+    if (!target.probe) return http();
+    const own = await target.probe();
+    return target.alsoHttp && probePassed(own) ? http() : own;
   }
 
   #clearTimer(workerId: string): void {

@@ -1,8 +1,10 @@
 /**
  * What the health prober checks of one worker, or nothing: only a started worker with an address is probed. A queue
- * worker pulls its jobs, so its polls and pings are its health (`queueProbe`), not an HTTP answer.
+ * worker pulls its jobs, so its polls and pings are its health (`queueProbe`); with `healthy.path` set it gets the
+ * HTTP probe of that path too, and a probe passes only when both do (docs/jobs.md, Queue workers' health).
  */
 import type { Endpoint } from '../../domain/endpoint.js';
+import { probesHttp } from '../../domain/health-path.js';
 import { isStarted, type ManagedWorker } from '../workers/managed-worker.js';
 import type { ProbeTarget } from './health-prober.js';
 import { appPortOf } from './health-report.js';
@@ -25,6 +27,6 @@ export function probeTargetOf(input: ProbeTargetInput): ProbeTarget | undefined 
     check: endpoint.spec.health,
     appPort: appPortOf(input.runtimeName, record.address, endpoint.spec.port),
     fast: record.readyAt === null,
-    ...(probe ? { probe } : {}),
+    ...(probe ? { probe, ...(probesHttp(endpoint.spec) ? { alsoHttp: true } : {}) } : {}),
   };
 }

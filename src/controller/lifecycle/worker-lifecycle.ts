@@ -7,6 +7,7 @@
  * A move the table refuses is logged at error with both states and not made.
  */
 import type { Endpoint } from '../../domain/endpoint.js';
+import { awaitedHealth, healthCheckLabel } from '../../domain/health-path.js';
 import type { NewEvent } from '../../domain/records.js';
 import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { Clock } from '../../ports/clock.js';
@@ -205,8 +206,8 @@ export class WorkerLifecycle {
     if (change?.type !== 'started') return;
     record.address = change.address;
     record.startedAt = now;
-    const path = endpoint?.spec.health.path ?? 'its health check';
-    this.move(record, { state: 'starting', message: `waiting for ${path} to answer` });
+    const awaited = endpoint ? awaitedHealth(endpoint.spec) : 'its health check to answer';
+    this.move(record, { state: 'starting', message: `waiting for ${awaited}` });
     if (endpoint) this.#o.prober.schedule(record.id, 0);
   }
 
@@ -263,9 +264,10 @@ export class WorkerLifecycle {
 
   /** The failing probe's cause becomes the message of a worker that is not routable, and once an event. */
   #healthFailed(record: ManagedWorker, cause: string): void {
-    const health = this.#o.endpoints().get(record.endpointId)?.spec.health;
+    const spec = this.#o.endpoints().get(record.endpointId)?.spec;
+    const health = spec?.health;
     const path = health?.path ?? '';
-    const message = healthMessage(record, path, cause);
+    const message = healthMessage(record, spec ? healthCheckLabel(spec) : path, cause);
     if (message !== undefined) this.move(record, { state: record.state, message });
     const now = this.#o.clock();
     if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;

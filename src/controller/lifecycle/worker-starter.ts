@@ -4,6 +4,7 @@
  * through the worker lifecycle; a worker drained or removed while its create was under way is not brought back.
  */
 import type { Endpoint, EnvVar } from '../../domain/endpoint.js';
+import { awaitedHealth } from '../../domain/health-path.js';
 import type { WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import { RuntimeError, type WorkerRuntime } from '../../runtime/types.js';
@@ -89,7 +90,7 @@ export class WorkerStarter {
       record.startedAt = this.#o.clock();
       lifecycle.move(record, {
         state: 'starting',
-        message: `waiting for ${endpoint.spec.health.path} to answer`,
+        message: `waiting for ${awaitedHealth(endpoint.spec)}`,
       });
       this.#o.metrics?.starts.inc({ runtime: this.#o.runtime.name });
       this.#o.logger.info({ workerId: record.id, endpointId: endpoint.id }, 'worker started');
