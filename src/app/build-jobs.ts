@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import type { JobsSettings } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
@@ -16,6 +17,7 @@ import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
+import { JobMetrics } from '../jobs/job-metrics.js';
 import { JobService } from '../jobs/job-service.js';
 import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
@@ -41,6 +43,8 @@ const ENDPOINT_CACHE_MS = 1_000;
 const STOP_HOLD_MS = 30_000;
 /** How often the autoscaler's view of the job queues is read from the store. */
 const SIGNALS_REFRESH_MS = 1_000;
+/** How often the history's view of every endpoint's queued and running jobs is read from the store. */
+const LIVE_JOBS_REFRESH_MS = 5_000;
 /** How often this process writes one worker's last contact at most. */
 const CONTACT_WRITE_MS = 2_000;
 /** The name of the worker tokens' key in the store. */
@@ -74,6 +78,8 @@ export interface JobsParts {
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
   gatewayUrl: () => string | undefined;
+  /** Where the jobs' metrics go (the registry `/metrics` serves); none: a registry of their own, never served. */
+  registry?: Registry;
 }
 
 export interface Jobs {
@@ -89,6 +95,8 @@ export interface Jobs {
   signals: JobSignals;
   /** Queue workers' last polls and pings: their health. */
   contacts: WorkerContacts;
+  /** Jobs in `/metrics` and the history: finished by outcome, retried, times, and the live counts. */
+  metrics: JobMetrics;
   /** A worker ended (failed or removed): the jobs it held go back to the queue now. */
   workerEnded(workerId: string, reason: string): void;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
@@ -162,6 +170,14 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     silentAfterMs: settings.lostAfterSeconds * 1000,
   });
   events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
+  const metrics = new JobMetrics({
+    registry: parts.registry ?? new Registry(),
+    events,
+    live: () => store.jobCounts.live(),
+    timers,
+    logger,
+    refreshMs: LIVE_JOBS_REFRESH_MS,
+  });
   // A terminal status goes to the job's webhook, once per finish (the id names the finish: a retried job's next
   // finish is another delivery).
   const { webhooks } = parts;
@@ -232,6 +248,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     tokens,
     signals,
     contacts,
+    metrics,
     deliveryKey,
     clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
@@ -266,11 +283,13 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       sweeper.start();
       signals.start();
       delivery.start();
+      metrics.start();
     },
     close: async () => {
       await delivery.close();
       await sweeper.close();
       await signals.close();
+      await metrics.close();
     },
   };
 }
@@ -283,6 +302,10 @@ export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetr
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
     workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),
+    history: {
+      counters: (exists) => jobs.metrics.counters(exists),
+      live: () => jobs.metrics.live(),
+    },
     queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
       const verdict = await jobs.contacts.verdict(workerId);
       if (verdict.healthy) return { kind: 'answered', status: 200 };

@@ -119,6 +119,7 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      registry,
       restingWorker: (endpointId, workerId) =>
         late
           .workersOf(endpointId)

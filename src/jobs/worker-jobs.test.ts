@@ -16,6 +16,8 @@ describe("a worker's end", () => {
     const events = new JobEvents();
     const queued: string[] = [];
     events.on('queued', ({ endpointId }) => queued.push(endpointId));
+    const retried: string[] = [];
+    events.on('retried', ({ endpointId, count }) => retried.push(`${endpointId} ${count}`));
     const workers = new WorkerJobs({
       jobs: store.jobs,
       clock: () => timers.now,
@@ -44,6 +46,7 @@ describe("a worker's end", () => {
       attempts: 1,
     });
     expect(queued).toEqual(['ep-1']);
+    expect(retried).toEqual(['ep-1 1']);
     await store.close();
   });
 });

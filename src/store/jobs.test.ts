@@ -114,6 +114,7 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
       requeued: [],
       failed: [],
       endpoints: [],
+      perEndpoint: {},
     });
     expect(await take('w-3')).toEqual([]);
   });
@@ -213,6 +214,15 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect(
       (await store.jobs.requeueUnseen(9_001, 'no ping', { maxAttempts: 3, now: 9_500 })).requeued,
     ).toEqual(['j-2']);
+  });
+
+  it('says how many requeued jobs each endpoint got back', async () => {
+    await enqueue(newJob('j-1'), newJob('j-2'), newJob('j-3', { endpointId: 'ep-2' }));
+    await take('w-1', 2);
+    await store.jobs.take({ endpointId: 'ep-2', workerId: 'w-2', max: 1, cap: 1, now: 2_000 });
+    const lost = await store.jobs.requeueUnseen(3_000, 'no ping', { maxAttempts: 3, now: 3_000 });
+    expect(lost.perEndpoint).toEqual({ 'ep-1': 2, 'ep-2': 1 });
+    expect(lost.endpoints.sort()).toEqual(['ep-1', 'ep-2']);
   });
 
   it('times out jobs past their ttl or execution timeout and deletes finished ones past retention', async () => {

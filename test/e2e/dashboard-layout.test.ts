@@ -31,6 +31,17 @@ function oneSample(): EndpointHistory {
     workers: { running: [1] },
     desiredWorkers: [1],
     coldStarts: { count: [0], meanMs: [null], thaws: [0], restores: [0] },
+    jobs: {
+      inQueue: [0],
+      inProgress: [0],
+      completed: [0],
+      failed: [0],
+      cancelled: [0],
+      timedOut: [0],
+      retried: [0],
+      delayMs: { p50: [null], p95: [null] },
+      executionMs: { p50: [null], p95: [null] },
+    },
   };
 }
 
