@@ -181,6 +181,7 @@ function endpointMetricsSchema(): Schema {
         },
         required: ['seconds', 'requests', 'requestsPerMinute', 'latencyMs'],
       },
+      jobs: ref('EndpointJobs'),
     },
     {
       description:
@@ -254,6 +255,7 @@ function endpointHistorySchema(): Schema {
         },
         { description: 'Wakes from zero in each interval.' },
       ),
+      jobs: ref('JobsHistory'),
     },
     {
       description:
