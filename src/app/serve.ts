@@ -84,14 +84,15 @@ export async function serve(
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
     const { credentials, ownerSecrets, invokeKeys } = services;
     // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
+    const registry = new Registry();
     const jobWebhooks = buildWebhooks({
       config,
       store,
       secrets: services.webhookSecrets,
       logger: logger.child({ part: 'webhooks' }),
+      registry,
     });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
-    const registry = new Registry();
     const replicaId = newReplicaId();
     const sharedParts = sharedTrafficOf({ store, replicaId, logger });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
