@@ -94,4 +94,50 @@ describe('a frozen or suspended worker (issue 24)', () => {
     expect(taken).toEqual(['j-1']);
     await store.close();
   });
+
+  it('counts the jobs a worker says it no longer holds as retried, but not jobs its unanswered take never gave it', async () => {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    const timers = new ManualTimers(1_000);
+    const events = new JobEvents();
+    const retried: number[] = [];
+    events.on('retried', ({ count }) => retried.push(count));
+    const workers = new WorkerJobs({
+      jobs: store.jobs,
+      clock: () => timers.now,
+      wakeups: new Wakeups({ timers, recheckMs: 500 }),
+      events,
+      maxAttempts: 3,
+    });
+    const endpoint = sampleEndpoint({ patch: { workers: { maxConcurrent: 2 } } });
+    for (const id of ['j-1', 'j-2'])
+      await store.jobs.enqueue(
+        {
+          id,
+          endpointId: endpoint.id,
+          ownerId: endpoint.ownerId,
+          input: '1',
+          webhook: null,
+          policy: DEFAULT_JOB_POLICY,
+          sync: false,
+          createdAt: 1_000,
+        },
+        60_000,
+      );
+    const caller = { endpoint, workerId: 'w-1' };
+    expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
+    // A take that left before its answer: what it took goes back, not attempted.
+    const left = new AbortController();
+    left.abort();
+    await store.jobs.requeueWorker('w-1', 'test: back to the queue', { maxAttempts: 3, now: timers.now });
+    expect(
+      await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0, signal: left.signal }),
+    ).toEqual([]);
+    expect(retried).toEqual([]);
+    // Taken again, then the worker says it holds nothing (job_in_progress=0): both were attempted, both retried.
+    expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
+    await workers.take(caller, { batch: 2, holding: false, holdMs: 0 });
+    expect(retried).toEqual([2]);
+    await store.close();
+  });
 });
