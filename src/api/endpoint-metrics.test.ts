@@ -9,6 +9,7 @@ import { GatewayMetrics } from '../gateway/metrics.js';
 import { TrafficHistory } from '../history/history.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobMetrics } from '../jobs/job-metrics.js';
+import { JobSignals } from '../jobs/job-signals.js';
 import type { EndpointTraffic } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 
@@ -192,14 +193,15 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
 
   it("counts the endpoint's jobs queued and running now from the store, and those finished in its last minutes", async () => {
     const events = new JobEvents();
-    const jobs = new JobMetrics({
-      registry: new Registry(),
+    const signals = new JobSignals({
+      jobs: store.jobs,
       events,
-      live: () => store.jobCounts.live(),
+      clock: () => timers.now,
       timers,
       logger: { warn: () => {}, error: () => {} },
-      refreshMs: 5_000,
+      refreshMs: 1_000,
     });
+    const jobs = new JobMetrics({ registry: new Registry(), events, live: () => signals.live() });
     const jobHistory = new TrafficHistory({
       sources: {
         counters: () => new Map(),
@@ -245,7 +247,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     });
     if (done.job) events.emit('finished', { job: done.job });
     events.emit('retried', { endpointId: id, count: 1 });
-    await jobs.refresh();
+    await signals.refresh();
     timers.now += 10_000;
     jobHistory.sample();
     const answer = await api.call('GET', `endpoint/metrics?id=${id}`);
@@ -277,7 +279,8 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
     });
     const charted = await api.call('GET', `endpoint/metrics/history?id=${id}`);
     expect(charted.body.jobs).toMatchObject({ inQueue: [2], inProgress: [1], completed: [1], retried: [1] });
-    await jobs.close();
+    jobs.close();
+    await signals.close();
   });
 
   it('says 0 desired workers for a stopped endpoint', async () => {

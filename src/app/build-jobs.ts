@@ -43,8 +43,6 @@ const ENDPOINT_CACHE_MS = 1_000;
 const STOP_HOLD_MS = 30_000;
 /** How often the autoscaler's view of the job queues is read from the store. */
 const SIGNALS_REFRESH_MS = 1_000;
-/** How often the history's view of every endpoint's queued and running jobs is read from the store. */
-const LIVE_JOBS_REFRESH_MS = 5_000;
 /** How often this process writes one worker's last contact at most. */
 const CONTACT_WRITE_MS = 2_000;
 /** The name of the worker tokens' key in the store. */
@@ -162,6 +160,12 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     logger,
     refreshMs: SIGNALS_REFRESH_MS,
   });
+  // The jobs' metrics: counted from the events; the live counts are the signals' snapshot (no read of their own).
+  const metrics = new JobMetrics({
+    registry: parts.registry ?? new Registry(),
+    events,
+    live: () => signals.live(),
+  });
   const contacts = new WorkerContacts({
     jobs: store.jobs,
     clock,
@@ -170,14 +174,6 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     silentAfterMs: settings.lostAfterSeconds * 1000,
   });
   events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
-  const metrics = new JobMetrics({
-    registry: parts.registry ?? new Registry(),
-    events,
-    live: () => store.jobCounts.live(),
-    timers,
-    logger,
-    refreshMs: LIVE_JOBS_REFRESH_MS,
-  });
   // A terminal status goes to the job's webhook, once per finish (the id names the finish: a retried job's next
   // finish is another delivery).
   const { webhooks } = parts;
@@ -283,13 +279,12 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       sweeper.start();
       signals.start();
       delivery.start();
-      metrics.start();
     },
     close: async () => {
       await delivery.close();
       await sweeper.close();
       await signals.close();
-      await metrics.close();
+      metrics.close();
     },
   };
 }

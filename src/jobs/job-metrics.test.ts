@@ -1,12 +1,13 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualTimers, settle } from '../../test/support/manual-timers.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
 import { JOB_TIME_BUCKETS } from '../ports/traffic.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { JobEvents } from './job-events.js';
 import { JobMetrics } from './job-metrics.js';
+import { JobSignals } from './job-signals.js';
 
 const silent = { warn: () => {}, error: () => {} };
 
@@ -22,6 +23,7 @@ describe('jobs in /metrics and the history', () => {
   let events: JobEvents;
   let registry: Registry;
   let metrics: JobMetrics;
+  let signals: JobSignals;
   let reads: number;
 
   beforeEach(async () => {
@@ -31,20 +33,28 @@ describe('jobs in /metrics and the history', () => {
     events = new JobEvents();
     registry = new Registry();
     reads = 0;
-    metrics = new JobMetrics({
-      registry,
-      events,
-      live: () => {
-        reads += 1;
-        return store.jobCounts.live();
+    const jobs = store.jobs;
+    // The autoscaler's reads of the store, counted: the metrics make none of their own.
+    const counted = new Proxy(jobs, {
+      get(target, name) {
+        if (name === 'queueSignals') reads += 1;
+        const value = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
       },
+    });
+    signals = new JobSignals({
+      jobs: counted,
+      events,
+      clock: () => timers.now,
       timers,
       logger: silent,
-      refreshMs: 5_000,
+      refreshMs: 1_000,
     });
+    metrics = new JobMetrics({ registry, events, live: () => signals.live() });
   });
   afterEach(async () => {
-    await metrics.close();
+    metrics.close();
+    await signals.close();
     await store.close();
   });
 
@@ -119,30 +129,34 @@ describe('jobs in /metrics and the history', () => {
     expect(text).toContain('corral_job_execution_seconds_sum{endpoint="ep-1"} 3.05');
   });
 
-  it("serve every endpoint's queued and running jobs from one store read per scrape", async () => {
+  it("serve every endpoint's queued (low-priority ones too) and running jobs from the autoscaler's read, none per scrape", async () => {
     for (let i = 0; i < 50; i++) await enqueue(`j-${i}`, `ep-${i % 10}`, 0);
+    await store.jobs.enqueue(
+      {
+        id: 'j-low',
+        endpointId: 'ep-9',
+        ownerId: 'o',
+        input: '1',
+        webhook: null,
+        policy: { ...DEFAULT_JOB_POLICY, lowPriority: true },
+        sync: false,
+        createdAt: 0,
+      },
+      60_000,
+    );
     await store.jobs.take({ endpointId: 'ep-3', workerId: 'w-1', max: 2, cap: 2, now: 10 });
+    await signals.refresh();
+    expect(reads).toBe(1);
     const text = await registry.metrics();
+    await registry.metrics();
     expect(reads).toBe(1);
     expect(text).toContain('corral_jobs{endpoint="ep-3",status="IN_QUEUE"} 3');
     expect(text).toContain('corral_jobs{endpoint="ep-3",status="IN_PROGRESS"} 2');
-    expect(text).toContain('corral_jobs{endpoint="ep-9",status="IN_QUEUE"} 5');
+    expect(text).toContain('corral_jobs{endpoint="ep-9",status="IN_QUEUE"} 6');
     expect(metrics.live().get('ep-3')).toEqual({ inQueue: 3, inProgress: 2 });
   });
 
-  it('read the live jobs for the history every refreshMs, and forget a deleted endpoint', async () => {
-    metrics.start();
-    await settle();
-    expect(metrics.live()).toEqual(new Map());
-    await enqueue('j-1', 'ep-1', 0);
-    await timers.advanceSettling(4_999);
-    expect(metrics.live()).toEqual(new Map());
-    await timers.advanceSettling(1);
-    // The store's read is real I/O: give it a turn.
-    await new Promise((resolve) => setImmediate(resolve));
-    await settle();
-    expect(metrics.live().get('ep-1')).toEqual({ inQueue: 1, inProgress: 0 });
-
+  it('forget the counts of a deleted endpoint', async () => {
     events.emit('finished', { job: await run('j-2', 'COMPLETED', 0, 10, 20) });
     expect([...metrics.counters((id) => id !== 'ep-1').keys()]).toEqual([]);
     const text = await registry.metrics();

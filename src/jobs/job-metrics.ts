@@ -2,12 +2,12 @@
  * Jobs in `/metrics` and in the history (docs/jobs.md, Watching jobs): the jobs that finished in this process by
  * endpoint and outcome, those it sent back to the queue, and the finished jobs' delay and execution times, counted
  * from the job events in plain numbers per endpoint (each job finishes on one replica, so the replicas' counts add
- * up); and every endpoint's jobs in the queue and in progress, read from the store in one grouped statement (at each
- * scrape, and every `refreshMs` for the history's samples), the same on every replica.
+ * up); and every endpoint's jobs in the queue and in progress as the autoscaler's snapshot of the store last read
+ * them (job-signals.ts: one grouped statement every second, whatever the number of endpoints), the same on every
+ * replica.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { type Job, type JobStatus, jobTimes } from '../domain/job.js';
-import type { Timers } from '../ports/clock.js';
 import {
   JOB_OUTCOMES,
   JOB_TIME_BUCKETS,
@@ -15,7 +15,6 @@ import {
   type JobOutcome,
   type LiveJobs,
 } from '../ports/traffic.js';
-import type { JobsLogger } from './http-io.js';
 import type { JobEvents } from './job-events.js';
 
 /** The outcome a terminal status counts as; the label `/metrics` writes is the status itself. */
@@ -42,12 +41,8 @@ interface Counts {
 export interface JobMetricsOptions {
   registry: Registry;
   events: JobEvents;
-  /** Every endpoint's jobs in the queue and in progress (store/job-counts.ts: one statement). */
-  live: () => Promise<ReadonlyMap<string, LiveJobs>>;
-  timers: Timers;
-  logger: JobsLogger;
-  /** How often the history's view of the live jobs is read from the store. */
-  refreshMs: number;
+  /** Every endpoint's jobs in the queue and in progress at the last read (`JobSignals.live`). */
+  live: () => ReadonlyMap<string, LiveJobs>;
 }
 
 export class JobMetrics {
@@ -55,10 +50,6 @@ export class JobMetrics {
   readonly #counts = new Map<string, Counts>();
   readonly #delay: Histogram<'endpoint'>;
   readonly #execution: Histogram<'endpoint'>;
-  #live: ReadonlyMap<string, LiveJobs> = new Map();
-  #refreshing: Promise<void> | undefined;
-  #timer: unknown;
-  #closed = false;
   readonly #unsubscribe: (() => void)[];
 
   constructor(options: JobMetricsOptions) {
@@ -71,8 +62,7 @@ export class JobMetrics {
       help: 'Jobs in the queue (IN_QUEUE) and on a worker (IN_PROGRESS) by endpoint, as the store counts them: every replica reports the same, aggregate with max, not sum',
       labelNames: ['endpoint', 'status'] as const,
       registers,
-      async collect() {
-        await metrics.refresh();
+      collect() {
         this.reset();
         for (const [endpoint, live] of metrics.live()) {
           this.set({ endpoint, status: 'IN_QUEUE' }, live.inQueue);
@@ -125,41 +115,14 @@ export class JobMetrics {
     ];
   }
 
-  /** Reads the live jobs every `refreshMs` until `close`. */
-  start(): void {
-    void this.refresh();
-    this.#schedule();
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
+  /** Stops counting the job events. */
+  close(): void {
     for (const off of this.#unsubscribe) off();
-    this.#o.timers.clearTimeout(this.#timer);
-    await this.#refreshing;
-  }
-
-  /** Reads every endpoint's live jobs from the store (one read at a time: a call meanwhile shares it). */
-  refresh(): Promise<void> {
-    this.#refreshing ??= this.#o
-      .live()
-      .then((live) => {
-        this.#live = live;
-      })
-      .catch((error: unknown) =>
-        this.#o.logger.warn(
-          { err: error instanceof Error ? error.message : String(error) },
-          'live job counts not read',
-        ),
-      )
-      .finally(() => {
-        this.#refreshing = undefined;
-      });
-    return this.#refreshing;
   }
 
   /** Every endpoint's jobs in the queue and in progress at the last read (endpoints with none are absent). */
   live(): ReadonlyMap<string, LiveJobs> {
-    return this.#live;
+    return this.#o.live();
   }
 
   /**
@@ -216,15 +179,6 @@ export class JobMetrics {
       countIn(c.executionCounts, executionTime / 1000);
       this.#execution.observe({ endpoint: job.endpointId }, executionTime / 1000);
     }
-  }
-
-  #schedule(): void {
-    if (this.#closed) return;
-    const timer = this.#o.timers.setTimeout(() => {
-      void this.refresh().finally(() => this.#schedule());
-    }, this.#o.refreshMs);
-    (timer as { unref?: () => void } | undefined)?.unref?.();
-    this.#timer = timer;
   }
 }
 

@@ -320,6 +320,8 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
   });
 
   it("counted every job that finished and every retry in /metrics' series", async () => {
+    // The live counts are the autoscaler's snapshot (read every second): as the store is now.
+    await jobs.signals.refresh();
     const text = await registry.metrics();
     const line = (series: string) => {
       const found = text.split('\n').find((l) => l.startsWith(`${series} `));

@@ -275,8 +275,16 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     );
     await take('w-1');
     const signal = (await store.jobs.queueSignals()).get('ep-1');
-    // j-1 was taken; what is left queued and not low-priority: j-2, j-3.
-    expect(signal).toEqual({ queued: 2, oldestQueuedAt: 20, inProgress: { 'w-1': 1 } });
+    // j-1 was taken; what is left queued and not low-priority: j-2, j-3; the low-priority one apart.
+    expect(signal).toEqual({ queued: 2, lowPriorityQueued: 1, oldestQueuedAt: 20, inProgress: { 'w-1': 1 } });
+    // An endpoint with low-priority jobs alone is there, with nothing that adds a worker.
+    await enqueue(newJob('j-low-2', { endpointId: 'ep-2', policy: low }));
+    expect((await store.jobs.queueSignals()).get('ep-2')).toEqual({
+      queued: 0,
+      lowPriorityQueued: 1,
+      oldestQueuedAt: null,
+      inProgress: {},
+    });
   });
 
   it('remembers when each queue worker was last seen, on any replica, and forgets old ones', async () => {

@@ -10,7 +10,6 @@ import { GatewaySignalRepository } from './gateway-signals.js';
 import { HistorySampleRepository } from './history-samples.js';
 import { InstallationRepository } from './installation.js';
 import { InvokeKeyRepository } from './invoke-keys.js';
-import { JobCountRepository } from './job-counts.js';
 import { JobRepository } from './jobs.js';
 import { LeaseRepository } from './leases.js';
 import { migrateToLatest } from './migrations/index.js';
@@ -48,8 +47,6 @@ export class Store {
   readonly historySamples: HistorySampleRepository;
   /** The jobs API's queue and jobs. */
   readonly jobs: JobRepository;
-  /** Every endpoint's jobs in the queue and in progress, in one statement (`/metrics`, the history). */
-  readonly jobCounts: JobCountRepository;
   /** Keys the server makes for itself (the worker tokens'). */
   readonly serverSecrets: ServerSecretRepository;
   /** Each endpoint's webhook signing secret, sealed. */
@@ -78,7 +75,6 @@ export class Store {
     this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
     this.historySamples = new HistorySampleRepository({ db });
     this.jobs = new JobRepository({ db, dialect: connection.dialect });
-    this.jobCounts = new JobCountRepository({ db });
     this.serverSecrets = new ServerSecretRepository({ db });
     this.webhookSecrets = new WebhookSecretRepository({ db });
     this.webhookDeliveries = new WebhookDeliveryRepository({ db });

@@ -50,7 +50,6 @@ export const POSTGRES_RERUN = [
   'src/history/cluster-history.test.ts',
   'src/service/invoke-key-service.test.ts',
   'src/store/gateway-signals.test.ts',
-  'src/store/job-counts.test.ts',
   'src/store/jobs.test.ts',
   'src/store/leases.test.ts',
   'src/store/secrets.test.ts',
