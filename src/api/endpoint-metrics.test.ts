@@ -10,7 +10,7 @@ import { TrafficHistory } from '../history/history.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobMetrics } from '../jobs/job-metrics.js';
 import { JobSignals } from '../jobs/job-signals.js';
-import type { EndpointTraffic } from '../ports/traffic.js';
+import { type EndpointTraffic, NO_RECENT_JOBS } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 
 const TRAFFIC: EndpointTraffic = {
@@ -123,16 +123,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       jobs: {
         inQueue: 0,
         inProgress: 0,
-        recent: {
-          seconds: 0,
-          completed: 0,
-          failed: 0,
-          cancelled: 0,
-          timedOut: 0,
-          retried: 0,
-          delayMs: { p50: null, p95: null },
-          executionMs: { p50: null, p95: null },
-        },
+        recent: { seconds: 0, ...NO_RECENT_JOBS },
       },
     });
     expect(asked).toEqual([id]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
-import { JOB_TIME_BUCKETS } from '../ports/traffic.js';
+import { JOB_TIME_BUCKETS, NO_RECENT_JOBS } from '../ports/traffic.js';
 import type { SlotFigures } from './history.js';
 import { leaderDesired, mergeHistory, mergeRecent, type ReplicaSlot } from './history-merge.js';
 import { emptyJobFigures, type JobFigures } from './job-history.js';
@@ -276,15 +276,7 @@ describe('mergeRecent', () => {
       requests: 0,
       requestsPerMinute: 0,
       latencyMs: { p50: null, p99: null },
-      jobs: {
-        completed: 0,
-        failed: 0,
-        cancelled: 0,
-        timedOut: 0,
-        retried: 0,
-        delayMs: { p50: null, p95: null },
-        executionMs: { p50: null, p95: null },
-      },
+      jobs: NO_RECENT_JOBS,
     });
   });
 });

@@ -12,22 +12,16 @@
 import { WORKER_STATES } from '../domain/worker.js';
 import { bucketQuantile } from '../gateway/hot-histogram.js';
 import { type EndpointLoad, LATENCY_BUCKETS, type TrafficCounters } from '../gateway/metrics.js';
-import type {
-  EndpointHistory,
-  EndpointWorker,
-  JobCounters,
-  LiveJobs,
-  RecentTraffic,
+import {
+  type EndpointHistory,
+  type EndpointWorker,
+  type JobCounters,
+  type LiveJobs,
+  NO_RECENT_JOBS,
+  type RecentTraffic,
 } from '../ports/traffic.js';
 import { HistoryRing } from './history-ring.js';
-import {
-  emptyJobFigures,
-  type JobFigures,
-  JobRings,
-  jobInterval,
-  jobsHistoryOf,
-  recentJobsOf,
-} from './job-history.js';
+import { emptyJobFigures, type JobFigures, JobRings, jobInterval, jobsHistoryOf } from './job-history.js';
 
 /**
  * What one sample took of one endpoint, in figures that add up across replicas (counts and bucket counts, never
@@ -150,6 +144,16 @@ function columnsOf(row: Row): number[] {
 const LATENCY_SLOTS = LATENCY_BUCKETS.length + 1;
 const RECENT_COLUMNS = LATENCY_SLOTS + 2;
 
+type RingSizes = Pick<HistoryOptions, 'samples' | 'intervalSeconds' | 'recentSeconds'>;
+
+/** The samples `recent` reads: those within its window, at least one, at most the ring's. */
+function recentSamplesOf(options: RingSizes): number {
+  return Math.min(
+    options.samples,
+    Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
+  );
+}
+
 interface Tracked {
   samples: HistoryRing;
   /** Each interval's latency bucket counts, for percentiles over several intervals; `recent` samples long. */
@@ -172,32 +176,20 @@ export class TrafficHistory {
   constructor(options: HistoryOptions) {
     this.#o = options;
     this.#intervalMs = options.intervalSeconds * 1000;
-    this.#recentSamples = Math.min(
-      options.samples,
-      Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
-    );
+    this.#recentSamples = recentSamplesOf(options);
   }
 
   /** The bytes one endpoint's rings take (the figure docs/dashboard.md gives for the defaults). */
-  static bytesPerEndpoint(
-    options: Pick<HistoryOptions, 'samples' | 'intervalSeconds' | 'recentSeconds'>,
-  ): number {
-    const recent = Math.min(
-      options.samples,
-      Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
+  static bytesPerEndpoint(options: RingSizes): number {
+    return (
+      HistoryRing.bytesFor(options.samples, COLUMNS) +
+      HistoryRing.bytesFor(recentSamplesOf(options), RECENT_COLUMNS)
     );
-    return HistoryRing.bytesFor(options.samples, COLUMNS) + HistoryRing.bytesFor(recent, RECENT_COLUMNS);
   }
 
   /** The bytes an endpoint that has had jobs takes more (its job rings). */
-  static jobBytesPerEndpoint(
-    options: Pick<HistoryOptions, 'samples' | 'intervalSeconds' | 'recentSeconds'>,
-  ): number {
-    const recent = Math.min(
-      options.samples,
-      Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
-    );
-    return JobRings.bytesFor(options.samples, recent);
+  static jobBytesPerEndpoint(options: RingSizes): number {
+    return JobRings.bytesFor(options.samples, recentSamplesOf(options));
   }
 
   /** How many endpoints have rings now, and the bytes those take. */
@@ -438,7 +430,7 @@ export class TrafficHistory {
       requests,
       requestsPerMinute: seconds > 0 ? Math.round((requests / seconds) * 600) / 10 : 0,
       latencyMs: { p50: quantile(0.5), p99: quantile(0.99) },
-      jobs: tracked.jobs ? tracked.jobs.recent(n) : recentJobsOf(emptyJobFigures()),
+      jobs: tracked.jobs ? tracked.jobs.recent(n) : NO_RECENT_JOBS,
     };
   }
 }

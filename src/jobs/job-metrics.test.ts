@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sampleJob } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
 import { JOB_TIME_BUCKETS } from '../ports/traffic.js';
@@ -59,19 +60,7 @@ describe('jobs in /metrics and the history', () => {
   });
 
   const enqueue = (id: string, endpointId: string, createdAt: number) =>
-    store.jobs.enqueue(
-      {
-        id,
-        endpointId,
-        ownerId: 'o',
-        input: '1',
-        webhook: null,
-        policy: DEFAULT_JOB_POLICY,
-        sync: false,
-        createdAt,
-      },
-      60_000,
-    );
+    store.jobs.enqueue(sampleJob(id, endpointId, { createdAt }), 60_000);
 
   /** A job taken at `startedAt` and finished with `status` at `completedAt`, as its store answers it. */
   const run = async (
@@ -131,19 +120,8 @@ describe('jobs in /metrics and the history', () => {
 
   it("serve every endpoint's queued (low-priority ones too) and running jobs from the autoscaler's read, none per scrape", async () => {
     for (let i = 0; i < 50; i++) await enqueue(`j-${i}`, `ep-${i % 10}`, 0);
-    await store.jobs.enqueue(
-      {
-        id: 'j-low',
-        endpointId: 'ep-9',
-        ownerId: 'o',
-        input: '1',
-        webhook: null,
-        policy: { ...DEFAULT_JOB_POLICY, lowPriority: true },
-        sync: false,
-        createdAt: 0,
-      },
-      60_000,
-    );
+    const low = { ...DEFAULT_JOB_POLICY, lowPriority: true };
+    await store.jobs.enqueue(sampleJob('j-low', 'ep-9', { policy: low }), 60_000);
     await store.jobs.take({ endpointId: 'ep-3', workerId: 'w-1', max: 2, cap: 2, now: 10 });
     await signals.refresh();
     expect(reads).toBe(1);

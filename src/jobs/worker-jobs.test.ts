@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { sampleEndpoint, sampleJob } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import { DEFAULT_JOB_POLICY } from '../domain/job.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { JobEvents } from './job-events.js';
 import { Wakeups } from './wakeups.js';
 import { WorkerJobs } from './worker-jobs.js';
+
+/** A job with input 1 in the endpoint's queue, kept a minute once finished. */
+const queueJob = (store: Store, id: string, endpointId: string, ownerId: string, createdAt: number) =>
+  store.jobs.enqueue(sampleJob(id, endpointId, { ownerId, createdAt }), 60_000);
 
 describe("a worker's end", () => {
   it('returns the jobs it held to the queue at once, and says their endpoint has jobs queued', async () => {
@@ -25,19 +28,7 @@ describe("a worker's end", () => {
       events,
       maxAttempts: 3,
     });
-    await store.jobs.enqueue(
-      {
-        id: 'j-1',
-        endpointId: 'ep-1',
-        ownerId: 'o',
-        input: '1',
-        webhook: null,
-        policy: DEFAULT_JOB_POLICY,
-        sync: false,
-        createdAt: 0,
-      },
-      60_000,
-    );
+    await queueJob(store, 'j-1', 'ep-1', 'o', 0);
     await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 500 });
     await workers.workerEnded('w-1', 'worker exited with code 137');
     expect(await store.jobs.get('ep-1', 'j-1')).toMatchObject({
@@ -66,19 +57,7 @@ describe('a frozen or suspended worker (issue 24)', () => {
       resting: (_endpointId, workerId) => resting.has(workerId),
     });
     const endpoint = sampleEndpoint();
-    await store.jobs.enqueue(
-      {
-        id: 'j-1',
-        endpointId: endpoint.id,
-        ownerId: endpoint.ownerId,
-        input: '1',
-        webhook: null,
-        policy: DEFAULT_JOB_POLICY,
-        sync: false,
-        createdAt: 1_000,
-      },
-      60_000,
-    );
+    await queueJob(store, 'j-1', endpoint.id, endpoint.ownerId, 1_000);
     let taken: string[] | undefined;
     const take = workers
       .take({ endpoint, workerId: 'w-1' }, { batch: 1, holding: undefined, holdMs: 60_000 })
@@ -110,20 +89,7 @@ describe('a frozen or suspended worker (issue 24)', () => {
       maxAttempts: 3,
     });
     const endpoint = sampleEndpoint({ patch: { workers: { maxConcurrent: 2 } } });
-    for (const id of ['j-1', 'j-2'])
-      await store.jobs.enqueue(
-        {
-          id,
-          endpointId: endpoint.id,
-          ownerId: endpoint.ownerId,
-          input: '1',
-          webhook: null,
-          policy: DEFAULT_JOB_POLICY,
-          sync: false,
-          createdAt: 1_000,
-        },
-        60_000,
-      );
+    for (const id of ['j-1', 'j-2']) await queueJob(store, id, endpoint.id, endpoint.ownerId, 1_000);
     const caller = { endpoint, workerId: 'w-1' };
     expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
     // A take that left before its answer: what it took goes back, not attempted.

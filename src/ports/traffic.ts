@@ -129,3 +129,14 @@ export interface RecentJobs {
   delayMs: { p50: number | null; p95: number | null };
   executionMs: { p50: number | null; p95: number | null };
 }
+
+/** No job in the last minutes. */
+export const NO_RECENT_JOBS: RecentJobs = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  timedOut: 0,
+  retried: 0,
+  delayMs: { p50: null, p95: null },
+  executionMs: { p50: null, p95: null },
+};

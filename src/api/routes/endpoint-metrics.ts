@@ -7,7 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
 import type { WireEndpointHistory, WireEndpointJobs, WireEndpointMetrics } from '../../contract/wire.js';
-import type { EndpointHistory, EndpointTraffic, RecentTraffic } from '../../ports/traffic.js';
+import {
+  type EndpointHistory,
+  type EndpointTraffic,
+  NO_RECENT_JOBS,
+  type RecentTraffic,
+} from '../../ports/traffic.js';
 import type { AppOptions } from '../app.js';
 
 type Query = Record<string, string | string[] | undefined>;
@@ -94,15 +99,7 @@ const NO_RECENT_TRAFFIC: RecentTraffic = {
   requests: 0,
   requestsPerMinute: 0,
   latencyMs: { p50: null, p99: null },
-  jobs: {
-    completed: 0,
-    failed: 0,
-    cancelled: 0,
-    timedOut: 0,
-    retried: 0,
-    delayMs: { p50: null, p95: null },
-    executionMs: { p50: null, p95: null },
-  },
+  jobs: NO_RECENT_JOBS,
 };
 
 /** The requests of the last minutes (their jobs are answered in `jobs.recent`). */
