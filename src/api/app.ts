@@ -98,6 +98,8 @@ export interface AppOptions {
   otherReplicas?: OtherReplicasSource;
   /** The history of each endpoint's traffic and workers (the dashboard's charts); absent where none is kept. */
   history?: HistorySource;
+  /** An endpoint's jobs in the queue and in progress now (the store's); absent: `endpoint/metrics` has no jobs. */
+  jobCounts?: (endpointId: string) => Promise<{ inQueue: number; inProgress: number }>;
   /** The autoscaler's desired worker count of an endpoint; absent, or undefined, where it has not decided. */
   desiredWorkers?: DesiredSource;
   catalog: ApiCatalog;

@@ -3,10 +3,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
+import { DEFAULT_JOB_POLICY } from '../domain/job.js';
 import type { Worker } from '../domain/worker.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { TrafficHistory } from '../history/history.js';
-import type { EndpointTraffic } from '../ports/traffic.js';
+import { JobEvents } from '../jobs/job-events.js';
+import { JobMetrics } from '../jobs/job-metrics.js';
+import { JobSignals } from '../jobs/job-signals.js';
+import { type EndpointTraffic, NO_RECENT_JOBS } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 
 const TRAFFIC: EndpointTraffic = {
@@ -116,6 +120,11 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       window: { since: '2026-11-25T10:00:00.000Z', seconds: 300, replica: null },
       desiredWorkers: 2,
       recent: { seconds: 0, requests: 0, requestsPerMinute: 0, latencyMs: { p50: null, p99: null } },
+      jobs: {
+        inQueue: 0,
+        inProgress: 0,
+        recent: { seconds: 0, ...NO_RECENT_JOBS },
+      },
     });
     expect(asked).toEqual([id]);
   });
@@ -136,6 +145,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       wakes: null,
       desiredWorkers: null,
       recent: null,
+      jobs: { inQueue: 0, inProgress: 0, recent: null },
     });
     const history = await api.call('GET', `endpoint/metrics/history?id=${id}`);
     expect(history.status).toBe(200);
@@ -170,6 +180,98 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       requestsPerMinute: 21,
       latencyMs: { p50: 40, p99: 90 },
     });
+  });
+
+  it("counts the endpoint's jobs queued and running now from the store, and those finished in its last minutes", async () => {
+    const events = new JobEvents();
+    const signals = new JobSignals({
+      jobs: store.jobs,
+      events,
+      clock: () => timers.now,
+      timers,
+      logger: { warn: () => {}, error: () => {} },
+      refreshMs: 1_000,
+    });
+    const jobs = new JobMetrics({ registry: new Registry(), events, live: () => signals.live() });
+    const jobHistory = new TrafficHistory({
+      sources: {
+        counters: () => new Map(),
+        load: () => [],
+        workers: () => [],
+        desired: () => undefined,
+        exists: () => true,
+        jobs: (exists) => jobs.counters(exists),
+        liveJobs: () => jobs.live(),
+      },
+      clock: () => timers.now,
+      timers,
+      intervalSeconds: 10,
+      samples: 360,
+      maxEndpoints: 10,
+    });
+    const api = await createTestApi(store, { history: jobHistory });
+    apis.push(api);
+    const id = (await api.call('POST', 'endpoint/create', originalClientCreateBody())).body.id as string;
+    const t0 = timers.now;
+    for (const jobId of ['j-1', 'j-2', 'j-3', 'j-4'])
+      await store.jobs.enqueue(
+        {
+          id: jobId,
+          endpointId: id,
+          ownerId: 'owner-a',
+          input: '{}',
+          webhook: null,
+          policy: DEFAULT_JOB_POLICY,
+          sync: false,
+          createdAt: t0,
+        },
+        600_000,
+      );
+    await store.jobs.take({ endpointId: id, workerId: 'w-1', max: 2, cap: 2, now: t0 + 200 });
+    const done = await store.jobs.complete({
+      jobId: 'j-1',
+      workerId: 'w-1',
+      status: 'COMPLETED',
+      output: '1',
+      error: null,
+      now: t0 + 3_200,
+    });
+    if (done.job) events.emit('finished', { job: done.job });
+    events.emit('retried', { endpointId: id, count: 1 });
+    await signals.refresh();
+    timers.now += 10_000;
+    jobHistory.sample();
+    const answer = await api.call('GET', `endpoint/metrics?id=${id}`);
+    expect(answer.body.jobs).toEqual({
+      inQueue: 2,
+      inProgress: 1,
+      recent: {
+        seconds: 10,
+        completed: 1,
+        failed: 0,
+        cancelled: 0,
+        timedOut: 0,
+        retried: 1,
+        // One job, 200 ms in the queue and 3 s on its worker: within its buckets (100-250 ms, 2.5-5 s).
+        delayMs: { p50: expect.any(Number), p95: expect.any(Number) },
+        executionMs: { p50: expect.any(Number), p95: expect.any(Number) },
+      },
+    });
+    expect(answer.body.jobs.recent.delayMs.p50).toBeGreaterThan(100);
+    expect(answer.body.jobs.recent.delayMs.p50).toBeLessThanOrEqual(250);
+    expect(answer.body.jobs.recent.executionMs.p95).toBeGreaterThan(2_500);
+    expect(answer.body.jobs.recent.executionMs.p95).toBeLessThanOrEqual(5_000);
+    // The requests' last minutes say nothing of jobs.
+    expect(answer.body.recent).toEqual({
+      seconds: 10,
+      requests: 0,
+      requestsPerMinute: 0,
+      latencyMs: { p50: null, p99: null },
+    });
+    const charted = await api.call('GET', `endpoint/metrics/history?id=${id}`);
+    expect(charted.body.jobs).toMatchObject({ inQueue: [2], inProgress: [1], completed: [1], retried: [1] });
+    jobs.close();
+    await signals.close();
   });
 
   it('says 0 desired workers for a stopped endpoint', async () => {

@@ -26,6 +26,16 @@ export class EndpointLinks {
     return `http://${appName}.${domain}:${gatewayPort()}`;
   }
 
+  /**
+   * Where the gateway serves the jobs API (`/v2/...` on a Host that is not an endpoint's): the public base's origin,
+   * else `hostname` (the name a client reached the API by) on the gateway's port.
+   */
+  gatewayBase(hostname: string): string {
+    const { publicUrl, gatewayPort } = this.#o;
+    if (publicUrl) return new URL(publicUrl).origin;
+    return `http://${hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname}:${gatewayPort()}`;
+  }
+
   log(endpointId: string): string {
     return `${this.#o.apiUrl()}${API_PREFIX}/endpoint/log?id=${encodeURIComponent(endpointId)}`;
   }

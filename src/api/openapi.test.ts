@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
+import { type Document, problemsIn, responseSchemaIn, type Schema } from '../../test/support/openapi.js';
 import { servedOperations } from '../../test/support/routes.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { endpointInput } from '../contract/endpoint-schema.js';
@@ -8,113 +9,29 @@ import { requestJsonSchemas } from '../contract/json-schema.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
+import { JOBS_ERROR_CATALOGUE } from '../errors/jobs-catalogue.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { TrafficHistory } from '../history/history.js';
+import { CLIENT_ROUTES } from '../jobs/client-routes.js';
 import { ApiKeyService } from '../service/api-key-service.js';
-
-type Schema = Record<string, unknown>;
-
-interface Document {
-  openapi: string;
-  servers: { url: string }[];
-  paths: Record<string, Record<string, Schema>>;
-  components: { schemas: Record<string, Schema> };
-}
 
 const doc = openApiDocument({ serverUrl: 'http://127.0.0.1:8080' }) as Document;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
-/** Every `METHOD path` the document describes. */
-function documentedOperations(): string[] {
-  return Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.keys(item)
-      .filter((method) => METHODS.includes(method))
-      .map((method) => `${method.toUpperCase()} ${path}`),
-  );
+/** Every `METHOD path` the document describes on the API's address (`gateway`: on the gateway's, the jobs API). */
+function documentedOperations(gateway = false): string[] {
+  return Object.entries(doc.paths)
+    .filter(([, item]) => (item.servers !== undefined) === gateway)
+    .flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((method) => METHODS.includes(method))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    );
 }
 
-/** A small structural check: types, required keys, enums and consts, following $ref, allOf and oneOf. */
-function problems(value: unknown, schema: Schema, at = '$'): string[] {
-  if (typeof schema.$ref === 'string') {
-    const name = schema.$ref.replace('#/components/schemas/', '');
-    const target = doc.components.schemas[name];
-    if (!target) return [`${at}: unresolved ${schema.$ref}`];
-    return problems(value, target, at);
-  }
-  const found: string[] = [];
-  if (Array.isArray(schema.allOf)) {
-    for (const part of schema.allOf as Schema[]) found.push(...problems(value, part, at));
-  }
-  if (Array.isArray(schema.anyOf)) {
-    const matching = (schema.anyOf as Schema[]).filter((option) => problems(value, option, at).length === 0);
-    if (matching.length === 0) found.push(`${at}: matches none of anyOf`);
-  }
-  if (Array.isArray(schema.oneOf)) {
-    const matching = (schema.oneOf as Schema[]).filter((option) => problems(value, option, at).length === 0);
-    if (matching.length !== 1) found.push(`${at}: matches ${matching.length} of oneOf, not exactly 1`);
-  }
-  if ('const' in schema && value !== schema.const) found.push(`${at}: expected ${String(schema.const)}`);
-  if (Array.isArray(schema.enum) && !schema.enum.includes(value))
-    found.push(`${at}: ${String(value)} not in enum`);
-  if (Array.isArray(schema.type)) {
-    const options = (schema.type as string[]).map((type) => problems(value, { ...schema, type }, at));
-    if (!options.some((found) => found.length === 0)) found.push(...(options[0] ?? []));
-    return found;
-  }
-  if (schema.type === 'null' && value !== null) found.push(`${at}: expected null`);
-  if (schema.type === 'number' && typeof value !== 'number') found.push(`${at}: expected a number`);
-  if (
-    typeof schema.pattern === 'string' &&
-    typeof value === 'string' &&
-    !new RegExp(schema.pattern).test(value)
-  )
-    found.push(`${at}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
-  if (Array.isArray(value) && typeof schema.maxItems === 'number' && value.length > schema.maxItems)
-    found.push(`${at}: more than ${schema.maxItems} items`);
-  if (Array.isArray(value) && typeof schema.minItems === 'number' && value.length < schema.minItems)
-    found.push(`${at}: fewer than ${schema.minItems} items`);
-  switch (schema.type) {
-    case 'integer':
-      if (!Number.isInteger(value)) found.push(`${at}: expected an integer, got ${JSON.stringify(value)}`);
-      break;
-    case 'string':
-    case 'boolean':
-      if (typeof value !== schema.type)
-        found.push(`${at}: expected a ${schema.type}, got ${JSON.stringify(value)}`);
-      break;
-    case 'array':
-      if (!Array.isArray(value)) found.push(`${at}: expected an array`);
-      else {
-        for (const [i, item] of value.entries()) {
-          found.push(...problems(item, schema.items as Schema, `${at}[${i}]`));
-        }
-      }
-      break;
-    case 'object': {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        found.push(`${at}: expected an object`);
-        break;
-      }
-      const record = value as Record<string, unknown>;
-      for (const key of (schema.required as string[] | undefined) ?? []) {
-        if (!(key in record)) found.push(`${at}: missing required ${key}`);
-      }
-      for (const [key, property] of Object.entries((schema.properties as Record<string, Schema>) ?? {})) {
-        if (key in record) found.push(...problems(record[key], property, `${at}.${key}`));
-      }
-      break;
-    }
-  }
-  return found;
-}
-
-const responseSchema = (path: string, method: string, status = '200'): Schema => {
-  const responses = doc.paths[path]?.[method]?.responses as Record<string, Schema> | undefined;
-  const content = responses?.[status]?.content as Record<string, { schema: Schema }> | undefined;
-  const schema = content?.['application/json']?.schema;
-  if (!schema) throw new Error(`no ${status} JSON response documented for ${method} ${path}`);
-  return schema;
-};
+const problems = (value: unknown, schema: Schema, at = '$') => problemsIn(doc, value, schema, at);
+const responseSchema = (path: string, method: string, status = '200') =>
+  responseSchemaIn(doc, path, method, status);
 
 const requestSchema = (path: string, method: string): Schema => {
   const body = doc.paths[path]?.[method]?.requestBody as
@@ -245,6 +162,32 @@ describe('the OpenAPI document against the routes', () => {
     expect(documentedOperations()).toHaveLength(41);
   });
 
+  it("describes the jobs API's client routes, each on the gateway's address, as the gateway serves them", () => {
+    const served = Object.entries(CLIENT_ROUTES).flatMap(([verb, route]) =>
+      route.methods.map((method) => `${method} /v2/{endpoint}/${verb}${route.job ? '/{job}' : ''}`),
+    );
+    expect(documentedOperations(true).sort()).toEqual(served.sort());
+    expect(served).toHaveLength(13);
+    for (const path of Object.keys(doc.paths).filter((p) => p.startsWith('/v2/'))) {
+      expect(doc.paths[path]?.servers).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:8000' })]);
+    }
+    // Their bodies and answers are checked against what the routes answer in src/jobs/jobs.int.test.ts.
+    expect(requestSchema('/v2/{endpoint}/run', 'post')).toEqual({
+      $ref: '#/components/schemas/JobRunRequest',
+    });
+    expect(
+      problems(
+        { input: { prompt: 'a cat' }, policy: { ttl: 60_000 } },
+        requestSchema('/v2/{endpoint}/run', 'post'),
+      ),
+    ).toEqual([]);
+    expect(problems({ webhook: 'https://example.com' }, requestSchema('/v2/{endpoint}/run', 'post'))).toEqual(
+      ['$: missing required input'],
+    );
+    const error = doc.components.schemas.JobError as { properties: { reason: { enum: string[] } } };
+    expect(error.properties.reason.enum).toEqual(Object.keys(JOBS_ERROR_CATALOGUE));
+  });
+
   it('serves itself at /openapi.json without a key', async () => {
     const response = await api.app.inject({
       method: 'GET',
@@ -255,6 +198,10 @@ describe('the OpenAPI document against the routes', () => {
     const served = response.json() as Document;
     expect(served.openapi).toBe('3.1.0');
     expect(served.servers).toEqual([{ url: 'http://corral.example.com:9000' }]);
+    // The jobs API: the same name, the gateway's port.
+    expect(served.paths['/v2/{endpoint}/run']?.servers).toEqual([
+      expect.objectContaining({ url: `http://corral.example.com:${api.config.gatewayAddr.port}` }),
+    ]);
     expect(Object.keys(served.paths)).toEqual(Object.keys(doc.paths));
   });
 

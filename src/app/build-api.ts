@@ -194,6 +194,10 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     events: store.events,
     workers: store.workers,
     workerOutputs: store.workerOutputs,
+    jobCounts: async (endpointId) => {
+      const counts = await store.jobs.counts(endpointId);
+      return { inQueue: counts.IN_QUEUE, inProgress: counts.IN_PROGRESS };
+    },
     workerService: new WorkerService({
       store,
       clock,

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import type { JobsSettings } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
@@ -16,6 +17,7 @@ import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
+import { JobMetrics } from '../jobs/job-metrics.js';
 import { JobService } from '../jobs/job-service.js';
 import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
@@ -74,6 +76,8 @@ export interface JobsParts {
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
   gatewayUrl: () => string | undefined;
+  /** Where the jobs' metrics go (the registry `/metrics` serves); none: a registry of their own, never served. */
+  registry?: Registry;
 }
 
 export interface Jobs {
@@ -89,6 +93,8 @@ export interface Jobs {
   signals: JobSignals;
   /** Queue workers' last polls and pings: their health. */
   contacts: WorkerContacts;
+  /** Jobs in `/metrics` and the history: finished by outcome, retried, times, and the live counts. */
+  metrics: JobMetrics;
   /** A worker ended (failed or removed): the jobs it held go back to the queue now. */
   workerEnded(workerId: string, reason: string): void;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
@@ -153,6 +159,12 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     timers,
     logger,
     refreshMs: SIGNALS_REFRESH_MS,
+  });
+  // The jobs' metrics: counted from the events; the live counts are the signals' snapshot (no read of their own).
+  const metrics = new JobMetrics({
+    registry: parts.registry ?? new Registry(),
+    events,
+    live: () => signals.live(),
   });
   const contacts = new WorkerContacts({
     jobs: store.jobs,
@@ -234,6 +246,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     tokens,
     signals,
     contacts,
+    metrics,
     deliveryKey,
     clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
@@ -273,6 +286,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       await delivery.close();
       await sweeper.close();
       await signals.close();
+      metrics.close();
     },
   };
 }
@@ -285,6 +299,10 @@ export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetr
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
     workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),
+    history: {
+      counters: (exists) => jobs.metrics.counters(exists),
+      live: () => jobs.metrics.live(),
+    },
     queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
       const verdict = await jobs.contacts.verdict(workerId);
       if (verdict.healthy) return { kind: 'answered', status: 200 };

@@ -26,7 +26,7 @@ import { WorkerPools } from '../gateway/pools.js';
 import type { GatewayRoute } from '../gateway/router.js';
 import { createGatewayServer } from '../gateway/server.js';
 import type { Gpu } from '../gpu/inventory.js';
-import { TrafficHistory } from '../history/history.js';
+import { type HistorySources, TrafficHistory } from '../history/history.js';
 import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
 import type { QueueSignals } from '../ports/queue-signals.js';
 import type { WorkerRuntime } from '../runtime/types.js';
@@ -74,6 +74,11 @@ export interface TrafficParts<M extends GatewayMetrics> {
     protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
     queueProbe: NonNullable<ControllerOptions['queueProbe']>;
     workerEnded: NonNullable<ControllerOptions['onWorkerEnded']>;
+    /** The jobs' counts and live jobs, for the history's samples. */
+    history?: {
+      counters: NonNullable<HistorySources['jobs']>;
+      live: NonNullable<HistorySources['liveJobs']>;
+    };
   };
 }
 
@@ -239,6 +244,9 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
             desired: (endpointId) => scaler.desired(endpointId),
             // The gateway's table: a follower's controller publishes none, and its history must keep its traffic.
             exists: (endpointId) => (parts.gatewayRoutes ?? routes).endpointById(endpointId) !== undefined,
+            ...(parts.jobs?.history
+              ? { jobs: parts.jobs.history.counters, liveJobs: parts.jobs.history.live }
+              : {}),
           },
           clock,
           timers: systemTimers,

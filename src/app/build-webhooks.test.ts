@@ -2,6 +2,7 @@
 // receiver on port 0: the target policy comes from the configuration, and a delivery is signed with the secret the
 // endpoint's owner reads.
 import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
@@ -54,6 +55,7 @@ describe.each(storeTargets())('the webhooks built for corral serve on $name', (t
   it("signs a delivery with the endpoint's secret, the one its owner reads", async () => {
     const service = secrets();
     const now = 1_700_000_000_000;
+    const registry = new Registry();
     const built = buildWebhooks({
       config: { webhooks: { allowPrivate: true } },
       store,
@@ -61,6 +63,7 @@ describe.each(storeTargets())('the webhooks built for corral serve on $name', (t
       logger: quiet,
       clock: () => now,
       timers: new ManualTimers(now),
+      registry,
     });
     const id = await built.webhooks.enqueue({
       ownerId: 'owner-a',
@@ -79,5 +82,9 @@ describe.each(storeTargets())('the webhooks built for corral serve on $name', (t
     };
     expect(headers.id).toBe(id);
     expect(verifyWebhook(secret, headers, got?.body ?? '', now)).toBe(true);
+    // Counted in /metrics.
+    expect(await registry.metrics()).toContain(
+      'corral_job_webhook_attempts_total{endpoint="ep-1",outcome="delivered"} 1',
+    );
   });
 });

@@ -3,6 +3,7 @@
  * (the webhook-secret service), the target policy from the configuration, and `JobWebhooks`, what the jobs core
  * is handed (ports/job-webhooks.ts). `start` forgets the secrets of deleted endpoints and starts the sweeps.
  */
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { type Clock, systemClock, systemTimers, type Timers } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
@@ -10,6 +11,7 @@ import type { WebhookSecretService } from '../service/webhook-secret-service.js'
 import type { Store } from '../store/store.js';
 import { type WebhookLogger, WebhookOutbox } from '../webhooks/outbox.js';
 import { checkWebhookTarget, type LookupAll } from '../webhooks/target-guard.js';
+import { WebhookMetrics } from '../webhooks/webhook-metrics.js';
 
 export interface BuiltWebhooks {
   webhooks: JobWebhooks;
@@ -26,9 +28,12 @@ export function buildWebhooks(options: {
   clock?: Clock;
   timers?: Timers;
   lookupAll?: LookupAll;
+  /** Where the deliveries' attempts are counted (the registry `/metrics` serves); none: not counted. */
+  registry?: Registry;
 }): BuiltWebhooks {
   const { config, store, secrets, logger, lookupAll } = options;
   const policy = { allowPrivate: config.webhooks.allowPrivate };
+  const metrics = options.registry ? new WebhookMetrics({ registry: options.registry }) : undefined;
   const outbox = new WebhookOutbox({
     deliveries: store.webhookDeliveries,
     secretOf: (endpointId, ownerId) => secrets.secretOf(endpointId, ownerId),
@@ -37,6 +42,7 @@ export function buildWebhooks(options: {
     timers: options.timers ?? systemTimers,
     logger,
     ...(lookupAll ? { lookupAll } : {}),
+    ...(metrics ? { onOutcome: (endpointId, outcome) => metrics.observe(endpointId, outcome) } : {}),
   });
   return {
     outbox,

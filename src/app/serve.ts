@@ -85,14 +85,15 @@ export async function serve(
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
     const { credentials, ownerSecrets, invokeKeys } = services;
     // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
+    const registry = new Registry();
     const jobWebhooks = buildWebhooks({
       config,
       store,
       secrets: services.webhookSecrets,
       logger: logger.child({ part: 'webhooks' }),
+      registry,
     });
     const imageGuard = imageAccessGuard(runtime, config, credentials);
-    const registry = new Registry();
     const replicaId = newReplicaId();
     const sharedParts = sharedTrafficOf({ store, replicaId, logger });
     // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
@@ -120,6 +121,7 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      registry,
       restingWorker: (endpointId, workerId) =>
         late
           .workersOf(endpointId)

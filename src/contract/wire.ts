@@ -182,6 +182,35 @@ export interface WireEndpointMetrics {
   desiredWorkers: number | null;
   /** The traffic of the last minutes from the history (GET endpoint/metrics/history); null where none is kept. */
   recent: WireRecentTraffic | null;
+  /** The endpoint's jobs (docs/jobs.md, Watching jobs); absent from servers before them. */
+  jobs?: WireEndpointJobs;
+}
+
+/** An endpoint's jobs in `GET endpoint/metrics`. */
+export interface WireEndpointJobs {
+  /** Jobs IN_QUEUE and IN_PROGRESS now, as the store counts them (every replica's). */
+  inQueue: number;
+  inProgress: number;
+  /**
+   * The jobs that finished over the history's last minutes (every replica's), by outcome, those sent back to the
+   * queue for another attempt, and the finished jobs' delay and execution times; null where no history is kept.
+   */
+  recent: WireRecentJobs | null;
+}
+
+export interface WireRecentJobs {
+  /** What the figures cover: the history's samples within the last 5 minutes (fewer where it has fewer). */
+  seconds: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  timedOut: number;
+  /** A client's retry, or a job whose worker was lost or ended, sent back to the queue. */
+  retried: number;
+  /** From submission (or a retry) to a worker taking the job, in ms; null without a finished job. */
+  delayMs: { p50: number | null; p95: number | null };
+  /** On the worker, in ms, of the finished jobs a worker took; null without any. */
+  executionMs: { p50: number | null; p95: number | null };
 }
 
 /** An endpoint's traffic over its last minutes (`GET endpoint/metrics` `recent`). */
@@ -221,6 +250,24 @@ export interface WireEndpointHistory {
   /** Wakes from zero completed in the interval, and their mean duration (ms; null without any). */
   /** `thaws` and `restores`: of those wakes, the ones by a thaw or a restore (absent from older servers). */
   coldStarts: { count: number[]; meanMs: (number | null)[]; thaws?: number[]; restores?: number[] };
+  /**
+   * Jobs: in the queue and in progress at the sample (the store's count), finished in the interval by outcome,
+   * sent back to the queue in it, and the delay and execution time percentiles (ms; null without a finished job)
+   * of the jobs that finished in it. Absent from servers before them.
+   */
+  jobs?: WireJobsHistory;
+}
+
+export interface WireJobsHistory {
+  inQueue: number[];
+  inProgress: number[];
+  completed: number[];
+  failed: number[];
+  cancelled: number[];
+  timedOut: number[];
+  retried: number[];
+  delayMs: { p50: (number | null)[]; p95: (number | null)[] };
+  executionMs: { p50: (number | null)[]; p95: (number | null)[] };
 }
 
 /** `GET endpoint/worker/metrics`: one worker's state, health, GPUs and resource use. */

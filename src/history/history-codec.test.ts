@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
+import { JOB_TIME_BUCKETS } from '../ports/traffic.js';
 import type { SlotFigures } from './history.js';
 import { decodeFigures, encodeFigures } from './history-codec.js';
 
@@ -20,6 +21,7 @@ const FIGURES: SlotFigures = {
   restores: 0,
   workers: WORKER_STATES.map((_, i) => i),
   desired: 5,
+  jobs: null,
 };
 
 describe('the stored history figures', () => {
@@ -63,6 +65,25 @@ describe('the stored history figures', () => {
       frozen: 0,
       suspended: 0,
     });
+  });
+
+  it("keep an endpoint's jobs where it had any, and leave them out (null) where it had none", () => {
+    const jobs = {
+      inQueue: 12,
+      inProgress: 3,
+      completed: 40,
+      failed: 2,
+      cancelled: 1,
+      timedOut: 1,
+      retried: 4,
+      delayCounts: JOB_TIME_BUCKETS.map((_, i) => i).concat([1]),
+      executionCounts: JOB_TIME_BUCKETS.map(() => 2).concat([0]),
+    };
+    const text = encodeFigures({ ...FIGURES, jobs }, false);
+    expect(decodeFigures(text)?.jobs).toEqual(jobs);
+    expect(text.length).toBeLessThan(encodeFigures(FIGURES, false).length + 120);
+    expect(encodeFigures(FIGURES, false)).not.toContain('"j"');
+    expect(decodeFigures(encodeFigures(FIGURES, false))?.jobs).toBeNull();
   });
 
   it('keep a range of no request as null, and refuse text of another version or not JSON', () => {

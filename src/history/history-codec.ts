@@ -3,11 +3,15 @@
  * numbers in a fixed order, `{"v":1,"r":[ok,4xx,5xx],"l":[16 bucket counts],"lr":[min s,max s],"q":[depth,oldest
  * wait ms,in flight],"c":[cold starts,their total ms,thaws,restores]}` (a row stored before the idle tiers has no
  * thaws or restores: 0), plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
- * desired count) in a leader's rows only. About 110 bytes for a follower's row, 140 for a leader's. Pure.
+ * desired count) in a leader's rows only, and where the endpoint had jobs `"j":[in queue,in progress,completed,
+ * failed,cancelled,timed out,retried]`, `"jd"` and `"je"` (the delay and execution time bucket counts, job-history.ts;
+ * a row without them had no job). About 110 bytes for a follower's row, 140 for a leader's, 100 more with jobs.
+ * Pure.
  */
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
 import type { SlotFigures } from './history.js';
+import { JOB_TIME_SLOTS, type JobFigures } from './job-history.js';
 
 const VERSION = 1;
 
@@ -20,6 +24,9 @@ interface Encoded {
   c: number[];
   w?: number[];
   d?: number | null;
+  j?: number[];
+  jd?: number[];
+  je?: number[];
 }
 
 /** Microseconds are finer than the buckets' first bound (1 ms). */
@@ -38,6 +45,12 @@ export function encodeFigures(f: SlotFigures, leader: boolean): string {
   if (leader) {
     encoded.w = f.workers;
     encoded.d = f.desired;
+  }
+  if (f.jobs) {
+    const j = f.jobs;
+    encoded.j = [j.inQueue, j.inProgress, j.completed, j.failed, j.cancelled, j.timedOut, j.retried];
+    encoded.jd = j.delayCounts;
+    encoded.je = j.executionCounts;
   }
   return JSON.stringify(encoded);
 }
@@ -72,5 +85,23 @@ export function decodeFigures(text: string): SlotFigures | undefined {
     restores: n(e.c, 3),
     workers: WORKER_STATES.map((_, i) => n(e.w, i)),
     desired: orNull(e.d),
+    jobs: Array.isArray(e.j) ? decodeJobs(e, n) : null,
+  };
+}
+
+function decodeJobs(
+  e: Partial<Encoded>,
+  n: (values: readonly unknown[] | undefined, i: number) => number,
+): JobFigures {
+  return {
+    inQueue: n(e.j, 0),
+    inProgress: n(e.j, 1),
+    completed: n(e.j, 2),
+    failed: n(e.j, 3),
+    cancelled: n(e.j, 4),
+    timedOut: n(e.j, 5),
+    retried: n(e.j, 6),
+    delayCounts: Array.from({ length: JOB_TIME_SLOTS }, (_, i) => n(e.jd, i)),
+    executionCounts: Array.from({ length: JOB_TIME_SLOTS }, (_, i) => n(e.je, i)),
   };
 }

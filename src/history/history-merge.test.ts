@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
+import { JOB_TIME_BUCKETS, NO_RECENT_JOBS } from '../ports/traffic.js';
 import type { SlotFigures } from './history.js';
 import { leaderDesired, mergeHistory, mergeRecent, type ReplicaSlot } from './history-merge.js';
+import { emptyJobFigures, type JobFigures } from './job-history.js';
 
 const T = Date.parse('2026-11-26T10:00:00Z');
 const S = 10_000;
@@ -39,6 +41,7 @@ function figures(f: Partial<SlotFigures> = {}): SlotFigures {
     restores: 0,
     workers: workers({}),
     desired: null,
+    jobs: null,
     ...f,
   };
 }
@@ -48,6 +51,21 @@ function row(replicaId: string, slot: number, term: number | null, f: Partial<Sl
 }
 
 const OPTIONS = { intervalSeconds: 10, capacity: 360 };
+
+/** Job time bucket counts with `n` jobs in the bucket whose upper bound is `le` seconds. */
+function jobTimes(...pairs: [le: number, n: number][]): number[] {
+  const counts = new Array<number>(JOB_TIME_BUCKETS.length + 1).fill(0);
+  for (const [le, n] of pairs) {
+    const i = JOB_TIME_BUCKETS.indexOf(le);
+    if (i < 0) throw new Error(`no bucket ${le}`);
+    counts[i] = (counts[i] as number) + n;
+  }
+  return counts;
+}
+
+function jobs(f: Partial<JobFigures>): JobFigures {
+  return { ...emptyJobFigures(), ...f };
+}
 
 describe('mergeHistory', () => {
   const cases: {
@@ -140,6 +158,49 @@ describe('mergeHistory', () => {
       },
     },
     {
+      name: "adds up every replica's finished jobs and time buckets; the jobs queued and running (one store) are the largest",
+      rows: [
+        row('a', 1, 4, {
+          jobs: jobs({
+            inQueue: 7,
+            inProgress: 2,
+            completed: 90,
+            failed: 1,
+            delayCounts: jobTimes([0.1, 90], [1, 1]),
+          }),
+        }),
+        row('b', 1, null, {
+          jobs: jobs({
+            inQueue: 8,
+            inProgress: 2,
+            completed: 9,
+            timedOut: 1,
+            retried: 2,
+            delayCounts: jobTimes([30, 10]),
+          }),
+        }),
+        // A replica that had no job in the slot adds nothing; a slot without jobs is zeros and nulls.
+        row('c', 1, null, { ok: 1 }),
+        row('a', 2, 4, { ok: 1 }),
+      ],
+      expect: (h) => {
+        expect(h.jobs.inQueue).toEqual([8, 0]);
+        expect(h.jobs.inProgress).toEqual([2, 0]);
+        expect(h.jobs.completed).toEqual([99, 0]);
+        expect(h.jobs.failed).toEqual([1, 0]);
+        expect(h.jobs.timedOut).toEqual([1, 0]);
+        expect(h.jobs.retried).toEqual([2, 0]);
+        // 101 delays: 90 within 100 ms, 1 within 1 s, 10 within 30 s: the p50 in the first bucket, the p95 in the last.
+        const [p50, none] = h.jobs.delayMs.p50;
+        expect(p50).toBeGreaterThan(50);
+        expect(p50).toBeLessThanOrEqual(100);
+        expect(none).toBeNull();
+        expect(h.jobs.delayMs.p95[0]).toBeGreaterThan(10_000);
+        expect(h.jobs.delayMs.p95[0]).toBeLessThanOrEqual(30_000);
+        expect(h.jobs.executionMs.p50).toEqual([null, null]);
+      },
+    },
+    {
       name: 'answers empty columns without rows',
       rows: [],
       expect: (h) => {
@@ -190,6 +251,24 @@ describe('mergeRecent', () => {
     expect(recent?.latencyMs.p99).toBeLessThanOrEqual(4_000);
   });
 
+  it("adds up every replica's finished jobs over the slots, percentiles from the summed buckets", () => {
+    const recent = mergeRecent(
+      [
+        row('a', 1, 4, { jobs: jobs({ completed: 3, executionCounts: jobTimes([10, 3]) }) }),
+        row('b', 2, null, {
+          jobs: jobs({ completed: 1, cancelled: 2, retried: 1, executionCounts: jobTimes([60, 1]) }),
+        }),
+      ],
+      10,
+    );
+    expect(recent?.jobs).toMatchObject({ completed: 4, failed: 0, cancelled: 2, timedOut: 0, retried: 1 });
+    expect(recent?.jobs.executionMs.p50).toBeGreaterThan(5_000);
+    expect(recent?.jobs.executionMs.p50).toBeLessThanOrEqual(10_000);
+    expect(recent?.jobs.executionMs.p95).toBeGreaterThan(30_000);
+    expect(recent?.jobs.executionMs.p95).toBeLessThanOrEqual(60_000);
+    expect(recent?.jobs.delayMs).toEqual({ p50: null, p95: null });
+  });
+
   it('is undefined without rows, and has null percentiles without requests', () => {
     expect(mergeRecent([], 10)).toBeUndefined();
     expect(mergeRecent([row('a', 1, null, { queueDepth: 1 })], 10)).toEqual({
@@ -197,6 +276,7 @@ describe('mergeRecent', () => {
       requests: 0,
       requestsPerMinute: 0,
       latencyMs: { p50: null, p99: null },
+      jobs: NO_RECENT_JOBS,
     });
   });
 });

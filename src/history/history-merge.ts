@@ -4,6 +4,8 @@
  * that add up: counts, latency bucket counts, queues. A slot's merged figures are their sum (the oldest wait: the
  * largest), its percentiles come from the summed buckets (never an average of percentiles), and its workers and
  * desired count from the leader's row (the highest fencing token in the slot; a follower's controller has none).
+ * Jobs (job-history.ts) add up the same way, but the jobs in the queue and in progress, which every replica reads
+ * from the one store: the largest.
  * Pure: rows in, the same answer on every replica out.
  */
 import { WORKER_STATES } from '../domain/worker.js';
@@ -11,6 +13,13 @@ import { bucketQuantile } from '../gateway/hot-histogram.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
 import type { EndpointHistory, RecentTraffic } from '../ports/traffic.js';
 import { type SlotFigures, toMs } from './history.js';
+import {
+  addJobFigures,
+  emptyJobFigures,
+  type JobFigures,
+  jobsHistoryOf,
+  recentJobsOf,
+} from './job-history.js';
 
 /** One replica's figures of one endpoint in one slot. */
 export interface ReplicaSlot {
@@ -38,6 +47,8 @@ interface MergedSlot {
   coldStartTotalMs: number;
   thaws: number;
   restores: number;
+  /** The jobs of every replica's row that had any. */
+  jobs: JobFigures | undefined;
   /** The leader's row of the slot, if any replica led when it sampled. */
   leader: SlotFigures | undefined;
   leaderTerm: number;
@@ -64,6 +75,7 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
         coldStartTotalMs: 0,
         thaws: 0,
         restores: 0,
+        jobs: undefined,
         leader: undefined,
         leaderTerm: Number.NEGATIVE_INFINITY,
       };
@@ -84,6 +96,10 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
     m.coldStartTotalMs += f.coldStartTotalMs;
     m.thaws += f.thaws;
     m.restores += f.restores;
+    if (f.jobs) {
+      m.jobs ??= emptyJobFigures();
+      addJobFigures(m.jobs, f.jobs);
+    }
     if (row.term !== null && row.term > m.leaderTerm) {
       m.leader = f;
       m.leaderTerm = row.term;
@@ -134,6 +150,7 @@ export function mergeHistory(
       thaws: column((m) => m.thaws),
       restores: column((m) => m.restores),
     },
+    jobs: jobsHistoryOf(column((m) => m.jobs)),
   };
 }
 
@@ -151,7 +168,9 @@ export function mergeRecent(
   const counts = new Array<number>(LATENCY_BUCKETS.length + 1).fill(0);
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
+  const jobs = emptyJobFigures();
   for (const m of slots) {
+    if (m.jobs) addJobFigures(jobs, m.jobs);
     requests += m.ok + m.clientErrors + m.serverErrors;
     for (let i = 0; i < counts.length; i++)
       counts[i] = (counts[i] as number) + (m.latencyCounts[i] as number);
@@ -164,6 +183,7 @@ export function mergeRecent(
     requests,
     requestsPerMinute: Math.round((requests / seconds) * 600) / 10,
     latencyMs: { p50: quantileMs(counts, min, max, 0.5), p99: quantileMs(counts, min, max, 0.99) },
+    jobs: recentJobsOf(jobs),
   };
 }
 

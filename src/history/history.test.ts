@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { type EndpointLoad, GatewayMetrics } from '../gateway/metrics.js';
-import type { EndpointWorker } from '../ports/traffic.js';
+import { type EndpointWorker, JOB_TIME_BUCKETS, type JobCounters, type LiveJobs } from '../ports/traffic.js';
 import { type HistoryOptions, TrafficHistory } from './history.js';
 
 const START = Date.parse('2026-11-26T10:00:00Z');
@@ -15,6 +15,8 @@ function harness(options: Partial<Pick<HistoryOptions, 'samples' | 'maxEndpoints
   const workers: EndpointWorker[] = [];
   const desired = new Map<string, number>();
   const deleted = new Set<string>();
+  const jobs = new Map<string, JobCounters>();
+  const liveJobs = new Map<string, LiveJobs>();
   const history = new TrafficHistory({
     sources: {
       counters: () => metrics.counters(),
@@ -22,6 +24,8 @@ function harness(options: Partial<Pick<HistoryOptions, 'samples' | 'maxEndpoints
       workers: () => workers,
       desired: (id) => desired.get(id),
       exists: (id) => !deleted.has(id),
+      jobs: (exists) => new Map([...jobs].filter(([id]) => exists(id))),
+      liveJobs: () => liveJobs,
     },
     clock: () => timers.now,
     timers,
@@ -35,7 +39,7 @@ function harness(options: Partial<Pick<HistoryOptions, 'samples' | 'maxEndpoints
     timers.now += 10_000;
     history.sample();
   };
-  return { timers, metrics, load, workers, desired, deleted, history, tick };
+  return { timers, metrics, load, workers, desired, deleted, jobs, liveJobs, history, tick };
 }
 
 describe('TrafficHistory', () => {
@@ -210,11 +214,88 @@ describe('TrafficHistory', () => {
     expect(h.history.recent('ep-a')?.latencyMs.p50).toBe(2_000);
     h.tick();
     h.tick();
-    expect(h.history.recent('ep-a')).toEqual({
+    expect(h.history.recent('ep-a')).toMatchObject({
       seconds: 30,
       requests: 0,
       requestsPerMinute: 0,
       latencyMs: { p50: null, p99: null },
+    });
+  });
+
+  it("keeps each interval's finished jobs, retries and times, and the jobs queued and running at each sample", () => {
+    const h = harness({ recentSeconds: 30 });
+    const counters = (completed: number, failed: number, retried: number, delay: [number, number][]) => {
+      const delayCounts = new Array<number>(JOB_TIME_BUCKETS.length + 1).fill(0);
+      for (const [le, n] of delay) delayCounts[JOB_TIME_BUCKETS.indexOf(le)] = n;
+      return {
+        finished: { completed, failed, cancelled: 0, timedOut: 0 },
+        retried,
+        delayCounts,
+        executionCounts: new Array<number>(JOB_TIME_BUCKETS.length + 1).fill(0),
+      };
+    };
+    // A queue endpoint scaled to zero with jobs waiting: it has a ring for its jobs alone.
+    h.liveJobs.set('ep-q', { inQueue: 5, inProgress: 0 });
+    h.tick();
+    h.liveJobs.set('ep-q', { inQueue: 2, inProgress: 3 });
+    h.jobs.set('ep-q', counters(4, 1, 1, [[0.1, 5]]));
+    h.tick();
+    h.liveJobs.delete('ep-q');
+    h.jobs.set(
+      'ep-q',
+      counters(9, 1, 1, [
+        [0.1, 5],
+        [10, 5],
+      ]),
+    );
+    h.tick();
+    const { jobs } = h.history.of('ep-q');
+    expect(jobs.inQueue).toEqual([5, 2, 0]);
+    expect(jobs.inProgress).toEqual([0, 3, 0]);
+    expect(jobs.completed).toEqual([0, 4, 5]);
+    expect(jobs.failed).toEqual([0, 1, 0]);
+    expect(jobs.retried).toEqual([0, 1, 0]);
+    expect(jobs.delayMs.p50[0]).toBeNull();
+    expect(jobs.delayMs.p50[1]).toBeLessThanOrEqual(100);
+    expect(jobs.delayMs.p50[2]).toBeGreaterThan(5_000);
+    expect(jobs.executionMs.p95).toEqual([null, null, null]);
+    // The last 30 s: every finished job, the delay percentiles from the buckets added up.
+    const recent = h.history.recent('ep-q')?.jobs;
+    expect(recent).toMatchObject({ completed: 9, failed: 1, cancelled: 0, timedOut: 0, retried: 1 });
+    expect(recent?.delayMs.p50).toBeLessThanOrEqual(100);
+    expect(recent?.delayMs.p95).toBeGreaterThan(5_000);
+  });
+
+  it('gives an endpoint its job rings only once it has jobs, zeros before them', () => {
+    const h = harness({ samples: 5 });
+    h.workers.push({ endpointId: 'ep-a', state: 'running' });
+    h.tick();
+    const plain = h.history.usage().bytes;
+    expect(plain).toBe(TrafficHistory.bytesPerEndpoint({ samples: 5, intervalSeconds: 10 }));
+    expect(h.history.of('ep-a').jobs.completed).toEqual([0]);
+    h.liveJobs.set('ep-a', { inQueue: 1, inProgress: 0 });
+    h.tick();
+    expect(h.history.usage().bytes).toBe(
+      plain + TrafficHistory.jobBytesPerEndpoint({ samples: 5, intervalSeconds: 10 }),
+    );
+    expect(h.history.of('ep-a').jobs.inQueue).toEqual([0, 1]);
+    expect(h.history.of('ep-a').jobs.delayMs.p50).toEqual([null, null]);
+    // The defaults: 360 samples of 11 figures, and the last 5 minutes' two sets of 18 time buckets.
+    expect(TrafficHistory.jobBytesPerEndpoint({ samples: 360, intervalSeconds: 10 })).toBe(
+      360 * (8 + 11 * 4) + 30 * (8 + 36 * 4),
+    );
+  });
+
+  it('hands the jobs of a sample to the cluster history, null where the endpoint had none', () => {
+    const h = harness();
+    h.workers.push({ endpointId: 'ep-a', state: 'running' });
+    h.liveJobs.set('ep-b', { inQueue: 3, inProgress: 1 });
+    h.timers.now += 10_000;
+    const samples = h.history.sample(true);
+    expect(samples.find((s) => s.endpointId === 'ep-a')?.figures.jobs).toBeNull();
+    expect(samples.find((s) => s.endpointId === 'ep-b')?.figures.jobs).toMatchObject({
+      inQueue: 3,
+      inProgress: 1,
     });
   });
 

@@ -2,7 +2,8 @@
  * The history behind the dashboard's charts: every interval (10 s by default) one sample per endpoint of what the
  * gateway counted during it (requests by status class, latency p50/p99, cold starts and their mean duration) and
  * of what is true at that moment (queue depth and its oldest wait, requests in flight, workers by state, the
- * autoscaler's desired count), kept in a fixed ring per endpoint (360 samples: one hour). Memory is bounded: a
+ * autoscaler's desired count), and its jobs (job-history.ts: an endpoint's job rings only once it has jobs), kept
+ * in a fixed ring per endpoint (360 samples: one hour). Memory is bounded: a
  * ring is allocated only for an endpoint with something to show, dropped when it is deleted or after a whole ring
  * of nothing, and at most `maxEndpoints` rings exist (docs/dashboard.md states the bytes). Its sources are
  * functions (app/build-traffic.ts wires the gateway, the controller and the scaler); its clock and timers are injected. With
@@ -11,8 +12,16 @@
 import { WORKER_STATES } from '../domain/worker.js';
 import { bucketQuantile } from '../gateway/hot-histogram.js';
 import { type EndpointLoad, LATENCY_BUCKETS, type TrafficCounters } from '../gateway/metrics.js';
-import type { EndpointHistory, EndpointWorker, RecentTraffic } from '../ports/traffic.js';
+import {
+  type EndpointHistory,
+  type EndpointWorker,
+  type JobCounters,
+  type LiveJobs,
+  NO_RECENT_JOBS,
+  type RecentTraffic,
+} from '../ports/traffic.js';
 import { HistoryRing } from './history-ring.js';
+import { emptyJobFigures, type JobFigures, JobRings, jobInterval, jobsHistoryOf } from './job-history.js';
 
 /**
  * What one sample took of one endpoint, in figures that add up across replicas (counts and bucket counts, never
@@ -40,6 +49,8 @@ export interface SlotFigures {
   workers: number[];
   /** The autoscaler's desired count; null where it has not decided. */
   desired: number | null;
+  /** The endpoint's jobs; null where it had none in the sample. */
+  jobs: JobFigures | null;
 }
 
 /** One endpoint's figures of one sample, taken at `at`. */
@@ -60,6 +71,13 @@ export interface HistorySources {
   desired: (endpointId: string) => number | undefined;
   /** Whether the endpoint still exists: a deleted one's ring goes at once. */
   exists: (endpointId: string) => boolean;
+  /**
+   * The jobs this process counted per endpoint since it began (jobs/job-metrics.ts), forgetting those `exists`
+   * denies; none: no jobs side.
+   */
+  jobs?: (exists: (endpointId: string) => boolean) => ReadonlyMap<string, JobCounters>;
+  /** Every endpoint's jobs in the queue and in progress, as last read from the store. */
+  liveJobs?: () => ReadonlyMap<string, LiveJobs>;
 }
 
 export interface HistoryOptions {
@@ -126,10 +144,22 @@ function columnsOf(row: Row): number[] {
 const LATENCY_SLOTS = LATENCY_BUCKETS.length + 1;
 const RECENT_COLUMNS = LATENCY_SLOTS + 2;
 
+type RingSizes = Pick<HistoryOptions, 'samples' | 'intervalSeconds' | 'recentSeconds'>;
+
+/** The samples `recent` reads: those within its window, at least one, at most the ring's. */
+function recentSamplesOf(options: RingSizes): number {
+  return Math.min(
+    options.samples,
+    Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
+  );
+}
+
 interface Tracked {
   samples: HistoryRing;
   /** Each interval's latency bucket counts, for percentiles over several intervals; `recent` samples long. */
   latency: HistoryRing;
+  /** Its jobs, once it has had any. */
+  jobs?: JobRings;
   lastActiveAt: number;
 }
 
@@ -139,33 +169,33 @@ export class TrafficHistory {
   readonly #recentSamples: number;
   readonly #tracked = new Map<string, Tracked>();
   #previous: ReadonlyMap<string, TrafficCounters> = new Map();
+  #previousJobs: ReadonlyMap<string, JobCounters> = new Map();
   #timer: unknown;
   #running = false;
 
   constructor(options: HistoryOptions) {
     this.#o = options;
     this.#intervalMs = options.intervalSeconds * 1000;
-    this.#recentSamples = Math.min(
-      options.samples,
-      Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
-    );
+    this.#recentSamples = recentSamplesOf(options);
   }
 
   /** The bytes one endpoint's rings take (the figure docs/dashboard.md gives for the defaults). */
-  static bytesPerEndpoint(
-    options: Pick<HistoryOptions, 'samples' | 'intervalSeconds' | 'recentSeconds'>,
-  ): number {
-    const recent = Math.min(
-      options.samples,
-      Math.max(1, Math.ceil((options.recentSeconds ?? 300) / options.intervalSeconds)),
+  static bytesPerEndpoint(options: RingSizes): number {
+    return (
+      HistoryRing.bytesFor(options.samples, COLUMNS) +
+      HistoryRing.bytesFor(recentSamplesOf(options), RECENT_COLUMNS)
     );
-    return HistoryRing.bytesFor(options.samples, COLUMNS) + HistoryRing.bytesFor(recent, RECENT_COLUMNS);
+  }
+
+  /** The bytes an endpoint that has had jobs takes more (its job rings). */
+  static jobBytesPerEndpoint(options: RingSizes): number {
+    return JobRings.bytesFor(options.samples, recentSamplesOf(options));
   }
 
   /** How many endpoints have rings now, and the bytes those take. */
   usage(): { endpoints: number; bytes: number } {
     let bytes = 0;
-    for (const t of this.#tracked.values()) bytes += t.samples.bytes + t.latency.bytes;
+    for (const t of this.#tracked.values()) bytes += t.samples.bytes + t.latency.bytes + (t.jobs?.bytes ?? 0);
     return { endpoints: this.#tracked.size, bytes };
   }
 
@@ -213,7 +243,16 @@ export class TrafficHistory {
       }
       counts[index] = (counts[index] as number) + 1;
     }
-    const ids = new Set([...this.#tracked.keys(), ...counters.keys(), ...load.keys(), ...workers.keys()]);
+    const jobCounters = sources.jobs?.(sources.exists) ?? new Map<string, JobCounters>();
+    const liveJobs = sources.liveJobs?.() ?? new Map<string, LiveJobs>();
+    const ids = new Set([
+      ...this.#tracked.keys(),
+      ...counters.keys(),
+      ...load.keys(),
+      ...workers.keys(),
+      ...jobCounters.keys(),
+      ...liveJobs.keys(),
+    ]);
     // What the next sample counts from. An endpoint not known here yet (a replica's routes lag its gateway, which
     // finds a new endpoint in the store and serves it at once) keeps its old baseline: its requests so far go to
     // the first sample that knows it, not nowhere.
@@ -245,19 +284,25 @@ export class TrafficHistory {
         coldStartTotalMs: 0,
       };
       const latency = this.#interval(row, counters.get(id), this.#previous.get(id));
+      const jobs = jobInterval(jobCounters.get(id), this.#previousJobs.get(id), liveJobs.get(id));
       const active =
         row.ok + row.clientErrors + row.serverErrors > 0 ||
         row.coldStarts > 0 ||
         row.queueDepth > 0 ||
         row.inFlight > 0 ||
-        row.workers.some((count) => count > 0);
+        row.workers.some((count) => count > 0) ||
+        jobs !== undefined;
       const tracked = this.#track(id, active, now);
       if (!tracked) continue;
       tracked.samples.push(now, columnsOf(row));
       tracked.latency.push(now, latency);
-      if (collect) collected.push({ endpointId: id, at: now, figures: figuresOf(row, latency) });
+      if (jobs && !tracked.jobs)
+        tracked.jobs = new JobRings({ capacity: this.#o.samples, recent: this.#recentSamples });
+      tracked.jobs?.push(now, jobs ?? emptyJobFigures());
+      if (collect) collected.push({ endpointId: id, at: now, figures: figuresOf(row, latency, jobs) });
     }
     this.#previous = baseline;
+    this.#previousJobs = jobCounters;
     return collected;
   }
 
@@ -330,6 +375,7 @@ export class TrafficHistory {
     const column = (name: Figure) => columns[FIGURES.indexOf(name)] ?? [];
     const workersIn = (i: number) => columns[FIGURES.length + i] ?? [];
     const orNull = (values: number[]) => values.map((v) => (Number.isNaN(v) ? null : v));
+    const jobs = this.#tracked.get(endpointId)?.jobs;
     return {
       intervalSeconds: this.#o.intervalSeconds,
       capacity: this.#o.samples,
@@ -350,6 +396,7 @@ export class TrafficHistory {
         thaws: column('thaws'),
         restores: column('restores'),
       },
+      jobs: jobs ? jobs.of(times.length) : jobsHistoryOf(times.map(() => undefined)),
     };
   }
 
@@ -383,12 +430,13 @@ export class TrafficHistory {
       requests,
       requestsPerMinute: seconds > 0 ? Math.round((requests / seconds) * 600) / 10 : 0,
       latencyMs: { p50: quantile(0.5), p99: quantile(0.99) },
+      jobs: tracked.jobs ? tracked.jobs.recent(n) : NO_RECENT_JOBS,
     };
   }
 }
 
 /** A row's figures and its interval's latency buckets (and range) as a sample hands them out. */
-function figuresOf(row: Row, latency: readonly number[]): SlotFigures {
+function figuresOf(row: Row, latency: readonly number[], jobs: JobFigures | undefined): SlotFigures {
   const min = latency[LATENCY_SLOTS] as number;
   const max = latency[LATENCY_SLOTS + 1] as number;
   return {
@@ -407,6 +455,7 @@ function figuresOf(row: Row, latency: readonly number[]): SlotFigures {
     restores: row.restores,
     workers: [...row.workers],
     desired: Number.isNaN(row.desired) ? null : row.desired,
+    jobs: jobs ?? null,
   };
 }
 

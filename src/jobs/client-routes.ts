@@ -65,7 +65,7 @@ export class JobClientRoutes {
     const method = req.method ?? 'GET';
     if (ref === undefined || ref === '' || extra !== undefined)
       throw new JobError('INVALID_JOB_REQUEST', 'the path must be /v2/{endpoint}/{route}[/{job id}]');
-    const route = ROUTES[verb];
+    const route = CLIENT_ROUTES[verb];
     const needsJob = route?.job === true;
     if (!route || needsJob !== (jobId !== undefined && jobId !== '') || !route.methods.includes(method))
       throw new JobError(
@@ -149,8 +149,8 @@ export class JobClientRoutes {
   }
 }
 
-/** Each route: the methods it takes and whether it names a job. */
-const ROUTES: Record<string, { methods: readonly string[]; job: boolean }> = {
+/** Each route: the methods it takes and whether it names a job (the OpenAPI document describes each: its test checks). */
+export const CLIENT_ROUTES: Readonly<Record<string, { methods: readonly string[]; job: boolean }>> = {
   run: { methods: ['POST'], job: false },
   runsync: { methods: ['POST'], job: false },
   status: { methods: ['GET', 'POST'], job: true },

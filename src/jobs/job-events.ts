@@ -1,7 +1,7 @@
 /**
  * What the jobs side tells the rest of `corral serve` (wired in app/): a job queued (the autoscaler wakes an
- * endpoint), a job finished (webhooks), a worker seen polling (it is ready) and a worker to replace (`stopPod`, a
- * stop it ignored). Listeners are called synchronously and must not throw.
+ * endpoint), a job finished (webhooks, the metrics), jobs sent back to the queue for another attempt (the metrics),
+ * a worker seen polling (it is ready) and a worker to replace (`stopPod`, a stop it ignored). Listeners are called synchronously and must not throw.
  */
 import type { Job } from '../domain/job.js';
 
@@ -10,6 +10,8 @@ export interface JobEventMap {
   queued: { endpointId: string; lowPriority: boolean };
   /** A job reached a terminal status (COMPLETED, FAILED, CANCELLED, TIMED_OUT). */
   finished: { job: Job };
+  /** Jobs went back to the queue for another attempt: a client's retry, or their worker was lost or ended. */
+  retried: { endpointId: string; count: number };
   /** A worker asked for a job, or pinged. */
   contact: { endpointId: string; workerId: string };
   /** A worker must be replaced: it asked (`stopPod`) or kept a job it was told to stop. */
@@ -22,6 +24,7 @@ export class JobEvents {
   readonly #listeners: { [K in keyof JobEventMap]: Set<Listener<K>> } = {
     queued: new Set(),
     finished: new Set(),
+    retried: new Set(),
     contact: new Set(),
     recycle: new Set(),
   };

@@ -179,6 +179,7 @@ export class JobService {
       );
     this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: result.job.policy.lowPriority });
+    this.#o.events.emit('retried', { endpointId: endpoint.id, count: 1 });
     return result.job;
   }
 

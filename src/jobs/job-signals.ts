@@ -4,10 +4,12 @@
  * on a worker as its requests in flight (so it is busy, and is not scaled down before `freeTimeout` with no job in
  * progress). The store is read on an interval into a snapshot (the scaler reads synchronously), and at once
  * after a job is queued, which also tells the scaler's `onQueued` listeners: a first job wakes an endpoint from
- * zero at once. `withJobs` adds this to the gateway's own signals.
+ * zero at once. `withJobs` adds this to the gateway's own signals. The same snapshot is every endpoint's jobs queued
+ * and in progress for the jobs' metrics (`live`): one store read serves both.
  */
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
+import type { LiveJobs } from '../ports/traffic.js';
 import type { JobQueueSignal, JobRepository } from '../store/jobs.js';
 import type { JobsLogger } from './http-io.js';
 import type { JobEvents } from './job-events.js';
@@ -77,10 +79,23 @@ export class JobSignals {
     return this.#refreshing;
   }
 
-  /** The endpoint's jobs as a queue signal; undefined: none queued or in progress. */
+  /** The endpoint's jobs as a queue signal; undefined: none queued (but lowPriority ones) or in progress. */
   signal(endpointId: string, exists: (workerId: string) => boolean): JobQueueSignal | undefined {
     for (const workerId of this.#lastBusy.keys()) if (!exists(workerId)) this.#lastBusy.delete(workerId);
-    return this.#snapshot.get(endpointId);
+    const signal = this.#snapshot.get(endpointId);
+    // Low-priority jobs alone add no worker: no signal, as without them.
+    return signal && (signal.queued > 0 || Object.keys(signal.inProgress).length > 0) ? signal : undefined;
+  }
+
+  /** Every endpoint's jobs IN_QUEUE (lowPriority ones too) and IN_PROGRESS at the last read (none: absent). */
+  live(): Map<string, LiveJobs> {
+    const live = new Map<string, LiveJobs>();
+    for (const [endpointId, signal] of this.#snapshot) {
+      let inProgress = 0;
+      for (const n of Object.values(signal.inProgress)) inProgress += n;
+      live.set(endpointId, { inQueue: signal.queued + signal.lowPriorityQueued, inProgress });
+    }
+    return live;
   }
 
   lastBusyAt(workerId: string): number | undefined {

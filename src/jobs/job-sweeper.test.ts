@@ -26,6 +26,7 @@ describe('the job sweeper', () => {
     );
     events.on('queued', ({ endpointId }) => seen.push(`queued ${endpointId}`));
     events.on('recycle', ({ workerId, reason }) => seen.push(`recycle ${workerId}: ${reason}`));
+    events.on('retried', ({ endpointId, count }) => seen.push(`retried ${endpointId} ${count}`));
     sweeper = new JobSweeper({
       jobs: store.jobs,
       clock: () => timers.now,
@@ -81,7 +82,7 @@ describe('the job sweeper', () => {
     expect(seen).toEqual([]);
     timers.now = 10_001;
     await sweeper.sweep();
-    expect(seen).toEqual(['queued ep-1']);
+    expect(seen).toEqual(['queued ep-1', 'retried ep-1 1']);
     expect((await store.jobs.get('ep-1', 'j-1'))?.status).toBe('IN_QUEUE');
   });
 });

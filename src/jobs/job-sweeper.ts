@@ -64,6 +64,7 @@ export class JobSweeper {
     for (const endpointId of lost.endpoints) {
       wakeups.wake(wakeKey.queue(endpointId));
       events.emit('queued', { endpointId, lowPriority: false });
+      events.emit('retried', { endpointId, count: lost.perEndpoint[endpointId] ?? 0 });
     }
     for (const overdue of await jobs.overdueStops(now - this.#o.stopGraceMs))
       events.emit('recycle', { ...overdue, reason: 'it kept a job it was told to stop' });

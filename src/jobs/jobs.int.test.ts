@@ -1,7 +1,8 @@
 /**
  * The jobs API over real HTTP: the client routes (served as the gateway's router would hand them requests) and the
  * worker protocol's routes, with the RunPod protocol test worker (test/fixtures/worker/runpod-worker.mjs) as a
- * real process, on a real SQLite store. Real time: short pings, a short take hold and a short `lostAfter`.
+ * real process, on a real SQLite store. Real time: short pings, a short take hold and a short `lostAfter`. Every
+ * answer is checked against the OpenAPI document, and what ran is read back in the jobs' Prometheus series.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,11 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { type Document, problemsIn, responseSchemaIn } from '../../test/support/openapi.js';
 import { buildJobs, type Jobs } from '../app/build-jobs.js';
 import { buildWebhooks } from '../app/build-webhooks.js';
 import { startWorkerListener } from '../app/worker-listener.js';
+import { openApiDocument } from '../contract/openapi/document.js';
 import { generateApiKey } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
@@ -37,6 +41,9 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
   let otherKey: string;
   let scratch: string;
   const workers: ChildProcess[] = [];
+  const registry = new Registry();
+  /** Every answer of the client routes, for the check against the OpenAPI document. */
+  const answered: { method: string; path: string; status: number; body: unknown }[] = [];
 
   const call = async (
     method: string,
@@ -52,10 +59,9 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       ...(options.body === undefined ? {} : { body: options.body }),
     });
     const text = await response.text();
-    return {
-      status: response.status,
-      body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
-    };
+    const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+    answered.push({ method, path, status: response.status, body });
+    return { status: response.status, body };
   };
   const run = async (input: unknown, extra: Record<string, unknown> = {}) => {
     const answer = await call('POST', `/v2/${endpoint.id}/run`, {
@@ -129,6 +135,7 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
         logger: pino({ level: 'silent' }),
       }).webhooks,
       gatewayUrl: () => undefined,
+      registry,
       // The URL is known once the listener is open; protocolEnv reads it through this getter.
       get workersUrl() {
         return workersUrl;
@@ -293,5 +300,45 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
     await vi.waitFor(async () => expect((await statusOf(job)).status).toBe('COMPLETED'), { timeout: 30_000 });
     const final = await store.jobs.get(endpoint.id, job);
     expect(final).toMatchObject({ workerId: 'w-2', attempts: 2 });
+  });
+
+  it('answered what the OpenAPI document describes, every route and error', () => {
+    const doc = openApiDocument({ serverUrl: 'http://127.0.0.1:8080' }) as Document;
+    const checked = new Set<string>();
+    for (const { method, path, status, body } of answered) {
+      const [, , , verb = '', job] = (path.split('?')[0] ?? '').split('/');
+      const template = `/v2/{endpoint}/${verb}${job === undefined ? '' : '/{job}'}`;
+      const schema = responseSchemaIn(doc, template, method.toLowerCase(), String(status));
+      expect(problemsIn(doc, body, schema), `${method} ${path} ${status}`).toEqual([]);
+      checked.add(`${method} ${template} ${status}`);
+    }
+    // Every route's success, and the errors: 400, 401, 404, 409 and 413.
+    expect([...checked].filter((c) => c.endsWith(' 200')).length).toBeGreaterThanOrEqual(10);
+    expect(new Set([...checked].map((c) => c.split(' ')[2]))).toEqual(
+      new Set(['200', '400', '401', '404', '409', '413']),
+    );
+  });
+
+  it("counted every job that finished and every retry in /metrics' series", async () => {
+    // The live counts are the autoscaler's snapshot (read every second): as the store is now.
+    await jobs.signals.refresh();
+    const text = await registry.metrics();
+    const line = (series: string) => {
+      const found = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return found === undefined ? undefined : Number(found.slice(series.length + 1));
+    };
+    const ep = `endpoint="${endpoint.id}"`;
+    // 5 completed (2, 1, the stream, the job whose worker died), the failing job twice, the long one cancelled.
+    expect(line(`corral_jobs_finished_total{${ep},outcome="COMPLETED"}`)).toBe(5);
+    expect(line(`corral_jobs_finished_total{${ep},outcome="FAILED"}`)).toBe(2);
+    expect(line(`corral_jobs_finished_total{${ep},outcome="CANCELLED"}`)).toBe(1);
+    // A client's retry of the failed job, and the job of the worker that died, back in the queue.
+    expect(line(`corral_jobs_retried_total{${ep}}`)).toBe(2);
+    expect(line(`corral_job_delay_seconds_count{${ep}}`)).toBe(8);
+    expect(line(`corral_job_execution_seconds_count{${ep}}`)).toBe(8);
+    // The long job ran until its cancel: more than a second on its worker.
+    expect(line(`corral_job_execution_seconds_bucket{le="0.5",${ep}}`)).toBeLessThan(8);
+    // Nothing is queued or running now: the endpoint has no live series.
+    expect(text).not.toContain(`corral_jobs{${ep}`);
   });
 });

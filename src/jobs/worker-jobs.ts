@@ -152,7 +152,7 @@ export class WorkerJobs {
 
   /** The worker ended (failed, removed): the jobs it held go back to the queue now (FAILED at the attempt limit). */
   async workerEnded(workerId: string, reason: string): Promise<void> {
-    const { requeued, failed, endpoints } = await this.#o.jobs.requeueWorker(
+    const { requeued, failed, endpoints, perEndpoint } = await this.#o.jobs.requeueWorker(
       workerId,
       `its worker ended: ${reason}`,
       {
@@ -168,6 +168,7 @@ export class WorkerJobs {
     for (const endpointId of endpoints) {
       this.#o.wakeups.wake(wakeKey.queue(endpointId));
       this.#o.events.emit('queued', { endpointId, lowPriority: false });
+      this.#o.events.emit('retried', { endpointId, count: perEndpoint[endpointId] ?? 0 });
     }
   }
 
@@ -188,6 +189,8 @@ export class WorkerJobs {
     if (requeued.length > 0) {
       this.#o.wakeups.wake(wakeKey.queue(caller.endpoint.id));
       this.#o.events.emit('queued', { endpointId: caller.endpoint.id, lowPriority: false });
+      // Jobs it never got (its take was not answered) were not attempted: only those it held are retried.
+      if (!jobs) this.#o.events.emit('retried', { endpointId: caller.endpoint.id, count: requeued.length });
     }
   }
 }

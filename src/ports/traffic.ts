@@ -56,6 +56,56 @@ export interface EndpointHistory {
   desiredWorkers: (number | null)[];
   /** Wakes from zero that completed in each interval, and their mean duration. */
   coldStarts: { count: number[]; meanMs: (number | null)[]; thaws: number[]; restores: number[] };
+  /** The endpoint's jobs (docs/jobs.md, Watching jobs). */
+  jobs: JobsHistory;
+}
+
+/**
+ * Jobs in an endpoint's history: in the queue and in progress at each sample (the store's count), the jobs that
+ * finished in each interval by outcome, the jobs sent back to the queue for another attempt, and the delay and
+ * execution time percentiles of the jobs that finished in it (null without any).
+ */
+export interface JobsHistory {
+  inQueue: number[];
+  inProgress: number[];
+  completed: number[];
+  failed: number[];
+  cancelled: number[];
+  timedOut: number[];
+  retried: number[];
+  delayMs: { p50: (number | null)[]; p95: (number | null)[] };
+  executionMs: { p50: (number | null)[]; p95: (number | null)[] };
+}
+
+/**
+ * The buckets (s) jobs' delay and execution times are counted in (+Inf after the last): the history's
+ * percentiles and `/metrics`' histograms. A time past the last bound is reported as the last bound.
+ */
+export const JOB_TIME_BUCKETS: readonly number[] = [
+  0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+];
+
+/** How a job finished, as `/metrics` and the history count it. */
+export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'timedOut';
+
+export const JOB_OUTCOMES: readonly JobOutcome[] = ['completed', 'failed', 'cancelled', 'timedOut'];
+
+/**
+ * One endpoint's jobs as this process counted them since it began (the history keeps the differences): those that
+ * finished here by outcome, those sent back to the queue here, and the finished ones' times in JOB_TIME_BUCKETS
+ * (not cumulative; the last is +Inf).
+ */
+export interface JobCounters {
+  finished: Record<JobOutcome, number>;
+  retried: number;
+  delayCounts: readonly number[];
+  executionCounts: readonly number[];
+}
+
+/** One endpoint's jobs now, as the store counts them (shared by every replica). */
+export interface LiveJobs {
+  inQueue: number;
+  inProgress: number;
 }
 
 /** An endpoint's traffic over its last minutes (the Endpoints list). */
@@ -65,4 +115,28 @@ export interface RecentTraffic {
   requests: number;
   requestsPerMinute: number;
   latencyMs: { p50: number | null; p99: number | null };
+  /** The jobs that finished in the same window, and how long they waited and ran. */
+  jobs: RecentJobs;
 }
+
+/** An endpoint's jobs over its last minutes (`endpoint/metrics`). */
+export interface RecentJobs {
+  completed: number;
+  failed: number;
+  cancelled: number;
+  timedOut: number;
+  retried: number;
+  delayMs: { p50: number | null; p95: number | null };
+  executionMs: { p50: number | null; p95: number | null };
+}
+
+/** No job in the last minutes. */
+export const NO_RECENT_JOBS: RecentJobs = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  timedOut: 0,
+  retried: 0,
+  delayMs: { p50: null, p95: null },
+  executionMs: { p50: null, p95: null },
+};

@@ -6,10 +6,12 @@ import { type Kysely, type Selectable, sql } from 'kysely';
 import { JOB_STATUSES, type Job, type JobListing, type JobStatus } from '../domain/job.js';
 import type { Database, JobsTable } from './schema.js';
 
-/** One endpoint's queue as the autoscaler reads it. */
+/** One endpoint's queue as the autoscaler (and the jobs' metrics) read it. */
 export interface JobQueueSignal {
   /** IN_QUEUE jobs that may add a worker (not lowPriority). */
   queued: number;
+  /** IN_QUEUE jobs that add no worker (lowPriority): not the autoscaler's, but counted in the metrics. */
+  lowPriorityQueued: number;
   /** When the oldest of them was submitted; null: none. */
   oldestQueuedAt: number | null;
   /** Jobs IN_PROGRESS per worker. */
@@ -85,7 +87,10 @@ export async function listJobs(
   return rows.map(listingFromRow);
 }
 
-/** Every endpoint's queue and jobs in progress, for the autoscaler (endpoints with none are absent). */
+/**
+ * Every endpoint's queue and jobs in progress, for the autoscaler and the jobs' metrics (endpoints with none are
+ * absent): one grouped statement, however many endpoints there are.
+ */
 export async function jobQueueSignals(db: Kysely<Database>): Promise<Map<string, JobQueueSignal>> {
   const rows = await db
     .selectFrom('jobs')
@@ -93,25 +98,26 @@ export async function jobQueueSignals(db: Kysely<Database>): Promise<Map<string,
       'endpoint_id',
       'status',
       'worker_id',
+      'low_priority',
       (eb) => eb.fn.countAll<number>().as('n'),
       (eb) => eb.fn.min('created_at').as('oldest'),
     ])
-    .where((eb) =>
-      eb.or([eb.and([eb('status', '=', QUEUED), eb('low_priority', '=', 0)]), eb('status', '=', RUNNING)]),
-    )
-    .groupBy(['endpoint_id', 'status', 'worker_id'])
+    .where('status', 'in', [QUEUED, RUNNING])
+    .groupBy(['endpoint_id', 'status', 'worker_id', 'low_priority'])
     .execute();
   const signals = new Map<string, JobQueueSignal>();
   for (const row of rows) {
     let signal = signals.get(row.endpoint_id);
     if (!signal) {
-      signal = { queued: 0, oldestQueuedAt: null, inProgress: {} };
+      signal = { queued: 0, lowPriorityQueued: 0, oldestQueuedAt: null, inProgress: {} };
       signals.set(row.endpoint_id, signal);
     }
-    if (row.status === QUEUED) {
+    if (row.status === QUEUED && Number(row.low_priority) === 1) signal.lowPriorityQueued += Number(row.n);
+    else if (row.status === QUEUED) {
       signal.queued += Number(row.n);
       signal.oldestQueuedAt = Number(row.oldest);
-    } else if (row.worker_id) signal.inProgress[row.worker_id] = Number(row.n);
+    } else if (row.worker_id)
+      signal.inProgress[row.worker_id] = (signal.inProgress[row.worker_id] ?? 0) + Number(row.n);
   }
   return signals;
 }

@@ -7,11 +7,16 @@ import type { Job } from '../domain/job.js';
 import { bigint, fromRow, QUEUED, RUNNING } from './job-reads.js';
 import type { Database } from './schema.js';
 
-/** What went back to the queue (and the endpoints whose queues grew), and what FAILED at the attempt limit. */
+/**
+ * What went back to the queue (and the endpoints whose queues grew, with how many each), and what FAILED at the
+ * attempt limit.
+ */
 export interface Requeued {
   requeued: string[];
   failed: Job[];
   endpoints: string[];
+  /** How many of `requeued` are each endpoint's. */
+  perEndpoint: Record<string, number>;
 }
 
 export async function requeueIds(
@@ -20,7 +25,7 @@ export async function requeueIds(
   cause: string,
   options: { maxAttempts: number; now: number },
 ): Promise<Requeued> {
-  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
+  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [], perEndpoint: {} };
   const failed = await trx
     .updateTable('jobs')
     .set({
@@ -51,9 +56,12 @@ export async function requeueIds(
     .where('status', '=', RUNNING)
     .returning(['id', 'endpoint_id'])
     .execute();
+  const perEndpoint: Record<string, number> = {};
+  for (const r of requeued) perEndpoint[r.endpoint_id] = (perEndpoint[r.endpoint_id] ?? 0) + 1;
   return {
     requeued: requeued.map((r) => r.id),
     failed: failed.map(fromRow),
-    endpoints: [...new Set(requeued.map((r) => r.endpoint_id))],
+    endpoints: Object.keys(perEndpoint),
+    perEndpoint,
   };
 }

@@ -114,6 +114,7 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
       requeued: [],
       failed: [],
       endpoints: [],
+      perEndpoint: {},
     });
     expect(await take('w-3')).toEqual([]);
   });
@@ -215,6 +216,15 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     ).toEqual(['j-2']);
   });
 
+  it('says how many requeued jobs each endpoint got back', async () => {
+    await enqueue(newJob('j-1'), newJob('j-2'), newJob('j-3', { endpointId: 'ep-2' }));
+    await take('w-1', 2);
+    await store.jobs.take({ endpointId: 'ep-2', workerId: 'w-2', max: 1, cap: 1, now: 2_000 });
+    const lost = await store.jobs.requeueUnseen(3_000, 'no ping', { maxAttempts: 3, now: 3_000 });
+    expect(lost.perEndpoint).toEqual({ 'ep-1': 2, 'ep-2': 1 });
+    expect(lost.endpoints.sort()).toEqual(['ep-1', 'ep-2']);
+  });
+
   it('times out jobs past their ttl or execution timeout and deletes finished ones past retention', async () => {
     const policy = { executionTimeoutMs: 5_000, ttlMs: 20_000, lowPriority: false };
     await enqueue(newJob('j-exec', { policy }), newJob('j-ttl', { policy, createdAt: 1_500 }));
@@ -265,8 +275,16 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     );
     await take('w-1');
     const signal = (await store.jobs.queueSignals()).get('ep-1');
-    // j-1 was taken; what is left queued and not low-priority: j-2, j-3.
-    expect(signal).toEqual({ queued: 2, oldestQueuedAt: 20, inProgress: { 'w-1': 1 } });
+    // j-1 was taken; what is left queued and not low-priority: j-2, j-3; the low-priority one apart.
+    expect(signal).toEqual({ queued: 2, lowPriorityQueued: 1, oldestQueuedAt: 20, inProgress: { 'w-1': 1 } });
+    // An endpoint with low-priority jobs alone is there, with nothing that adds a worker.
+    await enqueue(newJob('j-low-2', { endpointId: 'ep-2', policy: low }));
+    expect((await store.jobs.queueSignals()).get('ep-2')).toEqual({
+      queued: 0,
+      lowPriorityQueued: 1,
+      oldestQueuedAt: null,
+      inProgress: {},
+    });
   });
 
   it('remembers when each queue worker was last seen, on any replica, and forgets old ones', async () => {

@@ -345,7 +345,7 @@ export class JobRepository {
     cause: string,
     options: { maxAttempts: number; now: number; untaken?: boolean },
   ): Promise<Requeued> {
-    if (ids.length === 0) return { requeued: [], failed: [], endpoints: [] };
+    if (ids.length === 0) return { requeued: [], failed: [], endpoints: [], perEndpoint: {} };
     return this.#db.transaction().execute(async (trx) => {
       if (options.untaken)
         await trx

@@ -74,7 +74,8 @@ describe.each(storeTargets())('the webhook outbox on $name', (target) => {
 
   it('retries a failed delivery with backoff and the same id, and stops at the first 2xx', async () => {
     receiver.answers.push(500, 503);
-    const sender = outbox();
+    const outcomes: string[] = [];
+    const sender = outbox({ onOutcome: (endpointId, outcome) => outcomes.push(`${endpointId} ${outcome}`) });
     const id = await sender.enqueue({ ...job, url: `${base}/hook` });
     expect(await sender.deliverDue()).toBe(1);
     expect(await store.webhookDeliveries.get(id)).toMatchObject({
@@ -91,6 +92,7 @@ describe.each(storeTargets())('the webhook outbox on $name', (target) => {
     expect(await sender.deliverDue()).toBe(1);
     expect(await store.webhookDeliveries.get(id)).toBeUndefined();
     expect(received.map((r) => r.headers['webhook-id'])).toEqual([id, id, id]);
+    expect(outcomes).toEqual(['ep-1 retrying', 'ep-1 retrying', 'ep-1 delivered']);
     expect(received.map((r) => r.headers['webhook-timestamp'])).toEqual(
       [now - 3_000, now - 2_000, now].map((t) => String(Math.floor(t / 1000))),
     );
@@ -98,7 +100,8 @@ describe.each(storeTargets())('the webhook outbox on $name', (target) => {
 
   it('gives up after the last attempt; a refused connection counts as a failure', async () => {
     receiver.answers.push(500, 500, 500, 500);
-    const sender = outbox();
+    const outcomes: string[] = [];
+    const sender = outbox({ onOutcome: (_endpointId, outcome) => outcomes.push(outcome) });
     const id = await sender.enqueue({ ...job, url: `${base}/hook` });
     for (const wait of [0, 1_000, 2_000]) {
       now += wait;
@@ -106,6 +109,7 @@ describe.each(storeTargets())('the webhook outbox on $name', (target) => {
     }
     expect(received).toHaveLength(3);
     expect(await store.webhookDeliveries.get(id)).toBeUndefined();
+    expect(outcomes).toEqual(['retrying', 'retrying', 'given_up']);
 
     const closed = await sender.enqueue({ ...job, url: 'http://127.0.0.1:1/hook' });
     await sender.deliverDue();
@@ -113,10 +117,15 @@ describe.each(storeTargets())('the webhook outbox on $name', (target) => {
   });
 
   it('refuses a private target at delivery time when the operator does not allow them, posting nothing', async () => {
-    const sender = outbox({ policy: { allowPrivate: false } });
+    const outcomes: string[] = [];
+    const sender = outbox({
+      policy: { allowPrivate: false },
+      onOutcome: (_e, outcome) => outcomes.push(outcome),
+    });
     const id = await sender.enqueue({ ...job, url: `${base}/hook` });
     expect(await sender.deliverDue()).toBe(1);
     expect(received).toEqual([]);
+    expect(outcomes).toEqual(['refused']);
     expect(await store.webhookDeliveries.get(id)).toBeUndefined();
   });
 

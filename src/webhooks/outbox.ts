@@ -17,6 +17,12 @@ import { type LookupAll, resolveWebhookTarget, systemLookupAll, type TargetPolic
 /** What the jobs core hands over when a job reaches a terminal status (ports/job-webhooks.ts). */
 export type WebhookRequest = JobWebhookRequest;
 
+/**
+ * How one attempt ended: `delivered` (a 2xx), `retrying` (it failed; another attempt comes), `given_up` (it failed
+ * and was the last), `refused` (the target is not allowed: nothing was posted).
+ */
+export type WebhookOutcome = 'delivered' | 'retrying' | 'given_up' | 'refused';
+
 export interface WebhookLogger {
   info(data: object, message: string): void;
   warn(data: object, message: string): void;
@@ -40,6 +46,8 @@ export interface WebhookOutboxOptions {
   /** Deliveries claimed per sweep. Default 32. */
   batch?: number;
   lookupAll?: LookupAll;
+  /** Told how each attempt ended (the deliveries' metrics); none: nobody. */
+  onOutcome?: (endpointId: string, outcome: WebhookOutcome) => void;
 }
 
 export class WebhookOutbox {
@@ -157,6 +165,7 @@ export class WebhookOutbox {
     if (!target.ok) {
       await deliveries.delete(delivery.id);
       logger.warn({ ...log, reason: target.reason }, 'webhook delivery refused: target not allowed');
+      this.#o.onOutcome?.(delivery.endpointId, 'refused');
       return;
     }
     let outcome: PostOutcome;
@@ -179,6 +188,7 @@ export class WebhookOutbox {
     if (outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300) {
       await deliveries.delete(delivery.id);
       logger.info({ ...log, status: outcome.status }, 'webhook delivered');
+      this.#o.onOutcome?.(delivery.endpointId, 'delivered');
       return;
     }
     const error = outcome.status !== undefined ? `answered ${outcome.status}` : (outcome.error ?? 'failed');
@@ -187,9 +197,11 @@ export class WebhookOutbox {
     if (next === undefined) {
       await deliveries.delete(delivery.id);
       logger.warn({ ...log, error }, 'webhook delivery given up');
+      this.#o.onOutcome?.(delivery.endpointId, 'given_up');
       return;
     }
     await deliveries.reschedule(delivery.id, attempts, next, error);
     logger.info({ ...log, error, nextAt: next }, 'webhook delivery failed; will retry');
+    this.#o.onOutcome?.(delivery.endpointId, 'retrying');
   }
 }

@@ -2,7 +2,7 @@
  * The dashboard's layout in a real Chromium, over the real API (in process, real HTTP on port 0, the built
  * dist/web): a chart with a single sample spans the hour the history keeps, not years; the delete dialog of an
  * endpoint with a 200-character name keeps its Cancel button whole and inside the dialog, at a laptop's and a
- * phone's width. Each test leaves a screenshot in test-results/dashboard-layout/ for review.
+ * phone's width; an endpoint that had jobs gets the job charts. Each test leaves a screenshot in test-results/dashboard-layout/ for review.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,6 +31,17 @@ function oneSample(): EndpointHistory {
     workers: { running: [1] },
     desiredWorkers: [1],
     coldStarts: { count: [0], meanMs: [null], thaws: [0], restores: [0] },
+    jobs: {
+      inQueue: [3],
+      inProgress: [1],
+      completed: [2],
+      failed: [1],
+      cancelled: [0],
+      timedOut: [0],
+      retried: [1],
+      delayMs: { p50: [150], p95: [2_400] },
+      executionMs: { p50: [4_000], p95: [8_000] },
+    },
   };
 }
 
@@ -89,6 +100,24 @@ describe.runIf(chromiumAvailable())('the dashboard layout in a real Chromium', (
     await page
       .locator('section[aria-labelledby="charts-title"]')
       .screenshot({ path: join(SHOTS, 'chart.png') });
+    await page.close();
+  });
+
+  it('draws the job charts of an endpoint that had jobs, each saying its latest values', async () => {
+    const page = await endpointPage(1280, 800);
+    const caption = (id: string) => page.locator(`.chart[data-chart="${id}"] figcaption .summary`);
+    await caption('jobs').waitFor({ timeout: 10_000 });
+    expect(await caption('jobs').textContent()).toBe(
+      'now 3 in the queue, 1 in progress; at most 3 queued in the chart',
+    );
+    expect(await caption('jobs-finished').textContent()).toContain('3 jobs finished in the chart');
+    expect(await caption('job-times').textContent()).toBe(
+      'latest delay p50 150 ms, p95 2.4 s; execution p50 4.0 s, p95 8.0 s',
+    );
+    expect(await page.locator('.chart[data-chart="job-times"] .uplot').count()).toBe(1);
+    await page
+      .locator('.chart[data-chart="jobs-finished"]')
+      .screenshot({ path: join(SHOTS, 'jobs-finished-chart.png') });
     await page.close();
   });
 

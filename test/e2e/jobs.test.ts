@@ -3,7 +3,8 @@
  * workers are the RunPod protocol test worker (test/fixtures/worker/runpod-worker.mjs) reaching the worker-facing
  * listener on 127.0.0.1 (a free port: test/support/process.ts), and the client API on the gateway address. A first job wakes the endpoint from zero; run,
  * runsync, status, stream and cancel; a worker killed mid-job (the job runs again elsewhere and completes once);
- * kill -9 of serve with a queued job (it completes after the restart).
+ * the jobs that ran read back in endpoint/metrics, its history and /metrics; kill -9 of serve with a queued job (it
+ * completes after the restart).
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,7 @@ describe('jobs on a queue endpoint, end to end', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-jobs-'));
     writeFileSync(
       join(dataDir, 'corral.yaml'),
-      `webhooks:\n  allowPrivate: true\njobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n`,
+      `webhooks:\n  allowPrivate: true\njobs:\n  lostAfterSeconds: 4\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\nhistory:\n  intervalSeconds: 1\n`,
     );
     await serve();
   }, 60_000);
@@ -141,6 +142,44 @@ describe('jobs on a queue endpoint, end to end', () => {
       throw error;
     }
   }, 120_000);
+
+  it('shows the jobs that ran in endpoint/metrics, its history and /metrics', async () => {
+    if (!server) throw new Error('no server');
+    const ready = server;
+    try {
+      // 5 completed (run, the webhook's, runsync, the stream, the killed worker's), 1 cancelled; the killed worker's
+      // job went back to the queue once. The history samples every second here.
+      await vi.waitFor(
+        async () => {
+          const metrics = await callApi(ready, KEY, `endpoint/metrics?id=${endpointId}`);
+          expect(metrics.body.jobs).toMatchObject({
+            inQueue: 0,
+            inProgress: 0,
+            recent: { completed: 5, failed: 0, cancelled: 1, timedOut: 0, retried: 1 },
+          });
+        },
+        { timeout: 30_000, interval: 500 },
+      );
+      const { jobs: recent } = (await callApi(ready, KEY, `endpoint/metrics?id=${endpointId}`)).body;
+      expect(recent.recent.delayMs.p50).toBeGreaterThan(0);
+      expect(recent.recent.executionMs.p95).toBeGreaterThanOrEqual(recent.recent.executionMs.p50);
+      // The stream's job slept 2 x 100 ms on its worker: the slowest executions took at least that.
+      expect(recent.recent.executionMs.p95).toBeGreaterThanOrEqual(100);
+      const history = (await callApi(ready, KEY, `endpoint/metrics/history?id=${endpointId}`)).body;
+      const total = (values: number[]) => values.reduce((a, b) => a + b, 0);
+      expect(total(history.jobs.completed)).toBe(5);
+      expect(total(history.jobs.cancelled)).toBe(1);
+      const scraped = await fetch(`${ready.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } });
+      const text = await scraped.text();
+      expect(text).toContain(`corral_jobs_finished_total{endpoint="${endpointId}",outcome="COMPLETED"} 5`);
+      expect(text).toContain(`corral_jobs_finished_total{endpoint="${endpointId}",outcome="CANCELLED"} 1`);
+      expect(text).toContain(`corral_jobs_retried_total{endpoint="${endpointId}"} 1`);
+      expect(text).toContain(`corral_job_execution_seconds_count{endpoint="${endpointId}"} 6`);
+    } catch (error) {
+      printServeLog(server);
+      throw error;
+    }
+  }, 60_000);
 
   it('keeps a queued job through kill -9 of corral serve and completes it after the restart', async () => {
     if (!server) throw new Error('no server');

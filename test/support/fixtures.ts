@@ -1,15 +1,31 @@
 /**
- * Domain fixtures: the test limits, sample endpoints (unique ids), the controller's record of a worker, and deletion
- * as the API does it.
+ * Domain fixtures: the test limits, sample endpoints (unique ids), the controller's record of a worker, a queued
+ * job, and deletion as the API does it.
  */
 import type { ManagedWorker } from '../../src/controller/workers/managed-worker.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
+import { DEFAULT_JOB_POLICY, type NewJob } from '../../src/domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/domain/limits.js';
 import { applyPatch, defaultSpec, type SpecPatch } from '../../src/domain/spec-patch.js';
 import type { WorkerState } from '../../src/domain/worker.js';
 import type { Store } from '../../src/store/store.js';
 
 export const TEST_LIMITS: Limits = { ...DEFAULT_LIMITS, cudaVersions: ['11.8', '12.1', '12.4'] };
+
+/** A job as `run` submits it: input 1, no webhook, the default policy, owner `o` unless `over` says. */
+export function sampleJob(id: string, endpointId: string, over: Partial<NewJob> = {}): NewJob {
+  return {
+    id,
+    endpointId,
+    ownerId: 'o',
+    input: '1',
+    webhook: null,
+    policy: DEFAULT_JOB_POLICY,
+    sync: false,
+    createdAt: 0,
+    ...over,
+  };
+}
 
 let counter = 0;
 let workerSeq = 0;

@@ -149,3 +149,69 @@ describe('timeRange', () => {
     expect(timeRange([], 3600)).toBeUndefined();
   });
 });
+
+describe('the job charts', () => {
+  const jobs = {
+    inQueue: [0, 6, 2],
+    inProgress: [0, 2, 2],
+    completed: [0, 3, 9],
+    failed: [0, 1, 0],
+    cancelled: [0, 0, 1],
+    timedOut: [0, 0, 0],
+    retried: [0, 1, 0],
+    delayMs: { p50: [null, 120, 2_400], p95: [null, 300, 9_000] },
+    executionMs: { p50: [null, 4_000, null], p95: [null, 8_000, null] },
+  };
+
+  it('are left out for an endpoint that had no job, or a server that sends none', () => {
+    const none = {
+      inQueue: zeros,
+      inProgress: zeros,
+      completed: zeros,
+      failed: zeros,
+      cancelled: zeros,
+      timedOut: zeros,
+      retried: zeros,
+      delayMs: { p50: [null, null, null], p95: [null, null, null] },
+      executionMs: { p50: [null, null, null], p95: [null, null, null] },
+    };
+    expect(chartsOf(history({ jobs: none })).charts.map((c) => c.id)).not.toContain('jobs');
+    expect(chartsOf(history()).charts).toHaveLength(5);
+    expect(chartsOf(history()).jobs).toBe(0);
+  });
+
+  it('show the jobs queued and running, those finished by outcome, and their times in seconds', () => {
+    const charts = chartsOf(history({ jobs }));
+    expect(charts.charts.map((c) => c.id).slice(5)).toEqual(['jobs', 'jobs-finished', 'job-times']);
+    expect(charts.jobs).toBe(14);
+    const live = chart('jobs', history({ jobs }));
+    expect(live?.series.map((s) => [s.label, s.values])).toEqual([
+      ['in queue', [0, 6, 2]],
+      ['in progress', [0, 2, 2]],
+    ]);
+    expect(live?.summary).toBe('now 2 in the queue, 2 in progress; at most 6 queued in the chart');
+    const finished = chart('jobs-finished', history({ jobs }));
+    expect(finished?.title).toBe('Jobs finished per 10 s, by outcome');
+    expect(finished?.series.map((s) => [s.label, s.kind])).toEqual([
+      ['completed', 'steps'],
+      ['failed', 'steps'],
+      ['cancelled', 'steps'],
+      ['timed out', 'steps'],
+      ['retried', 'steps'],
+    ]);
+    expect(finished?.summary).toBe(
+      '14 jobs finished in the chart, 2 of them not completed; 1 retried; the last 10 s: 9 completed, 0 failed',
+    );
+    const times = chart('job-times', history({ jobs }));
+    expect(times?.series.map((s) => s.values)).toEqual([
+      [null, 0.12, 2.4],
+      [null, 0.3, 9],
+      [null, 4, null],
+      [null, 8, null],
+    ]);
+    // The last interval's jobs were all cancelled in the queue: a delay, no execution.
+    expect(times?.summary).toBe('latest delay p50 2.4 s, p95 9.0 s; none ran');
+    const quiet = { ...jobs, delayMs: { p50: [null, null, null], p95: [null, null, null] } };
+    expect(chart('job-times', history({ jobs: quiet }))?.summary).toBe('no finished job in the chart');
+  });
+});

@@ -1,9 +1,10 @@
 /**
  * What the Endpoint page's charts draw, computed from the history's columns (pure, tested): for each chart its
  * series (label, colour, axis, values) over one time axis in seconds, and a line that says the latest values in
- * words (the chart's caption, and its text for screen readers).
+ * words (the chart's caption, and its text for screen readers). An endpoint that had jobs in the history gets three
+ * more: its jobs queued and in progress, finished by outcome, and their delay and execution times.
  */
-import type { WireEndpointHistory } from '../../src/client/index.js';
+import type { WireEndpointHistory, WireJobsHistory } from '../../src/client/index.js';
 
 export interface ChartSeries {
   label: string;
@@ -17,7 +18,7 @@ export interface ChartSeries {
 
 export interface ChartSpec {
   /** Stable id: the DOM's `data-chart`, and the key that keeps the uPlot instance. */
-  id: 'requests' | 'latency' | 'queue' | 'workers' | 'cold-starts';
+  id: 'requests' | 'latency' | 'queue' | 'workers' | 'cold-starts' | 'jobs' | 'jobs-finished' | 'job-times';
   title: string;
   /** The axes' units. */
   y: string;
@@ -35,6 +36,8 @@ export interface Charts {
   charts: ChartSpec[];
   /** Requests in the whole history: the e2e test watches it grow. */
   requests: number;
+  /** Jobs finished in the whole history. */
+  jobs: number;
 }
 
 const COLORS = {
@@ -50,6 +53,17 @@ const COLORS = {
   thaw: '#54aeff',
   restore: '#8250df',
   coldMs: '#bc4c00',
+  inQueue: '#0a58ca',
+  inProgress: '#1a7f37',
+  completed: '#1a7f37',
+  failed: '#cf222e',
+  cancelled: '#57606a',
+  timedOut: '#bc4c00',
+  retried: '#8250df',
+  delayP50: '#0a58ca',
+  delayP95: '#54aeff',
+  executionP50: '#1a7f37',
+  executionP95: '#bf8700',
 };
 
 /** A colour per worker state, from waiting (light) to serving (green), gone ones grey or red. */
@@ -196,8 +210,111 @@ export function chartsOf(history: WireEndpointHistory): Charts {
             )}`,
     },
   ];
+  const jobs = history.jobs;
+  const finished = jobs
+    ? sum(jobs.completed) + sum(jobs.failed) + sum(jobs.cancelled) + sum(jobs.timedOut)
+    : 0;
+  if (jobs && hadJobs(jobs)) charts.push(...jobCharts(jobs, every, finished));
   const spanSeconds = history.intervalSeconds ? history.intervalSeconds * history.capacity : null;
-  return { x, spanSeconds, charts, requests };
+  return { x, spanSeconds, charts, requests, jobs: finished };
+}
+
+/** Whether the history shows any job (an endpoint that never had one gets no job charts). */
+function hadJobs(jobs: WireJobsHistory): boolean {
+  return [
+    jobs.inQueue,
+    jobs.inProgress,
+    jobs.completed,
+    jobs.failed,
+    jobs.cancelled,
+    jobs.timedOut,
+    jobs.retried,
+  ].some((values) => values.some((v) => v > 0));
+}
+
+/** The job charts (docs/jobs.md, Watching jobs): live counts, finished by outcome, and the times in seconds. */
+function jobCharts(jobs: WireJobsHistory, every: string, finished: number): ChartSpec[] {
+  const seconds = (values: (number | null)[]) => values.map((ms) => (ms === null ? null : ms / 1000));
+  const notDone = sum(jobs.failed) + sum(jobs.cancelled) + sum(jobs.timedOut);
+  return [
+    {
+      id: 'jobs',
+      title: 'Jobs in the queue and in progress',
+      y: 'jobs',
+      series: [
+        { label: 'in queue', color: COLORS.inQueue, scale: 'y', kind: 'line', values: jobs.inQueue },
+        { label: 'in progress', color: COLORS.inProgress, scale: 'y', kind: 'line', values: jobs.inProgress },
+      ],
+      summary: `now ${last(jobs.inQueue) ?? 0} in the queue, ${last(jobs.inProgress) ?? 0} in progress; at most ${Math.max(
+        0,
+        ...jobs.inQueue,
+      )} queued in the chart`,
+    },
+    {
+      id: 'jobs-finished',
+      title: `Jobs finished per ${every}, by outcome`,
+      y: 'jobs',
+      series: [
+        { label: 'completed', color: COLORS.completed, scale: 'y', kind: 'steps', values: jobs.completed },
+        { label: 'failed', color: COLORS.failed, scale: 'y', kind: 'steps', values: jobs.failed },
+        { label: 'cancelled', color: COLORS.cancelled, scale: 'y', kind: 'steps', values: jobs.cancelled },
+        { label: 'timed out', color: COLORS.timedOut, scale: 'y', kind: 'steps', values: jobs.timedOut },
+        { label: 'retried', color: COLORS.retried, scale: 'y', kind: 'steps', values: jobs.retried },
+      ],
+      summary: `${finished} jobs finished in the chart, ${notDone} of them not completed; ${sum(
+        jobs.retried,
+      )} retried; the last ${every}: ${last(jobs.completed) ?? 0} completed, ${last(jobs.failed) ?? 0} failed`,
+    },
+    {
+      id: 'job-times',
+      title: 'Job delay and execution time p50 / p95',
+      y: 's',
+      series: [
+        {
+          label: 'delay p50',
+          color: COLORS.delayP50,
+          scale: 'y',
+          kind: 'line',
+          values: seconds(jobs.delayMs.p50),
+        },
+        {
+          label: 'delay p95',
+          color: COLORS.delayP95,
+          scale: 'y',
+          kind: 'line',
+          values: seconds(jobs.delayMs.p95),
+        },
+        {
+          label: 'execution p50',
+          color: COLORS.executionP50,
+          scale: 'y',
+          kind: 'line',
+          values: seconds(jobs.executionMs.p50),
+        },
+        {
+          label: 'execution p95',
+          color: COLORS.executionP95,
+          scale: 'y',
+          kind: 'line',
+          values: seconds(jobs.executionMs.p95),
+        },
+      ],
+      summary: latestJobTimes(jobs),
+    },
+  ];
+}
+
+function latestJobTimes(jobs: WireJobsHistory): string {
+  const { delayMs, executionMs } = jobs;
+  for (let i = delayMs.p50.length - 1; i >= 0; i--) {
+    if (delayMs.p50[i] === null || delayMs.p50[i] === undefined) continue;
+    const execution =
+      executionMs.p50[i] === null || executionMs.p50[i] === undefined
+        ? 'none ran'
+        : `execution p50 ${duration(executionMs.p50[i])}, p95 ${duration(executionMs.p95[i])}`;
+    return `latest delay p50 ${duration(delayMs.p50[i])}, p95 ${duration(delayMs.p95[i])}; ${execution}`;
+  }
+  return 'no finished job in the chart';
 }
 
 function latestLatency(history: WireEndpointHistory): string {

@@ -1,12 +1,18 @@
 /**
  * `GET endpoint/metrics`: an endpoint's workers (from the store) beside its traffic (this process's gateway; with
- * several replicas, its queue depth and in-flight requests are every live replica's).
+ * several replicas, its queue depth and in-flight requests are every live replica's) and its jobs (the store's
+ * counts now, the history's last minutes).
  */
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
-import type { WireEndpointHistory, WireEndpointMetrics } from '../../contract/wire.js';
-import type { EndpointHistory, EndpointTraffic, RecentTraffic } from '../../ports/traffic.js';
+import type { WireEndpointHistory, WireEndpointJobs, WireEndpointMetrics } from '../../contract/wire.js';
+import {
+  type EndpointHistory,
+  type EndpointTraffic,
+  NO_RECENT_JOBS,
+  type RecentTraffic,
+} from '../../ports/traffic.js';
 import type { AppOptions } from '../app.js';
 
 type Query = Record<string, string | string[] | undefined>;
@@ -55,6 +61,13 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
     }
     const traffic = o.traffic?.(endpoint.id);
     const others = traffic && o.otherReplicas ? await o.otherReplicas.load(endpoint.id) : undefined;
+    const recent = o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : undefined;
+    const jobs: WireEndpointJobs | undefined = o.jobCounts
+      ? {
+          ...(await o.jobCounts(endpoint.id)),
+          recent: recent ? { seconds: recent.seconds, ...recent.jobs } : null,
+        }
+      : undefined;
     return {
       id: endpoint.id,
       workers,
@@ -74,18 +87,25 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       coldStarts: traffic?.coldStarts ?? null,
       wakes: traffic?.wakes ?? null,
       desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
-      recent: o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : null,
+      recent: recent ? recentRequests(recent) : null,
+      ...(jobs ? { jobs } : {}),
     };
   });
 }
 
 /** Where the history has no ring for the endpoint: nothing happened in it for the history's whole length. */
-const NO_RECENT_TRAFFIC = {
+const NO_RECENT_TRAFFIC: RecentTraffic = {
   seconds: 0,
   requests: 0,
   requestsPerMinute: 0,
   latencyMs: { p50: null, p99: null },
+  jobs: NO_RECENT_JOBS,
 };
+
+/** The requests of the last minutes (their jobs are answered in `jobs.recent`). */
+function recentRequests({ jobs: _jobs, ...requests }: RecentTraffic): Omit<RecentTraffic, 'jobs'> {
+  return requests;
+}
 
 /**
  * `GET endpoint/metrics/history?id=`: the samples the history keeps of the endpoint (the dashboard's charts), with
@@ -109,6 +129,17 @@ function registerHistoryRoute(api: FastifyInstance, o: AppOptions): void {
         workers: {},
         desiredWorkers: [],
         coldStarts: { count: [], meanMs: [], thaws: [], restores: [] },
+        jobs: {
+          inQueue: [],
+          inProgress: [],
+          completed: [],
+          failed: [],
+          cancelled: [],
+          timedOut: [],
+          retried: [],
+          delayMs: { p50: [], p95: [] },
+          executionMs: { p50: [], p95: [] },
+        },
       };
     }
     return { id: endpoint.id, ...history };

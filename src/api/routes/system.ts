@@ -47,9 +47,11 @@ export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void 
       ...(o.replica ? { replica: o.replica.id, leader: o.replica.leading() } : {}),
     };
   });
-  app.get('/openapi.json', async (request) =>
-    openApiDocument({ serverUrl: `${request.protocol}://${request.host}` }),
-  );
+  app.get('/openapi.json', async (request) => {
+    const serverUrl = `${request.protocol}://${request.host}`;
+    // The jobs API is on the gateway: on the name the client reached the API by, at the gateway's port.
+    return openApiDocument({ serverUrl, gatewayUrl: o.links.gatewayBase(new URL(serverUrl).hostname) });
+  });
 
   const scrapeToken = o.metricsToken === undefined ? undefined : digest(o.metricsToken);
   app.get('/metrics', async (request, reply) => {

@@ -2,13 +2,22 @@
  * The OpenAPI 3.1 document of the whole API, served at GET /openapi.json. The request schemas are generated
  * from the zod schemas that parse requests; the rest is built from the same constants the code uses (error
  * catalogue, limit fields, defaults), and src/api/openapi.test.ts checks it against the routes the app serves.
+ * The jobs API (jobs.ts) is served on the gateway's address: its paths name that address in their own `servers`.
  */
 import { API_PREFIX } from '../paths.js';
+import { jobPaths, jobSchemas } from './jobs.js';
 import { paths } from './operations.js';
 import { requestSchemas } from './requests.js';
 import { responseSchemas } from './responses.js';
 
-export function openApiDocument(options: { serverUrl: string }): object {
+/**
+ * `serverUrl`: the API's address; `gatewayUrl`: the gateway's, where the jobs API is served (default: the API's
+ * host on port 8000, the gateway's default).
+ */
+export function openApiDocument(options: { serverUrl: string; gatewayUrl?: string }): object {
+  const gatewayUrl =
+    options.gatewayUrl ??
+    `${new URL(options.serverUrl).protocol}//${new URL(options.serverUrl).hostname}:8000`;
   return {
     openapi: '3.1.0',
     info: {
@@ -38,9 +47,14 @@ export function openApiDocument(options: { serverUrl: string }): object {
         description: 'The GPU inventory, who holds each GPU, and the workers waiting for one.',
       },
       { name: 'API keys', description: "The server's API keys (admin keys only); a key is shown once." },
+      {
+        name: 'Jobs',
+        description:
+          "RunPod's queue API, served on the gateway's address (each path's servers), not the API's: an API key or an invoke key of the endpoint, as Bearer or raw in Authorization (docs/jobs.md).",
+      },
       { name: 'System', description: 'Unauthenticated.' },
     ],
-    paths: paths(),
+    paths: { ...paths(), ...jobPaths(gatewayUrl) },
     components: {
       securitySchemes: {
         bearerAuth: {
@@ -59,7 +73,7 @@ export function openApiDocument(options: { serverUrl: string }): object {
           schema: { type: 'string' },
         },
       },
-      schemas: { ...responseSchemas(), ...requestSchemas() },
+      schemas: { ...responseSchemas(), ...requestSchemas(), ...jobSchemas() },
     },
   };
 }

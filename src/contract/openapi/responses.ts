@@ -182,6 +182,7 @@ function endpointMetricsSchema(): Schema {
         },
         required: ['seconds', 'requests', 'requestsPerMinute', 'latencyMs'],
       },
+      jobs: ref('EndpointJobs'),
     },
     {
       description:
@@ -255,6 +256,7 @@ function endpointHistorySchema(): Schema {
         },
         { description: 'Wakes from zero in each interval.' },
       ),
+      jobs: ref('JobsHistory'),
     },
     {
       description:

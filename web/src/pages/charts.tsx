@@ -1,6 +1,7 @@
 /**
  * The Endpoint page's charts over time (requests by status, latency p50/p99, queue depth and wait, workers by state
- * with the desired count, cold starts with their duration), drawn with uPlot from `GET endpoint/metrics/history`
+ * with the desired count, cold starts with their duration, and for an endpoint that had jobs its jobs queued and in
+ * progress, finished by outcome, and their delay and execution times), drawn with uPlot from `GET endpoint/metrics/history`
  * and polled so that they move live. Each chart says its latest values in words beside it.
  */
 import 'uplot/dist/uPlot.min.css';
@@ -38,10 +39,15 @@ export function HistoryCharts(props: { endpointId: string }) {
         <p class="muted">This server keeps no history (no gateway here, or history.samples is 0).</p>
       ) : null}
       {h && h.intervalSeconds !== null && h.at.length === 0 ? (
-        <p class="muted">Nothing to draw yet: no traffic and no workers in the last {span}.</p>
+        <p class="muted">Nothing to draw yet: no traffic, no workers and no jobs in the last {span}.</p>
       ) : null}
       {charts && charts.x.length > 0 ? (
-        <div class="charts" data-samples={charts.x.length} data-requests={charts.requests}>
+        <div
+          class="charts"
+          data-samples={charts.x.length}
+          data-requests={charts.requests}
+          data-jobs={charts.jobs}
+        >
           {charts.charts.map((spec) => (
             <Chart key={spec.id} x={charts.x} spanSeconds={charts.spanSeconds} spec={spec} />
           ))}
