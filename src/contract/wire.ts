@@ -183,11 +183,11 @@ export interface WireEndpointMetrics {
   /** The traffic of the last minutes from the history (GET endpoint/metrics/history); null where none is kept. */
   recent: WireRecentTraffic | null;
   /** The endpoint's jobs (docs/jobs.md, Watching jobs); absent from servers before them. */
-  jobs?: WireEndpointJobs;
+  jobs?: WireEndpointMetricsJobs;
 }
 
 /** An endpoint's jobs in `GET endpoint/metrics`. */
-export interface WireEndpointJobs {
+export interface WireEndpointMetricsJobs {
   /** Jobs IN_QUEUE and IN_PROGRESS now, as the store counts them (every replica's). */
   inQueue: number;
   inProgress: number;

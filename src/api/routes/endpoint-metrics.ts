@@ -6,7 +6,11 @@
 import type { FastifyInstance } from 'fastify';
 import { ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readQueryId } from '../../contract/query.js';
-import type { WireEndpointHistory, WireEndpointJobs, WireEndpointMetrics } from '../../contract/wire.js';
+import type {
+  WireEndpointHistory,
+  WireEndpointMetrics,
+  WireEndpointMetricsJobs,
+} from '../../contract/wire.js';
 import {
   type EndpointHistory,
   type EndpointTraffic,
@@ -62,7 +66,7 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
     const traffic = o.traffic?.(endpoint.id);
     const others = traffic && o.otherReplicas ? await o.otherReplicas.load(endpoint.id) : undefined;
     const recent = o.history ? ((await o.history.recent(endpoint.id)) ?? NO_RECENT_TRAFFIC) : undefined;
-    const jobs: WireEndpointJobs | undefined = o.jobCounts
+    const jobs: WireEndpointMetricsJobs | undefined = o.jobCounts
       ? {
           ...(await o.jobCounts(endpoint.id)),
           recent: recent ? { seconds: recent.seconds, ...recent.jobs } : null,
