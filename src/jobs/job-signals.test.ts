@@ -93,4 +93,29 @@ describe('queued jobs as the autoscaler signals', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(told).toEqual([{ endpointId: 'ep-zero', queued: 1 }]);
   });
+
+  it("keep an endpoint's signal once its jobs have ended, its worker busy until its last job's end (no scale-down before freeTimeout)", async () => {
+    await enqueue('j-1', 'ep-q', 100);
+    await store.jobs.take({ endpointId: 'ep-q', workerId: 'w-q', max: 1, cap: 1, now: 100 });
+    timers.advance(200);
+    const { job } = await store.jobs.complete({
+      jobId: 'j-1',
+      workerId: 'w-q',
+      status: 'COMPLETED',
+      output: '1',
+      error: null,
+      now: timers.now,
+    });
+    if (!job) throw new Error('the job did not complete');
+    // Shorter than the refresh interval: no snapshot saw it in progress.
+    events.emit('finished', { job });
+    await signals.refresh();
+    const signal = withJobs(gateway, signals).queueSignal('ep-q', () => true);
+    // Undefined would read as "no traffic yet": the scaler would scale the endpoint to minWorkers at once.
+    expect(signal).toBeDefined();
+    expect([signal?.queueLength, signal?.oldestEnqueuedAt, signal?.inFlight('w-q')]).toEqual([0, null, 0]);
+    expect(signal?.lastBusyAt('w-q')).toBe(300);
+    // An endpoint that never had a job still has none.
+    expect(withJobs(gateway, signals).queueSignal('ep-none', () => true)).toBeUndefined();
+  });
 });

@@ -6,7 +6,7 @@ import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { JobEvents } from './job-events.js';
 import { Wakeups } from './wakeups.js';
-import { WorkerJobs } from './worker-jobs.js';
+import { STOP_RESEND_MS, WorkerJobs } from './worker-jobs.js';
 
 describe("a worker's end", () => {
   it('returns the jobs it held to the queue at once, and says their endpoint has jobs queued', async () => {
@@ -89,6 +89,61 @@ describe('a frozen or suspended worker (issue 24)', () => {
     await timers.advanceSettling(600);
     await take;
     expect(taken).toEqual(['j-1']);
+    await store.close();
+  });
+});
+
+describe('the stop channel', () => {
+  it('sends a stop at once, again only after STOP_RESEND_MS while it is pending, and no more once a ping drops the job', async () => {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    const timers = new ManualTimers(1_000);
+    const workers = new WorkerJobs({
+      jobs: store.jobs,
+      clock: () => timers.now,
+      wakeups: new Wakeups({ timers, recheckMs: 10_000 }),
+      events: new JobEvents(),
+      maxAttempts: 3,
+    });
+    const endpoint = sampleEndpoint();
+    const caller = { endpoint, workerId: 'w-1' };
+    await store.jobs.enqueue(
+      {
+        id: 'j-1',
+        endpointId: endpoint.id,
+        ownerId: endpoint.ownerId,
+        input: '1',
+        webhook: null,
+        policy: DEFAULT_JOB_POLICY,
+        sync: false,
+        createdAt: 1_000,
+      },
+      60_000,
+    );
+    await store.jobs.take({ endpointId: endpoint.id, workerId: 'w-1', max: 1, cap: 1, now: 1_000 });
+    await store.jobs.cancel(endpoint.id, 'j-1', timers.now);
+    expect(await workers.stops(caller, 30_000)).toEqual(['j-1']);
+    // The SDK polls again at once: held, not answered with the same stop in a loop.
+    let again: string[] | undefined;
+    const poll = workers.stops(caller, 30_000).then((ids) => {
+      again = ids;
+    });
+    await timers.advanceSettling(STOP_RESEND_MS - 100);
+    expect(again).toBeUndefined();
+    await timers.advanceSettling(100);
+    await poll;
+    expect(again).toEqual(['j-1']);
+    // A ping that no longer lists the job: the stop is done; the next poll holds until its bound.
+    await workers.ping(caller, []);
+    let last: string[] | undefined;
+    const held = workers.stops(caller, 5_000).then((ids) => {
+      last = ids;
+    });
+    await timers.advanceSettling(4_900);
+    expect(last).toBeUndefined();
+    await timers.advanceSettling(100);
+    await held;
+    expect(last).toEqual([]);
     await store.close();
   });
 });
