@@ -48,34 +48,46 @@ describe("a worker's end", () => {
   });
 });
 
+/** A store holding one queued job j-1 of a sample endpoint (submitted at 1000), and WorkerJobs on it. */
+async function oneQueuedJob(
+  timers: ManualTimers,
+  options: { recheckMs: number; resting?: (endpointId: string, workerId: string) => boolean },
+) {
+  const store = new Store({ connection: connectSqlite(':memory:') });
+  await store.migrate();
+  const workers = new WorkerJobs({
+    jobs: store.jobs,
+    clock: () => timers.now,
+    wakeups: new Wakeups({ timers, recheckMs: options.recheckMs }),
+    events: new JobEvents(),
+    maxAttempts: 3,
+    ...(options.resting ? { resting: options.resting } : {}),
+  });
+  const endpoint = sampleEndpoint();
+  await store.jobs.enqueue(
+    {
+      id: 'j-1',
+      endpointId: endpoint.id,
+      ownerId: endpoint.ownerId,
+      input: '1',
+      webhook: null,
+      policy: DEFAULT_JOB_POLICY,
+      sync: false,
+      createdAt: 1_000,
+    },
+    60_000,
+  );
+  return { store, workers, endpoint };
+}
+
 describe('a frozen or suspended worker (issue 24)', () => {
   it('is never handed a job through the take it left open, and takes it once it runs again', async () => {
-    const store = new Store({ connection: connectSqlite(':memory:') });
-    await store.migrate();
     const timers = new ManualTimers(1_000);
     const resting = new Set(['w-1']);
-    const workers = new WorkerJobs({
-      jobs: store.jobs,
-      clock: () => timers.now,
-      wakeups: new Wakeups({ timers, recheckMs: 500 }),
-      events: new JobEvents(),
-      maxAttempts: 3,
+    const { store, workers, endpoint } = await oneQueuedJob(timers, {
+      recheckMs: 500,
       resting: (_endpointId, workerId) => resting.has(workerId),
     });
-    const endpoint = sampleEndpoint();
-    await store.jobs.enqueue(
-      {
-        id: 'j-1',
-        endpointId: endpoint.id,
-        ownerId: endpoint.ownerId,
-        input: '1',
-        webhook: null,
-        policy: DEFAULT_JOB_POLICY,
-        sync: false,
-        createdAt: 1_000,
-      },
-      60_000,
-    );
     let taken: string[] | undefined;
     const take = workers
       .take({ endpoint, workerId: 'w-1' }, { batch: 1, holding: undefined, holdMs: 60_000 })
@@ -95,31 +107,9 @@ describe('a frozen or suspended worker (issue 24)', () => {
 
 describe('the stop channel', () => {
   it('sends a stop at once, again only after STOP_RESEND_MS while it is pending, and no more once a ping drops the job', async () => {
-    const store = new Store({ connection: connectSqlite(':memory:') });
-    await store.migrate();
     const timers = new ManualTimers(1_000);
-    const workers = new WorkerJobs({
-      jobs: store.jobs,
-      clock: () => timers.now,
-      wakeups: new Wakeups({ timers, recheckMs: 10_000 }),
-      events: new JobEvents(),
-      maxAttempts: 3,
-    });
-    const endpoint = sampleEndpoint();
+    const { store, workers, endpoint } = await oneQueuedJob(timers, { recheckMs: 10_000 });
     const caller = { endpoint, workerId: 'w-1' };
-    await store.jobs.enqueue(
-      {
-        id: 'j-1',
-        endpointId: endpoint.id,
-        ownerId: endpoint.ownerId,
-        input: '1',
-        webhook: null,
-        policy: DEFAULT_JOB_POLICY,
-        sync: false,
-        createdAt: 1_000,
-      },
-      60_000,
-    );
     await store.jobs.take({ endpointId: endpoint.id, workerId: 'w-1', max: 1, cap: 1, now: 1_000 });
     await store.jobs.cancel(endpoint.id, 'j-1', timers.now);
     expect(await workers.stops(caller, 30_000)).toEqual(['j-1']);

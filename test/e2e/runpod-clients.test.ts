@@ -7,13 +7,13 @@
  * CORRAL_TQDM_LOGGABLE_DIR name source trees, run by Debian's python3 with its python3-* packages; docs/jobs.md).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import runpodSdk from 'runpod-sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
 
 const KEY = 'e2e-runpod-clients-operator-key-01';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
@@ -48,8 +48,8 @@ function runPython(
 }
 
 describe("RunPod's official clients against corral serve", () => {
-  let dataDir: string;
   let server: ServeProcess | undefined;
+  let close: (() => Promise<void>) | undefined;
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   /** A queue endpoint of one worker with one slot (so that a running job keeps others queued): its id. */
@@ -69,26 +69,17 @@ describe("RunPod's official clients against corral serve", () => {
   };
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-runpod-clients-'));
-    writeFileSync(join(dataDir, 'corral.yaml'), 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n');
-    server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:2',
-        '--config',
-        join(dataDir, 'corral.yaml'),
-        ...(isRoot ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
-    );
+    const started = await startServeWithConfig({
+      dirPrefix: 'corral-e2e-runpod-clients-',
+      configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
+      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:2', ...(isRoot ? ['--local-allow-root'] : [])],
+      apiKey: KEY,
+    });
+    server = started.server;
+    close = started.close;
   }, 60_000);
 
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  }, 60_000);
+  afterAll(() => close?.(), 60_000);
 
   it('runpod-sdk (npm): run, status, runSync, stream, cancel, health, purgeQueue', async () => {
     const endpointId = await createEndpoint('runpod-sdk-npm');
