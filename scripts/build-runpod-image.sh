@@ -3,11 +3,13 @@
 # (test/e2e/runpod-sdk.test.ts, docs/jobs.md), with no registry and no PyPI:
 #   FROM scratch + this machine's Debian python3.11 and python3-* packages (apt-get installs the missing ones when
 #   run as root) + the shared libraries they link + runpod-python's `runpod/` package as it is + the pure-Python
-#   dependencies Debian lacks (aiohttp-retry and tqdm-loggable: give their source trees) + the handler of
-#   test/fixtures/runpod-worker/ (its test_input.json too), run as `python3 -u /handler.py`.
-# Usage: scripts/build-runpod-image.sh RUNPOD_PYTHON_DIR AIOHTTP_RETRY_DIR TQDM_LOGGABLE_DIR [tag]
+#   dependencies Debian lacks (aiohttp-retry and tqdm-loggable: give their source trees) + a newer aiohttp than
+#   Debian 12's 3.8 (give its source tree, e.g. v3.9.5; pure Python, AIOHTTP_NO_EXTENSIONS=1, its dependencies from
+#   Debian) ahead of Debian's on the path + the handler of test/fixtures/runpod-worker/ (its test_input.json too),
+#   run as `python3 -u /handler.py`.
+# Usage: scripts/build-runpod-image.sh RUNPOD_PYTHON_DIR AIOHTTP_RETRY_DIR TQDM_LOGGABLE_DIR AIOHTTP_DIR [tag]
 #   (default tag corral-runpod-worker:latest). Each *_DIR is a source tree (a git checkout, or a `git archive` of
-#   one) holding the package directory: runpod/, aiohttp_retry/, tqdm_loggable/.
+#   one) holding the package directory: runpod/, aiohttp_retry/, tqdm_loggable/, aiohttp/.
 set -euo pipefail
 
 log() { printf 'build-runpod-image: %s\n' "$*" >&2; }
@@ -16,11 +18,12 @@ die() {
   exit 1
 }
 
-[ $# -ge 3 ] || die "usage: $0 RUNPOD_PYTHON_DIR AIOHTTP_RETRY_DIR TQDM_LOGGABLE_DIR [tag]"
+[ $# -ge 4 ] || die "usage: $0 RUNPOD_PYTHON_DIR AIOHTTP_RETRY_DIR TQDM_LOGGABLE_DIR AIOHTTP_DIR [tag]"
 runpod_dir="$(readlink -f "$1")"
 retry_dir="$(readlink -f "$2")"
 tqdm_dir="$(readlink -f "$3")"
-tag="${4:-corral-runpod-worker:latest}"
+aiohttp_dir="$(readlink -f "$4")"
+tag="${5:-corral-runpod-worker:latest}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 fixture="$here/../test/fixtures/runpod-worker"
 python=/usr/bin/python3.11
@@ -28,6 +31,7 @@ python=/usr/bin/python3.11
 [ -d "$runpod_dir/runpod/serverless" ] || die "$runpod_dir holds no runpod/serverless (a runpod-python checkout?)"
 [ -f "$retry_dir/aiohttp_retry/__init__.py" ] || die "$retry_dir holds no aiohttp_retry/ package"
 [ -f "$tqdm_dir/tqdm_loggable/__init__.py" ] || die "$tqdm_dir holds no tqdm_loggable/ package"
+[ -f "$aiohttp_dir/aiohttp/__init__.py" ] || die "$aiohttp_dir holds no aiohttp/ package"
 command -v docker >/dev/null 2>&1 || die "the docker CLI is not installed"
 docker info >/dev/null 2>&1 || die "docker is not reachable"
 [ -x "$python" ] || die "$python is missing (Debian: apt-get install python3.11)"
@@ -50,7 +54,7 @@ fi
 ctx="$(mktemp -d "${TMPDIR:-/tmp}/corral-runpod-image.XXXXXX")"
 trap 'rm -rf "$ctx"' EXIT
 root="$ctx/rootfs"
-mkdir -p "$root/tmp" "$root/usr/bin" "$root/usr/lib" "$root/opt/runpod" "$root/opt/deps" "$root/etc"
+mkdir -p "$root/tmp" "$root/usr/bin" "$root/usr/lib" "$root/opt/runpod" "$root/opt/deps" "$root/opt/aiohttp" "$root/etc"
 chmod 1777 "$root/tmp"
 
 log "collecting $python, its standard library and Debian's python3 packages"
@@ -87,6 +91,9 @@ log "adding runpod-python from $runpod_dir (unmodified) and the missing dependen
 cp -a "$runpod_dir/runpod" "$root/opt/runpod/"
 cp -a "$retry_dir/aiohttp_retry" "$root/opt/deps/"
 cp -a "$tqdm_dir/tqdm_loggable" "$root/opt/deps/"
+# aiohttp's package directory as it is in its source tree: its Cython modules (.pyx) are not built, so it runs its
+# pure-Python parser and helpers (AIOHTTP_NO_EXTENSIONS=1 says so rather than trying the missing extensions).
+cp -a "$aiohttp_dir/aiohttp" "$root/opt/aiohttp/"
 # The SDK reads its version with importlib.metadata ("unknown" without it): a minimal dist-info says which source
 # it is, from git or RUNPOD_VERSION (e.g. 1.12.0).
 version="${RUNPOD_VERSION:-$(git -C "$runpod_dir" describe --tags 2>/dev/null || echo unknown)}"
@@ -101,15 +108,15 @@ cat >"$ctx/Dockerfile" <<'DOCKERFILE'
 FROM scratch
 COPY rootfs/ /
 COPY handler.py test_input.json /
-ENV PYTHONPATH=/opt/runpod:/opt/deps PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
+ENV PYTHONPATH=/opt/aiohttp:/opt/runpod:/opt/deps AIOHTTP_NO_EXTENSIONS=1 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
 WORKDIR /
 ENTRYPOINT ["/usr/bin/python3", "-u", "/handler.py"]
 DOCKERFILE
 
 # Debian 12's python3-aiohttp (3.8) predates ClientTimeout(ceil_threshold=) (aio-libs/aiohttp#6316), which
-# runpod-python 1.12.0's worker loop passes: the image's local run works, its job loop does not. The label says
-# which aiohttp the image holds (test/e2e/runpod-sdk.test.ts reads it).
-aiohttp_version="$("$python" -c 'import aiohttp; print(aiohttp.__version__)')"
+# runpod-python 1.12.0's worker loop passes, hence the given tree ahead of it on the path. The label says which
+# aiohttp the image holds, as the image imports it (test/e2e/runpod-sdk.test.ts reads it).
+aiohttp_version="$(cd / && PYTHONPATH="$aiohttp_dir" AIOHTTP_NO_EXTENSIONS=1 "$python" -c 'import aiohttp; print(aiohttp.__version__)')"
 log "building $tag (runpod-python $version, aiohttp $aiohttp_version)"
 docker build -q -t "$tag" --label "corral.dev/runpod-python=$version" --label "corral.dev/aiohttp=$aiohttp_version" \
   "$ctx" >&2

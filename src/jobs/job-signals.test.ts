@@ -75,8 +75,9 @@ describe('queued jobs as the autoscaler signals', () => {
     expect(signal?.oldestEnqueuedAt).toBe(40);
     expect([signal?.inFlight('w-r'), signal?.inFlight('w-j')]).toEqual([1, 1]);
     expect([signal?.lastBusyAt('w-r'), signal?.lastBusyAt('w-j')]).toEqual([50, 100]);
-    // A low-priority job adds no worker: its endpoint has no signal.
-    expect(merged.queueSignal('ep-low', () => true)).toBeUndefined();
+    // A low-priority job adds no worker: its endpoint's signal is the empty one (nothing queued, nothing in flight).
+    expect(merged.queueSignal('ep-low', () => true)).toMatchObject({ queueLength: 0, oldestEnqueuedAt: null });
+    expect(merged.queueSignal('ep-low', () => true)?.inFlight('w-any')).toBe(0);
   });
 
   it("tell the scaler's onQueued listeners once a job is queued, after the snapshot holds it (a wake from zero)", async () => {
@@ -92,5 +93,30 @@ describe('queued jobs as the autoscaler signals', () => {
     await signals.refresh();
     await new Promise((resolve) => setImmediate(resolve));
     expect(told).toEqual([{ endpointId: 'ep-zero', queued: 1 }]);
+  });
+
+  it("keep an endpoint's signal once its jobs have ended, its worker busy until its last job's end (no scale-down before freeTimeout)", async () => {
+    await enqueue('j-1', 'ep-q', 100);
+    await store.jobs.take({ endpointId: 'ep-q', workerId: 'w-q', max: 1, cap: 1, now: 100 });
+    timers.advance(200);
+    const { job } = await store.jobs.complete({
+      jobId: 'j-1',
+      workerId: 'w-q',
+      status: 'COMPLETED',
+      output: '1',
+      error: null,
+      now: timers.now,
+    });
+    if (!job) throw new Error('the job did not complete');
+    // Shorter than the refresh interval: no snapshot saw it in progress.
+    events.emit('finished', { job });
+    await signals.refresh();
+    const signal = withJobs(gateway, signals).queueSignal('ep-q', () => true);
+    // Undefined would read as "no traffic yet": the scaler would scale the endpoint to minWorkers at once.
+    expect(signal).toBeDefined();
+    expect([signal?.queueLength, signal?.oldestEnqueuedAt, signal?.inFlight('w-q')]).toEqual([0, null, 0]);
+    expect(signal?.lastBusyAt('w-q')).toBe(300);
+    // An endpoint that never had a job still has none.
+    expect(withJobs(gateway, signals).queueSignal('ep-none', () => true)).toBeUndefined();
   });
 });

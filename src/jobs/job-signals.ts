@@ -4,8 +4,11 @@
  * on a worker as its requests in flight (so it is busy, and is not scaled down before `freeTimeout` with no job in
  * progress). The store is read on an interval into a snapshot (the scaler reads synchronously), and at once
  * after a job is queued, which also tells the scaler's `onQueued` listeners: a first job wakes an endpoint from
- * zero at once. `withJobs` adds this to the gateway's own signals. The same snapshot is every endpoint's jobs queued
- * and in progress for the jobs' metrics (`live`): one store read serves both.
+ * zero at once. An endpoint that has had jobs keeps a signal (an empty one) once they have all ended, and a
+ * worker's last job's end counts as its last busy time: without them the scaler would read "no traffic yet" and
+ * scale a jobs-only endpoint to minWorkers as soon as its last job ended, whatever its `freeTimeout`. `withJobs`
+ * adds this to the gateway's own signals. The same snapshot is every endpoint's jobs queued and in progress for the
+ * jobs' metrics (`live`): one store read serves both.
  */
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
@@ -23,11 +26,16 @@ export interface JobSignalsOptions {
   refreshMs: number;
 }
 
+/** The signal of an endpoint whose jobs have all ended. */
+const NO_JOBS: JobQueueSignal = { queued: 0, lowPriorityQueued: 0, oldestQueuedAt: null, inProgress: {} };
+
 export class JobSignals {
   readonly #o: JobSignalsOptions;
   #snapshot = new Map<string, JobQueueSignal>();
   /** When each worker was last seen with a job in progress. */
   readonly #lastBusy = new Map<string, number>();
+  /** Endpoints that have had a job since start: their signal stays defined (empty) once none is left. */
+  readonly #seen = new Set<string>();
   readonly #listeners = new Set<(endpointId: string) => void>();
   #timer: unknown;
   #refreshing: Promise<void> | undefined;
@@ -37,13 +45,23 @@ export class JobSignals {
 
   constructor(options: JobSignalsOptions) {
     this.#o = options;
-    this.#unsubscribe = options.events.on('queued', ({ endpointId, lowPriority }) => {
+    const offQueued = options.events.on('queued', ({ endpointId, lowPriority }) => {
       if (lowPriority) return;
       // The snapshot first, so that the pass the listeners ask for sees the job.
       void this.refresh().then(() => {
         for (const listener of this.#listeners) listener(endpointId);
       });
     });
+    // A job shorter than the refresh interval is never seen in progress: its end is its worker's last busy time.
+    const offFinished = options.events.on('finished', ({ job }) => {
+      if (job.workerId === null) return;
+      this.#lastBusy.set(job.workerId, this.#o.clock());
+      this.#seen.add(job.endpointId);
+    });
+    this.#unsubscribe = () => {
+      offQueued();
+      offFinished();
+    };
   }
 
   start(): void {
@@ -62,9 +80,11 @@ export class JobSignals {
         try {
           const snapshot = await this.#o.jobs.queueSignals();
           const now = this.#o.clock();
-          for (const signal of snapshot.values())
+          for (const [endpointId, signal] of snapshot) {
+            this.#seen.add(endpointId);
             for (const [workerId, n] of Object.entries(signal.inProgress))
               if (n > 0) this.#lastBusy.set(workerId, now);
+          }
           this.#snapshot = snapshot;
         } catch (error) {
           this.#o.logger.warn(
@@ -79,12 +99,15 @@ export class JobSignals {
     return this.#refreshing;
   }
 
-  /** The endpoint's jobs as a queue signal; undefined: none queued (but lowPriority ones) or in progress. */
+  /**
+   * The endpoint's jobs as a queue signal; undefined: it has had no job since start. Low-priority jobs alone add no
+   * worker: they read as the empty signal.
+   */
   signal(endpointId: string, exists: (workerId: string) => boolean): JobQueueSignal | undefined {
     for (const workerId of this.#lastBusy.keys()) if (!exists(workerId)) this.#lastBusy.delete(workerId);
     const signal = this.#snapshot.get(endpointId);
-    // Low-priority jobs alone add no worker: no signal, as without them.
-    return signal && (signal.queued > 0 || Object.keys(signal.inProgress).length > 0) ? signal : undefined;
+    if (signal && (signal.queued > 0 || Object.keys(signal.inProgress).length > 0)) return signal;
+    return signal || this.#seen.has(endpointId) ? NO_JOBS : undefined;
   }
 
   /** Every endpoint's jobs IN_QUEUE (lowPriority ones too) and IN_PROGRESS at the last read (none: absent). */

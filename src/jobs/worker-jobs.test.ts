@@ -5,7 +5,7 @@ import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { JobEvents } from './job-events.js';
 import { Wakeups } from './wakeups.js';
-import { WorkerJobs } from './worker-jobs.js';
+import { STOP_RESEND_MS, WorkerJobs } from './worker-jobs.js';
 
 /** A job with input 1 in the endpoint's queue, kept a minute once finished. */
 const queueJob = (store: Store, id: string, endpointId: string, ownerId: string, createdAt: number) =>
@@ -42,22 +42,34 @@ describe("a worker's end", () => {
   });
 });
 
+/** A store holding one queued job j-1 of a sample endpoint (submitted at 1000), and WorkerJobs on it. */
+async function oneQueuedJob(
+  timers: ManualTimers,
+  options: { recheckMs: number; resting?: (endpointId: string, workerId: string) => boolean },
+) {
+  const store = new Store({ connection: connectSqlite(':memory:') });
+  await store.migrate();
+  const workers = new WorkerJobs({
+    jobs: store.jobs,
+    clock: () => timers.now,
+    wakeups: new Wakeups({ timers, recheckMs: options.recheckMs }),
+    events: new JobEvents(),
+    maxAttempts: 3,
+    ...(options.resting ? { resting: options.resting } : {}),
+  });
+  const endpoint = sampleEndpoint();
+  await queueJob(store, 'j-1', endpoint.id, endpoint.ownerId, 1_000);
+  return { store, workers, endpoint };
+}
+
 describe('a frozen or suspended worker (issue 24)', () => {
   it('is never handed a job through the take it left open, and takes it once it runs again', async () => {
-    const store = new Store({ connection: connectSqlite(':memory:') });
-    await store.migrate();
     const timers = new ManualTimers(1_000);
     const resting = new Set(['w-1']);
-    const workers = new WorkerJobs({
-      jobs: store.jobs,
-      clock: () => timers.now,
-      wakeups: new Wakeups({ timers, recheckMs: 500 }),
-      events: new JobEvents(),
-      maxAttempts: 3,
+    const { store, workers, endpoint } = await oneQueuedJob(timers, {
+      recheckMs: 500,
       resting: (_endpointId, workerId) => resting.has(workerId),
     });
-    const endpoint = sampleEndpoint();
-    await queueJob(store, 'j-1', endpoint.id, endpoint.ownerId, 1_000);
     let taken: string[] | undefined;
     const take = workers
       .take({ endpoint, workerId: 'w-1' }, { batch: 1, holding: undefined, holdMs: 60_000 })
@@ -104,6 +116,39 @@ describe('a frozen or suspended worker (issue 24)', () => {
     expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
     await workers.take(caller, { batch: 2, holding: false, holdMs: 0 });
     expect(retried).toEqual([2]);
+    await store.close();
+  });
+});
+
+describe('the stop channel', () => {
+  it('sends a stop at once, again only after STOP_RESEND_MS while it is pending, and no more once a ping drops the job', async () => {
+    const timers = new ManualTimers(1_000);
+    const { store, workers, endpoint } = await oneQueuedJob(timers, { recheckMs: 10_000 });
+    const caller = { endpoint, workerId: 'w-1' };
+    await store.jobs.take({ endpointId: endpoint.id, workerId: 'w-1', max: 1, cap: 1, now: 1_000 });
+    await store.jobs.cancel(endpoint.id, 'j-1', timers.now);
+    expect(await workers.stops(caller, 30_000)).toEqual(['j-1']);
+    // The SDK polls again at once: held, not answered with the same stop in a loop.
+    let again: string[] | undefined;
+    const poll = workers.stops(caller, 30_000).then((ids) => {
+      again = ids;
+    });
+    await timers.advanceSettling(STOP_RESEND_MS - 100);
+    expect(again).toBeUndefined();
+    await timers.advanceSettling(100);
+    await poll;
+    expect(again).toEqual(['j-1']);
+    // A ping that no longer lists the job: the stop is done; the next poll holds until its bound.
+    await workers.ping(caller, []);
+    let last: string[] | undefined;
+    const held = workers.stops(caller, 5_000).then((ids) => {
+      last = ids;
+    });
+    await timers.advanceSettling(4_900);
+    expect(last).toBeUndefined();
+    await timers.advanceSettling(100);
+    await held;
+    expect(last).toEqual([]);
     await store.close();
   });
 });

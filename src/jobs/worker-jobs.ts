@@ -2,7 +2,7 @@
  * The jobs API's worker side (the RunPod worker protocol, runpod-python v1.12.0): take (a long poll, batch take,
  * `job_in_progress=0` returns what Corral thought the worker held), results (idempotent, progress updates, a
  * `stopPod` recycles the worker), stream chunks, pings (listed jobs are alive, a stop for a job no longer listed is
- * done) and the stop channel (a long poll re-sent while pings list the job). Tokens and HTTP are
+ * done) and the stop channel (a long poll, a stop re-sent at most once a second while pings list the job). Tokens and HTTP are
  * worker-routes.ts's; this file sees a verified worker and parsed requests.
  */
 import type { WorkerResult } from '../contract/jobs.js';
@@ -13,6 +13,9 @@ import type { Clock } from '../ports/clock.js';
 import type { JobRepository } from '../store/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
+
+/** How soon a stop still pending is sent to its worker again. */
+export const STOP_RESEND_MS = 1_000;
 
 export interface WorkerJobsOptions {
   jobs: JobRepository;
@@ -38,6 +41,8 @@ export class WorkerJobs {
   readonly #o: WorkerJobsOptions;
   /** Takes held open per worker: a second one at once is slowed down (429). */
   readonly #polling = new Set<string>();
+  /** When each worker was last told to stop each job (pruned to the stops still pending). */
+  readonly #stopsSent = new Map<string, Map<string, number>>();
 
   constructor(options: WorkerJobsOptions) {
     this.#o = options;
@@ -139,14 +144,29 @@ export class WorkerJobs {
     await this.#o.jobs.heartbeat(caller.workerId, listed, this.#o.clock());
   }
 
-  /** The jobs the worker must stop, waiting up to `holdMs` for one. */
+  /**
+   * The jobs the worker must stop, waiting up to `holdMs` for one. A stop still pending (its pings still list the
+   * job: the SDK drops a stop for a job it took in the last 0.1 s) is sent again, but not before STOP_RESEND_MS: the
+   * SDK polls again at once after a stop, and would otherwise spin on it until its next ping (10 s by default).
+   */
   async stops(caller: WorkerCaller, holdMs: number, signal?: AbortSignal): Promise<string[]> {
+    const { workerId } = caller;
     const until = this.#o.clock() + holdMs;
     for (;;) {
-      const ids = await this.#o.jobs.stopsFor(caller.workerId);
-      const left = until - this.#o.clock();
-      if (ids.length > 0 || left <= 0 || signal?.aborted) return ids;
-      await this.#o.wakeups.wait(wakeKey.stops(caller.workerId), left, signal);
+      const ids = await this.#o.jobs.stopsFor(workerId);
+      const now = this.#o.clock();
+      const sent = this.#stopsSent.get(workerId) ?? new Map<string, number>();
+      for (const id of sent.keys()) if (!ids.includes(id)) sent.delete(id);
+      const nextDue = Math.min(...ids.map((id) => (sent.get(id) ?? -Infinity) + STOP_RESEND_MS));
+      if (ids.length > 0 && nextDue <= now) {
+        for (const id of ids) sent.set(id, now);
+        this.#stopsSent.set(workerId, sent);
+        return ids;
+      }
+      if (sent.size === 0) this.#stopsSent.delete(workerId);
+      const left = until - now;
+      if (left <= 0 || signal?.aborted) return [];
+      await this.#o.wakeups.wait(wakeKey.stops(workerId), Math.min(left, Math.max(0, nextDue - now)), signal);
     }
   }
 

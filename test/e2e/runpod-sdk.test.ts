@@ -4,9 +4,9 @@
  * What it shows: the SDK's local run (no RUNPOD_WEBHOOK_GET_JOB: test_input.json, then exit, as every RunPod image
  * did on Corral before jobs), and the SDK's worker protocol against Corral's worker-facing listener on a worker
  * network behind the host guard, with a stand-in for the jobs core's worker routes (the wire it records is what
- * those routes must accept). The full path through `corral serve` belongs to the jobs core's e2e suite.
+ * those routes must accept). The SDK's job loop through a real `corral serve` is runpod-sdk-serve.test.ts.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import pino from 'pino';
@@ -16,35 +16,13 @@ import { type RunningWorkerListener, startWorkerListener } from '../../src/app/w
 import { HostGuard } from '../../src/runtime/docker/host-guard.js';
 import { ensureListenerNetwork, listenerNetworkName } from '../../src/runtime/docker/listener-network.js';
 import { canChangeFirewall } from '../support/host-guard.js';
-import { dockerAvailable } from '../support/test-image.js';
+import { RUNPOD_IMAGE, runpodImagePresent, runpodJobLoopRuns } from '../support/runpod-image.js';
 import { createWorkerNetwork, removeNetworks } from '../support/worker-network.js';
 
-const IMAGE = 'corral-runpod-worker:latest';
-const imagePresent =
-  dockerAvailable() && spawnSync('docker', ['image', 'inspect', IMAGE], { stdio: 'ignore' }).status === 0;
+const IMAGE = RUNPOD_IMAGE;
+const imagePresent = runpodImagePresent();
 const canGuard = canChangeFirewall();
-/** The image's aiohttp (scripts/build-runpod-image.sh labels it); the SDK's job loop needs ClientTimeout's ceil_threshold. */
-const aiohttpVersion = imagePresent
-  ? spawnSync(
-      'docker',
-      ['image', 'inspect', '--format', '{{ index .Config.Labels "corral.dev/aiohttp" }}', IMAGE],
-      {
-        encoding: 'utf8',
-      },
-    ).stdout.trim()
-  : '';
-const [aioMajor = 0, aioMinor = 0] = aiohttpVersion.split('.').map(Number);
-const jobLoopRuns = aioMajor > 3 || (aioMajor === 3 && aioMinor >= 9);
-if (imagePresent && !jobLoopRuns) {
-  process.stderr.write(
-    `skipping the runpod-python SDK's job loop: the image's aiohttp ${aiohttpVersion || '(unknown)'} predates ClientTimeout(ceil_threshold=), which runpod-python 1.12.0 passes (Debian 12 ships 3.8; docs/jobs.md)\n`,
-  );
-}
-if (!imagePresent) {
-  process.stderr.write(
-    `skipping the runpod-python SDK suite: no image ${IMAGE}; build it with scripts/build-runpod-image.sh (docs/jobs.md)\n`,
-  );
-}
+const jobLoopRuns = imagePresent && runpodJobLoopRuns();
 
 const logger = pino({ level: 'silent' });
 
@@ -168,7 +146,12 @@ describe.skipIf(!imagePresent)('the unmodified runpod-python SDK', () => {
         ]);
         expect(started.code, started.out).toBe(0);
         const deadline = Date.now() + 60_000;
-        const result = () => seen.find((s) => s.url.includes('/job-done/') && s.body.includes('"output"'));
+        // The result, not the progress update (also posted to the result URL, with "status": "IN_PROGRESS").
+        const result = () =>
+          seen.find(
+            (s) =>
+              s.url.includes('/job-done/') && s.body.includes('"output"') && !s.body.includes('IN_PROGRESS'),
+          );
         while (!result() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
         const take = seen.find((s) => s.url.includes('/job-take/'));
         const logs = (await docker(['logs', container])).out;
