@@ -76,7 +76,10 @@ describe('queued jobs as the autoscaler signals', () => {
     expect([signal?.inFlight('w-r'), signal?.inFlight('w-j')]).toEqual([1, 1]);
     expect([signal?.lastBusyAt('w-r'), signal?.lastBusyAt('w-j')]).toEqual([50, 100]);
     // A low-priority job adds no worker: its endpoint's signal is the empty one (nothing queued, nothing in flight).
-    expect(merged.queueSignal('ep-low', () => true)).toMatchObject({ queueLength: 0, oldestEnqueuedAt: null });
+    expect(merged.queueSignal('ep-low', () => true)).toMatchObject({
+      queueLength: 0,
+      oldestEnqueuedAt: null,
+    });
     expect(merged.queueSignal('ep-low', () => true)?.inFlight('w-any')).toBe(0);
   });
 
