@@ -103,29 +103,20 @@ export class JobRepository {
     now: number;
   }): Promise<Job[]> {
     const { endpointId, workerId, now } = options;
-    return this.#db.transaction().execute(async (trx) => {
-      if (this.#dialect === 'postgres')
-        await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${workerId}`}))`.execute(trx);
-      const held = await trx
+    // One statement: the worker's room (its cap less what it holds, at most `max`) is the pick's limit, so the
+    // count, the pick and the update are one atomic step. SQLite runs it alone on its one connection; PostgreSQL
+    // takes the worker's advisory lock first (its takes on other replicas wait), and skips rows other takes lock.
+    const postgres = this.#dialect === 'postgres';
+    const take = (db: Kysely<Database>) => {
+      const held = db
         .selectFrom('jobs')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('worker_id', '=', workerId)
-        .where('status', '=', RUNNING)
-        .executeTakeFirstOrThrow();
-      const room = Math.min(options.max, options.cap - Number(held.n));
-      if (room <= 0) return [];
-      const picked = await trx
-        .selectFrom('jobs')
-        .select('id')
-        .where('endpoint_id', '=', endpointId)
-        .where('status', '=', QUEUED)
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(room)
-        .$if(this.#dialect === 'postgres', (q) => q.forUpdate().skipLocked())
-        .execute();
-      if (picked.length === 0) return [];
-      const rows = await trx
+        .where('status', '=', RUNNING);
+      const room = postgres
+        ? sql<number>`greatest(0, least(${options.max}, ${options.cap} - (${held})))`
+        : sql<number>`max(0, min(${options.max}, ${options.cap} - (${held})))`;
+      return db
         .updateTable('jobs')
         .set({
           status: RUNNING,
@@ -137,15 +128,27 @@ export class JobRepository {
           output: null,
           error: null,
         })
-        .where(
-          'id',
-          'in',
-          picked.map((p) => p.id),
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('jobs')
+            .select('id')
+            .where('endpoint_id', '=', endpointId)
+            .where('status', '=', QUEUED)
+            .orderBy('created_at')
+            .orderBy('id')
+            .limit(room)
+            .$if(postgres, (q) => q.forUpdate().skipLocked()),
         )
         .returningAll()
         .execute();
-      return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-    });
+    };
+    const rows = postgres
+      ? await this.#db.transaction().execute(async (trx) => {
+          await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${workerId}`}))`.execute(trx);
+          return take(trx);
+        })
+      : await take(this.#db);
+    return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   /** Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. */
