@@ -313,21 +313,24 @@ export class JobRepository {
     cause: string,
     options: { maxAttempts: number; now: number; except?: readonly string[] },
   ): Promise<Requeued> {
-    return this.#db.transaction().execute(async (trx) => {
-      const held = await trx
+    const held = (db: Kysely<Database>) =>
+      db
         .selectFrom('jobs')
         .select('id')
         .where('worker_id', '=', workerId)
         .where('status', '=', RUNNING)
         .$if((options.except ?? []).length > 0, (q) => q.where('id', 'not in', options.except ?? []))
         .execute();
-      return requeueIds(
+    // Most calls find nothing held (every take with `job_in_progress=0` asks): one read then, no transaction.
+    if ((await held(this.#db)).length === 0) return { requeued: [], failed: [], endpoints: [] };
+    return this.#db.transaction().execute(async (trx) =>
+      requeueIds(
         trx,
-        held.map((h) => h.id),
+        (await held(trx)).map((h) => h.id),
         cause,
         options,
-      );
-    });
+      ),
+    );
   }
 
   /**
