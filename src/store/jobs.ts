@@ -7,6 +7,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { isTerminal, type Job, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
+import { GroupCommit } from './group-commit.js';
 import {
   bigint,
   countJobs,
@@ -26,6 +27,12 @@ export type { Requeued } from './job-requeue.js';
 
 /** What happened to a worker's result. */
 export type ResultOutcome = 'applied' | 'duplicate' | 'refused';
+
+/** What became of a result: its outcome, and the job as it is now (none: no such job). */
+export interface Completed {
+  outcome: ResultOutcome;
+  job?: Job;
+}
 
 /** A worker's final answer for a job. */
 export interface JobResult {
@@ -151,9 +158,29 @@ export class JobRepository {
     return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
-  /** Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. */
-  async complete(result: JobResult): Promise<{ outcome: ResultOutcome; job?: Job }> {
-    const rows = await this.#db
+  /**
+   * Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. On SQLite,
+   * results that arrive in the same turn of the event loop are applied in one transaction (group-commit.ts), each
+   * answered once it has committed.
+   */
+  complete(result: JobResult): Promise<Completed> {
+    return this.#dialect === 'sqlite' ? this.#results.submit(result) : this.#complete(this.#db, result);
+  }
+
+  readonly #results = new GroupCommit<JobResult, Completed>({
+    run: async (results) => {
+      const [only] = results;
+      if (only && results.length === 1) return [await this.#complete(this.#db, only)];
+      return this.#db.transaction().execute(async (trx) => {
+        const outcomes: Completed[] = [];
+        for (const result of results) outcomes.push(await this.#complete(trx, result));
+        return outcomes;
+      });
+    },
+  });
+
+  async #complete(db: Kysely<Database>, result: JobResult): Promise<Completed> {
+    const rows = await db
       .updateTable('jobs')
       .set({
         status: result.status,
@@ -171,17 +198,13 @@ export class JobRepository {
       .execute();
     const applied = rows[0];
     if (applied) return { outcome: 'applied', job: fromRow(applied) };
-    const now = await this.#db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('id', '=', result.jobId)
-      .executeTakeFirst();
+    const now = await db.selectFrom('jobs').selectAll().where('id', '=', result.jobId).executeTakeFirst();
     if (!now) return { outcome: 'refused' };
     const job = fromRow(now);
     // The worker's own job, finished already (its retry of the same post, or a result after a cancel): nothing
     // changes, and the worker is not made to retry.
     if (job.workerId === result.workerId && isTerminal(job.status)) {
-      await this.#db
+      await db
         .updateTable('jobs')
         .set({ stop_pending: 0 })
         .where('id', '=', result.jobId)
