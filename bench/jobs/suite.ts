@@ -96,7 +96,8 @@ async function runThroughput(): Promise<void> {
   const bare = await measureBareThroughput(settings);
   const corral = await measureJobsThroughput(settings, {
     replicas: 1,
-    connect: (dir) => connectSqlite(join(dir, 'corral.db')),
+    // As `corral serve` opens it (app/startup.ts): the WAL checkpointed on a thread of its own, not in commits.
+    connect: (dir) => connectSqlite(join(dir, 'corral.db'), { backgroundCheckpoints: { intervalMs: 1000 } }),
   });
   const postgres = await measurePostgres(settings);
   console.log(`load average after: ${loadAverage()}`);

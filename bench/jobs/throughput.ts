@@ -19,6 +19,7 @@ import { systemClock, systemTimers } from '../../src/ports/clock.js';
 import type { DatabaseConnection } from '../../src/store/connection.js';
 import { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { CPU_PROF_ENV, profiled } from './profile-run.js';
 import { driveInChild } from './protocol-workers.js';
 
 export interface ThroughputSettings {
@@ -131,7 +132,9 @@ export async function measureJobsThroughput(
         token: String(env.RUNPOD_AI_API_KEY),
       };
     });
-    const { ms, ranTwice } = await driveInChild(urls, settings);
+    const { ms, ranTwice } = await profiled(process.env[CPU_PROF_ENV], `jobs-${store.replicas}-replica`, () =>
+      driveInChild(urls, settings),
+    );
     const counts = await first.jobs.counts(endpoint.id);
     const completed = counts.COMPLETED ?? 0;
     return {
