@@ -108,11 +108,12 @@ async function runThroughput(): Promise<void> {
     String(f.completed),
     String(f.lost),
     String(f.ranTwice),
+    f.serverCpuUsPerJob.toFixed(0),
     f.submittedPerSecond === undefined ? '-' : f.submittedPerSecond.toFixed(0),
   ];
   console.log(
     table(
-      ['', 's', 'jobs/s', 'completed', 'lost', 'ran twice', 'submitted/s'],
+      ['', 's', 'jobs/s', 'completed', 'lost', 'ran twice', 'server CPU µs/job', 'submitted/s'],
       [
         row('bare HTTP (baseline)', bare),
         row('corral, SQLite, 1 replica', corral),

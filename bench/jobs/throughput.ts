@@ -36,6 +36,11 @@ export interface ThroughputFigures {
   completed: number;
   lost: number;
   ranTwice: number;
+  /**
+   * This process's CPU time (user + system) per job over the run, in µs: the server's own cost, which the machine's
+   * load does not inflate as it does the wall-clock rate (the workers run in another process).
+   */
+  serverCpuUsPerJob: number;
   /** The jobs' submission before the run, one at a time through the service (jobs/s); none for the baseline. */
   submittedPerSecond?: number;
 }
@@ -132,9 +137,11 @@ export async function measureJobsThroughput(
         token: String(env.RUNPOD_AI_API_KEY),
       };
     });
+    const cpu = process.cpuUsage();
     const { ms, ranTwice } = await profiled(process.env[CPU_PROF_ENV], `jobs-${store.replicas}-replica`, () =>
       driveInChild(urls, settings),
     );
+    const serverCpuUsPerJob = cpuUsOf(process.cpuUsage(cpu)) / settings.jobs;
     const counts = await first.jobs.counts(endpoint.id);
     const completed = counts.COMPLETED ?? 0;
     return {
@@ -143,6 +150,7 @@ export async function measureJobsThroughput(
       completed,
       lost: settings.jobs - completed,
       ranTwice,
+      serverCpuUsPerJob,
       submittedPerSecond: settings.jobs / (submitMs / 1000),
     };
   } finally {
@@ -178,15 +186,22 @@ export async function measureBareThroughput(settings: ThroughputSettings): Promi
       result: `${base}/v2/job-done/$ID?x=1`,
       token: 'bare',
     }));
+    const cpu = process.cpuUsage();
     const { ms, ranTwice } = await driveInChild(urls, settings);
+    const serverCpuUsPerJob = cpuUsOf(process.cpuUsage(cpu)) / settings.jobs;
     return {
       seconds: ms / 1000,
       jobsPerSecond: settings.jobs / (ms / 1000),
       completed: settings.jobs,
       lost: 0,
       ranTwice,
+      serverCpuUsPerJob,
     };
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+function cpuUsOf(usage: NodeJS.CpuUsage): number {
+  return usage.user + usage.system;
 }
