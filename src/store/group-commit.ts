@@ -5,7 +5,6 @@
  * call arriving while a run goes on waits for the next one. Used on SQLite, whose one connection writes each
  * commit's pages once however many rows the commit changed.
  */
-import type { Kysely } from 'kysely';
 
 export interface GroupCommitOptions<T, R> {
   /** Runs a group (one transaction): one outcome per item, in their order. */
@@ -63,20 +62,4 @@ export class GroupCommit<T, R> {
       this.#later();
     }
   }
-}
-
-/** A group's `run` on a database: one item alone as it is (no transaction), several in one transaction, in order. */
-export function inOneTransaction<DB, T, R>(
-  db: Kysely<DB>,
-  apply: (db: Kysely<DB>, item: T) => Promise<R>,
-): (items: readonly T[]) => Promise<R[]> {
-  return async (items) => {
-    const [only] = items;
-    if (only !== undefined && items.length === 1) return [await apply(db, only)];
-    return db.transaction().execute(async (trx) => {
-      const outcomes: R[] = [];
-      for (const item of items) outcomes.push(await apply(trx, item));
-      return outcomes;
-    });
-  };
 }

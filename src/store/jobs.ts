@@ -5,9 +5,9 @@
  * time). Results are idempotent: a duplicate of the worker's own result is accepted, one from a worker that no
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { isTerminal, type Job, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
-import { GroupCommit, inOneTransaction } from './group-commit.js';
+import { GroupCommit } from './group-commit.js';
 import {
   bigint,
   countJobs,
@@ -20,24 +20,13 @@ import {
   RUNNING,
 } from './job-reads.js';
 import { type Requeued, requeueIds } from './job-requeue.js';
-import type { Database, DialectName, JobsTable } from './schema.js';
-
-type JobRow = Selectable<JobsTable>;
+import type { Database, DialectName } from './schema.js';
 
 export type { JobQueueSignal } from './job-reads.js';
 export type { Requeued } from './job-requeue.js';
 
 /** What happened to a worker's result. */
 export type ResultOutcome = 'applied' | 'duplicate' | 'refused';
-
-/** A worker's take: up to `max` jobs of the endpoint, never more than `cap` in progress on it. */
-export interface TakeRequest {
-  endpointId: string;
-  workerId: string;
-  max: number;
-  cap: number;
-  now: number;
-}
 
 /** What became of a result: its outcome, and the job as it is now (none: no such job). */
 export interface Completed {
@@ -59,19 +48,10 @@ export interface JobResult {
 export class JobRepository {
   readonly #db: Kysely<Database>;
   readonly #dialect: DialectName;
-  /** SQLite: takes, and results, arriving in one turn of the event loop go in one transaction (group-commit.ts). */
-  readonly #takes: GroupCommit<TakeRequest, JobRow[]>;
-  readonly #results: GroupCommit<JobResult, Completed>;
 
   constructor(options: { db: Kysely<Database>; dialect: DialectName }) {
     this.#db = options.db;
     this.#dialect = options.dialect;
-    this.#takes = new GroupCommit({
-      run: inOneTransaction(this.#db, (db, request) => this.#take(db, request)),
-    });
-    this.#results = new GroupCommit({
-      run: inOneTransaction(this.#db, (db, result) => this.#complete(db, result)),
-    });
   }
 
   /** Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. */
@@ -120,63 +100,62 @@ export class JobRepository {
 
   /**
    * Hands up to `max` of the endpoint's IN_QUEUE jobs (oldest first) to the worker, never more than `cap` in
-   * progress on it at once; each goes to exactly one worker. On SQLite, takes that arrive in the same turn of the
-   * event loop run in one transaction, one after the other (group-commit.ts).
+   * progress on it at once; each goes to exactly one worker.
    */
-  async take(options: TakeRequest): Promise<Job[]> {
-    const rows =
-      this.#dialect === 'postgres'
-        ? await this.#db.transaction().execute(async (trx) => {
-            await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${options.workerId}`}))`.execute(
-              trx,
-            );
-            return this.#take(trx, options);
-          })
-        : await this.#takes.submit(options);
-    return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-  }
-
-  /**
-   * One statement: the worker's room (its cap less what it holds, at most `max`) is the pick's limit, so the
-   * count, the pick and the update are one atomic step. SQLite runs it alone on its one connection; PostgreSQL
-   * after the worker's advisory lock (its takes on other replicas wait), skipping rows other takes lock.
-   */
-  #take(db: Kysely<Database>, options: TakeRequest): Promise<JobRow[]> {
+  async take(options: {
+    endpointId: string;
+    workerId: string;
+    max: number;
+    cap: number;
+    now: number;
+  }): Promise<Job[]> {
     const { endpointId, workerId, now } = options;
+    // One statement: the worker's room (its cap less what it holds, at most `max`) is the pick's limit, so the
+    // count, the pick and the update are one atomic step. SQLite runs it alone on its one connection; PostgreSQL
+    // takes the worker's advisory lock first (its takes on other replicas wait), and skips rows other takes lock.
     const postgres = this.#dialect === 'postgres';
-    const held = db
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('worker_id', '=', workerId)
-      .where('status', '=', RUNNING);
-    const room = postgres
-      ? sql<number>`greatest(0, least(${options.max}, ${options.cap} - (${held})))`
-      : sql<number>`max(0, min(${options.max}, ${options.cap} - (${held})))`;
-    return db
-      .updateTable('jobs')
-      .set({
-        status: RUNNING,
-        worker_id: workerId,
-        started_at: now,
-        seen_at: now,
-        attempts: sql`attempts + 1`,
-        deadline_at: sql`${bigint(now)} + execution_timeout_ms`,
-        output: null,
-        error: null,
-      })
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('jobs')
-          .select('id')
-          .where('endpoint_id', '=', endpointId)
-          .where('status', '=', QUEUED)
-          .orderBy('created_at')
-          .orderBy('id')
-          .limit(room)
-          .$if(postgres, (q) => q.forUpdate().skipLocked()),
-      )
-      .returningAll()
-      .execute();
+    const take = (db: Kysely<Database>) => {
+      const held = db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('worker_id', '=', workerId)
+        .where('status', '=', RUNNING);
+      const room = postgres
+        ? sql<number>`greatest(0, least(${options.max}, ${options.cap} - (${held})))`
+        : sql<number>`max(0, min(${options.max}, ${options.cap} - (${held})))`;
+      return db
+        .updateTable('jobs')
+        .set({
+          status: RUNNING,
+          worker_id: workerId,
+          started_at: now,
+          seen_at: now,
+          attempts: sql`attempts + 1`,
+          deadline_at: sql`${bigint(now)} + execution_timeout_ms`,
+          output: null,
+          error: null,
+        })
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('jobs')
+            .select('id')
+            .where('endpoint_id', '=', endpointId)
+            .where('status', '=', QUEUED)
+            .orderBy('created_at')
+            .orderBy('id')
+            .limit(room)
+            .$if(postgres, (q) => q.forUpdate().skipLocked()),
+        )
+        .returningAll()
+        .execute();
+    };
+    const rows = postgres
+      ? await this.#db.transaction().execute(async (trx) => {
+          await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${workerId}`}))`.execute(trx);
+          return take(trx);
+        })
+      : await take(this.#db);
+    return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   /**
@@ -187,6 +166,18 @@ export class JobRepository {
   complete(result: JobResult): Promise<Completed> {
     return this.#dialect === 'sqlite' ? this.#results.submit(result) : this.#complete(this.#db, result);
   }
+
+  readonly #results = new GroupCommit<JobResult, Completed>({
+    run: async (results) => {
+      const [only] = results;
+      if (only && results.length === 1) return [await this.#complete(this.#db, only)];
+      return this.#db.transaction().execute(async (trx) => {
+        const outcomes: Completed[] = [];
+        for (const result of results) outcomes.push(await this.#complete(trx, result));
+        return outcomes;
+      });
+    },
+  });
 
   async #complete(db: Kysely<Database>, result: JobResult): Promise<Completed> {
     const rows = await db
