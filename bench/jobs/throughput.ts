@@ -1,8 +1,8 @@
 /**
  * Jobs throughput (issue 22), part of `npm run bench -- jobs`: 10,000 trivial jobs through one replica's jobs
- * (src/app/build-jobs.ts, its real store on SQLite, or three replicas on PostgreSQL; its worker routes on a real HTTP listener on 127.0.0.1) to
- * protocol workers in this process that take in batches (`job-take-batch?batch_size=N`) and post each result as
- * runpod-python does. Jobs/s from the first take to the last result; then the store's counts say none was lost
+ * (src/app/build-jobs.ts, its real store on SQLite, or three replicas on PostgreSQL; its worker routes on a real
+ * HTTP listener on 127.0.0.1) to protocol workers in a child process (protocol-workers.ts) that take in batches
+ * (`job-take-batch?batch_size=N`) and post each result as runpod-python does. Jobs/s from the first take to the last result; then the store's counts say none was lost
  * and the workers' own tally says none ran twice. The baseline, in the same run: the same workers against a bare
  * HTTP server that answers every take with a batch of made-up jobs and every result with 200 (no store): the
  * HTTP round trips alone, so the ratio is what the queue and the store cost.
@@ -19,6 +19,8 @@ import { systemClock, systemTimers } from '../../src/ports/clock.js';
 import type { DatabaseConnection } from '../../src/store/connection.js';
 import { Store } from '../../src/store/store.js';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
+import { CPU_PROF_ENV, profiled } from './profile-run.js';
+import { driveInChild } from './protocol-workers.js';
 
 export interface ThroughputSettings {
   jobs: number;
@@ -34,56 +36,13 @@ export interface ThroughputFigures {
   completed: number;
   lost: number;
   ranTwice: number;
+  /**
+   * This process's CPU time (user + system) per job over the run, in µs: the server's own cost, which the machine's
+   * load does not inflate as it does the wall-clock rate (the workers run in another process).
+   */
+  serverCpuUsPerJob: number;
   /** The jobs' submission before the run, one at a time through the service (jobs/s); none for the baseline. */
   submittedPerSecond?: number;
-}
-
-interface WorkerUrls {
-  take: string;
-  /** The result URL with `$ID` in it. */
-  result: string;
-  token: string;
-}
-
-/** The workers' loop: take a batch, post each result, until `jobs` results are in (or the bound passes). */
-async function drive(
-  urls: readonly WorkerUrls[],
-  settings: ThroughputSettings,
-): Promise<{ ms: number; ran: Map<string, number> }> {
-  const ran = new Map<string, number>();
-  let done = 0;
-  // The end is the last result, not the workers' return: those left polling an empty queue wait out the take's hold.
-  let end = Number.NaN;
-  const deadline = performance.now() + settings.limitMs;
-  const start = performance.now();
-  await Promise.all(
-    urls.map(async (u) => {
-      const headers = { Authorization: u.token };
-      const take = `${u.take.replace('/job-take/', '/job-take-batch/')}&batch_size=${settings.batch}&job_in_progress=0`;
-      while (done < settings.jobs && performance.now() < deadline) {
-        const r = await fetch(take, { headers });
-        if (r.status === 204) {
-          await r.text();
-          continue;
-        }
-        const got = (await r.json()) as { id: string }[];
-        await Promise.all(
-          got.map(async (job) => {
-            ran.set(job.id, (ran.get(job.id) ?? 0) + 1);
-            const res = await fetch(`${u.result.replace('$ID', job.id)}&isStream=false`, {
-              method: 'POST',
-              headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' },
-              body: '{"output":1}',
-            });
-            await res.text();
-            done++;
-            if (done === settings.jobs) end = performance.now();
-          }),
-        );
-      }
-    }),
-  );
-  return { ms: (Number.isNaN(end) ? performance.now() : end) - start, ran };
 }
 
 /** One replica's jobs: its own store connection, worker listener and sweeper. */
@@ -178,7 +137,11 @@ export async function measureJobsThroughput(
         token: String(env.RUNPOD_AI_API_KEY),
       };
     });
-    const { ms, ran } = await drive(urls, settings);
+    const cpu = process.cpuUsage();
+    const { ms, ranTwice } = await profiled(process.env[CPU_PROF_ENV], `jobs-${store.replicas}-replica`, () =>
+      driveInChild(urls, settings),
+    );
+    const serverCpuUsPerJob = cpuUsOf(process.cpuUsage(cpu)) / settings.jobs;
     const counts = await first.jobs.counts(endpoint.id);
     const completed = counts.COMPLETED ?? 0;
     return {
@@ -186,7 +149,8 @@ export async function measureJobsThroughput(
       jobsPerSecond: settings.jobs / (ms / 1000),
       completed,
       lost: settings.jobs - completed,
-      ranTwice: [...ran.values()].filter((n) => n > 1).length,
+      ranTwice,
+      serverCpuUsPerJob,
       submittedPerSecond: settings.jobs / (submitMs / 1000),
     };
   } finally {
@@ -222,15 +186,22 @@ export async function measureBareThroughput(settings: ThroughputSettings): Promi
       result: `${base}/v2/job-done/$ID?x=1`,
       token: 'bare',
     }));
-    const { ms, ran } = await drive(urls, settings);
+    const cpu = process.cpuUsage();
+    const { ms, ranTwice } = await driveInChild(urls, settings);
+    const serverCpuUsPerJob = cpuUsOf(process.cpuUsage(cpu)) / settings.jobs;
     return {
       seconds: ms / 1000,
       jobsPerSecond: settings.jobs / (ms / 1000),
       completed: settings.jobs,
       lost: 0,
-      ranTwice: [...ran.values()].filter((n) => n > 1).length,
+      ranTwice,
+      serverCpuUsPerJob,
     };
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+function cpuUsOf(usage: NodeJS.CpuUsage): number {
+  return usage.user + usage.system;
 }

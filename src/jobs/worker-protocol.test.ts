@@ -74,4 +74,19 @@ describe('worker tokens', () => {
     expect(tokens.verify('sk_abcdefghijkl_ABCDEFGHIJKLMNOPQRSTUVWXYZ012345', 'ep-1', 'w-1')).toBe(false);
     expect(tokens.verify(undefined, 'ep-1', 'w-1')).toBe(false);
   });
+
+  it('remember the tokens they verified, up to a bound, and still refuse one for another worker', () => {
+    const bounded = new WorkerTokens({ secret: 'server-secret', maxVerified: 2 });
+    const token = bounded.issue('ep-1', 'w-1');
+    expect(bounded.verify(token, 'ep-1', 'w-1')).toBe(true);
+    expect(bounded.verify(`Bearer ${token}`, 'ep-1', 'w-1')).toBe(true);
+    expect(bounded.remembered).toBe(1);
+    expect(bounded.verify(token, 'ep-1', 'w-2')).toBe(false);
+    expect(bounded.verify(token, 'ep-2', 'w-1')).toBe(false);
+    expect(bounded.verify(`${token}x`, 'ep-1', 'w-1')).toBe(false);
+    expect(bounded.remembered).toBe(1);
+    for (const w of ['w-2', 'w-3']) expect(bounded.verify(bounded.issue('ep-1', w), 'ep-1', w)).toBe(true);
+    expect(bounded.remembered).toBe(2);
+    expect(bounded.verify(token, 'ep-1', 'w-1')).toBe(true);
+  });
 });

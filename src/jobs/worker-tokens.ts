@@ -7,12 +7,26 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const PREFIX = 'cwt_';
+/** How many verified tokens are remembered by default (a worker sends the same token on every request). */
+export const DEFAULT_VERIFIED_TOKENS = 10_000;
 
 export class WorkerTokens {
   readonly #secret: Buffer;
+  readonly #max: number;
+  /**
+   * Tokens already verified, each with the endpoint and worker it is good for: a worker's every request carries
+   * the same token, so its HMAC is computed once. Only verified tokens enter; the oldest leaves first at the bound.
+   */
+  readonly #verified = new Map<string, string>();
 
-  constructor(options: { secret: string }) {
+  constructor(options: { secret: string; maxVerified?: number }) {
     this.#secret = Buffer.from(options.secret, 'utf8');
+    this.#max = options.maxVerified ?? DEFAULT_VERIFIED_TOKENS;
+  }
+
+  /** How many verified tokens are remembered now. */
+  get remembered(): number {
+    return this.#verified.size;
   }
 
   issue(endpointId: string, workerId: string): string {
@@ -24,9 +38,18 @@ export class WorkerTokens {
     if (presented === undefined) return false;
     const token = presented.replace(/^Bearer\s+/i, '').trim();
     if (!token.startsWith(PREFIX)) return false;
+    const holder = `${endpointId}\n${workerId}`;
+    const known = this.#verified.get(token);
+    if (known !== undefined) return known === holder;
     const given = Buffer.from(token.slice(PREFIX.length), 'base64url');
     const expected = this.#mac(endpointId, workerId);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
+    this.#verified.set(token, holder);
+    if (this.#verified.size > this.#max) {
+      const oldest = this.#verified.keys().next().value;
+      if (oldest !== undefined) this.#verified.delete(oldest);
+    }
+    return true;
   }
 
   #mac(endpointId: string, workerId: string): Buffer {

@@ -19,13 +19,18 @@ export interface Requeued {
   perEndpoint: Record<string, number>;
 }
 
+/** A requeue that found nothing held. */
+export function nothingRequeued(): Requeued {
+  return { requeued: [], failed: [], endpoints: [], perEndpoint: {} };
+}
+
 export async function requeueIds(
   trx: Transaction<Database>,
   ids: readonly string[],
   cause: string,
   options: { maxAttempts: number; now: number },
 ): Promise<Requeued> {
-  if (ids.length === 0) return { requeued: [], failed: [], endpoints: [], perEndpoint: {} };
+  if (ids.length === 0) return nothingRequeued();
   const failed = await trx
     .updateTable('jobs')
     .set({

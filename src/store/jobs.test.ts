@@ -102,6 +102,44 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect((await store.jobs.get('ep-1', 'j-1'))?.completedAt).toBe(5_000);
   });
 
+  it('applies results sent together each once: a duplicate among them accepted, a stranger refused', async () => {
+    await enqueue(...Array.from({ length: 6 }, (_, i) => newJob(`j-${i}`, { createdAt: i })));
+    await take('w-1', 3);
+    await take('w-2', 3);
+    const result = (jobId: string, workerId: string, now = 5_000) => ({
+      jobId,
+      workerId,
+      status: 'COMPLETED' as const,
+      output: `"${jobId}"`,
+      error: null,
+      now,
+    });
+    const outcomes = await Promise.all([
+      store.jobs.complete(result('j-0', 'w-1')),
+      store.jobs.complete(result('j-1', 'w-1')),
+      store.jobs.complete(result('j-0', 'w-1', 5_500)),
+      store.jobs.complete(result('j-3', 'w-1')),
+      store.jobs.complete(result('j-3', 'w-2')),
+      store.jobs.complete(result('j-none', 'w-2')),
+    ]);
+    expect(outcomes.map((o) => o.outcome)).toEqual([
+      'applied',
+      'applied',
+      'duplicate',
+      'refused',
+      'applied',
+      'refused',
+    ]);
+    expect(outcomes[4]?.job).toMatchObject({
+      id: 'j-3',
+      status: 'COMPLETED',
+      output: '"j-3"',
+      workerId: 'w-2',
+    });
+    expect((await store.jobs.get('ep-1', 'j-0'))?.completedAt).toBe(5_000);
+    expect(await store.jobs.counts('ep-1')).toMatchObject({ COMPLETED: 3, IN_PROGRESS: 3 });
+  });
+
   it('refuses the result of a worker whose job went back to the queue, and never runs a COMPLETED job again', async () => {
     await enqueue(newJob('j-1'));
     await take('w-1');

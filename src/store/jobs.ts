@@ -6,15 +6,9 @@
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
 import { type Kysely, sql } from 'kysely';
-import {
-  isTerminal,
-  type Job,
-  type JobListing,
-  type JobStatus,
-  type NewJob,
-  RETRYABLE_STATUSES,
-} from '../domain/job.js';
+import { type Job, type JobListing, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
 import type { JobDetail, JobDetailBounds } from '../domain/job-detail.js';
+import { GroupCommit } from './group-commit.js';
 import { readJobDetail } from './job-detail.js';
 import {
   bigint,
@@ -27,25 +21,14 @@ import {
   queuedEndpoints,
   RUNNING,
 } from './job-reads.js';
-import { type Requeued, requeueIds } from './job-requeue.js';
+import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
+import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import type { Database, DialectName } from './schema.js';
 
 export type { JobQueueSignal } from './job-reads.js';
 export type { Requeued } from './job-requeue.js';
 
-/** What happened to a worker's result. */
-export type ResultOutcome = 'applied' | 'duplicate' | 'refused';
-
-/** A worker's final answer for a job. */
-export interface JobResult {
-  jobId: string;
-  workerId: string;
-  status: 'COMPLETED' | 'FAILED';
-  /** JSON text, or null. */
-  output: string | null;
-  error: string | null;
-  now: number;
-}
+export type { Completed, JobResult, ResultOutcome } from './job-writes.js';
 
 export class JobRepository {
   readonly #db: Kysely<Database>;
@@ -111,93 +94,29 @@ export class JobRepository {
     cap: number;
     now: number;
   }): Promise<Job[]> {
-    const { endpointId, workerId, now } = options;
-    return this.#db.transaction().execute(async (trx) => {
-      if (this.#dialect === 'postgres')
-        await sql`select pg_advisory_xact_lock(hashtext(${`corral-job-worker:${workerId}`}))`.execute(trx);
-      const held = await trx
-        .selectFrom('jobs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('worker_id', '=', workerId)
-        .where('status', '=', RUNNING)
-        .executeTakeFirstOrThrow();
-      const room = Math.min(options.max, options.cap - Number(held.n));
-      if (room <= 0) return [];
-      const picked = await trx
-        .selectFrom('jobs')
-        .select('id')
-        .where('endpoint_id', '=', endpointId)
-        .where('status', '=', QUEUED)
-        .orderBy('created_at')
-        .orderBy('id')
-        .limit(room)
-        .$if(this.#dialect === 'postgres', (q) => q.forUpdate().skipLocked())
-        .execute();
-      if (picked.length === 0) return [];
-      const rows = await trx
-        .updateTable('jobs')
-        .set({
-          status: RUNNING,
-          worker_id: workerId,
-          started_at: now,
-          seen_at: now,
-          attempts: sql`attempts + 1`,
-          deadline_at: sql`${bigint(now)} + execution_timeout_ms`,
-          output: null,
-          error: null,
-        })
-        .where(
-          'id',
-          'in',
-          picked.map((p) => p.id),
-        )
-        .returningAll()
-        .execute();
-      return rows.map(fromRow).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-    });
+    return takeJobs(this.#db, this.#dialect, options);
   }
 
-  /** Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. */
-  async complete(result: JobResult): Promise<{ outcome: ResultOutcome; job?: Job }> {
-    const rows = await this.#db
-      .updateTable('jobs')
-      .set({
-        status: result.status,
-        output: result.output,
-        error: result.error,
-        completed_at: result.now,
-        deadline_at: null,
-        retain_until: sql`${bigint(result.now)} + retain_ms`,
-        stop_pending: 0,
-      })
-      .where('id', '=', result.jobId)
-      .where('worker_id', '=', result.workerId)
-      .where('status', '=', RUNNING)
-      .returningAll()
-      .execute();
-    const applied = rows[0];
-    if (applied) return { outcome: 'applied', job: fromRow(applied) };
-    const now = await this.#db
-      .selectFrom('jobs')
-      .selectAll()
-      .where('id', '=', result.jobId)
-      .executeTakeFirst();
-    if (!now) return { outcome: 'refused' };
-    const job = fromRow(now);
-    // The worker's own job, finished already (its retry of the same post, or a result after a cancel): nothing
-    // changes, and the worker is not made to retry.
-    if (job.workerId === result.workerId && isTerminal(job.status)) {
-      await this.#db
-        .updateTable('jobs')
-        .set({ stop_pending: 0 })
-        .where('id', '=', result.jobId)
-        .where('stop_pending', '=', 1)
-        .where('worker_id', '=', result.workerId)
-        .execute();
-      return { outcome: 'duplicate', job };
-    }
-    return { outcome: 'refused', job };
+  /**
+   * Applies a worker's final result, once; a duplicate of its own result is accepted, any other refused. On SQLite,
+   * results that arrive in the same turn of the event loop are applied in one transaction (group-commit.ts), each
+   * answered once it has committed.
+   */
+  complete(result: JobResult): Promise<Completed> {
+    return this.#dialect === 'sqlite' ? this.#results.submit(result) : applyResult(this.#db, result);
   }
+
+  readonly #results = new GroupCommit<JobResult, Completed>({
+    run: async (results) => {
+      const [only] = results;
+      if (only && results.length === 1) return [await applyResult(this.#db, only)];
+      return this.#db.transaction().execute(async (trx) => {
+        const outcomes: Completed[] = [];
+        for (const result of results) outcomes.push(await applyResult(trx, result));
+        return outcomes;
+      });
+    },
+  });
 
   /** A progress update (`{"status": "IN_PROGRESS"}`): kept as the output while the job runs on this worker. */
   async progress(jobId: string, workerId: string, output: string | null, now: number): Promise<boolean> {
@@ -319,21 +238,24 @@ export class JobRepository {
     cause: string,
     options: { maxAttempts: number; now: number; except?: readonly string[] },
   ): Promise<Requeued> {
-    return this.#db.transaction().execute(async (trx) => {
-      const held = await trx
+    const held = (db: Kysely<Database>) =>
+      db
         .selectFrom('jobs')
         .select('id')
         .where('worker_id', '=', workerId)
         .where('status', '=', RUNNING)
         .$if((options.except ?? []).length > 0, (q) => q.where('id', 'not in', options.except ?? []))
         .execute();
-      return requeueIds(
+    // Most calls find nothing held (every take with `job_in_progress=0` asks): one read then, no transaction.
+    if ((await held(this.#db)).length === 0) return nothingRequeued();
+    return this.#db.transaction().execute(async (trx) =>
+      requeueIds(
         trx,
-        held.map((h) => h.id),
+        (await held(trx)).map((h) => h.id),
         cause,
         options,
-      );
-    });
+      ),
+    );
   }
 
   /**
@@ -345,7 +267,7 @@ export class JobRepository {
     cause: string,
     options: { maxAttempts: number; now: number; untaken?: boolean },
   ): Promise<Requeued> {
-    if (ids.length === 0) return { requeued: [], failed: [], endpoints: [], perEndpoint: {} };
+    if (ids.length === 0) return nothingRequeued();
     return this.#db.transaction().execute(async (trx) => {
       if (options.untaken)
         await trx

@@ -6,6 +6,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import type { DatabaseConnection } from '../connection.js';
 import type { Database } from '../schema.js';
 import { Checkpointer } from './checkpointer.js';
+import { StatementCache } from './statement-cache.js';
 
 export interface SqliteOptions {
   /**
@@ -26,7 +27,9 @@ export function connectSqlite(path: string, options: SqliteOptions = {}): Databa
   const background = path === ':memory:' ? undefined : options.backgroundCheckpoints;
   if (background) sqlite.pragma('wal_autocheckpoint = 0');
   const checkpointer = background && new Checkpointer({ path, ...background });
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: new StatementCache({ database: sqlite }) }),
+  });
   return {
     db,
     dialect: 'sqlite',
