@@ -94,12 +94,11 @@ export class MemoryCheckpointer implements GpuCheckpointer {
 
   async state(pid: number, options: { deadlineMs: number }): Promise<GpuProcessState> {
     this.stateCalls += 1;
-    const p = this.#processes.get(pid);
-    // Seen on the H200 (docs/workers.md): asked of a stopped process that still holds its GPU state, the driver
-    // never answers; one whose state is checkpointed answers.
-    if (p?.state === 'running' && this.#stopped(pid))
+    // Seen on the H200 (docs/workers.md): asked of a stopped process, checkpointed or not, the driver answers late
+    // or never.
+    if (this.#stopped(pid))
       throw new Error(`state of pid ${pid} did not answer within ${options.deadlineMs} ms (it is stopped)`);
-    return p?.state ?? 'none';
+    return this.#processes.get(pid)?.state ?? 'none';
   }
 
   #held(pid: number): HeldProcess {

@@ -94,7 +94,9 @@ export class DockerIdleTiers extends CheckpointSteps implements IdleTiers {
       try {
         suspended = await this.anyCheckpointed(await this.#pids(worker.workerId), STATE_DEADLINE_MS);
       } catch {
-        return worker;
+        // No answer (the driver answers of a paused process late or never): the record, written only after a
+        // checkpoint, stands; without records the worker stays frozen.
+        suspended = gpuBytes !== undefined;
       }
       this.#driverSaid.set(worker.workerId, suspended);
     }

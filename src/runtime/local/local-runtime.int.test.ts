@@ -244,11 +244,14 @@ describe('LocalRuntime', () => {
     await first.close();
 
     // The GPU memory it held is on its state file: a restarted runtime lists it with the suspended worker.
+    // The driver is asked with the worker thawed for the question (it does not answer of a stopped process), and the
+    // worker is frozen again after.
     const second = newRuntime(checkpointer);
     expect(await second.inspect('suspendme')).toMatchObject({
       tier: 'suspended',
       suspendedGpuBytes: { 'GPU-0': 40e9 },
     });
+    expect(isFrozen({ pid, cgroup })).toBe(true);
     await second.idleTiers.restore('suspendme', { deadlineMs: 5_000 });
     expect(checkpointer.usedBytes('GPU-0')).toBe(40e9);
     expect(await getJson(created.address, '/env')).toMatchObject({ CORRAL_WORKER_ID: 'suspendme' });

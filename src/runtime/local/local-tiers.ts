@@ -124,19 +124,23 @@ export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
   }
 
   /**
-   * The tier of a worker adopted after a restart: frozen (its cgroup frozen, or its leader stopped); with a
-   * process the driver holds checkpointed, suspended. Only a worker whose state file records a suspend is asked of
-   * the driver: a frozen process never answers it (DESIGN.md section 7), so asking each frozen worker would hold the
-   * restart for the whole deadline, once per worker.
+   * The tier of a worker adopted after a restart: frozen (its cgroup frozen, or its leader stopped); suspended where
+   * its state file records a suspend and the driver, asked, says its process is checkpointed. The driver answers of
+   * a frozen process late or never (on the H200: once after 7 s, else not within 15 s) and of a running one at once,
+   * so the worker is thawed for the question and frozen again after (its CUDA calls wait on the checkpoint's lock
+   * meanwhile). A worker with no suspend recorded is not asked about: it was only frozen. No answer: the record,
+   * written only after a checkpoint, stands.
    */
   async tierOfAdopted(target: TierTarget, recordedSuspend: boolean): Promise<IdleTier | undefined> {
     if (!isFrozen(target)) return undefined;
     if (!recordedSuspend) return 'frozen';
     try {
-      const suspended = await this.anyCheckpointed(targetPids(target), STATE_DEADLINE_MS);
-      return suspended ? 'suspended' : 'frozen';
+      await this.#setFrozen(target, false);
+      return (await this.anyCheckpointed(targetPids(target), STATE_DEADLINE_MS)) ? 'suspended' : 'frozen';
     } catch {
-      return 'frozen';
+      return 'suspended';
+    } finally {
+      await this.#setFrozen(target, true).catch(() => undefined);
     }
   }
 
@@ -147,12 +151,16 @@ export class LocalIdleTiers extends CheckpointSteps implements IdleTiers {
   }
 
   async #freezeTarget(workerId: string, frozen: boolean): Promise<void> {
-    const target = this.#target(workerId);
+    if (!(await this.#setFrozen(this.#target(workerId), frozen)))
+      throw new RuntimeError('NOT_FOUND', `worker ${workerId}: its process group is gone`);
+  }
+
+  /** Freezes or thaws through the cgroup, else by signals to the process group; false: the group is gone. */
+  async #setFrozen(target: TierTarget, frozen: boolean): Promise<boolean> {
     if (target.cgroup) {
       await setFrozen(target.cgroup, frozen);
-      return;
+      return true;
     }
-    if (!signalGroup(target.pid, frozen ? 'SIGSTOP' : 'SIGCONT'))
-      throw new RuntimeError('NOT_FOUND', `worker ${workerId}: its process group is gone`);
+    return signalGroup(target.pid, frozen ? 'SIGSTOP' : 'SIGCONT');
   }
 }
