@@ -231,13 +231,14 @@ describe('CorralClient.streamWorkerLog', () => {
   it('applies the timeout to the start of the answer only', async () => {
     streaming(async (res) => {
       for (const line of ['1', '2', '3', '4']) {
-        await sleep(60);
+        await sleep(400);
         res.write(`${line}\n`);
       }
       res.end();
     });
-    // 240 ms of stream under a 100 ms timeout: the timeout must not cut it.
-    await expect(collect(client(100).streamWorkerLog('ep1', 'w1', { follow: true }))).resolves.toEqual([
+    // 1.6 s of stream under a 1 s timeout: the timeout must not cut it. (A 100 ms timeout was missed by the start of
+    // the answer itself on a loaded CI machine.)
+    await expect(collect(client(1_000).streamWorkerLog('ep1', 'w1', { follow: true }))).resolves.toEqual([
       '1',
       '2',
       '3',
@@ -247,7 +248,7 @@ describe('CorralClient.streamWorkerLog', () => {
     handler = (_req, res) => {
       res.on('close', () => markClosed()); // never answers
     };
-    const error = await collect(client(100).streamWorkerLog('ep1', 'w1')).catch((e: unknown) => e);
+    const error = await collect(client(1_000).streamWorkerLog('ep1', 'w1')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorralConnectionError);
     expect((error as CorralConnectionError).timedOut).toBe(true);
     expect((error as Error).message).toContain(baseUrl);
