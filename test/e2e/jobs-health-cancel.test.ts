@@ -13,12 +13,17 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { callGateway } from '../support/gateway-call.js';
 import { callJobs } from '../support/jobs-client.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  localRuntimeArgs,
+  printServeLog,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import { localSleeperEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-jobs-health-cancel-key-0123456789';
 const RUNPOD_WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
-const isRoot = process.getuid?.() === 0;
 
 describe('jobs: a queue worker with healthy.path, and http jobs stopped in flight', () => {
   let dataDir: string;
@@ -37,18 +42,10 @@ describe('jobs: a queue worker with healthy.path, and http jobs stopped in fligh
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-jobs-hc-'));
     writeFileSync(join(dataDir, 'corral.yaml'), 'jobs:\n  lostAfterSeconds: 6\n  takeHoldSeconds: 5\n');
-    server = await startServe(
-      [
-        '--runtime',
-        'local',
-        '--gpus',
-        'h100-80g:2',
-        '--config',
-        join(dataDir, 'corral.yaml'),
-        ...(isRoot ? ['--local-allow-root'] : []),
-      ],
-      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
-    );
+    server = await startServe([...localRuntimeArgs('h100-80g:2'), '--config', join(dataDir, 'corral.yaml')], {
+      CORRAL_DATA_DIR: dataDir,
+      CORRAL_API_KEY: KEY,
+    });
   }, 60_000);
 
   afterAll(async () => {
