@@ -3,6 +3,9 @@
  * `/e/{appName}{jobsPath}` stays under the endpoint's own prefix whatever reads it. A URL parser folds `..` and `.`
  * segments, their encoded forms (`%2e`) and backslashes into a climb out of the prefix, and `%2f` is a slash to
  * some servers: each is refused, as is any character a URL path does not hold as written. Pure.
+ *
+ * The health path keeps its own, looser rule (validate.ts): it is sent straight to the worker's own address, with no
+ * prefix to climb out of and no other endpoint behind it, and stored specs may give it a query.
  */
 
 /** The longest `jobsPath`. */
