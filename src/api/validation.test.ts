@@ -154,6 +154,20 @@ const REJECTED: [string, Record<string, unknown>, number, string, string][] = [
   ['unknown type', { type: 'batch' }, 400, 'INVALID_FIELD', 'type'],
   ['jobsPath without /', { jobsPath: 'run' }, 400, 'INVALID_FIELD', 'jobsPath'],
   ['jobsPath with a query', { jobsPath: '/run?x=1' }, 400, 'INVALID_FIELD', 'jobsPath'],
+  // Issue 29: each climbed from /e/{appName} to another owner's endpoint before the rule.
+  ...[
+    '/../other-app/x',
+    '/%2e%2e/other-app/x',
+    '/.%2e/other-app/x',
+    '/..\\other-app',
+    '/x%2F..%2Fother-app',
+  ].map((jobsPath): [string, Record<string, unknown>, number, string, string] => [
+    `jobsPath ${JSON.stringify(jobsPath)}`,
+    { jobsPath },
+    400,
+    'INVALID_FIELD',
+    'jobsPath',
+  ]),
   ['health period 0', { healthy: { path: '/h', period: 0 } }, 400, 'OUT_OF_RANGE', 'healthy.period'],
   ['empty image', { image: { image: '' } }, 400, 'INVALID_FIELD', 'image.image'],
   ...[

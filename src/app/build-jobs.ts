@@ -29,6 +29,7 @@ import { workerRoutes } from '../jobs/worker-routes.js';
 import { WorkerTokens } from '../jobs/worker-tokens.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
+import { DeliveryKeys } from '../service/delivery-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
 import type { TrafficParts } from './build-traffic.js';
@@ -47,7 +48,7 @@ const SIGNALS_REFRESH_MS = 1_000;
 const CONTACT_WRITE_MS = 2_000;
 /** The name of the worker tokens' key in the store. */
 const TOKEN_SECRET = 'worker-tokens';
-/** The name of the key of http jobs' deliveries through the gateway, shared by replicas (a forwarded one). */
+/** The name of the secret of http jobs' delivery keys (one per endpoint), shared by replicas (a forwarded one). */
 const DELIVERY_SECRET = 'gateway-job-deliveries';
 
 export interface JobsParts {
@@ -99,8 +100,8 @@ export interface Jobs {
   workerEnded(workerId: string, reason: string): void;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
   protocolEnv(endpointId: string, workerId: string): EnvVar[];
-  /** The key the gateway accepts from this side's deliveries of `http` jobs (no worker ever sees it). */
-  deliveryKey: string;
+  /** The keys the gateway accepts from this side's deliveries of `http` jobs, one per endpoint (no worker sees one). */
+  deliveryKeys: DeliveryKeys;
   /** Starts the sweeper. */
   start(): void;
   close(): Promise<void>;
@@ -121,11 +122,13 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     clock(),
   );
   const tokens = new WorkerTokens({ secret });
-  const deliveryKey = `cjd_${await store.serverSecrets.getOrCreate(
-    DELIVERY_SECRET,
-    () => randomBytes(32).toString('base64url'),
-    clock(),
-  )}`;
+  const deliveryKeys = new DeliveryKeys({
+    secret: await store.serverSecrets.getOrCreate(
+      DELIVERY_SECRET,
+      () => randomBytes(32).toString('base64url'),
+      clock(),
+    ),
+  });
   const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
   const events = new JobEvents();
   const findEndpoint = parts.findEndpoint ?? storeEndpointFinder(store);
@@ -219,7 +222,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
     gateway: () => {
       const url = parts.gatewayUrl();
-      return url === undefined ? undefined : { url, key: deliveryKey };
+      return url === undefined ? undefined : { url, keyFor: (endpointId) => deliveryKeys.keyFor(endpointId) };
     },
     scanMs: SWEEP_INTERVAL_MS,
     keepAliveMs: Math.max(1_000, (settings.lostAfterSeconds * 1000) / 3),
@@ -247,7 +250,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     signals,
     contacts,
     metrics,
-    deliveryKey,
+    deliveryKeys,
     clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
       workers,
@@ -295,7 +298,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
 export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
   return {
     routes: [jobs.clientRoute],
-    deliveryKey: jobs.deliveryKey,
+    deliveryKeys: jobs.deliveryKeys,
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
     workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),

@@ -2,7 +2,6 @@
  * The worker and traffic side of `corral serve`: the routing table, the gateway, the scaler and the controller,
  * built in dependency order and connected; nothing listens or runs until `start` (or a term) begins.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Server } from 'node:http';
 import { totalmem } from 'node:os';
 import type { Logger } from 'pino';
@@ -30,6 +29,7 @@ import { type HistorySources, TrafficHistory } from '../history/history.js';
 import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
 import type { QueueSignals } from '../ports/queue-signals.js';
 import type { WorkerRuntime } from '../runtime/types.js';
+import { type DeliveryKeys, withDeliveryKeys } from '../service/delivery-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
 
@@ -68,8 +68,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
   jobs?: {
     routes: readonly GatewayRoute[];
-    /** The key of http jobs' deliveries: the gateway lets it call any endpoint (it never reaches a worker). */
-    deliveryKey: string;
+    /** The keys of http jobs' deliveries: the gateway lets each call its own endpoint alone (no worker sees one). */
+    deliveryKeys: DeliveryKeys;
     signals: (signals: QueueSignals) => QueueSignals;
     protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
     queueProbe: NonNullable<ControllerOptions['queueProbe']>;
@@ -110,13 +110,13 @@ export interface Traffic<M extends GatewayMetrics> {
   close(): Promise<void>;
 }
 
-/** The gateway's key check, which also lets the jobs side's deliveries of http jobs call any endpoint. */
-function withDeliveryKey(deliveryKey: string, keys: InvokeKeyService) {
-  const expected = createHash('sha256').update(deliveryKey).digest();
-  return (key: string) =>
-    timingSafeEqual(createHash('sha256').update(key).digest(), expected)
-      ? Promise.resolve({ ownerId: '', admin: true })
-      : keys.grant(key);
+/** The gateway's key check, which also lets each of the jobs side's deliveries of http jobs call its own endpoint. */
+export function withDeliveryKey(deliveryKeys: DeliveryKeys, keys: InvokeKeyService, store: Store) {
+  return withDeliveryKeys(
+    deliveryKeys,
+    (key) => keys.grant(key),
+    async (endpointId) => (await store.endpoints.getMany([endpointId]))[0]?.endpoint.ownerId,
+  );
 }
 
 /**
@@ -154,7 +154,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
-    verifyKey: parts.jobs ? withDeliveryKey(parts.jobs.deliveryKey, keys) : (key) => keys.grant(key),
+    verifyKey: parts.jobs ? withDeliveryKey(parts.jobs.deliveryKeys, keys, store) : (key) => keys.grant(key),
     ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
     ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });

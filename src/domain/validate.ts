@@ -5,6 +5,7 @@
 import type { EndpointSpec } from './endpoint.js';
 import { envBoundProblem, resolvedEnvSize } from './env-bounds.js';
 import { imageNameProblem } from './image-name.js';
+import { jobsPathProblem, MAX_JOBS_PATH_LENGTH } from './jobs-path.js';
 import { inRange, type Limits, type Range } from './limits.js';
 import { secretReferences } from './secret-refs.js';
 
@@ -236,18 +237,14 @@ function validateScaling(spec: EndpointSpec, limits: Limits, range: RangeCheck):
   else range('scaling.value', value, limits.requestCount, '`scaling.value` (queued request count)');
 }
 
-/** The longest `jobsPath`. */
-export const MAX_JOBS_PATH_LENGTH = 1_024;
-
 function validateJobsPath(spec: EndpointSpec, add: Add): void {
-  const path = spec.jobsPath;
-  if (!path.startsWith('/') || path.length > MAX_JOBS_PATH_LENGTH || /[\s?#]/.test(path)) {
-    add({
-      field: 'jobsPath',
-      reason: 'INVALID_FIELD',
-      message: `jobsPath must be a path starting with / (no spaces, ? or #, at most ${MAX_JOBS_PATH_LENGTH} characters), got ${JSON.stringify(path.slice(0, 64))}`,
-    });
-  }
+  const problem = jobsPathProblem(spec.jobsPath);
+  if (problem === undefined) return;
+  add({
+    field: 'jobsPath',
+    reason: 'INVALID_FIELD',
+    message: `jobsPath must be a normalised path starting with / (no . or .. segments, no encoded dots or slashes, no backslashes, no //, ? or #, at most ${MAX_JOBS_PATH_LENGTH} characters): it ${problem}, got ${JSON.stringify(spec.jobsPath.slice(0, 64))}`,
+  });
 }
 
 function validatePort(port: number, add: Add): void {

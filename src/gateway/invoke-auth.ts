@@ -144,7 +144,7 @@ function decide(grant: EndpointKeyGrant | null, endpoint: Endpoint): AccessVerdi
   if (grant.endpointId !== undefined) {
     return grant.endpointId === endpoint.id && grant.ownerId === endpoint.ownerId
       ? undefined
-      : unauthenticated('this invoke key was made for another endpoint');
+      : unauthenticated('this key was made for another endpoint (an invoke key, or a job delivery key)');
   }
   return grant.ownerId === endpoint.ownerId
     ? undefined

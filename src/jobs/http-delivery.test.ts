@@ -6,8 +6,9 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_POLICY, type JobPolicy } from '../domain/job.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
-import { answerToResult, HttpDelivery, type JobSend } from './http-delivery.js';
+import { answerToResult, deliveryUrl, HttpDelivery } from './http-delivery.js';
 import { JobEvents, wakeKey } from './job-events.js';
+import type { JobSend } from './job-send.js';
 import { Wakeups } from './wakeups.js';
 
 describe("an http endpoint's answer to a job", () => {
@@ -26,6 +27,45 @@ describe("an http endpoint's answer to a job", () => {
     });
     expect(answerToResult(500, 'x'.repeat(10_000)).error?.length).toBe('HTTP 500: '.length + 4_096);
   });
+
+  it('FAILS the job on a redirect, saying it was not followed', () => {
+    for (const status of [301, 302, 303, 307, 308]) {
+      expect(answerToResult(status, '')).toEqual({
+        status: 'FAILED',
+        output: null,
+        error: `HTTP ${status}: the endpoint answered a redirect, and a job's delivery follows no redirect`,
+      });
+    }
+  });
+});
+
+describe("an http job's delivery URL", () => {
+  const gateway = 'http://127.0.0.1:8080';
+
+  it("is the endpoint's own path form on this replica's gateway", () => {
+    expect(deliveryUrl(gateway, { appName: 'app', jobsPath: '/v1/generate' })).toEqual({
+      url: 'http://127.0.0.1:8080/e/app/v1/generate',
+    });
+    expect(deliveryUrl(gateway, { appName: 'app', jobsPath: '/run' })).toEqual({
+      url: 'http://127.0.0.1:8080/e/app/run',
+    });
+  });
+
+  it.each([
+    '/../other-app/x',
+    '/%2e%2e/other-app/x',
+    '/.%2e/other-app/x',
+    '/..\\other-app',
+    '/x%2F..%2Fother-app',
+    '//other-host/x',
+    '',
+  ])('is refused for a jobsPath stored before the path rule: %j', (jobsPath) => {
+    const target = deliveryUrl(gateway, { appName: 'app', jobsPath });
+    expect(target).toEqual({
+      refused: expect.stringContaining(`the endpoint's jobsPath ${JSON.stringify(jobsPath)} `),
+    });
+    expect(target).toEqual({ refused: expect.stringContaining('the job was not delivered') });
+  });
 });
 
 const WORKER = 'gateway:r-1';
@@ -36,13 +76,26 @@ describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () 
   let wakeups: Wakeups;
   let delivery: HttpDelivery;
   let endpoint: Endpoint;
-  /** The requests the gateway was sent and not answered: job id -> whether its request was aborted. */
-  let requests: Map<string, { aborted: boolean; answer: (status: number, body: string) => void }>;
+  /** The requests the gateway was sent: job id -> where, with which key, whether it was aborted, its answer. */
+  let requests: Map<
+    string,
+    {
+      url: string;
+      authorization: string | undefined;
+      aborted: boolean;
+      answer: (status: number, body: string) => void;
+    }
+  >;
 
-  const send: JobSend = (_url, init) =>
+  const send: JobSend = (url, init) =>
     new Promise((resolve, reject) => {
       const id = init.headers['x-corral-job-id'] ?? '';
-      const request = { aborted: false, answer: (status: number, body: string) => resolve({ status, body }) };
+      const request = {
+        url,
+        authorization: init.headers.authorization,
+        aborted: false,
+        answer: (status: number, body: string) => resolve({ status, body }),
+      };
       requests.set(id, request);
       init.signal.addEventListener('abort', () => {
         request.aborted = true;
@@ -53,8 +106,8 @@ describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () 
   /** Lets the store's calls and the delivery's promises run, with no time passing. */
   const turns = () => loopTurns(20);
 
-  const runJob = async (id: string, policy: Partial<JobPolicy> = {}) => {
-    await store.jobs.enqueue(
+  const enqueue = (id: string, policy: Partial<JobPolicy> = {}) =>
+    store.jobs.enqueue(
       {
         id,
         endpointId: endpoint.id,
@@ -67,6 +120,8 @@ describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () 
       },
       60_000,
     );
+  const runJob = async (id: string, policy: Partial<JobPolicy> = {}) => {
+    await enqueue(id, policy);
     await delivery.drain(endpoint.id);
     await turns();
     expect(requests.get(id)?.aborted).toBe(false);
@@ -88,7 +143,7 @@ describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () 
       logger: pino({ level: 'silent' }),
       deliveryWorkerId: WORKER,
       findEndpoint: async () => endpoint,
-      gateway: () => ({ url: 'http://gateway.invalid', key: 'k' }),
+      gateway: () => ({ url: 'http://gateway.invalid', keyFor: (id) => `key-of-${id}` }),
       scanMs: 60_000,
       keepAliveMs: 60_000,
       stopCheckMs: 500,
@@ -100,6 +155,27 @@ describe('a job whose request is in flight (cancel, executionTimeout, ttl)', () 
   afterEach(async () => {
     await delivery.close();
     await store.close();
+  });
+
+  it("goes to its endpoint's own path form with the delivery key of that endpoint alone", async () => {
+    await runJob('j-1');
+    expect(requests.get('j-1')).toMatchObject({
+      url: `http://gateway.invalid/e/${endpoint.spec.appName}/run`,
+      authorization: `Bearer key-of-${endpoint.id}`,
+    });
+  });
+
+  it('FAILS unsent when its endpoint was stored with a jobsPath the path rule refuses (before the rule)', async () => {
+    endpoint = { ...endpoint, spec: { ...endpoint.spec, jobsPath: '/../other-app/x' } };
+    await enqueue('j-1');
+    await delivery.drain(endpoint.id);
+    await turns();
+    expect(requests.size).toBe(0);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'FAILED',
+      error:
+        'the endpoint\'s jobsPath "/../other-app/x" holds a . or .. segment: the job was not delivered (set a normalised jobsPath with endpoint/update)',
+    });
   });
 
   it('is aborted at once by a cancel here, and stays CANCELLED with its stop cleared', async () => {

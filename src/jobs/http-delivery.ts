@@ -6,36 +6,30 @@
  * this replica as the pseudo worker `gateway:{replicaId}` (a take of the queue, so exactly one replica delivers
  * each), kept alive while the request runs, and go back to the queue if this replica dies (`lostAfter`).
  *
+ * The delivery stays inside its endpoint (issue 29): its key is good for that endpoint alone (service/delivery-keys.ts),
+ * a jobsPath stored before the path rule (domain/jobs-path.ts) or a URL that resolves anywhere but under the
+ * endpoint's own `/e/{appName}/` FAILS the job unsent, a redirect FAILS it (never followed), and an answer past the
+ * jobs' output limit FAILS it with its request closed (job-send.ts).
+ *
  * A job cancelled, timed out or past its ttl while its request is in flight (on any replica: the store marks a stop
  * for this replica's pseudo worker, as for a queue worker) has its request aborted: the gateway's connection to the
  * worker closes and its slot is free. The stops are looked for at once when this process marks one (its wake-up)
  * and every `stopCheckMs` while jobs are in flight (another replica's). An aborted job keeps the status that ended
  * it: its result is never applied over it.
  */
-import type { Endpoint } from '../domain/endpoint.js';
-import type { Job } from '../domain/job.js';
+import type { Endpoint, EndpointSpec } from '../domain/endpoint.js';
+import { JOB_LIMITS, type Job } from '../domain/job.js';
+import { jobsPathProblem } from '../domain/jobs-path.js';
+import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobRepository } from '../store/jobs.js';
 import type { JobsLogger } from './http-io.js';
 import { type JobEvents, wakeKey } from './job-events.js';
+import { ERROR_BODY_CHARS, httpSend, isRedirect, type JobSend } from './job-send.js';
 import type { Wakeups } from './wakeups.js';
 
-/** How much of a failed answer's body the job's error keeps. */
-const ERROR_BODY_CHARS = 4_096;
 /** Jobs delivered at once per endpoint by one replica (the gateway's queue bounds what reaches workers). */
 const IN_FLIGHT_PER_ENDPOINT = 256;
-
-/** One job's request to the gateway: its answer, or a rejection when `signal` aborts it or the request fails. */
-export type JobSend = (
-  url: string,
-  init: { headers: Record<string, string>; body: string; signal: AbortSignal },
-) => Promise<{ status: number; body: string }>;
-
-/** The request as `corral serve` sends it: node's fetch (an abort closes its connection). */
-export const fetchSend: JobSend = async (url, init) => {
-  const response = await fetch(url, { method: 'POST', ...init });
-  return { status: response.status, body: await response.text() };
-};
 
 interface InFlight {
   endpointId: string;
@@ -55,8 +49,11 @@ export interface HttpDeliveryOptions {
   deliveryWorkerId: string;
   /** The live endpoint with this id. */
   findEndpoint: (endpointId: string) => Promise<Endpoint | undefined>;
-  /** The gateway's base URL on this host and the key it accepts for these deliveries; undefined until it listens. */
-  gateway: () => { url: string; key: string } | undefined;
+  /**
+   * The gateway's base URL on this host and the key it accepts for the deliveries to one endpoint (that endpoint's
+   * alone); undefined until it listens.
+   */
+  gateway: () => DeliveryGateway | undefined;
   /** How often queued jobs of http endpoints are looked for (jobs queued on another replica, or before a restart). */
   scanMs: number;
   /** How often jobs under delivery are marked alive (under `lostAfter`). */
@@ -69,8 +66,15 @@ export interface HttpDeliveryOptions {
    */
   backstopMs: number;
   maxAttempts: number;
-  /** Sends a job's request; absent: `fetchSend`. */
+  /** The most bytes of a job's answer kept as its output; absent: a worker's result limit (`JOB_LIMITS`). */
+  answerLimitBytes?: number;
+  /** Sends a job's request; absent: `httpSend`. */
   send?: JobSend;
+}
+
+export interface DeliveryGateway {
+  url: string;
+  keyFor: (endpointId: string) => string;
 }
 
 export class HttpDelivery {
@@ -133,34 +137,23 @@ export class HttpDelivery {
     this.#o.timers.clearTimeout(this.#keepAlive);
   }
 
-  async #deliver(endpoint: Endpoint, job: Job, gateway: { url: string; key: string }): Promise<void> {
+  async #deliver(endpoint: Endpoint, job: Job, gateway: DeliveryGateway): Promise<void> {
     const entry: InFlight = { endpointId: endpoint.id, abort: new AbortController(), stopped: false };
     this.#inFlight.set(job.id, entry);
     this.#watchStops();
     const timeoutMs = job.policy.executionTimeoutMs;
     const backstop = this.#o.timers.setTimeout(() => entry.abort.abort(), timeoutMs + this.#o.backstopMs);
-    let result: { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null };
+    let result: JobResult;
     try {
-      const answer = await (this.#o.send ?? fetchSend)(
-        `${gateway.url}/e/${endpoint.spec.appName}${endpoint.spec.jobsPath}`,
-        {
-          headers: {
-            'content-type': 'application/json',
-            'x-corral-job-id': job.id,
-            // A public endpoint needs no key, and its worker would see this one: none is sent.
-            ...(endpoint.spec.public ? {} : { authorization: `Bearer ${gateway.key}` }),
-          },
-          body: job.input,
-          signal: entry.abort.signal,
-        },
-      );
-      result = answerToResult(answer.status, answer.body);
+      result = await this.#send(endpoint, job, gateway, entry.abort.signal);
     } catch (error) {
       const why = entry.stopped
         ? 'the job was stopped'
         : entry.abort.signal.aborted
           ? `no answer within its executionTimeout (${timeoutMs} ms)`
-          : `the request failed: ${describe(error)}`;
+          : error instanceof JobError && error.code === 'BODY_TOO_LARGE'
+            ? `${error.message} of a job's output; the request was closed`
+            : `the request failed: ${describe(error)}`;
       result = { status: 'FAILED', output: null, error: why };
     } finally {
       this.#o.timers.clearTimeout(backstop);
@@ -182,6 +175,29 @@ export class HttpDelivery {
       this.#o.logger.warn({ jobId: job.id, err: describe(error) }, 'http job result not stored');
     }
     void this.drain(endpoint.id);
+  }
+
+  /** The job's request and its result; a job whose URL would leave its endpoint FAILS unsent. */
+  async #send(
+    endpoint: Endpoint,
+    job: Job,
+    gateway: DeliveryGateway,
+    signal: AbortSignal,
+  ): Promise<JobResult> {
+    const target = deliveryUrl(gateway.url, endpoint.spec);
+    if ('refused' in target) return { status: 'FAILED', output: null, error: target.refused };
+    const answer = await (this.#o.send ?? httpSend)(target.url, {
+      headers: {
+        'content-type': 'application/json',
+        'x-corral-job-id': job.id,
+        // A public endpoint needs no key, and its worker would see this one: none is sent.
+        ...(endpoint.spec.public ? {} : { authorization: `Bearer ${gateway.keyFor(endpoint.id)}` }),
+      },
+      body: job.input,
+      signal,
+      answerLimitBytes: this.#o.answerLimitBytes ?? JOB_LIMITS.resultBytes,
+    });
+    return answerToResult(answer.status, answer.body);
   }
 
   /**
@@ -245,11 +261,43 @@ export class HttpDelivery {
   }
 }
 
-/** The job's end from the endpoint's answer: a 2xx JSON body is the output; anything else FAILS with both. */
-export function answerToResult(
-  status: number,
-  body: string,
-): { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null } {
+type JobResult = { status: 'COMPLETED' | 'FAILED'; output: string | null; error: string | null };
+
+/**
+ * The URL of the endpoint's jobs on the gateway at `gatewayUrl`, or why the job is not sent there: a jobsPath
+ * stored before the path rule, or a URL that a parser reads as anything but a path under the endpoint's own
+ * `/e/{appName}/` on that gateway.
+ */
+export function deliveryUrl(
+  gatewayUrl: string,
+  spec: Pick<EndpointSpec, 'appName' | 'jobsPath'>,
+): { url: string } | { refused: string } {
+  const shown = JSON.stringify(spec.jobsPath.slice(0, 64));
+  const problem = jobsPathProblem(spec.jobsPath);
+  if (problem !== undefined)
+    return {
+      refused: `the endpoint's jobsPath ${shown} ${problem}: the job was not delivered (set a normalised jobsPath with endpoint/update)`,
+    };
+  const path = `/e/${spec.appName}${spec.jobsPath}`;
+  const url = new URL(`${gatewayUrl}${path}`);
+  if (url.origin !== new URL(gatewayUrl).origin || url.pathname !== path)
+    return {
+      refused: `the delivery URL of jobsPath ${shown} resolves to ${url.origin}${url.pathname}, not under the endpoint's own /e/${spec.appName}/: the job was not delivered`,
+    };
+  return { url: url.href };
+}
+
+/**
+ * The job's end from the endpoint's answer: a 2xx JSON body is the output; a redirect FAILS saying it was not
+ * followed; anything else FAILS with the status and the body.
+ */
+export function answerToResult(status: number, body: string): JobResult {
+  if (isRedirect(status))
+    return {
+      status: 'FAILED',
+      output: null,
+      error: `HTTP ${status}: the endpoint answered a redirect, and a job's delivery follows no redirect`,
+    };
   if (status >= 200 && status < 300) {
     try {
       JSON.parse(body);

@@ -1,6 +1,7 @@
 // Keys on endpoint URLs (issue 10, item 2) against `corral serve` as a process with Docker workers: two owners, each
 // with an endpoint whose worker answers with the headers that reached it; keyless and wrong-owner requests get 401,
-// the owner's key and an invoke key get 200, the worker never sees a key; /metrics needs an admin key or the token.
+// the owner's key and an invoke key get 200, the worker never sees a key; /metrics needs an admin key or the token; a
+// jobsPath that climbs to the other owner's endpoint is refused (issue 29) and a job reaches its own worker alone.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect } from 'node:net';
@@ -95,10 +96,11 @@ describe.runIf(withDocker)('keys on endpoint URLs, with two owners, against corr
   let dataDir: string;
   let server: ServeProcess;
   const owners = { alice: { key: '', endpointId: '' }, bob: { key: '', endpointId: '' } };
+  let image = '';
   beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
   beforeAll(async () => {
-    const image = await ensureTestImage();
+    image = await ensureTestImage();
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-keys-'));
     const env = { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: ADMIN_KEY, CORRAL_METRICS_TOKEN: METRICS_TOKEN };
     server = await startServe(['--runtime', 'docker', '--gpus', 'h100-80g:2'], env);
@@ -186,6 +188,41 @@ describe.runIf(withDocker)('keys on endpoint URLs, with two owners, against corr
     // The documented bound (10 s cache), with a margin for a loaded machine.
     expect(Date.now() - revokedAt).toBeLessThan(12_000);
   }, 30_000);
+
+  it("issue 29: a jobsPath that climbs to the other owner's endpoint is refused at create and update; a job reaches its own worker, without a key", async () => {
+    const { alice } = owners;
+    for (const jobsPath of [
+      '/../bob-headers/x',
+      '/%2e%2e/bob-headers/x',
+      '/.%2e/bob-headers/x',
+      '/..\\bob-headers/x',
+    ]) {
+      const created = await api(server, alice.key, 'endpoint/create', {
+        endpoint: {
+          appName: 'alice-climber',
+          jobsPath,
+          image: { image, command: HEADERS_WORKER },
+          ports: [{ port: 8000 }],
+          workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1 },
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(400);
+      expect(created.body).toMatchObject({ reason: 'INVALID_FIELD', metadata: { field: 'jobsPath' } });
+      const updated = await api(server, alice.key, 'endpoint/update', { id: alice.endpointId, jobsPath });
+      expect(updated.status, JSON.stringify(updated.body)).toBe(400);
+      expect(updated.body).toMatchObject({ reason: 'INVALID_FIELD', metadata: { field: 'jobsPath' } });
+    }
+    const answer = await fetch(`${server.gatewayUrl}/v2/${alice.endpointId}/runsync?wait=30000`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: { prompt: 'hi' } }),
+    });
+    const job = (await answer.json()) as { id: string; status: string; output: Record<string, string> };
+    expect(job.status, JSON.stringify(job)).toBe('COMPLETED');
+    // The worker answered with the headers that reached it: the job's, and no key (its delivery key stays at the gateway).
+    expect(job.output['x-corral-job-id']).toBe(job.id);
+    expect(job.output.authorization).toBeUndefined();
+  }, 60_000);
 
   it('/metrics: 401 without a key and to an owner key, 200 to the scrape token and the admin key', async () => {
     const scrape = (authorization?: string) =>
