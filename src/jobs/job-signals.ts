@@ -8,9 +8,9 @@
  * worker's last job's end counts as its last busy time: without them the scaler would read "no traffic yet" and
  * scale a jobs-only endpoint to minWorkers as soon as its last job ended, whatever its `freeTimeout`. `withJobs`
  * adds this to the gateway's own signals. The same snapshot is every endpoint's jobs queued and in progress for the
- * jobs' metrics (`live`): one store read serves both. A take under way, and the jobs it handed until the next read
- * shows them, count as in progress at once: a scale-down decided between two reads never picks a worker that has
- * just taken a job (issue 29).
+ * jobs' metrics (`live`): one store read serves both. For the autoscaler (`withJobs`), a take under way and the jobs
+ * it handed make the worker busy at once, until the next read shows them (`freshLoad`): a scale-down decided between
+ * two reads never picks a worker that is taking or has just taken a job (issue 29).
  */
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
@@ -143,21 +143,20 @@ export class JobSignals {
    */
   signal(endpointId: string, exists: (workerId: string) => boolean): JobQueueSignal | undefined {
     for (const workerId of this.#lastBusy.keys()) if (!exists(workerId)) this.#lastBusy.delete(workerId);
-    const stored = this.#snapshot.get(endpointId);
-    const signal = stored ? this.#withFresh(endpointId, stored) : this.#withFresh(endpointId, NO_JOBS);
-    if (signal.queued > 0 || Object.keys(signal.inProgress).length > 0) return signal;
-    return stored || this.#seen.has(endpointId) ? NO_JOBS : undefined;
+    const signal = this.#snapshot.get(endpointId);
+    if (signal && (signal.queued > 0 || Object.keys(signal.inProgress).length > 0)) return signal;
+    const fresh = [...this.#fresh.values()].some((f) => f.endpointId === endpointId);
+    return signal || fresh || this.#seen.has(endpointId) ? NO_JOBS : undefined;
   }
 
-  /** The snapshot's jobs in progress plus those this process is taking or has handed since it was read. */
-  #withFresh(endpointId: string, signal: JobQueueSignal): JobQueueSignal {
-    let inProgress: Record<string, number> | undefined;
-    for (const [workerId, fresh] of this.#fresh) {
-      if (fresh.endpointId !== endpointId) continue;
-      inProgress ??= { ...signal.inProgress };
-      inProgress[workerId] = (inProgress[workerId] ?? 0) + fresh.taking + fresh.handed;
-    }
-    return inProgress ? { ...signal, inProgress } : signal;
+  /**
+   * What this process's takes add to the worker's load since the store was last read: a take under way, and the
+   * jobs it handed. The autoscaler's view (`withJobs`) adds it; `health` reads the store's snapshot alone (a polling
+   * worker is idle there).
+   */
+  freshLoad(workerId: string): number {
+    const fresh = this.#fresh.get(workerId);
+    return fresh ? fresh.taking + fresh.handed : 0;
   }
 
   #freshOf(endpointId: string, workerId: string): { taking: number; handed: number; read: number } {
@@ -222,7 +221,8 @@ export function withJobs(base: QueueSignals, jobs: JobSignals): QueueSignals {
       return {
         queueLength: (requests?.queueLength ?? 0) + queued.queued,
         oldestEnqueuedAt: oldest.length === 0 ? null : Math.min(...oldest),
-        inFlight: (workerId) => (requests?.inFlight(workerId) ?? 0) + (queued.inProgress[workerId] ?? 0),
+        inFlight: (workerId) =>
+          (requests?.inFlight(workerId) ?? 0) + (queued.inProgress[workerId] ?? 0) + jobs.freshLoad(workerId),
         lastBusyAt: (workerId) => {
           const times = [requests?.lastBusyAt(workerId), jobs.lastBusyAt(workerId)].filter(
             (t): t is number => t !== undefined,
