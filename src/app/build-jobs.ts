@@ -12,6 +12,7 @@ import type { JobsSettings } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { WorkerState } from '../domain/worker.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
@@ -23,6 +24,7 @@ import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
 import { Wakeups } from '../jobs/wakeups.js';
 import { WorkerContacts } from '../jobs/worker-contacts.js';
+import { WorkerDirectory } from '../jobs/worker-directory.js';
 import { WorkerJobs } from '../jobs/worker-jobs.js';
 import { workerProtocolEnv } from '../jobs/worker-protocol.js';
 import { workerRoutes } from '../jobs/worker-routes.js';
@@ -40,6 +42,8 @@ const RECHECK_MS = 500;
 const SWEEP_INTERVAL_MS = 1_000;
 /** How long the worker routes remember an endpoint (an update reaches them within this). */
 const ENDPOINT_CACHE_MS = 1_000;
+/** How long a replica that does not lead trusts the store's word on a worker (a removal reaches it within this). */
+const DIRECTORY_CACHE_MS = 1_000;
 /** How long a stop poll is held open. */
 const STOP_HOLD_MS = 30_000;
 /** How often the autoscaler's view of the job queues is read from the store. */
@@ -65,8 +69,12 @@ export interface JobsParts {
   workersUrl: string;
   /** The live endpoint with this id or appName; none: the store's. */
   findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
-  /** Whether a worker is frozen or suspended: it takes no job until it runs again (issue 24). */
-  restingWorker?: (endpointId: string, workerId: string) => boolean;
+  /**
+   * The leading controller's record of a worker: its state (frozen or suspended: it takes no job until it runs
+   * again; draining: none more), null when it has none (its token no longer holds); undefined where this replica's
+   * controller does not lead (the store's row says). Absent: every worker with a good token is taken as serving.
+   */
+  workerState?: (endpointId: string, workerId: string) => WorkerState | null | undefined;
   /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
   runningWorkers?: (endpointId: string) => readonly string[];
   /** Asks the controller for a pass (a worker to replace was marked). */
@@ -147,13 +155,25 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     },
     ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
   });
+  const { workerState } = parts;
+  const directory =
+    workerState &&
+    new WorkerDirectory({
+      controllerState: workerState,
+      storedWorker: async (workerId) => {
+        const worker = await store.workers.get(workerId);
+        return worker && { endpointId: worker.endpointId, state: worker.status.state };
+      },
+      clock,
+      storeCacheMs: DIRECTORY_CACHE_MS,
+    });
   const workers = new WorkerJobs({
     jobs: store.jobs,
     clock,
     wakeups,
     events,
     maxAttempts: settings.maxAttempts,
-    ...(parts.restingWorker ? { resting: parts.restingWorker } : {}),
+    ...(directory ? { standing: (endpointId, workerId) => directory.standing(endpointId, workerId) } : {}),
   });
   const signals = new JobSignals({
     jobs: store.jobs,
@@ -259,6 +279,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
         clock,
         ttlMs: ENDPOINT_CACHE_MS,
       }),
+      ...(directory ? { standing: (endpointId, workerId) => directory.check(endpointId, workerId) } : {}),
       logger,
       takeHoldMs: settings.takeHoldSeconds * 1000,
       stopHoldMs: STOP_HOLD_MS,

@@ -10,6 +10,7 @@ import { replicaGpus } from '../cluster/stored-gpus.js';
 import { type Config, formatHostPort } from '../config/config.js';
 import { listenError } from '../config/startup.js';
 import { SecretBox } from '../crypto/secret-box.js';
+import type { WorkerState } from '../domain/worker.js';
 import { UnavailableCheckpointer } from '../gpu/checkpoint/unavailable-checkpointer.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
 import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
@@ -102,10 +103,18 @@ export async function serve(
     const late: {
       poke: () => void;
       workers: () => { id: string; endpointId: string; state: string }[];
-      workersOf: (endpointId: string) => { id: string; state: string }[];
+      workersOf: (endpointId: string) => { id: string; state: WorkerState }[];
+      controls: () => boolean;
       gatewayUrl: string | undefined;
       workersUrl: string;
-    } = { poke: () => {}, workers: () => [], workersOf: () => [], gatewayUrl: undefined, workersUrl: '' };
+    } = {
+      poke: () => {},
+      workers: () => [],
+      workersOf: () => [],
+      controls: () => false,
+      gatewayUrl: undefined,
+      workersUrl: '',
+    };
     const jobs = await buildJobs({
       store,
       settings: config.jobs,
@@ -122,10 +131,11 @@ export async function serve(
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
       registry,
-      restingWorker: (endpointId, workerId) =>
-        late
-          .workersOf(endpointId)
-          .some((w) => w.id === workerId && (w.state === 'frozen' || w.state === 'suspended')),
+      // The controller's word where this replica leads and has adopted the runtime's workers; else the store's.
+      workerState: (endpointId, workerId) =>
+        late.controls()
+          ? (late.workersOf(endpointId).find((w) => w.id === workerId)?.state ?? null)
+          : undefined,
       runningWorkers: (endpointId) =>
         late
           .workers()
@@ -164,6 +174,7 @@ export async function serve(
     const shared = sharedParts?.shared;
     const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });
     const { leadership, storedGpus, clusterHistory } = replica;
+    late.controls = () => leadership.leading() && traffic.controller.adopted;
     if (storedGpus) {
       await storedGpus.start();
       closers.push(() => storedGpus.stop());

@@ -135,6 +135,27 @@ describe('Scaler', () => {
     expect(h.signals.asked.at(-1)).toEqual([]);
   });
 
+  it('keeps a worker adopted after a restart, with no traffic since, until idle for freeTimeout from its adoption', () => {
+    const h = harness();
+    const e = endpoint({ patch: { workers: { minWorkers: 0, maxWorkers: 2, idleTimeoutSeconds: 20 } } });
+    // Its container started long before this process; it has not passed a probe since the adoption.
+    const adopted: ScalableWorker = {
+      id: 'w-adopted',
+      revision: e.revision,
+      state: 'starting',
+      createdAt: 1_000,
+      readyAt: null,
+      adoptedAt: h.timers.now,
+    };
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [] });
+    h.timers.advance(19_999);
+    expect(h.rescales()).toBe(0);
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [] });
+    h.timers.advance(1);
+    expect(h.rescales()).toBe(1);
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 0, victims: ['w-adopted'], busy: [] });
+  });
+
   it('remembers the desired count of its last advice, within the bounds, 0 while stopped, until the endpoint goes', () => {
     const h = harness();
     const e = endpoint({ patch: { workers: { minWorkers: 1, maxWorkers: 2, maxConcurrent: 1 } } });

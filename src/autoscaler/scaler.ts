@@ -8,7 +8,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
 import type { Clock, Timers } from '../ports/clock.js';
-import type { QueueSignals } from '../ports/queue-signals.js';
+import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import { decideScale, nextCheckAt, type ScalingDecision, type ScalingInput } from './autoscaler.js';
 
 /** What the scaler needs of a worker (the controller's records have more). */
@@ -18,13 +18,25 @@ export interface ScalableWorker {
   state: WorkerState;
   createdAt: number;
   readyAt: number | null;
+  /** When this process adopted it after a restart: what it did before is unknown, so it is idle from here. */
+  adoptedAt?: number;
 }
 
 /** The scaler's answer to the controller for one endpoint. */
 export interface ScalingAdvice {
   desired: number;
   victims: string[];
+  /** Workers with a request in flight or a job held (or being taken): no scale-down may pick them. */
+  busy: string[];
 }
+
+/** The signal of an endpoint no request or job has reached since this process started. */
+const NO_TRAFFIC: EndpointQueueSignal = {
+  queueLength: 0,
+  oldestEnqueuedAt: null,
+  inFlight: () => 0,
+  lastBusyAt: () => undefined,
+};
 
 export interface ScaleDecisionObserver {
   observeScaleDecision(endpointId: string, decision: ScalingDecision, now: number): void;
@@ -52,16 +64,18 @@ export class Scaler {
   }
 
   /**
-   * How many workers of the current revision the endpoint wants (its minimum when no request reached it), and the
-   * idle workers to remove first, in order: one decision per endpoint and pass.
+   * How many workers of the current revision the endpoint wants (its minimum when no request reached it and it has
+   * no worker), the idle workers to remove first, in order, and the busy ones: one decision per endpoint and pass.
    */
   advise(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingAdvice {
     const input = this.#input(endpoint, workers);
-    if (!input) return this.#advised(endpoint, { desired: endpoint.spec.workers.minWorkers, victims: [] });
+    if (!input)
+      return this.#advised(endpoint, { desired: endpoint.spec.workers.minWorkers, victims: [], busy: [] });
     this.#scheduleCheck(endpoint.id, nextCheckAt(input));
     const decision = decideScale(input);
     this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
-    return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims });
+    const busy = input.workers.filter((w) => w.inFlight > 0).map((w) => w.id);
+    return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims, busy });
   }
 
   /**
@@ -108,7 +122,11 @@ export class Scaler {
   }
 
   #input(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingInput | undefined {
-    const signal = this.#o.signals.queueSignal(endpoint.id, (id) => workers.some((w) => w.id === id));
+    // No traffic since this process started, with workers (adopted after a restart, or kept by a minimum since
+    // lowered): they go by the idle timeout as any other, never at once.
+    const signal =
+      this.#o.signals.queueSignal(endpoint.id, (id) => workers.some((w) => w.id === id)) ??
+      (workers.length > 0 ? NO_TRAFFIC : undefined);
     if (!signal) return undefined;
     const { spec } = endpoint;
     return {
@@ -126,8 +144,9 @@ export class Scaler {
           state: w.state,
           inFlight: signal.inFlight(w.id),
           // A worker out of routing for a moment (quarantined) keeps its last busy time: falling back to readyAt
-          // would make a busy worker that hit one connection error the next scale-down victim.
-          lastBusyAt: signal.lastBusyAt(w.id) ?? w.readyAt ?? w.createdAt,
+          // would make a busy worker that hit one connection error the next scale-down victim. An adopted worker's
+          // createdAt is its container's (maybe long ago): before it is ready again it is idle from its adoption.
+          lastBusyAt: signal.lastBusyAt(w.id) ?? w.readyAt ?? w.adoptedAt ?? w.createdAt,
           createdAt: w.createdAt,
         })),
     };

@@ -27,8 +27,14 @@ export const STARTING_PROBE_INTERVAL_MS = 50;
 
 /** What the controller asks the autoscaler (src/autoscaler/scaler.ts); minNum and no victims without one. */
 export interface ScalingAdvisor {
-  /** Workers of the current revision the endpoint wants, and the idle ones to remove first, in order. */
-  advise(endpoint: Endpoint, workers: readonly ManagedWorker[]): { desired: number; victims: string[] };
+  /**
+   * Workers of the current revision the endpoint wants, the idle ones to remove first, in order, and the busy ones
+   * (a request in flight, a job held or being taken), which no scale-down picks.
+   */
+  advise(
+    endpoint: Endpoint,
+    workers: readonly ManagedWorker[],
+  ): { desired: number; victims: string[]; busy?: string[] };
   /** The endpoints that exist after a pass: what is kept of the others goes. */
   retain(exists: (endpointId: string) => boolean): void;
   /** Called when the answers may have changed by themselves (a request queued, a threshold reached). */
@@ -112,7 +118,10 @@ export interface ControllerOptions {
    * unhealthy once its polls and pings stop. Absent: queue workers are probed over HTTP like any other.
    */
   queueProbe?: (endpointId: string, workerId: string) => Promise<ProbeResult>;
-  /** Told once when a worker ends (failed, or stopped to be removed): the jobs it held go back to the queue. */
+  /**
+   * Told when a worker is chosen for removal (draining), stops, fails, and once its container is gone: the jobs it
+   * held go back to the queue at once (each call finds what is left; most find nothing).
+   */
   onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;

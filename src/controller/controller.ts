@@ -349,6 +349,7 @@ export class Controller {
       workers,
       desiredWorkers: advice?.desired ?? endpoint.spec.workers.minWorkers,
       preferredVictims: advice?.victims ?? [],
+      busyWorkers: advice?.busy ?? [],
       ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
       crash: this.#crashes.of(endpoint.id),
       now,

@@ -64,6 +64,28 @@ describe('planEndpoint', () => {
     expect(actions).toEqual([{ type: 'remove', workerId: idle.id, reason: 'scaled down' }]);
   });
 
+  it('never scales down a worker that holds a job or is taking one, even below what scaling asks for', () => {
+    // maxNum 2, two workers: the scale-down to one crossed the take of the newest (the victim it would pick).
+    const older = worker('running');
+    const taking = worker('running');
+    const actions = plan({
+      endpoint: endpoint(0, 2),
+      workers: [older, taking],
+      desiredWorkers: 1,
+      busyWorkers: [taking.id],
+    });
+    expect(actions).toEqual([{ type: 'remove', workerId: older.id, reason: 'scaled down' }]);
+    // Both busy: neither goes now; a later pass, once one is idle, removes it.
+    expect(
+      plan({
+        endpoint: endpoint(0, 2),
+        workers: [older, taking],
+        desiredWorkers: 0,
+        busyWorkers: [older.id, taking.id],
+      }),
+    ).toEqual([]);
+  });
+
   it('waits for the crash backoff before adding', () => {
     const crash = recordFailure(
       NO_CRASHES,

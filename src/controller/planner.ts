@@ -30,6 +30,11 @@ export interface EndpointPlanInput {
   unhealthyTimeoutMs: number;
   /** Workers to remove first when scaling down (the autoscaler's idle ones); the rest by SCALE_DOWN_RANK. */
   preferredVictims?: string[];
+  /**
+   * Workers with a request in flight or a job held or being taken (the autoscaler's word): no scale-down picks one,
+   * so that a job a worker has just taken is never cut off by a scale-down that crossed its take (issue 29).
+   */
+  busyWorkers?: readonly string[];
   /** What the runtime offers for idle workers (absent: nothing: a scaled-down worker is removed). */
   tiers?: { freeze: boolean; suspend: boolean };
 }
@@ -95,7 +100,10 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
     actions.push({ type: 'add', count: toAdd });
   }
   if (current.length > target) {
-    const removable = current.filter((w) => isActive(w) && w !== keptToProveHealth(current, target));
+    const busy = new Set(input.busyWorkers);
+    const removable = current.filter(
+      (w) => isActive(w) && !busy.has(w.id) && w !== keptToProveHealth(current, target),
+    );
     const count = Math.min(removable.length, current.length - target);
     for (const victim of pickVictims(removable, count, input.preferredVictims)) {
       actions.push(

@@ -122,4 +122,38 @@ describe('queued jobs as the autoscaler signals', () => {
     // An endpoint that never had a job still has none.
     expect(withJobs(gateway, signals).queueSignal('ep-none', () => true)).toBeUndefined();
   });
+  it('count a take under way, and the jobs it handed, as busy for the autoscaler at once, until a read begun after shows them', async () => {
+    await signals.refresh();
+    const inFlight = () =>
+      withJobs(gateway, signals)
+        .queueSignal('ep-t', () => true)
+        ?.inFlight('w-t') ?? 0;
+    expect(inFlight()).toBe(0);
+    // The take is in the store: busy now, not at the next read (a scale-down between two reads must not pick it),
+    // though not a job in progress in the store's snapshot (a polling worker is idle for `health`).
+    events.emit('taking', { endpointId: 'ep-t', workerId: 'w-t' });
+    expect(inFlight()).toBe(1);
+    expect(signals.signal('ep-t', () => true)?.inProgress).toEqual({});
+    expect(signals.freshLoad('w-t')).toBe(1);
+    await enqueue('j-1', 'ep-t', 100);
+    await store.jobs.take({ endpointId: 'ep-t', workerId: 'w-t', max: 1, cap: 1, now: 100 });
+    events.emit('took', { endpointId: 'ep-t', workerId: 'w-t', count: 1 });
+    expect(inFlight()).toBe(1);
+    expect(
+      withJobs(gateway, signals)
+        .queueSignal('ep-t', () => true)
+        ?.lastBusyAt('w-t'),
+    ).toBe(100);
+    // The next read holds the job: counted once, not twice.
+    await signals.refresh();
+    expect(inFlight()).toBe(1);
+    // A take that took nothing leaves it idle again.
+    events.emit('taking', { endpointId: 'ep-t', workerId: 'w-idle' });
+    events.emit('took', { endpointId: 'ep-t', workerId: 'w-idle', count: 0 });
+    expect(
+      withJobs(gateway, signals)
+        .queueSignal('ep-t', () => true)
+        ?.inFlight('w-idle'),
+    ).toBe(0);
+  });
 });

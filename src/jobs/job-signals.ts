@@ -8,7 +8,9 @@
  * worker's last job's end counts as its last busy time: without them the scaler would read "no traffic yet" and
  * scale a jobs-only endpoint to minWorkers as soon as its last job ended, whatever its `freeTimeout`. `withJobs`
  * adds this to the gateway's own signals. The same snapshot is every endpoint's jobs queued and in progress for the
- * jobs' metrics (`live`): one store read serves both.
+ * jobs' metrics (`live`): one store read serves both. For the autoscaler (`withJobs`), a take under way and the jobs
+ * it handed make the worker busy at once, until the next read shows them (`freshLoad`): a scale-down decided between
+ * two reads never picks a worker that is taking or has just taken a job (issue 29).
  */
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
@@ -37,6 +39,13 @@ export class JobSignals {
   /** Endpoints that have had a job since start: their signal stays defined (empty) once none is left. */
   readonly #seen = new Set<string>();
   readonly #listeners = new Set<(endpointId: string) => void>();
+  /**
+   * Jobs this process's takes are taking or handed since the store was last read (the snapshot lags by up to a
+   * refresh): worker -> its endpoint, takes under way, and jobs handed with the read they were handed during.
+   */
+  readonly #fresh = new Map<string, { endpointId: string; taking: number; handed: number; read: number }>();
+  /** Store reads begun so far: a hand-over before a read began is in that read's snapshot. */
+  #reads = 0;
   #timer: unknown;
   #refreshing: Promise<void> | undefined;
   #again = false;
@@ -57,10 +66,32 @@ export class JobSignals {
       if (job.workerId === null) return;
       this.#lastBusy.set(job.workerId, this.#o.clock());
       this.#seen.add(job.endpointId);
+      const fresh = this.#fresh.get(job.workerId);
+      if (fresh && fresh.handed > 0) {
+        fresh.handed -= 1;
+        this.#dropIfIdle(job.workerId);
+      }
+    });
+    const offTaking = options.events.on('taking', ({ endpointId, workerId }) => {
+      const fresh = this.#freshOf(endpointId, workerId);
+      fresh.taking += 1;
+    });
+    const offTook = options.events.on('took', ({ endpointId, workerId, count }) => {
+      const fresh = this.#freshOf(endpointId, workerId);
+      fresh.taking = Math.max(0, fresh.taking - 1);
+      if (count > 0) {
+        fresh.handed += count;
+        fresh.read = this.#reads;
+        this.#lastBusy.set(workerId, this.#o.clock());
+        this.#seen.add(endpointId);
+      }
+      this.#dropIfIdle(workerId);
     });
     this.#unsubscribe = () => {
       offQueued();
       offFinished();
+      offTaking();
+      offTook();
     };
   }
 
@@ -77,6 +108,7 @@ export class JobSignals {
     this.#refreshing = (async () => {
       do {
         this.#again = false;
+        const read = ++this.#reads;
         try {
           const snapshot = await this.#o.jobs.queueSignals();
           const now = this.#o.clock();
@@ -86,6 +118,12 @@ export class JobSignals {
               if (n > 0) this.#lastBusy.set(workerId, now);
           }
           this.#snapshot = snapshot;
+          // Jobs handed before this read began are in its snapshot (or finished since).
+          for (const [workerId, fresh] of this.#fresh)
+            if (fresh.read < read) {
+              fresh.handed = 0;
+              this.#dropIfIdle(workerId);
+            }
         } catch (error) {
           this.#o.logger.warn(
             { err: error instanceof Error ? error.message : String(error) },
@@ -107,7 +145,32 @@ export class JobSignals {
     for (const workerId of this.#lastBusy.keys()) if (!exists(workerId)) this.#lastBusy.delete(workerId);
     const signal = this.#snapshot.get(endpointId);
     if (signal && (signal.queued > 0 || Object.keys(signal.inProgress).length > 0)) return signal;
-    return signal || this.#seen.has(endpointId) ? NO_JOBS : undefined;
+    const fresh = [...this.#fresh.values()].some((f) => f.endpointId === endpointId);
+    return signal || fresh || this.#seen.has(endpointId) ? NO_JOBS : undefined;
+  }
+
+  /**
+   * What this process's takes add to the worker's load since the store was last read: a take under way, and the
+   * jobs it handed. The autoscaler's view (`withJobs`) adds it; `health` reads the store's snapshot alone (a polling
+   * worker is idle there).
+   */
+  freshLoad(workerId: string): number {
+    const fresh = this.#fresh.get(workerId);
+    return fresh ? fresh.taking + fresh.handed : 0;
+  }
+
+  #freshOf(endpointId: string, workerId: string): { taking: number; handed: number; read: number } {
+    let fresh = this.#fresh.get(workerId);
+    if (!fresh) {
+      fresh = { endpointId, taking: 0, handed: 0, read: this.#reads };
+      this.#fresh.set(workerId, fresh);
+    }
+    return fresh;
+  }
+
+  #dropIfIdle(workerId: string): void {
+    const fresh = this.#fresh.get(workerId);
+    if (fresh && fresh.taking === 0 && fresh.handed === 0) this.#fresh.delete(workerId);
   }
 
   /** Every endpoint's jobs IN_QUEUE (lowPriority ones too) and IN_PROGRESS at the last read (none: absent). */
@@ -158,7 +221,8 @@ export function withJobs(base: QueueSignals, jobs: JobSignals): QueueSignals {
       return {
         queueLength: (requests?.queueLength ?? 0) + queued.queued,
         oldestEnqueuedAt: oldest.length === 0 ? null : Math.min(...oldest),
-        inFlight: (workerId) => (requests?.inFlight(workerId) ?? 0) + (queued.inProgress[workerId] ?? 0),
+        inFlight: (workerId) =>
+          (requests?.inFlight(workerId) ?? 0) + (queued.inProgress[workerId] ?? 0) + jobs.freshLoad(workerId),
         lastBusyAt: (workerId) => {
           const times = [requests?.lastBusyAt(workerId), jobs.lastBusyAt(workerId)].filter(
             (t): t is number => t !== undefined,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint, sampleJob } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import type { WorkerStanding } from '../ports/worker-standing.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { JobEvents } from './job-events.js';
@@ -45,7 +46,11 @@ describe("a worker's end", () => {
 /** A store holding one queued job j-1 of a sample endpoint (submitted at 1000), and WorkerJobs on it. */
 async function oneQueuedJob(
   timers: ManualTimers,
-  options: { recheckMs: number; resting?: (endpointId: string, workerId: string) => boolean },
+  options: {
+    recheckMs: number;
+    standing?: (endpointId: string, workerId: string) => WorkerStanding;
+    events?: JobEvents;
+  },
 ) {
   const store = new Store({ connection: connectSqlite(':memory:') });
   await store.migrate();
@@ -53,9 +58,9 @@ async function oneQueuedJob(
     jobs: store.jobs,
     clock: () => timers.now,
     wakeups: new Wakeups({ timers, recheckMs: options.recheckMs }),
-    events: new JobEvents(),
+    events: options.events ?? new JobEvents(),
     maxAttempts: 3,
-    ...(options.resting ? { resting: options.resting } : {}),
+    ...(options.standing ? { standing: options.standing } : {}),
   });
   const endpoint = sampleEndpoint();
   await queueJob(store, 'j-1', endpoint.id, endpoint.ownerId, 1_000);
@@ -68,7 +73,7 @@ describe('a frozen or suspended worker (issue 24)', () => {
     const resting = new Set(['w-1']);
     const { store, workers, endpoint } = await oneQueuedJob(timers, {
       recheckMs: 500,
-      resting: (_endpointId, workerId) => resting.has(workerId),
+      standing: (_endpointId, workerId) => (resting.has(workerId) ? 'resting' : 'serving'),
     });
     let taken: string[] | undefined;
     const take = workers
@@ -116,6 +121,63 @@ describe('a frozen or suspended worker (issue 24)', () => {
     expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
     await workers.take(caller, { batch: 2, holding: false, holdMs: 0 });
     expect(retried).toEqual([2]);
+    await store.close();
+  });
+});
+
+describe('a worker chosen for removal (issue 29)', () => {
+  it('takes nothing through its open take: it answers no job at the end of its hold, and another worker takes the job', async () => {
+    const timers = new ManualTimers(1_000);
+    const leaving = new Set(['w-1']);
+    const { store, workers, endpoint } = await oneQueuedJob(timers, {
+      recheckMs: 500,
+      standing: (_endpointId, workerId) => (leaving.has(workerId) ? 'leaving' : 'serving'),
+    });
+    let taken: string[] | undefined;
+    const take = workers
+      .take({ endpoint, workerId: 'w-1' }, { batch: 1, holding: undefined, holdMs: 10_000 })
+      .then((jobs) => {
+        taken = jobs.map((job) => job.id);
+      });
+    // Held, not answered at once (the SDK would poll again at once), and the job stays queued meanwhile.
+    await timers.advanceSettling(9_900);
+    expect(taken).toBeUndefined();
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'IN_QUEUE', workerId: null });
+    await timers.advanceSettling(100);
+    await take;
+    expect(taken).toEqual([]);
+    const other = await workers.take(
+      { endpoint, workerId: 'w-2' },
+      { batch: 1, holding: undefined, holdMs: 0 },
+    );
+    expect(other.map((job) => job.id)).toEqual(['j-1']);
+    await store.close();
+  });
+
+  it('hands back at once, not counted as an attempt, a job its take took while its removal was decided', async () => {
+    const timers = new ManualTimers(1_000);
+    const events = new JobEvents();
+    const leaving = new Set<string>();
+    const busy: string[] = [];
+    // The removal is decided while the take is in the store (the take and the scale-down cross).
+    events.on('taking', ({ workerId }) => leaving.add(workerId));
+    events.on('took', ({ workerId, count }) => busy.push(`${workerId} took ${count}`));
+    const { store, workers, endpoint } = await oneQueuedJob(timers, {
+      recheckMs: 500,
+      events,
+      standing: (_endpointId, workerId) => (leaving.has(workerId) ? 'leaving' : 'serving'),
+    });
+    const taken = await workers.take(
+      { endpoint, workerId: 'w-1' },
+      { batch: 1, holding: undefined, holdMs: 0 },
+    );
+    expect(taken).toEqual([]);
+    expect(busy).toEqual(['w-1 took 0']);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'IN_QUEUE',
+      workerId: null,
+      attempts: 0,
+    });
     await store.close();
   });
 });

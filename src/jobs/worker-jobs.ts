@@ -10,6 +10,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
+import type { WorkerStanding } from '../ports/worker-standing.js';
 import type { JobRepository } from '../store/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
@@ -25,10 +26,12 @@ export interface WorkerJobsOptions {
   /** How many times a job may be taken before a worker's loss FAILS it. */
   maxAttempts: number;
   /**
-   * Whether the worker is frozen or suspended (issue 24). Its take may still be open (the process stopped while
-   * Corral held it), but a job handed to it would wait for the thaw: it takes nothing until it runs again.
+   * Where the worker stands (jobs/worker-directory.ts); absent: serving. Frozen or suspended (issue 24), its take
+   * may still be open (the process stopped while Corral held it), but a job handed to it would wait for the thaw:
+   * it takes nothing until it runs again. Chosen for removal (issue 29), it takes nothing more: what it held went
+   * back to the queue when its removal was decided.
    */
-  resting?: (endpointId: string, workerId: string) => boolean;
+  standing?: (endpointId: string, workerId: string) => WorkerStanding;
 }
 
 /** Who is asking: a verified worker of a live endpoint. */
@@ -73,23 +76,17 @@ export class WorkerJobs {
         return [];
       }
       for (;;) {
-        if (this.#o.resting?.(endpoint.id, workerId)) {
+        const standing = this.#standing(caller);
+        if (standing !== 'serving') {
           const left = until - this.#o.clock();
           if (left <= 0 || options.signal?.aborted) return [];
-          await this.#o.wakeups.wait(wakeKey.queue(endpoint.id), left, options.signal);
+          // Resting: a job queued meanwhile is looked at again once it runs. Leaving: it answers "no job" at the end
+          // of its hold (not at once, which the SDK would meet by polling again at once until its process ends).
+          const key = standing === 'resting' ? wakeKey.queue(endpoint.id) : `idle:${workerId}`;
+          await this.#o.wakeups.wait(key, left, options.signal);
           continue;
         }
-        const jobs = await this.#o.jobs.take({
-          endpointId: endpoint.id,
-          workerId,
-          max: Math.max(1, Math.min(options.batch, cap)),
-          cap,
-          now: this.#o.clock(),
-        });
-        if (options.signal?.aborted && jobs.length > 0) {
-          await this.#returnHeld(caller, 'the worker left before its take was answered', jobs);
-          return [];
-        }
+        const jobs = await this.#takeNow(caller, options.batch, cap, options.signal);
         const left = until - this.#o.clock();
         if (jobs.length > 0 || left <= 0 || options.signal?.aborted) return jobs;
         await this.#o.wakeups.wait(wakeKey.queue(endpoint.id), left, options.signal);
@@ -97,6 +94,43 @@ export class WorkerJobs {
     } finally {
       this.#polling.delete(workerId);
     }
+  }
+
+  /**
+   * One take from the queue, said as `taking` then `took` (the autoscaler counts the worker busy from the first, so
+   * that no scale-down picks it meanwhile). Jobs taken for a worker that left meanwhile (its request closed, or its
+   * removal was decided while the take ran) go back at once, not counted as an attempt.
+   */
+  async #takeNow(caller: WorkerCaller, batch: number, cap: number, signal?: AbortSignal): Promise<Job[]> {
+    const { endpoint, workerId } = caller;
+    const said = { endpointId: endpoint.id, workerId };
+    this.#o.events.emit('taking', said);
+    let jobs: Job[] = [];
+    try {
+      jobs = await this.#o.jobs.take({
+        endpointId: endpoint.id,
+        workerId,
+        max: Math.max(1, Math.min(batch, cap)),
+        cap,
+        now: this.#o.clock(),
+      });
+      if (jobs.length === 0) return jobs;
+      const gone = signal?.aborted
+        ? 'the worker left before its take was answered'
+        : this.#standing(caller) !== 'serving'
+          ? 'the worker was chosen for removal while its take ran'
+          : undefined;
+      if (gone === undefined) return jobs;
+      await this.#returnHeld(caller, gone, jobs);
+      jobs = [];
+      return jobs;
+    } finally {
+      this.#o.events.emit('took', { ...said, count: jobs.length });
+    }
+  }
+
+  #standing(caller: WorkerCaller): WorkerStanding {
+    return this.#o.standing?.(caller.endpoint.id, caller.workerId) ?? 'serving';
   }
 
   /** A result (or a progress update) for a job the worker holds; a duplicate is accepted, another refused. */

@@ -2,13 +2,14 @@
  * The worker protocol's routes as one request handler (mounted by app/ on the worker-facing listener): take and
  * batch take, result, stream, ping and the stop channel, at the URLs worker-protocol.ts builds. Every request
  * carries the worker's own token (`RUNPOD_AI_API_KEY`, sent raw by the SDK) for the endpoint and worker its path
- * names; nothing else is answered.
+ * names, from a worker that has not ended (removed or failed); nothing else is answered.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseWorkerResult } from '../contract/jobs.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
+import type { WorkerStanding } from '../ports/worker-standing.js';
 import { abortOnClose, type JobsLogger, readBody, writeEmpty, writeError, writeJson } from './http-io.js';
 import type { WorkerCaller, WorkerJobs } from './worker-jobs.js';
 import { parseWorkerPath, type WorkerRoute } from './worker-protocol.js';
@@ -19,6 +20,8 @@ export interface WorkerRoutesOptions {
   tokens: WorkerTokens;
   /** The live endpoint with this id. */
   findEndpoint: (endpointId: string) => Promise<Endpoint | undefined>;
+  /** Where the worker stands (jobs/worker-directory.ts): an ended one's token no longer holds. Absent: serving. */
+  standing?: (endpointId: string, workerId: string) => Promise<WorkerStanding>;
   logger: JobsLogger;
   /** How long a take is held open before 204 (under the SDK's 90 s timeout). */
   takeHoldMs: number;
@@ -42,6 +45,11 @@ export function workerRoutes(
     const auth = req.headers.authorization;
     if (!options.tokens.verify(auth, route.endpointId, route.workerId))
       throw new JobError('WORKER_UNAUTHENTICATED');
+    if ((await options.standing?.(route.endpointId, route.workerId)) === 'ended')
+      throw new JobError(
+        'WORKER_UNAUTHENTICATED',
+        `worker ${route.workerId} has ended (removed or failed): its token no longer holds`,
+      );
     const endpoint = await options.findEndpoint(route.endpointId);
     if (!endpoint) throw new JobError('ENDPOINT_NOT_FOUND', `no endpoint ${route.endpointId}`);
     const caller: WorkerCaller = { endpoint, workerId: route.workerId };

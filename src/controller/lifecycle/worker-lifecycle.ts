@@ -51,14 +51,15 @@ export interface WorkerLifecycleOptions {
   /** Told when a worker is forgotten (owners' drains drop theirs). */
   onForget?: (workerId: string) => void;
   /**
-   * Told once when a worker ends (failed, or stopped to be removed), with why: the jobs it held go back to the
-   * queue at once (the jobs side), not once its silence is noticed.
+   * Told when a worker is chosen for removal (draining), when it stops or fails, and once its container is gone,
+   * with why: the jobs it held go back to the queue at once (the jobs side), not once its silence is noticed. Told
+   * again at each step, since a take that crossed the decision (on another replica) may have handed it one since.
    */
   onEnded?: ((endpointId: string, workerId: string, reason: string) => void) | undefined;
 }
 
-/** The states of a worker that has ended: it serves nothing and holds no job any more. */
-const ENDED: ReadonlySet<WorkerState> = new Set(['failed', 'stopped']);
+/** The states of a worker on its way out or gone: it takes no job, and what it held goes back to the queue. */
+const HANDS_BACK: ReadonlySet<WorkerState> = new Set(['draining', 'stopped', 'failed']);
 
 /** A move of a worker to a state, with its message and error code. */
 export interface Move {
@@ -117,7 +118,7 @@ export class WorkerLifecycle {
     }
     if (state !== 'unhealthy') delete record.unhealthySince;
     else if (record.state !== 'unhealthy') record.unhealthySince = this.#o.clock();
-    const ends = ENDED.has(state) && !ENDED.has(record.state);
+    const handsBack = HANDS_BACK.has(state) && state !== record.state;
     record.state = state;
     record.message = message;
     record.error = error;
@@ -128,7 +129,7 @@ export class WorkerLifecycle {
     if (probing === 'leaves') this.#o.prober.stop(record.id);
     // The gateway must stop (or start) sending it requests now, not at the end of the pass.
     if (routing !== 'unchanged') this.publishRoutesOf(record.endpointId);
-    if (ends) this.#o.onEnded?.(record.endpointId, record.id, message);
+    if (handsBack) this.#o.onEnded?.(record.endpointId, record.id, message);
     return true;
   }
 
@@ -337,6 +338,7 @@ export class WorkerLifecycle {
     this.move(record, { state: 'stopped', message: `drained (${reason}); removing its container` });
     const error = await this.removeContainer(record.id, record.gpuUuids, reason);
     if (!error) {
+      this.#o.onEnded?.(record.endpointId, record.id, reason);
       this.forget(record);
       return;
     }

@@ -51,6 +51,8 @@ export interface ManagedWorker {
   evictedFor?: string;
   /** How it last came into routing from a wake (the gateway's Server-Timing): its tier and phases. */
   wake?: WakeReport;
+  /** When this process adopted it after a restart (its idle time counts from here, not from its container's start). */
+  adoptedAt?: number;
   /** When placement gave it GPUs and when its image was present (a cold start's phases). */
   placedAt?: number;
   pulledAt?: number;
@@ -145,6 +147,7 @@ export function adoptedRecord(
     startedAt: waiting === 'pending' || waiting === 'pulling' ? null : now,
     readyAt: null,
     inRuntime: !exited,
+    adoptedAt: now,
   };
 }
 
@@ -176,6 +179,7 @@ function adoptedInTier(container: RuntimeWorker, tier: 'frozen' | 'suspended', n
     readyAt: null,
     inRuntime: true,
     tierSince: now,
+    adoptedAt: now,
   };
 }
 
