@@ -14,6 +14,7 @@ import {
   describeSetting,
   type HostPort,
   parseServeSettings,
+  parseSettings,
   type ServeSettingName,
   type ServeSettings,
 } from './settings.js';
@@ -232,7 +233,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const connections = connectionLimits(file.connections);
   return {
     ...settings,
-    dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
+    dataDir: dataDirOf(settings.dataDir),
     apiUrl: settings.publicApiUrl ?? `http://${formatHostPort(settings.apiAddr)}`,
     configFile,
     limits: rangeLimits,
@@ -293,6 +294,19 @@ export function loadConfig(sources: ConfigSources): Config {
       ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
     },
   };
+}
+
+/** Where the store is, as `corral serve` finds it, from only the settings that say so (for `corral keys`). */
+export function loadStoreLocation(sources: Pick<ConfigSources, 'flags' | 'env'>): {
+  databaseUrl: string | undefined;
+  dataDir: string;
+} {
+  const settings = parseSettings(['dataDir', 'databaseUrl'], sources.flags, sources.env);
+  return { databaseUrl: settings.databaseUrl, dataDir: dataDirOf(settings.dataDir) };
+}
+
+function dataDirOf(setting: string | undefined): string {
+  return resolve(setting ?? join(homedir(), '.corral'));
 }
 
 /** Both must allow private webhook targets; one without the other is a mistake said at start, not ignored. */

@@ -255,15 +255,29 @@ export function parseServeSettings(
   flags: Partial<Record<ServeSettingName, string>>,
   env: NodeJS.ProcessEnv,
 ): ServeSettings {
+  return parseSettings(Object.keys(SERVE_SETTINGS) as ServeSettingName[], flags, env) as ServeSettings;
+}
+
+/**
+ * Only the named settings, flags over environment over defaults: a command that is not `serve` reads what it uses
+ * and ignores the rest, so that a serve-only switch exported in the shell (CORRAL_WEBHOOK_ALLOW_PRIVATE without its
+ * config file) does not stop `corral keys`.
+ */
+export function parseSettings<K extends ServeSettingName>(
+  names: readonly K[],
+  flags: Partial<Record<ServeSettingName, string>>,
+  env: NodeJS.ProcessEnv,
+): Pick<ServeSettings, K> {
   const result: Record<string, unknown> = {};
-  for (const [name, setting] of Object.entries(SERVE_SETTINGS)) {
-    const raw = flags[name as ServeSettingName] ?? env[setting.env] ?? setting.default;
+  for (const name of names) {
+    const setting = SERVE_SETTINGS[name];
+    const raw = flags[name] ?? env[setting.env] ?? setting.default;
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'invalid value';
-      throw new ConfigError(`invalid ${describeSetting(name as ServeSettingName)}: ${reason}`);
+      throw new ConfigError(`invalid ${describeSetting(name)}: ${reason}`);
     }
     result[name] = parsed.data;
   }
-  return result as ServeSettings;
+  return result as Pick<ServeSettings, K>;
 }
