@@ -138,6 +138,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * setting (CORRAL_WEBHOOK_ALLOW_PRIVATE) and the config file's webhooks.allowPrivate (docs/jobs.md).
    */
   webhooks: { allowPrivate: boolean };
+  /**
+   * Registries on loopback, link-local or private addresses that images may name (registry/registry-guard.ts):
+   * `--registry-allow-private` (CORRAL_REGISTRY_ALLOW_PRIVATE) and the config file's registries.allowPrivate.
+   */
+  registries: { allowPrivate: string[] };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -260,6 +265,11 @@ export function loadConfig(sources: ConfigSources): Config {
     connections,
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
+    },
+    registries: {
+      allowPrivate: [
+        ...new Set([...settings.registryAllowPrivate, ...(file.registries?.allowPrivate ?? []).flat()]),
+      ],
     },
     history: {
       intervalSeconds: file.history?.intervalSeconds ?? 10,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { type GpuSource, parseGpuSource } from '../gpu/inventory.js';
 import type { LocalImageAllowance } from '../registry/image-access.js';
 import { parseImageReference } from '../registry/image-reference.js';
+import { allowEntryProblem } from '../registry/registry-guard.js';
 
 export interface HostPort {
   host: string;
@@ -60,6 +61,25 @@ const localImageAllowance = z.string().transform((value, ctx): LocalImageAllowan
     return z.NEVER;
   }
   return names;
+});
+
+/** Registries on private addresses the operator lists: `host` or `host:port`, comma-separated, as image names write them. */
+export const registryAllowList = z.string().transform((value, ctx): string[] => {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const problem = allowEntryProblem(entry);
+    if (problem !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected registries such as 127.0.0.1:5000,registry.internal: ${problem}`,
+      });
+      return z.NEVER;
+    }
+  }
+  return entries;
 });
 
 const optionalText = z
@@ -208,6 +228,15 @@ export const SERVE_SETTINGS = {
     default: 'admins',
     help: 'who may run images that exist only on this machine (built here, never pulled): admins, all, or image names',
     schema: localImageAllowance,
+  },
+  registryAllowPrivate: {
+    flag: '--registry-allow-private',
+    env: 'CORRAL_REGISTRY_ALLOW_PRIVATE',
+    default: '',
+    help:
+      'registries on loopback, link-local or private addresses that images may name (host or host:port, ' +
+      "comma-separated; with the config file's registries.allowPrivate); others are refused",
+    schema: registryAllowList,
   },
   metricsToken: {
     flag: '--metrics-token',
