@@ -168,14 +168,11 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(load().registries).toEqual({ allowPrivate: [] });
     const file = 'registries: { allowPrivate: ["registry.internal", "10.0.0.5:5000"] }';
     expect(
-      load(
-        { config: '/c.yaml' },
-        { CORRAL_REGISTRY_ALLOW_PRIVATE: '127.0.0.1:5000, registry.internal' },
-        file,
-      ).registries.allowPrivate,
+      load({ config: '/c.yaml' }, { CORRAL_PRIVATE_REGISTRIES: '127.0.0.1:5000, registry.internal' }, file)
+        .registries.allowPrivate,
     ).toEqual(['127.0.0.1:5000', 'registry.internal', '10.0.0.5:5000']);
-    expect(() => load({ registryAllowPrivate: 'http://x/y' })).toThrow(
-      'invalid --registry-allow-private (CORRAL_REGISTRY_ALLOW_PRIVATE): expected registries such as 127.0.0.1:5000,registry.internal: "http://x/y" is not a host or host:port',
+    expect(() => load({ privateRegistries: 'http://x/y' })).toThrow(
+      'invalid --private-registries (CORRAL_PRIVATE_REGISTRIES): expected registries such as 127.0.0.1:5000,registry.internal: "http://x/y" is not a host or host:port',
     );
     expect(() => load({ config: '/c.yaml' }, {}, 'registries: { allowPrivate: ["a/b"] }')).toThrow(
       '"a/b" is not a host',

@@ -140,7 +140,7 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   webhooks: { allowPrivate: boolean };
   /**
    * Registries on loopback, link-local or private addresses that images may name (registry/registry-guard.ts):
-   * `--registry-allow-private` (CORRAL_REGISTRY_ALLOW_PRIVATE) and the config file's registries.allowPrivate.
+   * `--private-registries` (CORRAL_PRIVATE_REGISTRIES) and the config file's registries.allowPrivate.
    */
   registries: { allowPrivate: string[] };
   gateway: {
@@ -268,7 +268,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     registries: {
       allowPrivate: [
-        ...new Set([...settings.registryAllowPrivate, ...(file.registries?.allowPrivate ?? []).flat()]),
+        ...new Set([...settings.privateRegistries, ...(file.registries?.allowPrivate ?? []).flat()]),
       ],
     },
     history: {

@@ -157,7 +157,7 @@ const fileSchema = z.strictObject({
     .optional(),
   /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
   webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),
-  /** Registries on private addresses that images may name, with --registry-allow-private's (docs/security.md). */
+  /** Registries on private addresses that images may name, with --private-registries's (docs/security.md). */
   registries: z.strictObject({ allowPrivate: z.array(registryAllowList).optional() }).optional(),
   workers: z
     .strictObject({

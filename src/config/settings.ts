@@ -229,9 +229,9 @@ export const SERVE_SETTINGS = {
     help: 'who may run images that exist only on this machine (built here, never pulled): admins, all, or image names',
     schema: localImageAllowance,
   },
-  registryAllowPrivate: {
-    flag: '--registry-allow-private',
-    env: 'CORRAL_REGISTRY_ALLOW_PRIVATE',
+  privateRegistries: {
+    flag: '--private-registries',
+    env: 'CORRAL_PRIVATE_REGISTRIES',
     default: '',
     help:
       'registries on loopback, link-local or private addresses that images may name (host or host:port, ' +
