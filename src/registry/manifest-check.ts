@@ -98,7 +98,10 @@ async function guardedRequest(
 ): ReturnType<Send> {
   const target = new URL(url);
   const connection = await guard.check(target.host);
-  if (connection.kind !== 'allowed') throw new Refused(connection.reason);
+  if (connection.kind === 'refused') throw new Refused(connection.reason);
+  // No address: as unreachable as a connection refused (a create is accepted and checked again at the start).
+  if (connection.kind === 'unresolved')
+    throw Object.assign(new Error(connection.reason), { code: 'ENOTFOUND' });
   const dispatcher = new Agent({
     connect: connection.address ? { lookup: pinnedLookup(connection.address) } : {},
   });

@@ -58,7 +58,11 @@ function accessGuard(allowPrivate: string[], pulled: string[] = []) {
   const registries = new RegistryGuard({
     allowPrivate,
     lookupAll: async (name) =>
-      name === 'rebind.example' ? [{ address: '127.0.0.1', family: 4 }] : systemLookupAll(name),
+      name === 'rebind.example'
+        ? [{ address: '127.0.0.1', family: 4 }]
+        : name === 'nowhere.example'
+          ? Promise.reject(new Error('ENOTFOUND'))
+          : systemLookupAll(name),
   });
   return new ImageAccessGuard({
     localImage: async (image) =>
@@ -107,6 +111,12 @@ describe('registries on private addresses', () => {
     const verdict = await ask(accessGuard([]), `[::1]:${socket.port}/x:1`, 'create');
     expect(verdict).toMatchObject({ allowed: false, cause: 'private-registry' });
     expect(socket.connections()).toBe(0);
+  });
+
+  it('a name with no address is unreachable, not refused: accepted at create, the pull says what it finds', async () => {
+    const guard = accessGuard([]);
+    expect(await ask(guard, 'nowhere.example/x:1', 'create')).toEqual({ allowed: true, verified: false });
+    expect(await ask(guard, 'nowhere.example/x:1', 'start')).toEqual({ allowed: true, verified: false });
   });
 
   it('answers the same whatever listens there (no port scanner)', async () => {
