@@ -22,7 +22,9 @@ const ALLOWED: Record<string, string[]> = {
   crypto: [],
   gpu: ['errors'],
   logger: [],
-  registry: ['domain'],
+  /** Which addresses are public, and look-ups pinned to the address checked: shared by webhooks and registries. */
+  net: [],
+  registry: ['domain', 'net'],
   listeners: [],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu'],
@@ -36,7 +38,7 @@ const ALLOWED: Record<string, string[]> = {
   jobs: ['contract', 'domain', 'errors', 'service', 'store'],
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   /** Jobs' webhooks: the target guard, the outbox and its delivery (wired by app/). */
-  webhooks: ['crypto', 'store'],
+  webhooks: ['crypto', 'net', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],

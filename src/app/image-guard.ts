@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import { systemClock } from '../ports/clock.js';
 import { ImageAccessGuard } from '../registry/image-access-guard.js';
 import { registryManifestCheck } from '../registry/manifest-check.js';
+import { RegistryGuard } from '../registry/registry-guard.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { CredentialService } from '../service/credential-service.js';
 import type { Store } from '../store/store.js';
@@ -18,9 +19,11 @@ export function imageAccessGuard(
 ): ImageAccessGuard | undefined {
   const localImage = runtime.localImage?.bind(runtime);
   if (!localImage) return undefined;
+  const registries = new RegistryGuard({ allowPrivate: config.registries.allowPrivate });
   return new ImageAccessGuard({
     localImage,
-    checkManifest: registryManifestCheck(),
+    checkManifest: registryManifestCheck({ guard: registries }),
+    registries,
     login: (ownerId, authId) => credentials.reveal(ownerId, authId),
     allowLocal: config.allowLocalImages,
     clock: systemClock,

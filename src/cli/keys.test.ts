@@ -13,11 +13,11 @@ afterEach(async () => {
   dir = undefined;
 });
 
-function io() {
+function io(env: NodeJS.ProcessEnv = {}) {
   let out = '';
   let err = '';
   return {
-    io: { stdout: (t: string) => (out += t), stderr: (t: string) => (err += t), env: {} },
+    io: { stdout: (t: string) => (out += t), stderr: (t: string) => (err += t), env },
     out: () => out,
     err: () => err,
   };
@@ -53,5 +53,19 @@ describe('corral keys', () => {
     expect(lines[0]).toBe(`database: ${file}`);
     expect(lines[1]).toMatch(/^created key \S+ for owner "bob"/);
     expect(lines[2]).toBe(`database: ${file}`);
+  });
+
+  it('ignores serve-only settings exported in the shell, and still reads where the store is from them', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'corral-keys-'));
+    // CORRAL_WEBHOOK_ALLOW_PRIVATE alone stops `corral serve` (it wants the config file's key too); a bad
+    // CORRAL_GPUS would stop it as well. Neither is a setting of `corral keys`.
+    const t = io({
+      CORRAL_WEBHOOK_ALLOW_PRIVATE: 'true',
+      CORRAL_GPUS: 'not-a-gpu-list',
+      CORRAL_DATA_DIR: dir,
+    });
+    await runCommand(makeKeysCommand(t.io), ['create', '--owner', 'ops', '--create-database']);
+    expect(t.out()).toMatch(/^sk_\S+\n$/);
+    expect(t.err()).toContain(`database: ${join(dir, 'corral.db')}`);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { loadConfig } from '../config/config.js';
+import { loadStoreLocation } from '../config/config.js';
 import { databaseError } from '../config/startup.js';
 import { systemClock } from '../ports/clock.js';
 import { ApiKeyService, DEFAULT_OWNER } from '../service/api-key-service.js';
@@ -31,10 +31,9 @@ export function makeKeysCommand(io: KeysIo): Command {
     options: Record<string, unknown>,
     run: (service: ApiKeyService) => Promise<void>,
   ) => {
-    const config = loadConfig({ flags: givenFlags(options), env: io.env, readFile: () => '' });
-    const location = { databaseUrl: config.databaseUrl, dataDir: config.dataDir };
+    const location = loadStoreLocation({ flags: givenFlags(options), env: io.env });
     const file = sqliteFileOf(location);
-    const target = file ?? redactDatabaseUrl(config.databaseUrl ?? '');
+    const target = file ?? redactDatabaseUrl(location.databaseUrl ?? '');
     if (file !== undefined && !exists(file) && options.createDatabase !== true) {
       throw new Error(
         `no database at ${file}: pass the --data-dir or --database-url that corral serve uses ` +
@@ -42,11 +41,9 @@ export function makeKeysCommand(io: KeysIo): Command {
       );
     }
     io.stderr(`database: ${target}\n`);
-    const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch(
-      (error: unknown) => {
-        throw databaseError(error);
-      },
-    );
+    const store = await openStore(location).catch((error: unknown) => {
+      throw databaseError(error);
+    });
     try {
       await run(new ApiKeyService({ store, clock: systemClock }));
     } finally {

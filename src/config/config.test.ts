@@ -164,6 +164,21 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     );
   });
 
+  it('lists private registries from the flag and the config file together, and refuses what is not a host', () => {
+    expect(load().registries).toEqual({ allowPrivate: [] });
+    const file = 'registries: { allowPrivate: ["registry.internal", "10.0.0.5:5000"] }';
+    expect(
+      load({ config: '/c.yaml' }, { CORRAL_PRIVATE_REGISTRIES: '127.0.0.1:5000, registry.internal' }, file)
+        .registries.allowPrivate,
+    ).toEqual(['127.0.0.1:5000', 'registry.internal', '10.0.0.5:5000']);
+    expect(() => load({ privateRegistries: 'http://x/y' })).toThrow(
+      'invalid --private-registries (CORRAL_PRIVATE_REGISTRIES): expected registries such as 127.0.0.1:5000,registry.internal: "http://x/y" is not a host or host:port',
+    );
+    expect(() => load({ config: '/c.yaml' }, {}, 'registries: { allowPrivate: ["a/b"] }')).toThrow(
+      '"a/b" is not a host',
+    );
+  });
+
   it('accepts the config file example of docs/configuration.md, with every gateway key', () => {
     const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     const example = /## The config file[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';

@@ -14,6 +14,7 @@ import {
   describeSetting,
   type HostPort,
   parseServeSettings,
+  parseSettings,
   type ServeSettingName,
   type ServeSettings,
 } from './settings.js';
@@ -137,6 +138,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * setting (CORRAL_WEBHOOK_ALLOW_PRIVATE) and the config file's webhooks.allowPrivate (docs/jobs.md).
    */
   webhooks: { allowPrivate: boolean };
+  /**
+   * Registries on loopback, link-local or private addresses that images may name (registry/registry-guard.ts):
+   * `--private-registries` (CORRAL_PRIVATE_REGISTRIES) and the config file's registries.allowPrivate.
+   */
+  registries: { allowPrivate: string[] };
   gateway: {
     maxQueueLength: number;
     queueTimeoutSeconds: number;
@@ -232,7 +238,7 @@ export function loadConfig(sources: ConfigSources): Config {
   const connections = connectionLimits(file.connections);
   return {
     ...settings,
-    dataDir: resolve(settings.dataDir ?? join(homedir(), '.corral')),
+    dataDir: dataDirOf(settings.dataDir),
     apiUrl: settings.publicApiUrl ?? `http://${formatHostPort(settings.apiAddr)}`,
     configFile,
     limits: rangeLimits,
@@ -259,6 +265,11 @@ export function loadConfig(sources: ConfigSources): Config {
     connections,
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
+    },
+    registries: {
+      allowPrivate: [
+        ...new Set([...settings.privateRegistries, ...(file.registries?.allowPrivate ?? []).flat()]),
+      ],
     },
     history: {
       intervalSeconds: file.history?.intervalSeconds ?? 10,
@@ -293,6 +304,19 @@ export function loadConfig(sources: ConfigSources): Config {
       ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
     },
   };
+}
+
+/** Where the store is, as `corral serve` finds it, from only the settings that say so (for `corral keys`). */
+export function loadStoreLocation(sources: Pick<ConfigSources, 'flags' | 'env'>): {
+  databaseUrl: string | undefined;
+  dataDir: string;
+} {
+  const settings = parseSettings(['dataDir', 'databaseUrl'], sources.flags, sources.env);
+  return { databaseUrl: settings.databaseUrl, dataDir: dataDirOf(settings.dataDir) };
+}
+
+function dataDirOf(setting: string | undefined): string {
+  return resolve(setting ?? join(homedir(), '.corral'));
 }
 
 /** Both must allow private webhook targets; one without the other is a mistake said at start, not ignored. */

@@ -5,7 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
-import { ConfigError, hostPortSchema, urlSchema } from './settings.js';
+import { ConfigError, hostPortSchema, registryAllowList, urlSchema } from './settings.js';
 
 const count = z.int().min(0);
 
@@ -157,6 +157,8 @@ const fileSchema = z.strictObject({
     .optional(),
   /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
   webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),
+  /** Registries on private addresses that images may name, with --private-registries's (docs/security.md). */
+  registries: z.strictObject({ allowPrivate: z.array(registryAllowList).optional() }).optional(),
   workers: z
     .strictObject({
       /** Host memory a worker may use per GPU it has, in GiB; unset: its GPUs' share of the machine; 0: none. */

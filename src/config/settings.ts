@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { type GpuSource, parseGpuSource } from '../gpu/inventory.js';
 import type { LocalImageAllowance } from '../registry/image-access.js';
 import { parseImageReference } from '../registry/image-reference.js';
+import { allowEntryProblem } from '../registry/registry-guard.js';
 
 export interface HostPort {
   host: string;
@@ -60,6 +61,25 @@ const localImageAllowance = z.string().transform((value, ctx): LocalImageAllowan
     return z.NEVER;
   }
   return names;
+});
+
+/** Registries on private addresses the operator lists: `host` or `host:port`, comma-separated, as image names write them. */
+export const registryAllowList = z.string().transform((value, ctx): string[] => {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const problem = allowEntryProblem(entry);
+    if (problem !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected registries such as 127.0.0.1:5000,registry.internal: ${problem}`,
+      });
+      return z.NEVER;
+    }
+  }
+  return entries;
 });
 
 const optionalText = z
@@ -209,6 +229,15 @@ export const SERVE_SETTINGS = {
     help: 'who may run images that exist only on this machine (built here, never pulled): admins, all, or image names',
     schema: localImageAllowance,
   },
+  privateRegistries: {
+    flag: '--private-registries',
+    env: 'CORRAL_PRIVATE_REGISTRIES',
+    default: '',
+    help:
+      'registries on loopback, link-local or private addresses that images may name (host or host:port, ' +
+      "comma-separated; with the config file's registries.allowPrivate); others are refused",
+    schema: registryAllowList,
+  },
   metricsToken: {
     flag: '--metrics-token',
     env: 'CORRAL_METRICS_TOKEN',
@@ -255,15 +284,29 @@ export function parseServeSettings(
   flags: Partial<Record<ServeSettingName, string>>,
   env: NodeJS.ProcessEnv,
 ): ServeSettings {
+  return parseSettings(Object.keys(SERVE_SETTINGS) as ServeSettingName[], flags, env) as ServeSettings;
+}
+
+/**
+ * Only the named settings, flags over environment over defaults: a command that is not `serve` reads what it uses
+ * and ignores the rest, so that a serve-only switch exported in the shell (CORRAL_WEBHOOK_ALLOW_PRIVATE without its
+ * config file) does not stop `corral keys`.
+ */
+export function parseSettings<K extends ServeSettingName>(
+  names: readonly K[],
+  flags: Partial<Record<ServeSettingName, string>>,
+  env: NodeJS.ProcessEnv,
+): Pick<ServeSettings, K> {
   const result: Record<string, unknown> = {};
-  for (const [name, setting] of Object.entries(SERVE_SETTINGS)) {
-    const raw = flags[name as ServeSettingName] ?? env[setting.env] ?? setting.default;
+  for (const name of names) {
+    const setting = SERVE_SETTINGS[name];
+    const raw = flags[name] ?? env[setting.env] ?? setting.default;
     const parsed = (setting.schema as z.ZodType).safeParse(raw);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'invalid value';
-      throw new ConfigError(`invalid ${describeSetting(name as ServeSettingName)}: ${reason}`);
+      throw new ConfigError(`invalid ${describeSetting(name)}: ${reason}`);
     }
     result[name] = parsed.data;
   }
-  return result as ServeSettings;
+  return result as Pick<ServeSettings, K>;
 }

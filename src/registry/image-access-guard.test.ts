@@ -4,6 +4,7 @@ import type { LocalImage } from './image-access.js';
 import { ImageAccessGuard, type ImageAccessGuardOptions } from './image-access-guard.js';
 import { formatReference } from './image-reference.js';
 import type { ManifestResult, RegistryLogin } from './manifest-check.js';
+import { RegistryGuard } from './registry-guard.js';
 
 const DIGEST = `sha256:${'d'.repeat(64)}`;
 const PRIVATE = '127.0.0.1:5000/a/model:1';
@@ -24,6 +25,7 @@ function setup(overrides: Partial<ImageAccessGuardOptions> = {}, images: Record<
       ownerId === 'alice' && authId === 'auth-a' ? { username: 'alice', password: 'right' } : undefined,
     allowLocal: 'admins',
     clock: () => now,
+    registries: new RegistryGuard({ allowPrivate: ['127.0.0.1:5000'] }),
     ...overrides,
   });
   return { guard, asked, advance: (ms: number) => (now += ms) };

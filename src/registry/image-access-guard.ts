@@ -11,7 +11,9 @@ import {
   type LocalImageAllowance,
   planAccessCheck,
 } from './image-access.js';
+import { parseImageReference, registryHost } from './image-reference.js';
 import type { ManifestCheck, ManifestResult, RegistryLogin } from './manifest-check.js';
+import type { RegistryGuard } from './registry-guard.js';
 
 export interface ImageAccessRequest {
   ownerId: string;
@@ -27,6 +29,11 @@ export interface ImageAccessGuardOptions {
   /** The engine's image under that name, or undefined when it has none. */
   localImage: (image: string) => Promise<LocalImage | undefined>;
   checkManifest: ManifestCheck;
+  /**
+   * Which registries the engine may pull from: asked before a start pulls an absent image (the manifest check asks
+   * it for its own connections).
+   */
+  registries: RegistryGuard;
   /** The owner's decrypted registry login for an authId. */
   login: (ownerId: string, authId: string) => Promise<RegistryLogin | undefined>;
   allowLocal: LocalImageAllowance;
@@ -61,6 +68,10 @@ export class ImageAccessGuard {
       local = undefined;
     }
     const plan = planAccessCheck(image, local, at);
+    if (plan.kind === 'pull-decides') {
+      const refused = await this.#pullRefused(image);
+      if (refused) return refused;
+    }
     const grantKey = [request.ownerId, request.authId, image, local?.id ?? ''].join('\0');
     const now = this.#o.clock();
     if ((this.#grants.get(grantKey) ?? 0) > now) return { allowed: true, verified: true };
@@ -83,6 +94,15 @@ export class ImageAccessGuard {
       this.#grants.set(grantKey, now + (this.#o.grantTtlMs ?? 60_000));
     }
     return verdict;
+  }
+
+  /** The engine is about to pull: not from a registry the guard refuses (it resolves the name again itself). */
+  async #pullRefused(image: string): Promise<ImageAccessVerdict | undefined> {
+    const ref = parseImageReference(image);
+    if (!ref) return undefined;
+    const connection = await this.#o.registries.check(registryHost(ref.registry));
+    if (connection.kind !== 'refused') return undefined;
+    return { allowed: false, cause: 'private-registry', message: connection.reason };
   }
 
   #forgetExpired(now: number): void {

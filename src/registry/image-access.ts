@@ -33,7 +33,8 @@ export type AccessPlan =
   /** Allowed when the registry lets the owner pull any of these (credentials go only to `loginRegistry`). */
   | { kind: 'registry'; refs: ImageReference[]; loginRegistry: string };
 
-export type ImageDenial = 'unauthorized' | 'not-found' | 'local-only' | 'unverifiable';
+/** `private-registry`: the registry is on a private address the operator has not listed (registry-guard.ts). */
+export type ImageDenial = 'unauthorized' | 'not-found' | 'local-only' | 'unverifiable' | 'private-registry';
 
 export type ImageAccessVerdict =
   | {
@@ -98,6 +99,9 @@ function registryVerdict(
   at: CheckPoint,
 ): ImageAccessVerdict {
   if (results.some((r) => r.kind === 'found')) return { allowed: true, verified: true };
+  // Nothing was sent to a refused registry: its answer is the same whatever listens there.
+  const refused = results.find((r) => r.kind === 'refused');
+  if (refused) return { allowed: false, cause: 'private-registry', message: refused.reason };
   const where = refs.map(formatReference).join(', ');
   const denied = results.find((r) => r.kind === 'denied');
   if (denied) {

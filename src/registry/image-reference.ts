@@ -54,10 +54,14 @@ export function isLoopbackRegistry(registry: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/** The host[:port] a registry is reached at: Docker Hub's API is not at docker.io. */
+export function registryHost(registry: string): string {
+  return registry === DOCKER_HUB ? 'registry-1.docker.io' : registry;
+}
+
 /** The base URL of the registry's v2 API. */
 export function registryBaseUrl(registry: string): string {
-  if (registry === DOCKER_HUB) return 'https://registry-1.docker.io';
-  return `${isLoopbackRegistry(registry) ? 'http' : 'https'}://${registry}`;
+  return `${isLoopbackRegistry(registry) ? 'http' : 'https'}://${registryHost(registry)}`;
 }
 
 /**

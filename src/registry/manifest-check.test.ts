@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseImageReference } from './image-reference.js';
 import { MANIFEST_ACCEPT, registryManifestCheck } from './manifest-check.js';
+import { RegistryGuard } from './registry-guard.js';
 
 const DIGEST = `sha256:${'c'.repeat(64)}`;
 const GOOD = `Basic ${Buffer.from('alice:right').toString('base64')}`;
@@ -65,7 +66,11 @@ async function listening(server: Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const check = registryManifestCheck({ timeoutMs: 2000 });
+// The stand-ins listen on loopback, which only a listed registry may be.
+const check = registryManifestCheck({
+  timeoutMs: 2000,
+  guard: new RegistryGuard({ allowPrivate: ['127.0.0.1'] }),
+});
 const ref = (host: string, path: string) => {
   const parsed = parseImageReference(`${host}/${path}`);
   if (!parsed) throw new Error(path);

@@ -6,8 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import type { ResolvedAddress } from './target-guard.js';
+import { pinnedLookup, type ResolvedAddress } from '../net/resolve.js';
 
 export interface PostOutcome {
   /** The HTTP status, or undefined when no answer came (connection refused, reset, timed out). */
@@ -26,11 +25,7 @@ export function pinnedPost(options: {
   timeoutMs: number;
 }): Promise<PostOutcome> {
   const { url, address, headers, body, timeoutMs } = options;
-  // Node 20 asks with `all: true` when it may try several addresses (autoSelectFamily): answer the one checked.
-  const lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (opts.all) callback(null, [{ address: address.address, family: address.family }]);
-    else callback(null, address.address, address.family);
-  }) as unknown as LookupFunction;
+  const lookup = pinnedLookup(address);
   const send = url.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve) => {
     let settled = false;

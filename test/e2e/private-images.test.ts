@@ -81,7 +81,11 @@ describe.runIf(withRegistry)(
       docker(['logout', address]);
       docker(['tag', image, alias]);
 
-      writeFileSync(join(dir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+      // The registry is on loopback: only a listed one may be pulled from (docs/security.md, Registries).
+      writeFileSync(
+        join(dir, 'corral.yaml'),
+        `controller: { reconcileIntervalMs: 200 }\nregistries: { allowPrivate: ["${registry.address}"] }\n`,
+      );
       const env = { CORRAL_DATA_DIR: join(dir, 'data'), CORRAL_API_KEY: KEY };
       server = await startServe(
         ['--runtime', 'docker', '--gpus', 'h100-80g:4', '--config', join(dir, 'corral.yaml')],

@@ -88,7 +88,11 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
     execFileSync('docker', ['push', '-q', pushed], { stdio: 'ignore' });
     execFileSync('docker', ['rmi', pushed], { stdio: 'ignore' });
     pushedPulls = registry.enginePulls();
-    writeFileSync(join(dir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+    // The registry is on loopback: only a listed one may be pulled from (docs/security.md, Registries).
+    writeFileSync(
+      join(dir, 'corral.yaml'),
+      `controller: { reconcileIntervalMs: 200 }\nregistries: { allowPrivate: ["${registry.address}"] }\n`,
+    );
     server = await startServe(
       ['--runtime', 'docker', '--gpus', 'h100-80g:2', '--config', join(dir, 'corral.yaml')],
       { CORRAL_DATA_DIR: join(dir, 'data'), CORRAL_API_KEY: KEY },

@@ -7,7 +7,10 @@ import type { NewEvent } from '../../domain/records.js';
 import type { WorkerErrorCode } from '../../domain/worker.js';
 import type { RuntimeWorker } from '../../runtime/types.js';
 
-/** `reason`: how it ended (exitDescription), e.g. `ran out of memory: limit 256 MiB (exit code 137)`. */
+/**
+ * `reason`: how it ended (exitDescription): `ran out of memory: limit 256 MiB (exit code 137)` only when the runtime
+ * says the OOM killer ended it (`data.reason` `out-of-memory`), `killed (signal 9, exit code 137)` for any other kill.
+ */
 export function crashedEvent(
   workerId: string,
   reason: string,

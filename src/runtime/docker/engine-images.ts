@@ -12,8 +12,9 @@ import {
   type RegistryAuth,
   RuntimeError,
 } from '../types.js';
-import { engineError, isNotFound } from './engine-errors.js';
+import { engineError, isNotFound, isUnreachable, reasonOf } from './engine-errors.js';
 import { imagePathName } from './engine-requests.js';
+import { pullFailureReason } from './pull-failure.js';
 import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
 
 export interface EngineImagesOptions {
@@ -60,7 +61,7 @@ export class EngineImages {
       await this.#pull(image, auth, onProgress);
       await this.#docker.getImage(imagePathName(image)).inspect();
     } catch (error) {
-      const failure = engineError(error, `cannot pull image ${image}`, this.#address, 'IMAGE_PULL_FAILED');
+      const failure = pullFailure(error, image, this.#address);
       log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
       throw failure;
     }
@@ -94,6 +95,21 @@ export class EngineImages {
         },
       );
     });
-    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', `cannot pull image ${image}: ${failure}`);
+    if (failure) throw new RuntimeError('IMAGE_PULL_FAILED', pulling(image, failure));
   }
+}
+
+/**
+ * A failed pull as the worker's state says it: the engine unreachable as every engine call says it; else fixed
+ * words (pull-failure.ts), since the engine's own quote what the registry answered.
+ */
+function pullFailure(error: unknown, image: string, address: string): RuntimeError {
+  if (isUnreachable(error)) return engineError(error, `cannot pull image ${image}`, address);
+  // Corral's own (a credential that cannot be decrypted, an in-band failure already in fixed words).
+  if (error instanceof RuntimeError) return error;
+  return new RuntimeError('IMAGE_PULL_FAILED', pulling(image, reasonOf(error)));
+}
+
+function pulling(image: string, engineText: string): string {
+  return `cannot pull image ${image}: ${pullFailureReason(engineText)}`;
 }

@@ -194,11 +194,11 @@ describe('workerFromInspect', () => {
       message: 'ran out of memory: limit 256 MiB (exit code 137)',
     },
     {
-      why: 'killed (137) under a limit, not flagged (cgroup v2, a child killed)',
+      why: 'killed (137) under a limit, not flagged: a docker kill, not an OOM',
       state: { ExitCode: 137, OOMKilled: false },
       memory: 512 * MIB,
-      reason: 'out-of-memory',
-      message: 'ran out of memory: limit 512 MiB (exit code 137)',
+      reason: undefined,
+      message: 'killed (signal 9, exit code 137)',
     },
     {
       why: 'the engine says OOMKilled, no limit of its own (the host ran out)',
@@ -212,7 +212,14 @@ describe('workerFromInspect', () => {
       state: { ExitCode: 137, OOMKilled: false },
       memory: 0,
       reason: undefined,
-      message: 'exited with code 137',
+      message: 'killed (signal 9, exit code 137)',
+    },
+    {
+      why: 'stopped by SIGTERM (143)',
+      state: { ExitCode: 143, OOMKilled: false },
+      memory: 256 * MIB,
+      reason: undefined,
+      message: 'killed (signal 15, exit code 143)',
     },
     {
       why: 'an ordinary exit under a limit',

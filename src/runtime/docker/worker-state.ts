@@ -76,15 +76,12 @@ export function exitMessage(
 }
 
 /**
- * The kernel's OOM killer ended it: the engine says so (State.OOMKilled), or it was killed (137, SIGKILL) under a
- * memory limit. The second catches cgroup v2 kills of a child process, which some engines do not flag; Corral's own
- * removals also end in 137, but the controller no longer looks at a worker it is removing.
+ * The kernel's OOM killer ended it: only when the engine says so (State.OOMKilled, set from the cgroup's OOM
+ * events). A 137 under a memory limit is not enough: `docker kill`, Corral's own removals and a process's own
+ * SIGKILL end the same way, and read as `killed (signal 9)` (exit-description.ts).
  */
-export function oomKilled(
-  state: { OOMKilled?: boolean; ExitCode?: number },
-  memoryLimitBytes: number | undefined,
-) {
-  return state.OOMKilled === true || (state.ExitCode === 137 && memoryLimitBytes !== undefined);
+export function oomKilled(state: { OOMKilled?: boolean }): boolean {
+  return state.OOMKilled === true;
 }
 
 function baseWorker(labels: Record<string, string>) {
@@ -136,7 +133,7 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
   const memory = info.HostConfig?.Memory;
   const memoryLimitBytes = memory !== undefined && memory > 0 ? memory : undefined;
   const exitReason: ExitReason | undefined =
-    phase === 'exited' && oomKilled(info.State, memoryLimitBytes) ? 'out-of-memory' : undefined;
+    phase === 'exited' && oomKilled(info.State) ? 'out-of-memory' : undefined;
   const message =
     phase === 'exited'
       ? exitMessage(exitCode, { exitReason, memoryLimitBytes, error: info.State.Error })

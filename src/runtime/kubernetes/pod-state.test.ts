@@ -395,7 +395,7 @@ const cases: {
     phase: 'exited',
     message:
       'Evicted: Pod ephemeral local storage usage exceeds the total limit of containers 160Gi.; ' +
-      'ContainerStatusUnknown: exited with code 137',
+      'ContainerStatusUnknown: killed (signal 9, exit code 137)',
     exitCode: 137,
   },
   {
@@ -443,7 +443,8 @@ const cases: {
     }),
     stage: 'deleting',
     phase: 'exited',
-    message: 'Terminating: the pod is being deleted (grace period 30 s); Error: exited with code 143',
+    message:
+      'Terminating: the pod is being deleted (grace period 30 s); Error: killed (signal 15, exit code 143)',
     exitCode: 143,
   },
 ];
