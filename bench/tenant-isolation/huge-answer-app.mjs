@@ -2,7 +2,7 @@
 // any POST is answered 200 `application/json` with a body of ANSWER_BYTES bytes, `{"blob":"xxx...x"}`, written 1 MiB
 // at a time as the socket drains, so the app never holds the body (a 400 MB answer costs it 1 MiB). It stops
 // writing when the connection closes (a server that reads answers only up to a limit). It prints a JSON line every
-// 50 MiB and one at the end (the bench reads them from its log). GET /health answers 200.
+// 10 MiB and one at the end (the bench reads them from its log). GET /health answers 200.
 // Env: PORT (given by the runtime), HOST (default 0.0.0.0), ANSWER_BYTES (default 400 MiB).
 
 import { createServer } from 'node:http';
@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 const MIB = 1024 * 1024;
 const answerBytes = Number(process.env.ANSWER_BYTES ?? 400 * MIB);
 /** A progress line this often, so that an answer cut by the bench's bound still says how far it got. */
-const REPORT_EVERY = 50 * MIB;
+const REPORT_EVERY = 10 * MIB;
 const head = Buffer.from('{"blob":"');
 const tail = Buffer.from('"}');
 const filler = Buffer.alloc(MIB, 'x');
