@@ -5,17 +5,27 @@
 import { type ServeProcess, startServe } from '../../test/support/process.js';
 import { WORKER_SCRIPT } from '../../test/support/test-image.js';
 
-export function startLocalServe(dataDir: string, key: string): Promise<ServeProcess> {
+export function startLocalServe(
+  dataDir: string,
+  key: string,
+  options: { nodeArgs?: string[] } = {},
+): Promise<ServeProcess> {
   // The local runtime refuses root unless told that its workers (host processes) may run as root.
   const root = process.getuid?.() === 0 ? ['--local-allow-root'] : [];
-  return startServe(['--runtime', 'local', '--gpus', 'h100-80g:8', ...root], {
-    CORRAL_DATA_DIR: dataDir,
-    CORRAL_API_KEY: key,
-  });
+  return startServe(
+    ['--runtime', 'local', '--gpus', 'h100-80g:8', ...root],
+    { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: key },
+    options,
+  );
 }
 
 /** The `image` of an endpoint whose workers run the test worker under the local runtime. */
 export function testWorkerImage(): { image: string; command: string } {
+  return nodeScriptImage('corral-test-worker:local', WORKER_SCRIPT);
+}
+
+/** The `image` of an endpoint whose workers run `script` with this node under the local runtime (`image` names it). */
+export function nodeScriptImage(image: string, script: string): { image: string; command: string } {
   const quote = (s: string) => `'${s.replaceAll("'", `'"'"'`)}'`;
-  return { image: 'corral-test-worker:local', command: `${quote(process.execPath)} ${quote(WORKER_SCRIPT)}` };
+  return { image, command: `${quote(process.execPath)} ${quote(script)}` };
 }
