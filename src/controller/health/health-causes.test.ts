@@ -124,7 +124,8 @@ describe('Controller: health failures name their cause', () => {
     found = answered(404);
     const scaling = fixedScaling();
     const endpoint = await h.create({
-      patch: { workers: { minWorkers: 0, maxWorkers: 1, gpusPerWorker: 1 } },
+      // Named: the default path would ask / after the 404, and pass.
+      patch: { workers: { minWorkers: 0, maxWorkers: 1, gpusPerWorker: 1 }, health: { path: '/health' } },
     });
     h.controller({ probe, scaling, startupTimeoutMs: 5_000 }).start();
     await h.eventually(async () => expect((await status(endpoint))?.state).toBe('serving'));
