@@ -21,6 +21,13 @@ describe('corral jobs', () => {
 
   const jobs = (...args: string[]) => runCommand(makeJobsCommand(h.deps), args);
 
+  it('names the gateway, not the API, when it cannot be reached', async () => {
+    h = makeHarness({ env: { CORRAL_GATEWAY_URL: 'http://127.0.0.1:9', CORRAL_API_KEY: gateway.key } });
+    await jobs('status', 'sdxl', 'job-1');
+    expect(h.err()).toMatch(/^error: cannot reach the Corral gateway at http:\/\/127\.0\.0\.1:9 \(GET /);
+    expect(process.exitCode).toBe(1);
+  });
+
   it('run queues the input with its policy and webhook, polls the status until COMPLETED, and prints the output', async () => {
     gateway.nextProgress.push(
       { status: 'IN_QUEUE' },

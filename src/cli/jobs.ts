@@ -12,7 +12,7 @@ import {
   TERMINAL_JOB_STATUSES,
   type WireJob,
 } from '../client/index.js';
-import { newCommand } from './client-options.js';
+import { newCommand, resolveConnection } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { formatJob, formatJobError, formatJobList, formatOutput } from './job-format.js';
 import { CliError, printJson, runAction } from './output.js';
@@ -32,17 +32,33 @@ function addJobsOptions(command: Command): Command {
   return command
     .option(
       '--gateway-url <url>',
-      `Corral gateway base URL (env CORRAL_GATEWAY_URL, default ${DEFAULT_GATEWAY_URL})`,
+      `Corral gateway base URL (env CORRAL_GATEWAY_URL; default: what the API at CORRAL_API_URL says, else ${DEFAULT_GATEWAY_URL})`,
     )
     .option('--api-key <key>', 'your API key or an invoke key of the endpoint (env CORRAL_API_KEY)')
     .option('--json', 'print the JSON answer as is');
 }
 
-function jobsClient(deps: CliDeps, opts: JobsOptions): CorralJobsClient {
-  const baseUrl = nonEmpty(opts.gatewayUrl) ?? nonEmpty(deps.env.CORRAL_GATEWAY_URL) ?? DEFAULT_GATEWAY_URL;
+async function jobsClient(deps: CliDeps, opts: JobsOptions): Promise<CorralJobsClient> {
   const apiKey = nonEmpty(opts.apiKey) ?? nonEmpty(deps.env.CORRAL_API_KEY);
   if (apiKey === undefined) throw new CliError('no key: pass --api-key or set CORRAL_API_KEY');
+  const baseUrl =
+    nonEmpty(opts.gatewayUrl) ??
+    nonEmpty(deps.env.CORRAL_GATEWAY_URL) ??
+    (await askedGatewayUrl(deps, apiKey));
   return new CorralJobsClient({ baseUrl, apiKey });
+}
+
+/**
+ * The gateway's URL as the API at CORRAL_API_URL (or its default) tells it, so that the two lines the first start
+ * prints are all `corral jobs` needs; the default gateway URL when the API cannot say.
+ */
+async function askedGatewayUrl(deps: CliDeps, apiKey: string): Promise<string> {
+  const { baseUrl } = resolveConnection(deps, { apiKey });
+  const told = await deps
+    .makeClient({ baseUrl, apiKey })
+    .gatewayUrl()
+    .catch(() => undefined);
+  return told ?? DEFAULT_GATEWAY_URL;
 }
 
 /** Runs an action with a jobs client; failures print as every command's do. */
@@ -53,7 +69,7 @@ function withJobs<O extends object>(
 ): Promise<void> {
   const opts = command.opts<O & JobsOptions>();
   const json = opts.json === true;
-  return runAction(deps, async () => body({ client: jobsClient(deps, opts), opts, json }), { json });
+  return runAction(deps, async () => body({ client: await jobsClient(deps, opts), opts, json }), { json });
 }
 
 interface RunOptions {

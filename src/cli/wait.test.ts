@@ -23,7 +23,10 @@ function endpoint(state: string, message: string, workers: WireWorker[], error =
 }
 
 /** A harness whose GET endpoint answers each of `looks` in turn (the last one from then on). */
-function polled(looks: WireEndpoint<number>[], terminal = { stdout: true, stderr: false }) {
+function polled(
+  looks: WireEndpoint<number>[],
+  terminal: { stdout: boolean; stderr: boolean; columns?: number } = { stdout: true, stderr: false },
+) {
   let n = 0;
   return makeHarness({
     files: { 'spec.yaml': SPEC },
@@ -87,6 +90,44 @@ describe('corral endpoints create on a terminal', () => {
     expect(draws).toContain(
       'deploying: 1 starting (0 of 1 running) | worker w-1: starting: health check: connection refused',
     );
+  });
+
+  it('at 80 columns, prints each new cause whole on its own line once, and cuts only the progress line', async () => {
+    const cause = 'waiting for /health to pass; last probe: connection closed on port 8000 before any answer';
+    const starting = endpoint('deploying', '1 starting', [worker('starting', cause)]);
+    const h = polled([starting, starting, endpoint('serving', '1 running', [worker('running', '', true)])], {
+      stdout: true,
+      stderr: true,
+      columns: 80,
+    });
+    await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 'spec.yaml']);
+    const whole = `worker w-1: starting: ${cause}`;
+    expect(whole.length).toBeGreaterThan(80);
+    const lines = h.err().split('\r\x1b[K');
+    expect(lines.filter((line) => line === `${whole}\n`)).toHaveLength(1);
+    for (const line of lines.filter((l) => !l.endsWith('\n'))) expect(line.length).toBeLessThan(80);
+  });
+
+  it('a timeout ends with the last cause, whole, and the commands that show more', async () => {
+    const cause = 'waiting for /health to pass; last probe: HTTP 404 from /health, HTTP 502 from /';
+    const h = polled([endpoint('deploying', '1 starting', [worker('starting', cause)])], {
+      stdout: true,
+      stderr: true,
+      columns: 80,
+    });
+    await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 'spec.yaml', '--timeout', '3']);
+    expect(process.exitCode).toBe(1);
+    expect(h.err()).toContain(
+      'error: endpoint echo is not ready after 3s: deploying: 1 starting\n' +
+        `last cause: worker w-1: starting: ${cause}\n` +
+        'it goes on; see: corral logs echo, corral workers list echo, corral endpoints get ep-1\n',
+    );
+  });
+
+  it('waits no longer by default than the startup deadline it waits on (300 s)', async () => {
+    const h = polled([endpoint('deploying', 'waiting for workers', [])]);
+    await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 'spec.yaml']);
+    expect(h.err()).toContain('error: endpoint echo is not ready after 300s');
   });
 
   it('exits non-zero with the reason when the endpoint fails', async () => {

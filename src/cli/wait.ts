@@ -10,7 +10,11 @@ import { exampleRequest, pathFormUrl } from './endpoint-format.js';
 import { CliError } from './output.js';
 import { formatKeyValues } from './table.js';
 
-export const DEFAULT_WAIT_SECONDS = 900;
+/**
+ * The default startup deadline (controller.startupTimeoutSeconds): a worker not ready by then has failed with its
+ * cause, so waiting longer by default only hides it. A server with a longer deadline takes --timeout.
+ */
+export const DEFAULT_WAIT_SECONDS = 300;
 export const POLL_INTERVAL_MS = 1000;
 
 export interface WaitFlags {
@@ -65,12 +69,7 @@ export async function waitForEndpoint(
       if (hasFailed(endpoint)) {
         throw new CliError(`endpoint ${endpoint.name || endpoint.id} ${stateText(endpoint.state)}`);
       }
-      if (deps.now() >= deadline) {
-        throw new CliError(
-          `endpoint ${endpoint.name || endpoint.id} is not ready after ${Math.round(timeoutMs / 1000)}s: ` +
-            `${stateText(endpoint.state)} (it goes on; corral endpoints get ${endpoint.id} shows it)`,
-        );
-      }
+      if (deps.now() >= deadline) throw notReadyError(endpoint, timeoutMs, progress.lastCause);
       await deps.sleep(POLL_INTERVAL_MS);
     }
   } finally {
@@ -78,19 +77,55 @@ export async function waitForEndpoint(
   }
 }
 
-/** Prints what changed since the last look: the endpoint's state line and each worker's line. */
+/**
+ * A timeout's error: the state, the last cause seen (whole), and the commands that show more, e.g.
+ * `endpoint hello is not ready after 300s: deploying (1 of 1 running)` then `last cause: worker w-1: ...` and
+ * `it goes on; see: corral logs hello, corral workers list hello, corral endpoints get <id>`.
+ */
+export function notReadyError(e: WireEndpoint, timeoutMs: number, lastCause: string | undefined): CliError {
+  const name = e.name || e.appName || e.id;
+  return new CliError(
+    [
+      `endpoint ${name} is not ready after ${Math.round(timeoutMs / 1000)}s: ${stateText(e.state)}`,
+      ...(lastCause === undefined ? [] : [`last cause: ${lastCause}`]),
+      `it goes on; see: corral logs ${name}, corral workers list ${name}, corral endpoints get ${e.id}`,
+    ].join('\n'),
+  );
+}
+
+/**
+ * What a worker line says that a person must read whole: a worker that is starting, unhealthy or failed with a
+ * message (a health probe's cause, an exit, a failed pull); not pull progress, which changes every poll.
+ */
+function causeOf(w: WireWorker): string | undefined {
+  const { state, message } = w.state;
+  if (message === '' || !['starting', 'unhealthy', 'failed'].includes(state)) return undefined;
+  return workerProgress(w);
+}
+
+/**
+ * Prints what changed since the last look: the endpoint's state line and each worker's line. On a terminal the
+ * progress is one line redrawn (cut at its width), and each new cause is printed whole on a line of its own above it.
+ */
 class Progress {
   readonly #deps: CliDeps;
   #endpointLine = '';
   readonly #workerLines = new Map<string, string>();
   /** On a terminal: the line drawn in place, to be ended with a newline. */
   #drawn = '';
+  readonly #causesShown = new Set<string>();
+  /** The last cause seen (whole), for a timeout's error. */
+  lastCause: string | undefined;
 
   constructor(deps: CliDeps) {
     this.#deps = deps;
   }
 
   show(e: WireEndpoint): void {
+    for (const worker of e.workers) {
+      const cause = causeOf(worker);
+      if (cause !== undefined) this.lastCause = cause;
+    }
     const changed: string[] = [];
     const endpointLine = endpointProgress(e);
     if (endpointLine !== this.#endpointLine) {
@@ -108,6 +143,13 @@ class Progress {
     if (!this.#deps.terminal.stderr) {
       for (const line of changed) this.#deps.stderr(`${line}\n`);
       return;
+    }
+    // A new cause whole, on its own line (the drawn line cleared first); then the progress line below it.
+    for (const worker of e.workers) {
+      const cause = causeOf(worker);
+      if (cause === undefined || this.#causesShown.has(cause)) continue;
+      this.#causesShown.add(cause);
+      this.#deps.stderr(`\r\x1b[K${cause}\n`);
     }
     // One line redrawn: the endpoint's state, then the latest worker change.
     const latestWorker = changed.filter((line) => line !== endpointLine).at(-1);

@@ -55,7 +55,11 @@ export class CorralClient {
   readonly #transport: TransportOptions;
 
   constructor(options: CorralClientOptions) {
-    this.#transport = makeTransport(options, { what: 'Corral API URL', example: 'http://127.0.0.1:8080' });
+    this.#transport = makeTransport(options, {
+      what: 'Corral API URL',
+      example: 'http://127.0.0.1:8080',
+      server: 'the Corral API',
+    });
     this.baseUrl = this.#transport.baseUrl;
   }
 
@@ -323,6 +327,22 @@ export class CorralClient {
   async health(): Promise<{ status: string }> {
     const body = await send(this.#transport, { method: 'GET', path: '/healthz', auth: false });
     return { status: field<string>(body, 'status', 'string') };
+  }
+
+  /**
+   * Where the gateway serves the jobs API, as the API's own OpenAPI document says (`GET /openapi.json`, no key): the
+   * server of its `/v2/` paths (the public URL's origin, else the name the API was reached by on the gateway's
+   * port); undefined when the document names none.
+   */
+  async gatewayUrl(): Promise<string | undefined> {
+    const body = await send(this.#transport, { method: 'GET', path: '/openapi.json', auth: false });
+    const paths = isRecord(body) && isRecord(body.paths) ? body.paths : {};
+    for (const [path, item] of Object.entries(paths)) {
+      if (!path.startsWith('/v2/') || !isRecord(item) || !Array.isArray(item.servers)) continue;
+      const [server] = item.servers as unknown[];
+      if (isRecord(server) && typeof server.url === 'string') return server.url;
+    }
+    return undefined;
   }
 
   #get(route: string, query?: Query): Promise<unknown> {

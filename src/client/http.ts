@@ -18,6 +18,8 @@ export interface TransportOptions {
   apiKey: string;
   fetch: typeof fetch;
   timeoutMs: number;
+  /** The server in a connection error's words: `the Corral API`, `the Corral gateway`. */
+  server: string;
 }
 
 /** The default bound on one call. */
@@ -30,7 +32,7 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
  */
 export function makeTransport(
   options: { baseUrl: string; apiKey: string; fetch?: typeof fetch; timeoutMs?: number },
-  describe: { what: string; example: string },
+  describe: { what: string; example: string; server: string },
 ): TransportOptions {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   return {
@@ -38,6 +40,7 @@ export function makeTransport(
     apiKey: options.apiKey,
     fetch: (input, init) => fetchImpl(input, init),
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    server: describe.server,
   };
 }
 
@@ -102,13 +105,13 @@ export function connectionError(
   if (isTimeout(error)) {
     return new CorralConnectionError(
       options.baseUrl,
-      `no answer from the Corral API at ${options.baseUrl} within ${options.timeoutMs} ms (${where})`,
+      `no answer from ${options.server} at ${options.baseUrl} within ${options.timeoutMs} ms (${where})`,
       { cause: error, timedOut: true },
     );
   }
   return new CorralConnectionError(
     options.baseUrl,
-    `cannot reach the Corral API at ${options.baseUrl} (${where}): ${describeFailure(error)}`,
+    `cannot reach ${options.server} at ${options.baseUrl} (${where}): ${describeFailure(error)}`,
     { cause: error },
   );
 }

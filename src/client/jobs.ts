@@ -32,6 +32,7 @@ export class CorralJobsClient {
     const transport = makeTransport(options, {
       what: 'Corral gateway URL',
       example: 'http://127.0.0.1:8000',
+      server: 'the Corral gateway',
     });
     // RunPod's form of the base URL ends in /v2, which every route adds.
     this.baseUrl = transport.baseUrl.replace(/\/v2$/, '');

@@ -109,8 +109,8 @@ export class Controller {
       timers: this.#o.timers,
       startingIntervalMs: this.#o.startingProbeIntervalMs,
       target: (workerId) => this.#probeTarget(workerId),
-      onResult: (workerId, healthy, flipped, cause) =>
-        this.#lifecycle.probed(workerId, healthy, flipped, cause),
+      onResult: (workerId, healthy, flipped, cause, result) =>
+        this.#lifecycle.probed(workerId, healthy, flipped, cause, result),
     });
     const o = this.#o;
     const poke = (id?: string) => (id === undefined ? this.poke() : this.pokeEndpoint(id));
@@ -368,7 +368,7 @@ export class Controller {
       if (!record) continue;
       if (isTierAction(action)) this.#tiers?.apply(action, record, this.#endpoints);
       else if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
-      else this.#lifecycle.failByPlan(record, action.code, action.message, now);
+      else this.#lifecycle.failByPlan(record, action.code, action.message, now, action.final === true);
     }
     this.#lifecycle.trimFailed(endpoint.id);
   }

@@ -7,6 +7,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { healthCheckLabel } from '../domain/health-path.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import type { CrashRecord } from './crashes/backoff.js';
+import { notFoundFailure } from './health/not-found-verdict.js';
 import { isActive, isInTier, isResting, type ManagedWorker } from './workers/managed-worker.js';
 
 /** A frozen or suspended worker with a runtime call under way (tier-moves.ts). */
@@ -45,7 +46,14 @@ export type PlanAction =
   /** Drain then remove the worker (container and record). */
   | { type: 'remove'; workerId: string; reason: string }
   /** Mark failed with a stable code and remove its container; counts towards crash-loop backoff. */
-  | { type: 'fail'; workerId: string; code: WorkerErrorCode; message: string }
+  | {
+      type: 'fail';
+      workerId: string;
+      code: WorkerErrorCode;
+      message: string;
+      /** The next worker of this revision would fail the same: the endpoint fails at once (backoff.ts). */
+      final?: true;
+    }
   /** An idle worker scaled down: frozen (out of routing, its GPUs kept) rather than removed. */
   | { type: 'freeze'; workerId: string }
   /** A frozen worker wakes (thawed), or a suspended one (restored), in place of a new worker. */
@@ -65,7 +73,19 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
   const actions: PlanAction[] = [];
   const timedOut = new Set<string>();
   for (const worker of workers) {
-    if (hasMissedStartupDeadline(worker, now, input.startupTimeoutMs)) {
+    const notFound = isProvingHealth(worker)
+      ? notFoundFailure(worker, endpoint.spec.health.path, now)
+      : undefined;
+    if (notFound !== undefined) {
+      timedOut.add(worker.id);
+      actions.push({
+        type: 'fail',
+        workerId: worker.id,
+        code: 'HEALTH_TIMEOUT',
+        message: notFound,
+        final: true,
+      });
+    } else if (hasMissedStartupDeadline(worker, now, input.startupTimeoutMs)) {
       timedOut.add(worker.id);
       actions.push({
         type: 'fail',
@@ -190,12 +210,12 @@ export function hasMissedStartupDeadline(
   now: number,
   startupTimeoutMs: number,
 ): boolean {
-  return (
-    (worker.state === 'starting' || worker.state === 'unhealthy') &&
-    worker.readyAt === null &&
-    worker.startedAt !== null &&
-    now - worker.startedAt > startupTimeoutMs
-  );
+  return isProvingHealth(worker) && worker.startedAt !== null && now - worker.startedAt > startupTimeoutMs;
+}
+
+/** Started, never ready: bound by the startup deadline and the 404 verdict. */
+function isProvingHealth(worker: Pick<ManagedWorker, 'state' | 'readyAt'>): boolean {
+  return (worker.state === 'starting' || worker.state === 'unhealthy') && worker.readyAt === null;
 }
 
 /**

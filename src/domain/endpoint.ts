@@ -50,6 +50,11 @@ export interface EnvVar {
 
 export interface HealthCheck {
   path: string;
+  /**
+   * The owner named the path (create or update): it is probed as named, with no fallback to `/`. Absent when the
+   * path is the default (and on specs stored before this existed): see health-path.ts, fallsBackToRoot.
+   */
+  pathNamed?: true;
   initialDelaySeconds: number;
   periodSeconds: number;
   timeoutSeconds: number;

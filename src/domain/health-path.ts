@@ -3,7 +3,7 @@
  * worker's is its polls and pings, and also the HTTP probe of `healthy.path` when the spec sets one (its path is ''
  * when it does not). Pure: the spec's defaults, which checks run, and the words a starting worker's message uses.
  */
-import { DEFAULT_HEALTH_PATH, type EndpointSpec, type EndpointType } from './endpoint.js';
+import { DEFAULT_HEALTH_PATH, type EndpointSpec, type EndpointType, type HealthCheck } from './endpoint.js';
 
 /** The health path an endpoint of this type has when its spec names none: a queue endpoint has none (''). */
 export function defaultHealthPath(type: EndpointType): string {
@@ -26,6 +26,19 @@ export function healthPathForType(
 /** Whether the worker gets the HTTP probe of its health path: always on `http`, on `queue` when one is set. */
 export function probesHttp(spec: Pick<EndpointSpec, 'type' | 'health'>): boolean {
   return spec.type === 'http' || spec.health.path !== '';
+}
+
+/** Where a worker whose default health path answers 404 is asked instead (fallsBackToRoot). */
+export const ROOT_PATH = '/';
+
+/**
+ * Whether a 404 from the health path sends the probe to `/`, where any answer below 500 passes: only for the
+ * default path, which the owner never named. A stock web server (nginx, a static site, most apps) serves `/` and
+ * not `/health`; it answers 404 there forever, and would otherwise wait out the startup deadline. A named path is
+ * probed as named (docs/workers.md, Health checks).
+ */
+export function fallsBackToRoot(spec: Pick<EndpointSpec, 'type'> & { health: HealthCheck }): boolean {
+  return spec.type === 'http' && spec.health.pathNamed !== true && spec.health.path === DEFAULT_HEALTH_PATH;
 }
 
 const FIRST_POLL = 'its first poll for a job';

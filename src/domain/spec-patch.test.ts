@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fallsBackToRoot } from './health-path.js';
 import { DEFAULT_LIMITS, type Limits } from './limits.js';
 import {
   applyPatch,
@@ -153,6 +154,18 @@ describe("a queue endpoint's health path", () => {
     expect(applyPatch(named, { type: 'http' }).health.path).toBe('/ready');
     expect(applyPatch(queue, { type: 'http', health: { path: '/up' } }).health.path).toBe('/up');
     expect(applyPatch(named, { health: 'reset' }).health.path).toBe('');
+  });
+
+  it('falls back to / only on the default path of an http endpoint, never on a path the owner named', () => {
+    expect(fallsBackToRoot(create({}))).toBe(true);
+    expect(fallsBackToRoot(create({ health: { periodSeconds: 5 } }))).toBe(true);
+    // Named, even as the default's own spelling: an explicit path always wins.
+    const named = create({ health: { path: '/health' } });
+    expect(fallsBackToRoot(named)).toBe(false);
+    expect(fallsBackToRoot(applyPatch(named, { health: { periodSeconds: 5 } }))).toBe(false);
+    expect(fallsBackToRoot(applyPatch(named, { health: 'reset' }))).toBe(true);
+    expect(fallsBackToRoot(create({ health: { path: '/ready' } }))).toBe(false);
+    expect(fallsBackToRoot(applyPatch(create({ type: 'queue' }), { type: 'http' }))).toBe(true);
   });
 
   it("validates '' on a queue endpoint only", () => {

@@ -129,6 +129,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
   // A queue endpoint has no health path unless one is named (its workers' polls are their health).
   const named = patch.health !== 'reset' && patch.health?.path !== undefined;
   health.path = healthPathForType(health.path, base.type, type, named);
+  if (named) health.pathNamed = true;
   return {
     name: patch.name ?? base.name,
     appName: patch.appName ?? base.appName,

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
-import { answer, answerUpgrade, errorAnswer, queuedHeader } from './answer.js';
+import { answer, answerUpgrade, CAUSE_HEADER_CHARS, causeOf, errorAnswer, queuedHeader } from './answer.js';
 
 const queueFull = () =>
   new GatewayError('QUEUE_FULL', 'the queue holds 2 requests, its limit', {
@@ -29,6 +29,14 @@ describe('errorAnswer', () => {
       'retry-after',
       '1',
     ]);
+  });
+
+  it('puts a cause in a header only as printable ASCII, and at most CAUSE_HEADER_CHARS of it', () => {
+    const failed = (endpointMessage: string) =>
+      new GatewayError('ENDPOINT_FAILED', 'x', { metadata: { endpointMessage } });
+    expect(causeOf(failed('pull of café:1 failed\r\nx-evil: 1'))).toBe('pull of caf?:1 failed??x-evil: 1');
+    expect(causeOf(failed('y'.repeat(2000)))).toHaveLength(CAUSE_HEADER_CHARS);
+    expect(causeOf(queueFull())).toBeUndefined();
   });
 
   it('asks to close the connection before the given headers when told to', () => {

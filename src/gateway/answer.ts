@@ -19,8 +19,8 @@ export interface AnswerOptions {
 
 export interface ErrorAnswer {
   /**
-   * Flat name, value list in the order written: Content-Type, Content-Length, Connection, `headers`, Retry-After,
-   * WWW-Authenticate.
+   * Flat name, value list in the order written: Content-Type, Content-Length, Connection, `headers`, X-Corral-Cause,
+   * Retry-After, WWW-Authenticate.
    */
   headers: string[];
   body: string;
@@ -33,6 +33,8 @@ export function errorAnswer(error: GatewayError, options: AnswerOptions = {}): E
   if (options.close) headers.push('connection', 'close');
   const extra = options.headers;
   if (extra) for (const name of Object.keys(extra)) headers.push(name, extra[name] as string);
+  const cause = causeOf(error);
+  if (cause !== undefined) headers.push('x-corral-cause', cause);
   if (error.retryAfterSeconds !== undefined) headers.push('retry-after', String(error.retryAfterSeconds));
   // RFC 9110 section 11.6.1: a 401 names the scheme it wants.
   if (error.status === 401) headers.push('www-authenticate', 'Bearer');
@@ -62,6 +64,22 @@ export function answerUpgrade(socket: Duplex, error: GatewayError, headers?: Rec
   for (let i = 0; i + 1 < built.headers.length; i += 2)
     head += `${built.headers[i]}: ${built.headers[i + 1]}\r\n`;
   socket.end(`${head}\r\n${built.body}`);
+}
+
+/** At most this many characters of a cause go in its header (the body has it whole). */
+export const CAUSE_HEADER_CHARS = 512;
+
+/**
+ * What the endpoint's trouble is, for `X-Corral-Cause`: a refusal's endpoint message (`GET /ready answered 404 on
+ * every probe for 10 s: ...`), or what a timed-out request waited for (`no worker is routable: waiting for ...`), so
+ * that a client that shows only headers and status (curl -I, a load balancer's log) sees it too. Printable ASCII:
+ * anything else in it becomes `?`, since a header cannot carry it.
+ */
+export function causeOf(error: GatewayError): string | undefined {
+  const { endpointMessage, waitingFor } = error.metadata;
+  const cause = typeof endpointMessage === 'string' && endpointMessage !== '' ? endpointMessage : waitingFor;
+  if (typeof cause !== 'string' || cause === '') return undefined;
+  return cause.slice(0, CAUSE_HEADER_CHARS).replace(/[^\x20-\x7e]/g, '?');
 }
 
 /** `X-Corral-Queue-Ms` for the answer to a request of a known endpoint (0: never queued); none otherwise. */

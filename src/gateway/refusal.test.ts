@@ -62,7 +62,7 @@ async function startGateway() {
 }
 
 function get(port: number, endpoint: Endpoint) {
-  return new Promise<{ status: number; body: any }>((resolve, reject) => {
+  return new Promise<{ status: number; body: any; cause: string | undefined }>((resolve, reject) => {
     const req = request(
       {
         host: '127.0.0.1',
@@ -82,7 +82,12 @@ function get(port: number, endpoint: Endpoint) {
           try {
             parsed = JSON.parse(body);
           } catch {}
-          resolve({ status: res.statusCode ?? 0, body: parsed });
+          const cause = res.headers['x-corral-cause'];
+          resolve({
+            status: res.statusCode ?? 0,
+            body: parsed,
+            cause: typeof cause === 'string' ? cause : undefined,
+          });
         });
       },
     );
@@ -172,6 +177,35 @@ describe('an endpoint that cannot serve', () => {
     expect((await waiting).status).toBe(504);
   });
 
+  it('tells queued requests why in their body and in X-Corral-Cause: a health path that answers 404', async () => {
+    const g = await startGateway();
+    const endpoint = sampleEndpoint({ patch: { appName: 'nginx' } });
+    g.routes.publish([endpoint], new Map());
+    const waiting = get(g.port, endpoint);
+    await whenQueued(g.queued, 1);
+    const cause =
+      'GET /ready answered 404 on every probe for 10 s: set healthy.path to a path your app serves';
+    const notFound: EndpointCondition = {
+      refusal: { kind: 'failed', reason: 'HEALTH_TIMEOUT', message: cause, lastWorkerMessage: cause },
+    };
+    g.routes.publish([endpoint], new Map(), new Map([[endpoint.id, notFound]]));
+    const answer = await waiting;
+    expect([answer.status, answer.body.reason, answer.cause]).toEqual([503, 'ENDPOINT_FAILED', cause]);
+    expect(answer.body.message).toBe(`endpoint nginx is failed (HEALTH_TIMEOUT): ${cause}`);
+  });
+
+  it("a request that timed out waiting says in X-Corral-Cause what the endpoint's worker waits for", async () => {
+    const g = await startGateway();
+    const endpoint = sampleEndpoint();
+    const waitingFor = 'waiting for /health to pass; last probe: HTTP 404 from /health, HTTP 502 from /';
+    g.routes.publish([endpoint], new Map(), new Map([[endpoint.id, { waitingFor }]]));
+    const waiting = get(g.port, endpoint);
+    await whenQueued(g.queued, 1);
+    g.timers.advance(5_000);
+    const answer = await waiting;
+    expect([answer.status, answer.cause]).toEqual([504, `no worker is routable: ${waitingFor}`]);
+  });
+
   it('keeps serving on a worker that still answers (an old revision during a failed rollout, an engine outage)', async () => {
     const g = await startGateway();
     const endpoint = sampleEndpoint();
@@ -180,7 +214,7 @@ describe('an endpoint that cannot serve', () => {
       [endpoint.id, [{ id: 'w1', address: { host: '127.0.0.1', port: workerPort } }]],
     ]);
     g.routes.publish([endpoint], routable, new Map([[endpoint.id, pullFailed]]));
-    expect(await get(g.port, endpoint)).toEqual({ status: 200, body: 'still here' });
+    expect(await get(g.port, endpoint)).toEqual({ status: 200, body: 'still here', cause: undefined });
     // The worker leaves routing (it failed its health check): now the refusal applies.
     g.routes.publishRoutable(endpoint.id, []);
     expect((await get(g.port, endpoint)).body.reason).toBe('ENDPOINT_FAILED');

@@ -1,6 +1,6 @@
 /**
  * Health failures name their cause, end to end: `corral serve` as a process on the Docker runtime with the test
- * worker image. An app listening on the wrong port and a health path that answers 404 each show their cause in the
+ * worker image. An app listening on the wrong port and a health path that answers 503 each show their cause in the
  * worker's message within one probe period (and once in the endpoint's log); a `minNum: 0` endpoint whose worker
  * never gets healthy fails HEALTH_TIMEOUT after a short startup deadline, although the request that woke it went
  * away, and then answers 503 with the reason at once.
@@ -120,18 +120,19 @@ describe.runIf(withDocker)(
       await call('endpoint/delete', { id });
     }, 90_000);
 
-    it('minNum 0, a health path that answers 404: named within a probe period, HEALTH_TIMEOUT after the deadline although the request went away, then 503 with the reason', async () => {
+    it('minNum 0, a health path that answers 503: named within a probe period, HEALTH_TIMEOUT after the deadline although the request went away, then 503 with the reason', async () => {
       const { id, appName } = await create({
         // freeTimeout 1 s: once its request is gone, the starting worker is idle and would be scaled down at once.
         workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1, freeTimeout: 1 },
-        healthy: { path: '/nope' },
+        // Its health path answers 503 for ever (a 404 on a named path would fail fast instead: first-example.test.ts).
+        envs: [{ key: 'HEALTH_NEVER', value: '1' }],
       });
       const scaledToZero = Date.now() + 10_000;
       while ((await endpointOf(id)).state.state !== 'serving' && Date.now() < scaledToZero) await sleep(100);
       // The request wakes a worker, and gives up (queue timeout) before the worker's startup deadline.
       const first = invoke(appName);
-      const seen = await causeSeen(id, /HTTP 404 from \/nope/);
-      expect(seen.message).toBe('waiting for /nope to pass; last probe: HTTP 404 from /nope');
+      const seen = await causeSeen(id, /HTTP 503 from \/health/);
+      expect(seen.message).toBe('waiting for /health to pass; last probe: HTTP 503 from /health');
       expect(seen.afterStartMs).toBeLessThanOrEqual(PERIOD_MS);
       const timedOut = await first;
       expect([timedOut.status, timedOut.body.reason]).toEqual([504, 'QUEUE_TIMEOUT']);
@@ -144,7 +145,7 @@ describe.runIf(withDocker)(
       expect(await failedWorker()).toEqual({
         state: 'failed',
         error: 'HEALTH_TIMEOUT',
-        message: `never passed its health check /nope within ${STARTUP_TIMEOUT_S} s of starting; last probe: HTTP 404 from /nope`,
+        message: `never passed its health check /health within ${STARTUP_TIMEOUT_S} s of starting; last probe: HTTP 503 from /health`,
       });
       // One timeout is retried (the endpoint stays as it was, not `scaled to zero`); the second fails the endpoint.
       expect((await endpointOf(id)).state.state).toBe('deploying');
@@ -156,7 +157,7 @@ describe.runIf(withDocker)(
       expect(endpoint.state).toMatchObject({
         state: 'failed',
         error: 'HEALTH_TIMEOUT',
-        message: expect.stringContaining('HTTP 404 from /nope'),
+        message: expect.stringContaining('HTTP 503 from /health'),
       });
 
       // Now a request is answered at once, with the reason.
@@ -166,14 +167,14 @@ describe.runIf(withDocker)(
         reason: 'ENDPOINT_FAILED',
         metadata: { endpointError: 'HEALTH_TIMEOUT' },
       });
-      expect(refused.body.message).toContain('HTTP 404 from /nope');
+      expect(refused.body.message).toContain('HTTP 503 from /health');
       expect(refused.ms).toBeLessThan(1000);
 
       // The log: the cause once per worker, both failures, and no flip through `scaled to zero` on the way.
       const log = await events(id);
       // (A probe before the app listens may have found the port closed: that cause is told too, once.)
       const causes = log.filter((e) => e.type === 'health').map((e) => e.data.cause);
-      expect(causes.filter((cause) => cause === 'HTTP 404 from /nope')).toHaveLength(2);
+      expect(causes.filter((cause) => cause === 'HTTP 503 from /health')).toHaveLength(2);
       expect(log.filter((e) => e.type === 'failed').map((e) => e.data.error)).toEqual([
         'HEALTH_TIMEOUT',
         'HEALTH_TIMEOUT',
@@ -184,7 +185,7 @@ describe.runIf(withDocker)(
         'failed',
       ]);
       console.log(
-        `404 health path: "${seen.message}" ${seen.afterStartMs} ms after its container started; the request that woke it: ${timedOut.status} "${timedOut.body.message}"; endpoint "${endpoint.state.message}"; 503 in ${refused.ms} ms`,
+        `503 health path: "${seen.message}" ${seen.afterStartMs} ms after its container started; the request that woke it: ${timedOut.status} "${timedOut.body.message}"; endpoint "${endpoint.state.message}"; 503 in ${refused.ms} ms`,
       );
       await call('endpoint/delete', { id });
     }, 120_000);

@@ -20,6 +20,8 @@ export interface CrashRecord {
   afterReady: boolean;
   /** How many of the last failures in a row were HEALTH_TIMEOUT (0 when the last was another failure). */
   healthTimeouts: number;
+  /** The last failure would repeat on the next worker (Failure.final): the endpoint is failed at once. */
+  lastFinal?: true;
 }
 
 export const NO_CRASHES: CrashRecord = {
@@ -61,6 +63,11 @@ export interface Failure {
   at: number;
   /** The worker had passed its health check before it failed. */
   afterReady?: boolean;
+  /**
+   * The next worker of the same revision would fail the same way (its health path answered 404 on every probe):
+   * like a failed pull, one is enough to fail the endpoint, and its requests hear why at once.
+   */
+  final?: boolean;
 }
 
 export function recordFailure(record: CrashRecord, failure: Failure, policy: BackoffPolicy): CrashRecord {
@@ -73,6 +80,7 @@ export function recordFailure(record: CrashRecord, failure: Failure, policy: Bac
     retryAt: failure.at + backoffDelay(failures, policy),
     afterReady: record.afterReady || failure.afterReady === true,
     healthTimeouts: failure.code === 'HEALTH_TIMEOUT' ? record.healthTimeouts + 1 : 0,
+    ...(failure.final ? { lastFinal: true } : {}),
   };
 }
 
@@ -99,7 +107,7 @@ export function runIsOver(
 }
 
 /**
- * Whether the endpoint should show `failed`: a pull that failed, workers that missed their startup deadline
+ * Whether the endpoint should show `failed`: a pull that failed, a failure that would repeat (Failure.final), workers that missed their startup deadline
  * `healthTimeoutsToFail` times in a row (HEALTH_TIMEOUT), or a crash loop.
  */
 export function endpointFailure(
@@ -109,6 +117,8 @@ export function endpointFailure(
   if (record.failures === 0) return undefined;
   if (record.lastCode === 'IMAGE_PULL_FAILED')
     return { code: 'IMAGE_PULL_FAILED', message: record.lastMessage };
+  if (record.lastFinal && record.lastCode !== '')
+    return { code: record.lastCode, message: record.lastMessage };
   const timeouts = record.healthTimeouts;
   if (timeouts > 0 && timeouts >= (policy.healthTimeoutsToFail ?? DEFAULT_HEALTH_TIMEOUTS_TO_FAIL)) {
     return {

@@ -120,11 +120,27 @@ describe('Controller: health failures name their cause', () => {
     expect((await status(endpoint))?.state).toBe('deploying');
   });
 
+  it('a named path that answers 404 on every probe fails the worker in about 10 s, and the endpoint with it', async () => {
+    found = answered(404);
+    const endpoint = await h.create({ patch: { port: 8000, health: { path: '/ready' } } });
+    // serve's defaults: the 300 s startup deadline is not what ends this.
+    h.controller({ probe, intervalMs: 1000, startingProbeIntervalMs: 50, startupTimeoutMs: 300_000 }).start();
+    const tookMs = await within(async () => expect((await status(endpoint))?.state).toBe('failed'), 30_000);
+    expect(tookMs).toBeGreaterThanOrEqual(10_000);
+    expect(tookMs).toBeLessThanOrEqual(12_000);
+    const cause =
+      'GET /ready answered 404 on every probe for 10 s: set healthy.path to a path your app serves';
+    expect(await status(endpoint)).toEqual({ state: 'failed', error: 'HEALTH_TIMEOUT', message: cause });
+    const [worker] = await workerRows(endpoint);
+    expect(worker?.status).toEqual({ state: 'failed', error: 'HEALTH_TIMEOUT', message: cause });
+  });
+
   it('minNum 0: the woken worker fails HEALTH_TIMEOUT though its request went away; two fail the endpoint, no flapping', async () => {
     found = answered(404);
     const scaling = fixedScaling();
     const endpoint = await h.create({
-      patch: { workers: { minWorkers: 0, maxWorkers: 1, gpusPerWorker: 1 } },
+      // Named: the default path would ask / after the 404, and pass.
+      patch: { workers: { minWorkers: 0, maxWorkers: 1, gpusPerWorker: 1 }, health: { path: '/health' } },
     });
     h.controller({ probe, scaling, startupTimeoutMs: 5_000 }).start();
     await h.eventually(async () => expect((await status(endpoint))?.state).toBe('serving'));

@@ -5,9 +5,10 @@
  * failing probe's cause (probe-result.ts).
  */
 import type { HealthCheck } from '../../domain/endpoint.js';
+import { ROOT_PATH } from '../../domain/health-path.js';
 import type { Timers } from '../../ports/clock.js';
 import { type HealthCounters, nextHealth, UNKNOWN_HEALTH } from './health-state.js';
-import { type ProbeResult, probeFailureCause, probePassed } from './probe-result.js';
+import { isNotFound, type ProbeResult, probeFailureCause, probePassed } from './probe-result.js';
 
 /** Probes a worker's health path: what it found (a 2xx/3xx answer within the timeout passes). */
 export type HealthProbe = (
@@ -31,6 +32,8 @@ export interface ProbeTarget {
    * `probe` passed, and the first failure of the two is the result.
    */
   alsoHttp?: true;
+  /** The default health path, never named: a 404 there asks `/` instead (health-path.ts, fallsBackToRoot). */
+  rootFallback?: true;
 }
 
 export interface HealthProberOptions {
@@ -41,10 +44,16 @@ export interface HealthProberOptions {
   /** Asked before each probe and after each result. */
   target: (workerId: string) => ProbeTarget | undefined;
   /**
-   * Each result: whether the worker counts as healthy now, whether that flipped with this result, and why this
-   * probe failed (undefined when it passed).
+   * Each result: whether the worker counts as healthy now, whether that flipped with this result, why this probe
+   * failed (undefined when it passed), and what it found.
    */
-  onResult: (workerId: string, healthy: boolean, flipped: boolean, cause: string | undefined) => void;
+  onResult: (
+    workerId: string,
+    healthy: boolean,
+    flipped: boolean,
+    cause: string | undefined,
+    result: ProbeResult,
+  ) => void;
 }
 
 export class HealthProber {
@@ -98,14 +107,19 @@ export class HealthProber {
     const after = nextHealth(before, probePassed(result), check);
     this.#counters.set(workerId, after);
     const cause = probeFailureCause(result, { path: check.path, port: target.appPort, timeoutMs });
-    this.#o.onResult(workerId, after.healthy, after.healthy !== before.healthy, cause);
+    this.#o.onResult(workerId, after.healthy, after.healthy !== before.healthy, cause, result);
     const next = this.#o.target(workerId);
     if (!next) return;
     this.schedule(workerId, next.fast ? this.#o.startingIntervalMs : next.check.periodSeconds * 1000);
   }
 
   async #check(target: ProbeTarget, timeoutMs: number): Promise<ProbeResult> {
-    const http = () => this.#o.probe(target.address, target.check.path, timeoutMs);
+    const http = async (): Promise<ProbeResult> => {
+      const found = await this.#o.probe(target.address, target.check.path, timeoutMs);
+      if (!target.rootFallback || !isNotFound(found)) return found;
+      const root = await this.#o.probe(target.address, ROOT_PATH, timeoutMs);
+      return root.kind === 'answered' ? { kind: 'root', status: root.status } : found;
+    };
     if (!target.probe) return http();
     const own = await target.probe();
     return target.alsoHttp && probePassed(own) ? http() : own;

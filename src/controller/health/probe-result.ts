@@ -4,16 +4,26 @@
  * http-probe.ts turns an HTTP GET into a ProbeResult.
  */
 
-/** One probe's outcome: an HTTP answer (it passes below 400), no answer in time, or a connection error. */
+/**
+ * One probe's outcome: an HTTP answer (it passes below 400), no answer in time, or a connection error; or, where the
+ * default health path answered 404, `/`'s answer in its place (it passes below 500: the app serves).
+ */
 export type ProbeResult =
   | { kind: 'answered'; status: number }
+  | { kind: 'root'; status: number }
   | { kind: 'timeout' }
   /** `code`: Node's error code (ECONNREFUSED, ECONNRESET, HPE_...), or '' when it has none. */
   | { kind: 'error'; code: string; message: string };
 
-/** A 2xx or 3xx answer passes. */
+/** A 2xx or 3xx answer passes; in the root fallback, any answer below 500. */
 export function probePassed(result: ProbeResult): boolean {
+  if (result.kind === 'root') return result.status < 500;
   return result.kind === 'answered' && result.status < 400;
+}
+
+/** The app answered, but not on the path asked: what the root fallback and the 404 verdict start from. */
+export function isNotFound(result: ProbeResult): boolean {
+  return result.kind === 'answered' && result.status === 404;
 }
 
 /** An answer with this status: for probes that know it without a request (tests, benchmarks). */
@@ -35,6 +45,8 @@ export function probeFailureCause(result: ProbeResult, context: ProbeContext): s
   switch (result.kind) {
     case 'answered':
       return result.status < 400 ? undefined : `HTTP ${result.status} from ${path}`;
+    case 'root':
+      return result.status < 500 ? undefined : `HTTP 404 from ${path}, HTTP ${result.status} from /`;
     case 'timeout':
       return `no answer from ${path} within ${seconds(context.timeoutMs)}`;
     case 'error':

@@ -4,7 +4,7 @@
  * HTTP probe of that path too, and a probe passes only when both do (docs/jobs.md, Queue workers' health).
  */
 import type { Endpoint } from '../../domain/endpoint.js';
-import { probesHttp } from '../../domain/health-path.js';
+import { fallsBackToRoot, probesHttp } from '../../domain/health-path.js';
 import { isStarted, type ManagedWorker } from '../workers/managed-worker.js';
 import type { ProbeTarget } from './health-prober.js';
 import { appPortOf } from './health-report.js';
@@ -27,6 +27,7 @@ export function probeTargetOf(input: ProbeTargetInput): ProbeTarget | undefined 
     check: endpoint.spec.health,
     appPort: appPortOf(input.runtimeName, record.address, endpoint.spec.port),
     fast: record.readyAt === null,
+    ...(fallsBackToRoot(endpoint.spec) ? { rootFallback: true } : {}),
     ...(probe ? { probe, ...(probesHttp(endpoint.spec) ? { alsoHttp: true } : {}) } : {}),
   };
 }

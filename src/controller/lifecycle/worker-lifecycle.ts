@@ -20,6 +20,8 @@ import { crashedEvent, failedEvent } from '../crashes/crash-event.js';
 import type { CrashLedger } from '../crashes/crash-ledger.js';
 import type { HealthProber } from '../health/health-prober.js';
 import { HealthCausesTold, healthEvent, healthMessage, mayTell } from '../health/health-report.js';
+import { nextNotFoundRun } from '../health/not-found-verdict.js';
+import type { ProbeResult } from '../health/probe-result.js';
 import type { ControllerMetrics } from '../metrics.js';
 import type { OutputKeeper } from '../output/output-keeper.js';
 import type { GpuLedger } from '../placement/gpu-ledger.js';
@@ -169,8 +171,14 @@ export class WorkerLifecycle {
   }
 
   /** A failure the plan decided (startup deadline, unhealthy too long, no GPUs): counted, told, removed. */
-  failByPlan(record: ManagedWorker, code: WorkerErrorCode, message: string, now: number): void {
-    this.#o.crashes.record(record.endpointId, { code, message, at: now });
+  failByPlan(
+    record: ManagedWorker,
+    code: WorkerErrorCode,
+    message: string,
+    now: number,
+    final = false,
+  ): void {
+    this.#o.crashes.record(record.endpointId, { code, message, at: now, ...(final ? { final } : {}) });
     this.fail(record, code, message);
     this.pushEvent(record.endpointId, failedEvent(record.id, code, message, now));
     void this.removeContainer(record.id, record.gpuUuids, message);
@@ -255,9 +263,16 @@ export class WorkerLifecycle {
   // ---- health ----
 
   /** A probe's result (health-prober.ts): a flip moves the worker; a failure's cause becomes its message. */
-  probed(workerId: string, healthy: boolean, flipped: boolean, cause: string | undefined): void {
+  probed(
+    workerId: string,
+    healthy: boolean,
+    flipped: boolean,
+    cause: string | undefined,
+    result?: ProbeResult,
+  ): void {
     const record = this.#o.book.get(workerId);
     if (!record) return;
+    if (result) record.notFound = nextNotFoundRun(record.notFound, result, this.#o.clock());
     if (flipped || (healthy && record.state !== 'running')) this.#healthChanged(record, healthy);
     record.healthCause = cause ?? '';
     if (cause !== undefined) this.#healthFailed(record, cause);

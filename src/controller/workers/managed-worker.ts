@@ -7,6 +7,7 @@ import type { Endpoint } from '../../domain/endpoint.js';
 import type { Worker, WorkerErrorCode, WorkerState } from '../../domain/worker.js';
 import type { WakeReport } from '../../ports/routing-view.js';
 import { isWaitingPhase, LABELS, type RuntimeWorker } from '../../runtime/types.js';
+import type { NotFoundRun } from '../health/not-found-verdict.js';
 import { WAITING_STATE } from '../runtime-wait.js';
 
 /** The controller's record of a worker: its container (if any) plus what health checks found. */
@@ -21,6 +22,8 @@ export interface ManagedWorker {
   healthy: boolean;
   /** Why its last health probe failed ('' once one passes): HEALTH_TIMEOUT's message names it. */
   healthCause: string;
+  /** Its last probes in a row that answered 404, if the last one did (health/not-found-verdict.ts). */
+  notFound?: NotFoundRun;
   gpuUuids: string[];
   address: { host: string; port: number } | null;
   /** When the controller decided to have this worker. */
