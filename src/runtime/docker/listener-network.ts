@@ -2,7 +2,7 @@
  * The worker-facing listener's address on Docker: a bridge network of its own (no container joins it), made once
  * per installation and reused at every later start, whose gateway address is the host's and stays put while worker networks come and go. Every
  * worker network reaches it (the host takes a packet for any of its addresses from any bridge) through the one hole
- * the host guard opens for it (firewall-rules.ts). I/O but for `firstHost`.
+ * the host guard opens for it (firewall-rules.ts). I/O only.
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
@@ -10,7 +10,7 @@ import { LABEL_PREFIX, LABELS } from '../types.js';
 import { isNotFound } from './engine-errors.js';
 import { createNetworkOnFreeSubnet, type SubnetPool } from './network-create.js';
 import { corralBridge } from './sandbox.js';
-import { formatIpv4Block, parseIpv4Cidr } from './subnet-pool.js';
+import { firstHost } from './subnet-pool.js';
 
 /** Marks the listener's network, so that nothing mistakes it for a worker network (none prunes it). */
 export const LISTENER_NETWORK_LABEL = `${LABEL_PREFIX}worker-listener`;
@@ -21,13 +21,6 @@ export function listenerNetworkName(installationId: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]/g, '')
     .slice(0, 12)}`;
-}
-
-/** The first host address of an IPv4 subnet (Docker's default gateway), or undefined for anything else. */
-export function firstHost(subnet: string): string | undefined {
-  const block = parseIpv4Cidr(subnet);
-  if (!block || block.prefixLength > 30) return undefined;
-  return formatIpv4Block({ start: block.start + 1, prefixLength: 32 }).replace(/\/32$/, '');
 }
 
 interface NetworkIpam {
@@ -74,6 +67,8 @@ export async function ensureListenerNetwork(options: {
       [LISTENER_NETWORK_LABEL]: 'true',
     }),
     subnets,
+    // Said in the network's record, where the inspect below reads it (the engine leaves it out otherwise).
+    withGateway: true,
     purpose: "the worker-facing listener's network",
   });
   const made = await inspect();

@@ -8,7 +8,7 @@ import type Dockerode from 'dockerode';
 import { RuntimeError } from '../types.js';
 import { statusOf } from './engine-errors.js';
 import type { WorkerNetwork } from './sandbox.js';
-import { firstFreeSubnet } from './subnet-pool.js';
+import { firstFreeSubnet, firstHost } from './subnet-pool.js';
 
 /** Where new networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
 export type SubnetPool = { pool: string; prefixLength: number } | undefined;
@@ -22,6 +22,8 @@ export interface NetworkCreation {
   subnets: SubnetPool;
   /** Subnets this process is creating networks on now (two of its own may be made at once); shared, not copied. */
   claimed?: Set<string>;
+  /** Whether the subnet's first host is named as the gateway (Docker's choice too, but then left out of its record). */
+  withGateway?: boolean;
   /** What the network is for, in the error when the pool is full. */
   purpose: string;
 }
@@ -40,7 +42,13 @@ export async function createNetworkOnFreeSubnet(
       await docker.createNetwork(
         subnet === undefined
           ? network
-          : { ...network, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } },
+          : {
+              ...network,
+              IPAM: {
+                Driver: 'default',
+                Config: [{ Subnet: subnet, ...(options.withGateway ? { Gateway: firstHost(subnet) } : {}) }],
+              },
+            },
       );
       return true;
     } catch (error) {
