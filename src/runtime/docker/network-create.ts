@@ -4,9 +4,10 @@
  * clash with one made meanwhile by another process (the engine answers a pool overlap), and a network of the same
  * name made meanwhile is taken as it is. I/O only; the arithmetic is subnet-pool.ts.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type Dockerode from 'dockerode';
 import { RuntimeError } from '../types.js';
-import { statusOf } from './engine-errors.js';
+import { isNotFound, statusOf } from './engine-errors.js';
 import type { WorkerNetwork } from './sandbox.js';
 import { firstFreeSubnet, firstHost } from './subnet-pool.js';
 
@@ -37,7 +38,9 @@ export async function createNetworkOnFreeSubnet(
 ): Promise<{ outcome: 'made'; subnet: string | undefined } | { outcome: 'existing' }> {
   const { docker, network, subnets } = options;
   const claimed = options.claimed ?? new Set<string>();
-  const create = async (subnet: string | undefined) => {
+  // True when made here; false when one of that name was made meanwhile and is there now; undefined when the engine
+  // said so but none is there (still being made, or removed since): created again.
+  const create = async (subnet: string | undefined): Promise<boolean | undefined> => {
     try {
       await docker.createNetwork(
         subnet === undefined
@@ -52,27 +55,53 @@ export async function createNetworkOnFreeSubnet(
       );
       return true;
     } catch (error) {
-      if (madeMeanwhile(error)) return false;
-      throw error;
+      if (!madeMeanwhile(error)) throw error;
+      return (await appears(docker, network.Name)) ? false : undefined;
     }
   };
-  if (!subnets) {
-    return (await create(undefined)) ? { outcome: 'made', subnet: undefined } : { outcome: 'existing' };
-  }
   const clashed: string[] = [];
   for (let attempt = 1; ; attempt++) {
-    const subnet = await freeSubnet(docker, subnets, [...claimed, ...clashed], options.purpose);
-    claimed.add(subnet);
+    const subnet = subnets && (await freeSubnet(docker, subnets, [...claimed, ...clashed], options.purpose));
+    if (subnet !== undefined) claimed.add(subnet);
     try {
-      return (await create(subnet)) ? { outcome: 'made', subnet } : { outcome: 'existing' };
+      const made = await create(subnet);
+      if (made === true) return { outcome: 'made', subnet };
+      if (made === false) return { outcome: 'existing' };
+      if (attempt >= SUBNET_ATTEMPTS)
+        throw new RuntimeError(
+          'RUNTIME_ERROR',
+          `the Docker network ${network.Name} was removed while it was made`,
+        );
     } catch (error) {
       // A network made on that subnet since the listing (by another process on the engine): take the next one.
-      if (!isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
+      if (subnet === undefined || !isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
       clashed.push(subnet);
     } finally {
-      claimed.delete(subnet);
+      if (subnet !== undefined) claimed.delete(subnet);
     }
   }
+}
+
+/**
+ * Whether a network of that name can be inspected within about a second: the engine refuses a second network of
+ * a name while the first is being made, before the first can be inspected.
+ */
+async function appears(docker: Dockerode, name: string): Promise<boolean> {
+  for (let tries = 0; tries < 10; tries++) {
+    const found = await docker
+      .getNetwork(name)
+      .inspect()
+      .then(
+        () => true,
+        (error: unknown) => {
+          if (isNotFound(error)) return false;
+          throw error;
+        },
+      );
+    if (found) return true;
+    await sleep(100);
+  }
+  return false;
 }
 
 async function freeSubnet(
