@@ -1,5 +1,5 @@
 /**
- * Both listeners' connection caps under the open-file limit (docs/security.md, Connection limits): the soft limit
+ * The three listeners' connection caps (API, gateway, worker-facing) under the open-file limit (docs/security.md, Connection limits): the soft limit
  * raised to the hard one where it is below (node does so itself at start on most systems), logged, the caps lowered
  * where they would not fit with files left for the rest of the process, and each listener guarded at accept.
  */
@@ -11,10 +11,17 @@ import { guardConnections } from '../listeners/connection-guard.js';
 import { raiseFileLimit } from '../listeners/file-limit.js';
 import { systemClock } from '../ports/clock.js';
 
-/** The configured caps, fitted under the open-file limit; says the limit and the caps in the log. */
-export function connectionsUnderFileLimit(config: Config, logger: Logger): Config['connections'] {
+/**
+ * The configured caps and the worker-facing listener's, fitted under the open-file limit; says the limit and the
+ * caps in the log.
+ */
+export function connectionsUnderFileLimit(
+  config: Config,
+  workers: ListenerLimits,
+  logger: Logger,
+): { connections: Config['connections']; workers: ListenerLimits } {
   const files = raiseFileLimit();
-  const fitted = fitConnections(config.connections, files.limit?.soft);
+  const fitted = fitConnections({ ...config.connections, workers }, files.limit?.soft);
   const count = (n: number | undefined) =>
     n === undefined ? 'unknown' : Number.isFinite(n) ? n : 'unlimited';
   const caps = (listener: ListenerLimits) => ({
@@ -29,6 +36,7 @@ export function connectionsUnderFileLimit(config: Config, logger: Logger): Confi
       reservedFiles: fitted.reservedFiles,
       api: caps(fitted.api),
       gateway: caps(fitted.gateway),
+      workers: caps(fitted.workers),
     },
     'open-file limit and connection caps',
   );
@@ -37,12 +45,18 @@ export function connectionsUnderFileLimit(config: Config, logger: Logger): Confi
   }
   if (fitted.lowered) {
     logger.warn(
-      { configured: { api: caps(config.connections.api), gateway: caps(config.connections.gateway) } },
+      {
+        configured: {
+          api: caps(config.connections.api),
+          gateway: caps(config.connections.gateway),
+          workers: caps(workers),
+        },
+      },
       'connection caps lowered to fit under the open-file limit; raise the hard limit (ulimit -Hn, LimitNOFILE=) to keep them',
     );
   }
-  const { lowered: _logged, ...connections } = fitted;
-  return connections;
+  const { lowered: _logged, workers: fittedWorkers, ...connections } = fitted;
+  return { connections, workers: fittedWorkers };
 }
 
 /** Caps the listener's connections, in all and per client address (listeners/connection-guard.ts). */

@@ -32,7 +32,7 @@ import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 import { workerFacingBaseUrl } from './worker-facing-url.js';
-import { startWorkerListener } from './worker-listener.js';
+import { DEFAULT_WORKER_LISTENER_LIMITS, startWorkerListener } from './worker-listener.js';
 import { placeWorkerListener, type WorkerListenerPlace } from './worker-listener-place.js';
 
 export interface RunningServer {
@@ -46,8 +46,9 @@ export async function serve(
   io: { logger: Logger; stdout: (text: string) => void; env: NodeJS.ProcessEnv },
 ): Promise<RunningServer> {
   const { logger } = io;
-  // Both listeners' connection caps fit under the open-file limit, with files left for the rest of the process.
-  const config: Config = { ...configured, connections: connectionsUnderFileLimit(configured, logger) };
+  // The three listeners' connection caps fit under the open-file limit, with files left for the rest of the process.
+  const fitted = connectionsUnderFileLimit(configured, DEFAULT_WORKER_LISTENER_LIMITS, logger);
+  const config: Config = { ...configured, connections: fitted.connections };
   // Everything that can be wrong with the configuration is found before anything is written.
   const { secretKey, operatorKey } = startupSettings(config, io.env, logger);
   const { store, release } = await openServeStore(config, logger);
@@ -247,6 +248,7 @@ export async function serve(
         address,
         handler: jobs.workerHandler,
         logger,
+        limits: fitted.workers,
       }).catch((error: unknown) => {
         throw new Error(
           `cannot listen on workers.listen ${formatHostPort(address)}: ${error instanceof Error ? error.message : String(error)}`,

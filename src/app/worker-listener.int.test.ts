@@ -1,7 +1,6 @@
 // The worker-facing listener on Docker, with the real engine and the host guard's real iptables rules: a container
 // on a worker network reaches the listener's address and port (its routes; 404 for the rest), and still not another
 // port of the host, nor the listener's port at another host address. Needs root, iptables and Docker.
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +9,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardedDockerAvailable } from '../../test/support/host-guard.js';
 import { ensureTestImage } from '../../test/support/test-image.js';
-import { createWorkerNetwork, removeNetworks } from '../../test/support/worker-network.js';
+import { createWorkerNetwork, fromWorker, removeNetworks } from '../../test/support/worker-network.js';
 import { HostGuard } from '../runtime/docker/host-guard.js';
 import { ensureListenerNetwork, listenerNetworkName } from '../runtime/docker/listener-network.js';
 import { workerFacingBaseUrl } from './worker-facing-url.js';
@@ -18,35 +17,6 @@ import { type RunningWorkerListener, startWorkerListener } from './worker-listen
 
 const logger = pino({ level: 'silent' });
 const available = guardedDockerAvailable();
-
-/**
- * What a container on the worker network gets from each URL: `status body`, or `error CODE`. Asynchronous: the
- * listener answering it runs in this process.
- */
-async function fromWorker(image: string, network: string, urls: string[]): Promise<string[]> {
-  const script = `const t = async (u) => { try { const r = await fetch(u, { signal: AbortSignal.timeout(5000) }); return r.status + ' ' + (await r.text()); } catch (e) { return 'error ' + (e.cause?.code ?? e.name); } };
-(async () => { const out = []; for (const u of JSON.parse(process.argv[1])) out.push(await t(u)); console.log(JSON.stringify(out)); })();`;
-  const stdout = await new Promise<string>((resolve, reject) =>
-    execFile(
-      'docker',
-      [
-        'run',
-        '--rm',
-        '--network',
-        network,
-        '--entrypoint',
-        '/node',
-        image,
-        '-e',
-        script,
-        JSON.stringify(urls),
-      ],
-      { encoding: 'utf8', timeout: 60_000 },
-      (error, out) => (error ? reject(error) : resolve(out)),
-    ),
-  );
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '[]') as string[];
-}
 
 describe.skipIf(!available)('the worker-facing listener on Docker, behind the host guard', () => {
   const docker = new Docker();
@@ -57,6 +27,7 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
   let workerGateway: string;
   let listener: RunningWorkerListener;
   let hostService: Server;
+  let guarded: HostGuard | undefined;
 
   beforeAll(async () => {
     image = await ensureTestImage();
@@ -82,8 +53,8 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
   }, 240_000);
 
   afterAll(async () => {
-    // The chain as every corral serve writes it: the hole goes with this listener.
-    await new HostGuard({ logger, blockHost: true, storageNosuid: false }).firewall();
+    // This listener's hole goes with it; other installations' stay.
+    await guarded?.release();
     await listener?.close();
     await new Promise((resolve) => hostService?.close(resolve));
     await removeNetworks(docker, [workerNetwork, listenerNetworkName(installationId)]);
@@ -91,11 +62,11 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
 
   it('a worker reaches the listener and its routes, and still no other host port or address', async () => {
     const port = listener.address.port;
-    const guarded = new HostGuard({
+    guarded = new HostGuard({
       logger,
       blockHost: true,
       storageNosuid: false,
-      workerListener: { address: gateway, port },
+      workerListener: { address: gateway, port, installationId },
     });
     expect(await guarded.firewall()).toBe(true);
     const base = workerFacingBaseUrl({ runtime: 'docker', address: gateway, port });

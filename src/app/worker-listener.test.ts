@@ -2,7 +2,7 @@
 // routes are served, anything it leaves is 404, and a handler that throws is a 500, not a hung request.
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { firstHost } from '../runtime/docker/listener-network.js';
+import { firstHost } from '../runtime/docker/subnet-pool.js';
 import { workerFacingBaseUrl } from './worker-facing-url.js';
 import { type RunningWorkerListener, startWorkerListener } from './worker-listener.js';
 

@@ -20,11 +20,13 @@ export type WorkerRequestHandler = (
 
 /**
  * A worker holds a few connections (its take's long poll, pings, results, the stop channel), more with several
- * jobs at once: 512 from one worker address, 8,192 in all. The take is held up to ~60 s (the SDK gives up at 90 s).
+ * jobs at once: 64 from one worker address (a container's address is a client), 1,024 in all, counted in the
+ * open-file budget with the API's and the gateway's (serve.ts). At 512 and 8,192, outside the budget, 16 containers
+ * of one tenant filled the listener and the process's files. The take is held up to ~60 s (the SDK gives up at 90 s).
  */
 export const DEFAULT_WORKER_LISTENER_LIMITS: ListenerLimits = {
-  maxConnections: 8192,
-  maxConnectionsPerClient: 512,
+  maxConnections: 1024,
+  maxConnectionsPerClient: 64,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 65_000,
   maxRequestsPerSocket: 0,

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/settings.js';
 import { makeApiKeysCommand } from './api-keys.js';
 import { makeApplyCommand } from './apply.js';
+import { makeCleanupCommand } from './cleanup.js';
 import { makeCredentialsCommand } from './credentials.js';
 import { defaultCliDeps } from './deps.js';
 import { makeEndpointsCommand } from './endpoints.js';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   program.addCommand(makeStatusCommand(deps));
+  program.addCommand(makeCleanupCommand({ stdout: deps.stdout, stderr: deps.stderr, env: deps.env }));
   throwInsteadOfExiting(program);
   return program;
 }

@@ -186,8 +186,8 @@ export interface ConnectionLimits {
 }
 
 /**
- * 1,024 + 2 x 8,192 + 1,024 reserved = 18,432 files, under a limit of 20,000; with a lower limit `corral serve`
- * lowers both caps to fit (listeners/connection-budget.ts). A head in 10 s: a slow client still sends one in well
+ * 1,024 + 2 x 8,192 + 1,024 (the worker-facing listener, app/worker-listener.ts) + 1,024 reserved = 19,456 files,
+ * under a limit of 20,000; with a lower limit `corral serve` lowers every cap to fit (listeners/connection-budget.ts). A head in 10 s: a slow client still sends one in well
  * under a second. The gateway keeps an idle connection 65 s, above the 60 s of common load balancers, so that they
  * close it first; the API, whose clients are CLIs and the dashboard, 30 s.
  */

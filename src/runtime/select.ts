@@ -167,7 +167,7 @@ async function listenerHole(
   const { workerListener, installationId, sandbox, logger } = options;
   if (!workerListener || installationId === undefined || !sandbox) return undefined;
   const address = await ensureListenerNetwork({ docker, installationId, subnets: sandbox.subnets, logger });
-  return { address, port: workerListener.port };
+  return { address, port: workerListener.port, installationId };
 }
 
 /** The sandbox and its host guard, whose firewall goes up now so that the start-up log says where it stands. */

@@ -1,6 +1,6 @@
 // The Docker runtime chosen with a worker-facing listener, against the real engine and iptables: it makes the
 // listener's network, says its gateway address, and the host guard's chain gets the one hole to that address and
-// port. Needs root, iptables and Docker (src/app/worker-listener.int.test.ts checks the hole from a container).
+// port, marked with its installation's id. Needs root, iptables and Docker (src/app/worker-listener.int.test.ts checks the hole from a container).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import Dockerode from 'dockerode';
@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { guardedDockerAvailable } from '../../test/support/host-guard.js';
 import { DEFAULT_SANDBOX } from '../config/config.js';
-import { HostGuard } from './docker/host-guard.js';
+import { removeInstallationRules } from './docker/host-guard.js';
 import { listenerNetworkName } from './docker/listener-network.js';
 import { selectRuntime } from './select.js';
 import type { WorkerRuntime } from './types.js';
@@ -21,8 +21,12 @@ describe.skipIf(!available)('the Docker runtime with a worker-facing listener', 
   let runtime: WorkerRuntime | undefined;
 
   afterAll(async () => {
+    // Closing the runtime takes its hole away; cleanup's removal finds any left (none).
     await runtime?.close();
-    await new HostGuard({ logger, blockHost: true, storageNosuid: false }).firewall();
+    expect(await removeInstallationRules({ installationId, dryRun: false })).toEqual({
+      removed: [],
+      failed: [],
+    });
     await new Dockerode()
       .getNetwork(listenerNetworkName(installationId))
       .remove()
@@ -45,6 +49,8 @@ describe.skipIf(!available)('the Docker runtime with a worker-facing listener', 
     };
     expect(addresses).toEqual([network.IPAM.Config[0]?.Gateway]);
     const chain = execFileSync('iptables', ['-w', '-S', 'CORRAL-WORKERS'], { encoding: 'utf8' });
-    expect(chain).toContain(`-A CORRAL-WORKERS -d ${addresses[0]}/32 -p tcp -m tcp --dport 48082 -j ACCEPT`);
+    expect(chain).toContain(
+      `-A CORRAL-WORKERS -d ${addresses[0]}/32 -p tcp -m tcp --dport 48082 -m comment --comment "corral-installation:${installationId}" -j ACCEPT`,
+    );
   }, 120_000);
 });

@@ -57,13 +57,17 @@ export class ApiKeyService {
       throw new Error(`CORRAL_API_KEY must be at least ${MIN_OPERATOR_KEY_LENGTH} characters`);
     }
     const id = apiKeyId(key);
-    const existing = await this.#o.store.apiKeys.findById(id);
-    if (existing) {
+    const stored = async () => {
+      const existing = await this.#o.store.apiKeys.findById(id);
+      if (!existing) return undefined;
       if (!apiKeyMatches(key, existing.secretHash))
         throw new Error('CORRAL_API_KEY collides with another key id');
       return existing.revokedAt === null ? 'present' : 'revoked';
-    }
-    await this.#o.store.apiKeys.insert({
+    };
+    const found = await stored();
+    if (found) return found;
+    // Replicas starting together on a new database all get here: one stores the key, the others find it stored.
+    const inserted = await this.#o.store.apiKeys.insertIfAbsent({
       id,
       ownerId: DEFAULT_OWNER,
       name: 'CORRAL_API_KEY',
@@ -71,6 +75,11 @@ export class ApiKeyService {
       admin: true,
       createdAt: this.#o.clock(),
     });
+    if (!inserted) {
+      const after = await stored();
+      if (after) return after;
+      throw new Error('CORRAL_API_KEY could not be stored');
+    }
     await this.#audit(DEFAULT_OWNER, 'key.create', id);
     return 'created';
   }

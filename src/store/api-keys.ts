@@ -1,5 +1,5 @@
 /** The `api_keys` table: key records by id (hashes only, never a key), revocation and last use. */
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { ApiKeyRecord } from '../domain/records.js';
 import type { ApiKeysTable, Database } from './schema.js';
 
@@ -11,19 +11,20 @@ export class ApiKeyRepository {
   }
 
   async insert(key: Omit<ApiKeyRecord, 'revokedAt' | 'lastUsedAt'>): Promise<void> {
-    await this.#db
+    await this.#db.insertInto('api_keys').values(toRow(key)).execute();
+  }
+
+  /**
+   * Inserts the key unless one with its id exists; true when this call stored it. Replicas starting together all
+   * insert CORRAL_API_KEY (its id follows from the key): one stores it, the others find it.
+   */
+  async insertIfAbsent(key: Omit<ApiKeyRecord, 'revokedAt' | 'lastUsedAt'>): Promise<boolean> {
+    const result = await this.#db
       .insertInto('api_keys')
-      .values({
-        id: key.id,
-        owner_id: key.ownerId,
-        name: key.name,
-        secret_hash: key.secretHash,
-        admin: key.admin ? 1 : 0,
-        created_at: key.createdAt,
-        revoked_at: null,
-        last_used_at: null,
-      })
-      .execute();
+      .values(toRow(key))
+      .onConflict((c) => c.column('id').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
   }
 
   async findById(id: string): Promise<ApiKeyRecord | undefined> {
@@ -74,6 +75,19 @@ export class ApiKeyRepository {
   async touch(id: string, at: number): Promise<void> {
     await this.#db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
   }
+}
+
+function toRow(key: Omit<ApiKeyRecord, 'revokedAt' | 'lastUsedAt'>): Insertable<ApiKeysTable> {
+  return {
+    id: key.id,
+    owner_id: key.ownerId,
+    name: key.name,
+    secret_hash: key.secretHash,
+    admin: key.admin ? 1 : 0,
+    created_at: key.createdAt,
+    revoked_at: null,
+    last_used_at: null,
+  };
 }
 
 function fromRow(row: Selectable<ApiKeysTable>): ApiKeyRecord {

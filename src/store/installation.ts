@@ -26,6 +26,11 @@ export class InstallationRepository {
     return stored;
   }
 
+  /** The stored id; undefined on a database no `corral serve` has started on. */
+  current(): Promise<string | undefined> {
+    return this.#read();
+  }
+
   async #read(): Promise<string | undefined> {
     const rows = await this.#db
       .selectFrom('installation')

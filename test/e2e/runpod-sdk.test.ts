@@ -60,6 +60,7 @@ describe.skipIf(!imagePresent)('the unmodified runpod-python SDK', () => {
       const installationId = `sdk${randomBytes(5).toString('hex')}`;
       const network = `corral-test-sdk-${installationId}`;
       const container = `corral-test-sdk-${installationId}`;
+      let guard: HostGuard | undefined;
       const seen: Seen[] = [];
       let handed = false;
       let listener: RunningWorkerListener;
@@ -106,18 +107,20 @@ describe.skipIf(!imagePresent)('the unmodified runpod-python SDK', () => {
           },
         });
         base = workerFacingBaseUrl({ runtime: 'docker', address, port: listener.address.port });
-        await new HostGuard({
+        guard = new HostGuard({
           logger,
           blockHost: true,
           storageNosuid: false,
-          workerListener: { address, port: listener.address.port },
-        }).firewall();
+          workerListener: { address, port: listener.address.port, installationId },
+        });
+        await guard.firewall();
         await createWorkerNetwork(engine, network);
       }, 120_000);
 
       afterAll(async () => {
         await docker(['rm', '-f', container]);
-        await new HostGuard({ logger, blockHost: true, storageNosuid: false }).firewall();
+        // This listener's hole goes with it; other installations' stay.
+        await guard?.release();
         await listener?.close();
         await removeNetworks(engine, [network, listenerNetworkName(installationId)]);
       });

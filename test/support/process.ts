@@ -51,7 +51,7 @@ export function localRuntimeArgs(gpus: string): string[] {
 export async function startServe(
   args: string[],
   env: NodeJS.ProcessEnv,
-  options: { nodeArgs?: string[]; prefix?: string[] } = {},
+  options: { nodeArgs?: string[]; prefix?: string[]; startTimeoutMs?: number } = {},
 ): Promise<ServeProcess> {
   const [command = process.execPath, ...prefixArgs] = options.prefix ?? [];
   const child = spawn(
@@ -82,7 +82,10 @@ export async function startServe(
     err += chunk.toString();
   });
   const [apiUrl, gatewayUrl] = await new Promise<[string, string]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`corral serve did not start:\n${out}\n${err}`)), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error(`corral serve did not start:\n${out}\n${err}`)),
+      options.startTimeoutMs ?? 20_000,
+    );
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /"apiUrl":"([^"]+)","gatewayUrl":"([^"]+)".*"msg":"corral API listening"/.exec(out);

@@ -45,6 +45,7 @@ export const POSTGRES_RERUN = [
   'src/api/webhook-secrets.test.ts',
   'src/api/worker-output.test.ts',
   'src/app/build-webhooks.test.ts',
+  'src/app/first-key.test.ts',
   'src/cluster/membership-watch.test.ts',
   'src/cluster/routing-source.test.ts',
   'src/cluster/stored-gpus.test.ts',

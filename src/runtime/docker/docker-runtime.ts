@@ -317,6 +317,8 @@ export class DockerRuntime implements WorkerRuntime {
     this.#watches.clear();
     for (const stream of this.#streams) stream.destroy();
     this.#streams.clear();
+    // The worker-facing listener's hole goes with this process; other installations' rules stay.
+    await this.#options.hostGuard?.release();
   }
 
   // --- image ---

@@ -6,12 +6,22 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, realpathSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { firewallCommand, firewallSteps, type IpFamily, type WorkerListenerHole } from './firewall-rules.js';
+import {
+  FIREWALL_CHAIN,
+  firewallCommand,
+  firewallSteps,
+  holeRemoval,
+  type IpFamily,
+  installationRuleRemovals,
+  type WorkerListenerHole,
+} from './firewall-rules.js';
 import { parseMountInfo, storagePlan } from './mount-table.js';
 
 export interface CommandResult {
   code: number;
   stderr: string;
+  /** What the command printed, where its caller reads it (a listing). */
+  stdout?: string;
 }
 
 export type RunCommand = (command: string, args: string[]) => Promise<CommandResult>;
@@ -36,9 +46,9 @@ export interface HostGuardOptions {
 
 export function runCommand(command: string, args: string[]): Promise<CommandResult> {
   return new Promise((resolve) => {
-    execFile(command, args, { timeout: 15_000 }, (error, _stdout, stderr) => {
+    execFile(command, args, { timeout: 15_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
-      resolve({ code, stderr: String(stderr).trim() || (error?.message ?? '') });
+      resolve({ code, stdout: String(stdout), stderr: String(stderr).trim() || (error?.message ?? '') });
     });
   });
 }
@@ -58,6 +68,18 @@ export class HostGuard {
   firewall(): Promise<boolean> {
     this.#firewall ??= this.#applyFirewall();
     return this.#firewall;
+  }
+
+  /**
+   * Takes this process's hole for the worker-facing listener away (it stops listening), once the rules went up;
+   * another installation's rules, and the shared ones, stay.
+   */
+  async release(): Promise<void> {
+    const listener = this.#o.workerListener;
+    if (!listener || !this.#firewall || !(await this.#firewall)) return;
+    const result = await (this.#o.run ?? runCommand)(firewallCommand('ipv4'), holeRemoval(listener));
+    if (result.code !== 0)
+      this.#logger.warn({ why: result.stderr, workerListener: listener }, 'cannot remove the listener hole');
   }
 
   /** Makes the storage path a nosuid,nodev mount (once per path); true when it is one. */
@@ -149,6 +171,30 @@ export class HostGuard {
       return false;
     }
   }
+}
+
+/**
+ * Every rule of `installationId` in the shared chain (iptables -S), as the iptables arguments that delete it;
+ * deleted too unless `dryRun`. Those that could not be deleted are in `failed`. For `corral cleanup`.
+ */
+export async function removeInstallationRules(options: {
+  installationId: string;
+  dryRun: boolean;
+  run?: RunCommand;
+}): Promise<{ removed: string[]; failed: string[] }> {
+  const run = options.run ?? runCommand;
+  const command = firewallCommand('ipv4');
+  const listing = await run(command, ['-w', '-S', FIREWALL_CHAIN]);
+  // No chain: no rule of anyone's.
+  if (listing.code !== 0) return { removed: [], failed: [] };
+  const removed: string[] = [];
+  const failed: string[] = [];
+  for (const args of installationRuleRemovals(listing.stdout ?? '', options.installationId)) {
+    const text = `${command} ${args.join(' ')}`;
+    if (options.dryRun || (await run(command, args)).code === 0) removed.push(text);
+    else failed.push(text);
+  }
+  return { removed, failed };
 }
 
 /** Why this process cannot change the host the engine runs on, or undefined when it can. */

@@ -1,15 +1,16 @@
 /**
  * The worker-facing listener's address on Docker: a bridge network of its own (no container joins it), made once
- * per installation, whose gateway address is the host's and stays put while worker networks come and go. Every
+ * per installation and reused at every later start, whose gateway address is the host's and stays put while worker networks come and go. Every
  * worker network reaches it (the host takes a packet for any of its addresses from any bridge) through the one hole
- * the host guard opens for it (firewall-rules.ts). I/O but for `firstHost`.
+ * the host guard opens for it (firewall-rules.ts). I/O only.
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL_PREFIX, LABELS } from '../types.js';
+import { isNotFound } from './engine-errors.js';
+import { createNetworkOnFreeSubnet, type SubnetPool } from './network-create.js';
 import { corralBridge } from './sandbox.js';
-import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr } from './subnet-pool.js';
-import type { SubnetPool } from './worker-networks.js';
+import { firstHost } from './subnet-pool.js';
 
 /** Marks the listener's network, so that nothing mistakes it for a worker network (none prunes it). */
 export const LISTENER_NETWORK_LABEL = `${LABEL_PREFIX}worker-listener`;
@@ -20,13 +21,6 @@ export function listenerNetworkName(installationId: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]/g, '')
     .slice(0, 12)}`;
-}
-
-/** The first host address of an IPv4 subnet (Docker's default gateway), or undefined for anything else. */
-export function firstHost(subnet: string): string | undefined {
-  const block = parseIpv4Cidr(subnet);
-  if (!block || block.prefixLength > 30) return undefined;
-  return formatIpv4Block({ start: block.start + 1, prefixLength: 32 }).replace(/\/32$/, '');
 }
 
 interface NetworkIpam {
@@ -43,7 +37,9 @@ function gatewayOf(network: NetworkIpam): string | undefined {
 
 /**
  * The listener network's gateway address, the network made first when it does not exist: on a block of the
- * subnet pool when one is configured, else where Docker chooses.
+ * subnet pool when one is configured, else where Docker chooses. Replicas of one installation may start together:
+ * whichever makes it, every one ends with the same network, made once and kept for later starts (`corral cleanup`
+ * removes it).
  */
 export async function ensureListenerNetwork(options: {
   docker: Dockerode;
@@ -53,35 +49,38 @@ export async function ensureListenerNetwork(options: {
 }): Promise<string> {
   const { docker, installationId, subnets, logger } = options;
   const name = listenerNetworkName(installationId);
-  const existing = await docker
-    .getNetwork(name)
-    .inspect()
-    .catch(() => undefined);
-  if (existing) {
-    const gateway = gatewayOf(existing as NetworkIpam);
-    if (gateway) return gateway;
-    throw new Error(`the Docker network ${name} has no IPv4 gateway; remove it and start again`);
-  }
-  let ipam: Dockerode.NetworkCreateOptions['IPAM'];
-  if (subnets) {
-    const taken = ((await docker.listNetworks()) as NetworkIpam[]).flatMap((n) =>
-      (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
-    );
-    const subnet = firstFreeSubnet(subnets.pool, subnets.prefixLength, taken);
-    if (subnet === undefined)
-      throw new Error(`no free subnet in ${subnets.pool} for the worker-facing listener`);
-    ipam = { Driver: 'default', Config: [{ Subnet: subnet, Gateway: firstHost(subnet) as string }] };
-  }
-  await docker.createNetwork({
-    ...corralBridge(name, {
+  const inspect = () =>
+    docker
+      .getNetwork(name)
+      .inspect()
+      .catch((error: unknown) => {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      }) as Promise<NetworkIpam | undefined>;
+  const existing = await inspect();
+  if (existing) return gatewayIn(name, existing);
+  const created = await createNetworkOnFreeSubnet({
+    docker,
+    network: corralBridge(name, {
       [LABELS.managed]: 'true',
       [LABELS.installation]: installationId,
       [LISTENER_NETWORK_LABEL]: 'true',
     }),
-    ...(ipam ? { IPAM: ipam } : {}),
+    subnets,
+    // Said in the network's record, where the inspect below reads it (the engine leaves it out otherwise).
+    withGateway: true,
+    purpose: "the worker-facing listener's network",
   });
-  const created = gatewayOf((await docker.getNetwork(name).inspect()) as NetworkIpam);
-  if (!created) throw new Error(`the Docker network ${name} was made without an IPv4 gateway`);
-  logger.info({ network: name, address: created }, 'worker-facing listener network ready');
-  return created;
+  const made = await inspect();
+  if (!made) throw new Error(`the Docker network ${name} was removed while it was made`);
+  const address = gatewayIn(name, made);
+  if (created.outcome === 'made')
+    logger.info({ network: name, address }, 'worker-facing listener network ready');
+  return address;
+}
+
+function gatewayIn(name: string, network: NetworkIpam): string {
+  const gateway = gatewayOf(network);
+  if (gateway) return gateway;
+  throw new Error(`the Docker network ${name} has no IPv4 gateway; remove it and start again`);
 }

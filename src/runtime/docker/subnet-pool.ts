@@ -59,3 +59,10 @@ export function firstFreeSubnet(
   }
   return undefined;
 }
+
+/** The first host address of an IPv4 subnet (Docker's default gateway), or undefined for anything else. */
+export function firstHost(subnet: string): string | undefined {
+  const block = parseIpv4Cidr(subnet);
+  if (!block || block.prefixLength > 30) return undefined;
+  return formatIpv4Block({ start: block.start + 1, prefixLength: 32 }).replace(/\/32$/, '');
+}

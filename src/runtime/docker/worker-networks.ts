@@ -6,15 +6,9 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { LABELS, RuntimeError } from '../types.js';
-import { isNotFound, statusOf } from './engine-errors.js';
+import { isNotFound } from './engine-errors.js';
+import { createNetworkOnFreeSubnet, type SubnetPool } from './network-create.js';
 import { ISOLATION_LABEL, NETWORK_LABEL, type WorkerNetwork } from './sandbox.js';
-import { firstFreeSubnet } from './subnet-pool.js';
-
-/** Where new worker networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
-export type SubnetPool = { pool: string; prefixLength: number } | undefined;
-
-/** How many times a network is created again with another subnet after a clash with one made meanwhile. */
-const SUBNET_ATTEMPTS = 5;
 
 export class WorkerNetworks {
   readonly #docker: Dockerode;
@@ -71,59 +65,29 @@ export class WorkerNetworks {
 
   async #ensure(network: WorkerNetwork): Promise<void> {
     if (await this.#exists(network.Name)) return;
-    if (!this.#subnets) return this.#create(network, undefined);
-    const clashed: string[] = [];
-    for (let attempt = 1; ; attempt++) {
-      const subnet = await this.#freeSubnet(this.#subnets, clashed);
-      this.#claimed.add(subnet);
-      try {
-        return await this.#create(network, subnet);
-      } catch (error) {
-        // A network made on that subnet since the listing (by another process on the engine): take the next one.
-        if (!isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
-        clashed.push(subnet);
-      } finally {
-        this.#claimed.delete(subnet);
-      }
-    }
-  }
-
-  async #create(network: WorkerNetwork, subnet: string | undefined): Promise<void> {
-    try {
-      await this.#docker.createNetwork(
-        subnet === undefined
-          ? network
-          : { ...network, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } },
-      );
-      this.#logger.info(
-        { network: network.Name, bridge: network.Options?.['com.docker.network.bridge.name'], subnet },
-        'worker network created',
-      );
-    } catch (error) {
-      // Another Corral process sharing the engine made it first.
-      if (statusOf(error) === 409 && (await this.#exists(network.Name))) return;
-      throw error;
-    }
-  }
-
-  async #freeSubnet(subnets: NonNullable<SubnetPool>, clashed: readonly string[]): Promise<string> {
-    const networks = (await this.#docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string }[] } }[];
-    const taken = networks.flatMap((n) =>
-      (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
-    );
-    const subnet = firstFreeSubnet(subnets.pool, subnets.prefixLength, [
-      ...taken,
-      ...this.#claimed,
-      ...clashed,
-    ]);
-    if (subnet === undefined) {
+    const created = await createNetworkOnFreeSubnet({
+      docker: this.#docker,
+      network,
+      subnets: this.#subnets,
+      claimed: this.#claimed,
+      purpose: 'a worker network',
+    });
+    // Another Corral process sharing the engine made it first: it is used as it is, once it is seen to be Corral's.
+    if (created.outcome === 'existing') {
+      if (await this.#exists(network.Name)) return;
       throw new RuntimeError(
         'RUNTIME_ERROR',
-        `no /${subnets.prefixLength} subnet left for a worker network in ${subnets.pool}: every one overlaps a ` +
-          'network the engine has; remove unused networks or set a larger workers.sandbox.network.subnetPool',
+        `the Docker network ${network.Name} was removed while it was made`,
       );
     }
-    return subnet;
+    this.#logger.info(
+      {
+        network: network.Name,
+        bridge: network.Options?.['com.docker.network.bridge.name'],
+        subnet: created.subnet,
+      },
+      'worker network created',
+    );
   }
 
   async #exists(name: string): Promise<boolean> {
@@ -152,11 +116,4 @@ export class WorkerNetworks {
     });
     return result;
   }
-}
-
-/** The engine's answer when a subnet overlaps a network it has (HTTP 403 in Docker 20 to 28). */
-function isPoolOverlap(error: unknown): boolean {
-  return /overlaps with other one|overlaps with another/i.test(
-    error instanceof Error ? error.message : String(error),
-  );
 }

@@ -1,0 +1,140 @@
+/**
+ * Creating one of Corral's bridge networks (a worker network, an installation's listener network) so that several
+ * processes on one engine may do it at once: the subnet is the first free block of the pool, taken again after a
+ * clash with one made meanwhile by another process (the engine answers a pool overlap), and a network of the same
+ * name made meanwhile is taken as it is. I/O only; the arithmetic is subnet-pool.ts.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Dockerode from 'dockerode';
+import { RuntimeError } from '../types.js';
+import { isNotFound, statusOf } from './engine-errors.js';
+import type { WorkerNetwork } from './sandbox.js';
+import { firstFreeSubnet, firstHost } from './subnet-pool.js';
+
+/** Where new networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
+export type SubnetPool = { pool: string; prefixLength: number } | undefined;
+
+/** How many times a network is created again with another subnet after a clash with one made meanwhile. */
+const SUBNET_ATTEMPTS = 8;
+
+export interface NetworkCreation {
+  docker: Dockerode;
+  network: WorkerNetwork;
+  subnets: SubnetPool;
+  /** Subnets this process is creating networks on now (two of its own may be made at once); shared, not copied. */
+  claimed?: Set<string>;
+  /** Whether the subnet's first host is named as the gateway (Docker's choice too, but then left out of its record). */
+  withGateway?: boolean;
+  /** What the network is for, in the error when the pool is full. */
+  purpose: string;
+}
+
+/**
+ * Creates the network; `made` when this call made it (on `subnet`), `existing` when another process made one of
+ * that name first (its caller inspects it: this does not say whose it is).
+ */
+export async function createNetworkOnFreeSubnet(
+  options: NetworkCreation,
+): Promise<{ outcome: 'made'; subnet: string | undefined } | { outcome: 'existing' }> {
+  const { docker, network, subnets } = options;
+  const claimed = options.claimed ?? new Set<string>();
+  // True when made here; false when one of that name was made meanwhile and is there now; undefined when the engine
+  // said so but none is there (still being made, or removed since): created again.
+  const create = async (subnet: string | undefined): Promise<boolean | undefined> => {
+    try {
+      await docker.createNetwork(
+        subnet === undefined
+          ? network
+          : {
+              ...network,
+              IPAM: {
+                Driver: 'default',
+                Config: [{ Subnet: subnet, ...(options.withGateway ? { Gateway: firstHost(subnet) } : {}) }],
+              },
+            },
+      );
+      return true;
+    } catch (error) {
+      if (!madeMeanwhile(error)) throw error;
+      return (await appears(docker, network.Name)) ? false : undefined;
+    }
+  };
+  const clashed: string[] = [];
+  for (let attempt = 1; ; attempt++) {
+    const subnet = subnets && (await freeSubnet(docker, subnets, [...claimed, ...clashed], options.purpose));
+    if (subnet !== undefined) claimed.add(subnet);
+    try {
+      const made = await create(subnet);
+      if (made === true) return { outcome: 'made', subnet };
+      if (made === false) return { outcome: 'existing' };
+      if (attempt >= SUBNET_ATTEMPTS)
+        throw new RuntimeError(
+          'RUNTIME_ERROR',
+          `the Docker network ${network.Name} was removed while it was made`,
+        );
+    } catch (error) {
+      // A network made on that subnet since the listing (by another process on the engine): take the next one.
+      if (subnet === undefined || !isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
+      clashed.push(subnet);
+    } finally {
+      if (subnet !== undefined) claimed.delete(subnet);
+    }
+  }
+}
+
+/**
+ * Whether a network of that name can be inspected within about a second: the engine refuses a second network of
+ * a name while the first is being made, before the first can be inspected.
+ */
+async function appears(docker: Dockerode, name: string): Promise<boolean> {
+  for (let tries = 0; tries < 10; tries++) {
+    const found = await docker
+      .getNetwork(name)
+      .inspect()
+      .then(
+        () => true,
+        (error: unknown) => {
+          if (isNotFound(error)) return false;
+          throw error;
+        },
+      );
+    if (found) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+async function freeSubnet(
+  docker: Dockerode,
+  subnets: NonNullable<SubnetPool>,
+  alsoTaken: readonly string[],
+  purpose: string,
+): Promise<string> {
+  const networks = (await docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string }[] } }[];
+  const taken = networks.flatMap((n) => (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])));
+  const subnet = firstFreeSubnet(subnets.pool, subnets.prefixLength, [...taken, ...alsoTaken]);
+  if (subnet === undefined) {
+    throw new RuntimeError(
+      'RUNTIME_ERROR',
+      `no /${subnets.prefixLength} subnet left for ${purpose} in ${subnets.pool}: every one overlaps a ` +
+        'network the engine has; remove unused networks (corral cleanup) or set a larger workers.sandbox.network.subnetPool',
+    );
+  }
+  return subnet;
+}
+
+/**
+ * The engine's answers when a network of that name was made meanwhile: 409 by name, or 403 for its bridge, whose
+ * name follows from the network's (sandbox.ts bridgeName), when the two were asked for on different subnets.
+ */
+function madeMeanwhile(error: unknown): boolean {
+  if (statusOf(error) === 409) return true;
+  return /networks have same bridge name/i.test(error instanceof Error ? error.message : String(error));
+}
+
+/** The engine's answer when a subnet overlaps a network it has (HTTP 403 in Docker 20 to 28). */
+function isPoolOverlap(error: unknown): boolean {
+  return /overlaps with other one|overlaps with another/i.test(
+    error instanceof Error ? error.message : String(error),
+  );
+}
