@@ -52,6 +52,11 @@ export const JOB_LIMITS = {
   streamChunkBytes: 1024 * 1024,
   /** A result a worker posts (its output). */
   resultBytes: 20 * 1024 * 1024,
+  /**
+   * How many arrays and objects a body (a run's, a result's, a chunk's) may open inside one another. A model's
+   * input is rarely 10 deep; Python's json (a RunPod worker's) fails near 1,000 and node's stringify near 4,170.
+   */
+  jsonDepth: 128,
 } as const;
 
 export const DEFAULT_JOB_POLICY: JobPolicy = {

@@ -11,7 +11,7 @@ export const JOBS_ERROR_CATALOGUE = {
   INVALID_JOB_REQUEST: {
     status: 400,
     description:
-      'The request is not one the jobs API takes: malformed JSON, no `input`, a policy out of range, a bad `wait`.',
+      'The request is not one the jobs API takes: malformed JSON, JSON nested over 128 levels, no `input`, a policy out of range, a bad `wait`.',
   },
   UNAUTHENTICATED: {
     status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
@@ -50,7 +50,12 @@ export const JOBS_ERROR_CATALOGUE = {
   },
   JOBS_UNAVAILABLE: {
     status: 503,
-    description: 'The store did not answer; retry shortly. Nothing was accepted.',
+    description: 'The database cannot be reached now; retry shortly. Nothing was accepted.',
+  },
+  INTERNAL: {
+    status: 500,
+    description:
+      'A fault in Corral; the log has the details. Not answered for bad input, and not one to retry.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

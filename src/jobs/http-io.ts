@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JobError } from '../errors/jobs-catalogue.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 
 export interface JobsLogger {
   warn(data: object, message: string): void;
@@ -60,14 +61,26 @@ export function writeEmpty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-/** A JobError as its body; anything else is the store's failure (503), logged without the request's data. */
+/**
+ * A JobError as its body. Anything else is logged without the request's data and answered 503 "retry shortly"
+ * only when the database cannot be reached (store/unavailable.ts); any other fault is a 500 that no client retries
+ * in a loop, since retrying the same request would meet the same fault.
+ */
 export function writeError(res: ServerResponse, error: unknown, logger: JobsLogger): void {
   const known =
     error instanceof JobError
       ? error
-      : new JobError('JOBS_UNAVAILABLE', 'the jobs store did not answer; retry shortly');
+      : isDatabaseUnavailable(error)
+        ? new JobError('JOBS_UNAVAILABLE', 'the jobs store did not answer; retry shortly')
+        : new JobError('INTERNAL', 'the request failed inside Corral; the server log has the details');
   if (!(error instanceof JobError))
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'jobs request failed');
+    logger.error(
+      {
+        err: error instanceof Error ? error.message : String(error),
+        ...(known.code === 'INTERNAL' && error instanceof Error ? { stack: error.stack } : {}),
+      },
+      'jobs request failed',
+    );
   writeJson(res, known.status, JSON.stringify(known.toBody()));
 }
 
