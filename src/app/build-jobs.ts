@@ -12,6 +12,7 @@ import type { JobsSettings } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { Quota } from '../domain/quota.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
@@ -72,6 +73,8 @@ export interface JobsParts {
   poke?: () => void;
   /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
   webhooks?: JobWebhooks;
+  /** The owner's quotas (service/quota-service.ts): its job quotas bound each submission; none: no job quota. */
+  quotaOf?: (ownerId: string) => Promise<Quota>;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
@@ -143,6 +146,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       return { idle: running.filter((id) => !busy[id]).length, running: running.length };
     },
     ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
+    ...(parts.quotaOf ? { quotaOf: parts.quotaOf } : {}),
   });
   const workers = new WorkerJobs({
     jobs: store.jobs,

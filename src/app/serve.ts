@@ -121,6 +121,7 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      quotaOf: async (ownerId) => (await services.quotas.quotaOf(ownerId)).quota,
       registry,
       restingWorker: (endpointId, workerId) =>
         late

@@ -198,6 +198,8 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
         credentials: 50,
         secrets: 100,
         invokeKeys: 200,
+        queuedJobs: 10_000,
+        jobBytes: 1024 ** 3,
       },
       owners: { research: { minGpus: 6, maxGpus: Number.POSITIVE_INFINITY } },
     });

@@ -56,6 +56,8 @@ const quotaValues = z.strictObject({
   credentials: quotaLimit.optional(),
   secrets: quotaLimit.optional(),
   invokeKeys: quotaLimit.optional(),
+  queuedJobs: quotaLimit.optional(),
+  jobBytes: quotaLimit.optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */

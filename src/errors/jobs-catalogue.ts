@@ -35,6 +35,11 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       'The body is over the limit of its route: 10 MB for run, 20 MB for runsync, 1 MB a stream chunk.',
   },
+  QUOTA_EXCEEDED: {
+    status: 403,
+    description:
+      'The job would take its owner past a job quota (jobs not finished, bytes of kept jobs); metadata has quota, limit, used and usedAfter. 403, not 429: waiting alone may not help, and no SDK retries it.',
+  },
   WORKER_UNAUTHENTICATED: {
     status: 401,
     description:

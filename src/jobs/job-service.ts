@@ -15,6 +15,7 @@ import {
   type JobStatus,
   RETRYABLE_STATUSES,
 } from '../domain/job.js';
+import { describeBreach, jobQuotaBreach, type Quota } from '../domain/quota.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
@@ -36,6 +37,8 @@ export interface JobServiceOptions {
   retention: JobRetention;
   /** The endpoint's workers, idle and running, for `health`; none: zeros. */
   workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** The owner's quotas (its job quotas bound each submission); none: no job quota. */
+  quotaOf?: (ownerId: string) => Promise<Quota>;
   /** Whether a job's webhook target is allowed (refused at `run`, naming why); none: every target is. */
   webhooks?: Pick<JobWebhooks, 'checkTarget'>;
   newId?: () => string;
@@ -103,7 +106,23 @@ export class JobService {
       sync,
       createdAt: now,
     };
-    await this.#o.jobs.enqueue(job, sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs);
+    const quota = await this.#o.quotaOf?.(endpoint.ownerId);
+    const inputBytes = Buffer.byteLength(job.input);
+    await this.#o.jobs.enqueue(
+      job,
+      sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs,
+      quota &&
+        ((use) => {
+          const breach = jobQuotaBreach(quota, use, inputBytes);
+          if (breach)
+            throw new JobError('QUOTA_EXCEEDED', describeBreach(breach), {
+              quota: breach.quota,
+              limit: breach.limit,
+              used: breach.used,
+              usedAfter: breach.usedAfter,
+            });
+        }),
+    );
     this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: request.policy.lowPriority });
     return {

@@ -8,22 +8,29 @@
 import { type Kysely, sql } from 'kysely';
 import { type Job, type JobListing, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
 import type { JobDetail, JobDetailBounds } from '../domain/job-detail.js';
+import type { JobUse } from '../domain/quota.js';
 import { GroupCommit } from './group-commit.js';
 import { readJobDetail } from './job-detail.js';
 import {
   bigint,
+  byteLength,
   countJobs,
   fromRow,
   type JobQueueSignal,
   jobQueueSignals,
   listJobs,
+  ownerJobUse,
   QUEUED,
   queuedEndpoints,
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
+import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
+
+/** Checks the owner's job quotas with its use before a job is queued, in the same transaction; throws to refuse. */
+export type JobAdmit = (use: JobUse) => void;
 
 export type { JobQueueSignal } from './job-reads.js';
 export type { Requeued } from './job-requeue.js';
@@ -39,9 +46,26 @@ export class JobRepository {
     this.#dialect = options.dialect;
   }
 
-  /** Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. */
-  async enqueue(job: NewJob, retainMs: number): Promise<void> {
-    await this.#db
+  /**
+   * Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. `admit` sees the owner's use in
+   * the owner's turn (owner-turn.ts), so that two submissions of one owner cannot both pass the last free place.
+   */
+  async enqueue(job: NewJob, retainMs: number, admit?: JobAdmit): Promise<void> {
+    if (!admit) return this.#insert(this.#db, job, retainMs);
+    await this.#db.transaction().execute(async (trx) => {
+      await takeOwnerTurn(trx, job.ownerId);
+      admit(await ownerJobUse(trx, job.ownerId));
+      await this.#insert(trx, job, retainMs);
+    });
+  }
+
+  /** What the owner's jobs take now: jobs not finished, and the bytes of the jobs kept. */
+  ownerUse(ownerId: string): Promise<JobUse> {
+    return ownerJobUse(this.#db, ownerId);
+  }
+
+  async #insert(db: Kysely<Database>, job: NewJob, retainMs: number): Promise<void> {
+    await db
       .insertInto('jobs')
       .values({
         id: job.id,
@@ -68,6 +92,7 @@ export class JobRepository {
         seen_at: null,
         stop_pending: 0,
         stopped_at: null,
+        input_bytes: byteLength(job.input),
       })
       .execute();
   }
@@ -122,7 +147,7 @@ export class JobRepository {
   async progress(jobId: string, workerId: string, output: string | null, now: number): Promise<boolean> {
     const result = await this.#db
       .updateTable('jobs')
-      .set({ output, seen_at: now })
+      .set({ output, output_bytes: byteLength(output), seen_at: now })
       .where('id', '=', jobId)
       .where('worker_id', '=', workerId)
       .where('status', '=', RUNNING)
@@ -195,6 +220,9 @@ export class JobRepository {
       .set({
         status: QUEUED,
         output: null,
+        output_bytes: 0,
+        stream_bytes: 0,
+        stream_chunks: 0,
         error: null,
         worker_id: null,
         attempts: 0,
