@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import type { JobsSettings } from '../config/config.js';
+import { RateLimiter } from '../api/rate-limit.js';
+import type { JobsSettings, RateLimit } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
@@ -73,6 +74,8 @@ export interface JobsParts {
   poke?: () => void;
   /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
   webhooks?: JobWebhooks;
+  /** This replica's part of the submission rate (several replicas split it); none: `settings.submissionRate`. */
+  submissionRateShare?: () => RateLimit;
   /** The owner's quotas (service/quota-service.ts): its job quotas bound each submission; none: no job quota. */
   quotaOf?: (ownerId: string) => Promise<Quota>;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
@@ -252,7 +255,18 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     contacts,
     metrics,
     deliveryKey,
-    clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
+    clientRoute: new JobClientRoutes({
+      service,
+      clock,
+      domain: parts.domain,
+      logger,
+      // The API's rate limiter (one cost rule), with the jobs' own budget, per owner.
+      submissions: new RateLimiter({
+        ...settings.submissionRate,
+        clock,
+        ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
+      }),
+    }),
     workerHandler: workerRoutes({
       workers,
       tokens,

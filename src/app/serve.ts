@@ -122,6 +122,9 @@ export async function serve(
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
       quotaOf: async (ownerId) => (await services.quotas.quotaOf(ownerId)).quota,
+      // Replicas split each owner's submission rate as they split the API's (read at each submission).
+      submissionRateShare: () =>
+        shared ? rateLimitShare(config.jobs.submissionRate, shared.split()) : config.jobs.submissionRate,
       registry,
       restingWorker: (endpointId, workerId) =>
         late

@@ -177,6 +177,7 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.specBodyLimitBytes).toBe(65536);
     expect(config.jobs).toEqual({
       retentionSeconds: 1800,
+      submissionRate: { requestsPerSecond: 100, burst: 1000 },
       syncRetentionSeconds: 60,
       maxAttempts: 3,
       lostAfterSeconds: 35,

@@ -147,6 +147,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
 }
 
 export interface JobsSettings {
+  /** Each owner's budget of job submissions (run, runsync, retry), weighed by body size as the API's rateLimit. */
+  submissionRate: RateLimit;
   retentionSeconds: number;
   syncRetentionSeconds: number;
   maxAttempts: number;
@@ -204,6 +206,11 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 };
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
+/**
+ * An owner's job submissions: 100 small jobs a second with bursts of 1,000, or (a token per 16 KiB of body) about
+ * 1.6 MB of inputs a second, 96 MB a minute, once the burst is spent; a 10 MB input (641 tokens) fits the burst.
+ */
+export const DEFAULT_JOB_SUBMISSION_RATE: RateLimit = { requestsPerSecond: 100, burst: 1000 };
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A create or update body: room for 100 environment variables of 500 bytes and the rest of a spec, many times over. */
 export const DEFAULT_SPEC_BODY_LIMIT_BYTES = 64 * 1024;
@@ -279,6 +286,7 @@ export function loadConfig(sources: ConfigSources): Config {
       advertiseUrl: file.workers?.advertiseUrl,
     },
     jobs: {
+      submissionRate: file.jobs?.submissionRate ?? DEFAULT_JOB_SUBMISSION_RATE,
       retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,
       syncRetentionSeconds: file.jobs?.syncRetentionSeconds ?? 60,
       maxAttempts: file.jobs?.maxAttempts ?? 3,

@@ -175,6 +175,10 @@ const fileSchema = z.strictObject({
   /** The jobs API (docs/jobs-internals.md). */
   jobs: z
     .strictObject({
+      /** Each owner's budget of job submissions, weighed by body size as `rateLimit` (docs/jobs.md). */
+      submissionRate: z
+        .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
+        .optional(),
       /** How long a finished job is kept after `run`, and after `runsync`. */
       retentionSeconds: z
         .int()

@@ -40,6 +40,11 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       'The job would take its owner past a job quota (jobs not finished, bytes of kept jobs); metadata has quota, limit, used and usedAfter. 403, not 429: waiting alone may not help, and no SDK retries it.',
   },
+  RATE_LIMITED: {
+    status: 429,
+    description:
+      "The owner's job submissions (run, runsync, retry) are over their rate; wait Retry-After seconds (also metadata.retryAfterSeconds). Nothing was queued.",
+  },
   WORKER_UNAUTHENTICATED: {
     status: 401,
     description:

@@ -45,10 +45,16 @@ export function readBody(req: IncomingMessage, limitBytes: number, what: string)
   });
 }
 
-/** Writes `text` (JSON) with `status`. */
-export function writeJson(res: ServerResponse, status: number, text: string): void {
+/** Writes `text` (JSON) with `status` (and `headers`). */
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
+    ...headers,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
   });
@@ -81,7 +87,13 @@ export function writeError(res: ServerResponse, error: unknown, logger: JobsLogg
       },
       'jobs request failed',
     );
-  writeJson(res, known.status, JSON.stringify(known.toBody()));
+  const retryAfter = known.metadata.retryAfterSeconds;
+  writeJson(
+    res,
+    known.status,
+    JSON.stringify(known.toBody()),
+    typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {},
+  );
 }
 
 /** Aborts when the client closes before its answer was written (a long poll then stops waiting). */

@@ -114,6 +114,7 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
     jobs = await buildJobs({
       store,
       settings: {
+        submissionRate: { requestsPerSecond: 1000, burst: 10_000 },
         retentionSeconds: 60,
         syncRetentionSeconds: 60,
         maxAttempts: 3,
