@@ -150,6 +150,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     },
     ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
     ...(parts.quotaOf ? { quotaOf: parts.quotaOf } : {}),
+    streamReadBytes: settings.stream.readBytes,
   });
   const workers = new WorkerJobs({
     jobs: store.jobs,
@@ -157,6 +158,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     wakeups,
     events,
     maxAttempts: settings.maxAttempts,
+    stream: settings.stream,
     ...(parts.restingWorker ? { resting: parts.restingWorker } : {}),
   });
   const signals = new JobSignals({

@@ -178,6 +178,7 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.jobs).toEqual({
       retentionSeconds: 1800,
       submissionRate: { requestsPerSecond: 100, burst: 1000 },
+      stream: { maxBytes: 20 * 1024 * 1024, maxChunks: 100_000, readBytes: 2 * 1024 * 1024 },
       syncRetentionSeconds: 60,
       maxAttempts: 3,
       lostAfterSeconds: 35,

@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
@@ -149,6 +150,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
 export interface JobsSettings {
   /** Each owner's budget of job submissions (run, runsync, retry), weighed by body size as the API's rateLimit. */
   submissionRate: RateLimit;
+  /** What bounds a job's stream: bytes and chunks in all, and the bytes one read returns. */
+  stream: JobStreamBounds;
   retentionSeconds: number;
   syncRetentionSeconds: number;
   maxAttempts: number;
@@ -287,6 +290,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     jobs: {
       submissionRate: file.jobs?.submissionRate ?? DEFAULT_JOB_SUBMISSION_RATE,
+      stream: { ...DEFAULT_JOB_STREAM_BOUNDS, ...file.jobs?.stream },
       retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,
       syncRetentionSeconds: file.jobs?.syncRetentionSeconds ?? 60,
       maxAttempts: file.jobs?.maxAttempts ?? 3,

@@ -179,6 +179,17 @@ const fileSchema = z.strictObject({
       submissionRate: z
         .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
         .optional(),
+      /** What bounds a job's stream: bytes and chunks in all (read or not), and the bytes one read returns. */
+      stream: z
+        .strictObject({
+          maxBytes: z
+            .int()
+            .min(1024 * 1024)
+            .optional(),
+          maxChunks: z.int().min(1).optional(),
+          readBytes: z.int().min(1024).optional(),
+        })
+        .optional(),
       /** How long a finished job is kept after `run`, and after `runsync`. */
       retentionSeconds: z
         .int()

@@ -54,6 +54,11 @@ export const JOBS_ERROR_CATALOGUE = {
     status: 409,
     description: 'A result, progress update or stream chunk for a job the worker does not hold (any more).',
   },
+  STREAM_LIMIT_REACHED: {
+    status: 413,
+    description:
+      "A worker's stream chunk would take its job past the stream's bound (jobs.stream: bytes and chunks per job, 20 MB and 100,000 by default); metadata has maxBytes and maxChunks. The chunk is dropped; the job goes on.",
+  },
   WORKER_SLOW_DOWN: {
     status: 429,
     description: 'The worker polls faster than Corral serves it; it retries after a pause.',

@@ -45,14 +45,16 @@ export function readBody(req: IncomingMessage, limitBytes: number, what: string)
   });
 }
 
-/** Writes `text` (JSON) with `status` (and `headers`). */
+/** Writes `text` (JSON) with `status` (and `headers`, and a reason phrase of its own). */
 export function writeJson(
   res: ServerResponse,
   status: number,
   text: string,
   headers: Record<string, string> = {},
+  reason?: string,
 ): void {
   if (res.headersSent || res.destroyed) return;
+  if (reason !== undefined) res.statusMessage = reason;
   res.writeHead(status, {
     ...headers,
     'content-type': 'application/json',
@@ -93,7 +95,16 @@ export function writeError(res: ServerResponse, error: unknown, logger: JobsLogg
     known.status,
     JSON.stringify(known.toBody()),
     typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {},
+    reasonPhrase(known.message),
   );
+}
+
+/**
+ * The message as the status line's reason phrase: the RunPod SDK logs a refused post's reason phrase, never its
+ * body (aiohttp's ClientResponseError), so a worker's log says why. Printable ASCII only, at most 200 characters.
+ */
+function reasonPhrase(message: string): string {
+  return message.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 }
 
 /** Aborts when the client closes before its answer was written (a long poll then stops waiting). */

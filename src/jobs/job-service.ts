@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunRequest } from '../contract/jobs.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import {
+  DEFAULT_JOB_STREAM_BOUNDS,
   isTerminal,
   type Job,
   type JobListing,
@@ -37,6 +38,8 @@ export interface JobServiceOptions {
   retention: JobRetention;
   /** The endpoint's workers, idle and running, for `health`; none: zeros. */
   workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** Bytes one stream read returns at most (always one chunk when there is one); none: the default. */
+  streamReadBytes?: number;
   /** The owner's quotas (its job quotas bound each submission); none: no job quota. */
   quotaOf?: (ownerId: string) => Promise<Quota>;
   /** Whether a job's webhook target is allowed (refused at `run`, naming why); none: every target is. */
@@ -155,7 +158,10 @@ export class JobService {
     }
   }
 
-  /** What the job streamed since the last read (consumed), waiting up to `waitMs` for some or for its end. */
+  /**
+   * What the job streamed since the last read (consumed), a batch of at most `streamReadBytes` (the rest comes at
+   * the next read), waiting up to `waitMs` for some or for its end.
+   */
   async stream(
     endpoint: Endpoint,
     jobId: string,
@@ -165,7 +171,10 @@ export class JobService {
     const until = this.#o.clock() + waitMs;
     for (;;) {
       const job = await this.status(endpoint, jobId);
-      const chunks = await this.#o.jobs.takeChunks(jobId);
+      const chunks = await this.#o.jobs.takeChunks(
+        jobId,
+        this.#o.streamReadBytes ?? DEFAULT_JOB_STREAM_BOUNDS.readBytes,
+      );
       const left = until - this.#o.clock();
       if (chunks.length > 0 || isTerminal(job.status) || left <= 0 || signal?.aborted) {
         // A chunk that arrived with the end: the job as it is after it.

@@ -92,4 +92,25 @@ describe.each(storeTargets())('what bounds a tenant in the jobs store, on $name'
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(limit);
     expect((await store.jobs.ownerUse('owner-1')).queuedJobs).toBe(limit);
   });
+
+  it("bounds a job's stream by bytes and by chunks in all, read or not, and reads it in bounded batches", async () => {
+    await store.jobs.enqueue(newJob('j-1'), RETAIN);
+    await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 2_000 });
+    const bounds = { maxBytes: 100, maxChunks: 4 };
+    const forty = `"${'a'.repeat(38)}"`;
+    expect(await store.jobs.appendChunk('j-1', 'w-1', forty, 2_100, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', forty, 2_200, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', forty, 2_300, bounds)).toBe('full');
+    // Reading frees no room: the bound is on what the job streamed in all.
+    expect(await store.jobs.takeChunks('j-1', 1_000)).toEqual([forty, forty]);
+    expect(await store.jobs.appendChunk('j-1', 'w-1', forty, 2_400, bounds)).toBe('full');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '"b"', 2_500, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '"c"', 2_600, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '"d"', 2_700, bounds)).toBe('full');
+    expect(await store.jobs.appendChunk('j-1', 'w-2', '"e"', 2_700, bounds)).toBe('refused');
+    // A batch of 3 bytes: one chunk, then the next.
+    expect(await store.jobs.takeChunks('j-1', 3)).toEqual(['"b"']);
+    expect(await store.jobs.takeChunks('j-1', 3)).toEqual(['"c"']);
+    expect(await store.jobs.takeChunks('j-1', 3)).toEqual([]);
+  });
 });

@@ -6,7 +6,14 @@
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
 import { type Kysely, sql } from 'kysely';
-import { type Job, type JobListing, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
+import {
+  type Job,
+  type JobListing,
+  type JobStatus,
+  type JobStreamBounds,
+  type NewJob,
+  RETRYABLE_STATUSES,
+} from '../domain/job.js';
 import type { JobDetail, JobDetailBounds } from '../domain/job-detail.js';
 import type { JobUse } from '../domain/quota.js';
 import { GroupCommit } from './group-commit.js';
@@ -28,6 +35,9 @@ import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
+
+/** The most chunks one read of a stream returns, however small they are. */
+const READ_MAX_CHUNKS = 10_000;
 
 /** Checks the owner's job quotas with its use before a job is queued, in the same transaction; throws to refuse. */
 export type JobAdmit = (use: JobUse) => void;
@@ -155,37 +165,69 @@ export class JobRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  /** Keeps a streamed chunk while the job runs on this worker; false: not its job (refused). */
-  async appendChunk(jobId: string, workerId: string, chunk: string, now: number): Promise<boolean> {
+  /**
+   * Keeps a streamed chunk while the job runs on this worker, if the job's stream stays within `bounds` counting
+   * it: `kept`; `full`: past the bounds (nothing kept); `refused`: not its job.
+   */
+  async appendChunk(
+    jobId: string,
+    workerId: string,
+    chunk: string,
+    now: number,
+    bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+  ): Promise<'kept' | 'full' | 'refused'> {
+    const bytes = byteLength(chunk);
     return this.#db.transaction().execute(async (trx) => {
-      const result = await trx
-        .updateTable('jobs')
-        .set({ seen_at: now })
-        .where('id', '=', jobId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', RUNNING)
+      const held = (q: ReturnType<typeof trx.updateTable<'jobs'>>) =>
+        q.where('id', '=', jobId).where('worker_id', '=', workerId).where('status', '=', RUNNING);
+      const result = await held(trx.updateTable('jobs'))
+        .set((eb) => ({
+          seen_at: now,
+          stream_bytes: eb('stream_bytes', '+', bytes),
+          stream_chunks: eb('stream_chunks', '+', 1),
+        }))
+        .where('stream_bytes', '<=', bounds.maxBytes - bytes)
+        .where('stream_chunks', '<=', bounds.maxChunks - 1)
         .executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) return false;
-      await trx.insertInto('job_chunks').values({ job_id: jobId, chunk }).execute();
-      return true;
+      if (Number(result.numUpdatedRows) > 0) {
+        await trx.insertInto('job_chunks').values({ job_id: jobId, chunk, bytes }).execute();
+        return 'kept';
+      }
+      // Still the worker's: seen now, its chunk past the bound.
+      const seen = await held(trx.updateTable('jobs')).set({ seen_at: now }).executeTakeFirst();
+      return Number(seen.numUpdatedRows) > 0 ? 'full' : 'refused';
     });
   }
 
-  /** The chunks streamed since the last read, oldest first; reading consumes them. */
-  async takeChunks(jobId: string): Promise<string[]> {
+  /**
+   * The chunks streamed since the last read, oldest first, up to `maxBytes` (always one when there is one, and at
+   * most READ_MAX_CHUNKS); reading consumes them, and the rest waits for the next read.
+   */
+  async takeChunks(jobId: string, maxBytes: number): Promise<string[]> {
     return this.#db.transaction().execute(async (trx) => {
-      const rows = await trx
+      const sizes = await trx
         .selectFrom('job_chunks')
-        .select(['seq', 'chunk'])
+        .select(['seq', 'bytes'])
         .where('job_id', '=', jobId)
         .orderBy('seq')
+        .limit(READ_MAX_CHUNKS)
         .execute();
-      if (rows.length === 0) return [];
-      await trx
-        .deleteFrom('job_chunks')
+      let total = 0;
+      let last: number | undefined;
+      for (const { seq, bytes } of sizes) {
+        total += Number(bytes);
+        if (last !== undefined && total > maxBytes) break;
+        last = Number(seq);
+      }
+      if (last === undefined) return [];
+      const rows = await trx
+        .selectFrom('job_chunks')
+        .select('chunk')
         .where('job_id', '=', jobId)
-        .where('seq', '<=', Number(rows[rows.length - 1]?.seq))
+        .where('seq', '<=', last)
+        .orderBy('seq')
         .execute();
+      await trx.deleteFrom('job_chunks').where('job_id', '=', jobId).where('seq', '<=', last).execute();
       return rows.map((r) => r.chunk);
     });
   }

@@ -240,6 +240,8 @@ export interface JobChunksTable {
   seq: Generated<number>;
   job_id: string;
   chunk: string;
+  /** The chunk's UTF-8 bytes (migration 0016). */
+  bytes: Generated<number>;
 }
 
 /** When a queue worker last polled or pinged (any replica): its health. */

@@ -1,9 +1,10 @@
 /**
- * The jobs API's client routes over real HTTP for unit tests: a real `JobService` and `JobClientRoutes` on an
- * in-memory SQLite store, behind a real server on 127.0.0.1 port 0, with a real API key, on a manual clock (no
- * long poll waits: calls pass `wait=0`). `serviceOptions` and `routeOptions` add what a test needs (quotas, a rate).
+ * The jobs API over real HTTP for unit tests: a real `JobService` and `JobClientRoutes`, and the worker protocol's
+ * routes over a real `WorkerJobs` with real worker tokens, on an in-memory SQLite store, behind one real server on
+ * 127.0.0.1 port 0, with a real API key, on a manual clock (no long poll waits: calls pass `wait=0`).
+ * `serviceOptions`, `routeOptions` and `workerOptions` add what a test needs (quotas, a rate, stream bounds).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { storeEndpointFinder } from '../../src/app/build-jobs.js';
 import { generateApiKey } from '../../src/crypto/api-keys.js';
@@ -12,6 +13,9 @@ import { JobClientRoutes, type JobClientRoutesOptions } from '../../src/jobs/cli
 import { JobEvents } from '../../src/jobs/job-events.js';
 import { JobService, type JobServiceOptions } from '../../src/jobs/job-service.js';
 import { Wakeups } from '../../src/jobs/wakeups.js';
+import { WorkerJobs, type WorkerJobsOptions } from '../../src/jobs/worker-jobs.js';
+import { workerRoutes } from '../../src/jobs/worker-routes.js';
+import { WorkerTokens } from '../../src/jobs/worker-tokens.js';
 import { InvokeKeyService } from '../../src/service/invoke-key-service.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
 import { Store } from '../../src/store/store.js';
@@ -33,6 +37,12 @@ export interface JobRoutesHarness {
     path: string,
     options?: { body?: unknown; key?: string; headers?: Record<string, string> },
   ): Promise<{ status: number; headers: Headers; body: Record<string, any> }>;
+  /** A worker's post to its stream URL for a job (the worker's own token); status, reason phrase, JSON body. */
+  stream(
+    workerId: string,
+    jobId: string,
+    chunk: string,
+  ): Promise<{ status: number; reason: string; body: Record<string, any> }>;
   close(): Promise<void>;
 }
 
@@ -40,6 +50,7 @@ export async function startJobRoutes(
   options: {
     serviceOptions?: (store: Store) => Partial<JobServiceOptions>;
     routeOptions?: Partial<JobClientRoutesOptions>;
+    workerOptions?: Partial<WorkerJobsOptions>;
     ownerId?: string;
   } = {},
 ): Promise<JobRoutesHarness> {
@@ -65,11 +76,13 @@ export async function startJobRoutes(
     warn: (data: object, message: string) => logged.push({ data, message }),
     error: (data: object, message: string) => logged.push({ data, message }),
   };
+  const wakeups = new Wakeups({ timers, recheckMs: 500 });
+  const events = new JobEvents();
   const service = new JobService({
     jobs: store.jobs,
     clock,
-    wakeups: new Wakeups({ timers, recheckMs: 500 }),
-    events: new JobEvents(),
+    wakeups,
+    events,
     findEndpoint: storeEndpointFinder(store),
     verifyKey: (k) => keys.grant(k),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
@@ -82,9 +95,26 @@ export async function startJobRoutes(
     logger,
     ...options.routeOptions,
   });
+  const tokens = new WorkerTokens({ secret: 'job-routes-test-secret' });
+  const workers = new WorkerJobs({
+    jobs: store.jobs,
+    clock,
+    wakeups,
+    events,
+    maxAttempts: 3,
+    ...options.workerOptions,
+  });
+  const workerHandler = workerRoutes({
+    workers,
+    tokens,
+    findEndpoint: storeEndpointFinder(store),
+    logger,
+    takeHoldMs: 0,
+    stopHoldMs: 0,
+  });
   const server: Server = createServer((req, res) => {
-    if (routes.claims(req)) routes.handleRequest(req, res);
-    else res.writeHead(418).end();
+    if (routes.claims(req) && !req.url?.includes('/job-')) routes.handleRequest(req, res);
+    else if (!workerHandler(req, res)) res.writeHead(418).end();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -109,6 +139,32 @@ export async function startJobRoutes(
         headers: response.headers,
         body: text === '' ? {} : (JSON.parse(text) as Record<string, any>),
       };
+    },
+    async stream(workerId, jobId, chunk) {
+      const path = `/v2/${endpoint.id}/job-stream/${workerId}/${jobId}?worker=${workerId}`;
+      // node's fetch does not expose the reason phrase: a raw request does.
+      return new Promise((resolve, reject) => {
+        const req = request(
+          `${base}${path}`,
+          { method: 'POST', headers: { authorization: tokens.issue(endpoint.id, workerId) } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (part: string) => {
+              text += part;
+            });
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                reason: res.statusMessage ?? '',
+                body: text === '' ? {} : (JSON.parse(text) as Record<string, any>),
+              }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end(chunk);
+      });
     },
     async close() {
       server.closeAllConnections();
