@@ -32,12 +32,10 @@ import {
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
+import { appendChunk, type ChunkKept, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
-
-/** The most chunks one read of a stream returns, however small they are. */
-const READ_MAX_CHUNKS = 10_000;
 
 /** Checks the owner's job quotas with its use before a job is queued, in the same transaction; throws to refuse. */
 export type JobAdmit = (use: JobUse) => void;
@@ -169,67 +167,19 @@ export class JobRepository {
    * Keeps a streamed chunk while the job runs on this worker, if the job's stream stays within `bounds` counting
    * it: `kept`; `full`: past the bounds (nothing kept); `refused`: not its job.
    */
-  async appendChunk(
+  appendChunk(
     jobId: string,
     workerId: string,
     chunk: string,
     now: number,
     bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
-  ): Promise<'kept' | 'full' | 'refused'> {
-    const bytes = byteLength(chunk);
-    return this.#db.transaction().execute(async (trx) => {
-      const held = (q: ReturnType<typeof trx.updateTable<'jobs'>>) =>
-        q.where('id', '=', jobId).where('worker_id', '=', workerId).where('status', '=', RUNNING);
-      const result = await held(trx.updateTable('jobs'))
-        .set((eb) => ({
-          seen_at: now,
-          stream_bytes: eb('stream_bytes', '+', bytes),
-          stream_chunks: eb('stream_chunks', '+', 1),
-        }))
-        .where('stream_bytes', '<=', bounds.maxBytes - bytes)
-        .where('stream_chunks', '<=', bounds.maxChunks - 1)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) {
-        await trx.insertInto('job_chunks').values({ job_id: jobId, chunk, bytes }).execute();
-        return 'kept';
-      }
-      // Still the worker's: seen now, its chunk past the bound.
-      const seen = await held(trx.updateTable('jobs')).set({ seen_at: now }).executeTakeFirst();
-      return Number(seen.numUpdatedRows) > 0 ? 'full' : 'refused';
-    });
+  ): Promise<ChunkKept> {
+    return appendChunk(this.#db, { jobId, workerId, chunk, now }, bounds);
   }
 
-  /**
-   * The chunks streamed since the last read, oldest first, up to `maxBytes` (always one when there is one, and at
-   * most READ_MAX_CHUNKS); reading consumes them, and the rest waits for the next read.
-   */
-  async takeChunks(jobId: string, maxBytes: number): Promise<string[]> {
-    return this.#db.transaction().execute(async (trx) => {
-      const sizes = await trx
-        .selectFrom('job_chunks')
-        .select(['seq', 'bytes'])
-        .where('job_id', '=', jobId)
-        .orderBy('seq')
-        .limit(READ_MAX_CHUNKS)
-        .execute();
-      let total = 0;
-      let last: number | undefined;
-      for (const { seq, bytes } of sizes) {
-        total += Number(bytes);
-        if (last !== undefined && total > maxBytes) break;
-        last = Number(seq);
-      }
-      if (last === undefined) return [];
-      const rows = await trx
-        .selectFrom('job_chunks')
-        .select('chunk')
-        .where('job_id', '=', jobId)
-        .where('seq', '<=', last)
-        .orderBy('seq')
-        .execute();
-      await trx.deleteFrom('job_chunks').where('job_id', '=', jobId).where('seq', '<=', last).execute();
-      return rows.map((r) => r.chunk);
-    });
+  /** The chunks streamed since the last read, oldest first, up to `maxBytes` (job-stream.ts); reading consumes them. */
+  takeChunks(jobId: string, maxBytes: number): Promise<string[]> {
+    return takeChunks(this.#db, jobId, maxBytes);
   }
 
   /** Cancels an unfinished job (a held one's worker is told through the stop channel); the job as it is now. */
