@@ -36,6 +36,7 @@ import { appendChunk, type ChunkKept, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
+import { Reclaimer } from './sqlite/reclaim.js';
 
 /** Checks the owner's job quotas with its use before a job is queued, in the same transaction; throws to refuse. */
 export type JobAdmit = (use: JobUse) => void;
@@ -49,9 +50,22 @@ export class JobRepository {
   readonly #db: Kysely<Database>;
   readonly #dialect: DialectName;
 
-  constructor(options: { db: Kysely<Database>; dialect: DialectName }) {
+  /** SQLite: free pages returned to the disk after deletes, a bounded step per sweep (PostgreSQL's autovacuum). */
+  readonly #reclaimer: Reclaimer | undefined;
+
+  constructor(options: {
+    db: Kysely<Database>;
+    dialect: DialectName;
+    reclaimFreePages?: ((maxPages: number) => number | undefined) | undefined;
+  }) {
     this.#db = options.db;
     this.#dialect = options.dialect;
+    this.#reclaimer = options.reclaimFreePages && new Reclaimer({ reclaim: options.reclaimFreePages });
+  }
+
+  /** SQLite: one bounded step of returning freed pages to the disk; the pages still free (0 on PostgreSQL). */
+  async reclaimSpace(): Promise<number> {
+    return this.#reclaimer?.step() ?? 0;
   }
 
   /**
@@ -246,6 +260,7 @@ export class JobRepository {
       .where('endpoint_id', '=', endpointId)
       .where('status', '=', QUEUED)
       .executeTakeFirst();
+    this.#reclaimer?.deleted();
     return Number(result.numDeletedRows);
   }
 
@@ -397,6 +412,7 @@ export class JobRepository {
             gone.map((g) => g.id),
           )
           .execute();
+      if (gone.length > 0) this.#reclaimer?.deleted();
       return { timedOut: timedOut.map(fromRow), deleted: gone.length };
     });
   }
