@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { buildJobs } from '../../src/app/build-jobs.js';
 import { startWorkerListener } from '../../src/app/worker-listener.js';
-import { DEFAULT_JOB_POLICY } from '../../src/domain/job.js';
+import { DEFAULT_JOB_POLICY, DEFAULT_JOB_STREAM_BOUNDS } from '../../src/domain/job.js';
 import { systemClock, systemTimers } from '../../src/ports/clock.js';
 import type { DatabaseConnection } from '../../src/store/connection.js';
 import { Store } from '../../src/store/store.js';
@@ -52,6 +52,9 @@ async function startReplica(store: Store, replicaId: string) {
   const jobs = await buildJobs({
     store,
     settings: {
+      // The bench measures the queue, not the per-owner submission rate: a budget it never reaches.
+      stream: DEFAULT_JOB_STREAM_BOUNDS,
+      submissionRate: { requestsPerSecond: 1_000_000, burst: 1_000_000 },
       retentionSeconds: 1800,
       syncRetentionSeconds: 60,
       maxAttempts: 3,

@@ -38,7 +38,7 @@ import { type DashboardFiles, registerDashboard } from './dashboard.js';
 import type { EndpointLinks } from './links.js';
 import type { ApiMetrics } from './metrics.js';
 import type { OwnerWriteGate } from './owner-write-gate.js';
-import { type RateLimiter, requestCost } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 import { chargeRefusal, type RefusedBodyTarpit, TARPIT_REFUSALS } from './refused-body-tarpit.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
@@ -212,12 +212,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         );
         // Known before the rate limit answers, so that a refused body is charged to its owner (tarpitKey).
         request.principal = principal;
-        const decision = options.rateLimiter.take(
+        const decision = options.rateLimiter.takeRequest(
           principal.keyId,
-          requestCost(
-            headerValue(request.headers['content-length']),
-            request.routeOptions.bodyLimit ?? options.bodyLimitBytes,
-          ),
+          headerValue(request.headers['content-length']),
+          request.routeOptions.bodyLimit ?? options.bodyLimitBytes,
         );
         if (!decision.allowed) {
           throw new ApiError('RATE_LIMITED', `too many requests; retry in ${decision.retryAfterSeconds} s`, {

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, PREFIX, type TestApi } from '../../test/support/api.js';
 import { storeTargets } from '../../test/support/stores.js';
+import { DEFAULT_JOB_POLICY } from '../domain/job.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 import type { Store } from '../store/store.js';
 
@@ -63,6 +64,29 @@ describe.each(storeTargets())('quotas and sizes on $name', (target) => {
       quota: { endpoints: 100, minGpus: 2, maxGpus: 16, workers: 100, credentials: 50 },
       used: { endpoints: 2, minGpus: 1, maxGpus: 7, workers: 5, credentials: 0 },
       source: 'default',
+    });
+  });
+
+  it("shows the job quotas (configured, over the defaults) and what the owner's jobs take", async () => {
+    await open('{ jobBytes: 1000000 }');
+    const input = JSON.stringify({ prompt: 'a cat' });
+    await store.jobs.enqueue(
+      {
+        id: 'j-1',
+        endpointId: 'ep-1',
+        ownerId: 'owner-a',
+        input,
+        webhook: null,
+        policy: DEFAULT_JOB_POLICY,
+        sync: false,
+        createdAt: 1,
+      },
+      60_000,
+    );
+    expect((await api.call('GET', 'quota')).body).toMatchObject({
+      quota: { queuedJobs: 10_000, jobBytes: 1_000_000 },
+      used: { queuedJobs: 1, jobBytes: input.length },
+      sources: { queuedJobs: 'default', jobBytes: 'config' },
     });
   });
 

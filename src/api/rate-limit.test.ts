@@ -28,6 +28,24 @@ describe('RateLimiter', () => {
     expect(limiter.take('a').allowed).toBe(true);
   });
 
+  it('charges a request by its declared body, and a body read without a declared length by what was read', () => {
+    let now = 0;
+    const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 100, clock: () => now });
+    // 1 + 64 KiB / 16 KiB.
+    expect(limiter.takeRequest('k', String(64 * 1024), 1024 * 1024).allowed).toBe(true);
+    expect(limiter.takeRequest('k', undefined, 1024 * 1024).allowed).toBe(true);
+    // A chunked body of 480 KiB: 30 tokens more than the request's one; 100 - 5 - 1 - 30 = 64 left.
+    expect(limiter.takeUndeclaredBody('k', 480 * 1024).allowed).toBe(true);
+    expect(limiter.takeRequest('k', String(1024 * 1024), 2 * 1024 * 1024)).toEqual({
+      allowed: false,
+      retryAfterSeconds: 1,
+    });
+    now += 1_000;
+    expect(limiter.takeRequest('k', String(1024 * 1024), 2 * 1024 * 1024).allowed).toBe(true);
+    // An empty body read costs nothing beyond its request.
+    expect(limiter.takeUndeclaredBody('k', 0).allowed).toBe(true);
+  });
+
   it('charges a request by the body it declares, never more than the burst', () => {
     let now = 0;
     const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 20, clock: () => now });

@@ -6,12 +6,9 @@
  * (cluster/shares.ts), read at every request, so that a re-split when a replica joins or leaves applies at once.
  */
 import type { Clock } from '../ports/clock.js';
+import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
 
-export interface RateDecision {
-  allowed: boolean;
-  /** Seconds until a token is available, when not allowed. */
-  retryAfterSeconds: number;
-}
+export type { RateDecision } from '../ports/rate-limit.js';
 
 export interface RateLimits {
   requestsPerSecond: number;
@@ -29,7 +26,7 @@ export interface RateLimiterOptions extends RateLimits {
  * A token bucket per key: `burst` requests at once, refilled at `requestsPerSecond` (or this replica's share of
  * both). A bucket holds at most the burst in force: a smaller share takes effect at the key's next request.
  */
-export class RateLimiter {
+export class RateLimiter implements RequestRate {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
   readonly #o: RateLimiterOptions;
 
@@ -55,6 +52,14 @@ export class RateLimiter {
       allowed: false,
       retryAfterSeconds: Math.max(1, Math.ceil((need - bucket.tokens) / requestsPerSecond)),
     };
+  }
+
+  takeRequest(key: string, contentLength: string | undefined, limitBytes: number): RateDecision {
+    return this.take(key, requestCost(contentLength, limitBytes));
+  }
+
+  takeUndeclaredBody(key: string, bytes: number): RateDecision {
+    return this.take(key, requestCost(String(bytes), Number.POSITIVE_INFINITY) - 1);
   }
 
   #remember(key: string, bucket: { tokens: number; at: number }): void {

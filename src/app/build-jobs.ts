@@ -8,11 +8,13 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import type { JobsSettings } from '../config/config.js';
+import { RateLimiter } from '../api/rate-limit.js';
+import type { JobsSettings, RateLimit } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { WorkerState } from '../domain/worker.js';
+import type { Quota } from '../domain/quota.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
@@ -81,6 +83,10 @@ export interface JobsParts {
   poke?: () => void;
   /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
   webhooks?: JobWebhooks;
+  /** This replica's part of the submission rate (several replicas split it); none: `settings.submissionRate`. */
+  submissionRateShare?: () => RateLimit;
+  /** The owner's quotas (service/quota-service.ts): its job quotas bound each submission; none: no job quota. */
+  quotaOf?: (ownerId: string) => Promise<Quota>;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
@@ -154,6 +160,8 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       return { idle: running.filter((id) => !busy[id]).length, running: running.length };
     },
     ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
+    ...(parts.quotaOf ? { quotaOf: parts.quotaOf } : {}),
+    streamReadBytes: settings.stream.readBytes,
   });
   const { workerState } = parts;
   const directory =
@@ -174,6 +182,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     events,
     maxAttempts: settings.maxAttempts,
     ...(directory ? { standing: (endpointId, workerId) => directory.standing(endpointId, workerId) } : {}),
+    stream: settings.stream,
   });
   const signals = new JobSignals({
     jobs: store.jobs,
@@ -271,7 +280,18 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     contacts,
     metrics,
     deliveryKeys,
-    clientRoute: new JobClientRoutes({ service, clock, domain: parts.domain, logger }),
+    clientRoute: new JobClientRoutes({
+      service,
+      clock,
+      domain: parts.domain,
+      logger,
+      // The API's rate limiter (one cost rule), with the jobs' own budget, per owner.
+      submissions: new RateLimiter({
+        ...settings.submissionRate,
+        clock,
+        ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
+      }),
+    }),
     workerHandler: workerRoutes({
       workers,
       tokens,

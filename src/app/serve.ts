@@ -131,6 +131,10 @@ export async function serve(
       replicaId,
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
+      quotaOf: async (ownerId) => (await services.quotas.quotaOf(ownerId)).quota,
+      // Replicas split each owner's submission rate as they split the API's (read at each submission).
+      submissionRateShare: () =>
+        shared ? rateLimitShare(config.jobs.submissionRate, shared.split()) : config.jobs.submissionRate,
       registry,
       // The controller's word where this replica leads and has adopted the runtime's workers; else the store's.
       workerState: (endpointId, workerId) =>

@@ -56,6 +56,8 @@ export async function openServeStore(
         intervalMs: SQLITE_CHECKPOINT_INTERVAL_MS,
         onError: (reason) => logger.warn({ reason }, 'an SQLite checkpoint failed; the next one is tried'),
       },
+      onVacuumConversion: (done) =>
+        logger.info(done, 'SQLite database converted to incremental auto-vacuum (once: a VACUUM at start)'),
     },
     onConnectionError: (error) =>
       logger.warn({ reason: error.message }, 'a database connection broke; the next query opens a new one'),

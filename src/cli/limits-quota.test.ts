@@ -40,6 +40,9 @@ it("prints the operator's quotas and another owner's, each saying where they com
   const operator = await limits(first.key);
   expect(operator).toMatch(/^minGpus +0 +unlimited +operator$/m);
   expect(operator).toMatch(/^secrets +0 +100 +default$/m);
+  // The job quotas apply to the operator too: a count, and bytes.
+  expect(operator).toMatch(/^queuedJobs +0 +10000 +default$/m);
+  expect(operator).toMatch(/^jobBytes +0 +1073741824 +default$/m);
   expect(operator).toContain(
     'Quotas: operator (this owner holds an admin key: the default GPU quotas do not apply to the operator)',
   );

@@ -192,6 +192,8 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.specBodyLimitBytes).toBe(65536);
     expect(config.jobs).toEqual({
       retentionSeconds: 1800,
+      submissionRate: { requestsPerSecond: 100, burst: 1000 },
+      stream: { maxBytes: 20 * 1024 * 1024, maxChunks: 100_000, readBytes: 2 * 1024 * 1024 },
       syncRetentionSeconds: 60,
       maxAttempts: 3,
       lostAfterSeconds: 35,
@@ -213,6 +215,8 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
         credentials: 50,
         secrets: 100,
         invokeKeys: 200,
+        queuedJobs: 10_000,
+        jobBytes: 1024 ** 3,
       },
       owners: { research: { minGpus: 6, maxGpus: Number.POSITIVE_INFINITY } },
     });

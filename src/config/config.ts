@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
@@ -153,6 +154,10 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
 }
 
 export interface JobsSettings {
+  /** Each owner's budget of job submissions (run, runsync, retry), weighed by body size as the API's rateLimit. */
+  submissionRate: RateLimit;
+  /** What bounds a job's stream: bytes and chunks in all, and the bytes one read returns. */
+  stream: JobStreamBounds;
   retentionSeconds: number;
   syncRetentionSeconds: number;
   maxAttempts: number;
@@ -210,6 +215,11 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 };
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 50, burst: 100 };
+/**
+ * An owner's job submissions: 100 small jobs a second with bursts of 1,000, or (a token per 16 KiB of body) about
+ * 1.6 MB of inputs a second, 96 MB a minute, once the burst is spent; a 10 MB input (641 tokens) fits the burst.
+ */
+export const DEFAULT_JOB_SUBMISSION_RATE: RateLimit = { requestsPerSecond: 100, burst: 1000 };
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 /** A create or update body: room for 100 environment variables of 500 bytes and the rest of a spec, many times over. */
 export const DEFAULT_SPEC_BODY_LIMIT_BYTES = 64 * 1024;
@@ -290,6 +300,8 @@ export function loadConfig(sources: ConfigSources): Config {
       advertiseUrl: file.workers?.advertiseUrl,
     },
     jobs: {
+      submissionRate: file.jobs?.submissionRate ?? DEFAULT_JOB_SUBMISSION_RATE,
+      stream: { ...DEFAULT_JOB_STREAM_BOUNDS, ...file.jobs?.stream },
       retentionSeconds: file.jobs?.retentionSeconds ?? 30 * 60,
       syncRetentionSeconds: file.jobs?.syncRetentionSeconds ?? 60,
       maxAttempts: file.jobs?.maxAttempts ?? 3,

@@ -56,6 +56,8 @@ const quotaValues = z.strictObject({
   credentials: quotaLimit.optional(),
   secrets: quotaLimit.optional(),
   invokeKeys: quotaLimit.optional(),
+  queuedJobs: quotaLimit.optional(),
+  jobBytes: quotaLimit.optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */
@@ -175,6 +177,21 @@ const fileSchema = z.strictObject({
   /** The jobs API (docs/jobs-internals.md). */
   jobs: z
     .strictObject({
+      /** Each owner's budget of job submissions, weighed by body size as `rateLimit` (docs/jobs.md). */
+      submissionRate: z
+        .strictObject({ requestsPerSecond: z.number().positive(), burst: z.int().positive() })
+        .optional(),
+      /** What bounds a job's stream: bytes and chunks in all (read or not), and the bytes one read returns. */
+      stream: z
+        .strictObject({
+          maxBytes: z
+            .int()
+            .min(1024 * 1024)
+            .optional(),
+          maxChunks: z.int().min(1).optional(),
+          readBytes: z.int().min(1024).optional(),
+        })
+        .optional(),
       /** How long a finished job is kept after `run`, and after `runsync`. */
       retentionSeconds: z
         .int()

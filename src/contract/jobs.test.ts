@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
-import { jobStatusBody, jobSummary, parseRunBody, parseWait, parseWorkerResult, streamBody } from './jobs.js';
+import {
+  jobStatusBody,
+  jobSummary,
+  parseRunBody,
+  parseStreamChunk,
+  parseWait,
+  parseWorkerResult,
+  streamBody,
+} from './jobs.js';
 
 const job = (over: Partial<Job> = {}): Job => ({
   id: 'j-1',
@@ -117,5 +125,17 @@ describe("a worker's result", () => {
     });
     expect(parseWorkerResult('{}')).toMatchObject({ value: { status: 'COMPLETED', output: null } });
     expect(parseWorkerResult('output=1').ok).toBe(false);
+  });
+});
+
+describe('JSON nested past the limit (128 levels)', () => {
+  const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+  it('is refused in a result and in a stream chunk, naming the limit, before it is parsed', () => {
+    const result = parseWorkerResult(`{"output":${deep(100_000)}}`);
+    expect(result).toEqual({ ok: false, problem: expect.stringContaining('more than 128 levels deep') });
+    expect(parseStreamChunk(deep(129))).toMatchObject({ ok: false, problem: expect.stringContaining('128') });
+    expect(parseStreamChunk(deep(128))).toEqual({ ok: true, value: deep(128) });
+    expect(parseStreamChunk('{"output": ')).toEqual({ ok: false, problem: 'a stream chunk must be JSON' });
   });
 });

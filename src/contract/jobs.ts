@@ -11,6 +11,7 @@ import {
   type JobPolicy,
   jobTimes,
 } from '../domain/job.js';
+import { nestsDeeperThan } from './json-depth.js';
 
 /** The job statuses, as clients name them (the client and the CLI read them here). */
 export { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../domain/job.js';
@@ -27,12 +28,20 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 const fail = (problem: string): { ok: false; problem: string } => ({ ok: false, problem });
 
+/** The refusal of a body nested past the limit: what, and the limit. */
+export function tooDeep(what: string): { ok: false; problem: string } {
+  return fail(
+    `${what} nests arrays and objects more than ${JOB_LIMITS.jsonDepth} levels deep, the limit: send a flatter input`,
+  );
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Parses a `run` body: `{"input": ..., "webhook"?: "https://...", "policy"?: {...}}`. */
 export function parseRunBody(text: string): Parsed<RunRequest> {
+  if (nestsDeeperThan(text, JOB_LIMITS.jsonDepth)) return tooDeep('the body');
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -140,6 +149,7 @@ export type WorkerResult =
  * ...}`, `{"error": ...}`, `{"status": "IN_PROGRESS", ...}` (a progress update), with `stopPod` perhaps.
  */
 export function parseWorkerResult(text: string): Parsed<WorkerResult> {
+  if (nestsDeeperThan(text, JOB_LIMITS.jsonDepth)) return tooDeep('the result');
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -161,6 +171,17 @@ export function parseWorkerResult(text: string): Parsed<WorkerResult> {
       stopPod: body.stopPod === true,
     },
   };
+}
+
+/** A chunk a worker streams: JSON, nested no deeper than the limit; the text as it came. */
+export function parseStreamChunk(text: string): Parsed<string> {
+  if (nestsDeeperThan(text, JOB_LIMITS.jsonDepth)) return tooDeep('a stream chunk');
+  try {
+    JSON.parse(text);
+  } catch {
+    return fail('a stream chunk must be JSON');
+  }
+  return { ok: true, value: text };
 }
 
 /** One streamed chunk as the stream route answers it: RunPod's `{"output": ...}` items. */

@@ -52,7 +52,32 @@ export const JOB_LIMITS = {
   streamChunkBytes: 1024 * 1024,
   /** A result a worker posts (its output). */
   resultBytes: 20 * 1024 * 1024,
+  /**
+   * How many arrays and objects a body (a run's, a result's, a chunk's) may open inside one another. A model's
+   * input is rarely 10 deep; Python's json (a RunPod worker's) fails near 1,000 and node's stringify near 4,170.
+   */
+  jsonDepth: 128,
 } as const;
+
+/** What bounds a job's stream (configurable: `jobs.stream`). */
+export interface JobStreamBounds {
+  /** Bytes a job may stream in all, read or not; past it a worker's chunk is refused. */
+  maxBytes: number;
+  /** Chunks a job may stream in all. */
+  maxChunks: number;
+  /** Bytes one read of the stream returns at most (but always one chunk when there is one); the rest comes next. */
+  readBytes: number;
+}
+
+/**
+ * A stream carries at most what a result may (20 MB), in at most 100,000 chunks (a token a chunk for a long
+ * generation); a read returns about 2 MB, so that no answer and no copy of it in memory is larger.
+ */
+export const DEFAULT_JOB_STREAM_BOUNDS: JobStreamBounds = {
+  maxBytes: 20 * 1024 * 1024,
+  maxChunks: 100_000,
+  readBytes: 2 * 1024 * 1024,
+};
 
 export const DEFAULT_JOB_POLICY: JobPolicy = {
   executionTimeoutMs: 600_000,

@@ -9,6 +9,7 @@ import {
   type EndpointUse,
   endpointQuotaBreach,
   endpointUse,
+  jobQuotaBreach,
   NO_ENDPOINT_USE,
   type Quota,
   quotaFor,
@@ -23,6 +24,8 @@ const QUOTA: Quota = {
   credentials: 2,
   secrets: 5,
   invokeKeys: 0,
+  queuedJobs: 3,
+  jobBytes: 1_000,
 };
 const use = (endpoints: number, minGpus: number, maxGpus: number, workers: number): EndpointUse => ({
   endpoints,
@@ -136,6 +139,37 @@ describe('countQuotaBreach', () => {
   });
 });
 
+describe('jobQuotaBreach', () => {
+  it.each([
+    ['a job that fits both', { queuedJobs: 2, jobBytes: 900 }, 100, undefined],
+    [
+      'a job past the count',
+      { queuedJobs: 3, jobBytes: 0 },
+      1,
+      { quota: 'queuedJobs', limit: 3, used: 3, usedAfter: 4 },
+    ],
+    [
+      'a job whose input would take the kept bytes past their quota',
+      { queuedJobs: 0, jobBytes: 950 },
+      51,
+      { quota: 'jobBytes', limit: 1_000, used: 950, usedAfter: 1_001 },
+    ],
+    [
+      'a job of an owner above its quota already (lowered since)',
+      { queuedJobs: 9, jobBytes: 0 },
+      1,
+      { quota: 'queuedJobs', limit: 3, used: 9, usedAfter: 10 },
+    ],
+  ] as const)('%s', (_case, use, inputBytes, expected) => {
+    expect(jobQuotaBreach(QUOTA, use, inputBytes)).toEqual(expected);
+  });
+
+  it('never refuses what an unlimited quota counts', () => {
+    const unlimited = { ...QUOTA, queuedJobs: UNLIMITED, jobBytes: UNLIMITED };
+    expect(jobQuotaBreach(unlimited, { queuedJobs: 1e9, jobBytes: 1e15 }, 1e7)).toBeUndefined();
+  });
+});
+
 describe('defaultQuota', () => {
   it.each([
     [8, 4, 32],
@@ -151,6 +185,8 @@ describe('defaultQuota', () => {
       credentials: 50,
       secrets: 100,
       invokeKeys: 200,
+      queuedJobs: 10_000,
+      jobBytes: 1024 ** 3,
     });
   });
 

@@ -1,6 +1,7 @@
 /**
- * Per-owner quotas: what an owner may declare (endpoints, GPUs held by minNum and reachable by maxNum, workers) and
- * keep (secrets, registry credentials, invoke keys), the defaults for a GPU inventory, which of them apply to an
+ * Per-owner quotas: what an owner may declare (endpoints, GPUs held by minNum and reachable by maxNum, workers),
+ * keep (secrets, registry credentials, invoke keys) and leave to the jobs store (jobs not finished, bytes of jobs
+ * kept), the defaults for a GPU inventory, which of them apply to an
  * owner and why (the operator is not held to the default GPU quotas), and the arithmetic that admits or refuses a
  * change. Pure: the use comes from the store, the quota from the configuration.
  */
@@ -15,6 +16,8 @@ export const QUOTA_NAMES = [
   'credentials',
   'secrets',
   'invokeKeys',
+  'queuedJobs',
+  'jobBytes',
 ] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 
@@ -25,6 +28,12 @@ export type EndpointQuotaName = (typeof ENDPOINT_QUOTA_NAMES)[number];
 /** The quotas on how many of a thing an owner keeps: each save of a new one counts one. */
 export const COUNT_QUOTA_NAMES = ['credentials', 'secrets', 'invokeKeys'] as const;
 export type CountQuotaName = (typeof COUNT_QUOTA_NAMES)[number];
+
+/** The quotas on an owner's jobs, checked by each submission in the write that queues it. */
+export const JOB_QUOTA_NAMES = ['queuedJobs', 'jobBytes'] as const;
+export type JobQuotaName = (typeof JOB_QUOTA_NAMES)[number];
+/** What an owner's jobs take now: jobs not finished, and the bytes of every job the store keeps. */
+export type JobUse = Record<JobQuotaName, number>;
 
 /** The quotas the operator is not held to by default. */
 const GPU_QUOTA_NAMES: readonly QuotaName[] = ['minGpus', 'maxGpus'];
@@ -46,6 +55,9 @@ export const QUOTA_DESCRIPTIONS: Record<QuotaName, string> = {
   credentials: 'registry credentials',
   secrets: 'secrets',
   invokeKeys: 'active invoke keys (over all your endpoints)',
+  queuedJobs: 'jobs not finished (IN_QUEUE and IN_PROGRESS, over all your endpoints)',
+  jobBytes:
+    'bytes of your kept jobs (inputs and outputs of jobs queued, running and finished within their retention)',
 };
 
 /** A change that would take an owner past a quota: which, its limit, the use now and after the change. */
@@ -95,6 +107,25 @@ export function countQuotaBreach(quota: Quota, name: CountQuotaName, saved: numb
     : undefined;
 }
 
+/**
+ * Whether one more job of `inputBytes` fits the job quotas, its owner's jobs taking `use` now; the first quota it
+ * would break, or undefined.
+ */
+export function jobQuotaBreach(quota: Quota, use: JobUse, inputBytes: number): QuotaBreach | undefined {
+  const after: JobUse = { queuedJobs: use.queuedJobs + 1, jobBytes: use.jobBytes + inputBytes };
+  for (const name of JOB_QUOTA_NAMES) {
+    if (after[name] > quota[name])
+      return { quota: name, limit: quota[name], used: use[name], usedAfter: after[name] };
+  }
+  return undefined;
+}
+
+/** A refusal's sentence: which quota, what the change would make it, its limit, the use now. */
+export function describeBreach(breach: QuotaBreach): string {
+  const { quota, limit, used, usedAfter } = breach;
+  return `quota exceeded: ${QUOTA_DESCRIPTIONS[quota]} would be ${usedAfter}, above your quota of ${limit} (in use now: ${used}); GET quota shows your quotas`;
+}
+
 export const DEFAULT_ENDPOINT_QUOTA = 100;
 export const DEFAULT_WORKER_QUOTA = 100;
 export const DEFAULT_CREDENTIAL_QUOTA = 50;
@@ -102,6 +133,13 @@ export const DEFAULT_CREDENTIAL_QUOTA = 50;
 export const DEFAULT_SECRET_QUOTA = 100;
 /** Per owner, not per endpoint: two active keys for each of the 100 endpoints the default allows (room to rotate). */
 export const DEFAULT_INVOKE_KEY_QUOTA = 200;
+/** Jobs an owner may have queued or running at once: a large batch, well short of flooding the queue table. */
+export const DEFAULT_QUEUED_JOB_QUOTA = 10_000;
+/**
+ * Bytes an owner's kept jobs may take in the store (inputs and outputs, until retention deletes them): 1 GiB, about
+ * 100 of the largest `run` inputs (10 MB) or 50 of the largest results (20 MB).
+ */
+export const DEFAULT_JOB_BYTES_QUOTA = 1024 * 1024 * 1024;
 
 /**
  * The defaults for a server with `gpuCount` GPUs. GPUs held by minNum are never placed elsewhere, so one owner may
@@ -119,6 +157,8 @@ export function defaultQuota(gpuCount: number): Quota {
     credentials: DEFAULT_CREDENTIAL_QUOTA,
     secrets: DEFAULT_SECRET_QUOTA,
     invokeKeys: DEFAULT_INVOKE_KEY_QUOTA,
+    queuedJobs: DEFAULT_QUEUED_JOB_QUOTA,
+    jobBytes: DEFAULT_JOB_BYTES_QUOTA,
   };
 }
 

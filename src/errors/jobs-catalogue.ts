@@ -11,7 +11,7 @@ export const JOBS_ERROR_CATALOGUE = {
   INVALID_JOB_REQUEST: {
     status: 400,
     description:
-      'The request is not one the jobs API takes: malformed JSON, no `input`, a policy out of range, a bad `wait`.',
+      'The request is not one the jobs API takes: malformed JSON, JSON nested over 128 levels, no `input`, a policy out of range, a bad `wait`.',
   },
   UNAUTHENTICATED: {
     status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
@@ -35,6 +35,16 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       'The body is over the limit of its route: 10 MB for run, 20 MB for runsync, 1 MB a stream chunk.',
   },
+  QUOTA_EXCEEDED: {
+    status: 403,
+    description:
+      'The job would take its owner past a job quota (jobs not finished, bytes of kept jobs); metadata has quota, limit, used and usedAfter. 403, not 429: waiting alone may not help, and no SDK retries it.',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    description:
+      "The owner's job submissions (run, runsync, retry) are over their rate; wait Retry-After seconds (also metadata.retryAfterSeconds). Nothing was queued.",
+  },
   WORKER_UNAUTHENTICATED: {
     status: 401,
     description:
@@ -44,13 +54,23 @@ export const JOBS_ERROR_CATALOGUE = {
     status: 409,
     description: 'A result, progress update or stream chunk for a job the worker does not hold (any more).',
   },
+  STREAM_LIMIT_REACHED: {
+    status: 413,
+    description:
+      "A worker's stream chunk would take its job past the stream's bound (jobs.stream: bytes and chunks per job, 20 MB and 100,000 by default); metadata has maxBytes and maxChunks. The chunk is dropped; the job goes on.",
+  },
   WORKER_SLOW_DOWN: {
     status: 429,
     description: 'The worker polls faster than Corral serves it; it retries after a pause.',
   },
   JOBS_UNAVAILABLE: {
     status: 503,
-    description: 'The store did not answer; retry shortly. Nothing was accepted.',
+    description: 'The database cannot be reached now; retry shortly. Nothing was accepted.',
+  },
+  INTERNAL: {
+    status: 500,
+    description:
+      'A fault in Corral; the log has the details. Not answered for bad input, and not one to retry.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

@@ -9,6 +9,7 @@ import { jobStatusBody, jobSummary, parseRunBody, parseWait, streamBody } from '
 import { isJobStatus, JOB_LIMITS } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
+import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
 import { abortOnClose, type JobsLogger, readBody, writeError, writeJson } from './http-io.js';
 import type { JobService } from './job-service.js';
 
@@ -36,6 +37,8 @@ export interface JobClientRoutesOptions {
   domain: string;
   logger: JobsLogger;
   waits?: ClientWaits;
+  /** Each owner's budget of submissions (run, runsync, retry), weighed by body size; none: no rate. */
+  submissions?: RequestRate;
 }
 
 export class JobClientRoutes {
@@ -87,7 +90,12 @@ export class JobClientRoutes {
         const sync = verb === 'runsync';
         const waitMs = sync ? wait(this.#waits.runsyncDefaultMs) : 0;
         const limit = sync ? JOB_LIMITS.runsyncBodyBytes : JOB_LIMITS.runBodyBytes;
-        const parsed = parseRunBody(await readBody(req, limit, `a ${verb} body`));
+        const declared = header(req, 'content-length');
+        this.#admit(endpoint, (rate, key) => rate.takeRequest(key, declared, limit));
+        const body = await readBody(req, limit, `a ${verb} body`);
+        if (declared === undefined)
+          this.#admit(endpoint, (rate, key) => rate.takeUndeclaredBody(key, Buffer.byteLength(body)));
+        const parsed = parseRunBody(body);
         if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
         const job = await service.submit(endpoint, parsed.value, sync);
         if (!sync) {
@@ -117,6 +125,7 @@ export class JobClientRoutes {
         writeJson(res, 200, jobStatusBody(await service.cancel(endpoint, id), now()));
         return;
       case 'retry': {
+        this.#admit(endpoint, (rate, key) => rate.takeRequest(key, undefined, 0));
         const job = await service.retry(endpoint, id);
         writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
         return;
@@ -146,6 +155,19 @@ export class JobClientRoutes {
         writeJson(res, 200, JSON.stringify({ counts, jobs: jobs.map((j) => jobSummary(j, at)) }));
       }
     }
+  }
+
+  /** Charges a submission to its endpoint's owner (whichever key sent it); 429 with Retry-After when over. */
+  #admit(endpoint: { ownerId: string }, take: (rate: RequestRate, key: string) => RateDecision): void {
+    const rate = this.#o.submissions;
+    if (!rate) return;
+    const decision = take(rate, endpoint.ownerId);
+    if (!decision.allowed)
+      throw new JobError(
+        'RATE_LIMITED',
+        `too many job submissions for this owner; retry in ${decision.retryAfterSeconds} s`,
+        { retryAfterSeconds: decision.retryAfterSeconds },
+      );
   }
 }
 

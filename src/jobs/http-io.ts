@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JobError } from '../errors/jobs-catalogue.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 
 export interface JobsLogger {
   warn(data: object, message: string): void;
@@ -44,10 +45,18 @@ export function readBody(req: IncomingMessage, limitBytes: number, what: string)
   });
 }
 
-/** Writes `text` (JSON) with `status`. */
-export function writeJson(res: ServerResponse, status: number, text: string): void {
+/** Writes `text` (JSON) with `status` (and `headers`, and a reason phrase of its own). */
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+  reason?: string,
+): void {
   if (res.headersSent || res.destroyed) return;
+  if (reason !== undefined) res.statusMessage = reason;
   res.writeHead(status, {
+    ...headers,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
   });
@@ -60,15 +69,42 @@ export function writeEmpty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-/** A JobError as its body; anything else is the store's failure (503), logged without the request's data. */
+/**
+ * A JobError as its body. Anything else is logged without the request's data and answered 503 "retry shortly"
+ * only when the database cannot be reached (store/unavailable.ts); any other fault is a 500 that no client retries
+ * in a loop, since retrying the same request would meet the same fault.
+ */
 export function writeError(res: ServerResponse, error: unknown, logger: JobsLogger): void {
   const known =
     error instanceof JobError
       ? error
-      : new JobError('JOBS_UNAVAILABLE', 'the jobs store did not answer; retry shortly');
+      : isDatabaseUnavailable(error)
+        ? new JobError('JOBS_UNAVAILABLE', 'the jobs store did not answer; retry shortly')
+        : new JobError('INTERNAL', 'the request failed inside Corral; the server log has the details');
   if (!(error instanceof JobError))
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'jobs request failed');
-  writeJson(res, known.status, JSON.stringify(known.toBody()));
+    logger.error(
+      {
+        err: error instanceof Error ? error.message : String(error),
+        ...(known.code === 'INTERNAL' && error instanceof Error ? { stack: error.stack } : {}),
+      },
+      'jobs request failed',
+    );
+  const retryAfter = known.metadata.retryAfterSeconds;
+  writeJson(
+    res,
+    known.status,
+    JSON.stringify(known.toBody()),
+    typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {},
+    reasonPhrase(known.message),
+  );
+}
+
+/**
+ * The message as the status line's reason phrase: the RunPod SDK logs a refused post's reason phrase, never its
+ * body (aiohttp's ClientResponseError), so a worker's log says why. Printable ASCII only, at most 200 characters.
+ */
+function reasonPhrase(message: string): string {
+  return message.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 }
 
 /** Aborts when the client closes before its answer was written (a long poll then stops waiting). */

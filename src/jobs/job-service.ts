@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunRequest } from '../contract/jobs.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import {
+  DEFAULT_JOB_STREAM_BOUNDS,
   isTerminal,
   type Job,
   type JobListing,
@@ -15,6 +16,7 @@ import {
   type JobStatus,
   RETRYABLE_STATUSES,
 } from '../domain/job.js';
+import { describeBreach, jobQuotaBreach, type Quota } from '../domain/quota.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
@@ -36,6 +38,10 @@ export interface JobServiceOptions {
   retention: JobRetention;
   /** The endpoint's workers, idle and running, for `health`; none: zeros. */
   workerCounts?: (endpointId: string) => { idle: number; running: number };
+  /** Bytes one stream read returns at most (always one chunk when there is one); none: the default. */
+  streamReadBytes?: number;
+  /** The owner's quotas (its job quotas bound each submission); none: no job quota. */
+  quotaOf?: (ownerId: string) => Promise<Quota>;
   /** Whether a job's webhook target is allowed (refused at `run`, naming why); none: every target is. */
   webhooks?: Pick<JobWebhooks, 'checkTarget'>;
   newId?: () => string;
@@ -103,7 +109,23 @@ export class JobService {
       sync,
       createdAt: now,
     };
-    await this.#o.jobs.enqueue(job, sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs);
+    const quota = await this.#o.quotaOf?.(endpoint.ownerId);
+    const inputBytes = Buffer.byteLength(job.input);
+    await this.#o.jobs.enqueue(
+      job,
+      sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs,
+      quota &&
+        ((use) => {
+          const breach = jobQuotaBreach(quota, use, inputBytes);
+          if (breach)
+            throw new JobError('QUOTA_EXCEEDED', describeBreach(breach), {
+              quota: breach.quota,
+              limit: breach.limit,
+              used: breach.used,
+              usedAfter: breach.usedAfter,
+            });
+        }),
+    );
     this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: request.policy.lowPriority });
     return {
@@ -136,7 +158,10 @@ export class JobService {
     }
   }
 
-  /** What the job streamed since the last read (consumed), waiting up to `waitMs` for some or for its end. */
+  /**
+   * What the job streamed since the last read (consumed), a batch of at most `streamReadBytes` (the rest comes at
+   * the next read), waiting up to `waitMs` for some or for its end.
+   */
   async stream(
     endpoint: Endpoint,
     jobId: string,
@@ -146,7 +171,10 @@ export class JobService {
     const until = this.#o.clock() + waitMs;
     for (;;) {
       const job = await this.status(endpoint, jobId);
-      const chunks = await this.#o.jobs.takeChunks(jobId);
+      const chunks = await this.#o.jobs.takeChunks(
+        jobId,
+        this.#o.streamReadBytes ?? DEFAULT_JOB_STREAM_BOUNDS.readBytes,
+      );
       const left = until - this.#o.clock();
       if (chunks.length > 0 || isTerminal(job.status) || left <= 0 || signal?.aborted) {
         // A chunk that arrived with the end: the job as it is after it.

@@ -68,6 +68,8 @@ export class JobSweeper {
     }
     for (const overdue of await jobs.overdueStops(now - this.#o.stopGraceMs))
       events.emit('recycle', { ...overdue, reason: 'it kept a job it was told to stop' });
+    // What retention and purges deleted goes back to the disk, one bounded step a sweep (SQLite).
+    await jobs.reclaimSpace();
   }
 
   async close(): Promise<void> {

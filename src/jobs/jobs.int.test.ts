@@ -22,6 +22,7 @@ import { startWorkerListener } from '../app/worker-listener.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { generateApiKey } from '../crypto/api-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import { DEFAULT_JOB_STREAM_BOUNDS } from '../domain/job.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
@@ -114,6 +115,8 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
     jobs = await buildJobs({
       store,
       settings: {
+        stream: DEFAULT_JOB_STREAM_BOUNDS,
+        submissionRate: { requestsPerSecond: 1000, burst: 10_000 },
         retentionSeconds: 60,
         syncRetentionSeconds: 60,
         maxAttempts: 3,

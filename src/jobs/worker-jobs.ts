@@ -7,7 +7,7 @@
  */
 import type { WorkerResult } from '../contract/jobs.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { Job } from '../domain/job.js';
+import { DEFAULT_JOB_STREAM_BOUNDS, type Job, type JobStreamBounds } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
@@ -32,6 +32,8 @@ export interface WorkerJobsOptions {
    * back to the queue when its removal was decided.
    */
   standing?: (endpointId: string, workerId: string) => WorkerStanding;
+  /** What bounds a job's stream; none: the defaults. */
+  stream?: JobStreamBounds;
 }
 
 /** Who is asking: a verified worker of a live endpoint. */
@@ -165,10 +167,18 @@ export class WorkerJobs {
       });
   }
 
-  /** A chunk the worker streamed for a job it holds. */
+  /** A chunk the worker streamed for a job it holds, within the job's stream bounds. */
   async streamChunk(caller: WorkerCaller, jobId: string, chunk: string): Promise<void> {
-    if (!(await this.#o.jobs.appendChunk(jobId, caller.workerId, chunk, this.#o.clock())))
+    const bounds = this.#o.stream ?? DEFAULT_JOB_STREAM_BOUNDS;
+    const kept = await this.#o.jobs.appendChunk(jobId, caller.workerId, chunk, this.#o.clock(), bounds);
+    if (kept === 'refused')
       throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${caller.workerId}`);
+    if (kept === 'full')
+      throw new JobError(
+        'STREAM_LIMIT_REACHED',
+        `job ${jobId} has streamed its limit of ${bounds.maxBytes} bytes or ${bounds.maxChunks} chunks: this chunk is dropped; return the rest as the job's output`,
+        { maxBytes: bounds.maxBytes, maxChunks: bounds.maxChunks },
+      );
     this.#o.wakeups.wake(wakeKey.job(jobId));
   }
 

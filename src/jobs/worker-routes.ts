@@ -5,7 +5,7 @@
  * names, from a worker that has not ended (removed or failed); nothing else is answered.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseWorkerResult } from '../contract/jobs.js';
+import { parseStreamChunk, parseWorkerResult } from '../contract/jobs.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
@@ -76,13 +76,9 @@ export function workerRoutes(
         return;
       }
       case 'stream': {
-        const chunk = await readBody(req, JOB_LIMITS.streamChunkBytes, 'a stream chunk');
-        try {
-          JSON.parse(chunk);
-        } catch {
-          throw new JobError('INVALID_JOB_REQUEST', 'a stream chunk must be JSON');
-        }
-        await workers.streamChunk(caller, route.jobId, chunk);
+        const chunk = parseStreamChunk(await readBody(req, JOB_LIMITS.streamChunkBytes, 'a stream chunk'));
+        if (!chunk.ok) throw new JobError('INVALID_JOB_REQUEST', chunk.problem);
+        await workers.streamChunk(caller, route.jobId, chunk.value);
         writeJson(res, 200, '{}');
         return;
       }

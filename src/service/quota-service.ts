@@ -7,10 +7,10 @@
 import {
   type CountQuotaName,
   countQuotaBreach,
+  describeBreach,
   type EndpointUse,
   endpointQuotaBreach,
   type OwnerQuota,
-  QUOTA_DESCRIPTIONS,
   type Quota,
   type QuotaBreach,
   type QuotaName,
@@ -48,14 +48,15 @@ export class QuotaService {
   async report(principal: Principal): Promise<QuotaReport> {
     const { store } = this.#o;
     const { ownerId } = principal;
-    const [owner, use, credentials, secrets, invokeKeys] = await Promise.all([
+    const [owner, use, credentials, secrets, invokeKeys, jobs] = await Promise.all([
       this.quotaOf(ownerId),
       store.endpoints.use(ownerId),
       store.credentials.count(ownerId),
       store.secrets.count(ownerId),
       store.invokeKeys.countActive(ownerId),
+      store.jobs.ownerUse(ownerId),
     ]);
-    return { ...owner, use: { ...use, credentials, secrets, invokeKeys } };
+    return { ...owner, use: { ...use, credentials, secrets, invokeKeys, ...jobs } };
   }
 
   /**
@@ -83,9 +84,5 @@ export class QuotaService {
 /** The one error every quota refusal answers with; metadata names the quota, its limit, the use now and after. */
 export function quotaExceeded(breach: QuotaBreach): ApiError {
   const { quota, limit, used, usedAfter } = breach;
-  return new ApiError(
-    'QUOTA_EXCEEDED',
-    `quota exceeded: ${QUOTA_DESCRIPTIONS[quota]} would be ${usedAfter}, above your quota of ${limit} (in use now: ${used}); GET quota shows your quotas`,
-    { quota, limit, used, usedAfter },
-  );
+  return new ApiError('QUOTA_EXCEEDED', describeBreach(breach), { quota, limit, used, usedAfter });
 }

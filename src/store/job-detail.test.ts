@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freshStoreEachTest, storeTargets } from '../../test/support/stores.js';
-import { DEFAULT_JOB_POLICY, type NewJob } from '../domain/job.js';
+import { DEFAULT_JOB_POLICY, DEFAULT_JOB_STREAM_BOUNDS, type NewJob } from '../domain/job.js';
 import type { Store } from './store.js';
 
 const job = (id: string, input: string): NewJob => ({
@@ -66,14 +66,16 @@ describe.each(storeTargets())("a job's detail and listing on $name", (target) =>
     await store.jobs.enqueue(job('j-1', '{}'), 60_000);
     await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 2_000 });
     for (const chunk of ['"one"', '"2"', '"three"'])
-      expect(await store.jobs.appendChunk('j-1', 'w-1', chunk, 2_500)).toBe(true);
+      expect(await store.jobs.appendChunk('j-1', 'w-1', chunk, 2_500, DEFAULT_JOB_STREAM_BOUNDS)).toBe(
+        'kept',
+      );
     const detail = await store.jobs.detail('ep-1', 'j-1', BOUNDS);
     expect(detail?.chunkCount).toBe(3);
     expect(detail?.chunks).toEqual([
       { text: '"one', bytes: 5, truncated: true },
       { text: '"2"', bytes: 3, truncated: false },
     ]);
-    expect(await store.jobs.takeChunks('j-1')).toEqual(['"one"', '"2"', '"three"']);
+    expect(await store.jobs.takeChunks('j-1', 1024)).toEqual(['"one"', '"2"', '"three"']);
     expect((await store.jobs.detail('ep-1', 'j-1', BOUNDS))?.chunkCount).toBe(0);
   });
 });

@@ -4,6 +4,7 @@
  */
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { JOB_STATUSES, type Job, type JobListing, type JobStatus } from '../domain/job.js';
+import type { JobUse } from '../domain/quota.js';
 import type { Database, JobsTable } from './schema.js';
 
 /** One endpoint's queue as the autoscaler (and the jobs' metrics) read it. */
@@ -30,6 +31,26 @@ export async function queuedEndpoints(db: Kysely<Database>): Promise<string[]> {
     .where('status', '=', QUEUED)
     .execute();
   return rows.map((r) => r.endpoint_id);
+}
+
+/** The UTF-8 bytes of a stored text (none: 0). */
+export function byteLength(text: string | null): number {
+  return text === null ? 0 : Buffer.byteLength(text);
+}
+
+/** What an owner's jobs take now (its job quotas' use): jobs not finished, and the bytes of every job kept. */
+export async function ownerJobUse(db: Kysely<Database>, ownerId: string): Promise<JobUse> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => [
+      eb.fn.sum<number | string | null>(eb('input_bytes', '+', eb.ref('output_bytes'))).as('bytes'),
+      eb.fn
+        .sum<number | string | null>(eb.case().when('status', 'in', [QUEUED, RUNNING]).then(1).else(0).end())
+        .as('unfinished'),
+    ])
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirstOrThrow();
+  return { queuedJobs: Number(row.unfinished ?? 0), jobBytes: Number(row.bytes ?? 0) };
 }
 
 /** The endpoint's jobs by status (every status present, 0 where none). */

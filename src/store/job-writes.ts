@@ -4,7 +4,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { isTerminal, type Job } from '../domain/job.js';
-import { bigint, fromRow, QUEUED, RUNNING } from './job-reads.js';
+import { bigint, byteLength, fromRow, QUEUED, RUNNING } from './job-reads.js';
 import type { Database, DialectName } from './schema.js';
 
 /** What happened to a worker's result. */
@@ -60,6 +60,7 @@ export async function takeJobs(
         attempts: sql`attempts + 1`,
         deadline_at: sql`${bigint(now)} + execution_timeout_ms`,
         output: null,
+        output_bytes: 0,
         error: null,
       })
       .where('id', 'in', (eb) =>
@@ -92,6 +93,7 @@ export async function applyResult(db: Kysely<Database>, result: JobResult): Prom
     .set({
       status: result.status,
       output: result.output,
+      output_bytes: byteLength(result.output),
       error: result.error,
       completed_at: result.now,
       deadline_at: null,

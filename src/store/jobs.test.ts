@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freshStoreEachTest, storeTargets } from '../../test/support/stores.js';
-import { DEFAULT_JOB_POLICY, type NewJob } from '../domain/job.js';
+import { DEFAULT_JOB_POLICY, DEFAULT_JOB_STREAM_BOUNDS, type NewJob } from '../domain/job.js';
 import type { Store } from './store.js';
 
 const RETAIN = 60_000;
@@ -163,11 +163,15 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect(await store.jobs.progress('j-1', 'w-1', '"half"', 2_500)).toBe(true);
     expect(await store.jobs.progress('j-1', 'w-2', '"no"', 2_500)).toBe(false);
     expect((await store.jobs.get('ep-1', 'j-1'))?.output).toBe('"half"');
-    expect(await store.jobs.appendChunk('j-1', 'w-1', '{"output":"a"}', 2_600)).toBe(true);
-    expect(await store.jobs.appendChunk('j-1', 'w-1', '{"output":"b"}', 2_700)).toBe(true);
-    expect(await store.jobs.appendChunk('j-1', 'w-2', '{"output":"x"}', 2_700)).toBe(false);
-    expect(await store.jobs.takeChunks('j-1')).toEqual(['{"output":"a"}', '{"output":"b"}']);
-    expect(await store.jobs.takeChunks('j-1')).toEqual([]);
+    const bounds = DEFAULT_JOB_STREAM_BOUNDS;
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '{"output":"a"}', 2_600, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '{"output":"b"}', 2_700, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-2', '{"output":"x"}', 2_700, bounds)).toBe('refused');
+    expect(await store.jobs.takeChunks('j-1', bounds.readBytes)).toEqual([
+      '{"output":"a"}',
+      '{"output":"b"}',
+    ]);
+    expect(await store.jobs.takeChunks('j-1', bounds.readBytes)).toEqual([]);
   });
 
   it('cancels a held job through the stop channel until its pings stop listing it', async () => {

@@ -6,24 +6,40 @@
  * longer holds the job is refused. Times are the callers' clock (epoch ms).
  */
 import { type Kysely, sql } from 'kysely';
-import { type Job, type JobListing, type JobStatus, type NewJob, RETRYABLE_STATUSES } from '../domain/job.js';
+import {
+  type Job,
+  type JobListing,
+  type JobStatus,
+  type JobStreamBounds,
+  type NewJob,
+  RETRYABLE_STATUSES,
+} from '../domain/job.js';
 import type { JobDetail, JobDetailBounds } from '../domain/job-detail.js';
+import type { JobUse } from '../domain/quota.js';
 import { GroupCommit } from './group-commit.js';
 import { readJobDetail } from './job-detail.js';
 import {
   bigint,
+  byteLength,
   countJobs,
   fromRow,
   type JobQueueSignal,
   jobQueueSignals,
   listJobs,
+  ownerJobUse,
   QUEUED,
   queuedEndpoints,
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
+import { appendChunk, type ChunkKept, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
+import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
+import { Reclaimer } from './sqlite/reclaim.js';
+
+/** Checks the owner's job quotas with its use before a job is queued, in the same transaction; throws to refuse. */
+export type JobAdmit = (use: JobUse) => void;
 
 export type { JobQueueSignal } from './job-reads.js';
 export type { Requeued } from './job-requeue.js';
@@ -34,14 +50,44 @@ export class JobRepository {
   readonly #db: Kysely<Database>;
   readonly #dialect: DialectName;
 
-  constructor(options: { db: Kysely<Database>; dialect: DialectName }) {
+  /** SQLite: free pages returned to the disk after deletes, a bounded step per sweep (PostgreSQL's autovacuum). */
+  readonly #reclaimer: Reclaimer | undefined;
+
+  constructor(options: {
+    db: Kysely<Database>;
+    dialect: DialectName;
+    reclaimFreePages?: ((maxPages: number) => number | undefined) | undefined;
+  }) {
     this.#db = options.db;
     this.#dialect = options.dialect;
+    this.#reclaimer = options.reclaimFreePages && new Reclaimer({ reclaim: options.reclaimFreePages });
   }
 
-  /** Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. */
-  async enqueue(job: NewJob, retainMs: number): Promise<void> {
-    await this.#db
+  /** SQLite: one bounded step of returning freed pages to the disk; the pages still free (0 on PostgreSQL). */
+  async reclaimSpace(): Promise<number> {
+    return this.#reclaimer?.step() ?? 0;
+  }
+
+  /**
+   * Stores a new job, IN_QUEUE; `retainMs` is how long it is kept once finished. `admit` sees the owner's use in
+   * the owner's turn (owner-turn.ts), so that two submissions of one owner cannot both pass the last free place.
+   */
+  async enqueue(job: NewJob, retainMs: number, admit?: JobAdmit): Promise<void> {
+    if (!admit) return this.#insert(this.#db, job, retainMs);
+    await this.#db.transaction().execute(async (trx) => {
+      await takeOwnerTurn(trx, job.ownerId);
+      admit(await ownerJobUse(trx, job.ownerId));
+      await this.#insert(trx, job, retainMs);
+    });
+  }
+
+  /** What the owner's jobs take now: jobs not finished, and the bytes of the jobs kept. */
+  ownerUse(ownerId: string): Promise<JobUse> {
+    return ownerJobUse(this.#db, ownerId);
+  }
+
+  async #insert(db: Kysely<Database>, job: NewJob, retainMs: number): Promise<void> {
+    await db
       .insertInto('jobs')
       .values({
         id: job.id,
@@ -68,6 +114,7 @@ export class JobRepository {
         seen_at: null,
         stop_pending: 0,
         stopped_at: null,
+        input_bytes: byteLength(job.input),
       })
       .execute();
   }
@@ -122,7 +169,7 @@ export class JobRepository {
   async progress(jobId: string, workerId: string, output: string | null, now: number): Promise<boolean> {
     const result = await this.#db
       .updateTable('jobs')
-      .set({ output, seen_at: now })
+      .set({ output, output_bytes: byteLength(output), seen_at: now })
       .where('id', '=', jobId)
       .where('worker_id', '=', workerId)
       .where('status', '=', RUNNING)
@@ -130,39 +177,23 @@ export class JobRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  /** Keeps a streamed chunk while the job runs on this worker; false: not its job (refused). */
-  async appendChunk(jobId: string, workerId: string, chunk: string, now: number): Promise<boolean> {
-    return this.#db.transaction().execute(async (trx) => {
-      const result = await trx
-        .updateTable('jobs')
-        .set({ seen_at: now })
-        .where('id', '=', jobId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', RUNNING)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) return false;
-      await trx.insertInto('job_chunks').values({ job_id: jobId, chunk }).execute();
-      return true;
-    });
+  /**
+   * Keeps a streamed chunk while the job runs on this worker, if the job's stream stays within `bounds` counting
+   * it: `kept`; `full`: past the bounds (nothing kept); `refused`: not its job.
+   */
+  appendChunk(
+    jobId: string,
+    workerId: string,
+    chunk: string,
+    now: number,
+    bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+  ): Promise<ChunkKept> {
+    return appendChunk(this.#db, { jobId, workerId, chunk, now }, bounds);
   }
 
-  /** The chunks streamed since the last read, oldest first; reading consumes them. */
-  async takeChunks(jobId: string): Promise<string[]> {
-    return this.#db.transaction().execute(async (trx) => {
-      const rows = await trx
-        .selectFrom('job_chunks')
-        .select(['seq', 'chunk'])
-        .where('job_id', '=', jobId)
-        .orderBy('seq')
-        .execute();
-      if (rows.length === 0) return [];
-      await trx
-        .deleteFrom('job_chunks')
-        .where('job_id', '=', jobId)
-        .where('seq', '<=', Number(rows[rows.length - 1]?.seq))
-        .execute();
-      return rows.map((r) => r.chunk);
-    });
+  /** The chunks streamed since the last read, oldest first, up to `maxBytes` (job-stream.ts); reading consumes them. */
+  takeChunks(jobId: string, maxBytes: number): Promise<string[]> {
+    return takeChunks(this.#db, jobId, maxBytes);
   }
 
   /** Cancels an unfinished job (a held one's worker is told through the stop channel); the job as it is now. */
@@ -195,6 +226,9 @@ export class JobRepository {
       .set({
         status: QUEUED,
         output: null,
+        output_bytes: 0,
+        stream_bytes: 0,
+        stream_chunks: 0,
         error: null,
         worker_id: null,
         attempts: 0,
@@ -226,6 +260,7 @@ export class JobRepository {
       .where('endpoint_id', '=', endpointId)
       .where('status', '=', QUEUED)
       .executeTakeFirst();
+    this.#reclaimer?.deleted();
     return Number(result.numDeletedRows);
   }
 
@@ -377,6 +412,7 @@ export class JobRepository {
             gone.map((g) => g.id),
           )
           .execute();
+      if (gone.length > 0) this.#reclaimer?.deleted();
       return { timedOut: timedOut.map(fromRow), deleted: gone.length };
     });
   }

@@ -227,6 +227,12 @@ export interface JobsTable {
   /** 1 while its worker must be told to stop it (cancelled or timed out while held). */
   stop_pending: number;
   stopped_at: number | null;
+  /** Bytes of `input` and of `output` (UTF-8), for the owner's kept bytes (migration 0016). */
+  input_bytes: Generated<number>;
+  output_bytes: Generated<number>;
+  /** Chunks and bytes it has streamed in all, read or not: its stream's bound. */
+  stream_bytes: Generated<number>;
+  stream_chunks: Generated<number>;
 }
 
 /** A chunk a worker streamed, until a client reads it. */
@@ -234,6 +240,8 @@ export interface JobChunksTable {
   seq: Generated<number>;
   job_id: string;
   chunk: string;
+  /** The chunk's UTF-8 bytes (migration 0016). */
+  bytes: Generated<number>;
 }
 
 /** When a queue worker last polled or pinged (any replica): its health. */

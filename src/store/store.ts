@@ -74,7 +74,11 @@ export class Store {
     this.routes = new RouteRepository({ db, dialect: connection.dialect });
     this.gatewaySignals = new GatewaySignalRepository({ db, dialect: connection.dialect });
     this.historySamples = new HistorySampleRepository({ db });
-    this.jobs = new JobRepository({ db, dialect: connection.dialect });
+    this.jobs = new JobRepository({
+      db,
+      dialect: connection.dialect,
+      reclaimFreePages: connection.reclaimFreePages?.bind(connection),
+    });
     this.serverSecrets = new ServerSecretRepository({ db });
     this.webhookSecrets = new WebhookSecretRepository({ db });
     this.webhookDeliveries = new WebhookDeliveryRepository({ db });

@@ -52,6 +52,7 @@ export const POSTGRES_RERUN = [
   'src/history/cluster-history.test.ts',
   'src/service/invoke-key-service.test.ts',
   'src/store/gateway-signals.test.ts',
+  'src/store/job-bounds.test.ts',
   'src/store/job-detail.test.ts',
   'src/store/jobs.test.ts',
   'src/store/leases.test.ts',

@@ -16,6 +16,7 @@ import * as fwdGatewayUrl from './0012-fwd-gateway-url.js';
 import * as historySamples from './0013-clusterhist-history-samples.js';
 import * as webhooks from './0014-webhooks.js';
 import * as jobs from './0015-jobs.js';
+import * as jobBounds from './0016-job-bounds.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0013-clusterhist-history-samples': (db) => historySamples.up(db),
   '0014-webhooks': (db) => webhooks.up(db),
   '0015-jobs': (db, dialect) => jobs.up(db, dialect),
+  '0016-job-bounds': (db, dialect) => jobBounds.up(db, dialect),
 };
 
 export async function migrateToLatest(

@@ -14,12 +14,16 @@ export interface SqliteOptions {
    * a server, whose commits share the event loop with every request. Not for a throwaway `:memory:` database.
    */
   backgroundCheckpoints?: { intervalMs: number; onError?: (message: string) => void };
+  /** Told once when an existing database is converted to incremental auto-vacuum (a VACUUM at open). */
+  onVacuumConversion?: (done: { ms: number; bytesBefore: number; bytesAfter: number }) => void;
 }
 
 /** Opens (creating when needed) an SQLite database in WAL mode; `:memory:` for a throwaway one. */
 export function connectSqlite(path: string, options: SqliteOptions = {}): DatabaseConnection {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const sqlite = new SqliteDatabase(path);
+  // First: a new file takes the mode only before anything (WAL mode included) writes its header.
+  if (path !== ':memory:') useIncrementalVacuum(sqlite, options.onVacuumConversion);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
@@ -39,10 +43,54 @@ export function connectSqlite(path: string, options: SqliteOptions = {}): Databa
       'code' in error &&
       (error.code === 'SQLITE_CONSTRAINT_UNIQUE' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'),
     describe: () => `sqlite:${path}`,
+    ...(path === ':memory:'
+      ? {}
+      : { reclaimFreePages: (maxPages: number) => returnFreePages(sqlite, maxPages) }),
     close: async () => {
       // The thread's connection first: the last connection to close checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
       await db.destroy();
     },
   };
+}
+
+/**
+ * Up to `maxPages` of the file's free pages returned to the disk; the pages still free, or undefined inside an open
+ * transaction (left for the next step). `exec`, not a prepared statement: the pragma frees one page per step of its
+ * statement, and only exec steps it to the end.
+ */
+function returnFreePages(sqlite: SqliteDatabase.Database, maxPages: number): number | undefined {
+  if (sqlite.inTransaction) return undefined;
+  const free = Number(sqlite.pragma('freelist_count', { simple: true }));
+  if (free === 0) return 0;
+  sqlite.exec(`PRAGMA incremental_vacuum(${Math.min(free, Math.max(1, Math.floor(maxPages)))})`);
+  return Number(sqlite.pragma('freelist_count', { simple: true }));
+}
+
+/** SQLite's `auto_vacuum` modes, as `PRAGMA auto_vacuum` reads them. */
+const INCREMENTAL = 2;
+
+/**
+ * Keeps the file's free pages returnable to the disk (store/sqlite/reclaim.ts returns them, a bounded step at a
+ * time, after purges and retention). The mode takes effect before the first table is made: a new database gets it
+ * at once; an existing one (made before this) needs one VACUUM, which rewrites the whole file at open (a copy of
+ * it in the WAL meanwhile: time and disk in proportion to its size), once.
+ */
+function useIncrementalVacuum(
+  sqlite: SqliteDatabase.Database,
+  told?: SqliteOptions['onVacuumConversion'],
+): void {
+  if (sqlite.pragma('auto_vacuum', { simple: true }) === INCREMENTAL) return;
+  sqlite.pragma('auto_vacuum = INCREMENTAL');
+  const tables = sqlite.prepare("select count(*) as n from sqlite_master where type = 'table'").get() as {
+    n: number;
+  };
+  if (tables.n === 0) return;
+  const size = () =>
+    Number(sqlite.pragma('page_count', { simple: true })) *
+    Number(sqlite.pragma('page_size', { simple: true }));
+  const bytesBefore = size();
+  const started = performance.now();
+  sqlite.exec('VACUUM');
+  told?.({ ms: Math.round(performance.now() - started), bytesBefore, bytesAfter: size() });
 }
