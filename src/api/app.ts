@@ -15,6 +15,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import secureJson from 'secure-json-parse';
 import { API_PREFIX } from '../contract/paths.js';
+import type { WireRates } from '../contract/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
 import { type ClientDeadlines, CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
@@ -120,6 +121,8 @@ export interface AppOptions {
   refusedBodies?: RefusedBodyTarpit;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
+  /** The rates `GET quota` reports (the whole installation's, whatever this replica's share). */
+  rates?: WireRates;
   /** Whether the database took this replica's last heartbeat, for `/healthz`; absent: not said. */
   databaseTookLastBeat?: () => boolean;
   /** The database's ping, for `/readyz`; absent: the database counts as answering. */
@@ -232,7 +235,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       registerInvokeKeyRoutes(api, options);
       registerWebhookSecretRoutes(api, options);
       if (options.ownerJobs) registerJobRoutes(api, options, options.ownerJobs);
-      if (options.quotas) registerQuotaRoute(api, options.quotas);
+      if (options.quotas) registerQuotaRoute(api, options.quotas, options.rates);
       if (options.cluster) registerClusterRoute(api, options.cluster);
       if (options.gpus) registerGpuRoute(api, options.gpus);
       if (options.apiKeys) registerApiKeyRoutes(api, options.apiKeys);

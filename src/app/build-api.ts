@@ -12,7 +12,7 @@ import { loadDashboard } from '../api/dashboard.js';
 import { EndpointLinks } from '../api/links.js';
 import { ApiMetrics } from '../api/metrics.js';
 import { OwnerWriteGate } from '../api/owner-write-gate.js';
-import { RateLimiter, type RateLimits } from '../api/rate-limit.js';
+import { BYTES_PER_TOKEN, RateLimiter, type RateLimits } from '../api/rate-limit.js';
 import { REFUSED_BODY_TARPIT, RefusedBodyTarpit } from '../api/refused-body-tarpit.js';
 import type {
   DesiredSource,
@@ -187,6 +187,10 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     credentials: services.credentials,
     quotas,
+    rates: {
+      api: { ...config.rateLimit, per: 'key', bytesPerToken: BYTES_PER_TOKEN },
+      jobSubmissions: { ...config.jobs.submissionRate, per: 'owner', bytesPerToken: BYTES_PER_TOKEN },
+    },
     invokeKeys: services.invokeKeys,
     webhookSecrets: services.webhookSecrets,
     ownerJobs: { reads: store.jobs, clock, ...(parts.jobActions ? { actions: parts.jobActions } : {}) },

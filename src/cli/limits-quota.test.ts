@@ -46,6 +46,13 @@ it("prints the operator's quotas and another owner's, each saying where they com
   expect(operator).toContain(
     'Quotas: operator (this owner holds an admin key: the default GPU quotas do not apply to the operator)',
   );
+  // The rates beside the quotas: the API's per key, the job submissions' per owner.
+  expect(operator).toContain(
+    'API requests: 1000000 a second per key, bursts of 1000000, one more per 16 KiB of body',
+  ); // the test API's rate
+  expect(operator).toContain(
+    'job submissions (run, runsync, retry): 100 a second per owner, bursts of 1000, one more per 16 KiB of body',
+  );
   const tenant = await limits(api.keyA);
   expect(tenant).toMatch(/^minGpus +0 +1 +default$/m);
   expect(tenant).toContain('Quotas: default (the defaults for a server with 2 GPU(s))');

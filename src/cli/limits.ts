@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import type { WireLimits, WireQuotaReport } from '../client/index.js';
 import { type LimitRange, wireLimitKeys } from '../contract/limits.js';
+import type { WireRate, WireRates } from '../contract/quota.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { type Column, formatTable } from './table.js';
@@ -68,5 +69,18 @@ export function formatQuota(report: WireQuotaReport): string {
     report.sources?.[name as keyof WireQuotaReport['sources']] ?? '-',
   ]);
   const why = report.reason === undefined ? '' : `Quotas: ${report.source} (${report.reason})\n`;
-  return `${formatTable(columns, rows)}\n${why}`;
+  return `${formatTable(columns, rows)}\n${why}${formatRates(report.rates)}`;
+}
+
+/** The rates the caller's requests are held to, one line each (a server before them sends none). */
+function formatRates(rates: WireRates | undefined): string {
+  if (!rates) return '';
+  const line = (what: string, rate: WireRate) =>
+    `  ${what}: ${rate.requestsPerSecond} a second per ${rate.per}, bursts of ${rate.burst}, ` +
+    `one more per ${rate.bytesPerToken / 1024} KiB of body\n`;
+  return (
+    'Rates (past them: 429 RATE_LIMITED with Retry-After):\n' +
+    line('API requests', rates.api) +
+    (rates.jobSubmissions ? line('job submissions (run, runsync, retry)', rates.jobSubmissions) : '')
+  );
 }

@@ -635,7 +635,20 @@ function limitsSchema(): Schema {
   return object(properties, { description: 'Allowed ranges for create and update; all fields present.' });
 }
 
-/** `GET quota`: each quota as a count or "unlimited", the use of each, and which apply and why. */
+/** A token bucket's budget, as `GET quota` reports it. */
+function rateSchema(description: string): Schema {
+  return object(
+    {
+      requestsPerSecond: { type: 'number', description: 'Tokens added each second.' },
+      burst: int('Tokens at most: requests at once.'),
+      per: str('What one bucket is kept for.', { enum: ['key', 'owner'] }),
+      bytesPerToken: int('A request costs one token and one more per this many bytes of its body.'),
+    },
+    { description },
+  );
+}
+
+/** `GET quota`: each quota as a count or "unlimited", the use of each, which apply and why, and the rates. */
 function quotaReportSchema(): Schema {
   const limit = { anyOf: [int(undefined, { minimum: 0 }), str(undefined, { enum: ['unlimited'] })] };
   const each = (schema: Schema) => Object.fromEntries(QUOTA_NAMES.map((name) => [name, schema]));
@@ -654,8 +667,22 @@ function quotaReportSchema(): Schema {
       sources: object(each(source('Where this quota comes from.')), {
         description: 'Where each quota comes from.',
       }),
+      rates: object(
+        {
+          api: rateSchema("Every request to this API, per API key (the config file's rateLimit)."),
+          jobSubmissions: rateSchema(
+            "run, runsync and retry on the gateway's /v2, per owner over all its keys (jobs.submissionRate).",
+          ),
+        },
+        {
+          optional: ['jobSubmissions'],
+          description:
+            'The token buckets your requests draw on; past one: 429 RATE_LIMITED with Retry-After.',
+        },
+      ),
     },
     {
+      optional: ['rates'],
       description:
         'endpoints; minGpus: the sum of minNum x gpuNum; maxGpus: the sum of maxNum x gpuNum; workers: the sum of maxNum; credentials; secrets; invokeKeys: active invoke keys over all your endpoints.',
     },
