@@ -1,22 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { sampleJob } from '../../test/support/fixtures.js';
 import { freshStoreEachTest, storeTargets } from '../../test/support/stores.js';
-import { DEFAULT_JOB_POLICY, type NewJob } from '../domain/job.js';
+import type { NewJob } from '../domain/job.js';
 import type { JobUse } from '../domain/quota.js';
 import type { Store } from './store.js';
 
 const RETAIN = 60_000;
 
-const newJob = (id: string, over: Partial<NewJob> = {}): NewJob => ({
-  id,
-  endpointId: 'ep-1',
-  ownerId: 'owner-1',
-  input: JSON.stringify({ n: id }),
-  webhook: null,
-  policy: DEFAULT_JOB_POLICY,
-  sync: false,
-  createdAt: 1_000,
-  ...over,
-});
+const newJob = (id: string, over: Partial<NewJob> = {}): NewJob =>
+  sampleJob(id, 'ep-1', { ownerId: 'owner-1', input: JSON.stringify({ n: id }), createdAt: 1_000, ...over });
 
 describe.each(storeTargets())('what bounds a tenant in the jobs store, on $name', (target) => {
   let store: Store;
