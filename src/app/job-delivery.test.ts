@@ -9,6 +9,7 @@ import { createServer, request, type Server, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeMany } from '../../test/support/endless-answer.js';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { RoutingTable } from '../controller/routing-table.js';
@@ -246,23 +247,11 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
   });
 
   it('FAILS a job whose answer is past the limit, naming it, and the worker sees its connection closed early', async () => {
-    const chunk = Buffer.alloc(64 * 1024, 'x');
     const total = 64 * 1024 * 1024;
     let closed: Promise<{ written: number; ended: boolean }> | undefined;
     const workerA = await startServer((res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      let written = 0;
-      closed = new Promise((resolve) =>
-        res.on('close', () => resolve({ written, ended: res.writableFinished })),
-      );
-      const more = () => {
-        while (written < total && !res.destroyed) {
-          written += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', more);
-        }
-        if (!res.destroyed) res.end();
-      };
-      more();
+      closed = writeMany(res, total, 'x');
     });
     publish(
       new Map([

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeMany } from '../../test/support/endless-answer.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import { httpSend } from './job-send.js';
 
@@ -26,30 +27,6 @@ async function serve(handler: RequestListener): Promise<{ url: string; requests:
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => requests };
-}
-
-/**
- * Writes `total` bytes of `fill` in 64 KiB chunks as the client reads them; resolves with the bytes written once the
- * response ends or its connection closes (before the end: the client closed it).
- */
-function writeMany(
-  res: ServerResponse,
-  total: number,
-  fill: string,
-): Promise<{ written: number; ended: boolean }> {
-  const chunk = Buffer.alloc(64 * 1024, fill);
-  let written = 0;
-  return new Promise((resolve) => {
-    res.on('close', () => resolve({ written, ended: res.writableFinished }));
-    const more = () => {
-      while (written < total && !res.destroyed) {
-        written += chunk.length;
-        if (!res.write(chunk)) return void res.once('drain', more);
-      }
-      if (!res.destroyed) res.end();
-    };
-    more();
-  });
 }
 
 const send = (url: string, answerLimitBytes = 1024 * 1024) =>
