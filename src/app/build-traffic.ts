@@ -111,7 +111,7 @@ export interface Traffic<M extends GatewayMetrics> {
 }
 
 /** The gateway's key check, which also lets each of the jobs side's deliveries of http jobs call its own endpoint. */
-export function withDeliveryKey(deliveryKeys: DeliveryKeys, keys: InvokeKeyService, store: Store) {
+export function gatewayKeyCheck(deliveryKeys: DeliveryKeys, keys: InvokeKeyService, store: Store) {
   return withDeliveryKeys(
     deliveryKeys,
     (key) => keys.grant(key),
@@ -154,7 +154,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
-    verifyKey: parts.jobs ? withDeliveryKey(parts.jobs.deliveryKeys, keys, store) : (key) => keys.grant(key),
+    verifyKey: parts.jobs ? gatewayKeyCheck(parts.jobs.deliveryKeys, keys, store) : (key) => keys.grant(key),
     ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
     ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });

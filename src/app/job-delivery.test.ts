@@ -1,7 +1,7 @@
 /**
  * Issue 29: an http job's delivery stays inside its endpoint, over real sockets. The real delivery (HttpDelivery and
  * its node http request) goes through a real gateway whose key check is `corral serve`'s (build-traffic.ts
- * `withDeliveryKey`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
+ * `gatewayKeyCheck`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
  * each test awaits the event that makes its state true (a job finished, a connection closed).
  */
 import { once } from 'node:events';
@@ -24,7 +24,7 @@ import { DeliveryKeys } from '../service/delivery-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
-import { withDeliveryKey } from './build-traffic.js';
+import { gatewayKeyCheck } from './build-traffic.js';
 
 interface TestServer {
   url: string;
@@ -148,7 +148,7 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
       maxQueueLength: 10,
       queueTimeoutMs: 5_000,
       findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-      verifyKey: withDeliveryKey(
+      verifyKey: gatewayKeyCheck(
         deliveryKeys,
         new InvokeKeyService({ store, clock: () => timers.now }),
         store,
