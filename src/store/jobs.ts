@@ -32,7 +32,7 @@ import {
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
-import { appendChunk, type ChunkKept, takeChunks } from './job-stream.js';
+import { appendChunk, type ChunkFit, type ChunkKept, chunkFit, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
@@ -189,6 +189,17 @@ export class JobRepository {
     bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
   ): Promise<ChunkKept> {
     return appendChunk(this.#db, { jobId, workerId, chunk, now }, bounds);
+  }
+
+  /** Whether a chunk of `bytes` would be kept now, asked before its body is read (job-stream.ts chunkFit). */
+  chunkFit(
+    jobId: string,
+    workerId: string,
+    bytes: number,
+    now: number,
+    bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+  ): Promise<ChunkFit> {
+    return chunkFit(this.#db, { jobId, workerId, bytes, now }, bounds);
   }
 
   /** The chunks streamed since the last read, oldest first, up to `maxBytes` (job-stream.ts); reading consumes them. */

@@ -37,11 +37,15 @@ export interface JobRoutesHarness {
     path: string,
     options?: { body?: unknown; key?: string; headers?: Record<string, string> },
   ): Promise<{ status: number; headers: Headers; body: Record<string, any> }>;
-  /** A worker's post to its stream URL for a job (the worker's own token); status, reason phrase, JSON body. */
+  /**
+   * A worker's post to its stream URL for a job (the worker's own token); status, reason phrase, JSON body.
+   * `withholdBody`: the chunk's length is declared and its body never sent (an answer then came unread).
+   */
   stream(
     workerId: string,
     jobId: string,
     chunk: string,
+    options?: { withholdBody?: boolean },
   ): Promise<{ status: number; reason: string; body: Record<string, any> }>;
   close(): Promise<void>;
 }
@@ -140,13 +144,19 @@ export async function startJobRoutes(
         body: text === '' ? {} : (JSON.parse(text) as Record<string, any>),
       };
     },
-    async stream(workerId, jobId, chunk) {
+    async stream(workerId, jobId, chunk, streamOptions = {}) {
       const path = `/v2/${endpoint.id}/job-stream/${workerId}/${jobId}?worker=${workerId}`;
       // node's fetch does not expose the reason phrase: a raw request does.
       return new Promise((resolve, reject) => {
         const req = request(
           `${base}${path}`,
-          { method: 'POST', headers: { authorization: tokens.issue(endpoint.id, workerId) } },
+          {
+            method: 'POST',
+            headers: {
+              authorization: tokens.issue(endpoint.id, workerId),
+              'content-length': String(Buffer.byteLength(chunk)),
+            },
+          },
           (res) => {
             let text = '';
             res.setEncoding('utf8');
@@ -163,7 +173,8 @@ export async function startJobRoutes(
           },
         );
         req.on('error', reject);
-        req.end(chunk);
+        if (streamOptions.withholdBody) req.flushHeaders();
+        else req.end(chunk);
       });
     },
     async close() {
