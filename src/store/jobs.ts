@@ -120,8 +120,12 @@ export class JobRepository {
   }
 
   /** The job, if it is this endpoint's (and so its owner's); another endpoint's job is not found. */
-  async get(endpointId: string, jobId: string): Promise<Job | undefined> {
-    const row = await this.#db
+  get(endpointId: string, jobId: string): Promise<Job | undefined> {
+    return this.#get(this.#db, endpointId, jobId);
+  }
+
+  async #get(db: Kysely<Database>, endpointId: string, jobId: string): Promise<Job | undefined> {
+    const row = await db
       .selectFrom('jobs')
       .selectAll()
       .where('id', '=', jobId)
@@ -226,13 +230,33 @@ export class JobRepository {
     return this.get(endpointId, jobId);
   }
 
-  /** Queues a FAILED or TIMED_OUT job again, its ttl counted afresh; undefined: no such job. */
+  /**
+   * Queues a FAILED or TIMED_OUT job again, its ttl counted afresh; undefined: no such job. `admit` sees the owner's
+   * use in the owner's turn, as enqueue's does, before a job that can be retried is queued again.
+   */
   async retry(
     endpointId: string,
     jobId: string,
     now: number,
+    admit?: JobAdmit,
   ): Promise<{ retried: boolean; job: Job } | undefined> {
-    const rows = await this.#db
+    if (!admit) return this.#retry(this.#db, endpointId, jobId, now);
+    return this.#db.transaction().execute(async (trx) => {
+      const job = await this.#get(trx, endpointId, jobId);
+      if (!job || !RETRYABLE_STATUSES.includes(job.status)) return job && { retried: false, job };
+      await takeOwnerTurn(trx, job.ownerId);
+      admit(await ownerJobUse(trx, job.ownerId));
+      return this.#retry(trx, endpointId, jobId, now);
+    });
+  }
+
+  async #retry(
+    db: Kysely<Database>,
+    endpointId: string,
+    jobId: string,
+    now: number,
+  ): Promise<{ retried: boolean; job: Job } | undefined> {
+    const rows = await db
       .updateTable('jobs')
       .set({
         status: QUEUED,
@@ -260,7 +284,7 @@ export class JobRepository {
       .execute();
     const row = rows[0];
     if (row) return { retried: true, job: fromRow(row) };
-    const job = await this.get(endpointId, jobId);
+    const job = await this.#get(db, endpointId, jobId);
     return job && { retried: false, job };
   }
 
