@@ -92,9 +92,9 @@ const last = <T>(values: T[]): T | undefined => values[values.length - 1];
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 /**
- * The time axis's range for the sample times `x` (seconds): the window the history keeps (`spanSeconds`, its
- * interval x its capacity) ending at the last sample, so that one sample, or a few, sit at the right of the hour
- * shown. uPlot's own range pads a single sample by 1,000 days each way (an axis from 2027 to 2029). Undefined
+ * The time axis's range for the sample times `x` (seconds): the range shown (`spanSeconds`: the one picked, else
+ * the smallest that holds the samples, chart-range.ts) ending at the last sample, so that one sample, or a few,
+ * sit at the right of it. uPlot's own range pads a single sample by 1,000 days each way (an axis from 2027 to 2029). Undefined
  * without a span or a sample: uPlot's range then.
  */
 export function timeRange(x: ArrayLike<number>, spanSeconds: number | null): [number, number] | undefined {
