@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyChartsLine, restingLine, workersActivity } from './worker-activity.js';
+import { emptyChartsLine, restingLine, stateCause, workersActivity } from './worker-activity.js';
 
 const worker = (state: string, message = '') => ({ state: { state, error: '', message } });
 
@@ -46,5 +46,43 @@ describe('the workers resting in a tier', () => {
       '2 frozen, 1 suspended',
     );
     expect(restingLine([worker('running')])).toBe('');
+  });
+});
+
+describe("the Endpoints list's cause", () => {
+  const endpoint = (
+    state: string,
+    message: string,
+    workers: { id: string; state: { state: string; error: string; message: string } }[],
+  ) => ({
+    state: { state, message },
+    workers,
+  });
+
+  it('says the cause a starting worker gives beside "deploying · 1 starting"', () => {
+    const starting = {
+      id: 'w-1',
+      ...worker('starting', 'health check GET /health answered 404 Not Found (3 in a row)'),
+    };
+    expect(stateCause(endpoint('deploying', '1 starting', [starting]))).toBe(
+      'worker w-1: health check GET /health answered 404 Not Found (3 in a row)',
+    );
+  });
+
+  it("puts an unhealthy or failed worker's cause first, and a failed one's only while not serving", () => {
+    const workers = [
+      { id: 'w-1', ...worker('starting', 'waiting for /health to answer') },
+      { id: 'w-2', ...worker('failed', 'exited with code 1') },
+    ];
+    expect(stateCause(endpoint('deploying', '1 starting', workers))).toBe('worker w-2: exited with code 1');
+    expect(stateCause(endpoint('serving', '1 running', [workers[1] as (typeof workers)[0]]))).toBe('');
+  });
+
+  it("says nothing the endpoint's message already says, or without a message", () => {
+    const pending = { id: 'w-1', ...worker('pending', 'needs 1 GPU of h100-80g, 0 free') };
+    expect(stateCause(endpoint('deploying', '1 pending (needs 1 GPU of h100-80g, 0 free)', [pending]))).toBe(
+      '',
+    );
+    expect(stateCause(endpoint('deploying', '1 starting', [{ id: 'w-1', ...worker('starting') }]))).toBe('');
   });
 });

@@ -1,7 +1,8 @@
 /**
  * What an endpoint's workers are doing, in words (pure, tested): the Endpoint page's empty states say it instead of
- * "no workers" while a worker is on its way or resting, and the Workers line counts the resting ones apart from the
- * ready ones (a frozen worker is not a broken one: docs/workers.md, Idle tiers).
+ * "no workers" while a worker is on its way or resting, the Workers line counts the resting ones apart from the
+ * ready ones (a frozen worker is not a broken one: docs/workers.md, Idle tiers), and the Endpoints list says the
+ * cause a worker gives beside the endpoint's `deploying · 1 starting`.
  */
 import type { WireWorker } from '../../src/client/index.js';
 
@@ -60,4 +61,32 @@ export function restingLine(workers: readonly Pick<WireWorker, 'state'>[]): stri
     .filter(([, n]) => n > 0)
     .map(([state, n]) => `${n} ${state}`)
     .join(', ');
+}
+
+/**
+ * Where the cause of an endpoint's state is said, most telling first: a worker's `state.message`, the field the CLI
+ * prints whole while it waits (a health probe's answer, an exit, a pull's progress, the GPU it waits for).
+ */
+const CAUSE_STATES = ['unhealthy', 'failed', 'starting', 'pulling', 'pending'];
+
+/**
+ * `worker w-1: health check GET /health answered 404`: the first cause a worker gives that the endpoint's own
+ * message does not already say; empty without one. A failed worker's cause counts only while the endpoint is not
+ * serving (a replaced worker's is history by then).
+ */
+export function stateCause(endpoint: {
+  state: { state: string; message: string };
+  workers: readonly Pick<WireWorker, 'id' | 'state'>[];
+}): string {
+  for (const state of CAUSE_STATES) {
+    if (state === 'failed' && endpoint.state.state === 'serving') continue;
+    const worker = endpoint.workers.find(
+      (w) =>
+        w.state.state === state &&
+        w.state.message !== '' &&
+        !endpoint.state.message.includes(w.state.message),
+    );
+    if (worker) return `worker ${worker.id}: ${worker.state.message}`;
+  }
+  return '';
 }
