@@ -31,8 +31,6 @@ export interface ChartSpec {
 export interface Charts {
   /** Sample times, in seconds since the epoch (uPlot's x). */
   x: number[];
-  /** The window the history keeps, in seconds (null: unknown): the time axis always spans it (`timeRange`). */
-  spanSeconds: number | null;
   charts: ChartSpec[];
   /** Requests in the whole history: the e2e test watches it grow. */
   requests: number;
@@ -215,8 +213,7 @@ export function chartsOf(history: WireEndpointHistory): Charts {
     ? sum(jobs.completed) + sum(jobs.failed) + sum(jobs.cancelled) + sum(jobs.timedOut)
     : 0;
   if (jobs && hadJobs(jobs)) charts.push(...jobCharts(jobs, every, finished));
-  const spanSeconds = history.intervalSeconds ? history.intervalSeconds * history.capacity : null;
-  return { x, spanSeconds, charts, requests, jobs: finished };
+  return { x, charts, requests, jobs: finished };
 }
 
 /** Whether the history shows any job (an endpoint that never had one gets no job charts). */
