@@ -147,7 +147,7 @@ describe.runIf(chromiumAvailable())('the dashboard layout in a real Chromium', (
     // The history keeps an hour: 24 h would draw that hour on a longer axis, and says so.
     expect(await range.getByRole('button', { name: '24 h' }).isDisabled()).toBe(true);
     expect(await page.locator('.range-picker').textContent()).toContain(
-      '24 h: this server keeps 60 min of history',
+      '24 h: this server keeps 1 h of history',
     );
     await range.getByRole('button', { name: '1 h' }).click();
     await expect.poll(span).toBe(3600);

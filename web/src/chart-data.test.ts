@@ -129,6 +129,8 @@ describe('duration and intervalText', () => {
     expect(duration(42_000)).toBe('42 s');
     expect(intervalText(10)).toBe('10 s');
     expect(intervalText(60)).toBe('1 min');
+    expect(intervalText(3600)).toBe('1 h');
+    expect(intervalText(5400)).toBe('90 min');
   });
 });
 

@@ -101,8 +101,9 @@ export function timeRange(x: ArrayLike<number>, spanSeconds: number | null): [nu
   return [last - spanSeconds, last];
 }
 
-/** `10 s`, `1 min`. */
+/** `10 s`, `1 min`, `1 h`. */
 export function intervalText(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
   return seconds % 60 === 0 ? `${seconds / 60} min` : `${seconds} s`;
 }
 

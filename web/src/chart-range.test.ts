@@ -70,7 +70,7 @@ describe('the ranges offered', () => {
     expect(offered.map((r) => [r.label, r.unavailable])).toEqual([
       ['5 min', undefined],
       ['1 h', undefined],
-      ['24 h', 'this server keeps 60 min of history (history.samples x history.intervalSeconds)'],
+      ['24 h', 'this server keeps 1 h of history (history.samples x history.intervalSeconds)'],
     ]);
   });
 

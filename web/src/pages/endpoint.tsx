@@ -175,7 +175,8 @@ export function EndpointPage(props: { id: string }) {
       </dl>
 
       <Traffic data={traffic.data} />
-      <HistoryCharts endpointId={e.id} idle={emptyChartsLine(e.workers, e.workerConfig.minNum)} />
+      {/* Keyed by endpoint: the range picked on one endpoint's charts is not carried to the next one's. */}
+      <HistoryCharts key={e.id} endpointId={e.id} idle={emptyChartsLine(e.workers, e.workerConfig.minNum)} />
 
       <section aria-labelledby="workers-title">
         <div class="title-row">
