@@ -6,7 +6,8 @@
  * path and its HEALTH_TIMEOUT. The piped server's JSON lines carry the same facts as fields.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
@@ -24,8 +25,10 @@ const KEY = 'e2e-terminal-log-key-0123456789';
 /** The default backoff (crashes/backoff.ts): failures 1 s, 2 s, 4 s, 8 s apart; the 5th makes a crash loop. */
 const CRASH_LOOP_AFTER = 5;
 const CRASHING = `sh -c 'echo "Traceback (most recent call last):" >&2; echo "ModuleNotFoundError: No module named torch" >&2; exit 1'`;
+/** Marks this run's worker processes (the local runtime leaves them running when its server stops). */
+const MARKER = `termlog-${randomUUID().slice(0, 8)}`;
 /** An app that serves, but answers 404 on every path. */
-const NOT_FOUND_APP = `'${process.execPath}' -e "require('http').createServer((q, s) => { s.statusCode = 404; s.end(); }).listen(process.env.PORT)"`;
+const NOT_FOUND_APP = `'${process.execPath}' -e "require('http').createServer((q, s) => { s.statusCode = 404; s.end(); }).listen(process.env.PORT) // ${MARKER}"`;
 const until = <T>(check: () => T | Promise<T>, timeoutMs: number) =>
   vi.waitFor(check, { timeout: timeoutMs, interval: 200 });
 
@@ -74,11 +77,13 @@ describe('corral serve says worker trouble where a person looks', () => {
   let terminal: TerminalServe;
   let terminalApi: string;
   let piped: ServeProcess;
+  const created: [{ apiUrl: string }, string][] = [];
 
   const create = async (server: { apiUrl: string }, endpoint: Record<string, unknown>) => {
-    const created = await callApi(server, KEY, 'endpoint/create', { endpoint });
-    expect(created.status, created.text).toBe(200);
-    return created.body.id as string;
+    const answer = await callApi(server, KEY, 'endpoint/create', { endpoint });
+    expect(answer.status, answer.text).toBe(200);
+    created.push([server, answer.body.id]);
+    return answer.body.id as string;
   };
   const crashedEvents = async (server: { apiUrl: string }, id: string) =>
     (await callApi(server, KEY, `endpoint/log?id=${id}&limit=1000`)).body.events.filter(
@@ -114,6 +119,11 @@ describe('corral serve says worker trouble where a person looks', () => {
   }, 60_000);
 
   afterAll(async () => {
+    // Deleted endpoints' workers are stopped by their server; any left (a failed test) are stopped here.
+    await Promise.all(created.map(([server, id]) => callApi(server, KEY, 'endpoint/delete', { id })));
+    await until(() => expect(markedProcesses()).toEqual([]), 20_000).catch(() => {
+      for (const pid of markedProcesses()) process.kill(pid, 'SIGKILL');
+    });
     await Promise.all([terminal?.stop(), piped?.stop()]);
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
@@ -190,6 +200,18 @@ describe('corral serve says worker trouble where a person looks', () => {
     }, 60_000);
   }, 90_000);
 });
+
+/** The pids of this run's worker processes still alive. */
+function markedProcesses(): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return [];
+    try {
+      return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(MARKER) ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
 
 function literal(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
