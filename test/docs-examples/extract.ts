@@ -18,8 +18,13 @@ export const NOT_RUN_LANGUAGES: Record<string, string> = {
 };
 
 /** `<!-- docs-examples: skip (reason) -->` on the line before a block; `skip-page (reason)` anywhere skips them all. */
-const SKIP_MARKER = /<!--\s*docs-examples:\s*skip\s*\(([^)]+)\)\s*-->/;
-const SKIP_PAGE_MARKER = /<!--\s*docs-examples:\s*skip-page\s*\(([^)]+)\)\s*-->/;
+const SKIP_MARKER = /<!--\s*docs-examples:\s*skip\s*\((.+)\)\s*-->/;
+const SKIP_PAGE_MARKER = /<!--\s*docs-examples:\s*skip-page\s*\((.+)\)\s*-->/;
+/**
+ * Commands that change the machine they run on (its packages, firewall, files under /etc) or reach a cluster or a
+ * registry of the reader's: a block with one never runs here, and one without a skip marker fails, unrun.
+ */
+export const HOST_CHANGING = /\b(apt-get|apt|iptables|kubectl|docker push)\s|>\s*\/etc\//;
 const FENCE = /^(\s*)```(\S*)\s*$/;
 /** A ```json block that opens this many lines or fewer below a command block shows that block's output. */
 const OUTPUT_BLOCK_GAP = 3;

@@ -23,8 +23,9 @@ describe('the docs-examples runner on a page with a broken example', () => {
       [29, 'sh', true],
       [33, 'python', true],
       [39, 'console', false],
+      [49, 'sh', false],
     ]);
-    expect(blocks[3]?.skip).toBe('it would wipe the disk');
+    expect(blocks[3]?.skip).toBe('it would wipe the disk (of this machine)');
     expect(blocks[4]?.skip).toContain('runpod-python');
     expect(blocks[0]?.expected).toEqual([{ id: 'page-id-1234', name: 'thing' }]);
     expect(blocks[1]?.expected).toEqual([{ using: '...', name: '...' }]);
@@ -43,6 +44,7 @@ describe('the docs-examples runner on a page with a broken example', () => {
       [16, true],
       [22, false],
       [39, false],
+      [49, false],
     ]);
     // The variable of the first block and the id it printed in place of the page's reach the second.
     const printedId = (jsonObjectsIn(runs[0]?.stdout ?? '')[0] as { id: string }).id;
@@ -55,6 +57,11 @@ describe('the docs-examples runner on a page with a broken example', () => {
     const drifted = describeFailure(runs[3] as (typeof runs)[number]);
     expect(drifted).toContain('fixtures/broken.md:39 (console): no output has the fields of');
     expect(drifted).toContain('the closest lacks ready');
+    // Never run: it would change this machine.
+    expect(runs[4]?.problems).toEqual([
+      'changes this machine or reaches yours (apt-get): mark it <!-- docs-examples: skip (why) -->',
+    ]);
+    expect(runs[4]?.exitCode).toBeNull();
   });
 
   it('stops a block that runs too long', async () => {
@@ -85,6 +92,9 @@ describe('output shapes', () => {
     const printed = { id: 'run-1', endpoint: { workers: [{ id: 'w-9' }] }, extra: true };
     const match = matchShape(shown, printed);
     expect(match.missing).toEqual(['endpoint.workers[0].state']);
+    // A map with no entries yet has the shape of one with some; a whole answer shown as `{}` has no fields.
+    expect(matchShape({ byStatus: { '200': 3 } }, { byStatus: {} }).missing).toEqual([]);
+    expect(matchShape({}, { code: 404 }).missing).toEqual(['no fields (it has code)']);
     expect([...match.ids]).toEqual([
       ['page-1', 'run-1'],
       ['w-1', 'w-9'],

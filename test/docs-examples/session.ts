@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CommandBlock } from './extract.js';
+import { type CommandBlock, HOST_CHANGING } from './extract.js';
 import { findShape, jsonObjectsIn } from './shapes.js';
 
 /** Sources the variables of the blocks before, runs the block, and keeps its variables for the next one. */
@@ -128,6 +128,21 @@ export async function runPage(blocks: CommandBlock[], options: SessionOptions): 
   for (const block of blocks) {
     if (block.skip) continue;
     const ran = replaceIds(options.substitute(block.code), ids);
+    const changesHost = HOST_CHANGING.exec(ran);
+    if (changesHost) {
+      const problem = `changes this machine or reaches yours (${changesHost[0].trim()}): mark it <!-- docs-examples: skip (why) -->`;
+      runs.push({
+        block,
+        ran,
+        exitCode: null,
+        timedOut: false,
+        stdout: '',
+        stderr: '',
+        ms: 0,
+        problems: [problem],
+      });
+      continue;
+    }
     writeFileSync(files.block, `${ran}\n`);
     const started = Date.now();
     const { exitCode, timedOut } = await runBash(options, files);
