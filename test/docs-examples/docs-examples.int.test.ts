@@ -31,6 +31,7 @@ import {
   NGINX_STAND_IN,
   TEST_IMAGE,
 } from '../support/test-image.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { type CommandBlock, commandBlocks } from './extract.js';
 import { type BlockRun, describeFailure, runPage } from './session.js';
 
@@ -66,7 +67,7 @@ function readerEnv(server: ServeProcess, key: string): Record<string, string> {
 }
 
 /** The pages' addresses, placeholders and server start, and what each becomes here: the whole of what is changed. */
-function substitutions(server: ServeProcess): [RegExp, string][] {
+function substitutions(server: ServeProcess, webhooks: WebhookReceiver): [RegExp, string][] {
   const gateway = new URL(server.gatewayUrl);
   return [
     ...Object.entries(STAND_INS).map(([image, standIn]): [RegExp, string] => [literal(image), standIn.tag]),
@@ -75,6 +76,8 @@ function substitutions(server: ServeProcess): [RegExp, string][] {
     [literal('localhost:8000'), `localhost:${gateway.port}`],
     [literal('corral.example.com:8000'), gateway.host],
     [literal('sk_...'), KEY],
+    // Jobs' webhooks go to a receiver of the test's (the serve lets them reach loopback).
+    [literal('https://hooks.example.com/corral'), `${webhooks.base}/corral`],
     // The page's own `corral serve &` is this test's serve, already running with `--gpus h100-80g:2`.
     [/^corral serve [^\n]*&[^\n]*$/gm, ': "the test\'s corral serve is running"'],
   ];
@@ -106,6 +109,7 @@ describe.runIf(withDocker)(
     let server: ServeProcess | undefined;
     let close: (() => Promise<void>) | undefined;
     let dataDir = '';
+    let webhooks: WebhookReceiver | undefined;
     const scratch = mkdtempSync(join(tmpdir(), 'corral-docs-examples-'));
     const binDir = join(scratch, 'bin');
 
@@ -114,10 +118,11 @@ describe.runIf(withDocker)(
         if (standIn.lines.length > 0) await ensureStandInImage(standIn.tag, standIn.lines);
         else await ensureTestImage();
       }
+      webhooks = await startWebhookReceiver();
       ({ server, close, dataDir } = await startServeWithConfig({
         dirPrefix: 'corral-docs-examples-serve-',
-        configYaml: '',
-        serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:2'],
+        configYaml: 'webhooks:\n  allowPrivate: true\n',
+        serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:2', '--webhook-allow-private'],
         apiKey: KEY,
       }));
       // `corral` on PATH, as `npm link` puts it.
@@ -129,6 +134,7 @@ describe.runIf(withDocker)(
 
     afterAll(async () => {
       await close?.();
+      await webhooks?.close();
       rmSync(scratch, { recursive: true, force: true });
     });
 
@@ -136,12 +142,12 @@ describe.runIf(withDocker)(
       '%s',
       async (page) => {
         const current = server;
-        if (!current) throw new Error('corral serve is not running');
+        if (!current || !webhooks) throw new Error('corral serve is not running');
         const blocks = commandBlocks(page, readFileSync(join(ROOT, page), 'utf8'));
         const dir = join(scratch, page.replace(/[/.]/g, '-'));
         mkdirSync(dir);
         symlinkSync(join(ROOT, 'scripts'), join(dir, 'scripts'));
-        const table = substitutions(current);
+        const table = substitutions(current, webhooks);
         const logged = current.stdout().length;
         const runs = await runPage(blocks, {
           dir,
