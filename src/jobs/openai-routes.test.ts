@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type JobRoutesHarness, startJobRoutes } from '../../test/support/job-routes.js';
+
+describe("the OpenAI route's waits", () => {
+  let harness: JobRoutesHarness | undefined;
+  afterEach(() => harness?.close());
+
+  const chat = (h: JobRoutesHarness, stream: boolean) =>
+    fetch(`${h.base}/v2/${h.endpoint.id}/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.key}` },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream }),
+    });
+
+  const queued = async (h: JobRoutesHarness) => {
+    await vi.waitFor(async () =>
+      expect((await h.service.list(h.endpoint, { limit: 5 })).jobs).toHaveLength(1),
+    );
+    return (await h.service.list(h.endpoint, { limit: 5 })).jobs[0];
+  };
+
+  it.each([false, true])(
+    "answers 504 in OpenAI's shape and cancels the job when no answer came within the wait (stream: %s)",
+    async (stream) => {
+      const h = await startJobRoutes({
+        routeOptions: {
+          waits: { runsyncDefaultMs: 1, statusSyncDefaultMs: 1, streamDefaultMs: 1, maxMs: 2_000 },
+        },
+      });
+      harness = h;
+      const answer = chat(h, stream);
+      const job = await queued(h);
+      expect(job?.status).toBe('IN_QUEUE');
+      await vi.waitFor(() => expect(h.timers.count).toBeGreaterThan(0));
+      for (let waited = 0; waited < 2_000; waited += 500) await h.timers.advanceSettling(500);
+      const response = await answer;
+      expect(response.status).toBe(504);
+      expect(await response.json()).toEqual({
+        error: {
+          message: expect.stringContaining('not finished within 2000 ms'),
+          type: 'timeout',
+          code: 'JOB_TIMED_OUT',
+        },
+      });
+      expect((await h.service.status(h.endpoint, job?.id ?? '')).status).toBe('CANCELLED');
+    },
+  );
+
+  it('cancels the job of a client that goes away while it waits', async () => {
+    const h = await startJobRoutes();
+    harness = h;
+    const controller = new AbortController();
+    const answer = fetch(`${h.base}/v2/${h.endpoint.id}/openai/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.key}` },
+      body: JSON.stringify({ model: 'm', prompt: 'hi' }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    const job = await queued(h);
+    controller.abort();
+    await answer;
+    await vi.waitFor(async () =>
+      expect((await h.service.status(h.endpoint, job?.id ?? '')).status).toBe('CANCELLED'),
+    );
+  });
+
+  it("refuses a body that is not a JSON object in OpenAI's shape, and queues nothing", async () => {
+    const h = await startJobRoutes();
+    harness = h;
+    const response = await fetch(`${h.base}/v2/${h.endpoint.id}/openai/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.key}` },
+      body: '[1, 2]',
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      error: { message: expect.any(String), type: 'invalid_request_error', code: 'INVALID_JOB_REQUEST' },
+    });
+    expect((await h.service.list(h.endpoint, { limit: 5 })).jobs).toEqual([]);
+  });
+});
