@@ -425,6 +425,9 @@ describe('Gateway', () => {
     const answer = await get(h.port, hostOf(endpoint));
     expect(answer).toMatchObject({ status: 200, body: 'w-1' });
     expect(answer.headers['x-corral-worker']).toBe('w-1');
+    // RunPod's affinity names too, where a client written for RunPod reads its worker's id.
+    expect(answer.headers['x-corral-worker-id']).toBe('w-1');
+    expect(answer.headers['x-runpod-worker-id']).toBe('w-1');
     expect(answer.headers['x-corral-queue-ms']).toBe('0');
     expect(answer.headers['x-corral-cold-start-ms']).toBeUndefined();
   });
@@ -1113,7 +1116,12 @@ describe('Gateway', () => {
       h.routing.workers.set(endpoint.id, [worker]);
       const answer = await upgradeAnswer(h.port, hostOf(endpoint));
       expect(answer.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
-      expect(answer.headers).toMatchObject({ 'x-corral-worker': 'w-1', 'x-corral-queue-ms': '0' });
+      expect(answer.headers).toMatchObject({
+        'x-corral-worker': 'w-1',
+        'x-corral-worker-id': 'w-1',
+        'x-runpod-worker-id': 'w-1',
+        'x-corral-queue-ms': '0',
+      });
       const switched = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="101"}`;
       expect(await sample(registry, switched)).toBe(1);
     });

@@ -18,6 +18,7 @@ import {
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { targetProblem } from './request-target.js';
 import { serverTiming } from './server-timing.js';
+import { workerHeaders } from './worker-headers.js';
 
 /** Serves a request whose endpoint is known (or known not to exist: its 404). */
 export type Admit = (
@@ -214,10 +215,7 @@ export class RequestPath {
       timeoutMs,
     }: { coldStartMs: number | undefined; arrived: number; timeoutMs: number },
   ): Promise<ProxyOutcome> {
-    const responseHeaders: Record<string, string> = {
-      'x-corral-worker': lease.workerId,
-      'x-corral-queue-ms': String(lease.queuedMs),
-    };
+    const responseHeaders = workerHeaders(lease);
     if (coldStartMs !== undefined) {
       responseHeaders['x-corral-cold-start-ms'] = String(coldStartMs);
       const wake = this.#c.o.routing.routableWorkers(endpoint.id).find((w) => w.id === lease.workerId)?.wake;
