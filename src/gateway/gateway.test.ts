@@ -416,6 +416,25 @@ describe('Gateway', () => {
     expect(JSON.parse(bare.body).message).toContain('/e/{appName}/');
   });
 
+  it('sends a request naming a worker in X-Runpod-Worker-Id or X-Corral-Worker-Id to it (soft affinity)', async () => {
+    const h = await startGateway();
+    const workers = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, workers);
+    const host = hostOf(endpoint);
+    // Light traffic stays on one worker; the header moves it to the other, whose id the answer names.
+    const plain = (await get(h.port, host)).body;
+    const other = plain === 'w-1' ? 'w-2' : 'w-1';
+    expect((await get(h.port, host)).body).toBe(plain);
+    const runpod = await get(h.port, host, '/work', { 'x-runpod-worker-id': other });
+    expect(runpod).toMatchObject({ status: 200, body: other });
+    expect(runpod.headers['x-runpod-worker-id']).toBe(other);
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': other })).body).toBe(other);
+    // A worker that is not there: any worker serves it.
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+  });
+
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));

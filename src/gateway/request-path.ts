@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
+import { preferredWorker } from './affinity.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
 import {
   DIVERTED,
@@ -125,7 +126,8 @@ export class RequestPath {
       return;
     }
     const dispatcher = c.endpoints.dispatcherFor(routed);
-    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire());
+    const prefer = preferredWorker(req);
+    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire(undefined, prefer), prefer);
   }
 
   /**
@@ -140,6 +142,7 @@ export class RequestPath {
     dispatcher: EndpointDispatcher,
     arrived: number,
     granted: Lease | undefined,
+    prefer: string | undefined,
   ): Promise<void> {
     const c = this.#c;
     let lease = granted;
@@ -166,7 +169,7 @@ export class RequestPath {
           if (refused) return c.fail(res, endpoint, refused, arrived, 0);
           const waitFrom = c.o.clock();
           try {
-            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
+            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried, prefer });
           } catch (error) {
             if (error !== DIVERTED) return c.fail(res, endpoint, error, arrived, c.o.clock() - waitFrom);
           }
