@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type JobRoutesHarness, startJobRoutes } from '../../test/support/job-routes.js';
 
-describe("the OpenAI route's waits", () => {
+describe("the OpenAI route's waits and streams", () => {
   let harness: JobRoutesHarness | undefined;
   afterEach(() => harness?.close());
 
@@ -61,6 +61,40 @@ describe("the OpenAI route's waits", () => {
     await answer;
     await vi.waitFor(async () =>
       expect((await h.service.status(h.endpoint, job?.id ?? '')).status).toBe('CANCELLED'),
+    );
+  });
+
+  it('passes streamed text through as yielded, and ends a stream cut inside an event with an error event', async () => {
+    const h = await startJobRoutes();
+    harness = h;
+    const answer = chat(h, true);
+    const job = await queued(h);
+    await h.store.jobs.take({
+      endpointId: h.endpoint.id,
+      workerId: 'w-1',
+      max: 1,
+      cap: 1,
+      now: h.timers.now,
+    });
+    const first = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: {"cho';
+    expect((await h.stream('w-1', job?.id ?? '', JSON.stringify({ output: first }))).status).toBe(200);
+    const response = await answer;
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    // What runpod-python stores for worker-vllm's yielded {"error": {...}}: Python's str() of the dict.
+    const stored = "{'message': 'Request to vLLM failed: reset', 'type': 'worker_error', 'code': None}";
+    await h.store.jobs.complete({
+      jobId: job?.id ?? '',
+      workerId: 'w-1',
+      status: 'FAILED',
+      output: null,
+      error: stored,
+      now: h.timers.now,
+    });
+    await vi.waitFor(() => expect(h.timers.count).toBeGreaterThan(0));
+    await h.timers.advanceSettling(500);
+    expect(await response.text()).toBe(
+      `${first}\n\ndata: {"error":{"message":"Request to vLLM failed: reset","type":"worker_error","code":"JOB_FAILED"}}\n\n`,
     );
   });
 
