@@ -77,7 +77,8 @@ export class JobClientRoutes {
     if (verb === 'openai' && ref !== undefined && ref !== '') {
       await this.#openai.serve(req, res, {
         authorize: () => this.#o.service.authorize(ref, header(req, 'authorization')),
-        route: url.pathname.slice(url.pathname.indexOf('/openai/') + '/openai'.length),
+        // After /v2/{ref}/openai: an endpoint may itself be called `openai`.
+        route: `/${url.pathname.split('/').slice(4).join('/')}`,
         admit: (endpoint, take) => this.#admit(endpoint, take),
       });
       return;

@@ -98,6 +98,20 @@ describe("the OpenAI route's waits and streams", () => {
     );
   });
 
+  it('serves an endpoint whose appName is openai, the route after its name', async () => {
+    const h = await startJobRoutes({ endpointPatch: { appName: 'openai' } });
+    harness = h;
+    const answer = fetch(`${h.base}/v2/openai/openai/v1/models`, {
+      headers: { authorization: `Bearer ${h.key}` },
+    });
+    const job = await queued(h);
+    expect(job?.status).toBe('IN_QUEUE');
+    const input = JSON.parse((await h.store.jobs.get(h.endpoint.id, job?.id ?? ''))?.input ?? '{}');
+    expect(input).toEqual({ openai_route: '/v1/models', openai_input: {} });
+    await h.service.cancel(h.endpoint, job?.id ?? '');
+    expect((await answer).status).toBe(409);
+  });
+
   it("refuses a body that is not a JSON object in OpenAI's shape, and queues nothing", async () => {
     const h = await startJobRoutes();
     harness = h;
