@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { storeEndpointFinder } from '../../src/app/build-jobs.js';
 import { generateApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
+import type { SpecPatch } from '../../src/domain/spec-patch.js';
 import { JobClientRoutes, type JobClientRoutesOptions } from '../../src/jobs/client-routes.js';
 import { JobEvents } from '../../src/jobs/job-events.js';
 import { JobService, type JobServiceOptions } from '../../src/jobs/job-service.js';
@@ -56,6 +57,8 @@ export async function startJobRoutes(
     routeOptions?: Partial<JobClientRoutesOptions>;
     workerOptions?: Partial<WorkerJobsOptions>;
     ownerId?: string;
+    /** The endpoint's spec beyond `type: queue` (its appName, say). */
+    endpointPatch?: SpecPatch;
   } = {},
 ): Promise<JobRoutesHarness> {
   const timers = new ManualTimers(1_000_000);
@@ -63,7 +66,7 @@ export async function startJobRoutes(
   const store = new Store({ connection: connectSqlite(':memory:') });
   await store.migrate();
   const ownerId = options.ownerId ?? 'owner-a';
-  const endpoint = sampleEndpoint({ ownerId, patch: { type: 'queue' } });
+  const endpoint = sampleEndpoint({ ownerId, patch: { type: 'queue', ...options.endpointPatch } });
   await storeEndpoint(store, endpoint);
   const made = generateApiKey();
   await store.apiKeys.insert({
