@@ -51,6 +51,8 @@ const RUNPOD_WORKER_STAND_IN = {
 const STAND_INS: Record<string, { tag: string; lines: string[] }> = {
   'nginx:latest': NGINX_STAND_IN,
   'registry.example.com/me/sdxl-worker:1': RUNPOD_WORKER_STAND_IN,
+  // The same stand-in runs worker-vllm's handler for RunPod's OpenAI input (over a stand-in model).
+  'registry.example.com/me/worker-vllm:2': RUNPOD_WORKER_STAND_IN,
   // An HTTP worker that serves /health on port 8000 (test/fixtures/worker/worker.mjs).
   'registry.example.com/sdxl:1.0': { tag: TEST_IMAGE, lines: [] },
 };

@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +64,50 @@ describe('the docs-examples runner on a page with a broken example', () => {
       'changes this machine or reaches yours (apt-get): mark it <!-- docs-examples: skip (why) -->',
     ]);
     expect(runs[4]?.exitCode).toBeNull();
+  });
+});
+
+describe('the docs-examples runner on a call the server refuses', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-docs-examples-'));
+  const server = createServer((req, res) => {
+    res.writeHead(req.url === '/there' ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(req.url === '/there' ? '{"ok":true}' : '{"error":"no such route"}');
+  });
+  afterAll(() => {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fails a curl that answers 404 unless the page shows that error, and passes one that answers', async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const page = [
+      '```sh',
+      `curl -s ${base}/there`,
+      '```',
+      '',
+      '```sh',
+      `curl -s ${base}/drifted`,
+      '```',
+      '',
+      '```sh',
+      `curl -s ${base}/drifted   # {"error": "no such route"}`,
+      '```',
+      '',
+    ].join('\n');
+    const runs = await runPage(commandBlocks('inline.md', page), {
+      dir,
+      env: { PATH: process.env.PATH },
+      substitute: (code) => code,
+      timeoutMs: 10_000,
+    });
+    expect(runs.map((run) => [run.block.line, run.problems])).toEqual([
+      [1, []],
+      [5, ['exited with 22']],
+      [9, []],
+    ]);
+    // The refused answer is still printed, for the reader of the failure.
+    expect(runs[1]?.stdout).toContain('no such route');
   });
 });
 

@@ -10,14 +10,29 @@ import { join } from 'node:path';
 import { type CommandBlock, HOST_CHANGING } from './extract.js';
 import { findShape, jsonObjectsIn } from './shapes.js';
 
-/** Sources the variables of the blocks before, runs the block, and keeps its variables for the next one. */
+/**
+ * Sources the variables of the blocks before, runs the block, and keeps its variables for the next one. Unless the
+ * page shows the block answering an error, its curl fails on an HTTP error (`--fail-with-body`, the answer still
+ * printed): without it curl exits 0 on a 404, and a drifted call would pass.
+ */
 const WRAPPER = `set -a
 source "$1"
+if [ "\${DOCS_EXAMPLE_HTTP_ERRORS_SHOWN:-0}" != 1 ]; then curl() { command curl --fail-with-body "$@"; }; fi
 set -euo pipefail
 source "$2"
 set +eu
-export -p >"$1"
+export -p | grep -v ' DOCS_EXAMPLE_HTTP_ERRORS_SHOWN=' >"$1"
 `;
+
+/** Whether the page shows the block answering an error: an output with an `error`, or a 4xx/5xx `code`. */
+export function showsHttpError(block: Pick<CommandBlock, 'expected'>): boolean {
+  return block.expected.some(
+    (output) =>
+      typeof output === 'object' &&
+      output !== null &&
+      ('error' in output || ('code' in output && typeof output.code === 'number' && output.code >= 400)),
+  );
+}
 
 export interface SessionOptions {
   /** The page's scratch folder: the working directory of its blocks. */
@@ -145,7 +160,8 @@ export async function runPage(blocks: CommandBlock[], options: SessionOptions): 
     }
     writeFileSync(files.block, `${ran}\n`);
     const started = Date.now();
-    const { exitCode, timedOut } = await runBash(options, files);
+    const env = { ...options.env, DOCS_EXAMPLE_HTTP_ERRORS_SHOWN: showsHttpError(block) ? '1' : '0' };
+    const { exitCode, timedOut } = await runBash({ ...options, env }, files);
     const stdout = readFileSync(files.stdout, 'utf8');
     const stderr = readFileSync(files.stderr, 'utf8');
     const problems: string[] = [];
