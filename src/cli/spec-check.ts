@@ -7,26 +7,29 @@
 import { parseCreateBody, parseUpdateBody } from '../contract/endpoint-input.js';
 import { endpointInput } from '../contract/endpoint-schema.js';
 import { componentRef, type JsonSchema, requestJsonSchemas } from '../contract/json-schema.js';
+import { specRangeProblems } from '../contract/spec-ranges.js';
+import type { WireLimits } from '../contract/wire.js';
 import { type SpecIssue, SpecProblems } from './output.js';
 import { type Fields, isRecord } from './spec-file.js';
 
 /** Whether the file is a whole spec (create, apply) or only the fields to change (update). */
 export type SpecUse = 'create' | 'update';
 
-/** Throws SpecProblems listing every unknown key and every value of the wrong shape in `fields`. */
-export function checkSpec(source: string, fields: Fields, use: SpecUse): void {
+/**
+ * Throws SpecProblems listing every unknown key and every value of the wrong shape in `fields`, and, given the
+ * server's limits, every value out of its range (contract/spec-ranges.ts), so that one run names them all.
+ */
+export function checkSpec(source: string, fields: Fields, use: SpecUse, limits?: WireLimits): void {
   const issues = unknownKeys(fields);
-  // Shapes (types, required fields) as the API parses them; ranges are the server's to check (GET endpoint/limit).
+  // Shapes (types, required fields) as the API parses them; ranges against the server's limits where given.
   const parsed =
     use === 'create'
       ? parseCreateBody({ endpoint: fields }, { localVolumeSizeGB: 0 })
       : parseUpdateBody({ ...fields, id: 'checked-locally' }, { localVolumeSizeGB: 0 });
-  if (!parsed.ok) {
-    const unknown = new Set(issues.map((i) => i.field));
-    for (const issue of parsed.issues) {
-      if (!unknown.has(issue.field)) {
-        issues.push({ field: issue.field, reason: issue.reason, message: issue.message });
-      }
+  const ranges = limits === undefined ? [] : specRangeProblems(fields, limits, use);
+  for (const issue of [...(parsed.ok ? [] : parsed.issues), ...ranges]) {
+    if (!issues.some((i) => i.field === issue.field)) {
+      issues.push({ field: issue.field, reason: issue.reason, message: issue.message });
     }
   }
   if (issues.length > 0) throw new SpecProblems(source, issues);
