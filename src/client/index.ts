@@ -9,6 +9,7 @@ export type {
   WireJobListing,
 } from '../contract/job-views.js';
 export type { WireQuotaReport } from '../contract/quota.js';
+export type { WireWebhookSecret } from '../contract/webhook-secrets.js';
 export type {
   WireCredential,
   WireDistribution,
