@@ -53,6 +53,7 @@ export {
   TERMINAL_JOB_STATUSES,
   type WireJob,
   type WireJobList,
+  type WireJobStream,
   type WirePurge,
 } from './job-types.js';
 export { CorralJobsClient, type CorralJobsClientOptions } from './jobs.js';
