@@ -272,6 +272,39 @@ describe.each(storeTargets())('validation on $name', (target) => {
     ]);
   });
 
+  it('reports a field of the wrong type and the other fields out of range in the same answer', async () => {
+    const body = {
+      workerConfig: { minNum: -1, gpuNum: 'two' },
+      healthy: { period: 'often' },
+      name: 'n'.repeat(300),
+    };
+    const create = await api.call('POST', 'endpoint/create', originalClientCreateBody(body));
+    const fields = (response: typeof create) =>
+      response.body.metadata.issues.map((i: { field: string; reason: string }) => `${i.field} ${i.reason}`);
+    expect(create.status).toBe(400);
+    expect(fields(create).sort()).toEqual([
+      'healthy.period INVALID_FIELD',
+      'name INVALID_FIELD',
+      'workerConfig.gpuNum INVALID_FIELD',
+      'workerConfig.minNum OUT_OF_RANGE',
+    ]);
+    const created = await api.call('POST', 'endpoint/create', originalClientCreateBody());
+    const update = await api.call('POST', 'endpoint/update', { id: created.body.id, ...body });
+    expect(update.status).toBe(400);
+    expect(fields(update).sort()).toEqual(fields(create).sort());
+  });
+
+  it('a create with a port list at fault and no image names both, and not the port as missing', async () => {
+    const response = await api.call('POST', 'endpoint/create', {
+      endpoint: { ports: [{ port: 80 }, { port: 81 }], workerConfig: { maxNum: 99 } },
+    });
+    expect(response.body.metadata.issues.map((i: { field: string }) => i.field).sort()).toEqual([
+      'image.image',
+      'ports',
+      'workerConfig.maxNum',
+    ]);
+  });
+
   it('stores no endpoint whose image is not a reference, and says what is wrong with it', async () => {
     const before = (await api.call('GET', 'endpoints')).body.total as number;
     const response = await api.call(

@@ -12,7 +12,7 @@ import { listAll } from './endpoint-ref.js';
 import { addWaitOptions } from './endpoints.js';
 import { CliError } from './output.js';
 import { documentedDefaults } from './spec-check.js';
-import { type Fields, isRecord, readCheckedSpec } from './spec-file.js';
+import { type Fields, isRecord, limitsOf, readCheckedSpec } from './spec-file.js';
 import { formatReady, shouldWait, type WaitFlags, waitForEndpoint, waitTimeoutMs } from './wait.js';
 
 /** Lists a file may leave out; left out, they are emptied. */
@@ -31,7 +31,7 @@ export function makeApplyCommand(deps: CliDeps): Command {
     .requiredOption('-f, --file <path>', 'spec file: {endpoint: {...}} or the endpoint fields; - reads stdin')
     .action((_opts, command: Command) =>
       runWithClient<{ file: string } & WaitFlags>(deps, command, async ({ client, opts, json, output }) => {
-        const fields = await readCheckedSpec(deps, opts.file, 'create');
+        const fields = await readCheckedSpec(deps, opts.file, 'create', limitsOf(client));
         const name = typeof fields.name === 'string' ? fields.name.trim() : '';
         if (name === '') throw new CliError('apply finds the endpoint by its name: give the file a name');
         const wait = shouldWait(deps, opts, json);

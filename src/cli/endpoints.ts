@@ -15,7 +15,7 @@ import {
 } from './endpoint-format.js';
 import { resolveEndpoint, withEndpointId } from './endpoint-ref.js';
 import { CliError } from './output.js';
-import { type Fields, isRecord, readCheckedSpec } from './spec-file.js';
+import { type Fields, isRecord, limitsOf, readCheckedSpec } from './spec-file.js';
 import {
   DEFAULT_WAIT_SECONDS,
   formatReady,
@@ -62,7 +62,7 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
     .requiredOption('-f, --file <path>', 'spec file: {endpoint: {...}} or the endpoint fields; - reads stdin')
     .action((_opts, command: Command) =>
       runWithClient<{ file: string } & WaitFlags>(deps, command, async ({ client, opts, json, output }) => {
-        const fields = await readCheckedSpec(deps, opts.file, 'create');
+        const fields = await readCheckedSpec(deps, opts.file, 'create', limitsOf(client));
         const wait = shouldWait(deps, opts, json);
         const timeoutMs = waitTimeoutMs(opts);
         const created = await client.createEndpoint(fields);
@@ -91,7 +91,8 @@ export function makeEndpointsCommand(deps: CliDeps): Command {
     .option('--name <name>', 'endpoint name')
     .action((ref: string, _opts, command: Command) =>
       runWithClient<UpdateFlags & WaitFlags>(deps, command, async ({ client, opts, json, output }) => {
-        const base = opts.file === undefined ? {} : await readCheckedSpec(deps, opts.file, 'update');
+        const base =
+          opts.file === undefined ? {} : await readCheckedSpec(deps, opts.file, 'update', limitsOf(client));
         const body = buildUpdateBody(base, opts);
         const wait = shouldWait(deps, opts, json);
         const timeoutMs = waitTimeoutMs(opts);

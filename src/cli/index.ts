@@ -19,6 +19,7 @@ import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
 import { makeStatusCommand } from './status.js';
+import { makeWebhooksCommand } from './webhooks.js';
 import { makeWorkersCommand } from './workers.js';
 
 export function buildProgram(): Command {
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   program.addCommand(makeCredentialsCommand(deps));
   program.addCommand(makeInvokeKeysCommand(deps));
   program.addCommand(makeSecretsCommand(deps));
+  program.addCommand(makeWebhooksCommand(deps));
   program.addCommand(makeJobsCommand(deps));
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));

@@ -61,10 +61,13 @@ describe('corral jobs', () => {
         policy: { executionTimeout: 60000, ttl: 600000, lowPriority: true },
       },
     });
+    // While it runs, the wait between polls is a read of its stream; the stream is read once more at the end.
     expect(polls.map((r) => `${r.method} ${r.path}`)).toEqual([
       'GET /v2/sdxl/status/job-1',
       'GET /v2/sdxl/status/job-1',
+      'GET /v2/sdxl/stream/job-1',
       'GET /v2/sdxl/status/job-1',
+      'GET /v2/sdxl/stream/job-1',
     ]);
   });
 

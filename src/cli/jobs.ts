@@ -111,9 +111,20 @@ export function makeJobsCommand(deps: CliDeps): Command {
           return;
         }
         deps.stderr(`job ${queued.id} ${queued.status}\n`);
-        const ended = await pollUntilEnd(deps, client, endpoint, queued, timeoutMs(opts.timeout));
+        let streamed = 0;
+        // A generator handler's chunks are printed as they come, one JSON line each; --json prints the end only.
+        const onChunk = (output: unknown) => {
+          streamed += 1;
+          if (!json) deps.stdout(`${JSON.stringify(output)}\n`);
+        };
+        const ended = await pollUntilEnd(deps, client, endpoint, queued, timeoutMs(opts.timeout), onChunk);
         if (json) printJson(deps, ended);
-        else if (ended.status === 'COMPLETED')
+        else if (ended.status === 'COMPLETED' && streamed > 0) {
+          // Its output is the chunks again (runpod's aggregate stream); the end is said where the statuses are.
+          deps.stderr(
+            `job ${ended.id} COMPLETED after ${streamed} streamed chunk${streamed === 1 ? '' : 's'}\n`,
+          );
+        } else if (ended.status === 'COMPLETED')
           deps.stdout(ended.output === undefined ? '' : formatOutput(ended.output));
         if (ended.status !== 'COMPLETED') {
           const why = ended.error === undefined ? '' : `: ${formatJobError(ended.error)}`;
@@ -216,13 +227,17 @@ async function runInput(deps: CliDeps, inline: string | undefined, opts: RunOpti
   };
 }
 
-/** Polls the job's status, printing each change on stderr, until it ends or `limitMs` passes. */
+/**
+ * Polls the job's status, printing each change on stderr, until it ends or `limitMs` passes. While it runs, the
+ * wait between polls is a read of its stream (a long poll), whose chunks go to `onChunk` as they arrive.
+ */
 async function pollUntilEnd(
   deps: CliDeps,
   client: CorralJobsClient,
   endpoint: string,
   queued: WireJob,
   limitMs: number | undefined,
+  onChunk: (output: unknown) => void,
 ): Promise<WireJob> {
   const started = deps.now();
   let job = queued;
@@ -233,13 +248,27 @@ async function pollUntilEnd(
         `job ${job.id} is still ${job.status} after ${limitMs / 1000} s; see it with: corral jobs status ${endpoint} ${job.id}`,
       );
     }
-    await deps.sleep(pause);
+    if (job.status === 'IN_PROGRESS') {
+      const before = deps.now();
+      const read = await client.stream(endpoint, job.id, pause);
+      for (const output of read.stream) onChunk(output);
+      // A read that came back early with nothing (the job ended, a gateway without long polls) waits out the rest.
+      const left = pause - (deps.now() - before);
+      if (read.stream.length === 0 && left > 0) await deps.sleep(left);
+    } else {
+      await deps.sleep(pause);
+    }
     pause = Math.min(MAX_POLL_MS, pause * 2);
     const previous = job.status;
     job = await client.status(endpoint, job.id);
     if (job.status !== previous && !TERMINAL_JOB_STATUSES.includes(job.status)) {
       deps.stderr(`job ${job.id} ${job.status}\n`);
     }
+  }
+  // The chunks yielded after the last read, or by a job that ended between two polls.
+  for (let read = await client.stream(endpoint, job.id, 0); read.stream.length > 0; ) {
+    for (const output of read.stream) onChunk(output);
+    read = await client.stream(endpoint, job.id, 0);
   }
   return job;
 }

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeHarness, runCommand } from '../../test/support/cli-harness.js';
+import { toWireLimits } from '../contract/limits.js';
+import { DEFAULT_LIMITS } from '../domain/limits.js';
+import { makeApplyCommand } from './apply.js';
 import { makeEndpointsCommand } from './endpoints.js';
 import { checkSpec, didYouMean, unknownKeys } from './spec-check.js';
+
+/** The requests that would change something: a spec with problems asks none. */
+const writes = (requests: readonly { method: string }[]) => requests.filter((r) => r.method !== 'GET');
 
 afterEach(() => {
   process.exitCode = undefined;
@@ -80,7 +86,11 @@ describe('checkSpec', () => {
   it('reports unknown keys and wrong shapes together', () => {
     expect(() => checkSpec('s.yaml', { imagee: 'x', ports: 'eighty' }, 'create')).toThrow(
       expect.objectContaining({
-        issues: [expect.objectContaining({ field: 'imagee' }), expect.objectContaining({ field: 'ports' })],
+        issues: [
+          expect.objectContaining({ field: 'imagee' }),
+          expect.objectContaining({ field: 'ports' }),
+          expect.objectContaining({ field: 'image.image', message: 'image.image is required' }),
+        ],
       }),
     );
   });
@@ -90,10 +100,10 @@ describe('a spec file with problems', () => {
   const file =
     'workerConfig: {maxnum: 2, minNum: many}\nimage: {image: a:1}\nports: [{port: 80}]\nextra: 1\n';
 
-  it('is refused before any request, with every problem in a table', async () => {
+  it('is refused before any change is asked, with every problem in a table', async () => {
     const h = makeHarness({ files: { 'spec.yaml': file } });
     await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 'spec.yaml']);
-    expect(h.requests).toEqual([]);
+    expect(writes(h.requests)).toEqual([]);
     expect(process.exitCode).toBe(1);
     expect(h.err()).toBe(
       [
@@ -110,7 +120,7 @@ describe('a spec file with problems', () => {
   it('is refused with every problem under --json too, and so is an update file', async () => {
     const h = makeHarness({ files: { 'spec.yaml': file } });
     await runCommand(makeEndpointsCommand(h.deps), ['update', 'ep-1', '-f', 'spec.yaml', '--json']);
-    expect(h.requests).toEqual([]);
+    expect(writes(h.requests)).toEqual([]);
     const printed = JSON.parse(h.out());
     expect(printed.error.reason).toBe('INVALID_SPEC');
     expect(printed.error.issues.map((i: { field: string }) => i.field)).toEqual([
@@ -126,7 +136,29 @@ describe('a spec file with problems', () => {
     });
     await runCommand(makeEndpointsCommand(h.deps), ['create', '-f', 's.yaml']);
     expect(h.err()).toContain('unknown key "endpoints" beside "endpoint": did you mean "endpoint"?');
-    expect(h.requests).toEqual([]);
+    expect(writes(h.requests)).toEqual([]);
+  });
+
+  it("names an unknown key and the values out of the server's ranges in the same run", async () => {
+    const h = makeHarness({
+      files: {
+        's.yaml':
+          'name: x\nimage: {image: a:1}\nports: [{port: 80}]\nworkerConfig: {maxNum: 99, gpuNum: 0}\nextra: 1\n',
+      },
+      routes: { 'GET endpoint/limit': { body: toWireLimits({ ...DEFAULT_LIMITS, cudaVersions: ['12.4'] }) } },
+    });
+    await runCommand(makeApplyCommand(h.deps), ['-f', 's.yaml', '--no-wait']);
+    expect(writes(h.requests)).toEqual([]);
+    expect(h.err()).toBe(
+      [
+        'error: s.yaml has 3 problems:',
+        '  FIELD                REASON         PROBLEM',
+        '  extra                UNKNOWN_FIELD  unknown key "extra"',
+        '  workerConfig.maxNum  OUT_OF_RANGE   maxNum must be an integer from 0 to 20, got 99',
+        '  workerConfig.gpuNum  OUT_OF_RANGE   gpuNum must be an integer from 1 to 8, got 0',
+        '',
+      ].join('\n'),
+    );
   });
 
   it("prints all of the API's problems when it reports several", async () => {

@@ -7,26 +7,30 @@
 import { parseCreateBody, parseUpdateBody } from '../contract/endpoint-input.js';
 import { endpointInput } from '../contract/endpoint-schema.js';
 import { componentRef, type JsonSchema, requestJsonSchemas } from '../contract/json-schema.js';
+import { specRangeProblems } from '../contract/spec-ranges.js';
+import type { WireLimits } from '../contract/wire.js';
+import { closestName } from '../service/spelling.js';
 import { type SpecIssue, SpecProblems } from './output.js';
 import { type Fields, isRecord } from './spec-file.js';
 
 /** Whether the file is a whole spec (create, apply) or only the fields to change (update). */
 export type SpecUse = 'create' | 'update';
 
-/** Throws SpecProblems listing every unknown key and every value of the wrong shape in `fields`. */
-export function checkSpec(source: string, fields: Fields, use: SpecUse): void {
+/**
+ * Throws SpecProblems listing every unknown key and every value of the wrong shape in `fields`, and, given the
+ * server's limits, every value out of its range (contract/spec-ranges.ts), so that one run names them all.
+ */
+export function checkSpec(source: string, fields: Fields, use: SpecUse, limits?: WireLimits): void {
   const issues = unknownKeys(fields);
-  // Shapes (types, required fields) as the API parses them; ranges are the server's to check (GET endpoint/limit).
+  // Shapes (types, required fields) as the API parses them; ranges against the server's limits where given.
   const parsed =
     use === 'create'
       ? parseCreateBody({ endpoint: fields }, { localVolumeSizeGB: 0 })
       : parseUpdateBody({ ...fields, id: 'checked-locally' }, { localVolumeSizeGB: 0 });
-  if (!parsed.ok) {
-    const unknown = new Set(issues.map((i) => i.field));
-    for (const issue of parsed.issues) {
-      if (!unknown.has(issue.field)) {
-        issues.push({ field: issue.field, reason: issue.reason, message: issue.message });
-      }
+  const ranges = limits === undefined ? [] : specRangeProblems(fields, limits, use);
+  for (const issue of [...(parsed.ok ? [] : parsed.issues), ...ranges]) {
+    if (!issues.some((i) => i.field === issue.field)) {
+      issues.push({ field: issue.field, reason: issue.reason, message: issue.message });
     }
   }
   if (issues.length > 0) throw new SpecProblems(source, issues);
@@ -93,30 +97,7 @@ function branches(schema: JsonSchema, schemas: Record<string, JsonSchema>): Json
 
 /** The known key `key` was most likely meant to be: same letters in another case, or a close spelling. */
 export function didYouMean(key: string, known: readonly string[]): string | undefined {
-  const lower = key.toLowerCase();
-  const sameLetters = known.find((k) => k.toLowerCase() === lower);
-  if (sameLetters !== undefined) return sameLetters;
-  let best: { key: string; distance: number } | undefined;
-  for (const candidate of known) {
-    const distance = editDistance(lower, candidate.toLowerCase());
-    if (best === undefined || distance < best.distance) best = { key: candidate, distance };
-  }
-  const allowed = Math.max(1, Math.floor(key.length / 3));
-  return best !== undefined && best.distance <= allowed ? best.key : undefined;
-}
-
-/** Levenshtein distance. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
+  return closestName(key, known);
 }
 
 /** The documented defaults of an object field's keys (`workerConfig` -> `{minNum: 0, maxNum: 1, ...}`). */

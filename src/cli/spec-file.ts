@@ -3,6 +3,8 @@
  * `readCheckedSpec` also checks it strictly (spec-check.ts).
  */
 import { parse } from 'yaml';
+import type { CorralClient } from '../client/index.js';
+import type { WireLimits } from '../contract/wire.js';
 import type { CliDeps } from './deps.js';
 import { CliError, SpecProblems } from './output.js';
 import { checkSpec, didYouMean, type SpecUse } from './spec-check.js';
@@ -28,7 +30,13 @@ export async function readSpecFile(deps: CliDeps, path: string): Promise<Fields>
  * Reads a spec file as readSpecFile does and checks it strictly: throws SpecProblems listing every unknown key
  * (with a did-you-mean) and every value the API could not parse.
  */
-export async function readCheckedSpec(deps: CliDeps, path: string, use: SpecUse): Promise<Fields> {
+export async function readCheckedSpec(
+  deps: CliDeps,
+  path: string,
+  use: SpecUse,
+  /** The server's limits: asked only when the file has problems, so that its ranges are named with them. */
+  limits?: () => Promise<WireLimits | undefined>,
+): Promise<Fields> {
   const { source, fields, besideEndpoint } = await readSpecText(deps, path);
   const beside = besideEndpoint.map((key) => {
     const guess = didYouMean(key, ['endpoint']);
@@ -41,11 +49,29 @@ export async function readCheckedSpec(deps: CliDeps, path: string, use: SpecUse)
   try {
     checkSpec(source, fields, use);
   } catch (error) {
-    if (error instanceof SpecProblems) throw new SpecProblems(source, [...beside, ...error.issues]);
-    throw error;
+    if (!(error instanceof SpecProblems)) throw error;
+    const known = await limits?.();
+    const all =
+      known === undefined ? error : (problemsOf(() => checkSpec(source, fields, use, known)) ?? error);
+    throw new SpecProblems(source, [...beside, ...all.issues]);
   }
   if (beside.length > 0) throw new SpecProblems(source, beside);
   return fields;
+}
+
+/** The server's limits for readCheckedSpec; when they cannot be had, the file's own problems are said without ranges. */
+export function limitsOf(client: CorralClient): () => Promise<WireLimits | undefined> {
+  return () => client.getLimits().catch(() => undefined);
+}
+
+function problemsOf(check: () => void): SpecProblems | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (error) {
+    if (error instanceof SpecProblems) return error;
+    throw error;
+  }
 }
 
 async function readSpecText(deps: CliDeps, path: string): Promise<SpecText> {

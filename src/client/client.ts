@@ -8,6 +8,7 @@ import type { WireGpus } from '../contract/gpus.js';
 import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type { WireQuotaReport } from '../contract/quota.js';
+import type { WireWebhookSecret } from '../contract/webhook-secrets.js';
 import type {
   WireCredential,
   WireEndedWorker,
@@ -295,6 +296,16 @@ export class CorralClient {
     await this.#post('secret/delete', { name });
   }
 
+  /** `GET endpoint/webhook-secret` (extension): the secret that signs the endpoint's job webhooks, made on first use. */
+  async getWebhookSecret(endpointId: string): Promise<WireWebhookSecret> {
+    return webhookSecret(await this.#get('endpoint/webhook-secret', { id: endpointId }));
+  }
+
+  /** `POST endpoint/webhook-secret/rotate` (extension): a new secret; every delivery attempt from now on uses it. */
+  async rotateWebhookSecret(endpointId: string): Promise<WireWebhookSecret> {
+    return webhookSecret(await this.#post('endpoint/webhook-secret/rotate', { id: endpointId }));
+  }
+
   /** `GET gpus` (extension): the inventory, who holds each GPU (others' only for admin keys), waiting workers. */
   async getGpus(): Promise<WireGpus> {
     const body = await this.#get('gpus');
@@ -359,6 +370,14 @@ export class CorralClient {
 }
 
 type Kind = 'array' | 'object' | 'string';
+
+function webhookSecret(body: unknown): WireWebhookSecret {
+  return {
+    endpointId: field<string>(body, 'endpointId', 'string'),
+    secret: field<string>(body, 'secret', 'string'),
+    createdAt: field<string>(body, 'createdAt', 'string'),
+  };
+}
 
 function field<T>(body: unknown, key: string, kind: Kind): T {
   const value = isRecord(body) ? body[key] : undefined;

@@ -9,6 +9,7 @@ export type {
   WireJobListing,
 } from '../contract/job-views.js';
 export type { WireQuotaReport } from '../contract/quota.js';
+export type { WireWebhookSecret } from '../contract/webhook-secrets.js';
 export type {
   WireCredential,
   WireDistribution,
@@ -52,6 +53,7 @@ export {
   TERMINAL_JOB_STATUSES,
   type WireJob,
   type WireJobList,
+  type WireJobStream,
   type WirePurge,
 } from './job-types.js';
 export { CorralJobsClient, type CorralJobsClientOptions } from './jobs.js';

@@ -35,6 +35,12 @@ export interface RunJobInput {
 }
 
 /** `GET /v2/{endpoint}/jobs` (Corral extension): the recent jobs, newest first, and the counts by status. */
+/** One read of a job's stream: the outputs of the chunks not read before, in order, and the job's status. */
+export interface WireJobStream {
+  status: WireJob['status'];
+  stream: unknown[];
+}
+
 export interface WireJobList {
   jobs: WireJob[];
   counts: Partial<Record<JobStatusName, number>>;

@@ -1,5 +1,5 @@
 /**
- * `CorralJobsClient`: the jobs API on the gateway's address (RunPod's shapes: run, runsync, status, cancel,
+ * `CorralJobsClient`: the jobs API on the gateway's address (RunPod's shapes: run, runsync, status, stream, cancel,
  * purge-queue; Corral's jobs listing), one method per route, with the key sent as `Authorization: Bearer`; the
  * endpoint is its id or its appName. Errors are the client's own (errors.ts), as `CorralClient`'s.
  */
@@ -11,6 +11,7 @@ import {
   type RunJobInput,
   type WireJob,
   type WireJobList,
+  type WireJobStream,
   type WirePurge,
 } from './job-types.js';
 
@@ -53,6 +54,24 @@ export class CorralJobsClient {
   /** `GET /v2/{endpoint}/status/{job}`. */
   async status(endpoint: string, jobId: string): Promise<WireJob> {
     return jobOf(await this.#send('GET', endpoint, `status/${encodeURIComponent(jobId)}`));
+  }
+
+  /**
+   * `GET /v2/{endpoint}/stream/{job}?wait=`: the chunks a generator handler yielded since the last read (each given
+   * once; a long poll of up to `waitMs` while there is none) and the job's status.
+   */
+  async stream(endpoint: string, jobId: string, waitMs?: number): Promise<WireJobStream> {
+    const timeoutMs = this.#transport.timeoutMs + (waitMs ?? 10_000);
+    const route = `stream/${encodeURIComponent(jobId)}`;
+    const body = await this.#send('GET', endpoint, route, undefined, { wait: waitMs }, timeoutMs);
+    if (!isRecord(body) || !JOB_STATUSES.includes(body.status as WireJob['status'])) {
+      throw shape('status', 'a job status');
+    }
+    const stream = Array.isArray(body.stream) ? body.stream : [];
+    return {
+      status: body.status as WireJob['status'],
+      stream: stream.map((item) => (isRecord(item) ? item.output : item)),
+    };
   }
 
   /** `POST /v2/{endpoint}/cancel/{job}`. */

@@ -2,7 +2,7 @@
 import type { EnvVar, VolumeMount } from '../domain/endpoint.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
 import type { ValidationIssue } from '../domain/validate.js';
-import { type EndpointInput, endpointFields, endpointInput } from './endpoint-schema.js';
+import { type EndpointInput, endpointFields, endpointInput, unwrapSingle } from './endpoint-schema.js';
 import { ENDPOINT_ID_KEYS } from './paths.js';
 
 /** The port of a queue endpoint created without `ports` (used only by a `healthy.path` probe). */
@@ -13,7 +13,11 @@ export interface InputDefaults {
   localVolumeSizeGB: number;
 }
 
-export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
+/**
+ * A failed parse may carry `partial`: the body read with the fields at fault left out, so that the caller can check
+ * the rest's ranges and answer every problem of the body in one 400.
+ */
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[]; partial?: T };
 
 /** Parses `body.endpoint` of a create request. */
 export function parseCreateBody(body: unknown, defaults: InputDefaults): ParseResult<SpecPatch> {
@@ -21,22 +25,34 @@ export function parseCreateBody(body: unknown, defaults: InputDefaults): ParseRe
     return fail('endpoint', 'the body must be {"endpoint": {...}}');
   }
   const parsed = parseFields(body.endpoint, defaults);
-  if (!parsed.ok) return parsed;
+  const patch = parsed.ok ? parsed.value : parsed.partial;
+  const missing = patch === undefined ? [] : missingOnCreate(patch);
+  if (!parsed.ok) {
+    // A field left out for its fault is not missing as well (`ports` with two ports is not also required).
+    const faulty = new Set(parsed.issues.map((issue) => issue.field.split('.')[0]));
+    const more = missing.filter((issue) => !faulty.has(issue.field.split('.')[0]));
+    return { ...parsed, issues: [...parsed.issues, ...more] };
+  }
+  return missing.length > 0 ? { ok: false, issues: missing, partial: parsed.value } : parsed;
+}
+
+/** The fields a create needs; a queue endpoint without a port gets the default one (set on `patch`). */
+function missingOnCreate(patch: SpecPatch): ValidationIssue[] {
   const missing: ValidationIssue[] = [];
-  if (parsed.value.image?.ref === undefined) {
+  if (patch.image?.ref === undefined) {
     missing.push({ field: 'image.image', reason: 'INVALID_FIELD', message: 'image.image is required' });
   }
-  if (parsed.value.port === undefined && parsed.value.type === 'queue') {
+  if (patch.port === undefined && patch.type === 'queue') {
     // A queue worker pulls its jobs: its port serves only a `healthy.path` probe, if one is set.
-    parsed.value.port = QUEUE_DEFAULT_PORT;
-  } else if (parsed.value.port === undefined) {
+    patch.port = QUEUE_DEFAULT_PORT;
+  } else if (patch.port === undefined) {
     missing.push({
       field: 'ports',
       reason: 'INVALID_FIELD',
       message: 'ports is required (exactly one port)',
     });
   }
-  return missing.length > 0 ? { ok: false, issues: missing } : parsed;
+  return missing;
 }
 
 /** Parses a flat update body: `id` (or `endpoint_id`) plus any endpoint fields; omitted fields keep their value. */
@@ -49,7 +65,11 @@ export function parseUpdateBody(
   const id = readId(body, ENDPOINT_ID_KEYS) ?? readId(fields, ENDPOINT_ID_KEYS);
   if (id === undefined) return fail('id', 'id (or endpoint_id) is required');
   const parsed = parseFields(fields, defaults);
-  return parsed.ok ? { ok: true, value: { id, patch: parsed.value } } : parsed;
+  if (parsed.ok) return { ok: true, value: { id, patch: parsed.value } };
+  const { partial, issues } = parsed;
+  return partial === undefined
+    ? { ok: false, issues }
+    : { ok: false, issues, partial: { id, patch: partial } };
 }
 
 /**
@@ -75,7 +95,44 @@ export function readId(source: unknown, keys: readonly string[]): string | undef
   return undefined;
 }
 
+/** The fields parsed; when some are at fault, the rest parsed without them as `partial` (two tries at most). */
 function parseFields(raw: unknown, defaults: InputDefaults): ParseResult<SpecPatch> {
+  const parsed = parseWhole(raw, defaults);
+  if (parsed.ok || !isRecord(raw)) return parsed;
+  let rest = withoutFields(raw, parsed.issues);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const again = parseWhole(rest, defaults);
+    if (again.ok) return { ...parsed, partial: again.value };
+    // A fault the path does not reach (inside a one-element array, say) leaves out its whole top-level key.
+    rest = withoutFields(rest, again.issues, true);
+  }
+  return parsed;
+}
+
+/**
+ * A copy of `raw` without the fields the issues name (`workerConfig.minNum`), or without their top-level keys
+ * (`workerConfig`) when `whole` is set or the path cannot be followed.
+ */
+function withoutFields(
+  raw: Record<string, unknown>,
+  issues: readonly ValidationIssue[],
+  whole = false,
+): Record<string, unknown> {
+  const copy = structuredClone(raw);
+  for (const { field } of issues) {
+    const path = field.split('.');
+    const [top] = path;
+    if (top === undefined || top === '') continue;
+    let parent: unknown = copy;
+    for (const key of path.slice(0, -1)) parent = isRecord(parent) ? unwrapSingle(parent[key]) : undefined;
+    const last = path[path.length - 1] ?? top;
+    if (!whole && isRecord(parent) && Object.hasOwn(parent, last)) delete parent[last];
+    else delete copy[top];
+  }
+  return copy;
+}
+
+function parseWhole(raw: unknown, defaults: InputDefaults): ParseResult<SpecPatch> {
   const result = endpointInput.safeParse(raw);
   if (!result.success) {
     return {
@@ -92,7 +149,7 @@ function parseFields(raw: unknown, defaults: InputDefaults): ParseResult<SpecPat
     return fail('ports', `exactly one port is supported, got ${input.ports.length}`);
   }
   const volumes = toVolumes(input.volumeMounts, defaults);
-  if (!volumes.ok) return volumes;
+  if (!volumes.ok) return { ok: false, issues: volumes.issues };
   return { ok: true, value: toPatch(input, volumes.value) };
 }
 

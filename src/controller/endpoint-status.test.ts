@@ -172,14 +172,50 @@ it('a minNum 0 endpoint between a failed worker and the next says why it has non
   });
 });
 
-it('a worker waiting for a GPU gives its reason after the counts, as one phrase', () => {
-  const waiting = { ...worker('pending'), message: 'needs 1 GPU of one product, free: h200-141g 0' };
-  const status = endpointStatus(
-    endpoint(1, 'deploying'),
-    [worker('running'), waiting],
-    NO_CRASHES,
-    DEFAULT_BACKOFF,
-    undefined,
+describe('an endpoint that serves while a scale-up waits for a GPU', () => {
+  const waiting = () => ({ ...worker('pending'), message: 'needs 1 GPU of one product, free: h200-141g 0' });
+
+  it('stays serving with a ready worker, the wait said as a note after what serves', () => {
+    const status = endpointStatus(
+      endpoint(1, 'serving'),
+      [worker('running'), waiting()],
+      NO_CRASHES,
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status).toEqual({
+      state: 'serving',
+      error: '',
+      message: '1 running; on the way: 1 pending (needs 1 GPU of one product, free: h200-141g 0)',
+    });
+  });
+
+  it.each(['frozen', 'suspended'] as const)(
+    'stays serving while its %s worker wakes and the extra worker waits',
+    (resting) => {
+      const status = endpointStatus(
+        endpoint(0, 'serving'),
+        [worker(resting), waiting()],
+        NO_CRASHES,
+        DEFAULT_BACKOFF,
+        undefined,
+      );
+      expect(status).toEqual({
+        state: 'serving',
+        error: '',
+        message: `1 ${resting}; on the way: 1 pending (needs 1 GPU of one product, free: h200-141g 0)`,
+      });
+    },
   );
-  expect(status.message).toBe('1 running, 1 pending (needs 1 GPU of one product, free: h200-141g 0)');
+
+  it('a first deployment with a worker waiting is still deploying', () => {
+    const status = endpointStatus(
+      endpoint(1, 'deploying'),
+      [waiting()],
+      NO_CRASHES,
+      DEFAULT_BACKOFF,
+      undefined,
+    );
+    expect(status.state).toBe('deploying');
+  });
 });

@@ -1,5 +1,6 @@
 /** The endpoint's reported `state` (serving, deploying, updating, failed, stopped) from its workers. Pure. */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { WorkerState } from '../domain/worker.js';
 import { type BackoffPolicy, type CrashRecord, endpointFailure } from './crashes/backoff.js';
 import { NO_WORKERS_MESSAGE } from './endpoint-condition.js';
 import { isActive, type ManagedWorker } from './workers/managed-worker.js';
@@ -35,7 +36,7 @@ export function endpointStatus(
       message: `rolling out revision ${endpoint.revision}: ${summary(current)}`,
     };
   }
-  if (ready.length > 0) return { state: 'serving', error: '', message: summary(current) };
+  if (ready.length > 0) return { state: 'serving', error: '', message: servingSummary(current) };
   if (endpoint.spec.workers.maxWorkers === 0 && current.length === 0) {
     return { state: 'serving', error: '', message: NO_WORKERS_MESSAGE };
   }
@@ -47,6 +48,12 @@ export function endpointStatus(
   const scaledToZero = endpoint.spec.workers.minWorkers === 0 && current.length === 0;
   if (scaledToZero && !inRun) {
     return { state: 'serving', error: '', message: scaledToZeroMessage(workers) };
+  }
+  // A worker resting in a tier serves once thawed or restored, which a request or a scale-up starts: the extra
+  // workers waiting beside it (for a GPU, say) are a note, not a new deployment.
+  const resting = workers.filter((w) => w.revision === endpoint.revision && isResting(w));
+  if (resting.length > 0 && !inRun && was === 'serving') {
+    return { state: 'serving', error: '', message: servingSummary([...resting, ...current]) };
   }
   if (inRun) {
     const last = `${crash.failures} failed in a row, last: ${crash.lastMessage}`;
@@ -62,6 +69,19 @@ export function endpointStatus(
   };
 }
 
+/**
+ * A serving endpoint's workers, those it has first and those still coming as a note:
+ * "1 running; on the way: 1 pending (needs 1 GPU of h100-80g, 0 free)".
+ */
+function servingSummary(workers: ManagedWorker[]): string {
+  const coming = workers.filter((w) => COMING.has(w.state));
+  const others = workers.filter((w) => !COMING.has(w.state));
+  return coming.length === 0 ? summary(others) : `${summary(others)}; on the way: ${summary(coming)}`;
+}
+
+/** The states of a worker on its way to serve: placed or waiting for a place, pulled, started. */
+const COMING: ReadonlySet<WorkerState> = new Set(['pending', 'pulling', 'starting']);
+
 /** "2 running, 1 pending (needs 1 GPU of h100-80g, 0 free)". */
 function summary(workers: ManagedWorker[]): string {
   const counts = new Map<string, number>();
@@ -74,11 +94,15 @@ function summary(workers: ManagedWorker[]): string {
 
 /** `scaled to zero; a request wakes it`, naming the idle workers kept in a tier (docs/workers.md, Idle tiers). */
 function scaledToZeroMessage(workers: ManagedWorker[]): string {
-  const resting = (['frozen', 'suspended'] as const)
+  const tiers = (['frozen', 'suspended'] as const)
     .map((state) => [state, workers.filter((w) => w.state === state).length] as const)
     .filter(([, n]) => n > 0)
     .map(([state, n]) => `${n} ${state}`);
-  return resting.length === 0
+  return tiers.length === 0
     ? 'scaled to zero; a request wakes it'
-    : `scaled to zero, ${resting.join(', ')}; a request wakes one`;
+    : `scaled to zero, ${tiers.join(', ')}; a request wakes one`;
+}
+
+function isResting(worker: ManagedWorker): boolean {
+  return worker.state === 'frozen' || worker.state === 'suspended';
 }

@@ -118,6 +118,20 @@ export class EndpointService {
     return (before, after) => quotas.admitEndpoint(quota, before, after);
   }
 
+  /**
+   * Every problem of the spec that a create (no `id`) or an update of `id` with `patch` would write, writing
+   * nothing: so that a body with fields of the wrong type also hears of the others' ranges in the same answer.
+   * An endpoint that is not the owner's has none to say (the answer is the body's own problems).
+   */
+  async problems(principal: Principal, patch: SpecPatch, id?: string): Promise<ValidationIssue[]> {
+    const limits = this.#o.catalog.limits();
+    const current = id === undefined ? undefined : await this.#o.store.endpoints.get(principal.ownerId, id);
+    if (id !== undefined && current === undefined) return [];
+    const spec =
+      current === undefined ? createSpec('checked', limits, patch) : applyPatch(current.spec, patch);
+    return validateSpec(spec, limits, await this.#catalogFor(principal, spec.image.authId, spec.env));
+  }
+
   async get(principal: Principal, id: string): Promise<Endpoint> {
     return this.#found(await this.#o.store.endpoints.get(principal.ownerId, id), id);
   }

@@ -29,6 +29,8 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
   let dir: string;
   let registry: TestRegistry;
   let pushed: string;
+  /** The local test image (corral-test-worker:latest). */
+  let base: string;
   /** The engine's manifest requests before any endpoint (the push's). */
   let pushedPulls: number;
   let server: ServeProcess;
@@ -77,7 +79,7 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
   };
 
   beforeAll(async () => {
-    const base = await ensureTestImage();
+    base = await ensureTestImage();
     dir = mkdtempSync(join(tmpdir(), 'corral-e2e-pull-on-create-'));
     registry = await testRegistry(dir);
     await registry.start();
@@ -134,6 +136,23 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
     console.log(
       `missing image: failed ${failedAfter} ms after its create; its URL answered 503 in ${answer.ms} ms`,
     );
+    await callApi(server, KEY, 'endpoint/delete', { id });
+  }, 60_000);
+
+  it('a local image named one letter short is failed saying which local image was meant', async () => {
+    const colon = base.lastIndexOf(':');
+    const typo = `${base.slice(0, colon - 1)}${base.slice(colon)}`;
+    const { id } = await create(typo);
+    const state = await vi.waitFor(
+      async () => {
+        const endpoint = await endpointOf(id);
+        expect(endpoint.state).toMatchObject({ state: 'failed', error: 'IMAGE_PULL_FAILED' });
+        return endpoint.state;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(state.message).toContain(`no image ${typo} on this machine or its registry (`);
+    expect(state.message).toContain(`did you mean ${base}?`);
     await callApi(server, KEY, 'endpoint/delete', { id });
   }, 60_000);
 

@@ -108,6 +108,10 @@ export async function startJobsGatewayStandIn(): Promise<JobsGatewayStandIn> {
         }
         return answer(200, statusBody(found));
       }
+      case 'GET stream': {
+        // A job of the stand-in yields no chunks: its stream is empty at every read.
+        return answer(200, { status: (job as StandInJob).status, stream: [] });
+      }
       case 'POST cancel': {
         const found = job as StandInJob;
         found.status = 'CANCELLED';

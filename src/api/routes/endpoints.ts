@@ -7,9 +7,11 @@ import { parseCreateBody, parseUpdateBody, readId } from '../../contract/endpoin
 import { toWireEndpoint, toWireWorker } from '../../contract/endpoint-output.js';
 import { validationError } from '../../contract/errors.js';
 import { toWireEvent } from '../../contract/events.js';
+import { wireField } from '../../contract/fields.js';
 import { ENDPOINT_ID_BODY_KEYS, ENDPOINT_ID_KEYS } from '../../contract/paths.js';
 import { readInteger, readPage, readQueryId } from '../../contract/query.js';
 import type { Endpoint } from '../../domain/endpoint.js';
+import type { ValidationIssue } from '../../domain/validate.js';
 import type { Worker } from '../../domain/worker.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { AppOptions } from '../app.js';
@@ -17,6 +19,19 @@ import type { AppOptions } from '../app.js';
 type Query = Record<string, string | string[] | undefined>;
 
 const unchanged = (field: string) => field;
+
+/**
+ * One 400 for the body's faults (wire fields) and the rest's range problems (domain fields, `partial` validated),
+ * leaving out those of a field the body already has at fault.
+ */
+function allProblems(faults: ValidationIssue[], rest: ValidationIssue[] = []): ApiError {
+  const faulty = faults.map((issue) => issue.field);
+  const atFault = (field: string) => faulty.some((f) => field === f || field.startsWith(`${f}.`));
+  const more = rest
+    .map((issue) => ({ ...issue, field: wireField(issue.field) }))
+    .filter((issue) => !atFault(issue.field));
+  return validationError([...faults, ...more], unchanged);
+}
 
 export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): void {
   const inputDefaults = () => ({ localVolumeSizeGB: o.catalog.limits().localVolumeSizeGB.free });
@@ -74,7 +89,10 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
 
   api.post('/endpoint/create', spec, async (request) => {
     const parsed = parseCreateBody(request.body, inputDefaults());
-    if (!parsed.ok) throw validationError(parsed.issues, unchanged);
+    if (!parsed.ok) {
+      const more = parsed.partial && (await o.endpoints.problems(request.principal, parsed.partial));
+      throw allProblems(parsed.issues, more);
+    }
     const endpoint = await o.endpoints.create(request.principal, parsed.value);
     request.log.info({ endpointId: endpoint.id, ownerId: endpoint.ownerId }, 'endpoint created');
     return { id: endpoint.id };
@@ -82,7 +100,11 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
 
   api.post('/endpoint/update', spec, async (request) => {
     const parsed = parseUpdateBody(request.body, inputDefaults());
-    if (!parsed.ok) throw validationError(parsed.issues, unchanged);
+    if (!parsed.ok) {
+      const { partial } = parsed;
+      const more = partial && (await o.endpoints.problems(request.principal, partial.patch, partial.id));
+      throw allProblems(parsed.issues, more);
+    }
     const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);
     request.log.info({ endpointId: endpoint.id, revision: endpoint.revision }, 'endpoint updated');
     const workers = await o.workers.listByEndpoint(endpoint.id);

@@ -284,6 +284,16 @@ describe.runIf(withDocker)('DockerRuntime (Docker engine)', () => {
     expect(await runtime.list({ [LABELS.worker]: s.workerId })).toEqual([]);
   });
 
+  it('a misspelt name of a local image names the local one: no such image here or at its registry, did you mean', async () => {
+    const colon = image.lastIndexOf(':');
+    const typo = `${image.slice(0, colon - 1)}${image.slice(colon)}`; // one letter short of the test image
+    const error = await runtime.prepareImage({ image: typo }).catch((e: unknown) => e);
+    expect((error as RuntimeError).code).toBe('IMAGE_PULL_FAILED');
+    expect((error as RuntimeError).message).toMatch(
+      new RegExp(`^no image ${typo} on this machine or its registry \\(.+\\); did you mean ${image}\\?$`),
+    );
+  });
+
   it('a pull with registry credentials asks for them once and fails without the password in the message', async () => {
     let asked = 0;
     const s = spec({

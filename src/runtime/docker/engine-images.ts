@@ -14,6 +14,7 @@ import {
 } from '../types.js';
 import { engineError, isNotFound, isUnreachable, reasonOf } from './engine-errors.js';
 import { imagePathName } from './engine-requests.js';
+import { closeLocalImage } from './image-suggestion.js';
 import { pullFailureReason } from './pull-failure.js';
 import { type PullMessage, PullProgressTracker, pullError } from './pull-progress.js';
 
@@ -61,11 +62,30 @@ export class EngineImages {
       await this.#pull(image, auth, onProgress);
       await this.#docker.getImage(imagePathName(image)).inspect();
     } catch (error) {
-      const failure = pullFailure(error, image, this.#address);
+      const failure = await this.#withSuggestion(pullFailure(error, image, this.#address), image);
       log.warn({ code: failure.code, reason: failure.message }, 'pull failed');
       throw failure;
     }
     log.info('pulled');
+  }
+
+  /**
+   * A pull that failed for a name the engine holds a close one of (a typo of a local image, with no registry to
+   * ask): the cause names it. The registry's reason stays, in its fixed words (pull-failure.ts).
+   */
+  async #withSuggestion(failure: RuntimeError, image: string): Promise<RuntimeError> {
+    if (failure.code !== 'IMAGE_PULL_FAILED') return failure;
+    const local = await this.#docker.listImages().catch(() => []);
+    const meant = closeLocalImage(
+      image,
+      local.flatMap((summary) => summary.RepoTags ?? []),
+    );
+    if (meant === undefined) return failure;
+    const reason = failure.message.replace(`cannot pull image ${image}: `, '');
+    return new RuntimeError(
+      'IMAGE_PULL_FAILED',
+      `no image ${image} on this machine or its registry (${reason}); did you mean ${meant}?`,
+    );
   }
 
   async #pull(
