@@ -7,6 +7,7 @@ import type {
   WireState,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
+import { healthText } from './worker-health.js';
 
 export function formatEndpointList(endpoints: readonly WireEndpoint[], total: number): string {
   if (endpoints.length === 0)
@@ -102,7 +103,7 @@ export function formatEndpoint(e: WireEndpoint): string {
   const workerRows = e.workers.map((wk) => [
     wk.id,
     stateText(wk.state),
-    wk.healthy ? 'yes' : 'no',
+    healthText(wk.state.state, wk.healthy),
     wk.state.message,
   ]);
   sections.push(

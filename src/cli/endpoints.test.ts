@@ -158,7 +158,7 @@ describe('corral endpoints get', () => {
     expect(out).toContain('Workers:          0-2 (ready 0/1)\n');
     expect(out).toContain('Environment:\n  KEY    VALUE\n  MODEL  tiny\n');
     expect(out).toContain(
-      'Workers:\n  ID   STATE    HEALTHY  MESSAGE\n  w-1  pending  no       waiting for 1 free H100\n',
+      'Workers:\n  ID   STATE    HEALTHY  MESSAGE\n  w-1  pending  not yet  waiting for 1 free H100\n',
     );
   });
 

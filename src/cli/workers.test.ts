@@ -32,6 +32,13 @@ const workers: WireWorker[] = [
     metrics: '',
     healthy: false,
   },
+  {
+    id: 'w-4',
+    state: { state: 'frozen', error: '', message: 'frozen since 2026-11-26T17:40:12Z (idle)' },
+    log: '',
+    metrics: '',
+    healthy: false,
+  },
 ];
 
 const notFound = {
@@ -51,8 +58,9 @@ describe('corral workers list', () => {
       [
         'ID   STATE    HEALTHY  ERROR           MESSAGE',
         'w-1  running  yes',
-        'w-2  pending  no                       waiting for 1 free GPU of h100-80g',
+        'w-2  pending  not yet                  waiting for 1 free GPU of h100-80g',
         'w-3  failed   no       HEALTH_TIMEOUT  not healthy within 600s',
+        'w-4  frozen   -                        frozen since 2026-11-26T17:40:12Z (idle)',
         '',
       ].join('\n'),
     );

@@ -5,6 +5,7 @@ import { addClientOptions, newCommand, runWithClient } from './client-options.js
 import type { CliDeps } from './deps.js';
 import { resolveEndpoint, withEndpointId } from './endpoint-ref.js';
 import { formatKeyValues, formatTable } from './table.js';
+import { healthText } from './worker-health.js';
 
 export function makeWorkersCommand(deps: CliDeps): Command {
   const group = newCommand('workers', deps).description("inspect an endpoint's workers");
@@ -61,7 +62,13 @@ export function formatWorkers(endpointId: string, workers: readonly WireWorker[]
   if (workers.length === 0) return `Endpoint ${endpointId} has no workers.\n`;
   return formatTable(
     ['ID', 'STATE', 'HEALTHY', 'ERROR', 'MESSAGE'],
-    workers.map((w) => [w.id, w.state.state, w.healthy ? 'yes' : 'no', w.state.error, w.state.message]),
+    workers.map((w) => [
+      w.id,
+      w.state.state,
+      healthText(w.state.state, w.healthy),
+      w.state.error,
+      w.state.message,
+    ]),
   );
 }
 
@@ -69,7 +76,7 @@ export function formatWorkerMetrics(m: WorkerMetrics): string {
   return formatKeyValues([
     ['ID', m.id],
     ['State', m.state],
-    ['Healthy', m.healthy ? 'yes' : 'no'],
+    ['Healthy', healthText(m.state, m.healthy)],
     ['GPUs', m.gpus.length === 0 ? 'none' : m.gpus.join(', ')],
     ['Requests', m.requests === null ? 'unknown' : String(m.requests)],
     ['In flight', m.inFlight === null ? 'unknown' : String(m.inFlight)],
