@@ -5,6 +5,7 @@ import type {
   WireEndpointMetrics,
   WireEvent,
   WireState,
+  WireWakes,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
 import { healthText } from './worker-health.js';
@@ -165,20 +166,25 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
     ['Queue wait', distributionText(m.queueWaitMs)],
     ['Queued now', String(m.queueDepth ?? 0)],
     ['In flight', String(m.inFlight ?? 0)],
-    [
-      'Cold starts',
-      m.coldStarts === null || m.coldStarts.count === 0
-        ? '0'
-        : `${m.coldStarts.count} (mean ${msText(m.coldStarts.meanMs)})`,
-    ],
+    ...wakePairs(m),
   );
-  const wakes = m.wakes ? Object.entries(m.wakes).filter(([, w]) => w.count > 0) : [];
-  if (wakes.length > 0)
-    pairs.push([
-      'Wakes by tier',
-      wakes.map(([tier, w]) => `${tier} ${w.count} (mean ${msText(w.meanMs)})`).join(', '),
-    ]);
   return formatKeyValues(pairs);
+}
+
+/**
+ * Cold starts, then thaws and restores where there were any, each with its own mean (docs/workers.md, Idle tiers).
+ * A server before `thaws` counted every wake in `coldStarts`; its `wakes` has them apart.
+ */
+function wakePairs(m: WireEndpointMetrics): [string, string][] {
+  const older = m.thaws === undefined && m.wakes ? m.wakes : undefined;
+  const text = (w: WireWakes | null | undefined) =>
+    !w || w.count === 0 ? '0' : `${w.count} (mean ${msText(w.meanMs)})`;
+  const pairs: [string, string][] = [['Cold starts', text(older ? older.cold : m.coldStarts)]];
+  const thaws = older ? older.thaw : m.thaws;
+  const restores = older ? older.restore : m.restores;
+  if (thaws && thaws.count > 0) pairs.push(['Thaws', text(thaws)]);
+  if (restores && restores.count > 0) pairs.push(['Restores', text(restores)]);
+  return pairs;
 }
 
 /** The traffic's window: absolute and relative, and whose it is, so that two servers' figures are not confused. */
