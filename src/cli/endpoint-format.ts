@@ -187,9 +187,14 @@ function wakePairs(m: WireEndpointMetrics): [string, string][] {
   return pairs;
 }
 
+/** An ISO instant for people: `2026-11-25 10:00:00 UTC`. */
+export function utcText(iso: string): string {
+  return iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+}
+
 /** The traffic's window: absolute and relative, and whose it is, so that two servers' figures are not confused. */
 function windowText(window: { since: string; seconds: number; replica?: string | null }): string {
-  const since = window.since.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+  const since = utcText(window.since);
   // With several replicas the totals are the answering replica's; the counts now are every replica's.
   const whose = window.replica
     ? `replica ${window.replica}'s gateway (queued and in flight now: every replica's)`
