@@ -21,11 +21,8 @@ const TRAFFIC: EndpointTraffic = {
   queueDepth: 3,
   inFlight: 2,
   coldStarts: { count: 1, meanMs: 1830 },
-  wakes: {
-    thaw: { count: 0, meanMs: null },
-    restore: { count: 0, meanMs: null },
-    cold: { count: 1, meanMs: 1830 },
-  },
+  thaws: { count: 2, meanMs: 24.5 },
+  restores: { count: 0, meanMs: null },
 };
 
 describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
@@ -117,6 +114,12 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       workers: { running: 2, starting: 1, failed: 2 },
       readyWorkers: 2,
       ...TRAFFIC,
+      // The same wakes by tier, as servers before `thaws` and `restores` answered them.
+      wakes: {
+        thaw: { count: 2, meanMs: 24.5 },
+        restore: { count: 0, meanMs: null },
+        cold: { count: 1, meanMs: 1830 },
+      },
       window: { since: '2026-11-25T10:00:00.000Z', seconds: 300, replica: null },
       desiredWorkers: 2,
       recent: { seconds: 0, requests: 0, requestsPerMinute: 0, latencyMs: { p50: null, p99: null } },
@@ -142,6 +145,8 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       queueDepth: null,
       inFlight: null,
       coldStarts: null,
+      thaws: null,
+      restores: null,
       wakes: null,
       desiredWorkers: null,
       recent: null,
@@ -171,6 +176,8 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       latencyMs: { p50: [40, 90], p99: [40, 90] },
       desiredWorkers: [2, 2],
       coldStarts: { count: [0, 0], meanMs: [null, null] },
+      thaws: { count: [0, 0], meanMs: [null, null] },
+      restores: { count: [0, 0], meanMs: [null, null] },
     });
     expect(answer.body.workers.running).toEqual([0, 0]);
     const metrics = await api.call('GET', `endpoint/metrics?id=${id}`);

@@ -5,8 +5,10 @@ import type {
   WireEndpointMetrics,
   WireEvent,
   WireState,
+  WireWakes,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
+import { healthText } from './worker-health.js';
 
 export function formatEndpointList(endpoints: readonly WireEndpoint[], total: number): string {
   if (endpoints.length === 0)
@@ -102,7 +104,7 @@ export function formatEndpoint(e: WireEndpoint): string {
   const workerRows = e.workers.map((wk) => [
     wk.id,
     stateText(wk.state),
-    wk.healthy ? 'yes' : 'no',
+    healthText(wk.state.state, wk.healthy),
     wk.state.message,
   ]);
   sections.push(
@@ -164,25 +166,35 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
     ['Queue wait', distributionText(m.queueWaitMs)],
     ['Queued now', String(m.queueDepth ?? 0)],
     ['In flight', String(m.inFlight ?? 0)],
-    [
-      'Cold starts',
-      m.coldStarts === null || m.coldStarts.count === 0
-        ? '0'
-        : `${m.coldStarts.count} (mean ${msText(m.coldStarts.meanMs)})`,
-    ],
+    ...wakePairs(m),
   );
-  const wakes = m.wakes ? Object.entries(m.wakes).filter(([, w]) => w.count > 0) : [];
-  if (wakes.length > 0)
-    pairs.push([
-      'Wakes by tier',
-      wakes.map(([tier, w]) => `${tier} ${w.count} (mean ${msText(w.meanMs)})`).join(', '),
-    ]);
   return formatKeyValues(pairs);
+}
+
+/**
+ * Cold starts, then thaws and restores where there were any, each with its own mean (docs/workers.md, Idle tiers).
+ * A server before `thaws` counted every wake in `coldStarts`; its `wakes` has them apart.
+ */
+function wakePairs(m: WireEndpointMetrics): [string, string][] {
+  const older = m.thaws === undefined && m.wakes ? m.wakes : undefined;
+  const text = (w: WireWakes | null | undefined) =>
+    !w || w.count === 0 ? '0' : `${w.count} (mean ${msText(w.meanMs)})`;
+  const pairs: [string, string][] = [['Cold starts', text(older ? older.cold : m.coldStarts)]];
+  const thaws = older ? older.thaw : m.thaws;
+  const restores = older ? older.restore : m.restores;
+  if (thaws && thaws.count > 0) pairs.push(['Thaws', text(thaws)]);
+  if (restores && restores.count > 0) pairs.push(['Restores', text(restores)]);
+  return pairs;
+}
+
+/** An ISO instant for people: `2026-11-25 10:00:00 UTC`. */
+export function utcText(iso: string): string {
+  return iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
 }
 
 /** The traffic's window: absolute and relative, and whose it is, so that two servers' figures are not confused. */
 function windowText(window: { since: string; seconds: number; replica?: string | null }): string {
-  const since = window.since.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+  const since = utcText(window.since);
   // With several replicas the totals are the answering replica's; the counts now are every replica's.
   const whose = window.replica
     ? `replica ${window.replica}'s gateway (queued and in flight now: every replica's)`

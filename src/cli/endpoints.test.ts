@@ -158,7 +158,7 @@ describe('corral endpoints get', () => {
     expect(out).toContain('Workers:          0-2 (ready 0/1)\n');
     expect(out).toContain('Environment:\n  KEY    VALUE\n  MODEL  tiny\n');
     expect(out).toContain(
-      'Workers:\n  ID   STATE    HEALTHY  MESSAGE\n  w-1  pending  no       waiting for 1 free H100\n',
+      'Workers:\n  ID   STATE    HEALTHY  MESSAGE\n  w-1  pending  not yet  waiting for 1 free H100\n',
     );
   });
 
@@ -492,6 +492,32 @@ describe('corral endpoints metrics', () => {
     const json = harness({ 'GET endpoint/metrics': { body: metrics } });
     await runCommand(makeEndpointsCommand(json.deps), ['metrics', 'ep-1', '--json']);
     expect(JSON.parse(json.out())).toEqual(metrics);
+  });
+
+  it('shows thaws and restores apart from cold starts, each with its own mean', async () => {
+    const tiers = {
+      ...metrics,
+      coldStarts: { count: 1, meanMs: 3289 },
+      thaws: { count: 1, meanMs: 24 },
+      restores: { count: 0, meanMs: null },
+    };
+    const h = harness({ 'GET endpoint/metrics': { body: tiers } });
+    await runCommand(makeEndpointsCommand(h.deps), ['metrics', 'ep-1']);
+    expect(h.out()).toContain('Cold starts:  1 (mean 3289 ms)\nThaws:        1 (mean 24 ms)\n');
+    expect(h.out()).not.toContain('Restores');
+    // A server before `thaws` counted every wake in coldStarts, and had them apart in `wakes`.
+    const older = {
+      ...metrics,
+      coldStarts: { count: 2, meanMs: 1656.5 },
+      wakes: {
+        thaw: { count: 1, meanMs: 24 },
+        restore: { count: 0, meanMs: null },
+        cold: { count: 1, meanMs: 3289 },
+      },
+    };
+    const o = harness({ 'GET endpoint/metrics': { body: older } });
+    await runCommand(makeEndpointsCommand(o.deps), ['metrics', 'ep-1']);
+    expect(o.out()).toContain('Cold starts:  1 (mean 3289 ms)\nThaws:        1 (mean 24 ms)\n');
   });
 
   it('names the answering replica whose gateway the totals are, with several replicas', async () => {

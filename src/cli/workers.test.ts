@@ -32,6 +32,13 @@ const workers: WireWorker[] = [
     metrics: '',
     healthy: false,
   },
+  {
+    id: 'w-4',
+    state: { state: 'frozen', error: '', message: 'frozen since 2026-11-26T17:40:12Z (idle)' },
+    log: '',
+    metrics: '',
+    healthy: false,
+  },
 ];
 
 const notFound = {
@@ -51,8 +58,9 @@ describe('corral workers list', () => {
       [
         'ID   STATE    HEALTHY  ERROR           MESSAGE',
         'w-1  running  yes',
-        'w-2  pending  no                       waiting for 1 free GPU of h100-80g',
+        'w-2  pending  not yet                  waiting for 1 free GPU of h100-80g',
         'w-3  failed   no       HEALTH_TIMEOUT  not healthy within 600s',
+        'w-4  frozen   -                        frozen since 2026-11-26T17:40:12Z (idle)',
         '',
       ].join('\n'),
     );
@@ -87,6 +95,109 @@ describe('corral workers list', () => {
     await runCommand(makeWorkersCommand(h.deps), ['list', 'ep-9']);
     expect(h.out()).toBe('');
     expect(h.err()).toBe('error: ENDPOINT_NOT_FOUND: no endpoint has the id, appName or name "ep-9"\n');
+    expect(process.exitCode).toBe(1);
+  });
+});
+
+describe('corral workers ended', () => {
+  const ended = [
+    {
+      id: 'ep-1-crash',
+      endedAt: '2026-11-21T23:31:02.114Z',
+      failed: true,
+      reason: 'worker exited with code 3',
+      truncated: false,
+      log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/worker/log?id=ep-1&worker=ep-1-crash',
+    },
+    {
+      id: 'ep-1-idle',
+      endedAt: '2026-11-21T23:20:00.000Z',
+      failed: false,
+      reason: 'stopped to free its GPUs for a worker of endpoint llama',
+      truncated: true,
+      log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/worker/log?id=ep-1&worker=ep-1-idle',
+    },
+    {
+      id: 'ep-1-quiet',
+      endedAt: '2026-11-21T23:10:00.000Z',
+      failed: false,
+      reason: 'scaled down',
+      truncated: false,
+      log: 'http://127.0.0.1:8080/gpu-instance/openapi/v1/endpoint/worker/log?id=ep-1&worker=ep-1-quiet',
+    },
+  ];
+  /** The kept output the log route answers: its first line says the worker ended, then the last `tail` lines. */
+  const kept: Record<string, string[]> = {
+    'ep-1-crash': ['loading model from /models/sdxl', 'EXIT_ON_START: exiting with code 3'],
+    'ep-1-idle': ['line 1', 'line 2', 'line 3', 'line 4'],
+    'ep-1-quiet': [],
+  };
+  const routes = {
+    'GET endpoint/worker/ended': { body: { workers: ended } },
+    'GET endpoint/worker/log': {
+      respond: (request: { query: Record<string, string> }) => {
+        const worker = request.query.worker ?? '';
+        const lines = kept[worker] ?? [];
+        const tail = Number(request.query.tail);
+        const text = [`[corral] worker ${worker} ended at 2026-11-21T23:31:02.114Z; its output:`]
+          .concat(lines.slice(Math.max(0, lines.length - tail)))
+          .map((l) => `${l}\n`)
+          .join('');
+        return new Response(text, { headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      },
+    },
+  };
+
+  it('lists the ended workers, the newest first: when, failed or removed and why, and their last lines', async () => {
+    const h = makeHarness({ routes });
+    await runCommand(makeWorkersCommand(h.deps), ['ended', 'ep-1', '--lines', '3']);
+    expect(h.err()).toBe('');
+    expect(h.out()).toBe(
+      [
+        'ep-1-crash  ended 2026-11-21 23:31:02 UTC, failed: worker exited with code 3',
+        '  last 2 lines:',
+        '    loading model from /models/sdxl',
+        '    EXIT_ON_START: exiting with code 3',
+        '',
+        'ep-1-idle  ended 2026-11-21 23:20:00 UTC, removed: stopped to free its GPUs for a worker of endpoint llama',
+        '  last 3 lines (older lines were not kept):',
+        '    line 2',
+        '    line 3',
+        '    line 4',
+        '',
+        'ep-1-quiet  ended 2026-11-21 23:10:00 UTC, removed: scaled down',
+        '  (no output)',
+        '',
+        'Whole output: corral logs ep-1 --worker <id>',
+        '',
+      ].join('\n'),
+    );
+    expect(h.requests[0]).toMatchObject({ path: `${PREFIX}endpoint/worker/ended`, query: { id: 'ep-1' } });
+    expect(h.requests.slice(1).map((r) => r.query)).toEqual(
+      ended.map((w) => ({ id: 'ep-1', worker: w.id, tail: '3' })),
+    );
+  });
+
+  it('answers as the API does with --json, and reads no output with --lines 0', async () => {
+    const json = makeHarness({ routes });
+    await runCommand(makeWorkersCommand(json.deps), ['ended', 'ep-1', '--json']);
+    expect(JSON.parse(json.out())).toEqual(ended);
+    expect(json.requests).toHaveLength(1);
+    const none = makeHarness({ routes });
+    await runCommand(makeWorkersCommand(none.deps), ['ended', 'ep-1', '--lines', '0']);
+    expect(none.requests).toHaveLength(1);
+    expect(none.out()).toContain(
+      'ep-1-crash  ended 2026-11-21 23:31:02 UTC, failed: worker exited with code 3\n\n',
+    );
+  });
+
+  it('says when none is kept, and refuses a --lines that is not a count', async () => {
+    const h = makeHarness({ routes: { 'GET endpoint/worker/ended': { body: { workers: [] } } } });
+    await runCommand(makeWorkersCommand(h.deps), ['ended', 'ep-1']);
+    expect(h.out()).toBe('Endpoint ep-1 has no ended workers whose output is kept.\n');
+    const bad = makeHarness({ routes });
+    await runCommand(makeWorkersCommand(bad.deps), ['ended', 'ep-1', '--lines', 'many']);
+    expect(bad.err()).toBe('error: --lines must be a non-negative integer, got "many"\n');
     expect(process.exitCode).toBe(1);
   });
 });

@@ -30,6 +30,8 @@ export type {
   WireRecentTraffic,
   WireSecret,
   WireState,
+  WireWakeColumns,
+  WireWakes,
   WireWorker,
 } from '../contract/wire.js';
 export { CorralClient } from './client.js';

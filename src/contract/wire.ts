@@ -162,7 +162,7 @@ export interface WireEndpointMetrics {
   /** Workers serving now (running and healthy); failed ones are only in `workers.failed`. */
   readyWorkers: number;
   /**
-   * What the since-start figures (requests, latencyMs, queueWaitMs, coldStarts) cover: since the answering server's
+   * What the since-start figures (requests, latencyMs, queueWaitMs, wakes) cover: since the answering server's
    * gateway started; null where none runs. With several replicas `replica` names the answering replica (those
    * figures are its gateway's only; queueDepth and inFlight are every live replica's); null with one process.
    */
@@ -172,9 +172,16 @@ export interface WireEndpointMetrics {
   queueWaitMs: WireDistribution | null;
   queueDepth: number | null;
   inFlight: number | null;
-  coldStarts: { count: number; meanMs: number | null } | null;
-  /** The same wakes by the tier their worker came from (thaw, restore, cold; docs/workers.md). */
-  wakes?: Record<'thaw' | 'restore' | 'cold', { count: number; meanMs: number | null }> | null;
+  /**
+   * Wakes from zero apart by where the worker came from (docs/workers.md, Idle tiers): cold starts (a new worker;
+   * before servers had `thaws`, every wake was counted here), thaws (a frozen one) and restores (a suspended one).
+   * `thaws` and `restores` are absent from older servers.
+   */
+  coldStarts: WireWakes | null;
+  thaws?: WireWakes | null;
+  restores?: WireWakes | null;
+  /** The same three by tier (`cold` is `coldStarts`), as servers before `thaws` answered them. */
+  wakes?: Record<'thaw' | 'restore' | 'cold', WireWakes> | null;
   /**
    * The workers the autoscaler wants now, within minNum and maxNum (0 while stopped); null where the answering
    * server's controller has not decided (it does not lead, or has not passed yet).
@@ -184,6 +191,18 @@ export interface WireEndpointMetrics {
   recent: WireRecentTraffic | null;
   /** The endpoint's jobs (docs/jobs.md, Watching jobs); absent from servers before them. */
   jobs?: WireEndpointMetricsJobs;
+}
+
+/** Wakes from zero of one tier: how many, and their mean duration (ms; null without any). */
+export interface WireWakes {
+  count: number;
+  meanMs: number | null;
+}
+
+/** Wakes of one tier in each interval of a history: how many, and their mean duration (ms; null without any). */
+export interface WireWakeColumns {
+  count: number[];
+  meanMs: (number | null)[];
 }
 
 /** An endpoint's jobs in `GET endpoint/metrics`. */
@@ -247,9 +266,13 @@ export interface WireEndpointHistory {
   workers: Record<string, number[]>;
   /** The autoscaler's desired count; null where this server's scaler had not decided. */
   desiredWorkers: (number | null)[];
-  /** Wakes from zero completed in the interval, and their mean duration (ms; null without any). */
-  /** `thaws` and `restores`: of those wakes, the ones by a thaw or a restore (absent from older servers). */
-  coldStarts: { count: number[]; meanMs: (number | null)[]; thaws?: number[]; restores?: number[] };
+  /**
+   * Wakes from zero completed in the interval, apart by tier as in `GET endpoint/metrics`: cold starts, thaws and
+   * restores, each with its mean duration (ms; null without any).
+   */
+  coldStarts: WireWakeColumns;
+  thaws: WireWakeColumns;
+  restores: WireWakeColumns;
   /**
    * Jobs: in the queue and in progress at the sample (the store's count), finished in the interval by outcome,
    * sent back to the queue in it, and the delay and execution time percentiles (ms; null without a finished job)

@@ -92,6 +92,12 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     return { r, a, wa, other, own };
   };
 
+  /** The messages of the endpoint's `eviction` events, oldest first. */
+  const evictions = async (endpoint: Endpoint) =>
+    (await h.store.events.list(endpoint.id, { afterId: 0, limit: 100 }))
+      .filter((e) => e.type === 'eviction')
+      .map((e) => e.message);
+
   /** corral serve restarted: a new controller over the same store and runtime (what a new leader is too). */
   const restarted = async (suspendBudgetBytes = 1000 * GB) => {
     await h.controller.stop();
@@ -248,6 +254,16 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     unwatch();
     expect(stopped).toEqual([wa.id]);
     expect(only(b)).toMatchObject({ id: wb.id, state: 'frozen' });
+    // Each endpoint's events say it: a's names c, which needed the GPU; c's names a's worker.
+    await h.eventually(async () => {
+      expect(await evictions(a)).toEqual([
+        `frozen worker ${wa.id} stopped to free its GPUs for a worker of endpoint c`,
+      ]);
+      expect(await evictions(c)).toEqual([
+        `frozen worker ${wa.id} of endpoint a stopped to free its GPUs for this endpoint's waiting worker`,
+      ]);
+    });
+    expect(await evictions(b)).toEqual([]);
   });
 
   it('suspends rather than stops under GPU pressure where it can', async () => {
@@ -261,6 +277,11 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     await serving(b);
     expect(only(a)).toMatchObject({ id: wa.id, state: 'suspended', gpuUuids: [] });
     expect(only(a).message).toContain('to free its GPUs for a worker of endpoint b');
+    await h.eventually(async () =>
+      expect(await evictions(a)).toEqual([
+        `frozen worker ${wa.id} suspended to free its GPUs for a worker of endpoint b`,
+      ]),
+    );
     // Its GPUs are b's now: its restore waits as a pending worker does.
     scaling.want.set(a.id, 1);
     h.controller.poke();

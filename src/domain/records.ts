@@ -51,7 +51,8 @@ export interface Replica extends ReplicaBeat {
 /**
  * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
  * and the controller's `state` changes, exits of its workers (`crashed`, out of memory among them), workers it
- * failed (`failed`) and the causes of failing health probes (`health`). docs/api.md describes each (a test checks the list).
+ * failed (`failed`), the causes of failing health probes (`health`) and frozen workers moved down to free their GPUs
+ * for another endpoint (`eviction`, in both endpoints' logs). docs/api.md describes each (a test checks the list).
  */
 export const ENDPOINT_EVENT_TYPES = [
   'created',
@@ -63,6 +64,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'crashed',
   'failed',
   'health',
+  'eviction',
 ] as const;
 
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];

@@ -563,9 +563,9 @@ describe('Gateway', () => {
     expect(text).toMatch(
       new RegExp(`^corral_gateway_wake_seconds_count\\{endpoint="${endpoint.id}",tier="thaw"\\} 1$`, 'm'),
     );
-    expect(h.metrics?.summary(endpoint.id).wakes).toMatchObject({
-      thaw: { count: 1, meanMs: 4 },
-      cold: { count: 0, meanMs: null },
+    expect(h.metrics?.summary(endpoint.id)).toMatchObject({
+      thaws: { count: 1, meanMs: 4 },
+      coldStarts: { count: 0, meanMs: null },
     });
   });
 

@@ -54,11 +54,8 @@ describe('GatewayMetrics', () => {
       queueDepth: 3,
       inFlight: 2,
       coldStarts: { count: 0, meanMs: null },
-      wakes: {
-        thaw: { count: 0, meanMs: null },
-        restore: { count: 0, meanMs: null },
-        cold: { count: 0, meanMs: null },
-      },
+      thaws: { count: 0, meanMs: null },
+      restores: { count: 0, meanMs: null },
     });
     // 98 fast requests (7 ms, in the 5-10 ms bucket), two slow ones (2 s, in the 1-2.5 s bucket).
     for (let i = 0; i < 98; i++) metrics.observeRequest('ep-a', 200, 7, 0);
@@ -76,6 +73,30 @@ describe('GatewayMetrics', () => {
     expect(summary.queueWaitMs.mean).toBe(20);
     expect(summary.coldStarts).toEqual({ count: 2, meanMs: 2_000 });
     expect(metrics.summary('ep-unknown').requests.total).toBe(0);
+  });
+
+  it('counts thaws and restores apart from cold starts, in the summary and on /metrics', async () => {
+    const registry = new Registry();
+    let now = Date.parse('2026-11-25T10:00:00Z');
+    const metrics = new GatewayMetrics({ registry, clock: () => now, load: () => [] });
+    now += 60_000;
+    metrics.observeColdStart('ep-a', 3_289);
+    metrics.observeColdStart('ep-a', 24, 'thaw');
+    metrics.observeColdStart('ep-a', 2_000, 'restore');
+    metrics.observeColdStart('ep-a', 2_400, 'restore');
+    const summary = metrics.summary('ep-a');
+    expect(summary.coldStarts).toEqual({ count: 1, meanMs: 3_289 });
+    expect(summary.thaws).toEqual({ count: 1, meanMs: 24 });
+    expect(summary.restores).toEqual({ count: 2, meanMs: 2_200 });
+    const text = await registry.metrics();
+    expect(text).toContain('corral_gateway_cold_start_seconds_count{endpoint="ep-a"} 1');
+    expect(text).toContain('corral_gateway_wake_seconds_count{endpoint="ep-a",tier="thaw"} 1');
+    expect(text).toContain('corral_gateway_wake_seconds_count{endpoint="ep-a",tier="restore"} 2');
+    expect(metrics.counters().get('ep-a')?.wakes).toEqual({
+      cold: { count: 1, seconds: 3.289 },
+      thaw: { count: 1, seconds: 0.024 },
+      restore: { count: 2, seconds: 4.4 },
+    });
   });
 
   it("forgets every series of a deleted endpoint and keeps the others'", async () => {

@@ -4,10 +4,15 @@
  * own per-observation label handling cost the gateway about 5% of its throughput (docs/performance.md).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Distribution, EndpointTraffic, EndpointWorker, WakeTier } from '../ports/traffic.js';
+import {
+  type Distribution,
+  type EndpointTraffic,
+  type EndpointWorker,
+  WAKE_TIERS,
+  type WakeFigures,
+  type WakeTier,
+} from '../ports/traffic.js';
 import { type HistogramSeries, HotHistogram } from './hot-histogram.js';
-
-const WAKE_TIERS: readonly WakeTier[] = ['thaw', 'restore', 'cold'];
 
 /** The latency and queue wait buckets, in seconds (the history's percentiles use them too). */
 export const LATENCY_BUCKETS: readonly number[] = [
@@ -43,12 +48,14 @@ export interface TrafficCounters {
   latencyCounts: readonly number[];
   /** The smallest and largest latencies (s) since the previous read (infinite without any request). */
   latencyRange: { min: number; max: number };
-  /** Wakes from zero, and their durations' sum (s). */
-  coldStarts: number;
-  coldStartSeconds: number;
-  /** Of those wakes, the ones by a thaw (a frozen worker) and by a restore (a suspended one). */
-  thaws: number;
-  restores: number;
+  /** Wakes from zero by the tier their worker came from, each with the sum of their durations (s). */
+  wakes: Record<WakeTier, WakeTotal>;
+}
+
+/** Wakes of one tier: how many, and their durations added up (s). */
+export interface WakeTotal {
+  count: number;
+  seconds: number;
 }
 
 export interface GatewayMetricsSources {
@@ -64,7 +71,8 @@ export class GatewayMetrics {
   readonly #coldStarts: HotHistogram;
   /** Wakes by tier (thaw, restore, cold): few, so prom-client's own labels cost nothing that matters. */
   readonly #wakes: Histogram<'endpoint' | 'tier'>;
-  readonly #wakeTotals = new Map<string, Map<WakeTier, { count: number; sum: number }>>();
+  /** Per endpoint and tier: the wakes and their durations (s), for the history and the summary. */
+  readonly #wakeTotals = new Map<string, Record<WakeTier, WakeTotal>>();
   #load: () => EndpointLoad[];
   #workers: (() => Iterable<EndpointWorker>) | undefined;
   readonly #endpoints = new Map<string, EndpointSeries>();
@@ -105,7 +113,7 @@ export class GatewayMetrics {
     });
     this.#coldStarts = new HotHistogram({
       name: 'corral_gateway_cold_start_seconds',
-      help: 'Wakes from zero, one per wake: time from the arrival of the first request that found no routable worker to the first worker becoming routable',
+      help: 'Cold starts (wakes from zero by a new worker, not a thaw or a restore: corral_gateway_wake_seconds has those), one per wake: time from the arrival of the first request that found no routable worker to the first worker becoming routable',
       labelName: 'endpoint',
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers,
@@ -192,17 +200,19 @@ export class GatewayMetrics {
     for (const endpoint of [...this.#endpoints.keys()]) if (!exists(endpoint)) this.forget(endpoint);
   }
 
-  /** One wake from zero (not one per request that waited through it), by the tier its worker came from. */
+  /**
+   * One wake from zero (not one per request that waited through it), by the tier its worker came from: only a new
+   * worker's is a cold start (a 24 ms thaw averaged with a 3 s cold start would hide both).
+   */
   observeColdStart(endpoint: string, ms: number, tier: WakeTier = 'cold'): void {
-    this.#coldStarts.series(endpoint).observe(ms / 1000);
+    if (tier === 'cold') this.#coldStarts.series(endpoint).observe(ms / 1000);
     this.#wakes.observe({ endpoint, tier }, ms / 1000);
     let byTier = this.#wakeTotals.get(endpoint);
     if (!byTier) {
-      byTier = new Map();
+      byTier = noWakes();
       this.#wakeTotals.set(endpoint, byTier);
     }
-    const total = byTier.get(tier) ?? { count: 0, sum: 0 };
-    byTier.set(tier, { count: total.count + 1, sum: total.sum + ms });
+    byTier[tier] = { count: byTier[tier].count + 1, seconds: byTier[tier].seconds + ms / 1000 };
   }
 
   /**
@@ -227,30 +237,19 @@ export class GatewayMetrics {
         // A plain array: a copy every interval per endpoint, on the heap rather than a small off-heap buffer.
         latencyCounts: Array.from(series.latency.counts),
         latencyRange: series.latency.takeRange(),
-        coldStarts: 0,
-        coldStartSeconds: 0,
-        thaws: 0,
-        restores: 0,
+        wakes: { ...(this.#wakeTotals.get(endpoint) ?? noWakes()) },
       });
     }
-    for (const [endpoint, cold] of this.#coldStarts.entries()) {
-      const entry = all.get(endpoint) ?? {
+    for (const [endpoint, wakes] of this.#wakeTotals) {
+      if (all.has(endpoint)) continue;
+      all.set(endpoint, {
         ok: 0,
         clientErrors: 0,
         serverErrors: 0,
         latencyCounts: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0),
         latencyRange: { min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY },
-        coldStarts: 0,
-        coldStartSeconds: 0,
-        thaws: 0,
-        restores: 0,
-      };
-      entry.coldStarts = cold.count;
-      entry.coldStartSeconds = cold.sum;
-      const byTier = this.#wakeTotals.get(endpoint);
-      entry.thaws = byTier?.get('thaw')?.count ?? 0;
-      entry.restores = byTier?.get('restore')?.count ?? 0;
-      all.set(endpoint, entry);
+        wakes: { ...wakes },
+      });
     }
     return all;
   }
@@ -265,7 +264,7 @@ export class GatewayMetrics {
       total += count;
     }
     const load = this.#load().find((s) => s.endpointId === endpoint);
-    const coldStarts = this.#coldStarts.existing(endpoint);
+    const wakes = this.#wakeTotals.get(endpoint) ?? noWakes();
     return {
       window: { since: this.#since, seconds: Math.max(0, Math.round((this.#clock() - this.#since) / 1000)) },
       requests: { total, byStatus },
@@ -273,19 +272,23 @@ export class GatewayMetrics {
       queueWaitMs: distribution(series?.queueWait),
       queueDepth: load?.queueLength ?? 0,
       inFlight: load?.inFlight ?? 0,
-      coldStarts: {
-        count: coldStarts?.count ?? 0,
-        meanMs: coldStarts && coldStarts.count > 0 ? toMs(coldStarts.sum / coldStarts.count) : null,
-      },
-      wakes: Object.fromEntries(
-        WAKE_TIERS.map((tier) => {
-          const total = this.#wakeTotals.get(endpoint)?.get(tier);
-          const meanMs = total && total.count > 0 ? Math.round((total.sum / total.count) * 10) / 10 : null;
-          return [tier, { count: total?.count ?? 0, meanMs }];
-        }),
-      ) as EndpointTraffic['wakes'],
+      coldStarts: wakeFigures(wakes.cold),
+      thaws: wakeFigures(wakes.thaw),
+      restores: wakeFigures(wakes.restore),
     };
   }
+}
+
+export function noWakes(): Record<WakeTier, WakeTotal> {
+  return {
+    thaw: { count: 0, seconds: 0 },
+    restore: { count: 0, seconds: 0 },
+    cold: { count: 0, seconds: 0 },
+  };
+}
+
+function wakeFigures(total: WakeTotal): WakeFigures {
+  return { count: total.count, meanMs: total.count > 0 ? toMs(total.seconds / total.count) : null };
 }
 
 function distribution(series: HistogramSeries | undefined): Distribution {

@@ -15,10 +15,11 @@ const FIGURES: SlotFigures = {
   queueDepth: 4,
   oldestWaitMs: 1_234.4,
   inFlight: 7,
-  coldStarts: 2,
-  coldStartTotalMs: 4_321.06,
-  thaws: 1,
-  restores: 0,
+  wakes: {
+    cold: { count: 2, totalMs: 4_321.06 },
+    thaw: { count: 1, totalMs: 24.02 },
+    restore: { count: 0, totalMs: 0 },
+  },
   workers: WORKER_STATES.map((_, i) => i),
   desired: 5,
   jobs: null,
@@ -31,7 +32,7 @@ describe('the stored history figures', () => {
       ...FIGURES,
       latencyMin: 0.001235,
       oldestWaitMs: 1_234,
-      coldStartTotalMs: 4_321.1,
+      wakes: { ...FIGURES.wakes, cold: { count: 2, totalMs: 4_321.1 }, thaw: { count: 1, totalMs: 24 } },
     });
     expect(text.length).toBeLessThan(160);
   });
@@ -64,6 +65,19 @@ describe('the stored history figures', () => {
       failed: 8,
       frozen: 0,
       suspended: 0,
+    });
+  });
+
+  it('keep the count of every wake where a replica of an older version reads it, and read its rows', () => {
+    const text = encodeFigures(FIGURES, false);
+    // An older replica's first two are every wake and their time; a thaw is not a cold start once read back.
+    expect(JSON.parse(text).c.slice(0, 4)).toEqual([3, 4_345.1, 1, 0]);
+    // Its rows have no thaws' or restores' time: the cold starts' time holds theirs.
+    const older = JSON.stringify({ ...JSON.parse(text), c: [3, 4_345.1, 1, 0] });
+    expect(decodeFigures(older)?.wakes).toEqual({
+      cold: { count: 2, totalMs: 4_345.1 },
+      thaw: { count: 1, totalMs: 0 },
+      restore: { count: 0, totalMs: 0 },
     });
   });
 

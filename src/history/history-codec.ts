@@ -1,8 +1,10 @@
 /**
  * A history sample's figures as one replica stores them for the others (cluster-history.ts): compact JSON of
  * numbers in a fixed order, `{"v":1,"r":[ok,4xx,5xx],"l":[16 bucket counts],"lr":[min s,max s],"q":[depth,oldest
- * wait ms,in flight],"c":[cold starts,their total ms,thaws,restores]}` (a row stored before the idle tiers has no
- * thaws or restores: 0), plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
+ * wait ms,in flight],"c":[wakes,their total ms,thaws,restores,thaws' total ms,restores' total ms]}` (wakes of
+ * every tier, so that a replica of an older version reads the count it knew; the cold starts are the rest. A row
+ * stored before the idle tiers has no thaws or restores: 0; one stored before the split has no thaws' or restores'
+ * times, and its cold starts' time then holds theirs), plus `"w"` (workers by WORKER_STATES' order) and `"d"` (the
  * desired count) in a leader's rows only, and where the endpoint had jobs `"j":[in queue,in progress,completed,
  * failed,cancelled,timed out,retried]`, `"jd"` and `"je"` (the delay and execution time bucket counts, job-history.ts;
  * a row without them had no job). About 110 bytes for a follower's row, 140 for a leader's, 100 more with jobs.
@@ -10,7 +12,7 @@
  */
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
-import type { SlotFigures } from './history.js';
+import type { SlotFigures, WakeSum } from './history.js';
 import { JOB_TIME_SLOTS, type JobFigures } from './job-history.js';
 
 const VERSION = 1;
@@ -29,6 +31,8 @@ interface Encoded {
   je?: number[];
 }
 
+const tenth = (ms: number) => Math.round(ms * 10) / 10;
+
 /** Microseconds are finer than the buckets' first bound (1 ms). */
 const seconds = (s: number | null) => (s === null ? null : Math.round(s * 1e6) / 1e6);
 
@@ -40,7 +44,14 @@ export function encodeFigures(f: SlotFigures, leader: boolean): string {
     l: f.latencyCounts,
     lr: [seconds(f.latencyMin), seconds(f.latencyMax)],
     q: [f.queueDepth, Math.round(f.oldestWaitMs), f.inFlight],
-    c: [f.coldStarts, Math.round(f.coldStartTotalMs * 10) / 10, f.thaws, f.restores],
+    c: [
+      f.wakes.cold.count + f.wakes.thaw.count + f.wakes.restore.count,
+      tenth(f.wakes.cold.totalMs + f.wakes.thaw.totalMs + f.wakes.restore.totalMs),
+      f.wakes.thaw.count,
+      f.wakes.restore.count,
+      tenth(f.wakes.thaw.totalMs),
+      tenth(f.wakes.restore.totalMs),
+    ],
   };
   if (leader) {
     encoded.w = f.workers;
@@ -79,14 +90,24 @@ export function decodeFigures(text: string): SlotFigures | undefined {
     queueDepth: n(e.q, 0),
     oldestWaitMs: n(e.q, 1),
     inFlight: n(e.q, 2),
-    coldStarts: n(e.c, 0),
-    coldStartTotalMs: n(e.c, 1),
-    thaws: n(e.c, 2),
-    restores: n(e.c, 3),
+    wakes: decodeWakes(e.c, n),
     workers: WORKER_STATES.map((_, i) => n(e.w, i)),
     desired: orNull(e.d),
     jobs: Array.isArray(e.j) ? decodeJobs(e, n) : null,
   };
+}
+
+function decodeWakes(
+  c: readonly unknown[] | undefined,
+  n: (values: readonly unknown[] | undefined, i: number) => number,
+): SlotFigures['wakes'] {
+  const thaw: WakeSum = { count: n(c, 2), totalMs: n(c, 4) };
+  const restore: WakeSum = { count: n(c, 3), totalMs: n(c, 5) };
+  const cold: WakeSum = {
+    count: Math.max(0, n(c, 0) - thaw.count - restore.count),
+    totalMs: Math.max(0, tenth(n(c, 1) - thaw.totalMs - restore.totalMs)),
+  };
+  return { thaw, restore, cold };
 }
 
 function decodeJobs(

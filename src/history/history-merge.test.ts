@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { WORKER_STATES } from '../domain/worker.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
-import { JOB_TIME_BUCKETS, NO_RECENT_JOBS } from '../ports/traffic.js';
-import type { SlotFigures } from './history.js';
+import { JOB_TIME_BUCKETS, NO_RECENT_JOBS, type WakeTier } from '../ports/traffic.js';
+import { noWakeSums, type SlotFigures } from './history.js';
 import { leaderDesired, mergeHistory, mergeRecent, type ReplicaSlot } from './history-merge.js';
 import { emptyJobFigures, type JobFigures } from './job-history.js';
 
@@ -35,15 +35,20 @@ function figures(f: Partial<SlotFigures> = {}): SlotFigures {
     queueDepth: 0,
     oldestWaitMs: 0,
     inFlight: 0,
-    coldStarts: 0,
-    coldStartTotalMs: 0,
-    thaws: 0,
-    restores: 0,
+    wakes: noWakeSums(),
     workers: workers({}),
     desired: null,
     jobs: null,
     ...f,
   };
+}
+
+/** Wakes by tier, each as [count, total ms]; a tier left out had none. */
+function wakes(by: Partial<Record<WakeTier, [number, number]>>): SlotFigures['wakes'] {
+  const sums = noWakeSums();
+  for (const [tier, [count, totalMs]] of Object.entries(by) as [WakeTier, [number, number]][])
+    sums[tier] = { count, totalMs };
+  return sums;
 }
 
 function row(replicaId: string, slot: number, term: number | null, f: Partial<SlotFigures>): ReplicaSlot {
@@ -142,19 +147,16 @@ describe('mergeHistory', () => {
       },
     },
     {
-      name: "counts every replica's cold starts and their mean over all of them",
+      name: "counts every replica's wakes by tier and each tier's mean over all of them",
       rows: [
-        row('a', 1, 4, { coldStarts: 1, coldStartTotalMs: 1_000, thaws: 1 }),
-        row('b', 1, null, { coldStarts: 2, coldStartTotalMs: 5_000, restores: 1 }),
+        row('a', 1, 4, { wakes: wakes({ cold: [1, 3_000], thaw: [1, 20] }) }),
+        row('b', 1, null, { wakes: wakes({ cold: [1, 5_000], restore: [1, 2_500], thaw: [1, 30] }) }),
         row('b', 2, null, {}),
       ],
       expect: (h) => {
-        expect(h.coldStarts).toEqual({
-          count: [3, 0],
-          meanMs: [2_000, null],
-          thaws: [1, 0],
-          restores: [1, 0],
-        });
+        expect(h.coldStarts).toEqual({ count: [2, 0], meanMs: [4_000, null] });
+        expect(h.thaws).toEqual({ count: [2, 0], meanMs: [25, null] });
+        expect(h.restores).toEqual({ count: [1, 0], meanMs: [2_500, null] });
       },
     },
     {

@@ -11,8 +11,8 @@
 import { WORKER_STATES } from '../domain/worker.js';
 import { bucketQuantile } from '../gateway/hot-histogram.js';
 import { LATENCY_BUCKETS } from '../gateway/metrics.js';
-import type { EndpointHistory, RecentTraffic } from '../ports/traffic.js';
-import { type SlotFigures, toMs } from './history.js';
+import { type EndpointHistory, type RecentTraffic, WAKE_TIERS } from '../ports/traffic.js';
+import { noWakeSums, type SlotFigures, toMs, wakeColumns, wakesByField } from './history.js';
 import {
   addJobFigures,
   emptyJobFigures,
@@ -43,10 +43,7 @@ interface MergedSlot {
   queueDepth: number;
   oldestWaitMs: number;
   inFlight: number;
-  coldStarts: number;
-  coldStartTotalMs: number;
-  thaws: number;
-  restores: number;
+  wakes: SlotFigures['wakes'];
   /** The jobs of every replica's row that had any. */
   jobs: JobFigures | undefined;
   /** The leader's row of the slot, if any replica led when it sampled. */
@@ -71,10 +68,7 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
         queueDepth: 0,
         oldestWaitMs: 0,
         inFlight: 0,
-        coldStarts: 0,
-        coldStartTotalMs: 0,
-        thaws: 0,
-        restores: 0,
+        wakes: noWakeSums(),
         jobs: undefined,
         leader: undefined,
         leaderTerm: Number.NEGATIVE_INFINITY,
@@ -92,10 +86,13 @@ function mergeSlots(rows: readonly ReplicaSlot[]): MergedSlot[] {
     m.queueDepth += f.queueDepth;
     m.oldestWaitMs = Math.max(m.oldestWaitMs, f.oldestWaitMs);
     m.inFlight += f.inFlight;
-    m.coldStarts += f.coldStarts;
-    m.coldStartTotalMs += f.coldStartTotalMs;
-    m.thaws += f.thaws;
-    m.restores += f.restores;
+    for (const tier of WAKE_TIERS) {
+      const sum = m.wakes[tier];
+      m.wakes[tier] = {
+        count: sum.count + f.wakes[tier].count,
+        totalMs: sum.totalMs + f.wakes[tier].totalMs,
+      };
+    }
     if (f.jobs) {
       m.jobs ??= emptyJobFigures();
       addJobFigures(m.jobs, f.jobs);
@@ -142,14 +139,7 @@ export function mergeHistory(
       WORKER_STATES.map((state, i) => [state, column((m) => m.leader?.workers[i] ?? 0)]),
     ),
     desiredWorkers: column((m) => m.leader?.desired ?? null),
-    coldStarts: {
-      count: column((m) => m.coldStarts),
-      meanMs: column((m) =>
-        m.coldStarts > 0 ? Math.round((m.coldStartTotalMs / m.coldStarts) * 10) / 10 : null,
-      ),
-      thaws: column((m) => m.thaws),
-      restores: column((m) => m.restores),
-    },
+    ...wakesByField((tier) => wakeColumns(column((m) => m.wakes[tier]))),
     jobs: jobsHistoryOf(column((m) => m.jobs)),
   };
 }

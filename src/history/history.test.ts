@@ -96,20 +96,21 @@ describe('TrafficHistory', () => {
     expect(b.desiredWorkers).toEqual([null, null]);
   });
 
-  it('counts the wakes from zero of each interval and their mean duration', () => {
+  it('counts the wakes from zero of each interval by tier, each with its own mean duration', () => {
     const h = harness();
-    h.metrics.observeColdStart('ep-a', 1_000);
-    h.metrics.observeColdStart('ep-a', 3_000, 'thaw');
+    h.metrics.observeColdStart('ep-a', 3_289);
+    h.metrics.observeColdStart('ep-a', 24, 'thaw');
     h.tick();
     h.tick();
     h.metrics.observeColdStart('ep-a', 500);
+    h.metrics.observeColdStart('ep-a', 2_100, 'restore');
+    h.metrics.observeColdStart('ep-a', 30, 'thaw');
     h.tick();
-    expect(h.history.of('ep-a').coldStarts).toEqual({
-      count: [2, 0, 1],
-      meanMs: [2_000, null, 500],
-      thaws: [1, 0, 0],
-      restores: [0, 0, 0],
-    });
+    const history = h.history.of('ep-a');
+    // A 24 ms thaw beside a 3,289 ms cold start: neither averaged into the other.
+    expect(history.coldStarts).toEqual({ count: [1, 0, 1], meanMs: [3_289, null, 500] });
+    expect(history.thaws).toEqual({ count: [1, 0, 1], meanMs: [24, null, 30] });
+    expect(history.restores).toEqual({ count: [0, 0, 1], meanMs: [null, null, 2_100] });
   });
 
   it('makes no ring for an endpoint with nothing to show, and answers empty columns for it', () => {
@@ -133,7 +134,7 @@ describe('TrafficHistory', () => {
     expect(h.history.usage()).toEqual({ endpoints: 2, bytes: 2 * perEndpoint });
     // The defaults: one hour at 10 s, the last 5 minutes' latency buckets.
     expect(TrafficHistory.bytesPerEndpoint({ samples: 360, intervalSeconds: 10 })).toBe(
-      360 * (8 + 23 * 4) + 30 * (8 + 18 * 4),
+      360 * (8 + 25 * 4) + 30 * (8 + 18 * 4),
     );
   });
 

@@ -1,6 +1,6 @@
 /**
  * The history behind the dashboard's charts: every interval (10 s by default) one sample per endpoint of what the
- * gateway counted during it (requests by status class, latency p50/p99, cold starts and their mean duration) and
+ * gateway counted during it (requests by status class, latency p50/p99, wakes from zero by tier with their mean) and
  * of what is true at that moment (queue depth and its oldest wait, requests in flight, workers by state, the
  * autoscaler's desired count), and its jobs (job-history.ts: an endpoint's job rings only once it has jobs), kept
  * in a fixed ring per endpoint (360 samples: one hour). Memory is bounded: a
@@ -19,6 +19,10 @@ import {
   type LiveJobs,
   NO_RECENT_JOBS,
   type RecentTraffic,
+  type WAKE_FIELDS,
+  WAKE_TIERS,
+  type WakeColumns,
+  type WakeTier,
 } from '../ports/traffic.js';
 import { HistoryRing } from './history-ring.js';
 import { emptyJobFigures, type JobFigures, JobRings, jobInterval, jobsHistoryOf } from './job-history.js';
@@ -39,18 +43,37 @@ export interface SlotFigures {
   queueDepth: number;
   oldestWaitMs: number;
   inFlight: number;
-  coldStarts: number;
-  /** The cold starts' durations added up (ms). */
-  coldStartTotalMs: number;
-  /** Of those wakes, the ones by a thaw and by a restore (the rest were cold starts). */
-  thaws: number;
-  restores: number;
+  /** Wakes from zero in the interval by tier, and their durations added up (ms). */
+  wakes: Record<WakeTier, WakeSum>;
   /** The controller's workers in each state, by WORKER_STATES' order (a follower's controller has none). */
   workers: number[];
   /** The autoscaler's desired count; null where it has not decided. */
   desired: number | null;
   /** The endpoint's jobs; null where it had none in the sample. */
   jobs: JobFigures | null;
+}
+
+/** Wakes of one tier in one sample: how many, and their durations added up (ms). */
+export interface WakeSum {
+  count: number;
+  totalMs: number;
+}
+
+/** No wake in a sample. */
+export function noWakeSums(): Record<WakeTier, WakeSum> {
+  return {
+    thaw: { count: 0, totalMs: 0 },
+    restore: { count: 0, totalMs: 0 },
+    cold: { count: 0, totalMs: 0 },
+  };
+}
+
+/** A tier's wakes in each interval as the history answers them: the count, and the mean (null without any). */
+export function wakeColumns(sums: readonly WakeSum[]): WakeColumns {
+  return {
+    count: sums.map((s) => s.count),
+    meanMs: sums.map((s) => (s.count > 0 ? Math.round((s.totalMs / s.count) * 10) / 10 : null)),
+  };
 }
 
 /** One endpoint's figures of one sample, taken at `at`. */
@@ -107,15 +130,14 @@ interface Row {
   oldestWaitMs: number;
   inFlight: number;
   desired: number;
-  coldStarts: number;
-  coldStartMeanMs: number;
-  thaws: number;
-  restores: number;
   /** By WORKER_STATES' order. */
   workers: number[];
-  /** Not a column: the cold starts' durations added up (ms), for `sample(true)`. */
-  coldStartTotalMs: number;
+  /** Wakes from zero by tier (not columns of the figures: each tier has WAKE_COLUMNS). */
+  wakes: Record<WakeTier, WakeSum>;
 }
+
+/** The ring's wake columns after the figures: each tier's count, then its wakes' durations added up (ms). */
+const WAKE_COLUMNS = WAKE_TIERS.length * 2;
 
 /** The ring's columns: the row's figures in this order, then the workers in each state. */
 const FIGURES = [
@@ -128,16 +150,15 @@ const FIGURES = [
   'oldestWaitMs',
   'inFlight',
   'desired',
-  'coldStarts',
-  'coldStartMeanMs',
-  'thaws',
-  'restores',
-] as const satisfies readonly Exclude<keyof Row, 'workers'>[];
+] as const satisfies readonly Exclude<keyof Row, 'workers' | 'wakes'>[];
 type Figure = (typeof FIGURES)[number];
-const COLUMNS = FIGURES.length + WORKER_STATES.length;
+const COLUMNS = FIGURES.length + WAKE_COLUMNS + WORKER_STATES.length;
+/** Where the workers' columns begin. */
+const WORKER_COLUMN = FIGURES.length + WAKE_COLUMNS;
 
 function columnsOf(row: Row): number[] {
-  return [...FIGURES.map((name) => row[name]), ...row.workers];
+  const wakes = WAKE_TIERS.flatMap((tier) => [row.wakes[tier].count, row.wakes[tier].totalMs]);
+  return [...FIGURES.map((name) => row[name]), ...wakes, ...row.workers];
 }
 
 /** The latency buckets the gateway counts in, +Inf included, then each interval's smallest and largest latency. */
@@ -276,18 +297,14 @@ export class TrafficHistory {
         oldestWaitMs: l?.oldestEnqueuedAt ? Math.max(0, now - l.oldestEnqueuedAt) : 0,
         inFlight: l?.inFlight ?? 0,
         desired: sources.desired(id) ?? Number.NaN,
-        coldStarts: 0,
-        coldStartMeanMs: Number.NaN,
-        thaws: 0,
-        restores: 0,
         workers: workers.get(id) ?? new Array<number>(WORKER_STATES.length).fill(0),
-        coldStartTotalMs: 0,
+        wakes: noWakeSums(),
       };
       const latency = this.#interval(row, counters.get(id), this.#previous.get(id));
       const jobs = jobInterval(jobCounters.get(id), this.#previousJobs.get(id), liveJobs.get(id));
       const active =
         row.ok + row.clientErrors + row.serverErrors > 0 ||
-        row.coldStarts > 0 ||
+        WAKE_TIERS.some((tier) => row.wakes[tier].count > 0) ||
         row.queueDepth > 0 ||
         row.inFlight > 0 ||
         row.workers.some((count) => count > 0) ||
@@ -328,7 +345,7 @@ export class TrafficHistory {
   }
 
   /**
-   * What the gateway counted since the previous sample: requests by class, cold starts, and the latency
+   * What the gateway counted since the previous sample: requests by class, wakes by tier, and the latency
    * percentiles (into `row`); returns the interval's latency buckets and range for `recent`.
    */
   #interval(row: Row, now: TrafficCounters | undefined, before: TrafficCounters | undefined): number[] {
@@ -341,14 +358,12 @@ export class TrafficHistory {
     row.ok = now.ok - (base?.ok ?? 0);
     row.clientErrors = now.clientErrors - (base?.clientErrors ?? 0);
     row.serverErrors = now.serverErrors - (base?.serverErrors ?? 0);
-    const coldBase = before && before.coldStarts <= now.coldStarts ? before : undefined;
-    row.coldStarts = now.coldStarts - (coldBase?.coldStarts ?? 0);
-    if (row.coldStarts > 0) {
-      const seconds = now.coldStartSeconds - (coldBase?.coldStartSeconds ?? 0);
-      row.coldStartMeanMs = toMs(seconds / row.coldStarts);
-      row.coldStartTotalMs = seconds * 1000;
-      row.thaws = now.thaws - (coldBase?.thaws ?? 0);
-      row.restores = now.restores - (coldBase?.restores ?? 0);
+    for (const tier of WAKE_TIERS) {
+      const was = before?.wakes[tier];
+      const wakeBase = was && was.count <= now.wakes[tier].count ? was : undefined;
+      const count = now.wakes[tier].count - (wakeBase?.count ?? 0);
+      const seconds = now.wakes[tier].seconds - (wakeBase?.seconds ?? 0);
+      if (count > 0) row.wakes[tier] = { count, totalMs: Math.round(seconds * 10_000) / 10 };
     }
     let count = 0;
     for (let i = 0; i < LATENCY_SLOTS; i++) {
@@ -373,7 +388,12 @@ export class TrafficHistory {
       columns: [] as number[][],
     };
     const column = (name: Figure) => columns[FIGURES.indexOf(name)] ?? [];
-    const workersIn = (i: number) => columns[FIGURES.length + i] ?? [];
+    const workersIn = (i: number) => columns[WORKER_COLUMN + i] ?? [];
+    const wakesOf = (tier: WakeTier) => {
+      const at = FIGURES.length + WAKE_TIERS.indexOf(tier) * 2;
+      const totals = columns[at + 1] ?? [];
+      return wakeColumns((columns[at] ?? []).map((count, i) => ({ count, totalMs: totals[i] ?? 0 })));
+    };
     const orNull = (values: number[]) => values.map((v) => (Number.isNaN(v) ? null : v));
     const jobs = this.#tracked.get(endpointId)?.jobs;
     return {
@@ -390,12 +410,7 @@ export class TrafficHistory {
       inFlight: column('inFlight'),
       workers: Object.fromEntries(WORKER_STATES.map((state, i) => [state, workersIn(i)])),
       desiredWorkers: orNull(column('desired')),
-      coldStarts: {
-        count: column('coldStarts'),
-        meanMs: orNull(column('coldStartMeanMs')),
-        thaws: column('thaws'),
-        restores: column('restores'),
-      },
+      ...wakesByField(wakesOf),
       jobs: jobs ? jobs.of(times.length) : jobsHistoryOf(times.map(() => undefined)),
     };
   }
@@ -449,14 +464,18 @@ function figuresOf(row: Row, latency: readonly number[], jobs: JobFigures | unde
     queueDepth: row.queueDepth,
     oldestWaitMs: row.oldestWaitMs,
     inFlight: row.inFlight,
-    coldStarts: row.coldStarts,
-    coldStartTotalMs: row.coldStartTotalMs,
-    thaws: row.thaws,
-    restores: row.restores,
+    wakes: { ...row.wakes },
     workers: [...row.workers],
     desired: Number.isNaN(row.desired) ? null : row.desired,
     jobs: jobs ?? null,
   };
+}
+
+/** Each tier's columns under its field (`coldStarts`, `thaws`, `restores`). */
+export function wakesByField(
+  of: (tier: WakeTier) => WakeColumns,
+): Record<(typeof WAKE_FIELDS)[WakeTier], WakeColumns> {
+  return { coldStarts: of('cold'), thaws: of('thaw'), restores: of('restore') };
 }
 
 function total(c: TrafficCounters): number {

@@ -12,13 +12,38 @@ export interface EndpointTraffic {
   queueWaitMs: Distribution;
   queueDepth: number;
   inFlight: number;
-  coldStarts: { count: number; meanMs: number | null };
-  /** The same wakes from zero by the tier the worker came from (docs/workers.md, Idle tiers). */
-  wakes: Record<WakeTier, { count: number; meanMs: number | null }>;
+  /**
+   * Wakes from zero apart by the tier the worker came from (docs/workers.md, Idle tiers): cold starts (a new
+   * worker), thaws (a frozen one) and restores (a suspended one).
+   */
+  coldStarts: WakeFigures;
+  thaws: WakeFigures;
+  restores: WakeFigures;
+}
+
+/** Wakes of one tier: how many, and their mean duration (ms; null without any). */
+export interface WakeFigures {
+  count: number;
+  meanMs: number | null;
+}
+
+/** Wakes of one tier in each interval of a history: how many, and their mean duration (ms; null without any). */
+export interface WakeColumns {
+  count: number[];
+  meanMs: (number | null)[];
 }
 
 /** Where a woken worker came from: frozen (a thaw), suspended (a restore), or nowhere (a cold start). */
 export type WakeTier = 'thaw' | 'restore' | 'cold';
+
+export const WAKE_TIERS: readonly WakeTier[] = ['thaw', 'restore', 'cold'];
+
+/** The field each tier's wakes are shown in (EndpointTraffic, EndpointHistory). */
+export const WAKE_FIELDS = {
+  cold: 'coldStarts',
+  thaw: 'thaws',
+  restore: 'restores',
+} as const satisfies Record<WakeTier, keyof EndpointTraffic & keyof EndpointHistory>;
 
 /**
  * Percentiles estimated from the histogram's buckets (within the smallest and largest values seen), and the exact
@@ -54,8 +79,10 @@ export interface EndpointHistory {
   workers: Record<string, number[]>;
   /** The autoscaler's desired count at each sample; null where this server's scaler had not decided. */
   desiredWorkers: (number | null)[];
-  /** Wakes from zero that completed in each interval, and their mean duration. */
-  coldStarts: { count: number[]; meanMs: (number | null)[]; thaws: number[]; restores: number[] };
+  /** Wakes from zero that completed in each interval, apart by tier as in EndpointTraffic. */
+  coldStarts: WakeColumns;
+  thaws: WakeColumns;
+  restores: WakeColumns;
   /** The endpoint's jobs (docs/jobs.md, Watching jobs). */
   jobs: JobsHistory;
 }

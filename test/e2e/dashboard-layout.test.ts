@@ -35,7 +35,9 @@ function oneSample(): EndpointHistory {
     inFlight: [0],
     workers: { running: [1] },
     desiredWorkers: [1],
-    coldStarts: { count: [0], meanMs: [null], thaws: [0], restores: [0] },
+    coldStarts: { count: [0], meanMs: [null] },
+    thaws: { count: [0], meanMs: [null] },
+    restores: { count: [0], meanMs: [null] },
     jobs: {
       inQueue: [3],
       inProgress: [1],

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { callGateway, type GatewayAnswer } from '../support/gateway-call.js';
 import { integrationAvailable } from '../support/integration.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const KEY = 'e2e-idle-tiers-key-0123456789';
@@ -67,6 +67,12 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     expect(created.body.id, created.text).toBeDefined();
     return created.body.id as string;
   };
+  /** `corral <args>` against this server, as a user runs it. */
+  const corral = async (args: string[]) => {
+    const run = await runCorral(args, { CORRAL_API_URL: server.apiUrl, CORRAL_API_KEY: KEY });
+    expect(run.code, run.stderr).toBe(0);
+    return run.stdout;
+  };
   const workersOf = async (id: string) =>
     (await api(`endpoint?id=${id}`)).body.endpoint.workers as {
       id: string;
@@ -118,6 +124,10 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     );
     // Paused: no process of it runs.
     expect(docker(['stats', '--no-stream', '--format', '{{.CPUPerc}}', container ?? ''])).toBe('0.00%');
+    // Listed as resting, not as broken: its HEALTHY is `-`, never `no`.
+    expect(await corral(['workers', 'list', 'sleepy'])).toMatch(
+      new RegExp(`^${frozen?.id}\\s+frozen\\s+-\\s+frozen since `, 'm'),
+    );
 
     const woken = await viaGateway(server, 'sleepy', '/work?ms=1');
     expect(woken.status, woken.body).toBe(200);
@@ -128,14 +138,22 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     expect(containersOf(id)).toEqual([container]);
     expect(docker(['inspect', '-f', '{{.State.Status}}', container ?? ''])).toBe('running');
 
+    // The thaw counted apart from the cold start: its milliseconds do not lower the cold start's mean.
     const metrics = (await api(`endpoint/metrics?id=${id}`)).body;
-    expect(metrics.wakes).toMatchObject({ thaw: { count: 1 }, cold: { count: 1 }, restore: { count: 0 } });
+    expect(metrics.coldStarts.count).toBe(1);
+    expect(metrics.coldStarts.meanMs).toBeGreaterThanOrEqual(9_000);
+    expect(metrics.thaws.count).toBe(1);
+    expect(metrics.thaws.meanMs).toBeLessThan(5_000);
+    expect(metrics.restores).toEqual({ count: 0, meanMs: null });
+    const printed = await corral(['endpoints', 'metrics', 'sleepy']);
+    expect(printed).toMatch(/^Cold starts: +1 \(mean \d{4,}(\.\d)? ms\)$/m);
+    expect(printed).toMatch(/^Thaws: +1 \(mean [\d.]+ ms\)$/m);
     const scrape = await fetch(`${server.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(await scrape.text()).toMatch(
       new RegExp(`^corral_gateway_wake_seconds_count\\{endpoint="${id}",tier="thaw"\\} 1$`, 'm'),
     );
     console.log(
-      `[idle-tiers e2e] cold start ${first.ms} ms (${first.headers['server-timing']}); after a thaw ${woken.ms} ms (${woken.headers['server-timing']})`,
+      `[idle-tiers e2e] cold start ${first.ms} ms (${first.headers['server-timing']}); after a thaw ${woken.ms} ms (${woken.headers['server-timing']}); endpoint/metrics coldStarts ${JSON.stringify(metrics.coldStarts)}, thaws ${JSON.stringify(metrics.thaws)}`,
     );
     await api('endpoint/delete', { id });
     await until(() => expect(containersOf(id)).toEqual([]), 30_000);
@@ -158,6 +176,22 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     expect(containersOf(b)).toHaveLength(1);
     const ended = (await api(`endpoint/worker/ended?id=${a}`)).body.workers as { reason: string }[];
     expect(ended.map((w) => w.reason)).toContain('stopped to free its GPUs for a worker of endpoint tier-b');
+    expect(await corral(['workers', 'ended', 'tier-a'])).toMatch(
+      /^\S+ +ended \S+ \S+ UTC, removed: stopped to free its GPUs for a worker of endpoint tier-b$/m,
+    );
+    // Both endpoints' events say it.
+    const eventsOf = async (id: string) =>
+      ((await api(`endpoint/log?id=${id}`)).body.events as { type: string; message: string }[])
+        .filter((e) => e.type === 'eviction')
+        .map((e) => e.message);
+    expect(await eventsOf(a)).toEqual([
+      expect.stringMatching(/^frozen worker \S+ stopped to free its GPUs for a worker of endpoint tier-b$/),
+    ]);
+    expect(await eventsOf(b)).toEqual([
+      expect.stringMatching(
+        /^frozen worker \S+ of endpoint tier-a stopped to free its GPUs for this endpoint's waiting worker$/,
+      ),
+    ]);
 
     // B's worker runs (never moved down for another); A waits for the GPU, then starts cold, and says so.
     const again = await viaGateway(server, 'tier-a', '/work?ms=1');
@@ -165,7 +199,7 @@ describe.runIf(withDocker)('idle tiers on Docker, with corral serve as a process
     expect(phase(again, 'thaw')).toBeUndefined();
     expect(phase(again, 'placement')).toBeDefined();
     expect(phase(again, 'ready')).toBeDefined();
-    expect((await api(`endpoint/metrics?id=${a}`)).body.wakes.cold.count).toBe(2);
+    expect((await api(`endpoint/metrics?id=${a}`)).body.coldStarts.count).toBe(2);
     for (const id of [a, b]) await api('endpoint/delete', { id });
     await until(() => expect([...containersOf(a), ...containersOf(b)]).toEqual([]), 30_000);
   }, 90_000);

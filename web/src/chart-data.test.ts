@@ -23,6 +23,8 @@ function history(overrides: Partial<WireEndpointHistory> = {}): WireEndpointHist
     },
     desiredWorkers: [1, 2, 2],
     coldStarts: { count: [1, 0, 0], meanMs: [1800, null, null] },
+    thaws: { count: zeros, meanMs: [null, null, null] },
+    restores: { count: zeros, meanMs: [null, null, null] },
     ...overrides,
   };
 }
@@ -92,31 +94,39 @@ describe('chartsOf', () => {
       'cold starts',
       'thaws',
       'restores',
-      'mean duration (s)',
+      'cold start mean (s)',
+      'thaw mean (s)',
+      'restore mean (s)',
     ]);
     expect(cold?.series.map((s) => s.values)).toEqual([
       [1, 0, 0],
       [0, 0, 0],
       [0, 0, 0],
       [1.8, null, null],
+      [null, null, null],
+      [null, null, null],
     ]);
-    expect(cold?.summary).toBe('1 wake from zero in the chart, the last took 1.8 s');
+    expect(cold?.summary).toBe('1 cold start (the last took 1.8 s) in the chart');
     expect(
       chart('cold-starts', history({ coldStarts: { count: zeros, meanMs: [null, null, null] } }))?.summary,
     ).toBe('no wake from zero in the chart');
-    // By tier: of 3 wakes in the first interval, one a thaw and one a restore.
+    // By tier, each with its own mean: a 24 ms thaw is not averaged into a 3.3 s cold start.
     const tiers = history({
-      coldStarts: { count: [3, 1, 0], meanMs: [600, 20, null], thaws: [1, 1, 0], restores: [1, 0, 0] },
+      coldStarts: { count: [1, 0, 0], meanMs: [3289, null, null] },
+      thaws: { count: [1, 1, 0], meanMs: [24, 30, null] },
+      restores: { count: [0, 0, 1], meanMs: [null, null, 2100] },
     });
-    expect(
-      chart('cold-starts', tiers)
-        ?.series.slice(0, 3)
-        .map((s) => s.values),
-    ).toEqual([
+    expect(chart('cold-starts', tiers)?.series.map((s) => s.values)).toEqual([
       [1, 0, 0],
       [1, 1, 0],
-      [1, 0, 0],
+      [0, 0, 1],
+      [3.289, null, null],
+      [0.024, 0.03, null],
+      [null, null, 2.1],
     ]);
+    expect(chart('cold-starts', tiers)?.summary).toBe(
+      '1 cold start (the last took 3.3 s), 2 thaws (the last took 30 ms), 1 restore (the last took 2.1 s) in the chart',
+    );
   });
 });
 

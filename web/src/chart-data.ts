@@ -4,7 +4,7 @@
  * words (the chart's caption, and its text for screen readers). An endpoint that had jobs in the history gets three
  * more: its jobs queued and in progress, finished by outcome, and their delay and execution times.
  */
-import type { WireEndpointHistory, WireJobsHistory } from '../../src/client/index.js';
+import type { WireEndpointHistory, WireJobsHistory, WireWakeColumns } from '../../src/client/index.js';
 
 export interface ChartSeries {
   label: string;
@@ -50,7 +50,6 @@ const COLORS = {
   cold: '#0a58ca',
   thaw: '#54aeff',
   restore: '#8250df',
-  coldMs: '#bc4c00',
   inQueue: '#0a58ca',
   inProgress: '#1a7f37',
   completed: '#1a7f37',
@@ -113,12 +112,6 @@ export function chartsOf(history: WireEndpointHistory): Charts {
   const r = history.requests;
   const requests = sum(r.ok) + sum(r.clientErrors) + sum(r.serverErrors);
   const states = Object.entries(history.workers).filter(([, values]) => values.some((v) => v > 0));
-  const coldCount = sum(history.coldStarts.count);
-  // By tier (docs/workers.md, Idle tiers); a server before the tiers sends none: every wake was a cold start.
-  const thaws = history.coldStarts.thaws ?? history.coldStarts.count.map(() => 0);
-  const restores = history.coldStarts.restores ?? history.coldStarts.count.map(() => 0);
-  const cold = history.coldStarts.count.map((n, i) => n - (thaws[i] ?? 0) - (restores[i] ?? 0));
-  const coldMeans = history.coldStarts.meanMs.filter((v): v is number => v !== null);
   const charts: ChartSpec[] = [
     {
       id: 'requests',
@@ -184,30 +177,7 @@ export function chartsOf(history: WireEndpointHistory): Charts {
       ],
       summary: latestWorkers(history, states),
     },
-    {
-      id: 'cold-starts',
-      title: 'Wakes from zero by tier, and their duration',
-      y: 'wakes',
-      y2: 'duration (s)',
-      series: [
-        { label: 'cold starts', color: COLORS.cold, scale: 'y', kind: 'bars', values: cold },
-        { label: 'thaws', color: COLORS.thaw, scale: 'y', kind: 'bars', values: thaws },
-        { label: 'restores', color: COLORS.restore, scale: 'y', kind: 'bars', values: restores },
-        {
-          label: 'mean duration (s)',
-          color: COLORS.coldMs,
-          scale: 'y2',
-          kind: 'line',
-          values: history.coldStarts.meanMs.map((ms) => (ms === null ? null : ms / 1000)),
-        },
-      ],
-      summary:
-        coldCount === 0
-          ? 'no wake from zero in the chart'
-          : `${coldCount} ${coldCount === 1 ? 'wake' : 'wakes'} from zero in the chart, the last took ${duration(
-              last(coldMeans),
-            )}`,
-    },
+    wakesChart(history),
   ];
   const jobs = history.jobs;
   const finished = jobs
@@ -215,6 +185,54 @@ export function chartsOf(history: WireEndpointHistory): Charts {
     : 0;
   if (jobs && hadJobs(jobs)) charts.push(...jobCharts(jobs, every, finished));
   return { x, charts, requests, jobs: finished };
+}
+
+/** A tier's wakes as the chart names them: singular, plural, and its colour. */
+const WAKE_KINDS = [
+  ['coldStarts', 'cold start', 'cold starts', COLORS.cold],
+  ['thaws', 'thaw', 'thaws', COLORS.thaw],
+  ['restores', 'restore', 'restores', COLORS.restore],
+] as const;
+
+/**
+ * Wakes from zero by tier (docs/workers.md, Idle tiers), each with its own mean duration: a 24 ms thaw and a 3 s
+ * cold start are two figures, never one mean.
+ */
+function wakesChart(history: WireEndpointHistory): ChartSpec {
+  const seconds = (values: (number | null)[]) => values.map((ms) => (ms === null ? null : ms / 1000));
+  const tiers = WAKE_KINDS.map(([field, one, many, color]) => {
+    const columns: WireWakeColumns = history[field];
+    return { one, many, color, columns, count: sum(columns.count) };
+  });
+  const said = tiers
+    .filter((t) => t.count > 0)
+    .map((t) => {
+      const lastMean = last(t.columns.meanMs.filter((v): v is number => v !== null));
+      return `${t.count} ${t.count === 1 ? t.one : t.many} (the last took ${duration(lastMean)})`;
+    });
+  return {
+    id: 'cold-starts',
+    title: 'Wakes from zero by tier, and their duration',
+    y: 'wakes',
+    y2: 'duration (s)',
+    series: [
+      ...tiers.map((t) => ({
+        label: t.many,
+        color: t.color,
+        scale: 'y' as const,
+        kind: 'bars' as const,
+        values: t.columns.count,
+      })),
+      ...tiers.map((t) => ({
+        label: `${t.one} mean (s)`,
+        color: t.color,
+        scale: 'y2' as const,
+        kind: 'line' as const,
+        values: seconds(t.columns.meanMs),
+      })),
+    ],
+    summary: said.length === 0 ? 'no wake from zero in the chart' : `${said.join(', ')} in the chart`,
+  };
 }
 
 /** Whether the history shows any job (an endpoint that never had one gets no job charts). */

@@ -48,7 +48,7 @@ export type DesiredSource = (endpointId: string) => number | undefined | Promise
 /**
  * `GET endpoint/metrics?id=`: one endpoint's figures, as the endpoint's `metrics` URL gives them. Workers by state
  * come from the store (any API replica has them); the traffic (requests by status, latency, queue wait, cold
- * starts) from this process's gateway since it started, with that window (and, with several replicas, this
+ * starts, thaws, restores) from this process's gateway since it started, with that window (and, with several replicas, this
  * replica) stated, null where none runs; the queue depth and in-flight requests now are this gateway's plus every
  * other live replica's. Another owner's id answers 404, as everywhere.
  */
@@ -89,7 +89,9 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       queueDepth: traffic ? traffic.queueDepth + (others?.queueLength ?? 0) : null,
       inFlight: traffic ? traffic.inFlight + (others?.inFlight ?? 0) : null,
       coldStarts: traffic?.coldStarts ?? null,
-      wakes: traffic?.wakes ?? null,
+      thaws: traffic?.thaws ?? null,
+      restores: traffic?.restores ?? null,
+      wakes: traffic ? { thaw: traffic.thaws, restore: traffic.restores, cold: traffic.coldStarts } : null,
       desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
       recent: recent ? recentRequests(recent) : null,
       ...(jobs ? { jobs } : {}),
@@ -132,7 +134,9 @@ function registerHistoryRoute(api: FastifyInstance, o: AppOptions): void {
         inFlight: [],
         workers: {},
         desiredWorkers: [],
-        coldStarts: { count: [], meanMs: [], thaws: [], restores: [] },
+        coldStarts: { count: [], meanMs: [] },
+        thaws: { count: [], meanMs: [] },
+        restores: { count: [], meanMs: [] },
         jobs: {
           inQueue: [],
           inProgress: [],

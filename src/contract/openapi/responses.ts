@@ -87,6 +87,20 @@ const nullableCount = (description: string): Schema => ({
   description: `${description} Null without a gateway in this process.`,
 });
 
+/** Wakes from zero of one tier since the gateway started. */
+const wakes = (description: string): Schema => ({
+  type: ['object', 'null'],
+  description,
+  properties: {
+    count: int(),
+    meanMs: {
+      type: ['number', 'null'],
+      description: 'Mean time from the first waiting request to the first routable worker; null without any.',
+    },
+  },
+  required: ['count', 'meanMs'],
+});
+
 function endpointMetricsSchema(): Schema {
   return object(
     {
@@ -102,7 +116,7 @@ function endpointMetricsSchema(): Schema {
       window: {
         type: ['object', 'null'],
         description:
-          "What the since-start figures (requests, latencyMs, queueWaitMs, coldStarts) cover: everything the answering server's gateway saw since it started. Null without a gateway in this process.",
+          "What the since-start figures (requests, latencyMs, queueWaitMs, coldStarts, thaws, restores) cover: everything the answering server's gateway saw since it started. Null without a gateway in this process.",
         properties: {
           since: { type: 'string', format: 'date-time', description: 'When the gateway started.' },
           seconds: int('How long ago that was.'),
@@ -132,22 +146,19 @@ function endpointMetricsSchema(): Schema {
       inFlight: nullableCount(
         "Requests at workers now; with several replicas, every live replica's, as queueDepth.",
       ),
-      coldStarts: {
-        type: ['object', 'null'],
-        description: 'Wakes from zero (one per wake). Null without a gateway in this process.',
-        properties: {
-          count: int(),
-          meanMs: {
-            type: ['number', 'null'],
-            description: 'Mean time from the first waiting request to the first routable worker.',
-          },
-        },
-        required: ['count', 'meanMs'],
-      },
+      coldStarts: wakes(
+        'Cold starts: wakes from zero by a new worker (one per wake), thaws and restores apart. Null without a gateway in this process.',
+      ),
+      thaws: wakes(
+        'Wakes from zero by a thaw (a frozen worker). Absent from servers before it; null without a gateway in this process.',
+      ),
+      restores: wakes(
+        'Wakes from zero by a restore (a suspended worker). Absent from servers before it; null without a gateway in this process.',
+      ),
       wakes: {
         type: ['object', 'null'],
         description:
-          'The same wakes from zero by the tier their worker came from: thaw (a frozen worker), restore (a suspended one), cold (a new one). Null without a gateway in this process.',
+          'coldStarts, thaws and restores again by tier (cold, thaw, restore), as servers before them answered. Null without a gateway in this process.',
         properties: Object.fromEntries(
           ['thaw', 'restore', 'cold'].map((tier) => [
             tier,
@@ -198,6 +209,16 @@ const column = (description: string, nullable = false): Schema => ({
   items: { type: nullable ? ['number', 'null'] : 'number' },
 });
 
+/** Wakes from zero of one tier in each interval: how many, and their mean duration. */
+const wakeColumns = (description: string): Schema =>
+  object(
+    {
+      count: column('Wakes completed in the interval.'),
+      meanMs: column('Their mean duration, ms; null without any.', true),
+    },
+    { description },
+  );
+
 function endpointHistorySchema(): Schema {
   return object(
     {
@@ -247,15 +268,9 @@ function endpointHistorySchema(): Schema {
         "The autoscaler's desired count; null where this server's scaler had not decided.",
         true,
       ),
-      coldStarts: object(
-        {
-          count: column('Wakes from zero completed in the interval.'),
-          meanMs: column('Their mean duration, ms; null without any.', true),
-          thaws: column('Of those wakes, the ones by a thaw (a frozen worker).'),
-          restores: column('Of those wakes, the ones by a restore (a suspended worker).'),
-        },
-        { description: 'Wakes from zero in each interval.' },
-      ),
+      coldStarts: wakeColumns('Cold starts (a new worker) in each interval.'),
+      thaws: wakeColumns('Thaws (a frozen worker) in each interval.'),
+      restores: wakeColumns('Restores (a suspended worker) in each interval.'),
       jobs: ref('JobsHistory'),
     },
     {

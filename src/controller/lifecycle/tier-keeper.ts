@@ -7,6 +7,7 @@
  */
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { IdleTiers } from '../../runtime/idle-tiers.js';
+import { type Eviction, evictionEvents, forWhom } from '../placement/eviction-events.js';
 import { type RestoreHolder, restoreTarget } from '../placement/restore-target.js';
 import { chooseEvictions, overBudget } from '../placement/tier-pressure.js';
 import type { WorkerPlacement } from '../placement/worker-placement.js';
@@ -28,12 +29,6 @@ export interface TierKeeperOptions extends Omit<TierMovesOptions, 'tiers'> {
 }
 
 type TierAction = Extract<PlanAction, { type: 'freeze' | 'thaw' | 'restore' | 'suspend' }>;
-
-/** An endpoint as messages name it: its name, else its appName, else its id. */
-function endpointName(live: ReadonlyMap<string, Endpoint>, endpointId: string): string {
-  const spec = live.get(endpointId)?.spec;
-  return spec?.name || spec?.appName || endpointId;
-}
 
 export function isTierAction(action: PlanAction): action is TierAction {
   return (
@@ -85,10 +80,9 @@ export class TierKeeper {
       return;
     }
     const { busy } = target;
-    const forWhom = `a suspended worker of endpoint ${endpointName(live, record.endpointId)}`;
     for (const workerId of target.evict) {
       const holder = this.#o.book.get(workerId);
-      if (holder) this.#evict(holder, forWhom, live);
+      if (holder) this.#evict(holder, { endpointId: record.endpointId, neededBy: 'suspended' }, live);
     }
     // A pending worker would start on a free GPU of the product; this one restores only onto the GPUs it started on.
     const reason =
@@ -145,7 +139,7 @@ export class TierKeeper {
     });
     for (const { workerId, forEndpointId } of evictions) {
       const record = book.get(workerId);
-      if (record) this.#evict(record, `a worker of endpoint ${endpointName(live, forEndpointId)}`, live);
+      if (record) this.#evict(record, { endpointId: forEndpointId, neededBy: 'pending' }, live);
     }
   }
 
@@ -159,12 +153,38 @@ export class TierKeeper {
     return resting;
   }
 
-  /** A frozen worker moved down for `forWhom`: suspended where it can be and its endpoint keeps them, else stopped. */
-  #evict(record: ManagedWorker, forWhom: string, live: ReadonlyMap<string, Endpoint>): void {
-    record.evictedFor = forWhom;
-    const keepsSuspended = (live.get(record.endpointId)?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
-    if (this.suspendable && keepsSuspended) this.#moves.suspend(record, 'GPU pressure', forWhom);
-    else this.#o.lifecycle.drainAndRemove(record, `stopped to free its GPUs for ${forWhom}`);
+  /**
+   * A frozen worker moved down for a worker of the endpoint `needed`: suspended where it can be and its endpoint
+   * keeps them, else stopped; both endpoints' events say so (placement/eviction-events.ts).
+   */
+  #evict(
+    record: ManagedWorker,
+    needed: { endpointId: string; neededBy: Eviction['neededBy'] },
+    live: ReadonlyMap<string, Endpoint>,
+  ): void {
+    const evicted = live.get(record.endpointId);
+    const neededEndpoint = live.get(needed.endpointId);
+    const keepsSuspended = (evicted?.spec.workers.keepSuspendedSeconds ?? 0) > 0;
+    const outcome = this.suspendable && keepsSuspended ? 'suspended' : 'stopped';
+    const eviction =
+      evicted && neededEndpoint
+        ? ({
+            workerId: record.id,
+            evicted,
+            gpuUuids: record.gpuUuids,
+            needed: neededEndpoint,
+            neededBy: needed.neededBy,
+            outcome,
+            at: this.#o.clock(),
+          } as const)
+        : undefined;
+    const whom = eviction ? forWhom(eviction) : 'a worker of another endpoint';
+    record.evictedFor = whom;
+    if (outcome === 'suspended') this.#moves.suspend(record, 'GPU pressure', whom);
+    else this.#o.lifecycle.drainAndRemove(record, `stopped to free its GPUs for ${whom}`);
+    if (eviction)
+      for (const [endpointId, event] of evictionEvents(eviction))
+        this.#o.lifecycle.pushEvent(endpointId, event);
   }
 
   /** Suspended workers past the host memory budget are stopped, oldest first. */

@@ -291,15 +291,37 @@ function Traffic(props: { data: WireEndpointMetrics | undefined }) {
           <dt>In flight</dt>
           <dd>{t.inFlight ?? '-'}</dd>
         </div>
-        <div>
-          <dt>Cold starts</dt>
-          <dd>
-            {t.coldStarts?.count ?? 0}
-            {t.coldStarts?.meanMs ? `, mean ${ms(t.coldStarts.meanMs)}` : ''}
-          </dd>
-        </div>
+        <WakeStats traffic={t} />
       </dl>
     </section>
+  );
+}
+
+/**
+ * Cold starts, then thaws and restores where there were any (docs/workers.md, Idle tiers), each with its own mean:
+ * a thaw's milliseconds are not a cold start's seconds.
+ */
+function WakeStats(props: { traffic: WireEndpointMetrics }) {
+  const t = props.traffic;
+  const tiers = [
+    ['Cold starts', t.coldStarts],
+    ['Thaws', t.thaws],
+    ['Restores', t.restores],
+  ] as const;
+  return (
+    <>
+      {tiers
+        .filter(([label, w]) => label === 'Cold starts' || (w?.count ?? 0) > 0)
+        .map(([label, w]) => (
+          <div key={label} data-wake={label}>
+            <dt>{label}</dt>
+            <dd>
+              {w?.count ?? 0}
+              {w?.meanMs ? `, mean ${ms(w.meanMs)}` : ''}
+            </dd>
+          </div>
+        ))}
+    </>
   );
 }
 
