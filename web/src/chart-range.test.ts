@@ -4,10 +4,7 @@ import { fittingRange, historyWithin, offeredRanges } from './chart-range.js';
 
 const NOW = 1_764_150_000_000;
 
-/**
- * `count` samples 10 s apart ending at NOW, one request in each, kept as `capacity` samples. Only some columns:
- * the cut is the same for every column, whatever the wire adds (wakes by tier).
- */
+/** `count` samples 10 s apart ending at NOW, one request in each, kept as `capacity` samples. */
 function history(count: number, capacity = 360): WireEndpointHistory {
   const at = Array.from({ length: count }, (_, i) => NOW - (count - 1 - i) * 10_000);
   const ones = at.map(() => 1);
@@ -24,6 +21,8 @@ function history(count: number, capacity = 360): WireEndpointHistory {
     workers: { running: ones },
     desiredWorkers: ones,
     coldStarts: { count: zeros, meanMs: at.map(() => null) },
+    thaws: { count: zeros, meanMs: at.map(() => null) },
+    restores: { count: zeros, meanMs: at.map(() => null) },
     jobs: {
       inQueue: zeros,
       inProgress: zeros,
