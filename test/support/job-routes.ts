@@ -6,7 +6,6 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { storeEndpointFinder } from '../../src/app/build-jobs.js';
 import { generateApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import { JobClientRoutes, type JobClientRoutesOptions } from '../../src/jobs/client-routes.js';
@@ -83,7 +82,7 @@ export async function startJobRoutes(
     clock,
     wakeups,
     events,
-    findEndpoint: storeEndpointFinder(store),
+    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
     verifyKey: (k) => keys.grant(k),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
     ...options.serviceOptions?.(store),
@@ -107,7 +106,7 @@ export async function startJobRoutes(
   const workerHandler = workerRoutes({
     workers,
     tokens,
-    findEndpoint: storeEndpointFinder(store),
+    findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
     logger,
     takeHoldMs: 0,
     stopHoldMs: 0,
