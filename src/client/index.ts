@@ -22,6 +22,7 @@ export type {
   WireEvent,
   WireInvokeKey,
   WireJobsHistory,
+  WireJobUrls,
   WireLimits,
   WireNewInvokeKey,
   WireProduct,
@@ -44,6 +45,7 @@ export {
   type FollowEndpointOptions,
   followEndpointLogs,
 } from './follow.js';
+export { calledByJobs, EXAMPLE_JOB_BODY, runsyncCurl } from './job-request.js';
 export {
   JOB_STATUSES,
   type JobListParams,

@@ -2,9 +2,10 @@
  * docs/jobs.md "Moving from RunPod" replayed as written against a real `corral serve` (the built binary, the `local`
  * runtime, Corral's RunPod protocol test worker standing in for the registry image): the doc's create body, which
  * names the endpoint "sdxl" and gives no appName, then the doc's calls by that name through runpod-sdk (npm), the
- * curl form of `/v2/{endpoint}/...` and `corral jobs run`. And the name of another owner's private endpoint answers
- * as not found.
+ * curl form of `/v2/{endpoint}/...` and `corral jobs run`; `corral endpoints get` by the name, whose printed curl
+ * runs a job as pasted. And the name of another owner's private endpoint answers as not found.
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import runpodSdk from 'runpod-sdk';
@@ -35,6 +36,22 @@ const MOVING = section('Moving from RunPod');
 const DOC_CREATE_BODY = JSON.parse(/endpoint\/create"[\s\S]*?-d '([\s\S]*?)'/.exec(MOVING)?.[1] ?? 'null');
 /** The endpoint the doc's runpod-sdk example calls. */
 const DOC_ENDPOINT = /runpod\.endpoint\('([^']+)'\)/.exec(MOVING)?.[1];
+
+/** A command line as a person pastes it into a shell. */
+function runShell(
+  line: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      '/bin/sh',
+      ['-c', line],
+      { env: { ...process.env, ...env }, timeout: 120_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
 
 describe('docs/jobs.md "Moving from RunPod" as written', () => {
   let server: ServeProcess | undefined;
@@ -124,6 +141,17 @@ describe('docs/jobs.md "Moving from RunPod" as written', () => {
     });
     expect(ran.code, ran.stderr).toBe(0);
     expect(JSON.parse(ran.stdout)).toMatchObject({ echo: { prompt: 'a bird' } });
+
+    // corral endpoints get names it by name too, shows its type, and its Call runs a job as printed.
+    const env = { CORRAL_API_URL: server.apiUrl, CORRAL_API_KEY: keys.a };
+    const shown = await runCorral(['endpoints', 'get', 'sdxl'], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^Type: +queue$/m);
+    expect(shown.stdout).toContain(`POST ${gateway()}/v2/${created.body.id}/runsync`);
+    const curl = /^Call: +(curl .*)$/m.exec(shown.stdout)?.[1] ?? '';
+    const called = await runShell(curl, env);
+    expect(called.code, called.stderr).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({ status: 'COMPLETED', output: { echo: {} } });
   }, 240_000);
 
   it("answers 404 for the name of another owner's private endpoint, and its owner finds it", async () => {
