@@ -42,3 +42,31 @@ describe('prettyLine', () => {
     expect(prettyLine('not json\n', false)).toBe('not json\n');
   });
 });
+
+describe('prettyLine for a line written for a person', () => {
+  it('does not repeat the fields the message already says; the JSON keeps them all', () => {
+    const entry = {
+      level: 40,
+      time: Date.UTC(2026, 10, 29, 10, 0, 1, 250),
+      service: 'corral',
+      msg: 'endpoint sdxl (ep_1): worker w_1 exited with code 1: "ModuleNotFoundError: torch"',
+      endpointId: 'ep_1',
+      endpointName: 'sdxl',
+      workerId: 'w_1',
+      cause: 'RUNTIME_ERROR',
+      reason: 'exited with code 1',
+      exitCode: 1,
+      output: ['  import torch', 'ModuleNotFoundError: torch'],
+      failures: 2,
+    };
+    expect(prettyLine(JSON.stringify(entry), false)).toBe(
+      '10:00:01.250 WARN  endpoint sdxl (ep_1): worker w_1 exited with code 1: "ModuleNotFoundError: torch" ' +
+        'cause=RUNTIME_ERROR failures=2\n',
+    );
+  });
+
+  it('shows a value the message holds only inside another word', () => {
+    const line = JSON.stringify({ level: 30, time: 0, msg: 'endpoint ep_12 ready', id: 'ep_1', port: 12 });
+    expect(prettyLine(line, false)).toBe('00:00:00.000 INFO  endpoint ep_12 ready id=ep_1 port=12\n');
+  });
+});

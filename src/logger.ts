@@ -1,6 +1,7 @@
 /**
  * The pino logger of `corral serve`: structured, with secret-bearing fields redacted; JSON lines, or on a terminal
- * readable lines (`prettyLine`: time, level, message, then the fields as key=value).
+ * readable lines (`prettyLine`: time, level, message, then the fields the message does not already say, as
+ * key=value).
  */
 import pino, { type Logger } from 'pino';
 
@@ -76,14 +77,28 @@ export function prettyLine(line: string, colors: boolean): string {
   const paint = (code: string, text: string) => (colors ? `\x1b[${code}m${text}\x1b[0m` : text);
   const [name, color] = LEVELS[Number(record.level)] ?? [String(record.level ?? 'LOG').toUpperCase(), '0'];
   const time = typeof record.time === 'number' ? new Date(record.time).toISOString().slice(11, 23) : '';
-  const fields = Object.entries(record)
-    .filter(([key]) => !HEAD.has(key))
-    .map(([key, value]) => `${paint('2', `${key}=`)}${fieldText(value)}`);
   const message = typeof record.msg === 'string' ? record.msg : '';
+  const fields = Object.entries(record)
+    .filter(([key, value]) => !HEAD.has(key) && !says(message, value))
+    .map(([key, value]) => `${paint('2', `${key}=`)}${fieldText(value)}`);
   const head = [time, paint(color, name.padEnd(5)), message, ...fields]
     .filter((part) => part !== '')
     .join(' ');
   return `${head}${errorText(record.err)}\n`;
+}
+
+/**
+ * Whether the message already says the field's value (a string or number standing as a word of its own, or for a
+ * list of lines, one of them): a line written for a person (`endpoint sdxl (ep_1): worker w_1 exited with code 1`)
+ * keeps its fields for a log collector, and the terminal does not show them twice.
+ */
+function says(message: string, value: unknown): boolean {
+  if (Array.isArray(value)) return value.some((item) => typeof item === 'string' && says(message, item));
+  if (typeof value !== 'string' && typeof value !== 'number') return false;
+  const text = String(value);
+  if (text === '') return false;
+  const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?<![\\w./-])${escaped}(?![\\w/-])`).test(message);
 }
 
 function fieldText(value: unknown): string {

@@ -7,12 +7,15 @@
  * CORRAL_BENCH_JOBS (default 10000), CORRAL_BENCH_JOBS_WORKERS (16), CORRAL_BENCH_JOBS_BATCH (4), CORRAL_BENCH_JOBS_QUEUED (100000);
  * CORRAL_BENCH_JOBS_PARTS=runsync,throughput,memory (the default: all three, in
  * that order) runs some; CORRAL_BENCH_JOBS_ROUNDS (500) runsync rounds (bench/jobs/runsync-latency.ts).
+ * The part `openai` (not in the default) measures time to first token on the OpenAI route (bench/jobs/openai-ttft.ts),
+ * CORRAL_BENCH_JOBS_TTFT_ROUNDS (200) rounds.
  */
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres/connect.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
 import { ScratchDatabases } from '../../test/support/scratch-databases.js';
 import { formatMs, formatRatio, loadAverage, table } from '../support.js';
+import { measureOpenAITtft } from './openai-ttft.js';
 import { measureQueuedMemory } from './queued-memory.js';
 import { measureRunsync } from './runsync-latency.js';
 import {
@@ -25,12 +28,44 @@ import {
 const TARGET_JOBS_PER_S = 1000;
 const TARGET_QUEUED_MIB = 300;
 const TARGET_RUNSYNC_ADDED_MS = 5;
+const TARGET_TTFT_MS = 20;
 
 export async function runJobsBench(): Promise<void> {
   const parts = new Set((process.env.CORRAL_BENCH_JOBS_PARTS ?? 'runsync,throughput,memory').split(','));
   if (parts.has('runsync')) await runRunsync();
   if (parts.has('throughput')) await runThroughput();
   if (parts.has('memory')) await runQueuedMemory();
+  if (parts.has('openai')) await runOpenAITtft();
+}
+
+async function runOpenAITtft(): Promise<void> {
+  const rounds = Number(process.env.CORRAL_BENCH_JOBS_TTFT_ROUNDS ?? 200);
+  console.log(
+    `\n## jobs: time to first token on the OpenAI route (handler's first yield to the client's first byte), ${rounds} rounds`,
+  );
+  console.log(`load average before: ${loadAverage()}`);
+  const f = await measureOpenAITtft(rounds);
+  console.log(`load average after: ${loadAverage()}`);
+  const row = (name: string, s: typeof f.openai): string[] => [
+    name,
+    formatMs(s.p50),
+    formatMs(s.p99),
+    formatMs(s.mean),
+    formatMs(s.max),
+  ];
+  console.log(
+    table(
+      ['', 'p50 ms', 'p99 ms', 'mean ms', 'max ms'],
+      [
+        row('POST /v2/{id}/openai/v1/chat/completions, stream', f.openai),
+        row('baseline: /v2/{id}/run + /stream/{job} long poll', f.runpodStream),
+      ],
+    ),
+  );
+  console.log(`p50 ratio (OpenAI route / RunPod stream): ${formatRatio(f.openai.p50 / f.runpodStream.p50)}`);
+  console.log(
+    `TTFT p50 ${formatMs(f.openai.p50)} ms; target within ${TARGET_TTFT_MS} ms: ${f.openai.p50 <= TARGET_TTFT_MS ? 'met' : 'not met'}`,
+  );
 }
 
 async function runRunsync(): Promise<void> {

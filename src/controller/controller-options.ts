@@ -45,6 +45,8 @@ export interface ControllerLogger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
+  /** Lines a person at the terminal need not see (a crash loop's repeats); pino's logger has it. */
+  debug?(fields: object, message: string): void;
 }
 
 /**

@@ -304,6 +304,8 @@ export class Controller {
     const live = this.#endpoints;
     if (endpoint) live.set(endpointId, endpoint);
     else live.delete(endpointId);
+    // An endpoint created since the last whole pass: its workers' output is kept from the first one that ends.
+    if (endpoint) this.#o.outputs?.retain(new Set(live.keys()));
     observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
     this.#ownerChanges.saw(endpointId, endpoint);

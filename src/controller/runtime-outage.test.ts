@@ -86,8 +86,12 @@ describe('the controller while the container engine cannot be reached', () => {
     const [again] = await h.store.workers.listByEndpoint(serving.id);
     expect(again?.status).toMatchObject({ state: 'running', message: '' });
     expect(h.routes.conditionOf(idle.id)?.refusal).toBeUndefined();
-    expect(loud().map((l) => l.level)).toEqual(['warn', 'info']);
+    // The recovery is said once, and the worker the engine killed meanwhile once, as the listing shows its exit.
+    expect(loud().map((l) => l.level)).toEqual(['warn', 'info', 'warn']);
     expect(loud()[1]?.message).toBe('container engine reachable again');
+    expect(loud()[2]?.message).toBe(
+      `endpoint ${lost.id}: worker ${killed?.id} killed (signal 9, exit code 137)`,
+    );
   });
 
   it('a create the engine cannot take counts toward no crash loop', async () => {

@@ -40,7 +40,10 @@ describe('the controller over the fake runtime: containers that restart, pause o
     expect(h.controller.workers().map((w) => [w.id, w.state])).toEqual([[id, 'running']]);
     expect((await h.store.workers.listByEndpoint(endpoint.id))[0]?.address?.port).toBe(before + 1);
     expect(h.logs).toContainEqual(
-      expect.objectContaining({ message: 'worker container moved', level: 'info' }),
+      expect.objectContaining({
+        message: expect.stringMatching(/: worker \S+ container moved$/),
+        level: 'info',
+      }),
     );
   });
 

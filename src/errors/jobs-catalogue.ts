@@ -50,6 +50,20 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       "The owner's job submissions (run, runsync, retry) are over their rate; wait Retry-After seconds (also metadata.retryAfterSeconds). Nothing was queued.",
   },
+  JOB_FAILED: {
+    status: 500,
+    description:
+      "The OpenAI route's job failed (its handler raised or yielded an error): the message is the handler's, recovered from what the SDK stored.",
+  },
+  JOB_TIMED_OUT: {
+    status: 504,
+    description:
+      "The OpenAI route's job timed out (its execution timeout), or was not finished within the route's wait (then it is cancelled).",
+  },
+  JOB_CANCELLED: {
+    status: 409,
+    description: "The OpenAI route's job was cancelled (by a cancel call, or a purge) before it finished.",
+  },
   WORKER_UNAUTHENTICATED: {
     status: 401,
     description:

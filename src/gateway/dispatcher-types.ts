@@ -45,6 +45,11 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Workers this request must not be sent to (already tried by a retry of a request that never reached one). */
   exclude?: ReadonlySet<string>;
+  /**
+   * The worker to grant a slot on when it has one free now (soft affinity: affinity.ts); else any, as without it.
+   * A request that queues is served in order, on whichever worker frees a slot first.
+   */
+  prefer?: string;
 }
 
 /** One slot on one worker. The holder must call release() exactly when the request is over (extra calls are no-ops). */

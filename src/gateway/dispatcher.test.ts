@@ -362,6 +362,22 @@ describe('EndpointDispatcher', () => {
     expect(retry.lease?.workerId).toBe('c');
   });
 
+  it('prefer grants on the named worker while it has a free slot, else on the least-loaded (soft affinity)', async () => {
+    const { dispatcher } = setup({ maxConcurrent: 2 });
+    dispatcher.setWorkers([worker('a'), worker('b')]);
+    const first = await dispatcher.acquire();
+    expect(first.workerId).toBe('a');
+    // Without prefer, a (the most recently active) would take it again.
+    expect(dispatcher.tryAcquire(undefined, 'b')?.workerId).toBe('b');
+    expect((await dispatcher.acquire({ prefer: 'a' })).workerId).toBe('a');
+    // a is full: the next goes to b, the least loaded; an unknown worker changes nothing.
+    expect(dispatcher.tryAcquire(undefined, 'a')?.workerId).toBe('b');
+    expect(dispatcher.tryAcquire(undefined, 'gone')).toBeUndefined();
+    first.release();
+    expect(dispatcher.tryAcquire(new Set(['a']), 'a')).toBeUndefined();
+    expect(dispatcher.tryAcquire(undefined, 'a')?.workerId).toBe('a');
+  });
+
   it('updateSettings: a higher maxConcurrent serves the queue, a lower one keeps leases', async () => {
     const { dispatcher } = setup({ maxConcurrent: 1 });
     dispatcher.setWorkers([worker('a')]);

@@ -192,9 +192,9 @@ export class EndpointDispatcher {
    * request would queue or be refused; or the dispatcher is closed). Needs no promise and no abort signal, since
    * nothing waits. The caller owns the lease and must release it.
    */
-  tryAcquire(exclude?: ReadonlySet<string>): Lease | undefined {
+  tryAcquire(exclude?: ReadonlySet<string>, prefer?: string): Lease | undefined {
     if (this.#closedWith) return undefined;
-    const worker = this.#pick(exclude);
+    const worker = this.#pick(exclude, prefer);
     if (!worker) return undefined;
     const now = this.#clock();
     return this.#lease(worker, now, now);
@@ -208,11 +208,11 @@ export class EndpointDispatcher {
    * Once the promise resolves the caller owns the lease and must release it, even if its signal aborted since.
    */
   acquire(options: AcquireOptions = {}): Promise<Lease> {
-    const { signal, exclude } = options;
+    const { signal, exclude, prefer } = options;
     if (this.#closedWith) return Promise.reject(this.#closedWith);
     if (signal?.aborted) return Promise.reject(clientGone('before it got a slot', signal.reason));
     const now = this.#clock();
-    const worker = this.#pick(exclude);
+    const worker = this.#pick(exclude, prefer);
     if (worker) return Promise.resolve(this.#lease(worker, now, now));
     if (this.#queue.size >= this.#settings.maxQueueLength) {
       const retryAfterSeconds = this.#retryAfterSeconds(now);
@@ -325,12 +325,19 @@ export class EndpointDispatcher {
 
   // ---- internals ----
 
-  /** The least-loaded routable worker with a free slot, not excluded; ties go to the most recently active. */
-  #pick(exclude: ReadonlySet<string> | undefined): WorkerSlots | undefined {
+  /**
+   * `prefer` when it is routable with a free slot and not excluded (soft affinity: affinity.ts); else the
+   * least-loaded routable worker with a free slot, not excluded; ties go to the most recently active.
+   */
+  #pick(exclude: ReadonlySet<string> | undefined, prefer?: string): WorkerSlots | undefined {
     const max = this.#settings.maxConcurrent;
+    const free = (slots: WorkerSlots) =>
+      slots.routable && slots.inFlight < (slots.slots ?? max) && !exclude?.has(slots.id);
+    const preferred = prefer === undefined ? undefined : this.#workers.get(prefer);
+    if (preferred && free(preferred)) return preferred;
     let best: WorkerSlots | undefined;
     for (const slots of this.#workers.values()) {
-      if (!slots.routable || slots.inFlight >= (slots.slots ?? max) || exclude?.has(slots.id)) continue;
+      if (!free(slots)) continue;
       if (
         !best ||
         slots.inFlight < best.inFlight ||

@@ -416,6 +416,25 @@ describe('Gateway', () => {
     expect(JSON.parse(bare.body).message).toContain('/e/{appName}/');
   });
 
+  it('sends a request naming a worker in X-Runpod-Worker-Id or X-Corral-Worker-Id to it (soft affinity)', async () => {
+    const h = await startGateway();
+    const workers = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+    const endpoint = runningEndpoint();
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, workers);
+    const host = hostOf(endpoint);
+    // Light traffic stays on one worker; the header moves it to the other, whose id the answer names.
+    const plain = (await get(h.port, host)).body;
+    const other = plain === 'w-1' ? 'w-2' : 'w-1';
+    expect((await get(h.port, host)).body).toBe(plain);
+    const runpod = await get(h.port, host, '/work', { 'x-runpod-worker-id': other });
+    expect(runpod).toMatchObject({ status: 200, body: other });
+    expect(runpod.headers['x-runpod-worker-id']).toBe(other);
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': other })).body).toBe(other);
+    // A worker that is not there: any worker serves it.
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+  });
+
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
     const h = await startGateway();
     const worker = await track(startWorker('w-1'));
@@ -425,6 +444,9 @@ describe('Gateway', () => {
     const answer = await get(h.port, hostOf(endpoint));
     expect(answer).toMatchObject({ status: 200, body: 'w-1' });
     expect(answer.headers['x-corral-worker']).toBe('w-1');
+    // RunPod's affinity names too, where a client written for RunPod reads its worker's id.
+    expect(answer.headers['x-corral-worker-id']).toBe('w-1');
+    expect(answer.headers['x-runpod-worker-id']).toBe('w-1');
     expect(answer.headers['x-corral-queue-ms']).toBe('0');
     expect(answer.headers['x-corral-cold-start-ms']).toBeUndefined();
   });
@@ -1113,7 +1135,12 @@ describe('Gateway', () => {
       h.routing.workers.set(endpoint.id, [worker]);
       const answer = await upgradeAnswer(h.port, hostOf(endpoint));
       expect(answer.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
-      expect(answer.headers).toMatchObject({ 'x-corral-worker': 'w-1', 'x-corral-queue-ms': '0' });
+      expect(answer.headers).toMatchObject({
+        'x-corral-worker': 'w-1',
+        'x-corral-worker-id': 'w-1',
+        'x-runpod-worker-id': 'w-1',
+        'x-corral-queue-ms': '0',
+      });
       const switched = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="101"}`;
       expect(await sample(registry, switched)).toBe(1);
     });

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
+import { preferredWorker } from './affinity.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
 import {
   DIVERTED,
@@ -18,6 +19,7 @@ import {
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { targetProblem } from './request-target.js';
 import { serverTiming } from './server-timing.js';
+import { workerHeaders } from './worker-headers.js';
 
 /** Serves a request whose endpoint is known (or known not to exist: its 404). */
 export type Admit = (
@@ -124,7 +126,8 @@ export class RequestPath {
       return;
     }
     const dispatcher = c.endpoints.dispatcherFor(routed);
-    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire());
+    const prefer = preferredWorker(req);
+    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire(undefined, prefer), prefer);
   }
 
   /**
@@ -139,6 +142,7 @@ export class RequestPath {
     dispatcher: EndpointDispatcher,
     arrived: number,
     granted: Lease | undefined,
+    prefer: string | undefined,
   ): Promise<void> {
     const c = this.#c;
     let lease = granted;
@@ -165,7 +169,7 @@ export class RequestPath {
           if (refused) return c.fail(res, endpoint, refused, arrived, 0);
           const waitFrom = c.o.clock();
           try {
-            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried });
+            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried, prefer });
           } catch (error) {
             if (error !== DIVERTED) return c.fail(res, endpoint, error, arrived, c.o.clock() - waitFrom);
           }
@@ -214,10 +218,7 @@ export class RequestPath {
       timeoutMs,
     }: { coldStartMs: number | undefined; arrived: number; timeoutMs: number },
   ): Promise<ProxyOutcome> {
-    const responseHeaders: Record<string, string> = {
-      'x-corral-worker': lease.workerId,
-      'x-corral-queue-ms': String(lease.queuedMs),
-    };
+    const responseHeaders = workerHeaders(lease);
     if (coldStartMs !== undefined) {
       responseHeaders['x-corral-cold-start-ms'] = String(coldStartMs);
       const wake = this.#c.o.routing.routableWorkers(endpoint.id).find((w) => w.id === lease.workerId)?.wake;

@@ -19,6 +19,7 @@ import {
 } from './gateway-context.js';
 import { targetProblem } from './request-target.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
+import { workerHeaders } from './worker-headers.js';
 
 /** Where an upgrade goes instead of here (another replica's gateway): true, it went there. */
 export interface UpgradeDiversion {
@@ -136,7 +137,7 @@ export class UpgradePath {
   ): Promise<UpgradeOutcome> {
     const c = this.#c;
     let counted = false;
-    const headers = { 'x-corral-worker': lease.workerId, 'x-corral-queue-ms': String(lease.queuedMs) };
+    const headers = workerHeaders(lease);
     let outcome: UpgradeOutcome;
     try {
       outcome = await proxyUpgrade(req, socket, head, lease.address, headers, {

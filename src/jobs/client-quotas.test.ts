@@ -56,4 +56,32 @@ describe('job quotas at the door', () => {
       metadata: { quota: 'queuedJobs', limit: 2, used: 2, usedAfter: 3 },
     });
   });
+
+  it('refuses a retry that would queue a job past that count, and lets it through once there is room', async () => {
+    jobs = await startJobRoutes({
+      serviceOptions: quotas({ defaults: { queuedJobs: 100 }, owners: { 'owner-a': { queuedJobs: 1 } } }),
+    });
+    const { endpoint, store, timers } = jobs;
+    const run = async () =>
+      (await jobs?.call('POST', `/v2/${endpoint.id}/run`, { body: { input: {} } }))?.body.id as string;
+    const failed = await run();
+    await store.jobs.take({ endpointId: endpoint.id, workerId: 'w-1', max: 1, cap: 1, now: timers.now });
+    await store.jobs.complete({
+      jobId: failed,
+      workerId: 'w-1',
+      status: 'FAILED',
+      output: null,
+      error: 'boom',
+      now: timers.now,
+    });
+    const queued = await run();
+    const retry = () => jobs?.call('POST', `/v2/${endpoint.id}/retry/${failed}`);
+    expect((await retry())?.body).toMatchObject({
+      reason: 'QUOTA_EXCEEDED',
+      metadata: { quota: 'queuedJobs', limit: 1, used: 1, usedAfter: 2 },
+    });
+    expect((await store.jobs.get(endpoint.id, failed))?.status).toBe('FAILED');
+    await jobs.call('POST', `/v2/${endpoint.id}/cancel/${queued}`);
+    expect((await retry())?.body).toMatchObject({ id: failed, status: 'IN_QUEUE' });
+  });
 });

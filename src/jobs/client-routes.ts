@@ -1,8 +1,8 @@
 /**
  * The jobs API's client routes on the gateway address, a `GatewayRoute` (gateway/router.ts) that claims
  * `/v2/...` on any Host that is not an endpoint's own (`{appName}.{domain}` keeps its whole path space):
- * run, runsync, status, status-sync, stream, cancel, retry, purge-queue, health, and the extension `jobs` (recent
- * jobs and counts). The key is checked before a body is read, so a refused call creates nothing.
+ * run, runsync, status, status-sync, stream, cancel, retry, purge-queue, health, the extension `jobs` (recent
+ * jobs and counts), and RunPod's OpenAI route `openai/v1/...` (openai-routes.ts). The key is checked before a body is read, so a refused call creates nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { jobStatusBody, jobSummary, parseRunBody, parseWait, streamBody } from '../contract/jobs.js';
@@ -12,6 +12,7 @@ import type { Clock } from '../ports/clock.js';
 import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
 import { abortOnClose, type JobsLogger, readBody, writeError, writeJson } from './http-io.js';
 import type { JobService } from './job-service.js';
+import { OpenAIJobRoutes } from './openai-routes.js';
 
 /** The waits of the long polls (ms): the default when a request names none, and the most it may name. */
 export interface ClientWaits {
@@ -45,10 +46,17 @@ export class JobClientRoutes {
   readonly #o: JobClientRoutesOptions;
   readonly #waits: ClientWaits;
   readonly #endpointHostSuffix: string;
+  readonly #openai: OpenAIJobRoutes;
 
   constructor(options: JobClientRoutesOptions) {
     this.#o = options;
     this.#waits = options.waits ?? DEFAULT_CLIENT_WAITS;
+    this.#openai = new OpenAIJobRoutes({
+      service: options.service,
+      logger: options.logger,
+      maxWaitMs: this.#waits.maxMs,
+      chunkWaitMs: this.#waits.streamDefaultMs,
+    });
     this.#endpointHostSuffix = `.${options.domain.toLowerCase()}`;
   }
 
@@ -66,6 +74,15 @@ export class JobClientRoutes {
     const url = new URL(req.url ?? '/', 'http://jobs');
     const [, , ref, verb = '', jobId, extra] = url.pathname.split('/').map((part) => safeDecode(part));
     const method = req.method ?? 'GET';
+    if (verb === 'openai' && ref !== undefined && ref !== '') {
+      await this.#openai.serve(req, res, {
+        authorize: () => this.#o.service.authorize(ref, header(req, 'authorization')),
+        // After /v2/{ref}/openai: an endpoint may itself be called `openai`.
+        route: `/${url.pathname.split('/').slice(4).join('/')}`,
+        admit: (endpoint, take) => this.#admit(endpoint, take),
+      });
+      return;
+    }
     if (ref === undefined || ref === '' || extra !== undefined)
       throw new JobError('INVALID_JOB_REQUEST', 'the path must be /v2/{endpoint}/{route}[/{job id}]');
     const route = CLIENT_ROUTES[verb];

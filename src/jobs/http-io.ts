@@ -75,6 +75,18 @@ export function writeEmpty(res: ServerResponse, status: number): void {
  * in a loop, since retrying the same request would meet the same fault.
  */
 export function writeError(res: ServerResponse, error: unknown, logger: JobsLogger): void {
+  const known = asJobError(error, logger);
+  writeJson(
+    res,
+    known.status,
+    JSON.stringify(known.toBody()),
+    retryAfterHeader(known),
+    reasonPhrase(known.message),
+  );
+}
+
+/** Any error as the JobError the jobs routes answer (what writeError says), logging one that is not a JobError. */
+export function asJobError(error: unknown, logger: JobsLogger): JobError {
   const known =
     error instanceof JobError
       ? error
@@ -89,21 +101,20 @@ export function writeError(res: ServerResponse, error: unknown, logger: JobsLogg
       },
       'jobs request failed',
     );
-  const retryAfter = known.metadata.retryAfterSeconds;
-  writeJson(
-    res,
-    known.status,
-    JSON.stringify(known.toBody()),
-    typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {},
-    reasonPhrase(known.message),
-  );
+  return known;
+}
+
+/** `Retry-After` for an error that says when to retry (RATE_LIMITED). */
+export function retryAfterHeader(error: JobError): Record<string, string> {
+  const retryAfter = error.metadata.retryAfterSeconds;
+  return typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {};
 }
 
 /**
  * The message as the status line's reason phrase: the RunPod SDK logs a refused post's reason phrase, never its
  * body (aiohttp's ClientResponseError), so a worker's log says why. Printable ASCII only, at most 200 characters.
  */
-function reasonPhrase(message: string): string {
+export function reasonPhrase(message: string): string {
   return message.replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 }
 

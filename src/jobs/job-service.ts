@@ -23,7 +23,7 @@ import type { JobWebhooks } from '../ports/job-webhooks.js';
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { EndpointReach } from '../store/endpoints.js';
-import type { JobRepository } from '../store/jobs.js';
+import type { JobAdmit, JobRepository } from '../store/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 import { isWorkerToken } from './worker-tokens.js';
@@ -129,22 +129,10 @@ export class JobService {
       sync,
       createdAt: now,
     };
-    const quota = await this.#o.quotaOf?.(endpoint.ownerId);
-    const inputBytes = Buffer.byteLength(job.input);
     await this.#o.jobs.enqueue(
       job,
       sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs,
-      quota &&
-        ((use) => {
-          const breach = jobQuotaBreach(quota, use, inputBytes);
-          if (breach)
-            throw new JobError('QUOTA_EXCEEDED', describeBreach(breach), {
-              quota: breach.quota,
-              limit: breach.limit,
-              used: breach.used,
-              usedAfter: breach.usedAfter,
-            });
-        }),
+      await this.#admission(endpoint.ownerId, Buffer.byteLength(job.input)),
     );
     this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: request.policy.lowPriority });
@@ -217,7 +205,9 @@ export class JobService {
   }
 
   async retry(endpoint: Endpoint, jobId: string): Promise<Job> {
-    const result = await this.#o.jobs.retry(endpoint.id, jobId, this.#o.clock());
+    // Its bytes are kept already: a retry adds one job queued, and no byte.
+    const admit = await this.#admission(endpoint.ownerId, 0);
+    const result = await this.#o.jobs.retry(endpoint.id, jobId, this.#o.clock(), admit);
     if (!result) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
     if (!result.retried)
       throw new JobError(
@@ -229,6 +219,25 @@ export class JobService {
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: result.job.policy.lowPriority });
     this.#o.events.emit('retried', { endpointId: endpoint.id, count: 1 });
     return result.job;
+  }
+
+  /**
+   * The owner's job quotas as a check of its use, for the store to run in the owner's turn: queuing one more job of
+   * `addedBytes` past a quota is QUOTA_EXCEEDED naming it. None when no quota applies.
+   */
+  async #admission(ownerId: string, addedBytes: number): Promise<JobAdmit | undefined> {
+    const quota = await this.#o.quotaOf?.(ownerId);
+    if (!quota) return undefined;
+    return (use) => {
+      const breach = jobQuotaBreach(quota, use, addedBytes);
+      if (breach)
+        throw new JobError('QUOTA_EXCEEDED', describeBreach(breach), {
+          quota: breach.quota,
+          limit: breach.limit,
+          used: breach.used,
+          usedAfter: breach.usedAfter,
+        });
+    };
   }
 
   purgeQueue(endpoint: Endpoint): Promise<number> {

@@ -40,6 +40,10 @@ describe("a job's stream, bounded", () => {
       metadata: { maxBytes: 8 * MB, maxChunks: 1000 },
     });
     expect(answers[8]?.reason).toContain('has streamed its limit of 8000000 bytes or 1000 chunks');
+    // Past the bound, a large chunk is refused before its body is read: its answer comes though none is sent.
+    const unread = await jobs.stream('w-1', jobId, chunk(MB, 'unsent'), { withholdBody: true });
+    expect(unread.status).toBe(413);
+    expect(unread.body).toMatchObject({ reason: 'STREAM_LIMIT_REACHED' });
     // The job goes on: its worker still holds it, and its result is taken.
     expect((await jobs.store.jobs.get(endpoint.id, jobId))?.status).toBe('IN_PROGRESS');
 

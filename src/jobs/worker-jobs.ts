@@ -169,17 +169,24 @@ export class WorkerJobs {
 
   /** A chunk the worker streamed for a job it holds, within the job's stream bounds. */
   async streamChunk(caller: WorkerCaller, jobId: string, chunk: string): Promise<void> {
-    const bounds = this.#o.stream ?? DEFAULT_JOB_STREAM_BOUNDS;
+    const bounds = this.#streamBounds();
     const kept = await this.#o.jobs.appendChunk(jobId, caller.workerId, chunk, this.#o.clock(), bounds);
-    if (kept === 'refused')
-      throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${caller.workerId}`);
-    if (kept === 'full')
-      throw new JobError(
-        'STREAM_LIMIT_REACHED',
-        `job ${jobId} has streamed its limit of ${bounds.maxBytes} bytes or ${bounds.maxChunks} chunks: this chunk is dropped; return the rest as the job's output`,
-        { maxBytes: bounds.maxBytes, maxChunks: bounds.maxChunks },
-      );
+    if (kept !== 'kept') throw chunkRefusal(kept, jobId, caller.workerId, bounds);
     this.#o.wakeups.wake(wakeKey.job(jobId));
+  }
+
+  /**
+   * Refuses a chunk of `bytes` before its body is read when streamChunk would refuse it (the same errors): a worker
+   * posting megabytes past its job's bounds costs a query, not the decoding and parsing of each body.
+   */
+  async checkChunkFits(caller: WorkerCaller, jobId: string, bytes: number): Promise<void> {
+    const bounds = this.#streamBounds();
+    const fit = await this.#o.jobs.chunkFit(jobId, caller.workerId, bytes, this.#o.clock(), bounds);
+    if (fit !== 'fits') throw chunkRefusal(fit, jobId, caller.workerId, bounds);
+  }
+
+  #streamBounds(): JobStreamBounds {
+    return this.#o.stream ?? DEFAULT_JOB_STREAM_BOUNDS;
   }
 
   /** A ping: the jobs it lists are alive; a stop for a job it no longer lists is done. */
@@ -257,4 +264,20 @@ export class WorkerJobs {
       if (!jobs) this.#o.events.emit('retried', { endpointId: caller.endpoint.id, count: requeued.length });
     }
   }
+}
+
+/** Why a chunk is not kept: not the worker's job, or past the job's stream bounds (dropped). */
+function chunkRefusal(
+  why: 'full' | 'refused',
+  jobId: string,
+  workerId: string,
+  bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+): JobError {
+  if (why === 'refused')
+    return new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${workerId}`);
+  return new JobError(
+    'STREAM_LIMIT_REACHED',
+    `job ${jobId} has streamed its limit of ${bounds.maxBytes} bytes or ${bounds.maxChunks} chunks: this chunk is dropped; return the rest as the job's output`,
+    { maxBytes: bounds.maxBytes, maxChunks: bounds.maxChunks },
+  );
 }

@@ -15,6 +15,13 @@ import type { WorkerCaller, WorkerJobs } from './worker-jobs.js';
 import { parseWorkerPath, type WorkerRoute } from './worker-protocol.js';
 import type { WorkerTokens } from './worker-tokens.js';
 
+/**
+ * From this declared size a stream chunk's fit is asked before its body is read (worker-jobs.ts checkChunkFits):
+ * reading, decoding and parsing a large chunk only to drop it costs milliseconds of the event loop each; below it
+ * the extra query would cost more than the read it spares.
+ */
+const CHECK_CHUNK_FIT_FROM_BYTES = 64 * 1024;
+
 export interface WorkerRoutesOptions {
   workers: WorkerJobs;
   tokens: WorkerTokens;
@@ -76,6 +83,9 @@ export function workerRoutes(
         return;
       }
       case 'stream': {
+        const declared = Number(req.headers['content-length']);
+        if (declared >= CHECK_CHUNK_FIT_FROM_BYTES)
+          await workers.checkChunkFits(caller, route.jobId, declared);
         const chunk = parseStreamChunk(await readBody(req, JOB_LIMITS.streamChunkBytes, 'a stream chunk'));
         if (!chunk.ok) throw new JobError('INVALID_JOB_REQUEST', chunk.problem);
         await workers.streamChunk(caller, route.jobId, chunk.value);

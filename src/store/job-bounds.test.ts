@@ -105,4 +105,47 @@ describe.each(storeTargets())('what bounds a tenant in the jobs store, on $name'
     expect(await store.jobs.takeChunks('j-1', 3)).toEqual(['"c"']);
     expect(await store.jobs.takeChunks('j-1', 3)).toEqual([]);
   });
+
+  it("retries a job only if the owner's use, seen in its turn, admits it", async () => {
+    await store.jobs.enqueue(newJob('j-1'), RETAIN);
+    await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 2_000 });
+    await store.jobs.complete({
+      jobId: 'j-1',
+      workerId: 'w-1',
+      status: 'FAILED',
+      output: null,
+      error: 'x',
+      now: 2_100,
+    });
+    const seen: JobUse[] = [];
+    const refuse = (use: JobUse) => {
+      seen.push(use);
+      throw new Error('over the quota');
+    };
+    await expect(store.jobs.retry('ep-1', 'j-1', 2_200, refuse)).rejects.toThrow('over the quota');
+    expect(seen).toEqual([{ queuedJobs: 0, jobBytes: bytes(JSON.stringify({ n: 'j-1' })) }]);
+    expect((await store.jobs.get('ep-1', 'j-1'))?.status).toBe('FAILED');
+    const retried = await store.jobs.retry('ep-1', 'j-1', 2_300, () => {});
+    expect(retried).toMatchObject({ retried: true, job: { status: 'IN_QUEUE' } });
+    // Not retryable: the admission is not asked.
+    expect(await store.jobs.retry('ep-1', 'j-1', 2_400, refuse)).toMatchObject({ retried: false });
+    expect(seen).toHaveLength(1);
+  });
+
+  it("says before a chunk's body is read what appending it would say", async () => {
+    await store.jobs.enqueue(newJob('j-1'), RETAIN);
+    await store.jobs.take({ endpointId: 'ep-1', workerId: 'w-1', max: 1, cap: 1, now: 2_000 });
+    const bounds = { maxBytes: 100, maxChunks: 3 };
+    expect(await store.jobs.chunkFit('j-1', 'w-1', 100, 2_100, bounds)).toBe('fits');
+    expect(await store.jobs.chunkFit('j-1', 'w-1', 101, 2_200, bounds)).toBe('full');
+    expect(await store.jobs.chunkFit('j-1', 'w-2', 10, 2_300, bounds)).toBe('refused');
+    // Asking keeps nothing: the whole budget is still there.
+    expect(await store.jobs.appendChunk('j-1', 'w-1', `"${'a'.repeat(58)}"`, 2_400, bounds)).toBe('kept');
+    expect(await store.jobs.chunkFit('j-1', 'w-1', 41, 2_500, bounds)).toBe('full');
+    expect(await store.jobs.chunkFit('j-1', 'w-1', 40, 2_600, bounds)).toBe('fits');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '"b"', 2_700, bounds)).toBe('kept');
+    expect(await store.jobs.appendChunk('j-1', 'w-1', '"c"', 2_800, bounds)).toBe('kept');
+    // No chunk left, however small.
+    expect(await store.jobs.chunkFit('j-1', 'w-1', 1, 2_900, bounds)).toBe('full');
+  });
 });

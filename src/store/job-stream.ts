@@ -14,35 +14,73 @@ export type ChunkKept = 'kept' | 'full' | 'refused';
 /** The most chunks one read of a stream returns, however small they are. */
 const READ_MAX_CHUNKS = 10_000;
 
+/** Whether a chunk of a given size would be kept now: `fits`, `full` (past the bounds) or `refused` (not its job). */
+export type ChunkFit = 'fits' | 'full' | 'refused';
+
+type Bounds = Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>;
+
+/** The job while it runs on this worker. */
+function held(db: Kysely<Database>, jobId: string, workerId: string) {
+  return db
+    .updateTable('jobs')
+    .where('id', '=', jobId)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', RUNNING);
+}
+
+/** The stream's totals leave room for one more chunk of `bytes`: the one bound appendChunk and chunkFit share. */
+function withRoomFor<Q extends ReturnType<typeof held>>(query: Q, bytes: number, bounds: Bounds): Q {
+  return query
+    .where('stream_bytes', '<=', bounds.maxBytes - bytes)
+    .where('stream_chunks', '<=', bounds.maxChunks - 1) as Q;
+}
+
 export function appendChunk(
   db: Kysely<Database>,
   posted: { jobId: string; workerId: string; chunk: string; now: number },
-  bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+  bounds: Bounds,
 ): Promise<ChunkKept> {
   const { jobId, workerId, chunk, now } = posted;
   const bytes = byteLength(chunk);
   return db.transaction().execute(async (trx) => {
-    const held = () =>
-      trx
-        .updateTable('jobs')
-        .where('id', '=', jobId)
-        .where('worker_id', '=', workerId)
-        .where('status', '=', RUNNING);
-    const result = await held()
-      .set((eb) => ({
+    const result = await withRoomFor(
+      held(trx, jobId, workerId).set((eb) => ({
         seen_at: now,
         stream_bytes: eb('stream_bytes', '+', bytes),
         stream_chunks: eb('stream_chunks', '+', 1),
-      }))
-      .where('stream_bytes', '<=', bounds.maxBytes - bytes)
-      .where('stream_chunks', '<=', bounds.maxChunks - 1)
-      .executeTakeFirst();
+      })),
+      bytes,
+      bounds,
+    ).executeTakeFirst();
     if (Number(result.numUpdatedRows) > 0) {
       await trx.insertInto('job_chunks').values({ job_id: jobId, chunk, bytes }).execute();
       return 'kept';
     }
     // Still the worker's: seen now, its chunk past the bound.
-    const seen = await held().set({ seen_at: now }).executeTakeFirst();
+    const seen = await held(trx, jobId, workerId).set({ seen_at: now }).executeTakeFirst();
+    return Number(seen.numUpdatedRows) > 0 ? 'full' : 'refused';
+  });
+}
+
+/**
+ * What appendChunk would say of a chunk of `bytes`, asked before its body is read: a worker that posts past its
+ * bounds is refused without its megabytes being decoded and parsed. The job is seen now, as a posted chunk makes it;
+ * nothing else changes (appendChunk still decides, in its own transaction, when the body comes).
+ */
+export function chunkFit(
+  db: Kysely<Database>,
+  posted: { jobId: string; workerId: string; bytes: number; now: number },
+  bounds: Bounds,
+): Promise<ChunkFit> {
+  const { jobId, workerId, bytes, now } = posted;
+  return db.transaction().execute(async (trx) => {
+    const room = await withRoomFor(
+      held(trx, jobId, workerId).set({ seen_at: now }),
+      bytes,
+      bounds,
+    ).executeTakeFirst();
+    if (Number(room.numUpdatedRows) > 0) return 'fits';
+    const seen = await held(trx, jobId, workerId).set({ seen_at: now }).executeTakeFirst();
     return Number(seen.numUpdatedRows) > 0 ? 'full' : 'refused';
   });
 }

@@ -32,7 +32,7 @@ import {
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
-import { appendChunk, type ChunkKept, takeChunks } from './job-stream.js';
+import { appendChunk, type ChunkFit, type ChunkKept, chunkFit, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
 import type { Database, DialectName } from './schema.js';
@@ -120,8 +120,12 @@ export class JobRepository {
   }
 
   /** The job, if it is this endpoint's (and so its owner's); another endpoint's job is not found. */
-  async get(endpointId: string, jobId: string): Promise<Job | undefined> {
-    const row = await this.#db
+  get(endpointId: string, jobId: string): Promise<Job | undefined> {
+    return this.#get(this.#db, endpointId, jobId);
+  }
+
+  async #get(db: Kysely<Database>, endpointId: string, jobId: string): Promise<Job | undefined> {
+    const row = await db
       .selectFrom('jobs')
       .selectAll()
       .where('id', '=', jobId)
@@ -191,6 +195,17 @@ export class JobRepository {
     return appendChunk(this.#db, { jobId, workerId, chunk, now }, bounds);
   }
 
+  /** Whether a chunk of `bytes` would be kept now, asked before its body is read (job-stream.ts chunkFit). */
+  chunkFit(
+    jobId: string,
+    workerId: string,
+    bytes: number,
+    now: number,
+    bounds: Pick<JobStreamBounds, 'maxBytes' | 'maxChunks'>,
+  ): Promise<ChunkFit> {
+    return chunkFit(this.#db, { jobId, workerId, bytes, now }, bounds);
+  }
+
   /** The chunks streamed since the last read, oldest first, up to `maxBytes` (job-stream.ts); reading consumes them. */
   takeChunks(jobId: string, maxBytes: number): Promise<string[]> {
     return takeChunks(this.#db, jobId, maxBytes);
@@ -215,13 +230,33 @@ export class JobRepository {
     return this.get(endpointId, jobId);
   }
 
-  /** Queues a FAILED or TIMED_OUT job again, its ttl counted afresh; undefined: no such job. */
+  /**
+   * Queues a FAILED or TIMED_OUT job again, its ttl counted afresh; undefined: no such job. `admit` sees the owner's
+   * use in the owner's turn, as enqueue's does, before a job that can be retried is queued again.
+   */
   async retry(
     endpointId: string,
     jobId: string,
     now: number,
+    admit?: JobAdmit,
   ): Promise<{ retried: boolean; job: Job } | undefined> {
-    const rows = await this.#db
+    if (!admit) return this.#retry(this.#db, endpointId, jobId, now);
+    return this.#db.transaction().execute(async (trx) => {
+      const job = await this.#get(trx, endpointId, jobId);
+      if (!job || !RETRYABLE_STATUSES.includes(job.status)) return job && { retried: false, job };
+      await takeOwnerTurn(trx, job.ownerId);
+      admit(await ownerJobUse(trx, job.ownerId));
+      return this.#retry(trx, endpointId, jobId, now);
+    });
+  }
+
+  async #retry(
+    db: Kysely<Database>,
+    endpointId: string,
+    jobId: string,
+    now: number,
+  ): Promise<{ retried: boolean; job: Job } | undefined> {
+    const rows = await db
       .updateTable('jobs')
       .set({
         status: QUEUED,
@@ -249,7 +284,7 @@ export class JobRepository {
       .execute();
     const row = rows[0];
     if (row) return { retried: true, job: fromRow(row) };
-    const job = await this.get(endpointId, jobId);
+    const job = await this.#get(db, endpointId, jobId);
     return job && { retried: false, job };
   }
 

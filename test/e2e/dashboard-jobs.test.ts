@@ -3,6 +3,8 @@
  * runtime with a `queue` endpoint whose worker is the RunPod protocol test worker; jobs submitted on the gateway's
  * `/v2` routes show up in the section with their counts, a filter by status narrows the list, an opened job shows
  * its output and its error, and a queued job is cancelled and a failed one retried from its panel. An `http` endpoint's job shows the same way.
+ * A queue endpoint made in the New-endpoint form (type and idle tiers) runs a job: the form names no health path
+ * its handler would never answer.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -186,6 +188,42 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
         .toContain('"prompt": "from-http"');
     } finally {
       await callApi(server, KEY, 'endpoint/delete', { id: httpId });
+    }
+  }, 120_000);
+
+  it('runs a job on a queue endpoint made in the New-endpoint form with idle tiers, its workers probed by their polls alone', async () => {
+    if (!server) throw new Error('no server');
+    await page.goto(`${server.apiUrl}/ui/#/endpoints/new`);
+    await page.getByLabel('Name', { exact: true }).fill('jobs-form-queue');
+    await page.getByLabel('Image', { exact: true }).fill('runpod-worker:local');
+    await page.getByLabel('Type', { exact: true }).selectOption('queue');
+    await page.getByLabel('Command').fill(`'${process.execPath}' '${WORKER}'`);
+    await page.getByLabel('Environment variables').fill('RUNPOD_PING_INTERVAL=1000');
+    await page.getByLabel('Keep frozen (s)').fill('600');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('heading', { name: 'jobs-form-queue' }).waitFor();
+    const id = decodeURIComponent(new URL(page.url()).hash.split('/')[2] ?? '');
+    try {
+      // A /health probe the handler never answers would keep its worker starting: the job would time out.
+      const sync = await callJobs(server.gatewayUrl, KEY, {
+        method: 'POST',
+        endpoint: id,
+        path: 'runsync?wait=60000',
+        body: { input: { n: 'from-the-form' } },
+      });
+      expect(sync.body).toMatchObject({ status: 'COMPLETED' });
+      const stored = (await callApi(server, KEY, `endpoint?id=${id}`)).body.endpoint;
+      expect(stored).toMatchObject({
+        type: 'queue',
+        workerConfig: { keepFrozen: 600 },
+        healthy: { path: '' },
+      });
+      await page.goto(`${server.apiUrl}/ui/#/endpoints`);
+      const row = page.locator(`tr[data-endpoint="${id}"]`);
+      await row.waitFor();
+      expect(await row.locator('td.type').textContent()).toBe('queue');
+    } finally {
+      await callApi(server, KEY, 'endpoint/delete', { id });
     }
   }, 120_000);
 });

@@ -5,15 +5,12 @@
  * image with a named health path it does not serve fails fast, and the request waiting for it hears why in seconds
  * (503 body and `X-Corral-Cause`), as do the endpoint's and the worker's states.
  */
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { apiOf, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
-import { dockerAvailable, ensureTestImage } from '../support/test-image.js';
+import { dockerAvailable, ensureStandInImage, NGINX_STAND_IN } from '../support/test-image.js';
 
 const KEY = 'e2e-first-example-key-0123456789';
-/** The test worker serving its health answer at `/`: 200 there, 404 on `/health`, like stock nginx. */
-const NGINX_STAND_IN = 'corral-test-nginx:latest';
 const withDocker = integrationAvailable(
   'Docker',
   dockerAvailable(),
@@ -31,7 +28,7 @@ describe.runIf(withDocker)("the README's first example, with corral serve on Doc
     const { status, body } = await call('endpoint/create', {
       endpoint: {
         name,
-        image: { image: NGINX_STAND_IN },
+        image: { image: NGINX_STAND_IN.tag },
         ports: [{ port: 80 }],
         workerConfig: { minNum: 0, maxNum: 2, freeTimeout: 60, maxConcurrent: 4, gpuNum: 1 },
         ...extra,
@@ -56,11 +53,7 @@ describe.runIf(withDocker)("the README's first example, with corral serve on Doc
   };
 
   beforeAll(async () => {
-    const base = await ensureTestImage();
-    execFileSync('docker', ['build', '-q', '-t', NGINX_STAND_IN, '-'], {
-      input: `FROM ${base}\nENV HEALTH_PATH=/\n`,
-      stdio: ['pipe', 'ignore', 'inherit'],
-    });
+    await ensureStandInImage(NGINX_STAND_IN.tag, NGINX_STAND_IN.lines);
     ({ server, close } = await startServeWithConfig({
       dirPrefix: 'corral-e2e-first-',
       configYaml: '',

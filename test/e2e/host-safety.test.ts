@@ -295,6 +295,6 @@ describe.runIf(withDocker)('a secret in a Docker worker env, and nowhere else', 
     for (const text of [...answers, listed.stdout, workerLog.stdout, server.stdout(), server.stderr()]) {
       expect(text).not.toContain(SECRET_VALUE);
     }
-    expect(logLines(server).some((l) => l.msg === 'worker started')).toBe(true);
+    expect(logLines(server).some((l) => /: worker \S+ started$/.test(l.msg))).toBe(true);
   }, 240_000);
 });

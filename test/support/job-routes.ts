@@ -8,6 +8,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
+import type { SpecPatch } from '../../src/domain/spec-patch.js';
 import { JobClientRoutes, type JobClientRoutesOptions } from '../../src/jobs/client-routes.js';
 import { JobEvents } from '../../src/jobs/job-events.js';
 import { JobService, type JobServiceOptions } from '../../src/jobs/job-service.js';
@@ -36,11 +37,15 @@ export interface JobRoutesHarness {
     path: string,
     options?: { body?: unknown; key?: string; headers?: Record<string, string> },
   ): Promise<{ status: number; headers: Headers; body: Record<string, any> }>;
-  /** A worker's post to its stream URL for a job (the worker's own token); status, reason phrase, JSON body. */
+  /**
+   * A worker's post to its stream URL for a job (the worker's own token); status, reason phrase, JSON body.
+   * `withholdBody`: the chunk's length is declared and its body never sent (an answer then came unread).
+   */
   stream(
     workerId: string,
     jobId: string,
     chunk: string,
+    options?: { withholdBody?: boolean },
   ): Promise<{ status: number; reason: string; body: Record<string, any> }>;
   close(): Promise<void>;
 }
@@ -51,6 +56,8 @@ export async function startJobRoutes(
     routeOptions?: Partial<JobClientRoutesOptions>;
     workerOptions?: Partial<WorkerJobsOptions>;
     ownerId?: string;
+    /** The endpoint's spec beyond `type: queue` (its appName, say). */
+    endpointPatch?: SpecPatch;
   } = {},
 ): Promise<JobRoutesHarness> {
   const timers = new ManualTimers(1_000_000);
@@ -58,7 +65,7 @@ export async function startJobRoutes(
   const store = new Store({ connection: connectSqlite(':memory:') });
   await store.migrate();
   const ownerId = options.ownerId ?? 'owner-a';
-  const endpoint = sampleEndpoint({ ownerId, patch: { type: 'queue' } });
+  const endpoint = sampleEndpoint({ ownerId, patch: { type: 'queue', ...options.endpointPatch } });
   await storeEndpoint(store, endpoint);
   const made = generateApiKey();
   await store.apiKeys.insert({
@@ -139,13 +146,19 @@ export async function startJobRoutes(
         body: text === '' ? {} : (JSON.parse(text) as Record<string, any>),
       };
     },
-    async stream(workerId, jobId, chunk) {
+    async stream(workerId, jobId, chunk, streamOptions = {}) {
       const path = `/v2/${endpoint.id}/job-stream/${workerId}/${jobId}?worker=${workerId}`;
       // node's fetch does not expose the reason phrase: a raw request does.
       return new Promise((resolve, reject) => {
         const req = request(
           `${base}${path}`,
-          { method: 'POST', headers: { authorization: tokens.issue(endpoint.id, workerId) } },
+          {
+            method: 'POST',
+            headers: {
+              authorization: tokens.issue(endpoint.id, workerId),
+              'content-length': String(Buffer.byteLength(chunk)),
+            },
+          },
           (res) => {
             let text = '';
             res.setEncoding('utf8');
@@ -162,7 +175,8 @@ export async function startJobRoutes(
           },
         );
         req.on('error', reject);
-        req.end(chunk);
+        if (streamOptions.withholdBody) req.flushHeaders();
+        else req.end(chunk);
       });
     },
     async close() {

@@ -119,7 +119,7 @@ export async function startServe(
 }
 
 /**
- * `corral serve` (startServe) with `serveArgs` on a data directory of its own that holds `configYaml` as corral.yaml,
+ * `corral serve` (startServe) with `serveArgs` on a data directory of its own (`dataDir`) that holds `configYaml` as corral.yaml,
  * `CORRAL_API_KEY` the given key; `close` stops it, removes its installation's containers and networks, then the
  * directory.
  */
@@ -128,7 +128,7 @@ export async function startServeWithConfig(options: {
   configYaml: string;
   serveArgs: string[];
   apiKey: string;
-}): Promise<{ server: ServeProcess; close(): Promise<void> }> {
+}): Promise<{ server: ServeProcess; dataDir: string; close(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), options.dirPrefix));
   const config = join(dataDir, 'corral.yaml');
   writeFileSync(config, options.configYaml);
@@ -141,6 +141,7 @@ export async function startServeWithConfig(options: {
   });
   return {
     server,
+    dataDir,
     close: async () => {
       await server.stop();
       removeInstallationResources(server.installationId);

@@ -147,3 +147,19 @@ export function localSleeperEndpoint(appName: string) {
     image: { image: 'plain-worker:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
   };
 }
+
+/**
+ * Builds `tag`, a local image standing in for a registry image (no registry is reachable from the tests): the test
+ * worker image with `lines` of a Dockerfile on top (an ENV, a CMD). Returns the tag.
+ */
+export async function ensureStandInImage(tag: string, lines: string[]): Promise<string> {
+  const base = await ensureTestImage();
+  execFileSync('docker', ['build', '-q', '-t', tag, '-'], {
+    input: [`FROM ${base}`, ...lines, ''].join('\n'),
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  return tag;
+}
+
+/** The stand-in for `nginx:latest`: serves `/` and answers 404 on `/health`, as stock nginx does. */
+export const NGINX_STAND_IN = { tag: 'corral-test-nginx:latest', lines: ['ENV HEALTH_PATH=/'] };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WireEndpointHistory } from '../../src/client/index.js';
 import { chartsOf, duration, intervalText, timeRange } from './chart-data.js';
+import { fittingRange } from './chart-range.js';
 
 const zeros = [0, 0, 0];
 
@@ -128,23 +129,24 @@ describe('duration and intervalText', () => {
     expect(duration(42_000)).toBe('42 s');
     expect(intervalText(10)).toBe('10 s');
     expect(intervalText(60)).toBe('1 min');
+    expect(intervalText(3600)).toBe('1 h');
+    expect(intervalText(5400)).toBe('90 min');
   });
 });
 
 describe('timeRange', () => {
-  it('spans the hour the history keeps, ending at the one sample there is (not years around it)', () => {
-    const charts = chartsOf(history({ at: [1_764_150_000_000], intervalSeconds: 10, capacity: 360 }));
-    expect(charts.spanSeconds).toBe(3600);
-    expect(timeRange(charts.x, charts.spanSeconds)).toEqual([1_764_150_000 - 3600, 1_764_150_000]);
+  it('spans the range that holds the one sample there is, ending at it (not years around it)', () => {
+    const h = history({ at: [1_764_150_000_000], intervalSeconds: 10, capacity: 360 });
+    const charts = chartsOf(h);
+    expect(timeRange(charts.x, fittingRange(h).seconds)).toEqual([1_764_150_000 - 300, 1_764_150_000]);
   });
 
   it('keeps the same window for several samples, ending at the last', () => {
     const charts = chartsOf(history());
-    expect(timeRange(charts.x, charts.spanSeconds)).toEqual([1_764_150_020 - 3600, 1_764_150_020]);
+    expect(timeRange(charts.x, 3600)).toEqual([1_764_150_020 - 3600, 1_764_150_020]);
   });
 
   it("leaves uPlot's range where the span or the samples are unknown", () => {
-    expect(chartsOf(history({ intervalSeconds: null })).spanSeconds).toBeNull();
     expect(timeRange([10, 20], null)).toBeUndefined();
     expect(timeRange([], 3600)).toBeUndefined();
   });

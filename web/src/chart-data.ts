@@ -31,8 +31,6 @@ export interface ChartSpec {
 export interface Charts {
   /** Sample times, in seconds since the epoch (uPlot's x). */
   x: number[];
-  /** The window the history keeps, in seconds (null: unknown): the time axis always spans it (`timeRange`). */
-  spanSeconds: number | null;
   charts: ChartSpec[];
   /** Requests in the whole history: the e2e test watches it grow. */
   requests: number;
@@ -92,9 +90,9 @@ const last = <T>(values: T[]): T | undefined => values[values.length - 1];
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 /**
- * The time axis's range for the sample times `x` (seconds): the window the history keeps (`spanSeconds`, its
- * interval x its capacity) ending at the last sample, so that one sample, or a few, sit at the right of the hour
- * shown. uPlot's own range pads a single sample by 1,000 days each way (an axis from 2027 to 2029). Undefined
+ * The time axis's range for the sample times `x` (seconds): the range shown (`spanSeconds`: the one picked, else
+ * the smallest that holds the samples, chart-range.ts) ending at the last sample, so that one sample, or a few,
+ * sit at the right of it. uPlot's own range pads a single sample by 1,000 days each way (an axis from 2027 to 2029). Undefined
  * without a span or a sample: uPlot's range then.
  */
 export function timeRange(x: ArrayLike<number>, spanSeconds: number | null): [number, number] | undefined {
@@ -103,8 +101,9 @@ export function timeRange(x: ArrayLike<number>, spanSeconds: number | null): [nu
   return [last - spanSeconds, last];
 }
 
-/** `10 s`, `1 min`. */
+/** `10 s`, `1 min`, `1 h`. */
 export function intervalText(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
   return seconds % 60 === 0 ? `${seconds / 60} min` : `${seconds} s`;
 }
 
@@ -215,8 +214,7 @@ export function chartsOf(history: WireEndpointHistory): Charts {
     ? sum(jobs.completed) + sum(jobs.failed) + sum(jobs.cancelled) + sum(jobs.timedOut)
     : 0;
   if (jobs && hadJobs(jobs)) charts.push(...jobCharts(jobs, every, finished));
-  const spanSeconds = history.intervalSeconds ? history.intervalSeconds * history.capacity : null;
-  return { x, spanSeconds, charts, requests, jobs: finished };
+  return { x, charts, requests, jobs: finished };
 }
 
 /** Whether the history shows any job (an endpoint that never had one gets no job charts). */

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { WireLimits } from '../../src/client/index.js';
-import { controlFor, defaultForm, formErrors, inputOf, parseEnvs, parseVolumes } from './spec-form.js';
+import type { WireEndpoint, WireLimits } from '../../src/client/index.js';
+import {
+  controlFor,
+  defaultForm,
+  formErrors,
+  formOf,
+  inputOf,
+  parseEnvs,
+  parseVolumes,
+} from './spec-form.js';
 
 const LIMITS: WireLimits = {
   minRootfsSize: 100,
@@ -30,7 +38,57 @@ describe('the create/edit form', () => {
   it('starts from the documented defaults, moved into the server ranges', () => {
     const form = defaultForm(LIMITS);
     expect(form).toMatchObject({ minNum: '0', maxNum: '1', freeTimeout: '120', requestTimeout: '60' });
-    expect(form).toMatchObject({ policyType: 'queue', policyValue: '4', healthPath: '/health' });
+    expect(form).toMatchObject({ policyType: 'queue', policyValue: '4', type: 'http' });
+    expect(form).toMatchObject({ keepFrozen: '0', keepSuspended: '0', healthPath: '' });
+  });
+
+  it('builds a queue endpoint with idle tiers, leaving its health path to the API', () => {
+    const form = {
+      ...defaultForm(LIMITS),
+      image: 'runpod/handler:1',
+      type: 'queue',
+      keepFrozen: '600',
+      keepSuspended: ' 3600 ',
+    };
+    const input = inputOf(form);
+    expect(input.type).toBe('queue');
+    expect(input.workerConfig).toMatchObject({ keepFrozen: '600', keepSuspended: '3600' });
+    // A queue endpoint has no health path unless one is named: the form names none it was not given.
+    expect(input.healthy).not.toHaveProperty('path');
+    expect(inputOf({ ...form, healthPath: ' /ready ' }).healthy).toMatchObject({ path: '/ready' });
+  });
+
+  it("sends an endpoint's health path only when the edit changed it", () => {
+    const endpoint = {
+      name: 'q',
+      appName: 'q',
+      type: 'queue',
+      image: { image: 'runpod/handler:1', command: '', authId: '' },
+      ports: [{ port: 8000 }],
+      workerConfig: {
+        minNum: 0,
+        maxNum: 1,
+        gpuNum: 1,
+        maxConcurrent: '1',
+        freeTimeout: '60',
+        requestTimeout: 300,
+        keepFrozen: 600,
+        keepSuspended: 0,
+        cudaVersion: 'any',
+      },
+      policy: { type: 'queue', value: '4' },
+      rootfsSize: 100,
+      healthy: { path: '', initialDelay: 0, period: 2, timeout: 2, successThreshold: 1, failureThreshold: 3 },
+      envs: [],
+      volumeMounts: [],
+      products: [],
+      public: false,
+    } as unknown as WireEndpoint;
+    const loaded = formOf(endpoint);
+    expect(loaded).toMatchObject({ type: 'queue', keepFrozen: '600', keepSuspended: '0', healthPath: '' });
+    expect(inputOf({ ...loaded, type: 'http' }, loaded).healthy).not.toHaveProperty('path');
+    const named = { ...formOf({ ...endpoint, healthy: { ...endpoint.healthy, path: '/ready' } }) };
+    expect(inputOf({ ...named, healthPath: '' }, named).healthy).toMatchObject({ path: '' });
   });
 
   it('builds the request as the API reads it, with empty numbers left out', () => {
@@ -67,6 +125,9 @@ describe('the create/edit form', () => {
 
   it('maps the fields the API names to the controls that edit them', () => {
     expect(controlFor('workerConfig.maxNum')).toBe('maxNum');
+    expect(controlFor('workerConfig.keepFrozen')).toBe('keepFrozen');
+    expect(controlFor('workerConfig.keepSuspended')).toBe('keepSuspended');
+    expect(controlFor('type')).toBe('type');
     expect(controlFor('ports.0.port')).toBe('port');
     expect(controlFor('envs.3.key')).toBe('envs');
     expect(controlFor('volumeMounts.0.mountPath')).toBe('volumes');

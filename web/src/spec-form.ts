@@ -2,13 +2,16 @@
  * The create/edit form's values and their conversion (pure, tested): the form's defaults from `GET endpoint/limit`,
  * a form filled from an endpoint, the request body built from a form, and an API error's fields mapped to the
  * controls that show them. Every value stays a string until the API reads it, so the API's own validation (and
- * its `metadata.field`) is the one that speaks.
+ * its `metadata.field`) is the one that speaks; a health path left empty is left to the API too, which gives each
+ * type its own (docs/jobs.md, Queue workers' health).
  */
 import type { WireEndpoint, WireEndpointInput, WireLimits } from '../../src/client/index.js';
 
 export interface SpecForm {
   name: string;
   appName: string;
+  /** `http` or `queue` (docs/jobs.md, Which endpoints take jobs). */
+  type: string;
   image: string;
   command: string;
   authId: string;
@@ -19,6 +22,9 @@ export interface SpecForm {
   maxConcurrent: string;
   freeTimeout: string;
   requestTimeout: string;
+  /** Idle tiers' seconds (docs/workers.md, Idle tiers). */
+  keepFrozen: string;
+  keepSuspended: string;
   cudaVersion: string;
   policyType: string;
   policyValue: string;
@@ -46,6 +52,7 @@ export function defaultForm(limits: WireLimits): SpecForm {
   return {
     name: '',
     appName: '',
+    type: 'http',
     image: '',
     command: '',
     authId: '',
@@ -56,11 +63,14 @@ export function defaultForm(limits: WireLimits): SpecForm {
     maxConcurrent: clamp(1, limits.minConcurrencyNum, limits.maxConcurrencyNum),
     freeTimeout: clamp(60, limits.minFreeTimeout, limits.maxFreeTimeout),
     requestTimeout: clamp(300, limits.minRequestTimeout, limits.maxRequestTimeout),
+    keepFrozen: '0',
+    keepSuspended: '0',
     cudaVersion: 'any',
     policyType: 'queue',
     policyValue: clamp(4, limits.minQueueWaitTime, limits.maxQueueWaitTime),
     rootfsSize: String(limits.freeRootfsSize),
-    healthPath: '/health',
+    // Empty: the type's own (/health on http, none on queue), and a default the API may widen (workers.md).
+    healthPath: '',
     initialDelay: '0',
     period: '2',
     timeout: '2',
@@ -80,6 +90,7 @@ export function formOf(endpoint: WireEndpoint): SpecForm {
   return {
     name: endpoint.name,
     appName: endpoint.appName,
+    type: endpoint.type,
     image: endpoint.image.image,
     command: endpoint.image.command,
     authId: endpoint.image.authId,
@@ -90,6 +101,8 @@ export function formOf(endpoint: WireEndpoint): SpecForm {
     maxConcurrent: String(w.maxConcurrent),
     freeTimeout: String(w.freeTimeout),
     requestTimeout: String(w.requestTimeout),
+    keepFrozen: String(w.keepFrozen),
+    keepSuspended: String(w.keepSuspended),
     cudaVersion: w.cudaVersion,
     policyType: endpoint.policy.type,
     policyValue: String(endpoint.policy.value),
@@ -143,12 +156,18 @@ export function parseVolumes(
   });
 }
 
-/** The endpoint a form describes, as create's `endpoint` or update's body take it. */
-export function inputOf(form: SpecForm): WireEndpointInput {
+/**
+ * The endpoint a form describes, as create's `endpoint` or update's body take it. The health path goes only where
+ * it differs from the form's `initial` one (a new form's: empty): a path sent is one the owner named, which the
+ * API then probes as named and keeps across a change of type.
+ */
+export function inputOf(form: SpecForm, initial?: Pick<SpecForm, 'healthPath'>): WireEndpointInput {
   const optional = (key: string, value: string | undefined) => (value === undefined ? {} : { [key]: value });
+  const path = form.healthPath.trim();
   return {
     name: form.name.trim(),
     ...(form.appName.trim() === '' ? {} : { appName: form.appName.trim() }),
+    type: form.type,
     image: { image: form.image.trim(), command: form.command.trim(), authId: form.authId },
     ports: [{ port: number(form.port) ?? '' }],
     workerConfig: {
@@ -158,12 +177,14 @@ export function inputOf(form: SpecForm): WireEndpointInput {
       ...optional('maxConcurrent', number(form.maxConcurrent)),
       ...optional('freeTimeout', number(form.freeTimeout)),
       ...optional('requestTimeout', number(form.requestTimeout)),
+      ...optional('keepFrozen', number(form.keepFrozen)),
+      ...optional('keepSuspended', number(form.keepSuspended)),
       cudaVersion: form.cudaVersion,
     },
     policy: { type: form.policyType, ...optional('value', number(form.policyValue)) },
     ...optional('rootfsSize', number(form.rootfsSize)),
     healthy: {
-      path: form.healthPath.trim(),
+      ...(path === (initial?.healthPath.trim() ?? '') ? {} : { path }),
       ...optional('initialDelay', number(form.initialDelay)),
       ...optional('period', number(form.period)),
       ...optional('timeout', number(form.timeout)),
@@ -181,6 +202,7 @@ export function inputOf(form: SpecForm): WireEndpointInput {
 const CONTROLS: Record<string, Control> = {
   name: 'name',
   appName: 'appName',
+  type: 'type',
   image: 'image',
   'image.image': 'image',
   'image.command': 'command',
@@ -192,6 +214,8 @@ const CONTROLS: Record<string, Control> = {
   'workerConfig.maxConcurrent': 'maxConcurrent',
   'workerConfig.freeTimeout': 'freeTimeout',
   'workerConfig.requestTimeout': 'requestTimeout',
+  'workerConfig.keepFrozen': 'keepFrozen',
+  'workerConfig.keepSuspended': 'keepSuspended',
   'workerConfig.cudaVersion': 'cudaVersion',
   'policy.type': 'policyType',
   'policy.value': 'policyValue',

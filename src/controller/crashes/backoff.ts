@@ -10,6 +10,8 @@ import type { WorkerErrorCode } from '../../domain/worker.js';
  */
 export interface CrashRecord {
   failures: number;
+  /** When the run's first failure happened (the log says "crashed 5 times in 2 min"). */
+  firstAt: number;
   lastCode: WorkerErrorCode | '';
   lastMessage: string;
   /** When the last failure happened. */
@@ -26,6 +28,7 @@ export interface CrashRecord {
 
 export const NO_CRASHES: CrashRecord = {
   failures: 0,
+  firstAt: 0,
   lastCode: '',
   lastMessage: '',
   lastAt: 0,
@@ -74,6 +77,7 @@ export function recordFailure(record: CrashRecord, failure: Failure, policy: Bac
   const failures = record.failures + 1;
   return {
     failures,
+    firstAt: record.failures === 0 ? failure.at : record.firstAt,
     lastCode: failure.code,
     lastMessage: failure.message,
     lastAt: failure.at,

@@ -36,7 +36,6 @@ export class OwnerDrains {
       if (!record || !isActive(record)) continue;
       const drain = { wasServing: record.state === 'running' && record.healthy };
       this.#drains.set(workerId, drain);
-      this.#o.logger.info({ workerId, endpointId: record.endpointId }, 'worker drained by its owner');
       this.#o.lifecycle.drainAndRemove(
         record,
         'drained by its owner',
@@ -59,6 +58,6 @@ export class OwnerDrains {
     const record = this.#o.book.get(workerId);
     if (record?.state !== 'draining') return;
     this.#o.lifecycle.undrain(record, drain.wasServing);
-    this.#o.logger.info({ workerId, endpointId: record.endpointId }, 'worker undrained by its owner');
+    this.#o.lifecycle.log.note(record, 'undrained by its owner');
   }
 }

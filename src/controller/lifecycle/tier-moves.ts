@@ -143,10 +143,7 @@ export class TierMoves {
     this.#o.lifecycle.move(record, { state: 'running', message: '' });
     const period = (this.#o.endpoints().get(record.endpointId)?.spec.health.periodSeconds ?? 0) * 1000;
     this.#o.prober.schedule(record.id, period);
-    this.#o.logger.info(
-      { workerId: record.id, endpointId: record.endpointId, tier: wake.tier, ms: wake.phases[0]?.ms },
-      'worker woken',
-    );
+    this.#o.lifecycle.log.note(record, `woken (${wake.tier})`, { tier: wake.tier, ms: wake.phases[0]?.ms });
   }
 
   #deadline(): number {

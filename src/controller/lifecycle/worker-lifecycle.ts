@@ -31,6 +31,7 @@ import { followed } from '../runtime-wait.js';
 import { adoptedRecord, hasContainer, isInTier, type ManagedWorker } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import { RefusedTransitionError, transition } from './lifecycle-table.js';
+import { type FailureNote, WorkerLog } from './worker-log.js';
 
 export interface WorkerLifecycleOptions {
   book: WorkerBook;
@@ -91,6 +92,10 @@ export function coldWake(
 
 export class WorkerLifecycle {
   readonly #o: WorkerLifecycleOptions;
+  /** The lines a person reads about the workers (worker-log.ts); the starter writes its own through it. */
+  readonly log: WorkerLog;
+  /** Failures not told yet: told once the end of the worker's output is read, as its container goes. */
+  readonly #failureNotes = new Map<string, FailureNote>();
   readonly #causesTold = new HealthCausesTold();
   /** Workers found running after a restart: their create-to-running time was not seen by this process. */
   readonly #adoptedIds = new Set<string>();
@@ -101,6 +106,12 @@ export class WorkerLifecycle {
 
   constructor(options: WorkerLifecycleOptions) {
     this.#o = options;
+    this.log = new WorkerLog({
+      logger: options.logger,
+      endpoints: options.endpoints,
+      policy: options.crashes.policy,
+      clock: options.clock,
+    });
   }
 
   /**
@@ -149,6 +160,13 @@ export class WorkerLifecycle {
     this.#events.push([endpointId, event]);
   }
 
+  /** A failure's `crashed` or `failed` event, told in the log too once its container is removed (removeContainer). */
+  failureEvent(record: ManagedWorker, event: NewEvent): void {
+    this.pushEvent(record.endpointId, event);
+    const crash = this.#o.crashes.of(record.endpointId);
+    this.#failureNotes.set(record.id, { endpointId: record.endpointId, event, crash });
+  }
+
   // ---- creates (worker-starter.ts) ----
 
   /** The create completed at this many listings: a listing begun before it may lack the worker. */
@@ -180,14 +198,14 @@ export class WorkerLifecycle {
   ): void {
     this.#o.crashes.record(record.endpointId, { code, message, at: now, ...(final ? { final } : {}) });
     this.fail(record, code, message);
-    this.pushEvent(record.endpointId, failedEvent(record.id, code, message, now));
+    this.failureEvent(record, failedEvent(record.id, code, message, now));
     void this.removeContainer(record.id, record.gpuUuids, message);
   }
 
   workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
     const code = this.#o.crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
     this.fail(record, code, `worker ${reason}`);
-    this.pushEvent(record.endpointId, crashedEvent(record.id, reason, code, container, now));
+    this.failureEvent(record, crashedEvent(record.id, reason, code, container, now));
     void this.removeContainer(record.id, record.gpuUuids, reason);
   }
 
@@ -203,7 +221,7 @@ export class WorkerLifecycle {
     const record = adoptedRecord(container, endpoint, now);
     this.#o.book.track(record);
     this.#adoptedIds.add(record.id);
-    this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'adopted worker');
+    this.log.note(record, 'adopted (found running at start)');
     if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
     else if (endpoint && !isInTier(record.state)) this.#o.prober.schedule(record.id, 0);
   }
@@ -244,9 +262,8 @@ export class WorkerLifecycle {
       this.#o.prober.stop(record.id);
       return;
     }
-    const fields = { workerId: record.id, endpointId: record.endpointId };
     if (response.type === 'readdress') {
-      this.#o.logger.info({ ...fields, address: response.address }, 'worker container moved');
+      this.log.note(record, 'container moved', { address: response.address });
       record.address = response.address;
       delete record.engineStopSeen;
       delete record.exitSeenAt;
@@ -289,12 +306,14 @@ export class WorkerLifecycle {
     if (!mayTell(record, (health?.periodSeconds ?? 0) * 1000, now)) return;
     if (!this.#causesTold.firstTime(record.id, cause)) return;
     this.pushEvent(record.endpointId, healthEvent(record.id, path, cause, now));
+    this.log.healthFailing(record, spec ? healthCheckLabel(spec) : path, cause);
     this.#o.poke(record.endpointId);
   }
 
   #healthChanged(record: ManagedWorker, healthy: boolean): void {
     record.healthy = healthy;
     if (healthy) {
+      const firstReady = record.readyAt === null;
       if (record.readyAt === null) {
         record.readyAt = this.#o.clock();
         // An adopted worker's createdAt is its container's: the histogram would record its whole age.
@@ -305,7 +324,11 @@ export class WorkerLifecycle {
         }
       }
       this.move(record, { state: 'running', message: '' });
-      this.#o.logger.info({ workerId: record.id, endpointId: record.endpointId }, 'worker healthy');
+      // Once per worker: a worker healthy again after a failing spell had its failure said, not its recovery.
+      if (firstReady) {
+        const known = !this.#adoptedIds.has(record.id) && record.readyAt !== null;
+        this.log.ready(record, known ? (record.readyAt ?? 0) - record.createdAt : undefined);
+      } else this.log.note(record, 'healthy again');
     } else {
       this.move(record, { state: 'unhealthy', message: 'failing its health check' });
     }
@@ -328,6 +351,7 @@ export class WorkerLifecycle {
       return;
     }
     if (!this.move(record, { state: 'draining', message: reason })) return;
+    this.log.stopping(record, reason);
     void this.#removeOnceDrained(record, reason, stillWanted);
   }
 
@@ -386,9 +410,17 @@ export class WorkerLifecycle {
       this.#o.logger.warn({ ...runtimeErrorFields(error), workerId, reason }, 'cannot remove worker');
       return error instanceof Error ? error : new Error(String(error));
     } finally {
-      keep?.();
+      this.#tellFailure(workerId, keep?.() ?? Promise.resolve([]));
       this.#o.poke(endpointId);
     }
+  }
+
+  /** The worker's failure, if one is waiting to be told, with the end of its output once that is read. */
+  #tellFailure(workerId: string, output: Promise<readonly string[]>): void {
+    const note = this.#failureNotes.get(workerId);
+    if (!note) return;
+    this.#failureNotes.delete(workerId);
+    void output.then((lines) => this.log.failed(note, lines));
   }
 
   /**
@@ -422,7 +454,7 @@ export class WorkerLifecycle {
     keeper: Pick<OutputKeeper, 'begin'>,
     workerId: string,
     reason: string,
-  ): Promise<(() => void) | undefined> {
+  ): Promise<(() => Promise<string[]>) | undefined> {
     const record = this.#o.book.get(workerId);
     if (!record) return undefined;
     const failed = record.state === 'failed';

@@ -93,10 +93,10 @@ export class WorkerStarter {
         message: `waiting for ${awaitedHealth(endpoint.spec)}`,
       });
       this.#o.metrics?.starts.inc({ runtime: this.#o.runtime.name });
-      this.#o.logger.info({ workerId: record.id, endpointId: endpoint.id }, 'worker started');
+      lifecycle.log.started(record, this.#o.crashes.of(record.endpointId));
       this.#o.prober.schedule(record.id, endpoint.spec.health.initialDelaySeconds * 1000);
     } catch (error) {
-      this.#failed(record, endpoint, error, now);
+      this.#failed(record, error, now);
     } finally {
       this.#o.gpus.createEnded(record.id);
       this.#o.poke(record.endpointId);
@@ -127,25 +127,25 @@ export class WorkerStarter {
     return resolveEnv ? { ...built, env: await resolveEnv(endpoint.ownerId, built.env) } : built;
   }
 
-  #failed(record: ManagedWorker, endpoint: Endpoint, error: unknown, now: number): void {
+  #failed(record: ManagedWorker, error: unknown, now: number): void {
     const { lifecycle } = this.#o;
     const code: WorkerErrorCode =
       error instanceof RuntimeError && error.code === 'IMAGE_PULL_FAILED'
         ? 'IMAGE_PULL_FAILED'
         : 'RUNTIME_ERROR';
     const message = error instanceof Error ? error.message : String(error);
-    // An engine that cannot be reached is an outage, not the endpoint's failure: it counts toward no crash loop.
-    if (isRuntimeUnreachable(error)) this.#o.outage.failed(error, this.#o.clock());
+    // An engine that cannot be reached is an outage, not the endpoint's failure: it counts toward no crash loop, and
+    // the outage's own line says it (once), not a line per worker.
+    const unreachable = isRuntimeUnreachable(error);
+    if (unreachable) this.#o.outage.failed(error, this.#o.clock());
     else this.#o.crashes.record(record.endpointId, { code, message, at: now });
     lifecycle.fail(record, code, message);
-    lifecycle.pushEvent(record.endpointId, failedEvent(record.id, code, message, this.#o.clock()));
+    const event = failedEvent(record.id, code, message, this.#o.clock());
+    if (unreachable) lifecycle.pushEvent(record.endpointId, event);
+    else lifecycle.failureEvent(record, event);
     // A failed create leaves nothing behind, except where the engine could not be reached to clean up: its GPUs
     // are free once a removal (idempotent, cheap when there is nothing) has confirmed that.
     void lifecycle.removeContainer(record.id, record.gpuUuids, 'its create failed');
-    this.#o.logger.warn(
-      { workerId: record.id, endpointId: endpoint.id, code, reason: message },
-      'worker failed to start',
-    );
   }
 
   /** As Kubernetes' AlwaysPullImages: an image already here is still the owner's to run only if the registry says so. */

@@ -48,10 +48,11 @@ export class OutputKeeper {
 
   /**
    * Starts following the worker's log. Resolves once it is open (or could not be, or after openTimeoutMs), so that
-   * the removal cannot begin before the log is attached; the function it gives is called once the removal is over.
+   * the removal cannot begin before the log is attached; the function it gives is called once the removal is over,
+   * and resolves to the lines read (the log line of a failure quotes its last).
    */
-  async begin(worker: EndingWorker): Promise<() => void> {
-    if (this.#live && !this.#live.has(worker.endpointId)) return () => undefined;
+  async begin(worker: EndingWorker): Promise<() => Promise<string[]>> {
+    if (this.#live && !this.#live.has(worker.endpointId)) return async () => [];
     const tail = new OutputTail(this.#o.limits);
     const abort = new AbortController();
     let signalOpen!: () => void;
@@ -84,6 +85,7 @@ export class OutputKeeper {
       const saving = this.#finish(worker, reading, abort, tail, () => attached);
       this.#saving.add(saving);
       void saving.finally(() => this.#saving.delete(saving));
+      return saving.then(() => (attached ? tail.lines() : []));
     };
   }
 

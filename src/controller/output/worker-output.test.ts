@@ -48,6 +48,35 @@ describe('Controller: the last output of workers that end', () => {
     });
   });
 
+  it("an endpoint created since the last whole pass: its crashed worker's output is kept and its last line logged", async () => {
+    const warned: { fields: object; message: string }[] = [];
+    const logger = { ...silent, warn: (fields: object, message: string) => warned.push({ fields, message }) };
+    // No whole pass comes while the endpoint lives: only its own reconciles (an API change, its worker's events).
+    const controller = h.controller({ outputs: keeper, logger, intervalMs: 3_600_000 });
+    controller.start();
+    await h.flush();
+    const endpoint = await h.create({
+      patch: { workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 } },
+    });
+    controller.pokeEndpoint(endpoint.id);
+    await h.eventually(async () => expect(await running(endpoint)).toHaveLength(1));
+    const id = (await running(endpoint))[0]?.id ?? '';
+    h.runtime.appendLog(id, 'Traceback (most recent call last):');
+    h.runtime.appendLog(id, 'ModuleNotFoundError: torch');
+    h.runtime.exit(id, 1);
+    await h.eventually(async () => {
+      await keeper.close();
+      expect((await h.store.workerOutputs.get(endpoint.id, id))?.lines).toEqual([
+        'Traceback (most recent call last):',
+        'ModuleNotFoundError: torch',
+      ]);
+      expect(warned.find((w) => (w.fields as { workerId?: string }).workerId === id)).toMatchObject({
+        message: `endpoint ${endpoint.id}: worker ${id} exited with code 1: "ModuleNotFoundError: torch"`,
+        fields: { exitCode: 1, output: ['Traceback (most recent call last):', 'ModuleNotFoundError: torch'] },
+      });
+    });
+  });
+
   it("keeps a scaled-down worker's output as not failed", async () => {
     const endpoint = await h.create({
       patch: { workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } },

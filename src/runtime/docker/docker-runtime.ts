@@ -185,9 +185,10 @@ export class DockerRuntime implements WorkerRuntime {
       container = network ? await this.#networks.withNetwork(network, make) : await make();
       await container.start();
       const worker = workerFromInspect(await container.inspect(), this.#hostIp);
-      this.#logger.info(
+      // The controller says each start and failure with its endpoint's name (worker-log.ts); this is the engine's detail.
+      this.#logger.debug(
         { workerId: spec.workerId, container: container.id, address: worker.address },
-        'worker started',
+        'container started',
       );
       return worker;
     } catch (error) {
@@ -218,7 +219,7 @@ export class DockerRuntime implements WorkerRuntime {
     } catch (error) {
       throw engineError(error, `cannot remove worker ${workerId}`, this.#address);
     }
-    this.#logger.info({ workerId }, 'worker removed');
+    this.#logger.debug({ workerId }, 'container removed');
   }
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {

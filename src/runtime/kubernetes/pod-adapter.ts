@@ -229,7 +229,7 @@ export class PodAdapter {
     if (!confirmed) {
       this.#logger.warn({ workerId, pod: name }, 'the pod is still terminating after its grace period');
     }
-    this.#logger.info({ workerId, pod: name }, 'worker removed');
+    this.#logger.debug({ workerId, pod: name }, 'pod removed');
     await this.#pruneSecrets();
   }
 
@@ -430,7 +430,8 @@ export class PodAdapter {
           `cannot start worker ${spec.workerId} (image ${spec.image}): ${worker.message}`,
         );
       }
-      this.#logger.info({ workerId: spec.workerId, address: worker.address }, 'worker started');
+      // The controller says each start with its endpoint's name (worker-log.ts); this is the cluster's detail.
+      this.#logger.debug({ workerId: spec.workerId, address: worker.address }, 'pod started');
       return { ...worker };
     });
     return { promise, cancel: wait.cancel };

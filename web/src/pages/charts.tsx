@@ -2,44 +2,57 @@
  * The Endpoint page's charts over time (requests by status, latency p50/p99, queue depth and wait, workers by state
  * with the desired count, cold starts with their duration, and for an endpoint that had jobs its jobs queued and in
  * progress, finished by outcome, and their delay and execution times), drawn with uPlot from `GET endpoint/metrics/history`
- * and polled so that they move live. Each chart says its latest values in words beside it.
+ * and polled so that they move live, over a range of 5 min, 1 h or 24 h (chart-range.ts: by default the smallest
+ * that holds the samples there are). Each chart says its latest values in words beside it; with no sample yet, the
+ * section says what the workers are doing instead.
  */
 import 'uplot/dist/uPlot.min.css';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { useApi } from '../api-context.js';
 import { type ChartSeries, type ChartSpec, chartsOf, intervalText, timeRange } from '../chart-data.js';
+import { fittingRange, historyWithin, offeredRanges } from '../chart-range.js';
 import { usePoll } from '../poll.js';
 import { Notice } from '../widgets.js';
 
 const POLL_MS = 5000;
 const HEIGHT = 170;
 
-export function HistoryCharts(props: { endpointId: string }) {
+export function HistoryCharts(props: { endpointId: string; idle: string }) {
   const api = useApi();
   const history = usePoll(() => api.call((c) => c.getEndpointHistory(props.endpointId)), POLL_MS, [
     props.endpointId,
   ]);
+  // The range the user picked; until then the one that fits the samples there are (chart-range.ts).
+  const [picked, setPicked] = useState<number | undefined>(undefined);
   const h = history.data;
-  const charts = h ? chartsOf(h) : undefined;
-  const span = h?.intervalSeconds ? intervalText(h.intervalSeconds * h.capacity) : '';
+  const rangeSeconds = picked ?? (h ? fittingRange(h).seconds : undefined);
+  const charts = h && rangeSeconds !== undefined ? chartsOf(historyWithin(h, rangeSeconds)) : undefined;
+  const range = rangeSeconds === undefined ? '' : intervalText(rangeSeconds);
   return (
     <section aria-labelledby="charts-title">
-      <h2 id="charts-title">
-        Over time{' '}
+      <div class="title-row">
+        <h2 id="charts-title">
+          Over time{' '}
+          {h?.intervalSeconds ? (
+            <span class="muted">
+              (the last {range}, a sample every {intervalText(h.intervalSeconds)})
+            </span>
+          ) : null}
+        </h2>
         {h?.intervalSeconds ? (
-          <span class="muted">
-            (the last {span}, a sample every {intervalText(h.intervalSeconds)})
-          </span>
+          <RangePicker offered={offeredRanges(h)} shown={rangeSeconds} onPick={setPicked} />
         ) : null}
-      </h2>
+      </div>
       {history.error ? <Notice kind="error">Could not refresh the charts: {history.error}</Notice> : null}
       {!h ? <p class="muted">Loading...</p> : null}
       {h && h.intervalSeconds === null ? (
         <p class="muted">This server keeps no history (no gateway here, or history.samples is 0).</p>
       ) : null}
       {h && h.intervalSeconds !== null && h.at.length === 0 ? (
-        <p class="muted">Nothing to draw yet: no traffic, no workers and no jobs in the last {span}.</p>
+        <p class="muted" data-testid="charts-empty">
+          Nothing to draw yet: {props.idle}.
+        </p>
       ) : null}
       {charts && charts.x.length > 0 ? (
         <div
@@ -49,11 +62,45 @@ export function HistoryCharts(props: { endpointId: string }) {
           data-jobs={charts.jobs}
         >
           {charts.charts.map((spec) => (
-            <Chart key={spec.id} x={charts.x} spanSeconds={charts.spanSeconds} spec={spec} />
+            <Chart key={spec.id} x={charts.x} spanSeconds={rangeSeconds ?? null} spec={spec} />
           ))}
         </div>
       ) : null}
     </section>
+  );
+}
+
+/** 5 min / 1 h / 24 h, the one shown pressed; one the history cannot fill is disabled and says why. */
+function RangePicker(props: {
+  offered: ReturnType<typeof offeredRanges>;
+  shown: number | undefined;
+  onPick: (seconds: number) => void;
+}) {
+  const why = props.offered.filter((range) => range.unavailable !== undefined);
+  return (
+    <div class="range-picker">
+      <fieldset class="buttons range-buttons">
+        <legend class="visually-hidden">Time range</legend>
+        {props.offered.map((range) => (
+          <button
+            key={range.seconds}
+            type="button"
+            class="small"
+            aria-pressed={range.seconds === props.shown}
+            disabled={range.unavailable !== undefined}
+            title={range.unavailable}
+            onClick={() => props.onPick(range.seconds)}
+          >
+            {range.label}
+          </button>
+        ))}
+      </fieldset>
+      {why.map((range) => (
+        <span key={range.seconds} class="muted small-print">
+          {range.label}: {range.unavailable}
+        </span>
+      ))}
+    </div>
   );
 }
 

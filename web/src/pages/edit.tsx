@@ -75,7 +75,7 @@ function SpecEditor(props: { id: string | undefined; loaded: Loaded }) {
     setBusy(true);
     setErrors({ byControl: {}, general: [] });
     try {
-      const input = inputOf(form);
+      const input = inputOf(form, props.loaded.form);
       const id = creating
         ? (await api.call((c) => c.createEndpoint(input))).id
         : (await api.call((c) => c.updateEndpoint(props.id as string, input))).id;
@@ -168,6 +168,22 @@ function SpecEditor(props: { id: string | undefined; loaded: Loaded }) {
           <legend>Endpoint</legend>
           {text('name', 'Name', 'For people; at most 220 characters.')}
           {text('appName', 'App name', 'Lowercase letters, digits and -; names the URL. Empty: the id.')}
+          {field(
+            'type',
+            'Type',
+            <select
+              id="f-type"
+              value={form.type}
+              aria-describedby={describedBy('type', true)}
+              onChange={(e) => set('type', e.currentTarget.value)}
+            >
+              <option value="http">http: a load-balanced URL (jobs are sent to it as POST /run)</option>
+              <option value="queue">queue: RunPod handler images, whose workers pull jobs from /v2</option>
+            </select>,
+            form.type === 'queue'
+              ? 'Jobs through /run and /runsync on /v2; no port or health path needed (a worker is ready at its first poll).'
+              : 'Requests to its URL, and jobs through /v2 delivered to it.',
+          )}
           <div class="field checkbox">
             <input
               id="f-public"
@@ -224,6 +240,23 @@ function SpecEditor(props: { id: string | undefined; loaded: Loaded }) {
               defaults.requestTimeout,
             )}
           </div>
+          <fieldset class="field choices-set">
+            <legend>Idle tiers</legend>
+            <div class="grid">
+              {text(
+                'keepFrozen',
+                'Keep frozen (s)',
+                'An idle worker past its idle seconds is frozen this long (GPUs held, woken in milliseconds) instead of removed; 0 (default): removed.',
+                { inputMode: 'numeric' },
+              )}
+              {text(
+                'keepSuspended',
+                'Keep suspended (s)',
+                'Then suspended this long (GPU state in host memory, woken in seconds) where the runtime can; 0 (default): never suspended.',
+                { inputMode: 'numeric' },
+              )}
+            </div>
+          </fieldset>
           {field(
             'cudaVersion',
             'CUDA version',
@@ -296,7 +329,11 @@ function SpecEditor(props: { id: string | undefined; loaded: Loaded }) {
         <fieldset>
           <legend>Health check</legend>
           <div class="grid">
-            {text('healthPath', 'Path', 'Starts with /; default /health.')}
+            {text(
+              'healthPath',
+              'Path',
+              "Starts with /. Empty: the type's default (/health on http, none on queue).",
+            )}
             {num('initialDelay', 'Initial delay (s)', 0, 3600, '0')}
             {num('period', 'Period (s)', 1, 300, '2')}
             {num('timeout', 'Timeout (s)', 1, 300, '2')}

@@ -16,6 +16,7 @@ import { age, callLines, gpuLine, ms, trafficWindowLine, workerCounts } from '..
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
+import { emptyChartsLine, restingLine, workersActivity } from '../worker-activity.js';
 import { HistoryCharts } from './charts.js';
 import { EndpointLogPanel } from './endpoint-log-panel.js';
 import { JobsSection } from './jobs-section.js';
@@ -103,6 +104,7 @@ export function EndpointPage(props: { id: string }) {
   const title = e.name || e.appName;
   const counts = workerCounts(e);
   const calls = callLines(e);
+  const resting = restingLine(e.workers);
   const stopped = e.state.state === 'stopped';
   const now = Date.now();
   return (
@@ -156,6 +158,7 @@ export function EndpointPage(props: { id: string }) {
         <dt>Workers</dt>
         <dd>
           {counts.ready} ready, {counts.present} present
+          {resting ? ` (${resting})` : ''}
           {typeof traffic.data?.desiredWorkers === 'number' ? `, ${traffic.data.desiredWorkers} desired` : ''}
           , at most {counts.max} (at least {e.workerConfig.minNum})
         </dd>
@@ -190,7 +193,8 @@ export function EndpointPage(props: { id: string }) {
       </dl>
 
       <Traffic data={traffic.data} />
-      <HistoryCharts endpointId={e.id} />
+      {/* Keyed by endpoint: the range picked on one endpoint's charts is not carried to the next one's. */}
+      <HistoryCharts key={e.id} endpointId={e.id} idle={emptyChartsLine(e.workers, e.workerConfig.minNum)} />
 
       <section aria-labelledby="workers-title">
         <div class="title-row">
@@ -205,8 +209,8 @@ export function EndpointPage(props: { id: string }) {
           </button>
         </div>
         {e.workers.length === 0 ? (
-          <p class="muted">
-            No workers{e.workerConfig.minNum === 0 ? ': it scales from zero on the next request.' : '.'}
+          <p class="muted" data-testid="workers-empty">
+            {capitalized(workersActivity(e.workers, e.workerConfig.minNum))}.
           </p>
         ) : (
           <table class="cards" aria-labelledby="workers-title">
@@ -276,6 +280,8 @@ export function EndpointPage(props: { id: string }) {
     </main>
   );
 }
+
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 function Traffic(props: { data: WireEndpointMetrics | undefined }) {
   const t = props.data;

@@ -1,6 +1,7 @@
 /**
- * The Endpoints page: every endpoint of the key's owner with its state, workers (ready / desired / most), requests
- * per minute and latency of the last minutes, GPUs and URL; filtered, sorted, live.
+ * The Endpoints page: every endpoint of the key's owner with its type, state (and the cause a worker gives), workers
+ * (ready / desired / most), requests per minute and latency of the last minutes, GPUs and URL; filtered, sorted,
+ * live.
  */
 import { useState } from 'preact/hooks';
 import type { WireEndpointMetrics } from '../../../src/client/index.js';
@@ -17,6 +18,7 @@ import {
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { CopyButton, Notice, StateBadge } from '../widgets.js';
+import { stateCause } from '../worker-activity.js';
 
 const POLL_MS = 2000;
 /** The figures of the last minutes change every history sample (10 s): read less often, for the first rows. */
@@ -86,6 +88,7 @@ export function EndpointsPage() {
             <tr>
               <th scope="col">Name</th>
               <th scope="col">App name</th>
+              <th scope="col">Type</th>
               <th scope="col">State</th>
               <th scope="col">
                 <abbr title="ready / desired by the autoscaler / most">Workers</abbr>
@@ -105,6 +108,7 @@ export function EndpointsPage() {
               const counts = workerCounts(endpoint);
               const m = metrics.data?.get(endpoint.id);
               const recent = recentLine(m?.recent);
+              const cause = stateCause(endpoint);
               return (
                 <tr key={endpoint.id} data-endpoint={endpoint.id}>
                   <td data-label="Name" class="nowrap">
@@ -115,8 +119,12 @@ export function EndpointsPage() {
                   <td data-label="App name" class="nowrap">
                     <code>{endpoint.appName}</code>
                   </td>
+                  <td data-label="Type" class="type">
+                    {endpoint.type}
+                  </td>
                   <td data-label="State">
                     <StateBadge state={endpoint.state} />
+                    {cause ? <span class="cause">{cause}</span> : null}
                   </td>
                   <td data-label="Workers" class="workers">
                     <span title="ready / desired / most">{workersLine(counts, m?.desiredWorkers)}</span>

@@ -1,0 +1,200 @@
+/**
+ * The official `openai` npm client, unmodified, against RunPod's OpenAI route on a real `corral serve` (the built
+ * binary, the `local` runtime, a `queue` endpoint whose worker is Corral's RunPod protocol test worker with
+ * worker-vllm's handler: test/fixtures/worker/runpod-worker.mjs), its baseURL `.../v2/{endpoint}/openai/v1`.
+ */
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { callApi, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
+
+const KEY = 'e2e-openai-clients-operator-key-01';
+const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
+const isRoot = process.getuid?.() === 0;
+
+describe('the openai npm client against a queue endpoint of corral serve', () => {
+  let server: ServeProcess | undefined;
+  let close: (() => Promise<void>) | undefined;
+  let endpointId = '';
+  let client: OpenAI;
+  beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
+
+  beforeAll(async () => {
+    const started = await startServeWithConfig({
+      dirPrefix: 'corral-e2e-openai-clients-',
+      configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
+      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])],
+      apiKey: KEY,
+    });
+    server = started.server;
+    close = started.close;
+    const created = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        name: 'vllm-like',
+        type: 'queue',
+        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+        image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${WORKER}'` },
+        envs: [
+          { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+          { key: 'CONCURRENCY', value: '4' },
+        ],
+      },
+    });
+    expect(created.status, created.text).toBe(200);
+    endpointId = created.body.id;
+    // No retries: a failure must reach the test as the server answered it.
+    client = new OpenAI({
+      apiKey: KEY,
+      baseURL: `${server.gatewayUrl}/v2/${endpointId}/openai/v1`,
+      maxRetries: 0,
+    });
+  }, 60_000);
+
+  afterAll(() => close?.(), 60_000);
+
+  const ask = (content: string) => [{ role: 'user' as const, content }];
+
+  it('chat.completions.create without stream: the one object the handler yielded', async () => {
+    const answer = await client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('hello there corral'),
+    });
+    expect(answer.object).toBe('chat.completion');
+    expect(answer.choices[0]?.message).toMatchObject({ role: 'assistant', content: 'hello there corral' });
+    expect(answer.usage?.completion_tokens).toBe(3);
+  }, 120_000);
+
+  it('chat.completions.create with stream: the deltas, as the handler yielded them', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('one two three four five six'),
+      stream: true,
+    });
+    const deltas: string[] = [];
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      deltas.push(chunk.choices[0]?.delta.content ?? '');
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(deltas.join('')).toBe('one two three four five six');
+    expect(finish).toBe('stop');
+  }, 60_000);
+
+  it("passes the handler's server-sent events through byte for byte: one [DONE], text/event-stream", async () => {
+    const response = await fetch(`${server?.gatewayUrl}/v2/${endpointId}/openai/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'corral-echo', prompt: 'a b c', stream: true }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const text = await response.text();
+    expect(text.match(/data: \[DONE\]/g)).toHaveLength(1);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const events = text.split('\n\n').filter((event) => event !== '' && event !== 'data: [DONE]');
+    expect(events.map((event) => JSON.parse(event.replace(/^data: /, '')).choices[0].text).join('')).toBe(
+      'a b c',
+    );
+  }, 60_000);
+
+  it("streams each chunk as it is yielded: the first arrives long before the handler's last yield", async () => {
+    const started = Date.now();
+    const stream = await client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('slow words come one by one'),
+      stream: true,
+      metadata: { token_delay_ms: '300' },
+    });
+    const arrivals: number[] = [];
+    for await (const chunk of stream)
+      if (chunk.choices[0]?.delta.content) arrivals.push(Date.now() - started);
+    expect(arrivals).toHaveLength(6);
+    // Six tokens 300 ms apart: the first token is yielded ~1.5 s before the last.
+    expect((arrivals.at(-1) ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThan(1_000);
+  }, 60_000);
+
+  it('completions, embeddings (base64 by default, and floats) and models.list', async () => {
+    const completion = await client.completions.create({ model: 'corral-echo', prompt: 'say this back' });
+    expect(completion.choices[0]?.text).toBe('say this back');
+    const embedded = await client.embeddings.create({ model: 'corral-echo', input: ['abc', 'hello'] });
+    expect(embedded.data.map((d) => d.embedding)).toEqual([
+      [3, 0, 0.5],
+      [5, 1, 0.5],
+    ]);
+    const floats = await client.embeddings.create({
+      model: 'corral-echo',
+      input: 'abcd',
+      encoding_format: 'float',
+    });
+    expect(floats.data[0]?.embedding).toEqual([4, 0, 0.5]);
+    const models = [];
+    for await (const model of client.models.list()) models.push(model.id);
+    expect(models).toEqual(['corral-echo']);
+  }, 60_000);
+
+  it("a failed job is an APIError in OpenAI's shape, with the handler's message", async () => {
+    const failing = client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('never answered'),
+      metadata: { fail: "the prompt's too long" },
+    });
+    await expect(failing).rejects.toMatchObject({
+      status: 500,
+      type: 'worker_error',
+      code: 'JOB_FAILED',
+      message: expect.stringContaining(`"message":"the prompt's too long"`),
+    });
+    await expect(failing).rejects.toBeInstanceOf(OpenAI.APIError);
+  }, 60_000);
+
+  it('a stream whose job fails midway ends with an error event that the client raises', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('three good tokens then trouble'),
+      stream: true,
+      metadata: { fail: 'connection reset', fail_after: '3' },
+    });
+    const deltas: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta.content ?? '');
+    })();
+    await expect(reading).rejects.toThrow(/Request to vLLM failed: connection reset/);
+    expect(deltas.join('')).toBe('three good tokens ');
+  }, 60_000);
+
+  it('a client that goes away cancels its job', async () => {
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      {
+        model: 'corral-echo',
+        messages: ask('a long answer that nobody reads to the end'),
+        stream: true,
+        metadata: { token_delay_ms: '1000' },
+      },
+      { signal: controller.signal },
+    );
+    for await (const _ of stream) {
+      controller.abort();
+      break;
+    }
+    const listed = async () => {
+      const response = await fetch(`${server?.gatewayUrl}/v2/${endpointId}/jobs?limit=1`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      return (await response.json()) as { jobs: { status: string }[] };
+    };
+    await vi.waitFor(async () => expect((await listed()).jobs[0]?.status).toBe('CANCELLED'), {
+      timeout: 10_000,
+      interval: 100,
+    });
+  }, 60_000);
+
+  it("refuses a wrong key in OpenAI's shape", async () => {
+    const stranger = new OpenAI({ apiKey: 'not-a-key', baseURL: client.baseURL, maxRetries: 0 });
+    await expect(stranger.models.list()).rejects.toMatchObject({
+      status: 401,
+      type: 'authentication_error',
+      code: 'UNAUTHENTICATED',
+    });
+  }, 30_000);
+});
