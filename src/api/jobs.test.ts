@@ -5,7 +5,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
 import { testJobService } from '../../test/support/job-service.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { storeEndpointFinder } from '../app/build-jobs.js';
 import { jobActionsOf } from '../app/job-actions.js';
 import { DEFAULT_JOB_POLICY } from '../domain/job.js';
 import { JOB_DETAIL_BOUNDS } from '../domain/job-detail.js';
@@ -32,7 +31,7 @@ describe.each(storeTargets())("an endpoint's jobs on the API on $name", (target)
     const created = await api.call('POST', 'endpoint/create', originalClientCreateBody());
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const id = created.body.id as string;
-    const endpoint = await storeEndpointFinder(store)(id);
+    const endpoint = (await store.endpoints.getMany([id]))[0]?.endpoint;
     if (!endpoint) throw new Error('the endpoint was not stored');
     const submit = (input: unknown) =>
       service.submit(

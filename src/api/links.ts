@@ -1,5 +1,9 @@
-/** The URLs shown with an endpoint: its own on the gateway, its log and metrics (and its workers') on the API. */
+/**
+ * The URLs shown with an endpoint: its own on the gateway, its jobs API's (`/v2/...`, also on the gateway), its log
+ * and metrics (and its workers') on the API.
+ */
 import { API_PREFIX } from '../contract/paths.js';
+import type { WireJobUrls } from '../contract/wire.js';
 
 /** Ports and URLs are read when a link is made: with port 0 they are known only once the servers listen. */
 export interface LinkOptions {
@@ -34,6 +38,20 @@ export class EndpointLinks {
     const { publicUrl, gatewayPort } = this.#o;
     if (publicUrl) return new URL(publicUrl).origin;
     return `http://${hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname}:${gatewayPort()}`;
+  }
+
+  /**
+   * The endpoint's jobs API (docs/jobs.md) at `gatewayBase(hostname)`, named by its id (the first a `/v2` name is
+   * resolved as: never another endpoint's). What a queue endpoint is called at; an http endpoint takes jobs too.
+   */
+  jobUrls(endpointId: string, hostname: string): WireJobUrls {
+    const base = `${this.gatewayBase(hostname)}/v2/${encodeURIComponent(endpointId)}`;
+    return {
+      run: `${base}/run`,
+      runsync: `${base}/runsync`,
+      status: `${base}/status/{jobId}`,
+      health: `${base}/health`,
+    };
   }
 
   log(endpointId: string): string {

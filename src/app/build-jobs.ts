@@ -12,7 +12,7 @@ import { RateLimiter } from '../api/rate-limit.js';
 import type { JobsSettings, RateLimit } from '../config/config.js';
 import { jobStatusBody } from '../contract/jobs.js';
 import type { ProbeResult } from '../controller/health/probe-result.js';
-import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { EnvVar } from '../domain/endpoint.js';
 import type { Quota } from '../domain/quota.js';
 import type { WorkerState } from '../domain/worker.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
@@ -69,8 +69,6 @@ export interface JobsParts {
   verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
   /** The worker-facing listener's URL as workers reach it. */
   workersUrl: string;
-  /** The live endpoint with this id or appName; none: the store's. */
-  findEndpoint?: (ref: string) => Promise<Endpoint | undefined>;
   /**
    * The leading controller's record of a worker: its state (frozen or suspended: it takes no job until it runs
    * again; draining: none more), null when it has none (its token no longer holds); undefined where this replica's
@@ -121,12 +119,6 @@ export interface Jobs {
   close(): Promise<void>;
 }
 
-/** The store's live endpoint with this id or else this appName. */
-export function storeEndpointFinder(store: Store): (ref: string) => Promise<Endpoint | undefined> {
-  return async (ref) =>
-    (await store.endpoints.getMany([ref]))[0]?.endpoint ?? store.endpoints.findByAppName(ref);
-}
-
 export async function buildJobs(parts: JobsParts): Promise<Jobs> {
   const { store, settings, clock, timers } = parts;
   const logger = parts.logger.child({ role: 'jobs' });
@@ -145,13 +137,12 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
   });
   const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
   const events = new JobEvents();
-  const findEndpoint = parts.findEndpoint ?? storeEndpointFinder(store);
   const service = new JobService({
     jobs: store.jobs,
     clock,
     wakeups,
     events,
-    findEndpoint,
+    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
     verifyKey: parts.verifyKey,
     retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
     workerCounts: (endpointId) => {

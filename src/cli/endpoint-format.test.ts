@@ -58,3 +58,45 @@ describe('formatEndpoint', () => {
     expect(shown).toMatch(new RegExp(`^Idle tiers: +${text.replace(/[()]/g, '\\$&')}$`, 'm'));
   });
 });
+
+describe("a queue endpoint's calls", () => {
+  const jobUrls = {
+    run: 'http://127.0.0.1:8000/v2/ep-1/run',
+    runsync: 'http://127.0.0.1:8000/v2/ep-1/runsync',
+    status: 'http://127.0.0.1:8000/v2/ep-1/status/{jobId}',
+    health: 'http://127.0.0.1:8000/v2/ep-1/health',
+  };
+  const queue = sampleWireEndpoint(8000, { type: 'queue', jobUrls });
+
+  it('shows its type and /run and /runsync first, with a curl that posts an input to /runsync', () => {
+    const lines = formatEndpoint(queue).split('\n');
+    const at = (label: string) => lines.findIndex((line) => line.startsWith(`${label}:`));
+    expect(lines[at('Type')]).toMatch(/^Type: +queue$/);
+    expect(lines[at('Run')]).toMatch(/ POST http:\/\/127\.0\.0\.1:8000\/v2\/ep-1\/run$/);
+    expect(at('Run sync')).toBe(at('Run') + 1);
+    expect(lines[at('Status')]).toContain('GET http://127.0.0.1:8000/v2/ep-1/status/{jobId}');
+    expect(lines[at('Call')]).toMatch(
+      /curl -sS -X POST -H "Authorization: Bearer \$CORRAL_API_KEY" -H 'Content-Type: application\/json' -d '\{"input": \{\}\}' http:\/\/127\.0\.0\.1:8000\/v2\/ep-1\/runsync$/,
+    );
+    // Its own URL answers nothing: not shown.
+    expect(at('URL')).toBe(-1);
+    expect(formatEndpoint(queue)).not.toContain(queue.url);
+  });
+
+  it('leaves an http endpoint as it was: its URL and its curl, and its type', () => {
+    const http = sampleWireEndpoint(8000, { jobUrls });
+    const shown = formatEndpoint(http);
+    expect(shown).toMatch(/^Type: +http$/m);
+    expect(shown).toMatch(/^URL: +http:\/\/echo\.localhost:8081$/m);
+    expect(shown).toMatch(
+      /^Call: +curl -H "Authorization: Bearer \$CORRAL_API_KEY" http:\/\/echo\.localhost:8081\/$/m,
+    );
+    expect(shown).not.toContain('/v2/');
+  });
+
+  it('lists a queue endpoint at its /runsync URL', () => {
+    const [head, row] = formatEndpointList([queue], 1).split('\n');
+    expect(head).toMatch(/ TYPE /);
+    expect(row).toMatch(/ queue .* http:\/\/127\.0\.0\.1:8000\/v2\/ep-1\/runsync$/);
+  });
+});

@@ -1,11 +1,13 @@
 /** Human-readable renderings of endpoints and their events: what `corral endpoints` prints without --json. */
-import type {
-  WireDistribution,
-  WireEndpoint,
-  WireEndpointMetrics,
-  WireEvent,
-  WireState,
-  WireWakes,
+import {
+  calledByJobs,
+  runsyncCurl,
+  type WireDistribution,
+  type WireEndpoint,
+  type WireEndpointMetrics,
+  type WireEvent,
+  type WireState,
+  type WireWakes,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
 import { healthText } from './worker-health.js';
@@ -16,13 +18,15 @@ export function formatEndpointList(endpoints: readonly WireEndpoint[], total: nu
   const rows = endpoints.map((e) => [
     e.id,
     e.name,
+    e.type,
     stateText(e.state),
     workersText(e),
     `${e.workerConfig.minNum}-${e.workerConfig.maxNum}`,
     e.image.image,
-    e.url,
+    // Where it is called: a queue endpoint's own URL serves nothing.
+    calledByJobs(e) ? e.jobUrls.runsync : e.url,
   ]);
-  const table = formatTable(['ID', 'NAME', 'STATE', 'READY', 'SCALE', 'IMAGE', 'URL'], rows);
+  const table = formatTable(['ID', 'NAME', 'TYPE', 'STATE', 'READY', 'SCALE', 'IMAGE', 'URL'], rows);
   return total > endpoints.length ? `${table}Showing ${endpoints.length} of ${total} endpoints.\n` : table;
 }
 
@@ -57,6 +61,22 @@ function pathForm(e: WireEndpoint): [string, string][] {
   return url === undefined ? [] : [['Path URL', url]];
 }
 
+/**
+ * Where and how the endpoint is called: a queue endpoint at its jobs API (`/run`, `/runsync` first, as RunPod's
+ * console shows them) with a curl of `runsync`; an http endpoint at its URL.
+ */
+function callPairs(e: WireEndpoint): [string, string][] {
+  if (!calledByJobs(e)) return [['URL', e.url], ...pathForm(e), ['Call', exampleRequest(e)]];
+  const jobs = e.jobUrls;
+  return [
+    ['Run', `POST ${jobs.run}`],
+    ['Run sync', `POST ${jobs.runsync}`],
+    ['Status', `GET ${jobs.status}`],
+    ['Health', `GET ${jobs.health}`],
+    ['Call', runsyncCurl(jobs.runsync)],
+  ];
+}
+
 export function formatEndpoint(e: WireEndpoint): string {
   const w = e.workerConfig;
   const h = e.healthy;
@@ -64,10 +84,9 @@ export function formatEndpoint(e: WireEndpoint): string {
     ['ID', e.id],
     ['Name', e.name],
     ['App name', e.appName],
+    ['Type', e.type],
     ['State', stateText(e.state)],
-    ['URL', e.url],
-    ...pathForm(e),
-    ['Call', exampleRequest(e)],
+    ...callPairs(e),
     ['Image', e.image.image],
     ['Command', e.image.command],
     ['Registry auth', e.image.authId],

@@ -72,7 +72,7 @@ describe('an endpoint named by id, appName or name', () => {
   it('is refused when two endpoints share the name, naming their ids', async () => {
     const h = harness();
     await runCommand(makeEndpointsCommand(h.deps), ['get', 'twin']);
-    expect(h.err()).toBe('error: 2 endpoints are named "twin" (ep-2, ep-3): use an id or appName\n');
+    expect(h.err()).toBe('error: 2 endpoints are named "twin" (ep-2, ep-3): use an id or an appName\n');
     expect(process.exitCode).toBe(1);
   });
 });

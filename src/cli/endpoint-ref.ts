@@ -3,6 +3,7 @@
  * `resolveEndpoint` finds which endpoint that is, through the API.
  */
 import { CorralApiError, type CorralClient, type WireEndpoint } from '../client/index.js';
+import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import { CliError } from './output.js';
 
 /** Endpoints read per page when searching by appName or name. */
@@ -43,21 +44,17 @@ export async function withEndpointId<T>(
   }
 }
 
-/** The endpoint with appName `ref`, else the only one named `ref`, among all of the caller's endpoints. */
+/**
+ * The endpoint with appName `ref`, else the only one named `ref`, among all of the caller's endpoints: the rule of
+ * `/v2/{ref}` too (service/endpoint-ref.ts).
+ */
 export async function findByNameOrAppName(
   client: CorralClient,
   ref: string,
 ): Promise<WireEndpoint | undefined> {
-  const all = await listAll(client);
-  const byAppName = all.find((e) => e.appName === ref);
-  if (byAppName !== undefined) return byAppName;
-  const named = all.filter((e) => e.name === ref);
-  if (named.length > 1) {
-    throw new CliError(
-      `${named.length} endpoints are named "${ref}" (${named.map((e) => e.id).join(', ')}): use an id or appName`,
-    );
-  }
-  return named[0];
+  const found = resolveEndpointRef(ref, await listAll(client), (e) => e);
+  if (found.kind === 'ambiguous') throw new CliError(ambiguousRefMessage(ref, found.ids));
+  return found.kind === 'found' ? found.endpoint : undefined;
 }
 
 /** Every endpoint of the caller, page by page. */

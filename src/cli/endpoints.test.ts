@@ -37,6 +37,13 @@ const twoEndpoints = {
       image: { image: 'ghcr.io/acme/whisper:2', authId: 'cred-1', command: '' },
       url: 'http://whisper.localhost:8081',
       workerConfig: { ...sampleWireEndpoint('1').workerConfig, minNum: 1, maxNum: 10 },
+      type: 'queue',
+      jobUrls: {
+        run: 'http://127.0.0.1:8081/v2/ep-2/run',
+        runsync: 'http://127.0.0.1:8081/v2/ep-2/runsync',
+        status: 'http://127.0.0.1:8081/v2/ep-2/status/{jobId}',
+        health: 'http://127.0.0.1:8081/v2/ep-2/health',
+      },
     }),
   ],
   total: 2,
@@ -50,9 +57,9 @@ describe('corral endpoints list', () => {
     expect(process.exitCode).toBeUndefined();
     expect(h.out()).toBe(
       [
-        'ID    NAME           STATE                       READY  SCALE  IMAGE                   URL',
-        'ep-1  echo           serving                     1/1    0-2    corral/echo:1           http://echo.localhost:8081',
-        'ep-2  whisper-large  failed (IMAGE_PULL_FAILED)  0/0    1-10   ghcr.io/acme/whisper:2  http://whisper.localhost:8081',
+        'ID    NAME           TYPE   STATE                       READY  SCALE  IMAGE                   URL',
+        'ep-1  echo           http   serving                     1/1    0-2    corral/echo:1           http://echo.localhost:8081',
+        'ep-2  whisper-large  queue  failed (IMAGE_PULL_FAILED)  0/0    1-10   ghcr.io/acme/whisper:2  http://127.0.0.1:8081/v2/ep-2/runsync',
         '',
       ].join('\n'),
     );

@@ -91,7 +91,7 @@ export function makeJobsCommand(deps: CliDeps): Command {
     group
       .command('run')
       .description("queue a job and wait for its output; --async prints the job's id at once")
-      .argument('<endpoint>', 'endpoint id or appName')
+      .argument('<endpoint>', 'endpoint id, appName or name')
       .argument('[input]', 'the job\'s input, JSON (e.g. \'{"prompt": "a cat"}\')'),
   )
     .option('--input-file <path>', 'read the input JSON from a file (- for stdin)')
@@ -138,7 +138,7 @@ export function makeJobsCommand(deps: CliDeps): Command {
     group
       .command('status')
       .description("a job's status, times and output")
-      .argument('<endpoint>', 'endpoint id or appName')
+      .argument('<endpoint>', 'endpoint id, appName or name')
       .argument('<job>', 'job id'),
   ).action((endpoint: string, jobId: string, _opts, command: Command) =>
     withJobs(deps, command, async ({ client, json }) => {
@@ -152,7 +152,7 @@ export function makeJobsCommand(deps: CliDeps): Command {
     group
       .command('cancel')
       .description('cancel a job, queued or running (its worker is told to stop)')
-      .argument('<endpoint>', 'endpoint id or appName')
+      .argument('<endpoint>', 'endpoint id, appName or name')
       .argument('<job>', 'job id'),
   ).action((endpoint: string, jobId: string, _opts, command: Command) =>
     withJobs(deps, command, async ({ client, json }) => {
@@ -166,7 +166,7 @@ export function makeJobsCommand(deps: CliDeps): Command {
     group
       .command('list')
       .description("an endpoint's recent jobs, newest first, and its jobs counted by status")
-      .argument('<endpoint>', 'endpoint id or appName'),
+      .argument('<endpoint>', 'endpoint id, appName or name'),
   )
     .option('--status <status>', `only jobs in this status (${JOB_STATUSES.join(', ')})`)
     .option('--limit <n>', 'at most this many jobs')
@@ -185,7 +185,7 @@ export function makeJobsCommand(deps: CliDeps): Command {
     group
       .command('purge')
       .description("remove an endpoint's queued jobs (those running go on)")
-      .argument('<endpoint>', 'endpoint id or appName'),
+      .argument('<endpoint>', 'endpoint id, appName or name'),
   ).action((endpoint: string, _opts, command: Command) =>
     withJobs(deps, command, async ({ client, json }) => {
       const purged = await client.purgeQueue(endpoint);

@@ -23,6 +23,7 @@ export type {
   WireEvent,
   WireInvokeKey,
   WireJobsHistory,
+  WireJobUrls,
   WireLimits,
   WireNewInvokeKey,
   WireProduct,
@@ -47,6 +48,7 @@ export {
   type FollowEndpointOptions,
   followEndpointLogs,
 } from './follow.js';
+export { calledByJobs, EXAMPLE_JOB_BODY, runsyncCurl } from './job-request.js';
 export {
   JOB_STATUSES,
   type JobListParams,

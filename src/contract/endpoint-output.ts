@@ -1,10 +1,11 @@
 /** Domain endpoints and workers in their wire shapes (wire.ts), with the links the API hands in. */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Worker } from '../domain/worker.js';
-import type { WireEndpoint, WireWorker } from './wire.js';
+import type { WireEndpoint, WireJobUrls, WireWorker } from './wire.js';
 
 export interface EndpointLinks {
   url: string;
+  jobUrls: WireJobUrls;
   log: string;
   metrics: string;
   workers: WireWorker[];
@@ -70,6 +71,7 @@ export function toWireEndpoint(
     public: spec.public,
     type: spec.type,
     jobsPath: spec.jobsPath,
+    jobUrls: links.jobUrls,
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

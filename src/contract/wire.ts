@@ -67,6 +67,20 @@ export interface WireEndpoint<PortType extends string | number = string | number
   type: 'http' | 'queue';
   /** Corral extension: where a job of an `http` endpoint is delivered (`POST {jobsPath}`). */
   jobsPath: string;
+  /**
+   * Corral extension: the endpoint's jobs API on the gateway (RunPod's `/v2/{endpoint}/...`), where a queue endpoint
+   * is called. Absent from servers before it.
+   */
+  jobUrls?: WireJobUrls;
+}
+
+/** An endpoint's jobs API: `POST run` and `runsync` with `{"input": {...}}`, `GET status/{jobId}`, `GET health`. */
+export interface WireJobUrls {
+  run: string;
+  runsync: string;
+  /** `{jobId}` stands for the id `run` answered. */
+  status: string;
+  health: string;
 }
 
 export interface WireLimits {

@@ -20,7 +20,12 @@ export const JOBS_ERROR_CATALOGUE = {
   },
   ENDPOINT_NOT_FOUND: {
     status: SHARED_ERROR_STATUS.ENDPOINT_NOT_FOUND,
-    description: 'No endpoint with that id or appName belongs to the caller.',
+    description: 'No endpoint with that id, appName or name is one the key may call.',
+  },
+  AMBIGUOUS_ENDPOINT_NAME: {
+    status: 409,
+    description:
+      'More than one endpoint the key may call has that name (and none has it as id or appName); metadata.ids lists them: call one by its id or appName.',
   },
   JOB_NOT_FOUND: {
     status: 404,

@@ -41,7 +41,7 @@ describe('the client routes refuse what they cannot take, and say which fault is
     let fault: Error = new TypeError("Cannot read properties of undefined (reading 'spec')");
     jobs = await startJobRoutes({
       serviceOptions: () => ({
-        findEndpoint: async () => {
+        findEndpoints: async () => {
           throw fault;
         },
       }),

@@ -20,7 +20,9 @@ import { describeBreach, jobQuotaBreach, type Quota } from '../domain/quota.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
+import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { EndpointReach } from '../store/endpoints.js';
 import type { JobAdmit, JobRepository } from '../store/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
@@ -31,8 +33,11 @@ export interface JobServiceOptions {
   clock: Clock;
   wakeups: Wakeups;
   events: JobEvents;
-  /** The live endpoint whose id or appName is `ref`. */
-  findEndpoint: (ref: string) => Promise<Endpoint | undefined>;
+  /**
+   * The live endpoints within `reach` whose id, appName or name is `ref`, the id's and the appName's first, at most
+   * `limit` (the store's `EndpointRepository.matching`).
+   */
+  findEndpoints: (ref: string, reach: EndpointReach, limit: number) => Promise<Endpoint[]>;
   /** What a client key allows (the gateway's check: owner, admin, or an invoke key of one endpoint). */
   verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
   retention: JobRetention;
@@ -53,6 +58,9 @@ export interface JobHealth {
   workers: { idle: number; running: number };
 }
 
+/** The most endpoints a name's look-up reads: past it the name is shared anyway, and the first ids are named. */
+const NAME_MATCHES = 20;
+
 export class JobService {
   readonly #o: JobServiceOptions;
   readonly #newId: () => string;
@@ -63,8 +71,10 @@ export class JobService {
   }
 
   /**
-   * The endpoint `ref` names, if `presented` (an Authorization value: `Bearer k` or the raw key) may use its jobs:
-   * 401 without a key or with one that is not a client key, 404 for an endpoint that is not the key's to call.
+   * The endpoint `ref` names (its id, else its appName, else its name when no other endpoint the key may call has
+   * it: service/endpoint-ref.ts) among those `presented` (an Authorization value: `Bearer k` or the raw key) may
+   * use the jobs of: 401 without a key or with one that is not a client key, 404 when no endpoint the key may call
+   * is named so, 409 naming the ids when several are.
    */
   async authorize(ref: string, presented: string | undefined): Promise<Endpoint> {
     const key = presented?.replace(/^Bearer\s+/i, '').trim() ?? '';
@@ -77,16 +87,26 @@ export class JobService {
       throw new JobError('UNAUTHENTICATED', "a worker's token cannot call the client routes");
     const grant = await this.#o.verifyKey(key);
     if (!grant) throw new JobError('UNAUTHENTICATED', 'the key is unknown or revoked');
-    const endpoint = await this.#o.findEndpoint(ref);
-    const allowed =
-      endpoint !== undefined &&
-      (grant.admin ||
-        (grant.endpointId === undefined
-          ? grant.ownerId === endpoint.ownerId
-          : grant.endpointId === endpoint.id));
-    if (!endpoint || !allowed)
-      throw new JobError('ENDPOINT_NOT_FOUND', `no endpoint ${JSON.stringify(ref)} belongs to this key`);
-    return endpoint;
+    const reachable = (await this.#o.findEndpoints(ref, reachOf(grant), NAME_MATCHES)).filter((e) =>
+      mayCall(grant, e),
+    );
+    const found = resolveEndpointRef(ref, reachable, (e) => ({
+      id: e.id,
+      appName: e.spec.appName,
+      name: e.spec.name,
+    }));
+    if (found.kind === 'ambiguous')
+      throw new JobError(
+        'AMBIGUOUS_ENDPOINT_NAME',
+        ambiguousRefMessage(ref, found.ids, found.ids.length >= NAME_MATCHES),
+        { ids: found.ids },
+      );
+    if (found.kind === 'none')
+      throw new JobError(
+        'ENDPOINT_NOT_FOUND',
+        `no endpoint this key may call has the id, appName or name ${JSON.stringify(ref)}`,
+      );
+    return found.endpoint;
   }
 
   /** Queues a job (`run`, or `runsync` with `sync`). */
@@ -249,4 +269,20 @@ export class JobService {
     ]);
     return { counts, jobs };
   }
+}
+
+/** Where a key's endpoints are looked for: its one endpoint (an invoke key), its owner's, or every owner's (admin). */
+function reachOf(grant: EndpointKeyGrant): EndpointReach {
+  if (grant.admin) return {};
+  return grant.endpointId === undefined
+    ? { ownerId: grant.ownerId }
+    : { ownerId: grant.ownerId, endpointId: grant.endpointId };
+}
+
+/** Whether the key may use the endpoint's jobs: the check itself, whatever the look-up returned. */
+function mayCall(grant: EndpointKeyGrant, endpoint: Endpoint): boolean {
+  if (grant.admin) return true;
+  return grant.endpointId === undefined
+    ? grant.ownerId === endpoint.ownerId
+    : grant.endpointId === endpoint.id;
 }

@@ -26,6 +26,12 @@ export interface EndpointChange {
   admit?: (use: EndpointUse) => void;
 }
 
+/** Whose endpoints a look-up may find: one endpoint's (an invoke key), one owner's, or, with neither, everyone's. */
+export interface EndpointReach {
+  ownerId?: string;
+  endpointId?: string;
+}
+
 /** Checks an owner's quota use before a create is written; throwing refuses it. */
 export type Admit = (use: EndpointUse) => void;
 
@@ -98,6 +104,34 @@ export class EndpointRepository {
       .where('app_name', '=', appName)
       .executeTakeFirst();
     return row && fromRow(row);
+  }
+
+  /**
+   * The live endpoints within `reach` whose id, appName or name is `ref`: the id's match first, then the appName's,
+   * then the oldest named so, at most `limit`. One statement of three indexed reads (primary key, appName, name), so
+   * that its cost does not grow with the installation: an OR of the three let SQLite scan the whole table.
+   */
+  async matching(ref: string, reach: EndpointReach, limit: number): Promise<Endpoint[]> {
+    const db = this.#connection.db;
+    const by = (column: 'id' | 'app_name' | 'name', rank: number) => {
+      let query = this.#live(db)
+        .selectAll()
+        .select(sql<number>`${sql.lit(rank)}`.as('match_rank'))
+        .where(column, '=', ref);
+      if (reach.ownerId !== undefined) query = query.where('owner_id', '=', reach.ownerId);
+      if (reach.endpointId !== undefined) query = query.where('id', '=', reach.endpointId);
+      return query;
+    };
+    const rows = await by('id', 0)
+      .unionAll(by('app_name', 1))
+      .unionAll(by('name', 2))
+      .orderBy('match_rank')
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    const seen = new Set<string>();
+    return rows.filter((row) => !seen.has(row.id) && seen.add(row.id)).map(fromRow);
   }
 
   /** Newest first; `total` counts all of the owner's live endpoints (from `endpoint_counts`). */
@@ -317,6 +351,7 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
     min_workers: endpoint.spec.workers.minWorkers,
     max_workers: endpoint.spec.workers.maxWorkers,
     gpus_per_worker: endpoint.spec.workers.gpusPerWorker,
+    name: endpoint.spec.name,
   };
 }
 

@@ -21,6 +21,8 @@ export interface EndpointsTable {
   min_workers: number;
   max_workers: number;
   gpus_per_worker: number;
+  /** The spec's name, written with it: `/v2/{name}` finds an endpoint by it over an index (migration 0017). */
+  name: string;
 }
 
 export interface EndpointEventsTable {

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ const OPERATOR_KEY = 'e2e-dashboard-operator-key-0123456789';
 /** Where a failed test leaves its screenshot and the page's console log. */
 const FAILURES = fileURLToPath(new URL('../../test-results/dashboard/', import.meta.url));
 const NAME = 'web-e2e';
+/** Corral's RunPod protocol test worker, a queue endpoint's worker on the local runtime. */
+const RUNPOD_WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
 const SLOW = 45_000;
 
 describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
@@ -302,6 +305,43 @@ describe.runIf(chromiumAvailable())('the dashboard in a real Chromium', () => {
       await dialog.getByRole('button', { name: `Delete ${NAME}` }).click();
       await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
       await expect.poll(() => page.locator('tr[data-endpoint]', { hasText: NAME }).count()).toBe(0);
+    },
+    3 * SLOW,
+  );
+
+  it(
+    "shows a queue endpoint's type and /run and /runsync first, and its copied curl runs a job",
+    async () => {
+      const created = await callApi(server as ServeProcess, OPERATOR_KEY, 'endpoint/create', {
+        endpoint: {
+          name: 'web-queue',
+          type: 'queue',
+          workerConfig: { minNum: 0, maxNum: 1, gpuNum: 1 },
+          image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${RUNPOD_WORKER}'` },
+        },
+      });
+      expect(created.status, created.text).toBe(200);
+      const id = created.body.id as string;
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server?.apiUrl ?? '' });
+      await page.goto(`${server?.apiUrl}/ui/#/endpoints/${id}`);
+      await page.getByTestId('endpoint-type').waitFor();
+      expect(await page.getByTestId('endpoint-type').textContent()).toBe('queue');
+      const facts = await page.locator('dl.facts dt').allTextContents();
+      expect(facts.slice(facts.indexOf('Type'))).toEqual(['Type', 'Run', 'Run sync', 'Status', 'Health']);
+      await page.getByRole('button', { name: 'Copy a curl request to web-queue' }).click();
+      const curl = await page.evaluate<string>('navigator.clipboard.readText()');
+      expect(curl).toContain(`/v2/${id}/runsync`);
+      // Pasted into a shell with the key it names: the job runs on a worker started from zero.
+      const ran = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(
+          '/bin/sh',
+          ['-c', curl],
+          { env: { ...process.env, CORRAL_API_KEY: OPERATOR_KEY }, timeout: 2 * SLOW },
+          (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
+        ),
+      );
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(JSON.parse(ran.stdout)).toMatchObject({ status: 'COMPLETED', output: { echo: {} } });
     },
     3 * SLOW,
   );

@@ -6,7 +6,6 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { storeEndpointFinder } from '../../src/app/build-jobs.js';
 import { generateApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';
@@ -90,7 +89,7 @@ export async function startJobRoutes(
     clock,
     wakeups,
     events,
-    findEndpoint: storeEndpointFinder(store),
+    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
     verifyKey: (k) => keys.grant(k),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
     ...options.serviceOptions?.(store),
@@ -114,7 +113,7 @@ export async function startJobRoutes(
   const workerHandler = workerRoutes({
     workers,
     tokens,
-    findEndpoint: storeEndpointFinder(store),
+    findEndpoint: async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint,
     logger,
     takeHoldMs: 0,
     stopHoldMs: 0,

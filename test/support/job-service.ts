@@ -2,7 +2,6 @@
  * A real `JobService` over a store, as `corral serve` builds one but with no gateway, worker or webhook behind it:
  * for API suites that submit jobs and for the test API's cancel and retry (test/support/api.ts).
  */
-import { storeEndpointFinder } from '../../src/app/build-jobs.js';
 import { JobEvents } from '../../src/jobs/job-events.js';
 import { JobService } from '../../src/jobs/job-service.js';
 import { Wakeups } from '../../src/jobs/wakeups.js';
@@ -15,7 +14,7 @@ export function testJobService(store: Store): JobService {
     clock: systemClock,
     wakeups: new Wakeups({ timers: systemTimers, recheckMs: 500 }),
     events: new JobEvents(),
-    findEndpoint: storeEndpointFinder(store),
+    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
     verifyKey: async () => undefined,
     retention: { asyncMs: 60_000, syncMs: 60_000 },
   });

@@ -3,6 +3,7 @@ import type { WireEndpoint, WireWorker } from '../../src/client/index.js';
 import { sampleWireEndpoint } from '../../test/support/wire-fixtures.js';
 import {
   age,
+  callLines,
   curlFor,
   filterAndSort,
   gpuLine,
@@ -65,6 +66,30 @@ describe('what the endpoint pages show', () => {
       'curl -sS -H "Authorization: Bearer $CORRAL_API_KEY" http://one.localhost:8000/',
     );
     expect(curlFor(endpoint({ public: true, url: 'http://x/' }))).toBe('curl -sS http://x/');
+  });
+
+  it('calls a queue endpoint at /run and /runsync first, its curl a runsync with an input; an http one at its URL', () => {
+    const jobUrls = {
+      run: 'http://127.0.0.1:8000/v2/e1/run',
+      runsync: 'http://127.0.0.1:8000/v2/e1/runsync',
+      status: 'http://127.0.0.1:8000/v2/e1/status/{jobId}',
+      health: 'http://127.0.0.1:8000/v2/e1/health',
+    };
+    const queue = callLines(endpoint({ type: 'queue', jobUrls }));
+    expect(queue.lines.map((l) => [l.label, l.method, l.url, l.withCurl])).toEqual([
+      ['Run', 'POST', jobUrls.run, false],
+      ['Run sync', 'POST', jobUrls.runsync, true],
+      ['Status', 'GET', jobUrls.status, false],
+      ['Health', 'GET', jobUrls.health, false],
+    ]);
+    expect(queue.curl).toBe(
+      `curl -sS -X POST -H "Authorization: Bearer $CORRAL_API_KEY" -H 'Content-Type: application/json' -d '{"input": {}}' ${jobUrls.runsync}`,
+    );
+    // Public or not: the jobs API always takes a key.
+    expect(callLines(endpoint({ type: 'queue', jobUrls, public: true })).curl).toContain('Authorization');
+    const http = callLines(endpoint({ jobUrls }));
+    expect(http.lines).toEqual([{ label: 'URL', url: 'http://one.localhost:8000', withCurl: true }]);
+    expect(http.curl).toBe(curlFor(endpoint()));
   });
 
   it('filters by name, appName, id or state and sorts', () => {

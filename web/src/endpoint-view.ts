@@ -1,12 +1,14 @@
 /**
  * What the endpoint pages show, computed from the wire shapes (pure, tested): worker counts, the state line, the
- * GPU line, a ready request for the URL, filtering and sorting, ages, the traffic's window.
+ * GPU line, where the endpoint is called with a ready request, filtering and sorting, ages, the traffic's window.
  */
-import type {
-  WireEndpoint,
-  WireEndpointMetrics,
-  WireRecentTraffic,
-  WireWorker,
+import {
+  calledByJobs,
+  runsyncCurl,
+  type WireEndpoint,
+  type WireEndpointMetrics,
+  type WireRecentTraffic,
+  type WireWorker,
 } from '../../src/client/index.js';
 
 export interface WorkerCounts {
@@ -44,6 +46,37 @@ export function gpuLine(endpoint: Pick<WireEndpoint, 'products' | 'workerConfig'
 export function curlFor(endpoint: Pick<WireEndpoint, 'url' | 'public'>): string {
   const auth = endpoint.public ? '' : ' -H "Authorization: Bearer $CORRAL_API_KEY"';
   return `curl -sS${auth} ${endpoint.url.replace(/\/$/, '')}/`;
+}
+
+/** One address the endpoint page shows: what it is, the method it takes, the URL; the curl goes with `withCurl`. */
+export interface CallLine {
+  label: string;
+  method?: 'GET' | 'POST';
+  url: string;
+  withCurl: boolean;
+}
+
+/**
+ * Where the endpoint is called, and the curl to copy: an http endpoint's URL; a queue endpoint's jobs API, `/run`
+ * and `/runsync` first as RunPod's console shows them (its own URL serves nothing: its workers pull jobs), the curl
+ * a `runsync` that posts `{"input": {}}`.
+ */
+export function callLines(endpoint: Pick<WireEndpoint, 'url' | 'public' | 'type' | 'jobUrls'>): {
+  lines: CallLine[];
+  curl: string;
+} {
+  if (!calledByJobs(endpoint))
+    return { lines: [{ label: 'URL', url: endpoint.url, withCurl: true }], curl: curlFor(endpoint) };
+  const jobs = endpoint.jobUrls;
+  return {
+    lines: [
+      { label: 'Run', method: 'POST', url: jobs.run, withCurl: false },
+      { label: 'Run sync', method: 'POST', url: jobs.runsync, withCurl: true },
+      { label: 'Status', method: 'GET', url: jobs.status, withCurl: false },
+      { label: 'Health', method: 'GET', url: jobs.health, withCurl: false },
+    ],
+    curl: runsyncCurl(jobs.runsync),
+  };
 }
 
 export type SortKey = 'newest' | 'name' | 'state' | 'ready';

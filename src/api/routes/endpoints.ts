@@ -35,8 +35,10 @@ function allProblems(faults: ValidationIssue[], rest: ValidationIssue[] = []): A
 
 export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): void {
   const inputDefaults = () => ({ localVolumeSizeGB: o.catalog.limits().localVolumeSizeGB.free });
-  const links = (endpoint: Endpoint, workers: Worker[]) => ({
+  const links = (endpoint: Endpoint, workers: Worker[], request: FastifyRequest) => ({
     url: o.links.url(endpoint.spec.appName),
+    // The gateway on the name the client reached the API by, as GET /openapi.json names it.
+    jobUrls: o.links.jobUrls(endpoint.id, request.hostname),
     log: o.links.log(endpoint.id),
     metrics: o.links.metrics(endpoint.id),
     workers: workers.map((w) =>
@@ -55,7 +57,9 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
       o.workers.listForEndpointPage(request.principal.ownerId, page),
     ]);
     return {
-      endpoints: endpoints.map((e) => toWireEndpoint(e, links(e, workers.get(e.id) ?? []), 'string')),
+      endpoints: endpoints.map((e) =>
+        toWireEndpoint(e, links(e, workers.get(e.id) ?? [], request), 'string'),
+      ),
       total,
     };
   });
@@ -64,7 +68,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     const id = readQueryId(request.query as Query, ENDPOINT_ID_KEYS);
     const endpoint = await o.endpoints.get(request.principal, id);
     const workers = await o.workers.listByEndpoint(endpoint.id);
-    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers, request), 'integer') };
   });
 
   // A spec has its own, smaller limit: Fastify refuses a larger declared body before reading or parsing it. And
@@ -108,7 +112,7 @@ export function registerEndpointRoutes(api: FastifyInstance, o: AppOptions): voi
     const endpoint = await o.endpoints.update(request.principal, parsed.value.id, parsed.value.patch);
     request.log.info({ endpointId: endpoint.id, revision: endpoint.revision }, 'endpoint updated');
     const workers = await o.workers.listByEndpoint(endpoint.id);
-    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers), 'integer') };
+    return { endpoint: toWireEndpoint(endpoint, links(endpoint, workers, request), 'integer') };
   });
 
   const lifecycle = {

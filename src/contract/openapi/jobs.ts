@@ -30,6 +30,7 @@ const COMMON_ERRORS: JobErrorCode[] = [
   'INVALID_JOB_REQUEST',
   'UNAUTHENTICATED',
   'ENDPOINT_NOT_FOUND',
+  'AMBIGUOUS_ENDPOINT_NAME',
   'JOBS_UNAVAILABLE',
 ];
 const JOB_ERRORS: JobErrorCode[] = [...COMMON_ERRORS, 'JOB_NOT_FOUND'];
@@ -214,7 +215,10 @@ export function jobPaths(gatewayUrl: string): Record<string, Record<string, Sche
   for (const op of jobOperations()) {
     const path = jobPath(op.verb, op.job);
     const parameters = [
-      pathParameter('endpoint', "The endpoint's id or appName."),
+      pathParameter(
+        'endpoint',
+        "The endpoint's id, its appName, or its name where no other endpoint the key may call has it.",
+      ),
       ...(op.job ? [pathParameter('job', "The job's id, as run answered it.")] : []),
       ...(op.wait
         ? [

@@ -57,6 +57,18 @@ function endpointSchema(port: Schema, description: string): Schema {
         description: 'Corral extension: http (a URL) or queue (RunPod worker protocol).',
       },
       jobsPath: str('Corral extension: where a job of an http endpoint is delivered (POST {jobsPath}).'),
+      jobUrls: object(
+        {
+          run: str('POST {"input": {...}}: queues a job, answers its id.', { format: 'uri' }),
+          runsync: str('POST {"input": {...}}: runs a job and waits for its output.', { format: 'uri' }),
+          status: str("GET: a job's status; {jobId} stands for the id run answered."),
+          health: str('GET: the queue and the workers.', { format: 'uri' }),
+        },
+        {
+          description:
+            "Corral extension: the endpoint's jobs API on the gateway (RunPod's /v2/{endpoint}/...), where a queue endpoint is called.",
+        },
+      ),
     },
     { optional: ['clusterID'], description },
   );

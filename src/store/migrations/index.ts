@@ -17,6 +17,7 @@ import * as historySamples from './0013-clusterhist-history-samples.js';
 import * as webhooks from './0014-webhooks.js';
 import * as jobs from './0015-jobs.js';
 import * as jobBounds from './0016-job-bounds.js';
+import * as endpointNames from './0017-endpoint-names.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0014-webhooks': (db) => webhooks.up(db),
   '0015-jobs': (db, dialect) => jobs.up(db, dialect),
   '0016-job-bounds': (db, dialect) => jobBounds.up(db, dialect),
+  '0017-endpoint-names': (db) => endpointNames.up(db),
 };
 
 export async function migrateToLatest(

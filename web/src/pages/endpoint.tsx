@@ -1,8 +1,9 @@
 /**
- * The Endpoint page: one endpoint's state, URL, traffic, workers (state, reason, GPUs, age, requests in flight,
- * log), its event timeline and its spec, live; and the actions stop, start, edit and delete (after a confirmation
- * naming it).
+ * The Endpoint page: one endpoint's state, where it is called (its URL, or a queue endpoint's /v2 URLs) with a curl
+ * to copy, traffic, workers (state, reason, GPUs, age, requests in flight, log), its event timeline and its spec,
+ * live; and the actions stop, start, edit and delete (after a confirmation naming it).
  */
+import { Fragment } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import type {
   WireEndpoint,
@@ -11,7 +12,7 @@ import type {
   WorkerMetrics,
 } from '../../../src/client/index.js';
 import { describeError, useApi } from '../api-context.js';
-import { age, curlFor, gpuLine, ms, trafficWindowLine, workerCounts } from '../endpoint-view.js';
+import { age, callLines, gpuLine, ms, trafficWindowLine, workerCounts } from '../endpoint-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
 import { ConfirmDialog, CopyButton, Notice, StateBadge } from '../widgets.js';
@@ -102,6 +103,7 @@ export function EndpointPage(props: { id: string }) {
   }
   const title = e.name || e.appName;
   const counts = workerCounts(e);
+  const calls = callLines(e);
   const resting = restingLine(e.workers);
   const stopped = e.state.state === 'stopped';
   const now = Date.now();
@@ -162,16 +164,32 @@ export function EndpointPage(props: { id: string }) {
         </dd>
         <dt>GPUs per worker</dt>
         <dd>{gpuLine(e)}</dd>
-        <dt>URL</dt>
-        <dd class="url">
-          <code class="wrap">{e.url}</code>
-          <span class="buttons">
-            <CopyButton text={e.url} label={`Copy the URL of ${title}`} />
-            <CopyButton text={curlFor(e)} label={`Copy a curl request to ${title}`}>
-              Copy curl
-            </CopyButton>
-          </span>
-        </dd>
+        <dt>Type</dt>
+        <dd data-testid="endpoint-type">{e.type}</dd>
+        {calls.lines.map((line) => (
+          <Fragment key={line.label}>
+            <dt>{line.label}</dt>
+            <dd class="url" data-testid={`call-${line.label.toLowerCase().replace(' ', '-')}`}>
+              {line.method === undefined ? null : <span class="muted">{line.method} </span>}
+              <code class="wrap">{line.url}</code>
+              <span class="buttons">
+                <CopyButton
+                  text={line.url}
+                  label={
+                    line.label === 'URL'
+                      ? `Copy the URL of ${title}`
+                      : `Copy the ${line.label} URL of ${title}`
+                  }
+                />
+                {line.withCurl ? (
+                  <CopyButton text={calls.curl} label={`Copy a curl request to ${title}`}>
+                    Copy curl
+                  </CopyButton>
+                ) : null}
+              </span>
+            </dd>
+          </Fragment>
+        ))}
       </dl>
 
       <Traffic data={traffic.data} />
