@@ -91,19 +91,27 @@ export function cgroupFreezerState(cgroup: WorkerCgroup): 'frozen' | 'thawed' | 
   }
 }
 
-/** Freezes or thaws every process in the cgroup, and waits until the kernel says it is done. Throws past `waitMs`. */
+/**
+ * Freezes or thaws every process in the cgroup, and waits until the kernel says it is done. Throws past `waitMs`.
+ * A cgroup-v1 freeze that reads FREEZING is asked again at each poll: v1 can stay FREEZING when a task was busy
+ * (in the kernel, or forking) at the first request, and the freezer's documentation said then to retry or thaw
+ * (runc's v1 freezer retries the same way); one that still does not freeze is thawed back, never left half frozen.
+ */
 export async function setFrozen(
   cgroup: WorkerCgroup,
   frozen: boolean,
   waitMs = FREEZE_WAIT_MS,
 ): Promise<void> {
   const control = path.join(cgroup.path, freezerFiles(cgroup.kind).control);
-  try {
-    fs.writeFileSync(control, freezerCommand(cgroup.kind, frozen));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'NOT_FOUND' : 'RUNTIME_ERROR';
-    throw new RuntimeError(code, `cannot write ${control}: ${message(error)}`, { cause: error });
-  }
+  const ask = (toFrozen: boolean) => {
+    try {
+      fs.writeFileSync(control, freezerCommand(cgroup.kind, toFrozen));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'NOT_FOUND' : 'RUNTIME_ERROR';
+      throw new RuntimeError(code, `cannot write ${control}: ${message(error)}`, { cause: error });
+    }
+  };
+  ask(frozen);
   const target = frozen ? 'frozen' : 'thawed';
   const until = Date.now() + waitMs;
   for (;;) {
@@ -112,9 +120,11 @@ export async function setFrozen(
     if (state === undefined) throw new RuntimeError('NOT_FOUND', `cgroup ${cgroup.path} is gone`);
     if (Date.now() >= until) {
       const doing = frozen ? 'freeze' : 'thaw';
+      if (frozen) ask(false);
       throw new RuntimeError('RUNTIME_ERROR', `cgroup ${cgroup.path} did not ${doing} within ${waitMs} ms`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (frozen && cgroup.kind === 'v1' && state === 'freezing') ask(true);
   }
 }
 
