@@ -32,6 +32,7 @@ import {
   RUNNING,
 } from './job-reads.js';
 import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
+import { requeueFinished } from './job-retry.js';
 import { appendChunk, type ChunkFit, type ChunkKept, chunkFit, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
 import { takeOwnerTurn } from './owner-turn.js';
@@ -240,50 +241,25 @@ export class JobRepository {
     now: number,
     admit?: JobAdmit,
   ): Promise<{ retried: boolean; job: Job } | undefined> {
-    if (!admit) return this.#retry(this.#db, endpointId, jobId, now);
+    if (!admit) return this.#retried(this.#db, endpointId, jobId, now);
     return this.#db.transaction().execute(async (trx) => {
       const job = await this.#get(trx, endpointId, jobId);
       if (!job || !RETRYABLE_STATUSES.includes(job.status)) return job && { retried: false, job };
       await takeOwnerTurn(trx, job.ownerId);
       admit(await ownerJobUse(trx, job.ownerId));
-      return this.#retry(trx, endpointId, jobId, now);
+      return this.#retried(trx, endpointId, jobId, now);
     });
   }
 
-  async #retry(
+  /** The job queued again, or as it is when it cannot be retried (job-retry.ts); undefined: no such job. */
+  async #retried(
     db: Kysely<Database>,
     endpointId: string,
     jobId: string,
     now: number,
   ): Promise<{ retried: boolean; job: Job } | undefined> {
-    const rows = await db
-      .updateTable('jobs')
-      .set({
-        status: QUEUED,
-        output: null,
-        output_bytes: 0,
-        stream_bytes: 0,
-        stream_chunks: 0,
-        error: null,
-        worker_id: null,
-        attempts: 0,
-        started_at: null,
-        completed_at: null,
-        deadline_at: null,
-        retain_until: null,
-        seen_at: null,
-        stop_pending: 0,
-        stopped_at: null,
-        created_at: now,
-        expires_at: sql`${bigint(now)} + ttl_ms`,
-      })
-      .where('id', '=', jobId)
-      .where('endpoint_id', '=', endpointId)
-      .where('status', 'in', [...RETRYABLE_STATUSES])
-      .returningAll()
-      .execute();
-    const row = rows[0];
-    if (row) return { retried: true, job: fromRow(row) };
+    const queued = await requeueFinished(db, endpointId, jobId, now);
+    if (queued) return { retried: true, job: queued };
     const job = await this.#get(db, endpointId, jobId);
     return job && { retried: false, job };
   }
