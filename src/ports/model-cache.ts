@@ -1,0 +1,63 @@
+/**
+ * `ModelCache`: the machine's cache of models in the Hugging Face hub's cache layout (issue 34), as the rest of
+ * Corral uses it. Implemented in `models/` (the hub's HTTP protocol, the cache directory, downloads shared between
+ * callers); read by the API (checks at create, `GET models`) and the controller (a worker waits in `downloading`
+ * until its models are on its machine, then they are mounted).
+ */
+import type { ModelRef } from '../domain/models.js';
+
+/** A repository, revision or file the hub refuses with the token given (or without one). */
+export interface ModelRefusal {
+  code: 'MODEL_NOT_FOUND' | 'MODEL_GATED' | 'MODEL_UNAUTHORIZED' | 'MODEL_HUB_UNREACHABLE';
+  message: string;
+}
+
+/** What a model's files are, resolved on the hub. */
+export interface ResolvedModel {
+  name: string;
+  revision: string;
+  /** The commit the revision pointed to. */
+  commit: string;
+  files: number;
+  bytes: number;
+}
+
+/** A download in flight (or finished), as the API, the CLI and the dashboard show it. */
+export interface ModelProgress {
+  name: string;
+  revision: string;
+  bytesDone: number;
+  bytesTotal: number;
+  /** Measured over the last seconds. */
+  bytesPerSecond: number;
+}
+
+/** A model present on this machine. */
+export interface CachedModel extends ResolvedModel {
+  /** The host directory of the repository in the hub layout: `{cache}/hub/models--{org}--{name}`. */
+  repoDir: string;
+  lastUsedAt: number;
+  /** Bytes on disk (blobs shared between revisions counted once). */
+  diskBytes: number;
+}
+
+export interface ModelCache {
+  /** The hub cache directory on this machine (holds `models--*` directories). */
+  readonly hubDir: string;
+  /** Resolves a model with the token: the refusal the hub gives, said at create rather than at start. */
+  check(model: ModelRef, token: string | null): Promise<ResolvedModel | ModelRefusal>;
+  /**
+   * Makes the model's files present (each downloaded once, resumable, verified, written atomically; callers asking
+   * for the same model share one download). Checks the token's access even when the files are already here, so a
+   * gated model is never handed to a caller without access.
+   */
+  ensure(
+    model: ModelRef,
+    token: string | null,
+    onProgress?: (progress: ModelProgress) => void,
+  ): Promise<CachedModel>;
+  /** The download of a model in flight, if any. */
+  progress(model: Pick<ModelRef, 'name' | 'revision'>): ModelProgress | null;
+  /** The models present on this machine. */
+  list(): Promise<CachedModel[]>;
+}
