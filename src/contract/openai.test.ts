@@ -73,10 +73,43 @@ describe('a streamed chunk as server-sent-event text', () => {
 describe('the failure runpod-python stored, recovered', () => {
   it("reads worker-vllm's yielded error, stored as Python's str() of the dict", () => {
     const stored =
-      "{'message': 'vLLM returned HTTP 400: {\"object\":\"error\",\"message\":\"it\\'s too long\"}', 'type': 'worker_error', 'code': None}";
+      "{'message': 'vLLM returned HTTP 503: {\"object\":\"error\",\"message\":\"it\\'s busy\"}', 'type': 'worker_error', 'code': None}";
     expect(recoverFailure(stored)).toEqual({
-      message: 'vLLM returned HTTP 400: {"object":"error","message":"it\'s too long"}',
+      message: 'vLLM returned HTTP 503: {"object":"error","message":"it\'s busy"}',
       type: 'worker_error',
+    });
+  });
+
+  it("says a model server's 4xx as that server said it: its status, message and type", () => {
+    const stored =
+      '{\'message\': \'vLLM returned HTTP 400: {"object":"error","message":"it\\\'s too long","type":"BadRequestError","code":400}\', \'type\': \'worker_error\', \'code\': None}';
+    expect(recoverFailure(stored)).toEqual({
+      message: "it's too long",
+      type: 'BadRequestError',
+      status: 400,
+    });
+    // vLLM's newer body nests OpenAI's shape; FastAPI's own 404/405 says `detail`.
+    const nested = `vLLM returned HTTP 404: ${JSON.stringify({ error: { message: 'The model `x` does not exist.', type: 'NotFoundError', code: 404 } })}`;
+    expect(recoverFailure(JSON.stringify({ error_message: nested }))).toEqual({
+      message: 'The model `x` does not exist.',
+      type: 'NotFoundError',
+      status: 404,
+    });
+    expect(
+      recoverFailure(
+        `{'message': 'vLLM returned HTTP 405: {"detail":"Method Not Allowed"}', 'type': 'worker_error', 'code': None}`,
+      ),
+    ).toEqual({
+      message: 'Method Not Allowed',
+      type: 'invalid_request_error',
+      status: 405,
+    });
+    expect(
+      recoverFailure("{'message': 'vLLM returned HTTP 422: not json', 'type': 'worker_error', 'code': None}"),
+    ).toEqual({
+      message: 'vLLM returned HTTP 422: not json',
+      type: 'invalid_request_error',
+      status: 422,
     });
   });
 

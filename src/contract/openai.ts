@@ -71,6 +71,11 @@ export function openAIStreamText(chunk: string): string {
 export interface RecoveredFailure {
   message: string;
   type?: string;
+  /**
+   * The model server's own 4xx status, where the handler said the server refused the request (worker-vllm's
+   * `vLLM returned HTTP 400: {...}`): the request was the problem, so a second try would fail the same way.
+   */
+  status?: number;
 }
 
 /**
@@ -80,6 +85,33 @@ export interface RecoveredFailure {
  * generator); a returned `{"error": "text"}` as the text.
  */
 export function recoverFailure(stored: string | null): RecoveredFailure {
+  const recovered = recoverHandlerFailure(stored);
+  return modelServerRefusal(recovered.message) ?? recovered;
+}
+
+/** worker-vllm's words for an answer of vLLM's it passes on (handler.py: `vLLM returned HTTP {status}: {body}`). */
+const MODEL_SERVER_ANSWER = /^vLLM returned HTTP (4\d\d): ([\s\S]*)$/;
+
+/**
+ * A model server's 4xx passed on by the handler, as that server said it: its status, and its error body's message
+ * and type (vLLM's `{"object": "error", "message", "type"}`, or OpenAI's `{"error": {"message", "type"}}`).
+ */
+function modelServerRefusal(message: string): RecoveredFailure | undefined {
+  const answer = MODEL_SERVER_ANSWER.exec(message);
+  if (answer === null) return undefined;
+  const status = Number(answer[1]);
+  const body = tryJson(answer[2] ?? '');
+  const error = isRecord(body) ? (isRecord(body.error) ? body.error : body) : {};
+  const said = error.message ?? error.detail;
+  const type = error.type;
+  return {
+    message: typeof said === 'string' && said !== '' ? said : message,
+    type: typeof type === 'string' ? type : openAIErrorType(status),
+    status,
+  };
+}
+
+function recoverHandlerFailure(stored: string | null): RecoveredFailure {
   if (stored === null || stored.trim() === '') return { message: 'the job failed without a message' };
   const json = tryJson(stored);
   if (isRecord(json)) {

@@ -55,6 +55,11 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       "The OpenAI route's job failed (its handler raised or yielded an error): the message is the handler's, recovered from what the SDK stored.",
   },
+  JOB_REFUSED_BY_MODEL: {
+    status: 400,
+    description:
+      "The OpenAI route's job failed because the model server behind the handler refused the request (worker-vllm's `vLLM returned HTTP 4xx`): the route answers that server's own status (400, 404, 422, ...), message and type, so that OpenAI's clients raise its error and do not try the request again.",
+  },
   JOB_TIMED_OUT: {
     status: 504,
     description:

@@ -163,11 +163,10 @@ export class OpenAIJobRoutes {
       return new JobError('JOB_TIMED_OUT', 'the job ran past its execution timeout');
     if (job.status === 'CANCELLED') return new JobError('JOB_CANCELLED', 'the job was cancelled');
     const failure = recoverFailure(job.error);
-    return new JobError(
-      'JOB_FAILED',
-      failure.message,
-      failure.type === undefined ? {} : { type: failure.type },
-    );
+    const type = failure.type === undefined ? {} : { type: failure.type };
+    if (failure.status !== undefined)
+      return new JobError('JOB_REFUSED_BY_MODEL', failure.message, { ...type, status: failure.status });
+    return new JobError('JOB_FAILED', failure.message, type);
   }
 }
 
@@ -177,6 +176,12 @@ function errorType(error: JobError): string {
   return typeof type === 'string' ? type : openAIErrorType(error.status);
 }
 
+/** The status a refusal is answered with: the model server's own for one it refused, else the code's. */
+function answerStatus(error: JobError): number {
+  const status = error.metadata.status;
+  return typeof status === 'number' ? status : error.status;
+}
+
 function writeOpenAIError(res: ServerResponse, error: JobError): void {
   if (res.headersSent) {
     res.end();
@@ -184,7 +189,7 @@ function writeOpenAIError(res: ServerResponse, error: JobError): void {
   }
   writeJson(
     res,
-    error.status,
+    answerStatus(error),
     openAIErrorBody(error.message, errorType(error), error.code),
     retryAfterHeader(error),
     reasonPhrase(error.message),

@@ -53,6 +53,12 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
   afterAll(() => close?.(), 60_000);
 
   const ask = (content: string) => [{ role: 'user' as const, content }];
+  const jobCount = async () => {
+    const response = await fetch(`${server?.gatewayUrl}/v2/${endpointId}/jobs?limit=1000`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    return ((await response.json()) as { jobs: unknown[] }).jobs.length;
+  };
 
   it('chat.completions.create without stream: the one object the handler yielded', async () => {
     const answer = await client.chat.completions.create({
@@ -132,19 +138,40 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
     expect(models).toEqual(['corral-echo']);
   }, 60_000);
 
-  it("a failed job is an APIError in OpenAI's shape, with the handler's message", async () => {
-    const failing = client.chat.completions.create({
+  it("a request the model server refused is its 4xx in OpenAI's shape, which the client does not retry", async () => {
+    const before = await jobCount();
+    // The client's default retries: a 4xx must not be tried again (each try would be a job).
+    const retrying = new OpenAI({ apiKey: KEY, baseURL: client.baseURL });
+    const failing = retrying.chat.completions.create({
       model: 'corral-echo',
       messages: ask('never answered'),
       metadata: { fail: "the prompt's too long" },
     });
     await expect(failing).rejects.toMatchObject({
+      status: 400,
+      type: 'BadRequestError',
+      code: 'JOB_REFUSED_BY_MODEL',
+      message: expect.stringContaining("the prompt's too long"),
+    });
+    await expect(failing).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect(await jobCount()).toBe(before + 1);
+  }, 60_000);
+
+  it("a model server's 5xx is a 500 in OpenAI's shape, with the handler's message", async () => {
+    const failing = client.chat.completions.create({
+      model: 'corral-echo',
+      messages: ask('never answered'),
+      metadata: { fail: 'the engine is dead', fail_status: '500' },
+    });
+    await expect(failing).rejects.toMatchObject({
       status: 500,
       type: 'worker_error',
       code: 'JOB_FAILED',
-      message: expect.stringContaining(`"message":"the prompt's too long"`),
+      message: expect.stringContaining(
+        `vLLM returned HTTP 500: {"object":"error","message":"the engine is dead"`,
+      ),
     });
-    await expect(failing).rejects.toBeInstanceOf(OpenAI.APIError);
+    await expect(failing).rejects.toBeInstanceOf(OpenAI.InternalServerError);
   }, 60_000);
 
   it('a stream whose job fails midway ends with an error event that the client raises', async () => {
