@@ -12,6 +12,7 @@ import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.j
 import type { GatewayEndpointLoad } from './endpoint-table.js';
 import { GatewayContext, type GatewayOptions } from './gateway-context.js';
 import type { EndpointLoad } from './metrics.js';
+import { OpenAIPassthrough } from './openai-passthrough.js';
 import { PeerForwarding } from './peer-forwarding.js';
 import { RequestPath } from './request-path.js';
 import { type GatewayRoute, GatewayRouter } from './router.js';
@@ -48,8 +49,13 @@ export class Gateway implements QueueSignals {
         : { context },
     );
     const upgrades = new UpgradePath(forwarding ? { context, diversion: forwarding } : { context });
+    const openai = new OpenAIPassthrough({
+      routing: options.routing,
+      domain: options.domain,
+      endpoints: requests.handle,
+    });
     this.#router = new GatewayRouter({
-      routes: options.routes ?? [],
+      routes: [openai, ...(options.routes ?? [])],
       endpoints: { handleRequest: requests.handle, handleUpgrade: upgrades.handle },
     });
   }

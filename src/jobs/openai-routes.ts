@@ -72,6 +72,13 @@ export class OpenAIJobRoutes {
         `no route ${method} /v2/{endpoint}/openai${call.route}: GET or POST /v2/{endpoint}/openai/v1/...`,
       );
     const endpoint = await call.authorize();
+    if (endpoint.spec.type === 'http')
+      // The gateway passes these to the workers (gateway/openai-passthrough.ts) when it routes the endpoint by the
+      // id or appName in the path; a name, or an endpoint created since the gateway's last look, reaches here.
+      throw new JobError(
+        'INVALID_JOB_REQUEST',
+        `endpoint ${endpoint.id} is an http endpoint: its OpenAI route passes requests to its workers at /v2/${endpoint.spec.appName}/openai/v1/... (its id or appName, not its name; a new endpoint once the gateway routes it)`,
+      );
     let body: string | undefined;
     if (method === 'POST') {
       const limit = JOB_LIMITS.runsyncBodyBytes;

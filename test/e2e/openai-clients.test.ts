@@ -10,6 +10,8 @@ import { callApi, printServeLog, type ServeProcess, startServeWithConfig } from 
 
 const KEY = 'e2e-openai-clients-operator-key-01';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
+/** The test worker, whose `/v1/...` routes answer as vLLM's OpenAI server does. */
+const MODEL_SERVER = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
 const isRoot = process.getuid?.() === 0;
 
 describe('the openai npm client against a queue endpoint of corral serve', () => {
@@ -17,13 +19,14 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
   let close: (() => Promise<void>) | undefined;
   let endpointId = '';
   let client: OpenAI;
+  let httpEndpointId = '';
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   beforeAll(async () => {
     const started = await startServeWithConfig({
       dirPrefix: 'corral-e2e-openai-clients-',
       configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
-      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])],
+      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:2', ...(isRoot ? ['--local-allow-root'] : [])],
       apiKey: KEY,
     });
     server = started.server;
@@ -42,6 +45,16 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
     });
     expect(created.status, created.text).toBe(200);
     endpointId = created.body.id;
+    const server2 = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        name: 'vllm-server',
+        workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+        image: { image: 'model-server:local', command: `'${process.execPath}' '${MODEL_SERVER}'` },
+        ports: [{ port: 8000 }],
+      },
+    });
+    expect(server2.status, server2.text).toBe(200);
+    httpEndpointId = server2.body.id;
     // No retries: a failure must reach the test as the server answered it.
     client = new OpenAI({
       apiKey: KEY,
@@ -224,4 +237,69 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
       code: 'UNAUTHENTICATED',
     });
   }, 30_000);
+
+  describe('against an http endpoint whose workers serve OpenAI themselves: passed through', () => {
+    const direct = () =>
+      new OpenAI({
+        apiKey: KEY,
+        baseURL: `${server?.gatewayUrl}/v2/${httpEndpointId}/openai/v1`,
+        maxRetries: 0,
+      });
+
+    it('wakes the endpoint from zero and answers chat.completions.create, with the worker named', async () => {
+      const { data, response } = await direct()
+        .chat.completions.create({ model: 'corral-echo', messages: ask('hello from an http endpoint') })
+        .withResponse();
+      expect(data.choices[0]?.message.content).toBe('hello from an http endpoint');
+      expect(response.headers.get('x-corral-worker-id')).toMatch(/\S/);
+      expect(response.headers.get('x-corral-cold-start-ms')).toMatch(/^\d+$/);
+    }, 60_000);
+
+    it('streams each token as the worker sends it, and passes models.list, completions and embeddings', async () => {
+      const openai = direct();
+      const stream = await openai.chat.completions.create({
+        model: 'corral-echo',
+        messages: ask('one two three four'),
+        stream: true,
+        metadata: { token_delay_ms: '300' },
+      });
+      const arrivals: number[] = [];
+      const deltas: string[] = [];
+      for await (const chunk of stream) {
+        arrivals.push(Date.now());
+        deltas.push(chunk.choices[0]?.delta.content ?? '');
+      }
+      expect(deltas.join('')).toBe('one two three four');
+      // Four tokens 300 ms apart: the first is read long before the last is sent.
+      expect((arrivals.at(-1) ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThan(600);
+      const models: string[] = [];
+      for await (const model of openai.models.list()) models.push(model.id);
+      expect(models).toEqual(['corral-echo']);
+      const completion = await openai.completions.create({ model: 'corral-echo', prompt: 'say this' });
+      expect(completion.choices[0]?.text).toBe('say this');
+      const embedding = await openai.embeddings.create({
+        model: 'corral-echo',
+        input: ['abc'],
+        encoding_format: 'float',
+      });
+      expect(embedding.data[0]?.embedding).toEqual([3, 0, 0.5]);
+    }, 60_000);
+
+    it("answers the worker's own refusal, and makes no job", async () => {
+      const before = await jobCount();
+      await expect(
+        direct().chat.completions.create({ model: 'no-such-model', messages: ask('hi') }),
+      ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+      const jobs = await fetch(`${server?.gatewayUrl}/v2/${httpEndpointId}/jobs`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      expect(((await jobs.json()) as { jobs: unknown[] }).jobs).toEqual([]);
+      expect(await jobCount()).toBe(before);
+    }, 60_000);
+
+    it('needs a key, as the endpoint URL does', async () => {
+      const stranger = new OpenAI({ apiKey: 'not-a-key', baseURL: direct().baseURL, maxRetries: 0 });
+      await expect(stranger.models.list()).rejects.toMatchObject({ status: 401 });
+    }, 30_000);
+  });
 });
