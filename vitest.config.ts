@@ -1,10 +1,19 @@
 /**
  * Vitest's projects, one per test tier (test/support/tiers.ts, docs/contributing.md): `unit` (SQLite, manual time, no
- * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) and `postgres` (the unit tier's
- * per-store suites again, on PostgreSQL only: part of the integration tier). `vitest run` runs all three.
+ * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) with `integration-alone` (its files
+ * that must not share the machine) and `postgres` (the unit tier's per-store suites again, on PostgreSQL only: part of
+ * the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit tier and the PostgreSQL
+ * rerun, then the integration files side by side, then the files that run alone, one after another in one process.
  */
 import { defineConfig } from 'vitest/config';
-import { integrationGlobs, POSTGRES_RERUN, STORES_ENV, unitGlobs } from './test/support/tiers.js';
+import {
+  FILES_AT_ONCE,
+  INTEGRATION_ALONE,
+  integrationGlobs,
+  POSTGRES_RERUN,
+  STORES_ENV,
+  unitGlobs,
+} from './test/support/tiers.js';
 
 /** The PostgreSQL rerun is left out on a machine without PostgreSQL unless CI requires it (then it fails). */
 const withPostgres =
@@ -13,6 +22,8 @@ const withPostgres =
 export default defineConfig({
   test: {
     testTimeout: 20_000,
+    maxWorkers: FILES_AT_ONCE,
+    minWorkers: 1,
     hookTimeout: 60_000,
     reporters: ['default'],
     projects: [
@@ -23,6 +34,7 @@ export default defineConfig({
           include: unitGlobs(),
           exclude: ['**/node_modules/**', ...integrationGlobs()],
           env: { [STORES_ENV]: 'sqlite' },
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -30,15 +42,32 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: integrationGlobs(),
-          exclude: ['**/node_modules/**'],
+          exclude: ['**/node_modules/**', ...INTEGRATION_ALONE],
           globalSetup: ['test/support/global-setup.ts'],
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration-alone',
+          include: INTEGRATION_ALONE,
+          globalSetup: ['test/support/global-setup.ts'],
+          sequence: { groupOrder: 2 },
+          // One fork runs the files one after another (modules reset between files), with nothing else running.
+          poolOptions: { forks: { singleFork: true } },
         },
       },
       ...(withPostgres
         ? [
             {
               extends: true as const,
-              test: { name: 'postgres', include: POSTGRES_RERUN, env: { [STORES_ENV]: 'postgres' } },
+              test: {
+                name: 'postgres',
+                include: POSTGRES_RERUN,
+                env: { [STORES_ENV]: 'postgres' },
+                sequence: { groupOrder: 0 },
+              },
             },
           ]
         : []),

@@ -9,7 +9,7 @@ import { endpointInput } from '../contract/endpoint-schema.js';
 import { componentRef, type JsonSchema, requestJsonSchemas } from '../contract/json-schema.js';
 import { specRangeProblems } from '../contract/spec-ranges.js';
 import type { WireLimits } from '../contract/wire.js';
-import { closestName } from '../service/spelling.js';
+import { closestName } from '../domain/spelling.js';
 import { type SpecIssue, SpecProblems } from './output.js';
 import { type Fields, isRecord } from './spec-file.js';
 

@@ -45,6 +45,13 @@ export function localRuntimeArgs(gpus: string): string[] {
 }
 
 /**
+ * How long `corral serve` may take to listen: a wait on its log line, so that it costs nothing when the start is quick.
+ * Suites run side by side (docs/contributing.md), and on a loaded 2-core machine a start that imports every module
+ * took over 20 s; under the hook timeout (60 s), so that a start that fails shows what serve printed.
+ */
+const START_TIMEOUT_MS = 45_000;
+
+/**
  * Starts `corral serve` as a real process (`nodeArgs`: options for node itself; `prefix`: a command that runs node,
  * such as `prlimit --nofile=...`) and waits until its API listens.
  */
@@ -84,7 +91,7 @@ export async function startServe(
   const [apiUrl, gatewayUrl] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`corral serve did not start:\n${out}\n${err}`)),
-      options.startTimeoutMs ?? 20_000,
+      options.startTimeoutMs ?? START_TIMEOUT_MS,
     );
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();

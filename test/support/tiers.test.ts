@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { POSTGRES_RERUN, TEST_ROOTS, tierOf, unitTierViolations } from './tiers.js';
+import { INTEGRATION_ALONE, POSTGRES_RERUN, TEST_ROOTS, tierOf, unitTierViolations } from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,6 +43,11 @@ describe('the test tiers', () => {
   it('reruns on PostgreSQL exactly the unit-tier files that run a suite per store', () => {
     const perStore = unit.filter((file) => PER_STORE.test(read(file)));
     expect(perStore).toEqual([...POSTGRES_RERUN].sort());
+  });
+
+  it('runs alone only integration-tier files that exist', () => {
+    const integration = files.filter((file) => tierOf(file) === 'integration');
+    expect(INTEGRATION_ALONE.filter((file) => !integration.includes(file))).toEqual([]);
   });
 });
 

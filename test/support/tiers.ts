@@ -64,6 +64,35 @@ export const POSTGRES_RERUN = [
   'src/webhooks/outbox.test.ts',
 ];
 
+/**
+ * How many test files run at once (vitest.config.ts's maxWorkers, one pool for every project). Three on the 2-core CI
+ * machine: integration files mostly wait on Docker, child processes and timers, so a third file fills the cores; more
+ * raised the load past what the integration files' real-time bounds allow (docs/contributing.md, "Side by side").
+ */
+export const FILES_AT_ONCE = 3;
+
+/**
+ * Integration-tier files that run alone, one after another, once every other file is done (the `integration-alone`
+ * project): their assertions bound real time to a second or two on a path that a loaded CPU stretches (a lease's
+ * hand-over, a route's propagation, a socket's close, a cgroup freeze, a health probe's period), or they load the
+ * machine for the files beside them (a connection flood), or they failed beside others and passed alone at the same
+ * load (jobs.int.test.ts: its 10 MiB body refused with 413 came back as ECONNRESET, twice in two trials three at a
+ * time, at load 23-25). Every other integration file runs side by side.
+ */
+export const INTEGRATION_ALONE = [
+  'src/cluster/elector.int.test.ts',
+  'src/cluster/queue-sharing.int.test.ts',
+  'src/cluster/route-propagation.int.test.ts',
+  'src/gateway/pools.int.test.ts',
+  'src/gateway/proxy.int.test.ts',
+  'src/gateway/websocket.int.test.ts',
+  'src/jobs/jobs.int.test.ts',
+  'src/runtime/local/local-freezer.int.test.ts',
+  'test/e2e/connection-flood.test.ts',
+  'test/e2e/health-causes.test.ts',
+  'test/e2e/replicas.test.ts',
+];
+
 /** The tier of a test file, by its path from the repository root. */
 export function tierOf(path: string): Tier {
   if (path.endsWith(INTEGRATION_SUFFIX)) return 'integration';

@@ -1,9 +1,9 @@
 /**
  * The local image a name that could not be pulled most likely meant (`corral-test-worke:latest` when the engine
  * holds `corral-test-worker:latest`): the same repository under another tag, else a close spelling of the
- * repository (service/spelling.ts) under the tag asked for, or its only tag. Pure.
+ * repository (domain/spelling.ts) under the tag asked for, or its only tag. Pure.
  */
-import { closestName } from '../../service/spelling.js';
+import { closestName } from '../../domain/spelling.js';
 
 export function closeLocalImage(wanted: string, localTags: readonly string[]): string | undefined {
   const asked = splitName(wanted);
