@@ -33,6 +33,7 @@ export interface HubRequest {
   path: string;
   authorization: string | null;
   range: string | null;
+  /** 0 while the answer is under way. */
   status: number;
 }
 
@@ -40,6 +41,8 @@ export interface HubStandInOptions {
   models: HubModelOptions[];
   /** Entries per page of a tree listing before a `Link: rel="next"`. */
   treePageSize?: number;
+  /** Tokens the hub knows besides those the models grant (a known token without access meets 403, not 401). */
+  tokens?: string[];
   /** Bytes per second the CDN sends each body at; unlimited when absent. */
   bytesPerSecond?: number;
 }
@@ -98,9 +101,10 @@ function parseRange(header: string | undefined, size: number): [number, number] 
 
 export async function startHubStandIn(options: HubStandInOptions): Promise<HubStandIn> {
   const models = new Map(options.models.map((model) => [model.name, generatedModel(model)]));
-  const knownTokens = new Set(
-    [...models.values()].flatMap((model) => (model.access.kind === 'public' ? [] : model.access.tokens)),
-  );
+  const knownTokens = new Set([
+    ...(options.tokens ?? []),
+    ...[...models.values()].flatMap((model) => (model.access.kind === 'public' ? [] : model.access.tokens)),
+  ]);
   const requests: HubRequest[] = [];
   const lfsBySha = new Map<string, Extract<HubFile, { kind: 'lfs' }>>();
   let bytesPerSecond = options.bytesPerSecond ?? null;
@@ -108,17 +112,20 @@ export async function startHubStandIn(options: HubStandInOptions): Promise<HubSt
   let cut: { afterBytes: number; sha256: string | undefined } | null = null;
   let paused: { promise: Promise<void>; release: () => void } | null = null;
 
+  /** Listed as it arrives (so a test sees a download in flight); its status is the final one once it closes. */
   function record(server: HubRequest['server'], request: IncomingMessage, response: ServerResponse): void {
-    response.on('close', () =>
-      requests.push({
-        server,
-        method: request.method ?? '',
-        path: request.url ?? '',
-        authorization: request.headers.authorization ?? null,
-        range: request.headers.range ?? null,
-        status: response.statusCode,
-      }),
-    );
+    const entry: HubRequest = {
+      server,
+      method: request.method ?? '',
+      path: request.url ?? '',
+      authorization: request.headers.authorization ?? null,
+      range: request.headers.range ?? null,
+      status: 0,
+    };
+    requests.push(entry);
+    response.on('close', () => {
+      entry.status = response.statusCode;
+    });
   }
 
   /** The model, refusing as the hub does when the caller may not see it at all. */
@@ -278,7 +285,7 @@ export async function startHubStandIn(options: HubStandInOptions): Promise<HubSt
         response.socket?.destroy();
         return;
       }
-      if (!response.write(chunk)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+      if (!response.write(chunk)) await drained(response);
       sent += chunk.length;
       cdnBytesSent += chunk.length;
       if (bytesPerSecond !== null) {
@@ -366,6 +373,19 @@ export async function startHubStandIn(options: HubStandInOptions): Promise<HubSt
       }
     },
   };
+}
+
+/** Until the body may be written again, or the connection is gone (listeners removed: one per chunk adds up). */
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.on('drain', done);
+    response.on('close', done);
+  });
 }
 
 function sendJson(response: ServerResponse, body: unknown): void {
