@@ -159,6 +159,11 @@ export class HubModelCache implements ModelCache {
       // One file at a time: a model's files share one link, and a finished file is safe whatever happens next.
       for (const file of missing) {
         const blobPath = paths.blob(blobName(file));
+        if (!this.blobFlights.has(blobPath) && (await exists(blobPath))) {
+          // Another caller's download of this file ended since this one listed what was missing.
+          meter.resumed(file.size);
+          continue;
+        }
         let flight = this.blobFlights.get(blobPath);
         if (flight) meter.resumed(flight.bytes);
         else flight = this.startBlob(model, token, resolution, file, blobPath);
