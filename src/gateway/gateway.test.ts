@@ -13,9 +13,9 @@ import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutingView } from '../ports/routing-view.js';
+import { CallerKeys, KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from '../service/caller-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { Gateway } from './gateway.js';
-import { KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from './invoke-auth.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -224,10 +224,14 @@ async function startGateway(
     maxQueueLength: 10,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
     findEndpoint: (appName) => lookUp.answer(appName),
-    verifyKey: (key) => {
-      keyQueries += 1;
-      return keyStore.answer(key);
-    },
+    keys: new CallerKeys({
+      verify: (key) => {
+        keyQueries += 1;
+        return keyStore.answer(key);
+      },
+      clock: () => timers.now,
+      timers,
+    }),
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
   metrics?.readFrom({ load: () => gateway.stats() });

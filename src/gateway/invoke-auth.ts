@@ -1,60 +1,28 @@
 /**
- * The gateway's key check: which requests may call an endpoint's URL. A non-public endpoint needs
+ * The gateway's key check: which requests may call an endpoint's URL, by the callers' rule
+ * (service/endpoint-access.ts) over the one cache of key checks (service/caller-keys.ts). A non-public endpoint needs
  * `Authorization: Bearer <key>` with an API key of its owner (or an admin key) or an invoke key made for it; every
  * Authorization header is taken off the request before anything else happens, so the worker never sees one. A
  * public endpoint's worker gets the request's Authorization headers but those that hold a Corral key anywhere
- * (corral-keys.ts), which are taken off whole. Verified keys are
- * cached by their SHA-256 for KEY_CACHE_TTL_MS, so that a request costs one hash and one map lookup, and a revoked
- * key is refused at most that long after its revocation (or, while the store does not answer, once it answers
- * again: an expired check stands until then, after a wait of at most STALE_CHECK_WAIT_MS for the store).
+ * (corral-keys.ts), which are taken off whole.
  */
-import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
-import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
-import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { CallerKeys, KeyGrant } from '../service/caller-keys.js';
+import { callRefusal, needsKey } from '../service/endpoint-access.js';
 import { holdsCorralKey } from './corral-keys.js';
 
-/** How long a key's check is believed: the bound on how long a revoked key keeps working on each replica. */
-export const KEY_CACHE_TTL_MS = 10_000;
-/**
- * How long a request whose key's check has expired waits for the store before that check's last answer stands: a
- * network cut leaves queries hanging instead of failing, and the gateway must go on serving meanwhile.
- */
-export const STALE_CHECK_WAIT_MS = 1_000;
-/** Keys remembered at most (good and bad); the oldest goes first, so a flood of wrong keys costs queries, not memory. */
-export const MAX_CACHED_KEYS = 10_000;
-
 const BEARER = /^Bearer\s+/i;
-
-export interface InvokeAuthOptions {
-  /** The store's answer: what the key allows, or undefined for a key that is unknown, wrong or revoked. */
-  verify: (key: string) => Promise<EndpointKeyGrant | undefined>;
-  clock: Clock;
-  timers?: Timers;
-  ttlMs?: number;
-  maxEntries?: number;
-}
-
-/** A cached check: what the key allows (null: nothing) and until when that is believed. */
-interface Checked {
-  grant: EndpointKeyGrant | null;
-  until: number;
-}
 
 /** Undefined: the request may go on. */
 export type AccessVerdict = GatewayError | undefined;
 
 export class InvokeAuth {
-  readonly #o: Required<InvokeAuthOptions>;
-  /** SHA-256 of a key -> its check; insertion order is age, for eviction. */
-  readonly #checked = new Map<string, Checked>();
-  /** Checks under way, so that a burst of requests with one new key asks the store once. */
-  readonly #pending = new Map<string, Promise<EndpointKeyGrant | undefined>>();
+  readonly #keys: CallerKeys;
 
-  constructor(options: InvokeAuthOptions) {
-    this.#o = { ttlMs: KEY_CACHE_TTL_MS, maxEntries: MAX_CACHED_KEYS, timers: systemTimers, ...options };
+  constructor(options: { keys: CallerKeys }) {
+    this.#keys = options.keys;
   }
 
   /**
@@ -63,7 +31,7 @@ export class InvokeAuth {
    * once, whatever the answer; a public endpoint keeps those that hold no Corral key.
    */
   check(req: IncomingMessage, endpoint: Endpoint): AccessVerdict | Promise<AccessVerdict> {
-    if (endpoint.spec.public) {
+    if (!needsKey(endpoint, 'url')) {
       // Its own auth may need the header; a Corral key is never handed to a worker, whatever the header's count.
       removeCorralKeys(req);
       return undefined;
@@ -79,76 +47,19 @@ export class InvokeAuth {
     const key = (raw[at + 1] as string).replace(BEARER, '').trim();
     removeAuthorization(req, at);
     if (key === '') return unauthenticated('the Authorization header holds no key');
-    // The one-shot hash: a third of createHash's cost (0.5 against 1.4 us a key here), with no hasher object.
-    const hash = digest('sha256', key, 'base64');
-    const cached = this.#checked.get(hash);
-    if (cached !== undefined && this.#o.clock() < cached.until) return decide(cached.grant, endpoint);
-    const verified = this.#verify(hash, key).then(
-      (grant) => decide(grant ?? null, endpoint),
-      // The store is out (PostgreSQL lost): the key's last answer, however old, stands until it is back, so that a
-      // replica keeps serving the callers it knows (docs/operations.md); a key never checked cannot be.
-      () =>
-        cached === undefined
-          ? new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer')
-          : decide(cached.grant, endpoint),
+    const grant = this.#keys.grantOf(key);
+    if (!(grant instanceof Promise)) return decide(grant, endpoint);
+    return grant.then(
+      (found) => decide(found, endpoint),
+      () => new GatewayError('ROUTING_UNAVAILABLE', 'the key could not be checked: the store did not answer'),
     );
-    return cached === undefined
-      ? verified
-      : this.#atMostAWhile(verified, () => decide(cached.grant, endpoint));
-  }
-
-  /** `verified`, or `stale()` if the store has not answered within STALE_CHECK_WAIT_MS (it may hang, cut off). */
-  #atMostAWhile(verified: Promise<AccessVerdict>, stale: () => AccessVerdict): Promise<AccessVerdict> {
-    const { timers } = this.#o;
-    let timer: unknown;
-    const late = new Promise<AccessVerdict>((resolve) => {
-      timer = timers.setTimeout(() => resolve(stale()), STALE_CHECK_WAIT_MS);
-    });
-    return Promise.race([verified, late]).finally(() => timers.clearTimeout(timer));
-  }
-
-  /** Asks the store about a key once for all the requests that carry it meanwhile, and remembers the answer. */
-  #verify(hash: string, key: string): Promise<EndpointKeyGrant | undefined> {
-    let pending = this.#pending.get(hash);
-    if (pending === undefined) {
-      pending = this.#o.verify(key).then(
-        (grant) => {
-          this.#pending.delete(hash);
-          this.#remember(hash, grant ?? null);
-          return grant;
-        },
-        (error: unknown) => {
-          this.#pending.delete(hash);
-          throw error;
-        },
-      );
-      this.#pending.set(hash, pending);
-    }
-    return pending;
-  }
-
-  #remember(hash: string, grant: EndpointKeyGrant | null): void {
-    this.#checked.delete(hash);
-    if (this.#checked.size >= this.#o.maxEntries) {
-      const oldest = this.#checked.keys().next();
-      if (!oldest.done) this.#checked.delete(oldest.value);
-    }
-    this.#checked.set(hash, { grant, until: this.#o.clock() + this.#o.ttlMs });
   }
 }
 
-/** Whether the key's grant covers `endpoint`. */
-function decide(grant: EndpointKeyGrant | null, endpoint: Endpoint): AccessVerdict {
-  if (grant === null) return unauthenticated('the key is unknown or has been revoked');
-  if (grant.admin) return undefined;
-  if (grant.endpointId !== undefined) {
-    return grant.endpointId === endpoint.id && grant.ownerId === endpoint.ownerId
-      ? undefined
-      : unauthenticated('this key was made for another endpoint (an invoke key, or a job delivery key)');
-  }
-  return grant.ownerId === endpoint.ownerId
-    ? undefined
-    : unauthenticated("the key is not one of the endpoint's owner");
+/** Whether the key's grant covers `endpoint`'s URL. */
+function decide(grant: KeyGrant, endpoint: Endpoint): AccessVerdict {
+  const refused = callRefusal(grant, endpoint, 'url');
+  return refused === undefined ? undefined : unauthenticated(refused);
 }
 
 function unauthenticated(message: string): GatewayError {

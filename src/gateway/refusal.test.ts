@@ -13,6 +13,7 @@ import { ManualTimers } from '../../test/support/manual-timers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointCondition } from '../ports/routing-view.js';
+import { CallerKeys } from '../service/caller-keys.js';
 import { Gateway } from './gateway.js';
 import { WorkerPools } from './pools.js';
 
@@ -50,7 +51,11 @@ async function startGateway() {
     queueTimeoutMs: 5_000,
     findEndpoint: async () => undefined,
     // Every request here carries an admin key: what is under test is what happens after the key check.
-    verifyKey: async (key) => (key === ADMIN_KEY ? { ownerId: 'admin', admin: true } : undefined),
+    keys: new CallerKeys({
+      verify: async (key) => (key === ADMIN_KEY ? { ownerId: 'admin', admin: true } : undefined),
+      clock: () => timers.now,
+      timers,
+    }),
   });
   gateway.onQueued((id) => queued.push(id));
   const port = await listen(createServer(gateway.handleRequest));
