@@ -1233,6 +1233,40 @@ describe('Gateway', () => {
       expect(keyed.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
       expect(seen).toBeNull();
     });
+
+    // The lease-and-retry loop is one (lease-attempts.ts): an upgrade retries as a request does (above).
+    it('tries another worker when one cannot be reached, and answers 502 WORKER_ERROR after three, as a request does', async () => {
+      const h = await startGateway();
+      const accepting = createServer();
+      accepting.on('upgrade', (_req: IncomingMessage, socket: Socket) => {
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      });
+      const port = await listen(accepting);
+      cleanups.push(() => {
+        accepting.closeAllConnections();
+        accepting.close();
+      });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [
+        { id: 'w-dead-1', address: await deadAddress() },
+        { id: 'w-dead-2', address: await deadAddress() },
+        { id: 'w-live', address: { host: '127.0.0.1', port } },
+      ]);
+      const served = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(served.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      expect(served.headers['x-corral-worker']).toBe('w-live');
+      const dead = runningEndpoint();
+      h.routing.endpoints.set(dead.id, dead);
+      h.routing.workers.set(dead.id, [
+        { id: 'w-dead-3', address: await deadAddress() },
+        { id: 'w-dead-4', address: await deadAddress() },
+        { id: 'w-dead-5', address: await deadAddress() },
+      ]);
+      const unreached = await upgradeAnswer(h.port, hostOf(dead));
+      expect(unreached.statusLine).toBe('HTTP/1.1 502 Bad Gateway');
+      expect(JSON.parse(unreached.body)).toMatchObject({ reason: 'WORKER_ERROR', metadata: { attempts: 3 } });
+    });
   });
 });
 

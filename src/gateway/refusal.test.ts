@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
@@ -58,7 +58,7 @@ async function startGateway() {
     }),
   });
   gateway.onQueued((id) => queued.push(id));
-  const port = await listen(createServer(gateway.handleRequest));
+  const port = await listen(createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade));
   cleanups.push(async () => {
     gateway.close();
     await pools.close();
@@ -243,6 +243,19 @@ describe('an endpoint that cannot serve', () => {
     g.routes.publish([endpoint], routable, new Map([[endpoint.id, outage]]));
     const answer = await get(g.port, endpoint);
     expect([answer.status, answer.body.reason]).toEqual([503, 'RUNTIME_UNAVAILABLE']);
+    expect(g.queued).toEqual([]);
+    // An upgrade's retry is the same loop (lease-attempts.ts): answered at once too, never queued.
+    const upgrade = connect(g.port, '127.0.0.1');
+    upgrade.write(
+      `GET /ws HTTP/1.1\r\nHost: ${endpoint.spec.appName}.localhost\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+    );
+    let raw = '';
+    upgrade.on('data', (chunk: Buffer) => {
+      raw += chunk.toString('latin1');
+    });
+    await once(upgrade, 'close');
+    expect(raw).toMatch(/^HTTP\/1\.1 503 /);
+    expect(raw).toContain('RUNTIME_UNAVAILABLE');
     expect(g.queued).toEqual([]);
   });
 
