@@ -25,6 +25,7 @@ import { callRefusal, keyRefusal, reachOf, UNKNOWN_KEY } from '../service/endpoi
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import type { EndpointReach } from '../store/endpoints.js';
 import type { JobAdmit, JobRepository } from '../store/jobs.js';
+import { announceEnded } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 import { isWorkerToken } from './worker-tokens.js';
@@ -199,11 +200,7 @@ export class JobService {
     const before = await this.status(endpoint, jobId);
     const job = await this.#o.jobs.cancel(endpoint.id, jobId, this.#o.clock());
     if (!job) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
-    if (!isTerminal(before.status) && job.status === 'CANCELLED') {
-      this.#o.wakeups.wake(wakeKey.job(jobId));
-      if (job.workerId !== null) this.#o.wakeups.wake(wakeKey.stops(job.workerId));
-      this.#o.events.emit('finished', { job });
-    }
+    if (!isTerminal(before.status) && job.status === 'CANCELLED') announceEnded(this.#o, job, true);
     return job;
   }
 
