@@ -5,6 +5,7 @@ import {
   type IncomingMessage,
   request,
   type Server,
+  type ServerResponse,
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
@@ -1324,6 +1325,26 @@ describe('Gateway: keys on endpoint URLs', () => {
       authorization: 'Bearer ik-this',
     });
     expect([viaPath.status, viaPath.body]).toEqual([200, 'null']);
+  });
+
+  it("leaves the incoming request as it came: the check reads the key, and the worker's headers leave it out", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    const server = createServer();
+    let seen: IncomingMessage | undefined;
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      seen = req;
+      h.gateway.handleRequest(req, res);
+    });
+    const port = await listen(server);
+    cleanups.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const answer = await get(port, hostOf(endpoint));
+    expect([answer.status, answer.body]).toEqual([200, 'null']);
+    expect(seen?.headers.authorization).toBe(AUTHORIZATION);
+    expect(seen?.rawHeaders).toContain(AUTHORIZATION);
   });
 
   it('refuses two Authorization headers', async () => {

@@ -10,6 +10,7 @@ import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { preferredWorker } from './affinity.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
 import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
+import { authorizationFor } from './invoke-auth.js';
 import { attemptOnLeases } from './lease-attempts.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { targetProblem } from './request-target.js';
@@ -214,6 +215,7 @@ export class RequestPath {
       requestTimeoutMs: timeoutMs,
       responseHeaders,
       bodyLimitBytes: this.#c.o.bodyLimitBytes,
+      authorization: authorizationFor(endpoint),
     });
   }
 }

@@ -11,6 +11,7 @@ import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade, queuedHeader } from './answer.js';
 import type { Lease } from './dispatcher.js';
 import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
+import { authorizationFor } from './invoke-auth.js';
 import { attemptOnLeases } from './lease-attempts.js';
 import { targetProblem } from './request-target.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
@@ -18,13 +19,7 @@ import { workerHeaders } from './worker-headers.js';
 
 /** Where an upgrade goes instead of here (another replica's gateway): true, it went there. */
 export interface UpgradeDiversion {
-  upgradedAtPeer(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    endpoint: Endpoint,
-    diverted?: boolean,
-  ): Promise<boolean>;
+  upgradedAtPeer(req: IncomingMessage, socket: Duplex, head: Buffer, endpoint: Endpoint): Promise<boolean>;
 }
 
 const NEVER_DIVERTED: UpgradeDiversion = { upgradedAtPeer: async () => false };
@@ -97,7 +92,7 @@ export class UpgradePath {
         return gone;
       },
       refusalOnRetry: () => c.endpoints.refusalOf(routed),
-      diverted: () => this.#diversion.upgradedAtPeer(req, socket, head, routed, true),
+      diverted: () => this.#diversion.upgradedAtPeer(req, socket, head, routed),
       // Only an unreachable worker leaves the client's socket untouched: try another, or say so.
       send: async (lease) =>
         (await this.#tunnel(req, socket, head, routed, lease, arrived)) === 'not-sent' ? 'not-sent' : 'sent',
@@ -129,6 +124,7 @@ export class UpgradePath {
     try {
       outcome = await proxyUpgrade(req, socket, head, lease.address, headers, {
         workerId: lease.workerId,
+        authorization: authorizationFor(endpoint),
         onResponse: (status) => {
           counted = true;
           c.observe(endpoint.id, status, arrived, lease.queuedMs);
