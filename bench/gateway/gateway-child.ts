@@ -17,17 +17,21 @@ import { APP_NAME, BENCH_KEY, benchEndpoint, devNullLogger, REPO_ROOT, serveDefa
  */
 async function compiledGatewayModules() {
   const dist = (file: string) => pathToFileURL(join(REPO_ROOT, 'dist', 'gateway', file)).href;
-  const [gateway, pools, metrics, server] = await Promise.all([
+  const [gateway, pools, metrics, server, keys] = await Promise.all([
     import(dist('gateway.js')) as Promise<typeof import('../../src/gateway/gateway.js')>,
     import(dist('pools.js')) as Promise<typeof import('../../src/gateway/pools.js')>,
     import(dist('metrics.js')) as Promise<typeof import('../../src/gateway/metrics.js')>,
     import(dist('server.js')) as Promise<typeof import('../../src/gateway/server.js')>,
+    import(pathToFileURL(join(REPO_ROOT, 'dist', 'service', 'caller-keys.js')).href) as Promise<
+      typeof import('../../src/service/caller-keys.js')
+    >,
   ]);
   return {
     Gateway: gateway.Gateway,
     WorkerPools: pools.WorkerPools,
     GatewayMetrics: metrics.GatewayMetrics,
     createGatewayServer: server.createGatewayServer,
+    CallerKeys: keys.CallerKeys,
   };
 }
 
@@ -60,7 +64,10 @@ export async function gatewayChild(): Promise<void> {
     maxQueueLength: config.gateway.maxQueueLength,
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: async (appName) => (appName === APP_NAME ? endpoint : undefined),
-    verifyKey: async (key) => (key === BENCH_KEY ? { ownerId: endpoint.ownerId, admin: false } : undefined),
+    keys: new compiled.CallerKeys({
+      verify: async (key) => (key === BENCH_KEY ? { ownerId: endpoint.ownerId, admin: false } : undefined),
+      clock: systemClock,
+    }),
   });
   metrics.readFrom({ load: () => gateway.stats() });
   const started = gateway;

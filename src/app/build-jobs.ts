@@ -33,7 +33,8 @@ import { workerRoutes } from '../jobs/worker-routes.js';
 import { WorkerTokens } from '../jobs/worker-tokens.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
-import { DeliveryKeys } from '../service/delivery-keys.js';
+import { CallerKeys } from '../service/caller-keys.js';
+import { DeliveryKeys, withDeliveryKeys } from '../service/delivery-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
 import type { TrafficParts } from './build-traffic.js';
@@ -65,7 +66,7 @@ export interface JobsParts {
   logger: Logger;
   /** The gateway's domain (its endpoints' Hosts are not the jobs API's). */
   domain: string;
-  /** What a client key allows (the gateway's check). */
+  /** What a client key allows (the store's answer; the callers' cache and the delivery keys go in front). */
   verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
   /** The worker-facing listener's URL as workers reach it. */
   workersUrl: string;
@@ -112,8 +113,11 @@ export interface Jobs {
   workerEnded(workerId: string, reason: string): void;
   /** The protocol's variables for a queue endpoint's worker (the endpoint's own envs go after, and win). */
   protocolEnv(endpointId: string, workerId: string): EnvVar[];
-  /** The keys the gateway accepts from this side's deliveries of `http` jobs, one per endpoint (no worker sees one). */
-  deliveryKeys: DeliveryKeys;
+  /**
+   * The one cache of callers' key checks, for the jobs routes and the gateway's endpoint URLs, with the keys of this
+   * side's deliveries of `http` jobs (one per endpoint, for its URL alone; no worker sees one).
+   */
+  callerKeys: CallerKeys;
   /** Starts the sweeper. */
   start(): void;
   close(): Promise<void>;
@@ -135,6 +139,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       clock(),
     ),
   });
+  const callerKeys = callerKeyChecks({ deliveryKeys, verifyKey: parts.verifyKey, store, clock, timers });
   const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
   const events = new JobEvents();
   const service = new JobService({
@@ -143,7 +148,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     wakeups,
     events,
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
-    verifyKey: parts.verifyKey,
+    keys: callerKeys,
     retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
     workerCounts: (endpointId) => {
       const running = parts.runningWorkers?.(endpointId) ?? [];
@@ -270,7 +275,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     signals,
     contacts,
     metrics,
-    deliveryKeys,
+    callerKeys,
     clientRoute: new JobClientRoutes({
       service,
       clock,
@@ -326,11 +331,34 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
   };
 }
 
+/**
+ * `corral serve`'s one cache of callers' key checks: a delivery key grants its one endpoint (of that endpoint's
+ * owner), any other key is `verifyKey`'s to answer.
+ */
+export function callerKeyChecks(parts: {
+  deliveryKeys: DeliveryKeys;
+  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  store: Store;
+  clock: Clock;
+  timers: Timers;
+}): CallerKeys {
+  const { store } = parts;
+  return new CallerKeys({
+    verify: withDeliveryKeys(
+      parts.deliveryKeys,
+      parts.verifyKey,
+      async (endpointId) => (await store.endpoints.getMany([endpointId]))[0]?.endpoint.ownerId,
+    ),
+    clock: parts.clock,
+    timers: parts.timers,
+  });
+}
+
 /** What the traffic side takes of the jobs side: routes, signals, a queue worker's env and health. */
 export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
   return {
     routes: [jobs.clientRoute],
-    deliveryKeys: jobs.deliveryKeys,
+    callerKeys: jobs.callerKeys,
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,
     workerEnded: (_endpointId, workerId, reason) => jobs.workerEnded(workerId, reason),

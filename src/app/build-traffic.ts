@@ -29,7 +29,7 @@ import { type HistorySources, TrafficHistory } from '../history/history.js';
 import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
 import type { QueueSignals } from '../ports/queue-signals.js';
 import type { WorkerRuntime } from '../runtime/types.js';
-import { type DeliveryKeys, withDeliveryKeys } from '../service/delivery-keys.js';
+import { CallerKeys } from '../service/caller-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
 
@@ -68,8 +68,11 @@ export interface TrafficParts<M extends GatewayMetrics> {
   /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
   jobs?: {
     routes: readonly GatewayRoute[];
-    /** The keys of http jobs' deliveries: the gateway lets each call its own endpoint alone (no worker sees one). */
-    deliveryKeys: DeliveryKeys;
+    /**
+     * The one cache of callers' key checks, shared with the jobs routes (with the keys of http jobs' deliveries:
+     * the gateway lets each call its own endpoint alone; no worker sees one).
+     */
+    callerKeys: CallerKeys;
     signals: (signals: QueueSignals) => QueueSignals;
     protocolEnv: NonNullable<ControllerOptions['protocolEnv']>;
     queueProbe: NonNullable<ControllerOptions['queueProbe']>;
@@ -110,15 +113,6 @@ export interface Traffic<M extends GatewayMetrics> {
   close(): Promise<void>;
 }
 
-/** The gateway's key check, which also lets each of the jobs side's deliveries of http jobs call its own endpoint. */
-export function gatewayKeyCheck(deliveryKeys: DeliveryKeys, keys: InvokeKeyService, store: Store) {
-  return withDeliveryKeys(
-    deliveryKeys,
-    (key) => keys.grant(key),
-    async (endpointId) => (await store.endpoints.getMany([endpointId]))[0]?.endpoint.ownerId,
-  );
-}
-
 /**
  * The traffic side, built in dependency order with no part referring to one built after it: the routing table
  * (the controller writes it, the gateway reads it and asks it for a fresh look), the gateway (its queues are the
@@ -139,7 +133,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ? parts.gatewayMetrics({ registry })
     : (new GatewayMetrics({ registry }) as M);
   const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
-  const keys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
+  const invokeKeys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
   const peerPools =
     parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const gateway = new Gateway({
@@ -154,7 +148,9 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
-    verifyKey: parts.jobs ? gatewayKeyCheck(parts.jobs.deliveryKeys, keys, store) : (key) => keys.grant(key),
+    keys:
+      parts.jobs?.callerKeys ??
+      new CallerKeys({ verify: (key) => invokeKeys.grant(key), clock, timers: systemTimers }),
     ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
     ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });

@@ -1,7 +1,7 @@
 /**
  * Issue 29: an http job's delivery stays inside its endpoint, over real sockets. The real delivery (HttpDelivery and
- * its node http request) goes through a real gateway whose key check is `corral serve`'s (build-traffic.ts
- * `gatewayKeyCheck`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
+ * its node http request) goes through a real gateway whose key check is `corral serve`'s (build-jobs.ts
+ * `callerKeyChecks`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
  * each test awaits the event that makes its state true (a job finished, a connection closed).
  */
 import { once } from 'node:events';
@@ -24,7 +24,7 @@ import { DeliveryKeys } from '../service/delivery-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
-import { gatewayKeyCheck } from './build-traffic.js';
+import { callerKeyChecks } from './build-jobs.js';
 
 interface TestServer {
   url: string;
@@ -137,6 +137,7 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
     publish(new Map([[endpointB.id, workerB]]));
     deliveryKeys = new DeliveryKeys({ secret: 'the server secret of these tests' });
     const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
+    const invokeKeys = new InvokeKeyService({ store, clock: () => timers.now });
     const gateway = new Gateway({
       routing: routes,
       pools,
@@ -148,11 +149,13 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
       maxQueueLength: 10,
       queueTimeoutMs: 5_000,
       findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-      verifyKey: gatewayKeyCheck(
+      keys: callerKeyChecks({
         deliveryKeys,
-        new InvokeKeyService({ store, clock: () => timers.now }),
+        verifyKey: (key) => invokeKeys.grant(key),
         store,
-      ),
+        clock: () => timers.now,
+        timers,
+      }),
     });
     gatewayPort = (await listen(createServer(gateway.handleRequest))).port;
     cleanups.push(async () => {

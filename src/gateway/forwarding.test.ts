@@ -17,6 +17,7 @@ import { forwardTarget } from '../cluster/forwarding.js';
 import { shareOf } from '../cluster/slot-shares.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutableWorker, RoutingView } from '../ports/routing-view.js';
+import { CallerKeys } from '../service/caller-keys.js';
 import { Gateway } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
@@ -144,7 +145,11 @@ async function startReplica(id: string): Promise<Replica> {
     maxQueueLength: 100,
     queueTimeoutMs: 5_000,
     findEndpoint: async () => undefined,
-    verifyKey: async (key) => (key === OWNER_KEY ? { ownerId: 'owner-a', admin: false } : undefined),
+    keys: new CallerKeys({
+      verify: async (key) => (key === OWNER_KEY ? { ownerId: 'owner-a', admin: false } : undefined),
+      clock: () => timers.now,
+      timers,
+    }),
     forwarding: {
       self: id,
       target: (workers, capacity) =>

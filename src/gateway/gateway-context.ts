@@ -8,7 +8,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { RoutingView } from '../ports/routing-view.js';
-import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
+import type { CallerKeys } from '../service/caller-keys.js';
 import { answer, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, RoutableWorker } from './dispatcher.js';
 import { EndpointTable } from './endpoint-table.js';
@@ -62,10 +62,10 @@ export interface GatewayOptions {
    */
   neverPlaceable?: (endpoint: Endpoint) => string | undefined;
   /**
-   * What a key in `Authorization: Bearer` allows (the store's answer; undefined: nothing). Asked once per key per
-   * KEY_CACHE_TTL_MS (invoke-auth.ts); a request to a non-public endpoint without an allowed key gets 401.
+   * What a key in `Authorization: Bearer` allows: the one cache of callers' key checks, shared with the jobs routes
+   * (service/caller-keys.ts); a request to a non-public endpoint without an allowed key gets 401 (invoke-auth.ts).
    */
-  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  keys: CallerKeys;
   /** Several replicas: forwarding to another replica's gateway; absent (one replica, SQLite): never. */
   forwarding?: GatewayForwarding;
 }
@@ -127,7 +127,7 @@ export class GatewayContext {
   ) {
     this.o = options;
     const timers = options.timers ?? systemTimers;
-    this.keys = new InvokeAuth({ verify: options.verifyKey, clock: options.clock, timers });
+    this.keys = new InvokeAuth({ keys: options.keys });
     this.#store = new StoreLookup({
       find: options.findEndpoint,
       clock: options.clock,

@@ -5,6 +5,7 @@ import {
   type IncomingMessage,
   request,
   type Server,
+  type ServerResponse,
 } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
@@ -13,9 +14,9 @@ import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutingView } from '../ports/routing-view.js';
+import { CallerKeys, KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from '../service/caller-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { Gateway } from './gateway.js';
-import { KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from './invoke-auth.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -224,10 +225,14 @@ async function startGateway(
     maxQueueLength: 10,
     queueTimeoutMs: options.queueTimeoutMs ?? 5_000,
     findEndpoint: (appName) => lookUp.answer(appName),
-    verifyKey: (key) => {
-      keyQueries += 1;
-      return keyStore.answer(key);
-    },
+    keys: new CallerKeys({
+      verify: (key) => {
+        keyQueries += 1;
+        return keyStore.answer(key);
+      },
+      clock: () => timers.now,
+      timers,
+    }),
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
   });
   metrics?.readFrom({ load: () => gateway.stats() });
@@ -1229,6 +1234,40 @@ describe('Gateway', () => {
       expect(keyed.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
       expect(seen).toBeNull();
     });
+
+    // The lease-and-retry loop is one (lease-attempts.ts): an upgrade retries as a request does (above).
+    it('tries another worker when one cannot be reached, and answers 502 WORKER_ERROR after three, as a request does', async () => {
+      const h = await startGateway();
+      const accepting = createServer();
+      accepting.on('upgrade', (_req: IncomingMessage, socket: Socket) => {
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      });
+      const port = await listen(accepting);
+      cleanups.push(() => {
+        accepting.closeAllConnections();
+        accepting.close();
+      });
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, [
+        { id: 'w-dead-1', address: await deadAddress() },
+        { id: 'w-dead-2', address: await deadAddress() },
+        { id: 'w-live', address: { host: '127.0.0.1', port } },
+      ]);
+      const served = await upgradeAnswer(h.port, hostOf(endpoint));
+      expect(served.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+      expect(served.headers['x-corral-worker']).toBe('w-live');
+      const dead = runningEndpoint();
+      h.routing.endpoints.set(dead.id, dead);
+      h.routing.workers.set(dead.id, [
+        { id: 'w-dead-3', address: await deadAddress() },
+        { id: 'w-dead-4', address: await deadAddress() },
+        { id: 'w-dead-5', address: await deadAddress() },
+      ]);
+      const unreached = await upgradeAnswer(h.port, hostOf(dead));
+      expect(unreached.statusLine).toBe('HTTP/1.1 502 Bad Gateway');
+      expect(JSON.parse(unreached.body)).toMatchObject({ reason: 'WORKER_ERROR', metadata: { attempts: 3 } });
+    });
   });
 });
 
@@ -1286,6 +1325,26 @@ describe('Gateway: keys on endpoint URLs', () => {
       authorization: 'Bearer ik-this',
     });
     expect([viaPath.status, viaPath.body]).toEqual([200, 'null']);
+  });
+
+  it("leaves the incoming request as it came: the check reads the key, and the worker's headers leave it out", async () => {
+    const h = await startGateway();
+    const endpoint = await authorizationEcho(h);
+    const server = createServer();
+    let seen: IncomingMessage | undefined;
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      seen = req;
+      h.gateway.handleRequest(req, res);
+    });
+    const port = await listen(server);
+    cleanups.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const answer = await get(port, hostOf(endpoint));
+    expect([answer.status, answer.body]).toEqual([200, 'null']);
+    expect(seen?.headers.authorization).toBe(AUTHORIZATION);
+    expect(seen?.rawHeaders).toContain(AUTHORIZATION);
   });
 
   it('refuses two Authorization headers', async () => {

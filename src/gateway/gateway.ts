@@ -13,7 +13,7 @@ import type { GatewayEndpointLoad } from './endpoint-table.js';
 import { GatewayContext, type GatewayOptions } from './gateway-context.js';
 import type { EndpointLoad } from './metrics.js';
 import { OpenAIPassthrough } from './openai-passthrough.js';
-import { PeerForwarding } from './peer-forwarding.js';
+import { divertWhenSharesMove, PeerForwarding } from './peer-forwarding.js';
 import { RequestPath } from './request-path.js';
 import { type GatewayRoute, GatewayRouter } from './router.js';
 import { UpgradePath } from './upgrade-path.js';
@@ -28,27 +28,20 @@ export class Gateway implements QueueSignals {
 
   /** `routes`: the gateway's own routes in front of the endpoints' (the jobs API's client routes, app/build-jobs.ts). */
   constructor(options: GatewayOptions & { routes?: readonly GatewayRoute[] }) {
-    let forwarding: PeerForwarding | undefined;
     this.#context = new GatewayContext(options, {
       onQueued: (endpointId) => {
         for (const listener of this.#queuedListeners) listener(endpointId);
       },
       ...(options.forwarding
-        ? { onShareless: (endpoint, dispatcher) => forwarding?.divert(endpoint, dispatcher) }
+        ? { onShareless: divertWhenSharesMove(options.routing, options.forwarding) }
         : {}),
     });
     const context = this.#context;
-    forwarding = options.forwarding && new PeerForwarding({ context, forwarding: options.forwarding });
+    const peers = options.forwarding && new PeerForwarding({ context, forwarding: options.forwarding });
     const requests = new RequestPath(
-      forwarding
-        ? {
-            context,
-            diversion: forwarding,
-            wrapAdmit: (inner) => (forwarding as PeerForwarding).wrapAdmit(inner),
-          }
-        : { context },
+      peers ? { context, diversion: peers, wrapAdmit: (inner) => peers.wrapAdmit(inner) } : { context },
     );
-    const upgrades = new UpgradePath(forwarding ? { context, diversion: forwarding } : { context });
+    const upgrades = new UpgradePath(peers ? { context, diversion: peers } : { context });
     const openai = new OpenAIPassthrough({
       routing: options.routing,
       domain: options.domain,

@@ -165,6 +165,22 @@ describe('forwardRequestHeaders', () => {
     expect(info).toEqual({ host: undefined, contentLength: undefined, chunked: true });
   });
 
+  it('passes Authorization headers as the policy says: none, all but those holding a Corral key, or all', () => {
+    const key = 'sk_abcdefghijkl_0123456789abcdefghijklmnopqrstuv';
+    const raw = ['Authorization', `Bearer ${key}`, 'Accept', '*/*', 'authorization', 'Basic YXBwOnB3'];
+    const authorizations = (policy: 'drop' | 'drop-corral-keys' | 'pass') =>
+      pairs(forwardRequestHeaders(raw, '10.0.0.9', 'http', undefined, undefined, policy)).filter(
+        ([name]) => name.toLowerCase() === 'authorization',
+      );
+    expect(authorizations('drop')).toEqual([]);
+    expect(pairs(forward(raw)).filter(([name]) => name.toLowerCase() === 'authorization')).toEqual([]);
+    expect(authorizations('drop-corral-keys')).toEqual([['authorization', 'Basic YXBwOnB3']]);
+    expect(authorizations('pass')).toEqual([
+      ['Authorization', `Bearer ${key}`],
+      ['authorization', 'Basic YXBwOnB3'],
+    ]);
+  });
+
   it('ignores a dangling name in a malformed array', () => {
     expect(pairs(forward(['X-A', '1', 'X-B']))).toEqual([
       ['X-A', '1'],

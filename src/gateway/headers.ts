@@ -11,6 +11,8 @@
  * frames the request to the worker, node:http the response to the client.
  */
 
+import { holdsCorralKey } from './corral-keys.js';
+
 /**
  * Set by a replica's gateway on a request it forwards to another replica's gateway (its replica id), so that the
  * receiving one never forwards it again; dropped before a worker sees the request.
@@ -27,8 +29,23 @@ const CONNECTION = 2;
 const HOST = 3;
 /** X-Forwarded-For: merged, and the client's address appended. */
 const FORWARDED_FOR = 4;
+/** Authorization: passed or dropped as the request's `AuthorizationPolicy` says. */
+const AUTHORIZATION = 5;
 
-type Kind = typeof PASS | typeof DROP | typeof CONNECTION | typeof HOST | typeof FORWARDED_FOR;
+type Kind =
+  | typeof PASS
+  | typeof DROP
+  | typeof CONNECTION
+  | typeof HOST
+  | typeof FORWARDED_FOR
+  | typeof AUTHORIZATION;
+
+/**
+ * Which Authorization headers go on: none (`drop`: the key was the gateway's to check), those that hold no Corral key
+ * (`drop-corral-keys`: a public endpoint's app may do its own authentication), or all (`pass`: to another replica's
+ * gateway, which checks the key again). The request itself is never changed: its check's result travels as this.
+ */
+export type AuthorizationPolicy = 'drop' | 'drop-corral-keys' | 'pass';
 
 /** Whether `name` equals `lower` (an all-lowercase ASCII name of the same length) ignoring ASCII case. */
 function sameName(name: string, lower: string): boolean {
@@ -75,6 +92,8 @@ function requestKind(name: string): Kind {
     case 10:
       if (sameName(name, 'connection')) return CONNECTION;
       return sameName(name, 'keep-alive') ? DROP : PASS;
+    case 13:
+      return sameName(name, 'authorization') ? AUTHORIZATION : PASS;
     case 15:
       return sameName(name, 'x-forwarded-for') ? FORWARDED_FOR : PASS;
     case 16:
@@ -113,7 +132,7 @@ export interface RequestHeadInfo {
  * `X-Forwarded-For` (the client's existing values, joined, with `clientAddress` appended), `X-Forwarded-Proto`
  * (`proto`), `X-Forwarded-Host` (the original Host, when there was one) and `X-Forwarded-Prefix` (the path prefix
  * the gateway stripped, for a request to an endpoint's path form). Host itself is not forwarded: undici
- * sends the worker's address, as nginx does by default.
+ * sends the worker's address, as nginx does by default. Authorization headers go as `authorization` says.
  */
 export function forwardRequestHeaders(
   raw: readonly string[],
@@ -121,6 +140,7 @@ export function forwardRequestHeaders(
   proto: string,
   info?: RequestHeadInfo,
   forwardedPrefix?: string,
+  authorization: AuthorizationPolicy = 'drop',
 ): string[] {
   const out: string[] = [];
   let connection: string | undefined;
@@ -147,6 +167,10 @@ export function forwardRequestHeaders(
         break;
       case FORWARDED_FOR:
         forwardedFor = forwardedFor === undefined ? value : `${forwardedFor}, ${value}`;
+        break;
+      case AUTHORIZATION:
+        if (authorization === 'pass' || (authorization === 'drop-corral-keys' && !holdsCorralKey(value)))
+          out.push(name, value);
         break;
     }
   }

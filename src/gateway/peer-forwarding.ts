@@ -1,13 +1,14 @@
 /**
  * Several replicas: what this gateway holds no slot for goes to the replica whose gateway does (docs/operations.md).
  * A wrapper around the request path's `admit` (forwarded on arrival), the queue's diversion (forwarded once queued
- * when the shares move) and the upgrade path's (tunnelled there). The receiving gateway checks the key again,
- * serves or queues the request under its own share, and counts it; a peer that cannot be reached leaves the request
- * to be served here.
+ * when the shares move) and the upgrade path's (tunnelled there). The request goes as it came, its Authorization
+ * included (the key check here never changes it): the receiving gateway checks the key again, serves or queues the
+ * request under its own share, and counts it; a peer that cannot be reached leaves the request to be served here.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { RoutingView } from '../ports/routing-view.js';
 import type { EndpointDispatcher } from './dispatcher.js';
 import { DIVERTED, type GatewayContext, type GatewayForwarding } from './gateway-context.js';
 import { FORWARDED_BY } from './headers.js';
@@ -22,11 +23,23 @@ const PEER_CONNECTIONS = 64;
 
 type Target = { replicaId: string; url: string };
 
+/**
+ * The routes or shares changed (the endpoint table's `onShareless`): requests queued here leave for the replica now
+ * holding the slots, if any. Needs no gateway part: the table calls it, and PeerForwarding takes them from there.
+ */
+export function divertWhenSharesMove(
+  routing: RoutingView,
+  forwarding: Pick<GatewayForwarding, 'target'>,
+): (endpoint: Endpoint, dispatcher: EndpointDispatcher) => void {
+  return (endpoint, dispatcher) => {
+    const workers = routing.routableWorkers(endpoint.id);
+    if (forwarding.target(workers, endpoint.spec.workers.maxConcurrent)) dispatcher.rejectQueued(DIVERTED);
+  };
+}
+
 export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
   readonly #c: GatewayContext;
   readonly #forwarding: GatewayForwarding;
-  /** A request's Authorization header, kept when forwarding may divert it once queued (its check takes it off). */
-  readonly #authorizations = new WeakMap<IncomingMessage, string>();
 
   constructor(options: { context: GatewayContext; forwarding: GatewayForwarding }) {
     this.#c = options.context;
@@ -42,14 +55,13 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
           void this.#toPeer(req, res, endpoint, target, arrived, inner);
           return;
         }
-        this.#keepAuthorization(req, endpoint);
       }
       inner(req, res, endpoint, arrived);
     };
   }
 
   /**
-   * A queued request diverted: forwarded (true), or false when it must queue here again (key taken off again). One
+   * A queued request diverted: forwarded (true), or false when it must queue here again. One
    * that waited here through a wake from zero has its answer say so (`Server-Timing` with the wake's phases, from
    * the routes), as it would had it been served here: the other gateway serves it at once and knows of no wait.
    */
@@ -60,9 +72,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
     wait: QueuedWait,
   ): Promise<boolean> {
     const target = this.#target(req, endpoint);
-    const authorization = this.#authorizations.get(req);
     if (!target) return false;
-    if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
     const waited = wait.cold
       ? wakeHeaders(
           this.#c.o.clock() - wait.arrived,
@@ -71,7 +81,6 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
         )
       : {};
     if ((await this.#proxyToPeer(req, res, endpoint, target, waited)) !== 'not-sent') return true;
-    if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
     this.#c.o.logger.warn(
       { endpointId: endpoint.id, replicaId: target.replicaId },
       'could not forward to a replica',
@@ -81,41 +90,28 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
 
   /**
    * Tunnels the upgrade to the replica whose gateway serves the endpoint instead of this one, if any (true: it went
-   * there, and that gateway checks its key, serves or queues it, and counts it). False: serve it here; the key is
-   * kept first, for a diversion once queued. `diverted`: it was queued here, its key check took the key off.
+   * there, and that gateway checks its key, serves or queues it, and counts it). False: serve it here.
    */
   async upgradedAtPeer(
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
     endpoint: Endpoint,
-    diverted = false,
   ): Promise<boolean> {
     const target = this.#target(req, endpoint);
-    const authorization = diverted ? this.#authorizations.get(req) : undefined;
     if (target) {
-      if (authorization !== undefined) req.rawHeaders.push('authorization', authorization);
       const outcome = await upgradeToPeer(req, socket, head, {
         self: this.#forwarding.self,
         target,
         queueTimeoutMs: this.#c.o.queueTimeoutMs,
       });
       if (outcome !== 'not-sent') return true;
-      if (authorization !== undefined) req.rawHeaders.splice(-2, 2);
       this.#c.o.logger.warn(
         { endpointId: endpoint.id, replicaId: target.replicaId },
         'could not forward an upgrade to a replica',
       );
     }
-    if (!diverted) this.#keepAuthorization(req, endpoint);
     return false;
-  }
-
-  /** The routes or shares changed: requests queued here leave for the replica now holding the slots, if any. */
-  divert(endpoint: Endpoint, dispatcher: EndpointDispatcher): void {
-    const workers = this.#c.o.routing.routableWorkers(endpoint.id);
-    if (this.#forwarding.target(workers, endpoint.spec.workers.maxConcurrent))
-      dispatcher.rejectQueued(DIVERTED);
   }
 
   /** Where the request goes instead of this gateway's queue (another replica's gateway), or undefined: here. */
@@ -132,7 +128,7 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
 
   /**
    * Proxies the request to another replica's gateway. One that could not be reached leaves the request untouched:
-   * it is admitted here (its key kept first, for a diversion once queued).
+   * it is admitted here.
    */
   async #toPeer(
     req: IncomingMessage,
@@ -147,7 +143,6 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
       { endpointId: endpoint.id, replicaId: target.replicaId },
       'could not forward to a replica',
     );
-    this.#keepAuthorization(req, endpoint);
     admitHere(req, res, endpoint, arrived);
   }
 
@@ -170,22 +165,5 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
       responseHeaders: { 'x-corral-forwarded-to': target.replicaId, ...headers },
       toGateway: { forwardedBy: this.#forwarding.self },
     });
-  }
-
-  /**
-   * Keeps the request's one Authorization value before its check takes it off (a diverted request needs it). Not for
-   * a public endpoint: its check takes off only Corral keys, which the other replica need not see, and what stays
-   * goes on with the request.
-   */
-  #keepAuthorization(req: IncomingMessage, endpoint: Endpoint): void {
-    if (endpoint.spec.public) return;
-    const raw = req.rawHeaders;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const name = raw[i] as string;
-      if (name.length === 13 && name.toLowerCase() === 'authorization') {
-        this.#authorizations.set(req, raw[i + 1] as string);
-        return;
-      }
-    }
   }
 }

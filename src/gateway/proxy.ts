@@ -24,6 +24,7 @@ import type { Dispatcher } from 'undici';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { answer } from './answer.js';
 import {
+  type AuthorizationPolicy,
   FORWARDED_BY,
   filterResponseHeaders,
   forwardRequestHeaders,
@@ -75,6 +76,8 @@ export interface ProxyRequestOptions {
    * Host and its whole path (an endpoint's path form included), and says which replica forwarded it.
    */
   toGateway?: { forwardedBy: string };
+  /** Which Authorization headers go on (headers.ts); default: none to a worker, all to another replica's gateway. */
+  authorization?: AuthorizationPolicy;
 }
 
 /** Node clamps longer timer delays to 1 ms. */
@@ -113,6 +116,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
   readonly responseHeaders: Record<string, string> | undefined;
   readonly bodyLimitBytes: number | undefined;
   readonly toGateway: { forwardedBy: string } | undefined;
+  readonly authorization: AuthorizationPolicy;
   /** The client connection, kept because undici may null `req.socket`. */
   readonly clientSocket: Socket;
 
@@ -141,6 +145,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     this.responseHeaders = options.responseHeaders;
     this.bodyLimitBytes = options.bodyLimitBytes;
     this.toGateway = options.toGateway;
+    this.authorization = options.authorization ?? (options.toGateway ? 'pass' : 'drop');
     this.clientSocket = options.req.socket;
   }
 
@@ -160,6 +165,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
       (socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
       this,
       forwardedPrefix(req),
+      this.authorization,
     );
     const limit = this.bodyLimitBytes;
     if (limit !== undefined && this.contentLength !== undefined && Number(this.contentLength) > limit) {

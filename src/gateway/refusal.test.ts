@@ -6,13 +6,14 @@
  */
 import { once } from 'node:events';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointCondition } from '../ports/routing-view.js';
+import { CallerKeys } from '../service/caller-keys.js';
 import { Gateway } from './gateway.js';
 import { WorkerPools } from './pools.js';
 
@@ -50,10 +51,14 @@ async function startGateway() {
     queueTimeoutMs: 5_000,
     findEndpoint: async () => undefined,
     // Every request here carries an admin key: what is under test is what happens after the key check.
-    verifyKey: async (key) => (key === ADMIN_KEY ? { ownerId: 'admin', admin: true } : undefined),
+    keys: new CallerKeys({
+      verify: async (key) => (key === ADMIN_KEY ? { ownerId: 'admin', admin: true } : undefined),
+      clock: () => timers.now,
+      timers,
+    }),
   });
   gateway.onQueued((id) => queued.push(id));
-  const port = await listen(createServer(gateway.handleRequest));
+  const port = await listen(createServer(gateway.handleRequest).on('upgrade', gateway.handleUpgrade));
   cleanups.push(async () => {
     gateway.close();
     await pools.close();
@@ -238,6 +243,19 @@ describe('an endpoint that cannot serve', () => {
     g.routes.publish([endpoint], routable, new Map([[endpoint.id, outage]]));
     const answer = await get(g.port, endpoint);
     expect([answer.status, answer.body.reason]).toEqual([503, 'RUNTIME_UNAVAILABLE']);
+    expect(g.queued).toEqual([]);
+    // An upgrade's retry is the same loop (lease-attempts.ts): answered at once too, never queued.
+    const upgrade = connect(g.port, '127.0.0.1');
+    upgrade.write(
+      `GET /ws HTTP/1.1\r\nHost: ${endpoint.spec.appName}.localhost\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
+    );
+    let raw = '';
+    upgrade.on('data', (chunk: Buffer) => {
+      raw += chunk.toString('latin1');
+    });
+    await once(upgrade, 'close');
+    expect(raw).toMatch(/^HTTP\/1\.1 503 /);
+    expect(raw).toContain('RUNTIME_UNAVAILABLE');
     expect(g.queued).toEqual([]);
   });
 

@@ -9,13 +9,9 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { preferredWorker } from './affinity.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
-import {
-  DIVERTED,
-  type GatewayContext,
-  MAX_ATTEMPTS,
-  noWorkerReached,
-  OUTCOME_STATUS,
-} from './gateway-context.js';
+import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
+import { authorizationFor } from './invoke-auth.js';
+import { attemptOnLeases } from './lease-attempts.js';
 import { contentLengthExceeds, type ProxyOutcome, proxyRequest } from './proxy.js';
 import { targetProblem } from './request-target.js';
 import { serverTiming } from './server-timing.js';
@@ -132,8 +128,8 @@ export class RequestPath {
 
   /**
    * Proxies the request on `granted`, or on the slot it waits for in the queue, and tries another worker when one
-   * could not be reached. Only a request that has to wait gets an abort signal, so that its client's disconnect
-   * takes it out of the queue; once proxying, the exchange watches the client itself.
+   * could not be reached (lease-attempts.ts). Only a request that has to wait gets an abort signal, so that its
+   * client's disconnect takes it out of the queue; once proxying, the exchange watches the client itself.
    */
   async #proxy(
     req: IncomingMessage,
@@ -145,16 +141,18 @@ export class RequestPath {
     prefer: string | undefined,
   ): Promise<void> {
     const c = this.#c;
-    let lease = granted;
     let waiting: AbortController | undefined;
     let onClientClose: (() => void) | undefined;
     let cold = false;
-    let tried: Set<string> | undefined;
     // requestTimeout covers the request at the workers: a retry gets what is left of it.
     let deadline: number | undefined;
     try {
-      for (let attempt = 1; ; attempt++) {
-        if (!lease) {
+      const end = await attemptOnLeases({
+        dispatcher,
+        clock: c.o.clock,
+        ...(granted ? { granted } : {}),
+        ...(prefer === undefined ? {} : { prefer }),
+        waitSignal: (attempt) => {
           if (!waiting) {
             const controller = new AbortController();
             waiting = controller;
@@ -164,44 +162,29 @@ export class RequestPath {
             res.on('close', onClientClose);
             cold = attempt === 1 && c.endpoints.wakingFor(endpoint.id, arrived);
           }
-          // A retry whose workers all failed, of an endpoint that can get no new one, is answered now.
-          const refused = tried && c.endpoints.refusalOf(endpoint);
-          if (refused) return c.fail(res, endpoint, refused, arrived, 0);
-          const waitFrom = c.o.clock();
-          try {
-            lease = await dispatcher.acquire({ signal: waiting.signal, exclude: tried, prefer });
-          } catch (error) {
-            if (error !== DIVERTED) return c.fail(res, endpoint, error, arrived, c.o.clock() - waitFrom);
-          }
-          if (!lease) {
-            // Diverted: forwarded to the replica holding the slots, or back in the queue when it cannot be.
-            if (await this.#diversion.divertedToPeer(req, res, endpoint, { arrived, cold })) return;
-            attempt -= 1;
-            continue;
-          }
-        }
-        const sentAt = c.o.clock();
-        deadline ??= sentAt + endpoint.spec.workers.requestTimeoutSeconds * 1000;
-        const outcome = await this.#forward(req, res, endpoint, lease, {
-          coldStartMs: cold ? sentAt - arrived : undefined,
-          arrived,
-          timeoutMs: Math.max(1, deadline - sentAt),
-        });
-        // Before the release: releasing hands the slot to the next queued request at once.
-        if (outcome === 'not-sent' || outcome === 'worker-error') c.quarantine(endpoint.id, lease.workerId);
-        lease.release();
-        if (outcome === 'not-sent' && attempt === MAX_ATTEMPTS) {
-          return c.fail(res, endpoint, noWorkerReached(), arrived, lease.queuedMs);
-        }
-        if (outcome !== 'not-sent') {
+          return waiting.signal;
+        },
+        refusalOnRetry: () => c.endpoints.refusalOf(endpoint),
+        diverted: () => this.#diversion.divertedToPeer(req, res, endpoint, { arrived, cold }),
+        send: async (lease) => {
+          const sentAt = c.o.clock();
+          deadline ??= sentAt + endpoint.spec.workers.requestTimeoutSeconds * 1000;
+          const outcome = await this.#forward(req, res, endpoint, lease, {
+            coldStartMs: cold ? sentAt - arrived : undefined,
+            arrived,
+            timeoutMs: Math.max(1, deadline - sentAt),
+          });
+          // Before the release: releasing hands the slot to the next queued request at once.
+          if (outcome === 'not-sent' || outcome === 'worker-error') c.quarantine(endpoint.id, lease.workerId);
+          lease.release();
+          if (outcome === 'not-sent') return 'not-sent';
           const status = outcome === 'ok' ? res.statusCode : OUTCOME_STATUS[outcome];
           c.observe(endpoint.id, status, arrived, lease.queuedMs);
-          return;
-        }
-        tried ??= new Set();
-        tried.add(lease.workerId);
-        lease = dispatcher.tryAcquire(tried);
-      }
+          return 'sent';
+        },
+      });
+      if (end.kind === 'refused') c.fail(res, endpoint, end.error, arrived, end.queuedMs);
+      else if (end.kind === 'unreached') c.fail(res, endpoint, noWorkerReached(), arrived, end.queuedMs);
     } finally {
       if (onClientClose) res.off('close', onClientClose);
     }
@@ -232,6 +215,7 @@ export class RequestPath {
       requestTimeoutMs: timeoutMs,
       responseHeaders,
       bodyLimitBytes: this.#c.o.bodyLimitBytes,
+      authorization: authorizationFor(endpoint),
     });
   }
 }

@@ -7,29 +7,19 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Endpoint } from '../domain/endpoint.js';
-import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
+import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade, queuedHeader } from './answer.js';
 import type { Lease } from './dispatcher.js';
-import {
-  DIVERTED,
-  type GatewayContext,
-  MAX_ATTEMPTS,
-  noWorkerReached,
-  OUTCOME_STATUS,
-} from './gateway-context.js';
+import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
+import { authorizationFor } from './invoke-auth.js';
+import { attemptOnLeases } from './lease-attempts.js';
 import { targetProblem } from './request-target.js';
 import { proxyUpgrade, type UpgradeOutcome } from './websocket.js';
 import { workerHeaders } from './worker-headers.js';
 
 /** Where an upgrade goes instead of here (another replica's gateway): true, it went there. */
 export interface UpgradeDiversion {
-  upgradedAtPeer(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    endpoint: Endpoint,
-    diverted?: boolean,
-  ): Promise<boolean>;
+  upgradedAtPeer(req: IncomingMessage, socket: Duplex, head: Buffer, endpoint: Endpoint): Promise<boolean>;
 }
 
 const NEVER_DIVERTED: UpgradeDiversion = { upgradedAtPeer: async () => false };
@@ -94,36 +84,28 @@ export class UpgradePath {
       return;
     }
     const routed = endpoint as Endpoint;
-    const dispatcher = c.endpoints.dispatcherFor(routed);
-    const tried = new Set<string>();
-    let queuedMs = 0;
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const waitFrom = c.o.clock();
-      if (attempt === 1) c.endpoints.wakingFor(routed.id, arrived);
-      let lease: Lease;
-      try {
-        lease = await dispatcher.acquire({ signal: gone, exclude: tried });
-      } catch (error) {
-        if (error === DIVERTED) {
-          // Forwarded to the replica holding the slots, or back in the queue when it cannot be.
-          if (await this.#diversion.upgradedAtPeer(req, socket, head, routed, true)) return;
-          attempt -= 1;
-          continue;
-        }
-        const failure = error instanceof GatewayError ? error : new GatewayError('WORKER_ERROR');
-        queuedMs = c.o.clock() - waitFrom;
-        c.observe(routed.id, failure.status, arrived, queuedMs);
-        refuse(socket, failure, queuedMs);
-        return;
-      }
-      queuedMs = lease.queuedMs;
-      const outcome = await this.#tunnel(req, socket, head, routed, lease, arrived);
+    const end = await attemptOnLeases({
+      dispatcher: c.endpoints.dispatcherFor(routed),
+      clock: c.o.clock,
+      waitSignal: (attempt) => {
+        if (attempt === 1) c.endpoints.wakingFor(routed.id, arrived);
+        return gone;
+      },
+      refusalOnRetry: () => c.endpoints.refusalOf(routed),
+      diverted: () => this.#diversion.upgradedAtPeer(req, socket, head, routed),
       // Only an unreachable worker leaves the client's socket untouched: try another, or say so.
-      if (outcome !== 'not-sent') return;
-      tried.add(lease.workerId);
-    }
-    c.observe(routed.id, GATEWAY_ERROR_CATALOGUE.WORKER_ERROR.status, arrived, queuedMs);
-    refuse(socket, noWorkerReached(), queuedMs);
+      send: async (lease) =>
+        (await this.#tunnel(req, socket, head, routed, lease, arrived)) === 'not-sent' ? 'not-sent' : 'sent',
+    });
+    if (end.kind === 'done') return;
+    const failure =
+      end.kind === 'unreached'
+        ? noWorkerReached()
+        : end.error instanceof GatewayError
+          ? end.error
+          : new GatewayError('WORKER_ERROR');
+    c.observe(routed.id, failure.status, arrived, end.queuedMs);
+    refuse(socket, failure, end.queuedMs);
   }
 
   /** One attempt at the upgrade on `lease`'s worker; counted unless the worker could not be reached. */
@@ -142,6 +124,7 @@ export class UpgradePath {
     try {
       outcome = await proxyUpgrade(req, socket, head, lease.address, headers, {
         workerId: lease.workerId,
+        authorization: authorizationFor(endpoint),
         onResponse: (status) => {
           counted = true;
           c.observe(endpoint.id, status, arrived, lease.queuedMs);

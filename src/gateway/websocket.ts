@@ -27,7 +27,12 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade } from './answer.js';
-import { FORWARDED_BY, forwardRequestHeaders, type RequestHeadInfo } from './headers.js';
+import {
+  type AuthorizationPolicy,
+  FORWARDED_BY,
+  forwardRequestHeaders,
+  type RequestHeadInfo,
+} from './headers.js';
 import { forwardedPrefix } from './request-target.js';
 
 export type UpgradeOutcome =
@@ -62,6 +67,8 @@ export interface ProxyUpgradeOptions {
    * carries `X-Corral-Forwarded-By: {forwardedBy}`.
    */
   toGateway?: { forwardedBy: string };
+  /** Which Authorization headers go on (headers.ts); default: none to a worker, all to another replica's gateway. */
+  authorization?: AuthorizationPolicy;
 }
 
 /** How long a worker may take to answer the upgrade, by default. */
@@ -114,6 +121,7 @@ class Tunnel {
   readonly #workerId: string | undefined;
   readonly #onResponse: ((statusCode: number) => void) | undefined;
   readonly #forwardedBy: string | undefined;
+  readonly #authorization: AuthorizationPolicy;
   /** Read before anything happens to the client's socket: a closed one no longer knows it. */
   readonly #clientAddress: string | undefined;
   readonly #proto: 'http' | 'https';
@@ -144,6 +152,7 @@ class Tunnel {
     this.#workerId = options.workerId;
     this.#onResponse = options.onResponse;
     this.#forwardedBy = options.toGateway?.forwardedBy;
+    this.#authorization = options.authorization ?? (options.toGateway ? 'pass' : 'drop');
     this.#clientAddress = (options.socket as net.Socket).remoteAddress ?? options.req.socket?.remoteAddress;
     this.#proto = (options.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   }
@@ -184,7 +193,14 @@ class Tunnel {
     const client = this.#client;
     const upstream = this.#upstream;
     (client as net.Socket).setNoDelay?.(true);
-    const head = requestHead(this.#req, this.#target, this.#clientAddress, this.#proto, this.#forwardedBy);
+    const head = requestHead(
+      this.#req,
+      this.#target,
+      this.#clientAddress,
+      this.#proto,
+      this.#forwardedBy,
+      this.#authorization,
+    );
     upstream.write(head, 'latin1');
     if (this.#head.length > 0) upstream.write(this.#head);
     client.pipe(upstream);
@@ -342,10 +358,11 @@ function requestHead(
   clientAddress: string | undefined,
   proto: string,
   forwardedBy: string | undefined,
+  authorization: AuthorizationPolicy,
 ): string {
   const info: RequestHeadInfo = { host: undefined, contentLength: undefined, chunked: false };
   const prefix = forwardedPrefix(req);
-  const headers = forwardRequestHeaders(req.rawHeaders, clientAddress, proto, info, prefix);
+  const headers = forwardRequestHeaders(req.rawHeaders, clientAddress, proto, info, prefix, authorization);
   const address = target.host.includes(':') ? `[${target.host}]` : target.host;
   let host = `${address}:${target.port}`;
   let path = req.url ?? '/';

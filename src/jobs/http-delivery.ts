@@ -24,6 +24,7 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobRepository } from '../store/jobs.js';
 import type { JobsLogger } from './http-io.js';
+import { announceEnded } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import { ERROR_BODY_CHARS, httpSend, isRedirect, type JobSend } from './job-send.js';
 import type { Wakeups } from './wakeups.js';
@@ -167,10 +168,7 @@ export class HttpDelivery {
         ...result,
         now: this.#o.clock(),
       });
-      if (outcome === 'applied' && done) {
-        this.#o.wakeups.wake(wakeKey.job(job.id));
-        this.#o.events.emit('finished', { job: done });
-      }
+      if (outcome === 'applied' && done) announceEnded(this.#o, done);
     } catch (error) {
       this.#o.logger.warn({ jobId: job.id, err: describe(error) }, 'http job result not stored');
     }

@@ -20,10 +20,12 @@ import { describeBreach, jobQuotaBreach, type Quota } from '../domain/quota.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
+import type { CallerKeys } from '../service/caller-keys.js';
+import { callRefusal, keyRefusal, reachOf, UNKNOWN_KEY } from '../service/endpoint-access.js';
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
-import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { EndpointReach } from '../store/endpoints.js';
 import type { JobAdmit, JobRepository } from '../store/jobs.js';
+import { announceEnded } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 import { isWorkerToken } from './worker-tokens.js';
@@ -38,8 +40,8 @@ export interface JobServiceOptions {
    * `limit` (the store's `EndpointRepository.matching`).
    */
   findEndpoints: (ref: string, reach: EndpointReach, limit: number) => Promise<Endpoint[]>;
-  /** What a client key allows (the gateway's check: owner, admin, or an invoke key of one endpoint). */
-  verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
+  /** What a client key allows: the one cache of callers' key checks, shared with the gateway's endpoint URLs. */
+  keys: CallerKeys;
   retention: JobRetention;
   /** The endpoint's workers, idle and running, for `health`; none: zeros. */
   workerCounts?: (endpointId: string) => { idle: number; running: number };
@@ -73,8 +75,8 @@ export class JobService {
   /**
    * The endpoint `ref` names (its id, else its appName, else its name when no other endpoint the key may call has
    * it: service/endpoint-ref.ts) among those `presented` (an Authorization value: `Bearer k` or the raw key) may
-   * use the jobs of: 401 without a key or with one that is not a client key, 404 when no endpoint the key may call
-   * is named so, 409 naming the ids when several are.
+   * use the jobs of (service/endpoint-access.ts, the gateway's rule too): 401 without a key or with one that is not
+   * a client key, 404 when no endpoint the key may call is named so, 409 naming the ids when several are.
    */
   async authorize(ref: string, presented: string | undefined): Promise<Endpoint> {
     const key = presented?.replace(/^Bearer\s+/i, '').trim() ?? '';
@@ -85,10 +87,12 @@ export class JobService {
       );
     if (isWorkerToken(key))
       throw new JobError('UNAUTHENTICATED', "a worker's token cannot call the client routes");
-    const grant = await this.#o.verifyKey(key);
-    if (!grant) throw new JobError('UNAUTHENTICATED', 'the key is unknown or revoked');
-    const reachable = (await this.#o.findEndpoints(ref, reachOf(grant), NAME_MATCHES)).filter((e) =>
-      mayCall(grant, e),
+    const grant = await this.#o.keys.grantOf(key);
+    if (grant === null) throw new JobError('UNAUTHENTICATED', UNKNOWN_KEY);
+    const refused = keyRefusal(grant, 'jobs');
+    if (refused !== undefined) throw new JobError('UNAUTHENTICATED', refused);
+    const reachable = (await this.#o.findEndpoints(ref, reachOf(grant), NAME_MATCHES)).filter(
+      (e) => callRefusal(grant, e, 'jobs') === undefined,
     );
     const found = resolveEndpointRef(ref, reachable, (e) => ({
       id: e.id,
@@ -196,11 +200,7 @@ export class JobService {
     const before = await this.status(endpoint, jobId);
     const job = await this.#o.jobs.cancel(endpoint.id, jobId, this.#o.clock());
     if (!job) throw new JobError('JOB_NOT_FOUND', `no job ${JSON.stringify(jobId)} on this endpoint`);
-    if (!isTerminal(before.status) && job.status === 'CANCELLED') {
-      this.#o.wakeups.wake(wakeKey.job(jobId));
-      if (job.workerId !== null) this.#o.wakeups.wake(wakeKey.stops(job.workerId));
-      this.#o.events.emit('finished', { job });
-    }
+    if (!isTerminal(before.status) && job.status === 'CANCELLED') announceEnded(this.#o, job, true);
     return job;
   }
 
@@ -269,20 +269,4 @@ export class JobService {
     ]);
     return { counts, jobs };
   }
-}
-
-/** Where a key's endpoints are looked for: its one endpoint (an invoke key), its owner's, or every owner's (admin). */
-function reachOf(grant: EndpointKeyGrant): EndpointReach {
-  if (grant.admin) return {};
-  return grant.endpointId === undefined
-    ? { ownerId: grant.ownerId }
-    : { ownerId: grant.ownerId, endpointId: grant.endpointId };
-}
-
-/** Whether the key may use the endpoint's jobs: the check itself, whatever the look-up returned. */
-function mayCall(grant: EndpointKeyGrant, endpoint: Endpoint): boolean {
-  if (grant.admin) return true;
-  return grant.endpointId === undefined
-    ? grant.ownerId === endpoint.ownerId
-    : grant.endpointId === endpoint.id;
 }

@@ -8,7 +8,8 @@
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobRepository } from '../store/jobs.js';
 import type { JobsLogger } from './http-io.js';
-import { type JobEvents, wakeKey } from './job-events.js';
+import { announceEnded, announceRequeued } from './job-announcements.js';
+import type { JobEvents } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 
 export interface JobSweeperOptions {
@@ -40,14 +41,10 @@ export class JobSweeper {
 
   /** One sweep now (tests; the interval calls it too). */
   async sweep(): Promise<void> {
-    const { jobs, wakeups, events } = this.#o;
+    const { jobs, events } = this.#o;
     const now = this.#o.clock();
     const { timedOut } = await jobs.expire(now);
-    for (const job of timedOut) {
-      wakeups.wake(wakeKey.job(job.id));
-      if (job.workerId !== null) wakeups.wake(wakeKey.stops(job.workerId));
-      events.emit('finished', { job });
-    }
+    for (const job of timedOut) announceEnded(this.#o, job, true);
     const lost = await jobs.requeueUnseen(
       now - this.#o.lostAfterMs,
       'its worker stopped showing it held the job',
@@ -56,16 +53,7 @@ export class JobSweeper {
         now,
       },
     );
-    for (const job of lost.failed) {
-      wakeups.wake(wakeKey.job(job.id));
-      events.emit('finished', { job });
-    }
-    for (const id of lost.requeued) wakeups.wake(wakeKey.job(id));
-    for (const endpointId of lost.endpoints) {
-      wakeups.wake(wakeKey.queue(endpointId));
-      events.emit('queued', { endpointId, lowPriority: false });
-      events.emit('retried', { endpointId, count: lost.perEndpoint[endpointId] ?? 0 });
-    }
+    announceRequeued(this.#o, lost);
     for (const overdue of await jobs.overdueStops(now - this.#o.stopGraceMs))
       events.emit('recycle', { ...overdue, reason: 'it kept a job it was told to stop' });
     // What retention and purges deleted goes back to the disk, one bounded step a sweep (SQLite).

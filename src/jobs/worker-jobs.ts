@@ -12,6 +12,7 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
 import type { JobRepository } from '../store/jobs.js';
+import { announceEnded, announceRequeued } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 
@@ -155,10 +156,7 @@ export class WorkerJobs {
     });
     if (outcome === 'refused' || !job || job.endpointId !== endpoint.id)
       throw new JobError('RESULT_REFUSED', `job ${jobId} is not held by worker ${workerId}`);
-    if (outcome === 'applied') {
-      this.#o.wakeups.wake(wakeKey.job(jobId));
-      this.#o.events.emit('finished', { job });
-    }
+    if (outcome === 'applied') announceEnded(this.#o, job);
     if (result.stopPod)
       this.#o.events.emit('recycle', {
         endpointId: endpoint.id,
@@ -223,46 +221,25 @@ export class WorkerJobs {
 
   /** The worker ended (failed, removed): the jobs it held go back to the queue now (FAILED at the attempt limit). */
   async workerEnded(workerId: string, reason: string): Promise<void> {
-    const { requeued, failed, endpoints, perEndpoint } = await this.#o.jobs.requeueWorker(
-      workerId,
-      `its worker ended: ${reason}`,
-      {
-        maxAttempts: this.#o.maxAttempts,
-        now: this.#o.clock(),
-      },
-    );
-    for (const id of requeued) this.#o.wakeups.wake(wakeKey.job(id));
-    for (const job of failed) {
-      this.#o.wakeups.wake(wakeKey.job(job.id));
-      this.#o.events.emit('finished', { job });
-    }
-    for (const endpointId of endpoints) {
-      this.#o.wakeups.wake(wakeKey.queue(endpointId));
-      this.#o.events.emit('queued', { endpointId, lowPriority: false });
-      this.#o.events.emit('retried', { endpointId, count: perEndpoint[endpointId] ?? 0 });
-    }
+    const requeued = await this.#o.jobs.requeueWorker(workerId, `its worker ended: ${reason}`, {
+      maxAttempts: this.#o.maxAttempts,
+      now: this.#o.clock(),
+    });
+    announceRequeued(this.#o, requeued);
   }
 
   /** The worker no longer holds its jobs (all, or `jobs` it never got): back to the queue, FAILED at the limit. */
   async #returnHeld(caller: WorkerCaller, cause: string, jobs?: readonly Job[]): Promise<void> {
     const options = { maxAttempts: this.#o.maxAttempts, now: this.#o.clock() };
-    const { requeued, failed } = jobs
+    const requeued = jobs
       ? await this.#o.jobs.requeue(
           jobs.map((j) => j.id),
           cause,
           { ...options, untaken: true },
         )
       : await this.#o.jobs.requeueWorker(caller.workerId, cause, options);
-    for (const job of failed) {
-      this.#o.wakeups.wake(wakeKey.job(job.id));
-      this.#o.events.emit('finished', { job });
-    }
-    if (requeued.length > 0) {
-      this.#o.wakeups.wake(wakeKey.queue(caller.endpoint.id));
-      this.#o.events.emit('queued', { endpointId: caller.endpoint.id, lowPriority: false });
-      // Jobs it never got (its take was not answered) were not attempted: only those it held are retried.
-      if (!jobs) this.#o.events.emit('retried', { endpointId: caller.endpoint.id, count: requeued.length });
-    }
+    // Jobs it never got (its take was not answered) were not attempted: only those it held are retried.
+    announceRequeued(this.#o, requeued, jobs === undefined);
   }
 }
 

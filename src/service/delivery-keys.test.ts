@@ -33,6 +33,7 @@ describe("http jobs' delivery keys", () => {
       ownerId: 'owner-a',
       admin: false,
       endpointId: 'ep-a',
+      delivery: true,
     });
     expect(await grant(keys.keyFor('ep-gone'))).toBeUndefined();
     expect(await grant('sk-of-b')).toBe(stored);

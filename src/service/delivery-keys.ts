@@ -41,8 +41,9 @@ export class DeliveryKeys {
 }
 
 /**
- * The gateway's key check with delivery keys: a delivery key's grant is its one endpoint (of that endpoint's
- * owner, as an invoke key's is; none once the endpoint is gone); any other key is `grant`'s to answer.
+ * The callers' key check with delivery keys: a delivery key's grant is its one endpoint (of that endpoint's
+ * owner, as an invoke key's is, marked `delivery`; none once the endpoint is gone); any other key is `grant`'s to
+ * answer.
  */
 export function withDeliveryKeys(
   deliveryKeys: DeliveryKeys,
@@ -53,6 +54,6 @@ export function withDeliveryKeys(
     const endpointId = deliveryKeys.endpointOf(key);
     if (endpointId === undefined) return grant(key);
     const ownerId = await ownerOf(endpointId);
-    return ownerId === undefined ? undefined : { ownerId, admin: false, endpointId };
+    return ownerId === undefined ? undefined : { ownerId, admin: false, endpointId, delivery: true };
   };
 }

@@ -23,8 +23,10 @@ export interface EndpointKeyGrant {
   ownerId: string;
   /** An admin API key: every owner's endpoints. */
   admin: boolean;
-  /** An invoke key: the one endpoint it calls. Absent for an API key. */
+  /** An invoke key (or a job delivery's key): the one endpoint it calls. Absent for an API key. */
   endpointId?: string;
+  /** A job delivery's key (delivery-keys.ts): the server's own, for its endpoint's URL alone. */
+  delivery?: true;
 }
 
 /** An invoke key as its owner sees it listed: never the key itself. */

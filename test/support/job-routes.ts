@@ -16,6 +16,7 @@ import { Wakeups } from '../../src/jobs/wakeups.js';
 import { WorkerJobs, type WorkerJobsOptions } from '../../src/jobs/worker-jobs.js';
 import { workerRoutes } from '../../src/jobs/worker-routes.js';
 import { WorkerTokens } from '../../src/jobs/worker-tokens.js';
+import { CallerKeys } from '../../src/service/caller-keys.js';
 import { InvokeKeyService } from '../../src/service/invoke-key-service.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
 import { Store } from '../../src/store/store.js';
@@ -90,7 +91,7 @@ export async function startJobRoutes(
     wakeups,
     events,
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
-    verifyKey: (k) => keys.grant(k),
+    keys: new CallerKeys({ verify: (k) => keys.grant(k), clock, timers }),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
     ...options.serviceOptions?.(store),
   });

@@ -6,6 +6,7 @@ import { JobEvents } from '../../src/jobs/job-events.js';
 import { JobService } from '../../src/jobs/job-service.js';
 import { Wakeups } from '../../src/jobs/wakeups.js';
 import { systemClock, systemTimers } from '../../src/ports/clock.js';
+import { CallerKeys } from '../../src/service/caller-keys.js';
 import type { Store } from '../../src/store/store.js';
 
 export function testJobService(store: Store): JobService {
@@ -15,7 +16,7 @@ export function testJobService(store: Store): JobService {
     wakeups: new Wakeups({ timers: systemTimers, recheckMs: 500 }),
     events: new JobEvents(),
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
-    verifyKey: async () => undefined,
+    keys: new CallerKeys({ verify: async () => undefined, clock: systemClock }),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
   });
 }
