@@ -342,6 +342,9 @@ function runtimeFor(
       networkStorages: config.networkStorages,
       gpuResource: config.kubernetes.gpuResource,
       terminationGraceSeconds: config.kubernetes.terminationGraceSeconds,
+      ...(config.kubernetes.imagePullPolicy === undefined
+        ? {}
+        : { imagePullPolicy: config.kubernetes.imagePullPolicy }),
       ...(config.workers.memoryGBPerGpu === undefined
         ? {}
         : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),

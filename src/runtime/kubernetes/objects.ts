@@ -61,6 +61,7 @@ export interface SecurityContext {
 export interface Container {
   name: string;
   image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Replaces the image's ENTRYPOINT. */
   command?: string[];
   /** Replaces the image's CMD (what Docker's `Cmd` is). */

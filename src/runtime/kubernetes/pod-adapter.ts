@@ -174,6 +174,8 @@ export class PodAdapter {
       product: spec.placement?.product ?? '',
       gpuNum: spec.placement?.gpuNum ?? spec.gpus.length,
       authId: spec.placement?.authId ?? '',
+      ...(spec.placement?.pullPolicy === undefined ? {} : { pullPolicy: spec.placement.pullPolicy }),
+      ...(spec.placement?.latestTag === undefined ? {} : { latestTag: spec.placement.latestTag }),
     };
     let secret: string | undefined;
     try {

@@ -164,6 +164,22 @@ describe('podSpec', () => {
     },
   );
 
+  it.each([
+    // Kubernetes' own default, said explicitly: an image on the node runs unless it floats on latest.
+    [{}, {}, 'IfNotPresent'],
+    [{ latestTag: true }, {}, 'Always'],
+    [{ latestTag: false }, {}, 'IfNotPresent'],
+    // The installation's setting applies to every image, latest included.
+    [{ latestTag: true }, { imagePullPolicy: 'IfNotPresent' }, 'IfNotPresent'],
+    [{ latestTag: false }, { imagePullPolicy: 'Always' }, 'Always'],
+    // The endpoint's own wins over both.
+    [{ latestTag: true, pullPolicy: 'Never' }, { imagePullPolicy: 'Always' }, 'Never'],
+    [{ latestTag: false, pullPolicy: 'Always' }, {}, 'Always'],
+  ] as const)('pull policy: placement %o, installation %o -> %s', (wanted, installation, policy) => {
+    const pod = podSpec(spec(), { ...placement, ...wanted }, { ...options, ...installation });
+    expect(worker(pod).imagePullPolicy).toBe(policy);
+  });
+
   it('exposes the app port', () => {
     expect(worker(podSpec(spec({ port: 7860 }), placement, options)).ports).toEqual([
       { name: 'http', containerPort: 7860, protocol: 'TCP' },

@@ -5,6 +5,7 @@
  */
 import type { WorkerSandbox } from '../../config/config.js';
 import {
+  type ImagePullPolicy,
   LABEL_PREFIX,
   LABELS,
   type RegistryAuth,
@@ -71,6 +72,11 @@ export interface PodOptions {
    * `hostPath` (the storage's configured path, which is how a WorkerSpec names a storage).
    */
   networkClaims: Readonly<Record<string, string>>;
+  /**
+   * The installation's image pull policy (config `kubernetes.imagePullPolicy`); an endpoint's own wins. Undefined:
+   * Kubernetes' rule, said explicitly (imagePullPolicy).
+   */
+  imagePullPolicy?: ImagePullPolicy;
   /** Capabilities the worker keeps; every other one is dropped. Undefined: the cluster's defaults. */
   sandbox?: Pick<WorkerSandbox, 'capAdd'>;
 }
@@ -83,6 +89,26 @@ export interface PodPlacement {
   gpuNum: number;
   /** The endpoint's registry credential id; '' or undefined: a public image, no imagePullSecret. */
   authId?: string;
+  /** The endpoint's own pull policy, if it has one. */
+  pullPolicy?: ImagePullPolicy;
+  /** The image floats on `latest` (tag `latest`, or neither tag nor digest). */
+  latestTag?: boolean;
+}
+
+/**
+ * The container's imagePullPolicy: the endpoint's, else the installation's, else Kubernetes' own default made
+ * explicit: `Always` for an image that floats on `latest` (a new push must reach new workers), `IfNotPresent` for
+ * a fixed tag or a digest (an image already on the node runs without a registry).
+ */
+export function imagePullPolicy(
+  placement: Pick<PodPlacement, 'pullPolicy' | 'latestTag'>,
+  options: Pick<PodOptions, 'imagePullPolicy'>,
+): ImagePullPolicy {
+  return (
+    placement.pullPolicy ??
+    options.imagePullPolicy ??
+    (placement.latestTag === true ? 'Always' : 'IfNotPresent')
+  );
 }
 
 export function podName(workerId: string, options: Pick<PodOptions, 'namePrefix'>): string {
@@ -210,6 +236,7 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
   const container: Container = {
     name: WORKER_CONTAINER,
     image: spec.image,
+    imagePullPolicy: imagePullPolicy(placement, options),
     // `image.command` replaces the image's CMD and keeps its ENTRYPOINT, as Docker's Cmd does (`command` would
     // replace the ENTRYPOINT too, and the same endpoint would start differently on the two runtimes).
     ...(spec.command.length > 0 ? { args: [...spec.command] } : {}),
