@@ -304,7 +304,7 @@ export function loadConfig(sources: ConfigSources): Config {
       suspendedMemoryGB: file.workers?.suspendedMemoryGB,
       sandbox: workerSandbox(file.workers?.sandbox),
       listen: settings.workersAddr ?? file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
-      advertiseUrl: file.workers?.advertiseUrl,
+      advertiseUrl: settings.advertiseWorkersUrl ?? file.workers?.advertiseUrl,
     },
     jobs: {
       submissionRate: file.jobs?.submissionRate ?? DEFAULT_JOB_SUBMISSION_RATE,
