@@ -27,6 +27,8 @@ export interface ObjectMeta {
 export interface EnvVar {
   name: string;
   value?: string;
+  /** A value read from a Secret's key at the container's start (the value is not in the pod's spec). */
+  valueFrom?: { secretKeyRef: { name: string; key: string } };
 }
 
 export interface ContainerPort {
