@@ -233,6 +233,21 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     expect(updated.body.endpoint.workerConfig).toMatchObject({ maxNum: 2, cudaVersion: '12.4' });
   });
 
+  it('image.pullPolicy is kept, shown, validated, and "" goes back to the installation\'s', async () => {
+    const id = await create({ image: { image: 'app:latest', pullPolicy: 'IfNotPresent' } });
+    const shown = async () => (await api.call('GET', `endpoint?id=${id}`)).body.endpoint.image;
+    expect(await shown()).toMatchObject({ image: 'app:latest', pullPolicy: 'IfNotPresent' });
+    const wrong = await api.call('POST', 'endpoint/update', {
+      endpoint_id: id,
+      image: { pullPolicy: 'Sometimes' },
+    });
+    expect(wrong.status).toBe(400);
+    expect(JSON.stringify(wrong.body)).toContain('image.pullPolicy');
+    const cleared = await api.call('POST', 'endpoint/update', { endpoint_id: id, image: { pullPolicy: '' } });
+    expect(cleared.status, JSON.stringify(cleared.body)).toBe(200);
+    expect(await shown()).not.toHaveProperty('pullPolicy');
+  });
+
   it('pages zero-based, newest first', async () => {
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(await create());

@@ -81,6 +81,8 @@ export interface ApiParts {
   singleTenant?: boolean;
   /** Why the runtime has no idle tiers (runtime/idle-tiers.ts): keepFrozen and keepSuspended above 0 are refused. */
   idleTiersOff?: string;
+  /** Why queue endpoints' workers could not reach the worker-facing listener: such endpoints are refused. */
+  queueOff?: string;
   /** Whether workers can run now, for `/healthz` (always, when absent). */
   readiness?: () => Readiness;
   /** Whether the database took this replica's last heartbeat (`/healthz`); absent: not said. */
@@ -162,6 +164,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     networkStorages,
     storageOwners,
     ...(parts.idleTiersOff === undefined ? {} : { idleTiersOff: parts.idleTiersOff }),
+    ...(parts.queueOff === undefined ? {} : { queueOff: parts.queueOff }),
   };
   const services = parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler });
   const { quotas } = services;

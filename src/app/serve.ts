@@ -31,7 +31,11 @@ import { jobActionsOf } from './job-actions.js';
 import { listen, listeningPort } from './listen.js';
 import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
-import { workerFacingBaseUrl } from './worker-facing-url.js';
+import {
+  kubernetesWorkersUnreachable,
+  kubernetesWorkersUrl,
+  workerFacingBaseUrl,
+} from './worker-facing-url.js';
 import { DEFAULT_WORKER_LISTENER_LIMITS, startWorkerListener } from './worker-listener.js';
 import { placeWorkerListener, type WorkerListenerPlace } from './worker-listener-place.js';
 
@@ -82,6 +86,8 @@ export async function serve(
     if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
     const tiersOff = idleTiersOff(runtime);
     logIdleTiers(runtime, tiersOff, logger);
+    const queueOff = runtime.name === 'kubernetes' ? kubernetesWorkersUnreachable(config.workers) : undefined;
+    if (queueOff !== undefined) logger.warn({ reason: queueOff }, 'queue endpoints are refused');
     // Each service once, shared by the API and the traffic side.
     const secrets = new SecretBox({ key: secretKey });
     const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
@@ -201,6 +207,7 @@ export async function serve(
       }),
       ...(gpuScheduler ? { gpuScheduler } : {}),
       ...(tiersOff === undefined ? {} : { idleTiersOff: tiersOff }),
+      ...(queueOff === undefined ? {} : { queueOff }),
       insight: {
         logs: (workerId, options) => runtime.logs(workerId, options),
         stats: (workerId) => runtime.stats(workerId),
@@ -260,12 +267,14 @@ export async function serve(
       });
       closers.push(() => workersListener.close());
       late.workersUrl =
-        config.workers.advertiseUrl ??
-        workerFacingBaseUrl({
-          runtime: runtime.name === 'kubernetes' ? 'local' : runtime.name,
-          address: address.host,
-          port: workersListener.address.port,
-        });
+        runtime.name === 'kubernetes'
+          ? kubernetesWorkersUrl({ listen: address, advertiseUrl: config.workers.advertiseUrl })
+          : (config.workers.advertiseUrl ??
+            workerFacingBaseUrl({
+              runtime: runtime.name,
+              address: address.host,
+              port: workersListener.address.port,
+            }));
     };
     const awaitingEngine = !runtimeReadiness(runtime).ready;
     if (!awaitingEngine) await openWorkersListener();
@@ -342,6 +351,9 @@ function runtimeFor(
       networkStorages: config.networkStorages,
       gpuResource: config.kubernetes.gpuResource,
       terminationGraceSeconds: config.kubernetes.terminationGraceSeconds,
+      ...(config.kubernetes.imagePullPolicy === undefined
+        ? {}
+        : { imagePullPolicy: config.kubernetes.imagePullPolicy }),
       ...(config.workers.memoryGBPerGpu === undefined
         ? {}
         : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { createDatabaseFile, secureDataDir, type TightenedMode } from '../config/data-dir.js';
+import { createDatabaseFile, type SecuredDataDir, secureDataDir } from '../config/data-dir.js';
 import { ConfigError } from '../config/settings.js';
 import { databaseError } from '../config/startup.js';
 import { loadSecretKey } from '../crypto/secret-box.js';
@@ -23,12 +23,18 @@ export function startupSettings(
   env: NodeJS.ProcessEnv,
   logger: Logger,
 ): { secretKey: Buffer; operatorKey: string | undefined } {
-  const tightened = secureDataDirSetting(config);
+  const { tightened, leftOpen } = secureDataDirSetting(config, env);
   const secretKey = loadSecretKeySetting(env, config.dataDir);
   for (const change of tightened) {
     logger.warn(
       change,
       "tightened the mode of a data file (it holds secrets; only Corral's user may read it)",
+    );
+  }
+  if (leftOpen) {
+    logger.info(
+      leftOpen,
+      "the data directory is another user's and open to others; used as it is: it holds no secret (PostgreSQL, CORRAL_SECRET_KEY)",
     );
   }
   const operatorKey = env.CORRAL_API_KEY || undefined;
@@ -69,11 +75,12 @@ export async function openServeStore(
 }
 
 /** The data directory holds key hashes and sealed secrets: 0700, its key and database 0600 (config/data-dir.ts). */
-function secureDataDirSetting(config: Config): TightenedMode[] {
+function secureDataDirSetting(config: Config, env: NodeJS.ProcessEnv): SecuredDataDir {
   try {
     return secureDataDir({
       dataDir: config.dataDir,
       databaseFile: sqliteFileOf({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }),
+      keyElsewhere: Boolean(env.CORRAL_SECRET_KEY),
     });
   } catch (error) {
     throw new ConfigError(

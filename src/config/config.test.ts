@@ -92,7 +92,7 @@ bodyLimitBytes: 2048
 products: [{ id: h100-80g, nodeLabel: "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" }]
 networkStorages:
   - { id: models, clusterID: c1, hostPath: /srv/models, owners: all, claimName: models-pvc }
-kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
+kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30, imagePullPolicy: IfNotPresent }
 `,
     );
     expect(config.runtime).toBe('kubernetes');
@@ -102,7 +102,11 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
       { id: 'h100-80g', nodeLabel: 'nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3' },
     ]);
     expect(config.networkStorages[0]?.claimName).toBe('models-pvc');
-    expect(config.kubernetes).toEqual({ gpuResource: 'nvidia.com/mig-1g.10gb', terminationGraceSeconds: 30 });
+    expect(config.kubernetes).toEqual({
+      gpuResource: 'nvidia.com/mig-1g.10gb',
+      terminationGraceSeconds: 30,
+      imagePullPolicy: 'IfNotPresent',
+    });
   });
 
   it("reads the gateway's settings, the idle keep-alive of worker connections defaulting to 4 s", () => {

@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import type { ImagePullPolicy } from '../domain/endpoint.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
@@ -126,7 +127,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   /** The jobs API: retention, attempts, and the worker protocol's waits (docs/jobs-internals.md). */
   jobs: JobsSettings;
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
-  kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
+  kubernetes: {
+    gpuResource: string;
+    terminationGraceSeconds: number;
+    cudaVersion?: string;
+    /** Every worker's pull policy unless its endpoint sets one; undefined: by the image's tag (docs/kubernetes.md). */
+    imagePullPolicy?: ImagePullPolicy;
+  };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
    * (0: none), for at most maxEndpoints endpoints (docs/dashboard.md gives the memory).
@@ -307,7 +314,7 @@ export function loadConfig(sources: ConfigSources): Config {
       suspendedMemoryGB: file.workers?.suspendedMemoryGB,
       sandbox: workerSandbox(file.workers?.sandbox),
       listen: settings.workersAddr ?? file.workers?.listen ?? DEFAULT_WORKERS_LISTEN,
-      advertiseUrl: file.workers?.advertiseUrl,
+      advertiseUrl: settings.advertiseWorkersUrl ?? file.workers?.advertiseUrl,
     },
     jobs: {
       submissionRate: file.jobs?.submissionRate ?? DEFAULT_JOB_SUBMISSION_RATE,
@@ -324,6 +331,9 @@ export function loadConfig(sources: ConfigSources): Config {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,
       ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
+      ...(file.kubernetes?.imagePullPolicy === undefined
+        ? {}
+        : { imagePullPolicy: file.kubernetes.imagePullPolicy }),
     },
   };
 }

@@ -17,7 +17,7 @@ describe('secureDataDir', () => {
     const dataDir = join(root, 'new', 'corral');
     const previous = process.umask(0o000);
     try {
-      expect(secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') })).toEqual([]);
+      expect(secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') })).toEqual({ tightened: [] });
       createDatabaseFile(join(dataDir, 'corral.db'));
     } finally {
       process.umask(previous);
@@ -34,7 +34,7 @@ describe('secureDataDir', () => {
       writeFileSync(join(dataDir, name), '');
       chmodSync(join(dataDir, name), 0o644);
     }
-    const tightened = secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') });
+    const { tightened } = secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') });
     expect(tightened).toEqual([
       { path: dataDir, from: '755', to: '700' },
       { path: join(dataDir, 'secret.key'), from: '644', to: '600' },
@@ -45,7 +45,7 @@ describe('secureDataDir', () => {
     for (const name of ['corral.db', 'corral.db-wal', 'corral.db-shm', 'secret.key']) {
       expect(modeOf(join(dataDir, name))).toBe('600');
     }
-    expect(secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') })).toEqual([]);
+    expect(secureDataDir({ dataDir, databaseFile: join(dataDir, 'corral.db') })).toEqual({ tightened: [] });
   });
 
   it('leaves stricter modes and a PostgreSQL install (no database file) alone', () => {
@@ -53,7 +53,7 @@ describe('secureDataDir', () => {
     mkdirSync(dataDir, { mode: 0o700 });
     writeFileSync(join(dataDir, 'secret.key'), '', { mode: 0o400 });
     chmodSync(join(dataDir, 'secret.key'), 0o400);
-    expect(secureDataDir({ dataDir })).toEqual([]);
+    expect(secureDataDir({ dataDir })).toEqual({ tightened: [] });
     expect(modeOf(join(dataDir, 'secret.key'))).toBe('400');
   });
 });

@@ -1,7 +1,9 @@
 /**
  * The data directory's modes: it holds the secret key, key hashes and sealed secrets, so the directory is 0700 and
  * the key and the SQLite database (with its -wal and -shm) are 0600. Created so, and tightened at start where an
- * older install or a umask left them readable by others.
+ * older install or a umask left them readable by others. A directory Corral may not chmod (another user owns it: a
+ * Kubernetes emptyDir is root's, 0777) is refused when it would hold those secrets, and used as it is when it holds
+ * none (PostgreSQL, and the key from CORRAL_SECRET_KEY): then nothing in it needs hiding.
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -20,16 +22,37 @@ export interface DataDirFiles {
   dataDir: string;
   /** The SQLite database, when it is a file (not PostgreSQL, not `:memory:`). */
   databaseFile?: string | undefined;
+  /** The secret key comes from elsewhere (CORRAL_SECRET_KEY): the directory does not hold it. */
+  keyElsewhere?: boolean;
+}
+
+/** A directory Corral could not tighten and uses as it is, because it holds no secret. */
+export interface OpenDataDir {
+  path: string;
+  mode: string;
+  ownerUid: number;
+}
+
+export interface SecuredDataDir {
+  tightened: TightenedMode[];
+  /** Set when the directory is another user's and left with group or other rights (it holds no secret). */
+  leftOpen?: OpenDataDir;
 }
 
 /**
  * Creates the data directory 0700 and takes group and other rights away from the directory, the key and the SQLite
- * files where they exist. Returns what was tightened.
+ * files where they exist. Returns what was tightened, and the directory when it was left open (see the header).
  */
-export function secureDataDir(files: DataDirFiles): TightenedMode[] {
+export function secureDataDir(files: DataDirFiles): SecuredDataDir {
   const tightened: TightenedMode[] = [];
   mkdirSync(files.dataDir, { recursive: true, mode: DATA_DIR_MODE });
-  tighten(files.dataDir, DATA_DIR_MODE, tightened);
+  let leftOpen: OpenDataDir | undefined;
+  try {
+    tighten(files.dataDir, DATA_DIR_MODE, tightened);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    leftOpen = notOurs(files);
+  }
   const { databaseFile } = files;
   const candidates = [join(files.dataDir, 'secret.key')];
   if (databaseFile !== undefined) {
@@ -38,7 +61,33 @@ export function secureDataDir(files: DataDirFiles): TightenedMode[] {
   for (const path of candidates) {
     if (existsSync(path)) tighten(path, DATA_FILE_MODE, tightened);
   }
-  return tightened;
+  return leftOpen === undefined ? { tightened } : { tightened, leftOpen };
+}
+
+/**
+ * The data directory is another user's and has group or other rights Corral may not take away: usable only when
+ * it will hold no secret, else an error that says whose it is and the ways out.
+ */
+function notOurs(files: DataDirFiles): OpenDataDir {
+  const stat = statSync(files.dataDir);
+  const open: OpenDataDir = {
+    path: files.dataDir,
+    mode: (stat.mode & 0o7777).toString(8),
+    ownerUid: stat.uid,
+  };
+  const keyFile = join(files.dataDir, 'secret.key');
+  const secrets = [
+    ...(files.keyElsewhere === true && !existsSync(keyFile) ? [] : ['the secret key (secret.key)']),
+    ...(files.databaseFile === undefined ? [] : ['the SQLite database']),
+  ];
+  if (secrets.length === 0) return open;
+  const uid = process.getuid?.() ?? -1;
+  throw new Error(
+    `it is owned by uid ${open.ownerUid} with mode ${open.mode}, and Corral (uid ${uid}) may not take group and ` +
+      `other rights away from it, yet it would hold ${secrets.join(' and ')}: make uid ${uid} its owner, chmod ` +
+      `it 700 as its owner, or name a directory below it (Corral creates that one 0700); with PostgreSQL and ` +
+      'CORRAL_SECRET_KEY it holds no secret and may stay as it is',
+  );
 }
 
 /**

@@ -5,6 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { IMAGE_PULL_POLICIES } from '../domain/endpoint.js';
 import { ConfigError, hostPortSchema, registryAllowList, urlSchema } from './settings.js';
 
 const count = z.int().min(0);
@@ -150,6 +151,8 @@ const fileSchema = z.strictObject({
       gpuResource: z.string().min(1).optional(),
       /** Seconds between SIGTERM and SIGKILL when a worker's pod is deleted; default 10. */
       terminationGraceSeconds: z.int().min(0).optional(),
+      /** Every worker's image pull policy unless its endpoint sets one; unset: Always for :latest, else IfNotPresent. */
+      imagePullPolicy: z.enum(IMAGE_PULL_POLICIES).optional(),
       /** The highest CUDA version every GPU node's driver supports (`12.4`); unset: the nodes' labels say. */
       cudaVersion: z
         .string()

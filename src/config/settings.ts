@@ -215,6 +215,13 @@ export const SERVE_SETTINGS = {
     help: "address of the worker-facing listener, where queue endpoints' workers take jobs (default: the config file's workers.listen, else 127.0.0.1:8082)",
     schema: hostPort.optional(),
   },
+  advertiseWorkersUrl: {
+    flag: '--advertise-workers-url',
+    env: 'CORRAL_ADVERTISE_WORKERS_URL',
+    default: undefined,
+    help: "where queue workers reach the worker-facing listener, in their RUNPOD_WEBHOOK_* URLs (default: the config file's workers.advertiseUrl, else by runtime; kubernetes: the corral-workers Service)",
+    schema: url.optional(),
+  },
   config: {
     flag: '--config',
     env: 'CORRAL_CONFIG',

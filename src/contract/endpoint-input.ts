@@ -178,6 +178,7 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
       ref: input.image.image,
       authId: input.image.authId,
       command: input.image.command,
+      pullPolicy: input.image.pullPolicy,
     },
     productIds: input.products?.map((p) => (typeof p === 'string' ? p : p.id)),
     rootfsSizeGB: input.rootfsSize,

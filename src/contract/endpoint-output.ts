@@ -47,7 +47,12 @@ export function toWireEndpoint(
       keepSuspended: spec.workers.keepSuspendedSeconds,
     },
     policy: { type: spec.scaling.type, value: String(spec.scaling.value) },
-    image: { image: spec.image.ref, authId: spec.image.authId, command: spec.image.command },
+    image: {
+      image: spec.image.ref,
+      authId: spec.image.authId,
+      command: spec.image.command,
+      ...(spec.image.pullPolicy === undefined ? {} : { pullPolicy: spec.image.pullPolicy }),
+    },
     rootfsSize: spec.rootfsSizeGB,
     volumeMounts: spec.volumes.map((v) =>
       v.type === 'local'

@@ -7,7 +7,7 @@
  * its one object alone, `null` means omitted, and unknown keys are ignored.
  */
 import { z } from 'zod';
-import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH } from '../domain/endpoint.js';
+import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH, IMAGE_PULL_POLICIES } from '../domain/endpoint.js';
 import { DEFAULT_SCALING, DEFAULT_WORKERS } from '../domain/spec-patch.js';
 import {
   APP_NAME,
@@ -155,6 +155,12 @@ const image = documented(
     image: field(text, 'Image reference, no whitespace. Required on create.'),
     authId: field(text, 'Id of saved registry credentials, or empty for a public image.', ''),
     command: field(text, 'Command to run, or empty for the image default.', ''),
+    pullPolicy: field(
+      z.enum(['', ...IMAGE_PULL_POLICIES], {
+        error: 'must be "Always", "IfNotPresent", "Never" or "" (the installation\'s)',
+      }),
+      "Kubernetes runtime only: when the node pulls the image. Empty: the installation's (IfNotPresent, Always for :latest or no tag).",
+    ),
   }),
   { id: 'ImageInput' },
 );

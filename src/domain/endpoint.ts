@@ -32,11 +32,21 @@ export interface ScalingPolicy {
   value: number;
 }
 
+/**
+ * When a node's container runtime pulls the image (Kubernetes' spelling): `Always` at every start, `IfNotPresent`
+ * only when the node lacks it, `Never` (the image must be on the node).
+ */
+export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export const IMAGE_PULL_POLICIES: readonly ImagePullPolicy[] = ['Always', 'IfNotPresent', 'Never'];
+
 export interface ImageSpec {
   ref: string;
   /** Id of saved registry credentials; empty when the image is public. */
   authId: string;
   command: string;
+  /** The Kubernetes runtime's pull policy for this endpoint; absent: the installation's (docs/kubernetes.md). */
+  pullPolicy?: ImagePullPolicy;
 }
 
 export type VolumeMount =

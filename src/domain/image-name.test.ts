@@ -1,8 +1,23 @@
 /** The registry's grammar of image references: what reads as a reference, and why the rest does not. */
 import { describe, expect, it } from 'vitest';
-import { imageNameProblem, parseImageName } from './image-name.js';
+import { floatsOnLatest, imageNameProblem, parseImageName } from './image-name.js';
 
 const SHA256 = `sha256:${'0123456789abcdef'.repeat(4)}`;
+
+describe('floatsOnLatest', () => {
+  it.each([
+    ['nginx', true],
+    ['nginx:latest', true],
+    ['localhost:5000/app', true],
+    ['localhost:5000/app:latest', true],
+    ['ghcr.io/org/app:1.2', false],
+    ['localhost:5000/app:v1', false],
+    [`app@sha256:${'a'.repeat(64)}`, false],
+    [`app:latest@sha256:${'a'.repeat(64)}`, true],
+  ])('%s -> %s', (reference, floats) => {
+    expect(floatsOnLatest(reference)).toBe(floats);
+  });
+});
 
 describe('parseImageName', () => {
   it.each([

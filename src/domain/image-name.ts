@@ -94,3 +94,15 @@ function digestProblem(digest: string): string | undefined {
   if (length === undefined) return `digest algorithm "${algorithm}" is not sha256, sha384 or sha512`;
   return hex.length === length && /^[0-9a-f]+$/.test(hex) ? undefined : wrong;
 }
+
+/**
+ * Whether the reference floats on `latest`: it names the tag `latest`, or neither a tag nor a digest (which means
+ * `latest`). Kubernetes pulls such an image at every start unless told otherwise (its default pull policy); a
+ * reference that does not parse reads as floating.
+ */
+export function floatsOnLatest(reference: string): boolean {
+  const parsed = parseImageName(reference);
+  if (!parsed.ok) return true;
+  const { tag, digest } = parsed.name;
+  return tag === 'latest' || (tag === undefined && digest === undefined);
+}

@@ -29,7 +29,8 @@ export interface SpecPatch {
   workers?: Partial<WorkerSettings>;
   port?: number;
   scaling?: Partial<ScalingPolicy>;
-  image?: Partial<ImageSpec>;
+  /** `pullPolicy: ''` goes back to the installation's policy. */
+  image?: Partial<Omit<ImageSpec, 'pullPolicy'>> & { pullPolicy?: ImageSpec['pullPolicy'] | '' };
   productIds?: string[];
   rootfsSizeGB?: number;
   volumes?: VolumeMount[];
@@ -136,7 +137,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     workers: mergeDefined(base.workers, patch.workers),
     port: patch.port ?? base.port,
     scaling: mergeDefined(base.scaling, patch.scaling),
-    image: mergeDefined(base.image, patch.image),
+    image: mergeImage(base.image, patch.image),
     productIds: patch.productIds ?? base.productIds,
     rootfsSizeGB: patch.rootfsSizeGB ?? base.rootfsSizeGB,
     volumes: patch.volumes ?? base.volumes,
@@ -150,6 +151,14 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
 }
 
 /** Like `{...base, ...patch}` but a key whose value is undefined keeps the base value. */
+function mergeImage(base: ImageSpec, patch: SpecPatch['image']): ImageSpec {
+  const { pullPolicy, ...rest } = patch ?? {};
+  const merged = mergeDefined(base, rest);
+  if (pullPolicy === '') delete merged.pullPolicy;
+  else if (pullPolicy !== undefined) merged.pullPolicy = pullPolicy;
+  return merged;
+}
+
 function mergeDefined<T extends object>(base: T, patch: Partial<T> | undefined): T {
   const merged = { ...base };
   for (const [key, value] of Object.entries(patch ?? {})) {

@@ -20,7 +20,8 @@ export type ValidationReason =
   | 'UNKNOWN_STORAGE'
   | 'CLUSTER_MISMATCH'
   | 'STORAGE_NOT_ALLOWED'
-  | 'UNKNOWN_SECRET';
+  | 'UNKNOWN_SECRET'
+  | 'QUEUE_UNREACHABLE';
 
 export interface ValidationIssue {
   /** Path in the domain model, e.g. `workers.minWorkers`; the contract maps it to the wire name. */
@@ -52,6 +53,8 @@ export interface ValidationCatalog {
   secretBytes?: ReadonlyMap<string, number>;
   /** Why this server's runtime has no idle tiers (kubernetes: no freezer a pod can use); absent: it has them. */
   idleTiersOff?: string;
+  /** Why queue endpoints cannot work on this server (its workers could not reach Corral); absent: they can. */
+  queueOff?: string;
 }
 
 /** The seconds a worker may stay in an idle tier (keepFrozen, keepSuspended): up to a week. */
@@ -129,6 +132,13 @@ export function validateSpec(
   const tooLarge = validateSizes(spec, add);
   validateWorkers(spec, limits, range, add);
   validateIdleTiers(spec, catalog, add);
+  if (spec.type === 'queue' && catalog.queueOff !== undefined) {
+    add({
+      field: 'type',
+      reason: 'QUEUE_UNREACHABLE',
+      message: `queue endpoints cannot run here: ${catalog.queueOff}`,
+    });
+  }
   validateScaling(spec, limits, range);
   validatePort(spec.port, add);
   validateImage(spec, catalog, add);

@@ -34,6 +34,11 @@ export const API_ERROR_CATALOGUE = {
     status: 400,
     description: 'A network volume names a storage this server does not have.',
   },
+  QUEUE_UNREACHABLE: {
+    status: 400,
+    description:
+      'A queue endpoint on a server whose workers could not reach its worker-facing listener (a loopback address on Kubernetes); the message says the setting to change.',
+  },
   CLUSTER_MISMATCH: { status: 400, description: "clusterID differs from the network storage's cluster." },
   UNAUTHENTICATED: {
     status: SHARED_ERROR_STATUS.UNAUTHENTICATED,

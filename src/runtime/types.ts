@@ -46,6 +46,9 @@ export interface RegistryAuth {
 }
 
 /** Everything needed to start one worker; built by the controller from the endpoint (pure). */
+/** When a node pulls a worker's image (Kubernetes' spelling; domain/endpoint.ts ImagePullPolicy, the same words). */
+export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
 export interface WorkerSpec {
   workerId: string;
   endpointId: string;
@@ -76,9 +79,18 @@ export interface WorkerSpec {
   memoryBytes?: number;
   /**
    * What a runtime whose scheduler places workers (Kubernetes) needs besides: the endpoint's product (the pod's node
-   * selector), its GPUs per worker, and its registry credential id ('' for a public image). Other runtimes ignore it.
+   * selector), its GPUs per worker, its registry credential id ('' for a public image) and the endpoint's image pull
+   * policy (absent: the installation's). Other runtimes ignore it.
    */
-  placement?: { product: string; gpuNum: number; authId: string };
+  placement?: {
+    product: string;
+    gpuNum: number;
+    authId: string;
+    /** The endpoint's own pull policy; absent: the installation's, else by the tag (`latestTag`). */
+    pullPolicy?: ImagePullPolicy;
+    /** The image names the tag `latest`, or no tag and no digest (domain/image-name.ts, floatsOnLatest). */
+    latestTag?: boolean;
+  };
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ServerCatalog {
   storageOwners?: ReadonlyMap<string, readonly string[] | 'all'>;
   /** Why the runtime has no idle tiers (kubernetes); absent: keepFrozen and keepSuspended are accepted. */
   idleTiersOff?: string;
+  /** Why queue endpoints' workers could not reach the worker-facing listener; absent: queue endpoints are accepted. */
+  queueOff?: string;
 }
 
 /** The registry's verdict on an owner running an image (src/registry/image-access-guard.ts behind it in app/image-guard.ts). */
@@ -256,6 +258,7 @@ export class EndpointService {
       secretNames: await store.secrets.names(principal.ownerId),
       ...(secretSizes ? { secretBytes: await secretSizes(principal.ownerId, referenced) } : {}),
       ...(catalog.idleTiersOff === undefined ? {} : { idleTiersOff: catalog.idleTiersOff }),
+      ...(catalog.queueOff === undefined ? {} : { queueOff: catalog.queueOff }),
     };
   }
 

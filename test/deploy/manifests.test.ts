@@ -8,7 +8,11 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { KUBERNETES_WORKER_SERVICE } from '../../src/app/worker-facing-url.js';
+import {
+  KUBERNETES_WORKER_SERVICE,
+  kubernetesWorkersUnreachable,
+  workerFacingBaseUrl,
+} from '../../src/app/worker-facing-url.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -71,6 +75,15 @@ describe('deploy/kubernetes', () => {
     expect(deployment.spec.replicas).toBeGreaterThan(1);
     const env = (container as unknown as { env: { name: string; value?: string }[] }).env;
     expect(env.find((e) => e.name === 'CORRAL_ADVERTISE_GATEWAY_URL')?.value).toBe('http://$(POD_IP):8000');
+    // Queue workers reach the worker-facing listener on the pod network, through the corral-workers Service.
+    const setting = (name: string) => env.find((e) => e.name === name)?.value;
+    const listen = setting('CORRAL_WORKERS_ADDR');
+    const [host = '', port = ''] = (listen ?? '').split(':');
+    const advertiseUrl = setting('CORRAL_ADVERTISE_WORKERS_URL');
+    expect(
+      kubernetesWorkersUnreachable({ listen: { host, port: Number(port) }, advertiseUrl }),
+    ).toBeUndefined();
+    expect(advertiseUrl).toBe(workerFacingBaseUrl({ runtime: 'kubernetes', ...KUBERNETES_WORKER_SERVICE }));
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(container?.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,

@@ -61,6 +61,8 @@ export async function createTestApi(
     singleTenant?: boolean;
     /** Why the runtime has no idle tiers (none: it has them, as Docker and the local runtime do). */
     idleTiersOff?: string;
+    /** Why queue workers could not reach the worker-facing listener (none: they can). */
+    queueOff?: string;
     /** This replica, for /readyz and GET cluster (default: rep-test, leading). */
     replica?: { id: string; leading: () => boolean };
     /** The dashboard's built files (none: dist/web, as `corral serve` reads it). */
@@ -114,6 +116,7 @@ export async function createTestApi(
     ...(options.imageAccess ? { imageAccess: options.imageAccess } : {}),
     ...(options.singleTenant ? { singleTenant: true } : {}),
     ...(options.idleTiersOff === undefined ? {} : { idleTiersOff: options.idleTiersOff }),
+    ...(options.queueOff === undefined ? {} : { queueOff: options.queueOff }),
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
     ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),

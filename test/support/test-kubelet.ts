@@ -264,16 +264,57 @@ export class TestKubelet {
       });
       return;
     }
-    this.#startProcess(pod);
+    const env = await this.#env(pod);
+    if (typeof env === 'string') {
+      // As a kubelet says a Secret the env names that is not there; it tries again, this one does not.
+      await this.#status(name, {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: container?.name ?? 'worker',
+            image,
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            started: false,
+            state: { waiting: { reason: 'CreateContainerConfigError', message: env } },
+          },
+        ],
+      });
+      return;
+    }
+    this.#startProcess(pod, env);
   }
 
-  #startProcess(pod: Pod): void {
+  /** The container's env as a kubelet makes it: values, and Secrets' keys read now; a missing one says so. */
+  async #env(pod: Pod): Promise<Record<string, string> | string> {
+    const env: Record<string, string> = {};
+    let secrets: Map<string, Record<string, string>> | undefined;
+    for (const variable of pod.spec?.containers[0]?.env ?? []) {
+      const ref = variable.valueFrom?.secretKeyRef;
+      if (!ref) {
+        env[variable.name] = variable.value ?? '';
+        continue;
+      }
+      secrets ??= new Map(
+        (await this.#o.api.listSecrets(this.#o.namespace, '')).items.map((s) => [
+          s.metadata?.name ?? '',
+          s.data ?? {},
+        ]),
+      );
+      const value = secrets.get(ref.name)?.[ref.key];
+      if (value === undefined) return `secret "${ref.name}" not found`;
+      env[variable.name] = Buffer.from(value, 'base64').toString();
+    }
+    return env;
+  }
+
+  #startProcess(pod: Pod, podEnv: Record<string, string>): void {
     const name = pod.metadata?.name ?? '';
     const uid = pod.metadata?.uid ?? '';
     const container = pod.spec?.containers[0];
     const ip = loopbackAddress();
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOST: ip };
-    for (const variable of container?.env ?? []) env[variable.name] = variable.value ?? '';
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOST: ip, ...podEnv };
     const child = spawn(process.execPath, [WORKER_SCRIPT, ...(container?.args ?? [])], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

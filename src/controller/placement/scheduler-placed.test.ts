@@ -34,8 +34,8 @@ describe('Controller: workers placed by the runtime scheduler', () => {
       expect(rows.map((w) => w.status.state)).toEqual(['running', 'running']);
     });
     expect(specs.map((s) => [s.placement, s.gpus])).toEqual([
-      [{ product: 'h100-80g', gpuNum: 8, authId: '' }, []],
-      [{ product: 'h100-80g', gpuNum: 8, authId: '' }, []],
+      [{ product: 'h100-80g', gpuNum: 8, authId: '', latestTag: true }, []],
+      [{ product: 'h100-80g', gpuNum: 8, authId: '', latestTag: true }, []],
     ]);
     const [stored] = await h.store.endpoints.listAll();
     expect(stored?.status.error).not.toBe('INSUFFICIENT_GPU');

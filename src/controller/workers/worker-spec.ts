@@ -1,5 +1,6 @@
 /** What a worker runs: the runtime's WorkerSpec built from its endpoint and GPUs (pure), and its registry credentials. */
 import type { Endpoint, EnvVar } from '../../domain/endpoint.js';
+import { floatsOnLatest } from '../../domain/image-name.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import { LABELS, type RegistryAuth, type RuntimeVolume, type WorkerSpec } from '../../runtime/types.js';
 import type { ManagedWorker } from './managed-worker.js';
@@ -132,6 +133,8 @@ export function buildWorkerSpec(
       product: context.productId ?? gpus[0]?.productId ?? spec.productIds[0] ?? '',
       gpuNum: spec.workers.gpusPerWorker,
       authId: spec.image.authId,
+      ...(spec.image.pullPolicy === undefined ? {} : { pullPolicy: spec.image.pullPolicy }),
+      latestTag: floatsOnLatest(spec.image.ref),
     },
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, describeSetting } from '../../config/settings.js';
+import type { ImagePullPolicy } from '../types.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 import { isLabelValue } from './names.js';
 import type { ProductNodeLabel } from './pod-spec.js';
@@ -22,6 +23,8 @@ export interface KubernetesSettings {
   networkStorages: readonly { hostPath: string; claimName?: string }[];
   gpuResource: string;
   terminationGraceSeconds: number;
+  /** Every worker's image pull policy unless its endpoint sets one; undefined: by the image's tag. */
+  imagePullPolicy?: ImagePullPolicy;
   /** GiB per GPU; undefined or 0: no memory limit (the cluster's LimitRanges apply). */
   memoryGBPerGpu?: number;
   capAdd?: readonly string[];
@@ -81,6 +84,7 @@ export async function connectKubernetes(
     pods: {
       gpuResource: settings.gpuResource,
       terminationGraceSeconds: settings.terminationGraceSeconds,
+      ...(settings.imagePullPolicy === undefined ? {} : { imagePullPolicy: settings.imagePullPolicy }),
       products: productNodeLabels(settings.products),
       networkClaims: Object.fromEntries(
         settings.networkStorages

@@ -27,6 +27,8 @@ export interface ObjectMeta {
 export interface EnvVar {
   name: string;
   value?: string;
+  /** A value read from a Secret's key at the container's start (the value is not in the pod's spec). */
+  valueFrom?: { secretKeyRef: { name: string; key: string } };
 }
 
 export interface ContainerPort {
@@ -61,6 +63,7 @@ export interface SecurityContext {
 export interface Container {
   name: string;
   image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Replaces the image's ENTRYPOINT. */
   command?: string[];
   /** Replaces the image's CMD (what Docker's `Cmd` is). */

@@ -186,6 +186,38 @@ describe('PodAdapter', () => {
     expect(await adapter.inspect('w1')).toBeUndefined();
   });
 
+  it("keeps the worker's env values in a Secret named as its pod, none in the pod's spec, and deletes it with the pod", async () => {
+    const token = 'job-token-s3cr3t';
+    await adapter.create(
+      standInWorkerSpec('w1', { env: { RUNPOD_AI_API_KEY: token, HF_TOKEN: 'hf-s3cr3t' } }),
+    );
+    const pod = adapter.pod('w1');
+    const name = pod?.metadata?.name ?? '';
+    expect(JSON.stringify(pod)).not.toContain(token);
+    expect(JSON.stringify(pod)).not.toContain('hf-s3cr3t');
+    expect(pod?.spec?.containers[0]?.env).toContainEqual({
+      name: 'RUNPOD_AI_API_KEY',
+      valueFrom: { secretKeyRef: { name, key: 'RUNPOD_AI_API_KEY' } },
+    });
+    const secret = standIn.secrets(NS).find((s) => s.metadata?.name === name);
+    expect(secret?.metadata?.labels).toMatchObject({ [LABELS.managed]: 'true', [LABELS.worker]: 'w1' });
+    expect(Buffer.from(secret?.data?.RUNPOD_AI_API_KEY ?? '', 'base64').toString()).toBe(token);
+    expect(logged.join('')).not.toContain(token);
+    // Deleted behind Corral's back (kubectl, a drain's eviction): the Secret goes too.
+    await clientApi(config).deletePod(NS, name, 1);
+    await eventually(() => expect(standIn.secrets(NS).map((s) => s.metadata?.name)).not.toContain(name));
+  });
+
+  it('deletes, at its first listing, env Secrets whose pod went while it was not watching', async () => {
+    await adapter.create(standInWorkerSpec('w1'));
+    await adapter.create(standInWorkerSpec('w2'));
+    await adapter.close();
+    standIn.deletePodNow(NS, 'corral-w1');
+    adapter = newAdapter();
+    await adapter.ready();
+    expect(standIn.secrets(NS).map((s) => s.metadata?.name)).toEqual(['corral-w2']);
+  });
+
   it("never sees nor touches another installation's pods", async () => {
     const other = newAdapter('someone-else');
     try {
@@ -211,14 +243,15 @@ describe('PodAdapter', () => {
       standInWorkerSpec(id, { placement: { product: 'h100', gpuNum: 0, authId: 'cred1' }, registryAuth });
     await adapter.create(privateSpec('w1'));
     await adapter.create(privateSpec('w2'));
-    const secrets = standIn.secrets(NS);
+    const pullSecrets = () => standIn.secrets(NS).filter((s) => s.type === 'kubernetes.io/dockerconfigjson');
+    const secrets = pullSecrets();
     expect(secrets.map((s) => s.metadata?.name)).toEqual(['corral-pull-cred1']);
     expect(secrets[0]?.type).toBe('kubernetes.io/dockerconfigjson');
     expect(adapter.pod('w1')?.spec?.imagePullSecrets).toEqual([{ name: 'corral-pull-cred1' }]);
     await adapter.remove('w1', { graceSeconds: 0 });
-    expect(standIn.secrets(NS)).toHaveLength(1);
+    expect(pullSecrets()).toHaveLength(1);
     await adapter.remove('w2', { graceSeconds: 0 });
-    expect(standIn.secrets(NS)).toEqual([]);
+    expect(pullSecrets()).toEqual([]);
     const log = logged.join('');
     expect(log).toContain('corral-pull-cred1');
     expect(log).not.toContain('hunter2-secret');

@@ -31,12 +31,14 @@ import {
   type PodPlacement,
   type ProductNodeLabel,
   podSpec,
+  workerEnvSecret,
 } from './pod-spec.js';
 import { type PodState, podState } from './pod-state.js';
 import { PodView } from './pod-view.js';
 import { PodWaits } from './pod-waits.js';
 import { PullSecrets } from './pull-secrets.js';
 import { parseQuantity } from './quantity.js';
+import { WorkerEnvSecrets } from './worker-env-secrets.js';
 
 /** How pods are made: GPU resource name, products' node labels, memory per GPU, claims, sandbox, grace. */
 export type PodAdapterPodOptions = Partial<
@@ -97,6 +99,8 @@ export class PodAdapter {
   readonly #podOptions: PodOptions;
   readonly #view: PodView;
   readonly #secrets: PullSecrets;
+  readonly #envSecrets: WorkerEnvSecrets;
+  #envPruned: Promise<void> | undefined;
   readonly #logs: PodLogs;
   /** Pod creates and deletes: a burst of thousands is paced, not thrown at the API server at once. */
   readonly #writes: CallLimit;
@@ -143,6 +147,12 @@ export class PodAdapter {
       labelSelector: `${labelSelector(own)},${POD_LABELS.credential}`,
       logger: this.#logger,
     });
+    this.#envSecrets = new WorkerEnvSecrets({
+      api: options.api,
+      namespace: options.namespace,
+      labelSelector: `${labelSelector(own)},${POD_LABELS.workerEnv}=true`,
+      logger: this.#logger,
+    });
   }
 
   /** Where the API server is, for messages. */
@@ -163,6 +173,13 @@ export class PodAdapter {
     } catch (error) {
       throw kubernetesError(error, 'cannot list pods', this.server);
     }
+    // Once, before any create makes a Secret: env Secrets whose pod went while Corral was not watching.
+    this.#envPruned ??= this.#envSecrets
+      .prune(new Set(this.currentPods().map((pod) => pod.metadata?.name ?? '')))
+      .catch((error: unknown) => {
+        this.#logger.warn({ err: (error as Error).message }, 'cannot prune worker env Secrets');
+      });
+    await this.#envPruned;
   }
 
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
@@ -174,6 +191,8 @@ export class PodAdapter {
       product: spec.placement?.product ?? '',
       gpuNum: spec.placement?.gpuNum ?? spec.gpus.length,
       authId: spec.placement?.authId ?? '',
+      ...(spec.placement?.pullPolicy === undefined ? {} : { pullPolicy: spec.placement.pullPolicy }),
+      ...(spec.placement?.latestTag === undefined ? {} : { latestTag: spec.placement.latestTag }),
     };
     let secret: string | undefined;
     try {
@@ -182,10 +201,15 @@ export class PodAdapter {
       }
       await this.#checkClaims(spec);
       // A product the nodes show without configuration selects the GPU model's label value.
-      const pod = podSpec(spec, secret === undefined ? { ...placement, authId: '' } : placement, {
+      const podOptions = {
         ...this.#podOptions,
         products: this.#o.productSelectors?.() ?? this.#podOptions.products,
-      });
+      };
+      const podPlacement = secret === undefined ? { ...placement, authId: '' } : placement;
+      const pod = podSpec(spec, podPlacement, podOptions);
+      // The env's values go in a Secret the pod reads at its start, made first: the pod's spec names only its keys.
+      const envSecret = workerEnvSecret(spec, podPlacement, podOptions);
+      await this.#envSecrets.create(envSecret);
       const waiting = this.#waitUntilStarted(spec, onProgress);
       // Awaited once the pod is made; a close meanwhile must not reject it unobserved.
       waiting.promise.catch(() => undefined);
@@ -193,6 +217,7 @@ export class PodAdapter {
         await this.#writes.run(() => this.#o.api.createPod(this.#o.namespace, pod));
       } catch (error) {
         waiting.cancel();
+        this.#envSecrets.forget(envSecret.metadata.name);
         throw error;
       }
       this.#logger.info({ workerId: spec.workerId, pod: pod.metadata.name }, 'pod created');
@@ -362,6 +387,8 @@ export class PodAdapter {
       // Only the pod that is the worker's now: a stale delete of an older pod of the same name leaves it be.
       if (previous && previous.pod.metadata?.uid !== before?.metadata?.uid) return;
       this.#workers.delete(workerId);
+      // Its env Secret goes with it, whoever deleted it (Corral, a drain's eviction, kubectl).
+      if (before?.metadata?.name) this.#envSecrets.forget(before.metadata.name);
       this.#index(workerId, previous?.state.worker.endpointId, undefined);
     }
     this.#emitFor(workerId, previous?.state, entry?.state);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_CAP_ADD } from '../../config/config.js';
 import { LABELS, RuntimeError, type WorkerSpec } from '../types.js';
 import { isLabelValue } from './names.js';
-import type { PodManifest } from './objects.js';
+import type { PodManifest, SecretManifest } from './objects.js';
 import {
   DOCKER_HUB_AUTH_KEY,
   POD_ANNOTATIONS,
@@ -14,6 +14,7 @@ import {
   pullSecretName,
   storageClaimName,
   WORKER_CONTAINER,
+  workerEnvSecret,
 } from './pod-spec.js';
 
 const GIB = 2 ** 30;
@@ -64,8 +65,17 @@ function worker(pod: PodManifest) {
   return container;
 }
 
-function env(pod: PodManifest): Record<string, string | undefined> {
-  return Object.fromEntries((worker(pod).env ?? []).map((e) => [e.name, e.value]));
+/** The env the container starts with: values, and the worker env Secret's keys as the kubelet reads them. */
+function env(pod: PodManifest, secret?: SecretManifest): Record<string, string | undefined> {
+  return Object.fromEntries(
+    (worker(pod).env ?? []).map((e) => {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (!ref) return [e.name, e.value];
+      expect(ref.name).toBe(secret?.metadata.name);
+      const data = secret?.data?.[ref.key];
+      return [e.name, data === undefined ? undefined : Buffer.from(data, 'base64').toString()];
+    }),
+  );
 }
 
 describe('podSpec', () => {
@@ -149,12 +159,11 @@ describe('podSpec', () => {
   ])(
     'with $gpuNum GPUs: the endpoint envs, Corral envs, NVIDIA_VISIBLE_DEVICES=$visible',
     ({ gpuNum, visible }) => {
-      const pod = podSpec(
-        spec({ env: { MODEL: 'llama', PORT: '1', NVIDIA_VISIBLE_DEVICES: 'GPU-simulated-h100-80g-0' } }),
-        { ...placement, gpuNum },
-        options,
-      );
-      expect(env(pod)).toEqual({
+      const workerSpec = spec({
+        env: { MODEL: 'llama', PORT: '1', NVIDIA_VISIBLE_DEVICES: 'GPU-simulated-h100-80g-0' },
+      });
+      const pod = podSpec(workerSpec, { ...placement, gpuNum }, options);
+      expect(env(pod, workerEnvSecret(workerSpec, { ...placement, gpuNum }, options))).toEqual({
         MODEL: 'llama',
         PORT: '8000',
         CORRAL_ENDPOINT_ID: 'ab12cd34ef56gh78',
@@ -163,6 +172,47 @@ describe('podSpec', () => {
       });
     },
   );
+
+  it("puts no env value in the pod's spec but Corral's own; the worker's Secret, named as its pod, holds the rest", () => {
+    const workerSpec = spec({
+      env: { MODEL: 'llama', RUNPOD_AI_API_KEY: 'token-s3cr3t', HF_TOKEN: 'hf-s3cr3t' },
+    });
+    const pod = podSpec(workerSpec, placement, options);
+    const secret = workerEnvSecret(workerSpec, placement, options);
+    expect(JSON.stringify(pod)).not.toContain('s3cr3t');
+    expect(
+      worker(pod)
+        .env?.filter((e) => e.value !== undefined)
+        .map((e) => e.name),
+    ).toEqual(['PORT', 'CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID']);
+    expect(secret.metadata).toMatchObject({
+      name: pod.metadata.name,
+      namespace: 'corral-workers',
+      labels: {
+        [LABELS.managed]: 'true',
+        [LABELS.worker]: 'ab12cd34-w0rk3r01',
+        [LABELS.installation]: 'inst-abc123',
+      },
+    });
+    expect(Object.keys(secret.data ?? {}).sort()).toEqual(['HF_TOKEN', 'MODEL', 'RUNPOD_AI_API_KEY']);
+    expect(env(pod, secret)).toMatchObject({ RUNPOD_AI_API_KEY: 'token-s3cr3t', HF_TOKEN: 'hf-s3cr3t' });
+  });
+
+  it.each([
+    // Kubernetes' own default, said explicitly: an image on the node runs unless it floats on latest.
+    [{}, {}, 'IfNotPresent'],
+    [{ latestTag: true }, {}, 'Always'],
+    [{ latestTag: false }, {}, 'IfNotPresent'],
+    // The installation's setting applies to every image, latest included.
+    [{ latestTag: true }, { imagePullPolicy: 'IfNotPresent' }, 'IfNotPresent'],
+    [{ latestTag: false }, { imagePullPolicy: 'Always' }, 'Always'],
+    // The endpoint's own wins over both.
+    [{ latestTag: true, pullPolicy: 'Never' }, { imagePullPolicy: 'Always' }, 'Never'],
+    [{ latestTag: false, pullPolicy: 'Always' }, {}, 'Always'],
+  ] as const)('pull policy: placement %o, installation %o -> %s', (wanted, installation, policy) => {
+    const pod = podSpec(spec(), { ...placement, ...wanted }, { ...options, ...installation });
+    expect(worker(pod).imagePullPolicy).toBe(policy);
+  });
 
   it('exposes the app port', () => {
     expect(worker(podSpec(spec({ port: 7860 }), placement, options)).ports).toEqual([

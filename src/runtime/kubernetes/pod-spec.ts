@@ -5,6 +5,7 @@
  */
 import type { WorkerSandbox } from '../../config/config.js';
 import {
+  type ImagePullPolicy,
   LABEL_PREFIX,
   LABELS,
   type RegistryAuth,
@@ -43,6 +44,8 @@ export const POD_LABELS = {
   product: `${LABEL_PREFIX}product`,
   /** On a pull Secret: the credential id it holds. */
   credential: `${LABEL_PREFIX}credential`,
+  /** On a worker's env Secret (workerEnvSecret). */
+  workerEnv: `${LABEL_PREFIX}worker-env`,
 } as const;
 
 /** How a product's nodes are recognised: `label=value` on the node; label default DEFAULT_PRODUCT_LABEL. */
@@ -71,6 +74,11 @@ export interface PodOptions {
    * `hostPath` (the storage's configured path, which is how a WorkerSpec names a storage).
    */
   networkClaims: Readonly<Record<string, string>>;
+  /**
+   * The installation's image pull policy (config `kubernetes.imagePullPolicy`); an endpoint's own wins. Undefined:
+   * Kubernetes' rule, said explicitly (imagePullPolicy).
+   */
+  imagePullPolicy?: ImagePullPolicy;
   /** Capabilities the worker keeps; every other one is dropped. Undefined: the cluster's defaults. */
   sandbox?: Pick<WorkerSandbox, 'capAdd'>;
 }
@@ -83,6 +91,26 @@ export interface PodPlacement {
   gpuNum: number;
   /** The endpoint's registry credential id; '' or undefined: a public image, no imagePullSecret. */
   authId?: string;
+  /** The endpoint's own pull policy, if it has one. */
+  pullPolicy?: ImagePullPolicy;
+  /** The image floats on `latest` (tag `latest`, or neither tag nor digest). */
+  latestTag?: boolean;
+}
+
+/**
+ * The container's imagePullPolicy: the endpoint's, else the installation's, else Kubernetes' own default made
+ * explicit: `Always` for an image that floats on `latest` (a new push must reach new workers), `IfNotPresent` for
+ * a fixed tag or a digest (an image already on the node runs without a registry).
+ */
+export function imagePullPolicy(
+  placement: Pick<PodPlacement, 'pullPolicy' | 'latestTag'>,
+  options: Pick<PodOptions, 'imagePullPolicy'>,
+): ImagePullPolicy {
+  return (
+    placement.pullPolicy ??
+    options.imagePullPolicy ??
+    (placement.latestTag === true ? 'Always' : 'IfNotPresent')
+  );
 }
 
 export function podName(workerId: string, options: Pick<PodOptions, 'namePrefix'>): string {
@@ -117,12 +145,15 @@ function podLabels(labels: Record<string, string>): Record<string, string> {
   );
 }
 
+/** Corral's own variables, which say nothing secret: plain values in the pod's spec. */
+const PLAIN_ENV = new Set(['PORT', 'CORRAL_ENDPOINT_ID', 'CORRAL_WORKER_ID', 'NVIDIA_VISIBLE_DEVICES']);
+
 /**
  * The endpoint's envs and Corral's, in the spec's order. NVIDIA_VISIBLE_DEVICES is the device plugin's to set for
  * a pod with GPUs (a pod's own env would override the plugin's choice); a pod without GPUs gets `void`, which hides
  * every GPU even on nodes whose container runtime is nvidia by default.
  */
-function environment(spec: WorkerSpec, gpuNum: number): EnvVar[] {
+function environment(spec: WorkerSpec, gpuNum: number): Record<string, string> {
   const env: Record<string, string> = {
     ...spec.env,
     PORT: String(spec.port),
@@ -131,7 +162,60 @@ function environment(spec: WorkerSpec, gpuNum: number): EnvVar[] {
   };
   delete env.NVIDIA_VISIBLE_DEVICES;
   if (gpuNum === 0) env.NVIDIA_VISIBLE_DEVICES = 'void';
-  return Object.entries(env).map(([name, value]) => ({ name, value }));
+  return env;
+}
+
+/**
+ * The container's env: Corral's own variables as values; every other one (the endpoint's envs with their secrets
+ * resolved, the queue worker's job token) read from the worker's env Secret (workerEnvSecret), so that no value an
+ * owner or Corral keeps secret is in the pod's spec, which anyone who may read pods reads.
+ */
+function containerEnv(env: Record<string, string>, secretName: string): EnvVar[] {
+  return Object.entries(env).map(([name, value]) =>
+    PLAIN_ENV.has(name)
+      ? { name, value }
+      : { name, valueFrom: { secretKeyRef: { name: secretName, key: name } } },
+  );
+}
+
+/** The Secret that holds a worker's env (all but Corral's plain variables); named as its pod. */
+export function workerEnvSecretName(workerId: string, options: Pick<PodOptions, 'namePrefix'>): string {
+  return podName(workerId, options);
+}
+
+/**
+ * The Secret of one worker's env values, made before its pod and deleted with it (pod-adapter.ts): named as the
+ * pod, labelled as Corral's (managed, the installation, the endpoint and the worker). It holds secrets: never log
+ * it. Env names are valid Secret keys (letters, digits and `_`).
+ */
+export function workerEnvSecret(
+  spec: WorkerSpec,
+  placement: PodPlacement,
+  options: PodOptions,
+): SecretManifest {
+  const env = environment(spec, placement.gpuNum);
+  const data = Object.fromEntries(
+    Object.entries(env)
+      .filter(([name]) => !PLAIN_ENV.has(name))
+      .map(([name, value]) => [name, Buffer.from(value).toString('base64')]),
+  );
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: workerEnvSecretName(spec.workerId, options),
+      namespace: options.namespace,
+      labels: {
+        ...podLabels(options.installationLabels),
+        [LABELS.managed]: 'true',
+        [LABELS.endpoint]: labelValue(spec.endpointId),
+        [LABELS.worker]: labelValue(spec.workerId),
+        [POD_LABELS.workerEnv]: 'true',
+      },
+    },
+    type: 'Opaque',
+    data,
+  };
 }
 
 function volumes(spec: WorkerSpec, options: PodOptions): { volumes: Volume[]; mounts: VolumeMount[] } {
@@ -210,10 +294,11 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
   const container: Container = {
     name: WORKER_CONTAINER,
     image: spec.image,
+    imagePullPolicy: imagePullPolicy(placement, options),
     // `image.command` replaces the image's CMD and keeps its ENTRYPOINT, as Docker's Cmd does (`command` would
     // replace the ENTRYPOINT too, and the same endpoint would start differently on the two runtimes).
     ...(spec.command.length > 0 ? { args: [...spec.command] } : {}),
-    env: environment(spec, placement.gpuNum),
+    env: containerEnv(environment(spec, placement.gpuNum), workerEnvSecretName(spec.workerId, options)),
     ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
     resources: { limits: limits(spec, placement, options) },
     ...(mounts.length > 0 ? { volumeMounts: mounts } : {}),
