@@ -41,6 +41,8 @@ const ALLOWED: Record<string, string[]> = {
   webhooks: ['crypto', 'net', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
+  /** The node agent (`corral node`): the cgroup freezer and the agent protocol of runtime/, GPU checkpoints. */
+  node: ['crypto', 'errors', 'runtime'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],
   main: ['cli'],
 };

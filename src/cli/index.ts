@@ -15,6 +15,7 @@ import { makeJobsCommand } from './jobs.js';
 import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
+import { makeNodeCommand } from './node.js';
 import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   program.addCommand(makeStatusCommand(deps));
+  program.addCommand(makeNodeCommand());
   program.addCommand(makeCleanupCommand({ stdout: deps.stdout, stderr: deps.stderr, env: deps.env }));
   throwInsteadOfExiting(program);
   return program;
