@@ -126,7 +126,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   /** The jobs API: retention, attempts, and the worker protocol's waits (docs/jobs-internals.md). */
   jobs: JobsSettings;
   /** The kubernetes runtime's pods: the GPU resource name and the grace period of a deletion. */
-  kubernetes: { gpuResource: string; terminationGraceSeconds: number; cudaVersion?: string };
+  kubernetes: {
+    gpuResource: string;
+    terminationGraceSeconds: number;
+    cudaVersion?: string;
+    /** The node agents that freeze idle pods (docs/kubernetes.md, Idle tiers); unset: no idle tiers. */
+    nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
+  };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
    * (0: none), for at most maxEndpoints endpoints (docs/dashboard.md gives the memory).
@@ -314,6 +320,7 @@ export function loadConfig(sources: ConfigSources): Config {
       gpuResource: file.kubernetes?.gpuResource ?? 'nvidia.com/gpu',
       terminationGraceSeconds: file.kubernetes?.terminationGraceSeconds ?? 10,
       ...(file.kubernetes?.cudaVersion === undefined ? {} : { cudaVersion: file.kubernetes.cudaVersion }),
+      ...(file.kubernetes?.nodeAgent === undefined ? {} : { nodeAgent: file.kubernetes.nodeAgent }),
     },
   };
 }
