@@ -17,6 +17,7 @@ const SUITES: Record<string, Suite> = {
   replicas: async () => (await import('./replicas.js')).runReplicasBench(),
   'cluster-history': async () => (await import('./cluster-history.js')).runClusterHistoryBench(),
   wake: async () => (await import('./wake/suite.js')).runWakeBench(),
+  'node-agent-thaw': async () => (await import('./wake/node-agent-thaw.js')).benchNodeAgentThaw(),
   jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
   'model-download': async () => (await import('./model-download.js')).runModelDownloadBench(),
   'tenant-isolation': async () => (await import('./tenant-isolation/suite.js')).runTenantIsolationBench(),

@@ -86,7 +86,7 @@ describe('workerConfig.keepFrozen and keepSuspended (idle tiers)', () => {
     expect(JSON.stringify(refused.body)).toContain(`workerConfig.${field}`);
   });
 
-  it('on a runtime without a freezer (kubernetes) a tier above 0 is a 400 naming the runtime', async () => {
+  it('on a runtime without a freezer (kubernetes without node agents) a tier above 0 is a 400 naming the runtime and the agent', async () => {
     const api = await apiWith({ idleTiersOff: idleTiersOff({ name: 'kubernetes' }) });
     const refused = await api.call(
       'POST',
@@ -94,7 +94,9 @@ describe('workerConfig.keepFrozen and keepSuspended (idle tiers)', () => {
       originalClientCreateBody({ workerConfig: { minNum: 0, maxNum: 1, keepFrozen: 60 } }),
     );
     expect(refused.status).toBe(400);
-    expect(refused.body.message).toContain('the kubernetes runtime has no freezer');
+    expect(refused.body.message).toContain(
+      'the kubernetes runtime has no node agent configured (kubernetes.nodeAgent',
+    );
     expect(JSON.stringify(refused.body)).toContain('workerConfig.keepFrozen');
     const zero = await api.call(
       'POST',

@@ -358,6 +358,7 @@ function runtimeFor(
         ? {}
         : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
       capAdd: config.workers.sandbox.capAdd,
+      ...(config.kubernetes.nodeAgent === undefined ? {} : { nodeAgent: config.kubernetes.nodeAgent }),
     },
   });
 }

@@ -16,6 +16,7 @@ import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
 import { makeModelsCommand } from './models.js';
+import { makeNodeCommand } from './node.js';
 import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   program.addCommand(makeWorkersCommand(deps));
   program.addCommand(makeLogsCommand(deps));
   program.addCommand(makeStatusCommand(deps));
+  program.addCommand(makeNodeCommand());
   program.addCommand(makeCleanupCommand({ stdout: deps.stdout, stderr: deps.stderr, env: deps.env }));
   throwInsteadOfExiting(program);
   return program;

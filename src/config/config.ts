@@ -133,6 +133,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     cudaVersion?: string;
     /** Every worker's pull policy unless its endpoint sets one; undefined: by the image's tag (docs/kubernetes.md). */
     imagePullPolicy?: ImagePullPolicy;
+    /** The node agents that freeze idle pods (docs/kubernetes.md, Idle tiers); unset: no idle tiers. */
+    nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
   };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
@@ -334,6 +336,7 @@ export function loadConfig(sources: ConfigSources): Config {
       ...(file.kubernetes?.imagePullPolicy === undefined
         ? {}
         : { imagePullPolicy: file.kubernetes.imagePullPolicy }),
+      ...(file.kubernetes?.nodeAgent === undefined ? {} : { nodeAgent: file.kubernetes.nodeAgent }),
     },
   };
 }

@@ -158,6 +158,17 @@ const fileSchema = z.strictObject({
         .string()
         .regex(/^\d+\.\d+$/)
         .optional(),
+      /** The node agents (`corral node`, the corral-node DaemonSet) that freeze idle pods: the idle tiers. */
+      nodeAgent: z
+        .strictObject({
+          /** The file holding the token the agents were given (the mounted Secret). */
+          tokenFile: z.string().min(1),
+          /** The port every node's agent listens on at the node's IP; default 9479. */
+          port: z.int().min(1).max(65_535).optional(),
+          /** Suspend frozen pods' GPU state through the agents (they keep their nvidia.com/gpu); default false. */
+          suspend: z.boolean().optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** The model cache (docs/models.md): the hub it fetches from, and the disk it may fill before it evicts. */

@@ -14,6 +14,7 @@ import {
   GpuCheckpointOutOfMemoryError,
   GpuCheckpointUnavailableError,
 } from './gpu-checkpoint-catalogue.js';
+import { NODE_AGENT_ERROR_CATALOGUE } from './node-agent-catalogue.js';
 import { SHARED_ERROR_STATUS } from './shared-codes.js';
 
 describe('the two catalogues', () => {
@@ -32,6 +33,7 @@ describe('the two catalogues', () => {
     ['API', API_ERROR_CATALOGUE],
     ['gateway', GATEWAY_ERROR_CATALOGUE],
     ['GPU checkpoint', GPU_CHECKPOINT_ERROR_CATALOGUE],
+    ['node agent', NODE_AGENT_ERROR_CATALOGUE],
   ])(
     'the %s catalogue has UPPER_SNAKE codes with error statuses and a description each',
     (_name, catalogue) => {

@@ -5,6 +5,7 @@ import type { CatalogueEntry } from './corral-error.js';
 import { GATEWAY_ERROR_CATALOGUE } from './gateway-catalogue.js';
 import { GPU_CHECKPOINT_ERROR_CATALOGUE } from './gpu-checkpoint-catalogue.js';
 import { JOBS_ERROR_CATALOGUE } from './jobs-catalogue.js';
+import { NODE_AGENT_ERROR_CATALOGUE } from './node-agent-catalogue.js';
 
 const read = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');
 
@@ -31,6 +32,7 @@ describe.each([
   { doc: 'gateway.md', catalogue: GATEWAY_ERROR_CATALOGUE },
   { doc: 'workers.md', catalogue: GPU_CHECKPOINT_ERROR_CATALOGUE },
   { doc: 'jobs-internals.md', catalogue: JOBS_ERROR_CATALOGUE },
+  { doc: 'kubernetes.md', catalogue: NODE_AGENT_ERROR_CATALOGUE },
 ])('docs/$doc error table', ({ doc, catalogue }) => {
   const documented = documentedCodes(read(doc));
 

@@ -2,7 +2,7 @@
  * What a runtime offers for idle workers (docs/workers.md, Idle tiers): freezing (every process of the worker
  * stopped, its GPUs held; Docker's pause, the local runtime's cgroup freezer or SIGSTOP) and suspending (frozen, and
  * its GPU state moved to host memory by the driver's checkpoint API through a `GpuCheckpointer`, so that it holds no
- * GPU). A runtime without a freezer (kubernetes) has no `idleTiers`; `idleTiersOff` says why.
+ * GPU). A runtime without a freezer (kubernetes without its node agents) has no `idleTiers`; `idleTiersOff` says why.
  */
 import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
 import { RuntimeError } from './types.js';
@@ -42,6 +42,8 @@ export interface IdleTiers {
 /** Why a runtime without idle tiers has none (the API's refusal of keepFrozen/keepSuspended names it). */
 export function idleTiersOff(runtime: { name: string; idleTiers?: IdleTiers }): string | undefined {
   if (runtime.idleTiers) return undefined;
+  if (runtime.name === 'kubernetes')
+    return 'the kubernetes runtime has no node agent configured (kubernetes.nodeAgent: the corral-node DaemonSet freezes pods), so it has no idle tiers';
   return `the ${runtime.name} runtime has no freezer a worker can use, so it has no idle tiers`;
 }
 

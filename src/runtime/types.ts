@@ -225,7 +225,10 @@ export interface GpuScheduler {
 
 export interface WorkerRuntime {
   readonly name: 'docker' | 'kubernetes' | 'local' | 'fake';
-  /** Freezing and suspending idle workers (idle-tiers.ts); absent where the runtime has no freezer (kubernetes). */
+  /**
+   * Freezing and suspending idle workers (idle-tiers.ts); absent where the runtime has no freezer (kubernetes without
+   * its node agents: node-agent-tiers.ts).
+   */
   readonly idleTiers?: IdleTiers;
   /** Present where the runtime's scheduler places workers on GPUs, not Corral's inventory (kubernetes). */
   readonly gpuScheduler?: GpuScheduler;

@@ -223,3 +223,46 @@ describe('Dockerfile', () => {
     expect(finalStage).not.toMatch(/COPY (?!--from=build)/);
   });
 });
+
+describe('deploy/kubernetes/node-agent.yaml', () => {
+  const daemonSet = find('DaemonSet', 'corral-node') as unknown as {
+    metadata: { namespace: string };
+    spec: {
+      template: {
+        spec: {
+          hostNetwork: boolean;
+          hostPID: boolean;
+          automountServiceAccountToken: boolean;
+          containers: (Container & { volumeMounts: { name: string; mountPath: string }[] })[];
+          volumes: { name: string; hostPath?: { path: string }; secret?: { secretName: string } }[];
+        };
+      };
+    };
+  };
+
+  it('runs corral node on every node at the node IP, with the token Secret and the host cgroups, and nothing more', async () => {
+    const { runNodeAgent: _run, DEFAULT_NODE_AGENT_PORT } = await import('../../src/app/node-agent.js');
+    expect(daemonSet.metadata.namespace).toBe('corral');
+    const pod = daemonSet.spec.template.spec;
+    expect(pod).toMatchObject({ hostNetwork: true, hostPID: true, automountServiceAccountToken: false });
+    const [container] = pod.containers;
+    expect(container?.args).toEqual([
+      'node',
+      '--listen=$(NODE_IP)',
+      `--port=${DEFAULT_NODE_AGENT_PORT}`,
+      '--token-file=/var/run/secrets/corral-node/token',
+      '--cgroup-root=/host/sys/fs/cgroup',
+    ]);
+    expect(container?.securityContext).toMatchObject({
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(container?.securityContext).not.toHaveProperty('capabilities.add');
+    expect(pod.volumes).toEqual([
+      { name: 'cgroup', hostPath: { path: '/sys/fs/cgroup', type: 'Directory' } },
+      { name: 'token', secret: { secretName: 'corral-node-token', defaultMode: 0o400 } },
+    ]);
+  });
+});

@@ -21,7 +21,7 @@ export interface StandInCluster {
 
 export async function standInCluster(
   options: { namespace: string } & Partial<
-    Pick<TestKubeletOptions, 'missingImages' | 'unschedulable' | 'scheduleOnNodes'>
+    Pick<TestKubeletOptions, 'missingImages' | 'unschedulable' | 'scheduleOnNodes' | 'podCgroups'>
   >,
 ): Promise<StandInCluster> {
   const standIn = new KubeStandIn();
@@ -37,6 +37,7 @@ export async function standInCluster(
     standIn,
     ...(options.unschedulable ? { unschedulable: options.unschedulable } : {}),
     ...(options.scheduleOnNodes ? { scheduleOnNodes: options.scheduleOnNodes } : {}),
+    ...(options.podCgroups ? { podCgroups: options.podCgroups } : {}),
   });
   await kubelet.start();
   return {

@@ -7,19 +7,22 @@
  * pods/log and metrics where there is one. With `scheduleOnNodes` it plays the scheduler on the cluster's nodes
  * too: a pod goes to the first schedulable node its node selector matches with enough of the GPU resource left
  * (allocatable less what the pods bound there hold), or stays unscheduled with the scheduler's message; it does not
- * try an unscheduled pod again.
+ * try an unscheduled pod again. With `podCgroups` each pod's process is moved into a cgroup laid out as the kubelet
+ * lays it out (pod-cgroups.ts), for the node agent to freeze.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
+import type { PodHierarchy } from '../../src/node/pod-cgroups.js';
 import type { KubernetesApi, Node } from '../../src/runtime/kubernetes/api.js';
 import type { Pod } from '../../src/runtime/kubernetes/objects.js';
 import { PodView } from '../../src/runtime/kubernetes/pod-view.js';
 import { parseQuantity } from '../../src/runtime/kubernetes/quantity.js';
 import { CLOCK_TICKS, readProcStat, readRssBytes } from '../../src/runtime/local/proc.js';
 import type { KubeStandIn } from './kube-stand-in.js';
+import { type KubeletDriver, placeInPodCgroup } from './pod-cgroups.js';
 import { WORKER_SCRIPT } from './test-image.js';
 
 export interface TestKubeletOptions {
@@ -38,6 +41,8 @@ export interface TestKubeletOptions {
   unschedulable?: ReadonlyMap<string, string>;
   /** Plays the scheduler on the cluster's nodes (listed at each placement), counting this GPU resource. */
   scheduleOnNodes?: { gpuResource: string };
+  /** Each pod's process moved into its pod's cgroup in this (test-owned) hierarchy, as this driver names it. */
+  podCgroups?: { hierarchy: PodHierarchy; driver: KubeletDriver };
 }
 
 /** The GPUs (of `resource`) a pod's containers ask for. */
@@ -319,6 +324,9 @@ export class TestKubelet {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    const cgroups = this.#o.podCgroups;
+    if (cgroups && child.pid !== undefined)
+      placeInPodCgroup(cgroups.hierarchy, { driver: cgroups.driver, qos: 'burstable', uid }, child.pid);
     const running: Running = { child, ip, startedAt: Date.now(), deleting: false, exited: false };
     this.#running.set(uid, running);
     const log = (chunk: Buffer) => this.#o.standIn?.appendLog(this.#o.namespace, name, chunk.toString());

@@ -3,9 +3,9 @@
  * no key, and `/metrics`, which needs an admin key or the configured scrape token (it names every endpoint, and so
  * every endpoint's URL).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { openApiDocument } from '../../contract/openapi/document.js';
+import { bearerMatches, presentedBearer, tokenDigest } from '../../crypto/bearer-token.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { AppOptions } from '../app.js';
 
@@ -53,7 +53,7 @@ export function registerSystemRoutes(app: FastifyInstance, o: AppOptions): void 
     return openApiDocument({ serverUrl, gatewayUrl: o.links.gatewayBase(new URL(serverUrl).hostname) });
   });
 
-  const scrapeToken = o.metricsToken === undefined ? undefined : digest(o.metricsToken);
+  const scrapeToken = o.metricsToken === undefined ? undefined : tokenDigest(o.metricsToken);
   app.get('/metrics', async (request, reply) => {
     await mayReadMetrics(request.headers.authorization, scrapeToken, o);
     reply.header('content-type', o.metrics.registry.contentType);
@@ -67,17 +67,12 @@ async function mayReadMetrics(
   scrapeToken: Buffer | undefined,
   o: AppOptions,
 ): Promise<void> {
-  const presented = authorization?.replace(/^Bearer\s+/i, '').trim();
-  if (presented && scrapeToken && timingSafeEqual(digest(presented), scrapeToken)) return;
+  if (scrapeToken && bearerMatches(authorization, scrapeToken)) return;
+  const presented = presentedBearer(authorization);
   const needs = `/metrics needs an admin API key${scrapeToken ? ' or the scrape token (--metrics-token)' : ''}`;
   if (!presented) throw new ApiError('UNAUTHENTICATED', `${needs}: send "Authorization: Bearer <key>"`);
   const principal = await o.authenticator.authenticate(authorization, undefined);
   if (!principal.admin) throw new ApiError('UNAUTHENTICATED', `${needs}; this key is not an admin key`);
-}
-
-/** Fixed-length form of a secret, so that tokens of any length compare in constant time. */
-function digest(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
 }
 
 /** Whether `ping` resolves within `timeoutMs`. */

@@ -4,11 +4,14 @@
  * reached or refuses to list the namespace's pods, stops start-up with one line naming the setting. The official
  * client is loaded only here, when this runtime is chosen.
  */
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { ConfigError, describeSetting } from '../../config/settings.js';
 import type { ImagePullPolicy } from '../types.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 import { isLabelValue } from './names.js';
+import { DEFAULT_NODE_AGENT_PORT } from './node-agent-protocol.js';
+import type { NodeAgentSettings } from './node-agent-tiers.js';
 import type { ProductNodeLabel } from './pod-spec.js';
 
 export interface KubernetesSettings {
@@ -28,6 +31,20 @@ export interface KubernetesSettings {
   /** GiB per GPU; undefined or 0: no memory limit (the cluster's LimitRanges apply). */
   memoryGBPerGpu?: number;
   capAdd?: readonly string[];
+  /** The node agents that freeze idle pods: the token's file, their port, whether to suspend. */
+  nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
+}
+
+/** The node agents' settings, with the token read from its file (the mounted Secret); a bad file stops start-up. */
+export function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>): NodeAgentSettings {
+  let token: string;
+  try {
+    token = readFileSync(agent.tokenFile, 'utf8').trim();
+  } catch (error) {
+    throw new ConfigError(`invalid kubernetes.nodeAgent.tokenFile: ${firstLine(error)}`);
+  }
+  if (token === '') throw new ConfigError('invalid kubernetes.nodeAgent.tokenFile: the file is empty');
+  return { token, port: agent.port ?? DEFAULT_NODE_AGENT_PORT, suspend: agent.suspend ?? false };
 }
 
 /** `label=value` -> {label, value}; a bare value is one of the default label (nvidia.com/gpu.product). */
@@ -81,6 +98,7 @@ export async function connectKubernetes(
     ...(context.installationId === undefined ? {} : { installationId: context.installationId }),
     logger: context.logger,
     products: settings.products.map((p) => p.id),
+    ...(settings.nodeAgent === undefined ? {} : { nodeAgent: nodeAgentSettings(settings.nodeAgent) }),
     pods: {
       gpuResource: settings.gpuResource,
       terminationGraceSeconds: settings.terminationGraceSeconds,

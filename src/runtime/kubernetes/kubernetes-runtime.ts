@@ -3,10 +3,13 @@
  * worker, created, removed, listed, watched, its log and stats) and the node/GPU catalogue (node-catalog.ts: the
  * cluster's nodes from a watch of their own, and the products they make). The runtime's scheduler places GPUs
  * (`gpuScheduler`): its products are the nodes' GPU models and allocatable GPUs less what Corral's pods hold, read
- * without an API call; a create selects its product's node label from the same catalogue.
+ * without an API call; a create selects its product's node label from the same catalogue. With the node agent
+ * configured (`nodeAgent`), idle workers are frozen in place through the agent on their pod's node
+ * (node-agent-tiers.ts), their pods and GPUs kept.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../ports/clock.js';
+import type { IdleTiers } from '../idle-tiers.js';
 import type {
   ImageRequest,
   LogOptions,
@@ -19,6 +22,7 @@ import type {
 } from '../types.js';
 import type { KubernetesApi, Node } from './api.js';
 import type { ProductCapacity } from './cluster-products.js';
+import { type NodeAgentSettings, NodeAgentTiers } from './node-agent-tiers.js';
 import { NodeCatalog } from './node-catalog.js';
 import type { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
@@ -44,12 +48,15 @@ export interface KubernetesRuntimeOptions {
   removeMarginMs?: number;
   /** Pod creates and deletes in flight at once (call-limit.ts); default 64. */
   maxWritesInFlight?: number;
+  /** The node agents (`corral node`) that freeze idle pods; without them there are no idle tiers. */
+  nodeAgent?: NodeAgentSettings;
 }
 
 export class KubernetesRuntime implements WorkerRuntime {
   readonly name = 'kubernetes' as const;
   readonly #pods: PodAdapter;
   readonly #nodes: NodeCatalog;
+  readonly #tiers: NodeAgentTiers | undefined;
   #closed = false;
 
   constructor(options: KubernetesRuntimeOptions) {
@@ -80,6 +87,14 @@ export class KubernetesRuntime implements WorkerRuntime {
       productSelectors: () => this.#nodes.selectors(),
       onPodsChanged: () => this.#nodes.podsChanged(),
     });
+    this.#tiers = options.nodeAgent
+      ? new NodeAgentTiers({ ...options.nodeAgent, podOf: (id) => this.#pods.pod(id), logger })
+      : undefined;
+  }
+
+  /** Freezing (and, where turned on, suspending) through the node agents; absent where none is configured. */
+  get idleTiers(): IdleTiers | undefined {
+    return this.#tiers;
   }
 
   /** Where the API server is, for messages. */
@@ -122,19 +137,21 @@ export class KubernetesRuntime implements WorkerRuntime {
     return this.#pods.create(spec, onProgress);
   }
 
-  remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
+  async remove(workerId: string, options?: { graceSeconds?: number }): Promise<void> {
     this.#startNodes();
-    return this.#pods.remove(workerId, options);
+    await this.#pods.remove(workerId, options);
+    this.#tiers?.forget(workerId);
   }
 
-  list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
+  async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
     this.#startNodes();
-    return this.#pods.list(selector);
+    return (await this.#pods.list(selector)).map((worker) => this.#withTier(worker));
   }
 
-  inspect(workerId: string): Promise<RuntimeWorker | undefined> {
+  async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
     this.#startNodes();
-    return this.#pods.inspect(workerId);
+    const worker = await this.#pods.inspect(workerId);
+    return worker && this.#withTier(worker);
   }
 
   /** The pod a worker runs in, as the watch last saw it (for tests and the products report). */
@@ -167,6 +184,12 @@ export class KubernetesRuntime implements WorkerRuntime {
     this.#closed = true;
     this.#pods.close();
     this.#nodes.close();
+  }
+
+  /** The tier the node agent moved the worker's pod to, if any. */
+  #withTier(worker: RuntimeWorker): RuntimeWorker {
+    const tier = this.#tiers?.tierOf(worker.workerId);
+    return tier === undefined ? worker : { ...worker, tier };
   }
 
   async #ready(): Promise<void> {

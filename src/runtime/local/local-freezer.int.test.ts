@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { testWorkerSpec } from '../../../test/support/runtime-contract.js';
+import { findFreezer } from '../cgroups/cgroup-freezer.js';
 import { LABELS } from '../types.js';
-import { findFreezer } from './cgroup-freezer.js';
 import { LocalRuntime } from './local-runtime.js';
 
 /**

@@ -27,6 +27,7 @@ import fsp from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import { type Clock, systemClock } from '../../ports/clock.js';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
+import { type FreezerChoice, procsFile, type WorkerCgroup } from '../cgroups/cgroup-freezer.js';
 import type { IdleTier } from '../idle-tiers.js';
 import {
   type LogOptions,
@@ -38,7 +39,6 @@ import {
   type WorkerStats,
   workerLabels,
 } from '../types.js';
-import { type FreezerChoice, procsFile, type WorkerCgroup } from './cgroup-freezer.js';
 import { LocalIdleTiers } from './local-tiers.js';
 import { tailLines } from './log-tail.js';
 import { cpuPercent, readProcStat, readRssBytes } from './proc.js';

@@ -8,9 +8,9 @@
  */
 import fs from 'node:fs';
 import type { GpuCheckpointer } from '../../ports/gpu-checkpoint.js';
+import { cgroupFreezerState, cgroupPids, setFrozen, type WorkerCgroup } from '../cgroups/cgroup-freezer.js';
 import { CheckpointSteps, type IdleTier, type IdleTiers, type SuspendedState } from '../idle-tiers.js';
 import { RuntimeError } from '../types.js';
-import { cgroupFreezerState, cgroupPids, setFrozen, type WorkerCgroup } from './cgroup-freezer.js';
 import { readProcStat } from './proc.js';
 import { signalGroup } from './process-control.js';
 

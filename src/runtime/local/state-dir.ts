@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import type { WorkerCgroup } from '../cgroups/cgroup-freezer.js';
 import { LABELS, type WorkerSpec } from '../types.js';
-import type { WorkerCgroup } from './cgroup-freezer.js';
 import type { LocalMount } from './worker-env.js';
 
 export const STATE_VERSION = 1;

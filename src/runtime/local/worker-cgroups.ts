@@ -16,7 +16,7 @@ import {
   setFrozen,
   signalCgroup,
   type WorkerCgroup,
-} from './cgroup-freezer.js';
+} from '../cgroups/cgroup-freezer.js';
 import { signalGroup } from './process-control.js';
 
 export interface WorkerCgroupsOptions {

@@ -1,7 +1,7 @@
 /**
- * The local runtime's cgroup freezer: finding a writable one at start (cgroup v2, else the v1 freezer, else the reason
- * there is none), one cgroup per worker (made before its process starts, which enters it before it execs), and what
- * is done to a worker's cgroup: freeze and thaw (waiting until the kernel says every process is stopped or running),
+ * The cgroup freezer, shared by the local runtime and the node agent (src/node/): finding a writable one at start
+ * (cgroup v2, else the v1 freezer, else the reason there is none), one cgroup per local worker (made before its
+ * process starts, which enters it before it execs), and what is done to a worker's or a pod's cgroup: freeze and thaw (waiting until the kernel says every process is stopped or running),
  * its state read back after a restart, its processes listed and killed, and its removal.
  */
 import fs from 'node:fs';
@@ -139,6 +139,25 @@ export function cgroupPids(cgroup: WorkerCgroup): number[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * Every process in the cgroup and in the cgroups below it: a pod's processes sit in its containers' cgroups, none
+ * in the pod's own (cgroup v2 allows processes only in leaves). Empty when it is gone.
+ */
+export function cgroupTreePids(cgroup: WorkerCgroup): number[] {
+  const pids = cgroupPids(cgroup);
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(cgroup.path, { withFileTypes: true });
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    if (entry.isDirectory())
+      pids.push(...cgroupTreePids({ kind: cgroup.kind, path: path.join(cgroup.path, entry.name) }));
+  }
+  return pids;
 }
 
 /** Sends `signal` to every process in the cgroup; returns how many it reached. */
