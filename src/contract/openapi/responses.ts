@@ -20,6 +20,7 @@ const WORKER_ERRORS = [
   'UNHEALTHY',
   'INSUFFICIENT_GPU',
   'RUNTIME_ERROR',
+  'MODEL_DOWNLOAD_FAILED',
 ];
 
 const stateSchema = (states: string[], errorText: string): Schema =>
