@@ -18,6 +18,7 @@ const SUITES: Record<string, Suite> = {
   'cluster-history': async () => (await import('./cluster-history.js')).runClusterHistoryBench(),
   wake: async () => (await import('./wake/suite.js')).runWakeBench(),
   jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
+  'model-download': async () => (await import('./model-download.js')).runModelDownloadBench(),
   'tenant-isolation': async () => (await import('./tenant-isolation/suite.js')).runTenantIsolationBench(),
 };
 

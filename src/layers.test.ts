@@ -25,6 +25,8 @@ const ALLOWED: Record<string, string[]> = {
   /** Which addresses are public, and look-ups pinned to the address checked: shared by webhooks and registries. */
   net: [],
   registry: ['domain', 'net'],
+  /** The model cache (issue 34): the hub's protocol and cache layout, downloads, eviction. */
+  models: ['domain'],
   listeners: [],
   store: ['domain'],
   contract: ['domain', 'errors', 'gpu'],

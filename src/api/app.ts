@@ -56,6 +56,7 @@ import { registerEndpointRoutes } from './routes/endpoints.js';
 import { registerGpuRoute } from './routes/gpus.js';
 import { registerInvokeKeyRoutes } from './routes/invoke-keys.js';
 import { type OwnerJobs, registerJobRoutes } from './routes/jobs.js';
+import { type ModelsReport, registerModelRoutes } from './routes/models.js';
 import { registerQuotaRoute } from './routes/quota.js';
 import { registerSecretRoutes } from './routes/secrets.js';
 import { registerSystemRoutes } from './routes/system.js';
@@ -135,6 +136,8 @@ export interface AppOptions {
   dashboard?: DashboardFiles;
   /** The GPU inventory, its holders and the waiting workers (`GET gpus`); absent: no route. */
   gpus?: GpuReportService;
+  /** This machine's model cache and the endpoints naming each model (`GET models`); absent: no route. */
+  models?: ModelsReport;
   /** The server's API keys (`GET apikeys`, `POST apikey/create|delete`, admin keys only); absent: no routes. */
   apiKeys?: ApiKeyService;
   /** Client connections' deadlines (config `connections.api`); absent: Fastify's and node's defaults. */
@@ -238,6 +241,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (options.quotas) registerQuotaRoute(api, options.quotas, options.rates);
       if (options.cluster) registerClusterRoute(api, options.cluster);
       if (options.gpus) registerGpuRoute(api, options.gpus);
+      if (options.models) registerModelRoutes(api, options.models);
       if (options.apiKeys) registerApiKeyRoutes(api, options.apiKeys);
     },
     { prefix: API_PREFIX },

@@ -20,6 +20,7 @@ import type {
   OtherReplicasSource,
   TrafficSource,
 } from '../api/routes/endpoint-metrics.js';
+import type { ModelsReport } from '../api/routes/models.js';
 import type { WorkerInsight } from '../api/routes/workers.js';
 import { HEARTBEAT_INTERVAL_MS } from '../cluster/heartbeat.js';
 import type { Config } from '../config/config.js';
@@ -94,6 +95,8 @@ export interface ApiParts {
   dashboardDir?: string;
   /** The GPUs and who holds them (`GET gpus`); absent: `gpus` with no worker (no controller in this process). */
   gpuInventory?: GpuInventorySource;
+  /** The model cache and who names each model (`GET models`, docs/models.md); absent: no route. */
+  models?: ModelsReport;
   /** This replica's share of the per-key rate limit now (several replicas); absent: the configured limit. */
   rateLimitShare?: () => RateLimits;
   /** Cancel and retry of an owner's job through the jobs core (`app/job-actions.ts`); absent: those routes are not served. */
@@ -255,5 +258,6 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       store,
     }),
     apiKeys: new ApiKeyService({ store, clock }),
+    ...(parts.models ? { models: parts.models } : {}),
   });
 }

@@ -15,6 +15,7 @@ import { makeJobsCommand } from './jobs.js';
 import { makeKeysCommand } from './keys.js';
 import { makeLimitsCommand } from './limits.js';
 import { makeLogsCommand } from './logs.js';
+import { makeModelsCommand } from './models.js';
 import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   program.addCommand(makeApplyCommand(deps));
   program.addCommand(makeLimitsCommand(deps));
   program.addCommand(makeProductsCommand(deps));
+  program.addCommand(makeModelsCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));
   program.addCommand(makeInvokeKeysCommand(deps));
   program.addCommand(makeSecretsCommand(deps));

@@ -6,6 +6,7 @@ import type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
 import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
+import type { WireModels } from '../contract/models.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type { WireQuotaReport } from '../contract/quota.js';
 import type { WireWebhookSecret } from '../contract/webhook-secrets.js';
@@ -312,6 +313,13 @@ export class CorralClient {
     field<WireGpus['gpus']>(body, 'gpus', 'array');
     field<WireGpus['waiting']>(body, 'waiting', 'array');
     return body as WireGpus;
+  }
+
+  /** `GET models` (extension): the cached models (an admin key: all; any other: those its endpoints name). */
+  async listModels(): Promise<WireModels> {
+    const body = await this.#get('models');
+    field<WireModels['models']>(body, 'models', 'array');
+    return body as WireModels;
   }
 
   /** `GET apikeys` (extension, admin keys): every owner's API keys, revoked ones included, never a key. */

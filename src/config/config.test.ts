@@ -146,6 +146,16 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30 }
     expect(config.history).toEqual({ intervalSeconds: 1, samples: 0, maxEndpoints: 500 });
   });
 
+  it('fetches models from the hub unless the config file names a mirror, with no disk budget unless given', () => {
+    expect(load().models).toEqual({ hubUrl: 'https://huggingface.co', diskBudgetBytes: null });
+    const file = 'models: { hubUrl: "http://mirror.internal:8080/", diskBudgetGB: 1.5 }';
+    expect(load({ config: '/c.yaml' }, {}, file).models).toEqual({
+      hubUrl: 'http://mirror.internal:8080',
+      diskBudgetBytes: 1_500_000_000,
+    });
+    expect(() => load({ config: '/c.yaml' }, {}, 'models: { diskBudgetGB: 0 }')).toThrow('diskBudgetGB');
+  });
+
   it('allows private webhook targets only with both the setting and the config key, and says which is missing', () => {
     expect(load().webhooks).toEqual({ allowPrivate: false });
     const file = 'webhooks: { allowPrivate: true }';

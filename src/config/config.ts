@@ -140,6 +140,11 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    */
   webhooks: { allowPrivate: boolean };
   /**
+   * The model cache (docs/models.md): hubUrl is where models are fetched from (HF_ENDPOINT for the hub's clients);
+   * diskBudgetBytes the bytes it may hold before it evicts models no endpoint names (null: no budget).
+   */
+  models: { hubUrl: string; diskBudgetBytes: number | null };
+  /**
    * Registries on loopback, link-local or private addresses that images may name (registry/registry-guard.ts):
    * `--private-registries` (CORRAL_PRIVATE_REGISTRIES) and the config file's registries.allowPrivate.
    */
@@ -273,6 +278,11 @@ export function loadConfig(sources: ConfigSources): Config {
       workerKeepAliveMs: file.gateway?.workerKeepAliveMs ?? 4000,
     },
     connections,
+    models: {
+      hubUrl: (file.models?.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, ''),
+      diskBudgetBytes:
+        file.models?.diskBudgetGB === undefined ? null : Math.round(file.models.diskBudgetGB * 1e9),
+    },
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
     },

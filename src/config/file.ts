@@ -157,6 +157,10 @@ const fileSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  /** The model cache (docs/models.md): the hub it fetches from, and the disk it may fill before it evicts. */
+  models: z
+    .strictObject({ hubUrl: urlSchema.optional(), diskBudgetGB: z.number().positive().optional() })
+    .optional(),
   /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
   webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),
   /** Registries on private addresses that images may name, with --private-registries's (docs/security.md). */

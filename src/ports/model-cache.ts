@@ -12,6 +12,16 @@ export interface ModelRefusal {
   message: string;
 }
 
+/** What `ensure` throws when the hub refuses the model (or cannot be reached): the refusal `check` would return. */
+export class ModelRefusedError extends Error {
+  constructor(readonly refusal: ModelRefusal) {
+    super(refusal.message);
+    this.name = 'ModelRefusedError';
+  }
+}
+
+export const isModelRefusal = (value: ResolvedModel | ModelRefusal): value is ModelRefusal => 'code' in value;
+
 /** What a model's files are, resolved on the hub. */
 export interface ResolvedModel {
   name: string;

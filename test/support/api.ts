@@ -7,6 +7,7 @@ import type {
   OtherReplicasSource,
   TrafficSource,
 } from '../../src/api/routes/endpoint-metrics.js';
+import type { ModelsReport } from '../../src/api/routes/models.js';
 import { buildApi } from '../../src/app/build-api.js';
 import { jobActionsOf } from '../../src/app/job-actions.js';
 import { type Config, loadConfig } from '../../src/config/config.js';
@@ -69,6 +70,8 @@ export async function createTestApi(
     logger?: Logger;
     /** The GPUs and their holders for GET gpus (none: the simulated inventory, no worker). */
     gpuInventory?: GpuInventorySource;
+    /** The model cache and who names each model, for GET models (none: an empty cache, as a new server has). */
+    models?: ModelsReport;
     /** Whether the database took the last heartbeat, for /healthz (none: not said). */
     databaseTookLastBeat?: () => boolean;
     /** Cancel and retry of an owner's job (none: over a job service of the store's own, as `corral serve` has). */
@@ -117,6 +120,10 @@ export async function createTestApi(
     replica: options.replica ?? { id: 'rep-test', leading: () => true },
     ...(options.dashboardDir === undefined ? {} : { dashboardDir: options.dashboardDir }),
     ...(options.gpuInventory ? { gpuInventory: options.gpuInventory } : {}),
+    models: options.models ?? {
+      cache: { list: async () => [], progress: () => null },
+      users: async () => new Map(),
+    },
     ...(options.onEndpointsChanged ? { onEndpointsChanged: options.onEndpointsChanged } : {}),
     jobActions: options.jobActions ?? jobActionsOf(testJobService(store)),
     ...(options.modelCache ? { modelCache: options.modelCache } : {}),

@@ -46,6 +46,10 @@ export function openApiDocument(options: { serverUrl: string; gatewayUrl?: strin
         name: 'GPUs',
         description: 'The GPU inventory, who holds each GPU, and the workers waiting for one.',
       },
+      {
+        name: 'Models',
+        description: "The machine's cache of Hugging Face models that endpoints name (docs/models.md).",
+      },
       { name: 'API keys', description: "The server's API keys (admin keys only); a key is shown once." },
       {
         name: 'Jobs',

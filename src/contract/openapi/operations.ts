@@ -507,6 +507,18 @@ function operations(): Operation[] {
     },
     {
       method: 'get',
+      path: v1('/models'),
+      operationId: 'getModels',
+      summary: "List the models in this machine's cache",
+      description:
+        "Corral's own (docs/models.md). An admin key sees every cached model; any other key only the models its " +
+        'endpoints name. Each with its size, last use and the endpoints naming it.',
+      tag: 'Models',
+      auth: true,
+      response: json('Models', 'The cached models.'),
+    },
+    {
+      method: 'get',
       path: v1('/apikeys'),
       operationId: 'listApiKeys',
       summary: "List the server's API keys",

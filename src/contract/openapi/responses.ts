@@ -526,6 +526,39 @@ export function responseSchemas(): Record<string, Schema> {
       productIds: arrayOf(str(), 'The products it may run on.'),
       reason: str('Why it is not placed yet.'),
     }),
+    Models: object({
+      scope: str('all: an admin key sees every cached model; own: the models your endpoints name.', {
+        enum: ['all', 'own'],
+      }),
+      models: arrayOf(ref('CachedModel'), 'By name, one entry per cached revision.'),
+    }),
+    CachedModel: object({
+      name: str('org/name, as on the hub.'),
+      revision: str(
+        'The branch, tag or refs/pr/N that points to the commit here (the commit when none does).',
+      ),
+      commit: str('The commit the files are of.'),
+      files: int(),
+      bytes: int("Bytes of this revision's files."),
+      diskBytes: int("Bytes the repository takes on disk, every revision's blobs counted once."),
+      lastUsedAt: str("When a worker last needed it (fetched, or checked with its owner's token).", {
+        format: 'date-time',
+      }),
+      endpoints: arrayOf(
+        ref('ModelUser'),
+        "The endpoints naming it: yours, or every owner's for an admin key.",
+      ),
+      download: {
+        anyOf: [ref('ModelDownload'), { type: 'null' }],
+        description: 'A download under way, or null.',
+      },
+    }),
+    ModelUser: object({ endpointId: str(), endpointName: str() }),
+    ModelDownload: object({
+      bytesDone: int(),
+      bytesTotal: int(),
+      bytesPerSecond: int('Over the last 5 seconds.'),
+    }),
     SavedSecret: object({
       name: str(),
       replaced: bool('True when a secret of that name existed and its value was replaced.'),

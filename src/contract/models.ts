@@ -1,0 +1,29 @@
+/** `GET models`' wire body (Corral's own, issue 34): the models in this machine's cache; times as ISO 8601. */
+
+export interface WireModelUser {
+  endpointId: string;
+  endpointName: string;
+}
+
+export interface WireCachedModel {
+  /** `org/name`, as on the hub. */
+  name: string;
+  /** The branch, tag or `refs/pr/N` that points to the commit here (the commit itself when none does). */
+  revision: string;
+  commit: string;
+  files: number;
+  /** Bytes of this revision's files. */
+  bytes: number;
+  /** Bytes the repository takes on disk, every revision's blobs counted once. */
+  diskBytes: number;
+  lastUsedAt: string;
+  /** The endpoints (the caller's own; every owner's for an admin key) that name the model. */
+  endpoints: WireModelUser[];
+  /** A download under way, or null. */
+  download: { bytesDone: number; bytesTotal: number; bytesPerSecond: number } | null;
+}
+
+export interface WireModels {
+  scope: 'all' | 'own';
+  models: WireCachedModel[];
+}
