@@ -54,6 +54,7 @@ describe('the request schemas', () => {
         'HealthyInput',
         'ImageInput',
         'IntegerInput',
+        'ModelInput',
         'PolicyInput',
         'PortInput',
         'ProductInput',

@@ -31,6 +31,7 @@ import { type Gpu, supportedCudaVersions } from '../gpu/inventory.js';
 import { productCatalog, scheduledCatalog, scheduledCudaVersions } from '../gpu/products.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import type { JobActions } from '../ports/job-actions.js';
+import type { ModelCache } from '../ports/model-cache.js';
 import type { GpuScheduler } from '../runtime/types.js';
 import type { Readiness } from '../runtime/waiting-runtime.js';
 import { ApiKeyService } from '../service/api-key-service.js';
@@ -40,6 +41,7 @@ import { EndpointService, type ImageAccessCheck } from '../service/endpoint-serv
 import { type GpuInventorySource, GpuReportService } from '../service/gpu-report.js';
 import { randomIds } from '../service/ids.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
+import { ModelAccess } from '../service/model-access.js';
 import { QuotaService } from '../service/quota-service.js';
 import { SecretService } from '../service/secret-service.js';
 import { WebhookSecretService } from '../service/webhook-secret-service.js';
@@ -79,6 +81,8 @@ export interface ApiParts {
   imageAccess?: ImageAccessCheck;
   /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
   singleTenant?: boolean;
+  /** The machine's model cache (issue 34): endpoints' models are checked on its hub at create and update; none: refused. */
+  modelCache?: ModelCache;
   /** Why the runtime has no idle tiers (runtime/idle-tiers.ts): keepFrozen and keepSuspended above 0 are refused. */
   idleTiersOff?: string;
   /** Why queue endpoints' workers could not reach the worker-facing listener: such endpoints are refused. */
@@ -190,6 +194,14 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
       ...(parts.singleTenant ? { singleTenant: true } : {}),
       secretSizes: (ownerId, names) => services.ownerSecrets.sizes(ownerId, names),
+      ...(parts.modelCache
+        ? {
+            models: new ModelAccess({
+              cache: parts.modelCache,
+              secretValue: (ownerId, name) => services.ownerSecrets.value(ownerId, name),
+            }),
+          }
+        : {}),
     }),
     credentials: services.credentials,
     quotas,

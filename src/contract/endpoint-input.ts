@@ -1,5 +1,7 @@
 /** Parses create and update bodies into the domain's spec patch; the schemas they use are endpoint-schema.ts. */
 import type { EnvVar, VolumeMount } from '../domain/endpoint.js';
+import { DEFAULT_MODEL_REVISION } from '../domain/model-refs.js';
+import type { ModelRef } from '../domain/models.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
 import type { ValidationIssue } from '../domain/validate.js';
 import { type EndpointInput, endpointFields, endpointInput, unwrapSingle } from './endpoint-schema.js';
@@ -201,6 +203,14 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
     public: input.public,
     type: input.type,
     jobsPath: input.jobsPath,
+    models: input.models?.map(
+      (m): ModelRef => ({
+        name: m.name,
+        revision: m.revision ?? DEFAULT_MODEL_REVISION,
+        allowPatterns: m.allowPatterns ?? [],
+        tokenSecret: m.tokenSecret === undefined || m.tokenSecret === '' ? null : m.tokenSecret,
+      }),
+    ),
   };
 }
 

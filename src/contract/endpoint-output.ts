@@ -77,6 +77,12 @@ export function toWireEndpoint(
     type: spec.type,
     jobsPath: spec.jobsPath,
     jobUrls: links.jobUrls,
+    models: spec.models.map((m) => ({
+      name: m.name,
+      revision: m.revision,
+      allowPatterns: [...m.allowPatterns],
+      tokenSecret: m.tokenSecret,
+    })),
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

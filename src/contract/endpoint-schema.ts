@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH, IMAGE_PULL_POLICIES } from '../domain/endpoint.js';
+import { DEFAULT_MODEL_REVISION, MODEL_LIMITS } from '../domain/model-refs.js';
 import { DEFAULT_SCALING, DEFAULT_WORKERS } from '../domain/spec-patch.js';
 import {
   APP_NAME,
@@ -210,6 +211,29 @@ const healthy = documented(
   { id: 'HealthyInput', description: 'On update, {} restores every default.' },
 );
 
+const model = documented(
+  object({
+    name: documented(text.clone(), {
+      description: `A hub repository, org/name (at most ${MODEL_LIMITS.nameLength} characters, no . or .. segments, no "--").`,
+    }),
+    revision: field(
+      text,
+      'A branch, tag, commit or refs/pr/N (slashes allowed, no . or .. segments).',
+      DEFAULT_MODEL_REVISION,
+    ),
+    allowPatterns: field(
+      list(text),
+      `Only files matching one of these globs (as snapshot_download's allow_patterns), at most ${MODEL_LIMITS.allowPatterns}; empty: every file.`,
+      [],
+    ),
+    tokenSecret: field(
+      text,
+      'The name of your secret holding a hub token, for gated and private repositories; null or absent: none.',
+    ),
+  }),
+  { id: 'ModelInput' },
+);
+
 const required = (what: string) =>
   `${what} The object, or a one-element array holding it; required, so it cannot be cleared with [].`;
 
@@ -256,6 +280,10 @@ export const endpointFields = {
     text,
     'Corral extension: where a job of an "http" endpoint is delivered (POST with the input as the JSON body); starts with /.',
     '/run',
+  ),
+  models: field(
+    list(model),
+    `Corral extension: hub repositories the workers load (at most ${MODEL_LIMITS.models}), on the worker's machine before a GPU is held and mounted read-only at /runpod-volume/huggingface-cache/hub, with HF_HUB_CACHE and HF_HUB_OFFLINE=1 set (docs/models.md). On update, the list replaces the current one; [] removes every model.`,
   ),
 };
 

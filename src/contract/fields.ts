@@ -18,6 +18,7 @@ export const WIRE_SPEC_FIELDS: Record<keyof EndpointSpec, string> = {
   public: 'public',
   type: 'type',
   jobsPath: 'jobsPath',
+  models: 'models',
 };
 
 /** Maps a domain field path (validate.ts) to the wire field a client sent. */

@@ -72,6 +72,16 @@ export interface WireEndpoint<PortType extends string | number = string | number
    * is called. Absent from servers before it.
    */
   jobUrls?: WireJobUrls;
+  /** Corral extension: hub repositories its workers load from the machine's model cache. Absent from servers before it. */
+  models?: WireModel[];
+}
+
+/** A model an endpoint names (docs/models.md); `tokenSecret` is the name of the owner's secret, never its value. */
+export interface WireModel {
+  name: string;
+  revision: string;
+  allowPatterns: string[];
+  tokenSecret: string | null;
 }
 
 /** An endpoint's jobs API: `POST run` and `runsync` with `{"input": {...}}`, `GET status/{jobId}`, `GET health`. */

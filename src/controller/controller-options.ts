@@ -2,9 +2,12 @@
  * The controller's options and the narrow interfaces of what it is given: the autoscaler's advice, a logger, the
  * health probe. Kept apart from controller.ts so that the wiring (main.ts, benchmarks, tests) reads one short file.
  */
+
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
+import type { ModelRef } from '../domain/models.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
+import type { ModelCache } from '../ports/model-cache.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
@@ -116,6 +119,11 @@ export interface ControllerOptions {
    */
   protocolEnv?: (endpointId: string, workerId: string) => EnvVar[];
   /**
+   * The machine's model cache and the owners' hub tokens (issue 34): a worker of an endpoint that names models waits
+   * in `downloading`, holding no GPU, until they are here, and gets them mounted. Absent: no models.
+   */
+  models?: { cache: ModelCache; token: (ownerId: string, model: ModelRef) => Promise<string | null> };
+  /**
    * A `queue` endpoint's worker's health check in place of an HTTP probe: ready once it has polled for a job,
    * unhealthy once its polls and pings stop. Absent: queue workers are probed over HTTP like any other.
    */
@@ -191,6 +199,7 @@ type OptionalOptions =
   | 'readOnlyStorages'
   | 'resolveEnv'
   | 'protocolEnv'
+  | 'models'
   | 'queueProbe'
   | 'onWorkerEnded'
   | 'outputs'

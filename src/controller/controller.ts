@@ -36,7 +36,8 @@ import { RuntimeObserver } from './runtime-observer.js';
 import { RuntimeOutage } from './runtime-outage.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
-import { type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
+import { awaitsPlacement, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
+import { ModelFetcher } from './workers/model-fetcher.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { deleteStaleRows } from './write-back.js';
 
@@ -60,6 +61,8 @@ export class Controller {
   readonly #prober: HealthProber;
   /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
   readonly #images: ImagePreparer;
+  /** Each owner's models, fetched before their workers are placed (model-fetcher.ts); absent without a cache. */
+  readonly #models: ModelFetcher | undefined;
   /** Runtime listings begun so far; a pass's listing is as old as the number it took. */
   #listings = 0;
   #adopted = false;
@@ -104,6 +107,20 @@ export class Controller {
       logger: this.#o.logger,
       onSettled: (endpointId) => this.pokeEndpoint(endpointId),
     });
+    const models = this.#o.models;
+    this.#models = models
+      ? new ModelFetcher({
+          cache: models.cache,
+          token: models.token,
+          clock: this.#o.clock,
+          logger: this.#o.logger,
+          onChange: (ownerId) => {
+            for (const endpoint of this.#endpoints.values())
+              if (endpoint.ownerId === ownerId && endpoint.spec.models.length > 0)
+                this.pokeEndpoint(endpoint.id);
+          },
+        })
+      : undefined;
     this.#prober = new HealthProber({
       probe: this.#o.probe,
       timers: this.#o.timers,
@@ -179,6 +196,7 @@ export class Controller {
       imageAccess: o.imageAccess,
       resolveEnv: o.resolveEnv,
       protocolEnv: o.protocolEnv,
+      ...(o.models ? { modelHubDir: o.models.cache.hubDir } : {}),
       metrics: o.metrics,
     });
   }
@@ -388,7 +406,7 @@ export class Controller {
    * drain when one under its share waits); where the runtime's scheduler places workers, all start now.
    */
   #place(live: Map<string, Endpoint>, now: number): Set<string> {
-    const changed = new Set<string>();
+    const changed = this.#holdForModels(live, now);
     if (!this.#book.mayAwaitPlacement) return changed;
     const result = this.#placement.place([...this.#book.all()], live, () => this.heldGpus());
     if (!result) return changed;
@@ -415,6 +433,33 @@ export class Controller {
       }
     }
     if (result.pending.length > 0) this.#tiers?.relieve([...this.#book.all()], result.pending, live);
+    return changed;
+  }
+
+  /**
+   * Workers awaiting placement whose endpoint's models are not all here wait in `downloading` (no GPU held) while
+   * they are fetched; those whose models are here go back to awaiting placement; a failed fetch fails them.
+   */
+  #holdForModels(live: Map<string, Endpoint>, now: number): Set<string> {
+    const changed = new Set<string>();
+    const fetcher = this.#models;
+    if (!fetcher) return changed;
+    for (const record of [...this.#book.all()]) {
+      const downloading = record.state === 'downloading';
+      if (!downloading && !awaitsPlacement(record)) continue;
+      const endpoint = live.get(record.endpointId);
+      if (!endpoint || (endpoint.spec.models.length === 0 && !downloading)) continue;
+      const verdict = fetcher.need(endpoint.ownerId, endpoint.spec.models, !downloading);
+      if (verdict.ready) {
+        if (downloading)
+          this.#lifecycle.move(record, { state: 'pending', message: 'models ready; waiting for GPUs' });
+      } else if (verdict.failed) {
+        this.#lifecycle.failByPlan(record, 'MODEL_DOWNLOAD_FAILED', verdict.message, now);
+      } else {
+        this.#lifecycle.move(record, { state: 'downloading', message: verdict.message });
+      }
+      changed.add(record.endpointId);
+    }
     return changed;
   }
 

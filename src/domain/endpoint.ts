@@ -1,4 +1,5 @@
 /** The clean internal model of an Endpoint; the wire shapes live in src/contract only. */
+import type { ModelRef } from './models.js';
 
 export type ScalingPolicyType = 'queue' | 'concurrency';
 
@@ -91,6 +92,8 @@ export interface EndpointSpec {
   type: EndpointType;
   /** Where a job of an `http` endpoint is delivered: `POST {jobsPath}` with the input as the JSON body. */
   jobsPath: string;
+  /** Hub repositories its workers load: on the worker's machine before a GPU is held, mounted read-only. */
+  models: ModelRef[];
 }
 
 export type EndpointState = 'deploying' | 'serving' | 'updating' | 'stopped' | 'failed' | 'deleting';

@@ -22,6 +22,8 @@ export function workerShapeChanges(before: EndpointSpec, after: EndpointSpec): s
     rootfsSizeGB: spec.rootfsSizeGB,
     // A queue worker's env carries the worker protocol's variables; an http worker's does not.
     type: spec.type,
+    // What is mounted in a worker is fixed when it starts.
+    models: spec.models,
   });
   const a = shape(before);
   const b = shape(after);

@@ -18,6 +18,7 @@ import {
 } from './endpoint.js';
 import { defaultHealthPath, healthPathForType } from './health-path.js';
 import type { Limits, Range } from './limits.js';
+import type { ModelRef } from './models.js';
 
 /**
  * The fields a create or update request carried. Omitted fields keep their value; objects merge one
@@ -40,6 +41,7 @@ export interface SpecPatch {
   public?: boolean;
   type?: EndpointType;
   jobsPath?: string;
+  models?: ModelRef[];
 }
 
 /** The fixed defaults of a create, before they are clamped into the server's configured ranges. */
@@ -113,6 +115,7 @@ export function defaultSpec(
     public: false,
     type: 'http',
     jobsPath: DEFAULT_JOBS_PATH,
+    models: [],
   };
 }
 
@@ -147,6 +150,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     public: patch.public ?? base.public,
     type,
     jobsPath: patch.jobsPath ?? base.jobsPath,
+    models: patch.models ?? base.models,
   };
 }
 

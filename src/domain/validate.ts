@@ -7,6 +7,7 @@ import { envBoundProblem, resolvedEnvSize } from './env-bounds.js';
 import { imageNameProblem } from './image-name.js';
 import { jobsPathProblem, MAX_JOBS_PATH_LENGTH } from './jobs-path.js';
 import { inRange, type Limits, type Range } from './limits.js';
+import { MODEL_LIMITS, modelNameProblem, modelRevisionProblem } from './model-refs.js';
 import { secretReferences } from './secret-refs.js';
 
 /** Why a field was rejected; each is a stable reason in the API's error catalogue. */
@@ -151,6 +152,7 @@ export function validateSpec(
   if (!tooLarge) validateResolvedEnv(spec, catalog, add);
   validateHealth(spec, add);
   validateJobsPath(spec, add);
+  validateModels(spec, catalog, add);
   return issues;
 }
 
@@ -340,6 +342,53 @@ function validateVolumes(
         reason: 'CLUSTER_MISMATCH',
         message: `network storage "${volume.storageId}" is in cluster "${cluster}"; \`clusterId\` must equal it`,
         details: { expected: cluster },
+      });
+    }
+  });
+}
+
+/** Each model a hub repository and revision that can be a directory, its token a secret the owner has. */
+function validateModels(spec: EndpointSpec, catalog: ValidationCatalog, add: Add): void {
+  const L = MODEL_LIMITS;
+  if (spec.models.length > L.models) {
+    add({
+      field: 'models',
+      reason: 'INVALID_FIELD',
+      message: `\`models\` has ${spec.models.length} entries; at most ${L.models} are allowed`,
+      details: { max: L.models, value: spec.models.length },
+    });
+    return;
+  }
+  const seen = new Set<string>();
+  spec.models.forEach((model, index) => {
+    const field = `models.${index}`;
+    const invalid = (at: string, message: string) =>
+      add({ field: `${field}.${at}`, reason: 'INVALID_FIELD', message });
+    const nameProblem = modelNameProblem(model.name);
+    if (nameProblem)
+      invalid('name', `model name ${nameProblem}, got ${JSON.stringify(model.name.slice(0, 100))}`);
+    else if (seen.has(model.name)) invalid('name', `model ${model.name} is named twice`);
+    seen.add(model.name);
+    const revisionProblem = modelRevisionProblem(model.revision);
+    if (revisionProblem)
+      invalid(
+        'revision',
+        `model revision ${revisionProblem}, got ${JSON.stringify(model.revision.slice(0, 100))}`,
+      );
+    if (model.allowPatterns.length > L.allowPatterns)
+      invalid('allowPatterns', `at most ${L.allowPatterns} allowPatterns are allowed`);
+    else
+      model.allowPatterns.forEach((pattern, n) => {
+        if (pattern === '' || pattern.length > L.allowPatternLength)
+          invalid(`allowPatterns.${n}`, `a pattern must be 1 to ${L.allowPatternLength} characters`);
+      });
+    const secret = model.tokenSecret;
+    if (secret !== null && catalog.secretNames !== undefined && !catalog.secretNames.has(secret)) {
+      add({
+        field: `${field}.tokenSecret`,
+        reason: 'UNKNOWN_SECRET',
+        message: `model ${model.name} names secret "${secret}" as its token, which you do not have (save it first)`,
+        details: { model: model.name, secret },
       });
     }
   });

@@ -13,6 +13,8 @@ export const WORKER_STATES = [
   // Last, so that the order of those before is kept where it is stored (the history's rows: history-codec.ts).
   'frozen',
   'suspended',
+  // Its endpoint's models are fetched into the machine's cache before it is placed on a GPU (issue 34).
+  'downloading',
 ] as const;
 
 export type WorkerState = (typeof WORKER_STATES)[number];
@@ -24,7 +26,8 @@ export type WorkerErrorCode =
   | 'HEALTH_TIMEOUT'
   | 'UNHEALTHY'
   | 'INSUFFICIENT_GPU'
-  | 'RUNTIME_ERROR';
+  | 'RUNTIME_ERROR'
+  | 'MODEL_DOWNLOAD_FAILED';
 
 /** A worker as the controller reports it (the API shows this; the runtime knows only containers). */
 export interface Worker {
@@ -49,6 +52,7 @@ export interface Worker {
 /** Which workers go first when scaling down: those not serving yet, then the serving ones. */
 export const SCALE_DOWN_RANK: Record<WorkerState, number> = {
   pending: 0,
+  downloading: 0,
   pulling: 1,
   starting: 2,
   unhealthy: 3,

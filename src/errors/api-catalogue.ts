@@ -132,6 +132,25 @@ export const API_ERROR_CATALOGUE = {
     status: 409,
     description: 'Only a FAILED or TIMED_OUT job can be retried.',
   },
+  MODEL_NOT_FOUND: {
+    status: 400,
+    description:
+      'The hub has no such model, revision or file (a private repository the token cannot see reads the same); metadata.field names the model.',
+  },
+  MODEL_GATED: {
+    status: 400,
+    description:
+      "The model is gated and the token (or its absence) has no access: name a tokenSecret holding a token of an account the model's authors accepted.",
+  },
+  MODEL_UNAUTHORIZED: {
+    status: 400,
+    description: "The hub refused the model's token (invalid or expired); metadata.field names the model.",
+  },
+  // 503, not 400: the request may be right, the hub did not answer; retrying later can help.
+  MODEL_HUB_UNREACHABLE: {
+    status: 503,
+    description: "The model hub (the server's models.hubUrl) did not answer the model's check; retry.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

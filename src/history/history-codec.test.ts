@@ -65,6 +65,7 @@ describe('the stored history figures', () => {
       failed: 8,
       frozen: 0,
       suspended: 0,
+      downloading: 0,
     });
   });
 

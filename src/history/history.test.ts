@@ -88,7 +88,7 @@ describe('TrafficHistory', () => {
     expect(a.workers.running).toEqual([2, 2]);
     expect(a.workers.starting).toEqual([1, 0]);
     expect(a.workers.pending).toEqual([0, 0]);
-    expect(Object.keys(a.workers)).toHaveLength(10);
+    expect(Object.keys(a.workers)).toHaveLength(11);
     expect(a.desiredWorkers).toEqual([3, 3]);
     // ep-b: one failed worker, then nothing; the scaler never decided for it.
     const b = h.history.of('ep-b');
@@ -134,7 +134,7 @@ describe('TrafficHistory', () => {
     expect(h.history.usage()).toEqual({ endpoints: 2, bytes: 2 * perEndpoint });
     // The defaults: one hour at 10 s, the last 5 minutes' latency buckets.
     expect(TrafficHistory.bytesPerEndpoint({ samples: 360, intervalSeconds: 10 })).toBe(
-      360 * (8 + 25 * 4) + 30 * (8 + 18 * 4),
+      360 * (8 + 26 * 4) + 30 * (8 + 18 * 4),
     );
   });
 

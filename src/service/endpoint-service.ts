@@ -4,6 +4,7 @@
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
 import type { Limits } from '../domain/limits.js';
+import type { ModelRef } from '../domain/models.js';
 import { type EndpointUse, endpointUse } from '../domain/quota.js';
 import type { Page } from '../domain/records.js';
 import { changedFields, workerShapeChanges } from '../domain/revision.js';
@@ -17,6 +18,7 @@ import type { Admit, EndpointChange } from '../store/endpoints.js';
 import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { IdGenerator } from './ids.js';
+import type { ModelAccess } from './model-access.js';
 import type { Principal } from './principal.js';
 import type { QuotaService } from './quota-service.js';
 
@@ -67,6 +69,11 @@ export interface EndpointServiceOptions {
    * command given by anyone else would run with Corral's own rights.
    */
   singleTenant?: boolean;
+  /**
+   * The hub's word on the spec's models with the owner's token (model-access.ts), asked at create and when an update
+   * changes the models; absent: no model cache, and models are refused at create.
+   */
+  models?: Pick<ModelAccess, 'check'>;
 }
 
 const WAITING: StateReport<EndpointState> = { state: 'deploying', error: '', message: 'waiting for workers' };
@@ -86,6 +93,7 @@ export class EndpointService {
     const spec = createSpec(id, catalog.limits(), patch);
     this.#validate(spec, await this.#catalogFor(principal, spec.image.authId, spec.env));
     await this.#checkImageAccess(principal, spec.image);
+    await this.#checkModels(principal, spec.models, []);
     const now = clock();
     const endpoint: Endpoint = {
       id,
@@ -152,6 +160,10 @@ export class EndpointService {
       // Validated first, so that a bad field is answered as such before the registry is asked.
       this.#validate(patched, catalog);
       await this.#checkImageAccess(principal, image);
+    }
+    if (JSON.stringify(patched.models) !== JSON.stringify(current.spec.models)) {
+      this.#validate(patched, catalog);
+      await this.#checkModels(principal, patched.models, current.spec.models);
     }
     const admission = await this.#admission(principal);
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
@@ -278,6 +290,17 @@ export class EndpointService {
         cause: verdict.cause,
       });
     }
+  }
+
+  async #checkModels(principal: Principal, models: readonly ModelRef[], before: readonly ModelRef[]) {
+    if (models.length === 0) return;
+    const access = this.#o.models;
+    if (!access) {
+      throw new ApiError('INVALID_FIELD', 'this server has no model cache: endpoints cannot name models', {
+        field: 'models',
+      });
+    }
+    await access.check(principal.ownerId, models, before);
   }
 
   #refuseOnSingleTenant(principal: Principal, operation: string): void {

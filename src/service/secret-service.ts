@@ -76,7 +76,7 @@ export class SecretService {
     if (users.length > 0) {
       throw new ApiError(
         'SECRET_IN_USE',
-        `secret "${name}" is referenced by the envs of ${users.length} endpoint(s); change them first`,
+        `secret "${name}" is referenced by the envs or models of ${users.length} endpoint(s); change them first`,
         { name, endpoints: users },
       );
     }
@@ -116,6 +116,14 @@ export class SecretService {
     if (names.length === 0) return new Map();
     const values = await this.#open(ownerId, names);
     return new Map([...values].map(([name, value]) => [name, Buffer.byteLength(value)]));
+  }
+
+  /**
+   * One secret's value, or undefined when the owner has none of that name: a model's hub token, opened for the hub
+   * check at create and update and for the download at a worker's start. It goes to the hub and nowhere else.
+   */
+  async value(ownerId: string, name: string): Promise<string | undefined> {
+    return (await this.#open(ownerId, [name])).get(name);
   }
 
   async #open(ownerId: string, names: readonly string[]): Promise<Map<string, string>> {

@@ -227,18 +227,22 @@ export class EndpointRepository {
     return rows.filter((r) => (JSON.parse(r.spec) as EndpointSpec).image.authId === authId).map((r) => r.id);
   }
 
-  /** The owner's live endpoints whose env values reference the secret (`{{ CORRAL_SECRET_name }}`). */
+  /** The owner's live endpoints whose env values reference the secret (`{{ CORRAL_SECRET_name }}`) or whose models take it as their hub token. */
   async idsUsingSecret(ownerId: string, name: string): Promise<string[]> {
     const rows = await this.#live(this.#connection.db)
       .select(['id', 'spec'])
       .where('owner_id', '=', ownerId)
-      .where('spec', 'like', `%CORRAL_SECRET_${name}%`)
-      .execute();
-    return rows
-      .filter((r) =>
-        (JSON.parse(r.spec) as EndpointSpec).env.some((e) => secretReferences(e.value).includes(name)),
+      .where((eb) =>
+        eb.or([
+          eb('spec', 'like', `%CORRAL_SECRET_${name}%`),
+          eb('spec', 'like', `%"tokenSecret":"${name}"%`),
+        ]),
       )
-      .map((r) => r.id);
+      .execute();
+    const uses = (spec: Partial<EndpointSpec>) =>
+      (spec.env ?? []).some((e) => secretReferences(e.value).includes(name)) ||
+      (spec.models ?? []).some((m) => m.tokenSecret === name);
+    return rows.filter((r) => uses(JSON.parse(r.spec) as Partial<EndpointSpec>)).map((r) => r.id);
   }
 
   /** Every live endpoint of every owner (the controller's view). */
@@ -356,10 +360,11 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
 }
 
 /** What a spec stored before these fields existed had: not public, an `http` endpoint, jobs at the default path. */
-const EARLIER_SPEC: Pick<EndpointSpec, 'public' | 'type' | 'jobsPath'> = {
+const EARLIER_SPEC: Pick<EndpointSpec, 'public' | 'type' | 'jobsPath' | 'models'> = {
   public: false,
   type: 'http',
   jobsPath: '/run',
+  models: [],
 };
 
 /** A spec stored before the idle tiers existed has none: 0, today's behaviour. */
@@ -370,7 +375,7 @@ function fromRow(row: Selectable<EndpointsTable>): Endpoint {
   return {
     id: row.id,
     ownerId: row.owner_id,
-    // A spec stored before `public`, `type` or `jobsPath` existed has none: their defaults.
+    // A spec stored before `public`, `type`, `jobsPath` or `models` existed has none: their defaults.
     spec: { ...EARLIER_SPEC, ...stored, workers: { ...NO_IDLE_TIERS, ...stored.workers } },
     revision: row.revision,
     desired: row.desired as DesiredRun,

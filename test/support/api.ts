@@ -16,6 +16,7 @@ import { SecretBox } from '../../src/crypto/secret-box.js';
 import { QUOTA_NAMES } from '../../src/domain/quota.js';
 import { simulatedInventory } from '../../src/gpu/inventory.js';
 import type { JobActions } from '../../src/ports/job-actions.js';
+import type { ModelCache } from '../../src/ports/model-cache.js';
 import { ApiKeyService } from '../../src/service/api-key-service.js';
 import type { ImageAccessCheck } from '../../src/service/endpoint-service.js';
 import type { GpuInventorySource } from '../../src/service/gpu-report.js';
@@ -79,6 +80,8 @@ export async function createTestApi(
     jobActions?: JobActions;
     /** Told after every endpoint change and worker drain, as the controller is in `corral serve` (none: nobody). */
     onEndpointsChanged?: (endpointId?: string) => void;
+    /** The machine's model cache (none: endpoints cannot name models). */
+    modelCache?: ModelCache;
   } = {},
 ): Promise<TestApi> {
   // Suites send bursts of requests and create many endpoints in one store; only a suite that configures a rate
@@ -126,6 +129,7 @@ export async function createTestApi(
     },
     ...(options.onEndpointsChanged ? { onEndpointsChanged: options.onEndpointsChanged } : {}),
     jobActions: options.jobActions ?? jobActionsOf(testJobService(store)),
+    ...(options.modelCache ? { modelCache: options.modelCache } : {}),
   });
   const keys = new ApiKeyService({ store, clock: () => Date.now() });
   const keyA = (await keys.create({ ownerId: 'owner-a', name: 'a', admin: false })).key;

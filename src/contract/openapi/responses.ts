@@ -20,6 +20,7 @@ const WORKER_ERRORS = [
   'UNHEALTHY',
   'INSUFFICIENT_GPU',
   'RUNTIME_ERROR',
+  'MODEL_DOWNLOAD_FAILED',
 ];
 
 const stateSchema = (states: string[], errorText: string): Schema =>
@@ -57,6 +58,18 @@ function endpointSchema(port: Schema, description: string): Schema {
         description: 'Corral extension: http (a URL) or queue (RunPod worker protocol).',
       },
       jobsPath: str('Corral extension: where a job of an http endpoint is delivered (POST {jobsPath}).'),
+      models: arrayOf(
+        object({
+          name: str('A hub repository, org/name.'),
+          revision: str('A branch, tag, commit or refs/pr/N.'),
+          allowPatterns: arrayOf(str(), 'Only files matching one of these globs; empty: every file.'),
+          tokenSecret: {
+            type: ['string', 'null'],
+            description: "The name of the owner's secret holding a hub token.",
+          },
+        }),
+        "Corral extension: hub repositories its workers load, fetched into the machine's model cache before a GPU is held and mounted read-only at /runpod-volume/huggingface-cache/hub (docs/models.md).",
+      ),
       jobUrls: object(
         {
           run: str('POST {"input": {...}}: queues a job, answers its id.', { format: 'uri' }),

@@ -4,6 +4,10 @@ import { LIFECYCLE, RefusedTransitionError, TABLE_STATES, transition } from './l
 
 /** Every move the controller makes, written out here rather than read from the table. */
 const ALLOWED = new Set([
+  'pending>downloading',
+  'downloading>pending',
+  'downloading>draining',
+  'downloading>failed',
   'pending>pulling',
   'pending>starting',
   'pending>draining',

@@ -26,7 +26,16 @@ export interface StateEntry extends StateMeaning {
 export const LIFECYCLE: Readonly<Record<WorkerState, StateEntry>> = {
   // Waiting for placement, or (inRuntime) for the runtime's scheduler.
   pending: {
-    to: ['pulling', 'starting', 'draining', 'failed'],
+    to: ['downloading', 'pulling', 'starting', 'draining', 'failed'],
+    routable: false,
+    holdsGpus: false,
+    probed: false,
+    written: true,
+  },
+  // Its endpoint's models are fetched into the machine's cache; it holds no GPU meanwhile, and is placed (pending
+  // again) once they are all there. It has no container: a removal forgets it.
+  downloading: {
+    to: ['pending', 'draining', 'failed'],
     routable: false,
     holdsGpus: false,
     probed: false,

@@ -43,6 +43,8 @@ export interface WorkerStarterOptions extends Shared {
     | undefined;
   /** The worker protocol's variables of a queue endpoint's worker. */
   protocolEnv?: ((endpointId: string, workerId: string) => EnvVar[]) | undefined;
+  /** The machine's hub cache directory, where an endpoint's models are mounted from. */
+  modelHubDir?: string | undefined;
 }
 
 /** The states of a create under way: its progress moves the worker among them, and only while it is in one. */
@@ -121,6 +123,7 @@ export class WorkerStarter {
       ...(registryAuth ? { registryAuth } : {}),
       ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
       ...(productId === undefined ? {} : { productId }),
+      ...(this.#o.modelHubDir === undefined ? {} : { modelHubDir: this.#o.modelHubDir }),
     });
     // Secrets are resolved only here, into the spec handed to the runtime: never stored, never logged.
     const { resolveEnv } = this.#o;

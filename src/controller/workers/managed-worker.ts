@@ -69,6 +69,7 @@ export function isResting(worker: Pick<ManagedWorker, 'state' | 'tierCall'>): bo
 /** States that count as capacity (present or on the way). */
 export const ACTIVE_STATES: ReadonlySet<WorkerState> = new Set([
   'pending',
+  'downloading',
   'pulling',
   'starting',
   'running',
@@ -82,7 +83,7 @@ export function awaitsPlacement(worker: ManagedWorker): boolean {
 
 /** Whether the worker has a container (or one being made) to remove: neither waiting for placement nor failed. */
 export function hasContainer(worker: ManagedWorker): boolean {
-  return !awaitsPlacement(worker) && worker.state !== 'failed';
+  return !awaitsPlacement(worker) && worker.state !== 'failed' && worker.state !== 'downloading';
 }
 
 export function isActive(worker: ManagedWorker): boolean {

@@ -1,6 +1,9 @@
 /** What a worker runs: the runtime's WorkerSpec built from its endpoint and GPUs (pure), and its registry credentials. */
+import path from 'node:path';
 import type { Endpoint, EnvVar } from '../../domain/endpoint.js';
 import { floatsOnLatest } from '../../domain/image-name.js';
+import { modelEnv, modelRepoDir, workerModelPath } from '../../domain/model-refs.js';
+import type { ModelRef } from '../../domain/models.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import { LABELS, type RegistryAuth, type RuntimeVolume, type WorkerSpec } from '../../runtime/types.js';
 import type { ManagedWorker } from './managed-worker.js';
@@ -26,6 +29,8 @@ export interface WorkerSpecContext {
   productId?: string;
   /** A queue worker's RunPod protocol variables, under the endpoint's own envs (which override them). */
   protocolEnv?: readonly EnvVar[];
+  /** The machine's hub cache directory (the model cache's hubDir), where the endpoint's models are mounted from. */
+  modelHubDir?: string;
 }
 
 const GIB = 1024 ** 3;
@@ -85,6 +90,8 @@ export function buildWorkerSpec(
   const gpuList = gpus.map((g) => g.uuid).join(',');
   const env: Record<string, string> = {
     ...Object.fromEntries((context.protocolEnv ?? []).map((e) => [e.key, e.value])),
+    // Under the endpoint's envs, which win (docs/models.md): HF_HUB_OFFLINE=0 lets a worker fetch what it did not name.
+    ...modelEnv(spec.models),
     ...Object.fromEntries(spec.env.map((e) => [e.key, e.value])),
     PORT: String(spec.port),
     CORRAL_ENDPOINT_ID: endpoint.id,
@@ -104,20 +111,24 @@ export function buildWorkerSpec(
     // Simulated GPUs too: the runtime keeps every allocated uuid with the worker (RuntimeWorker.gpuUuids), which
     // is how a restarted controller learns what an adopted worker holds; only real ones become device requests.
     gpus: gpus.map((g) => ({ index: g.index, uuid: g.uuid, ...(g.simulated ? { simulated: true } : {}) })),
-    volumes: spec.volumes.map((volume, index): RuntimeVolume => {
-      if (volume.type === 'local') {
-        return {
-          type: 'local',
-          name: `corral-${worker.id}-${index}`,
-          sizeGB: volume.sizeGB,
-          mountPath: volume.mountPath,
-        };
-      }
-      const hostPath = context.storagePaths.get(volume.storageId);
-      if (hostPath === undefined) throw new Error(`network storage "${volume.storageId}" is not configured`);
-      const readOnly = context.readOnlyStorages?.has(volume.storageId) === true;
-      return { type: 'network', hostPath, mountPath: volume.mountPath, ...(readOnly ? { readOnly } : {}) };
-    }),
+    volumes: [
+      ...spec.volumes.map((volume, index): RuntimeVolume => {
+        if (volume.type === 'local') {
+          return {
+            type: 'local',
+            name: `corral-${worker.id}-${index}`,
+            sizeGB: volume.sizeGB,
+            mountPath: volume.mountPath,
+          };
+        }
+        const hostPath = context.storagePaths.get(volume.storageId);
+        if (hostPath === undefined)
+          throw new Error(`network storage "${volume.storageId}" is not configured`);
+        const readOnly = context.readOnlyStorages?.has(volume.storageId) === true;
+        return { type: 'network', hostPath, mountPath: volume.mountPath, ...(readOnly ? { readOnly } : {}) };
+      }),
+      ...modelVolumes(spec.models, context.modelHubDir),
+    ],
     labels: {
       [LABELS.managed]: 'true',
       [LABELS.endpoint]: endpoint.id,
@@ -137,6 +148,20 @@ export function buildWorkerSpec(
       latestTag: floatsOnLatest(spec.image.ref),
     },
   };
+}
+
+/** Each named model's repository directory, read-only where the hub's clients look; none without a cache. */
+function modelVolumes(models: readonly ModelRef[], hubDir: string | undefined): RuntimeVolume[] {
+  if (hubDir === undefined) return [];
+  return models.map((model) => {
+    const repoDir = modelRepoDir(model.name);
+    return {
+      type: 'model',
+      hostPath: path.join(hubDir, repoDir),
+      repoDir,
+      mountPath: workerModelPath(model.name),
+    };
+  });
 }
 
 function memoryLimit(gpuCount: number, memoryGBPerGpu: number | undefined): { memoryBytes?: number } {

@@ -83,6 +83,8 @@ function environment(spec: WorkerSpec): string[] {
 function mounts(spec: WorkerSpec, options: Pick<ContainerSpecOptions, 'namePrefix'>): MountSettings[] {
   let n = 0;
   return spec.volumes.map((volume): MountSettings => {
+    if (volume.type === 'model')
+      return { Type: 'bind', Source: volume.hostPath, Target: volume.mountPath, ReadOnly: true };
     if (volume.type === 'network') {
       return {
         Type: 'bind',

@@ -79,6 +79,13 @@ export interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: Quantity };
   persistentVolumeClaim?: { claimName: string; readOnly?: boolean };
+  hostPath?: { path: string; type?: string };
+}
+
+/** A preferred node term: the scheduler favours nodes matching it by its weight, and may place elsewhere. */
+export interface PreferredSchedulingTerm {
+  weight: number;
+  preference: { matchExpressions: { key: string; operator: string; values?: string[] }[] };
 }
 
 export interface Toleration {
@@ -97,6 +104,7 @@ export interface PodSpec {
   /** Set by the scheduler's binding: the node the pod runs on. */
   nodeName?: string;
   tolerations?: Toleration[];
+  affinity?: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[] } };
   volumes?: Volume[];
   imagePullSecrets?: { name: string }[];
   automountServiceAccountToken?: boolean;

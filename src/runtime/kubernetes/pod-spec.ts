@@ -18,6 +18,7 @@ import type {
   Container,
   EnvVar,
   PodManifest,
+  PodSpec,
   SecretManifest,
   Toleration,
   Volume,
@@ -81,6 +82,27 @@ export interface PodOptions {
   imagePullPolicy?: ImagePullPolicy;
   /** Capabilities the worker keeps; every other one is dropped. Undefined: the cluster's defaults. */
   sandbox?: Pick<WorkerSandbox, 'capAdd'>;
+  /** The hub cache directory on every node (a hostPath); undefined: the path the WorkerSpec's model volumes name. */
+  nodeModelCacheDir?: string;
+}
+
+/** The node label that says a node's cache holds a model: `models.corral.dev/{models--org--name, folded to fit}`. */
+export function modelNodeLabel(repoDir: string): string {
+  return `models.${LABEL_PREFIX}${labelValue(repoDir)}`;
+}
+
+/** Nodes whose cache holds the pod's models are preferred (never required: any node can fetch them). */
+function modelAffinity(spec: WorkerSpec): PodSpec['affinity'] | undefined {
+  const models = spec.volumes.filter((v) => v.type === 'model');
+  if (models.length === 0) return undefined;
+  return {
+    nodeAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: models.map((model) => ({
+        weight: 50,
+        preference: { matchExpressions: [{ key: modelNodeLabel(model.repoDir), operator: 'Exists' }] },
+      })),
+    },
+  };
 }
 
 /** What a worker's pod needs that its WorkerSpec does not say: the scheduler places it, not Corral. */
@@ -223,6 +245,13 @@ function volumes(spec: WorkerSpec, options: PodOptions): { volumes: Volume[]; mo
   const mounts: VolumeMount[] = [];
   spec.volumes.forEach((volume, n) => {
     const name = `volume-${n}`;
+    if (volume.type === 'model') {
+      const dir = options.nodeModelCacheDir;
+      const path = dir === undefined ? volume.hostPath : `${dir.replace(/\/+$/, '')}/${volume.repoDir}`;
+      volumes.push({ name, hostPath: { path, type: 'Directory' } });
+      mounts.push({ name, mountPath: volume.mountPath, readOnly: true });
+      return;
+    }
     if (volume.type === 'local') {
       volumes.push({ name, emptyDir: { sizeLimit: gibQuantity(volume.sizeGB) } });
       mounts.push({ name, mountPath: volume.mountPath });
@@ -290,6 +319,7 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
   const own = workerLabels({ ...spec, labels: { ...spec.labels, ...options.installationLabels } });
   const { volumes: podVolumes, mounts } = volumes(spec, options);
   const toleration = tolerations(placement, options);
+  const affinity = modelAffinity(spec);
   const authId = placement.authId ?? '';
   const container: Container = {
     name: WORKER_CONTAINER,
@@ -324,6 +354,7 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
       // No product (a worker without GPUs, of an endpoint that names none): any node.
       ...(placement.product === '' ? {} : { nodeSelector: productSelector(placement.product, options) }),
       ...(toleration.length > 0 ? { tolerations: toleration } : {}),
+      ...(affinity ? { affinity } : {}),
       ...(podVolumes.length > 0 ? { volumes: podVolumes } : {}),
       ...(authId === '' ? {} : { imagePullSecrets: [{ name: pullSecretName(authId, options) }] }),
       // A worker is a tenant's code: no token for the cluster's API, no env for every Service in the namespace.

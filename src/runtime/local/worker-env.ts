@@ -2,6 +2,7 @@
  * The environment of a local worker (pure): Corral's own environment minus anything Corral-specific, plus the
  * spec's envs, the host port as PORT, the worker's ids, its GPUs and the directories standing in for its mounts.
  */
+import path from 'node:path';
 import type { WorkerSpec } from '../types.js';
 
 /** Inherited variables a worker must never see; every other CORRAL_* variable is dropped as well. */
@@ -45,5 +46,9 @@ export function localWorkerEnv(
   env.NVIDIA_VISIBLE_DEVICES = uuids === '' ? 'void' : uuids;
   env.CUDA_VISIBLE_DEVICES = uuids;
   for (const mount of mounts) env[mountEnvName(mount.mountPath)] = mount.dir;
+  // No mounts here: the hub's clients read the models from the cache's own directory (one owner: single-tenant).
+  const model = spec.volumes.find((v) => v.type === 'model');
+  if (model && env.HF_HUB_CACHE !== undefined && model.mountPath.startsWith(`${env.HF_HUB_CACHE}/`))
+    env.HF_HUB_CACHE = path.dirname(model.hostPath);
   return env;
 }

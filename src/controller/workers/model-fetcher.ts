@@ -1,0 +1,116 @@
+/**
+ * `ModelFetcher`: makes an endpoint's models present on this machine before its workers are placed on GPUs
+ * (issue 34). One fetch per owner and model (the cache shares the download between owners and checks each owner's
+ * token itself), begun by the first worker that needs it; the workers wait in `downloading` with its progress as
+ * their message. The owner's token is asked for at the start of each fetch and handed only to the cache.
+ */
+import { modelLabel } from '../../domain/model-refs.js';
+import type { ModelRef } from '../../domain/models.js';
+import type { ModelCache, ModelProgress } from '../../ports/model-cache.js';
+import type { ControllerLogger } from '../controller-options.js';
+
+export interface ModelFetcherOptions {
+  cache: Pick<ModelCache, 'ensure'>;
+  /** The owner's hub token for the model (its tokenSecret's value), null for none. */
+  token: (ownerId: string, model: ModelRef) => Promise<string | null>;
+  clock: () => number;
+  logger: ControllerLogger;
+  /** A fetch of the endpoint's owner moved on (progress at most once a second, or its end): reconcile its endpoints. */
+  onChange: (ownerId: string) => void;
+}
+
+type Fetch =
+  | { phase: 'fetching'; progress: ModelProgress | null; reportedAt: number }
+  | { phase: 'ready' }
+  | { phase: 'failed'; message: string };
+
+/** What the endpoint's workers wait for: nothing, the fetches under way (a message), or a failure. */
+export type ModelsVerdict =
+  | { ready: true }
+  | { ready: false; failed: false; message: string }
+  | { ready: false; failed: true; message: string };
+
+const PROGRESS_EVERY_MS = 1_000;
+
+export class ModelFetcher {
+  readonly #o: ModelFetcherOptions;
+  readonly #fetches = new Map<string, Fetch>();
+
+  constructor(options: ModelFetcherOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Whether the owner's models are here; begins the fetches of those that are not (a failed one again when `retry`).
+   * The message of a wait names the first model not here yet.
+   */
+  need(ownerId: string, models: readonly ModelRef[], retry = false): ModelsVerdict {
+    let waiting: string | undefined;
+    for (const model of models) {
+      const key = keyOf(ownerId, model);
+      let fetch = this.#fetches.get(key);
+      if (fetch === undefined || (retry && fetch.phase === 'failed'))
+        fetch = this.#begin(key, ownerId, model);
+      if (fetch.phase === 'failed') return { ready: false, failed: true, message: fetch.message };
+      if (fetch.phase === 'fetching')
+        waiting ??= fetch.progress ? progressMessage(fetch.progress) : `model ${modelLabel(model)}: starting`;
+    }
+    return waiting === undefined ? { ready: true } : { ready: false, failed: false, message: waiting };
+  }
+
+  #begin(key: string, ownerId: string, model: ModelRef): Fetch {
+    const fetch: Fetch = { phase: 'fetching', progress: null, reportedAt: 0 };
+    this.#fetches.set(key, fetch);
+    const started = this.#o.clock();
+    const onProgress = (progress: ModelProgress) => {
+      fetch.progress = progress;
+      const now = this.#o.clock();
+      if (now - fetch.reportedAt < PROGRESS_EVERY_MS) return;
+      fetch.reportedAt = now;
+      this.#o.onChange(ownerId);
+    };
+    void (async () => {
+      try {
+        const token = await this.#o.token(ownerId, model);
+        const cached = await this.#o.cache.ensure(model, token, onProgress);
+        this.#fetches.set(key, { phase: 'ready' });
+        this.#o.logger.info(
+          {
+            model: model.name,
+            revision: model.revision,
+            commit: cached.commit,
+            ms: this.#o.clock() - started,
+          },
+          'model ready',
+        );
+      } catch (error) {
+        const message = `model ${modelLabel(model)}: ${error instanceof Error ? error.message : String(error)}`;
+        this.#fetches.set(key, { phase: 'failed', message });
+        this.#o.logger.warn(
+          { model: model.name, revision: model.revision, reason: message },
+          'model fetch failed',
+        );
+      }
+      this.#o.onChange(ownerId);
+    })();
+    return fetch;
+  }
+}
+
+function keyOf(ownerId: string, model: ModelRef): string {
+  return JSON.stringify([ownerId, model.name, model.revision, model.allowPatterns]);
+}
+
+const GB = 1e9;
+const MB = 1e6;
+
+/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`. */
+export function progressMessage(progress: ModelProgress): string {
+  const done = (progress.bytesDone / GB).toFixed(1);
+  const total = (progress.bytesTotal / GB).toFixed(1);
+  const head = `model ${modelLabel(progress)}: ${done} of ${total} GB`;
+  if (progress.bytesPerSecond <= 0) return head;
+  const rate = Math.round(progress.bytesPerSecond / MB);
+  const left = Math.ceil(Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond);
+  return `${head}, ${rate} MB/s, about ${left} s left`;
+}
