@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import type { Budget, BudgetSettings } from '../domain/budget.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
@@ -102,6 +103,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   specBodyLimitBytes: number;
   /** Configured quotas; what is not configured comes from the GPU inventory (domain/quota.ts defaultQuota). */
   quotas: QuotaSettings;
+  /** Configured budgets (docs/budgets.md): monthly per owner, and the account-wide spend per hour. */
+  budgets: BudgetSettings;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
   controller: {
     startupTimeoutSeconds: number;
@@ -265,6 +268,7 @@ export function loadConfig(sources: ConfigSources): Config {
     bodyLimitBytes,
     specBodyLimitBytes,
     quotas: quotaSettings(file.quotas),
+    budgets: budgetSettings(file.quotas),
     gateway: {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
@@ -406,10 +410,25 @@ function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => [name, value === 'unlimited' ? UNLIMITED : value]),
     );
-  const { owners = {}, ...defaults } = file ?? {};
+  const { owners = {}, spendPerHour: _rate, budget: _budget, ...defaults } = file ?? {};
   return {
     defaults: values(defaults),
-    owners: Object.fromEntries(Object.entries(owners).map(([owner, quota]) => [owner, values(quota)])),
+    owners: Object.fromEntries(
+      Object.entries(owners).map(([owner, { budget: _own, ...quota }]) => [owner, values(quota)]),
+    ),
+  };
+}
+
+/** The budgets the quotas section sets: `budget` for every owner, `owners.<id>.budget`, `spendPerHour`. */
+function budgetSettings(file: ConfigFile['quotas']): BudgetSettings {
+  const owners: Record<string, Budget> = {};
+  for (const [owner, quota] of Object.entries(file?.owners ?? {})) {
+    if (quota.budget !== undefined) owners[owner] = quota.budget;
+  }
+  return {
+    owners,
+    ...(file?.budget === undefined ? {} : { defaults: file.budget }),
+    ...(file?.spendPerHour === undefined ? {} : { spendPerHour: file.spendPerHour }),
   };
 }
 

@@ -58,6 +58,13 @@ const quotaValues = z.strictObject({
   invokeKeys: quotaLimit.optional(),
   queuedJobs: quotaLimit.optional(),
   jobBytes: quotaLimit.optional(),
+  /** A monthly budget (docs/budgets.md): money in the ledger's currency, or GPU-hours; fractions allowed. */
+  budget: z
+    .strictObject({
+      perMonth: z.number().min(0).optional(),
+      gpuHoursPerMonth: z.number().min(0).optional(),
+    })
+    .optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */
@@ -108,7 +115,11 @@ const fileSchema = z.strictObject({
   specBodyLimitBytes: z.int().min(1024).optional(),
   /** Per-owner quotas: the values for every owner, and `owners` by owner id over them. */
   quotas: quotaValues
-    .extend({ owners: z.record(z.string().min(1), quotaValues).optional() })
+    .extend({
+      owners: z.record(z.string().min(1), quotaValues).optional(),
+      /** The most every owner together may spend in one clock hour, in the ledger's currency (docs/budgets.md). */
+      spendPerHour: z.number().min(0).optional(),
+    })
     .strict()
     .optional(),
   gateway: z
