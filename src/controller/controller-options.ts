@@ -4,6 +4,7 @@
  */
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
@@ -125,6 +126,8 @@ export interface ControllerOptions {
    * held go back to the queue at once (each call finds what is left; most find nothing).
    */
   onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
+  /** Owners' budgets (ports/budgets.ts): past one, no new worker of the owner's starts beyond minNum. */
+  budgets?: BudgetStandings;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
@@ -182,6 +185,7 @@ export const DEFAULT_COALESCE_MS = 20;
 type OptionalOptions =
   | 'placement'
   | 'scaling'
+  | 'budgets'
   | 'metrics'
   | 'awaitDrained'
   | 'memoryGBPerGpu'

@@ -8,6 +8,7 @@
  * routable workers to the routing table and asks the autoscaler how many it wants.
  */
 import { totalmem } from 'node:os';
+import { describeStanding } from '../domain/budget.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import {
@@ -39,6 +40,11 @@ import { withImageStatus } from './workers/image-state.js';
 import { type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { deleteStaleRows } from './write-back.js';
+
+/** A new pending worker, held with `message` when its owner's budget is spent. */
+function heldIf(record: ManagedWorker, message: string | undefined): ManagedWorker {
+  return message === undefined ? record : { ...record, budgetHeld: true, message };
+}
 
 export type {
   ControllerLogger,
@@ -194,6 +200,8 @@ export class Controller {
     };
     this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
+    // An owner's budget spent or allowed again: its endpoints hold or let go of their waiting workers.
+    if (this.#o.budgets) this.#unsubscribe.push(this.#o.budgets.onChange(poke));
     this.#queue.start();
   }
 
@@ -353,6 +361,7 @@ export class Controller {
       preferredVictims: advice?.victims ?? [],
       busyWorkers: advice?.busy ?? [],
       ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
+      ...this.#budgetExceeded(endpoint.ownerId),
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -360,19 +369,46 @@ export class Controller {
     });
   }
 
+  /** The owner's BUDGET_EXCEEDED sentence while its budget is spent, as the plan takes it. */
+  #budgetExceeded(ownerId: string): { budgetExceeded?: string } {
+    const standing = this.#o.budgets?.standingOf(ownerId);
+    return standing?.state === 'exceeded' ? { budgetExceeded: describeStanding(standing) } : {};
+  }
+
   #apply(endpoint: Endpoint, actions: PlanAction[], now: number): void {
+    this.#holdForBudget(endpoint.id, actions);
     for (const action of actions) {
       if (action.type === 'add') {
-        for (let i = 0; i < action.count; i++) this.#book.track(pendingRecord(endpoint, now));
+        for (let i = 0; i < action.count; i++)
+          this.#book.track(heldIf(pendingRecord(endpoint, now), action.held));
         continue;
       }
       const record = this.#book.get(action.workerId);
-      if (!record) continue;
+      if (!record || action.type === 'hold') continue;
       if (isTierAction(action)) this.#tiers?.apply(action, record, this.#endpoints);
       else if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
       else this.#lifecycle.failByPlan(record, action.code, action.message, now, action.final === true);
     }
     this.#lifecycle.trimFailed(endpoint.id);
+  }
+
+  /**
+   * The plan's holds (an owner past its budget): those it names stay pending with its message; any other held
+   * worker of the endpoint is let go to placement (the budget allows it again, or minNum does).
+   */
+  #holdForBudget(endpointId: string, actions: PlanAction[]): void {
+    const holds = new Map<string, string>();
+    for (const a of actions) if (a.type === 'hold') holds.set(a.workerId, a.message);
+    for (const record of this.#book.ofEndpoint(endpointId)) {
+      const message = holds.get(record.id);
+      if (message !== undefined && (record.budgetHeld !== true || record.message !== message)) {
+        record.budgetHeld = true;
+        this.#lifecycle.move(record, { state: record.state, message, error: record.error });
+      } else if (message === undefined && record.budgetHeld === true) {
+        delete record.budgetHeld;
+        this.#lifecycle.move(record, { state: record.state, message: 'waiting for placement', error: '' });
+      }
+    }
   }
 
   /** Workers of endpoints that no longer exist are removed (also after a restart). */
@@ -455,6 +491,7 @@ export class Controller {
       now: clock(),
       outage: this.#outage.text,
       fence: this.#o.fence,
+      budgetExceeded: (ownerId) => this.#budgetExceeded(ownerId).budgetExceeded,
       statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) =>
         withImageStatus(
           endpointStatus(
