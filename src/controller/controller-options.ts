@@ -5,6 +5,7 @@
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
+import type { WorkerUsageSink } from '../ports/usage.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
@@ -125,6 +126,8 @@ export interface ControllerOptions {
    * held go back to the queue at once (each call finds what is left; most find nothing).
    */
   onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
+  /** The usage ledger (usage/recorder.ts): told each worker's state as it changes, and the workers of each pass. */
+  usage?: WorkerUsageSink;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
@@ -193,6 +196,7 @@ type OptionalOptions =
   | 'protocolEnv'
   | 'queueProbe'
   | 'onWorkerEnded'
+  | 'usage'
   | 'outputs'
   | 'suspendBudgetBytes'
   | 'fence'

@@ -82,4 +82,6 @@ export interface WorkerUsageSink {
   workerState(holding: WorkerHolding, state: WorkerUsageState, at: number): void;
   /** The worker's requests and jobs in flight, each time the count changes between 0 and more. */
   workerBusy(workerId: string, busy: boolean, at: number): void;
+  /** Every worker the controller has after a whole pass: any other counted one ended unwatched (closed at `at`). */
+  workersKnown(workerIds: ReadonlySet<string>, at: number): void;
 }
