@@ -47,6 +47,16 @@ export interface UsageReader {
   ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals>;
 }
 
+/** The issue's defaults: a GPU held costs the same whatever it does; a suspended worker holds no GPU. */
+export const DEFAULT_STATE_FACTORS: Readonly<Record<UsageState, number>> = {
+  downloading: 0,
+  starting: 1,
+  active: 1,
+  idle: 1,
+  frozen: 1,
+  suspended: 0,
+};
+
 /** The prices of the config file's `usage:` (config/file.ts); amounts are 0 where a GPU product has no price. */
 export interface UsagePrices {
   currency: string;

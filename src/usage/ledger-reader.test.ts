@@ -4,11 +4,11 @@
  * seconds still counted.
  */
 import { describe, expect, it } from 'vitest';
-import type { UsagePrices } from '../ports/usage.js';
+import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { LedgerReader } from './ledger-reader.js';
-import { DEFAULT_STATE_FACTORS, NO_PRICES } from './prices.js';
+import { NO_PRICES } from './prices.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 10, 2);

@@ -2,19 +2,15 @@
  * Pricing (pure): what a span of worker time costs. The GPU price of one GPU for an hour, times the worker's GPUs,
  * times the time, times its state's factor; a suspended worker adds the host memory it holds at its own price.
  */
-import { USAGE_STATES, type UsagePrices, type UsageState, type UsageTotals } from '../ports/usage.js';
+import {
+  DEFAULT_STATE_FACTORS,
+  USAGE_STATES,
+  type UsagePrices,
+  type UsageState,
+  type UsageTotals,
+} from '../ports/usage.js';
 
 const HOUR_MS = 3_600_000;
-
-/** The defaults: a GPU held costs the same whatever it does; a suspended worker holds no GPU. */
-export const DEFAULT_STATE_FACTORS: Readonly<Record<UsageState, number>> = {
-  downloading: 0,
-  starting: 1,
-  active: 1,
-  idle: 1,
-  frozen: 1,
-  suspended: 0,
-};
 
 /** No prices: every amount is 0, and the seconds are still counted. */
 export const NO_PRICES: UsagePrices = {
