@@ -39,6 +39,8 @@ const ALLOWED: Record<string, string[]> = {
   config: ['contract', 'domain', 'gpu', 'registry', 'store'],
   /** Jobs' webhooks: the target guard, the outbox and its delivery (wired by app/). */
   webhooks: ['crypto', 'net', 'store'],
+  /** The usage ledger: the recorder of workers' states, prices, the reader over the store (issue 32). */
+  usage: ['domain', 'store'],
   api: ['contract', 'crypto', 'domain', 'errors', 'gpu', 'listeners', 'runtime', 'service', 'store'],
   client: ['contract'],
   cli: ['app', 'client', 'config', 'contract', 'logger', 'service', 'store'],

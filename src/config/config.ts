@@ -10,6 +10,7 @@ import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.j
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
+import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
 import { type ConfigFile, parseConfigFile } from './file.js';
 import {
   ConfigError,
@@ -142,6 +143,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * setting (CORRAL_WEBHOOK_ALLOW_PRIVATE) and the config file's webhooks.allowPrivate (docs/jobs.md).
    */
   webhooks: { allowPrivate: boolean };
+  /** The usage ledger's prices (config file `usage:`; docs/usage.md). */
+  usage: UsagePrices;
   /**
    * Registries on loopback, link-local or private addresses that images may name (registry/registry-guard.ts):
    * `--private-registries` (CORRAL_PRIVATE_REGISTRIES) and the config file's registries.allowPrivate.
@@ -280,6 +283,7 @@ export function loadConfig(sources: ConfigSources): Config {
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
     },
+    usage: usagePrices(file.usage),
     registries: {
       allowPrivate: [
         ...new Set([...settings.privateRegistries, ...(file.registries?.allowPrivate ?? []).flat()]),
@@ -482,4 +486,15 @@ function checkLimits(limits: Limits): void {
 function wireName(domainKey: string, bound: 'min' | 'max' | 'free'): string {
   const entry = Object.entries(WIRE_LIMIT_FIELDS).find(([, [key, b]]) => key === domainKey && b === bound);
   return entry?.[0] ?? `${domainKey}.${bound}`;
+}
+
+/** The config file's `usage:` with its defaults: USD, no GPU priced, the states' default factors. */
+export function usagePrices(usage: ConfigFile['usage']): UsagePrices {
+  const prices = usage?.prices;
+  return {
+    currency: usage?.currency ?? 'USD',
+    gpuPerHour: Object.fromEntries(Object.entries(prices?.gpus ?? {}).map(([id, p]) => [id, p.perHour])),
+    stateFactors: { ...DEFAULT_STATE_FACTORS, ...prices?.states },
+    suspendedMemoryGBHour: prices?.suspendedMemoryGBHour ?? 0,
+  };
 }

@@ -5,6 +5,7 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import { USAGE_STATES } from '../ports/usage.js';
 import { ConfigError, hostPortSchema, registryAllowList, urlSchema } from './settings.js';
 
 const count = z.int().min(0);
@@ -165,6 +166,26 @@ const fileSchema = z.strictObject({
       cudaVersion: z
         .string()
         .regex(/^\d+\.\d+$/)
+        .optional(),
+    })
+    .optional(),
+  /** The usage ledger's prices (docs/usage.md): none set, amounts are 0 and the seconds are still counted. */
+  usage: z
+    .strictObject({
+      /** The currency amounts are in (ISO 4217, e.g. USD); default USD. */
+      currency: z
+        .string()
+        .regex(/^[A-Z]{3}$/, 'expected an ISO 4217 code such as USD')
+        .optional(),
+      prices: z
+        .strictObject({
+          /** Per GPU product id (GET products): the price of one GPU for an hour. */
+          gpus: z.record(z.string().min(1), z.strictObject({ perHour: z.number().min(0) })).optional(),
+          /** Per state, a factor of the GPU price: defaults 1, suspended and downloading 0. */
+          states: z.partialRecord(z.enum(USAGE_STATES), z.number().min(0)).optional(),
+          /** A suspended worker's host memory, per GB and hour. */
+          suspendedMemoryGBHour: z.number().min(0).optional(),
+        })
         .optional(),
     })
     .optional(),

@@ -6,6 +6,7 @@ import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { Gpu } from '../gpu/inventory.js';
 import type { BudgetStandings } from '../ports/budgets.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
+import type { WorkerUsageSink } from '../ports/usage.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
@@ -128,6 +129,8 @@ export interface ControllerOptions {
   onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
   /** Owners' budgets (ports/budgets.ts): past one, no new worker of the owner's starts beyond minNum. */
   budgets?: BudgetStandings;
+  /** The usage ledger (usage/recorder.ts): told each worker's state as it changes, and the workers of each pass. */
+  usage?: WorkerUsageSink;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
@@ -197,6 +200,7 @@ type OptionalOptions =
   | 'protocolEnv'
   | 'queueProbe'
   | 'onWorkerEnded'
+  | 'usage'
   | 'outputs'
   | 'suspendBudgetBytes'
   | 'fence'

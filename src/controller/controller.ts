@@ -10,6 +10,7 @@
 import { totalmem } from 'node:os';
 import { describeStanding } from '../domain/budget.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { WorkerUsageSink } from '../ports/usage.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import {
   type ControllerOptions,
@@ -24,6 +25,7 @@ import { probeTargetOf } from './health/probe-target.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
+import { holdingOf, usageStateOf } from './lifecycle/usage-report.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
 import { OwnerChanges } from './owner-changes.js';
@@ -137,6 +139,7 @@ export class Controller {
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
       onEnded: o.onWorkerEnded,
+      onUsage: o.usage ? this.#usageReport(o.usage) : undefined,
     });
     const idleTiers = o.runtime.idleTiers;
     this.#tiers = idleTiers
@@ -249,6 +252,18 @@ export class Controller {
     return this.#gpus.held(this.#book.all());
   }
 
+  /** What the usage ledger is told of a worker's change (usage-report.ts). */
+  #usageReport(sink: WorkerUsageSink): (record: ManagedWorker, at: number, gone?: boolean) => void {
+    const context = {
+      productOf: new Map(this.#o.gpus.map((gpu) => [gpu.uuid, gpu.productId])),
+      memoryGBPerGpu: this.#o.memoryGBPerGpu,
+    };
+    return (record, at, gone) => {
+      const holding = holdingOf(record, this.#endpoints.get(record.endpointId), context);
+      sink.workerState(holding, gone ? 'closed' : usageStateOf(record), at);
+    };
+  }
+
   /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
   async reconcile(): Promise<void> {
     const { store, runtime, clock } = this.#o;
@@ -275,6 +290,7 @@ export class Controller {
     this.#endpoints = live;
     this.#o.outputs?.retain(new Set(live.keys()));
     this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
+    this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
     this.#lifecycle.retryRemovals(new Set(observed.map((w) => w.workerId)));
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
