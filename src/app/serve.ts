@@ -148,6 +148,7 @@ export async function serve(
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
       quotaOf: async (ownerId) => (await services.quotas.quotaOf(ownerId)).quota,
+      budgets: services.budgets,
       // Replicas split each owner's submission rate as they split the API's (read at each submission).
       submissionRateShare: () =>
         shared ? rateLimitShare(config.jobs.submissionRate, shared.split()) : config.jobs.submissionRate,
