@@ -32,9 +32,11 @@ import { productCatalog, scheduledCatalog, scheduledCudaVersions } from '../gpu/
 import { type Clock, systemClock } from '../ports/clock.js';
 import type { JobActions } from '../ports/job-actions.js';
 import type { ModelCache } from '../ports/model-cache.js';
+import type { UsageReader } from '../ports/usage.js';
 import type { GpuScheduler } from '../runtime/types.js';
 import type { Readiness } from '../runtime/waiting-runtime.js';
 import { ApiKeyService } from '../service/api-key-service.js';
+import { BudgetService } from '../service/budget-service.js';
 import { ClusterService } from '../service/cluster-service.js';
 import { CredentialService } from '../service/credential-service.js';
 import { EndpointService, type ImageAccessCheck } from '../service/endpoint-service.js';
@@ -115,28 +117,46 @@ export interface ApiServices {
   invokeKeys: InvokeKeyService;
   /** Endpoints' webhook secrets: the owner's routes, and the webhook outbox's signing. */
   webhookSecrets: WebhookSecretService;
+  /** Owners' budgets over the usage ledger (`GET quota`, the controller, the gateway, the jobs); absent: none. */
+  budgets?: BudgetService;
 }
 
 /** Builds the shared services once; quotas not configured follow the GPU inventory or the scheduler's GPUs. */
 export function apiServices(options: {
-  config: Pick<Config, 'quotas'>;
+  config: Pick<Config, 'quotas' | 'budgets'>;
   store: Store;
   gpus: Gpu[];
   secrets: SecretBox;
   clock?: Clock;
   gpuScheduler?: GpuScheduler | undefined;
+  /** The usage ledger's reader: with budgets configured, they are read from it. */
+  usage?: UsageReader | undefined;
+  /** A budget read that failed (logged by the caller). */
+  onBudgetReadError?: (error: unknown, ownerId: string) => void;
 }): ApiServices {
-  const { config, store, gpus, secrets, gpuScheduler } = options;
+  const { config, store, gpus, secrets, gpuScheduler, usage } = options;
   const clock = options.clock ?? systemClock;
   // Half the GPUs for minNum, four times for maxNum (domain/quota.ts), of the inventory or the scheduler's nodes.
   const gpuCount = gpuScheduler
     ? () => gpuScheduler.products().reduce((sum, p) => sum + p.gpusTotal, 0)
     : () => gpus.length;
+  const budgets =
+    usage === undefined
+      ? undefined
+      : new BudgetService({
+          usage,
+          settings: config.budgets,
+          clock,
+          isOperator: (ownerId) => store.apiKeys.holdsAdmin(ownerId),
+          ...(options.onBudgetReadError ? { onReadError: options.onBudgetReadError } : {}),
+        });
   const quotas = new QuotaService({
     store,
     quotaFor: (ownerId, operator) => quotaFor(ownerId, gpuCount(), config.quotas, operator),
+    ...(budgets?.configured ? { budgets } : {}),
   });
   return {
+    ...(budgets?.configured ? { budgets } : {}),
     quotas,
     credentials: new CredentialService({ store, clock, ids: randomIds, secrets, quotas }),
     ownerSecrets: new SecretService({ store, clock, secrets, quotas }),

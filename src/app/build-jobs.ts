@@ -31,6 +31,7 @@ import { WorkerJobs } from '../jobs/worker-jobs.js';
 import { workerProtocolEnv } from '../jobs/worker-protocol.js';
 import { workerRoutes } from '../jobs/worker-routes.js';
 import { WorkerTokens } from '../jobs/worker-tokens.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
 import { CallerKeys } from '../service/caller-keys.js';
@@ -86,6 +87,8 @@ export interface JobsParts {
   submissionRateShare?: () => RateLimit;
   /** The owner's quotas (service/quota-service.ts): its job quotas bound each submission; none: no job quota. */
   quotaOf?: (ownerId: string) => Promise<Quota>;
+  /** Owners' budgets: a queued job of an owner past its budget says BUDGET_EXCEEDED in its status. */
+  budgets?: BudgetStandings | undefined;
   /** This replica's id: the jobs of `http` endpoints it delivers are taken as `gateway:{replicaId}`. */
   replicaId: string;
   /** This replica's gateway URL on this host (http jobs go through it); undefined until it listens. */
@@ -281,6 +284,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       clock,
       domain: parts.domain,
       logger,
+      ...(parts.budgets ? { budgets: parts.budgets } : {}),
       // The API's rate limiter (one cost rule), with the jobs' own budget, per owner.
       submissions: new RateLimiter({
         ...settings.submissionRate,

@@ -53,6 +53,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   installationId?: string;
   /** Resolves `{{ CORRAL_SECRET_name }}` in a starting worker's env (none: env values as written). */
   resolveEnv?: ControllerOptions['resolveEnv'];
+  /** Owners' budgets: past one, the controller starts no worker of theirs beyond minNum. */
+  budgets?: ControllerOptions['budgets'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -191,6 +193,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     revealCredentials: parts.revealCredentials ?? (async () => undefined),
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    ...(parts.budgets ? { budgets: parts.budgets } : {}),
     ...(parts.jobs
       ? {
           protocolEnv: parts.jobs.protocolEnv,

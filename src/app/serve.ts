@@ -18,6 +18,7 @@ import { idleTiersOff } from '../runtime/idle-tiers.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
+import { LedgerReader } from '../usage/ledger-reader.js';
 import { apiServices, buildApi } from './build-api.js';
 import { buildJobs, jobsForTraffic } from './build-jobs.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
@@ -90,7 +91,22 @@ export async function serve(
     if (queueOff !== undefined) logger.warn({ reason: queueOff }, 'queue endpoints are refused');
     // Each service once, shared by the API and the traffic side.
     const secrets = new SecretBox({ key: secretKey });
-    const services = apiServices({ config, store, gpus, secrets, gpuScheduler });
+    // Budgets read the usage ledger (cached per owner for a few seconds); the reader prices its sums.
+    const usage = new LedgerReader({
+      segments: store.usageSegments,
+      prices: config.usage,
+      clock: systemClock,
+    });
+    const services = apiServices({
+      config,
+      store,
+      gpus,
+      secrets,
+      gpuScheduler,
+      usage,
+      onBudgetReadError: (error, ownerId) =>
+        logger.warn({ err: error, ownerId }, 'could not read an owner budget from the usage ledger'),
+    });
     const { credentials, ownerSecrets, invokeKeys } = services;
     // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
     const registry = new Registry();
@@ -138,6 +154,7 @@ export async function serve(
       gatewayUrl: () => late.gatewayUrl,
       webhooks: jobWebhooks.webhooks,
       quotaOf: async (ownerId) => (await services.quotas.quotaOf(ownerId)).quota,
+      budgets: services.budgets,
       // Replicas split each owner's submission rate as they split the API's (read at each submission).
       submissionRateShare: () =>
         shared ? rateLimitShare(config.jobs.submissionRate, shared.split()) : config.jobs.submissionRate,
@@ -175,6 +192,7 @@ export async function serve(
         : {}),
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
+      ...(services.budgets ? { budgets: services.budgets } : {}),
       ...(sharedParts?.parts ?? {}),
       jobs: jobsForTraffic(jobs),
     });

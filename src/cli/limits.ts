@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import type { WireLimits, WireQuotaReport } from '../client/index.js';
 import { type LimitRange, wireLimitKeys } from '../contract/limits.js';
-import type { WireRate, WireRates } from '../contract/quota.js';
+import type { WireBudgetStanding, WireRate, WireRates } from '../contract/quota.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { type Column, formatTable } from './table.js';
@@ -69,7 +69,14 @@ export function formatQuota(report: WireQuotaReport): string {
     report.sources?.[name as keyof WireQuotaReport['sources']] ?? '-',
   ]);
   const why = report.reason === undefined ? '' : `Quotas: ${report.source} (${report.reason})\n`;
-  return `${formatTable(columns, rows)}\n${why}${formatRates(report.rates)}`;
+  return `${formatTable(columns, rows)}\n${why}${formatBudget(report.budget)}${formatRates(report.rates)}`;
+}
+
+/** The budget that binds the caller, loud from 80 % of it (a server without budgets sends none). */
+function formatBudget(budget: WireBudgetStanding | undefined): string {
+  if (!budget) return '';
+  const mark = budget.state === 'exceeded' ? 'EXCEEDED: ' : budget.state === 'warning' ? 'WARNING: ' : '';
+  return `Budget: ${mark}${budget.message}\n`;
 }
 
 /** The rates the caller's requests are held to, one line each (a server before them sends none). */

@@ -236,9 +236,31 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30, 
     });
   });
 
+  it('reads budgets for every owner and by owner (fractions allowed) and the spend per hour, apart from the quotas', () => {
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      [
+        'quotas:',
+        '  endpoints: 5',
+        '  budget: { perMonth: 250 }',
+        '  spendPerHour: 80',
+        '  owners:',
+        '    lab: { workers: 3, budget: { gpuHoursPerMonth: 0.5, perMonth: 12.5 } }',
+      ].join('\n'),
+    );
+    expect(config.quotas).toEqual({ defaults: { endpoints: 5 }, owners: { lab: { workers: 3 } } });
+    expect(config.budgets).toEqual({
+      defaults: { perMonth: 250 },
+      owners: { lab: { gpuHoursPerMonth: 0.5, perMonth: 12.5 } },
+      spendPerHour: 80,
+    });
+  });
+
   it('has no configured quotas and a 64 KiB spec body limit by default (quotas then follow the GPUs)', () => {
     const config = load();
     expect(config.quotas).toEqual({ defaults: {}, owners: {} });
+    expect(config.budgets).toEqual({ owners: {} });
     expect(config.specBodyLimitBytes).toBe(65536);
     expect(load({ config: '/etc/corral.yaml' }, {}, 'bodyLimitBytes: 16384').specBodyLimitBytes).toBe(16384);
   });
@@ -343,6 +365,9 @@ workers:
     ['quotas: { minGpus: -1 }', 'quotas.minGpus: expected an integer >= 0 or "unlimited"'],
     ['quotas: { minGpus: lots }', 'quotas.minGpus'],
     ['quotas: { gpus: 4 }', 'Unrecognized key'],
+    ['quotas: { budget: { perMonth: -1 } }', 'quotas.budget.perMonth'],
+    ['quotas: { owners: { a: { budget: { gpuHours: 1 } } } }', 'quotas.owners.a.budget'],
+    ['quotas: { spendPerHour: lots }', 'quotas.spendPerHour'],
     ['quotas: { owners: { a: { endpoint: 4 } } }', 'quotas.owners.a'],
     ['specBodyLimitBytes: 2000000', 'specBodyLimitBytes (2000000) is above bodyLimitBytes (1048576)'],
     ['connections: { api: { maxConnections: 0 } }', 'connections.api.maxConnections'],

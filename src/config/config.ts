@@ -5,11 +5,13 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
+import type { Budget, BudgetSettings } from '../domain/budget.js';
 import type { ImagePullPolicy } from '../domain/endpoint.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
+import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
 import { type ConfigFile, parseConfigFile } from './file.js';
 import {
   ConfigError,
@@ -103,6 +105,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   specBodyLimitBytes: number;
   /** Configured quotas; what is not configured comes from the GPU inventory (domain/quota.ts defaultQuota). */
   quotas: QuotaSettings;
+  /** Configured budgets (docs/budgets.md): monthly per owner, and the account-wide spend per hour. */
+  budgets: BudgetSettings;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
   controller: {
     startupTimeoutSeconds: number;
@@ -148,6 +152,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
    * setting (CORRAL_WEBHOOK_ALLOW_PRIVATE) and the config file's webhooks.allowPrivate (docs/jobs.md).
    */
   webhooks: { allowPrivate: boolean };
+  /** The usage ledger's prices (config file `usage:`; docs/usage.md). */
+  usage: UsagePrices;
   /**
    * The model cache (docs/models.md): hubUrl is where models are fetched from (HF_ENDPOINT for the hub's clients);
    * diskBudgetBytes the bytes it may hold before it evicts models no endpoint names (null: no budget).
@@ -279,6 +285,7 @@ export function loadConfig(sources: ConfigSources): Config {
     bodyLimitBytes,
     specBodyLimitBytes,
     quotas: quotaSettings(file.quotas),
+    budgets: budgetSettings(file.quotas),
     gateway: {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
@@ -295,6 +302,7 @@ export function loadConfig(sources: ConfigSources): Config {
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),
     },
+    usage: usagePrices(file.usage),
     registries: {
       allowPrivate: [
         ...new Set([...settings.privateRegistries, ...(file.registries?.allowPrivate ?? []).flat()]),
@@ -429,10 +437,25 @@ function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => [name, value === 'unlimited' ? UNLIMITED : value]),
     );
-  const { owners = {}, ...defaults } = file ?? {};
+  const { owners = {}, spendPerHour: _rate, budget: _budget, ...defaults } = file ?? {};
   return {
     defaults: values(defaults),
-    owners: Object.fromEntries(Object.entries(owners).map(([owner, quota]) => [owner, values(quota)])),
+    owners: Object.fromEntries(
+      Object.entries(owners).map(([owner, { budget: _own, ...quota }]) => [owner, values(quota)]),
+    ),
+  };
+}
+
+/** The budgets the quotas section sets: `budget` for every owner, `owners.<id>.budget`, `spendPerHour`. */
+function budgetSettings(file: ConfigFile['quotas']): BudgetSettings {
+  const owners: Record<string, Budget> = {};
+  for (const [owner, quota] of Object.entries(file?.owners ?? {})) {
+    if (quota.budget !== undefined) owners[owner] = quota.budget;
+  }
+  return {
+    owners,
+    ...(file?.budget === undefined ? {} : { defaults: file.budget }),
+    ...(file?.spendPerHour === undefined ? {} : { spendPerHour: file.spendPerHour }),
   };
 }
 
@@ -486,4 +509,15 @@ function checkLimits(limits: Limits): void {
 function wireName(domainKey: string, bound: 'min' | 'max' | 'free'): string {
   const entry = Object.entries(WIRE_LIMIT_FIELDS).find(([, [key, b]]) => key === domainKey && b === bound);
   return entry?.[0] ?? `${domainKey}.${bound}`;
+}
+
+/** The config file's `usage:` with its defaults: USD, no GPU priced, the states' default factors. */
+export function usagePrices(usage: ConfigFile['usage']): UsagePrices {
+  const prices = usage?.prices;
+  return {
+    currency: usage?.currency ?? 'USD',
+    gpuPerHour: Object.fromEntries(Object.entries(prices?.gpus ?? {}).map(([id, p]) => [id, p.perHour])),
+    stateFactors: { ...DEFAULT_STATE_FACTORS, ...prices?.states },
+    suspendedMemoryGBHour: prices?.suspendedMemoryGBHour ?? 0,
+  };
 }

@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import { IMAGE_PULL_POLICIES } from '../domain/endpoint.js';
+import { USAGE_STATES } from '../ports/usage.js';
 import { ConfigError, hostPortSchema, registryAllowList, urlSchema } from './settings.js';
 
 const count = z.int().min(0);
@@ -59,6 +60,13 @@ const quotaValues = z.strictObject({
   invokeKeys: quotaLimit.optional(),
   queuedJobs: quotaLimit.optional(),
   jobBytes: quotaLimit.optional(),
+  /** A monthly budget (docs/budgets.md): money in the ledger's currency, or GPU-hours; fractions allowed. */
+  budget: z
+    .strictObject({
+      perMonth: z.number().min(0).optional(),
+      gpuHoursPerMonth: z.number().min(0).optional(),
+    })
+    .optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */
@@ -109,7 +117,11 @@ const fileSchema = z.strictObject({
   specBodyLimitBytes: z.int().min(1024).optional(),
   /** Per-owner quotas: the values for every owner, and `owners` by owner id over them. */
   quotas: quotaValues
-    .extend({ owners: z.record(z.string().min(1), quotaValues).optional() })
+    .extend({
+      owners: z.record(z.string().min(1), quotaValues).optional(),
+      /** The most every owner together may spend in one clock hour, in the ledger's currency (docs/budgets.md). */
+      spendPerHour: z.number().min(0).optional(),
+    })
     .strict()
     .optional(),
   gateway: z
@@ -174,6 +186,26 @@ const fileSchema = z.strictObject({
   /** The model cache (docs/models.md): the hub it fetches from, and the disk it may fill before it evicts. */
   models: z
     .strictObject({ hubUrl: urlSchema.optional(), diskBudgetGB: z.number().positive().optional() })
+    .optional(),
+  /** The usage ledger's prices (docs/usage.md): none set, amounts are 0 and the seconds are still counted. */
+  usage: z
+    .strictObject({
+      /** The currency amounts are in (ISO 4217, e.g. USD); default USD. */
+      currency: z
+        .string()
+        .regex(/^[A-Z]{3}$/, 'expected an ISO 4217 code such as USD')
+        .optional(),
+      prices: z
+        .strictObject({
+          /** Per GPU product id (GET products): the price of one GPU for an hour. */
+          gpus: z.record(z.string().min(1), z.strictObject({ perHour: z.number().min(0) })).optional(),
+          /** Per state, a factor of the GPU price: defaults 1, suspended and downloading 0. */
+          states: z.partialRecord(z.enum(USAGE_STATES), z.number().min(0)).optional(),
+          /** A suspended worker's host memory, per GB and hour. */
+          suspendedMemoryGBHour: z.number().min(0).optional(),
+        })
+        .optional(),
+    })
     .optional(),
   /** Jobs' webhooks: allowPrivate with --webhook-allow-private (CORRAL_WEBHOOK_ALLOW_PRIVATE) allows private targets. */
   webhooks: z.strictObject({ allowPrivate: z.boolean().optional() }).optional(),

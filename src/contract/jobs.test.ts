@@ -89,6 +89,25 @@ describe('the status body', () => {
     ).toEqual({ id: 'j-1', status: 'IN_QUEUE', delayTime: 400, executionTime: 0 });
   });
 
+  it('says why a queued job waits (BUDGET_EXCEEDED), and only while it is queued', () => {
+    const spent = 'BUDGET_EXCEEDED: the monthly budget (quotas budget.perMonth) is spent';
+    const queued = job({
+      status: 'IN_QUEUE',
+      workerId: null,
+      output: null,
+      startedAt: null,
+      completedAt: null,
+    });
+    expect(JSON.parse(jobStatusBody(queued, 1_400, spent))).toEqual({
+      id: 'j-1',
+      status: 'IN_QUEUE',
+      delayTime: 400,
+      executionTime: 0,
+      waitingFor: spent,
+    });
+    expect(JSON.parse(jobStatusBody(job(), 5_000, spent))).not.toHaveProperty('waitingFor');
+  });
+
   it("lists a job with its submission time in ISO 8601, as the client's list reads it", () => {
     expect(jobSummary(job({ error: 'x' }), 5_000)).toEqual({
       id: 'j-1',

@@ -105,14 +105,17 @@ export function parseWait(raw: string | null, max: number): Parsed<number | unde
 
 /**
  * RunPod's status body: `{id, status, delayTime, executionTime, workerId?, output?, error?}`, written as text so
- * that the stored output goes out as stored.
+ * that the stored output goes out as stored; a queued job adds Corral's `waitingFor` when it is known why it waits
+ * (its owner's budget spent: BUDGET_EXCEEDED).
  */
-export function jobStatusBody(job: Job, now: number): string {
+export function jobStatusBody(job: Job, now: number, waitingFor?: string): string {
   const { delayTime, executionTime } = jobTimes(job, now);
   let text = `{"id":${JSON.stringify(job.id)},"status":"${job.status}","delayTime":${delayTime},"executionTime":${executionTime}`;
   if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
   if (job.output !== null) text += `,"output":${job.output}`;
   if (job.error !== null) text += `,"error":${JSON.stringify(job.error)}`;
+  if (job.status === 'IN_QUEUE' && waitingFor !== undefined)
+    text += `,"waitingFor":${JSON.stringify(waitingFor)}`;
   return `${text}}`;
 }
 

@@ -3,6 +3,12 @@
  * why (the source of each, and of the owner's as a whole, with a reason); then the rates that bound the caller's
  * requests (the API's per key, the job submissions' per owner).
  */
+import {
+  type BudgetName,
+  type BudgetStanding,
+  type BudgetState,
+  describeStanding,
+} from '../domain/budget.js';
 import { QUOTA_NAMES, type QuotaName, type QuotaSource } from '../domain/quota.js';
 
 export type WireQuotaLimit = number | 'unlimited';
@@ -30,6 +36,33 @@ export interface WireQuotaReport {
   reason: string;
   sources: Record<QuotaName, QuotaSource>;
   rates?: WireRates;
+  /** The budget that binds the caller (its monthly one, or the account's spend per hour), where one applies. */
+  budget?: WireBudgetStanding;
+}
+
+/** A budget read against its use: ok, warning from 80 %, exceeded from 100 % (no new worker beyond minNum). */
+export interface WireBudgetStanding {
+  state: BudgetState;
+  budget: BudgetName;
+  limit: number;
+  used: number;
+  /** The currency, or `GPU-hours`. */
+  unit: string;
+  /** ISO 8601: when the use counts from 0 again. */
+  resetsAt: string;
+  message: string;
+}
+
+export function toWireBudgetStanding(standing: BudgetStanding): WireBudgetStanding {
+  return {
+    state: standing.state,
+    budget: standing.budget,
+    limit: standing.limit,
+    used: standing.used,
+    unit: standing.unit,
+    resetsAt: new Date(standing.resetsAt).toISOString(),
+    message: describeStanding(standing),
+  };
 }
 
 export function toWireQuotaReport(
@@ -39,6 +72,7 @@ export function toWireQuotaReport(
     source: QuotaSource;
     reason: string;
     sources: Record<QuotaName, QuotaSource>;
+    budget?: BudgetStanding | undefined;
   },
   rates?: WireRates,
 ): WireQuotaReport {
@@ -55,5 +89,6 @@ export function toWireQuotaReport(
     reason: report.reason,
     sources: { ...report.sources },
     ...(rates ? { rates } : {}),
+    ...(report.budget ? { budget: toWireBudgetStanding(report.budget) } : {}),
   };
 }

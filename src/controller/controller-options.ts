@@ -6,8 +6,10 @@
 import type { Endpoint, EnvVar } from '../domain/endpoint.js';
 import type { ModelRef } from '../domain/models.js';
 import type { Gpu } from '../gpu/inventory.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { ModelCache } from '../ports/model-cache.js';
+import type { WorkerUsageSink } from '../ports/usage.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/leases.js';
 import type { Store } from '../store/store.js';
@@ -133,6 +135,10 @@ export interface ControllerOptions {
    * held go back to the queue at once (each call finds what is left; most find nothing).
    */
   onWorkerEnded?: (endpointId: string, workerId: string, reason: string) => void;
+  /** Owners' budgets (ports/budgets.ts): past one, no new worker of the owner's starts beyond minNum. */
+  budgets?: BudgetStandings;
+  /** The usage ledger (usage/recorder.ts): told each worker's state as it changes, and the workers of each pass. */
+  usage?: WorkerUsageSink;
   /** How many workers scaling asks for, and which go first; minNum when absent. */
   scaling?: ScalingAdvisor;
   startupTimeoutMs?: number;
@@ -190,6 +196,7 @@ export const DEFAULT_COALESCE_MS = 20;
 type OptionalOptions =
   | 'placement'
   | 'scaling'
+  | 'budgets'
   | 'metrics'
   | 'awaitDrained'
   | 'memoryGBPerGpu'
@@ -202,6 +209,7 @@ type OptionalOptions =
   | 'models'
   | 'queueProbe'
   | 'onWorkerEnded'
+  | 'usage'
   | 'outputs'
   | 'suspendBudgetBytes'
   | 'fence'

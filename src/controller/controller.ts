@@ -8,7 +8,9 @@
  * routable workers to the routing table and asks the autoscaler how many it wants.
  */
 import { totalmem } from 'node:os';
+import { describeStanding } from '../domain/budget.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { WorkerUsageSink } from '../ports/usage.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import {
   type ControllerOptions,
@@ -23,6 +25,7 @@ import { probeTargetOf } from './health/probe-target.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
+import { holdingOf, usageStateOf } from './lifecycle/usage-report.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
 import { OwnerChanges } from './owner-changes.js';
@@ -40,6 +43,11 @@ import { awaitsPlacement, type ManagedWorker, pendingRecord } from './workers/ma
 import { ModelFetcher } from './workers/model-fetcher.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { deleteStaleRows } from './write-back.js';
+
+/** A new pending worker, held with `message` when its owner's budget is spent. */
+function heldIf(record: ManagedWorker, message: string | undefined): ManagedWorker {
+  return message === undefined ? record : { ...record, budgetHeld: true, message };
+}
 
 export type {
   ControllerLogger,
@@ -148,6 +156,7 @@ export class Controller {
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
       onEnded: o.onWorkerEnded,
+      onUsage: o.usage ? this.#usageReport(o.usage) : undefined,
     });
     const idleTiers = o.runtime.idleTiers;
     this.#tiers = idleTiers
@@ -212,6 +221,8 @@ export class Controller {
     };
     this.#unsubscribe.push(runtime.watch(onEvent), routes.onRefreshRequested(poke));
     if (scaling) this.#unsubscribe.push(scaling.onRescale(poke));
+    // An owner's budget spent or allowed again: its endpoints hold or let go of their waiting workers.
+    if (this.#o.budgets) this.#unsubscribe.push(this.#o.budgets.onChange(poke));
     this.#queue.start();
   }
 
@@ -259,6 +270,18 @@ export class Controller {
     return this.#gpus.held(this.#book.all());
   }
 
+  /** What the usage ledger is told of a worker's change (usage-report.ts). */
+  #usageReport(sink: WorkerUsageSink): (record: ManagedWorker, at: number, gone?: boolean) => void {
+    const context = {
+      productOf: new Map(this.#o.gpus.map((gpu) => [gpu.uuid, gpu.productId])),
+      memoryGBPerGpu: this.#o.memoryGBPerGpu,
+    };
+    return (record, at, gone) => {
+      const holding = holdingOf(record, this.#endpoints.get(record.endpointId), context);
+      sink.workerState(holding, gone ? 'closed' : usageStateOf(record), at);
+    };
+  }
+
   /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
   async reconcile(): Promise<void> {
     const { store, runtime, clock } = this.#o;
@@ -285,6 +308,7 @@ export class Controller {
     this.#endpoints = live;
     this.#o.outputs?.retain(new Set(live.keys()));
     this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
+    this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
     this.#lifecycle.retryRemovals(new Set(observed.map((w) => w.workerId)));
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
@@ -371,6 +395,7 @@ export class Controller {
       preferredVictims: advice?.victims ?? [],
       busyWorkers: advice?.busy ?? [],
       ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
+      ...this.#budgetExceeded(endpoint.ownerId),
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -378,19 +403,46 @@ export class Controller {
     });
   }
 
+  /** The owner's BUDGET_EXCEEDED sentence while its budget is spent, as the plan takes it. */
+  #budgetExceeded(ownerId: string): { budgetExceeded?: string } {
+    const standing = this.#o.budgets?.standingOf(ownerId);
+    return standing?.state === 'exceeded' ? { budgetExceeded: describeStanding(standing) } : {};
+  }
+
   #apply(endpoint: Endpoint, actions: PlanAction[], now: number): void {
+    this.#holdForBudget(endpoint.id, actions);
     for (const action of actions) {
       if (action.type === 'add') {
-        for (let i = 0; i < action.count; i++) this.#book.track(pendingRecord(endpoint, now));
+        for (let i = 0; i < action.count; i++)
+          this.#book.track(heldIf(pendingRecord(endpoint, now), action.held));
         continue;
       }
       const record = this.#book.get(action.workerId);
-      if (!record) continue;
+      if (!record || action.type === 'hold') continue;
       if (isTierAction(action)) this.#tiers?.apply(action, record, this.#endpoints);
       else if (action.type === 'remove') this.#lifecycle.drainAndRemove(record, action.reason);
       else this.#lifecycle.failByPlan(record, action.code, action.message, now, action.final === true);
     }
     this.#lifecycle.trimFailed(endpoint.id);
+  }
+
+  /**
+   * The plan's holds (an owner past its budget): those it names stay pending with its message; any other held
+   * worker of the endpoint is let go to placement (the budget allows it again, or minNum does).
+   */
+  #holdForBudget(endpointId: string, actions: PlanAction[]): void {
+    const holds = new Map<string, string>();
+    for (const a of actions) if (a.type === 'hold') holds.set(a.workerId, a.message);
+    for (const record of this.#book.ofEndpoint(endpointId)) {
+      const message = holds.get(record.id);
+      if (message !== undefined && (record.budgetHeld !== true || record.message !== message)) {
+        record.budgetHeld = true;
+        this.#lifecycle.move(record, { state: record.state, message, error: record.error });
+      } else if (message === undefined && record.budgetHeld === true) {
+        delete record.budgetHeld;
+        this.#lifecycle.move(record, { state: record.state, message: 'waiting for placement', error: '' });
+      }
+    }
   }
 
   /** Workers of endpoints that no longer exist are removed (also after a restart). */
@@ -500,6 +552,7 @@ export class Controller {
       now: clock(),
       outage: this.#outage.text,
       fence: this.#o.fence,
+      budgetExceeded: (ownerId) => this.#budgetExceeded(ownerId).budgetExceeded,
       statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) =>
         withImageStatus(
           endpointStatus(

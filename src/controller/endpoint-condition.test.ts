@@ -37,6 +37,46 @@ const status = (state: EndpointState, error = '', message = ''): StateReport<End
   message,
 });
 
+describe('endpointCondition with the owner past its budget', () => {
+  const SPENT = 'BUDGET_EXCEEDED: the monthly budget is spent; it resets at 2026-12-01T00:00:00.000Z';
+
+  it('refuses with BUDGET_EXCEEDED while no worker of the endpoint is up or on its way', () => {
+    const held = { ...worker('pending', SPENT, 1), budgetHeld: true as const };
+    for (const workers of [[], [held]]) {
+      expect(
+        endpointCondition({
+          endpoint,
+          status: status('deploying'),
+          workers,
+          runtimeOutage: undefined,
+          budgetExceeded: SPENT,
+        }),
+      ).toEqual({
+        refusal: {
+          kind: 'budget-exceeded',
+          reason: 'BUDGET_EXCEEDED',
+          message: SPENT,
+          lastWorkerMessage: workers.length > 0 ? SPENT : '',
+        },
+      });
+    }
+  });
+
+  it('lets requests wait for a worker that serves or starts, saying what the held one waits for', () => {
+    const starting = worker('starting', 'waiting for its health check', 1);
+    const held = { ...worker('pending', SPENT, 2), budgetHeld: true as const };
+    expect(
+      endpointCondition({
+        endpoint,
+        status: status('deploying'),
+        workers: [starting, held],
+        runtimeOutage: undefined,
+        budgetExceeded: SPENT,
+      }),
+    ).toEqual({ waitingFor: SPENT });
+  });
+});
+
 describe('endpointCondition', () => {
   it.each([
     {

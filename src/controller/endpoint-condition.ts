@@ -1,6 +1,7 @@
 /**
  * What the gateway must know of one endpoint beyond its routable workers, decided from its status and workers: why
- * a request that needs a new worker cannot get one (failed, `maxNum: 0`, the runtime unreachable), else what its
+ * a request that needs a new worker cannot get one (failed, `maxNum: 0`, the runtime unreachable, its owner's
+ * budget spent), else what its
  * requests wait for; and how an endpoint's status reads while the runtime cannot be reached. Pure.
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
@@ -14,6 +15,8 @@ export interface ConditionInput {
   workers: readonly ManagedWorker[];
   /** RuntimeOutage's text while the runtime cannot be reached, else undefined. */
   runtimeOutage: string | undefined;
+  /** The owner's BUDGET_EXCEEDED sentence while its budget is spent. */
+  budgetExceeded?: string | undefined;
 }
 
 /** The endpoint's condition, or undefined when there is nothing to say (it serves, or it is stopped). */
@@ -35,6 +38,7 @@ function refusalOf({
   status,
   workers,
   runtimeOutage,
+  budgetExceeded,
 }: ConditionInput): EndpointRefusal | undefined {
   const lastWorkerMessage = newest(workers.filter((w) => !isServing(w) && w.message !== ''))?.message ?? '';
   if (status.state === 'failed') {
@@ -56,6 +60,10 @@ function refusalOf({
       message: runtimeOutage,
       lastWorkerMessage,
     };
+  }
+  // Only while no worker of it is up or on its way: those it has (minNum's, or started before) serve on.
+  if (budgetExceeded !== undefined && !workers.some((w) => isActive(w) && w.budgetHeld !== true)) {
+    return { kind: 'budget-exceeded', reason: 'BUDGET_EXCEEDED', message: budgetExceeded, lastWorkerMessage };
   }
   return undefined;
 }

@@ -26,6 +26,8 @@ export interface PassReport {
   outage: string | undefined;
   /** The leader's fence (several replicas); a deposed leader writes nothing and publishes nothing. */
   fence?: WriteFence | undefined;
+  /** The owner's BUDGET_EXCEEDED sentence while its budget is spent. */
+  budgetExceeded?: (ownerId: string) => string | undefined;
 }
 
 export async function reportPass(report: PassReport): Promise<void> {
@@ -64,7 +66,13 @@ async function writeReport(
     const workers = book.ofEndpoint(endpoint.id);
     const found = report.statusOf(endpoint, workers);
     const status = outage === undefined ? found : statusDuringOutage(found, workers, outage);
-    const condition = endpointCondition({ endpoint, status, workers, runtimeOutage: outage });
+    const condition = endpointCondition({
+      endpoint,
+      status,
+      workers,
+      runtimeOutage: outage,
+      budgetExceeded: report.budgetExceeded?.(endpoint.ownerId),
+    });
     if (condition) conditions.set(endpoint.id, condition);
     return status;
   });

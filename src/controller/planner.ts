@@ -6,6 +6,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { healthCheckLabel } from '../domain/health-path.js';
 import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
+import { budgetHolds } from './budget-holds.js';
 import type { CrashRecord } from './crashes/backoff.js';
 import { notFoundFailure } from './health/not-found-verdict.js';
 import { isActive, isInTier, isResting, type ManagedWorker } from './workers/managed-worker.js';
@@ -38,11 +39,21 @@ export interface EndpointPlanInput {
   busyWorkers?: readonly string[];
   /** What the runtime offers for idle workers (absent: nothing: a scaled-down worker is removed). */
   tiers?: { freeze: boolean; suspend: boolean };
+  /**
+   * The owner's budget is spent (budget-holds.ts): the BUDGET_EXCEEDED sentence its waiting workers show. No worker
+   * beyond minNum starts; those the plan adds, and those waiting for placement, stay held.
+   */
+  budgetExceeded?: string;
 }
 
 export type PlanAction =
-  /** New workers of the current revision; they start `pending` until placement gives them GPUs. */
-  | { type: 'add'; count: number }
+  /**
+   * New workers of the current revision; they start `pending` until placement gives them GPUs. `held`: they stay
+   * pending, not placed, with this message (the owner's budget is spent).
+   */
+  | { type: 'add'; count: number; held?: string }
+  /** A worker waiting for placement stays waiting with this message (the owner's budget is spent). */
+  | { type: 'hold'; workerId: string; message: string }
   /** Drain then remove the worker (container and record). */
   | { type: 'remove'; workerId: string; reason: string }
   /** Mark failed with a stable code and remove its container; counts towards crash-loop backoff. */
@@ -115,9 +126,13 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
   const deficit = Math.max(0, target - current.length);
   const woken = wakeResting(resting, endpoint.revision, deficit);
   actions.push(...woken);
-  const toAdd = deficit - woken.length;
-  if (toAdd > 0 && now >= input.crash.retryAt) {
-    actions.push({ type: 'add', count: toAdd });
+  const toAdd = now >= input.crash.retryAt ? deficit - woken.length : 0;
+  const budget = input.budgetExceeded;
+  const holds = budgetHolds(current, minWorkers, toAdd, budget !== undefined);
+  if (holds.addFree > 0) actions.push({ type: 'add', count: holds.addFree });
+  if (budget !== undefined) {
+    if (holds.addHeld > 0) actions.push({ type: 'add', count: holds.addHeld, held: budget });
+    for (const workerId of holds.held) actions.push({ type: 'hold', workerId, message: budget });
   }
   if (current.length > target) {
     const busy = new Set(input.busyWorkers);

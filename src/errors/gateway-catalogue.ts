@@ -65,6 +65,11 @@ export const GATEWAY_ERROR_CATALOGUE = {
     description:
       'The container engine cannot be reached and no worker of the endpoint serves, so none can start; retry shortly (Corral recovers by itself when the engine answers again).',
   },
+  BUDGET_EXCEEDED: {
+    status: 429,
+    description:
+      "The endpoint's owner has spent its budget (its monthly one, or the account's spend per hour) and no worker of the endpoint serves, so none can start; the message names the budget and when it resets. Running workers go on serving; GET quota shows the budget.",
+  },
   UNAUTHENTICATED: {
     status: SHARED_ERROR_STATUS.UNAUTHENTICATED,
     description:

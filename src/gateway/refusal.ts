@@ -13,6 +13,7 @@ const CODE: Record<EndpointRefusal['kind'], GatewayErrorCode> = {
   'no-capacity': 'NO_CAPACITY',
   'no-workers': 'NO_WORKERS',
   'runtime-unavailable': 'RUNTIME_UNAVAILABLE',
+  'budget-exceeded': 'BUDGET_EXCEEDED',
 };
 
 export function refusalError(endpoint: Endpoint, refusal: EndpointRefusal): GatewayError {
@@ -20,7 +21,7 @@ export function refusalError(endpoint: Endpoint, refusal: EndpointRefusal): Gate
   const what =
     refusal.kind === 'failed'
       ? `endpoint ${name} is failed (${refusal.reason}): ${refusal.message}`
-      : refusal.kind === 'runtime-unavailable'
+      : refusal.kind === 'runtime-unavailable' || refusal.kind === 'budget-exceeded'
         ? `endpoint ${name} has no worker that can serve and none can start: ${refusal.message}`
         : `endpoint ${name} cannot get a worker: ${refusal.message}`;
   const last = refusal.lastWorkerMessage;

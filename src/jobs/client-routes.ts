@@ -6,8 +6,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { jobStatusBody, jobSummary, parseRunBody, parseWait, streamBody } from '../contract/jobs.js';
+import { describeStanding } from '../domain/budget.js';
 import { isJobStatus, JOB_LIMITS } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import type { Clock } from '../ports/clock.js';
 import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
 import { abortOnClose, type JobsLogger, readBody, writeError, writeJson } from './http-io.js';
@@ -33,6 +35,8 @@ const LIST_LIMIT = { default: 50, max: 1_000 };
 
 export interface JobClientRoutesOptions {
   service: JobService;
+  /** Owners' budgets: a queued job of an owner past its budget says BUDGET_EXCEEDED in its status. */
+  budgets?: BudgetStandings;
   clock: Clock;
   /** The gateway's domain: `{appName}.{domain}` Hosts are endpoints' own and never claimed. */
   domain: string;
@@ -120,16 +124,18 @@ export class JobClientRoutes {
           return;
         }
         const done = await service.awaitFinished(endpoint, job.id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(done, now()));
+        writeJson(res, 200, jobStatusBody(done, now(), this.#waitingFor(done)));
         return;
       }
-      case 'status':
-        writeJson(res, 200, jobStatusBody(await service.status(endpoint, id), now()));
+      case 'status': {
+        const job = await service.status(endpoint, id);
+        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor(job)));
         return;
+      }
       case 'status-sync': {
         const waitMs = wait(this.#waits.statusSyncDefaultMs);
         const job = await service.awaitFinished(endpoint, id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(job, now()));
+        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor(job)));
         return;
       }
       case 'stream': {
@@ -175,6 +181,12 @@ export class JobClientRoutes {
   }
 
   /** Charges a submission to its endpoint's owner (whichever key sent it); 429 with Retry-After when over. */
+  /** Why a queued job of an owner past its budget waits (the cached standing: no store read per status). */
+  #waitingFor(job: { ownerId: string }): string | undefined {
+    const standing = this.#o.budgets?.standingOf(job.ownerId);
+    return standing?.state === 'exceeded' ? describeStanding(standing) : undefined;
+  }
+
   #admit(endpoint: { ownerId: string }, take: (rate: RequestRate, key: string) => RateDecision): void {
     const rate = this.#o.submissions;
     if (!rate) return;

@@ -29,8 +29,8 @@ export interface WakeReport {
  * busy) is no refusal: its requests wait.
  */
 export interface EndpointRefusal {
-  kind: 'failed' | 'no-capacity' | 'no-workers' | 'runtime-unavailable';
-  /** The endpoint's error code (IMAGE_PULL_FAILED, CRASH_LOOP, ...; RUNTIME_UNAVAILABLE, NO_WORKERS). */
+  kind: 'failed' | 'no-capacity' | 'no-workers' | 'runtime-unavailable' | 'budget-exceeded';
+  /** The endpoint's error code (IMAGE_PULL_FAILED, CRASH_LOOP, ...; RUNTIME_UNAVAILABLE, NO_WORKERS, BUDGET_EXCEEDED). */
   reason: string;
   message: string;
   /** The message of the endpoint's most recent worker that did not serve (its failure, or what it waits for). */

@@ -46,3 +46,52 @@ export interface UsageReader {
   /** An owner's totals from `since` until `now`, open segments included up to `now` (what a budget reads). */
   ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals>;
 }
+
+/** The issue's defaults: a GPU held costs the same whatever it does; a suspended worker holds no GPU. */
+export const DEFAULT_STATE_FACTORS: Readonly<Record<UsageState, number>> = {
+  downloading: 0,
+  starting: 1,
+  active: 1,
+  idle: 1,
+  frozen: 1,
+  suspended: 0,
+};
+
+/** The prices of the config file's `usage:` (config/file.ts); amounts are 0 where a GPU product has no price. */
+export interface UsagePrices {
+  currency: string;
+  /** Per GPU product id: the price of one GPU for an hour. */
+  gpuPerHour: Readonly<Record<string, number>>;
+  /** Per state: the factor of the GPU price (active, idle, starting and frozen 1; suspended and downloading 0). */
+  stateFactors: Readonly<Record<UsageState, number>>;
+  /** The price of one GB of host memory held for an hour by a suspended worker (its GPU state kept there). */
+  suspendedMemoryGBHour: number;
+}
+
+/** A worker's state as the ledger counts it: one of `USAGE_STATES`, or `closed` (it holds nothing any more). */
+export type WorkerUsageState = UsageState | 'closed';
+
+/** What a worker holds while it is counted. */
+export interface WorkerHolding {
+  workerId: string;
+  ownerId: string;
+  endpointId: string;
+  /** The product id of its GPUs ('' when it has none). */
+  gpuProductId: string;
+  gpuCount: number;
+  hostMemoryBytes: number;
+}
+
+/**
+ * Where the leading controller tells each worker's usage state as it changes (`usage/`'s recorder implements it):
+ * the controller calls it from its state changes, the gateway and the jobs when a worker's work in flight starts
+ * or ends. Calls are cheap (memory only); the ledger writes them in batches.
+ */
+export interface WorkerUsageSink {
+  /** The worker's lifecycle state as the ledger counts it (`running` is told as `idle`: in-flight work decides). */
+  workerState(holding: WorkerHolding, state: WorkerUsageState, at: number): void;
+  /** The worker's requests and jobs in flight, each time the count changes between 0 and more. */
+  workerBusy(workerId: string, busy: boolean, at: number): void;
+  /** Every worker the controller has after a whole pass: any other counted one ended unwatched (closed at `at`). */
+  workersKnown(workerIds: ReadonlySet<string>, at: number): void;
+}

@@ -131,6 +131,8 @@ export interface RuntimeWorker {
   /** Human detail: pull progress, exit reason. */
   message: string;
   createdAt: number;
+  /** When it exited (epoch ms), where the runtime keeps it (Docker's State.FinishedAt): the usage ledger's end. */
+  finishedAt?: number;
   /** The uuids of the GPUs the worker was created with (spec.gpus, real or simulated), in the same order. */
   gpuUuids: string[];
   /**

@@ -4,6 +4,7 @@
  * counted thing (credentials, secrets, invoke keys) past a quota with QUOTA_EXCEEDED, and the report `GET quota`
  * answers. The arithmetic is domain/quota.ts.
  */
+import type { BudgetStanding } from '../domain/budget.js';
 import {
   type CountQuotaName,
   countQuotaBreach,
@@ -16,6 +17,7 @@ import {
   type QuotaName,
 } from '../domain/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import type { Admit } from '../store/endpoints.js';
 import type { CountAdmit } from '../store/owner-turn.js';
 import type { Store } from '../store/store.js';
@@ -23,12 +25,16 @@ import type { Principal } from './principal.js';
 
 export interface QuotaReport extends OwnerQuota {
   use: Record<QuotaName, number>;
+  /** The budget that binds the owner, where one applies. */
+  budget?: BudgetStanding | undefined;
 }
 
 export interface QuotaServiceOptions {
   store: Store;
   /** An owner's quota; `operator`: whether it holds an admin key. */
   quotaFor: (ownerId: string, operator: boolean) => OwnerQuota;
+  /** Owners' budgets (service/budget-service.ts); absent: none is reported. */
+  budgets?: BudgetStandings;
 }
 
 /** Quotas by owner: what each may declare, and the checks against it. */
@@ -48,15 +54,16 @@ export class QuotaService {
   async report(principal: Principal): Promise<QuotaReport> {
     const { store } = this.#o;
     const { ownerId } = principal;
-    const [owner, use, credentials, secrets, invokeKeys, jobs] = await Promise.all([
+    const [owner, use, credentials, secrets, invokeKeys, jobs, budget] = await Promise.all([
       this.quotaOf(ownerId),
       store.endpoints.use(ownerId),
       store.credentials.count(ownerId),
       store.secrets.count(ownerId),
       store.invokeKeys.countActive(ownerId),
       store.jobs.ownerUse(ownerId),
+      this.#o.budgets?.read(ownerId),
     ]);
-    return { ...owner, use: { ...use, credentials, secrets, invokeKeys, ...jobs } };
+    return { ...owner, use: { ...use, credentials, secrets, invokeKeys, ...jobs }, budget };
   }
 
   /**

@@ -286,7 +286,22 @@ export interface WebhookDeliveriesTable {
   created_at: number;
 }
 
+/** One span of one worker in one usage state (migration 0018); `ended_at` null while it is open. */
+export interface UsageSegmentsTable {
+  id: Generated<number>;
+  owner_id: string;
+  endpoint_id: string;
+  worker_id: string;
+  gpu_product_id: string;
+  gpu_count: number;
+  host_memory_bytes: number;
+  state: string;
+  started_at: number;
+  ended_at: number | null;
+}
+
 export interface Database {
+  usage_segments: UsageSegmentsTable;
   jobs: JobsTable;
   job_chunks: JobChunksTable;
   job_workers: JobWorkersTable;

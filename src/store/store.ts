@@ -17,6 +17,7 @@ import { ReplicaRepository } from './replicas.js';
 import { RouteRepository } from './routes.js';
 import { SecretRepository } from './secrets.js';
 import { ServerSecretRepository } from './server-secrets.js';
+import { UsageSegmentRepository } from './usage/usage-segments.js';
 import { WebhookDeliveryRepository } from './webhook-deliveries.js';
 import { WebhookSecretRepository } from './webhook-secrets.js';
 import { WorkerOutputRepository } from './worker-outputs.js';
@@ -53,6 +54,8 @@ export class Store {
   readonly webhookSecrets: WebhookSecretRepository;
   /** The webhooks' outbox: deliveries not yet made. */
   readonly webhookDeliveries: WebhookDeliveryRepository;
+  /** The usage ledger's segments (issue 32). */
+  readonly usageSegments: UsageSegmentRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -82,6 +85,7 @@ export class Store {
     this.serverSecrets = new ServerSecretRepository({ db });
     this.webhookSecrets = new WebhookSecretRepository({ db });
     this.webhookDeliveries = new WebhookDeliveryRepository({ db });
+    this.usageSegments = new UsageSegmentRepository({ db, dialect: connection.dialect });
   }
 
   get dialect() {

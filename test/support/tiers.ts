@@ -58,6 +58,7 @@ export const POSTGRES_RERUN = [
   'src/store/jobs.test.ts',
   'src/store/leases.test.ts',
   'src/store/secrets.test.ts',
+  'src/store/usage/usage-segments.test.ts',
   'src/store/store.test.ts',
   'src/store/webhooks.test.ts',
   'src/store/worker-outputs.test.ts',

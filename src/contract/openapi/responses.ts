@@ -753,9 +753,32 @@ function quotaReportSchema(): Schema {
             'The token buckets your requests draw on; past one: 429 RATE_LIMITED with Retry-After.',
         },
       ),
+      budget: object(
+        {
+          state: str(
+            'ok; warning from 80 % of the limit; exceeded from 100 %: no new worker starts beyond minNum.',
+            {
+              enum: ['ok', 'warning', 'exceeded'],
+            },
+          ),
+          budget: str('Which limit binds.', { enum: ['perMonth', 'gpuHoursPerMonth', 'spendPerHour'] }),
+          limit: { type: 'number', description: 'The limit, in `unit`.' },
+          used: {
+            type: 'number',
+            description: "What is used of it in this period (the month's, or the hour's).",
+          },
+          unit: str('The currency, or GPU-hours.'),
+          resetsAt: str('ISO 8601: when the period ends and the use counts from 0 again.'),
+          message: str('The budget, its use and its reset, in one sentence.'),
+        },
+        {
+          description:
+            'The budget that binds you (docs/budgets.md): your monthly one or the account-wide spend per hour; absent where none applies.',
+        },
+      ),
     },
     {
-      optional: ['rates'],
+      optional: ['rates', 'budget'],
       description:
         'endpoints; minGpus: the sum of minNum x gpuNum; maxGpus: the sum of maxNum x gpuNum; workers: the sum of maxNum; credentials; secrets; invokeKeys: active invoke keys over all your endpoints.',
     },

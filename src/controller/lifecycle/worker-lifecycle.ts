@@ -59,6 +59,11 @@ export interface WorkerLifecycleOptions {
    * again at each step, since a take that crossed the decision (on another replica) may have handed it one since.
    */
   onEnded?: ((endpointId: string, workerId: string, reason: string) => void) | undefined;
+  /**
+   * Told after each state change, adoption and forgetting, with when it happened (the usage ledger:
+   * usage-report.ts); `at` is the runtime's own time where it said one (an exit), else now; `gone`: forgotten.
+   */
+  onUsage?: ((record: ManagedWorker, at: number, gone?: boolean) => void) | undefined;
 }
 
 /** The states of a worker on its way out or gone: it takes no job, and what it held goes back to the queue. */
@@ -69,6 +74,8 @@ export interface Move {
   state: WorkerState;
   message: string;
   error?: WorkerErrorCode | '';
+  /** When it happened, where the runtime said (a container's exit); default now. */
+  at?: number | undefined;
 }
 
 /** A cold start's phases (the gateway's Server-Timing): placement, pull, create, ready; undefined if not all seen. */
@@ -118,7 +125,7 @@ export class WorkerLifecycle {
    * Moves the worker to `state` (or gives it a new message) if the table allows, and does what the move means for
    * routing, probing and the store. Returns whether it was made.
    */
-  move(record: ManagedWorker, { state, message, error = '' }: Move): boolean {
+  move(record: ManagedWorker, { state, message, error = '', at }: Move): boolean {
     if (record.state === state && record.message === message && record.error === error) return true;
     const checked = transition(record.state, state);
     if (!checked.allowed) {
@@ -138,6 +145,7 @@ export class WorkerLifecycle {
     if (state !== 'running')
       record.healthy = state === 'unhealthy' ? false : record.healthy && state === 'draining';
     this.#o.book.markDirty(record);
+    this.#o.onUsage?.(record, at ?? this.#o.clock());
     const { routing, probing } = checked.effects;
     if (probing === 'leaves') this.#o.prober.stop(record.id);
     // The gateway must stop (or start) sending it requests now, not at the end of the pass.
@@ -181,8 +189,8 @@ export class WorkerLifecycle {
   // ---- failures ----
 
   /** The record only: its GPUs are released by removeContainer once the container is gone. */
-  fail(record: ManagedWorker, code: WorkerErrorCode, message: string): void {
-    if (!this.move(record, { state: 'failed', message, error: code })) return;
+  fail(record: ManagedWorker, code: WorkerErrorCode, message: string, at?: number): void {
+    if (!this.move(record, { state: 'failed', message, error: code, at })) return;
     this.#o.metrics?.failures.inc({ code });
     record.healthy = false;
     this.#o.prober.stop(record.id);
@@ -204,7 +212,7 @@ export class WorkerLifecycle {
 
   workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
     const code = this.#o.crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
-    this.fail(record, code, `worker ${reason}`);
+    this.fail(record, code, `worker ${reason}`, container?.finishedAt);
     this.failureEvent(record, crashedEvent(record.id, reason, code, container, now));
     void this.removeContainer(record.id, record.gpuUuids, reason);
   }
@@ -221,6 +229,7 @@ export class WorkerLifecycle {
     const record = adoptedRecord(container, endpoint, now);
     this.#o.book.track(record);
     this.#adoptedIds.add(record.id);
+    this.#o.onUsage?.(record, container.finishedAt ?? now);
     this.log.note(record, 'adopted (found running at start)');
     if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
     else if (endpoint && !isInTier(record.state)) this.#o.prober.schedule(record.id, 0);
@@ -479,6 +488,7 @@ export class WorkerLifecycle {
   /** The worker is gone: its record, its row (deleted at the end of the pass) and what was kept about it. */
   forget(record: ManagedWorker): void {
     this.#o.onForget?.(record.id);
+    this.#o.onUsage?.(record, this.#o.clock(), true);
     this.#o.book.forget(record);
     this.#o.prober.stop(record.id);
     this.#causesTold.forget(record.id);

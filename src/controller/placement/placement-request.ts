@@ -5,7 +5,7 @@
 import type { Endpoint } from '../../domain/endpoint.js';
 import { SCALE_DOWN_RANK } from '../../domain/worker.js';
 import type { Gpu } from '../../gpu/inventory.js';
-import { awaitsPlacement, isActive, type ManagedWorker } from '../workers/managed-worker.js';
+import { isActive, isPlaceable, type ManagedWorker } from '../workers/managed-worker.js';
 import type { FairPlacementRequest } from './fair-placement.js';
 
 /** Undefined when no worker waits: nothing to place, nothing to reclaim. */
@@ -16,7 +16,7 @@ export function placementRequest(
   allocations: ReadonlyMap<string, string>,
 ): FairPlacementRequest | undefined {
   const pending = workers
-    .filter((w) => awaitsPlacement(w) && live.has(w.endpointId))
+    .filter((w) => isPlaceable(w) && live.has(w.endpointId))
     .sort((a, b) => a.createdAt - b.createdAt);
   if (pending.length === 0) return undefined;
   return {

@@ -11,7 +11,7 @@
 import type { Endpoint, EndpointSpec } from '../../domain/endpoint.js';
 import type { Gpu } from '../../gpu/inventory.js';
 import type { GpuScheduler } from '../../runtime/types.js';
-import { awaitsPlacement, type ManagedWorker } from '../workers/managed-worker.js';
+import { isPlaceable, type ManagedWorker } from '../workers/managed-worker.js';
 import { type FairPlacementResult, placeFairly } from './fair-placement.js';
 import { whyNeverPlaceable } from './placement.js';
 import { placementRequest } from './placement-request.js';
@@ -56,7 +56,7 @@ export function schedulerPlacement(scheduler: GpuScheduler): WorkerPlacement {
   return {
     place(workers, live) {
       const pending = workers
-        .filter((w) => awaitsPlacement(w) && live.has(w.endpointId))
+        .filter((w) => isPlaceable(w) && live.has(w.endpointId))
         .sort((a, b) => a.createdAt - b.createdAt);
       if (pending.length === 0) return undefined;
       let free: Map<string, number> | undefined;

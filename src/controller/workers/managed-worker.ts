@@ -56,6 +56,8 @@ export interface ManagedWorker {
   wake?: WakeReport;
   /** When this process adopted it after a restart (its idle time counts from here, not from its container's start). */
   adoptedAt?: number;
+  /** Pending and not placed because its owner's budget is spent (budget-holds.ts); its message says so. */
+  budgetHeld?: true;
   /** When placement gave it GPUs and when its image was present (a cold start's phases). */
   placedAt?: number;
   pulledAt?: number;
@@ -79,6 +81,11 @@ export const ACTIVE_STATES: ReadonlySet<WorkerState> = new Set([
 /** A worker waiting for Corral's placement: pending, and not handed to the runtime yet. */
 export function awaitsPlacement(worker: ManagedWorker): boolean {
   return worker.state === 'pending' && worker.inRuntime !== true;
+}
+
+/** A worker placement may start now: waiting for it, and not held by its owner's spent budget. */
+export function isPlaceable(worker: ManagedWorker): boolean {
+  return awaitsPlacement(worker) && worker.budgetHeld !== true;
 }
 
 /** Whether the worker has a container (or one being made) to remove: neither waiting for placement nor failed. */

@@ -138,6 +138,8 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
     phase === 'exited'
       ? exitMessage(exitCode, { exitReason, memoryLimitBytes, error: info.State.Error })
       : info.State.Status;
+  // The engine's zero time (0001-01-01) parses to a negative number: never finished.
+  const finished = phase === 'exited' ? Date.parse(info.State.FinishedAt ?? '') : Number.NaN;
   return {
     ...baseWorker(labels),
     phase,
@@ -149,6 +151,7 @@ export function workerFromInspect(info: ContainerInspectInfo, hostIp: string): R
     ...(memoryLimitBytes === undefined ? {} : { memoryLimitBytes }),
     message,
     createdAt: Date.parse(info.Created) || 0,
+    ...(finished > 0 ? { finishedAt: finished } : {}),
     ...(info.State.Paused === true ? { tier: 'frozen' as const } : {}),
   };
 }

@@ -18,6 +18,7 @@ import * as webhooks from './0014-webhooks.js';
 import * as jobs from './0015-jobs.js';
 import * as jobBounds from './0016-job-bounds.js';
 import * as endpointNames from './0017-endpoint-names.js';
+import * as usageSegments from './0018-usage-segments.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0015-jobs': (db, dialect) => jobs.up(db, dialect),
   '0016-job-bounds': (db, dialect) => jobBounds.up(db, dialect),
   '0017-endpoint-names': (db) => endpointNames.up(db),
+  '0018-usage-segments': (db, dialect) => usageSegments.up(db, dialect),
 };
 
 export async function migrateToLatest(

@@ -1,0 +1,211 @@
+/**
+ * The usage recorder: the leading controller's `WorkerUsageSink` (ports/usage.ts). It keeps each counted worker's
+ * open span in memory, and on each change (a lifecycle state, work in flight starting or ending, a UTC hour passing)
+ * notes the end of the open span and the start of the next, with the time it happened; the notes are written in one
+ * transaction per flush (every `flushMs`), never one write per request. A flush that fails keeps its notes, in order,
+ * for the next (a database outage loses no second: each note carries its own time).
+ *
+ * Durability: the open spans are in the store, so a new recorder (a restart, a new leader) starts from them
+ * (`start`): an adopted worker's span goes on; one whose worker is not known after the controller's first pass is
+ * closed (`workersKnown`), at its exit time where the runtime told it (the controller passes it with the change).
+ */
+import type { Clock, Timers } from '../ports/clock.js';
+import type { UsageState, WorkerHolding, WorkerUsageSink, WorkerUsageState } from '../ports/usage.js';
+import type { SegmentChange, UsageSegmentRepository } from '../store/usage/usage-segments.js';
+
+const HOUR_MS = 3_600_000;
+
+export interface UsageRecorderLogger {
+  warn(fields: object, message: string): void;
+}
+
+export interface UsageRecorderOptions {
+  segments: Pick<UsageSegmentRepository, 'apply' | 'open'>;
+  clock: Clock;
+  timers: Timers;
+  logger: UsageRecorderLogger;
+  /** How often the notes are written (default 1 s). */
+  flushMs?: number;
+}
+
+interface Counted {
+  holding: WorkerHolding;
+  /** What the lifecycle says (`idle` for a ready worker: `busy` makes it active). */
+  lifecycle: UsageState;
+  busy: boolean;
+  /** The state of its open span. */
+  span: UsageState;
+  /** Its span was continued from the store: an adoption's fresh `starting` does not replace it. */
+  continued: boolean;
+  /** When its open span began: a change told with an earlier time (an exit the runtime dates) ends it there. */
+  since: number;
+}
+
+/** The span state of a worker: a ready worker with work in flight is active. */
+export function spanState(lifecycle: UsageState, busy: boolean): UsageState {
+  return lifecycle === 'idle' && busy ? 'active' : lifecycle;
+}
+
+export class UsageRecorder implements WorkerUsageSink {
+  readonly #o: UsageRecorderOptions;
+  readonly #flushMs: number;
+  readonly #counted = new Map<string, Counted>();
+  /** Workers with work in flight, told before (or without) their lifecycle state. */
+  readonly #busy = new Set<string>();
+  #notes: SegmentChange[] = [];
+  /** The next UTC hour at which every open span is split (so that no span crosses an hour's bucket). */
+  #nextHour = Number.POSITIVE_INFINITY;
+  #timer: unknown;
+  #flushing: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(options: UsageRecorderOptions) {
+    this.#o = options;
+    this.#flushMs = options.flushMs ?? 1000;
+  }
+
+  /** Continues the store's open spans, and starts the flushes. */
+  async start(): Promise<void> {
+    const now = this.#o.clock();
+    let earliest = now;
+    for (const open of await this.#o.segments.open()) {
+      const state = open.state as UsageState;
+      const { state: _s, startedAt, ...holding } = open;
+      const counted = {
+        holding,
+        lifecycle: state,
+        busy: false,
+        span: state,
+        continued: true,
+        since: startedAt,
+      };
+      this.#counted.set(open.workerId, counted);
+      earliest = Math.min(earliest, startedAt);
+    }
+    this.#nextHour = nextHourAfter(earliest);
+    this.#advance(now);
+    this.#schedule();
+  }
+
+  workerState(holding: WorkerHolding, state: WorkerUsageState, told: number): void {
+    this.#advance(told);
+    const counted = this.#counted.get(holding.workerId);
+    const at = Math.max(told, counted?.since ?? told);
+    if (state === 'closed') {
+      if (!counted) return;
+      this.#counted.delete(holding.workerId);
+      this.#busy.delete(holding.workerId);
+      this.#notes.push({ holding: counted.holding, at, state: null });
+      return;
+    }
+    if (counted?.continued) {
+      counted.continued = false;
+      // Adopted after a restart: its health is learnt again (starting), but it went on serving meanwhile.
+      if (state === 'starting' && (counted.span === 'idle' || counted.span === 'active')) return;
+    }
+    const busy = this.#busy.has(holding.workerId);
+    const span = spanState(state, busy);
+    if (counted?.span === span && sameHolding(counted.holding, holding)) {
+      counted.lifecycle = state;
+      return;
+    }
+    this.#counted.set(holding.workerId, {
+      holding,
+      lifecycle: state,
+      busy,
+      span,
+      continued: false,
+      since: at,
+    });
+    this.#notes.push({ holding, at, state: span });
+  }
+
+  workerBusy(workerId: string, busy: boolean, at: number): void {
+    if (busy) this.#busy.add(workerId);
+    else this.#busy.delete(workerId);
+    const counted = this.#counted.get(workerId);
+    if (!counted) return;
+    this.#advance(at);
+    counted.busy = busy;
+    const span = spanState(counted.lifecycle, busy);
+    if (span === counted.span) return;
+    counted.span = span;
+    counted.continued = false;
+    counted.since = Math.max(at, counted.since);
+    this.#notes.push({ holding: counted.holding, at: counted.since, state: span });
+  }
+
+  /**
+   * The controller's workers after a whole pass: a counted worker it does not know ended while no one watched (its
+   * container gone during a restart, or a leader change): closed now.
+   */
+  workersKnown(workerIds: ReadonlySet<string>, at: number): void {
+    for (const [workerId, counted] of this.#counted)
+      if (!workerIds.has(workerId)) this.workerState(counted.holding, 'closed', at);
+  }
+
+  /** Writes the notes taken so far (a stop's last flush, or a test's). */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#write().finally(() => {
+      this.#flushing = undefined;
+    });
+    return this.#flushing;
+  }
+
+  /** Stops the flushes after writing what is noted: the open spans stay open for the next recorder. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) this.#o.timers.clearTimeout(this.#timer);
+    await this.#flushing;
+    await this.flush();
+  }
+
+  async #write(): Promise<void> {
+    this.#advance(this.#o.clock());
+    const notes = this.#notes;
+    if (notes.length === 0) return;
+    this.#notes = [];
+    try {
+      await this.#o.segments.apply(notes);
+    } catch (error) {
+      this.#notes = [...notes, ...this.#notes];
+      this.#o.logger.warn(
+        { err: error, notes: this.#notes.length },
+        'cannot write usage; kept for the next try',
+      );
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = this.#o.timers.setTimeout(() => {
+      void this.flush().finally(() => this.#schedule());
+    }, this.#flushMs);
+  }
+
+  /** Splits every open span at each UTC hour passed up to `at`. */
+  #advance(at: number): void {
+    while (this.#nextHour <= at) {
+      for (const counted of this.#counted.values()) {
+        if (counted.since >= this.#nextHour) continue;
+        counted.since = this.#nextHour;
+        this.#notes.push({ holding: counted.holding, at: this.#nextHour, state: counted.span });
+      }
+      this.#nextHour += HOUR_MS;
+    }
+    if (this.#nextHour === Number.POSITIVE_INFINITY) this.#nextHour = nextHourAfter(at);
+  }
+}
+
+function nextHourAfter(at: number): number {
+  return (Math.floor(at / HOUR_MS) + 1) * HOUR_MS;
+}
+
+function sameHolding(a: WorkerHolding, b: WorkerHolding): boolean {
+  return (
+    a.gpuProductId === b.gpuProductId &&
+    a.gpuCount === b.gpuCount &&
+    a.hostMemoryBytes === b.hostMemoryBytes &&
+    a.endpointId === b.endpointId
+  );
+}
