@@ -2,6 +2,7 @@
  * The API with every service wired, not listening: `corral serve` listens on it, tests use it with inject() or
  * listen on port 0. `apiServices` builds the services the API shares with the traffic side.
  */
+
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -44,6 +45,7 @@ import { SecretService } from '../service/secret-service.js';
 import { WebhookSecretService } from '../service/webhook-secret-service.js';
 import { WorkerService } from '../service/worker-service.js';
 import type { Store } from '../store/store.js';
+import { LedgerReader } from '../usage/ledger-reader.js';
 
 /** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/app/ or src/app/. */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
@@ -243,5 +245,6 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       store,
     }),
     apiKeys: new ApiKeyService({ store, clock }),
+    usage: new LedgerReader({ segments: store.usageSegments, prices: config.usage, clock }),
   });
 }
