@@ -151,10 +151,13 @@ export class UsageRecorder implements WorkerUsageSink {
 
   /** Writes the notes taken so far (a stop's last flush, or a test's). */
   flush(): Promise<void> {
-    this.#flushing ??= this.#write().finally(() => {
-      this.#flushing = undefined;
+    // After the write under way (which took only the notes before it), so that every note noted so far is written.
+    const write = (this.#flushing ?? Promise.resolve()).then(() => this.#write());
+    this.#flushing = write;
+    void write.finally(() => {
+      if (this.#flushing === write) this.#flushing = undefined;
     });
-    return this.#flushing;
+    return write;
   }
 
   /**
