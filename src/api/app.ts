@@ -19,6 +19,8 @@ import type { WireRates } from '../contract/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Product } from '../gpu/products.js';
 import { type ClientDeadlines, CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
+import { systemClock } from '../ports/clock.js';
+import type { UsageReader } from '../ports/usage.js';
 import type { ApiKeyService } from '../service/api-key-service.js';
 import type { ClusterService } from '../service/cluster-service.js';
 import type { CredentialService } from '../service/credential-service.js';
@@ -42,6 +44,7 @@ import type { OwnerWriteGate } from './owner-write-gate.js';
 import type { RateLimiter } from './rate-limit.js';
 import { chargeRefusal, type RefusedBodyTarpit, TARPIT_REFUSALS } from './refused-body-tarpit.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerBillingRoute } from './routes/billing.js';
 import { registerCatalogRoutes } from './routes/catalog.js';
 import { registerClusterRoute } from './routes/cluster.js';
 import { registerCredentialRoutes } from './routes/credentials.js';
@@ -122,6 +125,8 @@ export interface AppOptions {
   refusedBodies?: RefusedBodyTarpit;
   /** Per-owner quotas (`GET quota`); absent: no quotas and no route. */
   quotas?: QuotaService;
+  /** The usage ledger (`GET billing/endpoints`, RunPod's route); absent: no route. */
+  usage?: UsageReader;
   /** The rates `GET quota` reports (the whole installation's, whatever this replica's share). */
   rates?: WireRates;
   /** Whether the database took this replica's last heartbeat, for `/healthz`; absent: not said. */
@@ -242,6 +247,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (options.cluster) registerClusterRoute(api, options.cluster);
       if (options.gpus) registerGpuRoute(api, options.gpus);
       if (options.models) registerModelRoutes(api, options.models);
+      if (options.usage) registerBillingRoute(api, options.usage, systemClock);
       if (options.apiKeys) registerApiKeyRoutes(api, options.apiKeys);
     },
     { prefix: API_PREFIX },

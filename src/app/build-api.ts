@@ -2,6 +2,7 @@
  * The API with every service wired, not listening: `corral serve` listens on it, tests use it with inject() or
  * listen on port 0. `apiServices` builds the services the API shares with the traffic side.
  */
+
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -49,6 +50,7 @@ import { SecretService } from '../service/secret-service.js';
 import { WebhookSecretService } from '../service/webhook-secret-service.js';
 import { WorkerService } from '../service/worker-service.js';
 import type { Store } from '../store/store.js';
+import { LedgerReader } from '../usage/ledger-reader.js';
 
 /** Where `npm run build` puts the dashboard: dist/web, the same folder seen from dist/app/ or src/app/. */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
@@ -56,6 +58,8 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../dist/web/', import.met
 export interface ApiParts {
   config: Config;
   store: Store;
+  /** The usage ledger's reader (the billing route), the one the budgets read; absent: one of its own. */
+  usage?: UsageReader;
   gpus: Gpu[];
   logger: Logger;
   clock?: Clock;
@@ -282,5 +286,6 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     }),
     apiKeys: new ApiKeyService({ store, clock }),
     ...(parts.models ? { models: parts.models } : {}),
+    usage: parts.usage ?? new LedgerReader({ segments: store.usageSegments, prices: config.usage, clock }),
   });
 }

@@ -32,6 +32,7 @@ import type { WorkerRuntime } from '../runtime/types.js';
 import { CallerKeys } from '../service/caller-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
+import { UsageRecorder } from '../usage/recorder.js';
 
 export interface TrafficParts<M extends GatewayMetrics> {
   config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
@@ -138,7 +139,15 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const invokeKeys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
   const peerPools =
     parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  // The usage ledger: told by the leading controller and this replica's gateway, written while this replica leads.
+  const usage = new UsageRecorder({
+    segments: store.usageSegments,
+    clock,
+    timers: systemTimers,
+    logger: logger.child({ role: 'usage' }),
+  });
   const gateway = new Gateway({
+    onWorkerBusy: (workerId, busy, at) => usage.workerBusy(workerId, busy, at),
     metrics: gatewayMetrics,
     routing: parts.gatewayRoutes ?? routes,
     pools,
@@ -217,6 +226,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     },
     metrics: controllerMetrics,
     outputs,
+    usage,
   };
   // One process: this controller always. Replicas: a fresh one per term, its runtime and store writes fenced.
   const terms = new ControllerTermSwitch({
@@ -267,13 +277,23 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     gatewayMetrics,
     history,
     server,
-    start: () => terms.start(),
+    start: () => {
+      void usage.start().catch((err: unknown) => logger.error({ err }, 'cannot read the usage ledger'));
+      terms.start();
+    },
     poke: (endpointId) => terms.poke(endpointId),
-    lead: (fence) => terms.lead(fence),
-    stepDown: () => terms.stepDown(),
+    async lead(fence) {
+      await terms.lead(fence);
+      await usage.start();
+    },
+    async stepDown() {
+      await terms.stepDown();
+      await usage.stop();
+    },
     async close() {
       history?.stop();
       await terms.close();
+      await usage.stop();
       await outputs.close();
       scaler.close();
       gateway.close();

@@ -212,6 +212,7 @@ export async function serve(
     const app = await buildApi({
       config,
       store,
+      usage,
       gpus,
       logger,
       secrets,

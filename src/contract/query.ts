@@ -36,6 +36,12 @@ export function readQueryId(query: Query, names: readonly string[]): string {
   throw new ApiError('INVALID_QUERY', `the query needs ${names.join(' or ')}`, { field: names[0] });
 }
 
+/** A query key's value, or undefined when absent or empty. */
+export function readOptional(query: Query, name: string): string | undefined {
+  const value = first(query[name])?.trim();
+  return value === '' ? undefined : value;
+}
+
 function first(value: string | string[] | undefined): string | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (text?.includes('\u0000')) {

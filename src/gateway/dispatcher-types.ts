@@ -18,6 +18,8 @@ export interface DispatcherOptions extends DispatcherSettings {
    * or wake the endpoint at once. Best effort: an exception it throws is swallowed.
    */
   onQueued?: () => void;
+  /** Told when a worker's requests in flight go from none to some (busy) and back (the usage ledger). */
+  onWorkerBusy?: (workerId: string, busy: boolean, at: number) => void;
   /**
    * Why no worker is routable (a pending worker's message, a pull's progress), asked when a request times out in
    * the queue so that its QUEUE_TIMEOUT says why it waited; undefined when nothing is known.

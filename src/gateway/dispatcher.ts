@@ -71,6 +71,7 @@ export class EndpointDispatcher {
   readonly #clock: Clock;
   readonly #timers: Timers;
   readonly #onQueued: (() => void) | undefined;
+  readonly #onWorkerBusy: DispatcherOptions['onWorkerBusy'];
   readonly #whyNoWorker: (() => string | undefined) | undefined;
   #settings: DispatcherSettings;
   /** Routable and draining workers, by id, in the order they were added. */
@@ -95,6 +96,7 @@ export class EndpointDispatcher {
     this.#clock = options.clock;
     this.#timers = options.timers;
     this.#onQueued = options.onQueued;
+    this.#onWorkerBusy = options.onWorkerBusy;
     this.#whyNoWorker = options.whyNoWorker;
     this.#settings = checkSettings({
       maxConcurrent: options.maxConcurrent,
@@ -351,6 +353,7 @@ export class EndpointDispatcher {
 
   #lease(slots: WorkerSlots, enqueuedAt: number, grantedAt = this.#clock()): Lease {
     slots.inFlight += 1;
+    if (slots.inFlight === 1) this.#onWorkerBusy?.(slots.id, true, grantedAt);
     slots.granted += 1;
     slots.activity = ++this.#activity;
     let released = false;
@@ -375,6 +378,7 @@ export class EndpointDispatcher {
       this.#meanHoldMs === undefined ? held : this.#meanHoldMs + HOLD_EWMA_WEIGHT * (held - this.#meanHoldMs);
     if (slots.inFlight === 0) {
       slots.lastBusyAt = now;
+      this.#onWorkerBusy?.(slots.id, false, now);
       if (!slots.routable && this.#workers.get(slots.id) === slots) this.#forgetWorker(slots);
       const idleWaiters = this.#idleWaiters.get(slots.id);
       if (idleWaiters) {

@@ -48,6 +48,8 @@ export interface EndpointTableOptions {
   neverPlaceable: ((endpoint: Endpoint) => string | undefined) | undefined;
   /** A request of the endpoint has to wait for a slot. */
   onQueued: (endpointId: string) => void;
+  /** See DispatcherOptions.onWorkerBusy. */
+  onWorkerBusy?: ((workerId: string, busy: boolean, at: number) => void) | undefined;
   /** After each sync with the routing view (the gateway forgets the store's "no such appName" answers). */
   onSynced: () => void;
   /**
@@ -199,6 +201,7 @@ export class EndpointTable {
         clock: this.#o.clock,
         timers: this.#o.timers,
         onQueued: () => this.#o.onQueued(endpoint.id),
+        ...(this.#o.onWorkerBusy ? { onWorkerBusy: this.#o.onWorkerBusy } : {}),
         whyNoWorker: () => this.#o.routing.conditionOf(endpoint.id)?.waitingFor,
       });
       dispatcher.setWorkers(this.#routable(endpoint.id));

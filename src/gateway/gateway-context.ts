@@ -43,6 +43,8 @@ export interface GatewayForwarding {
 
 export interface GatewayOptions {
   routing: RoutingView;
+  /** Told when a worker's requests in flight go from none to some and back (the usage ledger's active time). */
+  onWorkerBusy?: (workerId: string, busy: boolean, at: number) => void;
   pools: WorkerPools;
   domain: string;
   clock: Clock;
@@ -144,6 +146,7 @@ export class GatewayContext {
       queueTimeoutMs: options.queueTimeoutMs,
       neverPlaceable: options.neverPlaceable,
       onQueued: hooks.onQueued,
+      onWorkerBusy: options.onWorkerBusy,
       // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
       onSynced: () => this.#store.forgetMisses(),
       ...(hooks.onShareless ? { onShareless: hooks.onShareless } : {}),

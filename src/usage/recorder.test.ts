@@ -93,8 +93,9 @@ describe('the usage recorder', () => {
     first.workerState(w, 'starting', t.timers.now);
     t.timers.advance(4_000);
     first.workerState(w, 'idle', t.timers.now);
-    await t.timers.advanceSettling(1_000);
-    // kill -9: no stop, no last flush; 20 s pass before the next process reads the store.
+    // Its last flush before a kill -9 (no stop); 21 s pass before the next process reads the store.
+    await first.flush();
+    t.timers.now += 1_000;
     t.timers.now += 20_000;
     const second = t.recorder();
     await second.start();

@@ -64,11 +64,16 @@ export class UsageRecorder implements WorkerUsageSink {
     this.#flushMs = options.flushMs ?? 1000;
   }
 
-  /** Continues the store's open spans, and starts the flushes. */
+  /**
+   * Continues the store's open spans (those this recorder was not told of meanwhile), and starts the flushes: at a
+   * process's start, and each time its replica begins to lead.
+   */
   async start(): Promise<void> {
+    this.#stopped = false;
     const now = this.#o.clock();
     let earliest = now;
     for (const open of await this.#o.segments.open()) {
+      if (this.#counted.has(open.workerId)) continue;
       const state = open.state as UsageState;
       const { state: _s, startedAt, ...holding } = open;
       const counted = {
@@ -82,7 +87,7 @@ export class UsageRecorder implements WorkerUsageSink {
       this.#counted.set(open.workerId, counted);
       earliest = Math.min(earliest, startedAt);
     }
-    this.#nextHour = nextHourAfter(earliest);
+    this.#nextHour = Math.min(this.#nextHour, nextHourAfter(earliest));
     this.#advance(now);
     this.#schedule();
   }
@@ -92,10 +97,10 @@ export class UsageRecorder implements WorkerUsageSink {
     const counted = this.#counted.get(holding.workerId);
     const at = Math.max(told, counted?.since ?? told);
     if (state === 'closed') {
-      if (!counted) return;
+      // Written even for a worker not counted here: the store may hold its open span (read by a start under way).
       this.#counted.delete(holding.workerId);
       this.#busy.delete(holding.workerId);
-      this.#notes.push({ holding: counted.holding, at, state: null });
+      this.#notes.push({ holding: counted?.holding ?? holding, at, state: null });
       return;
     }
     if (counted?.continued) {
@@ -146,18 +151,28 @@ export class UsageRecorder implements WorkerUsageSink {
 
   /** Writes the notes taken so far (a stop's last flush, or a test's). */
   flush(): Promise<void> {
-    this.#flushing ??= this.#write().finally(() => {
-      this.#flushing = undefined;
+    // After the write under way (which took only the notes before it), so that every note noted so far is written.
+    const write = (this.#flushing ?? Promise.resolve()).then(() => this.#write());
+    this.#flushing = write;
+    void write.finally(() => {
+      if (this.#flushing === write) this.#flushing = undefined;
     });
-    return this.#flushing;
+    return write;
   }
 
-  /** Stops the flushes after writing what is noted: the open spans stay open for the next recorder. */
+  /**
+   * Writes what is noted and stops: the open spans stay open in the store for the next recorder (a restart, or this
+   * replica's next term), and a replica that no longer leads writes nothing (its hour splits included).
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer !== undefined) this.#o.timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
     await this.#flushing;
     await this.flush();
+    this.#counted.clear();
+    this.#busy.clear();
+    this.#nextHour = Number.POSITIVE_INFINITY;
   }
 
   async #write(): Promise<void> {

@@ -519,6 +519,41 @@ function operations(): Operation[] {
     },
     {
       method: 'get',
+      path: v1('/billing/endpoints'),
+      operationId: 'getEndpointBilling',
+      summary: "Your workers' GPU time and its price, by bucket and endpoint (RunPod's billing route)",
+      description:
+        "RunPod's shape, with Corral's own ownerId, gpuSeconds and currency. An owner's key sees its own workers; an " +
+        "admin key every owner's, or one owner's with ownerId. See docs/usage.md.",
+      tag: 'Usage',
+      auth: true,
+      parameters: [
+        queryParameter('bucketSize', 'The span of each row (UTC; weeks start on Mondays).', {
+          type: 'string',
+          enum: ['hour', 'day', 'week', 'month'],
+          default: 'hour',
+        }),
+        queryParameter('grouping', 'What each row is of.', {
+          type: 'string',
+          enum: ['endpointId', 'gpuTypeId'],
+          default: 'endpointId',
+        }),
+        queryParameter('startTime', 'ISO 8601; default a week before endTime.', {
+          type: 'string',
+          format: 'date-time',
+        }),
+        queryParameter('endTime', 'ISO 8601, exclusive; default now. At most 366 days after startTime.', {
+          type: 'string',
+          format: 'date-time',
+        }),
+        queryParameter('endpointId', 'Only this endpoint.', { type: 'string' }),
+        queryParameter('ownerId', "Admin keys only: only this owner's workers.", { type: 'string' }),
+      ],
+      response: json('BillingRows', 'One row per bucket and endpoint (or GPU type) with any usage.'),
+      errors: ['INVALID_QUERY'],
+    },
+    {
+      method: 'get',
       path: v1('/apikeys'),
       operationId: 'listApiKeys',
       summary: "List the server's API keys",

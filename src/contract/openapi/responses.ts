@@ -480,6 +480,40 @@ export function responseSchemas(): Record<string, Schema> {
         object({ key: str('The key, sk_<id>_<secret>: shown only in this answer.') }, { required: ['key'] }),
       ],
     },
+    BillingRows: arrayOf(ref('BillingRow'), 'By bucket, then by endpoint (or GPU type).'),
+    BillingRow: object(
+      {
+        time: str("The bucket's start (UTC).", { format: 'date-time' }),
+        amount: {
+          type: 'number',
+          description: 'Price x GPUs x time per state, in `currency` (0 where no price is set).',
+        },
+        timeBilledMs: int(
+          'Worker time in the bucket, every state (from placement until the worker stops or fails).',
+        ),
+        diskSpaceBilledGb: int('Corral bills no disk: 0.'),
+        endpointId: str('With grouping=endpointId.'),
+        gpuTypeId: str('With grouping=gpuTypeId: the GPU product id.'),
+        ownerId: { type: ['string', 'null'], description: "Corral's own: the workers' owner." },
+        gpuSeconds: {
+          type: 'object',
+          description: "Corral's own: GPU-seconds (worker seconds x its GPUs) per state.",
+          additionalProperties: { type: 'number' },
+        },
+        currency: str("Corral's own: the currency of amount (config usage.currency)."),
+      },
+      {
+        required: [
+          'time',
+          'amount',
+          'timeBilledMs',
+          'diskSpaceBilledGb',
+          'ownerId',
+          'gpuSeconds',
+          'currency',
+        ],
+      },
+    ),
     ApiKeyList: object({ keys: arrayOf(ref('ApiKey'), 'Oldest first, revoked keys included.') }),
     Gpus: object({
       scope: str(
