@@ -160,7 +160,7 @@ describe('the OpenAPI document against the routes', () => {
       return !api.app.hasRoute({ method: method as 'GET' | 'POST', url });
     });
     expect(missing).toEqual([]);
-    expect(documentedOperations()).toHaveLength(42);
+    expect(documentedOperations()).toHaveLength(43);
   });
 
   it("describes the jobs API's client routes, each on the gateway's address, as the gateway serves them", () => {

@@ -559,6 +559,7 @@ describe('GatewayError', () => {
       ENDPOINT_NOT_FOUND: 404,
       BODY_TOO_LARGE: 413,
       QUEUE_FULL: 429,
+      BUDGET_EXCEEDED: 429,
       CLIENT_GONE: 499,
       WORKER_ERROR: 502,
       NO_CAPACITY: 503,
