@@ -56,6 +56,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   resolveEnv?: ControllerOptions['resolveEnv'];
   /** Owners' budgets: past one, the controller starts no worker of theirs beyond minNum. */
   budgets?: ControllerOptions['budgets'];
+  /** The model cache and the owners' hub tokens: workers of endpoints naming models wait in `downloading`. */
+  models?: ControllerOptions['models'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
   gatewayMetrics?: (options: { registry: Registry }) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
@@ -203,6 +205,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
     ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
     ...(parts.budgets ? { budgets: parts.budgets } : {}),
+    ...(parts.models ? { models: parts.models } : {}),
     ...(parts.jobs
       ? {
           protocolEnv: parts.jobs.protocolEnv,

@@ -18,9 +18,11 @@ import { idleTiersOff } from '../runtime/idle-tiers.js';
 import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import { newInstallationId, newReplicaId } from '../service/ids.js';
+import { ModelAccess } from '../service/model-access.js';
 import { LedgerReader } from '../usage/ledger-reader.js';
 import { apiServices, buildApi } from './build-api.js';
 import { buildJobs, jobsForTraffic } from './build-jobs.js';
+import { buildModelCache } from './build-model-cache.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
 import { buildTraffic } from './build-traffic.js';
 import { buildWebhooks } from './build-webhooks.js';
@@ -30,6 +32,7 @@ import { gpuCheckpointFor } from './gpu-checkpoint.js';
 import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
 import { jobActionsOf } from './job-actions.js';
 import { listen, listeningPort } from './listen.js';
+import { modelUsers } from './model-users.js';
 import { openServeStore, startupSettings } from './startup.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 import {
@@ -108,6 +111,16 @@ export async function serve(
         logger.warn({ err: error, ownerId }, 'could not read an owner budget from the usage ledger'),
     });
     const { credentials, ownerSecrets, invokeKeys } = services;
+    // The machine's model cache (issue 34): endpoints' models checked at create, fetched before a worker holds a GPU.
+    const modelCache = buildModelCache({
+      config,
+      logger,
+      namedModels: async () => new Set(modelUsers(await store.endpoints.listAll(), null).keys()),
+    });
+    const modelAccess = new ModelAccess({
+      cache: modelCache,
+      secretValue: (ownerId, name) => ownerSecrets.value(ownerId, name),
+    });
     // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
     const registry = new Registry();
     const jobWebhooks = buildWebhooks({
@@ -193,6 +206,7 @@ export async function serve(
       installationId,
       resolveEnv: (ownerId, env) => ownerSecrets.resolveEnv(ownerId, env),
       ...(services.budgets ? { budgets: services.budgets } : {}),
+      models: { cache: modelCache, token: (ownerId, model) => modelAccess.tokenFor(ownerId, model) },
       ...(sharedParts?.parts ?? {}),
       jobs: jobsForTraffic(jobs),
     });
@@ -213,6 +227,11 @@ export async function serve(
       config,
       store,
       usage,
+      modelCache,
+      models: {
+        cache: modelCache,
+        users: async (ownerId) => modelUsers(await store.endpoints.listAll(), ownerId),
+      },
       gpus,
       logger,
       secrets,
