@@ -56,6 +56,15 @@ describe('the usage ledger, with corral serve as a process', () => {
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
+  const create = (name: string) =>
+    callApi(server as ServeProcess, KEY, 'endpoint/create', {
+      endpoint: {
+        name,
+        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+        image: { image: 'billed:local', command: `'${process.execPath}' '${WORKER}'` },
+        ports: [{ port: 8000 }],
+      },
+    });
   const billing = async (endpointId: string): Promise<Row | undefined> => {
     const answer = await callApi(
       server as ServeProcess,
@@ -68,14 +77,7 @@ describe('the usage ledger, with corral serve as a process', () => {
 
   it('counts a worker from its start, active while it serves, priced per GPU-hour, and stops at its end', async () => {
     const before = Date.now();
-    const created = await callApi(server as ServeProcess, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'billed',
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'billed:local', command: `'${process.execPath}' '${WORKER}'` },
-        ports: [{ port: 8000 }],
-      },
-    });
+    const created = await create('billed');
     expect(created.status, created.text).toBe(200);
     const id: string = created.body.id;
     const appName: string = (await callApi(server as ServeProcess, KEY, `endpoint?id=${id}`)).body.endpoint
@@ -129,14 +131,7 @@ describe('the usage ledger, with corral serve as a process', () => {
   }, 90_000);
 
   it('loses no second across a kill -9 of corral serve and a restart that adopts the worker', async () => {
-    const created = await callApi(server as ServeProcess, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'survivor',
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'billed:local', command: `'${process.execPath}' '${WORKER}'` },
-        ports: [{ port: 8000 }],
-      },
-    });
+    const created = await create('survivor');
     expect(created.status, created.text).toBe(200);
     const id: string = created.body.id;
     await vi.waitFor(

@@ -5,18 +5,11 @@
  * bucket of the first of these (the recorder splits open spans at each UTC hour, so that no span crosses a bucket).
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { UsageBucket, UsageGrouping } from '../../ports/usage.js';
+import type { UsageBucket, UsageGrouping, WorkerHolding } from '../../ports/usage.js';
 import type { Database, DialectName } from '../schema.js';
 
-/** What a worker holds while a span is open. */
-export interface SegmentHolding {
-  workerId: string;
-  ownerId: string;
-  endpointId: string;
-  gpuProductId: string;
-  gpuCount: number;
-  hostMemoryBytes: number;
-}
+/** What a worker holds while a span is open: what the ledger is told (ports/usage.ts). */
+export type SegmentHolding = WorkerHolding;
 
 /** One step of the ledger: the worker's open span (if any) ends at `at`; a new one opens there in `state`. */
 export interface SegmentChange {
