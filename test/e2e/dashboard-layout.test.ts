@@ -137,8 +137,9 @@ describe.runIf(chromiumAvailable())('the dashboard layout in a real Chromium', (
   it('spans the 5 minutes that hold a single sample, ending at it, and the hour when 1 h is picked', async () => {
     const page = await endpointPage(1280, 800);
     const plot = page.locator('.chart[data-chart="requests"] .uplot');
-    const span = async () =>
-      Number(await plot.getAttribute('data-x-max')) - Number(await plot.getAttribute('data-x-min'));
+    // Both ends read at once: the chart redraws each poll, and two reads could straddle a redraw.
+    const span = () =>
+      plot.evaluate((el) => Number(el.getAttribute('data-x-max')) - Number(el.getAttribute('data-x-min')));
     await expect.poll(() => plot.getAttribute('data-x-max'), { timeout: 10_000 }).not.toBeNull();
     expect(await span()).toBe(300);
     const max = Number(await plot.getAttribute('data-x-max'));
