@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
 import { msUntilHalfHeadClosed } from '../../test/support/half-head.js';
 import { storeTargets } from '../../test/support/stores.js';
-import { DEFAULT_CONNECTION_LIMITS } from '../config/config.js';
+import { DEFAULT_CONNECTION_LIMITS } from '../config/connection-limits.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 import type { Store } from '../store/store.js';
 

@@ -5,7 +5,8 @@
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { Config, ListenerLimits } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import type { ListenerLimits } from '../config/connection-limits.js';
 import { fitConnections } from '../listeners/connection-budget.js';
 import { guardConnections } from '../listeners/connection-guard.js';
 import { raiseFileLimit } from '../listeners/file-limit.js';

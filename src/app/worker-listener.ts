@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { ListenerLimits } from '../config/config.js';
+import type { ListenerLimits } from '../config/connection-limits.js';
 import type { HostPort } from '../config/settings.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
 import { guardListener } from './connection-limits.js';

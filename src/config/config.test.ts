@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CLIENT_LIMITS } from '../gateway/server.js';
-import { advertisedGatewayUrl, DEFAULT_CONNECTION_LIMITS, loadConfig } from './config.js';
+import { advertisedGatewayUrl, loadConfig } from './config.js';
+import { DEFAULT_CONNECTION_LIMITS } from './connection-limits.js';
 
 const load = (flags: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}, file = '') =>
   loadConfig({ flags, env, readFile: () => file });
