@@ -4,8 +4,8 @@
  * is up; pods are built by pod-spec.ts and read by pod-state.ts. A create waits, through the watch (pod-waits.ts),
  * until the pod runs (its address is the pod IP and the app port) or the kubelet cannot start it; a pod deleted
  * behind Corral's back is a removed worker; pods of another installation are never seen, so never touched. Logs are
- * pod-logs.ts's, pull Secrets pull-secrets.ts's. The node/GPU side is node-catalog.ts; kubernetes-runtime.ts joins
- * both into one WorkerRuntime.
+ * pod-logs.ts's, pull Secrets pull-secrets.ts's, env Secrets worker-env-secrets.ts's, the network volumes' claims
+ * network-claims.ts's. The node/GPU side is node-catalog.ts; kubernetes-runtime.ts joins both into one WorkerRuntime.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../ports/clock.js';
@@ -23,6 +23,7 @@ import {
 import { type KubernetesApi, labelSelector } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
 import { CallLimit } from './call-limit.js';
+import { checkNetworkClaims } from './network-claims.js';
 import type { Pod } from './objects.js';
 import { PodLogs } from './pod-logs.js';
 import {
@@ -199,7 +200,7 @@ export class PodAdapter {
       if (placement.authId) {
         secret = await this.#secrets.acquire(placement.authId, spec.ownerId, spec.registryAuth);
       }
-      await this.#checkClaims(spec);
+      await checkNetworkClaims(this.#o.api, this.#o.namespace, this.#podOptions.networkClaims, spec.volumes);
       // A product the nodes show without configuration selects the GPU model's label value.
       const podOptions = {
         ...this.#podOptions,
@@ -255,7 +256,7 @@ export class PodAdapter {
       this.#logger.warn({ workerId, pod: name }, 'the pod is still terminating after its grace period');
     }
     this.#logger.debug({ workerId, pod: name }, 'pod removed');
-    await this.#pruneSecrets();
+    await this.#secrets.prune(this.currentPods());
   }
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
@@ -476,37 +477,6 @@ export class PodAdapter {
       if (!isApiNotFound(error))
         this.#logger.warn({ workerId, err: error }, 'cannot delete a pod that failed');
     }
-    await this.#pruneSecrets().catch(() => undefined);
-  }
-
-  /** Network volumes need their claims: a missing one fails the create before a pod waits for it forever. */
-  async #checkClaims(spec: WorkerSpec): Promise<void> {
-    for (const volume of spec.volumes) {
-      if (volume.type !== 'network') continue;
-      const claim = this.#podOptions.networkClaims[volume.hostPath];
-      if (claim === undefined) continue; // podSpec says so
-      try {
-        await this.#o.api.readPersistentVolumeClaim(this.#o.namespace, claim);
-      } catch (error) {
-        if (isApiNotFound(error)) {
-          throw new RuntimeError(
-            'RUNTIME_ERROR',
-            `PersistentVolumeClaim ${claim} (storage ${volume.hostPath}) does not exist in namespace ${this.#o.namespace}`,
-          );
-        }
-        throw error;
-      }
-    }
-  }
-
-  /** Deletes the pull Secrets no pod of this installation refers to; a failure is logged (tried at the next). */
-  async #pruneSecrets(): Promise<void> {
-    const inUse = new Set<string>();
-    for (const { pod } of this.#workers.values()) {
-      for (const ref of pod.spec?.imagePullSecrets ?? []) inUse.add(ref.name);
-    }
-    await this.#secrets.prune(inUse).catch((error: unknown) => {
-      this.#logger.warn({ err: (error as Error).message }, 'cannot prune pull Secrets');
-    });
+    await this.#secrets.prune(this.currentPods());
   }
 }

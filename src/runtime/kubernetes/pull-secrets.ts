@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { RegistryAuth } from '../types.js';
 import type { KubernetesApi } from './api.js';
 import { isApiConflict, isApiNotFound } from './api-errors.js';
+import type { Pod } from './objects.js';
 import { type PodOptions, pullSecret, pullSecretName } from './pod-spec.js';
 
 export interface PullSecretsOptions {
@@ -67,8 +68,21 @@ export class PullSecrets {
     else this.#held.delete(name);
   }
 
-  /** Deletes this installation's pull Secrets that no pod refers to and no create holds. */
-  async prune(inUse: ReadonlySet<string>): Promise<void> {
+  /**
+   * Deletes this installation's pull Secrets that none of `pods` (this installation's, as the watch sees them) refers
+   * to and no create holds; a failure is logged (tried at the next).
+   */
+  async prune(pods: Iterable<Pod>): Promise<void> {
+    const inUse = new Set<string>();
+    for (const pod of pods) {
+      for (const ref of pod.spec?.imagePullSecrets ?? []) inUse.add(ref.name);
+    }
+    await this.#prune(inUse).catch((error: unknown) => {
+      this.#o.logger.warn({ err: (error as Error).message }, 'cannot prune pull Secrets');
+    });
+  }
+
+  async #prune(inUse: ReadonlySet<string>): Promise<void> {
     const known = await this.#names();
     for (const name of [...known]) {
       if (inUse.has(name) || this.#held.has(name)) continue;
