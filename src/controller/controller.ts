@@ -309,7 +309,7 @@ export class Controller {
     this.#o.outputs?.retain(new Set(live.keys()));
     this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
     this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
-    this.#lifecycle.retryRemovals(new Set(observed.map((w) => w.workerId)));
+    this.#lifecycle.removals.retry(new Set(observed.map((w) => w.workerId)));
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
     // drained before it was ever routed.
