@@ -10,7 +10,6 @@
  */
 import { totalmem } from 'node:os';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { WorkerUsageSink } from '../ports/usage.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
 import { heldIf } from './budget-holds.js';
 import {
@@ -26,7 +25,7 @@ import { probeTargetOf } from './health/probe-target.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
-import { holdingOf, usageStateOf } from './lifecycle/usage-report.js';
+import { usageReporter } from './lifecycle/usage-report.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
 import { OwnerChanges } from './owner-changes.js';
@@ -138,7 +137,9 @@ export class Controller {
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
       onEnded: o.onWorkerEnded,
-      onUsage: o.usage ? this.#usageReport(o.usage) : undefined,
+      onUsage: o.usage
+        ? usageReporter(o.usage, o.gpus, o.memoryGBPerGpu, (id) => this.#endpoints.get(id))
+        : undefined,
     });
     this.#holds = new StartHolds({
       book: this.#book,
@@ -260,18 +261,6 @@ export class Controller {
    */
   heldGpus(): Map<string, string> {
     return this.#gpus.held(this.#book.all());
-  }
-
-  /** What the usage ledger is told of a worker's change (usage-report.ts). */
-  #usageReport(sink: WorkerUsageSink): (record: ManagedWorker, at: number, gone?: boolean) => void {
-    const context = {
-      productOf: new Map(this.#o.gpus.map((gpu) => [gpu.uuid, gpu.productId])),
-      memoryGBPerGpu: this.#o.memoryGBPerGpu,
-    };
-    return (record, at, gone) => {
-      const holding = holdingOf(record, this.#endpoints.get(record.endpointId), context);
-      sink.workerState(holding, gone ? 'closed' : usageStateOf(record), at);
-    };
   }
 
   /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
