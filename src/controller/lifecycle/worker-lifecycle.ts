@@ -107,7 +107,7 @@ export class WorkerLifecycle {
   readonly #causesTold = new HealthCausesTold();
   /** Workers found running after a restart: their create-to-running time was not seen by this process. */
   readonly #adoptedIds = new Set<string>();
-  /** Worker id -> the runtime listings begun when its create completed (controller.ts: #listedSinceCreated). */
+  /** Worker id -> the runtime listings begun when its create completed (runtime-observer.ts: #listedSinceCreated). */
   readonly #createdAtListing = new Map<string, number>();
   /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
   readonly #events: [endpointId: string, event: NewEvent][] = [];
