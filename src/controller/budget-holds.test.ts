@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint, sampleWorker } from '../../test/support/fixtures.js';
+import { holdChanges } from './budget-holds.js';
 import { NO_CRASHES } from './crashes/backoff.js';
 import { type EndpointPlanInput, planEndpoint } from './planner.js';
 
@@ -54,5 +55,28 @@ describe('planEndpoint with the owner past its budget', () => {
     expect(plan({ endpoint: endpoint(0, 2), desiredWorkers: 1, budgetExceeded: SPENT })).toEqual([
       { type: 'add', count: 1, held: SPENT },
     ]);
+  });
+});
+
+describe("holdChanges: what the plan's holds change on the workers", () => {
+  it('holds the workers it names with its message, lets go a held one it no longer names, leaves the rest', () => {
+    const toHold = sampleWorker('pending');
+    const heldAlready = sampleWorker('pending', { budgetHeld: true, message: SPENT });
+    const heldBefore = sampleWorker('pending', { budgetHeld: true, message: SPENT });
+    const free = sampleWorker('pending');
+    const holds = new Map([
+      [toHold.id, SPENT],
+      [heldAlready.id, SPENT],
+    ]);
+    const changes = holdChanges([toHold, heldAlready, heldBefore, free], holds);
+    expect(changes.map((c) => [c.worker.id, c.message])).toEqual([
+      [toHold.id, SPENT],
+      [heldBefore.id, undefined],
+    ]);
+  });
+
+  it('holds again with a new message a worker held with an old one (the standing changed)', () => {
+    const held = sampleWorker('pending', { budgetHeld: true, message: 'BUDGET_EXCEEDED: old' });
+    expect(holdChanges([held], new Map([[held.id, SPENT]]))).toEqual([{ worker: held, message: SPENT }]);
   });
 });

@@ -2,7 +2,8 @@
  * An owner past its budget (domain/budget.ts): which of an endpoint's workers may still start. Up to minNum of its
  * current revision may (started ones count first); every other worker not started yet stays pending, held, its
  * message saying BUDGET_EXCEEDED, and is not placed until the budget allows. Workers already started are never
- * touched: running work goes on. Pure.
+ * touched: running work goes on. Also what the plan's holds change on the workers (applied by
+ * placement/start-holds.ts). Pure.
  */
 import { awaitsPlacement, type ManagedWorker } from './workers/managed-worker.js';
 
@@ -31,4 +32,34 @@ export function budgetHolds(
   const held = waiting.slice(mayStart).map((w) => w.id);
   const addFree = Math.min(toAdd, Math.max(0, mayStart - waiting.length));
   return { held, addFree, addHeld: toAdd - addFree };
+}
+
+/** A new pending worker, held with `message` when its owner's budget is spent (the plan's `add` with `held`). */
+export function heldIf(record: ManagedWorker, message: string | undefined): ManagedWorker {
+  return message === undefined ? record : { ...record, budgetHeld: true, message };
+}
+
+/** A worker whose hold changes: held with `message`, or let go to placement (`message` undefined). */
+export interface HoldChange {
+  worker: ManagedWorker;
+  message: string | undefined;
+}
+
+/**
+ * `holds`: worker id -> the message of the plan's hold. Those it names that are not held with that message yet are
+ * held with it; any other held worker of the endpoint is let go (the budget allows it again, or minNum does).
+ */
+export function holdChanges(
+  workers: readonly ManagedWorker[],
+  holds: ReadonlyMap<string, string>,
+): HoldChange[] {
+  const changes: HoldChange[] = [];
+  for (const worker of workers) {
+    const message = holds.get(worker.id);
+    if (message !== undefined && (worker.budgetHeld !== true || worker.message !== message))
+      changes.push({ worker, message });
+    else if (message === undefined && worker.budgetHeld === true)
+      changes.push({ worker, message: undefined });
+  }
+  return changes;
 }

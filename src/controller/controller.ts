@@ -4,14 +4,14 @@
  * (lifecycle/: every state change of a worker, checked against its table). Reconciles come from a work queue keyed
  * by endpoint (queue/): one endpoint's change reconciles that endpoint alone, and the whole pass (every endpoint,
  * the runtime's whole listing) is the periodic resync. Its other parts, each in its own file: the observe step,
- * the worker book, the health prober, the GPU ledger, the crash ledger and the store write-back. It publishes
+ * the worker book, the health prober, the GPU ledger, the crash ledger, what holds a worker from placement (its
+ * owner's budget, its models: placement/start-holds.ts) and the store write-back. It publishes
  * routable workers to the routing table and asks the autoscaler how many it wants.
  */
 import { totalmem } from 'node:os';
-import { describeStanding } from '../domain/budget.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { WorkerUsageSink } from '../ports/usage.js';
 import { LABELS, type RuntimeEvent, type RuntimeWorker } from '../runtime/types.js';
+import { heldIf } from './budget-holds.js';
 import {
   type ControllerOptions,
   type ResolvedControllerOptions,
@@ -25,12 +25,13 @@ import { probeTargetOf } from './health/probe-target.js';
 import { ownedHere } from './installation.js';
 import { OwnerDrains } from './lifecycle/owner-drains.js';
 import { isTierAction, TierKeeper } from './lifecycle/tier-keeper.js';
-import { holdingOf, usageStateOf } from './lifecycle/usage-report.js';
+import { usageReporter } from './lifecycle/usage-report.js';
 import { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import { WorkerStarter } from './lifecycle/worker-starter.js';
 import { OwnerChanges } from './owner-changes.js';
 import { type PassReport, reportEndpoint, reportPass } from './pass-report.js';
 import { GpuLedger } from './placement/gpu-ledger.js';
+import { StartHolds } from './placement/start-holds.js';
 import { inventoryPlacement, type WorkerPlacement } from './placement/worker-placement.js';
 import { type PlanAction, planEndpoint } from './planner.js';
 import { reconcileQueue, WHOLE_PASS } from './queue/reconcile-queue.js';
@@ -39,15 +40,9 @@ import { RuntimeObserver } from './runtime-observer.js';
 import { RuntimeOutage } from './runtime-outage.js';
 import { ImagePreparer } from './workers/image-preparer.js';
 import { withImageStatus } from './workers/image-state.js';
-import { awaitsPlacement, type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
-import { ModelFetcher } from './workers/model-fetcher.js';
+import { type ManagedWorker, pendingRecord } from './workers/managed-worker.js';
 import { WorkerBook } from './workers/worker-book.js';
 import { deleteStaleRows } from './write-back.js';
-
-/** A new pending worker, held with `message` when its owner's budget is spent. */
-function heldIf(record: ManagedWorker, message: string | undefined): ManagedWorker {
-  return message === undefined ? record : { ...record, budgetHeld: true, message };
-}
 
 export type {
   ControllerLogger,
@@ -69,8 +64,8 @@ export class Controller {
   readonly #prober: HealthProber;
   /** Each endpoint's image, pulled before any worker needs it (image-preparer.ts). */
   readonly #images: ImagePreparer;
-  /** Each owner's models, fetched before their workers are placed (model-fetcher.ts); absent without a cache. */
-  readonly #models: ModelFetcher | undefined;
+  /** What keeps a waiting worker from placement: its owner's budget, its models (placement/start-holds.ts). */
+  readonly #holds: StartHolds;
   /** Runtime listings begun so far; a pass's listing is as old as the number it took. */
   #listings = 0;
   #adopted = false;
@@ -115,20 +110,6 @@ export class Controller {
       logger: this.#o.logger,
       onSettled: (endpointId) => this.pokeEndpoint(endpointId),
     });
-    const models = this.#o.models;
-    this.#models = models
-      ? new ModelFetcher({
-          cache: models.cache,
-          token: models.token,
-          clock: this.#o.clock,
-          logger: this.#o.logger,
-          onChange: (ownerId) => {
-            for (const endpoint of this.#endpoints.values())
-              if (endpoint.ownerId === ownerId && endpoint.spec.models.length > 0)
-                this.pokeEndpoint(endpoint.id);
-          },
-        })
-      : undefined;
     this.#prober = new HealthProber({
       probe: this.#o.probe,
       timers: this.#o.timers,
@@ -156,7 +137,19 @@ export class Controller {
       outputs: o.outputs,
       onForget: (workerId) => this.#ownerDrains.forget(workerId),
       onEnded: o.onWorkerEnded,
-      onUsage: o.usage ? this.#usageReport(o.usage) : undefined,
+      onUsage: o.usage
+        ? usageReporter(o.usage, o.gpus, o.memoryGBPerGpu, (id) => this.#endpoints.get(id))
+        : undefined,
+    });
+    this.#holds = new StartHolds({
+      book: this.#book,
+      lifecycle: this.#lifecycle,
+      budgets: o.budgets,
+      models: o.models,
+      clock: o.clock,
+      logger: o.logger,
+      endpoints: () => this.#endpoints,
+      pokeEndpoint: (endpointId) => this.pokeEndpoint(endpointId),
     });
     const idleTiers = o.runtime.idleTiers;
     this.#tiers = idleTiers
@@ -270,18 +263,6 @@ export class Controller {
     return this.#gpus.held(this.#book.all());
   }
 
-  /** What the usage ledger is told of a worker's change (usage-report.ts). */
-  #usageReport(sink: WorkerUsageSink): (record: ManagedWorker, at: number, gone?: boolean) => void {
-    const context = {
-      productOf: new Map(this.#o.gpus.map((gpu) => [gpu.uuid, gpu.productId])),
-      memoryGBPerGpu: this.#o.memoryGBPerGpu,
-    };
-    return (record, at, gone) => {
-      const holding = holdingOf(record, this.#endpoints.get(record.endpointId), context);
-      sink.workerState(holding, gone ? 'closed' : usageStateOf(record), at);
-    };
-  }
-
   /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
   async reconcile(): Promise<void> {
     const { store, runtime, clock } = this.#o;
@@ -309,7 +290,7 @@ export class Controller {
     this.#o.outputs?.retain(new Set(live.keys()));
     this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
     this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
-    this.#lifecycle.retryRemovals(new Set(observed.map((w) => w.workerId)));
+    this.#lifecycle.removals.retry(new Set(observed.map((w) => w.workerId)));
     this.#images.sync(endpoints, now);
     // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
     // drained before it was ever routed.
@@ -395,7 +376,7 @@ export class Controller {
       preferredVictims: advice?.victims ?? [],
       busyWorkers: advice?.busy ?? [],
       ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
-      ...this.#budgetExceeded(endpoint.ownerId),
+      budgetExceeded: this.#holds.budgetExceeded(endpoint.ownerId),
       crash: this.#crashes.of(endpoint.id),
       now,
       startupTimeoutMs: this.#o.startupTimeoutMs,
@@ -403,14 +384,8 @@ export class Controller {
     });
   }
 
-  /** The owner's BUDGET_EXCEEDED sentence while its budget is spent, as the plan takes it. */
-  #budgetExceeded(ownerId: string): { budgetExceeded?: string } {
-    const standing = this.#o.budgets?.standingOf(ownerId);
-    return standing?.state === 'exceeded' ? { budgetExceeded: describeStanding(standing) } : {};
-  }
-
   #apply(endpoint: Endpoint, actions: PlanAction[], now: number): void {
-    this.#holdForBudget(endpoint.id, actions);
+    this.#holds.holdForBudget(endpoint.id, actions);
     for (const action of actions) {
       if (action.type === 'add') {
         for (let i = 0; i < action.count; i++)
@@ -426,25 +401,6 @@ export class Controller {
     this.#lifecycle.trimFailed(endpoint.id);
   }
 
-  /**
-   * The plan's holds (an owner past its budget): those it names stay pending with its message; any other held
-   * worker of the endpoint is let go to placement (the budget allows it again, or minNum does).
-   */
-  #holdForBudget(endpointId: string, actions: PlanAction[]): void {
-    const holds = new Map<string, string>();
-    for (const a of actions) if (a.type === 'hold') holds.set(a.workerId, a.message);
-    for (const record of this.#book.ofEndpoint(endpointId)) {
-      const message = holds.get(record.id);
-      if (message !== undefined && (record.budgetHeld !== true || record.message !== message)) {
-        record.budgetHeld = true;
-        this.#lifecycle.move(record, { state: record.state, message, error: record.error });
-      } else if (message === undefined && record.budgetHeld === true) {
-        delete record.budgetHeld;
-        this.#lifecycle.move(record, { state: record.state, message: 'waiting for placement', error: '' });
-      }
-    }
-  }
-
   /** Workers of endpoints that no longer exist are removed (also after a restart). */
   #removeOrphans(live: Map<string, Endpoint>): void {
     for (const record of this.#book.all()) {
@@ -458,7 +414,7 @@ export class Controller {
    * drain when one under its share waits); where the runtime's scheduler places workers, all start now.
    */
   #place(live: Map<string, Endpoint>, now: number): Set<string> {
-    const changed = this.#holdForModels(live, now);
+    const changed = this.#holds.holdForModels(live, now);
     if (!this.#book.mayAwaitPlacement) return changed;
     const result = this.#placement.place([...this.#book.all()], live, () => this.heldGpus());
     if (!result) return changed;
@@ -485,33 +441,6 @@ export class Controller {
       }
     }
     if (result.pending.length > 0) this.#tiers?.relieve([...this.#book.all()], result.pending, live);
-    return changed;
-  }
-
-  /**
-   * Workers awaiting placement whose endpoint's models are not all here wait in `downloading` (no GPU held) while
-   * they are fetched; those whose models are here go back to awaiting placement; a failed fetch fails them.
-   */
-  #holdForModels(live: Map<string, Endpoint>, now: number): Set<string> {
-    const changed = new Set<string>();
-    const fetcher = this.#models;
-    if (!fetcher) return changed;
-    for (const record of [...this.#book.all()]) {
-      const downloading = record.state === 'downloading';
-      if (!downloading && !awaitsPlacement(record)) continue;
-      const endpoint = live.get(record.endpointId);
-      if (!endpoint || (endpoint.spec.models.length === 0 && !downloading)) continue;
-      const verdict = fetcher.need(endpoint.ownerId, endpoint.spec.models, !downloading);
-      if (verdict.ready) {
-        if (downloading)
-          this.#lifecycle.move(record, { state: 'pending', message: 'models ready; waiting for GPUs' });
-      } else if (verdict.failed) {
-        this.#lifecycle.failByPlan(record, 'MODEL_DOWNLOAD_FAILED', verdict.message, now);
-      } else {
-        this.#lifecycle.move(record, { state: 'downloading', message: verdict.message });
-      }
-      changed.add(record.endpointId);
-    }
     return changed;
   }
 
@@ -552,7 +481,7 @@ export class Controller {
       now: clock(),
       outage: this.#outage.text,
       fence: this.#o.fence,
-      budgetExceeded: (ownerId) => this.#budgetExceeded(ownerId).budgetExceeded,
+      budgetExceeded: (ownerId) => this.#holds.budgetExceeded(ownerId),
       statusOf: (endpoint: Endpoint, workers: ManagedWorker[]) =>
         withImageStatus(
           endpointStatus(

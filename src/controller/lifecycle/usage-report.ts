@@ -1,11 +1,12 @@
 /**
  * What the usage ledger is told of a worker (ports/usage.ts): its state as the ledger counts it, and what it holds.
  * Counted from placement (its GPUs given, or its pod handed to the runtime's scheduler) until it stops or fails:
- * a worker waiting for Corral's placement holds nothing yet.
+ * a worker waiting for Corral's placement holds nothing yet. `usageReporter` tells it to the ledger's sink.
  */
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { WorkerState } from '../../domain/worker.js';
-import type { WorkerHolding, WorkerUsageState } from '../../ports/usage.js';
+import type { Gpu } from '../../gpu/inventory.js';
+import type { WorkerHolding, WorkerUsageSink, WorkerUsageState } from '../../ports/usage.js';
 import type { ManagedWorker } from '../workers/managed-worker.js';
 import { memoryLimitBytes } from '../workers/worker-spec.js';
 
@@ -56,5 +57,22 @@ export function holdingOf(
       (first === undefined ? undefined : context.productOf.get(first)) ?? endpoint?.spec.productIds[0] ?? '',
     gpuCount: gpuUuids.length,
     hostMemoryBytes: (memoryLimitBytes(gpuUuids.length, context.memoryGBPerGpu) ?? 0) + checkpointed,
+  };
+}
+
+/**
+ * What the ledger is told of a worker's change (the lifecycle's `onUsage`): its state and holding, `closed` once it
+ * is forgotten (`gone`). `gpus`: Corral's inventory; `endpointOf`: the live endpoint as of the last pass.
+ */
+export function usageReporter(
+  sink: WorkerUsageSink,
+  gpus: readonly Pick<Gpu, 'uuid' | 'productId'>[],
+  memoryGBPerGpu: number | undefined,
+  endpointOf: (endpointId: string) => Endpoint | undefined,
+): (record: ManagedWorker, at: number, gone?: boolean) => void {
+  const context = { productOf: new Map(gpus.map((gpu) => [gpu.uuid, gpu.productId])), memoryGBPerGpu };
+  return (record, at, gone) => {
+    const holding = holdingOf(record, endpointOf(record.endpointId), context);
+    sink.workerState(holding, gone ? 'closed' : usageStateOf(record), at);
   };
 }

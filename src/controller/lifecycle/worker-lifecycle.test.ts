@@ -236,7 +236,7 @@ describe('WorkerLifecycle', () => {
     expect(record.message).toMatch(/^could not be removed: /);
     expect(gpus.held(book.all()).get('GPU-1')).toBe(record.id);
 
-    lifecycle.retryRemovals(new Set());
+    lifecycle.removals.retry(new Set());
     expect(gpus.held(book.all()).size).toBe(0);
     expect(record.gpuUuids).toEqual([]);
   });

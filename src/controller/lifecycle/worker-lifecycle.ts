@@ -2,9 +2,10 @@
  * Performs every state change of a worker through the lifecycle table (lifecycle-table.ts) and what each change
  * does: routing (the endpoint's routes are published when a worker enters or leaves them), probing (stopped when it
  * leaves the probed states), the GPU ledger (a removed container's GPUs stay held until the runtime says it is
- * gone) and the store (the book marks the row to write). Also the moves themselves: failing, draining and removing,
- * adopting after a restart, following the runtime's word, containers that change between passes, health verdicts.
- * A move the table refuses is logged at error with both states and not made.
+ * gone) and the store (the book marks the row to write). Also the moves themselves: failing, draining, adopting
+ * after a restart, following the runtime's word, containers that change between passes, health verdicts (removing
+ * a drained or failed worker's container is worker-removals.ts). A move the table refuses is logged at error with
+ * both states and not made.
  */
 import type { Endpoint } from '../../domain/endpoint.js';
 import { awaitedHealth, healthCheckLabel } from '../../domain/health-path.js';
@@ -26,12 +27,12 @@ import type { ControllerMetrics } from '../metrics.js';
 import type { OutputKeeper } from '../output/output-keeper.js';
 import type { GpuLedger } from '../placement/gpu-ledger.js';
 import type { RoutingTable } from '../routing-table.js';
-import { runtimeErrorFields } from '../runtime-outage.js';
 import { followed } from '../runtime-wait.js';
 import { adoptedRecord, hasContainer, isInTier, type ManagedWorker } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import { RefusedTransitionError, transition } from './lifecycle-table.js';
-import { type FailureNote, WorkerLog } from './worker-log.js';
+import { WorkerLog } from './worker-log.js';
+import { WorkerRemovals } from './worker-removals.js';
 
 export interface WorkerLifecycleOptions {
   book: WorkerBook;
@@ -101,12 +102,12 @@ export class WorkerLifecycle {
   readonly #o: WorkerLifecycleOptions;
   /** The lines a person reads about the workers (worker-log.ts); the starter writes its own through it. */
   readonly log: WorkerLog;
-  /** Failures not told yet: told once the end of the worker's output is read, as its container goes. */
-  readonly #failureNotes = new Map<string, FailureNote>();
+  /** Container removals, their retries and the failures told as they go (worker-removals.ts); the starter's too. */
+  readonly removals: WorkerRemovals;
   readonly #causesTold = new HealthCausesTold();
   /** Workers found running after a restart: their create-to-running time was not seen by this process. */
   readonly #adoptedIds = new Set<string>();
-  /** Worker id -> the runtime listings begun when its create completed (controller.ts: #listedSinceCreated). */
+  /** Worker id -> the runtime listings begun when its create completed (runtime-observer.ts: #listedSinceCreated). */
   readonly #createdAtListing = new Map<string, number>();
   /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
   readonly #events: [endpointId: string, event: NewEvent][] = [];
@@ -119,6 +120,7 @@ export class WorkerLifecycle {
       policy: options.crashes.policy,
       clock: options.clock,
     });
+    this.removals = new WorkerRemovals({ ...options, log: this.log, lifecycle: this });
   }
 
   /**
@@ -168,11 +170,11 @@ export class WorkerLifecycle {
     this.#events.push([endpointId, event]);
   }
 
-  /** A failure's `crashed` or `failed` event, told in the log too once its container is removed (removeContainer). */
+  /** A failure's `crashed` or `failed` event, told in the log too once its container is removed (worker-removals.ts). */
   failureEvent(record: ManagedWorker, event: NewEvent): void {
     this.pushEvent(record.endpointId, event);
     const crash = this.#o.crashes.of(record.endpointId);
-    this.#failureNotes.set(record.id, { endpointId: record.endpointId, event, crash });
+    this.removals.noteFailure(record.id, { endpointId: record.endpointId, event, crash });
   }
 
   // ---- creates (worker-starter.ts) ----
@@ -188,7 +190,7 @@ export class WorkerLifecycle {
 
   // ---- failures ----
 
-  /** The record only: its GPUs are released by removeContainer once the container is gone. */
+  /** The record only: its GPUs are released by its container's removal (worker-removals.ts) once it is gone. */
   fail(record: ManagedWorker, code: WorkerErrorCode, message: string, at?: number): void {
     if (!this.move(record, { state: 'failed', message, error: code, at })) return;
     this.#o.metrics?.failures.inc({ code });
@@ -207,14 +209,14 @@ export class WorkerLifecycle {
     this.#o.crashes.record(record.endpointId, { code, message, at: now, ...(final ? { final } : {}) });
     this.fail(record, code, message);
     this.failureEvent(record, failedEvent(record.id, code, message, now));
-    void this.removeContainer(record.id, record.gpuUuids, message);
+    void this.removals.removeContainer(record.id, record.gpuUuids, message);
   }
 
   workerDied(record: ManagedWorker, reason: string, now: number, container?: RuntimeWorker): void {
     const code = this.#o.crashes.recordDeath(record.endpointId, reason, now, record.readyAt !== null);
     this.fail(record, code, `worker ${reason}`, container?.finishedAt);
     this.failureEvent(record, crashedEvent(record.id, reason, code, container, now));
-    void this.removeContainer(record.id, record.gpuUuids, reason);
+    void this.removals.removeContainer(record.id, record.gpuUuids, reason);
   }
 
   /** A listed container of a worker whose exit the listing shows. */
@@ -231,7 +233,8 @@ export class WorkerLifecycle {
     this.#adoptedIds.add(record.id);
     this.#o.onUsage?.(record, container.finishedAt ?? now);
     this.log.note(record, 'adopted (found running at start)');
-    if (record.state === 'failed') void this.removeContainer(record.id, record.gpuUuids, 'it had exited');
+    if (record.state === 'failed')
+      void this.removals.removeContainer(record.id, record.gpuUuids, 'it had exited');
     else if (endpoint && !isInTier(record.state)) this.#o.prober.schedule(record.id, 0);
   }
 
@@ -361,7 +364,7 @@ export class WorkerLifecycle {
     }
     if (!this.move(record, { state: 'draining', message: reason })) return;
     this.log.stopping(record, reason);
-    void this.#removeOnceDrained(record, reason, stillWanted);
+    void this.removals.removeOnceDrained(record, reason, stillWanted);
   }
 
   /** Back into service while still draining (an owner's undrain): running if it was serving, else probed anew. */
@@ -373,116 +376,6 @@ export class WorkerLifecycle {
       this.move(record, { state: 'starting', message: 'undrained; waiting for its health check' });
     }
     this.#o.prober.schedule(record.id, 0);
-  }
-
-  async #removeOnceDrained(record: ManagedWorker, reason: string, stillWanted: () => boolean): Promise<void> {
-    try {
-      await (this.#o.awaitDrained?.(record.endpointId, record.id) ?? Promise.resolve());
-    } catch (error) {
-      // Requests still in flight fail with the worker; it must go all the same.
-      this.#o.logger.warn({ err: error, workerId: record.id }, 'drain failed; removing the worker anyway');
-    }
-    if (!stillWanted()) return;
-    this.move(record, { state: 'stopped', message: `drained (${reason}); removing its container` });
-    const error = await this.removeContainer(record.id, record.gpuUuids, reason);
-    if (!error) {
-      this.#o.onEnded?.(record.endpointId, record.id, reason);
-      this.forget(record);
-      return;
-    }
-    // The GPUs stay held by the removal, which later passes retry.
-    this.move(record, {
-      state: 'failed',
-      message: `could not be removed: ${error.message}`,
-      error: 'RUNTIME_ERROR',
-    });
-  }
-
-  /**
-   * Removes the worker's container. Its GPUs stay held (the GPU ledger) until the runtime has removed it: the
-   * container runs on them through the grace period. Resolves to the error when the removal failed (retried by later
-   * passes).
-   */
-  async removeContainer(workerId: string, gpuUuids: string[], reason: string): Promise<Error | undefined> {
-    const { gpus } = this.#o;
-    // Its endpoint's reconcile places what waited for the GPUs freed (placement looks at every endpoint).
-    const endpointId = this.#o.book.get(workerId)?.endpointId;
-    gpus.releaseStarted(workerId, gpuUuids);
-    const keep = this.#o.outputs ? await this.#keepOutput(this.#o.outputs, workerId, reason) : undefined;
-    try {
-      await this.#thawBeforeRemoval(workerId);
-      await this.#o.runtime.remove(workerId);
-      this.released(workerId);
-      return undefined;
-    } catch (error) {
-      gpus.releaseFailed(workerId);
-      this.#o.logger.warn({ ...runtimeErrorFields(error), workerId, reason }, 'cannot remove worker');
-      return error instanceof Error ? error : new Error(String(error));
-    } finally {
-      this.#tellFailure(workerId, keep?.() ?? Promise.resolve([]));
-      this.#o.poke(endpointId);
-    }
-  }
-
-  /** The worker's failure, if one is waiting to be told, with the end of its output once that is read. */
-  #tellFailure(workerId: string, output: Promise<readonly string[]>): void {
-    const note = this.#failureNotes.get(workerId);
-    if (!note) return;
-    this.#failureNotes.delete(workerId);
-    void output.then((lines) => this.log.failed(note, lines));
-  }
-
-  /**
-   * A frozen or suspended worker is thawed before its removal: a stopped process would take its stop signal only
-   * at its grace period's end (SIGKILL). Its failure is the removal's to meet.
-   */
-  async #thawBeforeRemoval(workerId: string): Promise<void> {
-    const record = this.#o.book.get(workerId);
-    const tiers = this.#o.runtime.idleTiers;
-    if (record?.tierSince === undefined || !tiers) return;
-    try {
-      await tiers.thaw(workerId);
-    } catch (error) {
-      this.#o.logger.warn(
-        { ...runtimeErrorFields(error), workerId },
-        'cannot thaw worker before its removal',
-      );
-    }
-  }
-
-  /** A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. */
-  retryRemovals(seen: ReadonlySet<string>): void {
-    for (const [workerId, gpuUuids] of this.#o.gpus.toRetry()) {
-      if (seen.has(workerId)) void this.removeContainer(workerId, gpuUuids, 'retrying its removal');
-      else this.released(workerId);
-    }
-  }
-
-  /** Starts keeping the last output of a worker about to be removed (output-keeper.ts); the result ends it. */
-  async #keepOutput(
-    keeper: Pick<OutputKeeper, 'begin'>,
-    workerId: string,
-    reason: string,
-  ): Promise<(() => Promise<string[]>) | undefined> {
-    const record = this.#o.book.get(workerId);
-    if (!record) return undefined;
-    const failed = record.state === 'failed';
-    return keeper.begin({
-      workerId,
-      endpointId: record.endpointId,
-      failed,
-      reason: failed ? record.message : reason,
-    });
-  }
-
-  /** The container is gone: its GPUs are free, and a failed record shown in the API no longer names them. */
-  released(workerId: string): void {
-    this.#o.gpus.released(workerId);
-    const record = this.#o.book.get(workerId);
-    if (record?.state === 'failed' && record.gpuUuids.length > 0) {
-      record.gpuUuids = [];
-      this.#o.book.markDirty(record);
-    }
   }
 
   /** The worker is gone: its record, its row (deleted at the end of the pass) and what was kept about it. */

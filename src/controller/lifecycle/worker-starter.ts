@@ -82,7 +82,11 @@ export class WorkerStarter {
       if (!this.#o.book.has(record.id)) {
         // Removed while it was being created (scaled down, stopped): nothing must be left behind, and its GPUs
         // stay held until the container is gone.
-        void lifecycle.removeContainer(record.id, record.gpuUuids, 'its worker was removed while starting');
+        void lifecycle.removals.removeContainer(
+          record.id,
+          record.gpuUuids,
+          'its worker was removed while starting',
+        );
         return;
       }
       lifecycle.created(record.id, this.#o.listings());
@@ -148,7 +152,7 @@ export class WorkerStarter {
     else lifecycle.failureEvent(record, event);
     // A failed create leaves nothing behind, except where the engine could not be reached to clean up: its GPUs
     // are free once a removal (idempotent, cheap when there is nothing) has confirmed that.
-    void lifecycle.removeContainer(record.id, record.gpuUuids, 'its create failed');
+    void lifecycle.removals.removeContainer(record.id, record.gpuUuids, 'its create failed');
   }
 
   /** As Kubernetes' AlwaysPullImages: an image already here is still the owner's to run only if the registry says so. */
