@@ -5,12 +5,11 @@
  * delivery keys). A real gateway in front of the real jobs routes, a real worker server, an in-memory SQLite store
  * and real keys; time is a manual clock.
  */
-import { once } from 'node:events';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createServer, request } from 'node:http';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import { generateApiKey } from '../crypto/api-keys.js';
 import { generateInvokeKey } from '../crypto/invoke-keys.js';
@@ -28,20 +27,7 @@ import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { callerKeyChecks } from './build-jobs.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function listen(server: Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
+const { cleanups, listen } = testServers();
 
 describe("an endpoint's callers: one rule and one cache for its URL and its jobs", () => {
   let store: Store;

@@ -4,14 +4,13 @@
  * `callerKeyChecks`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
  * each test awaits the event that makes its state true (a job finished, a connection closed).
  */
-import { once } from 'node:events';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { writeMany } from '../../test/support/endless-answer.js';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
@@ -33,20 +32,9 @@ interface TestServer {
   seen: { path: string; authorization: string | undefined }[];
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { cleanups, listen: listenOn } = testServers();
 
-async function listen(server: Server): Promise<{ host: string; port: number }> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return { host: '127.0.0.1', port: (server.address() as AddressInfo).port };
-}
+const listen = async (server: Server) => ({ host: '127.0.0.1', port: await listenOn(server) });
 
 /** A worker (or any server) that records each request and answers it with `answer`. */
 async function startServer(answer: (res: ServerResponse, path: string) => void): Promise<TestServer> {
