@@ -11,7 +11,6 @@ import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
-import { generateApiKey } from '../crypto/api-keys.js';
 import { generateInvokeKey } from '../crypto/invoke-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -20,6 +19,7 @@ import { JobClientRoutes } from '../jobs/client-routes.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
 import { Wakeups } from '../jobs/wakeups.js';
+import { ApiKeyService } from '../service/api-key-service.js';
 import { KEY_CACHE_TTL_MS } from '../service/caller-keys.js';
 import { DeliveryKeys } from '../service/delivery-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
@@ -41,18 +41,14 @@ describe("an endpoint's callers: one rule and one cache for its URL and its jobs
   /** The store's key checks so far (the cache in front asks once per key per KEY_CACHE_TTL_MS). */
   let storeChecks: number;
 
-  const apiKeyOf = async (ownerId: string): Promise<string> => {
-    const made = generateApiKey();
-    await store.apiKeys.insert({
-      id: made.id,
-      ownerId,
-      name: ownerId,
-      secretHash: made.secretHash,
-      admin: false,
-      createdAt: 1,
-    });
-    return made.key;
-  };
+  const apiKeyOf = async (ownerId: string): Promise<string> =>
+    (
+      await new ApiKeyService({ store, clock: () => timers.now }).create({
+        ownerId,
+        name: ownerId,
+        admin: false,
+      })
+    ).key;
 
   const invokeKeyOf = async (of: Endpoint): Promise<{ id: string; key: string }> => {
     const made = await invokeKeys.create({ ownerId: of.ownerId, keyId: 'k', admin: false }, of.id, 'caller');
