@@ -9,12 +9,11 @@ import { createServer, request } from 'node:http';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { startStoreGateway } from '../../test/support/store-gateway.js';
 import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import { generateInvokeKey } from '../crypto/invoke-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { Gateway } from '../gateway/gateway.js';
-import { WorkerPools } from '../gateway/pools.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
@@ -27,7 +26,8 @@ import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { callerKeyChecks } from './build-jobs.js';
 
-const { cleanups, listen } = testServers();
+const servers = testServers();
+const { cleanups, listen } = servers;
 
 describe("an endpoint's callers: one rule and one cache for its URL and its jobs", () => {
   let store: Store;
@@ -133,25 +133,12 @@ describe("an endpoint's callers: one rule and one cache for its URL and its jobs
       retention: { asyncMs: 60_000, syncMs: 60_000 },
     });
     const logger = { warn: () => {}, error: () => {} };
-    const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
-    const gateway = new Gateway({
+    port = await startStoreGateway(servers, {
+      store,
       routing: routes,
-      pools,
-      domain: 'localhost',
-      clock,
       timers,
-      logger: { info: () => {}, warn: () => {} },
-      bodyLimitBytes: 1024 * 1024,
-      maxQueueLength: 10,
-      queueTimeoutMs: 5_000,
-      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
       keys,
       routes: [new JobClientRoutes({ service, clock, domain: 'localhost', logger })],
-    });
-    port = await listen(createServer(gateway.handleRequest));
-    cleanups.push(async () => {
-      gateway.close();
-      await pools.close();
     });
   });
 

@@ -10,12 +10,11 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { writeMany } from '../../test/support/endless-answer.js';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { startStoreGateway } from '../../test/support/store-gateway.js';
 import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
-import { Gateway } from '../gateway/gateway.js';
-import { WorkerPools } from '../gateway/pools.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { Wakeups } from '../jobs/wakeups.js';
@@ -32,7 +31,8 @@ interface TestServer {
   seen: { path: string; authorization: string | undefined }[];
 }
 
-const { cleanups, listen: listenOn } = testServers();
+const servers = testServers();
+const { cleanups, listen: listenOn } = servers;
 
 const listen = async (server: Server) => ({ host: '127.0.0.1', port: await listenOn(server) });
 
@@ -124,19 +124,11 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
     workerB = await startServer(json({ secret: 'of owner b' }));
     publish(new Map([[endpointB.id, workerB]]));
     deliveryKeys = new DeliveryKeys({ secret: 'the server secret of these tests' });
-    const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
     const invokeKeys = new InvokeKeyService({ store, clock: () => timers.now });
-    const gateway = new Gateway({
+    gatewayPort = await startStoreGateway(servers, {
+      store,
       routing: routes,
-      pools,
-      domain: 'localhost',
-      clock: () => timers.now,
       timers,
-      logger: { info: () => {}, warn: () => {} },
-      bodyLimitBytes: 1024 * 1024,
-      maxQueueLength: 10,
-      queueTimeoutMs: 5_000,
-      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
       keys: callerKeyChecks({
         deliveryKeys,
         verifyKey: (key) => invokeKeys.grant(key),
@@ -144,11 +136,6 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
         clock: () => timers.now,
         timers,
       }),
-    });
-    gatewayPort = (await listen(createServer(gateway.handleRequest))).port;
-    cleanups.push(async () => {
-      gateway.close();
-      await pools.close();
     });
     events = new JobEvents();
     delivery = new HttpDelivery({
