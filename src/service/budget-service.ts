@@ -51,20 +51,17 @@ export class BudgetService implements BudgetStandings {
   readonly #freshMs: number;
   readonly #cache = new Map<string, Cached>();
   readonly #listeners = new Set<(ownerId: string) => void>();
+  /** Whether any budget is configured at all: without one, nothing is ever read. Settled by the settings. */
+  readonly configured: boolean;
 
   constructor(options: BudgetServiceOptions) {
     this.#o = options;
     this.#freshMs = options.freshMs ?? DEFAULT_BUDGET_FRESH_MS;
-  }
-
-  /** Whether any budget is configured at all: without one, nothing is ever read. */
-  get configured(): boolean {
-    const { settings } = this.#o;
-    return (
+    const { settings } = options;
+    this.configured =
       settings.defaults !== undefined ||
       Object.keys(settings.owners).length > 0 ||
-      settings.spendPerHour !== undefined
-    );
+      settings.spendPerHour !== undefined;
   }
 
   standingOf(ownerId: string): BudgetStanding | undefined {
