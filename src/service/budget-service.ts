@@ -6,6 +6,7 @@
 import {
   type BudgetSettings,
   type BudgetStanding,
+  type BudgetUse,
   budgetFor,
   hourlyStanding,
   hourStart,
@@ -143,7 +144,7 @@ export class BudgetService implements BudgetStandings {
 }
 
 /** What a budget reads of the ledger's totals: the money, and the GPU-hours of the states that hold GPUs. */
-export function budgetUse(totals: UsageTotals): { amount: number; gpuHours: number; currency: string } {
+function budgetUse(totals: UsageTotals): BudgetUse {
   const gpuSeconds = GPU_HOLDING_STATES.reduce((sum, state) => sum + totals.gpuSeconds[state], 0);
   return { amount: totals.amount, gpuHours: gpuSeconds / 3600, currency: totals.currency };
 }
