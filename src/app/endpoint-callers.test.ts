@@ -5,22 +5,20 @@
  * delivery keys). A real gateway in front of the real jobs routes, a real worker server, an in-memory SQLite store
  * and real keys; time is a manual clock.
  */
-import { once } from 'node:events';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createServer, request } from 'node:http';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { startStoreGateway } from '../../test/support/store-gateway.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
-import { generateApiKey } from '../crypto/api-keys.js';
 import { generateInvokeKey } from '../crypto/invoke-keys.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { Gateway } from '../gateway/gateway.js';
-import { WorkerPools } from '../gateway/pools.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobService } from '../jobs/job-service.js';
 import { Wakeups } from '../jobs/wakeups.js';
+import { ApiKeyService } from '../service/api-key-service.js';
 import { KEY_CACHE_TTL_MS } from '../service/caller-keys.js';
 import { DeliveryKeys } from '../service/delivery-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
@@ -28,20 +26,8 @@ import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { callerKeyChecks } from './build-jobs.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function listen(server: Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
+const servers = testServers();
+const { cleanups, listen } = servers;
 
 describe("an endpoint's callers: one rule and one cache for its URL and its jobs", () => {
   let store: Store;
@@ -55,18 +41,14 @@ describe("an endpoint's callers: one rule and one cache for its URL and its jobs
   /** The store's key checks so far (the cache in front asks once per key per KEY_CACHE_TTL_MS). */
   let storeChecks: number;
 
-  const apiKeyOf = async (ownerId: string): Promise<string> => {
-    const made = generateApiKey();
-    await store.apiKeys.insert({
-      id: made.id,
-      ownerId,
-      name: ownerId,
-      secretHash: made.secretHash,
-      admin: false,
-      createdAt: 1,
-    });
-    return made.key;
-  };
+  const apiKeyOf = async (ownerId: string): Promise<string> =>
+    (
+      await new ApiKeyService({ store, clock: () => timers.now }).create({
+        ownerId,
+        name: ownerId,
+        admin: false,
+      })
+    ).key;
 
   const invokeKeyOf = async (of: Endpoint): Promise<{ id: string; key: string }> => {
     const made = await invokeKeys.create({ ownerId: of.ownerId, keyId: 'k', admin: false }, of.id, 'caller');
@@ -151,25 +133,12 @@ describe("an endpoint's callers: one rule and one cache for its URL and its jobs
       retention: { asyncMs: 60_000, syncMs: 60_000 },
     });
     const logger = { warn: () => {}, error: () => {} };
-    const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
-    const gateway = new Gateway({
+    port = await startStoreGateway(servers, {
+      store,
       routing: routes,
-      pools,
-      domain: 'localhost',
-      clock,
       timers,
-      logger: { info: () => {}, warn: () => {} },
-      bodyLimitBytes: 1024 * 1024,
-      maxQueueLength: 10,
-      queueTimeoutMs: 5_000,
-      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
       keys,
       routes: [new JobClientRoutes({ service, clock, domain: 'localhost', logger })],
-    });
-    port = await listen(createServer(gateway.handleRequest));
-    cleanups.push(async () => {
-      gateway.close();
-      await pools.close();
     });
   });
 

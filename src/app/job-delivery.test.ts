@@ -4,19 +4,17 @@
  * `callerKeyChecks`, the store's endpoints and keys) to real worker servers of two owners' endpoints. No time passes:
  * each test awaits the event that makes its state true (a job finished, a connection closed).
  */
-import { once } from 'node:events';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { writeMany } from '../../test/support/endless-answer.js';
 import { sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { startStoreGateway } from '../../test/support/store-gateway.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_POLICY, type Job } from '../domain/job.js';
-import { Gateway } from '../gateway/gateway.js';
-import { WorkerPools } from '../gateway/pools.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { Wakeups } from '../jobs/wakeups.js';
@@ -33,20 +31,10 @@ interface TestServer {
   seen: { path: string; authorization: string | undefined }[];
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const servers = testServers();
+const { cleanups, listen: listenOn } = servers;
 
-async function listen(server: Server): Promise<{ host: string; port: number }> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return { host: '127.0.0.1', port: (server.address() as AddressInfo).port };
-}
+const listen = async (server: Server) => ({ host: '127.0.0.1', port: await listenOn(server) });
 
 /** A worker (or any server) that records each request and answers it with `answer`. */
 async function startServer(answer: (res: ServerResponse, path: string) => void): Promise<TestServer> {
@@ -136,19 +124,11 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
     workerB = await startServer(json({ secret: 'of owner b' }));
     publish(new Map([[endpointB.id, workerB]]));
     deliveryKeys = new DeliveryKeys({ secret: 'the server secret of these tests' });
-    const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
     const invokeKeys = new InvokeKeyService({ store, clock: () => timers.now });
-    const gateway = new Gateway({
+    gatewayPort = await startStoreGateway(servers, {
+      store,
       routing: routes,
-      pools,
-      domain: 'localhost',
-      clock: () => timers.now,
       timers,
-      logger: { info: () => {}, warn: () => {} },
-      bodyLimitBytes: 1024 * 1024,
-      maxQueueLength: 10,
-      queueTimeoutMs: 5_000,
-      findEndpoint: (appName) => store.endpoints.findByAppName(appName),
       keys: callerKeyChecks({
         deliveryKeys,
         verifyKey: (key) => invokeKeys.grant(key),
@@ -156,11 +136,6 @@ describe("an http job's delivery, through a real gateway to two owners' endpoint
         clock: () => timers.now,
         timers,
       }),
-    });
-    gatewayPort = (await listen(createServer(gateway.handleRequest))).port;
-    cleanups.push(async () => {
-      gateway.close();
-      await pools.close();
     });
     events = new JobEvents();
     delivery = new HttpDelivery({

@@ -24,7 +24,7 @@ export function makeModelsCommand(deps: CliDeps): Command {
 
 const gigabytes = (bytes: number): string => `${(bytes / 1e9).toFixed(1)} GB`;
 
-export function formatModels(models: readonly WireCachedModel[]): string {
+function formatModels(models: readonly WireCachedModel[]): string {
   if (models.length === 0) return 'No cached models.\n';
   return formatTable(
     ['MODEL', 'REVISION', 'COMMIT', { header: 'SIZE', align: 'right' }, 'LAST USED', 'ENDPOINTS'],

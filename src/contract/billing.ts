@@ -17,7 +17,7 @@ const DAY_MS = 24 * 3_600_000;
 /** Without startTime: the week before endTime. */
 const DEFAULT_SPAN_MS = 7 * DAY_MS;
 /** The longest range one query may ask (hour buckets over it stay a few thousand rows per key). */
-export const MAX_BILLING_RANGE_MS = 366 * DAY_MS;
+const MAX_BILLING_RANGE_MS = 366 * DAY_MS;
 
 export interface BillingQuery {
   usage: Omit<UsageQuery, 'ownerId'>;

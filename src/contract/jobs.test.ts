@@ -98,14 +98,14 @@ describe('the status body', () => {
       startedAt: null,
       completedAt: null,
     });
-    expect(JSON.parse(jobStatusBody(queued, 1_400, spent))).toEqual({
+    expect(JSON.parse(jobStatusBody(queued, 1_400, () => spent))).toEqual({
       id: 'j-1',
       status: 'IN_QUEUE',
       delayTime: 400,
       executionTime: 0,
       waitingFor: spent,
     });
-    expect(JSON.parse(jobStatusBody(job(), 5_000, spent))).not.toHaveProperty('waitingFor');
+    expect(JSON.parse(jobStatusBody(job(), 5_000, () => spent))).not.toHaveProperty('waitingFor');
   });
 
   it("lists a job with its submission time in ISO 8601, as the client's list reads it", () => {

@@ -106,16 +106,16 @@ export function parseWait(raw: string | null, max: number): Parsed<number | unde
 /**
  * RunPod's status body: `{id, status, delayTime, executionTime, workerId?, output?, error?}`, written as text so
  * that the stored output goes out as stored; a queued job adds Corral's `waitingFor` when it is known why it waits
- * (its owner's budget spent: BUDGET_EXCEEDED).
+ * (its owner's budget spent: BUDGET_EXCEEDED), asked of `waitingFor` for a queued job alone.
  */
-export function jobStatusBody(job: Job, now: number, waitingFor?: string): string {
+export function jobStatusBody(job: Job, now: number, waitingFor?: (job: Job) => string | undefined): string {
   const { delayTime, executionTime } = jobTimes(job, now);
   let text = `{"id":${JSON.stringify(job.id)},"status":"${job.status}","delayTime":${delayTime},"executionTime":${executionTime}`;
   if (job.workerId !== null) text += `,"workerId":${JSON.stringify(job.workerId)}`;
   if (job.output !== null) text += `,"output":${job.output}`;
   if (job.error !== null) text += `,"error":${JSON.stringify(job.error)}`;
-  if (job.status === 'IN_QUEUE' && waitingFor !== undefined)
-    text += `,"waitingFor":${JSON.stringify(waitingFor)}`;
+  const why = job.status === 'IN_QUEUE' ? waitingFor?.(job) : undefined;
+  if (why !== undefined) text += `,"waitingFor":${JSON.stringify(why)}`;
   return `${text}}`;
 }
 

@@ -7,12 +7,13 @@
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer, type IncomingHttpHeaders, request } from 'node:http';
+import type { Socket } from 'node:net';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { forwardTarget } from '../cluster/forwarding.js';
 import { shareOf } from '../cluster/slot-shares.js';
 import type { Endpoint } from '../domain/endpoint.js';
@@ -51,20 +52,7 @@ class StaticRouting implements RoutingView {
   requestRefresh(): void {}
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function listen(server: Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
+const { cleanups, listen } = testServers();
 
 interface Seen {
   url: string;

@@ -47,6 +47,14 @@ type Kind =
  */
 export type AuthorizationPolicy = 'drop' | 'drop-corral-keys' | 'pass';
 
+/** The policy of a forward that names none: all to another replica's gateway (`toGateway`), none to a worker. */
+export function authorizationPolicy(
+  named: AuthorizationPolicy | undefined,
+  toGateway: object | undefined,
+): AuthorizationPolicy {
+  return named ?? (toGateway ? 'pass' : 'drop');
+}
+
 /** Whether `name` equals `lower` (an all-lowercase ASCII name of the same length) ignoring ASCII case. */
 function sameName(name: string, lower: string): boolean {
   for (let i = 0; i < lower.length; i++) {

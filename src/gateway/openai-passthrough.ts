@@ -40,10 +40,21 @@ export class OpenAIPassthrough implements GatewayRoute {
     return endpoint?.spec.type === 'http' ? endpoint.spec.appName : undefined;
   }
 
-  readonly claims = (req: IncomingMessage): boolean => this.#appName(req) !== undefined;
+  /** The request `claims` took last, with its endpoint's appName: the router hands it to `handleRequest` at once. */
+  #claimed: { req: IncomingMessage; appName: string } | undefined;
+
+  readonly claims = (req: IncomingMessage): boolean => {
+    const appName = this.#appName(req);
+    if (appName === undefined) return false;
+    this.#claimed = { req, appName };
+    return true;
+  };
 
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    const appName = this.#appName(req) as string;
+    const claimed = this.#claimed;
+    this.#claimed = undefined;
+    // Resolved once: by `claims` just before, or here for a caller that did not ask it.
+    const appName = (claimed?.req === req ? claimed.appName : this.#appName(req)) as string;
     const url = req.url ?? '';
     // The path form: the request path strips `/e/{appName}` and the worker sees `/v1/...`.
     req.url = `/e/${appName}${url.replace(OPENAI, '') || '/'}`;

@@ -25,6 +25,7 @@ import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
 import { answer } from './answer.js';
 import {
   type AuthorizationPolicy,
+  authorizationPolicy,
   FORWARDED_BY,
   filterResponseHeaders,
   forwardRequestHeaders,
@@ -145,7 +146,7 @@ class Exchange implements Dispatcher.DispatchHandler, RequestHeadInfo {
     this.responseHeaders = options.responseHeaders;
     this.bodyLimitBytes = options.bodyLimitBytes;
     this.toGateway = options.toGateway;
-    this.authorization = options.authorization ?? (options.toGateway ? 'pass' : 'drop');
+    this.authorization = authorizationPolicy(options.authorization, options.toGateway);
     this.clientSocket = options.req.socket;
   }
 

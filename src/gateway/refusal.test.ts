@@ -5,11 +5,12 @@
  * A real gateway on a real socket; time is ManualTimers'.
  */
 import { once } from 'node:events';
-import { createServer, request, type Server } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createServer, request } from 'node:http';
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { testServers } from '../../test/support/test-servers.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointCondition } from '../ports/routing-view.js';
@@ -17,20 +18,7 @@ import { CallerKeys } from '../service/caller-keys.js';
 import { Gateway } from './gateway.js';
 import { WorkerPools } from './pools.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function listen(server: Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return (server.address() as AddressInfo).port;
-}
+const { cleanups, listen } = testServers();
 
 const ADMIN_KEY = 'refusal-test-admin-key';
 

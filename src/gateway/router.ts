@@ -1,8 +1,9 @@
 /**
  * The routes in front of the gateway's paths: a request (or upgrade) goes to the first route that claims it, by
- * its Host and path alone (no lookup), else to the endpoints' own path (an endpoint's URL: `{appName}.{domain}` or
- * `/e/{appName}/`). Routes of the gateway's own (the jobs API under `/v2/`) join here without touching the request
- * path.
+ * its Host and path (and at most the routing view in memory: never the store), else to the endpoints' own path (an
+ * endpoint's URL: `{appName}.{domain}` or `/e/{appName}/`). Routes of the gateway's own (an http endpoint's OpenAI
+ * route, the jobs API under `/v2/`) join here without touching the request path. Every request asks each route in
+ * turn, so a route's `claims` must cost next to nothing for a request that is not its own.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -29,6 +29,7 @@ import { GatewayError } from '../errors/gateway-catalogue.js';
 import { answerUpgrade } from './answer.js';
 import {
   type AuthorizationPolicy,
+  authorizationPolicy,
   FORWARDED_BY,
   forwardRequestHeaders,
   type RequestHeadInfo,
@@ -152,7 +153,7 @@ class Tunnel {
     this.#workerId = options.workerId;
     this.#onResponse = options.onResponse;
     this.#forwardedBy = options.toGateway?.forwardedBy;
-    this.#authorization = options.authorization ?? (options.toGateway ? 'pass' : 'drop');
+    this.#authorization = authorizationPolicy(options.authorization, options.toGateway);
     this.#clientAddress = (options.socket as net.Socket).remoteAddress ?? options.req.socket?.remoteAddress;
     this.#proto = (options.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   }

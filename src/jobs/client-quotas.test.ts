@@ -1,10 +1,13 @@
 /**
  * The job quotas at the jobs API's door, over real HTTP, as issue 29 item 4 tried them: 9.5 MB jobs from one key
- * until the owner's kept bytes reach their quota, then 403 QUOTA_EXCEEDED naming it (not 429: no SDK retries it).
+ * until the owner's kept bytes reach their quota, then 403 QUOTA_EXCEEDED naming it (not 429: no SDK retries it); and
+ * an owner past its budget, whose queued jobs' statuses say so.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type JobRoutesHarness, startJobRoutes } from '../../test/support/job-routes.js';
+import { type BudgetStanding, describeStanding } from '../domain/budget.js';
 import { type QuotaSettings, quotaFor } from '../domain/quota.js';
+import type { BudgetStandings } from '../ports/budgets.js';
 import { QuotaService } from '../service/quota-service.js';
 import type { Store } from '../store/store.js';
 
@@ -83,5 +86,44 @@ describe('job quotas at the door', () => {
     expect((await store.jobs.get(endpoint.id, failed))?.status).toBe('FAILED');
     await jobs.call('POST', `/v2/${endpoint.id}/cancel/${queued}`);
     expect((await retry())?.body).toMatchObject({ id: failed, status: 'IN_QUEUE' });
+  });
+});
+
+describe("an owner's budget in a job's status", () => {
+  let jobs: JobRoutesHarness | undefined;
+  afterEach(async () => {
+    await jobs?.close();
+    jobs = undefined;
+  });
+
+  it('says why a queued job waits, and asks the budgets nothing for a finished one', async () => {
+    const spent: BudgetStanding = {
+      state: 'exceeded',
+      budget: 'perMonth',
+      limit: 10,
+      used: 12,
+      unit: 'USD',
+      resetsAt: Date.UTC(2030, 0, 1),
+    };
+    const asked: string[] = [];
+    const budgets: BudgetStandings = {
+      standingOf: (ownerId) => {
+        asked.push(ownerId);
+        return spent;
+      },
+      read: async () => spent,
+      onChange: () => () => {},
+    };
+    jobs = await startJobRoutes({ routeOptions: { budgets } });
+    const base = `/v2/${jobs.endpoint.id}`;
+    const { id } = (await jobs.call('POST', `${base}/run`, { body: { input: {} } })).body;
+    const queued = await jobs.call('GET', `${base}/status/${id}`);
+    expect(queued.body).toMatchObject({ status: 'IN_QUEUE', waitingFor: describeStanding(spent) });
+    expect(asked).toEqual(['owner-a']);
+    await jobs.call('POST', `${base}/cancel/${id}`);
+    const cancelled = await jobs.call('GET', `${base}/status/${id}`);
+    expect(cancelled.body.status).toBe('CANCELLED');
+    expect(cancelled.body).not.toHaveProperty('waitingFor');
+    expect(asked).toEqual(['owner-a']);
   });
 });

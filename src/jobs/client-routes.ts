@@ -124,18 +124,18 @@ export class JobClientRoutes {
           return;
         }
         const done = await service.awaitFinished(endpoint, job.id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(done, now(), this.#waitingFor(done)));
+        writeJson(res, 200, jobStatusBody(done, now(), this.#waitingFor));
         return;
       }
       case 'status': {
         const job = await service.status(endpoint, id);
-        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor(job)));
+        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor));
         return;
       }
       case 'status-sync': {
         const waitMs = wait(this.#waits.statusSyncDefaultMs);
         const job = await service.awaitFinished(endpoint, id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor(job)));
+        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor));
         return;
       }
       case 'stream': {
@@ -180,13 +180,16 @@ export class JobClientRoutes {
     }
   }
 
-  /** Charges a submission to its endpoint's owner (whichever key sent it); 429 with Retry-After when over. */
-  /** Why a queued job of an owner past its budget waits (the cached standing: no store read per status). */
-  #waitingFor(job: { ownerId: string }): string | undefined {
+  /**
+   * Why a queued job of an owner past its budget waits: the cached standing, asked for queued jobs alone (a stale
+   * one starts a read of the ledger, which a finished job's status need not cost).
+   */
+  readonly #waitingFor = (job: { ownerId: string }): string | undefined => {
     const standing = this.#o.budgets?.standingOf(job.ownerId);
     return standing?.state === 'exceeded' ? describeStanding(standing) : undefined;
-  }
+  };
 
+  /** Charges a submission to its endpoint's owner (whichever key sent it); 429 with Retry-After when over. */
   #admit(endpoint: { ownerId: string }, take: (rate: RequestRate, key: string) => RateDecision): void {
     const rate = this.#o.submissions;
     if (!rate) return;

@@ -21,7 +21,7 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
 import type { CallerKeys } from '../service/caller-keys.js';
-import { callRefusal, keyRefusal, reachOf, UNKNOWN_KEY } from '../service/endpoint-access.js';
+import { endpointRefusal, keyRefusal, reachOf, UNKNOWN_KEY } from '../service/endpoint-access.js';
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import type { EndpointReach } from '../store/endpoints.js';
 import type { JobAdmit, JobRepository } from '../store/jobs.js';
@@ -92,7 +92,7 @@ export class JobService {
     const refused = keyRefusal(grant, 'jobs');
     if (refused !== undefined) throw new JobError('UNAUTHENTICATED', refused);
     const reachable = (await this.#o.findEndpoints(ref, reachOf(grant), NAME_MATCHES)).filter(
-      (e) => callRefusal(grant, e, 'jobs') === undefined,
+      (e) => endpointRefusal(grant, e) === undefined,
     );
     const found = resolveEndpointRef(ref, reachable, (e) => ({
       id: e.id,

@@ -20,10 +20,11 @@ import { buildJobs, type Jobs } from '../app/build-jobs.js';
 import { buildWebhooks } from '../app/build-webhooks.js';
 import { startWorkerListener } from '../app/worker-listener.js';
 import { openApiDocument } from '../contract/openapi/document.js';
-import { generateApiKey } from '../crypto/api-keys.js';
+
 import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_STREAM_BOUNDS } from '../domain/job.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
+import { ApiKeyService } from '../service/api-key-service.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
@@ -98,14 +99,10 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       targetId: endpoint.id,
     });
     for (const owner of ['owner-a', 'owner-b']) {
-      const made = generateApiKey();
-      await store.apiKeys.insert({
-        id: made.id,
+      const made = await new ApiKeyService({ store, clock: systemClock }).create({
         ownerId: owner,
         name: owner,
-        secretHash: made.secretHash,
         admin: false,
-        createdAt: 1,
       });
       if (owner === 'owner-a') key = made.key;
       else otherKey = made.key;

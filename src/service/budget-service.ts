@@ -6,6 +6,7 @@
 import {
   type BudgetSettings,
   type BudgetStanding,
+  type BudgetUse,
   budgetFor,
   hourlyStanding,
   hourStart,
@@ -51,20 +52,17 @@ export class BudgetService implements BudgetStandings {
   readonly #freshMs: number;
   readonly #cache = new Map<string, Cached>();
   readonly #listeners = new Set<(ownerId: string) => void>();
+  /** Whether any budget is configured at all: without one, nothing is ever read. Settled by the settings. */
+  readonly configured: boolean;
 
   constructor(options: BudgetServiceOptions) {
     this.#o = options;
     this.#freshMs = options.freshMs ?? DEFAULT_BUDGET_FRESH_MS;
-  }
-
-  /** Whether any budget is configured at all: without one, nothing is ever read. */
-  get configured(): boolean {
-    const { settings } = this.#o;
-    return (
+    const { settings } = options;
+    this.configured =
       settings.defaults !== undefined ||
       Object.keys(settings.owners).length > 0 ||
-      settings.spendPerHour !== undefined
-    );
+      settings.spendPerHour !== undefined;
   }
 
   standingOf(ownerId: string): BudgetStanding | undefined {
@@ -146,7 +144,7 @@ export class BudgetService implements BudgetStandings {
 }
 
 /** What a budget reads of the ledger's totals: the money, and the GPU-hours of the states that hold GPUs. */
-export function budgetUse(totals: UsageTotals): { amount: number; gpuHours: number; currency: string } {
+function budgetUse(totals: UsageTotals): BudgetUse {
   const gpuSeconds = GPU_HOLDING_STATES.reduce((sum, state) => sum + totals.gpuSeconds[state], 0);
   return { amount: totals.amount, gpuHours: gpuSeconds / 3600, currency: totals.currency };
 }

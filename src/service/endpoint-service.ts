@@ -156,15 +156,12 @@ export class EndpointService {
     const patched = applyPatch(current.spec, patch);
     const catalog = await this.#catalogFor(principal, patched.image.authId, patched.env);
     const image = patched.image;
-    if (image.ref !== current.spec.image.ref || image.authId !== current.spec.image.authId) {
-      // Validated first, so that a bad field is answered as such before the registry is asked.
-      this.#validate(patched, catalog);
-      await this.#checkImageAccess(principal, image);
-    }
-    if (JSON.stringify(patched.models) !== JSON.stringify(current.spec.models)) {
-      this.#validate(patched, catalog);
-      await this.#checkModels(principal, patched.models, current.spec.models);
-    }
+    const imageChanged = image.ref !== current.spec.image.ref || image.authId !== current.spec.image.authId;
+    const modelsChanged = JSON.stringify(patched.models) !== JSON.stringify(current.spec.models);
+    // Validated first, so that a bad field is answered as such before the registry or the hub is asked.
+    if (imageChanged || modelsChanged) this.#validate(patched, catalog);
+    if (imageChanged) await this.#checkImageAccess(principal, image);
+    if (modelsChanged) await this.#checkModels(principal, patched.models, current.spec.models);
     const admission = await this.#admission(principal);
     return this.#mutate(principal, id, 'endpoint.update', (endpoint, now) => {
       // Validated here, on the spec actually written, so that a concurrent update cannot slip past it.

@@ -4,14 +4,18 @@
  * progress; it then reads the model's files where HF_HUB_CACHE points; a second endpoint naming the same model starts
  * with nothing downloaded; a gated model without a token is refused at create (docs/models.md).
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
-import { callApi, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
+import {
+  callApi,
+  localRuntimeArgs,
+  printServeLog,
+  type ServeProcess,
+  startServeWithConfig,
+} from '../support/process.js';
+import { localWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-models-operator-key-000000001';
-const WORKER = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
-const isRoot = process.getuid?.() === 0;
 const MODEL = 'corral-test/tiny-llm';
 const GATED = 'corral-test/gated-llm';
 const MB = 1024 * 1024;
@@ -40,7 +44,7 @@ describe('models on endpoints, with corral serve as a process and a hub stand-in
     const started = await startServeWithConfig({
       dirPrefix: 'corral-e2e-models-',
       configYaml: `models:\n  hubUrl: ${hub.url}\n`,
-      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:2', ...(isRoot ? ['--local-allow-root'] : [])],
+      serveArgs: localRuntimeArgs('h100-80g:2'),
       apiKey: KEY,
     });
     server = started.server;
@@ -55,13 +59,7 @@ describe('models on endpoints, with corral serve as a process and a hub stand-in
 
   const create = (name: string, models: unknown[]) =>
     callApi(server as ServeProcess, KEY, 'endpoint/create', {
-      endpoint: {
-        name,
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'model-reader:local', command: `'${process.execPath}' '${WORKER}'` },
-        ports: [{ port: 8000 }],
-        models,
-      },
+      endpoint: { ...localWorkerEndpoint(name, 'model-reader:local'), models },
     });
   const workersOf = async (id: string): Promise<WorkerView[]> =>
     (await callApi(server as ServeProcess, KEY, `endpoint?id=${id}`)).body.endpoint.workers;

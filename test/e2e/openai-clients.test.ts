@@ -6,13 +6,17 @@
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { callApi, printServeLog, type ServeProcess, startServeWithConfig } from '../support/process.js';
+import {
+  callApi,
+  localRuntimeArgs,
+  printServeLog,
+  type ServeProcess,
+  startServeWithConfig,
+} from '../support/process.js';
+import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-openai-clients-operator-key-01';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
-/** The test worker, whose `/v1/...` routes answer as vLLM's OpenAI server does. */
-const MODEL_SERVER = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
-const isRoot = process.getuid?.() === 0;
 
 describe('the openai npm client against a queue endpoint of corral serve', () => {
   let server: ServeProcess | undefined;
@@ -26,7 +30,7 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
     const started = await startServeWithConfig({
       dirPrefix: 'corral-e2e-openai-clients-',
       configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
-      serveArgs: ['--runtime', 'local', '--gpus', 'h100-80g:2', ...(isRoot ? ['--local-allow-root'] : [])],
+      serveArgs: localRuntimeArgs('h100-80g:2'),
       apiKey: KEY,
     });
     server = started.server;
@@ -49,7 +53,8 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
       endpoint: {
         name: 'vllm-server',
         workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'model-server:local', command: `'${process.execPath}' '${MODEL_SERVER}'` },
+        // The test worker, whose `/v1/...` routes answer as vLLM's OpenAI server does.
+        image: { image: 'model-server:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
         ports: [{ port: 8000 }],
       },
     });

@@ -5,19 +5,18 @@
  * restart lose none of it (docs/usage.md).
  */
 import { rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   callApi,
+  localRuntimeArgs,
   printServeLog,
   type ServeProcess,
   startServe,
   startServeWithConfig,
 } from '../support/process.js';
+import { localWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-usage-operator-key-000000000001';
-const WORKER = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
-const isRoot = process.getuid?.() === 0;
 const PER_HOUR = 3.6;
 
 interface Row {
@@ -37,7 +36,7 @@ describe('the usage ledger, with corral serve as a process', () => {
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   beforeAll(async () => {
-    serveArgs = ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])];
+    serveArgs = localRuntimeArgs('h100-80g:1');
     const started = await startServeWithConfig({
       dirPrefix: 'corral-e2e-usage-',
       configYaml: `usage:\n  currency: USD\n  prices:\n    gpus:\n      h100-80g:\n        perHour: ${PER_HOUR}\n`,
@@ -58,12 +57,7 @@ describe('the usage ledger, with corral serve as a process', () => {
 
   const create = (name: string) =>
     callApi(server as ServeProcess, KEY, 'endpoint/create', {
-      endpoint: {
-        name,
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'billed:local', command: `'${process.execPath}' '${WORKER}'` },
-        ports: [{ port: 8000 }],
-      },
+      endpoint: localWorkerEndpoint(name, 'billed:local'),
     });
   const billing = async (endpointId: string): Promise<Row | undefined> => {
     const answer = await callApi(

@@ -6,7 +6,6 @@
  */
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateApiKey } from '../../src/crypto/api-keys.js';
 import type { Endpoint } from '../../src/domain/endpoint.js';
 import type { SpecPatch } from '../../src/domain/spec-patch.js';
 import { JobClientRoutes, type JobClientRoutesOptions } from '../../src/jobs/client-routes.js';
@@ -16,6 +15,7 @@ import { Wakeups } from '../../src/jobs/wakeups.js';
 import { WorkerJobs, type WorkerJobsOptions } from '../../src/jobs/worker-jobs.js';
 import { workerRoutes } from '../../src/jobs/worker-routes.js';
 import { WorkerTokens } from '../../src/jobs/worker-tokens.js';
+import { ApiKeyService } from '../../src/service/api-key-service.js';
 import { CallerKeys } from '../../src/service/caller-keys.js';
 import { InvokeKeyService } from '../../src/service/invoke-key-service.js';
 import { connectSqlite } from '../../src/store/sqlite/connect.js';
@@ -68,15 +68,7 @@ export async function startJobRoutes(
   const ownerId = options.ownerId ?? 'owner-a';
   const endpoint = sampleEndpoint({ ownerId, patch: { type: 'queue', ...options.endpointPatch } });
   await storeEndpoint(store, endpoint);
-  const made = generateApiKey();
-  await store.apiKeys.insert({
-    id: made.id,
-    ownerId,
-    name: ownerId,
-    secretHash: made.secretHash,
-    admin: false,
-    createdAt: 1,
-  });
+  const made = await new ApiKeyService({ store, clock }).create({ ownerId, name: ownerId, admin: false });
   const keys = new InvokeKeyService({ store, clock });
   const logged: JobRoutesHarness['logged'] = [];
   const logger = {

@@ -135,6 +135,19 @@ export function testWorkerEndpoint(image: string) {
 }
 
 /**
+ * An endpoint `name` whose one warm worker (four slots, one GPU) is the plain test worker run by the host's node on
+ * the `local` runtime, its image `image` a label (nothing is pulled); spread it into an `endpoint` body.
+ */
+export function localWorkerEndpoint(name: string, image: string) {
+  return {
+    name,
+    workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
+    image: { image, command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
+    ports: [{ port: 8000 }],
+  };
+}
+
+/**
  * An `http` endpoint whose one warm worker (one slot) is the plain test worker run by the host's node on the
  * `local` runtime, taking its jobs at `POST /sleep` (the job's `{"ms", "mark"}`: test/fixtures/worker/worker.mjs).
  */

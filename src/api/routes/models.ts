@@ -4,14 +4,11 @@
  * key sees only the models its own endpoints name (which models other owners cache is theirs to know).
  */
 import type { FastifyInstance } from 'fastify';
-import type { WireModels } from '../../contract/models.js';
+import type { WireModels, WireModelUser } from '../../contract/models.js';
 import type { ModelCache } from '../../ports/model-cache.js';
 
-/** An endpoint that names a model. */
-export interface ModelUser {
-  endpointId: string;
-  endpointName: string;
-}
+/** An endpoint that names a model: the wire's own shape. */
+export type ModelUser = WireModelUser;
 
 export interface ModelsReport {
   cache: Pick<ModelCache, 'list' | 'progress'>;
