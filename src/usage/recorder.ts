@@ -41,7 +41,7 @@ interface Counted {
 }
 
 /** The span state of a worker: a ready worker with work in flight is active. */
-export function spanState(lifecycle: UsageState, busy: boolean): UsageState {
+function spanState(lifecycle: UsageState, busy: boolean): UsageState {
   return lifecycle === 'idle' && busy ? 'active' : lifecycle;
 }
 

@@ -228,7 +228,7 @@ function bucketStart(t: RawBuilder<unknown>, bucket: UsageBucket | undefined, fr
 }
 
 /** The starts (epoch ms, UTC) of the months from `from`'s to the one holding `to - 1`. */
-export function monthStarts(from: number, to: number): number[] {
+function monthStarts(from: number, to: number): number[] {
   const first = new Date(from);
   const starts: number[] = [];
   for (
