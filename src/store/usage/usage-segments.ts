@@ -5,6 +5,7 @@
  * bucket of the first of these (the recorder splits open spans at each UTC hour, so that no span crosses a bucket).
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { monthStart, nextMonthStart } from '../../domain/budget.js';
 import type { UsageBucket, UsageGrouping, WorkerHolding } from '../../ports/usage.js';
 import type { Database, DialectName } from '../schema.js';
 
@@ -239,15 +240,8 @@ function bucketStart(t: RawBuilder<unknown>, bucket: UsageBucket | undefined, fr
 
 /** The starts (epoch ms, UTC) of the months from `from`'s to the one holding `to - 1`. */
 function monthStarts(from: number, to: number): number[] {
-  const first = new Date(from);
   const starts: number[] = [];
-  for (
-    let month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1), i = 1;
-    month < Math.max(to, from + 1);
-    i += 1
-  ) {
+  for (let month = monthStart(from); month < Math.max(to, from + 1); month = nextMonthStart(month))
     starts.push(month);
-    month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + i, 1);
-  }
   return starts;
 }
