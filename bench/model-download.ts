@@ -14,7 +14,6 @@ import { pino } from 'pino';
 import { request } from 'undici';
 import { HubModelCache } from '../src/models/hub-cache.js';
 import { HubClient } from '../src/models/hub-client.js';
-import { fileUrl } from '../src/models/hub-layout.js';
 import { loadAverage, table } from './support.js';
 
 const MODEL = 'corral-bench/model';
@@ -38,18 +37,12 @@ async function startStandIn(weightBytes: number): Promise<{ url: string; stop: (
   return { url, stop: () => child.kill('SIGTERM') };
 }
 
-/** The raw rate: every file's bytes read from where the hub sends them, dropped as they arrive. */
-async function rawRead(hubUrl: string, paths: string[]): Promise<number> {
+/** The raw rate: every file's bytes read from where the hub sends them (the client's HEAD says), dropped as they arrive. */
+async function rawRead(client: HubClient, commit: string, paths: string[]): Promise<number> {
   let bytes = 0;
   for (const path of paths) {
-    const head = await request(fileUrl(hubUrl, MODEL, 'main', path), { method: 'HEAD' });
-    await head.body.dump();
-    const location = head.headers.location;
-    const url =
-      typeof location === 'string'
-        ? new URL(location, hubUrl).toString()
-        : fileUrl(hubUrl, MODEL, 'main', path);
-    const { body } = await request(url);
+    const { location } = await client.fileMetadata(MODEL, commit, path, null);
+    const { body } = await request(location);
     for await (const chunk of body) bytes += (chunk as Buffer).length;
   }
   return bytes;
@@ -71,7 +64,7 @@ export async function runModelDownloadBench(): Promise<void> {
     const cached: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
       let began = performance.now();
-      const rawBytes = await rawRead(hub.url, paths);
+      const rawBytes = await rawRead(client, commit, paths);
       const rawRate = rawBytes / ((performance.now() - began) / 1000);
       const cache = new HubModelCache({
         hubDir: join(root, String(round)),

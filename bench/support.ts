@@ -139,6 +139,12 @@ export function formatMs(value: number): string {
   return Number.isNaN(value) ? '-' : value.toFixed(value < 10 ? 2 : 1);
 }
 
+/** One figure's row of a `['figure (ms)', 'n', 'p50', 'mean', 'max']` table. */
+export function summaryRow(name: string, ms: number[]): string[] {
+  const s = summarize(ms);
+  return [name, String(s.n), formatMs(s.p50), formatMs(s.mean), formatMs(s.max)];
+}
+
 export function formatRatio(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(1)}x` : '-';
 }

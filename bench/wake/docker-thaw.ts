@@ -9,8 +9,8 @@ import Dockerode from 'dockerode';
 import { dockerReachable, engineAddress } from '../../src/runtime/docker/docker-runtime.js';
 import { ensureTestImage, removeLabelled, TEST_IMAGE } from '../../test/support/test-image.js';
 import { baselineEngineApi, createTestWorker, startedPort } from '../controller/baselines.js';
-import { formatMs, loadAverage, summarize, table } from '../support.js';
-import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep, THAW_TARGET_MS } from './settings.js';
+import { formatMs, loadAverage, summarize, summaryRow, table } from '../support.js';
+import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep, THAW_TARGET_MS, waitAnswering } from './settings.js';
 
 export async function benchDockerThaw(): Promise<void> {
   console.log(
@@ -55,19 +55,15 @@ export async function benchDockerThaw(): Promise<void> {
     await removeLabelled(docker, label);
   }
   const overWarm = thaw.map((ms, i) => ms - (warm[i] ?? Number.NaN));
-  const row = (name: string, ms: number[]) => {
-    const s = summarize(ms);
-    return [name, String(s.n), formatMs(s.p50), formatMs(s.mean), formatMs(s.max)];
-  };
   console.log(
     table(
       ['figure (ms)', 'n', 'p50', 'mean', 'max'],
       [
-        row('warm answer', warm),
-        row('thaw: unpause call', unpause),
-        row('thaw: unpause + first answer', thaw),
-        row('thaw first answer - warm answer', overWarm),
-        row(`cold start (create + start to /health)`, cold),
+        summaryRow('warm answer', warm),
+        summaryRow('thaw: unpause call', unpause),
+        summaryRow('thaw: unpause + first answer', thaw),
+        summaryRow('thaw first answer - warm answer', overWarm),
+        summaryRow(`cold start (create + start to /health)`, cold),
       ],
     ),
   );
@@ -84,12 +80,4 @@ async function timedGet(port: number): Promise<number> {
   const answer = await getOnce(port, '/health');
   if (answer.status !== 200) throw new Error(`the warm worker answered ${answer.status}`);
   return performance.now() - start;
-}
-
-async function waitAnswering(port: number): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if ((await getOnce(port, '/health', 2_000).catch(() => undefined))?.status === 200) return;
-    await sleep(50);
-  }
-  throw new Error('the worker never answered /health');
 }

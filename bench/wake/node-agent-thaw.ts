@@ -15,19 +15,11 @@ import { startNodeAgent } from '../../test/support/node-agent-process.js';
 import { placeInPodCgroup, removeTestHierarchy, testPodHierarchy } from '../../test/support/pod-cgroups.js';
 import { ensureTestImage, removeLabelled, WORKER_SCRIPT } from '../../test/support/test-image.js';
 import { createTestWorker, startedPort } from '../controller/baselines.js';
-import { formatMs, freePort, loadAverage, summarize, table } from '../support.js';
-import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep } from './settings.js';
+import { freePort, loadAverage, summarize, summaryRow, table } from '../support.js';
+import { DOCKER_ROUNDS, getOnce, PAUSED_MS, sleep, waitAnswering } from './settings.js';
 
 /** Issue 33's target: the agent's thaw within this factor of Docker's. */
 const TARGET_RATIO = 1.5;
-
-async function waitAnswering(port: number): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if ((await getOnce(port, '/health', 2_000).catch(() => undefined))?.status === 200) return;
-    await sleep(50);
-  }
-  throw new Error('the worker never answered /health');
-}
 
 export async function benchNodeAgentThaw(): Promise<void> {
   console.log(
@@ -103,18 +95,14 @@ export async function benchNodeAgentThaw(): Promise<void> {
     await removeLabelled(docker, label);
     await removeTestHierarchy(hierarchy);
   }
-  const row = (name: string, ms: number[]) => {
-    const s = summarize(ms);
-    return [name, String(s.n), formatMs(s.p50), formatMs(s.mean), formatMs(s.max)];
-  };
   console.log(
     table(
       ['figure (ms)', 'n', 'p50', 'mean', 'max'],
       [
-        row('Docker: unpause call (engine API)', figures.dockerCall),
-        row('Docker: unpause + first answer', figures.docker),
-        row('node agent: thaw call (HTTP)', figures.agentCall),
-        row('node agent: thaw + first answer', figures.agent),
+        summaryRow('Docker: unpause call (engine API)', figures.dockerCall),
+        summaryRow('Docker: unpause + first answer', figures.docker),
+        summaryRow('node agent: thaw call (HTTP)', figures.agentCall),
+        summaryRow('node agent: thaw + first answer', figures.agent),
       ],
     ),
   );

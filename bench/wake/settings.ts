@@ -1,4 +1,7 @@
-/** The wake suite's counts, targets and its one HTTP call (a new connection each, as a woken worker's first is). */
+/**
+ * The wake suite's counts, targets and its one HTTP call (a new connection each, as a woken worker's first is), with
+ * the wait for a started worker's first answer.
+ */
 import { request } from 'node:http';
 
 /** Interleaved rounds: warm, thaw and cold once each per round, so that noise falls on all three alike. */
@@ -32,4 +35,13 @@ export function getOnce(
     req.on('error', reject);
     req.end();
   });
+}
+
+/** Waits until the worker on `port` answers /health (a started one: up to 30 s). */
+export async function waitAnswering(port: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if ((await getOnce(port, '/health', 2_000).catch(() => undefined))?.status === 200) return;
+    await sleep(50);
+  }
+  throw new Error('the worker never answered /health');
 }

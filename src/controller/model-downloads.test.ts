@@ -76,6 +76,11 @@ describe('progressMessage', () => {
       'model acme/tiny: 3.2 of 14.9 GB, 410 MB/s, about 29 s left',
     ],
     [{ bytesDone: 0, bytesTotal: 1e9, bytesPerSecond: 0 }, 'model acme/tiny: 0.0 of 1.0 GB'],
+    // Below 1 MB/s: the rate in kB/s, never `0 MB/s` beside hours left.
+    [
+      { bytesDone: 0.1e9, bytesTotal: 3.0e9, bytesPerSecond: 197e3 },
+      'model acme/tiny: 0.1 of 3.0 GB, 197 kB/s, about 4 h 6 min left',
+    ],
   ])('%j', (numbers, message) => {
     expect(progressMessage({ name: 'acme/tiny', revision: 'main', ...numbers })).toBe(message);
   });

@@ -22,15 +22,13 @@ export interface BudgetSettings {
   spendPerHour?: number;
 }
 
-export const NO_BUDGETS: BudgetSettings = { owners: {} };
-
 /** Which limit a standing reads. */
 export type BudgetName = 'perMonth' | 'gpuHoursPerMonth' | 'spendPerHour';
 
 export type BudgetState = 'ok' | 'warning' | 'exceeded';
 
 /** From this share of a limit on, the owner is warned. */
-export const BUDGET_WARNING_SHARE = 0.8;
+const BUDGET_WARNING_SHARE = 0.8;
 
 /** What was used since a limit's period began: money in the ledger's currency, and GPU-hours. */
 export interface BudgetUse {

@@ -154,7 +154,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
   };
 }
 
-/** Like `{...base, ...patch}` but a key whose value is undefined keeps the base value. */
+/** The image merged as every object is (mergeDefined), its `pullPolicy: ''` removing the endpoint's own. */
 function mergeImage(base: ImageSpec, patch: SpecPatch['image']): ImageSpec {
   const { pullPolicy, ...rest } = patch ?? {};
   const merged = mergeDefined(base, rest);
@@ -163,6 +163,7 @@ function mergeImage(base: ImageSpec, patch: SpecPatch['image']): ImageSpec {
   return merged;
 }
 
+/** Like `{...base, ...patch}` but a key whose value is undefined keeps the base value. */
 function mergeDefined<T extends object>(base: T, patch: Partial<T> | undefined): T {
   const merged = { ...base };
   for (const [key, value] of Object.entries(patch ?? {})) {

@@ -19,7 +19,7 @@ export function closestName(wanted: string, known: readonly string[]): string | 
 }
 
 /** Levenshtein distance. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];

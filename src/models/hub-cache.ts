@@ -50,7 +50,8 @@ interface Resolution extends ResolvedModel {
 interface BlobFlight {
   done: Promise<void>;
   bytes: number;
-  listeners: Set<(bytes: number) => void>;
+  /** Told each step: bytes fetched now, or `resumed` (already on disk, or dropped: negative), which are no speed. */
+  listeners: Set<(bytes: number, resumed: boolean) => void>;
 }
 
 const modelKey = (model: Pick<ModelRef, 'name' | 'revision'>): string => `${model.name}@${model.revision}`;
@@ -151,7 +152,11 @@ export class HubModelCache implements ModelCache {
       reportedAt = now;
       onProgress(this.progressOf(model, meter));
     };
-    const listener = (bytes: number): void => {
+    const listener = (bytes: number, resumed: boolean): void => {
+      if (resumed) {
+        meter.resumed(bytes);
+        return;
+      }
       meter.add(bytes);
       report(false);
     };
@@ -188,9 +193,9 @@ export class HubModelCache implements ModelCache {
     blobPath: string,
   ): BlobFlight {
     const flight: BlobFlight = { done: Promise.resolve(), bytes: 0, listeners: new Set() };
-    const tell = (bytes: number): void => {
+    const tell = (bytes: number, resumed: boolean): void => {
       flight.bytes += bytes;
-      for (const listener of flight.listeners) listener(bytes);
+      for (const listener of flight.listeners) listener(bytes, resumed);
     };
     flight.done = (async () => {
       const metadata =
@@ -211,8 +216,8 @@ export class HubModelCache implements ModelCache {
         metadata,
         token,
         blobPath,
-        onResumed: tell,
-        onBytes: tell,
+        onResumed: (bytes) => tell(bytes, true),
+        onBytes: (bytes) => tell(bytes, false),
       });
     })().finally(() => this.blobFlights.delete(blobPath));
     this.blobFlights.set(blobPath, flight);

@@ -5,13 +5,14 @@ import {
   fileUrl,
   isSafeRepoPath,
   normalizeEtag,
-  repoFolderName,
   repoPaths,
 } from './hub-layout.js';
 
 describe("the hub's names", () => {
   it('names the repository folder, its blobs, snapshots and refs as the client does', () => {
-    expect(repoFolderName('meta-llama/Llama-3.1-8B')).toBe('models--meta-llama--Llama-3.1-8B');
+    expect(repoPaths('/cache/hub', 'meta-llama/Llama-3.1-8B').repoDir).toBe(
+      '/cache/hub/models--meta-llama--Llama-3.1-8B',
+    );
     const paths = repoPaths('/cache/hub', 'org/name');
     expect(paths.snapshot('c'.repeat(40), 'tokenizer/tokenizer.json')).toBe(
       `/cache/hub/models--org--name/snapshots/${'c'.repeat(40)}/tokenizer/tokenizer.json`,

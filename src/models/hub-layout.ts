@@ -2,14 +2,11 @@
  * The Hugging Face hub's names, as its client (`huggingface_hub`) spells them, in one place: the cache layout under a
  * hub directory (`models--{org}--{name}/` with `blobs/{etag}`, `snapshots/{commit}/{path}` and `refs/{revision}`), the
  * URL of a file (`{hub}/{repo}/resolve/{quoted revision}/{path}`), ETags as blob names, commit hashes, the paths a
- * repository may hold, and `allow_patterns` matched as `fnmatch` does.
+ * repository may hold, and `allow_patterns` matched as `fnmatch` does. The repository's folder name itself is
+ * domain/model-refs.ts's `modelRepoDir`, which a worker's mount names too.
  */
 import { join, posix } from 'node:path';
-
-/** `models--org--name`: the repository's directory in the hub cache (the client's `repo_folder_name`). */
-export function repoFolderName(name: string): string {
-  return ['models', ...name.split('/')].join('--');
-}
+import { modelRepoDir } from '../domain/model-refs.js';
 
 export interface RepoPaths {
   repoDir: string;
@@ -18,8 +15,9 @@ export interface RepoPaths {
   ref(revision: string): string;
 }
 
+/** A repository's paths in the hub cache; its directory is the client's `repo_folder_name` (domain's modelRepoDir). */
 export function repoPaths(hubDir: string, name: string): RepoPaths {
-  const repoDir = join(hubDir, repoFolderName(name));
+  const repoDir = join(hubDir, modelRepoDir(name));
   return {
     repoDir,
     blob: (etag) => join(repoDir, 'blobs', etag),

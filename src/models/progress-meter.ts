@@ -5,7 +5,7 @@
 import type { Clock } from '../ports/clock.js';
 
 /** How far back the rate looks. */
-export const RATE_WINDOW_MS = 5_000;
+const RATE_WINDOW_MS = 5_000;
 
 export class ProgressMeter {
   private done = 0;

@@ -13,12 +13,12 @@ import type { CgroupKind } from '../runtime/cgroups/cgroup-hierarchy.js';
 /** A pod UID as the API server gives it (RFC 4122 text); anything else is never looked up on disk. */
 const POD_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export function isPodUid(text: string): boolean {
+function isPodUid(text: string): boolean {
   return POD_UID.test(text);
 }
 
 /** The pod's cgroup directories the kubelet may have made, relative to the hierarchy's root, in the order tried. */
-export function podCgroupCandidates(uid: string): string[] {
+function podCgroupCandidates(uid: string): string[] {
   const underscored = uid.replaceAll('-', '_');
   const systemd = [
     `kubepods.slice/kubepods-pod${underscored}.slice`,

@@ -2,6 +2,7 @@
  * The one interface every worker runtime implements (docker, local, fake). The controller
  * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
  */
+import type { ImagePullPolicy } from '../domain/endpoint.js';
 import type { IdleTier, IdleTiers } from './idle-tiers.js';
 
 export const LABEL_PREFIX = 'corral.dev/';
@@ -50,10 +51,10 @@ export interface RegistryAuth {
   server: string;
 }
 
-/** Everything needed to start one worker; built by the controller from the endpoint (pure). */
-/** When a node pulls a worker's image (Kubernetes' spelling; domain/endpoint.ts ImagePullPolicy, the same words). */
-export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+/** When a node pulls a worker's image: the endpoint's word (Kubernetes' spelling), one type for both. */
+export type { ImagePullPolicy };
 
+/** Everything needed to start one worker; built by the controller from the endpoint (pure). */
 export interface WorkerSpec {
   workerId: string;
   endpointId: string;

@@ -6,7 +6,7 @@
 import { modelLabel } from '../domain/model-refs.js';
 import type { ModelRef } from '../domain/models.js';
 import { ApiError } from '../errors/api-catalogue.js';
-import type { ModelCache } from '../ports/model-cache.js';
+import { isModelRefusal, type ModelCache } from '../ports/model-cache.js';
 
 /** An owner's secret's value by name (the secret service). */
 export type SecretValue = (ownerId: string, name: string) => Promise<string | undefined>;
@@ -35,7 +35,7 @@ export class ModelAccess {
     for (const [index, model] of models.entries()) {
       if (known.has(JSON.stringify(model))) continue;
       const verdict = await this.#o.cache.check(model, await this.tokenFor(ownerId, model));
-      if ('code' in verdict) {
+      if (isModelRefusal(verdict)) {
         throw new ApiError(verdict.code, `model ${modelLabel(model)}: ${verdict.message}`, {
           field: `models.${index}.name`,
           model: model.name,

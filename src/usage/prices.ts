@@ -30,7 +30,7 @@ export interface PricedSpan {
   memoryGbMs: number;
 }
 
-export function amountOf(prices: UsagePrices, span: PricedSpan): number {
+function amountOf(prices: UsagePrices, span: PricedSpan): number {
   const gpu =
     ((prices.gpuPerHour[span.gpuProductId] ?? 0) * prices.stateFactors[span.state] * span.gpuMs) / HOUR_MS;
   const memory = span.state === 'suspended' ? (prices.suspendedMemoryGBHour * span.memoryGbMs) / HOUR_MS : 0;

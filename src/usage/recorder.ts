@@ -30,9 +30,8 @@ export interface UsageRecorderOptions {
 
 interface Counted {
   holding: WorkerHolding;
-  /** What the lifecycle says (`idle` for a ready worker: `busy` makes it active). */
+  /** What the lifecycle says (`idle` for a ready worker: work in flight, `#busy`, makes it active). */
   lifecycle: UsageState;
-  busy: boolean;
   /** The state of its open span. */
   span: UsageState;
   /** Its span was continued from the store: an adoption's fresh `starting` does not replace it. */
@@ -42,7 +41,7 @@ interface Counted {
 }
 
 /** The span state of a worker: a ready worker with work in flight is active. */
-export function spanState(lifecycle: UsageState, busy: boolean): UsageState {
+function spanState(lifecycle: UsageState, busy: boolean): UsageState {
   return lifecycle === 'idle' && busy ? 'active' : lifecycle;
 }
 
@@ -79,7 +78,6 @@ export class UsageRecorder implements WorkerUsageSink {
       const counted = {
         holding,
         lifecycle: state,
-        busy: false,
         span: state,
         continued: true,
         since: startedAt,
@@ -117,7 +115,6 @@ export class UsageRecorder implements WorkerUsageSink {
     this.#counted.set(holding.workerId, {
       holding,
       lifecycle: state,
-      busy,
       span,
       continued: false,
       since: at,
@@ -131,7 +128,6 @@ export class UsageRecorder implements WorkerUsageSink {
     const counted = this.#counted.get(workerId);
     if (!counted) return;
     this.#advance(at);
-    counted.busy = busy;
     const span = spanState(counted.lifecycle, busy);
     if (span === counted.span) return;
     counted.span = span;

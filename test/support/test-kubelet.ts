@@ -17,7 +17,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import type { PodHierarchy } from '../../src/node/pod-cgroups.js';
 import type { KubernetesApi, Node } from '../../src/runtime/kubernetes/api.js';
-import type { Pod } from '../../src/runtime/kubernetes/objects.js';
+import type { Container, Pod } from '../../src/runtime/kubernetes/objects.js';
 import { PodView } from '../../src/runtime/kubernetes/pod-view.js';
 import { parseQuantity } from '../../src/runtime/kubernetes/quantity.js';
 import { CLOCK_TICKS, readProcStat, readRssBytes } from '../../src/runtime/local/proc.js';
@@ -248,47 +248,44 @@ export class TestKubelet {
     const container = pod.spec.containers[0];
     const image = container?.image ?? '';
     if (this.#o.missingImages.has(image)) {
-      await this.#status(name, {
-        phase: 'Pending',
-        containerStatuses: [
-          {
-            name: container?.name ?? 'worker',
-            image,
-            imageID: '',
-            ready: false,
-            restartCount: 0,
-            started: false,
-            state: {
-              waiting: {
-                reason: 'ErrImagePull',
-                message: `failed to pull and unpack image "${image}": not found`,
-              },
-            },
-          },
-        ],
-      });
+      await this.#waiting(
+        name,
+        container,
+        'ErrImagePull',
+        `failed to pull and unpack image "${image}": not found`,
+      );
       return;
     }
     const env = await this.#env(pod);
     if (typeof env === 'string') {
       // As a kubelet says a Secret the env names that is not there; it tries again, this one does not.
-      await this.#status(name, {
-        phase: 'Pending',
-        containerStatuses: [
-          {
-            name: container?.name ?? 'worker',
-            image,
-            imageID: '',
-            ready: false,
-            restartCount: 0,
-            started: false,
-            state: { waiting: { reason: 'CreateContainerConfigError', message: env } },
-          },
-        ],
-      });
+      await this.#waiting(name, container, 'CreateContainerConfigError', env);
       return;
     }
     this.#startProcess(pod, env);
+  }
+
+  /** A pod left Pending with its container waiting, as a kubelet reports one it cannot start. */
+  async #waiting(
+    name: string,
+    container: Container | undefined,
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    await this.#status(name, {
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          name: container?.name ?? 'worker',
+          image: container?.image ?? '',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          started: false,
+          state: { waiting: { reason, message } },
+        },
+      ],
+    });
   }
 
   /** The container's env as a kubelet makes it: values, and Secrets' keys read now; a missing one says so. */

@@ -6,6 +6,7 @@
  */
 import { modelLabel } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
+import { decimalSize, timeLeft } from '../../domain/transfer-text.js';
 import type { ModelCache, ModelProgress } from '../../ports/model-cache.js';
 import type { ControllerLogger } from '../controller-options.js';
 
@@ -102,15 +103,13 @@ function keyOf(ownerId: string, model: ModelRef): string {
 }
 
 const GB = 1e9;
-const MB = 1e6;
 
-/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`. */
+/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`; a slow one `200 kB/s, about 4 h 6 min left`. */
 export function progressMessage(progress: ModelProgress): string {
   const done = (progress.bytesDone / GB).toFixed(1);
   const total = (progress.bytesTotal / GB).toFixed(1);
   const head = `model ${modelLabel(progress)}: ${done} of ${total} GB`;
-  if (progress.bytesPerSecond <= 0) return head;
-  const rate = Math.round(progress.bytesPerSecond / MB);
-  const left = Math.ceil(Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond);
-  return `${head}, ${rate} MB/s, about ${left} s left`;
+  if (progress.bytesPerSecond < 1) return head;
+  const left = Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond;
+  return `${head}, ${decimalSize(progress.bytesPerSecond)}/s, about ${timeLeft(left)} left`;
 }

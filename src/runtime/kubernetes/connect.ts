@@ -36,7 +36,7 @@ export interface KubernetesSettings {
 }
 
 /** The node agents' settings, with the token read from its file (the mounted Secret); a bad file stops start-up. */
-export function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>): NodeAgentSettings {
+function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>): NodeAgentSettings {
   let token: string;
   try {
     token = readFileSync(agent.tokenFile, 'utf8').trim();

@@ -5,6 +5,7 @@
  * bucket of the first of these (the recorder splits open spans at each UTC hour, so that no span crosses a bucket).
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { monthStart, nextMonthStart } from '../../domain/budget.js';
 import type { UsageBucket, UsageGrouping, WorkerHolding } from '../../ports/usage.js';
 import type { Database, DialectName } from '../schema.js';
 
@@ -87,7 +88,9 @@ export class UsageSegmentRepository {
       for (const c of changes) {
         if (seen.has(c.holding.workerId)) continue;
         seen.add(c.holding.workerId);
-        closing.set(c.at, [...(closing.get(c.at) ?? []), c.holding.workerId]);
+        const atThen = closing.get(c.at);
+        if (atThen) atThen.push(c.holding.workerId);
+        else closing.set(c.at, [c.holding.workerId]);
       }
       for (const [at, workerIds] of closing)
         for (let i = 0; i < workerIds.length; i += BATCH)
@@ -97,12 +100,20 @@ export class UsageSegmentRepository {
             .where('worker_id', 'in', workerIds.slice(i, i + BATCH))
             .where('ended_at', 'is', null)
             .execute();
-      // A worker changed twice in one batch: each span but its last ends at its next change.
-      const rows = changes.flatMap((c, index) => {
-        if (c.state === null) return [];
-        const next = changes.slice(index + 1).find((n) => n.holding.workerId === c.holding.workerId);
-        return [{ ...rowOf(c.holding, c.state, c.at), ended_at: next ? Math.trunc(next.at) : null }];
-      });
+      // A worker changed twice in one batch: each span but its last ends at its next change (read back to front).
+      const nextAt = new Map<string, number>();
+      const rows: (ReturnType<typeof rowOf> & { ended_at: number | null })[] = [];
+      for (let index = changes.length - 1; index >= 0; index -= 1) {
+        const c = changes[index] as SegmentChange;
+        const next = nextAt.get(c.holding.workerId);
+        nextAt.set(c.holding.workerId, c.at);
+        if (c.state !== null)
+          rows.push({
+            ...rowOf(c.holding, c.state, c.at),
+            ended_at: next === undefined ? null : Math.trunc(next),
+          });
+      }
+      rows.reverse();
       for (let i = 0; i < rows.length; i += BATCH)
         await trx
           .insertInto('usage_segments')
@@ -228,16 +239,9 @@ function bucketStart(t: RawBuilder<unknown>, bucket: UsageBucket | undefined, fr
 }
 
 /** The starts (epoch ms, UTC) of the months from `from`'s to the one holding `to - 1`. */
-export function monthStarts(from: number, to: number): number[] {
-  const first = new Date(from);
+function monthStarts(from: number, to: number): number[] {
   const starts: number[] = [];
-  for (
-    let month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1), i = 1;
-    month < Math.max(to, from + 1);
-    i += 1
-  ) {
+  for (let month = monthStart(from); month < Math.max(to, from + 1); month = nextMonthStart(month))
     starts.push(month);
-    month = Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + i, 1);
-  }
   return starts;
 }
