@@ -78,6 +78,27 @@ describe('GET billing/endpoints', () => {
     expect((own.body as { ownerId: string }[]).map((r) => r.ownerId)).toEqual(['owner-a']);
   });
 
+  it("groups by state or by owner too (Corral's own groupings), each state's amount apart", async () => {
+    const byState = await api.call('GET', `billing/endpoints?grouping=state&bucketSize=day&${range}`);
+    expect(byState.status).toBe(200);
+    expect(byState.body).toMatchObject([
+      { state: 'active', ownerId: 'owner-a', amount: 3, timeBilledMs: HOUR / 2 },
+      { state: 'starting', ownerId: 'owner-a', amount: 3, timeBilledMs: HOUR / 2 },
+    ]);
+    const keys = new ApiKeyService({ store, clock: () => Date.now() });
+    const admin = (await keys.create({ ownerId: 'ops', name: 'admin', admin: true })).key;
+    const byOwner = await api.call(
+      'GET',
+      `billing/endpoints?grouping=ownerId&bucketSize=day&${range}`,
+      undefined,
+      admin,
+    );
+    expect(byOwner.body).toMatchObject([
+      { ownerId: 'owner-a', timeBilledMs: HOUR, amount: 6 },
+      { ownerId: 'owner-b', timeBilledMs: HOUR / 4, amount: 1.5 },
+    ]);
+  });
+
   it('refuses a bucket, a grouping or a range it does not know', async () => {
     for (const query of [
       'bucketSize=year',

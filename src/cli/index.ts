@@ -21,6 +21,7 @@ import { makeProductsCommand } from './products.js';
 import { makeSecretsCommand } from './secrets.js';
 import { makeServeCommand } from './serve.js';
 import { makeStatusCommand } from './status.js';
+import { makeUsageCommand } from './usage.js';
 import { makeWebhooksCommand } from './webhooks.js';
 import { makeWorkersCommand } from './workers.js';
 
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   program.addCommand(makeLimitsCommand(deps));
   program.addCommand(makeProductsCommand(deps));
   program.addCommand(makeModelsCommand(deps));
+  program.addCommand(makeUsageCommand(deps));
   program.addCommand(makeCredentialsCommand(deps));
   program.addCommand(makeInvokeKeysCommand(deps));
   program.addCommand(makeSecretsCommand(deps));

@@ -3,6 +3,7 @@
  * transport is http.ts (JSON) and stream.ts (log lines); like them, it uses no Node-only API.
  */
 import type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
+import type { WireBillingParams, WireBillingRow } from '../contract/billing.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
 import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
@@ -313,6 +314,16 @@ export class CorralClient {
     field<WireGpus['gpus']>(body, 'gpus', 'array');
     field<WireGpus['waiting']>(body, 'waiting', 'array');
     return body as WireGpus;
+  }
+
+  /**
+   * `GET billing/endpoints` (RunPod's billing route): the usage ledger's rows by bucket and by endpoint, GPU type or
+   * (Corral's own) owner or state; times ISO 8601.
+   */
+  async getBilling(params: WireBillingParams = {}): Promise<WireBillingRow[]> {
+    const body = await this.#get('billing/endpoints', { ...params });
+    if (!Array.isArray(body)) throw new CorralProtocolError('GET billing/endpoints answered no array');
+    return body as WireBillingRow[];
   }
 
   /** `GET models` (extension): the cached models (an admin key: all; any other: those its endpoints name). */

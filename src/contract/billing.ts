@@ -11,8 +11,10 @@ import { readOptional } from './query.js';
 type Query = Record<string, string | string[] | undefined>;
 
 const BUCKETS: readonly UsageBucket[] = ['hour', 'day', 'week', 'month'];
-const GROUPINGS = { endpointId: 'endpoint', gpuTypeId: 'gpu' } as const;
-type WireGrouping = keyof typeof GROUPINGS;
+/** RunPod's two groupings, then Corral's own: by owner (an admin's view) and by worker state. */
+const GROUPINGS = { endpointId: 'endpoint', gpuTypeId: 'gpu', ownerId: 'owner', state: 'state' } as const;
+export type WireGrouping = keyof typeof GROUPINGS;
+export const WIRE_GROUPINGS = Object.keys(GROUPINGS) as readonly WireGrouping[];
 const DAY_MS = 24 * 3_600_000;
 /** Without startTime: the week before endTime. */
 const DEFAULT_SPAN_MS = 7 * DAY_MS;
@@ -35,9 +37,22 @@ export interface WireBillingRow {
   diskSpaceBilledGb: number;
   endpointId?: string;
   gpuTypeId?: string;
+  /** With grouping=state (Corral's own): the state the row's time was spent in. */
+  state?: UsageState;
   ownerId: string | null;
   gpuSeconds: Record<UsageState, number>;
   currency: string;
+}
+
+/** The route's query as a client sends it (every field optional; times ISO 8601). */
+export interface WireBillingParams {
+  bucketSize?: UsageBucket;
+  grouping?: WireGrouping;
+  startTime?: string;
+  endTime?: string;
+  endpointId?: string;
+  /** Admin keys only. */
+  ownerId?: string;
 }
 
 export function readBillingQuery(query: Query, now: number): BillingQuery {
@@ -46,7 +61,7 @@ export function readBillingQuery(query: Query, now: number): BillingQuery {
     throw invalid('bucketSize', `bucketSize must be one of ${BUCKETS.join(', ')}, got "${bucket}"`);
   const grouping = readOptional(query, 'grouping') ?? 'endpointId';
   if (!(grouping in GROUPINGS))
-    throw invalid('grouping', `grouping must be endpointId or gpuTypeId, got "${grouping}"`);
+    throw invalid('grouping', `grouping must be one of ${WIRE_GROUPINGS.join(', ')}, got "${grouping}"`);
   const to = readTime(query, 'endTime') ?? now;
   const from = readTime(query, 'startTime') ?? to - DEFAULT_SPAN_MS;
   if (from >= to) throw invalid('startTime', 'startTime must be before endTime');
@@ -73,8 +88,8 @@ export function toWireBillingRow(row: UsageRow, groupKey: WireGrouping): WireBil
     amount: row.amount,
     timeBilledMs: row.timeBilledMs,
     diskSpaceBilledGb: 0,
-    [groupKey]: row.key,
     ownerId: row.ownerId,
+    [groupKey]: row.key,
     gpuSeconds: row.gpuSeconds,
     currency: row.currency,
   };

@@ -2,7 +2,9 @@
  * The operations of the OpenAPI document: paths, summaries, descriptions and the error reasons each may answer
  * (what no schema says), and their operation objects.
  */
+
 import { API_ERROR_CATALOGUE, type ApiErrorReason } from '../../errors/api-catalogue.js';
+import { WIRE_GROUPINGS } from '../billing.js';
 import { JOB_LIST_LIMIT } from '../job-views.js';
 import { JOB_STATUSES } from '../jobs.js';
 import { API_PREFIX, ENDPOINT_ID_KEYS } from '../paths.js';
@@ -533,11 +535,15 @@ function operations(): Operation[] {
           enum: ['hour', 'day', 'week', 'month'],
           default: 'hour',
         }),
-        queryParameter('grouping', 'What each row is of.', {
-          type: 'string',
-          enum: ['endpointId', 'gpuTypeId'],
-          default: 'endpointId',
-        }),
+        queryParameter(
+          'grouping',
+          "What each row is of: RunPod's endpointId or gpuTypeId, or Corral's ownerId or state.",
+          {
+            type: 'string',
+            enum: [...WIRE_GROUPINGS],
+            default: 'endpointId',
+          },
+        ),
         queryParameter('startTime', 'ISO 8601; default a week before endTime.', {
           type: 'string',
           format: 'date-time',

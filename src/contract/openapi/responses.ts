@@ -8,6 +8,7 @@ import { QUOTA_NAMES } from '../../domain/quota.js';
 import { ENDPOINT_EVENT_TYPES } from '../../domain/records.js';
 import { WORKER_STATES } from '../../domain/worker.js';
 import { API_ERROR_CATALOGUE } from '../../errors/api-catalogue.js';
+import { USAGE_STATES } from '../../ports/usage.js';
 import { JOB_STATUSES } from '../jobs.js';
 import { WIRE_LIMIT_FIELDS } from '../limits.js';
 import { arrayOf, bool, int, object, ref, type Schema, str } from './schema.js';
@@ -494,6 +495,9 @@ export function responseSchemas(): Record<string, Schema> {
         diskSpaceBilledGb: int('Corral bills no disk: 0.'),
         endpointId: str('With grouping=endpointId.'),
         gpuTypeId: str('With grouping=gpuTypeId: the GPU product id.'),
+        state: str("Corral's own, with grouping=state: the worker state the row's time was spent in.", {
+          enum: [...USAGE_STATES],
+        }),
         ownerId: { type: ['string', 'null'], description: "Corral's own: the workers' owner." },
         gpuSeconds: {
           type: 'object',
