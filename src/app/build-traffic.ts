@@ -32,11 +32,13 @@ import type { WorkerRuntime } from '../runtime/types.js';
 import { CallerKeys } from '../service/caller-keys.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import type { Store } from '../store/store.js';
+import { NO_PRICES } from '../usage/prices.js';
 import { UsageRecorder } from '../usage/recorder.js';
+import { registerUsageMetrics } from '../usage/usage-metrics.js';
 
 export interface TrafficParts<M extends GatewayMetrics> {
   config: Pick<Config, 'domain' | 'gateway' | 'controller' | 'limits' | 'networkStorages'> &
-    Partial<Pick<Config, 'workers' | 'history' | 'connections'>>;
+    Partial<Pick<Config, 'workers' | 'history' | 'connections' | 'usage'>>;
   store: Store;
   runtime: WorkerRuntime;
   gpus: Gpu[];
@@ -147,6 +149,12 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     clock,
     timers: systemTimers,
     logger: logger.child({ role: 'usage' }),
+  });
+  registerUsageMetrics({
+    registry,
+    observed: (now) => usage.observed(now),
+    prices: config.usage ?? NO_PRICES,
+    clock,
   });
   const gateway = new Gateway({
     onWorkerBusy: (workerId, busy, at) => usage.workerBusy(workerId, busy, at),

@@ -47,6 +47,20 @@ export interface UsageReader {
   ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals>;
 }
 
+/** Worker time one process counted, of one owner's endpoint on one GPU product in one state (for `/metrics`). */
+export interface ObservedUsage {
+  ownerId: string;
+  endpointId: string;
+  gpuProductId: string;
+  state: UsageState;
+  /** Worker time. */
+  ms: number;
+  /** Worker time times its GPUs. */
+  gpuMs: number;
+  /** Host memory held (GB) times time (ms). */
+  memoryGbMs: number;
+}
+
 /** The issue's defaults: a GPU held costs the same whatever it does; a suspended worker holds no GPU. */
 export const DEFAULT_STATE_FACTORS: Readonly<Record<UsageState, number>> = {
   downloading: 0,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
-import type { WorkerHolding } from '../ports/usage.js';
+import type { ObservedUsage, WorkerHolding } from '../ports/usage.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { UsageRecorder } from './recorder.js';
@@ -58,6 +58,13 @@ async function setUp() {
   };
 }
 
+/** `state seconds` per state, as `spans` prints the ledger's. */
+function observedByState(observed: readonly ObservedUsage[]): string[] {
+  const byState = new Map<string, number>();
+  for (const o of observed) byState.set(o.state, (byState.get(o.state) ?? 0) + o.ms);
+  return [...byState].map(([state, ms]) => `${state} ${ms / 1000}`).sort();
+}
+
 describe('the usage recorder', () => {
   it('counts starting, active, idle and frozen, and writes once per flush however many requests', async () => {
     const t = await setUp();
@@ -76,10 +83,19 @@ describe('the usage recorder', () => {
     }
     t.timers.advance(5_000);
     r.workerState(w, 'frozen', t.timers.now);
-    t.timers.advance(10_000);
+    t.timers.advance(4_000);
+    // What /metrics reads meanwhile: the same seconds, the frozen span still open.
+    expect(observedByState(r.observed(t.timers.now))).toEqual([
+      'active 2.5',
+      'frozen 4',
+      'idle 7.5',
+      'starting 10',
+    ]);
+    t.timers.advance(6_000);
     r.workerState(w, 'closed', t.timers.now);
     await r.stop();
     expect(await t.spans()).toEqual(['active 2.5', 'frozen 10', 'idle 7.5', 'starting 10']);
+    expect(observedByState(r.observed(t.timers.now + 60_000))).toEqual(await t.spans());
     // A write per flush (one a second over 30 s, the last at the stop), not per request.
     expect(t.writes()).toBeLessThanOrEqual(31);
     await t.store.close();
@@ -107,6 +123,8 @@ describe('the usage recorder', () => {
     second.workerState(w, 'closed', t.timers.now);
     await second.stop();
     expect(await t.spans()).toEqual(['idle 26', 'starting 4']);
+    // Its counters count from its own start: the 20 s before it were the killed process's (their sum adds up).
+    expect(observedByState(second.observed(t.timers.now))).toEqual(['idle 5']);
     await t.store.close();
   });
 
@@ -151,6 +169,27 @@ describe('the usage recorder', () => {
     await t.store.close();
   });
 
+  it("counts for /metrics only while it leads: a term's stop and the next term's start leave the gap out", async () => {
+    const t = await setUp();
+    const r = t.recorder();
+    await r.start();
+    r.workerState(worker('w1'), 'idle', t.timers.now);
+    t.timers.advance(10_000);
+    await r.stop();
+    // Another replica leads for 30 s; this one leads again and goes on with the store's open span.
+    t.timers.now += 30_000;
+    await r.start();
+    t.timers.advance(5_000);
+    expect(observedByState(r.observed(t.timers.now))).toEqual(['idle 15']);
+    expect(r.observed(t.timers.now)[0]).toMatchObject({
+      ownerId: 'owner-1',
+      endpointId: 'ep-a',
+      gpuMs: 15_000,
+    });
+    await r.stop();
+    await t.store.close();
+  });
+
   it('splits open spans at each UTC hour, so that an hour bucket holds only its own time', async () => {
     const t = await setUp();
     const r = t.recorder();
@@ -170,6 +209,7 @@ describe('the usage recorder', () => {
       [0, 60_000],
       [1, HOUR - 60_000],
     ]);
+    expect(observedByState(r.observed(t.timers.now))).toEqual([`idle ${HOUR / 1000}`]);
     await t.store.close();
   });
 });

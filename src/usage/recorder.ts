@@ -8,9 +8,18 @@
  * Durability: the open spans are in the store, so a new recorder (a restart, a new leader) starts from them
  * (`start`): an adopted worker's span goes on; one whose worker is not known after the controller's first pass is
  * closed (`workersKnown`), at its exit time where the runtime told it (the controller passes it with the change).
+ *
+ * It also sums what it counted since it started (`observed`), for `/metrics`' counters (usage-metrics.ts): seconds
+ * of spans continued from the store count from this recorder's start only, so that the replicas' sums add up.
  */
 import type { Clock, Timers } from '../ports/clock.js';
-import type { UsageState, WorkerHolding, WorkerUsageSink, WorkerUsageState } from '../ports/usage.js';
+import type {
+  ObservedUsage,
+  UsageState,
+  WorkerHolding,
+  WorkerUsageSink,
+  WorkerUsageState,
+} from '../ports/usage.js';
 import type { SegmentChange, UsageSegmentRepository } from '../store/usage/usage-segments.js';
 
 const HOUR_MS = 3_600_000;
@@ -57,6 +66,10 @@ export class UsageRecorder implements WorkerUsageSink {
   #timer: unknown;
   #flushing: Promise<void> | undefined;
   #stopped = false;
+  /** The closed part of what this recorder counted, per owner, endpoint, GPU product and state. */
+  readonly #observed = new Map<string, ObservedUsage>();
+  /** When this recorder's term began (its last start): earlier time was another leader's or process's. */
+  #countingSince = Number.POSITIVE_INFINITY;
 
   constructor(options: UsageRecorderOptions) {
     this.#o = options;
@@ -70,6 +83,8 @@ export class UsageRecorder implements WorkerUsageSink {
   async start(): Promise<void> {
     this.#stopped = false;
     const now = this.#o.clock();
+    // This term's start: what the store's open spans held before it, another leader (or process) counted.
+    this.#countingSince = now;
     let earliest = now;
     for (const open of await this.#o.segments.open()) {
       if (this.#counted.has(open.workerId)) continue;
@@ -96,6 +111,7 @@ export class UsageRecorder implements WorkerUsageSink {
     const at = Math.max(told, counted?.since ?? told);
     if (state === 'closed') {
       // Written even for a worker not counted here: the store may hold its open span (read by a start under way).
+      if (counted) this.#observe(counted, at);
       this.#counted.delete(holding.workerId);
       this.#busy.delete(holding.workerId);
       this.#notes.push({ holding: counted?.holding ?? holding, at, state: null });
@@ -112,6 +128,7 @@ export class UsageRecorder implements WorkerUsageSink {
       counted.lifecycle = state;
       return;
     }
+    if (counted) this.#observe(counted, at);
     this.#counted.set(holding.workerId, {
       holding,
       lifecycle: state,
@@ -130,9 +147,11 @@ export class UsageRecorder implements WorkerUsageSink {
     this.#advance(at);
     const span = spanState(counted.lifecycle, busy);
     if (span === counted.span) return;
+    const since = Math.max(at, counted.since);
+    this.#observe(counted, since);
     counted.span = span;
     counted.continued = false;
-    counted.since = Math.max(at, counted.since);
+    counted.since = since;
     this.#notes.push({ holding: counted.holding, at: counted.since, state: span });
   }
 
@@ -166,9 +185,28 @@ export class UsageRecorder implements WorkerUsageSink {
     this.#timer = undefined;
     await this.#flushing;
     await this.flush();
+    // After the last flush's hour splits: the open spans' rest, up to now, counted for /metrics.
+    const now = this.#o.clock();
+    for (const counted of this.#counted.values()) this.#observe(counted, Math.max(now, counted.since));
     this.#counted.clear();
     this.#busy.clear();
     this.#nextHour = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * What this recorder counted since it started, its open spans up to `now` included: per owner, endpoint, GPU
+   * product and state, the worker time, GPU time and host memory time (never less than an earlier answer).
+   */
+  observed(now: number): ObservedUsage[] {
+    const sums = new Map([...this.#observed].map(([key, sum]) => [key, { ...sum }]));
+    for (const counted of this.#counted.values())
+      addObserved(sums, counted, Math.max(this.#countingSince, counted.since), now);
+    return [...sums.values()];
+  }
+
+  /** Adds the counted worker's open span up to `until` (from this recorder's start at the earliest). */
+  #observe(counted: Counted, until: number): void {
+    addObserved(this.#observed, counted, Math.max(this.#countingSince, counted.since), until);
   }
 
   async #write(): Promise<void> {
@@ -199,6 +237,7 @@ export class UsageRecorder implements WorkerUsageSink {
     while (this.#nextHour <= at) {
       for (const counted of this.#counted.values()) {
         if (counted.since >= this.#nextHour) continue;
+        this.#observe(counted, this.#nextHour);
         counted.since = this.#nextHour;
         this.#notes.push({ holding: counted.holding, at: this.#nextHour, state: counted.span });
       }
@@ -206,6 +245,21 @@ export class UsageRecorder implements WorkerUsageSink {
     }
     if (this.#nextHour === Number.POSITIVE_INFINITY) this.#nextHour = nextHourAfter(at);
   }
+}
+
+function addObserved(sums: Map<string, ObservedUsage>, counted: Counted, from: number, until: number): void {
+  if (!(until > from)) return;
+  const { ownerId, endpointId, gpuProductId, gpuCount, hostMemoryBytes } = counted.holding;
+  const key = `${ownerId}\0${endpointId}\0${gpuProductId}\0${counted.span}`;
+  let sum = sums.get(key);
+  if (!sum) {
+    sum = { ownerId, endpointId, gpuProductId, state: counted.span, ms: 0, gpuMs: 0, memoryGbMs: 0 };
+    sums.set(key, sum);
+  }
+  const ms = until - from;
+  sum.ms += ms;
+  sum.gpuMs += ms * gpuCount;
+  sum.memoryGbMs += (ms * hostMemoryBytes) / 1e9;
 }
 
 function nextHourAfter(at: number): number {

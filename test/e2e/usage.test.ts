@@ -122,6 +122,21 @@ describe('the usage ledger, with corral serve as a process', () => {
       { timeout: 15_000, interval: 1500 },
     );
     expect(last).toBeGreaterThanOrEqual(billed.timeBilledMs - 1000);
+
+    // /metrics counts the same seconds (this one process led throughout), by state, and their price by owner.
+    const scrape = await fetch(`${server?.apiUrl}/metrics`, { headers: { authorization: `Bearer ${KEY}` } });
+    const text = await scrape.text();
+    const gpuSeconds = (state: string) =>
+      Number(
+        new RegExp(
+          `^corral_gpu_seconds_total\\{[^}]*endpoint="${id}"[^}]*state="${state}"[^}]*\\} (\\S+)$`,
+          'm',
+        ).exec(text)?.[1] ?? Number.NaN,
+      );
+    const counted = ['starting', 'active', 'idle'].map(gpuSeconds).reduce((a, b) => a + b);
+    expect(Math.abs(counted * 1000 - last), text).toBeLessThanOrEqual(100);
+    expect(gpuSeconds('active')).toBeCloseTo(billed.gpuSeconds.active ?? 0, 0);
+    expect(text).toMatch(/^corral_usage_amount_total\{owner="[^"]+",currency="USD"\} [0-9.e-]+$/m);
   }, 90_000);
 
   it('loses no second across a kill -9 of corral serve and a restart that adopts the worker', async () => {
