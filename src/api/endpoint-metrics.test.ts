@@ -13,6 +13,14 @@ import { JobSignals } from '../jobs/job-signals.js';
 import { type EndpointTraffic, NO_RECENT_JOBS } from '../ports/traffic.js';
 import type { Store } from '../store/store.js';
 
+const HOUR = 3_600_000;
+const NO_USAGE = {
+  gpuSeconds: { downloading: 0, starting: 0, active: 0, idle: 0, frozen: 0, suspended: 0 },
+  timeBilledMs: 0,
+  amount: 0,
+  currency: 'USD',
+};
+
 const TRAFFIC: EndpointTraffic = {
   window: { since: Date.parse('2026-11-25T10:00:00.000Z'), seconds: 300 },
   requests: { total: 12, byStatus: { 200: 10, 499: 1, 504: 1 } },
@@ -128,6 +136,7 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
         inProgress: 0,
         recent: { seconds: 0, ...NO_RECENT_JOBS },
       },
+      usage: { lastHour: NO_USAGE, lastDay: NO_USAGE },
     });
     expect(asked).toEqual([id]);
   });
@@ -151,10 +160,39 @@ describe.each(storeTargets())('GET endpoint/metrics on $name', (target) => {
       desiredWorkers: null,
       recent: null,
       jobs: { inQueue: 0, inProgress: 0, recent: null },
+      usage: { lastHour: NO_USAGE, lastDay: NO_USAGE },
     });
     const history = await api.call('GET', `endpoint/metrics/history?id=${id}`);
     expect(history.status).toBe(200);
     expect(history.body).toMatchObject({ id, intervalSeconds: null, capacity: 0, at: [], workers: {} });
+  });
+
+  it("gives the ledger's GPU time and price of the endpoint's workers over the last hour and the last day", async () => {
+    const { api, id } = await start(false);
+    const now = Date.now();
+    const holding = {
+      workerId: 'w1',
+      ownerId: 'owner-a',
+      endpointId: id,
+      gpuProductId: 'h100-80g',
+      gpuCount: 2,
+      hostMemoryBytes: 0,
+    };
+    const other = { ...holding, workerId: 'w2', endpointId: 'another-endpoint' };
+    await store.usageSegments.apply([
+      { holding, at: now - 2 * HOUR, state: 'idle' },
+      { holding: other, at: now - 2 * HOUR, state: 'idle' },
+    ]);
+    await store.usageSegments.apply([{ holding, at: now - HOUR / 2, state: 'active' }]);
+    const { usage } = (await api.call('GET', `endpoint/metrics?id=${id}`)).body;
+    // Its open span counts up to the question: a second or so after `now`.
+    expect(usage.lastHour.gpuSeconds.idle).toBeCloseTo(2 * 1800, -1);
+    expect(usage.lastHour.gpuSeconds.active).toBeGreaterThanOrEqual(2 * 1800);
+    expect(usage.lastHour.gpuSeconds.active).toBeLessThan(2 * 1810);
+    expect(usage.lastDay.gpuSeconds.idle).toBeCloseTo(2 * 5400, -1);
+    expect(usage.lastDay.timeBilledMs).toBeGreaterThanOrEqual(2 * HOUR);
+    expect(usage.lastDay.timeBilledMs).toBeLessThan(2 * HOUR + 10_000);
+    expect(usage.lastDay.currency).toBe('USD');
   });
 
   it("serves the history's samples of the endpoint, and its last minutes beside its metrics", async () => {

@@ -7,6 +7,7 @@ import {
   type WireEndpointMetrics,
   type WireEvent,
   type WireState,
+  type WireUsageTotals,
   type WireWakes,
 } from '../client/index.js';
 import { formatKeyValues, formatTable } from './table.js';
@@ -173,6 +174,12 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
     ['ID', m.id],
     ['Workers', states.length === 0 ? 'none' : `${m.readyWorkers ?? 0} ready (${byState})`],
   ];
+  if (m.usage) {
+    pairs.push(
+      ['GPU time, last hour', usageText(m.usage.lastHour)],
+      ['GPU time, last day', usageText(m.usage.lastDay)],
+    );
+  }
   if (m.requests === null) {
     pairs.push(['Traffic', 'unknown (no gateway runs in the server that answered)']);
     return formatKeyValues(pairs);
@@ -188,6 +195,17 @@ export function formatEndpointMetrics(m: WireEndpointMetrics): string {
     ...wakePairs(m),
   );
   return formatKeyValues(pairs);
+}
+
+/** `1.500 GPU-h (4.50 EUR; active 1.000, idle 0.500)`: the states that held any time, largest first. */
+function usageText(u: WireUsageTotals): string {
+  const hours = (seconds: number) => (seconds / 3600).toFixed(3);
+  const held = Object.entries(u.gpuSeconds)
+    .filter(([, seconds]) => seconds > 0)
+    .sort(([, a], [, b]) => b - a);
+  const total = held.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const states = held.map(([state, seconds]) => `${state} ${hours(seconds)}`).join(', ');
+  return `${hours(total)} GPU-h (${u.amount.toFixed(2)} ${u.currency}${states === '' ? '' : `; ${states}`})`;
 }
 
 /**

@@ -527,6 +527,28 @@ describe('corral endpoints metrics', () => {
     expect(o.out()).toContain('Cold starts:  1 (mean 3289 ms)\nThaws:        1 (mean 24 ms)\n');
   });
 
+  it("shows the ledger's GPU time of the last hour and day, by state, with its price", async () => {
+    const zero = { downloading: 0, starting: 0, active: 0, idle: 0, frozen: 0, suspended: 0 };
+    const usage = {
+      lastHour: {
+        gpuSeconds: { ...zero, active: 3600, idle: 1800 },
+        timeBilledMs: 2_700_000,
+        amount: 4.5,
+        currency: 'EUR',
+      },
+      lastDay: { gpuSeconds: zero, timeBilledMs: 0, amount: 0, currency: 'EUR' },
+    };
+    const h = harness({ 'GET endpoint/metrics': { body: { ...metrics, usage } } });
+    await runCommand(makeEndpointsCommand(h.deps), ['metrics', 'ep-1']);
+    expect(h.out()).toContain(
+      [
+        'GPU time, last hour:  1.500 GPU-h (4.50 EUR; active 1.000, idle 0.500)',
+        'GPU time, last day:   0.000 GPU-h (0.00 EUR)',
+        'Window:',
+      ].join('\n'),
+    );
+  });
+
   it('names the answering replica whose gateway the totals are, with several replicas', async () => {
     const replicated = { ...metrics, window: { ...metrics.window, replica: 'rep-a1' } };
     const h = harness({ 'GET endpoint/metrics': { body: replicated } });

@@ -33,6 +33,7 @@ export type {
   WireRecentTraffic,
   WireSecret,
   WireState,
+  WireUsageTotals,
   WireWakeColumns,
   WireWakes,
   WireWorker,

@@ -3,6 +3,7 @@
  * produces them) and the typed client (which consumes them); nothing else should import this.
  */
 import type { Product } from '../gpu/products.js';
+import type { UsageState } from '../ports/usage.js';
 
 export interface WireState {
   state: string;
@@ -215,6 +216,19 @@ export interface WireEndpointMetrics {
   recent: WireRecentTraffic | null;
   /** The endpoint's jobs (docs/jobs.md, Watching jobs); absent from servers before them. */
   jobs?: WireEndpointMetricsJobs;
+  /**
+   * The usage ledger's GPU time and its price over the last hour and the last day (docs/usage.md), every replica's;
+   * absent from servers before the ledger, and where the answering server keeps none.
+   */
+  usage?: { lastHour: WireUsageTotals; lastDay: WireUsageTotals };
+}
+
+/** GPU-seconds per state, worker time and its price over some span (docs/usage.md). */
+export interface WireUsageTotals {
+  gpuSeconds: Record<UsageState, number>;
+  timeBilledMs: number;
+  amount: number;
+  currency: string;
 }
 
 /** Wakes from zero of one tier: how many, and their mean duration (ms; null without any). */

@@ -20,7 +20,7 @@ function ledger(): UsageReader & { gpuSeconds: number } {
   const reader = {
     gpuSeconds: 0,
     query: async () => [],
-    ownerTotals: async (): Promise<UsageTotals> => ({
+    totals: async (): Promise<UsageTotals> => ({
       gpuSeconds: {
         downloading: 0,
         starting: 0,

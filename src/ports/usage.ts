@@ -40,11 +40,20 @@ export interface UsageRow extends UsageTotals {
   ownerId: string | null;
 }
 
+/** Whose workers a total is of: an owner's, an endpoint's; absent fields do not narrow it. */
+export interface UsageScope {
+  ownerId?: string;
+  endpointId?: string;
+}
+
 export interface UsageReader {
   /** The rows of a query, by bucket then key. */
   query(query: UsageQuery): Promise<UsageRow[]>;
-  /** An owner's totals from `since` until `now`, open segments included up to `now` (what a budget reads). */
-  ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals>;
+  /**
+   * The totals of an owner's or an endpoint's workers (or both, or every worker) from `since` until `now`, open
+   * segments included up to `now`: what a budget reads, and an endpoint's metrics.
+   */
+  totals(scope: UsageScope, since: number, now: number): Promise<UsageTotals>;
 }
 
 /** Worker time one process counted, of one owner's endpoint on one GPU product in one state (for `/metrics`). */

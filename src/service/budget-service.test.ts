@@ -5,7 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { BudgetSettings } from '../domain/budget.js';
-import type { UsageQuery, UsageReader, UsageRow, UsageState, UsageTotals } from '../ports/usage.js';
+import type {
+  UsageQuery,
+  UsageReader,
+  UsageRow,
+  UsageScope,
+  UsageState,
+  UsageTotals,
+} from '../ports/usage.js';
 import { BudgetService } from './budget-service.js';
 
 const NOW = Date.parse('2026-11-29T12:30:00.000Z');
@@ -17,7 +24,7 @@ function seconds(partial: Partial<Record<UsageState, number>>): Record<UsageStat
 
 /** A ledger whose owners' totals are set by the test; it counts its reads. */
 class MemoryLedger implements UsageReader {
-  readonly totals = new Map<string, UsageTotals>();
+  readonly byOwner = new Map<string, UsageTotals>();
   hourRows: UsageRow[] = [];
   ownerReads: { ownerId: string; since: number; now: number }[] = [];
   queries: UsageQuery[] = [];
@@ -25,7 +32,7 @@ class MemoryLedger implements UsageReader {
   set(ownerId: string, gpuSeconds: Partial<Record<UsageState, number>>, amount = 0): void {
     const all = seconds(gpuSeconds);
     const timeBilledMs = Object.values(all).reduce((a, b) => a + b, 0) * 1000;
-    this.totals.set(ownerId, { gpuSeconds: all, timeBilledMs, amount, currency: 'USD' });
+    this.byOwner.set(ownerId, { gpuSeconds: all, timeBilledMs, amount, currency: 'USD' });
   }
 
   async query(query: UsageQuery): Promise<UsageRow[]> {
@@ -33,10 +40,10 @@ class MemoryLedger implements UsageReader {
     return this.hourRows;
   }
 
-  async ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals> {
+  async totals({ ownerId = '' }: UsageScope, since: number, now: number): Promise<UsageTotals> {
     this.ownerReads.push({ ownerId, since, now });
     return (
-      this.totals.get(ownerId) ?? { gpuSeconds: seconds({}), timeBilledMs: 0, amount: 0, currency: 'USD' }
+      this.byOwner.get(ownerId) ?? { gpuSeconds: seconds({}), timeBilledMs: 0, amount: 0, currency: 'USD' }
     );
   }
 }
@@ -152,7 +159,7 @@ describe('BudgetService', () => {
     const { ledger, service, advance } = setup({ owners: { lab: { perMonth: 10 } } });
     ledger.set('lab', {}, 11);
     await service.read('lab');
-    ledger.ownerTotals = async () => {
+    ledger.totals = async () => {
       throw new Error('database unavailable');
     };
     advance(5_000);

@@ -114,7 +114,7 @@ export class BudgetService implements BudgetStandings {
     const budget = budgetFor(ownerId, settings, await isOperator(ownerId));
     const hourly = this.#hourly(now);
     if (budget === undefined) return (await hourly)?.standing;
-    const [totals, account] = await Promise.all([usage.ownerTotals(ownerId, monthStart(now), now), hourly]);
+    const [totals, account] = await Promise.all([usage.totals({ ownerId }, monthStart(now), now), hourly]);
     return worst([monthlyStanding(budget, budgetUse(totals), now), account?.standing]);
   }
 

@@ -46,7 +46,7 @@ describe('the ledger reader', () => {
       prices: PRICES,
       clock: () => T0 + 5 * HOUR,
     });
-    const totals = await reader.ownerTotals('owner-1', T0, T0 + 5 * HOUR);
+    const totals = await reader.totals({ ownerId: 'owner-1' }, T0, T0 + 5 * HOUR);
     // 2 GPUs x 2/h: starting 4 + active 4 + idle 4 x 0.5 + suspended (GPU factor 0) 10 GB x 0.01/h.
     expect(totals.amount).toBeCloseTo(4 + 4 + 2 + 0.1);
     expect(totals.timeBilledMs).toBe(4 * HOUR);

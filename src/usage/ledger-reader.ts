@@ -2,7 +2,14 @@
  * `UsageReader` (ports/usage.ts) over the store's grouped sums: the database sums each bucket, key, owner, GPU
  * product and state; here those few rows are priced and folded into one row per bucket and key.
  */
-import type { UsagePrices, UsageQuery, UsageReader, UsageRow, UsageTotals } from '../ports/usage.js';
+import type {
+  UsagePrices,
+  UsageQuery,
+  UsageReader,
+  UsageRow,
+  UsageScope,
+  UsageTotals,
+} from '../ports/usage.js';
 import type { SegmentSums, UsageSegmentRepository } from '../store/usage/usage-segments.js';
 import { addSpan, emptyTotals, isUsageState } from './prices.js';
 
@@ -35,8 +42,8 @@ export class LedgerReader implements UsageReader {
     return [...rows.values()];
   }
 
-  async ownerTotals(ownerId: string, since: number, now: number): Promise<UsageTotals> {
-    const sums = await this.#o.segments.sums({ ownerId, from: since, to: now, now, grouping: 'owner' });
+  async totals(scope: UsageScope, since: number, now: number): Promise<UsageTotals> {
+    const sums = await this.#o.segments.sums({ ...scope, from: since, to: now, now, grouping: 'owner' });
     const totals = emptyTotals(this.#o.prices.currency);
     for (const sum of sums) this.#add(totals, sum);
     return totals;

@@ -44,8 +44,8 @@ export function registerUsageMetrics(options: UsageMetricsOptions): void {
       this.reset();
       const byOwner = new Map<string, UsageTotals>();
       for (const o of observed(clock())) {
-        let totals = byOwner.get(o.ownerId);
-        if (!totals) byOwner.set(o.ownerId, (totals = emptyTotals(prices.currency)));
+        const totals = byOwner.get(o.ownerId) ?? emptyTotals(prices.currency);
+        byOwner.set(o.ownerId, totals);
         addSpan(totals, prices, o);
       }
       for (const [owner, totals] of byOwner) this.inc({ owner, currency: totals.currency }, totals.amount);

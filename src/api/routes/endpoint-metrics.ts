@@ -11,12 +11,14 @@ import type {
   WireEndpointMetrics,
   WireEndpointMetricsJobs,
 } from '../../contract/wire.js';
+import { systemClock } from '../../ports/clock.js';
 import {
   type EndpointHistory,
   type EndpointTraffic,
   NO_RECENT_JOBS,
   type RecentTraffic,
 } from '../../ports/traffic.js';
+import type { UsageReader } from '../../ports/usage.js';
 import type { AppOptions } from '../app.js';
 
 type Query = Record<string, string | string[] | undefined>;
@@ -50,7 +52,8 @@ export type DesiredSource = (endpointId: string) => number | undefined | Promise
  * come from the store (any API replica has them); the traffic (requests by status, latency, queue wait, cold
  * starts, thaws, restores) from this process's gateway since it started, with that window (and, with several replicas, this
  * replica) stated, null where none runs; the queue depth and in-flight requests now are this gateway's plus every
- * other live replica's. Another owner's id answers 404, as everywhere.
+ * other live replica's; the GPU time of the last hour and day from the usage ledger (the store's). Another owner's
+ * id answers 404, as everywhere.
  */
 export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions): void {
   registerHistoryRoute(api, o);
@@ -95,9 +98,21 @@ export function registerEndpointMetricsRoute(api: FastifyInstance, o: AppOptions
       desiredWorkers: endpoint.desired === 'stopped' ? 0 : ((await o.desiredWorkers?.(endpoint.id)) ?? null),
       recent: recent ? recentRequests(recent) : null,
       ...(jobs ? { jobs } : {}),
+      ...(o.usage ? { usage: await lastHourAndDay(o.usage, endpoint.id, systemClock()) } : {}),
     };
   });
 }
+
+/** The endpoint's workers' usage over the last hour and the last day, from the ledger (two grouped reads). */
+async function lastHourAndDay(usage: UsageReader, endpointId: string, now: number) {
+  const [lastHour, lastDay] = await Promise.all([
+    usage.totals({ endpointId }, now - HOUR_MS, now),
+    usage.totals({ endpointId }, now - 24 * HOUR_MS, now),
+  ]);
+  return { lastHour, lastDay };
+}
+
+const HOUR_MS = 3_600_000;
 
 /** Where the history has no ring for the endpoint: nothing happened in it for the history's whole length. */
 const NO_RECENT_TRAFFIC: RecentTraffic = {

@@ -220,8 +220,16 @@ function endpointMetricsSchema(): Schema {
         required: ['seconds', 'requests', 'requestsPerMinute', 'latencyMs'],
       },
       jobs: ref('EndpointJobs'),
+      usage: object(
+        { lastHour: ref('UsageTotals'), lastDay: ref('UsageTotals') },
+        {
+          description:
+            "The usage ledger's GPU time and its price over the last hour and the last day, every replica's (docs/usage.md).",
+        },
+      ),
     },
     {
+      optional: ['usage'],
       description:
         "One endpoint's metrics. Traffic figures are this process's gateway's since it started; see docs/gateway.md.",
     },
@@ -482,6 +490,19 @@ export function responseSchemas(): Record<string, Schema> {
       ],
     },
     BillingRows: arrayOf(ref('BillingRow'), 'By bucket, then by endpoint (or GPU type).'),
+    UsageTotals: object(
+      {
+        gpuSeconds: {
+          type: 'object',
+          description: 'GPU-seconds (worker seconds x its GPUs) per state.',
+          additionalProperties: { type: 'number' },
+        },
+        timeBilledMs: int('Worker time, every state.'),
+        amount: { type: 'number', description: 'Price x GPUs x time per state, in `currency`.' },
+        currency: str('The currency of amount (config usage.currency).'),
+      },
+      { description: 'GPU time and its price over some span.' },
+    ),
     BillingRow: object(
       {
         time: str("The bucket's start (UTC).", { format: 'date-time' }),
