@@ -161,6 +161,23 @@ describe('the model router: /openai/v1/... picks the endpoint by the body’s mo
     expect((await service.list(queue, { limit: 5 })).jobs).toEqual([]);
   });
 
+  it('passes a body sent in chunks (no Content-Length) whole, in one piece', async () => {
+    const parts = ['{"model":"Qwen/Qwen2.5-7B",', '"prompt":"in parts"}'];
+    const response = await fetch(`${base}/openai/v1/completions?stream=false`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(controller) {
+          for (const part of parts) controller.enqueue(new TextEncoder().encode(part));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(200);
+    expect(received).toEqual([{ method: 'POST', url: '/v1/completions?stream=false', body: parts.join('') }]);
+  });
+
   it("lists the key's models in OpenAI's shape, and one by its name", async () => {
     const list = await get('/models');
     expect(list.status).toBe(200);
