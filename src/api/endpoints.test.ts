@@ -307,6 +307,52 @@ describe.each(storeTargets())('endpoint operations on $name', (target) => {
     ).toBe(200);
   });
 
+  it('openaiModel: set, shown, changed and removed; one endpoint per model name of an owner (409); a bad name 400', async () => {
+    const id = await create({ openaiModel: 'meta-llama/Llama-3.1-8B-Instruct' });
+    const shown = async () => (await api.call('GET', `endpoint?id=${id}`)).body.endpoint.openaiModel;
+    expect(await shown()).toBe('meta-llama/Llama-3.1-8B-Instruct');
+    expect((await api.call('GET', 'endpoints')).body.endpoints[0].openaiModel).toBe(
+      'meta-llama/Llama-3.1-8B-Instruct',
+    );
+    const taken = await api.call(
+      'POST',
+      'endpoint/create',
+      originalClientCreateBody({ openaiModel: 'meta-llama/Llama-3.1-8B-Instruct' }),
+    );
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ reason: 'OPENAI_MODEL_TAKEN', metadata: { field: 'openaiModel' } });
+    // Another owner's endpoint may have the same name: each owner's router picks among its own.
+    const otherOwner = await api.call(
+      'POST',
+      'endpoint/create',
+      originalClientCreateBody({ openaiModel: 'meta-llama/Llama-3.1-8B-Instruct' }),
+      api.keyB,
+    );
+    expect(otherOwner.status).toBe(200);
+    const second = await create({ openaiModel: 'qwen2.5:7b' });
+    const clash = await api.call('POST', 'endpoint/update', {
+      id: second,
+      openaiModel: 'meta-llama/Llama-3.1-8B-Instruct',
+    });
+    expect(clash.status).toBe(409);
+    expect(clash.body.reason).toBe('OPENAI_MODEL_TAKEN');
+    const bad = await api.call('POST', 'endpoint/update', { id, openaiModel: 'two words' });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ reason: 'INVALID_FIELD', metadata: { field: 'openaiModel' } });
+    expect((await api.call('POST', 'endpoint/update', { id, workerConfig: { maxNum: 3 } })).status).toBe(200);
+    expect(await shown()).toBe('meta-llama/Llama-3.1-8B-Instruct');
+    expect((await api.call('POST', 'endpoint/update', { id, openaiModel: '' })).status).toBe(200);
+    expect(await shown()).toBeUndefined();
+    expect(
+      (
+        await api.call('POST', 'endpoint/update', {
+          id: second,
+          openaiModel: 'meta-llama/Llama-3.1-8B-Instruct',
+        })
+      ).status,
+    ).toBe(200);
+  });
+
   it('reports limits with every field of the spec, all integers, min <= max', async () => {
     const limits = (await api.call('GET', 'endpoint/limit')).body;
     const names = [

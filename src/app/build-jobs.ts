@@ -24,6 +24,7 @@ import { JobMetrics } from '../jobs/job-metrics.js';
 import { JobService } from '../jobs/job-service.js';
 import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
+import { ModelRouter } from '../jobs/model-router.js';
 import { Wakeups } from '../jobs/wakeups.js';
 import { WorkerContacts } from '../jobs/worker-contacts.js';
 import { WorkerDirectory } from '../jobs/worker-directory.js';
@@ -103,6 +104,8 @@ export interface Jobs {
   events: JobEvents;
   /** The client routes, for the gateway's router. */
   clientRoute: JobClientRoutes;
+  /** The model router (`/openai/v1/...` by the body's model), for the gateway's router, which it reroutes through. */
+  modelRoute: ModelRouter;
   /** The worker protocol's handler, for the worker-facing listener (app/worker-listener.ts): false, not its route. */
   workerHandler: (req: IncomingMessage, res: ServerResponse) => boolean;
   tokens: WorkerTokens;
@@ -151,6 +154,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     wakeups,
     events,
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
+    findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
     keys: callerKeys,
     retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
     workerCounts: (endpointId) => {
@@ -292,6 +296,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
         ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
       }),
     }),
+    modelRoute: new ModelRouter({ service, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
       workers,
       tokens,
@@ -361,7 +366,7 @@ export function callerKeyChecks(parts: {
 /** What the traffic side takes of the jobs side: routes, signals, a queue worker's env and health. */
 export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetrics>['jobs']> {
   return {
-    routes: [jobs.clientRoute],
+    routes: [jobs.modelRoute, jobs.clientRoute],
     callerKeys: jobs.callerKeys,
     signals: (signals) => withJobs(signals, jobs.signals),
     protocolEnv: jobs.protocolEnv,

@@ -129,6 +129,7 @@ describe("an endpoint's callers: one rule and one cache for its URL and its jobs
       wakeups: new Wakeups({ timers, recheckMs: 500 }),
       events: new JobEvents(),
       findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
+      findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
       keys,
       retention: { asyncMs: 60_000, syncMs: 60_000 },
     });

@@ -211,6 +211,7 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
         tokenSecret: m.tokenSecret === undefined || m.tokenSecret === '' ? null : m.tokenSecret,
       }),
     ),
+    openaiModel: input.openaiModel,
   };
 }
 

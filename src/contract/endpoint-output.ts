@@ -83,6 +83,7 @@ export function toWireEndpoint(
       allowPatterns: [...m.allowPatterns],
       tokenSecret: m.tokenSecret,
     })),
+    ...(spec.openaiModel === undefined ? {} : { openaiModel: spec.openaiModel }),
   };
   if (usesNetworkStorage) wire.clusterID = spec.clusterId;
   return wire;

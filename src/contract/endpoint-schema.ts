@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { DEFAULT_HEALTH, DEFAULT_HEALTH_PATH, IMAGE_PULL_POLICIES } from '../domain/endpoint.js';
 import { DEFAULT_MODEL_REVISION, MODEL_LIMITS } from '../domain/model-refs.js';
+import { MAX_OPENAI_MODEL_LENGTH } from '../domain/openai-model.js';
 import { DEFAULT_SCALING, DEFAULT_WORKERS } from '../domain/spec-patch.js';
 import {
   APP_NAME,
@@ -284,6 +285,12 @@ export const endpointFields = {
   models: field(
     list(model),
     `Corral extension: hub repositories the workers load (at most ${MODEL_LIMITS.models}), on the worker's machine before a GPU is held and mounted read-only at /runpod-volume/huggingface-cache/hub, with HF_HUB_CACHE and HF_HUB_OFFLINE=1 set (docs/models.md). On update, the list replaces the current one; [] removes every model.`,
+  ),
+  openaiModel: field(
+    text,
+    `Corral extension: the model name OpenAI clients send as "model" for this endpoint: the gateway's model router (/openai/v1/... without an endpoint in the path) picks the caller's endpoint by it (docs/openai.md#model-router). Unique among the owner's endpoints; at most ${MAX_OPENAI_MODEL_LENGTH} characters, a letter or digit first, then letters, digits and . _ - : / @ +. "" removes it.`,
+    undefined,
+    { maxLength: MAX_OPENAI_MODEL_LENGTH },
   ),
 };
 

@@ -19,6 +19,7 @@ export const WIRE_SPEC_FIELDS: Record<keyof EndpointSpec, string> = {
   type: 'type',
   jobsPath: 'jobsPath',
   models: 'models',
+  openaiModel: 'openaiModel',
 };
 
 /** Maps a domain field path (validate.ts) to the wire field a client sent. */

@@ -23,6 +23,19 @@ export function parseOpenAIRequest(route: string, body: string | undefined): Par
   const routeText = JSON.stringify(route);
   if (body === undefined || body.trim() === '')
     return { ok: true, value: { input: `{"openai_route":${routeText},"openai_input":{}}`, stream: false } };
+  const parsed = parseOpenAIBody(body);
+  if (!parsed.ok) return parsed;
+  return {
+    ok: true,
+    value: {
+      input: `{"openai_route":${routeText},"openai_input":${body}}`,
+      stream: parsed.value.stream === true,
+    },
+  };
+}
+
+/** An OpenAI request's body: a JSON object, nested no deeper than a job's input may be. */
+function parseOpenAIBody(body: string): Parsed<Record<string, unknown>> {
   if (nestsDeeperThan(body, JOB_LIMITS.jsonDepth)) return tooDeep('the body');
   let parsed: unknown;
   try {
@@ -31,13 +44,36 @@ export function parseOpenAIRequest(route: string, body: string | undefined): Par
     return { ok: false, problem: 'the body is not JSON: send the OpenAI request as a JSON object' };
   }
   if (!isRecord(parsed)) return { ok: false, problem: 'the body must be a JSON object (an OpenAI request)' };
-  return {
-    ok: true,
-    value: {
-      input: `{"openai_route":${routeText},"openai_input":${body}}`,
-      stream: parsed.stream === true,
-    },
-  };
+  return { ok: true, value: parsed };
+}
+
+/** The `model` a request's body names (the model router picks its endpoint by it); undefined when none is named. */
+export function openAIRequestModel(body: string): Parsed<string | undefined> {
+  const parsed = parseOpenAIBody(body);
+  if (!parsed.ok) return parsed;
+  const { model } = parsed.value;
+  return { ok: true, value: typeof model === 'string' ? model : undefined };
+}
+
+/** One model of OpenAI's list (`GET /v1/models`): its name, when it came (seconds) and whose it is. */
+export interface OpenAIModelEntry {
+  id: string;
+  created: number;
+  ownedBy: string;
+}
+
+/** OpenAI's model object. */
+export function openAIModel(entry: OpenAIModelEntry): string {
+  return JSON.stringify(modelObject(entry));
+}
+
+/** OpenAI's list of models: `{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}`. */
+export function openAIModelList(entries: readonly OpenAIModelEntry[]): string {
+  return JSON.stringify({ object: 'list', data: entries.map(modelObject) });
+}
+
+function modelObject(entry: OpenAIModelEntry) {
+  return { id: entry.id, object: 'model', created: entry.created, owned_by: entry.ownedBy };
 }
 
 /**

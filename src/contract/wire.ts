@@ -75,6 +75,8 @@ export interface WireEndpoint<PortType extends string | number = string | number
   jobUrls?: WireJobUrls;
   /** Corral extension: hub repositories its workers load from the machine's model cache. Absent from servers before it. */
   models?: WireModel[];
+  /** Corral extension: the model name OpenAI clients send as `model` (the model router's); absent when none. */
+  openaiModel?: string;
 }
 
 /** A model an endpoint names (docs/models.md); `tokenSecret` is the name of the owner's secret, never its value. */

@@ -94,6 +94,11 @@ export interface EndpointSpec {
   jobsPath: string;
   /** Hub repositories its workers load: on the worker's machine before a GPU is held, mounted read-only. */
   models: ModelRef[];
+  /**
+   * The model name OpenAI clients send as `model` for this endpoint: the gateway's model router (`/openai/v1/...`)
+   * picks it by this name among its owner's endpoints (openai-model.ts). Unique among an owner's live endpoints.
+   */
+  openaiModel?: string;
 }
 
 export type EndpointState = 'deploying' | 'serving' | 'updating' | 'stopped' | 'failed' | 'deleting';

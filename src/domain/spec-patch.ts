@@ -42,6 +42,8 @@ export interface SpecPatch {
   type?: EndpointType;
   jobsPath?: string;
   models?: ModelRef[];
+  /** `''` removes the endpoint's model name. */
+  openaiModel?: string;
 }
 
 /** The fixed defaults of a create, before they are clamped into the server's configured ranges. */
@@ -134,7 +136,7 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
   const named = patch.health !== 'reset' && patch.health?.path !== undefined;
   health.path = healthPathForType(health.path, base.type, type, named);
   if (named) health.pathNamed = true;
-  return {
+  const spec: EndpointSpec = {
     name: patch.name ?? base.name,
     appName: patch.appName ?? base.appName,
     workers: mergeDefined(base.workers, patch.workers),
@@ -152,6 +154,9 @@ export function applyPatch(base: EndpointSpec, patch: SpecPatch): EndpointSpec {
     jobsPath: patch.jobsPath ?? base.jobsPath,
     models: patch.models ?? base.models,
   };
+  const openaiModel = patch.openaiModel ?? base.openaiModel;
+  if (openaiModel !== undefined && openaiModel !== '') spec.openaiModel = openaiModel;
+  return spec;
 }
 
 /** The image merged as every object is (mergeDefined), its `pullPolicy: ''` removing the endpoint's own. */

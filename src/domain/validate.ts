@@ -9,6 +9,7 @@ import { jobsPathProblem, MAX_JOBS_PATH_LENGTH } from './jobs-path.js';
 import { inRange, type Limits, type Range } from './limits.js';
 import { MODEL_LIMITS, modelNameProblem, modelRevisionProblem } from './model-refs.js';
 import { mountPathProblem, normalMountPath } from './mount-path.js';
+import { openaiModelProblem } from './openai-model.js';
 import { secretReferences } from './secret-refs.js';
 
 /** Why a field was rejected; each is a stable reason in the API's error catalogue. */
@@ -154,6 +155,9 @@ export function validateSpec(
   validateHealth(spec, add);
   validateJobsPath(spec, add);
   validateModels(spec, catalog, add);
+  const modelProblem = spec.openaiModel === undefined ? undefined : openaiModelProblem(spec.openaiModel);
+  if (modelProblem !== undefined)
+    add({ field: 'openaiModel', reason: 'INVALID_FIELD', message: `openaiModel ${modelProblem}` });
   return issues;
 }
 

@@ -55,6 +55,11 @@ export const API_ERROR_CATALOGUE = {
     description: 'The endpoint has no worker with that id (or this server runs no controller).',
   },
   APP_NAME_TAKEN: { status: 409, description: 'Another endpoint already uses that appName.' },
+  OPENAI_MODEL_TAKEN: {
+    status: 409,
+    description:
+      'Another of your endpoints already has that openaiModel (each model name picks one endpoint).',
+  },
   CREDENTIALS_IN_USE: {
     status: 409,
     description: 'Endpoints still pull with these credentials; change them first.',

@@ -27,6 +27,11 @@ export const JOBS_ERROR_CATALOGUE = {
     description:
       'More than one endpoint the key may call has that name (and none has it as id or appName); metadata.ids lists them: call one by its id or appName.',
   },
+  MODEL_NOT_FOUND: {
+    status: 404,
+    description:
+      "The model router's request names no model, or one that none of the key's endpoints has as its openaiModel: the message names the models there are.",
+  },
   JOB_NOT_FOUND: {
     status: 404,
     description: 'No job with that id belongs to the endpoint (it never existed, or its retention ended).',

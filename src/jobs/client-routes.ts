@@ -12,7 +12,15 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { BudgetStandings } from '../ports/budgets.js';
 import type { Clock } from '../ports/clock.js';
 import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
-import { abortOnClose, type JobsLogger, readBody, writeError, writeJson } from './http-io.js';
+import {
+  abortOnClose,
+  type JobsLogger,
+  onEndpointHost,
+  readBody,
+  safeDecode,
+  writeError,
+  writeJson,
+} from './http-io.js';
 import type { JobService } from './job-service.js';
 import { OpenAIJobRoutes } from './openai-routes.js';
 
@@ -49,7 +57,6 @@ export interface JobClientRoutesOptions {
 export class JobClientRoutes {
   readonly #o: JobClientRoutesOptions;
   readonly #waits: ClientWaits;
-  readonly #endpointHostSuffix: string;
   readonly #openai: OpenAIJobRoutes;
 
   constructor(options: JobClientRoutesOptions) {
@@ -61,14 +68,10 @@ export class JobClientRoutes {
       maxWaitMs: this.#waits.maxMs,
       chunkWaitMs: this.#waits.streamDefaultMs,
     });
-    this.#endpointHostSuffix = `.${options.domain.toLowerCase()}`;
   }
 
-  readonly claims = (req: IncomingMessage): boolean => {
-    if (!req.url?.startsWith('/v2/')) return false;
-    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
-    return !host.endsWith(this.#endpointHostSuffix);
-  };
+  readonly claims = (req: IncomingMessage): boolean =>
+    req.url?.startsWith('/v2/') === true && !onEndpointHost(req, this.#o.domain);
 
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     this.#serve(req, res).catch((error: unknown) => writeError(res, error, this.#o.logger));
@@ -220,12 +223,4 @@ export const CLIENT_ROUTES: Readonly<Record<string, { methods: readonly string[]
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-function safeDecode(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return part;
-  }
 }

@@ -1,9 +1,9 @@
 /**
  * The jobs routes' HTTP plumbing: a body read up to its route's limit (413 naming the limit, from the declared
  * length at once or while counting), JSON answers written as text, errors in the jobs catalogue's body, and an
- * abort signal for a long poll whose client went away.
+ * abort signal for a long poll whose client went away; a request read already, replayed to another route.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import { JobError } from '../errors/jobs-catalogue.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 
@@ -13,7 +13,12 @@ export interface JobsLogger {
 }
 
 /** The body as text, at most `limitBytes` (else a BODY_TOO_LARGE error naming `what` and the limit). */
-export function readBody(req: IncomingMessage, limitBytes: number, what: string): Promise<string> {
+export async function readBody(req: IncomingMessage, limitBytes: number, what: string): Promise<string> {
+  return (await readBodyBytes(req, limitBytes, what)).toString('utf8');
+}
+
+/** The body's bytes, at most `limitBytes` (else a BODY_TOO_LARGE error naming `what` and the limit). */
+export function readBodyBytes(req: IncomingMessage, limitBytes: number, what: string): Promise<Buffer> {
   const tooLarge = () =>
     new JobError('BODY_TOO_LARGE', `${what} is larger than ${limitBytes} bytes, the limit`, { limitBytes });
   const declared = Number(req.headers['content-length']);
@@ -36,7 +41,7 @@ export function readBody(req: IncomingMessage, limitBytes: number, what: string)
       parts.push(chunk);
     });
     req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(parts).toString('utf8'));
+      if (!failed) resolve(Buffer.concat(parts));
     });
     req.on('error', (error) => {
       if (!failed) reject(error);
@@ -125,4 +130,48 @@ export function abortOnClose(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort();
   });
   return controller.signal;
+}
+
+/**
+ * A request already read (`body`: its bytes) as a fresh one at `url`, for a route that serves it by handing it on
+ * to another (the model router): the same method, headers and connection, the body readable again, sent with its
+ * length (whatever framing it came in).
+ */
+export function replayRequest(req: IncomingMessage, url: string, body: Buffer): IncomingMessage {
+  const replay = new IncomingMessage(req.socket);
+  replay.method = req.method;
+  replay.url = url;
+  replay.httpVersion = req.httpVersion;
+  replay.httpVersionMajor = req.httpVersionMajor;
+  replay.httpVersionMinor = req.httpVersionMinor;
+  const framing = new Set(['content-length', 'transfer-encoding']);
+  const raw: string[] = [];
+  for (let at = 0; at + 1 < req.rawHeaders.length; at += 2) {
+    const name = req.rawHeaders[at] ?? '';
+    if (!framing.has(name.toLowerCase())) raw.push(name, req.rawHeaders[at + 1] ?? '');
+  }
+  raw.push('content-length', String(body.length));
+  replay.rawHeaders = raw;
+  const headers = { ...req.headers, 'content-length': String(body.length) };
+  delete headers['transfer-encoding'];
+  replay.headers = headers;
+  if (body.length > 0) replay.push(body);
+  replay.push(null);
+  replay.complete = true;
+  return replay;
+}
+
+/** Whether the request's Host is an endpoint's own (`{appName}.{domain}`), whose whole path space is the endpoint's. */
+export function onEndpointHost(req: IncomingMessage, domain: string): boolean {
+  const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+  return host.endsWith(`.${domain.toLowerCase()}`);
+}
+
+/** A path segment decoded, or as it is when it is no valid escape. */
+export function safeDecode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }

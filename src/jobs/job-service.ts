@@ -21,8 +21,15 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
 import type { CallerKeys } from '../service/caller-keys.js';
-import { endpointRefusal, keyRefusal, reachOf, UNKNOWN_KEY } from '../service/endpoint-access.js';
+import {
+  endpointRefusal,
+  keyRefusal,
+  modelReachOf,
+  reachOf,
+  UNKNOWN_KEY,
+} from '../service/endpoint-access.js';
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
+import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import type { EndpointReach } from '../store/endpoints.js';
 import type { JobAdmit, JobRepository } from '../store/jobs.js';
 import { announceEnded } from './job-announcements.js';
@@ -40,6 +47,11 @@ export interface JobServiceOptions {
    * `limit` (the store's `EndpointRepository.matching`).
    */
   findEndpoints: (ref: string, reach: EndpointReach, limit: number) => Promise<Endpoint[]>;
+  /**
+   * The live endpoints within `reach` that have an OpenAI model name, at most `limit` (the store's
+   * `EndpointRepository.withOpenAIModel`): the model router's endpoints.
+   */
+  findModelEndpoints: (reach: EndpointReach, limit: number) => Promise<Endpoint[]>;
   /** What a client key allows: the one cache of callers' key checks, shared with the gateway's endpoint URLs. */
   keys: CallerKeys;
   retention: JobRetention;
@@ -62,6 +74,8 @@ export interface JobHealth {
 
 /** The most endpoints a name's look-up reads: past it the name is shared anyway, and the first ids are named. */
 const NAME_MATCHES = 20;
+/** The most endpoints with a model name the model router reads for one key (an owner's endpoints are fewer). */
+const MODEL_ENDPOINTS = 1_000;
 
 export class JobService {
   readonly #o: JobServiceOptions;
@@ -79,18 +93,7 @@ export class JobService {
    * a client key, 404 when no endpoint the key may call is named so, 409 naming the ids when several are.
    */
   async authorize(ref: string, presented: string | undefined): Promise<Endpoint> {
-    const key = presented?.replace(/^Bearer\s+/i, '').trim() ?? '';
-    if (key === '')
-      throw new JobError(
-        'UNAUTHENTICATED',
-        'send "Authorization: Bearer <key>" (an API key or an invoke key)',
-      );
-    if (isWorkerToken(key))
-      throw new JobError('UNAUTHENTICATED', "a worker's token cannot call the client routes");
-    const grant = await this.#o.keys.grantOf(key);
-    if (grant === null) throw new JobError('UNAUTHENTICATED', UNKNOWN_KEY);
-    const refused = keyRefusal(grant, 'jobs');
-    if (refused !== undefined) throw new JobError('UNAUTHENTICATED', refused);
+    const grant = await this.#grant(presented);
     const reachable = (await this.#o.findEndpoints(ref, reachOf(grant), NAME_MATCHES)).filter(
       (e) => endpointRefusal(grant, e) === undefined,
     );
@@ -111,6 +114,34 @@ export class JobService {
         `no endpoint this key may call has the id, appName or name ${JSON.stringify(ref)}`,
       );
     return found.endpoint;
+  }
+
+  /**
+   * The endpoints with an OpenAI model name that `presented` may use the jobs of, by the same key rules as
+   * `authorize`, among its owner's (service/endpoint-access.ts `modelReachOf`): those the model router picks among.
+   */
+  async modelEndpoints(presented: string | undefined): Promise<Endpoint[]> {
+    const grant = await this.#grant(presented);
+    return (await this.#o.findModelEndpoints(modelReachOf(grant), MODEL_ENDPOINTS)).filter(
+      (e) => endpointRefusal(grant, e) === undefined,
+    );
+  }
+
+  /** What the key `presented` may call: 401 without a key, with a worker's token, or with a key of no jobs. */
+  async #grant(presented: string | undefined): Promise<EndpointKeyGrant> {
+    const key = presented?.replace(/^Bearer\s+/i, '').trim() ?? '';
+    if (key === '')
+      throw new JobError(
+        'UNAUTHENTICATED',
+        'send "Authorization: Bearer <key>" (an API key or an invoke key)',
+      );
+    if (isWorkerToken(key))
+      throw new JobError('UNAUTHENTICATED', "a worker's token cannot call the client routes");
+    const grant = await this.#o.keys.grantOf(key);
+    if (grant === null) throw new JobError('UNAUTHENTICATED', UNKNOWN_KEY);
+    const refused = keyRefusal(grant, 'jobs');
+    if (refused !== undefined) throw new JobError('UNAUTHENTICATED', refused);
+    return grant;
   }
 
   /** Queues a job (`run`, or `runsync` with `sync`). */

@@ -189,7 +189,8 @@ function answerStatus(error: JobError): number {
   return typeof status === 'number' ? status : error.status;
 }
 
-function writeOpenAIError(res: ServerResponse, error: JobError): void {
+/** Answers `error` in OpenAI's shape with its status (the model router's refusals too). */
+export function writeOpenAIError(res: ServerResponse, error: JobError): void {
   if (res.headersSent) {
     res.end();
     return;

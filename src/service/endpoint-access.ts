@@ -1,6 +1,6 @@
 /**
  * Who may call an endpoint: the one rule of the gateway's endpoint URLs (host form, path form, upgrades) and of the
- * jobs routes (`/v2/{endpoint}/...`). A key calls the endpoints of its owner (an API key), every endpoint (an admin
+ * jobs routes (`/v2/{endpoint}/...`, and the model router's `/openai/v1/...`, which picks among them). A key calls the endpoints of its owner (an API key), every endpoint (an admin
  * key), or its one endpoint of that endpoint's owner (an invoke key, a job delivery's key). `public: true` opens the
  * endpoint's URL alone: its jobs still need a key. A job delivery's key is the server's own, for its endpoint's URL:
  * never the jobs routes. Each caller words the refusal in its own catalogue's error; the keys' checks are cached
@@ -51,6 +51,17 @@ export function callRefusal(grant: KeyGrant, endpoint: Endpoint, use: EndpointUs
  */
 export function reachOf(grant: EndpointKeyGrant): EndpointReach {
   if (grant.admin) return {};
+  return grant.endpointId === undefined
+    ? { ownerId: grant.ownerId }
+    : { ownerId: grant.ownerId, endpointId: grant.endpointId };
+}
+
+/**
+ * Where the model router (`/openai/v1/...` without an endpoint) looks for the endpoint a model names: the key's
+ * owner's endpoints, or its one endpoint (an invoke key). An admin key's too are its own owner's: the router never
+ * picks across owners, whose model names may be the same. `endpointRefusal` is still asked of each found.
+ */
+export function modelReachOf(grant: EndpointKeyGrant): EndpointReach {
   return grant.endpointId === undefined
     ? { ownerId: grant.ownerId }
     : { ownerId: grant.ownerId, endpointId: grant.endpointId };

@@ -329,7 +329,8 @@ export class EndpointService {
     } catch (error) {
       if (error instanceof StoreError) {
         const reason: ApiErrorReason = error.code;
-        throw new ApiError(reason, error.message, reason === 'APP_NAME_TAKEN' ? { field: 'appName' } : {});
+        const field = { APP_NAME_TAKEN: 'appName', OPENAI_MODEL_TAKEN: 'openaiModel' }[reason as string];
+        throw new ApiError(reason, error.message, field === undefined ? {} : { field });
       }
       throw error;
     }

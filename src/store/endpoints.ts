@@ -72,7 +72,8 @@ export class EndpointRepository {
   }
 
   /**
-   * Inserts a new endpoint with its first events; throws StoreError APP_NAME_TAKEN when the appName is used. `admit`
+   * Inserts a new endpoint with its first events; throws StoreError APP_NAME_TAKEN when the appName is used
+   * (OPENAI_MODEL_TAKEN when another of the owner's live endpoints has its openaiModel). `admit`
    * sees the owner's use without the new endpoint and may refuse it by throwing.
    */
   async create(endpoint: Endpoint, events: NewEvent[], audit: AuditEntry, admit?: Admit): Promise<void> {
@@ -85,7 +86,7 @@ export class EndpointRepository {
         await insertAudit(trx, audit);
       });
     } catch (error) {
-      throw this.#translate(error, endpoint.spec.appName);
+      throw this.#translate(error, endpoint.spec);
     }
   }
 
@@ -132,6 +133,18 @@ export class EndpointRepository {
       .execute();
     const seen = new Set<string>();
     return rows.filter((row) => !seen.has(row.id) && seen.add(row.id)).map(fromRow);
+  }
+
+  /**
+   * The live endpoints within `reach` that have an OpenAI model name, by name, at most `limit`: the model router's
+   * one read (the (owner_id, openai_model) index), whose choice is openai-model.ts's.
+   */
+  async withOpenAIModel(reach: EndpointReach, limit: number): Promise<Endpoint[]> {
+    let query = this.#live(this.#connection.db).selectAll().where('openai_model', 'is not', null);
+    if (reach.ownerId !== undefined) query = query.where('owner_id', '=', reach.ownerId);
+    if (reach.endpointId !== undefined) query = query.where('id', '=', reach.endpointId);
+    const rows = await query.orderBy('openai_model').orderBy('id').limit(limit).execute();
+    return rows.map(fromRow);
   }
 
   /** Newest first; `total` counts all of the owner's live endpoints (from `endpoint_counts`). */
@@ -322,7 +335,7 @@ export class EndpointRepository {
         return true;
       });
     } catch (error) {
-      throw this.#translate(error, next.spec.appName);
+      throw this.#translate(error, next.spec);
     }
   }
 
@@ -330,10 +343,16 @@ export class EndpointRepository {
     return db.selectFrom('endpoints').where('deleted_at', 'is', null);
   }
 
-  #translate(error: unknown, appName: string): unknown {
-    return this.#connection.isUniqueViolation(error)
-      ? new StoreError('APP_NAME_TAKEN', `appName "${appName}" is already taken`)
-      : error;
+  /** A unique index's refusal as the StoreError of its field: the model names' index names its column. */
+  #translate(error: unknown, spec: EndpointSpec): unknown {
+    if (!this.#connection.isUniqueViolation(error)) return error;
+    // SQLite: "UNIQUE constraint failed: endpoints.owner_id, endpoints.openai_model"; PostgreSQL names the index.
+    if (error instanceof Error && error.message.includes('openai_model'))
+      return new StoreError(
+        'OPENAI_MODEL_TAKEN',
+        `another of your endpoints already has the openaiModel "${spec.openaiModel ?? ''}": each model name picks one endpoint`,
+      );
+    return new StoreError('APP_NAME_TAKEN', `appName "${spec.appName}" is already taken`);
   }
 }
 
@@ -356,6 +375,7 @@ function toRow(endpoint: Endpoint, version: number): EndpointsTable {
     max_workers: endpoint.spec.workers.maxWorkers,
     gpus_per_worker: endpoint.spec.workers.gpusPerWorker,
     name: endpoint.spec.name,
+    openai_model: endpoint.spec.openaiModel ?? null,
   };
 }
 

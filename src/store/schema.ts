@@ -23,6 +23,8 @@ export interface EndpointsTable {
   gpus_per_worker: number;
   /** The spec's name, written with it: `/v2/{name}` finds an endpoint by it over an index (migration 0017). */
   name: string;
+  /** The spec's OpenAI model name, null when none: the model router's read, unique per owner (migration 0019). */
+  openai_model: string | null;
 }
 
 export interface EndpointEventsTable {

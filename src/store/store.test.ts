@@ -61,6 +61,45 @@ describe.each(storeTargets())('store on $name', (target) => {
     expect((await store.endpoints.findByAppName('taken'))?.id).toBe(second.id);
   });
 
+  it("refuses a second live endpoint of one owner with the same openaiModel, frees it on delete, and finds an owner's models", async () => {
+    const first = sampleEndpoint({ patch: { openaiModel: 'llama-3' } });
+    const second = sampleEndpoint({ patch: { openaiModel: 'llama-3' } });
+    const other = sampleEndpoint({ ownerId: 'owner-b', patch: { openaiModel: 'llama-3' } });
+    const plain = sampleEndpoint();
+    for (const endpoint of [first, other, plain])
+      await store.endpoints.create(endpoint, [], audit('create', endpoint.id));
+    await expect(store.endpoints.create(second, [], audit('create', second.id))).rejects.toMatchObject({
+      code: 'OPENAI_MODEL_TAKEN',
+    });
+    // An update to a name another endpoint of the owner has is refused as well.
+    const renamed = sampleEndpoint({ patch: { openaiModel: 'qwen' } });
+    await store.endpoints.create(renamed, [], audit('create', renamed.id));
+    await expect(
+      store.endpoints.mutate(
+        'owner-a',
+        renamed.id,
+        (current) => ({
+          next: { ...current, spec: { ...current.spec, openaiModel: 'llama-3' } },
+          events: [],
+        }),
+        () => audit('update', renamed.id),
+      ),
+    ).rejects.toMatchObject({ code: 'OPENAI_MODEL_TAKEN' });
+    const models = async (reach: { ownerId?: string; endpointId?: string }) =>
+      (await store.endpoints.withOpenAIModel(reach, 10)).map((e) => [e.id, e.spec.openaiModel]);
+    expect(await models({ ownerId: 'owner-a' })).toEqual([
+      [first.id, 'llama-3'],
+      [renamed.id, 'qwen'],
+    ]);
+    expect(await models({ ownerId: 'owner-a', endpointId: renamed.id })).toEqual([[renamed.id, 'qwen']]);
+    await deleteEndpoint(store, first);
+    await store.endpoints.create(second, [], audit('create', second.id));
+    expect(await models({ ownerId: 'owner-a' })).toEqual([
+      [second.id, 'llama-3'],
+      [renamed.id, 'qwen'],
+    ]);
+  });
+
   it('lists newest first in pages with the total', async () => {
     const created = [];
     for (let i = 0; i < 5; i++) {

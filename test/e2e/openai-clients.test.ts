@@ -1,7 +1,9 @@
 /**
  * The official `openai` npm client, unmodified, against RunPod's OpenAI route on a real `corral serve` (the built
  * binary, the `local` runtime, a `queue` endpoint whose worker is Corral's RunPod protocol test worker with
- * worker-vllm's handler: test/fixtures/worker/runpod-worker.mjs), its baseURL `.../v2/{endpoint}/openai/v1`.
+ * worker-vllm's handler: test/fixtures/worker/runpod-worker.mjs), its baseURL `.../v2/{endpoint}/openai/v1`; an
+ * http endpoint whose worker serves OpenAI's routes itself; and the model router, baseURL `.../openai/v1`, which
+ * picks one of the two by the request's model.
  */
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
@@ -39,6 +41,8 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
       endpoint: {
         name: 'vllm-like',
         type: 'queue',
+        // The model router's name for it (any model: the handler answers whichever it is sent).
+        openaiModel: 'queued-llama',
         workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
         image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${WORKER}'` },
         envs: [
@@ -52,6 +56,8 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
     const server2 = await callApi(server, KEY, 'endpoint/create', {
       endpoint: {
         name: 'vllm-server',
+        // The model router's name for it: the one model the test worker serves.
+        openaiModel: 'corral-echo',
         workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
         // The test worker, whose `/v1/...` routes answer as vLLM's OpenAI server does.
         image: { image: 'model-server:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
@@ -305,6 +311,70 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
     it('needs a key, as the endpoint URL does', async () => {
       const stranger = new OpenAI({ apiKey: 'not-a-key', baseURL: direct().baseURL, maxRetries: 0 });
       await expect(stranger.models.list()).rejects.toMatchObject({ status: 401 });
+    }, 30_000);
+  });
+
+  describe("the model router: baseURL <gateway>/openai/v1, the owner's endpoint picked by the model", () => {
+    const routed = () =>
+      new OpenAI({ apiKey: KEY, baseURL: `${server?.gatewayUrl}/openai/v1`, maxRetries: 0 });
+
+    it("serves chat.completions.create on the queue endpoint's model as a job, with and without stream", async () => {
+      const before = await jobCount();
+      const answer = await routed().chat.completions.create({
+        model: 'queued-llama',
+        messages: ask('routed to a queue'),
+      });
+      expect(answer).toMatchObject({ object: 'chat.completion', model: 'queued-llama' });
+      expect(answer.choices[0]?.message.content).toBe('routed to a queue');
+      const stream = await routed().chat.completions.create({
+        model: 'queued-llama',
+        messages: ask('streamed through the router'),
+        stream: true,
+      });
+      const deltas: string[] = [];
+      for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta.content ?? '');
+      expect(deltas.join('')).toBe('streamed through the router');
+      expect(await jobCount()).toBe(before + 2);
+    }, 60_000);
+
+    it("passes chat.completions.create on the http endpoint's model to its worker, with and without stream", async () => {
+      const before = await jobCount();
+      const { data, response } = await routed()
+        .chat.completions.create({ model: 'corral-echo', messages: ask('routed to http') })
+        .withResponse();
+      expect(data.choices[0]?.message.content).toBe('routed to http');
+      // The http endpoint's worker answered (a job's answer names none).
+      expect(response.headers.get('x-corral-worker-id')).toMatch(/\S/);
+      const stream = await routed().chat.completions.create({
+        model: 'corral-echo',
+        messages: ask('one two three'),
+        stream: true,
+      });
+      const deltas: string[] = [];
+      for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta.content ?? '');
+      expect(deltas.join('')).toBe('one two three');
+      expect(await jobCount()).toBe(before);
+    }, 60_000);
+
+    it("lists the owner's models, each with its endpoint", async () => {
+      const models: { id: string; object: string; owned_by: string }[] = [];
+      for await (const model of routed().models.list()) models.push(model);
+      expect(models).toEqual([
+        { id: 'corral-echo', object: 'model', created: expect.any(Number), owned_by: httpEndpointId },
+        { id: 'queued-llama', object: 'model', created: expect.any(Number), owned_by: endpointId },
+      ]);
+    }, 30_000);
+
+    it('raises NotFoundError for a model no endpoint has, its message naming the models there are', async () => {
+      const unknown = routed().chat.completions.create({ model: 'gpt-4o', messages: ask('hi') });
+      await expect(unknown).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+      await expect(unknown).rejects.toMatchObject({
+        status: 404,
+        code: 'MODEL_NOT_FOUND',
+        message: expect.stringContaining(
+          'no endpoint serves the model "gpt-4o"; the models there are: corral-echo, queued-llama',
+        ),
+      });
     }, 30_000);
   });
 });

@@ -83,6 +83,7 @@ export async function startJobRoutes(
     wakeups,
     events,
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
+    findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
     keys: new CallerKeys({ verify: (k) => keys.grant(k), clock, timers }),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
     ...options.serviceOptions?.(store),

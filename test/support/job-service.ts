@@ -16,6 +16,7 @@ export function testJobService(store: Store): JobService {
     wakeups: new Wakeups({ timers: systemTimers, recheckMs: 500 }),
     events: new JobEvents(),
     findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
+    findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
     keys: new CallerKeys({ verify: async () => undefined, clock: systemClock }),
     retention: { asyncMs: 60_000, syncMs: 60_000 },
   });

@@ -126,7 +126,13 @@ function operations(): Operation[] {
       auth: true,
       body: 'CreateEndpointRequest',
       response: json('IdResponse', 'The id of the new endpoint.'),
-      errors: [...VALIDATION, 'APP_NAME_TAKEN', 'RUNTIME_SINGLE_TENANT', 'QUOTA_EXCEEDED'],
+      errors: [
+        ...VALIDATION,
+        'APP_NAME_TAKEN',
+        'OPENAI_MODEL_TAKEN',
+        'RUNTIME_SINGLE_TENANT',
+        'QUOTA_EXCEEDED',
+      ],
     },
     {
       method: 'post',
@@ -143,6 +149,7 @@ function operations(): Operation[] {
         ...VALIDATION,
         'ENDPOINT_NOT_FOUND',
         'APP_NAME_TAKEN',
+        'OPENAI_MODEL_TAKEN',
         'CONCURRENT_UPDATE',
         'RUNTIME_SINGLE_TENANT',
         'QUOTA_EXCEEDED',

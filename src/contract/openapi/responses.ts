@@ -71,6 +71,9 @@ function endpointSchema(port: Schema, description: string): Schema {
         }),
         "Corral extension: hub repositories its workers load, fetched into the machine's model cache before a GPU is held and mounted read-only at /runpod-volume/huggingface-cache/hub (docs/models.md).",
       ),
+      openaiModel: str(
+        'Corral extension: the model name OpenAI clients send as "model" for this endpoint, which the model router (/openai/v1/...) picks it by (docs/openai.md). Absent when none.',
+      ),
       jobUrls: object(
         {
           run: str('POST {"input": {...}}: queues a job, answers its id.', { format: 'uri' }),
@@ -84,7 +87,7 @@ function endpointSchema(port: Schema, description: string): Schema {
         },
       ),
     },
-    { optional: ['clusterID'], description },
+    { optional: ['clusterID', 'openaiModel'], description },
   );
 }
 
