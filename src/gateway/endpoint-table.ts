@@ -282,6 +282,11 @@ export class EndpointTable {
     return true;
   }
 
+  /** Whether the routing view lists the worker as routable for the endpoint (it may be in quarantine). */
+  isRoutable(endpointId: string, workerId: string): boolean {
+    return this.#o.routing.routableWorkers(endpointId).some((w) => w.id === workerId);
+  }
+
   /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */
   #woken(endpointId: string, now: number): void {
     const since = this.#wakes.get(endpointId);

@@ -9,6 +9,7 @@ import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalog
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { RoutingView } from '../ports/routing-view.js';
 import type { CallerKeys } from '../service/caller-keys.js';
+import { type Affinity, affinityWorkerGone, type NamedWorker } from './affinity.js';
 import { answer, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, RoutableWorker } from './dispatcher.js';
 import { EndpointTable } from './endpoint-table.js';
@@ -57,6 +58,11 @@ export interface GatewayOptions {
   queueTimeoutMs: number;
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
+  /**
+   * The store's record of a worker (its endpoint and state), asked when a strict request names a worker that is not
+   * routable (affinity.ts); absent: such a worker is taken to exist, and the request waits for it.
+   */
+  findWorker?: (workerId: string) => Promise<NamedWorker | undefined>;
   /**
    * Why the endpoint's workers can never be placed on this server (what the controller reports as
    * INSUFFICIENT_GPU), decided from its spec; undefined when they can. Pure: called once per endpoint object.
@@ -216,6 +222,24 @@ export class GatewayContext {
   /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */
   write(res: ServerResponse, error: GatewayError, queuedMs?: number): void {
     answer(res, error, { headers: queuedHeader(queuedMs) });
+  }
+
+  /**
+   * 404 AFFINITY_WORKER_GONE when the worker a strict request names no longer exists; undefined when it is routable
+   * or may be again (frozen, starting), or the store cannot say now (the request waits, bounded by the queue timeout).
+   */
+  async affinityGone(endpointId: string, affinity: Affinity): Promise<GatewayError | undefined> {
+    if (this.endpoints.isRoutable(endpointId, affinity.workerId)) return undefined;
+    const find = this.o.findWorker;
+    if (!find) return undefined;
+    let worker: NamedWorker | undefined;
+    try {
+      worker = await find(affinity.workerId);
+    } catch (error) {
+      this.o.logger.warn({ endpointId, workerId: affinity.workerId, err: error }, 'worker lookup failed');
+      return undefined;
+    }
+    return affinityWorkerGone(affinity, endpointId, worker);
   }
 
   /** A worker whose connection failed: out of routing for a moment, and the routing view asked to look again. */

@@ -16,7 +16,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutingView } from '../ports/routing-view.js';
 import { CallerKeys, KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from '../service/caller-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
-import { Gateway } from './gateway.js';
+import { Gateway, type GatewayOptions } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -202,6 +202,7 @@ async function startGateway(
     registry?: Registry;
     timers?: ManualTimers;
     neverPlaceable?: (endpoint: Endpoint) => string | undefined;
+    findWorker?: GatewayOptions['findWorker'];
   } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
@@ -234,6 +235,7 @@ async function startGateway(
       timers,
     }),
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
+    ...(options.findWorker ? { findWorker: options.findWorker } : {}),
   });
   metrics?.readFrom({ load: () => gateway.stats() });
   const queued: string[] = [];
@@ -438,6 +440,65 @@ describe('Gateway', () => {
     expect((await get(h.port, host, '/work', { 'x-corral-worker-id': other })).body).toBe(other);
     // A worker that is not there: any worker serves it.
     expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+  });
+
+  it('keeps a strict request on its worker: it waits for a slot there, 404 when the worker is gone, 400 at the queue timeout', async () => {
+    const stored = new Map([
+      ['w-1', 'running'],
+      ['w-3', 'frozen'],
+      ['w-4', 'failed'],
+    ] as const);
+    const h = await startGateway({
+      queueTimeoutMs: 1_000,
+      findWorker: async (id) => {
+        const state = stored.get(id as 'w-1');
+        return state && { endpointId: endpoint.id, state };
+      },
+    });
+    const workers = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, workers);
+    const host = hostOf(endpoint);
+    const [w1] = workers as [TestWorker, TestWorker];
+    const holding = get(h.port, host, '/hold', { 'x-corral-worker-id': 'strict w-1' });
+    await w1.received(1);
+    // w-1 is full: RunPod's header waits for it while w-2 is free, and a plain request goes to w-2 meanwhile.
+    const waiting = get(h.port, host, '/work', { 'x-runpod-worker-id': 'strict w-1' });
+    await h.whenQueued(1);
+    expect((await get(h.port, host)).body).toBe('w-2');
+    w1.release();
+    expect(await holding).toMatchObject({ status: 200, body: 'w-1' });
+    const served = await waiting;
+    expect(served).toMatchObject({ status: 200, body: 'w-1' });
+    expect(served.headers['x-runpod-worker-id']).toBe('w-1');
+    // A worker that does not exist, or failed: RunPod's affinity_worker_gone; soft with it: any worker serves.
+    for (const gone of ['w-9', 'w-4']) {
+      const answer = await get(h.port, host, '/work', { 'x-corral-worker-id': `strict-resume ${gone}` });
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 404, reason: 'AFFINITY_WORKER_GONE' });
+      expect(JSON.parse(answer.body).message).toMatch(/^affinity_worker_gone: worker w-[49]/);
+    }
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+    // A frozen worker strict does not wake: the wait ends at the queue timeout with RunPod's 400.
+    const frozen = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict w-3' });
+    await h.whenQueued(2);
+    h.timers.advance(1_000);
+    const timedOut = await frozen;
+    expect(timedOut.status).toBe(400);
+    expect(JSON.parse(timedOut.body)).toMatchObject({ reason: 'AFFINITY_TIMEOUT' });
+    // Its worker removed while a strict request waits for it: 404.
+    const held = get(h.port, host, '/hold', { 'x-corral-worker-id': 'strict w-1' });
+    await w1.received(3);
+    const behind = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict w-1' });
+    await h.whenQueued(3);
+    stored.delete('w-1');
+    h.routing.workers.set(endpoint.id, [workers[1] as TestWorker]);
+    h.routing.changed();
+    const left = await behind;
+    expect(left.status).toBe(404);
+    w1.release();
+    expect((await held).status).toBe(200);
   });
 
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {
