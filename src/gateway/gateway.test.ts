@@ -466,6 +466,10 @@ describe('Gateway', () => {
     // w-1 is full: RunPod's header waits for it while w-2 is free, and a plain request goes to w-2 meanwhile.
     const waiting = get(h.port, host, '/work', { 'x-runpod-worker-id': 'strict w-1' });
     await h.whenQueued(1);
+    // The autoscaler sees w-1 awaited, and no queue a new worker could serve.
+    const signal = h.gateway.queueSignal(endpoint.id, () => true);
+    expect(signal?.queueLength).toBe(0);
+    expect(signal?.awaited?.('w-1')).toBe('strict');
     expect((await get(h.port, host)).body).toBe('w-2');
     w1.release();
     expect(await holding).toMatchObject({ status: 200, body: 'w-1' });
