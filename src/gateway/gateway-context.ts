@@ -109,7 +109,13 @@ const MAX_CACHED_HOSTS = 10_000;
  */
 const MISS_TTL_MS = 1000;
 
-export function noWorkerReached(): GatewayError {
+/** WORKER_ERROR for a request no worker could be reached for; `strictWorker`: the one it was bound to (affinity.ts). */
+export function noWorkerReached(strictWorker?: string): GatewayError {
+  if (strictWorker !== undefined) {
+    return new GatewayError('WORKER_ERROR', `worker ${strictWorker} could not be reached (strict affinity)`, {
+      metadata: { attempts: 1, workerId: strictWorker },
+    });
+  }
   return new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
     metadata: { attempts: MAX_ATTEMPTS },
   });

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { RoutingView } from '../ports/routing-view.js';
+import type { RoutableWorker, RoutingView } from '../ports/routing-view.js';
 import { CallerKeys, KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from '../service/caller-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
 import { Gateway, type GatewayOptions } from './gateway.js';
@@ -134,7 +134,7 @@ const AUTHORIZATION = `Bearer ${OWNER_KEY}`;
 
 class StaticRouting implements RoutingView {
   readonly endpoints = new Map<string, Endpoint>();
-  readonly workers = new Map<string, { id: string; address: { host: string; port: number } }[]>();
+  readonly workers = new Map<string, RoutableWorker[]>();
   readonly #listeners = new Set<() => void>();
 
   endpointByAppName(appName: string): Endpoint | undefined {
@@ -503,6 +503,45 @@ describe('Gateway', () => {
     expect(left.status).toBe(404);
     w1.release();
     expect((await held).status).toBe(200);
+  });
+
+  it('never sends a strict request to another worker when its own cannot be reached: 502', async () => {
+    const h = await startGateway();
+    const w2 = await track(startWorker('w-2'));
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [{ id: 'w-1', address: await deadAddress() }, w2]);
+    const answer = await get(h.port, hostOf(endpoint), '/work', { 'x-corral-worker-id': 'strict w-1' });
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      reason: 'WORKER_ERROR',
+      message: 'worker w-1 could not be reached (strict affinity)',
+    });
+    // Soft: the same request goes on to w-2.
+    const soft = await get(h.port, hostOf(endpoint), '/work', { 'x-corral-worker-id': 'w-1' });
+    expect(soft).toMatchObject({ status: 200, body: 'w-2' });
+  });
+
+  it('waits through the thaw of the frozen worker a strict-resume request names while others serve, and says so', async () => {
+    const h = await startGateway({
+      findWorker: async (id) => (id === 'w-3' ? { endpointId: endpoint.id, state: 'frozen' } : undefined),
+    });
+    const [w1, w3] = [await track(startWorker('w-1')), await track(startWorker('w-3'))];
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [w1]);
+    const host = hostOf(endpoint);
+    const waiting = get(h.port, host, '/work', { 'x-runpod-worker-id': 'strict-resume w-3' });
+    await h.whenQueued(1);
+    expect(h.gateway.queueSignal(endpoint.id, () => true)?.awaited?.('w-3')).toBe('resume');
+    h.timers.advance(40);
+    const wake = { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 15 }], at: h.timers.now };
+    h.routing.workers.set(endpoint.id, [w1, { ...w3, wake }]);
+    h.routing.changed();
+    const answer = await waiting;
+    expect(answer).toMatchObject({ status: 200, body: 'w-3' });
+    expect(answer.headers['server-timing']).toBe('queue;dur=40, thaw;dur=15');
+    expect(answer.headers['x-corral-cold-start-ms']).toBe('40');
   });
 
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {

@@ -198,7 +198,10 @@ export class RequestPath {
         },
       });
       if (end.kind === 'refused') c.fail(res, endpoint, end.error, arrived, end.queuedMs);
-      else if (end.kind === 'unreached') c.fail(res, endpoint, noWorkerReached(), arrived, end.queuedMs);
+      else if (end.kind === 'unreached') {
+        const strictWorker = affinity && affinity.mode !== 'soft' ? affinity.workerId : undefined;
+        c.fail(res, endpoint, noWorkerReached(strictWorker), arrived, end.queuedMs);
+      }
     } finally {
       if (onClientClose) res.off('close', onClientClose);
     }
