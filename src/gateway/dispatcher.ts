@@ -180,13 +180,7 @@ export class EndpointDispatcher {
       slots.routable = false;
       if (slots.inFlight === 0) this.#forgetWorker(slots);
     }
-    if (left.size > 0) {
-      for (const waiter of [...this.#queue.values()]) {
-        if (waiter.only === undefined || !left.has(waiter.only.workerId)) continue;
-        this.#leave(waiter);
-        waiter.reject(AFFINE_WORKER_LEFT);
-      }
-    }
+    if (left.size > 0) this.rejectAwaiting(left, AFFINE_WORKER_LEFT);
     const now = this.#clock();
     for (const worker of listed.values()) {
       const address = Object.freeze({ host: worker.address.host, port: worker.address.port });
@@ -355,6 +349,15 @@ export class EndpointDispatcher {
   rejectQueued(error: GatewayError): void {
     const waiters = [...this.#queue.values()];
     for (const waiter of waiters) {
+      this.#leave(waiter);
+      waiter.reject(error);
+    }
+  }
+
+  /** Rejects the strict requests waiting for any of `workerIds` with `error` (their worker left, or is gone). */
+  rejectAwaiting(workerIds: ReadonlySet<string>, error: GatewayError): void {
+    for (const waiter of [...this.#queue.values()]) {
+      if (waiter.only === undefined || !workerIds.has(waiter.only.workerId)) continue;
       this.#leave(waiter);
       waiter.reject(error);
     }

@@ -291,6 +291,19 @@ export class EndpointTable {
     return true;
   }
 
+  /** Per endpoint, the workers strict requests wait for here that are not routable (frozen, starting, or gone). */
+  awaitedUnroutable(): { endpointId: string; dispatcher: EndpointDispatcher; workerIds: string[] }[] {
+    const found = [];
+    for (const [endpointId, dispatcher] of this.#dispatchers) {
+      const workerIds = dispatcher
+        .stats()
+        .awaited.map((w) => w.id)
+        .filter((workerId) => !this.isRoutable(endpointId, workerId));
+      if (workerIds.length > 0) found.push({ endpointId, dispatcher, workerIds });
+    }
+    return found;
+  }
+
   /** Whether the routing view lists the worker as routable for the endpoint (it may be in quarantine). */
   isRoutable(endpointId: string, workerId: string): boolean {
     return this.#o.routing.routableWorkers(endpointId).some((w) => w.id === workerId);

@@ -131,6 +131,8 @@ export class GatewayContext {
   readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
+  /** A recheck of the workers strict requests wait for is under way (one at a time). */
+  #rechecking = false;
 
   constructor(
     options: GatewayOptions,
@@ -159,8 +161,11 @@ export class GatewayContext {
       neverPlaceable: options.neverPlaceable,
       onQueued: hooks.onQueued,
       onWorkerBusy: options.onWorkerBusy,
-      // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
-      onSynced: () => this.#store.forgetMisses(),
+      onSynced: () => {
+        // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
+        this.#store.forgetMisses();
+        void this.#recheckAwaited();
+      },
       ...(hooks.onShareless ? { onShareless: hooks.onShareless } : {}),
     });
   }
@@ -246,6 +251,25 @@ export class GatewayContext {
       return undefined;
     }
     return affinityWorkerGone(affinity, endpointId, worker);
+  }
+
+  /**
+   * After each routing change: strict requests waiting for a worker that is not routable (a frozen one stopped for
+   * another endpoint's GPUs, say) get their 404 once the store says it is gone, rather than waiting out the timeout.
+   */
+  async #recheckAwaited(): Promise<void> {
+    if (!this.o.findWorker || this.#rechecking) return;
+    this.#rechecking = true;
+    try {
+      for (const { endpointId, dispatcher, workerIds } of this.endpoints.awaitedUnroutable()) {
+        for (const workerId of workerIds) {
+          const gone = await this.affinityGone(endpointId, { mode: 'strict', workerId });
+          if (gone) dispatcher.rejectAwaiting(new Set([workerId]), gone);
+        }
+      }
+    } finally {
+      this.#rechecking = false;
+    }
   }
 
   /** A worker whose connection failed: out of routing for a moment, and the routing view asked to look again. */

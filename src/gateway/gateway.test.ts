@@ -491,11 +491,20 @@ describe('Gateway', () => {
     const timedOut = await frozen;
     expect(timedOut.status).toBe(400);
     expect(JSON.parse(timedOut.body)).toMatchObject({ reason: 'AFFINITY_TIMEOUT' });
+    // A frozen worker removed while a strict-resume request waits for it (stopped for another endpoint's GPUs): 404
+    // at the next routing change, not at the timeout.
+    const resumed = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict-resume w-3' });
+    await h.whenQueued(3);
+    h.routing.changed();
+    await flushIo();
+    stored.delete('w-3');
+    h.routing.changed();
+    expect((await resumed).status).toBe(404);
     // Its worker removed while a strict request waits for it: 404.
     const held = get(h.port, host, '/hold', { 'x-corral-worker-id': 'strict w-1' });
     await w1.received(3);
     const behind = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict w-1' });
-    await h.whenQueued(3);
+    await h.whenQueued(4);
     stored.delete('w-1');
     h.routing.workers.set(endpoint.id, [workers[1] as TestWorker]);
     h.routing.changed();
