@@ -514,6 +514,39 @@ describe('Gateway', () => {
     expect((await held).status).toBe(200);
   });
 
+  it('takes no queue place for a strict request whose client left while its worker was looked up', async () => {
+    let looked: () => void = () => {};
+    const lookedUp = new Promise<void>((resolve) => {
+      looked = resolve;
+    });
+    let answerLookup: () => void = () => {};
+    const h = await startGateway({
+      findWorker: () => {
+        looked();
+        return new Promise((resolve) => {
+          answerLookup = () => resolve({ endpointId: endpoint.id, state: 'frozen' });
+        });
+      },
+    });
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const req = request({
+      host: '127.0.0.1',
+      port: h.port,
+      path: '/work',
+      headers: { host: hostOf(endpoint), authorization: AUTHORIZATION, 'x-corral-worker-id': 'strict w-3' },
+      agent: false,
+    });
+    req.on('error', () => {});
+    req.end();
+    await lookedUp;
+    req.destroy();
+    await h.whenClosed(1);
+    answerLookup();
+    await flushIo();
+    expect(h.gateway.stats()[0]?.queueLength ?? 0).toBe(0);
+  });
+
   it('never sends a strict request to another worker when its own cannot be reached: 502', async () => {
     const h = await startGateway();
     const w2 = await track(startWorker('w-2'));

@@ -169,6 +169,8 @@ export class RequestPath {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
+            // A strict request looks its worker up before it waits: its client may have left meanwhile.
+            if (res.closed) onClientClose();
             // A strict-resume request whose worker is not routable waits through its wake (a thaw, a restore).
             cold =
               attempt === 1 &&
