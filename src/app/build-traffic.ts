@@ -168,6 +168,10 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     maxQueueLength: config.gateway.maxQueueLength,
     queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
     findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    findWorker: async (workerId) => {
+      const worker = await store.workers.get(workerId);
+      return worker && { endpointId: worker.endpointId, state: worker.status.state };
+    },
     neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
     keys:
       parts.jobs?.callerKeys ??

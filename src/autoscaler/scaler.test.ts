@@ -7,7 +7,7 @@ import { type ScalableWorker, Scaler } from './scaler.js';
 /** Queue signals set by hand, as a gateway would report them. */
 class HandSignals implements QueueSignals {
   readonly queues = new Map<string, { length: number; oldestEnqueuedAt: number | null }>();
-  readonly load = new Map<string, { inFlight: number; lastBusyAt?: number }>();
+  readonly load = new Map<string, { inFlight: number; lastBusyAt?: number; awaited?: 'strict' | 'resume' }>();
   readonly asked: string[][] = [];
   readonly #listeners = new Set<(endpointId: string) => void>();
 
@@ -20,6 +20,7 @@ class HandSignals implements QueueSignals {
       oldestEnqueuedAt: queue.oldestEnqueuedAt,
       inFlight: (id) => this.load.get(id)?.inFlight ?? 0,
       lastBusyAt: (id) => this.load.get(id)?.lastBusyAt,
+      awaited: (id) => this.load.get(id)?.awaited,
     };
   }
 
@@ -72,6 +73,20 @@ const running = (id: string, revision: number, readyAt = 0, createdAt = 0): Scal
 });
 
 describe('Scaler', () => {
+  it('names the workers strict requests wait for busy, and those strict-resume ones wait for to wake', () => {
+    const h = harness();
+    const e = endpoint();
+    h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
+    h.signals.load.set('w-1', { inFlight: 2, awaited: 'strict' });
+    h.signals.load.set('w-2', { inFlight: 0, lastBusyAt: 0, awaited: 'resume' });
+    h.signals.load.set('w-3', { inFlight: 0, lastBusyAt: 0 });
+    const frozen = { ...running('w-2', e.revision), state: 'frozen' as const };
+    const advice = h.scaler.advise(e, [running('w-1', e.revision), frozen, running('w-3', e.revision)]);
+    expect(advice.busy.sort()).toEqual(['w-1', 'w-2']);
+    expect(advice.wake).toEqual(['w-2']);
+    expect(advice.victims).toEqual(['w-3']);
+  });
+
   it('asks for minNum and names no victim for an endpoint no request has reached', () => {
     const h = harness();
     const e = sampleEndpoint({ patch: { workers: { minWorkers: 2, maxWorkers: 4 } } });
@@ -147,13 +162,13 @@ describe('Scaler', () => {
       readyAt: null,
       adoptedAt: h.timers.now,
     };
-    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [] });
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [], wake: [] });
     h.timers.advance(19_999);
     expect(h.rescales()).toBe(0);
-    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [] });
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 1, victims: [], busy: [], wake: [] });
     h.timers.advance(1);
     expect(h.rescales()).toBe(1);
-    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 0, victims: ['w-adopted'], busy: [] });
+    expect(h.scaler.advise(e, [adopted])).toEqual({ desired: 0, victims: ['w-adopted'], busy: [], wake: [] });
   });
 
   it('remembers the desired count of its last advice, within the bounds, 0 while stopped, until the endpoint goes', () => {

@@ -26,8 +26,13 @@ export interface ScalableWorker {
 export interface ScalingAdvice {
   desired: number;
   victims: string[];
-  /** Workers with a request in flight or a job held (or being taken): no scale-down may pick them. */
+  /**
+   * Workers with a request in flight or a job held (or being taken), or that strict requests wait for alone
+   * (gateway/affinity.ts): no scale-down may pick them, nor move them down an idle tier.
+   */
   busy: string[];
+  /** Frozen or suspended workers strict-resume requests wait for: woken for them (the planner's wakeResting). */
+  wake: string[];
 }
 
 /** The signal of an endpoint no request or job has reached since this process started. */
@@ -68,14 +73,27 @@ export class Scaler {
    * no worker), the idle workers to remove first, in order, and the busy ones: one decision per endpoint and pass.
    */
   advise(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingAdvice {
-    const input = this.#input(endpoint, workers);
-    if (!input)
-      return this.#advised(endpoint, { desired: endpoint.spec.workers.minWorkers, victims: [], busy: [] });
+    // No traffic since this process started, with workers (adopted after a restart, or kept by a minimum since
+    // lowered): they go by the idle timeout as any other, never at once.
+    const signal =
+      this.#o.signals.queueSignal(endpoint.id, (id) => workers.some((w) => w.id === id)) ??
+      (workers.length > 0 ? NO_TRAFFIC : undefined);
+    if (!signal) {
+      const desired = endpoint.spec.workers.minWorkers;
+      return this.#advised(endpoint, { desired, victims: [], busy: [], wake: [] });
+    }
+    const input = this.#input(endpoint, workers, signal);
     this.#scheduleCheck(endpoint.id, nextCheckAt(input));
     const decision = decideScale(input);
     this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
     const busy = input.workers.filter((w) => w.inFlight > 0).map((w) => w.id);
-    return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims, busy });
+    const wake: string[] = [];
+    for (const w of workers) {
+      const awaited = signal.awaited?.(w.id);
+      if (awaited && !busy.includes(w.id)) busy.push(w.id);
+      if (awaited === 'resume') wake.push(w.id);
+    }
+    return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims, busy, wake });
   }
 
   /**
@@ -121,13 +139,7 @@ export class Scaler {
     for (const listener of this.#listeners) listener();
   }
 
-  #input(endpoint: Endpoint, workers: readonly ScalableWorker[]): ScalingInput | undefined {
-    // No traffic since this process started, with workers (adopted after a restart, or kept by a minimum since
-    // lowered): they go by the idle timeout as any other, never at once.
-    const signal =
-      this.#o.signals.queueSignal(endpoint.id, (id) => workers.some((w) => w.id === id)) ??
-      (workers.length > 0 ? NO_TRAFFIC : undefined);
-    if (!signal) return undefined;
+  #input(endpoint: Endpoint, workers: readonly ScalableWorker[], signal: EndpointQueueSignal): ScalingInput {
     const { spec } = endpoint;
     return {
       now: this.#o.clock(),

@@ -75,7 +75,39 @@ describe('sumSignals', () => {
     expect(e1?.oldestEnqueuedAt).toBe(995_000);
     expect(e1?.workers.get('w1')).toEqual({ inFlight: 3, lastBusyAt: 1_000_000 });
     expect(e1?.workers.get('w2')).toEqual({ inFlight: 0, lastBusyAt: 992_000 });
-    expect(sums.get('e2')).toEqual({ queueLength: 0, oldestEnqueuedAt: null, workers: new Map() });
+    expect(sums.get('e2')).toEqual({
+      queueLength: 0,
+      strictWaiting: 0,
+      oldestEnqueuedAt: null,
+      workers: new Map(),
+    });
+  });
+
+  it('adds the strict requests each replica has waiting for one worker, strict-resume winning (worker affinity)', () => {
+    const sums = sumSignals(
+      [
+        row('r1', 'e1', {
+          queueLength: 3,
+          workers: { w1: { inFlight: 1, lastBusyAt: 0, waiting: 2, resume: false } },
+        }),
+        row('r2', 'e1', {
+          queueLength: 1,
+          workers: { w1: { inFlight: 1, lastBusyAt: 0, waiting: 1, resume: true } },
+        }),
+        row('r2', 'e1', {
+          queueLength: 1,
+          workers: { w3: { inFlight: 0, lastBusyAt: 0, waiting: 1, resume: false } },
+        }),
+      ],
+      0,
+      0,
+    );
+    const e1 = sums.get('e1');
+    // The queue the API shows counts them; the scaling queue (queueSignal) leaves them out.
+    expect(e1?.queueLength).toBe(5);
+    expect(e1?.strictWaiting).toBe(4);
+    expect(e1?.workers.get('w1')?.awaited).toBe('resume');
+    expect(e1?.workers.get('w3')?.awaited).toBe('strict');
   });
 
   it('reads a time the database wrote ahead of its read as now', () => {

@@ -7,13 +7,16 @@
  */
 
 import type { Clock, Timers } from '../ports/clock.js';
-import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
+import type { AffineWait, EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import type { GatewaySignalRow } from '../store/gateway-signals.js';
 
 interface RemoteSignal {
+  /** Every request queued, strict ones too (the API's metrics). */
   queueLength: number;
+  /** Of them, those waiting for one worker alone (strict affinity): not counted for scaling. */
+  strictWaiting: number;
   oldestEnqueuedAt: number | null;
-  workers: Map<string, { inFlight: number; lastBusyAt: number }>;
+  workers: Map<string, { inFlight: number; lastBusyAt: number; awaited?: AffineWait }>;
 }
 
 export interface ClusterSignalsOptions {
@@ -42,7 +45,7 @@ export function sumSignals(
   for (const row of rows) {
     let sum = sums.get(row.endpointId);
     if (!sum) {
-      sum = { queueLength: 0, oldestEnqueuedAt: null, workers: new Map() };
+      sum = { queueLength: 0, strictWaiting: 0, oldestEnqueuedAt: null, workers: new Map() };
       sums.set(row.endpointId, sum);
     }
     sum.queueLength += row.queueLength;
@@ -53,9 +56,13 @@ export function sumSignals(
     for (const [id, load] of Object.entries(row.workers)) {
       const known = sum.workers.get(id);
       const lastBusyAt = load.inFlight > 0 ? now : toLocal(load.lastBusyAt);
+      sum.strictWaiting += load.waiting ?? 0;
+      const awaited: AffineWait | undefined =
+        known?.awaited === 'resume' || load.resume ? 'resume' : load.waiting ? 'strict' : known?.awaited;
       sum.workers.set(id, {
         inFlight: (known?.inFlight ?? 0) + load.inFlight,
         lastBusyAt: Math.max(known?.lastBusyAt ?? Number.NEGATIVE_INFINITY, lastBusyAt),
+        ...(awaited ? { awaited } : {}),
       });
     }
   }
@@ -81,7 +88,7 @@ export class ClusterSignals implements QueueSignals {
     if (!remote) return local;
     const oldest = [local?.oldestEnqueuedAt ?? null, remote.oldestEnqueuedAt].filter((t) => t !== null);
     return {
-      queueLength: (local?.queueLength ?? 0) + remote.queueLength,
+      queueLength: (local?.queueLength ?? 0) + remote.queueLength - remote.strictWaiting,
       oldestEnqueuedAt: oldest.length === 0 ? null : Math.min(...oldest),
       inFlight: (workerId) =>
         (local?.inFlight(workerId) ?? 0) + (remote.workers.get(workerId)?.inFlight ?? 0),
@@ -90,6 +97,11 @@ export class ClusterSignals implements QueueSignals {
         const there = remote.workers.get(workerId)?.lastBusyAt;
         if (here === undefined) return there;
         return there === undefined ? here : Math.max(here, there);
+      },
+      awaited: (workerId) => {
+        const here = local?.awaited?.(workerId);
+        const there = remote.workers.get(workerId)?.awaited;
+        return here === 'resume' || there === 'resume' ? 'resume' : (here ?? there);
       },
     };
   }

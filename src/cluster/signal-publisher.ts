@@ -13,6 +13,8 @@ export interface LocalEndpointLoad {
   queueLength: number;
   oldestEnqueuedAt: number | null;
   workers: readonly { id: string; inFlight: number; lastBusyAt: number }[];
+  /** The workers strict requests wait for here (gateway/affinity.ts), routable or not. */
+  awaited?: readonly { id: string; waiting: number; resume: boolean }[];
 }
 
 export interface SignalPublisherOptions {
@@ -39,6 +41,13 @@ export function signalRows(loads: readonly LocalEndpointLoad[], now: number): Ga
     for (const w of load.workers) {
       workers[w.id] = { inFlight: w.inFlight, idleMs: w.inFlight > 0 ? 0 : Math.max(0, now - w.lastBusyAt) };
     }
+    for (const w of load.awaited ?? []) {
+      workers[w.id] = {
+        ...(workers[w.id] ?? { inFlight: 0, idleMs: 0 }),
+        waiting: w.waiting,
+        resume: w.resume,
+      };
+    }
     return {
       endpointId: load.endpointId,
       queueLength: load.queueLength,
@@ -52,7 +61,9 @@ export function signalRows(loads: readonly LocalEndpointLoad[], now: number): Ga
 function fingerprint(rows: readonly GatewaySignalWrite[]): string {
   return rows
     .map((r) => {
-      const busy = Object.entries(r.workers).map(([id, w]) => `${id}:${w.inFlight}`);
+      const busy = Object.entries(r.workers).map(
+        ([id, w]) => `${id}:${w.inFlight}${w.waiting ? `:${w.waiting}${w.resume ? 'r' : ''}` : ''}`,
+      );
       return `${r.endpointId}|${r.queueLength}|${busy.join(',')}`;
     })
     .join(';');

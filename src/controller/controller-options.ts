@@ -33,13 +33,14 @@ export const STARTING_PROBE_INTERVAL_MS = 50;
 /** What the controller asks the autoscaler (src/autoscaler/scaler.ts); minNum and no victims without one. */
 export interface ScalingAdvisor {
   /**
-   * Workers of the current revision the endpoint wants, the idle ones to remove first, in order, and the busy ones
-   * (a request in flight, a job held or being taken), which no scale-down picks.
+   * Workers of the current revision the endpoint wants, the idle ones to remove first, in order, the busy ones (a
+   * request in flight, a job held or being taken, strict requests waiting for it), which no scale-down picks, and
+   * the resting ones strict-resume requests wait for, to wake.
    */
   advise(
     endpoint: Endpoint,
     workers: readonly ManagedWorker[],
-  ): { desired: number; victims: string[]; busy?: string[] };
+  ): { desired: number; victims: string[]; busy?: string[]; wake?: string[] };
   /** The endpoints that exist after a pass: what is kept of the others goes. */
   retain(exists: (endpointId: string) => boolean): void;
   /** Called when the answers may have changed by themselves (a request queued, a threshold reached). */

@@ -375,6 +375,7 @@ export class Controller {
       desiredWorkers: advice?.desired ?? endpoint.spec.workers.minWorkers,
       preferredVictims: advice?.victims ?? [],
       busyWorkers: advice?.busy ?? [],
+      wakeWorkers: advice?.wake ?? [],
       ...(this.#tiers ? { tiers: { freeze: true, suspend: this.#tiers.suspendable } } : {}),
       budgetExceeded: this.#holds.budgetExceeded(endpoint.ownerId),
       crash: this.#crashes.of(endpoint.id),

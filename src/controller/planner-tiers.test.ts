@@ -56,6 +56,33 @@ describe('planEndpoint with idle tiers (pure, on a given time)', () => {
       [{ type: 'remove', workerId: 'a', reason: 'scaled down' }],
     ],
     [
+      'strict-resume requests wait for a suspended worker: it is restored before the warmer frozen one, beyond the target',
+      {
+        endpoint: endpoint(60, 600),
+        desiredWorkers: 1,
+        workers: [
+          worker('r', 'running'),
+          worker('f', 'frozen', { tierSince: NOW - 1_000 }),
+          worker('s', 'suspended', { tierSince: NOW - 1_000 }),
+        ],
+        busyWorkers: ['r', 's'],
+        wakeWorkers: ['s'],
+        tiers: BOTH,
+      },
+      [{ type: 'restore', workerId: 's' }],
+    ],
+    [
+      'strict requests wait for a frozen worker past keepFrozen: it stays frozen, and a busy running one is not scaled down',
+      {
+        endpoint: endpoint(60, 600),
+        desiredWorkers: 0,
+        workers: [worker('r', 'running'), worker('f', 'frozen', { tierSince: NOW - 120_000 })],
+        busyWorkers: ['r', 'f'],
+        tiers: BOTH,
+      },
+      [],
+    ],
+    [
       'a request: the frozen worker is thawed rather than a new one started',
       {
         endpoint: endpoint(60),

@@ -37,6 +37,12 @@ export interface EndpointPlanInput {
    * so that a job a worker has just taken is never cut off by a scale-down that crossed its take (issue 29).
    */
   busyWorkers?: readonly string[];
+  /**
+   * Frozen or suspended workers that strict-resume requests wait for (gateway/affinity.ts, through the autoscaler):
+   * woken first, also beyond the target. A resting worker in `busyWorkers` (strict requests wait for it) stays in
+   * its tier rather than moving down.
+   */
+  wakeWorkers?: readonly string[];
   /** What the runtime offers for idle workers (absent: nothing: a scaled-down worker is removed). */
   tiers?: { freeze: boolean; suspend: boolean };
   /**
@@ -124,9 +130,9 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
 
   const resting = workers.filter(isResting);
   const deficit = Math.max(0, target - current.length);
-  const woken = wakeResting(resting, endpoint.revision, deficit);
+  const woken = wakeResting(resting, endpoint.revision, deficit, new Set(input.wakeWorkers));
   actions.push(...woken);
-  const toAdd = now >= input.crash.retryAt ? deficit - woken.length : 0;
+  const toAdd = now >= input.crash.retryAt ? Math.max(0, deficit - woken.length) : 0;
   const budget = input.budgetExceeded;
   const holds = budgetHolds(current, minWorkers, toAdd, budget !== undefined);
   if (holds.addFree > 0) actions.push({ type: 'add', count: holds.addFree });
@@ -134,8 +140,8 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
     if (holds.addHeld > 0) actions.push({ type: 'add', count: holds.addHeld, held: budget });
     for (const workerId of holds.held) actions.push({ type: 'hold', workerId, message: budget });
   }
+  const busy = new Set(input.busyWorkers);
   if (current.length > target) {
-    const busy = new Set(input.busyWorkers);
     const removable = current.filter(
       (w) => isActive(w) && !busy.has(w.id) && w !== keptToProveHealth(current, target),
     );
@@ -151,7 +157,8 @@ export function planEndpoint(input: EndpointPlanInput): PlanAction[] {
   const wokenIds = new Set(woken.map((a) => a.workerId));
   actions.push(
     ...moveDownResting(
-      resting.filter((w) => !wokenIds.has(w.id)),
+      // One of an old revision goes as before: it is never woken for a request.
+      resting.filter((w) => !wokenIds.has(w.id) && (!busy.has(w.id) || w.revision !== endpoint.revision)),
       endpoint,
       now,
       input.tiers,
@@ -174,19 +181,22 @@ function mayFreeze(worker: ManagedWorker, endpoint: Endpoint, tiers: EndpointPla
 
 /**
  * The warmest resting workers of the current revision take the place of new ones: frozen first (a thaw), the most
- * recently frozen first, then suspended (a restore).
+ * recently frozen first, then suspended (a restore). Those `wanted` (strict-resume requests wait for them) wake
+ * first, and whatever the deficit.
  */
 function wakeResting(
   resting: ManagedWorker[],
   revision: number,
   deficit: number,
+  wanted: ReadonlySet<string>,
 ): Extract<PlanAction, { type: 'thaw' | 'restore' }>[] {
-  if (deficit === 0) return [];
-  const rank = (w: ManagedWorker) => (w.state === 'frozen' ? 0 : 1);
-  return resting
-    .filter((w) => w.revision === revision)
+  const candidates = resting.filter((w) => w.revision === revision);
+  const count = Math.max(deficit, candidates.filter((w) => wanted.has(w.id)).length);
+  if (count === 0) return [];
+  const rank = (w: ManagedWorker) => (wanted.has(w.id) ? -1 : w.state === 'frozen' ? 0 : 1);
+  return candidates
     .sort((a, b) => rank(a) - rank(b) || (b.tierSince ?? 0) - (a.tierSince ?? 0))
-    .slice(0, deficit)
+    .slice(0, count)
     .map((w) => ({ type: w.state === 'frozen' ? ('thaw' as const) : ('restore' as const), workerId: w.id }));
 }
 

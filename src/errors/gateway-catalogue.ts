@@ -21,6 +21,16 @@ export const GATEWAY_ERROR_CATALOGUE = {
     status: SHARED_ERROR_STATUS.BODY_TOO_LARGE,
     description: 'The request body is larger than the gateway accepts.',
   },
+  AFFINITY_TIMEOUT: {
+    status: 400,
+    description:
+      "A request with strict or strict-resume worker affinity (X-Corral-Worker-Id or X-Runpod-Worker-Id: `strict <id>`) waited the queue timeout for a slot on that worker; RunPod's `timed out waiting for worker`.",
+  },
+  AFFINITY_WORKER_GONE: {
+    status: 404,
+    description:
+      "The worker a request names with strict or strict-resume affinity does not exist (removed, failed, or never one of the endpoint's workers); RunPod's `affinity_worker_gone`.",
+  },
   QUEUE_FULL: {
     status: 429,
     description: "The endpoint's request queue is full; retry after Retry-After seconds.",

@@ -1,5 +1,6 @@
 /** The shapes of an endpoint's dispatcher (dispatcher.ts): its settings, the workers it routes to, a lease and its stats. */
 import type { Clock, Timers } from '../ports/clock.js';
+import type { Affinity } from './affinity.js';
 
 export interface DispatcherSettings {
   /** Slots per worker (workerConfig.maxConcurrent); an integer >= 1. */
@@ -48,10 +49,13 @@ export interface AcquireOptions {
   /** Workers this request must not be sent to (already tried by a retry of a request that never reached one). */
   exclude?: ReadonlySet<string>;
   /**
-   * The worker to grant a slot on when it has one free now (soft affinity: affinity.ts); else any, as without it.
-   * A request that queues is served in order, on whichever worker frees a slot first.
+   * The worker the request names (affinity.ts). Soft: a slot on it when it has one free now, else on any, as without
+   * it (a request that queues is served in order, on whichever worker frees a slot first). Strict and strict-resume:
+   * a slot on it alone, waited for up to the queue timeout (AFFINITY_TIMEOUT), while other workers may be free.
    */
-  prefer?: string;
+  affinity?: Affinity;
+  /** When the request began waiting, when it waits again (its worker left routing): the queue timeout counts from it. */
+  since?: number;
 }
 
 /** One slot on one worker. The holder must call release() exactly when the request is over (extra calls are no-ops). */
@@ -75,10 +79,22 @@ export interface DispatcherWorkerStats {
   granted: number;
 }
 
+/** A worker strict requests wait for (affinity.ts): it must not be scaled down; `resume`: it is to be woken. */
+export interface AwaitedWorker {
+  id: string;
+  /** Strict requests waiting for it (counted in queueLength too). */
+  waiting: number;
+  /** Some of them are strict-resume. */
+  resume: boolean;
+}
+
 export interface DispatcherStats {
+  /** Every waiting request, strict ones included. */
   queueLength: number;
   /** When the request at the head of the queue arrived; null when the queue is empty. */
   oldestEnqueuedAt: number | null;
   /** Routable workers and draining ones that still hold leases, in the order they were added. */
   workers: DispatcherWorkerStats[];
+  /** The workers strict requests wait for, routable or not. */
+  awaited: AwaitedWorker[];
 }

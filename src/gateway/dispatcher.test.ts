@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalogue.js';
 import { type DispatcherSettings, EndpointDispatcher, type Lease } from './dispatcher.js';
+import { AFFINE_WORKER_LEFT } from './queue-refusals.js';
 
 /** Lets every settled promise's callbacks run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -362,20 +363,88 @@ describe('EndpointDispatcher', () => {
     expect(retry.lease?.workerId).toBe('c');
   });
 
-  it('prefer grants on the named worker while it has a free slot, else on the least-loaded (soft affinity)', async () => {
+  it('soft affinity grants on the named worker while it has a free slot, else on the least-loaded', async () => {
     const { dispatcher } = setup({ maxConcurrent: 2 });
+    const soft = (workerId: string) => ({ mode: 'soft' as const, workerId });
     dispatcher.setWorkers([worker('a'), worker('b')]);
     const first = await dispatcher.acquire();
     expect(first.workerId).toBe('a');
-    // Without prefer, a (the most recently active) would take it again.
-    expect(dispatcher.tryAcquire(undefined, 'b')?.workerId).toBe('b');
-    expect((await dispatcher.acquire({ prefer: 'a' })).workerId).toBe('a');
+    // Without affinity, a (the most recently active) would take it again.
+    expect(dispatcher.tryAcquire(undefined, soft('b'))?.workerId).toBe('b');
+    expect((await dispatcher.acquire({ affinity: soft('a') })).workerId).toBe('a');
     // a is full: the next goes to b, the least loaded; an unknown worker changes nothing.
-    expect(dispatcher.tryAcquire(undefined, 'a')?.workerId).toBe('b');
-    expect(dispatcher.tryAcquire(undefined, 'gone')).toBeUndefined();
+    expect(dispatcher.tryAcquire(undefined, soft('a'))?.workerId).toBe('b');
+    expect(dispatcher.tryAcquire(undefined, soft('gone'))).toBeUndefined();
     first.release();
-    expect(dispatcher.tryAcquire(new Set(['a']), 'a')).toBeUndefined();
-    expect(dispatcher.tryAcquire(undefined, 'a')?.workerId).toBe('a');
+    expect(dispatcher.tryAcquire(new Set(['a']), soft('a'))).toBeUndefined();
+    expect(dispatcher.tryAcquire(undefined, soft('a'))?.workerId).toBe('a');
+  });
+
+  describe('strict affinity', () => {
+    const strict = (workerId: string) => ({ mode: 'strict' as const, workerId });
+    const resume = (workerId: string) => ({ mode: 'strict-resume' as const, workerId });
+
+    it('waits for a slot on its worker while another is free, and is served first when one frees', async () => {
+      const { dispatcher, queued } = setup({ maxConcurrent: 1 });
+      dispatcher.setWorkers([worker('a'), worker('b')]);
+      const onA = dispatcher.tryAcquire(undefined, strict('a'));
+      expect(onA?.workerId).toBe('a');
+      expect(dispatcher.tryAcquire(undefined, strict('a'))).toBeUndefined();
+      const waiting = track(dispatcher.acquire({ affinity: strict('a') }));
+      // A plain request behind it takes b, which the strict one may not.
+      const plain = track(dispatcher.acquire());
+      await flush();
+      expect(waiting.settled).toBe(false);
+      expect(plain.lease?.workerId).toBe('b');
+      expect(queued()).toBe(1);
+      expect(dispatcher.stats()).toMatchObject({
+        queueLength: 1,
+        awaited: [{ id: 'a', waiting: 1, resume: false }],
+      });
+      // Another plain request queues behind the strict one; a's slot goes to the strict one.
+      const later = track(dispatcher.acquire());
+      onA?.release();
+      await flush();
+      expect(waiting.lease?.workerId).toBe('a');
+      expect(later.settled).toBe(false);
+      expect(dispatcher.stats().awaited).toEqual([]);
+    });
+
+    it('answers 400 AFFINITY_TIMEOUT after the queue timeout, counted from its first wait', async () => {
+      const { dispatcher, timers } = setup({ maxConcurrent: 1, queueTimeoutMs: 30_000 });
+      dispatcher.setWorkers([worker('a'), worker('b')]);
+      dispatcher.tryAcquire(undefined, strict('a'));
+      const waiting = track(dispatcher.acquire({ affinity: resume('a'), since: timers.now - 10_000 }));
+      expect(dispatcher.stats().awaited).toEqual([{ id: 'a', waiting: 1, resume: true }]);
+      timers.advance(19_999);
+      await flush();
+      expect(waiting.settled).toBe(false);
+      timers.advance(1);
+      await flush();
+      expect(waiting.error?.code).toBe('AFFINITY_TIMEOUT');
+      expect(waiting.error?.status).toBe(400);
+      expect(waiting.error?.message).toMatch(/^timed out waiting for worker a/);
+      expect(dispatcher.queueLength).toBe(0);
+    });
+
+    it('is told when its worker leaves routing, and served when a worker it waited for unlisted becomes routable', async () => {
+      const { dispatcher } = setup({ maxConcurrent: 1 });
+      dispatcher.setWorkers([worker('a'), worker('b')]);
+      dispatcher.tryAcquire(undefined, strict('a'));
+      const onA = track(dispatcher.acquire({ affinity: strict('a') }));
+      const plain = track(dispatcher.acquire({ affinity: strict('b') }));
+      dispatcher.setWorkers([worker('b')]);
+      await flush();
+      expect(onA.error).toBe(AFFINE_WORKER_LEFT);
+      expect(plain.lease?.workerId).toBe('b');
+      // Waiting for a worker not routable now (frozen): served once it is listed.
+      const frozen = track(dispatcher.acquire({ affinity: resume('c') }));
+      await flush();
+      expect(frozen.settled).toBe(false);
+      dispatcher.setWorkers([worker('b'), worker('c')]);
+      await flush();
+      expect(frozen.lease?.workerId).toBe('c');
+    });
   });
 
   it('updateSettings: a higher maxConcurrent serves the queue, a lower one keeps leases', async () => {
@@ -556,7 +625,9 @@ describe('GatewayError', () => {
     );
     expect(statuses).toEqual({
       INVALID_REQUEST: 400,
+      AFFINITY_TIMEOUT: 400,
       ENDPOINT_NOT_FOUND: 404,
+      AFFINITY_WORKER_GONE: 404,
       BODY_TOO_LARGE: 413,
       QUEUE_FULL: 429,
       BUDGET_EXCEEDED: 429,

@@ -9,14 +9,17 @@
  * - every lease is counted once and freed once; a removed worker keeps its leases until they are released, then
  *   is forgotten;
  * - after every operation no queued request could be served by a free slot (the dispatcher is work-conserving);
- * - queued requests are served in arrival order. The one exception is `exclude`: a request that must avoid a worker
- *   (a retry) does not hold back the requests behind it from a slot on that worker.
+ * - queued requests are served in arrival order. The exceptions are `exclude` and strict affinity: a request that
+ *   must avoid a worker (a retry), or that waits for one worker alone (`strict <id>`: affinity.ts), does not hold
+ *   back the requests behind it from the slots it cannot take; a strict request waits while other workers have
+ *   free slots, and no other request is given a slot on its worker before it while it waits.
  *
  * Time comes from an injected clock and timer functions, so tests run with no real sleeps.
  */
 
-import { GatewayError } from '../errors/gateway-catalogue.js';
+import type { GatewayError } from '../errors/gateway-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
+import type { Affinity } from './affinity.js';
 import type {
   AcquireOptions,
   DispatcherOptions,
@@ -26,9 +29,19 @@ import type {
   RoutableWorker,
   WorkerAddress,
 } from './dispatcher-types.js';
+import {
+  AFFINE_WORKER_LEFT,
+  checkSettings,
+  clientGone,
+  queueFull,
+  retryAfterSeconds,
+  waitingFor,
+  waitTimedOut,
+} from './queue-refusals.js';
 
 export type {
   AcquireOptions,
+  AwaitedWorker,
   DispatcherOptions,
   DispatcherSettings,
   DispatcherStats,
@@ -55,6 +68,8 @@ interface Waiter {
   readonly seq: number;
   readonly enqueuedAt: number;
   readonly exclude: ReadonlySet<string> | undefined;
+  /** Strict affinity: the one worker it may be granted a slot on; `resume`: strict-resume (the worker is woken). */
+  readonly only: { workerId: string; resume: boolean } | undefined;
   readonly signal: AbortSignal | undefined;
   readonly resolve: (lease: Lease) => void;
   readonly reject: (error: GatewayError) => void;
@@ -158,11 +173,14 @@ export class EndpointDispatcher {
       if (worker.slots !== 0) sharesNone = false;
     }
     this.#sharesNone = sharesNone;
+    const left = new Set<string>();
     for (const slots of this.#workers.values()) {
       if (listed.has(slots.id)) continue;
+      if (slots.routable) left.add(slots.id);
       slots.routable = false;
       if (slots.inFlight === 0) this.#forgetWorker(slots);
     }
+    if (left.size > 0) this.rejectAwaiting(left, AFFINE_WORKER_LEFT);
     const now = this.#clock();
     for (const worker of listed.values()) {
       const address = Object.freeze({ host: worker.address.host, port: worker.address.port });
@@ -194,9 +212,9 @@ export class EndpointDispatcher {
    * request would queue or be refused; or the dispatcher is closed). Needs no promise and no abort signal, since
    * nothing waits. The caller owns the lease and must release it.
    */
-  tryAcquire(exclude?: ReadonlySet<string>, prefer?: string): Lease | undefined {
+  tryAcquire(exclude?: ReadonlySet<string>, affinity?: Affinity): Lease | undefined {
     if (this.#closedWith) return undefined;
-    const worker = this.#pick(exclude, prefer);
+    const worker = this.#pick(exclude, affinity);
     if (!worker) return undefined;
     const now = this.#clock();
     return this.#lease(worker, now, now);
@@ -205,32 +223,34 @@ export class EndpointDispatcher {
   /**
    * A slot on the least-loaded routable worker with one free (ties: the most recently active, so that light traffic
    * stays on few workers and the others can go idle and be scaled down), or a place in the FIFO queue. Rejects with
-   * a GatewayError: QUEUE_FULL (with retryAfterSeconds), QUEUE_TIMEOUT, CLIENT_GONE, or the close() error.
+   * a GatewayError: QUEUE_FULL (with retryAfterSeconds), QUEUE_TIMEOUT, CLIENT_GONE, or the close() error; a
+   * strict one (`affinity`) AFFINITY_TIMEOUT at the queue timeout, or AFFINE_WORKER_LEFT when its worker leaves.
    *
    * Once the promise resolves the caller owns the lease and must release it, even if its signal aborted since.
    */
   acquire(options: AcquireOptions = {}): Promise<Lease> {
-    const { signal, exclude, prefer } = options;
+    const { signal, exclude, affinity, since } = options;
     if (this.#closedWith) return Promise.reject(this.#closedWith);
     if (signal?.aborted) return Promise.reject(clientGone('before it got a slot', signal.reason));
     const now = this.#clock();
-    const worker = this.#pick(exclude, prefer);
-    if (worker) return Promise.resolve(this.#lease(worker, now, now));
+    const worker = this.#pick(exclude, affinity);
+    if (worker) return Promise.resolve(this.#lease(worker, since ?? now, now));
     if (this.#queue.size >= this.#settings.maxQueueLength) {
-      const retryAfterSeconds = this.#retryAfterSeconds(now);
       return Promise.reject(
-        new GatewayError('QUEUE_FULL', `the queue holds ${this.#queue.size} requests, its limit`, {
-          retryAfterSeconds,
-          metadata: { queueLength: this.#queue.size, maxQueueLength: this.#settings.maxQueueLength },
-        }),
+        queueFull(this.#queue.size, this.#settings.maxQueueLength, this.#retryAfterSeconds(now)),
       );
     }
+    const enqueuedAt = Math.min(since ?? now, now);
     return new Promise<Lease>((resolve, reject) => {
       const seq = this.#nextSeq++;
       const waiter: Waiter = {
         seq,
-        enqueuedAt: now,
+        enqueuedAt,
         exclude: exclude && exclude.size > 0 ? exclude : undefined,
+        only:
+          affinity && affinity.mode !== 'soft'
+            ? { workerId: affinity.workerId, resume: affinity.mode === 'strict-resume' }
+            : undefined,
         signal,
         resolve,
         reject,
@@ -242,7 +262,7 @@ export class EndpointDispatcher {
         timer: undefined,
       };
       this.#queue.set(seq, waiter);
-      waiter.timer = this.#startTimer(waiter, this.#settings.queueTimeoutMs);
+      waiter.timer = this.#startTimer(waiter, Math.max(0, enqueuedAt + this.#settings.queueTimeoutMs - now));
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
       try {
         this.#onQueued?.();
@@ -291,9 +311,18 @@ export class EndpointDispatcher {
 
   stats(): DispatcherStats {
     const head = this.#queue.values().next();
+    const awaited = new Map<string, { id: string; waiting: number; resume: boolean }>();
+    for (const { only } of this.#queue.values()) {
+      if (!only) continue;
+      const entry = awaited.get(only.workerId) ?? { id: only.workerId, waiting: 0, resume: false };
+      entry.waiting += 1;
+      entry.resume ||= only.resume;
+      awaited.set(only.workerId, entry);
+    }
     return {
       queueLength: this.#queue.size,
       oldestEnqueuedAt: head.done ? null : head.value.enqueuedAt,
+      awaited: [...awaited.values()],
       workers: [...this.#workers.values()].map((slots) => ({
         id: slots.id,
         inFlight: slots.inFlight,
@@ -325,18 +354,28 @@ export class EndpointDispatcher {
     }
   }
 
+  /** Rejects the strict requests waiting for any of `workerIds` with `error` (their worker left, or is gone). */
+  rejectAwaiting(workerIds: ReadonlySet<string>, error: GatewayError): void {
+    for (const waiter of [...this.#queue.values()]) {
+      if (waiter.only === undefined || !workerIds.has(waiter.only.workerId)) continue;
+      this.#leave(waiter);
+      waiter.reject(error);
+    }
+  }
+
   // ---- internals ----
 
   /**
-   * `prefer` when it is routable with a free slot and not excluded (soft affinity: affinity.ts); else the
-   * least-loaded routable worker with a free slot, not excluded; ties go to the most recently active.
+   * The affinity's worker when it is routable with a free slot and not excluded (affinity.ts); strict: that one or
+   * none. Else the least-loaded routable worker with a free slot, not excluded; ties go to the most recently active.
    */
-  #pick(exclude: ReadonlySet<string> | undefined, prefer?: string): WorkerSlots | undefined {
+  #pick(exclude: ReadonlySet<string> | undefined, affinity?: Affinity): WorkerSlots | undefined {
     const max = this.#settings.maxConcurrent;
     const free = (slots: WorkerSlots) =>
       slots.routable && slots.inFlight < (slots.slots ?? max) && !exclude?.has(slots.id);
-    const preferred = prefer === undefined ? undefined : this.#workers.get(prefer);
+    const preferred = affinity === undefined ? undefined : this.#workers.get(affinity.workerId);
     if (preferred && free(preferred)) return preferred;
+    if (affinity && affinity.mode !== 'soft') return undefined;
     let best: WorkerSlots | undefined;
     for (const slots of this.#workers.values()) {
       if (!free(slots)) continue;
@@ -400,7 +439,11 @@ export class EndpointDispatcher {
     for (const waiter of this.#queue.values()) {
       const any = this.#pick(undefined);
       if (!any) return;
-      const slots = waiter.exclude ? this.#pick(waiter.exclude) : any;
+      const slots = waiter.only
+        ? this.#pick(waiter.exclude, { mode: 'strict', workerId: waiter.only.workerId })
+        : waiter.exclude
+          ? this.#pick(waiter.exclude)
+          : any;
       if (!slots) continue;
       this.#leave(waiter);
       waiter.resolve(this.#lease(slots, waiter.enqueuedAt));
@@ -426,67 +469,25 @@ export class EndpointDispatcher {
   #timeOut(waiter: Waiter): void {
     this.#leave(waiter);
     const waitedMs = Math.max(0, this.#clock() - waiter.enqueuedAt);
-    const waitingFor = this.#waitingFor();
-    waiter.reject(
-      new GatewayError(
-        'QUEUE_TIMEOUT',
-        `no worker slot freed within ${this.#settings.queueTimeoutMs} ms${waitingFor ? `: ${waitingFor}` : ''}`,
-        {
-          metadata: {
-            queuedMs: waitedMs,
-            queueTimeoutMs: this.#settings.queueTimeoutMs,
-            ...(waitingFor ? { waitingFor } : {}),
-          },
-        },
-      ),
-    );
+    const why = waitingFor(this.#routableCount(), this.#settings.maxConcurrent, this.#whyNoWorker?.());
+    waiter.reject(waitTimedOut(waitedMs, this.#settings.queueTimeoutMs, why, waiter.only?.workerId));
   }
 
-  /** Why a queued request got no slot: every routable worker busy, or what the endpoint's new worker waits for. */
-  #waitingFor(): string | undefined {
+  #routableCount(): number {
     let routable = 0;
     for (const slots of this.#workers.values()) if (slots.routable) routable += 1;
-    if (routable > 0) {
-      return `all ${routable} routable worker(s) busy with ${this.#settings.maxConcurrent} request(s) each`;
-    }
-    const why = this.#whyNoWorker?.();
-    return why ? `no worker is routable: ${why}` : 'no worker is routable';
+    return routable;
   }
 
-  /**
-   * Estimated seconds until the queue has served what it holds now: its length times the mean lease duration over
-   * the routable slots, at most the queue timeout. With no routable slot or no lease finished yet, the time until the
-   * head of the queue has left it for sure (served or timed out). At least 1.
-   */
+  /** See queue-refusals.ts's retryAfterSeconds. */
   #retryAfterSeconds(now: number): number {
-    const { maxConcurrent, queueTimeoutMs } = this.#settings;
-    let routable = 0;
-    for (const slots of this.#workers.values()) if (slots.routable) routable += 1;
-    let ms: number;
-    if (routable > 0 && this.#meanHoldMs !== undefined) {
-      ms = Math.min((this.#queue.size * this.#meanHoldMs) / (routable * maxConcurrent), queueTimeoutMs);
-    } else {
-      const head = this.#queue.values().next();
-      ms = head.done ? 0 : head.value.enqueuedAt + queueTimeoutMs - now;
-    }
-    return Math.max(1, Math.ceil(ms / 1000));
+    const head = this.#queue.values().next();
+    return retryAfterSeconds({
+      queueLength: this.#queue.size,
+      routable: this.#routableCount(),
+      meanHoldMs: this.#meanHoldMs,
+      settings: this.#settings,
+      headLeftInMs: head.done ? 0 : head.value.enqueuedAt + this.#settings.queueTimeoutMs - now,
+    });
   }
-}
-
-function clientGone(when: string, reason: unknown): GatewayError {
-  return new GatewayError('CLIENT_GONE', `the client went away ${when}`, { cause: reason });
-}
-
-function checkSettings(settings: DispatcherSettings): DispatcherSettings {
-  const { maxConcurrent, maxQueueLength, queueTimeoutMs } = settings;
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    throw new RangeError(`maxConcurrent must be an integer >= 1, not ${maxConcurrent}`);
-  }
-  if (!Number.isInteger(maxQueueLength) || maxQueueLength < 0) {
-    throw new RangeError(`maxQueueLength must be an integer >= 0, not ${maxQueueLength}`);
-  }
-  if (!Number.isFinite(queueTimeoutMs) || queueTimeoutMs < 0) {
-    throw new RangeError(`queueTimeoutMs must be a finite number >= 0, not ${queueTimeoutMs}`);
-  }
-  return { maxConcurrent, maxQueueLength, queueTimeoutMs };
 }

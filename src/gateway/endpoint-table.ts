@@ -8,8 +8,9 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
-import type { EndpointQueueSignal } from '../ports/queue-signals.js';
+import type { AffineWait, EndpointQueueSignal } from '../ports/queue-signals.js';
 import type { RoutingView } from '../ports/routing-view.js';
+import type { AwaitedWorker } from './dispatcher.js';
 import { EndpointDispatcher } from './dispatcher.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
 import type { WorkerPools } from './pools.js';
@@ -34,6 +35,8 @@ export interface GatewayEndpointLoad {
   queueLength: number;
   oldestEnqueuedAt: number | null;
   workers: { id: string; inFlight: number; lastBusyAt: number }[];
+  /** The workers strict requests wait for here (affinity.ts), routable or not. */
+  awaited: AwaitedWorker[];
 }
 
 export interface EndpointTableOptions {
@@ -102,11 +105,16 @@ export class EndpointTable {
     dispatcher.retainDeparted(exists);
     const stats = dispatcher.stats();
     const load = new Map(stats.workers.map((w) => [w.id, w.inFlight]));
+    const awaited = new Map<string, AffineWait>(
+      stats.awaited.map((w) => [w.id, w.resume ? 'resume' : 'strict']),
+    );
+    const strictWaits = stats.awaited.reduce((n, w) => n + w.waiting, 0);
     return {
-      queueLength: stats.queueLength,
+      queueLength: stats.queueLength - strictWaits,
       oldestEnqueuedAt: stats.oldestEnqueuedAt,
       inFlight: (workerId) => load.get(workerId) ?? 0,
       lastBusyAt: (workerId) => dispatcher.lastBusyAt(workerId),
+      awaited: (workerId) => awaited.get(workerId),
     };
   }
 
@@ -146,6 +154,7 @@ export class EndpointTable {
         queueLength: s.queueLength,
         oldestEnqueuedAt: s.oldestEnqueuedAt,
         workers: s.workers.map((w) => ({ id: w.id, inFlight: w.inFlight, lastBusyAt: w.lastBusyAt })),
+        awaited: s.awaited,
       };
     });
   }
@@ -280,6 +289,24 @@ export class EndpointTable {
     if (this.#o.routing.routableWorkers(endpointId).length > 0) return false;
     if (!this.#wakes.has(endpointId)) this.#wakes.set(endpointId, arrived);
     return true;
+  }
+
+  /** Per endpoint, the workers strict requests wait for here that are not routable (frozen, starting, or gone). */
+  awaitedUnroutable(): { endpointId: string; dispatcher: EndpointDispatcher; workerIds: string[] }[] {
+    const found = [];
+    for (const [endpointId, dispatcher] of this.#dispatchers) {
+      const workerIds = dispatcher
+        .stats()
+        .awaited.map((w) => w.id)
+        .filter((workerId) => !this.isRoutable(endpointId, workerId));
+      if (workerIds.length > 0) found.push({ endpointId, dispatcher, workerIds });
+    }
+    return found;
+  }
+
+  /** Whether the routing view lists the worker as routable for the endpoint (it may be in quarantine). */
+  isRoutable(endpointId: string, workerId: string): boolean {
+    return this.#o.routing.routableWorkers(endpointId).some((w) => w.id === workerId);
   }
 
   /** The endpoint has a routable worker: a wake from zero in progress is over, and counted once. */

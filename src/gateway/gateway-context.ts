@@ -9,6 +9,7 @@ import { GATEWAY_ERROR_CATALOGUE, GatewayError } from '../errors/gateway-catalog
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { RoutingView } from '../ports/routing-view.js';
 import type { CallerKeys } from '../service/caller-keys.js';
+import { type Affinity, affinityWorkerGone, type NamedWorker } from './affinity.js';
 import { answer, queuedHeader } from './answer.js';
 import type { EndpointDispatcher, RoutableWorker } from './dispatcher.js';
 import { EndpointTable } from './endpoint-table.js';
@@ -58,6 +59,11 @@ export interface GatewayOptions {
   /** The store's answer for an appName the routing view does not know yet (created since its last pass). */
   findEndpoint: (appName: string) => Promise<Endpoint | undefined>;
   /**
+   * The store's record of a worker (its endpoint and state), asked when a strict request names a worker that is not
+   * routable (affinity.ts); absent: such a worker is taken to exist, and the request waits for it.
+   */
+  findWorker?: (workerId: string) => Promise<NamedWorker | undefined>;
+  /**
    * Why the endpoint's workers can never be placed on this server (what the controller reports as
    * INSUFFICIENT_GPU), decided from its spec; undefined when they can. Pure: called once per endpoint object.
    * Without it the gateway goes by the endpoint's reported status, which lags a controller pass behind a change.
@@ -103,7 +109,13 @@ const MAX_CACHED_HOSTS = 10_000;
  */
 const MISS_TTL_MS = 1000;
 
-export function noWorkerReached(): GatewayError {
+/** WORKER_ERROR for a request no worker could be reached for; `strictWorker`: the one it was bound to (affinity.ts). */
+export function noWorkerReached(strictWorker?: string): GatewayError {
+  if (strictWorker !== undefined) {
+    return new GatewayError('WORKER_ERROR', `worker ${strictWorker} could not be reached (strict affinity)`, {
+      metadata: { attempts: 1, workerId: strictWorker },
+    });
+  }
   return new GatewayError('WORKER_ERROR', `no worker could be reached in ${MAX_ATTEMPTS} attempts`, {
     metadata: { attempts: MAX_ATTEMPTS },
   });
@@ -119,6 +131,8 @@ export class GatewayContext {
   readonly #store: StoreLookup<Endpoint>;
   /** Host header -> appName (null: none), so that a Host seen before costs one lookup instead of parsing. */
   readonly #appNames = new Map<string, string | null>();
+  /** A recheck of the workers strict requests wait for is under way (one at a time). */
+  #rechecking = false;
 
   constructor(
     options: GatewayOptions,
@@ -147,8 +161,11 @@ export class GatewayContext {
       neverPlaceable: options.neverPlaceable,
       onQueued: hooks.onQueued,
       onWorkerBusy: options.onWorkerBusy,
-      // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
-      onSynced: () => this.#store.forgetMisses(),
+      onSynced: () => {
+        // The controller may have seen new endpoints: the store's "none" answers may be wrong now.
+        this.#store.forgetMisses();
+        void this.#recheckAwaited();
+      },
       ...(hooks.onShareless ? { onShareless: hooks.onShareless } : {}),
     });
   }
@@ -216,6 +233,43 @@ export class GatewayContext {
   /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */
   write(res: ServerResponse, error: GatewayError, queuedMs?: number): void {
     answer(res, error, { headers: queuedHeader(queuedMs) });
+  }
+
+  /**
+   * 404 AFFINITY_WORKER_GONE when the worker a strict request names no longer exists; undefined when it is routable
+   * or may be again (frozen, starting), or the store cannot say now (the request waits, bounded by the queue timeout).
+   */
+  async affinityGone(endpointId: string, affinity: Affinity): Promise<GatewayError | undefined> {
+    if (this.endpoints.isRoutable(endpointId, affinity.workerId)) return undefined;
+    const find = this.o.findWorker;
+    if (!find) return undefined;
+    let worker: NamedWorker | undefined;
+    try {
+      worker = await find(affinity.workerId);
+    } catch (error) {
+      this.o.logger.warn({ endpointId, workerId: affinity.workerId, err: error }, 'worker lookup failed');
+      return undefined;
+    }
+    return affinityWorkerGone(affinity, endpointId, worker);
+  }
+
+  /**
+   * After each routing change: strict requests waiting for a worker that is not routable (a frozen one stopped for
+   * another endpoint's GPUs, say) get their 404 once the store says it is gone, rather than waiting out the timeout.
+   */
+  async #recheckAwaited(): Promise<void> {
+    if (!this.o.findWorker || this.#rechecking) return;
+    this.#rechecking = true;
+    try {
+      for (const { endpointId, dispatcher, workerIds } of this.endpoints.awaitedUnroutable()) {
+        for (const workerId of workerIds) {
+          const gone = await this.affinityGone(endpointId, { mode: 'strict', workerId });
+          if (gone) dispatcher.rejectAwaiting(new Set([workerId]), gone);
+        }
+      }
+    } finally {
+      this.#rechecking = false;
+    }
   }
 
   /** A worker whose connection failed: out of routing for a moment, and the routing view asked to look again. */

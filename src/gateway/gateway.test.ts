@@ -13,10 +13,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { RoutingView } from '../ports/routing-view.js';
+import type { RoutableWorker, RoutingView } from '../ports/routing-view.js';
 import { CallerKeys, KEY_CACHE_TTL_MS, STALE_CHECK_WAIT_MS } from '../service/caller-keys.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
-import { Gateway } from './gateway.js';
+import { Gateway, type GatewayOptions } from './gateway.js';
 import { GatewayMetrics } from './metrics.js';
 import { WorkerPools } from './pools.js';
 
@@ -134,7 +134,7 @@ const AUTHORIZATION = `Bearer ${OWNER_KEY}`;
 
 class StaticRouting implements RoutingView {
   readonly endpoints = new Map<string, Endpoint>();
-  readonly workers = new Map<string, { id: string; address: { host: string; port: number } }[]>();
+  readonly workers = new Map<string, RoutableWorker[]>();
   readonly #listeners = new Set<() => void>();
 
   endpointByAppName(appName: string): Endpoint | undefined {
@@ -202,6 +202,7 @@ async function startGateway(
     registry?: Registry;
     timers?: ManualTimers;
     neverPlaceable?: (endpoint: Endpoint) => string | undefined;
+    findWorker?: GatewayOptions['findWorker'];
   } = {},
 ): Promise<Harness> {
   const routing = new StaticRouting();
@@ -234,6 +235,7 @@ async function startGateway(
       timers,
     }),
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
+    ...(options.findWorker ? { findWorker: options.findWorker } : {}),
   });
   metrics?.readFrom({ load: () => gateway.stats() });
   const queued: string[] = [];
@@ -438,6 +440,150 @@ describe('Gateway', () => {
     expect((await get(h.port, host, '/work', { 'x-corral-worker-id': other })).body).toBe(other);
     // A worker that is not there: any worker serves it.
     expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+  });
+
+  it('keeps a strict request on its worker: it waits for a slot there, 404 when the worker is gone, 400 at the queue timeout', async () => {
+    const stored = new Map([
+      ['w-1', 'running'],
+      ['w-3', 'frozen'],
+      ['w-4', 'failed'],
+    ] as const);
+    const h = await startGateway({
+      queueTimeoutMs: 1_000,
+      findWorker: async (id) => {
+        const state = stored.get(id as 'w-1');
+        return state && { endpointId: endpoint.id, state };
+      },
+    });
+    const workers = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, workers);
+    const host = hostOf(endpoint);
+    const [w1] = workers as [TestWorker, TestWorker];
+    const holding = get(h.port, host, '/hold', { 'x-corral-worker-id': 'strict w-1' });
+    await w1.received(1);
+    // w-1 is full: RunPod's header waits for it while w-2 is free, and a plain request goes to w-2 meanwhile.
+    const waiting = get(h.port, host, '/work', { 'x-runpod-worker-id': 'strict w-1' });
+    await h.whenQueued(1);
+    // The autoscaler sees w-1 awaited, and no queue a new worker could serve.
+    const signal = h.gateway.queueSignal(endpoint.id, () => true);
+    expect(signal?.queueLength).toBe(0);
+    expect(signal?.awaited?.('w-1')).toBe('strict');
+    expect((await get(h.port, host)).body).toBe('w-2');
+    w1.release();
+    expect(await holding).toMatchObject({ status: 200, body: 'w-1' });
+    const served = await waiting;
+    expect(served).toMatchObject({ status: 200, body: 'w-1' });
+    expect(served.headers['x-runpod-worker-id']).toBe('w-1');
+    // A worker that does not exist, or failed: RunPod's affinity_worker_gone; soft with it: any worker serves.
+    for (const gone of ['w-9', 'w-4']) {
+      const answer = await get(h.port, host, '/work', { 'x-corral-worker-id': `strict-resume ${gone}` });
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 404, reason: 'AFFINITY_WORKER_GONE' });
+      expect(JSON.parse(answer.body).message).toMatch(/^affinity_worker_gone: worker w-[49]/);
+    }
+    expect((await get(h.port, host, '/work', { 'x-corral-worker-id': 'w-9' })).status).toBe(200);
+    // A frozen worker strict does not wake: the wait ends at the queue timeout with RunPod's 400.
+    const frozen = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict w-3' });
+    await h.whenQueued(2);
+    h.timers.advance(1_000);
+    const timedOut = await frozen;
+    expect(timedOut.status).toBe(400);
+    expect(JSON.parse(timedOut.body)).toMatchObject({ reason: 'AFFINITY_TIMEOUT' });
+    // A frozen worker removed while a strict-resume request waits for it (stopped for another endpoint's GPUs): 404
+    // at the next routing change, not at the timeout.
+    const resumed = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict-resume w-3' });
+    await h.whenQueued(3);
+    h.routing.changed();
+    await flushIo();
+    stored.delete('w-3');
+    h.routing.changed();
+    expect((await resumed).status).toBe(404);
+    // Its worker removed while a strict request waits for it: 404.
+    const held = get(h.port, host, '/hold', { 'x-corral-worker-id': 'strict w-1' });
+    await w1.received(3);
+    const behind = get(h.port, host, '/work', { 'x-corral-worker-id': 'strict w-1' });
+    await h.whenQueued(4);
+    stored.delete('w-1');
+    h.routing.workers.set(endpoint.id, [workers[1] as TestWorker]);
+    h.routing.changed();
+    const left = await behind;
+    expect(left.status).toBe(404);
+    w1.release();
+    expect((await held).status).toBe(200);
+  });
+
+  it('takes no queue place for a strict request whose client left while its worker was looked up', async () => {
+    let looked: () => void = () => {};
+    const lookedUp = new Promise<void>((resolve) => {
+      looked = resolve;
+    });
+    let answerLookup: () => void = () => {};
+    const h = await startGateway({
+      findWorker: () => {
+        looked();
+        return new Promise((resolve) => {
+          answerLookup = () => resolve({ endpointId: endpoint.id, state: 'frozen' });
+        });
+      },
+    });
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    const req = request({
+      host: '127.0.0.1',
+      port: h.port,
+      path: '/work',
+      headers: { host: hostOf(endpoint), authorization: AUTHORIZATION, 'x-corral-worker-id': 'strict w-3' },
+      agent: false,
+    });
+    req.on('error', () => {});
+    req.end();
+    await lookedUp;
+    req.destroy();
+    await h.whenClosed(1);
+    answerLookup();
+    await flushIo();
+    expect(h.gateway.stats()[0]?.queueLength ?? 0).toBe(0);
+  });
+
+  it('never sends a strict request to another worker when its own cannot be reached: 502', async () => {
+    const h = await startGateway();
+    const w2 = await track(startWorker('w-2'));
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [{ id: 'w-1', address: await deadAddress() }, w2]);
+    const answer = await get(h.port, hostOf(endpoint), '/work', { 'x-corral-worker-id': 'strict w-1' });
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      reason: 'WORKER_ERROR',
+      message: 'worker w-1 could not be reached (strict affinity)',
+    });
+    // Soft: the same request goes on to w-2.
+    const soft = await get(h.port, hostOf(endpoint), '/work', { 'x-corral-worker-id': 'w-1' });
+    expect(soft).toMatchObject({ status: 200, body: 'w-2' });
+  });
+
+  it('waits through the thaw of the frozen worker a strict-resume request names while others serve, and says so', async () => {
+    const h = await startGateway({
+      findWorker: async (id) => (id === 'w-3' ? { endpointId: endpoint.id, state: 'frozen' } : undefined),
+    });
+    const [w1, w3] = [await track(startWorker('w-1')), await track(startWorker('w-3'))];
+    const endpoint = runningEndpoint(1);
+    h.routing.endpoints.set(endpoint.id, endpoint);
+    h.routing.workers.set(endpoint.id, [w1]);
+    const host = hostOf(endpoint);
+    const waiting = get(h.port, host, '/work', { 'x-runpod-worker-id': 'strict-resume w-3' });
+    await h.whenQueued(1);
+    expect(h.gateway.queueSignal(endpoint.id, () => true)?.awaited?.('w-3')).toBe('resume');
+    h.timers.advance(40);
+    const wake = { tier: 'thaw' as const, phases: [{ name: 'thaw', ms: 15 }], at: h.timers.now };
+    h.routing.workers.set(endpoint.id, [w1, { ...w3, wake }]);
+    h.routing.changed();
+    const answer = await waiting;
+    expect(answer).toMatchObject({ status: 200, body: 'w-3' });
+    expect(answer.headers['server-timing']).toBe('queue;dur=40, thaw;dur=15');
+    expect(answer.headers['x-corral-cold-start-ms']).toBe('40');
   });
 
   it('proxies to a routable worker and says which worker answered and how long the request queued', async () => {

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Endpoint } from '../domain/endpoint.js';
 import { bodyTooLarge, GatewayError } from '../errors/gateway-catalogue.js';
-import { preferredWorker } from './affinity.js';
+import { type Affinity, affinityOf } from './affinity.js';
 import type { EndpointDispatcher, Lease } from './dispatcher.js';
 import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
 import { authorizationFor } from './invoke-auth.js';
@@ -122,8 +122,16 @@ export class RequestPath {
       return;
     }
     const dispatcher = c.endpoints.dispatcherFor(routed);
-    const prefer = preferredWorker(req);
-    void this.#proxy(req, res, routed, dispatcher, arrived, dispatcher.tryAcquire(undefined, prefer), prefer);
+    const affinity = affinityOf(req);
+    void this.#proxy(
+      req,
+      res,
+      routed,
+      dispatcher,
+      arrived,
+      dispatcher.tryAcquire(undefined, affinity),
+      affinity,
+    );
   }
 
   /**
@@ -138,7 +146,7 @@ export class RequestPath {
     dispatcher: EndpointDispatcher,
     arrived: number,
     granted: Lease | undefined,
-    prefer: string | undefined,
+    affinity: Affinity | undefined,
   ): Promise<void> {
     const c = this.#c;
     let waiting: AbortController | undefined;
@@ -151,7 +159,8 @@ export class RequestPath {
         dispatcher,
         clock: c.o.clock,
         ...(granted ? { granted } : {}),
-        ...(prefer === undefined ? {} : { prefer }),
+        ...(affinity === undefined ? {} : { affinity }),
+        affinityGone: () => c.affinityGone(endpoint.id, affinity as Affinity),
         waitSignal: (attempt) => {
           if (!waiting) {
             const controller = new AbortController();
@@ -160,7 +169,14 @@ export class RequestPath {
               if (!res.writableFinished) controller.abort();
             };
             res.on('close', onClientClose);
-            cold = attempt === 1 && c.endpoints.wakingFor(endpoint.id, arrived);
+            // A strict request looks its worker up before it waits: its client may have left meanwhile.
+            if (res.closed) onClientClose();
+            // A strict-resume request whose worker is not routable waits through its wake (a thaw, a restore).
+            cold =
+              attempt === 1 &&
+              (c.endpoints.wakingFor(endpoint.id, arrived) ||
+                (affinity?.mode === 'strict-resume' &&
+                  !c.endpoints.isRoutable(endpoint.id, affinity.workerId)));
           }
           return waiting.signal;
         },
@@ -184,7 +200,10 @@ export class RequestPath {
         },
       });
       if (end.kind === 'refused') c.fail(res, endpoint, end.error, arrived, end.queuedMs);
-      else if (end.kind === 'unreached') c.fail(res, endpoint, noWorkerReached(), arrived, end.queuedMs);
+      else if (end.kind === 'unreached') {
+        const strictWorker = affinity && affinity.mode !== 'soft' ? affinity.workerId : undefined;
+        c.fail(res, endpoint, noWorkerReached(strictWorker), arrived, end.queuedMs);
+      }
     } finally {
       if (onClientClose) res.off('close', onClientClose);
     }

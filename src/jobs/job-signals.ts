@@ -229,6 +229,7 @@ export function withJobs(base: QueueSignals, jobs: JobSignals): QueueSignals {
           );
           return times.length === 0 ? undefined : Math.max(...times);
         },
+        ...(requests?.awaited ? { awaited: requests.awaited } : {}),
       };
     },
     onQueued(listener) {

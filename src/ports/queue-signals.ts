@@ -4,9 +4,15 @@
  * with several gateway replicas, an implementation that sums every replica's signals plugs in here.
  */
 
+/** Why requests wait for one worker alone (gateway/affinity.ts): `strict`, or `resume` (it is to be woken). */
+export type AffineWait = 'strict' | 'resume';
+
 /** One endpoint's queue and its workers' load, as the gateway(s) see them now. */
 export interface EndpointQueueSignal {
-  /** Requests waiting for a slot. */
+  /**
+   * Requests waiting for a slot any worker may serve: those waiting for one worker alone (strict affinity) are not
+   * counted, since a new worker cannot serve them.
+   */
   queueLength: number;
   /** When the oldest waiting request arrived (ms); null with an empty queue. */
   oldestEnqueuedAt: number | null;
@@ -14,6 +20,11 @@ export interface EndpointQueueSignal {
   inFlight(workerId: string): number;
   /** When the worker last had a request in flight (ms); undefined when no gateway has seen it busy. */
   lastBusyAt(workerId: string): number | undefined;
+  /**
+   * Whether strict requests wait for the worker (it must not be scaled down), and strict-resume ones (it is to be
+   * woken from frozen or suspended); absent or undefined: none.
+   */
+  awaited?(workerId: string): AffineWait | undefined;
 }
 
 export interface QueueSignals {

@@ -25,6 +25,14 @@ describe.each(storeTargets())('gateway signals on $name', (target) => {
       expect(await rows()).toEqual(['rep-a/e1:1/1', 'rep-a/e2:2/2', 'rep-b/e1:3/3']);
       expect(await rows('e1')).toEqual(['rep-a/e1:1/1', 'rep-b/e1:3/3']);
       expect(await rows('e3')).toEqual([]);
+      // The strict requests waiting for one worker alone (worker affinity) travel with its load.
+      await store.gatewaySignals.write(
+        'rep-a',
+        [{ ...load('e1', 1), workers: { w3: { inFlight: 0, idleMs: 0, waiting: 2, resume: true } } }],
+        [],
+      );
+      const [row] = (await store.gatewaySignals.read(['rep-a'], 'e1')).rows;
+      expect(row?.workers.w3).toMatchObject({ inFlight: 0, waiting: 2, resume: true });
     } finally {
       await dispose();
     }

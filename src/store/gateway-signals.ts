@@ -11,8 +11,12 @@ import type { Database, DialectName } from './schema.js';
 /** One worker's load as one replica's gateway sees it. */
 export interface WorkerLoadSignal {
   inFlight: number;
-  /** How long ago it was last busy (ms; 0 while busy). */
+  /** How long ago it was last busy (ms; 0 while busy, and for a worker only strict requests wait for). */
   idleMs: number;
+  /** Strict requests waiting here for this worker alone (gateway/affinity.ts); absent: none. */
+  waiting?: number;
+  /** Some of them are strict-resume: the worker is to be woken. */
+  resume?: boolean;
 }
 
 /** What a replica writes for one endpoint. */
@@ -30,8 +34,8 @@ export interface GatewaySignalRow {
   endpointId: string;
   queueLength: number;
   oldestEnqueuedAt: number | null;
-  /** Per worker: in flight, and when last busy (database clock). */
-  workers: Record<string, { inFlight: number; lastBusyAt: number }>;
+  /** Per worker: in flight, when last busy (database clock), and the strict requests waiting for it alone. */
+  workers: Record<string, { inFlight: number; lastBusyAt: number; waiting?: number; resume?: boolean }>;
   updatedAt: number;
 }
 
@@ -104,7 +108,11 @@ export class GatewaySignalRepository {
         const loads = JSON.parse(r.workers) as Record<string, WorkerLoadSignal>;
         const workers: GatewaySignalRow['workers'] = {};
         for (const [id, load] of Object.entries(loads)) {
-          workers[id] = { inFlight: load.inFlight, lastBusyAt: updatedAt - load.idleMs };
+          workers[id] = {
+            inFlight: load.inFlight,
+            lastBusyAt: updatedAt - load.idleMs,
+            ...(load.waiting ? { waiting: load.waiting, resume: load.resume === true } : {}),
+          };
         }
         return {
           replicaId: r.replica_id,

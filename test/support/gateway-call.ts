@@ -18,10 +18,11 @@ export function callGateway(
   key: string,
   appName: string,
   path: string,
+  extra: Record<string, string> = {},
 ): Promise<GatewayAnswer> {
   const url = new URL(server.gatewayUrl);
   const started = Date.now();
-  const headers = { host: `${appName}.localhost:${url.port}`, authorization: `Bearer ${key}` };
+  const headers = { host: `${appName}.localhost:${url.port}`, authorization: `Bearer ${key}`, ...extra };
   return new Promise((resolve) => {
     const req = request({ host: url.hostname, port: url.port, path, headers }, (res) => {
       let body = '';
