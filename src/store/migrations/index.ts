@@ -19,6 +19,7 @@ import * as jobs from './0015-jobs.js';
 import * as jobBounds from './0016-job-bounds.js';
 import * as endpointNames from './0017-endpoint-names.js';
 import * as usageSegments from './0018-usage-segments.js';
+import * as usageSegmentsOwner from './0019-usage-segments-owner.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -42,6 +43,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0016-job-bounds': (db, dialect) => jobBounds.up(db, dialect),
   '0017-endpoint-names': (db) => endpointNames.up(db),
   '0018-usage-segments': (db, dialect) => usageSegments.up(db, dialect),
+  '0019-usage-segments-owner': (db) => usageSegmentsOwner.up(db),
 };
 
 export async function migrateToLatest(
