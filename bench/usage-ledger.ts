@@ -102,6 +102,8 @@ async function benchOne(target: ScratchStore): Promise<void> {
     clock: () => NOW,
   });
   const month = { from: MONTH_FROM, to: MONTH_TO, grouping: 'endpoint' } as const;
+  /** Per figure, what its last answer held: rows of the ledger's answer, or the baseline's count. */
+  const answered = new Map<string, number>();
   const ledger = (label: string, query: UsageQuery) =>
     new Figure<UsageRow[]>(
       label,
@@ -114,7 +116,6 @@ async function benchOne(target: ScratchStore): Promise<void> {
     );
   // The segments that overlap the month, counted: the rows any month query must read, and no more.
   const now = Math.min(NOW, MONTH_TO);
-  const answered = new Map<string, number>();
   const baselineLabel = "count(*) of the month's segments (baseline)";
   const baseline = new Figure<number>(
     baselineLabel,
