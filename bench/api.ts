@@ -53,8 +53,13 @@ const ROUNDS = 10;
 const SEED_MAX_MS = 180_000;
 const LIST_P99_TARGET_MS = 20;
 
-/** The operator raises the per-key rate limit (default 50/s) so that one benchmarking key is never throttled. */
-const CONFIG_TEXT = 'rateLimit: {requestsPerSecond: 1000000, burst: 1000000}\n';
+/**
+ * The operator raises the per-key rate limit (default 50/s) so that one benchmarking key is never throttled, and the
+ * owner's endpoint, worker and GPU quotas (defaults: 100 endpoints, 100 workers, four times the inventory's GPUs)
+ * so that creates beside the 10,000 seeded endpoints are not refused.
+ */
+const CONFIG_TEXT =
+  'rateLimit: {requestsPerSecond: 1000000, burst: 1000000}\nquotas: {endpoints: unlimited, maxGpus: unlimited, workers: unlimited}\n';
 
 interface StoreUnderTest extends ScratchStore {
   /** Seeding concurrency: SQLite's driver is synchronous, Postgres has a pool of connections. */
