@@ -20,6 +20,7 @@ const SUITES: Record<string, Suite> = {
   'node-agent-thaw': async () => (await import('./wake/node-agent-thaw.js')).benchNodeAgentThaw(),
   jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
   'model-download': async () => (await import('./model-download.js')).runModelDownloadBench(),
+  'usage-ledger': async () => (await import('./usage-ledger.js')).runUsageLedgerBench(),
   'tenant-isolation': async () => (await import('./tenant-isolation/suite.js')).runTenantIsolationBench(),
 };
 

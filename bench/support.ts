@@ -60,9 +60,10 @@ export interface Bounds {
 
 /**
  * One measured figure: a request sent again and again, one in flight, within its bounds. Figures are run
- * in interleaved rounds (see `interleave`) so that noise on the machine falls on all of them alike.
+ * in interleaved rounds (see `interleave`) so that noise on the machine falls on all of them alike. A request is an
+ * HTTP one by default; a suite measuring a call in the process (a store's query) gives its own answer type.
  */
-export class Figure {
+export class Figure<Answer = HttpAnswer> {
   /** Milliseconds per request, in the order measured. */
   readonly ms: number[] = [];
   /** Answers that were not what the request expects (wrong status or shape). */
@@ -75,14 +76,14 @@ export class Figure {
   constructor(
     readonly label: string,
     readonly bounds: Bounds,
-    readonly send: () => Promise<HttpAnswer>,
+    readonly send: () => Promise<Answer>,
     /** Returns what is wrong with an answer; runs after the clock stops (it may parse the answer). */
-    readonly check: (answer: HttpAnswer) => string | undefined,
+    readonly check: (answer: Answer) => string | undefined,
   ) {}
 
   /** Sends up to `count` more requests, within what is left of the figure's count and time. */
   async run(count: number): Promise<void> {
-    const answers: HttpAnswer[] = [];
+    const answers: Answer[] = [];
     for (let i = 0; i < count && this.ms.length < this.bounds.count; i++) {
       if (this.#spentMs >= this.bounds.maxMs) {
         this.cut = true;
@@ -106,7 +107,10 @@ export class Figure {
 }
 
 /** Runs the figures round by round, each taking its share of requests per round. */
-export async function interleave(figures: Figure[], rounds: number): Promise<void> {
+export async function interleave(
+  figures: readonly Pick<Figure<unknown>, 'bounds' | 'run'>[],
+  rounds: number,
+): Promise<void> {
   for (let round = 0; round < rounds; round++) {
     for (const figure of figures) await figure.run(Math.ceil(figure.bounds.count / rounds));
   }

@@ -20,6 +20,7 @@ import * as jobBounds from './0016-job-bounds.js';
 import * as endpointNames from './0017-endpoint-names.js';
 import * as usageSegments from './0018-usage-segments.js';
 import * as openaiModels from './0019-openai-models.js';
+import * as usageSegmentsOwner from './0020-usage-segments-owner.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -44,6 +45,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0017-endpoint-names': (db) => endpointNames.up(db),
   '0018-usage-segments': (db, dialect) => usageSegments.up(db, dialect),
   '0019-openai-models': (db) => openaiModels.up(db),
+  '0020-usage-segments-owner': (db) => usageSegmentsOwner.up(db),
 };
 
 export async function migrateToLatest(

@@ -113,6 +113,42 @@ describe.each(storeTargets())('usage segments on $name', (target) => {
     }
   });
 
+  it("sums an owner's spans begun in the range, before it and still open, and none of another owner's", async () => {
+    const { store, dispose } = await target.open();
+    try {
+      const before = holding('w-before', 'ep-a');
+      const open = holding('w-open', 'ep-b');
+      const inside = holding('w-in', 'ep-a');
+      const other = holding('w-other', 'ep-c');
+      await store.usageSegments.apply([
+        change(before, MONDAY - 60_000, 'idle'),
+        change(open, MONDAY - 30_000, 'frozen'),
+        change(other, MONDAY - 60_000, 'active'),
+        change(inside, MONDAY + 10_000, 'active'),
+      ]);
+      await store.usageSegments.apply([
+        change(before, MONDAY + 20_000, null),
+        change(inside, MONDAY + 40_000, null),
+        change(other, MONDAY + 50_000, null),
+      ]);
+      const sums = await store.usageSegments.sums({
+        from: MONDAY,
+        to: MONDAY + HOUR,
+        now: MONDAY + 100_000,
+        ownerId: 'owner-1',
+        grouping: 'endpoint',
+      });
+      // w-before: 20 s of the range; w-open: open, 100 s until now; w-in: 30 s; w-other is owner-2's.
+      expect(sums.map((r) => `${r.key} ${r.ownerId} ${r.state} ${r.ms}`)).toEqual([
+        'ep-a owner-1 active 30000',
+        'ep-a owner-1 idle 20000',
+        'ep-b owner-1 frozen 100000',
+      ]);
+    } finally {
+      await dispose();
+    }
+  });
+
   it('puts weeks on Mondays and months on their first day (UTC)', async () => {
     const { store, dispose } = await target.open();
     try {
