@@ -5,20 +5,12 @@
  * http endpoint whose worker serves OpenAI's routes itself; and the model router, baseURL `.../openai/v1`, which
  * picks one of the two by the request's model.
  */
-import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  callApi,
-  localRuntimeArgs,
-  printServeLog,
-  type ServeProcess,
-  startServeWithConfig,
-} from '../support/process.js';
-import { WORKER_SCRIPT } from '../support/test-image.js';
+import { startOpenAIServe } from '../support/openai-serve.js';
+import { printServeLog, type ServeProcess } from '../support/process.js';
 
 const KEY = 'e2e-openai-clients-operator-key-01';
-const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
 
 describe('the openai npm client against a queue endpoint of corral serve', () => {
   let server: ServeProcess | undefined;
@@ -29,43 +21,11 @@ describe('the openai npm client against a queue endpoint of corral serve', () =>
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   beforeAll(async () => {
-    const started = await startServeWithConfig({
-      dirPrefix: 'corral-e2e-openai-clients-',
-      configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
-      serveArgs: localRuntimeArgs('h100-80g:2'),
-      apiKey: KEY,
-    });
+    const started = await startOpenAIServe({ dirPrefix: 'corral-e2e-openai-clients-', apiKey: KEY });
     server = started.server;
     close = started.close;
-    const created = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'vllm-like',
-        type: 'queue',
-        // The model router's name for it (any model: the handler answers whichever it is sent).
-        openaiModel: 'queued-llama',
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${WORKER}'` },
-        envs: [
-          { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
-          { key: 'CONCURRENCY', value: '4' },
-        ],
-      },
-    });
-    expect(created.status, created.text).toBe(200);
-    endpointId = created.body.id;
-    const server2 = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'vllm-server',
-        // The model router's name for it: the one model the test worker serves.
-        openaiModel: 'corral-echo',
-        workerConfig: { minNum: 0, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        // The test worker, whose `/v1/...` routes answer as vLLM's OpenAI server does.
-        image: { image: 'model-server:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
-        ports: [{ port: 8000 }],
-      },
-    });
-    expect(server2.status, server2.text).toBe(200);
-    httpEndpointId = server2.body.id;
+    endpointId = started.queueId;
+    httpEndpointId = started.httpId;
     // No retries: a failure must reach the test as the server answered it.
     client = new OpenAI({
       apiKey: KEY,

@@ -8,19 +8,12 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  callApi,
-  localRuntimeArgs,
-  printServeLog,
-  type ServeProcess,
-  startServeWithConfig,
-} from '../support/process.js';
-import { WORKER_SCRIPT } from '../support/test-image.js';
+import { startOpenAIServe } from '../support/openai-serve.js';
+import { printServeLog, type ServeProcess } from '../support/process.js';
 
 const KEY = 'e2e-openai-python-operator-key-001';
 const PYTHON = process.env.CORRAL_TEST_PYTHON ?? 'python3';
 const CLIENT = fileURLToPath(new URL('../fixtures/openai-python-client.py', import.meta.url));
-const RUNPOD_WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
 
 function openaiPythonVersion(): string | undefined {
   try {
@@ -70,37 +63,11 @@ describe.runIf(version)('the openai Python client against corral serve', () => {
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   beforeAll(async () => {
-    const started = await startServeWithConfig({
-      dirPrefix: 'corral-e2e-openai-python-',
-      configYaml: 'jobs:\n  takeHoldSeconds: 5\n  stopGraceSeconds: 10\n',
-      serveArgs: localRuntimeArgs('h100-80g:2'),
-      apiKey: KEY,
-    });
+    const started = await startOpenAIServe({ dirPrefix: 'corral-e2e-openai-python-', apiKey: KEY });
     server = started.server;
     close = started.close;
-    const queue = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'vllm-like',
-        type: 'queue',
-        openaiModel: 'queued-llama',
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${RUNPOD_WORKER}'` },
-        envs: [{ key: 'RUNPOD_PING_INTERVAL', value: '1000' }],
-      },
-    });
-    expect(queue.status, queue.text).toBe(200);
-    queueId = queue.body.id;
-    const http = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        name: 'vllm-server',
-        openaiModel: 'corral-echo',
-        workerConfig: { minNum: 1, maxNum: 1, freeTimeout: 300, maxConcurrent: 4, gpuNum: 1 },
-        image: { image: 'model-server:local', command: `'${process.execPath}' '${WORKER_SCRIPT}'` },
-        ports: [{ port: 8000 }],
-      },
-    });
-    expect(http.status, http.text).toBe(200);
-    httpId = http.body.id;
+    queueId = started.queueId;
+    httpId = started.httpId;
   }, 60_000);
 
   afterAll(() => close?.(), 60_000);
