@@ -21,7 +21,12 @@ import { simulatedInventory, supportedCudaVersions } from '../src/gpu/inventory.
 import { createLogger } from '../src/logger.js';
 import { ApiKeyService } from '../src/service/api-key-service.js';
 import { randomIds } from '../src/service/ids.js';
-import { openPostgresScratch, openSqliteScratch, type ScratchStore } from './scratch-store.js';
+import {
+  eachScratchStore,
+  openPostgresScratch,
+  openSqliteScratch,
+  type ScratchStore,
+} from './scratch-store.js';
 import {
   type Bounds,
   Figure,
@@ -97,16 +102,7 @@ export async function runApiBench(): Promise<void> {
       `(at most ${READS.maxMs / 1000} s) per figure, create ${CREATES.count} (at most ${CREATES.maxMs / 1000} s); ` +
       'one request in flight over keep-alive HTTP on 127.0.0.1',
   );
-  const openers: (() => Promise<StoreUnderTest>)[] = [openSqlite];
-  if (postgresUrl) openers.push(() => openPostgres(postgresUrl));
-  for (const open of openers) {
-    const target = await open();
-    try {
-      await benchOne(target);
-    } finally {
-      await target.dispose();
-    }
-  }
+  await eachScratchStore(postgresUrl, { sqlite: openSqlite, postgres: openPostgres }, benchOne);
 }
 
 async function benchOne(target: StoreUnderTest): Promise<void> {

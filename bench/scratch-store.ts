@@ -82,3 +82,23 @@ export async function openPostgresScratch(connectionString: string): Promise<Scr
     },
   };
 }
+
+/**
+ * Runs `bench` on SQLite, then on PostgreSQL where `postgresUrl` is set, each store opened by `open` and disposed
+ * after, whatever `bench` did.
+ */
+export async function eachScratchStore<S extends ScratchStore>(
+  postgresUrl: string | undefined,
+  open: { sqlite: () => Promise<S>; postgres: (url: string) => Promise<S> },
+  bench: (store: S) => Promise<void>,
+): Promise<void> {
+  const openers = [open.sqlite, ...(postgresUrl ? [() => open.postgres(postgresUrl)] : [])];
+  for (const opener of openers) {
+    const target = await opener();
+    try {
+      await bench(target);
+    } finally {
+      await target.dispose();
+    }
+  }
+}

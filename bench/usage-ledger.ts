@@ -13,7 +13,12 @@ import { sql } from 'kysely';
 import { DEFAULT_STATE_FACTORS, type UsageQuery, type UsageRow } from '../src/ports/usage.js';
 import type { SegmentChange, SegmentHolding } from '../src/store/usage/usage-segments.js';
 import { LedgerReader } from '../src/usage/ledger-reader.js';
-import { openPostgresScratch, openSqliteScratch, type ScratchStore } from './scratch-store.js';
+import {
+  eachScratchStore,
+  openPostgresScratch,
+  openSqliteScratch,
+  type ScratchStore,
+} from './scratch-store.js';
 import {
   type Bounds,
   Figure,
@@ -63,16 +68,7 @@ export async function runUsageLedgerBench(): Promise<void> {
       `${ENDPOINTS} endpoints, ${SEED_DAYS} days up to ${new Date(NOW).toISOString()}; ` +
       `each figure at most ${QUERIES.count} queries and ${QUERIES.maxMs / 1000} s, in ${ROUNDS} interleaved rounds`,
   );
-  const openers: (() => Promise<ScratchStore>)[] = [openSqliteScratch];
-  if (postgresUrl) openers.push(() => openPostgresScratch(postgresUrl));
-  for (const open of openers) {
-    const target = await open();
-    try {
-      await benchOne(target);
-    } finally {
-      await target.dispose();
-    }
-  }
+  await eachScratchStore(postgresUrl, { sqlite: openSqliteScratch, postgres: openPostgresScratch }, benchOne);
 }
 
 async function benchOne(target: ScratchStore): Promise<void> {
