@@ -1,8 +1,8 @@
 /**
  * Vitest's projects, one per test tier (test/support/tiers.ts, docs/contributing.md): `unit` (SQLite, manual time, no
  * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) with `integration-alone` (its files
- * that must not share the machine) and `postgres` (the unit tier's per-store suites again, on PostgreSQL only: part of
- * the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit tier and the PostgreSQL
+ * that must not share the machine) and `store-rerun` (the unit tier's per-store suites again, on PostgreSQL and on SQLite's
+ * query thread: part of the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit tier and the PostgreSQL
  * rerun, then the integration files side by side, then the files that run alone, one after another in one process.
  */
 import { defineConfig } from 'vitest/config';
@@ -63,9 +63,9 @@ export default defineConfig({
             {
               extends: true as const,
               test: {
-                name: 'postgres',
+                name: 'store-rerun',
                 include: POSTGRES_RERUN,
-                env: { [STORES_ENV]: 'postgres' },
+                env: { [STORES_ENV]: 'rerun' },
                 sequence: { groupOrder: 0 },
               },
             },

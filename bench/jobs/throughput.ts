@@ -123,7 +123,7 @@ export async function measureJobsThroughput(
     for (let i = 0; i < settings.jobs; i++) {
       await replica(i).service.submit(
         endpoint,
-        { input: `{"i":${i}}`, webhook: null, policy: DEFAULT_JOB_POLICY },
+        { input: `{"i":${i}}`, inputBytes: `{"i":${i}}`.length, webhook: null, policy: DEFAULT_JOB_POLICY },
         false,
       );
     }

@@ -51,7 +51,7 @@ describe.each(storeTargets())('the cluster routes on $name', (target) => {
     const answer = await api.call('GET', 'cluster', undefined, adminKey);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
-      database: target.name,
+      database: target.name === 'postgres' ? 'postgres' : 'sqlite',
       self: 'rep-b',
       leader: {
         replica: 'rep-a',

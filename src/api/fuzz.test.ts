@@ -17,7 +17,7 @@ import { simulatedInventory, supportedCudaVersions } from '../gpu/inventory.js';
 import type { Store } from '../store/store.js';
 
 /** Runs per property: SQLite is fast enough for many; Postgres gets fewer so the suite stays short. */
-const RUNS = { sqlite: 150, postgres: 30 } as const;
+const RUNS = { sqlite: 150, 'sqlite-thread': 30, postgres: 30 } as const;
 /** A failing property shrinks its counterexample, which takes longer than a passing run. */
 const TIMEOUT_MS = 90_000;
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);

@@ -33,12 +33,14 @@ describe.each(storeTargets())("an endpoint's jobs on the API on $name", (target)
     const id = created.body.id as string;
     const endpoint = (await store.endpoints.getMany([id]))[0]?.endpoint;
     if (!endpoint) throw new Error('the endpoint was not stored');
-    const submit = (input: unknown) =>
-      service.submit(
+    const submit = (input: unknown) => {
+      const text = JSON.stringify(input);
+      return service.submit(
         endpoint,
-        { input: JSON.stringify(input), webhook: null, policy: DEFAULT_JOB_POLICY },
+        { input: text, inputBytes: Buffer.byteLength(text), webhook: null, policy: DEFAULT_JOB_POLICY },
         false,
       );
+    };
     return { id, submit };
   };
   /** Takes the endpoint's oldest queued job on worker w-1 and ends it as `status`. */

@@ -25,6 +25,7 @@ import { JobService } from '../jobs/job-service.js';
 import { JobSignals, withJobs } from '../jobs/job-signals.js';
 import { JobSweeper } from '../jobs/job-sweeper.js';
 import { ModelRouter } from '../jobs/model-router.js';
+import { RunBodyParser } from '../jobs/run-body-parser.js';
 import { Wakeups } from '../jobs/wakeups.js';
 import { WorkerContacts } from '../jobs/worker-contacts.js';
 import { WorkerDirectory } from '../jobs/worker-directory.js';
@@ -274,6 +275,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     stopGraceMs: settings.stopGraceSeconds * 1000,
     maxAttempts: settings.maxAttempts,
   });
+  const runBodies = new RunBodyParser();
   return {
     service,
     workers,
@@ -295,6 +297,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
         clock,
         ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
       }),
+      runBodies,
     }),
     modelRoute: new ModelRouter({ service, domain: parts.domain, logger }),
     workerHandler: workerRoutes({
@@ -332,6 +335,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
       delivery.start();
     },
     close: async () => {
+      await runBodies.close();
       await delivery.close();
       await sweeper.close();
       await signals.close();

@@ -58,6 +58,7 @@ export async function openServeStore(
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     sqlite: {
+      queryThread: true,
       backgroundCheckpoints: {
         intervalMs: SQLITE_CHECKPOINT_INTERVAL_MS,
         onError: (reason) => logger.warn({ reason }, 'an SQLite checkpoint failed; the next one is tried'),

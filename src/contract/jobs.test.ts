@@ -39,6 +39,7 @@ describe('a run body', () => {
       ok: true,
       value: {
         input: '{"prompt":"x"}',
+        inputBytes: 14,
         webhook: 'https://h/x',
         policy: { executionTimeoutMs: 5000, ttlMs: 10000, lowPriority: true },
       },

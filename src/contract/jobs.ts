@@ -20,6 +20,8 @@ export { JOB_STATUSES, type JobStatus, TERMINAL_STATUSES } from '../domain/job.j
 export interface RunRequest {
   /** The `input` as JSON text. */
   input: string;
+  /** Its UTF-8 size, counted once where it was made (a count of megabytes costs milliseconds). */
+  inputBytes: number;
   webhook: string | null;
   policy: JobPolicy;
 }
@@ -39,33 +41,64 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Parses a `run` body: `{"input": ..., "webhook"?: "https://...", "policy"?: {...}}`. */
-export function parseRunBody(text: string): Parsed<RunRequest> {
-  if (nestsDeeperThan(text, JOB_LIMITS.jsonDepth)) return tooDeep('the body');
+/**
+ * A `run` body's JSON taken apart: its `input` as JSON text (with its UTF-8 size) and its other fields, or why it is
+ * not a JSON object. What validates the fields is `runRequestOf`; this part is the one that costs in proportion to
+ * the body (decoding aside), so it is self-contained (it names nothing outside its body and arguments) and a body of
+ * megabytes runs it on the jobs' body thread from its source (jobs/run-body-parser.ts), off the event loop.
+ */
+export function splitRunBody(
+  text: string,
+  maxDepth: number,
+  nests: (text: string, max: number) => boolean,
+): RunBodySplit {
+  if (nests(text, maxDepth)) return { kind: 'too-deep' };
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    return fail('the body is not JSON: send {"input": {...}}');
+    return { kind: 'not-json' };
   }
-  if (!isRecord(body)) return fail('the body must be a JSON object: {"input": {...}}');
-  if (!Object.hasOwn(body, 'input') || body.input === undefined || body.input === null)
-    return fail('input is required: send {"input": {...}}');
-  const webhook = body.webhook;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { kind: 'not-object' };
+  const { input, ...fields } = body as Record<string, unknown>;
+  if (input === undefined || input === null) return { kind: 'split', input: null, inputBytes: 0, fields };
+  const inputText = JSON.stringify(input);
+  return { kind: 'split', input: inputText, inputBytes: Buffer.byteLength(inputText), fields };
+}
+
+export type RunBodySplit =
+  | { kind: 'too-deep' | 'not-json' | 'not-object' }
+  | { kind: 'split'; input: string | null; inputBytes: number; fields: Record<string, unknown> };
+
+/** A `run` body taken apart (`splitRunBody`) as the request it makes, or what is wrong with it. */
+export function runRequestOf(split: RunBodySplit): Parsed<RunRequest> {
+  if (split.kind !== 'split') {
+    if (split.kind === 'too-deep') return tooDeep('the body');
+    if (split.kind === 'not-json') return fail('the body is not JSON: send {"input": {...}}');
+    return fail('the body must be a JSON object: {"input": {...}}');
+  }
+  if (split.input === null) return fail('input is required: send {"input": {...}}');
+  const { webhook } = split.fields;
   if (webhook !== undefined && webhook !== null && typeof webhook !== 'string')
     return fail('webhook must be a URL string');
   if (typeof webhook === 'string' && webhook !== '' && !/^https?:\/\/[^\s]+$/i.test(webhook))
     return fail('webhook must be an http(s) URL');
-  const policy = parsePolicy(body.policy);
+  const policy = parsePolicy(split.fields.policy);
   if (!policy.ok) return policy;
   return {
     ok: true,
     value: {
-      input: JSON.stringify(body.input),
+      input: split.input,
+      inputBytes: split.inputBytes,
       webhook: typeof webhook === 'string' && webhook !== '' ? webhook : null,
       policy: policy.value,
     },
   };
+}
+
+/** Parses a `run` body: `{"input": ..., "webhook"?: "https://...", "policy"?: {...}}`. */
+export function parseRunBody(text: string): Parsed<RunRequest> {
+  return runRequestOf(splitRunBody(text, JOB_LIMITS.jsonDepth, nestsDeeperThan));
 }
 
 function parsePolicy(raw: unknown): Parsed<JobPolicy> {

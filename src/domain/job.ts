@@ -127,7 +127,10 @@ export type JobListing = Omit<Job, 'input' | 'output'>;
 export type NewJob = Pick<
   Job,
   'id' | 'endpointId' | 'ownerId' | 'input' | 'webhook' | 'policy' | 'sync' | 'createdAt'
->;
+> & {
+  /** The input's UTF-8 size when its maker counted it already (else the store counts it). */
+  inputBytes?: number;
+};
 
 /** How long it waited for a worker, and how long it ran (RunPod's `delayTime` and `executionTime`, ms). */
 export function jobTimes(

@@ -5,7 +5,7 @@
  * jobs and counts), and RunPod's OpenAI route `openai/v1/...` (openai-routes.ts). The key is checked before a body is read, so a refused call creates nothing.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { jobStatusBody, jobSummary, parseRunBody, parseWait, streamBody } from '../contract/jobs.js';
+import { jobStatusBody, jobSummary, parseWait, streamBody } from '../contract/jobs.js';
 import { describeStanding } from '../domain/budget.js';
 import { isJobStatus, JOB_LIMITS } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
@@ -16,13 +16,13 @@ import {
   abortOnClose,
   type JobsLogger,
   onEndpointHost,
-  readBody,
   safeDecode,
   writeError,
   writeJson,
 } from './http-io.js';
 import type { JobService } from './job-service.js';
 import { OpenAIJobRoutes } from './openai-routes.js';
+import { RunBodyParser } from './run-body-parser.js';
 
 /** The waits of the long polls (ms): the default when a request names none, and the most it may name. */
 export interface ClientWaits {
@@ -52,15 +52,19 @@ export interface JobClientRoutesOptions {
   waits?: ClientWaits;
   /** Each owner's budget of submissions (run, runsync, retry), weighed by body size; none: no rate. */
   submissions?: RequestRate;
+  /** Parses run bodies, large ones off the event loop; none: a parser of its own. */
+  runBodies?: RunBodyParser;
 }
 
 export class JobClientRoutes {
   readonly #o: JobClientRoutesOptions;
   readonly #waits: ClientWaits;
   readonly #openai: OpenAIJobRoutes;
+  readonly #runBodies: RunBodyParser;
 
   constructor(options: JobClientRoutesOptions) {
     this.#o = options;
+    this.#runBodies = options.runBodies ?? new RunBodyParser();
     this.#waits = options.waits ?? DEFAULT_CLIENT_WAITS;
     this.#openai = new OpenAIJobRoutes({
       service: options.service,
@@ -116,10 +120,10 @@ export class JobClientRoutes {
         const limit = sync ? JOB_LIMITS.runsyncBodyBytes : JOB_LIMITS.runBodyBytes;
         const declared = header(req, 'content-length');
         this.#admit(endpoint, (rate, key) => rate.takeRequest(key, declared, limit));
-        const body = await readBody(req, limit, `a ${verb} body`);
-        if (declared === undefined)
-          this.#admit(endpoint, (rate, key) => rate.takeUndeclaredBody(key, Buffer.byteLength(body)));
-        const parsed = parseRunBody(body);
+        const parsed = await this.#runBodies.read(req, limit, `a ${verb} body`, (size) => {
+          if (declared === undefined)
+            this.#admit(endpoint, (rate, key) => rate.takeUndeclaredBody(key, size));
+        });
         if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
         const job = await service.submit(endpoint, parsed.value, sync);
         if (!sync) {

@@ -18,7 +18,22 @@ export async function readBody(req: IncomingMessage, limitBytes: number, what: s
 }
 
 /** The body's bytes, at most `limitBytes` (else a BODY_TOO_LARGE error naming `what` and the limit). */
-export function readBodyBytes(req: IncomingMessage, limitBytes: number, what: string): Promise<Buffer> {
+export async function readBodyBytes(req: IncomingMessage, limitBytes: number, what: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  await readBodyChunks(req, limitBytes, what, (chunk) => parts.push(chunk));
+  return Buffer.concat(parts);
+}
+
+/**
+ * Hands the body to `onChunk` a chunk at a time as it arrives, at most `limitBytes` in all (else a BODY_TOO_LARGE
+ * error naming `what` and the limit, from the declared length at once or while counting); its size once it ended.
+ */
+export function readBodyChunks(
+  req: IncomingMessage,
+  limitBytes: number,
+  what: string,
+  onChunk: (chunk: Buffer) => void,
+): Promise<number> {
   const tooLarge = () =>
     new JobError('BODY_TOO_LARGE', `${what} is larger than ${limitBytes} bytes, the limit`, { limitBytes });
   const declared = Number(req.headers['content-length']);
@@ -27,26 +42,26 @@ export function readBodyBytes(req: IncomingMessage, limitBytes: number, what: st
     return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
     let size = 0;
     let failed = false;
+    const fail = (error: unknown) => {
+      if (!failed) reject(error);
+      failed = true;
+    };
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
-      if (size > limitBytes) {
-        failed = true;
-        reject(tooLarge());
-        return;
+      if (size > limitBytes) return fail(tooLarge());
+      try {
+        onChunk(chunk);
+      } catch (error) {
+        fail(error);
       }
-      parts.push(chunk);
     });
     req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(parts));
+      if (!failed) resolve(size);
     });
-    req.on('error', (error) => {
-      if (!failed) reject(error);
-      failed = true;
-    });
+    req.on('error', fail);
   });
 }
 

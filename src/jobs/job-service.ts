@@ -159,6 +159,7 @@ export class JobService {
       endpointId: endpoint.id,
       ownerId: endpoint.ownerId,
       input: request.input,
+      inputBytes: request.inputBytes,
       webhook: request.webhook,
       policy: request.policy,
       sync,
@@ -167,7 +168,7 @@ export class JobService {
     await this.#o.jobs.enqueue(
       job,
       sync ? this.#o.retention.syncMs : this.#o.retention.asyncMs,
-      await this.#admission(endpoint.ownerId, Buffer.byteLength(job.input)),
+      await this.#admission(endpoint.ownerId, request.inputBytes),
     );
     this.#o.wakeups.wake(wakeKey.queue(endpoint.id));
     this.#o.events.emit('queued', { endpointId: endpoint.id, lowPriority: request.policy.lowPriority });

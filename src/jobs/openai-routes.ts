@@ -93,7 +93,12 @@ export class OpenAIJobRoutes {
     const { service } = this.#o;
     const job = await service.submit(
       endpoint,
-      { input: parsed.value.input, webhook: null, policy: DEFAULT_JOB_POLICY },
+      {
+        input: parsed.value.input,
+        inputBytes: Buffer.byteLength(parsed.value.input),
+        webhook: null,
+        policy: DEFAULT_JOB_POLICY,
+      },
       true,
     );
     const gone = abortOnClose(res);

@@ -15,7 +15,7 @@ export interface DatabaseConnection {
    * SQLite: returns up to `maxPages` free pages to the disk (sqlite/reclaim.ts); the pages still free, or undefined
    * when it could not run now (a transaction is open). PostgreSQL has none: its autovacuum makes space reusable.
    */
-  reclaimFreePages?(maxPages: number): number | undefined;
+  reclaimFreePages?(maxPages: number): Promise<number | undefined>;
   /** True when the error is a unique-constraint violation, whatever the engine. */
   isUniqueViolation(error: unknown): boolean;
   /** Where the data lives, without credentials, for logs. */

@@ -57,7 +57,7 @@ export class JobRepository {
   constructor(options: {
     db: Kysely<Database>;
     dialect: DialectName;
-    reclaimFreePages?: ((maxPages: number) => number | undefined) | undefined;
+    reclaimFreePages?: ((maxPages: number) => Promise<number | undefined>) | undefined;
   }) {
     this.#db = options.db;
     this.#dialect = options.dialect;
@@ -66,7 +66,7 @@ export class JobRepository {
 
   /** SQLite: one bounded step of returning freed pages to the disk; the pages still free (0 on PostgreSQL). */
   async reclaimSpace(): Promise<number> {
-    return this.#reclaimer?.step() ?? 0;
+    return (await this.#reclaimer?.step()) ?? 0;
   }
 
   /**
@@ -115,7 +115,7 @@ export class JobRepository {
         seen_at: null,
         stop_pending: 0,
         stopped_at: null,
-        input_bytes: byteLength(job.input),
+        input_bytes: job.inputBytes ?? byteLength(job.input),
       })
       .execute();
   }

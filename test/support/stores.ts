@@ -1,5 +1,8 @@
 /** The stores each store suite runs on: SQLite always, PostgreSQL in a throwaway schema when it is configured. */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeEach, describe } from 'vitest';
@@ -11,7 +14,7 @@ import { integrationAvailable } from './integration.js';
 import { STORES_ENV, type StoresChoice } from './tiers.js';
 
 export interface StoreTarget {
-  name: 'sqlite' | 'postgres';
+  name: 'sqlite' | 'sqlite-thread' | 'postgres';
   /** A fresh, migrated, empty store and its database (for tests of what lies below the store); `dispose` drops
    * what it created. */
   open(): Promise<{
@@ -34,6 +37,26 @@ const sqlite: StoreTarget = {
     const store = new Store({ connection });
     await store.migrate();
     return { store, db: connection.db, dispose: () => store.close(), sibling: () => store };
+  },
+};
+
+/** SQLite as `corral serve` opens it: a file, its queries on a thread of their own (store/sqlite/query-thread.ts). */
+const sqliteThread: StoreTarget = {
+  name: 'sqlite-thread',
+  async open() {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-store-'));
+    const connection = connectSqlite(join(dir, 'corral.db'), { queryThread: true });
+    const store = new Store({ connection });
+    await store.migrate();
+    return {
+      store,
+      db: connection.db,
+      sibling: () => store,
+      async dispose() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   },
 };
 
@@ -83,8 +106,8 @@ const postgres = (connectionString: string): StoreTarget => ({
 
 /**
  * The stores a suite runs on. By default SQLite always and PostgreSQL when CORRAL_TEST_DATABASE_URL is set (required
- * in CI); a Vitest project narrows it by CORRAL_TEST_STORES (test/support/tiers.ts): SQLite alone in the unit tier,
- * PostgreSQL alone in the integration tier's rerun of the per-store suites.
+ * in CI); a Vitest project narrows it by CORRAL_TEST_STORES (test/support/tiers.ts): SQLite in memory alone in the
+ * unit tier; PostgreSQL and SQLite through its query thread in the integration tier's rerun of the per-store suites.
  */
 export function storeTargets(): StoreTarget[] {
   const choice = process.env[STORES_ENV] as StoresChoice | undefined;
@@ -95,17 +118,17 @@ export function storeTargets(): StoreTarget[] {
     'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
   );
   const postgresTargets = withPostgres && postgresUrl ? [postgres(postgresUrl)] : [];
-  return choice === 'postgres' ? postgresTargets : [sqlite, ...postgresTargets];
+  return choice === 'rerun' ? [sqliteThread, ...postgresTargets] : [sqlite, ...postgresTargets];
 }
 
-/** Whether this run is the integration tier's PostgreSQL rerun of a unit-tier file that runs suites per store. */
+/** Whether this run is the integration tier's rerun of a unit-tier file that runs suites per store. */
 export function storeRerun(): boolean {
-  return process.env[STORES_ENV] === 'postgres';
+  return process.env[STORES_ENV] === 'rerun';
 }
 
 /**
  * `describe` for the tests of a per-store file that do not run per store: they ran in the unit tier already, so the
- * PostgreSQL rerun skips them and each runs once.
+ * rerun skips them and each runs once.
  */
 export const describeOnce = describe.skipIf(storeRerun());
 

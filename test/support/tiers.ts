@@ -18,8 +18,11 @@ export const INTEGRATION_DIRS = ['test/e2e', 'test/deploy', 'test/fixtures'];
 
 /** The environment variable that picks the stores of `storeTargets()` (test/support/stores.ts) in a project. */
 export const STORES_ENV = 'CORRAL_TEST_STORES';
-/** `sqlite`: the unit tier; `postgres`: the rerun of the per-store suites; unset: both (the integration tier). */
-export type StoresChoice = 'sqlite' | 'postgres';
+/**
+ * `sqlite`: the unit tier; `rerun`: the rerun of the per-store suites on PostgreSQL and on SQLite through its query
+ * thread (`corral serve`'s connection); unset: all three (the integration tier).
+ */
+export type StoresChoice = 'sqlite' | 'rerun';
 
 /**
  * Unit-tier files whose suites run once per store: rerun on PostgreSQL (only) in the integration tier. tiers.test.ts

@@ -6,7 +6,9 @@ import { Kysely, SqliteDialect } from 'kysely';
 import type { DatabaseConnection } from '../connection.js';
 import type { Database } from '../schema.js';
 import { Checkpointer } from './checkpointer.js';
-import { StatementCache } from './statement-cache.js';
+import { SqliteQueryThread } from './query-thread.js';
+import { DEFAULT_STATEMENT_CACHE_SIZE, StatementCache } from './statement-cache.js';
+import { ThreadedSqliteDialect } from './thread-dialect.js';
 
 export interface SqliteOptions {
   /**
@@ -14,6 +16,11 @@ export interface SqliteOptions {
    * a server, whose commits share the event loop with every request. Not for a throwaway `:memory:` database.
    */
   backgroundCheckpoints?: { intervalMs: number; onError?: (message: string) => void };
+  /**
+   * Run the queries on a thread of their own (query-thread.ts) instead of on the event loop: for a server, whose
+   * large writes would otherwise hold every other request. Not for a throwaway `:memory:` database (ignored).
+   */
+  queryThread?: boolean;
   /** Told once when an existing database is converted to incremental auto-vacuum (a VACUUM at open). */
   onVacuumConversion?: (done: { ms: number; bytesBefore: number; bytesAfter: number }) => void;
 }
@@ -25,27 +32,49 @@ export function connectSqlite(path: string, options: SqliteOptions = {}): Databa
   // First: a new file takes the mode only before anything (WAL mode included) writes its header.
   if (path !== ':memory:') useIncrementalVacuum(sqlite, options.onVacuumConversion);
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  sqlite.pragma('foreign_keys = ON');
   const background = path === ':memory:' ? undefined : options.backgroundCheckpoints;
-  if (background) sqlite.pragma('wal_autocheckpoint = 0');
+  const pragmas = [
+    'synchronous = NORMAL',
+    'busy_timeout = 5000',
+    'foreign_keys = ON',
+    ...(background ? ['wal_autocheckpoint = 0'] : []),
+  ];
   const checkpointer = background && new Checkpointer({ path, ...background });
-  const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: new StatementCache({ database: sqlite }) }),
-  });
-  return {
-    db,
-    dialect: 'sqlite',
-    isUniqueViolation: (error) =>
+  const common = {
+    dialect: 'sqlite' as const,
+    isUniqueViolation: (error: unknown) =>
       typeof error === 'object' &&
       error !== null &&
       'code' in error &&
       (error.code === 'SQLITE_CONSTRAINT_UNIQUE' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'),
     describe: () => `sqlite:${path}`,
+  };
+  if (options.queryThread && path !== ':memory:') {
+    // The file is made and converted here; from now on the thread's connection is the only one that queries it.
+    sqlite.close();
+    const thread = new SqliteQueryThread({ path, pragmas, maxStatements: DEFAULT_STATEMENT_CACHE_SIZE });
+    const db = new Kysely<Database>({ dialect: new ThreadedSqliteDialect({ thread }) });
+    return {
+      ...common,
+      db,
+      reclaimFreePages: (maxPages: number) => thread.reclaimFreePages(maxPages),
+      close: async () => {
+        // The checkpointer's connection first: the last connection to close checkpoints what is left.
+        await checkpointer?.stop();
+        await db.destroy();
+      },
+    };
+  }
+  for (const pragma of pragmas) sqlite.pragma(pragma);
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: new StatementCache({ database: sqlite }) }),
+  });
+  return {
+    ...common,
+    db,
     ...(path === ':memory:'
       ? {}
-      : { reclaimFreePages: (maxPages: number) => returnFreePages(sqlite, maxPages) }),
+      : { reclaimFreePages: async (maxPages: number) => returnFreePages(sqlite, maxPages) }),
     close: async () => {
       // The thread's connection first: the last connection to close checkpoints what is left and removes the WAL.
       await checkpointer?.stop();

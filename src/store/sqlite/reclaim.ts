@@ -1,7 +1,8 @@
 /**
  * Returning an SQLite file's free pages to the disk after deletes (issue 29: a purge freed rows, not the disk):
  * with `auto_vacuum = INCREMENTAL` (connect.ts), `PRAGMA incremental_vacuum(n)` moves up to n pages and truncates
- * the file. better-sqlite3 runs it on the event loop's thread, so it goes a bounded step at a time: `Reclaimer`
+ * the file. better-sqlite3 runs it on the connection's thread (the event loop's, or the query thread's in `corral
+ * serve`), in front of every other query, so it goes a bounded step at a time: `Reclaimer`
  * takes one step per call while pages are free (the jobs' sweep calls it every second), none when there are none.
  */
 
@@ -9,12 +10,15 @@
 export const RECLAIM_PAGES_PER_STEP = 2048;
 
 export class Reclaimer {
-  readonly #reclaim: (maxPages: number) => number | undefined;
+  readonly #reclaim: (maxPages: number) => Promise<number | undefined>;
   readonly #pages: number;
   /** Whether free pages may be left (a delete happened, or the last step did not return them all). */
   #pending = true;
 
-  constructor(options: { reclaim: (maxPages: number) => number | undefined; pagesPerStep?: number }) {
+  constructor(options: {
+    reclaim: (maxPages: number) => Promise<number | undefined>;
+    pagesPerStep?: number;
+  }) {
     this.#reclaim = options.reclaim;
     this.#pages = options.pagesPerStep ?? RECLAIM_PAGES_PER_STEP;
   }
@@ -25,9 +29,9 @@ export class Reclaimer {
   }
 
   /** Returns up to one step of free pages to the disk; how many pages are still free after it. */
-  step(): number {
+  async step(): Promise<number> {
     if (!this.#pending) return 0;
-    const left = this.#reclaim(this.#pages);
+    const left = await this.#reclaim(this.#pages);
     this.#pending = left === undefined || left > 0;
     return left ?? 0;
   }
