@@ -21,6 +21,7 @@ const SUITES: Record<string, Suite> = {
   jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
   'model-download': async () => (await import('./model-download.js')).runModelDownloadBench(),
   'usage-ledger': async () => (await import('./usage-ledger.js')).runUsageLedgerBench(),
+  'sqlite-thread': async () => (await import('./sqlite-thread.js')).runSqliteThreadBench(),
   'tenant-isolation': async () => (await import('./tenant-isolation/suite.js')).runTenantIsolationBench(),
 };
 

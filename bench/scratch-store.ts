@@ -1,6 +1,6 @@
 /**
  * The stores a benchmark suite measures: SQLite in a temp file (WAL + synchronous=NORMAL, as `corral serve` opens
- * it) and PostgreSQL in a fresh schema of CORRAL_TEST_DATABASE_URL's database, dropped after. Each migrated.
+ * it, its statements run in-process: bench/sqlite-thread.ts measures what the server's query thread adds) and PostgreSQL in a fresh schema of CORRAL_TEST_DATABASE_URL's database, dropped after. Each migrated.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,7 +37,8 @@ export async function openSqliteScratch(): Promise<ScratchStore> {
   }
   return {
     name: 'sqlite',
-    describe: 'SQLite, temp file, WAL + synchronous=NORMAL (as corral serve opens it)',
+    describe:
+      'SQLite, temp file, WAL + synchronous=NORMAL, in-process (corral serve runs them on its query thread: bench/sqlite-thread.ts)',
     store,
     connection,
     dataDir,

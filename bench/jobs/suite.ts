@@ -131,8 +131,13 @@ async function runThroughput(): Promise<void> {
   const bare = await measureBareThroughput(settings);
   const corral = await measureJobsThroughput(settings, {
     replicas: 1,
-    // As `corral serve` opens it (app/startup.ts): the WAL checkpointed on a thread of its own, not in commits.
-    connect: (dir) => connectSqlite(join(dir, 'corral.db'), { backgroundCheckpoints: { intervalMs: 1000 } }),
+    // As `corral serve` opens it (app/startup.ts): its queries on a thread of their own, the WAL checkpointed on
+    // another, not in commits.
+    connect: (dir) =>
+      connectSqlite(join(dir, 'corral.db'), {
+        queryThread: true,
+        backgroundCheckpoints: { intervalMs: 1000 },
+      }),
   });
   const postgres = await measurePostgres(settings);
   console.log(`load average after: ${loadAverage()}`);

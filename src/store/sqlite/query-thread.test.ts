@@ -10,7 +10,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DatabaseConnection } from '../connection.js';
 import { connectSqlite } from './connect.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: a scratch table outside the store's schema.
 type Scratch = Kysely<any>;
 
 describe.each([

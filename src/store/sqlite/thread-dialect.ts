@@ -36,7 +36,6 @@ export class ThreadedSqliteDialect implements Dialect {
     return new SqliteAdapter();
   }
 
-  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own dialects take any database type here.
   createIntrospector(db: Kysely<any>): SqliteIntrospector {
     return new SqliteIntrospector(db);
   }
