@@ -1180,8 +1180,9 @@ describe('Gateway', () => {
       port: number,
       host: string,
       authorization: string | null = AUTHORIZATION,
+      extraLines = '',
     ): Promise<{ socket: Socket; received: () => string; closed: Promise<unknown> }> {
-      const authorizationLine = authorization === null ? '' : `Authorization: ${authorization}\r\n`;
+      const authorizationLine = `${authorization === null ? '' : `Authorization: ${authorization}\r\n`}${extraLines}`;
       const socket = connect(port, '127.0.0.1');
       await once(socket, 'connect');
       let text = '';
@@ -1202,8 +1203,9 @@ describe('Gateway', () => {
       host: string,
       before?: () => Promise<void>,
       authorization: string | null = AUTHORIZATION,
+      extraLines = '',
     ) {
-      const client = await upgradeClient(port, host, authorization);
+      const client = await upgradeClient(port, host, authorization, extraLines);
       await before?.();
       await client.closed;
       const [head = '', body = ''] = client.received().split('\r\n\r\n');
@@ -1294,6 +1296,42 @@ describe('Gateway', () => {
       });
       const switched = `corral_gateway_requests_total{endpoint="${endpoint.id}",status="101"}`;
       expect(await sample(registry, switched)).toBe(1);
+    });
+
+    it('opens on the worker an affinity header names (soft), and refuses a strict one whose worker is gone: 404', async () => {
+      const h = await startGateway({
+        findWorker: async (id) =>
+          id === 'w-1' || id === 'w-2' ? { endpointId: endpoint.id, state: 'running' } : undefined,
+      });
+      const workers = [await track(startWorker('w-1')), await track(startWorker('w-2'))];
+      const endpoint = runningEndpoint();
+      h.routing.endpoints.set(endpoint.id, endpoint);
+      h.routing.workers.set(endpoint.id, workers);
+      const host = hostOf(endpoint);
+      const plain = (await upgradeAnswer(h.port, host)).headers['x-corral-worker'];
+      const other = plain === 'w-1' ? 'w-2' : 'w-1';
+      for (const header of ['X-Corral-Worker-Id', 'X-Runpod-Worker-Id']) {
+        const named = await upgradeAnswer(h.port, host, undefined, AUTHORIZATION, `${header}: ${other}\r\n`);
+        expect(named.statusLine).toBe('HTTP/1.1 101 Switching Protocols');
+        expect(named.headers['x-corral-worker']).toBe(other);
+      }
+      const strict = await upgradeAnswer(
+        h.port,
+        host,
+        undefined,
+        AUTHORIZATION,
+        `X-Corral-Worker-Id: strict ${other}\r\n`,
+      );
+      expect(strict.headers['x-corral-worker']).toBe(other);
+      const gone = await upgradeAnswer(
+        h.port,
+        host,
+        undefined,
+        AUTHORIZATION,
+        'X-Corral-Worker-Id: strict w-9\r\n',
+      );
+      expect(gone.statusLine).toBe('HTTP/1.1 404 Not Found');
+      expect(JSON.parse(gone.body)).toMatchObject({ reason: 'AFFINITY_WORKER_GONE' });
     });
 
     it('survives a client that resets its upgrade while queued, and takes it out of the queue', async () => {

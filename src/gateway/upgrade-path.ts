@@ -2,12 +2,14 @@
  * The gateway's upgrade path (WebSocket and other upgrades): the same refusals, key check and queue as a request,
  * counted the same way (with the worker's status when its response head passes, 101 for a WebSocket), then
  * websocket.ts's Tunnel to the worker. Refusals are answered in the JSON error format; only a worker that cannot be
- * reached leaves the socket untouched, for the next attempt.
+ * reached leaves the socket untouched, for the next attempt. A worker named in an affinity header (affinity.ts) is
+ * kept to as a request's is: a chat session's socket opens on the worker that holds its state.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
+import { type Affinity, affinityOf } from './affinity.js';
 import { answerUpgrade, queuedHeader } from './answer.js';
 import type { Lease } from './dispatcher.js';
 import { type GatewayContext, noWorkerReached, OUTCOME_STATUS } from './gateway-context.js';
@@ -84,9 +86,15 @@ export class UpgradePath {
       return;
     }
     const routed = endpoint as Endpoint;
+    const dispatcher = c.endpoints.dispatcherFor(routed);
+    const affinity = affinityOf(req);
+    const granted = dispatcher.tryAcquire(undefined, affinity);
     const end = await attemptOnLeases({
-      dispatcher: c.endpoints.dispatcherFor(routed),
+      dispatcher,
       clock: c.o.clock,
+      ...(granted ? { granted } : {}),
+      ...(affinity === undefined ? {} : { affinity }),
+      affinityGone: () => c.affinityGone(routed.id, affinity as Affinity),
       waitSignal: (attempt) => {
         if (attempt === 1) c.endpoints.wakingFor(routed.id, arrived);
         return gone;
@@ -98,9 +106,10 @@ export class UpgradePath {
         (await this.#tunnel(req, socket, head, routed, lease, arrived)) === 'not-sent' ? 'not-sent' : 'sent',
     });
     if (end.kind === 'done') return;
+    const strictWorker = affinity && affinity.mode !== 'soft' ? affinity.workerId : undefined;
     const failure =
       end.kind === 'unreached'
-        ? noWorkerReached()
+        ? noWorkerReached(strictWorker)
         : end.error instanceof GatewayError
           ? end.error
           : new GatewayError('WORKER_ERROR');
