@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, originalClientCreateBody, type TestApi } from '../../test/support/api.js';
@@ -6,6 +7,7 @@ import { servedOperations } from '../../test/support/routes.js';
 import { storeTargets } from '../../test/support/stores.js';
 import { endpointInput } from '../contract/endpoint-schema.js';
 import { requestJsonSchemas } from '../contract/json-schema.js';
+import { openAIErrorBody, openAIModelList } from '../contract/openai.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
@@ -13,6 +15,7 @@ import { JOBS_ERROR_CATALOGUE } from '../errors/jobs-catalogue.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { TrafficHistory } from '../history/history.js';
 import { CLIENT_ROUTES } from '../jobs/client-routes.js';
+import { ModelRouter } from '../jobs/model-router.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 
 const doc = openApiDocument({ serverUrl: 'http://127.0.0.1:8080' }) as Document;
@@ -167,8 +170,42 @@ describe('the OpenAPI document against the routes', () => {
     const served = Object.entries(CLIENT_ROUTES).flatMap(([verb, route]) =>
       route.methods.map((method) => `${method} /v2/{endpoint}/${verb}${route.job ? '/{job}' : ''}`),
     );
-    expect(documentedOperations(true).sort()).toEqual(served.sort());
+    const isOpenAI = (operation: string) => /\/openai\/v1\//.test(operation);
+    expect(
+      documentedOperations(true)
+        .filter((operation) => !isOpenAI(operation))
+        .sort(),
+    ).toEqual(served.sort());
     expect(served).toHaveLength(13);
+    // The OpenAI routes: RunPod's per endpoint, and the model router's.
+    expect(documentedOperations(true).filter(isOpenAI).sort()).toEqual([
+      'GET /openai/v1/models',
+      'GET /v2/{endpoint}/openai/v1/{route}',
+      'POST /openai/v1/{route}',
+      'POST /v2/{endpoint}/openai/v1/{route}',
+    ]);
+    const router = new ModelRouter({
+      service: { modelEndpoints: async () => [] },
+      domain: 'localhost',
+      logger: console,
+    });
+    for (const url of ['/openai/v1/chat/completions', '/openai/v1/models'])
+      expect(router.claims({ url, headers: { host: 'gateway:8000' } } as IncomingMessage), url).toBe(true);
+    expect(responseSchema('/openai/v1/models', 'get')).toEqual({
+      $ref: '#/components/schemas/OpenAIModelList',
+    });
+    expect(
+      problems(
+        JSON.parse(openAIModelList([{ id: 'llama', created: 1, ownedBy: 'team-a' }])),
+        responseSchema('/openai/v1/models', 'get'),
+      ),
+    ).toEqual([]);
+    expect(
+      problems(
+        JSON.parse(openAIErrorBody('no model x', 'not_found_error', 'MODEL_NOT_FOUND')),
+        responseSchema('/openai/v1/{route}', 'post', '404'),
+      ),
+    ).toEqual([]);
     for (const path of Object.keys(doc.paths).filter((p) => p.startsWith('/v2/'))) {
       expect(doc.paths[path]?.servers).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:8000' })]);
     }

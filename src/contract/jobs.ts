@@ -51,6 +51,7 @@ export function splitRunBody(
   text: string,
   maxDepth: number,
   nests: (text: string, max: number) => boolean,
+  utf8Bytes: (text: string) => number,
 ): RunBodySplit {
   if (nests(text, maxDepth)) return { kind: 'too-deep' };
   let body: unknown;
@@ -63,7 +64,7 @@ export function splitRunBody(
   const { input, ...fields } = body as Record<string, unknown>;
   if (input === undefined || input === null) return { kind: 'split', input: null, inputBytes: 0, fields };
   const inputText = JSON.stringify(input);
-  return { kind: 'split', input: inputText, inputBytes: Buffer.byteLength(inputText), fields };
+  return { kind: 'split', input: inputText, inputBytes: utf8Bytes(inputText), fields };
 }
 
 export type RunBodySplit =
@@ -98,7 +99,12 @@ export function runRequestOf(split: RunBodySplit): Parsed<RunRequest> {
 
 /** Parses a `run` body: `{"input": ..., "webhook"?: "https://...", "policy"?: {...}}`. */
 export function parseRunBody(text: string): Parsed<RunRequest> {
-  return runRequestOf(splitRunBody(text, JOB_LIMITS.jsonDepth, nestsDeeperThan));
+  return runRequestOf(splitRunBody(text, JOB_LIMITS.jsonDepth, nestsDeeperThan, utf8Length));
+}
+
+/** A text's UTF-8 size, in the browser too (the dashboard shares this module). */
+function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
 }
 
 function parsePolicy(raw: unknown): Parsed<JobPolicy> {

@@ -24,6 +24,8 @@ import { readBodyChunks } from './http-io.js';
 /** Bodies from this size are parsed on the thread: 1 MiB, a few milliseconds of parse in place. */
 export const THREAD_FROM_BYTES = 1024 * 1024;
 
+const utf8Bytes = (text: string) => Buffer.byteLength(text);
+
 /**
  * The thread's program (CommonJS, `eval`): bodies by id, their chunks gathered until `parse` or `drop`. `__name` is
  * what esbuild's keep-names option (tsx's) may call inside a function's source; it is defined so that the functions'
@@ -47,7 +49,7 @@ parentPort.on('message', ({ kind, id, chunk, maxDepth }) => {
   if (kind !== 'parse') return;
   let reply;
   try {
-    reply = { id, split: splitRunBody(Buffer.concat(parts).toString('utf8'), maxDepth, nestsDeeperThan) };
+    reply = { id, split: splitRunBody(Buffer.concat(parts).toString('utf8'), maxDepth, nestsDeeperThan, (t) => Buffer.byteLength(t)) };
   } catch (error) {
     reply = { id, error: String((error && error.message) || error) };
   }
@@ -97,7 +99,7 @@ export class RunBodyParser {
     }
     if (!onThread)
       return runRequestOf(
-        splitRunBody(Buffer.concat(here).toString('utf8'), JOB_LIMITS.jsonDepth, nestsDeeperThan),
+        splitRunBody(Buffer.concat(here).toString('utf8'), JOB_LIMITS.jsonDepth, nestsDeeperThan, utf8Bytes),
       );
     const reply = await this.#parseOnThread(onThread);
     if (reply.split === undefined) throw new Error(`the body thread failed: ${reply.error ?? 'no answer'}`);

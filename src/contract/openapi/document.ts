@@ -6,6 +6,7 @@
  */
 import { API_PREFIX } from '../paths.js';
 import { jobPaths, jobSchemas } from './jobs.js';
+import { openAIPaths, openAISchemas } from './openai.js';
 import { paths } from './operations.js';
 import { requestSchemas } from './requests.js';
 import { responseSchemas } from './responses.js';
@@ -56,9 +57,14 @@ export function openApiDocument(options: { serverUrl: string; gatewayUrl?: strin
         description:
           "RunPod's queue API, served on the gateway's address (each path's servers), not the API's: an API key or an invoke key of the endpoint, as Bearer or raw in Authorization (docs/jobs.md).",
       },
+      {
+        name: 'OpenAI',
+        description:
+          "OpenAI's API on the gateway's address, with the jobs API's keys: per endpoint (RunPod's route) or routed by the body's model (docs/openai.md).",
+      },
       { name: 'System', description: 'Unauthenticated.' },
     ],
-    paths: { ...paths(), ...jobPaths(gatewayUrl) },
+    paths: { ...paths(), ...jobPaths(gatewayUrl), ...openAIPaths(gatewayUrl) },
     components: {
       securitySchemes: {
         bearerAuth: {
@@ -77,7 +83,7 @@ export function openApiDocument(options: { serverUrl: string; gatewayUrl?: strin
           schema: { type: 'string' },
         },
       },
-      schemas: { ...responseSchemas(), ...requestSchemas(), ...jobSchemas() },
+      schemas: { ...responseSchemas(), ...requestSchemas(), ...jobSchemas(), ...openAISchemas() },
     },
   };
 }
