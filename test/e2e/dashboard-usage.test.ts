@@ -73,7 +73,10 @@ describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banne
   const tableCells = async () => {
     const rows = page.locator('[data-testid="usage-table"] tbody tr');
     const cells = await rows.evaluateAll((trs) =>
-      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      trs.map((tr) => [
+        tr.getAttribute('data-key') ?? '',
+        ...[...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent ?? ''),
+      ]),
     );
     return new Map(cells.map((line) => [line[0] as string, line]));
   };

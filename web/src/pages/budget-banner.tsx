@@ -24,7 +24,7 @@ export function BudgetBanner() {
       data-state={banner.kind}
     >
       <strong>{banner.title}</strong> <span>{banner.message}</span>{' '}
-      <span class="muted">(resets {new Date(banner.resetsAt).toLocaleString()})</span>
+      <span class="muted">({new Date(banner.resetsAt).toLocaleString()} in your time zone)</span>
     </div>
   );
 }

@@ -39,6 +39,15 @@ export function UsagePage() {
     POLL_MS,
     [days, by],
   );
+  // The endpoints' names beside their ids (a deleted endpoint's row has its id only).
+  const names = usePoll(
+    async () => {
+      const list = await api.call((c) => c.listEndpoints());
+      return new Map(list.endpoints.map((e) => [e.id, e.name || e.appName]));
+    },
+    POLL_MS,
+    [],
+  );
   // What was read for the options shown: no table of states under the Endpoint toggle while the states load.
   const shown = read.data && read.data.by === by && read.data.days === days ? read.data : undefined;
   const fromIso = shown ? new Date(shown.from).toISOString() : '';
@@ -108,6 +117,7 @@ export function UsagePage() {
               <tr key={row.key} data-key={row.key}>
                 <td data-label={BY_LABELS[by]}>
                   <code>{row.key}</code>
+                  {names.data?.get(row.key) ? <span class="muted"> {names.data.get(row.key)}</span> : null}
                 </td>
                 <td data-label="Worker hours" class="number">
                   {row.workerHours}
@@ -123,7 +133,9 @@ export function UsagePage() {
           </tbody>
           <tfoot>
             <tr data-key="total">
-              <th scope="row">{table.total.key}</th>
+              <td data-label={BY_LABELS[by]}>
+                <strong>{table.total.key}</strong>
+              </td>
               <td data-label="Worker hours" class="number">
                 {table.total.workerHours}
               </td>
@@ -187,7 +199,13 @@ function StackedChart(props: { chart: UsageChart }) {
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(0.001, max ?? 0) * 1.1] } },
         axes: [
           { grid: { stroke: '#eaeef2' } },
-          { label: 'GPU-hours', labelSize: 18, size: 56, grid: { stroke: '#eaeef2' } },
+          {
+            label: 'GPU-hours',
+            labelSize: 18,
+            size: 56,
+            grid: { stroke: '#eaeef2' },
+            values: (_u, ticks) => ticks.map((v) => String(Number(v.toPrecision(3)))),
+          },
         ],
         series: [
           {},
@@ -198,8 +216,9 @@ function StackedChart(props: { chart: UsageChart }) {
             width: 1,
             points: { show: false },
             ...(bars ? { paths: bars } : {}),
+            // Under the pointer that day's GPU-hours, else the whole range's.
             value: (_u: uPlot, _v: number | null, _series: number, idx: number | null) =>
-              idx === null ? '--' : (s.values[idx] ?? 0).toFixed(3),
+              (idx === null ? s.values.reduce((a, b) => a + b, 0) : (s.values[idx] ?? 0)).toFixed(3),
           })),
         ],
       },
