@@ -4,8 +4,15 @@
  * billing system.
  */
 import { type Command, Option } from 'commander';
-import type { WireBillingParams, WireBillingRow, WireGrouping } from '../client/index.js';
-import { USAGE_STATES } from '../ports/usage.js';
+import {
+  addBillingSums,
+  type BillingSums,
+  billingSums,
+  usageCsv,
+  type WireBillingParams,
+  type WireBillingRow,
+  type WireGrouping,
+} from '../client/index.js';
 import { addClientOptions, newCommand, runWithClient } from './client-options.js';
 import type { CliDeps } from './deps.js';
 import { CliError } from './output.js';
@@ -87,7 +94,7 @@ function usageTable(
   if (rows.length === 0) return 'No usage in this range.\n';
   const owners = new Set(rows.map((row) => row.ownerId));
   const withOwner = by.grouping !== 'ownerId' && owners.size > 1;
-  const line = (time: string, key: string, owner: string, r: Sums) => [
+  const line = (time: string, key: string, owner: string, r: BillingSums) => [
     time,
     key,
     ...(withOwner ? [owner] : []),
@@ -96,9 +103,9 @@ function usageTable(
     `${r.amount.toFixed(2)} ${r.currency}`,
   ];
   const body = rows.map((row) =>
-    line(bucketText(row.time, bucket), String(row[by.grouping] ?? '-'), row.ownerId ?? '-', sumsOf(row)),
+    line(bucketText(row.time, bucket), String(row[by.grouping] ?? '-'), row.ownerId ?? '-', billingSums(row)),
   );
-  const total = rows.map(sumsOf).reduce(addSums);
+  const total = rows.map(billingSums).reduce(addBillingSums);
   return formatTable(
     [
       bucket.toUpperCase(),
@@ -112,58 +119,10 @@ function usageTable(
   );
 }
 
-interface Sums {
-  timeBilledMs: number;
-  gpuSeconds: number;
-  amount: number;
-  currency: string;
-}
-
-function sumsOf(row: WireBillingRow): Sums {
-  const gpuSeconds = USAGE_STATES.reduce((sum, state) => sum + (row.gpuSeconds[state] ?? 0), 0);
-  return { timeBilledMs: row.timeBilledMs, gpuSeconds, amount: row.amount, currency: row.currency };
-}
-
-function addSums(a: Sums, b: Sums): Sums {
-  return {
-    timeBilledMs: a.timeBilledMs + b.timeBilledMs,
-    gpuSeconds: a.gpuSeconds + b.gpuSeconds,
-    amount: a.amount + b.amount,
-    currency: a.currency === b.currency ? a.currency : 'mixed currencies',
-  };
-}
-
 const hours = (seconds: number): string => (seconds / 3600).toFixed(3);
 
 /** A bucket's start as a person reads it: `2026-11-02 13:00` for hours, the day for days and weeks, the month. */
 function bucketText(iso: string, bucket: Bucket): string {
   if (bucket === 'hour') return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
   return bucket === 'month' ? iso.slice(0, 7) : iso.slice(0, 10);
-}
-
-/** One header line, then one line per row: RunPod's fields, Corral's owner and each state's GPU-seconds. */
-export function usageCsv(rows: readonly WireBillingRow[], grouping: WireGrouping): string {
-  const keyColumns = grouping === 'ownerId' ? ['ownerId'] : [grouping, 'ownerId'];
-  const header = [
-    'time',
-    ...keyColumns,
-    'timeBilledMs',
-    ...USAGE_STATES.map((state) => `gpuSeconds.${state}`),
-    'amount',
-    'currency',
-  ];
-  const lines = rows.map((row) => [
-    row.time,
-    ...keyColumns.map((column) => String(row[column as WireGrouping] ?? '')),
-    String(row.timeBilledMs),
-    ...USAGE_STATES.map((state) => String(row.gpuSeconds[state] ?? 0)),
-    String(row.amount),
-    row.currency,
-  ]);
-  return [header, ...lines].map((cells) => `${cells.map(csvCell).join(',')}\n`).join('');
-}
-
-/** RFC 4180: a cell with a comma, a quote or a line break is quoted, its quotes doubled. */
-function csvCell(cell: string): string {
-  return /[",\r\n]/.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
 }

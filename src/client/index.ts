@@ -1,6 +1,12 @@
 /** The client's public surface: `CorralClient`, its error classes, its own types and the wire types it returns. */
 export type { WireApiKey, WireNewApiKey } from '../contract/api-keys.js';
 export type { WireBillingParams, WireBillingRow, WireGrouping } from '../contract/billing.js';
+export {
+  addBillingSums,
+  type BillingSums,
+  billingSums,
+  usageCsv,
+} from '../contract/billing-export.js';
 export type { WireCluster } from '../contract/cluster.js';
 export type { WireGpu, WireGpuHolder, WireGpus, WireWaitingWorker } from '../contract/gpus.js';
 export type {

@@ -1,6 +1,7 @@
 /**
  * The dashboard's entry: signs in (the key is kept in the tab's sessionStorage and checked with one call), then
- * shows the page the location hash names. Every API call goes through the typed client of src/client.
+ * shows the page the location hash names, under the budget banner (from 80 % of the owner's budget). Every API
+ * call goes through the typed client of src/client.
  */
 import './app.css';
 import { render } from 'preact';
@@ -8,12 +9,14 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { CorralApiError, CorralClient } from '../../src/client/index.js';
 import { ApiContext, describeError, makeApi } from './api-context.js';
 import { ApiKeysPage } from './pages/api-keys.js';
+import { BudgetBanner } from './pages/budget-banner.js';
 import { CredentialsPage } from './pages/credentials.js';
 import { EditPage } from './pages/edit.js';
 import { EndpointPage } from './pages/endpoint.js';
 import { EndpointsPage } from './pages/endpoints.js';
 import { GpusPage } from './pages/gpus.js';
 import { SignIn } from './pages/sign-in.js';
+import { UsagePage } from './pages/usage.js';
 import { href, parseRoute } from './route.js';
 import { apiBaseUrl, forgetKey, savedKey, saveKey } from './session.js';
 
@@ -48,6 +51,7 @@ function App() {
       credentials: 'Registry credentials',
       gpus: 'GPUs',
       keys: 'API keys',
+      usage: 'Usage',
       create: 'New endpoint',
       endpoint: 'Endpoint',
       edit: 'Edit endpoint',
@@ -94,6 +98,9 @@ function App() {
           <a href={href({ page: 'gpus' })} aria-current={route.page === 'gpus' ? 'page' : undefined}>
             GPUs
           </a>
+          <a href={href({ page: 'usage' })} aria-current={route.page === 'usage' ? 'page' : undefined}>
+            Usage
+          </a>
           <a href={href({ page: 'keys' })} aria-current={route.page === 'keys' ? 'page' : undefined}>
             API keys
           </a>
@@ -102,10 +109,12 @@ function App() {
           Sign out
         </button>
       </header>
+      <BudgetBanner />
       {route.page === 'endpoints' ? <EndpointsPage /> : null}
       {route.page === 'credentials' ? <CredentialsPage /> : null}
       {route.page === 'gpus' ? <GpusPage /> : null}
       {route.page === 'keys' ? <ApiKeysPage /> : null}
+      {route.page === 'usage' ? <UsagePage /> : null}
       {route.page === 'create' ? <EditPage /> : null}
       {route.page === 'endpoint' ? <EndpointPage key={route.id} id={route.id} /> : null}
       {route.page === 'edit' ? <EditPage key={route.id} id={route.id} /> : null}

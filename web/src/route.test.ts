@@ -13,6 +13,8 @@ describe('dashboard routes', () => {
     ['#/gpus', { page: 'gpus' }],
     ['#/keys', { page: 'keys' }],
     ['#/keys/x', { page: 'endpoints' }],
+    ['#/usage', { page: 'usage' }],
+    ['#/usage/x', { page: 'endpoints' }],
     ['#/nowhere/x', { page: 'endpoints' }],
   ])('%j is %j', (hash, route) => {
     expect(parseRoute(hash)).toEqual(route);
@@ -25,6 +27,7 @@ describe('dashboard routes', () => {
       { page: 'credentials' },
       { page: 'gpus' },
       { page: 'keys' },
+      { page: 'usage' },
       { page: 'endpoint', id: 'a/b c' },
       { page: 'edit', id: 'x?y' },
     ] as Route[]) {

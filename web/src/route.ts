@@ -5,6 +5,7 @@ export type Route =
   | { page: 'credentials' }
   | { page: 'gpus' }
   | { page: 'keys' }
+  | { page: 'usage' }
   | { page: 'create' }
   | { page: 'endpoint'; id: string }
   | { page: 'edit'; id: string };
@@ -19,6 +20,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'credentials' && parts.length === 1) return { page: 'credentials' };
   if (parts[0] === 'gpus' && parts.length === 1) return { page: 'gpus' };
   if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
+  if (parts[0] === 'usage' && parts.length === 1) return { page: 'usage' };
   if (parts[0] !== 'endpoints') return { page: 'endpoints' };
   const id = parts[1];
   if (id === undefined) return { page: 'endpoints' };
@@ -38,6 +40,8 @@ export function href(route: Route): string {
       return '#/gpus';
     case 'keys':
       return '#/keys';
+    case 'usage':
+      return '#/usage';
     case 'create':
       return '#/endpoints/new';
     case 'endpoint':
