@@ -302,8 +302,21 @@ export interface UsageSegmentsTable {
   ended_at: number | null;
 }
 
+/** The closed spans' sums per UTC day (migration 0021, store/usage/usage-daily.ts). */
+export interface UsageDailyTable {
+  day: number;
+  owner_id: string;
+  endpoint_id: string;
+  gpu_product_id: string;
+  state: string;
+  ms: number;
+  gpu_ms: number;
+  memory_gb_ms: number;
+}
+
 export interface Database {
   usage_segments: UsageSegmentsTable;
+  usage_daily: UsageDailyTable;
   jobs: JobsTable;
   job_chunks: JobChunksTable;
   job_workers: JobWorkersTable;

@@ -2,8 +2,11 @@
  * The usage ledger's rows on every store: batched opens and closes, open spans continued, and the database's
  * grouped sums clamped to the range asked, by bucket (hours, Monday weeks, calendar months) and by key.
  */
+
+import type { Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { storeTargets } from '../../../test/support/stores.js';
+import { up as dailyMigration } from '../migrations/0021-usage-daily.js';
 import type { SegmentChange, SegmentHolding } from './usage-segments.js';
 
 const HOUR = 3_600_000;
@@ -175,6 +178,109 @@ describe.each(storeTargets())('usage segments on $name', (target) => {
       expect(months.map((r) => `${new Date(r.time).toISOString()} ${r.ms}`)).toEqual([
         '2026-11-01T00:00:00.000Z 2000',
         '2026-12-01T00:00:00.000Z 1000',
+      ]);
+    } finally {
+      await dispose();
+    }
+  });
+  it("answers a range of whole days from the closed spans' daily sums and the open spans", async () => {
+    const { store, dispose } = await target.open();
+    try {
+      const day = 24 * HOUR;
+      const w1 = holding('w1');
+      const w2 = holding('w2', 'ep-b', 2);
+      const w3 = holding('w3', 'ep-c');
+      // w1: a span continued across a restart, over a midnight; w2: one batch with two changes (a span written
+      // closed); w3: open at the end, begun the day before.
+      await store.usageSegments.apply([
+        change(w1, MONDAY - 2 * HOUR, 'idle'),
+        change(w3, MONDAY - 5 * HOUR, 'idle'),
+      ]);
+      await store.usageSegments.apply([
+        change(w2, MONDAY + 3 * HOUR, 'active'),
+        change(w2, MONDAY + 4 * HOUR, 'idle'),
+        change(w1, MONDAY + day + 7 * HOUR + 123, 'active'),
+      ]);
+      await store.usageSegments.apply([
+        change(w2, MONDAY + 4 * HOUR + 777, null),
+        change(w1, MONDAY + 2 * day + 5, null),
+      ]);
+      const now = MONDAY + 2 * day + HOUR;
+      /** ms and GPU-ms by state (and day), the owners' rows added up. */
+      const totals = async (from: number, to: number, bucket?: 'day') => {
+        const rows = await store.usageSegments.sums({
+          from,
+          to,
+          now,
+          grouping: 'state',
+          ...(bucket ? { bucket } : {}),
+        });
+        const sums: Record<string, [number, number]> = {};
+        for (const r of rows) {
+          const key = `${bucket ? `${(r.time - MONDAY) / day} ` : ''}${r.key}`;
+          const [ms, gpuMs] = sums[key] ?? [0, 0];
+          sums[key] = [ms + r.ms, gpuMs + r.gpuMs];
+        }
+        return sums;
+      };
+      const w1Active = 2 * day + 5 - (day + 7 * HOUR + 123);
+      // Whole days (the daily sums) and the same range with its end 1 ms later (the segments): the same totals.
+      for (const to of [MONDAY + 3 * day, MONDAY + 3 * day + 1])
+        expect(await totals(MONDAY, to)).toEqual({
+          idle: [
+            2 * day + HOUR + (day + 7 * HOUR + 123) + 777,
+            2 * day + HOUR + (day + 7 * HOUR + 123) + 2 * 777,
+          ],
+          active: [w1Active + HOUR, w1Active + 2 * HOUR],
+        });
+      // Here w1's and w3's idle spans go on past the range's end: 1 ms more of each in the second.
+      for (const extra of [0, 1]) {
+        const idle = day + 5 * HOUR + day + 2 * HOUR + 2 * extra;
+        expect(await totals(MONDAY - day, MONDAY + day + extra)).toEqual({
+          idle: [idle + 777, idle + 2 * 777],
+          active: [HOUR, 2 * HOUR],
+        });
+      }
+      // By day, a closed span that crosses a midnight is split there (w1's idle); an open one counts in the bucket of
+      // its start in the range (w3's; the recorder splits open spans at each hour, so that only a span continued
+      // across a restart lasts longer), as the segments' own sums count it.
+      expect(await totals(MONDAY, MONDAY + 3 * day, 'day')).toEqual({
+        '0 active': [HOUR, 2 * HOUR],
+        '0 idle': [day + (2 * day + HOUR) + 777, day + (2 * day + HOUR) + 2 * 777],
+        '1 active': [17 * HOUR - 123, 17 * HOUR - 123],
+        '1 idle': [7 * HOUR + 123, 7 * HOUR + 123],
+        '2 active': [5, 5],
+      });
+    } finally {
+      await dispose();
+    }
+  });
+  it('fills the daily sums from the segments closed before them (migration 0021)', async () => {
+    const { store, db, dispose } = await target.open();
+    try {
+      const day = 24 * HOUR;
+      await store.usageSegments.apply([
+        change(holding('w1'), MONDAY - HOUR, 'idle'),
+        change(holding('w2'), MONDAY, 'active'),
+      ]);
+      await store.usageSegments.apply([change(holding('w1'), MONDAY + 2 * HOUR, null)]);
+      const now = MONDAY + 3 * HOUR;
+      const asked = { from: MONDAY, to: MONDAY + day, now, grouping: 'state' as const };
+      const before = await store.usageSegments.sums(asked);
+      // As a database made before 0021 has it: segments, no daily sums.
+      await db.schema.dropTable('usage_daily').execute();
+      await dailyMigration(
+        db as unknown as Kysely<unknown>,
+        target.name === 'postgres' ? 'postgres' : 'sqlite',
+      );
+      const daily = await db.selectFrom('usage_daily').select(['day', 'state', 'ms']).execute();
+      expect(daily.map((r) => `${Number(r.day)} ${r.state} ${Number(r.ms)}`).sort()).toEqual(
+        [`${MONDAY - day} idle ${HOUR}`, `${MONDAY} idle ${2 * HOUR}`].sort(),
+      );
+      expect(await store.usageSegments.sums(asked)).toEqual(before);
+      expect(before.map((r) => `${r.key} ${r.ms}`).sort()).toEqual([
+        `active ${3 * HOUR}`,
+        `idle ${2 * HOUR}`,
       ]);
     } finally {
       await dispose();

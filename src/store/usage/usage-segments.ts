@@ -3,11 +3,14 @@
  * batch of state changes, never one per request); reads are sums grouped by the database (GROUP BY over buckets),
  * unpriced: usage/ prices them. A span is counted from `max(start, from)` to `min(end or now, to)` and falls in the
  * bucket of the first of these (the recorder splits open spans at each UTC hour, so that no span crosses a bucket).
+ * A closed span is also added to its day's sums (usage-daily.ts) as it closes; a range of whole days (a month's
+ * query) reads those sums for its closed spans, and this table for the open ones only.
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { monthStart, nextMonthStart } from '../../domain/budget.js';
 import type { UsageBucket, UsageGrouping, WorkerHolding } from '../../ports/usage.js';
 import type { Database, DialectName } from '../schema.js';
+import { addDailyShares, addToDaily, DAY_MS, type DailySums } from './usage-daily.js';
 
 /** What a worker holds while a span is open: what the ledger is told (ports/usage.ts). */
 export type SegmentHolding = WorkerHolding;
@@ -92,14 +95,33 @@ export class UsageSegmentRepository {
         if (atThen) atThen.push(c.holding.workerId);
         else closing.set(c.at, [c.holding.workerId]);
       }
+      const daily: DailySums = new Map();
       for (const [at, workerIds] of closing)
-        for (let i = 0; i < workerIds.length; i += BATCH)
-          await trx
-            .updateTable('usage_segments')
-            .set({ ended_at: Math.trunc(at) })
-            .where('worker_id', 'in', workerIds.slice(i, i + BATCH))
+        for (let i = 0; i < workerIds.length; i += BATCH) {
+          const batch = workerIds.slice(i, i + BATCH);
+          const ended = Math.trunc(at);
+          const closed = await trx
+            .selectFrom('usage_segments')
+            .select([
+              'owner_id',
+              'endpoint_id',
+              'gpu_product_id',
+              'state',
+              'gpu_count',
+              'host_memory_bytes',
+              'started_at',
+            ])
+            .where('worker_id', 'in', batch)
             .where('ended_at', 'is', null)
             .execute();
+          for (const span of closed) addDailyShares(daily, span, Number(span.started_at), ended);
+          await trx
+            .updateTable('usage_segments')
+            .set({ ended_at: ended })
+            .where('worker_id', 'in', batch)
+            .where('ended_at', 'is', null)
+            .execute();
+        }
       // A worker changed twice in one batch: each span but its last ends at its next change (read back to front).
       const nextAt = new Map<string, number>();
       const rows: (ReturnType<typeof rowOf> & { ended_at: number | null })[] = [];
@@ -119,6 +141,9 @@ export class UsageSegmentRepository {
           .insertInto('usage_segments')
           .values(rows.slice(i, i + BATCH))
           .execute();
+      for (const row of rows)
+        if (row.ended_at !== null) addDailyShares(daily, row, row.started_at, row.ended_at);
+      await addToDaily(trx, daily);
     });
   }
 
@@ -142,29 +167,47 @@ export class UsageSegmentRepository {
     }));
   }
 
-  /** The sums of a range, grouped in the database by bucket, key, owner, GPU product and state. */
+  /**
+   * The sums of a range, grouped in the database by bucket, key, owner, GPU product and state. A range of whole UTC
+   * days in buckets of a day or more reads the closed spans' daily sums; any other, the segments themselves.
+   */
   async sums(query: SegmentSumsQuery): Promise<SegmentSums[]> {
     const { from, to, now } = query;
-    const end = sql<number>`coalesce(ended_at, ${sql.lit(Math.trunc(now))})`;
-    const filters = [
-      query.ownerId === undefined ? sql`` : sql` and owner_id = ${query.ownerId}`,
-      query.endpointId === undefined ? sql`` : sql` and endpoint_id = ${query.endpointId}`,
-    ];
+    const filters = sql`${query.ownerId === undefined ? sql`` : sql` and owner_id = ${query.ownerId}`}${
+      query.endpointId === undefined ? sql`` : sql` and endpoint_id = ${query.endpointId}`
+    }`;
     const f = sql.lit(Math.trunc(from));
     const t = sql.lit(Math.trunc(to));
+    const nowLit = sql.lit(Math.trunc(now));
     const columns = sql`owner_id, endpoint_id, gpu_product_id, state, gpu_count, host_memory_bytes`;
-    // Three index range scans: spans starting in the range, and those started before it that end in it or are open.
-    const spans = sql`
-      select ${columns}, started_at as s, ${end} as e from usage_segments
-        where started_at >= ${f} and started_at < ${t}${filters[0]}${filters[1]}
-      union all
-      select ${columns}, ${f} as s, ${end} as e from usage_segments
-        where ended_at > ${f} and started_at < ${f}${filters[0]}${filters[1]}
-      union all
-      select ${columns}, ${f} as s, ${sql.lit(Math.trunc(now))} as e from usage_segments
-        where ended_at is null and started_at < ${f}${filters[0]}${filters[1]}`;
+    const wholeDays = from % DAY_MS === 0 && to % DAY_MS === 0 && query.bucket !== 'hour';
+    // Spans as (start s, end e), before they are clamped to the range's end.
+    const spans = wholeDays
+      ? // The closed spans are in usage_daily: the open ones alone (one index range scan).
+        sql`select ${columns}, ${this.#greatest(sql`started_at`, f)} as s, ${nowLit} as e from usage_segments
+          where ended_at is null and started_at < ${t}${filters}`
+      : // Three index range scans: spans starting in the range, and those started before it that end in it or are open.
+        sql`
+          select ${columns}, started_at as s, coalesce(ended_at, ${nowLit}) as e from usage_segments
+            where started_at >= ${f} and started_at < ${t}${filters}
+          union all
+          select ${columns}, ${f} as s, coalesce(ended_at, ${nowLit}) as e from usage_segments
+            where ended_at > ${f} and started_at < ${f}${filters}
+          union all
+          select ${columns}, ${f} as s, ${nowLit} as e from usage_segments
+            where ended_at is null and started_at < ${f}${filters}`;
     const clampedEnd = this.#least(sql`e`, t);
     const ms = sql`(${clampedEnd} - s)`;
+    const real = sql.raw(this.#dialect === 'postgres' ? 'double precision' : 'real');
+    const timed = sql`
+      select owner_id, endpoint_id, gpu_product_id, state, s, ${ms} as ms, ${ms} * gpu_count as gpu_ms,
+        cast(${ms} as ${real}) * host_memory_bytes / 1e9 as memory_gb_ms
+      from (${spans}) spans where ${clampedEnd} > s`;
+    const parts = wholeDays
+      ? sql`${timed} union all
+          select owner_id, endpoint_id, gpu_product_id, state, day as s, ms, gpu_ms, memory_gb_ms from usage_daily
+            where day >= ${f} and day < ${t}${filters}`
+      : timed;
     const key = sql.ref(KEY_COLUMN[query.grouping]);
     const time = bucketStart(sql`s`, query.bucket, from, to);
     const result = await sql<{
@@ -178,10 +221,8 @@ export class UsageSegmentRepository {
       memory_gb_ms: number | string;
     }>`
       select ${time} as time, ${key} as key, owner_id, gpu_product_id, state,
-        sum(${ms}) as ms, sum(${ms} * gpu_count) as gpu_ms,
-        sum(cast(${ms} as ${sql.raw(this.#dialect === 'postgres' ? 'double precision' : 'real')}) * host_memory_bytes / 1e9) as memory_gb_ms
-      from (${spans}) spans
-      where ${clampedEnd} > s
+        sum(ms) as ms, sum(gpu_ms) as gpu_ms, sum(memory_gb_ms) as memory_gb_ms
+      from (${parts}) parts
       group by 1, 2, owner_id, gpu_product_id, state
       order by 1, 2`.execute(this.#db);
     return result.rows.map((r) => ({
@@ -194,6 +235,10 @@ export class UsageSegmentRepository {
       gpuMs: Number(r.gpu_ms),
       memoryGbMs: Number(r.memory_gb_ms),
     }));
+  }
+
+  #greatest(a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<number> {
+    return this.#dialect === 'postgres' ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
   }
 
   #least(a: RawBuilder<unknown>, b: RawBuilder<unknown>): RawBuilder<number> {
