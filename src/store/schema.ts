@@ -302,7 +302,16 @@ export interface UsageSegmentsTable {
   ended_at: number | null;
 }
 
+/** Each endpoint's last traffic and last idle-policy step (migration 0021). */
+export interface EndpointActivityTable {
+  endpoint_id: string;
+  traffic_at: number | null;
+  idle_step: number | null;
+  idle_step_at: number | null;
+}
+
 export interface Database {
+  endpoint_activity: EndpointActivityTable;
   usage_segments: UsageSegmentsTable;
   jobs: JobsTable;
   job_chunks: JobChunksTable;

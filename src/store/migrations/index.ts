@@ -21,6 +21,7 @@ import * as endpointNames from './0017-endpoint-names.js';
 import * as usageSegments from './0018-usage-segments.js';
 import * as openaiModels from './0019-openai-models.js';
 import * as usageSegmentsOwner from './0020-usage-segments-owner.js';
+import * as endpointActivity from './0021-endpoint-activity.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -46,6 +47,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0018-usage-segments': (db, dialect) => usageSegments.up(db, dialect),
   '0019-openai-models': (db) => openaiModels.up(db),
   '0020-usage-segments-owner': (db) => usageSegmentsOwner.up(db),
+  '0021-endpoint-activity': (db) => endpointActivity.up(db),
 };
 
 export async function migrateToLatest(
