@@ -47,6 +47,7 @@ export const POSTGRES_RERUN = [
   'src/api/validation.test.ts',
   'src/api/webhook-secrets.test.ts',
   'src/api/worker-output.test.ts',
+  'src/app/build-idle-policy.test.ts',
   'src/app/build-webhooks.test.ts',
   'src/app/first-key.test.ts',
   'src/cluster/membership-watch.test.ts',
