@@ -1,8 +1,10 @@
 /**
  * An idle policy with `corral serve` as a process (the built binary, the `local` runtime; docs/idle-policies.md): with
  * a policy of 8 seconds, an endpoint nobody calls has its maxNum lowered to 0 and says so in its log (the API's
- * `endpoint/log` and `corral endpoints log`), while an endpoint called through the gateway all along keeps its maxNum.
+ * `endpoint/log` and `corral endpoints log`), while an endpoint called through the gateway all along, and a queue
+ * endpoint given a job every 300 ms, keep their maxNum.
  */
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   callApi,
@@ -15,6 +17,7 @@ import {
 import { localWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-idle-policies-operator-key-0000001';
+const RUNPOD_WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
 /** 8 seconds, in days: each check comes a second apart (a tenth of the step, at least a second). */
 const CONFIG = `quotas:\n  idlePolicy: { steps: [{ afterDays: ${8 / 86_400}, maxWorkers: 0 }] }\n`;
 
@@ -43,13 +46,30 @@ describe('an idle policy, with corral serve as a process', () => {
     const busy = { ...localWorkerEndpoint('busy', 'busy:local'), appName: 'idle-busy' };
     busy.workerConfig = { ...busy.workerConfig, minNum: 0, maxNum: 2 };
     const busyId = (await api('endpoint/create', { endpoint: busy })).body.id as string;
-    // Called every 300 ms from its creation (the first calls wait for its worker), until the test ends.
+    const queueId = (
+      await api('endpoint/create', {
+        endpoint: {
+          name: 'idle-jobs',
+          type: 'queue',
+          workerConfig: { minNum: 0, maxNum: 2, freeTimeout: 300, maxConcurrent: 1, gpuNum: 1 },
+          image: { image: 'runpod-worker:local', command: `'${process.execPath}' '${RUNPOD_WORKER}'` },
+        },
+      })
+    ).body.id as string;
+    // Called every 300 ms from its creation (the first calls wait for its worker), and a job submitted to the queue
+    // endpoint as often, until the test ends.
     let calling = true;
+    const call = (path: string, init: RequestInit = {}) =>
+      fetch(`${server?.gatewayUrl}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      }).catch(() => undefined);
     const calls = (async () => {
       while (calling) {
-        await fetch(`${server?.gatewayUrl}/e/idle-busy/work?ms=1`, {
-          headers: { authorization: `Bearer ${KEY}` },
-        }).catch(() => undefined);
+        await Promise.all([
+          call('/e/idle-busy/work?ms=1'),
+          call(`/v2/${queueId}/run`, { method: 'POST', body: JSON.stringify({ input: { mark: 'x' } }) }),
+        ]);
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
     })();
@@ -83,9 +103,9 @@ describe('an idle policy, with corral serve as a process', () => {
       expect(cli.code, cli.stderr).toBe(0);
       expect(cli.stdout).toContain('idle policy: no traffic since');
 
-      // Called all along: its maxNum stays.
-      const busyNow = await endpointOf(busyId);
-      expect(busyNow.workerConfig.maxNum).toBe(2);
+      // Called all along, or given jobs: their maxNum stays.
+      expect((await endpointOf(busyId)).workerConfig.maxNum).toBe(2);
+      expect((await endpointOf(queueId)).workerConfig.maxNum).toBe(2);
     } finally {
       calling = false;
       await calls;
