@@ -91,7 +91,7 @@ describe.each(storeTargets())('idle policies on $name', (target) => {
     (await store.events.list(e.id, { afterId: 0, limit: 100 })).filter((ev) => ev.type === 'idle-policy');
 
   it('lowers maxWorkers to 2 after 3 minutes without traffic and to 0 after 7, and traffic does not raise it', async () => {
-    const { store, timers } = await setup();
+    const { store, db, timers } = await setup();
     const e = await endpoint(store);
     const calm = await endpoint(store, 'calm');
     const warm = await endpoint(store, 'owner-a', 4, 1);
@@ -119,9 +119,18 @@ describe.each(storeTargets())('idle policies on $name', (target) => {
     await advance(timers, 10 * MINUTE, idle);
     expect(await maxWorkers(store, e)).toBe(0);
     expect(await idleEvents(store, e)).toHaveLength(2);
-    // The change is audited as the idle policy's.
-    const updated = await store.endpoints.get(e.ownerId, e.id);
-    expect(updated?.revision).toBe(1);
+    // maxWorkers alone rolls nothing out (the revision stays), and each change is audited as the idle policy's.
+    expect((await store.endpoints.get(e.ownerId, e.id))?.revision).toBe(1);
+    const audit = await db
+      .selectFrom('audit_log')
+      .select(['actor', 'action'])
+      .where('target_id', '=', e.id)
+      .where('actor', '=', 'idle-policy')
+      .execute();
+    expect(audit).toEqual([
+      { actor: 'idle-policy', action: 'endpoint.idle-policy' },
+      { actor: 'idle-policy', action: 'endpoint.idle-policy' },
+    ]);
   });
 
   it("takes an owner's raise after a step as it is until the next step is due", async () => {

@@ -55,6 +55,7 @@ export const POSTGRES_RERUN = [
   'src/cluster/stored-gpus.test.ts',
   'src/history/cluster-history.test.ts',
   'src/service/invoke-key-service.test.ts',
+  'src/store/endpoint-activity.test.ts',
   'src/store/endpoint-names.test.ts',
   'src/store/gateway-signals.test.ts',
   'src/store/job-bounds.test.ts',
