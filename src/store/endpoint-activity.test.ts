@@ -1,7 +1,9 @@
 /**
  * Each endpoint's last traffic and idle step, on every store: a write only moves the traffic time forward (replicas'
- * flushes in any order keep the newest), the step is kept beside it, and deleted endpoints' rows are forgotten.
+ * flushes in any order keep the newest), the step is kept beside it, and deleted endpoints' rows are forgotten; the
+ * upgrade that adds the table gives the endpoints then live the upgrade's time as their last traffic.
  */
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { deleteEndpoint, sampleEndpoint, storeEndpoint } from '../../test/support/fixtures.js';
 import { storeTargets } from '../../test/support/stores.js';
@@ -36,6 +38,27 @@ describe.each(storeTargets())('endpoint activity on $name', (target) => {
       await deleteEndpoint(store, b);
       await store.endpointActivity.forgetDeleted();
       expect([...(await store.endpointActivity.all()).keys()]).toEqual([a.id]);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it('gives the live endpoints of an upgraded database the upgrade as their last traffic', async () => {
+    const { store, db, dispose } = await target.open();
+    try {
+      const [live, gone] = [sampleEndpoint(), sampleEndpoint()];
+      for (const e of [live, gone]) if (e) await storeEndpoint(store, e);
+      if (!live || !gone) throw new Error('no endpoints');
+      await deleteEndpoint(store, gone);
+      // Back to the schema before migration 0021.
+      await db.schema.dropTable('endpoint_activity').execute();
+      await sql`delete from kysely_migration where name = '0021-endpoint-activity'`.execute(db);
+      const before = Date.now();
+      expect(await store.migrate()).toEqual(['0021-endpoint-activity']);
+      const rows = await store.endpointActivity.all();
+      expect([...rows.keys()]).toEqual([live.id]);
+      expect(rows.get(live.id)?.trafficAt).toBeGreaterThanOrEqual(before);
+      expect(rows.get(live.id)?.idleStep).toBeNull();
     } finally {
       await dispose();
     }

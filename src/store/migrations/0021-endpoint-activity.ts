@@ -16,5 +16,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('idle_step_at', 'bigint')
     .execute();
   await sql`insert into endpoint_activity (endpoint_id, traffic_at)
-    select id, ${Date.now()} from endpoints where deleted_at is null`.execute(db);
+    select id, ${sql.lit(Date.now())} from endpoints where deleted_at is null`.execute(db);
 }
