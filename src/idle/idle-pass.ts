@@ -41,9 +41,8 @@ export interface IdlePassOptions {
 export class IdlePass {
   readonly #o: IdlePassOptions;
   #timer: unknown;
+  /** Between `start` and `stop`; a pass under way ends at its next endpoint once it is false. */
   #running = false;
-  /** Set by `stop`: a pass under way ends at its next endpoint. */
-  #stopped = false;
   #current: Promise<void> = Promise.resolve();
   #busy = false;
 
@@ -55,25 +54,23 @@ export class IdlePass {
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#stopped = false;
     this.#schedule();
   }
 
   /** No pass begins from now on; resolves once the one under way is done. */
   async stop(): Promise<void> {
     this.#running = false;
-    this.#stopped = true;
     this.#o.timers.clearTimeout(this.#timer);
     await this.#current;
   }
 
-  /** One pass now; errors of one endpoint are logged and the others go on. */
-  async pass(): Promise<void> {
+  /** One pass; errors of one endpoint are logged and the others go on. */
+  async #pass(): Promise<void> {
     const o = this.#o;
     await o.flushMarks();
     const [endpoints, activity] = await Promise.all([o.endpoints(), o.activity.all()]);
     for (const endpoint of endpoints) {
-      if (this.#stopped || !o.leading()) return;
+      if (!this.#running || !o.leading()) return;
       const policy = endpoint.desired === 'running' ? o.policyFor(endpoint.ownerId) : undefined;
       if (policy === undefined) continue;
       try {
@@ -134,7 +131,7 @@ export class IdlePass {
       // A tick while the last pass still runs is skipped; a replica that does not lead skips them all.
       if (this.#busy || !this.#o.leading()) return;
       this.#busy = true;
-      this.#current = this.pass()
+      this.#current = this.#pass()
         .catch((error: unknown) => this.#o.logger.warn({ err: error }, 'the idle policies pass failed'))
         .finally(() => {
           this.#busy = false;

@@ -4,7 +4,7 @@
  * store keeps the newest of every replica's marks, so several replicas agree, and a restart loses at most the last
  * `flushMs` of marks (the idle policies count in days). A flush that fails keeps its marks for the next one.
  */
-import type { Clock, Timers } from '../ports/clock.js';
+import type { Timers } from '../ports/clock.js';
 import type { EndpointActivityRepository } from '../store/endpoint-activity.js';
 
 export interface TrafficMarksOptions {
