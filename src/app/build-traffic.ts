@@ -72,6 +72,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
   /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
   forwarding?: Omit<GatewayForwarding, 'pools'>;
+  /** Told of each request the gateway answers (the idle policies' last traffic; memory only). */
+  onTraffic?: (endpointId: string, at: number) => void;
   /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
   jobs?: {
     routes: readonly GatewayRoute[];
@@ -158,6 +160,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   });
   const gateway = new Gateway({
     onWorkerBusy: (workerId, busy, at) => usage.workerBusy(workerId, busy, at),
+    ...(parts.onTraffic ? { onTraffic: parts.onTraffic } : {}),
     metrics: gatewayMetrics,
     routing: parts.gatewayRoutes ?? routes,
     pools,

@@ -21,6 +21,7 @@ import { newInstallationId, newReplicaId } from '../service/ids.js';
 import { ModelAccess } from '../service/model-access.js';
 import { LedgerReader } from '../usage/ledger-reader.js';
 import { apiServices, buildApi } from './build-api.js';
+import { buildIdlePolicies } from './build-idle-policy.js';
 import { buildJobs, jobsForTraffic } from './build-jobs.js';
 import { buildModelCache } from './build-model-cache.js';
 import { buildReplica, sharedTrafficOf } from './build-replica.js';
@@ -141,6 +142,8 @@ export async function serve(
       workers: () => { id: string; endpointId: string; state: string }[];
       workersOf: (endpointId: string) => { id: string; state: WorkerState }[];
       controls: () => boolean;
+      leading: () => boolean;
+      changed: (endpointId: string) => void;
       gatewayUrl: string | undefined;
       workersUrl: string;
     } = {
@@ -148,6 +151,8 @@ export async function serve(
       workers: () => [],
       workersOf: () => [],
       controls: () => false,
+      leading: () => false,
+      changed: () => {},
       gatewayUrl: undefined,
       workersUrl: '',
     };
@@ -184,6 +189,18 @@ export async function serve(
           .map((w) => w.id),
     });
     closers.push(() => jobs.close());
+    // Idle policies (docs/idle-policies.md): every replica marks its traffic; the leader's pass lowers maxWorkers.
+    const idle = buildIdlePolicies({
+      store,
+      policies: config.idlePolicies,
+      leading: () => late.leading(),
+      clock: systemClock,
+      timers: systemTimers,
+      logger: logger.child({ part: 'idle-policy' }),
+      onChanged: (endpointId) => late.changed(endpointId),
+    });
+    closers.push(() => idle.close());
+    jobs.events.on('queued', ({ endpointId }) => idle.mark(endpointId, systemClock()));
     const traffic = buildTraffic({
       config,
       store,
@@ -209,6 +226,7 @@ export async function serve(
       models: { cache: modelCache, token: (ownerId, model) => modelAccess.tokenFor(ownerId, model) },
       ...(sharedParts?.parts ?? {}),
       jobs: jobsForTraffic(jobs),
+      onTraffic: (endpointId, at) => idle.mark(endpointId, at),
     });
     late.poke = () => traffic.poke();
     late.workers = () => traffic.controller.workers();
@@ -218,6 +236,12 @@ export async function serve(
     const replica = buildReplica({ config, store, traffic, shared, gpus, replicaId, logger });
     const { leadership, storedGpus, clusterHistory } = replica;
     late.controls = () => leadership.leading() && traffic.controller.adopted;
+    late.leading = () => leadership.leading();
+    late.changed = (endpointId) => {
+      traffic.poke(endpointId);
+      shared?.requestPass();
+    };
+    idle.start();
     if (storedGpus) {
       await storedGpus.start();
       closers.push(() => storedGpus.stop());

@@ -258,6 +258,31 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30, 
     });
   });
 
+  it('reads the idle policy for every owner and by owner (off, fractions of days), apart from the quotas', () => {
+    const config = load(
+      { config: '/etc/corral.yaml' },
+      {},
+      [
+        'quotas:',
+        '  idlePolicy: { steps: [{ afterDays: 3, maxWorkers: 2 }, { afterDays: 7, maxWorkers: 0 }] }',
+        '  owners:',
+        '    lab: { workers: 3, idlePolicy: off }',
+        '    ci: { idlePolicy: { steps: [{ afterDays: 0.5, maxWorkers: 0 }] } }',
+      ].join('\n'),
+    );
+    expect(config.quotas).toEqual({ defaults: {}, owners: { lab: { workers: 3 }, ci: {} } });
+    expect(config.idlePolicies).toEqual({
+      defaults: {
+        steps: [
+          { afterDays: 3, maxWorkers: 2 },
+          { afterDays: 7, maxWorkers: 0 },
+        ],
+      },
+      owners: { lab: 'off', ci: { steps: [{ afterDays: 0.5, maxWorkers: 0 }] } },
+    });
+    expect(load().idlePolicies).toEqual({ owners: {} });
+  });
+
   it('has no configured quotas and a 64 KiB spec body limit by default (quotas then follow the GPUs)', () => {
     const config = load();
     expect(config.quotas).toEqual({ defaults: {}, owners: {} });
@@ -369,6 +394,24 @@ workers:
     ['quotas: { budget: { perMonth: -1 } }', 'quotas.budget.perMonth'],
     ['quotas: { owners: { a: { budget: { gpuHours: 1 } } } }', 'quotas.owners.a.budget'],
     ['quotas: { spendPerHour: lots }', 'quotas.spendPerHour'],
+    ['quotas: { idlePolicy: { steps: [] } }', 'quotas.idlePolicy.steps'],
+    ['quotas: { idlePolicy: sometimes }', 'quotas.idlePolicy: expected off or { steps'],
+    [
+      'quotas: { owners: { a: { idlePolicy: { steps: [{ afterDays: 0, maxWorkers: 1 }] } } } }',
+      'quotas.owners.a.idlePolicy.steps.0.afterDays',
+    ],
+    [
+      'quotas: { idlePolicy: { steps: [{ afterDays: 1, maxWorkers: -1 }] } }',
+      'quotas.idlePolicy.steps.0.maxWorkers',
+    ],
+    [
+      'quotas: { idlePolicy: { steps: [{ afterDays: 7, maxWorkers: 0 }, { afterDays: 3, maxWorkers: 2 }] } }',
+      'quotas.idlePolicy.steps: expected steps in ascending afterDays',
+    ],
+    [
+      'quotas: { idlePolicy: { steps: [{ afterDays: 3, maxWorkers: 2 }, { afterDays: 7, maxWorkers: 2 }] } }',
+      'quotas.idlePolicy.steps: expected each step to lower maxWorkers below the step before it',
+    ],
     ['quotas: { owners: { a: { endpoint: 4 } } }', 'quotas.owners.a'],
     ['specBodyLimitBytes: 2000000', 'specBodyLimitBytes (2000000) is above bodyLimitBytes (1048576)'],
     ['connections: { api: { maxConnections: 0 } }', 'connections.api.maxConnections'],

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
 import type { Budget, BudgetSettings } from '../domain/budget.js';
 import type { ImagePullPolicy } from '../domain/endpoint.js';
+import type { IdlePolicy, IdlePolicySettings } from '../domain/idle-policy.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
@@ -109,6 +110,8 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
   quotas: QuotaSettings;
   /** Configured budgets (docs/budgets.md): monthly per owner, and the account-wide spend per hour. */
   budgets: BudgetSettings;
+  /** Configured idle policies (docs/idle-policies.md): every owner's, and by owner id instead of it. */
+  idlePolicies: IdlePolicySettings;
   /** crashResetSeconds: how long a worker must run healthy to end a run of failures with flapping workers in it. */
   controller: {
     startupTimeoutSeconds: number;
@@ -243,6 +246,7 @@ export function loadConfig(sources: ConfigSources): Config {
     specBodyLimitBytes,
     quotas: quotaSettings(file.quotas),
     budgets: budgetSettings(file.quotas),
+    idlePolicies: idlePolicySettings(file.quotas),
     gateway: {
       maxQueueLength: file.gateway?.maxQueueLength ?? 1000,
       queueTimeoutSeconds: file.gateway?.queueTimeoutSeconds ?? 300,
@@ -366,11 +370,14 @@ function quotaSettings(file: ConfigFile['quotas']): QuotaSettings {
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => [name, value === 'unlimited' ? UNLIMITED : value]),
     );
-  const { owners = {}, spendPerHour: _rate, budget: _budget, ...defaults } = file ?? {};
+  const { owners = {}, spendPerHour: _rate, budget: _budget, idlePolicy: _idle, ...defaults } = file ?? {};
   return {
     defaults: values(defaults),
     owners: Object.fromEntries(
-      Object.entries(owners).map(([owner, { budget: _own, ...quota }]) => [owner, values(quota)]),
+      Object.entries(owners).map(([owner, { budget: _own, idlePolicy: _ownIdle, ...quota }]) => [
+        owner,
+        values(quota),
+      ]),
     ),
   };
 }
@@ -386,6 +393,15 @@ function budgetSettings(file: ConfigFile['quotas']): BudgetSettings {
     ...(file?.budget === undefined ? {} : { defaults: file.budget }),
     ...(file?.spendPerHour === undefined ? {} : { spendPerHour: file.spendPerHour }),
   };
+}
+
+/** The idle policies the quotas section sets: `idlePolicy` for every owner, `owners.<id>.idlePolicy`. */
+function idlePolicySettings(file: ConfigFile['quotas']): IdlePolicySettings {
+  const owners: Record<string, IdlePolicy | 'off'> = {};
+  for (const [owner, quota] of Object.entries(file?.owners ?? {})) {
+    if (quota.idlePolicy !== undefined) owners[owner] = quota.idlePolicy;
+  }
+  return { owners, ...(file?.idlePolicy === undefined ? {} : { defaults: file.idlePolicy }) };
 }
 
 /**

@@ -50,6 +50,29 @@ const quotaLimit = z.union(
     error: QUOTA_ERROR,
   },
 );
+/** An idle policy (docs/idle-policies.md): steps in ascending afterDays, their maxWorkers descending; or off. */
+const idleStep = z.strictObject({
+  afterDays: z.number().positive(),
+  maxWorkers: z.int().min(0),
+});
+const idlePolicy = z.union(
+  [
+    z.literal('off'),
+    z.strictObject({
+      steps: z
+        .array(idleStep)
+        .min(1)
+        .refine((steps) => steps.every((s, i) => i === 0 || s.afterDays > (steps[i - 1]?.afterDays ?? 0)), {
+          error: 'expected steps in ascending afterDays',
+        })
+        .refine((steps) => steps.every((s, i) => i === 0 || s.maxWorkers < (steps[i - 1]?.maxWorkers ?? 0)), {
+          error: 'expected each step to lower maxWorkers below the step before it',
+        }),
+    }),
+  ],
+  { error: 'expected off or { steps: [{ afterDays, maxWorkers }, ...] }' },
+);
+
 const quotaValues = z.strictObject({
   endpoints: quotaLimit.optional(),
   minGpus: quotaLimit.optional(),
@@ -67,6 +90,8 @@ const quotaValues = z.strictObject({
       gpuHoursPerMonth: z.number().min(0).optional(),
     })
     .optional(),
+  /** Lowers maxWorkers of endpoints without traffic (docs/idle-policies.md); `off`: none for this owner. */
+  idlePolicy: idlePolicy.optional(),
 });
 
 /** One listener's connection limits (docs/security.md, Connection limits); every key has a default. */

@@ -52,7 +52,8 @@ export interface Replica extends ReplicaBeat {
  * Every kind of event an endpoint's log records: the API's changes (created, updated, stopped, started, deleted)
  * and the controller's `state` changes, exits of its workers (`crashed`, out of memory among them), workers it
  * failed (`failed`), the causes of failing health probes (`health`) and frozen workers moved down to free their GPUs
- * for another endpoint (`eviction`, in both endpoints' logs). docs/api.md describes each (a test checks the list).
+ * for another endpoint (`eviction`, in both endpoints' logs), and maxWorkers lowered by the owner's idle policy
+ * (`idle-policy`). docs/api.md describes each (a test checks the list).
  */
 export const ENDPOINT_EVENT_TYPES = [
   'created',
@@ -65,6 +66,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'failed',
   'health',
   'eviction',
+  'idle-policy',
 ] as const;
 
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];

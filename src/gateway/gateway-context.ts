@@ -46,6 +46,11 @@ export interface GatewayOptions {
   routing: RoutingView;
   /** Told when a worker's requests in flight go from none to some and back (the usage ledger's active time). */
   onWorkerBusy?: (workerId: string, busy: boolean, at: number) => void;
+  /**
+   * Told of each request to an endpoint when it is answered, but those refused for their key (401, 403): the idle
+   * policies' last traffic (docs/idle-policies.md). Memory only: called once per request.
+   */
+  onTraffic?: (endpointId: string, at: number) => void;
   pools: WorkerPools;
   domain: string;
   clock: Clock;
@@ -227,7 +232,9 @@ export class GatewayContext {
   }
 
   observe(endpointId: string, status: number, arrived: number, queuedMs: number): void {
-    this.o.metrics?.observeRequest(endpointId, status, this.o.clock() - arrived, queuedMs);
+    const now = this.o.clock();
+    this.o.metrics?.observeRequest(endpointId, status, now - arrived, queuedMs);
+    if (status !== 401 && status !== 403) this.o.onTraffic?.(endpointId, now);
   }
 
   /** Writes the gateway's own error; with X-Corral-Queue-Ms when the request had an endpoint (0: never queued). */

@@ -7,7 +7,7 @@ import type { Limits } from '../domain/limits.js';
 import type { ModelRef } from '../domain/models.js';
 import { type EndpointUse, endpointUse } from '../domain/quota.js';
 import type { Page } from '../domain/records.js';
-import { changedFields, workerShapeChanges } from '../domain/revision.js';
+import { revisedEndpoint } from '../domain/revision.js';
 import { secretReferences } from '../domain/secret-refs.js';
 import { applyPatch, createSpec, type SpecPatch } from '../domain/spec-patch.js';
 import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../domain/validate.js';
@@ -167,25 +167,19 @@ export class EndpointService {
       // Validated here, on the spec actually written, so that a concurrent update cannot slip past it.
       const next = applyPatch(endpoint.spec, patch);
       this.#validate(next, catalog);
-      const fields = changedFields(endpoint.spec, next);
-      const reshaped = workerShapeChanges(endpoint.spec, next).length > 0;
-      const revision = reshaped ? endpoint.revision + 1 : endpoint.revision;
-      const status: StateReport<EndpointState> =
-        reshaped && endpoint.status.state === 'serving'
-          ? { state: 'updating', error: '', message: `rolling out revision ${revision}` }
-          : endpoint.status;
+      const revised = revisedEndpoint(endpoint, next, now);
       return {
-        next: { ...endpoint, spec: next, revision, status, updatedAt: now },
+        next: revised.next,
         ...(admission && { admit: admission(endpointUse(endpoint.spec.workers), endpointUse(next.workers)) }),
         events:
-          fields.length === 0
+          revised.fields.length === 0
             ? []
             : [
                 {
                   at: now,
                   type: 'updated',
-                  message: `updated ${fields.join(', ')}`,
-                  data: { fields, revision },
+                  message: `updated ${revised.fields.join(', ')}`,
+                  data: { fields: revised.fields, revision: revised.next.revision },
                 },
               ],
       };

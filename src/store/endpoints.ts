@@ -24,6 +24,8 @@ export interface EndpointChange {
    * transaction, after the owner's row is locked: throwing refuses the change and nothing is written.
    */
   admit?: (use: EndpointUse) => void;
+  /** Nothing to write (no version, event or audit entry): the endpoint as read is the answer. */
+  unchanged?: boolean;
 }
 
 /** Whose endpoints a look-up may find: one endpoint's (an invoke key), one owner's, or, with neither, everyone's. */
@@ -306,6 +308,7 @@ export class EndpointRepository {
         .executeTakeFirst();
       if (!row) return undefined;
       const result = change(fromRow(row));
+      if (result.unchanged) return result.next;
       const written = await this.#write(row.version, result, audit(result));
       if (written) return result.next;
     }

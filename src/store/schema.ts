@@ -314,7 +314,16 @@ export interface UsageDailyTable {
   memory_gb_ms: number;
 }
 
+/** Each endpoint's last traffic and last idle-policy step (migration 0022). */
+export interface EndpointActivityTable {
+  endpoint_id: string;
+  traffic_at: number | null;
+  idle_step: number | null;
+  idle_step_at: number | null;
+}
+
 export interface Database {
+  endpoint_activity: EndpointActivityTable;
   usage_segments: UsageSegmentsTable;
   usage_daily: UsageDailyTable;
   jobs: JobsTable;

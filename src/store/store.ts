@@ -4,6 +4,7 @@ import { ApiKeyRepository } from './api-keys.js';
 import { AuditRepository } from './audit.js';
 import type { DatabaseConnection } from './connection.js';
 import { CredentialRepository } from './credentials.js';
+import { EndpointActivityRepository } from './endpoint-activity.js';
 import { EndpointRepository } from './endpoints.js';
 import { EventRepository } from './events.js';
 import { GatewaySignalRepository } from './gateway-signals.js';
@@ -56,6 +57,8 @@ export class Store {
   readonly webhookDeliveries: WebhookDeliveryRepository;
   /** The usage ledger's segments (issue 32). */
   readonly usageSegments: UsageSegmentRepository;
+  /** Each endpoint's last traffic and last idle-policy step (issue 32, idle policies). */
+  readonly endpointActivity: EndpointActivityRepository;
   readonly #connection: DatabaseConnection;
 
   constructor(options: { connection: DatabaseConnection }) {
@@ -86,6 +89,7 @@ export class Store {
     this.webhookSecrets = new WebhookSecretRepository({ db });
     this.webhookDeliveries = new WebhookDeliveryRepository({ db });
     this.usageSegments = new UsageSegmentRepository({ db, dialect: connection.dialect });
+    this.endpointActivity = new EndpointActivityRepository({ db });
   }
 
   get dialect() {

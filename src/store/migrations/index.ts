@@ -22,6 +22,7 @@ import * as usageSegments from './0018-usage-segments.js';
 import * as openaiModels from './0019-openai-models.js';
 import * as usageSegmentsOwner from './0020-usage-segments-owner.js';
 import * as usageDaily from './0021-usage-daily.js';
+import * as endpointActivity from './0022-endpoint-activity.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0019-openai-models': (db) => openaiModels.up(db),
   '0020-usage-segments-owner': (db) => usageSegmentsOwner.up(db),
   '0021-usage-daily': (db, dialect) => usageDaily.up(db, dialect),
+  '0022-endpoint-activity': (db) => endpointActivity.up(db),
 };
 
 export async function migrateToLatest(
