@@ -175,6 +175,20 @@ describe('idle tiers in the controller (fake runtime, manual timers)', () => {
     expect(h.logs.filter((l) => l.level === 'error')).toEqual([]);
   });
 
+  it('removes a frozen worker its owner drains, which the drain left frozen before', async () => {
+    await start(false);
+    const e = await h.create(tiered(600));
+    const worker = await serving(e);
+    await idle(e);
+    await h.eventually(() => expect(only(e).state).toBe('frozen'));
+    const audit = { at: 0, ownerId: e.ownerId, actor: 't', action: 'worker.drain', targetId: worker.id };
+    await h.store.workers.requestDrain(e.ownerId, worker.id, true, audit);
+    h.controller.poke();
+    await h.eventually(() => expect(h.controller.workersOf(e.id)).toHaveLength(0));
+    expect(h.runtime.size).toBe(0);
+    expect(h.controller.heldGpus().size).toBe(0);
+  });
+
   it('suspends after keepFrozen where GPU state can be checkpointed: its GPU is free, a restore wakes it, then it is stopped after keepSuspended', async () => {
     await start(true);
     const e = await h.create(tiered(60, 600));

@@ -9,7 +9,7 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { GatewayError } from '../errors/gateway-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { AffineWait, EndpointQueueSignal } from '../ports/queue-signals.js';
-import type { RoutingView } from '../ports/routing-view.js';
+import type { RoutableWorker, RoutingView } from '../ports/routing-view.js';
 import type { AwaitedWorker } from './dispatcher.js';
 import { EndpointDispatcher } from './dispatcher.js';
 import type { EndpointLoad, GatewayMetrics } from './metrics.js';
@@ -57,7 +57,8 @@ export interface EndpointTableOptions {
   onSynced: () => void;
   /**
    * After a sync that left this gateway no share of any routable worker of an endpoint with requests queued here
-   * (another replica holds the slots): the gateway may send them on (gateway.ts, forwarding).
+   * (another replica holds the slots), or with a strict request waiting for a worker of which it holds no slot: the
+   * gateway may send them on (gateway.ts, forwarding).
    */
   onShareless?: (endpoint: Endpoint, dispatcher: EndpointDispatcher) => void;
 }
@@ -261,7 +262,11 @@ export class EndpointTable {
       }
       const routable = this.#o.routing.routableWorkers(endpointId);
       dispatcher.setWorkers(this.#withoutQuarantined(routable));
-      if (dispatcher.sharesNone && dispatcher.queueLength > 0) this.#o.onShareless?.(endpoint, dispatcher);
+      if (
+        dispatcher.queueLength > 0 &&
+        (dispatcher.sharesNone || awaitsSharelessWorker(dispatcher, routable))
+      )
+        this.#o.onShareless?.(endpoint, dispatcher);
       if (routable.length > 0) this.#woken(endpointId, now);
     }
     this.#o.pools.retainOnly(this.#reachableAddresses());
@@ -353,4 +358,10 @@ export class EndpointTable {
     if (refused) dispatcher?.rejectQueued(refused);
     return true;
   }
+}
+
+/** Whether a strict request here waits for a routable worker of which this replica holds no slot. */
+function awaitsSharelessWorker(dispatcher: EndpointDispatcher, routable: readonly RoutableWorker[]): boolean {
+  const shareless = new Set(routable.filter((w) => w.slots === 0).map((w) => w.id));
+  return shareless.size > 0 && dispatcher.stats().awaited.some((a) => shareless.has(a.id));
 }

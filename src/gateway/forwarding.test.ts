@@ -390,6 +390,44 @@ describe('forwarding between two replicas’ gateways', () => {
     expect(two.body).toBe('worker saw /work/2');
   });
 
+  it('a strict request at a replica holding no slot of its worker goes to the one that does, also once queued', async () => {
+    const [holder, other] = [await startWorker(), await startWorker()];
+    const endpoint = sampleEndpoint({
+      patch: { workers: { minWorkers: 0, maxWorkers: 2, maxConcurrent: 1 } },
+    });
+    // x's one slot is a's, y's is b's.
+    const [x, y] = [workerOwnedBy('a'), workerOwnedBy('b')];
+    const a = await startReplica('a');
+    const b = await startReplica('b');
+    a.peers.set('b', `http://127.0.0.1:${b.port}`);
+    b.peers.set('a', `http://127.0.0.1:${a.port}`);
+    const route = (ids: string[]) => {
+      for (const replica of [a, b]) {
+        replica.routing.endpoint = endpoint;
+        replica.routing.workers = ids.map((id) => ({
+          id,
+          address: (id === x ? holder : other).address,
+          slots: shareOf(1, MEMBERS, replica.id, id),
+        }));
+        replica.routing.changed();
+      }
+    };
+    route([x, y]);
+    const host = `${endpoint.spec.appName}.localhost:8000`;
+    // At b, which holds y's slot and none of x's: served by x, through a.
+    const strict = await send(b.port, host, '/work/1', { 'x-corral-worker-id': `strict ${x}` });
+    expect(strict).toMatchObject({ status: 200, body: 'worker saw /work/1' });
+    expect(holder.state.seen.map((s) => s.url)).toEqual(['/work/1']);
+    // x frozen (not routable): strict-resume to it waits in b's queue; once x is routable again it goes to a.
+    route([y]);
+    const waiting = send(b.port, host, '/work/2', { 'x-runpod-worker-id': `strict-resume ${x}` });
+    await until(() => b.queued === 1);
+    route([x, y]);
+    expect(await waiting).toMatchObject({ status: 200, body: 'worker saw /work/2' });
+    expect(holder.state.seen.map((s) => s.url)).toEqual(['/work/1', '/work/2']);
+    expect(other.state.seen).toEqual([]);
+  });
+
   it('a request queued on a replica through a wake, then diverted to the slot holder, says what the wake cost', async () => {
     const { worker, a, b, host, workerId } = await twoReplicas();
     // No routable worker anywhere: the request waits in b's queue for a wake from zero.

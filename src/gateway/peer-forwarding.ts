@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RoutingView } from '../ports/routing-view.js';
+import { affinityOf } from './affinity.js';
 import type { EndpointDispatcher } from './dispatcher.js';
 import { DIVERTED, type GatewayContext, type GatewayForwarding } from './gateway-context.js';
 import { FORWARDED_BY } from './headers.js';
@@ -25,7 +26,9 @@ type Target = { replicaId: string; url: string };
 
 /**
  * The routes or shares changed (the endpoint table's `onShareless`): requests queued here leave for the replica now
- * holding the slots, if any. Needs no gateway part: the table calls it, and PeerForwarding takes them from there.
+ * holding the slots, if any; so do strict requests (affinity.ts) waiting for a worker of which this replica holds
+ * no slot, for the replica that holds them (with `maxConcurrent` under the replicas' count, each worker's slots are
+ * some replicas' only). Needs no gateway part: the table calls it, and PeerForwarding takes them from there.
  */
 export function divertWhenSharesMove(
   routing: RoutingView,
@@ -33,7 +36,17 @@ export function divertWhenSharesMove(
 ): (endpoint: Endpoint, dispatcher: EndpointDispatcher) => void {
   return (endpoint, dispatcher) => {
     const workers = routing.routableWorkers(endpoint.id);
-    if (forwarding.target(workers, endpoint.spec.workers.maxConcurrent)) dispatcher.rejectQueued(DIVERTED);
+    const capacity = endpoint.spec.workers.maxConcurrent;
+    if (forwarding.target(workers, capacity)) {
+      dispatcher.rejectQueued(DIVERTED);
+      return;
+    }
+    const elsewhere = new Set<string>();
+    for (const { id } of dispatcher.stats().awaited) {
+      const named = workers.filter((w) => w.id === id);
+      if (named.length > 0 && forwarding.target(named, capacity)) elsewhere.add(id);
+    }
+    if (elsewhere.size > 0) dispatcher.rejectAwaiting(elsewhere, DIVERTED);
   };
 }
 
@@ -114,16 +127,22 @@ export class PeerForwarding implements QueueDiversion, UpgradeDiversion {
     return false;
   }
 
-  /** Where the request goes instead of this gateway's queue (another replica's gateway), or undefined: here. */
+  /**
+   * Where the request goes instead of this gateway's queue (another replica's gateway), or undefined: here. A strict
+   * request goes where its one worker's slots are, if this replica holds none of them.
+   */
   #target(req: IncomingMessage, endpoint: Endpoint): Target | undefined {
-    if (endpoint.desired === 'stopped') return undefined;
-    const dispatcher = this.#c.endpoints.dispatcherFor(endpoint);
     // One forwarding at most: the receiving gateway serves or queues what another forwarded to it.
-    if (!dispatcher.sharesNone || req.headers[FORWARDED_BY] !== undefined) return undefined;
-    return this.#forwarding.target(
-      this.#c.o.routing.routableWorkers(endpoint.id),
-      endpoint.spec.workers.maxConcurrent,
-    );
+    if (endpoint.desired === 'stopped' || req.headers[FORWARDED_BY] !== undefined) return undefined;
+    const workers = this.#c.o.routing.routableWorkers(endpoint.id);
+    const capacity = endpoint.spec.workers.maxConcurrent;
+    const affinity = affinityOf(req);
+    if (affinity && affinity.mode !== 'soft') {
+      const named = workers.filter((w) => w.id === affinity.workerId);
+      if (named.length > 0) return this.#forwarding.target(named, capacity);
+    }
+    if (!this.#c.endpoints.dispatcherFor(endpoint).sharesNone) return undefined;
+    return this.#forwarding.target(workers, capacity);
   }
 
   /**

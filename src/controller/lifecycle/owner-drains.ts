@@ -3,7 +3,7 @@
  * through the worker lifecycle, and those undrained before their removal began are put back as they were.
  */
 import type { ControllerLogger } from '../controller-options.js';
-import { isActive } from '../workers/managed-worker.js';
+import { isActive, isInTier } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import type { WorkerLifecycle } from './worker-lifecycle.js';
 
@@ -28,11 +28,16 @@ export class OwnerDrains {
   /**
    * A drained worker leaves routing at once, finishes its requests and is removed as a scale-down victim is; it
    * stops counting towards the endpoint's workers, so the plan starts a replacement (and a scale-down that follows,
-   * as waverless's does, removes the replacement first, since it is the newest and not serving yet).
+   * as waverless's does, removes the replacement first, since it is the newest and not serving yet). A frozen or
+   * suspended worker serves nothing: it is removed at once, and an undrain cannot bring it back.
    */
   apply(requested: ReadonlySet<string>): void {
     for (const workerId of requested) {
       const record = this.#o.book.get(workerId);
+      if (record && isInTier(record.state) && record.tierCall === undefined) {
+        this.#o.lifecycle.drainAndRemove(record, 'drained by its owner');
+        continue;
+      }
       if (!record || !isActive(record)) continue;
       const drain = { wasServing: record.state === 'running' && record.healthy };
       this.#drains.set(workerId, drain);
