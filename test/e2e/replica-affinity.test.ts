@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { callGateway } from '../support/gateway-call.js';
-import { callApi, type ServeProcess } from '../support/process.js';
+import { callApi } from '../support/process.js';
 import { replicaSet, withPostgres } from '../support/replica-set.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
@@ -24,7 +24,7 @@ interface ListedWorker {
 }
 
 describe.skipIf(!withPostgres)('worker affinity through a follower replica', () => {
-  const { start: replica } = replicaSet({
+  const replicas = replicaSet({
     prefix: 'corral-replica-affinity-',
     configYaml:
       'controller: { reconcileIntervalMs: 200 }\ngateway: { queueTimeoutSeconds: 20 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n',
@@ -32,27 +32,11 @@ describe.skipIf(!withPostgres)('worker affinity through a follower replica', () 
     env: { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET },
     logLines: 80,
   });
-  const cluster = async (server: ServeProcess) =>
-    (await callApi(server, KEY, 'cluster')).body as {
-      self: string;
-      leader: { replica: string } | null;
-      replicas: { alive: boolean }[];
-    };
   const until = <T>(check: () => T | Promise<T>, timeoutMs: number) =>
     vi.waitFor(check, { timeout: timeoutMs, interval: 200 });
 
   it('strict, strict-resume (a thaw) and the 404, each through the follower', async () => {
-    const leader = await replica();
-    await until(async () => {
-      const seen = await cluster(leader);
-      expect(seen.leader?.replica).toBe(seen.self);
-    }, 15_000);
-    const follower = await replica();
-    await until(async () => {
-      const seen = await cluster(follower);
-      expect(seen.replicas.filter((r) => r.alive)).toHaveLength(2);
-      expect(seen.leader?.replica).not.toBe(seen.self);
-    }, 15_000);
+    const { leader, follower } = await replicas.leaderAndFollower(KEY);
 
     const created = await callApi(leader, KEY, 'endpoint/create', {
       endpoint: {

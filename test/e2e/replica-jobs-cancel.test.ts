@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { callJobs } from '../support/jobs-client.js';
 import { callApi, type ServeProcess } from '../support/process.js';
-import { replicaSet, withPostgres } from '../support/replica-set.js';
+import { clusterOf, replicaSet, withPostgres } from '../support/replica-set.js';
 import { localSleeperEndpoint } from '../support/test-image.js';
 
 const KEY = `op-${randomBytes(16).toString('hex')}`;
@@ -20,7 +20,7 @@ const SECRET = randomBytes(32).toString('base64');
 const isRoot = process.getuid?.() === 0;
 
 describe.skipIf(!withPostgres)('an http job cancelled at another replica', () => {
-  const { start: replica } = replicaSet({
+  const replicas = replicaSet({
     prefix: 'corral-replica-jobs-',
     configYaml: 'controller: { reconcileIntervalMs: 200 }\n',
     runtimeArgs: ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])],
@@ -30,24 +30,10 @@ describe.skipIf(!withPostgres)('an http job cancelled at another replica', () =>
   afterAll(() => rmSync(marks, { recursive: true, force: true }));
   const until = <T>(check: () => T | Promise<T>, timeoutMs: number) =>
     vi.waitFor(check, { timeout: timeoutMs, interval: 100 });
-  const cluster = async (server: ServeProcess) =>
-    (await callApi(server, KEY, 'cluster')).body as {
-      self: string;
-      leader: { replica: string } | null;
-      replicas: { alive: boolean }[];
-    };
+  const cluster = (server: ServeProcess) => clusterOf(server, KEY);
 
   it("is aborted by the delivering replica within about a second: the worker's connection closes, the job stays CANCELLED", async () => {
-    const a = await replica();
-    await until(async () => {
-      const seen = await cluster(a);
-      expect(seen.leader?.replica).toBe(seen.self);
-    }, 15_000);
-    const b = await replica();
-    await until(
-      async () => expect((await cluster(b)).replicas.filter((r) => r.alive)).toHaveLength(2),
-      15_000,
-    );
+    const { leader: a, follower: b } = await replicas.leaderAndFollower(KEY);
     const created = await callApi(a, KEY, 'endpoint/create', { endpoint: localSleeperEndpoint('sleeper') });
     expect(created.status, created.text).toBe(200);
     const mark = join(marks, 'sleep');

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { callGateway, type GatewayAnswer } from '../support/gateway-call.js';
-import { callApi, type ServeProcess } from '../support/process.js';
+import { callApi } from '../support/process.js';
 import { replicaSet, withPostgres } from '../support/replica-set.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
@@ -23,34 +23,18 @@ function phases(answer: GatewayAnswer): string[] {
 }
 
 describe.skipIf(!withPostgres)("a follower's answers carry the leader's wake report", () => {
-  const { start: replica } = replicaSet({
+  const replicas = replicaSet({
     prefix: 'corral-replica-wake-',
     configYaml: 'controller: { reconcileIntervalMs: 200 }\n',
     runtimeArgs: ['--runtime', 'local', '--gpus', 'h100-80g:1', ...(isRoot ? ['--local-allow-root'] : [])],
     env: { CORRAL_API_KEY: KEY, CORRAL_SECRET_KEY: SECRET },
     logLines: 80,
   });
-  const leaderOf = async (server: ServeProcess) =>
-    (await callApi(server, KEY, 'cluster')).body as {
-      self: string;
-      leader: { replica: string } | null;
-      replicas: { alive: boolean }[];
-    };
   const until = <T>(check: () => T | Promise<T>, timeoutMs: number) =>
     vi.waitFor(check, { timeout: timeoutMs, interval: 200 });
 
   it('a request at the follower shows the cold start the first time, and `thaw` after the worker froze', async () => {
-    const leader = await replica();
-    await until(async () => {
-      const seen = await leaderOf(leader);
-      expect(seen.leader?.replica).toBe(seen.self);
-    }, 15_000);
-    const follower = await replica();
-    await until(async () => {
-      const seen = await leaderOf(follower);
-      expect(seen.replicas.filter((r) => r.alive)).toHaveLength(2);
-      expect(seen.leader?.replica).not.toBe(seen.self);
-    }, 15_000);
+    const { leader, follower } = await replicas.leaderAndFollower(KEY);
 
     const created = await callApi(leader, KEY, 'endpoint/create', {
       endpoint: {

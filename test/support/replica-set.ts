@@ -6,9 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { integrationAvailable } from './integration.js';
-import { printServeLog, type ServeProcess, startServe } from './process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from './process.js';
 import { ScratchDatabases } from './scratch-databases.js';
 
 const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
@@ -36,8 +36,25 @@ export interface ReplicaSetOptions {
 export interface ReplicaSet {
   /** Starts one more replica with a data directory of its own. */
   start(): Promise<ServeProcess>;
+  /**
+   * Starts two replicas, the second once the first leads, and answers both once each sees the other alive and the
+   * first leading (asked with `apiKey`, an admin key, through `GET cluster`).
+   */
+  leaderAndFollower(apiKey: string): Promise<{ leader: ServeProcess; follower: ServeProcess }>;
   readonly servers: readonly ServeProcess[];
 }
+
+/** What `GET cluster` says of the replicas. */
+export interface ClusterView {
+  self: string;
+  leader: { replica: string } | null;
+  replicas: { alive: boolean }[];
+}
+
+export const clusterOf = async (server: ServeProcess, apiKey: string): Promise<ClusterView> =>
+  (await callApi(server, apiKey, 'cluster')).body as ClusterView;
+
+const settled = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 15_000, interval: 100 });
 
 /** Call inside a describe: its hooks are that describe's. */
 export function replicaSet(options: ReplicaSetOptions): ReplicaSet {
@@ -62,16 +79,31 @@ export function replicaSet(options: ReplicaSetOptions): ReplicaSet {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  const start = async () => {
+    const dataDir = mkdtempSync(join(dir, 'data-'));
+    const server = await startServe(
+      [...options.runtimeArgs, '--config', join(dir, 'corral.yaml'), '--database-url', databaseUrl],
+      { ...options.env, CORRAL_DATA_DIR: dataDir },
+    );
+    servers.push(server);
+    return server;
+  };
   return {
     servers,
-    async start() {
-      const dataDir = mkdtempSync(join(dir, 'data-'));
-      const server = await startServe(
-        [...options.runtimeArgs, '--config', join(dir, 'corral.yaml'), '--database-url', databaseUrl],
-        { ...options.env, CORRAL_DATA_DIR: dataDir },
-      );
-      servers.push(server);
-      return server;
+    start,
+    async leaderAndFollower(apiKey) {
+      const leader = await start();
+      await settled(async () => {
+        const seen = await clusterOf(leader, apiKey);
+        expect(seen.leader?.replica).toBe(seen.self);
+      });
+      const follower = await start();
+      await settled(async () => {
+        const seen = await clusterOf(follower, apiKey);
+        expect(seen.replicas.filter((r) => r.alive)).toHaveLength(2);
+        expect(seen.leader?.replica).not.toBe(seen.self);
+      });
+      return { leader, follower };
     },
   };
 }
