@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { buildJobs } from '../../src/app/build-jobs.js';
-import { startWorkerListener } from '../../src/app/worker-listener.js';
+import { DEFAULT_WORKER_LISTENER_LIMITS, startWorkerListener } from '../../src/app/worker-listener.js';
 import { DEFAULT_JOB_POLICY, DEFAULT_JOB_STREAM_BOUNDS } from '../../src/domain/job.js';
 import { systemClock, systemTimers } from '../../src/ports/clock.js';
 import type { DatabaseConnection } from '../../src/store/connection.js';
@@ -77,6 +77,12 @@ async function startReplica(store: Store, replicaId: string) {
     address: { host: '127.0.0.1', port: 0 },
     handler: jobs.workerHandler,
     logger,
+    // The bench's 16 workers share one address (127.0.0.1), where a deployment's each have their own: the
+    // per-address cap (64, a container's share) would close their connections past it.
+    limits: {
+      ...DEFAULT_WORKER_LISTENER_LIMITS,
+      maxConnectionsPerClient: DEFAULT_WORKER_LISTENER_LIMITS.maxConnections,
+    },
   });
   url = `http://127.0.0.1:${listener.address.port}`;
   jobs.start();
