@@ -29,13 +29,17 @@ export function makeServeCommand(): Command {
       format: config.logFormat ?? (terminal ? 'pretty' : 'json'),
       colors: terminal,
     });
-    const server = await serve(config, {
-      logger,
-      env: process.env,
-      stdout: (text) => process.stdout.write(text),
-    });
+    // The handlers come first: a signal that arrives while the server starts (after its "listening" line, before
+    // `serve` has returned) would otherwise end the process at once, with nothing closed. It is acted on once the
+    // server has started.
+    let server: Awaited<ReturnType<typeof serve>> | undefined;
+    let requested: string | undefined;
     let closing = false;
     const shutdown = (signal: string) => {
+      if (!server) {
+        requested ??= signal;
+        return;
+      }
       if (closing) return;
       closing = true;
       logger.info({ signal }, 'shutting down');
@@ -49,6 +53,12 @@ export function makeServeCommand(): Command {
     };
     process.on('SIGINT', () => shutdown('SIGINT'));
     process.on('SIGTERM', () => shutdown('SIGTERM'));
+    server = await serve(config, {
+      logger,
+      env: process.env,
+      stdout: (text) => process.stdout.write(text),
+    });
+    if (requested) shutdown(requested);
   });
   return command;
 }
