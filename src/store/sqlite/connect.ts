@@ -7,6 +7,7 @@ import type { DatabaseConnection } from '../connection.js';
 import type { Database } from '../schema.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteQueryThread } from './query-thread.js';
+import { returnFreePages } from './reclaim.js';
 import { DEFAULT_STATEMENT_CACHE_SIZE, StatementCache } from './statement-cache.js';
 import { ThreadedSqliteDialect } from './thread-dialect.js';
 
@@ -81,19 +82,6 @@ export function connectSqlite(path: string, options: SqliteOptions = {}): Databa
       await db.destroy();
     },
   };
-}
-
-/**
- * Up to `maxPages` of the file's free pages returned to the disk; the pages still free, or undefined inside an open
- * transaction (left for the next step). `exec`, not a prepared statement: the pragma frees one page per step of its
- * statement, and only exec steps it to the end.
- */
-function returnFreePages(sqlite: SqliteDatabase.Database, maxPages: number): number | undefined {
-  if (sqlite.inTransaction) return undefined;
-  const free = Number(sqlite.pragma('freelist_count', { simple: true }));
-  if (free === 0) return 0;
-  sqlite.exec(`PRAGMA incremental_vacuum(${Math.min(free, Math.max(1, Math.floor(maxPages)))})`);
-  return Number(sqlite.pragma('freelist_count', { simple: true }));
 }
 
 /** SQLite's `auto_vacuum` modes, as `PRAGMA auto_vacuum` reads them. */

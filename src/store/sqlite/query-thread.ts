@@ -5,12 +5,13 @@
  * the event loop only posts the statement and its parameters (a copy, milliseconds for megabytes) and awaits the
  * answer, so a large write delays the queries queued behind it, not the server.
  *
- * The thread runs the same statement cache as the in-process connection (its class's own source, so that no
+ * The thread runs the same statement cache and free-page step as the in-process connection (their own source, so that no
  * separate file has to be found next to the compiled code or under the test runner), and answers what Kysely's
  * SQLite driver would: rows for a reader, changes and the last row id for a writer, the error's message and code.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { returnFreePages } from './reclaim.js';
 import { StatementCache } from './statement-cache.js';
 
 /**
@@ -22,6 +23,7 @@ const { workerData, parentPort } = require('node:worker_threads');
 const Database = require(workerData.driver);
 var __name = (target) => target;
 const StatementCache = ${StatementCache.toString()};
+const returnFreePages = ${returnFreePages.toString()};
 const sqlite = new Database(workerData.path);
 for (const pragma of workerData.pragmas) sqlite.pragma(pragma);
 const statements = new StatementCache({ database: sqlite, maxStatements: workerData.maxStatements });
@@ -36,13 +38,8 @@ function answer(message) {
       const { changes, lastInsertRowid } = statement.run(parameters);
       return { changes, lastInsertRowid };
     }
-    case 'reclaim': {
-      if (sqlite.inTransaction) return { pages: undefined };
-      const free = Number(sqlite.pragma('freelist_count', { simple: true }));
-      if (free === 0) return { pages: 0 };
-      sqlite.exec('PRAGMA incremental_vacuum(' + Math.min(free, Math.max(1, Math.floor(message.maxPages))) + ')');
-      return { pages: Number(sqlite.pragma('freelist_count', { simple: true })) };
-    }
+    case 'reclaim':
+      return { pages: returnFreePages(sqlite, message.maxPages) };
     case 'close':
       statements.close();
       return {};

@@ -5,6 +5,7 @@
  * serve`), in front of every other query, so it goes a bounded step at a time: `Reclaimer`
  * takes one step per call while pages are free (the jobs' sweep calls it every second), none when there are none.
  */
+import type { Database as BetterSqliteDatabase } from 'better-sqlite3';
 
 /** Pages one step returns at most: 8 MiB of 4 KiB pages (reclaim.test.ts measures a step). */
 export const RECLAIM_PAGES_PER_STEP = 2048;
@@ -35,4 +36,18 @@ export class Reclaimer {
     this.#pending = left === undefined || left > 0;
     return left ?? 0;
   }
+}
+
+/**
+ * Up to `maxPages` of the file's free pages returned to the disk; the pages still free, or undefined inside an open
+ * transaction (left for the next step). `exec`, not a prepared statement: the pragma frees one page per step of its
+ * statement, and only exec steps it to the end. Self-contained: the query thread runs it from its source too
+ * (query-thread.ts).
+ */
+export function returnFreePages(sqlite: BetterSqliteDatabase, maxPages: number): number | undefined {
+  if (sqlite.inTransaction) return undefined;
+  const free = Number(sqlite.pragma('freelist_count', { simple: true }));
+  if (free === 0) return 0;
+  sqlite.exec(`PRAGMA incremental_vacuum(${Math.min(free, Math.max(1, Math.floor(maxPages)))})`);
+  return Number(sqlite.pragma('freelist_count', { simple: true }));
 }

@@ -6,7 +6,7 @@
  * table for the open ones alone.
  */
 import { type Kysely, sql } from 'kysely';
-import type { Database } from '../schema.js';
+import type { Database, UsageDailyTable } from '../schema.js';
 
 export const DAY_MS = 86_400_000;
 
@@ -20,16 +20,8 @@ export interface ClosedSpanHolding {
   host_memory_bytes: number | string;
 }
 
-interface DailySum {
-  day: number;
-  owner_id: string;
-  endpoint_id: string;
-  gpu_product_id: string;
-  state: string;
-  ms: number;
-  gpu_ms: number;
-  memory_gb_ms: number;
-}
+/** A row of `usage_daily`, as it is gathered before it is written. */
+type DailySum = UsageDailyTable;
 
 /** Sums by day and holding, as they are gathered before they are written. */
 export type DailySums = Map<string, DailySum>;
