@@ -204,7 +204,7 @@ export class JobService {
 
   /**
    * What the job streamed since the last read (consumed), a batch of at most `streamReadBytes` (the rest comes at
-   * the next read), waiting up to `waitMs` for some or for its end.
+   * the next read), waiting up to `waitMs` for some or for its end; with the job as it is after the batch.
    */
   async stream(
     endpoint: Endpoint,
@@ -212,19 +212,37 @@ export class JobService {
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<{ job: Job; chunks: string[] }> {
+    const next = await this.nextChunks(endpoint, jobId, waitMs, signal);
+    if ('job' in next) return { job: next.job, chunks: [] };
+    return { job: await this.status(endpoint, jobId), chunks: next.chunks };
+  }
+
+  /**
+   * The job's next batch of streamed chunks (consumed), or the job itself when it ended with none left or none
+   * came within `waitMs`. A wake is read chunks first: the chunk that woke it is one store read from its client.
+   */
+  async nextChunks(
+    endpoint: Endpoint,
+    jobId: string,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ chunks: string[] } | { job: Job }> {
     const until = this.#o.clock() + waitMs;
+    const take = () =>
+      this.#o.jobs.takeChunks(jobId, this.#o.streamReadBytes ?? DEFAULT_JOB_STREAM_BOUNDS.readBytes);
+    // The job is this endpoint's before any of its chunks is consumed.
+    await this.status(endpoint, jobId);
     for (;;) {
+      const chunks = await take();
+      if (chunks.length > 0) return { chunks };
       const job = await this.status(endpoint, jobId);
-      const chunks = await this.#o.jobs.takeChunks(
-        jobId,
-        this.#o.streamReadBytes ?? DEFAULT_JOB_STREAM_BOUNDS.readBytes,
-      );
-      const left = until - this.#o.clock();
-      if (chunks.length > 0 || isTerminal(job.status) || left <= 0 || signal?.aborted) {
-        // A chunk that arrived with the end: the job as it is after it.
-        return { job: chunks.length > 0 ? await this.status(endpoint, jobId) : job, chunks };
+      if (isTerminal(job.status)) {
+        // Chunks posted between the read above and the end.
+        const last = await take();
+        return last.length > 0 ? { chunks: last } : { job };
       }
-      await this.#o.wakeups.wait(wakeKey.job(jobId), left, signal);
+      if (until - this.#o.clock() <= 0 || signal?.aborted) return { job };
+      await this.#o.wakeups.wait(wakeKey.job(jobId), until - this.#o.clock(), signal);
     }
   }
 

@@ -131,9 +131,9 @@ export class OpenAIJobRoutes {
     let atEventEnd = true;
     for (;;) {
       const waitMs = began ? this.#o.chunkWaitMs : this.#o.maxWaitMs;
-      const { job, chunks } = await service.stream(endpoint, jobId, waitMs, gone);
+      const next = await service.nextChunks(endpoint, jobId, waitMs, gone);
       if (gone.aborted) return;
-      if (chunks.length > 0) {
+      if ('chunks' in next) {
         if (!began)
           res.writeHead(200, {
             'content-type': 'text/event-stream',
@@ -141,11 +141,12 @@ export class OpenAIJobRoutes {
             'x-accel-buffering': 'no',
           });
         began = true;
-        const text = chunks.map(openAIStreamText).join('');
+        const text = next.chunks.map(openAIStreamText).join('');
         if (text !== '') atEventEnd = text.endsWith('\n\n');
         res.write(text);
         continue;
       }
+      const { job } = next;
       if (!isTerminal(job.status) && began) continue;
       if (job.status === 'COMPLETED') {
         // A handler that returned its answer instead of yielding server-sent events: the answer as JSON.

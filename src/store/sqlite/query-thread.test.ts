@@ -79,6 +79,52 @@ describe.each([
     expect(await db.selectFrom('t').selectAll().execute()).toEqual([]);
   });
 
+  it('rolls back a transaction whose first statement fails, and the connection goes on', async () => {
+    await db.insertInto('t').values({ name: 'taken' }).execute();
+    const failed = await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('t').values({ name: 'taken' }).execute();
+      })
+      .catch((e: unknown) => e);
+    expect(connection.isUniqueViolation(failed)).toBe(true);
+    // Still in a transaction on the thread, this insert would be rolled back by the next rollback or never committed.
+    await db.insertInto('t').values({ name: 'after' }).execute();
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('t').values({ name: 'rolled back' }).execute();
+        throw new Error('no');
+      })
+      .catch(() => undefined);
+    const names = (await db.selectFrom('t').select('name').orderBy('id').execute()).map((r) => r.name);
+    expect(names).toEqual(['taken', 'after']);
+  });
+
+  it('commits and rolls back transactions that ran no statement, and the next transaction still holds', async () => {
+    await db.transaction().execute(async () => undefined);
+    await db
+      .transaction()
+      .execute(async () => {
+        throw new Error('before any statement');
+      })
+      .catch(() => undefined);
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ name: 'one' }).execute();
+      await trx.insertInto('t').values({ name: 'two' }).execute();
+    });
+    const failed = await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('t').values({ name: 'three' }).execute();
+        await trx.insertInto('t').values({ name: 'one' }).execute();
+      })
+      .catch((e: unknown) => e);
+    expect(connection.isUniqueViolation(failed)).toBe(true);
+    const names = (await db.selectFrom('t').select('name').orderBy('id').execute()).map((r) => r.name);
+    expect(names).toEqual(['one', 'two']);
+  });
+
   it("runs one caller's transaction at a time: another's statement waits for its commit", async () => {
     const order: string[] = [];
     let inside!: () => void;

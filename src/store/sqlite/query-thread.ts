@@ -32,6 +32,7 @@ const asBuffer = (value) => value instanceof Uint8Array && !Buffer.isBuffer(valu
 function answer(message) {
   switch (message.kind) {
     case 'query': {
+      if (message.begin) sqlite.exec('begin');
       const statement = statements.prepare(message.sql);
       const parameters = message.parameters.map(asBuffer);
       if (statement.reader) return { rows: statement.all(parameters) };
@@ -121,9 +122,12 @@ export class SqliteQueryThread {
     );
   }
 
-  /** Runs one statement with its parameters. */
-  async execute(sql: string, parameters: readonly unknown[]): Promise<ThreadAnswer> {
-    const reply = await this.#ask({ kind: 'query', sql, parameters });
+  /**
+   * Runs one statement with its parameters; with `begin`, a transaction is begun on the thread first, in the same
+   * message (a transaction's BEGIN costs no round trip of its own).
+   */
+  async execute(sql: string, parameters: readonly unknown[], begin = false): Promise<ThreadAnswer> {
+    const reply = await this.#ask({ kind: 'query', sql, parameters, begin });
     if (reply.rows) reply.rows = reply.rows.map(withBuffers);
     return reply;
   }

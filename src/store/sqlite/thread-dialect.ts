@@ -2,10 +2,12 @@
  * Kysely's SQLite dialect over a query thread (query-thread.ts): the same SQL compiler, adapter and introspector as
  * `SqliteDialect`, with a driver that sends each statement to the thread instead of running it on the event loop.
  * Like Kysely's own SQLite driver it has one connection, lent to one caller at a time, so a transaction's statements
- * never interleave with another caller's.
+ * never interleave with another caller's. A transaction's BEGIN travels with its first statement and a transaction
+ * with none sends nothing: each message to the thread waits for the thread to be scheduled, which a busy machine
+ * makes milliseconds (issue 35's time to first token: a streamed chunk's write and read are transactions).
  */
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -72,16 +74,16 @@ class ThreadedSqliteDriver implements Driver {
     giveBack?.();
   }
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+  async beginTransaction(): Promise<void> {
+    this.#connection.beginWithNextStatement();
   }
 
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+  async commitTransaction(): Promise<void> {
+    await this.#connection.endTransaction('commit');
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  async rollbackTransaction(): Promise<void> {
+    await this.#connection.endTransaction('rollback');
   }
 
   async destroy(): Promise<void> {
@@ -91,13 +93,30 @@ class ThreadedSqliteDriver implements Driver {
 
 class ThreadConnection implements DatabaseConnection {
   readonly #thread: SqliteQueryThread;
+  /** A transaction was begun and none of its statements sent yet: the first one carries the BEGIN. */
+  #beginPending = false;
 
   constructor(thread: SqliteQueryThread) {
     this.#thread = thread;
   }
 
+  beginWithNextStatement(): void {
+    this.#beginPending = true;
+  }
+
+  /** Commits or rolls back; a transaction that sent no statement was never begun on the thread: nothing to end. */
+  async endTransaction(end: 'commit' | 'rollback'): Promise<void> {
+    if (this.#beginPending) {
+      this.#beginPending = false;
+      return;
+    }
+    await this.#thread.execute(end, []);
+  }
+
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const answer = await this.#thread.execute(compiledQuery.sql, compiledQuery.parameters);
+    const begin = this.#beginPending;
+    this.#beginPending = false;
+    const answer = await this.#thread.execute(compiledQuery.sql, compiledQuery.parameters, begin);
     if (answer.rows) return { rows: answer.rows as R[] };
     const { changes, lastInsertRowid } = answer;
     return {
