@@ -52,6 +52,10 @@ export type {
 } from './controller-options.js';
 export type { HealthProbe } from './health/health-prober.js';
 
+/** What one reconcile covers: every endpoint (the whole pass), or one. */
+const EVERY_ENDPOINT = Symbol('every endpoint');
+type PassScope = typeof EVERY_ENDPOINT | { endpointId: string };
+
 export class Controller {
   readonly #o: ResolvedControllerOptions;
   readonly #book = new WorkerBook();
@@ -263,96 +267,107 @@ export class Controller {
     return this.#gpus.held(this.#book.all());
   }
 
-  /** One pass. Nothing is removed until the runtime could be listed, so a restart never loses workers. */
-  async reconcile(): Promise<void> {
-    const { store, runtime, clock } = this.#o;
-    let observed: RuntimeWorker[];
-    const listing = ++this.#listings;
-    try {
-      observed = await runtime.list({ [LABELS.managed]: 'true' });
-    } catch (error) {
-      // Nothing is observed or changed, but the states say so and the gateway refuses what needs a new worker.
-      this.#outage.failed(error, clock());
-      await this.#reportOutage();
-      return;
-    }
-    for (const record of this.#outage.reachable(clock(), (id) => this.#book.get(id)))
-      this.#book.markDirty(record);
-    const endpoints = await this.#snapshot.read();
-    const drainRequested = await store.workers.drainRequested();
-    const live = new Map(endpoints.map((e) => [e.id, e]));
-    observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
-    const now = clock();
-    this.#ownerChanges.sawAll(endpoints);
-    if (!this.#adopted) await deleteStaleRows(this.#o.store, this.#o.fence, observed);
-    this.#adopted = true;
-    this.#endpoints = live;
-    this.#o.outputs?.retain(new Set(live.keys()));
-    this.#observer.observe({ workers: observed, number: listing, scope: this.#book.all() }, live, now);
-    this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
-    this.#lifecycle.removals.retry(new Set(observed.map((w) => w.workerId)));
-    this.#images.sync(endpoints, now);
-    // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
-    // drained before it was ever routed.
-    this.#ownerDrains.apply(drainRequested);
-    for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
-    this.#removeOrphans(live);
-    this.#o.scaling?.retain((endpointId) => live.has(endpointId));
-    this.#crashes.retain((endpointId) => live.has(endpointId));
-    this.#place(live, now);
-    this.#tiers?.keepBudget([...this.#book.all()]);
-    await this.#reportAndPublish(endpoints);
+  /** The whole pass: every endpoint, over the runtime's whole listing (the periodic resync). */
+  reconcile(): Promise<void> {
+    return this.#pass(EVERY_ENDPOINT);
   }
 
   /**
    * One endpoint's reconcile, what its changes cost (a create that finished, a crash, a probe's result, its image,
    * a GPU freed): the runtime's listing of its workers (a runtime that watches answers from memory) and its row,
-   * then its plan, placement (of every endpoint: a GPU it freed may start another's worker, whose endpoint is then
-   * reconciled too) and its report. Before the first whole pass, and while the runtime cannot be reached, the whole
-   * pass does it instead.
+   * then the same steps as the whole pass over that endpoint; placement is of every endpoint (a GPU it freed may
+   * start another's worker, whose endpoint is then reconciled too). Before the first whole pass, and while the
+   * runtime cannot be reached, the whole pass does it instead.
    */
-  async reconcileEndpoint(endpointId: string): Promise<void> {
-    if (!this.#adopted || this.#outage.text !== undefined) return this.poke();
+  reconcileEndpoint(endpointId: string): Promise<void> {
+    return this.#pass({ endpointId });
+  }
+
+  /**
+   * One reconcile over its scope: observe, plan and apply, place, report. Nothing is removed until the runtime
+   * could be listed, so a restart never loses workers.
+   */
+  async #pass(scope: PassScope): Promise<void> {
+    const whole = scope === EVERY_ENDPOINT;
+    if (!whole && (!this.#adopted || this.#outage.text !== undefined)) return this.poke();
     const { store, runtime, clock } = this.#o;
     const listing = ++this.#listings;
     let observed: RuntimeWorker[];
     try {
-      observed = await runtime.list({ [LABELS.managed]: 'true', [LABELS.endpoint]: endpointId });
-    } catch {
-      // The whole pass finds the runtime unreachable, and reports the outage.
-      return this.poke();
+      observed = await runtime.list({
+        [LABELS.managed]: 'true',
+        ...(whole ? {} : { [LABELS.endpoint]: scope.endpointId }),
+      });
+    } catch (error) {
+      // The whole pass finds the runtime unreachable and reports the outage: nothing is observed or changed, but
+      // the states say so and the gateway refuses what needs a new worker.
+      if (!whole) return this.poke();
+      this.#outage.failed(error, clock());
+      await this.#reportOutage();
+      return;
     }
-    const endpoint = await this.#snapshot.readOne(endpointId);
+    if (whole)
+      for (const record of this.#outage.reachable(clock(), (id) => this.#book.get(id)))
+        this.#book.markDirty(record);
+    const endpoints = whole
+      ? await this.#snapshot.read()
+      : [await this.#snapshot.readOne(scope.endpointId)].filter((e) => e !== undefined);
+    const live = this.#liveWith(scope, endpoints);
     const drainRequested = await store.workers.drainRequested();
-    const live = this.#endpoints;
-    if (endpoint) live.set(endpointId, endpoint);
-    else live.delete(endpointId);
-    // An endpoint created since the last whole pass: its workers' output is kept from the first one that ends.
-    if (endpoint) this.#o.outputs?.retain(new Set(live.keys()));
     observed = observed.filter((worker) => ownedHere(worker.labels, this.#o.installationId, live));
     const now = clock();
-    this.#ownerChanges.saw(endpointId, endpoint);
-    const scope = this.#book.ofEndpoint(endpointId);
-    this.#observer.observe({ workers: observed, number: listing, scope }, live, now);
+    // An endpoint created since the last whole pass: its workers' output is kept from the first one that ends.
+    this.#o.outputs?.retain(new Set(live.keys()));
+    if (whole) {
+      this.#ownerChanges.sawAll(endpoints);
+      if (!this.#adopted) await deleteStaleRows(this.#o.store, this.#o.fence, observed);
+      this.#adopted = true;
+      this.#endpoints = live;
+    } else this.#ownerChanges.saw(scope.endpointId, endpoints[0]);
+    this.#observer.observe({ workers: observed, number: listing, scope: this.#inScope(scope) }, live, now);
+    // Only a whole listing says which workers are gone.
+    if (whole) this.#o.usage?.workersKnown(new Set([...this.#book.all()].map((w) => w.id)), now);
+    const listed = new Set([...this.#inScope(scope)].map((w) => w.id));
+    this.#lifecycle.removals.retry(new Set(observed.map((w) => w.workerId)), (id) => whole || listed.has(id));
+    this.#images.sync(endpoints, new Set(live.keys()), now);
+    // Before planning: a drained worker no longer counts, so the plan replaces it; one adopted after a restart is
+    // drained before it was ever routed.
     this.#ownerDrains.apply(drainRequested);
-    if (endpoint) {
-      this.#images.syncOne(endpoint, now);
-      this.#apply(endpoint, this.#plan(endpoint, now), now);
-    } else {
-      this.#forgetEndpoint(endpointId, live);
-    }
-    for (const other of this.#place(live, now)) if (other !== endpointId) this.pokeEndpoint(other);
-    await this.#reportEndpoint(endpointId, endpoint);
+    for (const endpoint of endpoints) this.#apply(endpoint, this.#plan(endpoint, now), now);
+    this.#forgetDeleted(this.#inScope(scope), live);
+    const placed = this.#place(live, now);
+    this.#tiers?.keepBudget([...this.#book.all()]);
+    if (whole) return this.#reportAndPublish(endpoints);
+    for (const other of placed) if (other !== scope.endpointId) this.pokeEndpoint(other);
+    await this.#reportEndpoint(scope.endpointId, endpoints[0]);
   }
 
-  /** An endpoint deleted: its workers go, and what was kept of it. */
-  #forgetEndpoint(endpointId: string, live: Map<string, Endpoint>): void {
-    this.#images.forget(endpointId);
-    for (const record of this.#book.ofEndpoint(endpointId))
-      this.#lifecycle.drainAndRemove(record, 'its endpoint was deleted');
-    this.#o.outputs?.retain(new Set(live.keys()));
-    this.#o.scaling?.retain((id) => id !== endpointId);
-    this.#crashes.retain((id) => id !== endpointId);
+  /** The workers the scope covers: the whole book's as it is when they are read, or the endpoint's now. */
+  #inScope(scope: PassScope): Iterable<ManagedWorker> {
+    return scope === EVERY_ENDPOINT ? this.#book.all() : this.#book.ofEndpoint(scope.endpointId);
+  }
+
+  /**
+   * The live endpoints with the scope's as just read: the whole pass's new map (made the controller's once the pass
+   * has adopted the runtime's workers), or the controller's, with the one endpoint's row in it (or out of it).
+   */
+  #liveWith(scope: PassScope, endpoints: Endpoint[]): Map<string, Endpoint> {
+    if (scope === EVERY_ENDPOINT) return new Map(endpoints.map((e) => [e.id, e]));
+    const [endpoint] = endpoints;
+    if (endpoint) this.#endpoints.set(scope.endpointId, endpoint);
+    else this.#endpoints.delete(scope.endpointId);
+    return this.#endpoints;
+  }
+
+  /**
+   * Workers (of the scope) whose endpoint is deleted are removed, also after a restart, and what was kept of
+   * deleted endpoints goes: their scaling advice and crash record.
+   */
+  #forgetDeleted(inScope: Iterable<ManagedWorker>, live: Map<string, Endpoint>): void {
+    for (const record of inScope)
+      if (!live.has(record.endpointId)) this.#lifecycle.drainAndRemove(record, 'its endpoint was deleted');
+    this.#o.scaling?.retain((endpointId) => live.has(endpointId));
+    this.#crashes.retain((endpointId) => live.has(endpointId));
   }
 
   /** A pass while the runtime cannot be reached: the outage is written on the workers and statuses, and published. */
@@ -400,13 +415,6 @@ export class Controller {
       else this.#lifecycle.failByPlan(record, action.code, action.message, now, action.final === true);
     }
     this.#lifecycle.trimFailed(endpoint.id);
-  }
-
-  /** Workers of endpoints that no longer exist are removed (also after a restart). */
-  #removeOrphans(live: Map<string, Endpoint>): void {
-    for (const record of this.#book.all()) {
-      if (!live.has(record.endpointId)) this.#lifecycle.drainAndRemove(record, 'its endpoint was deleted');
-    }
   }
 
   /**

@@ -100,9 +100,13 @@ export class WorkerRemovals {
     }
   }
 
-  /** A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. */
-  retry(seen: ReadonlySet<string>): void {
+  /**
+   * A removal that failed is tried again while its container is listed; once it is not, its GPUs are free. Only
+   * workers `listed` covers are judged: a listing of one endpoint says nothing of another's containers.
+   */
+  retry(seen: ReadonlySet<string>, listed: (workerId: string) => boolean = () => true): void {
     for (const [workerId, gpuUuids] of this.#o.gpus.toRetry()) {
+      if (!listed(workerId)) continue;
       if (seen.has(workerId)) void this.removeContainer(workerId, gpuUuids, 'retrying its removal');
       else this.#released(workerId);
     }

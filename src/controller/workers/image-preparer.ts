@@ -52,21 +52,14 @@ export class ImagePreparer {
     this.#o = options;
   }
 
-  /** Each pass: begins the tries the live endpoints need now, and forgets the endpoints that are gone. */
-  sync(endpoints: readonly Endpoint[], now: number): void {
-    const live = new Set(endpoints.map((e) => e.id));
+  /**
+   * Each pass: begins the tries the pass's endpoints need now (all of them, or the one it reconciles), and forgets
+   * the endpoints no longer `live`.
+   */
+  sync(endpoints: readonly Endpoint[], live: ReadonlySet<string>, now: number): void {
     for (const id of this.#states.keys()) if (!live.has(id)) this.#states.delete(id);
-    for (const endpoint of endpoints) this.syncOne(endpoint, now);
-  }
-
-  /** One endpoint's reconcile: begins the try it needs now. */
-  syncOne(endpoint: Endpoint, now: number): void {
-    if (shouldPrepare(endpoint, this.#states.get(endpoint.id), now)) this.#begin(endpoint);
-  }
-
-  /** The endpoint is gone (a reconcile of it alone found it deleted). */
-  forget(endpointId: string): void {
-    this.#states.delete(endpointId);
+    for (const endpoint of endpoints)
+      if (shouldPrepare(endpoint, this.#states.get(endpoint.id), now)) this.#begin(endpoint);
   }
 
   /** The endpoint's image as last known, with the progress of its pull. */
