@@ -10,7 +10,8 @@
  * and the load.
  */
 import { spawnSync } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { cp, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -38,7 +39,10 @@ type Kind = 'cache' | 'plain';
 async function warm(dir: string): Promise<void> {
   for (const entry of await readdir(dir, { recursive: true })) {
     const path = join(dir, entry);
-    if ((await stat(path)).isFile()) await readFile(path);
+    if (!(await stat(path)).isFile()) continue;
+    for await (const _chunk of createReadStream(path, { highWaterMark: 4 << 20 })) {
+      // read and dropped
+    }
   }
 }
 
