@@ -5,7 +5,8 @@
  * its HF_HUB_CACHE names (RunPod's /runpod-volume/huggingface-cache/hub), and cannot write there; another endpoint
  * naming the same model (at refs/pr/1, whose weights are main's) starts with no byte from the CDN, and
  * `huggingface_hub` itself (opt-in: test/support/hub-python.ts) loads both revisions offline beside that worker; a
- * `kill -9` of `corral serve` mid-download and a restart resume the download with a Range, and its worker starts.
+ * `kill -9` of `corral serve` mid-download and a restart resume the download with a Range, and its worker starts; a
+ * gated model one owner's worker has in the cache is refused at create to an owner whose token the hub refuses.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ import {
 const KEY = 'e2e-models-docker-operator-key-01';
 const MODEL = 'corral-test/tiny-llm';
 const KILLED = 'corral-test/killed-llm';
+const GATED = 'corral-test/gated-llm';
 const MB = 1024 * 1024;
 const withDocker = integrationAvailable(
   'Docker',
@@ -61,7 +63,10 @@ describe.runIf(withDocker)('models on endpoints, with corral serve on Docker and
       models: [
         { name: MODEL, weightBytes: 48 * MB, shards: 2 },
         { name: KILLED, weightBytes: 96 * MB },
+        { name: GATED, weightBytes: MB, access: { kind: 'gated', tokens: ['hf_granted'] } },
       ],
+      // A token the hub knows that was not granted the gated model: 403 GatedRepo, not 401.
+      tokens: ['hf_not_granted'],
       // Slow enough to see the download under way: about 4 s for the first model.
       bytesPerSecond: 12 * MB,
     });
@@ -82,7 +87,8 @@ describe.runIf(withDocker)('models on endpoints, with corral serve on Docker and
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
-  const api = (path: string, body?: unknown) => callApi(server as ServeProcess, KEY, path, body);
+  const api = (path: string, body?: unknown, owner?: string) =>
+    callApi(server as ServeProcess, KEY, path, body, owner);
   const create = async (name: string, models: unknown[]) => {
     const created = await api('endpoint/create', {
       endpoint: { ...testWorkerEndpoint(image), name, appName: name, models },
@@ -91,12 +97,12 @@ describe.runIf(withDocker)('models on endpoints, with corral serve on Docker and
     ids[name] = created.body.id;
     return created.body.id as string;
   };
-  const workersOf = async (id: string): Promise<WorkerView[]> =>
-    (await api(`endpoint?id=${id}`)).body.endpoint.workers;
+  const workersOf = async (id: string, owner?: string): Promise<WorkerView[]> =>
+    (await api(`endpoint?id=${id}`, undefined, owner)).body.endpoint.workers;
   const gpusHeld = async () =>
     ((await api('gpus')).body.gpus as { heldBy: unknown }[]).filter((gpu) => gpu.heldBy !== null).length;
-  const running = (id: string, timeout = 60_000) =>
-    vi.waitFor(async () => expect((await workersOf(id))[0]?.state.state).toBe('running'), {
+  const running = (id: string, timeout = 60_000, owner?: string) =>
+    vi.waitFor(async () => expect((await workersOf(id, owner))[0]?.state.state).toBe('running'), {
       timeout,
       interval: 200,
     });
@@ -204,4 +210,27 @@ describe.runIf(withDocker)('models on endpoints, with corral serve on Docker and
     expect(hub.cdnBytesSent() - sentBeforeRestart).toBeLessThan(size);
     expect(hub.cdnBytesSent() - before).toBeGreaterThanOrEqual(size);
   }, 180_000);
+
+  it("refuses an owner whose token the hub refuses a gated model that another owner's worker has in the cache", async () => {
+    expect((await api('secret/save', { name: 'hf', value: 'hf_granted' }, 'ann')).status).toBe(200);
+    expect((await api('secret/save', { name: 'hf', value: 'hf_not_granted' }, 'bob')).status).toBe(200);
+    const models = [{ name: GATED, tokenSecret: 'hf' }];
+    const granted = await api(
+      'endpoint/create',
+      { endpoint: { ...testWorkerEndpoint(image), name: 'gated-ann', models } },
+      'ann',
+    );
+    expect(granted.status, granted.text).toBe(200);
+    await running(granted.body.id, 60_000, 'ann');
+    for (const named of [models, [{ name: GATED }]]) {
+      const refused = await api(
+        'endpoint/create',
+        { endpoint: { ...testWorkerEndpoint(image), name: 'gated-bob', models: named } },
+        'bob',
+      );
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.body.reason).toBe('MODEL_GATED');
+      expect(refused.body.message).toContain(GATED);
+    }
+  }, 90_000);
 });
