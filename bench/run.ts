@@ -20,6 +20,7 @@ const SUITES: Record<string, Suite> = {
   'node-agent-thaw': async () => (await import('./wake/node-agent-thaw.js')).benchNodeAgentThaw(),
   jobs: async () => (await import('./jobs/suite.js')).runJobsBench(),
   'model-download': async () => (await import('./model-download.js')).runModelDownloadBench(),
+  'model-start': async () => (await import('./model-start.js')).runModelStartBench(),
   'usage-ledger': async () => (await import('./usage-ledger.js')).runUsageLedgerBench(),
   'sqlite-thread': async () => (await import('./sqlite-thread.js')).runSqliteThreadBench(),
   'tenant-isolation': async () => (await import('./tenant-isolation/suite.js')).runTenantIsolationBench(),
