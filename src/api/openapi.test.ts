@@ -10,11 +10,11 @@ import { requestJsonSchemas } from '../contract/json-schema.js';
 import { openAIErrorBody, openAIModelList } from '../contract/openai.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
+import { CLIENT_ROUTES } from '../contract/runpod-routes.js';
 import { API_ERROR_CATALOGUE } from '../errors/api-catalogue.js';
 import { JOBS_ERROR_CATALOGUE } from '../errors/jobs-catalogue.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { TrafficHistory } from '../history/history.js';
-import { CLIENT_ROUTES } from '../jobs/client-routes.js';
 import { ModelRouter } from '../jobs/model-router.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 

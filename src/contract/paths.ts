@@ -11,3 +11,12 @@ export const ENDPOINT_ID_KEYS = ['id', 'endpoint_id'] as const;
 
 /** Body keys of the lifecycle operations (delete, stop, start) that carry an endpoint's id. */
 export const ENDPOINT_ID_BODY_KEYS = ['id', 'name', 'endpoint_id'] as const;
+
+/** A path segment decoded, or kept as sent when it is not valid percent-encoding (it then names nothing). */
+export function safeDecode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}

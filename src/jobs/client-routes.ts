@@ -6,20 +6,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { jobStatusBody, jobSummary, parseWait, streamBody } from '../contract/jobs.js';
+import { type ClientVerb, parseClientPath, parseJobListQuery } from '../contract/runpod-routes.js';
 import { describeStanding } from '../domain/budget.js';
-import { isJobStatus, JOB_LIMITS } from '../domain/job.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { BudgetStandings } from '../ports/budgets.js';
 import type { Clock } from '../ports/clock.js';
 import type { RateDecision, RequestRate } from '../ports/rate-limit.js';
-import {
-  abortOnClose,
-  type JobsLogger,
-  onEndpointHost,
-  safeDecode,
-  writeError,
-  writeJson,
-} from './http-io.js';
+import { abortOnClose, type JobsLogger, onEndpointHost, writeError, writeJson } from './http-io.js';
 import type { JobService } from './job-service.js';
 import { OpenAIJobRoutes } from './openai-routes.js';
 import { RunBodyParser } from './run-body-parser.js';
@@ -39,8 +34,6 @@ export const DEFAULT_CLIENT_WAITS: ClientWaits = {
   maxMs: 300_000,
 };
 
-const LIST_LIMIT = { default: 50, max: 1_000 };
-
 export interface JobClientRoutesOptions {
   service: JobService;
   /** Owners' budgets: a queued job of an owner past its budget says BUDGET_EXCEEDED in its status. */
@@ -54,6 +47,15 @@ export interface JobClientRoutesOptions {
   submissions?: RequestRate;
   /** Parses run bodies, large ones off the event loop; none: a parser of its own. */
   runBodies?: RunBodyParser;
+}
+
+/** One call of a route, its caller allowed: the request, its answer, the endpoint and the job it names ('' if none). */
+interface RouteCall {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  endpoint: Endpoint;
+  jobId: string;
 }
 
 export class JobClientRoutes {
@@ -83,108 +85,94 @@ export class JobClientRoutes {
 
   async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://jobs');
-    const [, , ref, verb = '', jobId, extra] = url.pathname.split('/').map((part) => safeDecode(part));
-    const method = req.method ?? 'GET';
-    if (verb === 'openai' && ref !== undefined && ref !== '') {
+    const parsed = parseClientPath(req.method ?? 'GET', url.pathname);
+    if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+    const call = parsed.value;
+    if (call.kind === 'openai') {
       await this.#openai.serve(req, res, {
-        authorize: () => this.#o.service.authorize(ref, header(req, 'authorization')),
-        // After /v2/{ref}/openai: an endpoint may itself be called `openai`.
-        route: `/${url.pathname.split('/').slice(4).join('/')}`,
+        authorize: () => this.#o.service.authorize(call.ref, header(req, 'authorization')),
+        route: call.route,
         admit: (endpoint, take) => this.#admit(endpoint, take),
       });
       return;
     }
-    if (ref === undefined || ref === '' || extra !== undefined)
-      throw new JobError('INVALID_JOB_REQUEST', 'the path must be /v2/{endpoint}/{route}[/{job id}]');
-    const route = CLIENT_ROUTES[verb];
-    const needsJob = route?.job === true;
-    if (!route || needsJob !== (jobId !== undefined && jobId !== '') || !route.methods.includes(method))
-      throw new JobError(
-        'INVALID_JOB_REQUEST',
-        `no route ${method} /v2/{endpoint}/${verb}${jobId === undefined ? '' : '/{job}'}: see docs/jobs.md`,
-      );
-    const endpoint = await this.#o.service.authorize(ref, header(req, 'authorization'));
-    const service = this.#o.service;
-    const now = () => this.#o.clock();
-    const wait = (fallback: number) => {
-      const parsed = parseWait(url.searchParams.get('wait'), this.#waits.maxMs);
-      if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
-      return parsed.value ?? fallback;
-    };
-    const id = jobId ?? '';
-    switch (verb) {
-      case 'run':
-      case 'runsync': {
-        const sync = verb === 'runsync';
-        const waitMs = sync ? wait(this.#waits.runsyncDefaultMs) : 0;
-        const limit = sync ? JOB_LIMITS.runsyncBodyBytes : JOB_LIMITS.runBodyBytes;
-        const declared = header(req, 'content-length');
-        this.#admit(endpoint, (rate, key) => rate.takeRequest(key, declared, limit));
-        const parsed = await this.#runBodies.read(req, limit, `a ${verb} body`, (size) => {
-          if (declared === undefined)
-            this.#admit(endpoint, (rate, key) => rate.takeUndeclaredBody(key, size));
-        });
-        if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
-        const job = await service.submit(endpoint, parsed.value, sync);
-        if (!sync) {
-          writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
-          return;
-        }
-        const done = await service.awaitFinished(endpoint, job.id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(done, now(), this.#waitingFor));
-        return;
-      }
-      case 'status': {
-        const job = await service.status(endpoint, id);
-        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor));
-        return;
-      }
-      case 'status-sync': {
-        const waitMs = wait(this.#waits.statusSyncDefaultMs);
-        const job = await service.awaitFinished(endpoint, id, waitMs, abortOnClose(res));
-        writeJson(res, 200, jobStatusBody(job, now(), this.#waitingFor));
-        return;
-      }
-      case 'stream': {
-        const waitMs = wait(this.#waits.streamDefaultMs);
-        const { job, chunks } = await service.stream(endpoint, id, waitMs, abortOnClose(res));
-        writeJson(res, 200, streamBody(job, chunks));
-        return;
-      }
-      case 'cancel':
-        writeJson(res, 200, jobStatusBody(await service.cancel(endpoint, id), now()));
-        return;
-      case 'retry': {
-        this.#admit(endpoint, (rate, key) => rate.takeRequest(key, undefined, 0));
-        const job = await service.retry(endpoint, id);
-        writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
-        return;
-      }
-      case 'purge-queue': {
-        const removed = await service.purgeQueue(endpoint);
-        writeJson(res, 200, JSON.stringify({ removed, status: 'completed' }));
-        return;
-      }
-      case 'health':
-        writeJson(res, 200, JSON.stringify(await service.health(endpoint)));
-        return;
-      default: {
-        const status = url.searchParams.get('status') ?? '';
-        const filter = status === '' ? undefined : isJobStatus(status) ? status : null;
-        if (filter === null)
-          throw new JobError('INVALID_JOB_REQUEST', `status must be one of the job statuses, got ${status}`);
-        const limitText = url.searchParams.get('limit') ?? '';
-        const limit = limitText === '' ? LIST_LIMIT.default : Number(limitText);
-        if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT.max)
-          throw new JobError('INVALID_JOB_REQUEST', `limit must be an integer from 1 to ${LIST_LIMIT.max}`);
-        const { counts, jobs } = await service.list(endpoint, {
-          limit,
-          ...(filter === undefined ? {} : { status: filter }),
-        });
-        const at = now();
-        writeJson(res, 200, JSON.stringify({ counts, jobs: jobs.map((j) => jobSummary(j, at)) }));
-      }
+    const endpoint = await this.#o.service.authorize(call.ref, header(req, 'authorization'));
+    await this.#routes[call.verb]({ req, res, url, endpoint, jobId: call.jobId });
+  }
+
+  /** The `wait` a long poll names, or its default. */
+  #wait(url: URL, fallback: number): number {
+    const parsed = parseWait(url.searchParams.get('wait'), this.#waits.maxMs);
+    if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+    return parsed.value ?? fallback;
+  }
+
+  #statusBody(job: Job): string {
+    return jobStatusBody(job, this.#o.clock(), this.#waitingFor);
+  }
+
+  /** What each route does, once its caller may call the endpoint. */
+  readonly #routes: Record<ClientVerb, (call: RouteCall) => Promise<void>> = {
+    run: (call) => this.#submit(call, false),
+    runsync: (call) => this.#submit(call, true),
+    status: async ({ res, endpoint, jobId }) => {
+      writeJson(res, 200, this.#statusBody(await this.#o.service.status(endpoint, jobId)));
+    },
+    'status-sync': async ({ res, url, endpoint, jobId }) => {
+      const waitMs = this.#wait(url, this.#waits.statusSyncDefaultMs);
+      const job = await this.#o.service.awaitFinished(endpoint, jobId, waitMs, abortOnClose(res));
+      writeJson(res, 200, this.#statusBody(job));
+    },
+    stream: async ({ res, url, endpoint, jobId }) => {
+      const waitMs = this.#wait(url, this.#waits.streamDefaultMs);
+      const { job, chunks } = await this.#o.service.stream(endpoint, jobId, waitMs, abortOnClose(res));
+      writeJson(res, 200, streamBody(job, chunks));
+    },
+    cancel: async ({ res, endpoint, jobId }) => {
+      writeJson(res, 200, jobStatusBody(await this.#o.service.cancel(endpoint, jobId), this.#o.clock()));
+    },
+    retry: async ({ res, endpoint, jobId }) => {
+      this.#admit(endpoint, (rate, key) => rate.takeRequest(key, undefined, 0));
+      const job = await this.#o.service.retry(endpoint, jobId);
+      writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
+    },
+    'purge-queue': async ({ res, endpoint }) => {
+      const removed = await this.#o.service.purgeQueue(endpoint);
+      writeJson(res, 200, JSON.stringify({ removed, status: 'completed' }));
+    },
+    health: async ({ res, endpoint }) => {
+      writeJson(res, 200, JSON.stringify(await this.#o.service.health(endpoint)));
+    },
+    jobs: async ({ res, url, endpoint }) => {
+      const query = parseJobListQuery(url.searchParams);
+      if (!query.ok) throw new JobError('INVALID_JOB_REQUEST', query.problem);
+      const { counts, jobs } = await this.#o.service.list(endpoint, query.value);
+      const at = this.#o.clock();
+      writeJson(res, 200, JSON.stringify({ counts, jobs: jobs.map((j) => jobSummary(j, at)) }));
+    },
+  };
+
+  /** `run` and `runsync`: the body read (large ones off the event loop) and charged to the owner, then the job. */
+  async #submit({ req, res, url, endpoint }: RouteCall, sync: boolean): Promise<void> {
+    const verb = sync ? 'runsync' : 'run';
+    const waitMs = sync ? this.#wait(url, this.#waits.runsyncDefaultMs) : 0;
+    const limit = sync ? JOB_LIMITS.runsyncBodyBytes : JOB_LIMITS.runBodyBytes;
+    const declared = header(req, 'content-length');
+    this.#admit(endpoint, (rate, key) => rate.takeRequest(key, declared, limit));
+    const parsed = await this.#runBodies.read(req, limit, `a ${verb} body`, (size) => {
+      if (declared === undefined) this.#admit(endpoint, (rate, key) => rate.takeUndeclaredBody(key, size));
+    });
+    if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
+    const job = await this.#o.service.submit(endpoint, parsed.value, sync);
+    if (!sync) {
+      writeJson(res, 200, JSON.stringify({ id: job.id, status: job.status }));
+      return;
     }
+    writeJson(
+      res,
+      200,
+      this.#statusBody(await this.#o.service.awaitFinished(endpoint, job.id, waitMs, abortOnClose(res))),
+    );
   }
 
   /**
@@ -209,20 +197,6 @@ export class JobClientRoutes {
       );
   }
 }
-
-/** Each route: the methods it takes and whether it names a job (the OpenAPI document describes each: its test checks). */
-export const CLIENT_ROUTES: Readonly<Record<string, { methods: readonly string[]; job: boolean }>> = {
-  run: { methods: ['POST'], job: false },
-  runsync: { methods: ['POST'], job: false },
-  status: { methods: ['GET', 'POST'], job: true },
-  'status-sync': { methods: ['GET', 'POST'], job: true },
-  stream: { methods: ['GET', 'POST'], job: true },
-  cancel: { methods: ['POST'], job: true },
-  retry: { methods: ['POST'], job: true },
-  'purge-queue': { methods: ['POST'], job: false },
-  health: { methods: ['GET'], job: false },
-  jobs: { methods: ['GET'], job: false },
-};
 
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];

@@ -181,12 +181,3 @@ export function onEndpointHost(req: IncomingMessage, domain: string): boolean {
   const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
   return host.endsWith(`.${domain.toLowerCase()}`);
 }
-
-/** A path segment decoded, or as it is when it is no valid escape. */
-export function safeDecode(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return part;
-  }
-}

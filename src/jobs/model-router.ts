@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openAIModel, openAIModelList, openAIRequestModel } from '../contract/openai.js';
+import { safeDecode } from '../contract/paths.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { JOB_LIMITS } from '../domain/job.js';
 import { chooseModelEndpoint, unknownModelMessage } from '../domain/openai-model.js';
@@ -18,7 +19,6 @@ import {
   onEndpointHost,
   readBodyBytes,
   replayRequest,
-  safeDecode,
   writeJson,
 } from './http-io.js';
 import type { JobService } from './job-service.js';
