@@ -1,4 +1,8 @@
+import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -14,6 +18,36 @@ import { schedulerPlacement } from './placement/worker-placement.js';
 import { RoutingTable } from './routing-table.js';
 
 const NS = 'corral-workers';
+/** Why the real kubectl cannot be run here, if it cannot. */
+const noKubectl = (() => {
+  try {
+    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'kubectl is not installed';
+  }
+})();
+
+/** `kubectl drain NODE --ignore-daemonsets` (no --force) against the stand-in; its exit code and output. */
+function kubectlDrain(standIn: KubeStandIn, node: string): Promise<{ code: number; output: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'corral-drain-'));
+  writeFileSync(join(dir, 'kubeconfig'), standIn.kubeconfig());
+  const args = [
+    '--kubeconfig',
+    join(dir, 'kubeconfig'),
+    'drain',
+    node,
+    '--ignore-daemonsets',
+    '--timeout=20s',
+  ];
+  return new Promise((resolve) => {
+    execFile('kubectl', args, { encoding: 'utf8' }, (error, stdout, stderr) => {
+      rmSync(dir, { recursive: true, force: true });
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+    });
+  });
+}
+
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 function gpuNode(name: string): Node {
@@ -28,7 +62,8 @@ function gpuNode(name: string): Node {
  * A node drained as `kubectl drain` does it (cordon, then `POST pods/{name}/eviction` per pod), on the API stand-in
  * with the test as the scheduler (two one-GPU nodes) and the kubelet: the evicted worker ends at once (what hands
  * its queue jobs back: `onWorkerEnded` is the jobs side's `workerEnded`, which requeues them), not after the jobs
- * side's lost-worker timeout, and its replacement runs on the other node.
+ * side's lost-worker timeout, and its replacement runs on the other node; and the same through the real `kubectl
+ * drain` (where kubectl is installed), which refuses pods that declare no controller unless given `--force`.
  */
 describe('Controller: a node drained under a Kubernetes worker', () => {
   let h: ControllerHarness;
@@ -80,6 +115,39 @@ describe('Controller: a node drained under a Kubernetes worker', () => {
     await cluster.close();
     await h.close();
   });
+
+  it.skipIf(noKubectl !== undefined)(
+    'the real kubectl drain (no --force) evicts the worker, which is replaced on the other node',
+    async () => {
+      const endpoint = await h.create({
+        productIds: ['b200'],
+        workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 },
+      });
+      const running = async () =>
+        (await h.store.workers.listByEndpoint(endpoint.id)).filter((w) => w.status.state === 'running');
+      await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 10_000 });
+      const [first] = await running();
+      const pod = standIn.pods(NS).find((p) => p.metadata?.labels?.['corral.dev/worker'] === first?.id);
+      const drained = pod?.spec?.nodeName ?? '';
+
+      const { code, output } = await kubectlDrain(standIn, drained);
+      expect(code, output).toBe(0);
+      expect(output).toContain(`pod/${pod?.metadata?.name} evicted`);
+      expect(output).toContain(`node/${drained} drained`);
+      expect(ended.map((e) => e.workerId)).toContain(first?.id);
+      await vi.waitFor(
+        async () => {
+          const now = await running();
+          expect(now.map((w) => w.id)).not.toContain(first?.id);
+          const replacement = standIn
+            .pods(NS)
+            .find((p) => p.metadata?.labels?.['corral.dev/worker'] === now[0]?.id);
+          expect(replacement?.spec?.nodeName).toBe(drained === 'gpu-a' ? 'gpu-b' : 'gpu-a');
+        },
+        { timeout: 15_000 },
+      );
+    },
+  );
 
   it('an evicted worker ends at once and is replaced on another node', async () => {
     const endpoint = await h.create({

@@ -1,8 +1,9 @@
 /**
  * A small in-process stand-in of the Kubernetes API subset Corral's Kubernetes runtime uses, on a real HTTP server
  * (127.0.0.1, port 0): pods (create, get, list and watch by label selector, delete with a grace period, binding,
- * status patch, log, eviction), Secrets, PersistentVolumeClaims (read), nodes (list and watch; the test adds, changes and
- * removes them) and metrics.k8s.io PodMetrics. It follows
+ * status patch, log, eviction), Secrets, PersistentVolumeClaims (read), nodes (list and watch; the test adds, changes
+ * and removes them), metrics.k8s.io PodMetrics, and what `kubectl drain` asks (discovery, a node's get and cordon, a
+ * node's pods across namespaces). It follows
  * the API's conventions: a resourceVersion on every object and list, watch event streams (ADDED, MODIFIED, DELETED,
  * BOOKMARK, and ERROR with a 410 Status once a version is too old), Status bodies with 404/409/410/422. The test
  * plays the kubelet (test-kubelet.ts). docs/kubernetes.md says what it does not model.
@@ -461,6 +462,7 @@ export class KubeStandIn {
       if (watching) return this.#watch('nodes', '', url, response);
       return this.#list('nodes', '', url, response);
     }
+    if (await this.#kubectlDrain(parts, method, url, request, response)) return;
     // /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{name}
     if (
       parts[0] === 'apis' &&
@@ -540,6 +542,81 @@ export class KubeStandIn {
       'NotFound',
       `the server could not find the requested resource ${url.pathname}`,
     );
+  }
+
+  /**
+   * What `kubectl drain` needs beyond the pods' own routes (kubectl 1.32, read from its `-v=6` requests): discovery
+   * (`/api`, `/apis`, `/api/v1`, `/apis/policy/v1`: the eviction subresource is found there), one node `GET` and
+   * its cordon (`PATCH`, a strategic merge patch applied here as a JSON merge patch), and the pods of a node across
+   * namespaces (`GET /api/v1/pods?fieldSelector=spec.nodeName=NAME`, the one field selector served). Handled: true.
+   */
+  async #kubectlDrain(
+    parts: string[],
+    method: string,
+    url: URL,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<boolean> {
+    const path = parts.join('/');
+    const resource = (name: string, kind: string, namespaced: boolean, verbs: string[], group?: string) => ({
+      name,
+      singularName: '',
+      namespaced,
+      kind,
+      verbs,
+      ...(group ? { group, version: 'v1' } : {}),
+    });
+    if (method === 'GET' && path === 'api') {
+      this.#json(response, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+    } else if (method === 'GET' && path === 'apis') {
+      const policy = { groupVersion: 'policy/v1', version: 'v1' };
+      this.#json(response, 200, {
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: [{ name: 'policy', versions: [policy], preferredVersion: policy }],
+      });
+    } else if (method === 'GET' && path === 'api/v1') {
+      this.#json(response, 200, {
+        kind: 'APIResourceList',
+        groupVersion: 'v1',
+        resources: [
+          resource('nodes', 'Node', false, ['get', 'list', 'patch', 'watch']),
+          resource('pods', 'Pod', true, ['create', 'delete', 'get', 'list', 'watch']),
+          resource('pods/eviction', 'Eviction', true, ['create'], 'policy'),
+          resource('secrets', 'Secret', true, ['create', 'delete', 'get', 'list']),
+        ],
+      });
+    } else if (method === 'GET' && path === 'apis/policy/v1') {
+      this.#json(response, 200, {
+        kind: 'APIResourceList',
+        groupVersion: 'policy/v1',
+        resources: [resource('poddisruptionbudgets', 'PodDisruptionBudget', true, ['list'])],
+      });
+    } else if (
+      parts.length === 4 &&
+      path.startsWith('api/v1/nodes/') &&
+      (method === 'GET' || method === 'PATCH')
+    ) {
+      const name = parts[3] ?? '';
+      this.#count(method, 'nodes');
+      if (method === 'PATCH') this.patchNode(name, (await this.#body(request)) as Partial<Node>);
+      this.#json(response, 200, { kind: 'Node', apiVersion: 'v1', ...this.#get('nodes', '', name) });
+    } else if (method === 'GET' && path === 'api/v1/pods') {
+      this.#count(method, 'pods');
+      const node = /^spec\.nodeName=(.*)$/.exec(url.searchParams.get('fieldSelector') ?? '')?.[1];
+      const items = [...this.#objects.entries()]
+        .filter(([key, object]) => key.startsWith('pods/') && (object as Pod).spec?.nodeName === node)
+        .map(([, object]) => object);
+      this.#json(response, 200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.#rv) },
+        items,
+      });
+    } else {
+      return false;
+    }
+    return true;
   }
 
   #get(kind: Kind, namespace: string, name: string): StoredObject {
