@@ -29,7 +29,12 @@ import { validationError } from '../contract/errors.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { quotaFor } from '../domain/quota.js';
 import { type Gpu, supportedCudaVersions } from '../gpu/inventory.js';
-import { productCatalog, scheduledCatalog, scheduledCudaVersions } from '../gpu/products.js';
+import {
+  productCatalog,
+  scheduledCatalog,
+  scheduledCudaVersions,
+  scheduledGpuRange,
+} from '../gpu/products.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import type { JobActions } from '../ports/job-actions.js';
 import type { ModelCache } from '../ports/model-cache.js';
@@ -182,10 +187,14 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     : () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
   const catalog: ApiCatalog = {
     limits: gpuScheduler
-      ? () => ({
-          ...config.limits,
-          cudaVersions: scheduledCudaVersions(gpuScheduler.products(), config.kubernetes.cudaVersion),
-        })
+      ? () => {
+          const scheduled = gpuScheduler.products();
+          return {
+            ...config.limits,
+            gpus: scheduledGpuRange(scheduled, config.limits.gpus),
+            cudaVersions: scheduledCudaVersions(scheduled, config.kubernetes.cudaVersion),
+          };
+        }
       : () => inventoryLimits,
     products,
     productIds: () => new Set(products().map((p) => p.id)),

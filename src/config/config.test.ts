@@ -110,6 +110,23 @@ kubernetes: { gpuResource: nvidia.com/mig-1g.10gb, terminationGraceSeconds: 30, 
     });
   });
 
+  it("turns the node agents on from CORRAL_NODE_AGENT_TOKEN_FILE alone (a deployment without a config file), over the file's token file", () => {
+    const token = '/var/run/secrets/corral-node/token';
+    expect(load({}, { CORRAL_NODE_AGENT_TOKEN_FILE: token }).kubernetes.nodeAgent).toEqual({
+      tokenFile: token,
+    });
+    expect(load({ nodeAgentTokenFile: token }).kubernetes.nodeAgent).toEqual({ tokenFile: token });
+    const file = 'kubernetes: { nodeAgent: { tokenFile: /etc/agent-token, port: 9500, suspend: true } }\n';
+    expect(
+      load({ config: '/etc/corral.yaml' }, { CORRAL_NODE_AGENT_TOKEN_FILE: token }, file).kubernetes
+        .nodeAgent,
+    ).toEqual({ tokenFile: token, port: 9500, suspend: true });
+    expect(load({ config: '/etc/corral.yaml' }, {}, file).kubernetes.nodeAgent?.tokenFile).toBe(
+      '/etc/agent-token',
+    );
+    expect(load().kubernetes.nodeAgent).toBeUndefined();
+  });
+
   it("reads the gateway's settings, the idle keep-alive of worker connections defaulting to 4 s", () => {
     expect(load().gateway).toEqual({
       maxQueueLength: 1000,

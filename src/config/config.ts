@@ -305,7 +305,7 @@ export function loadConfig(sources: ConfigSources): Config {
       ...(file.kubernetes?.imagePullPolicy === undefined
         ? {}
         : { imagePullPolicy: file.kubernetes.imagePullPolicy }),
-      ...(file.kubernetes?.nodeAgent === undefined ? {} : { nodeAgent: file.kubernetes.nodeAgent }),
+      ...nodeAgentSettings(settings.nodeAgentTokenFile, file.kubernetes?.nodeAgent),
     },
   };
 }
@@ -336,6 +336,18 @@ function webhookAllowPrivate(setting: boolean, fileKey: boolean | undefined): bo
     );
   }
   return setting && fileKey === true;
+}
+
+/**
+ * The node agents' settings: `--node-agent-token-file` (CORRAL_NODE_AGENT_TOKEN_FILE), for a deployment without a
+ * config file, over the file's `kubernetes.nodeAgent.tokenFile`; the file's port and suspend apply either way.
+ */
+function nodeAgentSettings(
+  tokenFile: string | undefined,
+  file: NonNullable<ConfigFile['kubernetes']>['nodeAgent'],
+): { nodeAgent?: Config['kubernetes']['nodeAgent'] } {
+  if (tokenFile !== undefined) return { nodeAgent: { ...file, tokenFile } };
+  return file === undefined ? {} : { nodeAgent: file };
 }
 
 function workerSandbox(file: NonNullable<ConfigFile['workers']>['sandbox']): WorkerSandbox {

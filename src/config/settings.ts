@@ -151,6 +151,15 @@ export const SERVE_SETTINGS = {
       .string()
       .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name (lowercase, digits, -)'),
   },
+  nodeAgentTokenFile: {
+    flag: '--node-agent-token-file',
+    env: 'CORRAL_NODE_AGENT_TOKEN_FILE',
+    default: undefined,
+    help:
+      "the kubernetes runtime: the node agents' token file (the mounted corral-node-token Secret); turns on idle " +
+      "tiers through them, as the config file's kubernetes.nodeAgent.tokenFile, whose other keys still apply",
+    schema: optionalText,
+  },
   localAllowRoot: {
     flag: '--local-allow-root',
     env: 'CORRAL_LOCAL_ALLOW_ROOT',

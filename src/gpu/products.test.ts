@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { scheduledCatalog, scheduledCudaVersions } from './products.js';
+import { scheduledCatalog, scheduledCudaVersions, scheduledGpuRange } from './products.js';
 
 describe('scheduledCatalog', () => {
   it("lists the scheduler's products with the configured names, else what the nodes say", () => {
@@ -41,5 +41,29 @@ describe('scheduledCudaVersions', () => {
     expect(scheduledCudaVersions(unknown)).toEqual([]);
     expect(scheduledCudaVersions(unknown, '12.4').at(-1)).toBe('12.4');
     expect(scheduledCudaVersions([])).toEqual([]);
+  });
+});
+
+describe('scheduledGpuRange (maxGPUNum where a scheduler places workers)', () => {
+  const configured = { min: 1, max: 8 };
+
+  it('is bounded by the largest node of any product: 2 on a cluster of 2-GPU nodes, not 8', () => {
+    const twoGpuNodes = [
+      { id: 'l4-24g', gpusTotal: 4, gpusFree: 4, gpusPerNodeMax: 2 },
+      { id: 'a10-24g', gpusTotal: 1, gpusFree: 1, gpusPerNodeMax: 1 },
+    ];
+    expect(scheduledGpuRange(twoGpuNodes, configured)).toEqual({ min: 1, max: 2 });
+  });
+
+  it('never above the configured maximum, nor below its minimum', () => {
+    const big = [{ id: 'b200', gpusTotal: 16, gpusFree: 16, gpusPerNodeMax: 16 }];
+    expect(scheduledGpuRange(big, configured)).toEqual({ min: 1, max: 8 });
+    const one = [{ id: 't4', gpusTotal: 1, gpusFree: 1, gpusPerNodeMax: 1 }];
+    expect(scheduledGpuRange(one, { min: 2, max: 8 })).toEqual({ min: 2, max: 2 });
+  });
+
+  it('is the configured range while no node with GPUs is seen (nodes not listed yet)', () => {
+    expect(scheduledGpuRange([], configured)).toEqual(configured);
+    expect(scheduledGpuRange([{ id: 'b200', gpusTotal: 0, gpusFree: 0 }], configured)).toEqual(configured);
   });
 });

@@ -64,6 +64,8 @@ export interface ScheduledCount {
   gpuMemoryGB?: number;
   gpusTotal: number;
   gpusFree: number;
+  /** The most GPUs one of its nodes offers (a worker runs on one node). */
+  gpusPerNodeMax?: number;
   cudaVersion?: string;
 }
 
@@ -97,4 +99,19 @@ export function scheduledCudaVersions(scheduled: readonly ScheduledCount[], conf
   const versions = withGpus.flatMap((p) => (p.cudaVersion === undefined ? [] : [p.cudaVersion]));
   if (versions.length === 0 || versions.length < withGpus.length) return [];
   return cudaVersionsUpTo(versions.reduce(lowerVersion));
+}
+
+/**
+ * The GPUs a worker may ask for where a scheduler places it (`maxGPUNum`): the configured range, its maximum bounded
+ * by the largest schedulable node's GPUs (a worker is one pod, and a pod runs on one node: 8 on a cluster of 2-GPU
+ * nodes would be a pod no scheduler places). Before any node with GPUs is seen (nodes not listed yet, or refused),
+ * the configured range as it is.
+ */
+export function scheduledGpuRange(
+  scheduled: readonly ScheduledCount[],
+  configured: { min: number; max: number },
+): { min: number; max: number } {
+  const largest = Math.max(0, ...scheduled.map((p) => p.gpusPerNodeMax ?? 0));
+  if (largest === 0) return configured;
+  return { min: configured.min, max: Math.max(configured.min, Math.min(configured.max, largest)) };
 }

@@ -216,6 +216,8 @@ export interface ScheduledProduct {
   gpuMemoryGB?: number;
   /** GPUs the product's schedulable nodes offer (their allocatable GPUs). */
   gpusTotal: number;
+  /** The most GPUs one of those nodes offers: a worker (one pod, on one node) can have no more. */
+  gpusPerNodeMax?: number;
   /** gpusTotal less what pods hold on those nodes. */
   gpusFree: number;
   /** The highest CUDA version every one of its nodes' drivers supports (`12.4`), where every node says. */

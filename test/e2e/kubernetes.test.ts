@@ -213,6 +213,8 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
     ]);
     const limits = await callApi(server, KEY, 'endpoint/limit');
     expect(limits.body.cudaVersionList.at(-1)).toBe('12.2');
+    // A worker is one pod on one node: the largest node (the H100 one, 2 GPUs) bounds it, not the configured 8.
+    expect(limits.body.maxGPUNum).toBe(2);
 
     // Two GPUs of l4-24g, whose one node has one: the pod is made at once and the scheduler says why it waits.
     const created = await callApi(server, KEY, 'endpoint/create', {

@@ -1,7 +1,7 @@
 /**
  * The stand-in follows the API conventions the Kubernetes runtime relies on, seen through the runtime's own client
  * adapter (client-api.ts): resourceVersions, Status bodies, watch streams with resume and 410 Gone, graceful pod
- * deletion confirmed by the kubelet, pods/log.
+ * deletion confirmed by the kubelet, eviction, pods/log.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -122,6 +122,33 @@ describe('the Kubernetes API stand-in', () => {
     expect(terminating.metadata?.deletionGracePeriodSeconds).toBe(5);
     await api.deletePod(NS, 'p1', 0);
     expect(await failure(api.readPod(NS, 'p1'))).toMatchObject({ status: 404 });
+  });
+
+  it("evicts a pod as the Eviction API does without a budget: DisruptionTarget, then a graceful delete (the pod's period or the Eviction's)", async () => {
+    await api.createPod(NS, pod('p1'));
+    await fetch(`${standIn.url}/api/v1/namespaces/${NS}/pods/p1/binding`, {
+      method: 'POST',
+      body: JSON.stringify({ target: { kind: 'Node', name: 'n1' } }),
+    });
+    const mismatched = await fetch(`${standIn.url}/api/v1/namespaces/${NS}/pods/p1/eviction`, {
+      method: 'POST',
+      body: JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p2' } }),
+    });
+    expect(mismatched.status).toBe(400);
+    expect(await standIn.evictPod(NS, 'p1')).toBe(201);
+    const evicted = await api.readPod(NS, 'p1');
+    expect(evicted.metadata?.deletionGracePeriodSeconds).toBe(5);
+    expect(evicted.status?.conditions).toContainEqual(
+      expect.objectContaining({ type: 'DisruptionTarget', status: 'True', reason: 'EvictionByEvictionAPI' }),
+    );
+    await api.createPod(NS, pod('p2'));
+    await fetch(`${standIn.url}/api/v1/namespaces/${NS}/pods/p2/binding`, {
+      method: 'POST',
+      body: JSON.stringify({ target: { kind: 'Node', name: 'n1' } }),
+    });
+    expect(await standIn.evictPod(NS, 'p2', 2)).toBe(201);
+    expect((await api.readPod(NS, 'p2')).metadata?.deletionGracePeriodSeconds).toBe(2);
+    expect(await standIn.evictPod(NS, 'gone')).toBe(404);
   });
 
   it('serves pods/log once the container started, following until it ends', async () => {

@@ -1,8 +1,9 @@
 /**
  * A small in-process stand-in of the Kubernetes API subset Corral's Kubernetes runtime uses, on a real HTTP server
  * (127.0.0.1, port 0): pods (create, get, list and watch by label selector, delete with a grace period, binding,
- * status patch, log), Secrets, PersistentVolumeClaims (read), nodes (list and watch; the test adds, changes and
- * removes them) and metrics.k8s.io PodMetrics. It follows
+ * status patch, log, eviction), Secrets, PersistentVolumeClaims (read), nodes (list and watch; the test adds, changes
+ * and removes them), metrics.k8s.io PodMetrics, and what `kubectl drain` asks (discovery, a node's get and cordon, a
+ * node's pods across namespaces). It follows
  * the API's conventions: a resourceVersion on every object and list, watch event streams (ADDED, MODIFIED, DELETED,
  * BOOKMARK, and ERROR with a 410 Status once a version is too old), Status bodies with 404/409/410/422. The test
  * plays the kubelet (test-kubelet.ts). docs/kubernetes.md says what it does not model.
@@ -252,6 +253,22 @@ export class KubeStandIn {
     }
   }
 
+  /** Evicts a pod as `kubectl drain` does (POST pods/{name}/eviction over HTTP: #evict); resolves to the status. */
+  async evictPod(namespace: string, name: string, graceSeconds?: number): Promise<number> {
+    const answer = await fetch(`${this.url}/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        apiVersion: 'policy/v1',
+        kind: 'Eviction',
+        metadata: { name, namespace },
+        ...(graceSeconds === undefined ? {} : { deleteOptions: { gracePeriodSeconds: graceSeconds } }),
+      }),
+    });
+    await answer.arrayBuffer();
+    return answer.status;
+  }
+
   /** Deletes a pod at once, as if by someone else while the test's clients cannot reach the server. */
   deletePodNow(namespace: string, name: string): void {
     const key = this.#key('pods', namespace, name);
@@ -445,6 +462,7 @@ export class KubeStandIn {
       if (watching) return this.#watch('nodes', '', url, response);
       return this.#list('nodes', '', url, response);
     }
+    if (await this.#kubectlDrain(parts, method, url, request, response)) return;
     // /apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{name}
     if (
       parts[0] === 'apis' &&
@@ -511,6 +529,9 @@ export class KubeStandIn {
     if (kind === 'pods' && sub === 'binding' && method === 'POST') {
       return this.#bind(namespace, name, await this.#body(request), response);
     }
+    if (kind === 'pods' && sub === 'eviction' && method === 'POST') {
+      return this.#evict(namespace, name, await this.#body(request), response);
+    }
     if (kind === 'pods' && sub === 'status' && method === 'PATCH') {
       return this.#patchStatus(namespace, name, await this.#body(request), response);
     }
@@ -521,6 +542,81 @@ export class KubeStandIn {
       'NotFound',
       `the server could not find the requested resource ${url.pathname}`,
     );
+  }
+
+  /**
+   * What `kubectl drain` needs beyond the pods' own routes (kubectl 1.32, read from its `-v=6` requests): discovery
+   * (`/api`, `/apis`, `/api/v1`, `/apis/policy/v1`: the eviction subresource is found there), one node `GET` and
+   * its cordon (`PATCH`, a strategic merge patch applied here as a JSON merge patch), and the pods of a node across
+   * namespaces (`GET /api/v1/pods?fieldSelector=spec.nodeName=NAME`, the one field selector served). Handled: true.
+   */
+  async #kubectlDrain(
+    parts: string[],
+    method: string,
+    url: URL,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<boolean> {
+    const path = parts.join('/');
+    const resource = (name: string, kind: string, namespaced: boolean, verbs: string[], group?: string) => ({
+      name,
+      singularName: '',
+      namespaced,
+      kind,
+      verbs,
+      ...(group ? { group, version: 'v1' } : {}),
+    });
+    if (method === 'GET' && path === 'api') {
+      this.#json(response, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
+    } else if (method === 'GET' && path === 'apis') {
+      const policy = { groupVersion: 'policy/v1', version: 'v1' };
+      this.#json(response, 200, {
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: [{ name: 'policy', versions: [policy], preferredVersion: policy }],
+      });
+    } else if (method === 'GET' && path === 'api/v1') {
+      this.#json(response, 200, {
+        kind: 'APIResourceList',
+        groupVersion: 'v1',
+        resources: [
+          resource('nodes', 'Node', false, ['get', 'list', 'patch', 'watch']),
+          resource('pods', 'Pod', true, ['create', 'delete', 'get', 'list', 'watch']),
+          resource('pods/eviction', 'Eviction', true, ['create'], 'policy'),
+          resource('secrets', 'Secret', true, ['create', 'delete', 'get', 'list']),
+        ],
+      });
+    } else if (method === 'GET' && path === 'apis/policy/v1') {
+      this.#json(response, 200, {
+        kind: 'APIResourceList',
+        groupVersion: 'policy/v1',
+        resources: [resource('poddisruptionbudgets', 'PodDisruptionBudget', true, ['list'])],
+      });
+    } else if (
+      parts.length === 4 &&
+      path.startsWith('api/v1/nodes/') &&
+      (method === 'GET' || method === 'PATCH')
+    ) {
+      const name = parts[3] ?? '';
+      this.#count(method, 'nodes');
+      if (method === 'PATCH') this.patchNode(name, (await this.#body(request)) as Partial<Node>);
+      this.#json(response, 200, { kind: 'Node', apiVersion: 'v1', ...this.#get('nodes', '', name) });
+    } else if (method === 'GET' && path === 'api/v1/pods') {
+      this.#count(method, 'pods');
+      const node = /^spec\.nodeName=(.*)$/.exec(url.searchParams.get('fieldSelector') ?? '')?.[1];
+      const items = [...this.#objects.entries()]
+        .filter(([key, object]) => key.startsWith('pods/') && (object as Pod).spec?.nodeName === node)
+        .map(([, object]) => object);
+      this.#json(response, 200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.#rv) },
+        items,
+      });
+    } else {
+      return false;
+    }
+    return true;
   }
 
   #get(kind: Kind, namespace: string, name: string): StoredObject {
@@ -628,13 +724,24 @@ export class KubeStandIn {
     body: unknown,
     response: ServerResponse,
   ): void {
-    const key = this.#key(kind, namespace, name);
-    const object = this.#get(kind, namespace, name);
     const fromBody = (body as { gracePeriodSeconds?: number } | undefined)?.gracePeriodSeconds;
     const fromQuery = url.searchParams.get('gracePeriodSeconds');
+    const object = this.#deleteObject(
+      kind,
+      namespace,
+      name,
+      fromQuery !== null ? Number(fromQuery) : fromBody,
+    );
+    if (kind === 'pods') this.#json(response, 200, object);
+    else this.#json(response, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
+  }
+
+  /** A delete with `grace` seconds (undefined: the pod's own period); a bound pod terminates until the kubelet confirms. */
+  #deleteObject(kind: Kind, namespace: string, name: string, graceSeconds: number | undefined): StoredObject {
+    const key = this.#key(kind, namespace, name);
+    const object = this.#get(kind, namespace, name);
     const pod = kind === 'pods' ? (object as Pod) : undefined;
-    const grace =
-      fromQuery !== null ? Number(fromQuery) : (fromBody ?? pod?.spec?.terminationGracePeriodSeconds ?? 0);
+    const grace = graceSeconds ?? pod?.spec?.terminationGracePeriodSeconds ?? 0;
     // A pod on a node terminates gracefully: the kubelet stops it and confirms with a delete of grace 0.
     if (pod?.spec?.nodeName && grace > 0) {
       if (pod.metadata?.deletionTimestamp === undefined) {
@@ -645,8 +752,7 @@ export class KubeStandIn {
         };
         this.#emit(kind, namespace, 'MODIFIED', object);
       }
-      this.#json(response, 200, object);
-      return;
+      return object;
     }
     this.#objects.delete(key);
     this.#emit(kind, namespace, 'DELETED', object);
@@ -655,8 +761,51 @@ export class KubeStandIn {
       this.#logs.delete(`${namespace}/${name}`);
       this.#metrics.delete(`${namespace}/${name}`);
     }
-    if (kind === 'pods') this.#json(response, 200, object);
-    else this.#json(response, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' });
+    return object;
+  }
+
+  /**
+   * `POST pods/{name}/eviction`, as kube-apiserver's EvictionREST.Create (pkg/registry/core/pod/storage/eviction.go)
+   * answers when no PodDisruptionBudget covers the pod (none is modelled): the Eviction's name must be the pod's
+   * (400 otherwise); a pod that still runs gets the `DisruptionTarget` condition (reason `EvictionByEvictionAPI`,
+   * written since 1.26 with PodDisruptionConditions), then is deleted with the Eviction's `deleteOptions` (its grace
+   * period, else the pod's own); the answer is a `201` Status Success. What `kubectl drain` calls per pod.
+   */
+  #evict(namespace: string, name: string, body: unknown, response: ServerResponse): void {
+    const eviction = body as
+      | { metadata?: { name?: string }; deleteOptions?: { gracePeriodSeconds?: number } }
+      | undefined;
+    if (eviction?.metadata?.name !== name) {
+      throw new HttpFailure(400, 'BadRequest', 'name in URL does not match name in Eviction object');
+    }
+    const pod = this.#get('pods', namespace, name) as Pod & StoredObject;
+    const phase = pod.status?.phase;
+    if (phase !== 'Succeeded' && phase !== 'Failed' && pod.metadata.deletionTimestamp === undefined) {
+      const now = new Date().toISOString();
+      pod.status = {
+        ...pod.status,
+        conditions: [
+          ...(pod.status?.conditions ?? []).filter((c) => c.type !== 'DisruptionTarget'),
+          {
+            type: 'DisruptionTarget',
+            status: 'True',
+            reason: 'EvictionByEvictionAPI',
+            message: 'Eviction API: evicting',
+            lastProbeTime: null,
+            lastTransitionTime: now,
+          },
+        ],
+      };
+      this.#emit('pods', namespace, 'MODIFIED', pod);
+    }
+    this.#deleteObject('pods', namespace, name, eviction.deleteOptions?.gracePeriodSeconds);
+    this.#json(response, 201, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      code: 201,
+    });
   }
 
   #bind(namespace: string, name: string, body: unknown, response: ServerResponse): void {

@@ -126,6 +126,7 @@ describe('clusterProducts', () => {
         gpuMemoryGB: 80,
         nodes: 2,
         gpusTotal: 16,
+        gpusPerNodeMax: 8,
         gpusRequested: 3,
         gpusFree: 13,
         gpusWaiting: 4,
@@ -142,7 +143,26 @@ describe('clusterProducts', () => {
     expect(a100).toMatchObject({ nodes: 1, gpusTotal: 4, gpusFree: 4 });
     expect(a100?.gpuModel).toBeUndefined();
     expect(b200).toMatchObject({ nodes: 1, gpusTotal: 8 });
-    expect(none).toEqual({ id: 'l4', nodes: 0, gpusTotal: 0, gpusRequested: 0, gpusFree: 0, gpusWaiting: 0 });
+    expect(none).toEqual({
+      id: 'l4',
+      nodes: 0,
+      gpusTotal: 0,
+      gpusPerNodeMax: 0,
+      gpusRequested: 0,
+      gpusFree: 0,
+      gpusWaiting: 0,
+    });
+  });
+
+  it('says the most GPUs one schedulable node has: what one pod of the product can ask for', () => {
+    const nodes = [
+      node('gpu-1', H100, '2'),
+      node('gpu-2', H100, '4'),
+      // Cordoned (a drain): its GPUs are no pod's to ask for.
+      node('gpu-3', H100, '8', { spec: { unschedulable: true } }),
+    ];
+    const [h100] = clusterProducts(['h100'], nodes, [], { products });
+    expect(h100).toMatchObject({ gpusTotal: 6, gpusPerNodeMax: 4 });
   });
 
   it('counts a MIG resource when that is the configured one; no CUDA version unless every node says', () => {

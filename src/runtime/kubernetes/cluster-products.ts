@@ -5,7 +5,8 @@
  *   `nvidia.com/gpu.product={id}`), plus one per GPU model NVIDIA's GPU feature discovery labels nodes with
  *   (`nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3` with `nvidia.com/gpu.memory=81559` MiB -> `h100-80g`, named as
  *   Corral names a local GPU) that no configured product claims.
- * - Per product: its schedulable nodes' allocatable GPUs (the configured resource, default `nvidia.com/gpu`), what
+ * - Per product: its schedulable nodes' allocatable GPUs (the configured resource, default `nvidia.com/gpu`), summed
+ *   and the most on one node (what one pod can ask for), what
  *   Corral's pods on them hold, what Corral's pods wait for, and the CUDA version every one of its nodes' drivers
  *   supports: GPU feature discovery's `nvidia.com/cuda.runtime-version.major`/`minor` labels, or the older
  *   `nvidia.com/cuda.runtime.major`/`minor` (`nvidia.com/cuda.driver.*` are the driver's own version, 550.54.15, not
@@ -34,6 +35,8 @@ export interface ProductCapacity {
   nodes: number;
   /** Their allocatable GPUs, summed. */
   gpusTotal: number;
+  /** The most one of them has: no pod of the product can ask for more (a pod runs on one node). */
+  gpusPerNodeMax: number;
   /** GPUs Corral's running or starting pods hold on those nodes. */
   gpusRequested: number;
   /** gpusTotal minus gpusRequested, never below 0 (other tenants' pods are not seen). */
@@ -196,7 +199,8 @@ export function clusterProducts(
       if (node === undefined || node === '') gpusWaiting += podGpus(pod, resource);
       else if (names.has(node)) gpusRequested += podGpus(pod, resource);
     }
-    const gpusTotal = matching.reduce((sum, n) => sum + gpus(n.status?.allocatable?.[resource]), 0);
+    const perNode = matching.map((n) => gpus(n.status?.allocatable?.[resource]));
+    const gpusTotal = perNode.reduce((sum, n) => sum + n, 0);
     const versions = matching.map(cudaVersion);
     const known = versions.filter((v): v is string => v !== undefined);
     const cuda =
@@ -210,6 +214,7 @@ export function clusterProducts(
       ...(memories.size === 1 && memory !== undefined ? { gpuMemoryGB: memory } : {}),
       nodes: matching.length,
       gpusTotal,
+      gpusPerNodeMax: Math.max(0, ...perNode),
       gpusRequested,
       gpusFree: Math.max(0, gpusTotal - gpusRequested),
       gpusWaiting,

@@ -35,15 +35,19 @@ export interface KubernetesSettings {
   nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
 }
 
+/** Where the token file is set: the config file, or the setting that overrides it. */
+const TOKEN_FILE_SETTING =
+  'kubernetes.nodeAgent.tokenFile (--node-agent-token-file, CORRAL_NODE_AGENT_TOKEN_FILE)';
+
 /** The node agents' settings, with the token read from its file (the mounted Secret); a bad file stops start-up. */
 function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>): NodeAgentSettings {
   let token: string;
   try {
     token = readFileSync(agent.tokenFile, 'utf8').trim();
   } catch (error) {
-    throw new ConfigError(`invalid kubernetes.nodeAgent.tokenFile: ${firstLine(error)}`);
+    throw new ConfigError(`invalid ${TOKEN_FILE_SETTING}: ${firstLine(error)}`);
   }
-  if (token === '') throw new ConfigError('invalid kubernetes.nodeAgent.tokenFile: the file is empty');
+  if (token === '') throw new ConfigError(`invalid ${TOKEN_FILE_SETTING}: the file is empty`);
   return { token, port: agent.port ?? DEFAULT_NODE_AGENT_PORT, suspend: agent.suspend ?? false };
 }
 

@@ -70,8 +70,24 @@ describe('KubernetesRuntime', () => {
     expect(nodeCalls()).toEqual([1, 1]);
     await eventually(() =>
       expect(runtime.gpuScheduler.products()).toEqual([
-        { id: 'h100', nodes: 1, gpusTotal: 8, gpusRequested: 2, gpusFree: 6, gpusWaiting: 0 },
-        { id: 'b200', nodes: 0, gpusTotal: 0, gpusRequested: 0, gpusFree: 0, gpusWaiting: 1 },
+        {
+          id: 'h100',
+          nodes: 1,
+          gpusTotal: 8,
+          gpusPerNodeMax: 8,
+          gpusRequested: 2,
+          gpusFree: 6,
+          gpusWaiting: 0,
+        },
+        {
+          id: 'b200',
+          nodes: 0,
+          gpusTotal: 0,
+          gpusPerNodeMax: 0,
+          gpusRequested: 0,
+          gpusFree: 0,
+          gpusWaiting: 1,
+        },
       ]),
     );
     // A node that joins, one relabelled, one that leaves: the watch says so, with no call of the runtime's.

@@ -5,7 +5,7 @@
  * (`gpuScheduler`): its products are the nodes' GPU models and allocatable GPUs less what Corral's pods hold, read
  * without an API call; a create selects its product's node label from the same catalogue. With the node agent
  * configured (`nodeAgent`), idle workers are frozen in place through the agent on their pod's node
- * (node-agent-tiers.ts), their pods and GPUs kept.
+ * (node-agent-tiers.ts), their pods and GPUs kept; after a restart the agents say which adopted pods they hold.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../ports/clock.js';
@@ -57,6 +57,8 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #pods: PodAdapter;
   readonly #nodes: NodeCatalog;
   readonly #tiers: NodeAgentTiers | undefined;
+  /** The adopted pods' tiers, asked of the node agents once after the first listing (adoptTiers). */
+  #tiersAdopted: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: KubernetesRuntimeOptions) {
@@ -145,11 +147,13 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async list(selector: Record<string, string>): Promise<RuntimeWorker[]> {
     this.#startNodes();
+    await this.#adoptTiers();
     return (await this.#pods.list(selector)).map((worker) => this.#withTier(worker));
   }
 
   async inspect(workerId: string): Promise<RuntimeWorker | undefined> {
     this.#startNodes();
+    await this.#adoptTiers();
     const worker = await this.#pods.inspect(workerId);
     return worker && this.#withTier(worker);
   }
@@ -195,6 +199,32 @@ export class KubernetesRuntime implements WorkerRuntime {
   async #ready(): Promise<void> {
     this.#startNodes();
     await this.#pods.ready();
+    await this.#adoptTiers();
+  }
+
+  /**
+   * Once, after the first listing: the node agents are asked which of the running pods they hold frozen or
+   * suspended (a Corral killed while they were), so that the first list shows them in their tier. A listing that
+   * fails is tried again at the next use.
+   */
+  #adoptTiers(): Promise<void> {
+    const tiers = this.#tiers;
+    if (!tiers) return Promise.resolve();
+    this.#tiersAdopted ??= this.#pods
+      .ready()
+      .then(async () => {
+        const running = (await this.#pods.list({})).filter((w) => w.phase === 'running');
+        const workers = running.flatMap((w) => {
+          const pod = this.#pods.pod(w.workerId);
+          return pod ? [{ workerId: w.workerId, pod }] : [];
+        });
+        await tiers.adopt(workers);
+      })
+      .catch((error: unknown) => {
+        this.#tiersAdopted = undefined;
+        throw error;
+      });
+    return this.#tiersAdopted;
   }
 
   /** Every use starts the node watch, once, until the runtime is closed (a failure is logged, not thrown). */

@@ -2,7 +2,8 @@
  * The Kubernetes runtime's idle tiers through a real node agent process (`corral node`, built in dist/) on this
  * machine's cgroups: the API stand-in, the test as the kubelet putting each pod's process in a cgroup laid out as
  * the kubelet's cgroupfs driver lays it out, and the agent at the pod's host IP (127.0.0.1). A frozen pod answers
- * nothing and keeps its GPU in the cluster's count; thawed, it answers again. Where no agent answers, or one refuses
+ * nothing and keeps its GPU in the cluster's count; thawed, it answers again; after a restart, the next runtime
+ * finds it frozen by asking the agent. Where no agent answers, or one refuses
  * the token, the freeze fails UNAVAILABLE naming the node (the controller then removes the worker, tier-moves.ts).
  */
 import { randomUUID } from 'node:crypto';
@@ -102,6 +103,32 @@ describe.skipIf(skip !== undefined)('the Kubernetes runtime frozen through a rea
     await tiers.freeze(id);
     await runtime.remove(id, { graceSeconds: 1 });
     expect(await runtime.inspect(id)).toBeUndefined();
+  });
+
+  it('a pod frozen when Corral was killed is listed frozen by the next one (its agent asked), kept, and thaws', async () => {
+    const installation = `na-${randomUUID().slice(0, 8)}`;
+    const first = runtimeWith({ port: agent.port, token: TOKEN }, installation);
+    await first.start();
+    const id = `w-${randomUUID().slice(0, 8)}`;
+    const worker = await first.create(standInWorkerSpec(id));
+    const { host, port } = worker.address ?? { host: '', port: 0 };
+    const health = () => fetch(`http://${host}:${port}/health`, { signal: AbortSignal.timeout(1_000) });
+    await eventually(async () => expect((await health()).status).toBe(200));
+    await first.idleTiers?.freeze(id);
+    // Killed: nothing thawed, nothing removed; the pod stays frozen in its cgroup.
+    await first.close();
+
+    const second = runtimeWith({ port: agent.port, token: TOKEN }, installation);
+    await second.start();
+    expect((await second.list({})).find((w) => w.workerId === id)).toMatchObject({
+      phase: 'running',
+      tier: 'frozen',
+    });
+    expect(second.pod(id)?.metadata?.deletionTimestamp).toBeUndefined();
+    await expect(health()).rejects.toThrow();
+    await second.idleTiers?.thaw(id);
+    expect((await second.inspect(id))?.tier).toBeUndefined();
+    expect((await health()).status).toBe(200);
   });
 
   it('where no agent answers on the node, or one refuses the token, a freeze fails UNAVAILABLE naming the node', async () => {

@@ -32,6 +32,8 @@ export interface NodeAgentTiersOptions extends NodeAgentSettings {
 }
 
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+/** Agents asked at once for adopted pods' tiers after a restart. */
+const ADOPT_CALLS_AT_ONCE = 16;
 /** What a suspend's or a restore's call may take past the driver's own deadline (the agent's freezes, its answer). */
 const CHECKPOINT_MARGIN_MS = 10_000;
 
@@ -66,6 +68,35 @@ export class NodeAgentTiers implements IdleTiers {
     this.#tiers.delete(workerId);
   }
 
+  /**
+   * After a restart, the tiers of the pods found running (`workers`, at the first listing): the agent on each one's
+   * node is asked (`GET /v1/pods/<uid>`, read from the pod's cgroup), so that a pod frozen or suspended when Corral
+   * was killed is listed in its tier (the controller keeps it there: managed-worker.ts, adoptedInTier), not as
+   * running, which its next health probe would fail and the controller replace. A pod whose agent does not answer
+   * is left as running, said in the log. Never throws.
+   */
+  async adopt(workers: readonly { workerId: string; pod: Pod }[]): Promise<void> {
+    const unknown = workers.filter((w) => !this.#tiers.has(w.workerId));
+    for (let n = 0; n < unknown.length; n += ADOPT_CALLS_AT_ONCE) {
+      await Promise.all(
+        unknown.slice(n, n + ADOPT_CALLS_AT_ONCE).map(async ({ workerId, pod }) => {
+          try {
+            const { tier } = await this.#request(workerId, pod, 'read', 'GET', this.#timeout());
+            if (tier === 'frozen' || tier === 'suspended') {
+              this.#tiers.set(workerId, tier);
+              this.#o.logger.info({ workerId, tier }, 'adopted a pod its node agent holds in an idle tier');
+            }
+          } catch (error) {
+            this.#o.logger.warn(
+              { workerId, err: message(error) },
+              "cannot ask the node agent for an adopted pod's tier; taken as running",
+            );
+          }
+        }),
+      );
+    }
+  }
+
   async freeze(workerId: string): Promise<void> {
     await this.#call(workerId, 'freeze', this.#timeout());
     if (this.#tiers.get(workerId) !== 'suspended') this.#tiers.set(workerId, 'frozen');
@@ -97,14 +128,20 @@ export class NodeAgentTiers implements IdleTiers {
     return this.#o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   }
 
-  /** One call to the agent on the worker's node; its failures as the runtime's (UNAVAILABLE: no agent answers). */
-  async #call(
+  /** One move of the worker's pod (as the watch last saw it) through the agent on its node. */
+  #call(workerId: string, move: PodTierMove, timeoutMs: number, deadlineMs?: number): Promise<PodTierState> {
+    return this.#request(workerId, this.#o.podOf(workerId), move, 'POST', timeoutMs, deadlineMs);
+  }
+
+  /** One call to the agent on the pod's node; its failures as the runtime's (UNAVAILABLE: no agent answers). */
+  async #request(
     workerId: string,
-    move: PodTierMove,
+    pod: Pod | undefined,
+    move: PodTierMove | 'read',
+    method: 'GET' | 'POST',
     timeoutMs: number,
     deadlineMs?: number,
   ): Promise<PodTierState> {
-    const pod = this.#o.podOf(workerId);
     const uid = pod?.metadata?.uid;
     const hostIP = pod?.status?.hostIP;
     if (!pod || uid === undefined) throw new RuntimeError('NOT_FOUND', `no pod of worker ${workerId}`);
@@ -116,11 +153,12 @@ export class NodeAgentTiers implements IdleTiers {
       );
     const host = hostIP.includes(':') ? `[${hostIP}]` : hostIP;
     const query = deadlineMs === undefined ? '' : `?deadlineMs=${deadlineMs}`;
-    const url = `http://${host}:${this.#o.port}${NODE_AGENT_PATHS.move(uid, move)}${query}`;
+    const path = move === 'read' ? NODE_AGENT_PATHS.pod(uid) : NODE_AGENT_PATHS.move(uid, move);
+    const url = `http://${host}:${this.#o.port}${path}${query}`;
     let answer: Response;
     try {
       answer = await fetch(url, {
-        method: 'POST',
+        method,
         headers: bearer(this.#o.token),
         signal: AbortSignal.timeout(timeoutMs),
       });

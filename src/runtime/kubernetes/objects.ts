@@ -22,6 +22,18 @@ export interface ObjectMeta {
   /** Set when the pod is being deleted: it is terminating and will be gone after its grace period. */
   deletionTimestamp?: Timestamp;
   deletionGracePeriodSeconds?: number;
+  /** The objects this one depends on; the one with `controller: true` is its controller (kubectl drain asks). */
+  ownerReferences?: OwnerReference[];
+}
+
+/** One owner of an object: the garbage collector deletes the object once every owner is gone. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
 }
 
 export interface EnvVar {

@@ -201,6 +201,10 @@ describe('PodAdapter', () => {
     });
     const secret = standIn.secrets(NS).find((s) => s.metadata?.name === name);
     expect(secret?.metadata?.labels).toMatchObject({ [LABELS.managed]: 'true', [LABELS.worker]: 'w1' });
+    // The Secret, as the API server made it (its uid), is the pod's controller: a drain evicts the pod.
+    expect(pod?.metadata?.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Secret', name, uid: secret?.metadata?.uid, controller: true },
+    ]);
     expect(Buffer.from(secret?.data?.RUNPOD_AI_API_KEY ?? '', 'base64').toString()).toBe(token);
     expect(logged.join('')).not.toContain(token);
     // Deleted behind Corral's back (kubectl, a drain's eviction): the Secret goes too.

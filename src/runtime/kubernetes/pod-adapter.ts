@@ -207,10 +207,11 @@ export class PodAdapter {
         products: this.#o.productSelectors?.() ?? this.#podOptions.products,
       };
       const podPlacement = secret === undefined ? { ...placement, authId: '' } : placement;
-      const pod = podSpec(spec, podPlacement, podOptions);
-      // The env's values go in a Secret the pod reads at its start, made first: the pod's spec names only its keys.
+      // The env's values go in a Secret the pod reads at its start, made first: the pod's spec names only its keys,
+      // and the Secret as the pod's controller (a node drains it without --force).
       const envSecret = workerEnvSecret(spec, podPlacement, podOptions);
-      await this.#envSecrets.create(envSecret);
+      const envSecretUid = await this.#envSecrets.create(envSecret);
+      const pod = podSpec(spec, podPlacement, podOptions, envSecretUid);
       const waiting = this.#waitUntilStarted(spec, onProgress);
       // Awaited once the pod is made; a close meanwhile must not reject it unobserved.
       waiting.promise.catch(() => undefined);

@@ -198,6 +198,19 @@ describe('podSpec', () => {
     expect(env(pod, secret)).toMatchObject({ RUNPOD_AI_API_KEY: 'token-s3cr3t', HF_TOKEN: 'hf-s3cr3t' });
   });
 
+  it("names the worker's env Secret as the pod's controller, which kubectl drain needs to evict it without --force", () => {
+    const pod = podSpec(spec(), placement, options, 'secret-uid-1');
+    // kubectl's drain filter (unreplicatedFilter) asks only for an owner reference with controller: true.
+    const controllers = pod.metadata.ownerReferences?.filter((o) => o.controller === true);
+    expect(controllers).toEqual([
+      { apiVersion: 'v1', kind: 'Secret', name: pod.metadata.name, uid: 'secret-uid-1', controller: true },
+    ]);
+    // No blockOwnerDeletion: it would need update on secrets/finalizers.
+    expect(JSON.stringify(pod.metadata.ownerReferences)).not.toContain('blockOwnerDeletion');
+    expect(workerEnvSecret(spec(), placement, options).metadata.name).toBe(pod.metadata.name);
+    expect(podSpec(spec(), placement, options).metadata.ownerReferences).toBeUndefined();
+  });
+
   it.each([
     // Kubernetes' own default, said explicitly: an image on the node runs unless it floats on latest.
     [{}, {}, 'IfNotPresent'],

@@ -17,6 +17,7 @@ import { dnsName, isLabelKey, labelValue } from './names.js';
 import type {
   Container,
   EnvVar,
+  OwnerReference,
   PodManifest,
   PodSpec,
   SecretManifest,
@@ -314,8 +315,30 @@ function tolerations(placement: PodPlacement, options: PodOptions): Toleration[]
   return [{ key: options.gpuResource ?? DEFAULT_GPU_RESOURCE, operator: 'Exists', effect: 'NoSchedule' }];
 }
 
-/** The body of `POST /api/v1/namespaces/{namespace}/pods` for one worker. */
-export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodOptions): PodManifest {
+/**
+ * The worker's env Secret as its pod's controller. `kubectl drain` evicts a pod only if it has a controller owner
+ * reference (k8s.io/kubectl/pkg/drain/filters.go, unreplicatedFilter: `metav1.GetControllerOf(pod) != nil`; the
+ * kind matters only for a DaemonSet), else it refuses the whole drain without `--force`. The Secret is the worker's
+ * own object in the pod's namespace (an owner must be in the dependent's namespace: Corral's Deployment is not)
+ * and lives exactly as long as the pod (worker-env-secrets.ts): the garbage collector deletes the pod if the
+ * Secret is deleted first, which is what Corral wants of a worker whose env is gone. No `blockOwnerDeletion`: it
+ * would need `update` on `secrets/finalizers` (the OwnerReferencesPermissionEnforcement admission plugin) for
+ * nothing Corral uses; setting an owner reference needs only `delete` on the pod, which Corral has.
+ */
+export function envSecretOwner(secret: { name: string; uid: string }): OwnerReference {
+  return { apiVersion: 'v1', kind: 'Secret', name: secret.name, uid: secret.uid, controller: true };
+}
+
+/**
+ * The body of `POST /api/v1/namespaces/{namespace}/pods` for one worker; `envSecretUid` (the worker's env Secret as
+ * made) makes that Secret the pod's controller (envSecretOwner), so that nodes drain without `--force`.
+ */
+export function podSpec(
+  spec: WorkerSpec,
+  placement: PodPlacement,
+  options: PodOptions,
+  envSecretUid?: string,
+): PodManifest {
   const own = workerLabels({ ...spec, labels: { ...spec.labels, ...options.installationLabels } });
   const { volumes: podVolumes, mounts } = volumes(spec, options);
   const toleration = tolerations(placement, options);
@@ -345,6 +368,13 @@ export function podSpec(spec: WorkerSpec, placement: PodPlacement, options: PodO
         [POD_ANNOTATIONS.labels]: JSON.stringify(own),
         [POD_ANNOTATIONS.gpus]: spec.gpus.map((gpu) => gpu.uuid).join(','),
       },
+      ...(envSecretUid === undefined
+        ? {}
+        : {
+            ownerReferences: [
+              envSecretOwner({ name: workerEnvSecretName(spec.workerId, options), uid: envSecretUid }),
+            ],
+          }),
     },
     spec: {
       containers: [container],

@@ -436,6 +436,35 @@ const cases: {
     message: 'Terminating: the pod is being deleted (grace period 30 s)',
   },
   {
+    name: "evicted (a node's drain): terminating, the eviction said",
+    pod: (() => {
+      const evicted = pod(
+        onNode(
+          [
+            container(
+              { running: { startedAt: '2024-05-02T10:01:00Z' } },
+              { ...pulled, ready: true, started: true },
+            ),
+          ],
+          'Running',
+        ),
+        { nodeName: 'gpu-node-1', deletion: true },
+      );
+      const disruption = {
+        type: 'DisruptionTarget',
+        status: 'True',
+        reason: 'EvictionByEvictionAPI',
+        message: 'Eviction API: evicting',
+      };
+      const conditions = [...(evicted.status?.conditions ?? []), disruption];
+      return { ...evicted, status: { ...evicted.status, conditions } };
+    })(),
+    stage: 'deleting',
+    phase: 'exited',
+    message:
+      'Terminating: EvictionByEvictionAPI: Eviction API: evicting; the pod is being deleted (grace period 30 s)',
+  },
+  {
     name: 'deleted, its container already ended by the SIGTERM',
     pod: pod(onNode([terminated(143, 'Error')], 'Failed', failedConditions), {
       nodeName: 'gpu-node-1',
@@ -481,6 +510,7 @@ describe('podState', () => {
       'Completed',
       'Evicted',
       'UnexpectedAdmissionError',
+      'Terminating',
       'Terminating',
       'Terminating',
     ]);

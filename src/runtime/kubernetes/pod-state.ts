@@ -140,7 +140,12 @@ function stageOf(pod: Pod, memoryLimitBytes: number | undefined): Stage {
 
   if (pod.metadata?.deletionTimestamp !== undefined) {
     const grace = pod.metadata.deletionGracePeriodSeconds;
-    const detail = `the pod is being deleted${grace === undefined ? '' : ` (grace period ${grace} s)`}`;
+    // Why, where Kubernetes says (since 1.26): an eviction (a drain's), a preemption, a taint, the kubelet.
+    const disruption = pod.status?.conditions?.find(
+      (c) => c.type === 'DisruptionTarget' && c.status === 'True',
+    );
+    const why = disruption ? `${joined(disruption.reason ?? '', disruption.message)}; ` : '';
+    const detail = `${why}the pod is being deleted${grace === undefined ? '' : ` (grace period ${grace} s)`}`;
     return {
       stage: 'deleting',
       reason: 'Terminating',

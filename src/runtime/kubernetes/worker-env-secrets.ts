@@ -24,14 +24,17 @@ export class WorkerEnvSecrets {
     this.#o = options;
   }
 
-  /** Makes the worker's Secret; one of the same name left by an earlier start is replaced. */
-  async create(secret: SecretManifest): Promise<void> {
+  /**
+   * Makes the worker's Secret; one of the same name left by an earlier start is replaced. Returns the made Secret's
+   * uid (its pod names it as its controller: pod-spec.ts, envSecretOwner).
+   */
+  async create(secret: SecretManifest): Promise<string | undefined> {
     try {
-      await this.#o.api.createSecret(this.#o.namespace, secret);
+      return (await this.#o.api.createSecret(this.#o.namespace, secret)).metadata?.uid;
     } catch (error) {
       if (!isApiConflict(error)) throw error;
       await this.delete(secret.metadata.name);
-      await this.#o.api.createSecret(this.#o.namespace, secret);
+      return (await this.#o.api.createSecret(this.#o.namespace, secret)).metadata?.uid;
     }
   }
 
