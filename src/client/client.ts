@@ -7,7 +7,7 @@ import type { WireBillingParams, WireBillingRow } from '../contract/billing.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
 import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
-import type { WireModels } from '../contract/models.js';
+import type { WireCachedModel, WireModels } from '../contract/models.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type { WireQuotaReport } from '../contract/quota.js';
 import type { WireWebhookSecret } from '../contract/webhook-secrets.js';
@@ -42,6 +42,7 @@ import type {
   EndpointLogParams,
   ListEndpointsParams,
   ListEndpointsResult,
+  PullModelInput,
   SaveCredentialInput,
   SavedSecret,
   WorkerLogOptions,
@@ -331,6 +332,22 @@ export class CorralClient {
     const body = await this.#get('models');
     field<WireModels['models']>(body, 'models', 'array');
     return body as WireModels;
+  }
+
+  /**
+   * `POST models` (extension): fetches a model into this machine's cache with the caller's own secret as its token;
+   * the model's entry as `GET models` lists it (202 while it downloads, with its progress; 200 when already cached).
+   */
+  async pullModel(model: PullModelInput): Promise<WireCachedModel> {
+    const body = await this.#post('models', model);
+    field<string>(body, 'name', 'string');
+    return body as WireCachedModel;
+  }
+
+  /** `DELETE models/{org}/{name}` (extension): removes a cached model, one revision or (without) every revision. */
+  async removeModel(name: string, revision?: string): Promise<void> {
+    const path = name.split('/').map(encodeURIComponent).join('/');
+    await this.#send({ method: 'DELETE', path: `${API_PREFIX}/models/${path}`, query: { revision } });
   }
 
   /** `GET apikeys` (extension, admin keys): every owner's API keys, revoked ones included, never a key. */

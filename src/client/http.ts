@@ -4,7 +4,7 @@ import { CorralApiError, CorralConnectionError, CorralProtocolError } from './er
 export type Query = Record<string, string | number | undefined>;
 
 export interface HttpRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** Path from the server root, starting with `/`. */
   path: string;
   query?: Query;
@@ -71,7 +71,9 @@ export function buildUrl(baseUrl: string, path: string, query: Query = {}): stri
 /** Sends one request and returns the parsed JSON body of a 2xx answer. */
 export async function send(options: TransportOptions, request: HttpRequest): Promise<unknown> {
   const url = buildUrl(options.baseUrl, request.path, request.query);
-  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/json' };
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  // A DELETE has no body, and a JSON content type with an empty body is refused by the server's parser.
+  if (request.method !== 'DELETE' || request.body !== undefined) headers['Content-Type'] = 'application/json';
   if (request.auth !== false) headers.Authorization = `Bearer ${options.apiKey}`;
   const init: RequestInit = { method: request.method, headers };
   if (request.body !== undefined) init.body = JSON.stringify(request.body);

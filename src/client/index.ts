@@ -77,6 +77,7 @@ export type {
   EndpointLogParams,
   ListEndpointsParams,
   ListEndpointsResult,
+  PullModelInput,
   SaveCredentialInput,
   SavedSecret,
   WorkerLogOptions,
