@@ -44,6 +44,7 @@ export type {
   WireWakes,
   WireWorker,
 } from '../contract/wire.js';
+export { decimalSize, timeLeft } from '../domain/transfer-text.js';
 export { CorralClient } from './client.js';
 export {
   CorralApiError,
