@@ -79,7 +79,7 @@ export function nextReadMs(listing: WireModels | undefined): number | null {
 export function scopeLine(scope: WireModels['scope']): string {
   return scope === 'all'
     ? 'An admin key: every model in the cache, with every owner’s endpoints that name it.'
-    : 'The models your endpoints name; which models other owners cache is not shown.';
+    : 'The models your endpoints name or you pulled; which models other owners cache is not shown.';
 }
 
 export interface PullForm {
