@@ -270,7 +270,7 @@ describe('CorralClient requests', () => {
     expect(requests[2]?.body).toEqual({ id: 'cred1' });
   });
 
-  it('pulls a model with the POST models body and removes one revision with a bodiless DELETE', async () => {
+  it('pulls a model with the POST models body and removes one revision with a DELETE', async () => {
     const entry = {
       name: 'acme/tiny-llm',
       revision: 'main',
@@ -292,7 +292,7 @@ describe('CorralClient requests', () => {
       tokenSecret: 'hf-token',
     };
     await expect(c.pullModel(pull)).resolves.toEqual(entry);
-    await c.removeModel('acme/tiny-llm', 'refs/pr/1');
+    await c.removeModel('acme/tiny-llm', { revision: 'refs/pr/1' });
     expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
       `POST ${PREFIX}models`,
       `DELETE ${PREFIX}models/acme/tiny-llm`,
@@ -300,7 +300,6 @@ describe('CorralClient requests', () => {
     expect(requests[0]?.body).toEqual(pull);
     expect(requests[1]?.query).toEqual({ revision: 'refs/pr/1' });
     expect(requests[1]?.body).toBeUndefined();
-    expect(requests[1]?.headers['content-type']).toBeUndefined();
     expect(requests[1]?.headers.authorization).toBe(`Bearer ${KEY}`);
   });
 

@@ -71,9 +71,7 @@ export function buildUrl(baseUrl: string, path: string, query: Query = {}): stri
 /** Sends one request and returns the parsed JSON body of a 2xx answer. */
 export async function send(options: TransportOptions, request: HttpRequest): Promise<unknown> {
   const url = buildUrl(options.baseUrl, request.path, request.query);
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  // A DELETE has no body, and a JSON content type with an empty body is refused by the server's parser.
-  if (request.method !== 'DELETE' || request.body !== undefined) headers['Content-Type'] = 'application/json';
+  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/json' };
   if (request.auth !== false) headers.Authorization = `Bearer ${options.apiKey}`;
   const init: RequestInit = { method: request.method, headers };
   if (request.body !== undefined) init.body = JSON.stringify(request.body);

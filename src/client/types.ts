@@ -40,18 +40,6 @@ export interface SaveCredentialInput {
   password: string;
 }
 
-/** `POST models`' body: one model as an endpoint's `models` names it (docs/models.md); absent fields take their defaults. */
-export interface PullModelInput {
-  /** `org/name`. */
-  name: string;
-  /** A branch, tag, commit or `refs/pr/N`; `main` when absent. */
-  revision?: string;
-  /** Only the files matching one of these globs; every file when empty or absent. */
-  allowPatterns?: string[];
-  /** The name of the caller's secret holding a hub token (gated and private repositories). */
-  tokenSecret?: string;
-}
-
 export interface SavedSecret {
   name: string;
   /** A secret of that name existed and its value was replaced. */

@@ -6,9 +6,9 @@
  */
 import {
   decimalSize,
-  type PullModelInput,
   timeLeft,
   type WireCachedModel,
+  type WireModelPull,
   type WireModels,
 } from '../../src/client/index.js';
 import { age } from './endpoint-view.js';
@@ -94,7 +94,7 @@ export interface PullForm {
 export const EMPTY_PULL_FORM: PullForm = { name: '', revision: 'main', allowPatterns: '', tokenSecret: '' };
 
 /** `POST models`' body: trimmed, `main` for an empty revision, the patterns split, no token secret when none. */
-export function pullBody(form: PullForm): PullModelInput {
+export function pullBody(form: PullForm): WireModelPull {
   const tokenSecret = form.tokenSecret.trim();
   return {
     name: form.name.trim(),

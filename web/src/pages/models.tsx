@@ -35,7 +35,7 @@ export function ModelsPage() {
     setRemoving(undefined);
     setRemoveError(undefined);
     try {
-      await api.call((c) => c.removeModel(row.name, row.revision));
+      await api.call((c) => c.removeModel(row.name, { revision: row.revision }));
     } catch (failure) {
       setRemoveError(`Could not remove ${row.name} (${row.revision}): ${describeError(failure)}`);
     }
