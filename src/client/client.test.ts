@@ -270,6 +270,39 @@ describe('CorralClient requests', () => {
     expect(requests[2]?.body).toEqual({ id: 'cred1' });
   });
 
+  it('pulls a model with the POST models body and removes one revision with a DELETE', async () => {
+    const entry = {
+      name: 'acme/tiny-llm',
+      revision: 'main',
+      commit: 'c'.repeat(40),
+      files: 3,
+      bytes: 10,
+      diskBytes: 10,
+      lastUsedAt: '2024-01-01T00:00:00.000Z',
+      endpoints: [],
+      download: { bytesDone: 1, bytesTotal: 10, bytesPerSecond: 1 },
+    };
+    routes[`POST ${PREFIX}models`] = { status: 202, body: entry };
+    routes[`DELETE ${PREFIX}models/acme/tiny-llm`] = { status: 204, body: {} };
+    const c = client();
+    const pull = {
+      name: 'acme/tiny-llm',
+      revision: 'main',
+      allowPatterns: ['*.json'],
+      tokenSecret: 'hf-token',
+    };
+    await expect(c.pullModel(pull)).resolves.toEqual(entry);
+    await c.removeModel('acme/tiny-llm', { revision: 'refs/pr/1' });
+    expect(requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      `POST ${PREFIX}models`,
+      `DELETE ${PREFIX}models/acme/tiny-llm`,
+    ]);
+    expect(requests[0]?.body).toEqual(pull);
+    expect(requests[1]?.query).toEqual({ revision: 'refs/pr/1' });
+    expect(requests[1]?.body).toBeUndefined();
+    expect(requests[1]?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
   it('checks health without sending the key', async () => {
     await expect(client().health()).resolves.toEqual({ status: 'ok' });
     const request = only();

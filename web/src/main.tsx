@@ -15,6 +15,7 @@ import { EditPage } from './pages/edit.js';
 import { EndpointPage } from './pages/endpoint.js';
 import { EndpointsPage } from './pages/endpoints.js';
 import { GpusPage } from './pages/gpus.js';
+import { ModelsPage } from './pages/models.js';
 import { SignIn } from './pages/sign-in.js';
 import { UsagePage } from './pages/usage.js';
 import { href, parseRoute } from './route.js';
@@ -52,6 +53,7 @@ function App() {
       gpus: 'GPUs',
       keys: 'API keys',
       usage: 'Usage',
+      models: 'Models',
       create: 'New endpoint',
       endpoint: 'Endpoint',
       edit: 'Edit endpoint',
@@ -98,6 +100,9 @@ function App() {
           <a href={href({ page: 'gpus' })} aria-current={route.page === 'gpus' ? 'page' : undefined}>
             GPUs
           </a>
+          <a href={href({ page: 'models' })} aria-current={route.page === 'models' ? 'page' : undefined}>
+            Models
+          </a>
           <a href={href({ page: 'usage' })} aria-current={route.page === 'usage' ? 'page' : undefined}>
             Usage
           </a>
@@ -115,6 +120,7 @@ function App() {
       {route.page === 'gpus' ? <GpusPage /> : null}
       {route.page === 'keys' ? <ApiKeysPage /> : null}
       {route.page === 'usage' ? <UsagePage /> : null}
+      {route.page === 'models' ? <ModelsPage /> : null}
       {route.page === 'create' ? <EditPage /> : null}
       {route.page === 'endpoint' ? <EndpointPage key={route.id} id={route.id} /> : null}
       {route.page === 'edit' ? <EditPage key={route.id} id={route.id} /> : null}

@@ -15,6 +15,8 @@ describe('dashboard routes', () => {
     ['#/keys/x', { page: 'endpoints' }],
     ['#/usage', { page: 'usage' }],
     ['#/usage/x', { page: 'endpoints' }],
+    ['#/models', { page: 'models' }],
+    ['#/models/x', { page: 'endpoints' }],
     ['#/nowhere/x', { page: 'endpoints' }],
   ])('%j is %j', (hash, route) => {
     expect(parseRoute(hash)).toEqual(route);
@@ -28,6 +30,7 @@ describe('dashboard routes', () => {
       { page: 'gpus' },
       { page: 'keys' },
       { page: 'usage' },
+      { page: 'models' },
       { page: 'endpoint', id: 'a/b c' },
       { page: 'edit', id: 'x?y' },
     ] as Route[]) {

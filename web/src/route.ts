@@ -6,6 +6,7 @@ export type Route =
   | { page: 'gpus' }
   | { page: 'keys' }
   | { page: 'usage' }
+  | { page: 'models' }
   | { page: 'create' }
   | { page: 'endpoint'; id: string }
   | { page: 'edit'; id: string };
@@ -21,6 +22,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'gpus' && parts.length === 1) return { page: 'gpus' };
   if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
   if (parts[0] === 'usage' && parts.length === 1) return { page: 'usage' };
+  if (parts[0] === 'models' && parts.length === 1) return { page: 'models' };
   if (parts[0] !== 'endpoints') return { page: 'endpoints' };
   const id = parts[1];
   if (id === undefined) return { page: 'endpoints' };
@@ -42,6 +44,8 @@ export function href(route: Route): string {
       return '#/keys';
     case 'usage':
       return '#/usage';
+    case 'models':
+      return '#/models';
     case 'create':
       return '#/endpoints/new';
     case 'endpoint':

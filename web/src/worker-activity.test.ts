@@ -5,7 +5,7 @@ const worker = (state: string, message = '') => ({ state: { state, error: '', me
 
 describe("the Endpoint page's empty states", () => {
   it('never say "no workers" while a worker is starting, pulling, waiting for a GPU or frozen', () => {
-    for (const state of ['starting', 'pulling', 'pending', 'frozen', 'suspended']) {
+    for (const state of ['downloading', 'starting', 'pulling', 'pending', 'frozen', 'suspended']) {
       expect(workersActivity([worker(state)], 0)).not.toMatch(/no workers/);
       expect(emptyChartsLine([worker(state)], 0)).not.toMatch(/no workers|no traffic/);
     }
@@ -23,6 +23,17 @@ describe("the Endpoint page's empty states", () => {
     );
     expect(emptyChartsLine([worker('pulling', 'pulling app:1: 42% (120/285 MB)')], 0)).toBe(
       '1 worker pulling its image: pulling app:1: 42% (120/285 MB); the charts begin at the next sample',
+    );
+    expect(
+      workersActivity(
+        [
+          worker('pending'),
+          worker('downloading', 'model acme/tiny-llm: 3.2 of 14.9 GB, 410 MB/s, about 29 s left'),
+        ],
+        1,
+      ),
+    ).toBe(
+      '1 worker downloading its models: model acme/tiny-llm: 3.2 of 14.9 GB, 410 MB/s, about 29 s left; 1 worker waiting for a GPU',
     );
     expect(workersActivity([worker('frozen')], 0)).toBe(
       '1 worker frozen (a request thaws it in milliseconds)',
@@ -66,6 +77,16 @@ describe("the Endpoints list's cause", () => {
     };
     expect(stateCause(endpoint('deploying', '1 starting', [starting]))).toBe(
       'worker w-1: health check GET /health answered 404 Not Found (3 in a row)',
+    );
+  });
+
+  it("says a downloading worker's progress beside the endpoint's state", () => {
+    const downloading = {
+      id: 'w-1',
+      ...worker('downloading', 'model acme/tiny-llm: 0.1 of 0.2 GB, 12 MB/s, about 8 s left'),
+    };
+    expect(stateCause(endpoint('deploying', '1 downloading', [downloading]))).toBe(
+      'worker w-1: model acme/tiny-llm: 0.1 of 0.2 GB, 12 MB/s, about 8 s left',
     );
   });
 

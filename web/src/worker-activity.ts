@@ -8,6 +8,7 @@ import type { WireWorker } from '../../src/client/index.js';
 
 /** What a worker in each state is doing, in the order a person wants to read it: the slowest step first. */
 const DOING: [state: string, doing: string][] = [
+  ['downloading', 'downloading its models'],
   ['pending', 'waiting for a GPU'],
   ['pulling', 'pulling its image'],
   ['starting', 'starting'],
@@ -65,9 +66,10 @@ export function restingLine(workers: readonly Pick<WireWorker, 'state'>[]): stri
 
 /**
  * Where the cause of an endpoint's state is said, most telling first: a worker's `state.message`, the field the CLI
- * prints whole while it waits (a health probe's answer, an exit, a pull's progress, the GPU it waits for).
+ * prints whole while it waits (a health probe's answer, an exit, a pull's progress, a model download's progress, the
+ * GPU it waits for).
  */
-const CAUSE_STATES = ['unhealthy', 'failed', 'starting', 'pulling', 'pending'];
+const CAUSE_STATES = ['unhealthy', 'failed', 'starting', 'pulling', 'downloading', 'pending'];
 
 /**
  * `worker w-1: health check GET /health answered 404`: the first cause a worker gives that the endpoint's own
