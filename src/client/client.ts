@@ -7,7 +7,7 @@ import type { WireBillingParams, WireBillingRow } from '../contract/billing.js';
 import type { WireCluster } from '../contract/cluster.js';
 import type { WireGpus } from '../contract/gpus.js';
 import type { WireEndpointJobs, WireJobDetail, WireJobListing } from '../contract/job-views.js';
-import type { WireModels } from '../contract/models.js';
+import type { WireCachedModel, WireModelPull, WireModels } from '../contract/models.js';
 import { API_PREFIX } from '../contract/paths.js';
 import type { WireQuotaReport } from '../contract/quota.js';
 import type { WireWebhookSecret } from '../contract/webhook-secrets.js';
@@ -331,6 +331,29 @@ export class CorralClient {
     const body = await this.#get('models');
     field<WireModels['models']>(body, 'models', 'array');
     return body as WireModels;
+  }
+
+  /**
+   * `POST models` (extension): pulls a model into the server's cache with your token (the value of your
+   * `tokenSecret`). Its `download` is non-null while it is downloaded (the download goes on after the answer: follow
+   * it with `listModels`), null when it was already cached.
+   */
+  async pullModel(model: WireModelPull): Promise<WireCachedModel> {
+    const body = await this.#post('models', model);
+    field<string>(body, 'commit', 'string');
+    return body as WireCachedModel;
+  }
+
+  /**
+   * `DELETE models/{org}/{name}` (extension, admin keys): removes a cached model, every revision or the one named;
+   * refused (MODEL_IN_USE) while an endpoint names it and (MODEL_DOWNLOADING) while it is downloaded.
+   */
+  async removeModel(name: string, options: { revision?: string } = {}): Promise<void> {
+    await this.#send({
+      method: 'DELETE',
+      path: `${API_PREFIX}/models/${name.split('/').map(encodeURIComponent).join('/')}`,
+      query: { revision: options.revision },
+    });
   }
 
   /** `GET apikeys` (extension, admin keys): every owner's API keys, revoked ones included, never a key. */

@@ -4,7 +4,7 @@ import { CorralApiError, CorralConnectionError, CorralProtocolError } from './er
 export type Query = Record<string, string | number | undefined>;
 
 export interface HttpRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** Path from the server root, starting with `/`. */
   path: string;
   query?: Query;

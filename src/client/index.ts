@@ -15,7 +15,7 @@ export type {
   WireJobDetail,
   WireJobListing,
 } from '../contract/job-views.js';
-export type { WireCachedModel, WireModels, WireModelUser } from '../contract/models.js';
+export type { WireCachedModel, WireModelPull, WireModels, WireModelUser } from '../contract/models.js';
 export type { WireQuotaReport } from '../contract/quota.js';
 export type { WireWebhookSecret } from '../contract/webhook-secrets.js';
 export type {

@@ -1,4 +1,11 @@
-/** `GET models`' wire body (Corral's own, issue 34): the models in this machine's cache; times as ISO 8601. */
+/**
+ * `GET models`' wire body (Corral's own, issue 34): the models in this machine's cache; times as ISO 8601. `POST
+ * models` answers one `WireCachedModel` and takes a `WireModelPull` (one item of an endpoint's `models`).
+ */
+import type { WireModel } from './wire.js';
+
+/** The body of `POST models`: an endpoint's model, `revision` (`main`), `allowPatterns` and `tokenSecret` optional. */
+export type WireModelPull = Pick<WireModel, 'name'> & Partial<Omit<WireModel, 'name'>>;
 
 export interface WireModelUser {
   endpointId: string;
