@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
 import { MemoryModelCache } from '../../test/support/memory-model-cache.js';
+import { progressMessage } from '../domain/transfer-text.js';
 import type { WorkerSpec } from '../runtime/types.js';
-import { progressMessage } from './workers/model-fetcher.js';
 
 const TINY = { name: 'acme/tiny', revision: 'main', allowPatterns: [], tokenSecret: 'hf' };
 

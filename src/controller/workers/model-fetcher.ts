@@ -7,7 +7,7 @@
  */
 import { modelLabel } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
-import { decimalSize, timeLeft } from '../../domain/transfer-text.js';
+import { progressMessage } from '../../domain/transfer-text.js';
 import type { ModelCache, ModelProgress } from '../../ports/model-cache.js';
 import type { ControllerLogger } from '../controller-options.js';
 
@@ -23,8 +23,7 @@ export interface ModelFetcherOptions {
 
 type Fetch = {
   name: string;
-} & /** `removedMeanwhile`: the model was removed as its fetch ended (after the cache let it go, before it was noted). */
-(
+} /** `removedMeanwhile`: the model was removed as its fetch ended (after the cache let it go, before it was noted). */ & (
   | { phase: 'fetching'; progress: ModelProgress | null; reportedAt: number; removedMeanwhile?: true }
   | { phase: 'ready' }
   | { phase: 'failed'; message: string }
@@ -118,16 +117,4 @@ export class ModelFetcher {
 
 function keyOf(ownerId: string, model: ModelRef): string {
   return JSON.stringify([ownerId, model.name, model.revision, model.allowPatterns]);
-}
-
-const GB = 1e9;
-
-/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`; a slow one `200 kB/s, about 4 h 6 min left`. */
-export function progressMessage(progress: ModelProgress): string {
-  const done = (progress.bytesDone / GB).toFixed(1);
-  const total = (progress.bytesTotal / GB).toFixed(1);
-  const head = `model ${modelLabel(progress)}: ${done} of ${total} GB`;
-  if (progress.bytesPerSecond < 1) return head;
-  const left = Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond;
-  return `${head}, ${decimalSize(progress.bytesPerSecond)}/s, about ${timeLeft(left)} left`;
 }
