@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
 import { type HubStandIn, startHubStandIn } from '../../test/support/hub-stand-in.js';
 import { storeTargets } from '../../test/support/stores.js';
+import { CorralClient } from '../client/index.js';
 import { modelRepoDir } from '../domain/model-refs.js';
 import { HubModelCache } from '../models/hub-cache.js';
 import { HubClient } from '../models/hub-client.js';
@@ -118,7 +119,9 @@ describe('pull then remove on the real model cache', () => {
       await expect(stat(join(repo, 'blobs', file.sha256 ?? file.blobId))).rejects.toThrow();
     }
 
-    expect((await api.call('DELETE', 'models/corral-test/pulled', undefined, adminKey)).status).toBe(204);
+    // The last removal through the client, over HTTP, as `corral models rm` sends it.
+    const address = await api.app.listen({ port: 0, host: '127.0.0.1' });
+    await new CorralClient({ baseUrl: address, apiKey: adminKey }).removeModel(MODEL);
     await expect(stat(repo)).rejects.toThrow();
     expect((await api.call('GET', 'models', undefined, adminKey)).body.models).toEqual([]);
     expect((await api.call('DELETE', 'models/corral-test/pulled', undefined, adminKey)).status).toBe(404);

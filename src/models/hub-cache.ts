@@ -58,13 +58,19 @@ interface BlobFlight {
   listeners: Set<(bytes: number, resumed: boolean) => void>;
 }
 
+/** A download under way: its progress, and what it fetches (listed before its snapshot is). */
+interface Download {
+  meter: ProgressMeter;
+  resolved: ResolvedModel;
+}
+
 const modelKey = (model: Pick<ModelRef, 'name' | 'revision'>): string => `${model.name}@${model.revision}`;
 
 export class HubModelCache implements ModelCache {
   readonly hubDir: string;
   private readonly blobFlights = new Map<string, BlobFlight>();
   /** Downloads under way by `name@revision`: their progress, and what they fetch (listed before their snapshot is). */
-  private readonly downloads = new Map<string, { meter: ProgressMeter; resolved: ResolvedModel }>();
+  private readonly downloads = new Map<string, Download>();
   private readonly removalListeners = new Set<(name: string) => void>();
   /** Models with an `ensure` under way, by name: not evicted meanwhile. */
   private readonly inUse = new Map<string, number>();
@@ -113,13 +119,17 @@ export class HubModelCache implements ModelCache {
   ): Promise<CachedModel> {
     this.inUse.set(model.name, (this.inUse.get(model.name) ?? 0) + 1);
     let resolution: Resolution;
+    let download: Download | null = null;
     try {
       resolution = await this.resolve(model, token);
-      await this.fetchMissing(model, token, resolution, onProgress);
+      download = await this.fetchMissing(model, token, resolution, onProgress);
       await this.writeSnapshot(model, resolution);
       // While this model still counts as in use: a budget smaller than it must not evict it on its way in.
       await this.enforceBudget();
     } finally {
+      // Listed as downloading (and not removable) until its snapshot is written: then both end in one turn.
+      if (download && this.downloads.get(modelKey(model)) === download)
+        this.downloads.delete(modelKey(model));
       const left = (this.inUse.get(model.name) ?? 1) - 1;
       if (left === 0) this.inUse.delete(model.name);
       else this.inUse.set(model.name, left);
@@ -138,7 +148,7 @@ export class HubModelCache implements ModelCache {
     token: string | null,
     resolution: Resolution,
     onProgress: ((progress: ModelProgress) => void) | undefined,
-  ): Promise<void> {
+  ): Promise<Download | null> {
     const paths = repoPaths(this.hubDir, model.name);
     const missing: HubTreeFile[] = [];
     let present = 0;
@@ -146,7 +156,7 @@ export class HubModelCache implements ModelCache {
       if (await exists(paths.blob(blobName(file)))) present += file.size;
       else missing.push(file);
     }
-    if (missing.length === 0) return;
+    if (missing.length === 0) return null;
     const meter = new ProgressMeter({
       clock: this.options.clock,
       bytesTotal: resolution.bytes,
@@ -192,8 +202,10 @@ export class HubModelCache implements ModelCache {
         }
       }
       report(true);
-    } finally {
+      return download;
+    } catch (error) {
       if (this.downloads.get(key) === download) this.downloads.delete(key);
+      throw error;
     }
   }
 
@@ -271,9 +283,13 @@ export class HubModelCache implements ModelCache {
     };
   }
 
-  progress(model: Pick<ModelRef, 'name' | 'revision'>): ModelProgress | null {
-    const download = this.downloads.get(modelKey(model));
-    return download ? this.progressOf(model, download.meter) : null;
+  progress(model: Pick<ModelRef, 'name' | 'revision'> & { commit?: string }): ModelProgress | null {
+    const download =
+      this.downloads.get(modelKey(model)) ??
+      [...this.downloads.values()].find(
+        ({ resolved }) => resolved.name === model.name && resolved.commit === model.commit,
+      );
+    return download ? this.progressOf(download.resolved, download.meter) : null;
   }
 
   async list(): Promise<CachedModel[]> {

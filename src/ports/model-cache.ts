@@ -77,8 +77,11 @@ export interface ModelCache {
     token: string | null,
     onProgress?: (progress: ModelProgress) => void,
   ): Promise<CachedModel>;
-  /** The download of a model in flight, if any. */
-  progress(model: Pick<ModelRef, 'name' | 'revision'>): ModelProgress | null;
+  /**
+   * The download of a model in flight, if any: by its revision, or by its commit when one is given (a listed
+   * snapshot whose ref is not written yet is named by its commit).
+   */
+  progress(model: Pick<ModelRef, 'name' | 'revision'> & { commit?: string }): ModelProgress | null;
   /** The models present on this machine, and those whose download is under way (with the bytes they have so far). */
   list(): Promise<CachedModel[]>;
   /**
