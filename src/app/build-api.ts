@@ -50,6 +50,7 @@ import { type GpuInventorySource, GpuReportService } from '../service/gpu-report
 import { randomIds } from '../service/ids.js';
 import { InvokeKeyService } from '../service/invoke-key-service.js';
 import { ModelAccess } from '../service/model-access.js';
+import { ModelPulls } from '../service/model-pulls.js';
 import { QuotaService } from '../service/quota-service.js';
 import { SecretService } from '../service/secret-service.js';
 import { WebhookSecretService } from '../service/webhook-secret-service.js';
@@ -294,7 +295,27 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
       store,
     }),
     apiKeys: new ApiKeyService({ store, clock }),
-    ...(parts.models ? { models: parts.models } : {}),
+    ...(parts.models ? { models: withPulls(parts.models, parts.modelCache, services, clock, logger) } : {}),
     usage: parts.usage ?? new LedgerReader({ segments: store.usageSegments, prices: config.usage, clock }),
   });
+}
+
+/** `POST models` and `DELETE models/...` beside `GET models` when there is a cache to pull into (none: GET only). */
+function withPulls(
+  report: ModelsReport,
+  cache: ModelCache | undefined,
+  services: ApiServices,
+  clock: () => number,
+  logger: Logger,
+): ModelsReport {
+  if (!cache) return report;
+  const pulls = new ModelPulls({
+    cache,
+    secretValue: (ownerId, name) => services.ownerSecrets.value(ownerId, name),
+    users: () => report.users(null),
+    toValidationError: (issues) => validationError(issues, (field) => field),
+    clock,
+    logger: logger.child({ component: 'model-pulls' }),
+  });
+  return { ...report, pulls };
 }

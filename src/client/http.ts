@@ -71,10 +71,14 @@ export function buildUrl(baseUrl: string, path: string, query: Query = {}): stri
 /** Sends one request and returns the parsed JSON body of a 2xx answer. */
 export async function send(options: TransportOptions, request: HttpRequest): Promise<unknown> {
   const url = buildUrl(options.baseUrl, request.path, request.query);
-  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/json' };
+  const headers: Record<string, string> = { Accept: 'application/json' };
   if (request.auth !== false) headers.Authorization = `Bearer ${options.apiKey}`;
   const init: RequestInit = { method: request.method, headers };
-  if (request.body !== undefined) init.body = JSON.stringify(request.body);
+  // Content-Type only with a body: a DELETE that says JSON and sends none is refused (400 FST_ERR_CTP_EMPTY_JSON_BODY).
+  if (request.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(request.body);
+  }
   if (options.timeoutMs > 0) init.signal = AbortSignal.timeout(options.timeoutMs);
 
   let response: Response;

@@ -1,10 +1,21 @@
-/** Parses create and update bodies into the domain's spec patch; the schemas they use are endpoint-schema.ts. */
+/**
+ * Parses create and update bodies into the domain's spec patch, and the body of `POST models` (one item of an
+ * endpoint's `models`) into a model; the schemas they use are endpoint-schema.ts.
+ */
+
+import type { z } from 'zod';
 import type { EnvVar, VolumeMount } from '../domain/endpoint.js';
 import { DEFAULT_MODEL_REVISION } from '../domain/model-refs.js';
 import type { ModelRef } from '../domain/models.js';
 import type { SpecPatch } from '../domain/spec-patch.js';
 import type { ValidationIssue } from '../domain/validate.js';
-import { type EndpointInput, endpointFields, endpointInput, unwrapSingle } from './endpoint-schema.js';
+import {
+  type EndpointInput,
+  endpointFields,
+  endpointInput,
+  modelInput,
+  unwrapSingle,
+} from './endpoint-schema.js';
 import { ENDPOINT_ID_KEYS } from './paths.js';
 
 /** The port of a queue endpoint created without `ports` (used only by a `healthy.path` probe). */
@@ -136,16 +147,7 @@ function withoutFields(
 
 function parseWhole(raw: unknown, defaults: InputDefaults): ParseResult<SpecPatch> {
   const result = endpointInput.safeParse(raw);
-  if (!result.success) {
-    return {
-      ok: false,
-      issues: result.error.issues.map((issue) => ({
-        field: issue.path.join('.'),
-        reason: 'INVALID_FIELD',
-        message: `${issue.path.join('.') || 'body'} ${issue.message}`,
-      })),
-    };
-  }
+  if (!result.success) return { ok: false, issues: schemaIssues(result.error) };
   const input = result.data;
   if (input.ports !== undefined && input.ports.length !== 1) {
     return fail('ports', `exactly one port is supported, got ${input.ports.length}`);
@@ -203,14 +205,7 @@ function toPatch(input: EndpointInput, volumes: VolumeMount[] | undefined): Spec
     public: input.public,
     type: input.type,
     jobsPath: input.jobsPath,
-    models: input.models?.map(
-      (m): ModelRef => ({
-        name: m.name,
-        revision: m.revision ?? DEFAULT_MODEL_REVISION,
-        allowPatterns: m.allowPatterns ?? [],
-        tokenSecret: m.tokenSecret === undefined || m.tokenSecret === '' ? null : m.tokenSecret,
-      }),
-    ),
+    models: input.models?.map(toModelRef),
     openaiModel: input.openaiModel,
   };
 }
@@ -235,6 +230,32 @@ function toVolumes(
     }
   }
   return { ok: true, value: volumes };
+}
+
+/** Parses the body of `POST models`: one model as an endpoint's `models` holds it, with the same defaults. */
+export function parseModelBody(body: unknown): ParseResult<ModelRef> {
+  if (!isRecord(body)) return fail('', 'the body must be a JSON object');
+  const result = modelInput.safeParse(body);
+  return result.success
+    ? { ok: true, value: toModelRef(result.data) }
+    : { ok: false, issues: schemaIssues(result.error) };
+}
+
+function toModelRef(m: z.output<typeof modelInput>): ModelRef {
+  return {
+    name: m.name,
+    revision: m.revision ?? DEFAULT_MODEL_REVISION,
+    allowPatterns: m.allowPatterns ?? [],
+    tokenSecret: m.tokenSecret === undefined || m.tokenSecret === '' ? null : m.tokenSecret,
+  };
+}
+
+function schemaIssues(error: z.ZodError): ValidationIssue[] {
+  return error.issues.map((issue) => ({
+    field: issue.path.join('.'),
+    reason: 'INVALID_FIELD',
+    message: `${issue.path.join('.') || 'body'} ${issue.message}`,
+  }));
 }
 
 function fail(field: string, message: string): { ok: false; issues: ValidationIssue[] } {

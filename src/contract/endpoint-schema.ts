@@ -212,7 +212,8 @@ const healthy = documented(
   { id: 'HealthyInput', description: 'On update, {} restores every default.' },
 );
 
-const model = documented(
+/** One model an endpoint names; also the body of `POST models` (contract/endpoint-input.ts's parseModelBody). */
+export const modelInput = documented(
   object({
     name: documented(text.clone(), {
       description: `A hub repository, org/name (at most ${MODEL_LIMITS.nameLength} characters, no . or .. segments, no "--").`,
@@ -283,7 +284,7 @@ export const endpointFields = {
     '/run',
   ),
   models: field(
-    list(model),
+    list(modelInput),
     `Corral extension: hub repositories the workers load (at most ${MODEL_LIMITS.models}), on the worker's machine before a GPU is held and mounted read-only at /runpod-volume/huggingface-cache/hub, with HF_HUB_CACHE and HF_HUB_OFFLINE=1 set (docs/models.md). On update, the list replaces the current one; [] removes every model.`,
   ),
   openaiModel: field(

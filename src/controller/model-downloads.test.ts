@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
 import { MemoryModelCache } from '../../test/support/memory-model-cache.js';
+import { progressMessage } from '../domain/transfer-text.js';
 import type { WorkerSpec } from '../runtime/types.js';
-import { progressMessage } from './workers/model-fetcher.js';
 
 const TINY = { name: 'acme/tiny', revision: 'main', allowPatterns: [], tokenSecret: 'hf' };
 
@@ -55,6 +55,7 @@ describe('models before a GPU is held', () => {
     });
     expect(harness.controller.heldGpus().size).toBe(0);
     expect(cache.tokensSeen).toContain('hf_value');
+    await harness.timers.advanceSettling(7_000);
     cache.finish(TINY);
     await harness.eventually(() => {
       expect(harness.controller.workersOf(endpoint.id)[0]?.state).toBe('running');
@@ -64,6 +65,12 @@ describe('models before a GPU is held', () => {
     expect(spec?.volumes.map((v) => v.mountPath)).toEqual([
       '/runpod-volume/huggingface-cache/hub/models--acme--tiny',
     ]);
+    // The requests that waited for this cold start are told the download's wait (Server-Timing: model;dur=).
+    const phases = harness.routes.routableWorkers(endpoint.id)[0]?.wake?.phases ?? [];
+    expect(phases.map((phase) => phase.name)).toEqual(['model', 'placement', 'pull', 'create', 'ready']);
+    expect(phases[0]?.ms).toBeGreaterThanOrEqual(7_000);
+    expect(phases[0]?.ms).toBeLessThan(8_000);
+    expect(phases[1]?.ms).toBeLessThan(1_000);
     // The token went to the cache, never into the worker.
     expect(JSON.stringify(spec?.env)).not.toContain('hf_value');
   });

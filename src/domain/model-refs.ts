@@ -2,9 +2,11 @@
  * The rules of the models an endpoint names (issue 34): what a hub repository name and a revision may be, and where
  * a model lives in the hub's cache layout and in a worker. A name and a revision become directories on the machine
  * (`models--{org}--{name}`, `refs/{revision}`), so no `.` or `..` segment, no empty one, and no `--` in a name
- * (the layout's separator, which the hub refuses in repository ids too). Pure.
+ * (the layout's separator, which the hub refuses in repository ids too); one model's problems as validation issues
+ * (an endpoint's `models.N`, the body of `POST models`). Pure.
  */
 import type { ModelRef } from './models.js';
+import type { ValidationIssue } from './validate.js';
 
 export const MODEL_LIMITS = {
   /** Models per endpoint. */
@@ -72,4 +74,46 @@ export function modelEnv(models: readonly ModelRef[]): Record<string, string> {
 /** `org/name@revision`, as messages name a model. */
 export function modelLabel(model: Pick<ModelRef, 'name' | 'revision'>): string {
   return model.revision === DEFAULT_MODEL_REVISION ? model.name : `${model.name}@${model.revision}`;
+}
+
+/**
+ * The problems of one model (an endpoint's `models.N`, or the body of `POST models` with `prefix` ''): a hub name
+ * and revision that can be directories, bounded patterns, and a token secret among `secretNames` (absent: not
+ * checked).
+ */
+export function modelIssues(
+  model: ModelRef,
+  prefix: string,
+  secretNames: ReadonlySet<string> | undefined,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const at = (name: string) => (prefix === '' ? name : `${prefix}.${name}`);
+  const invalid = (name: string, message: string) =>
+    issues.push({ field: at(name), reason: 'INVALID_FIELD', message });
+  const nameProblem = modelNameProblem(model.name);
+  if (nameProblem)
+    invalid('name', `model name ${nameProblem}, got ${JSON.stringify(model.name.slice(0, 100))}`);
+  const revisionProblem = modelRevisionProblem(model.revision);
+  if (revisionProblem)
+    invalid(
+      'revision',
+      `model revision ${revisionProblem}, got ${JSON.stringify(model.revision.slice(0, 100))}`,
+    );
+  if (model.allowPatterns.length > MODEL_LIMITS.allowPatterns)
+    invalid('allowPatterns', `at most ${MODEL_LIMITS.allowPatterns} allowPatterns are allowed`);
+  else
+    model.allowPatterns.forEach((pattern, n) => {
+      if (pattern === '' || pattern.length > MODEL_LIMITS.allowPatternLength)
+        invalid(`allowPatterns.${n}`, `a pattern must be 1 to ${MODEL_LIMITS.allowPatternLength} characters`);
+    });
+  const secret = model.tokenSecret;
+  if (secret !== null && secretNames !== undefined && !secretNames.has(secret)) {
+    issues.push({
+      field: at('tokenSecret'),
+      reason: 'UNKNOWN_SECRET',
+      message: `model ${model.name} names secret "${secret}" as its token, which you do not have (save it first)`,
+      details: { model: model.name, secret },
+    });
+  }
+  return issues;
 }

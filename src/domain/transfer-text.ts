@@ -1,8 +1,9 @@
 /**
  * How a transfer's amounts read in a message people watch: a size or rate in decimal units scaled to stay readable
- * (`812 B`, `200 kB`, `3.2 MB`, `410 MB`), and the time left in the unit that fits (`29 s`, `12 min`, `4 h 6 min`).
- * Pure.
+ * (`812 B`, `200 kB`, `3.2 MB`, `410 MB`), and the time left in the unit that fits (`29 s`, `12 min`, `4 h 6 min`);
+ * a model's download as a worker's `downloading` message and `corral models pull` say it. Pure.
  */
+import { modelLabel } from './model-refs.js';
 
 const UNITS = ['B', 'kB', 'MB', 'GB', 'TB'] as const;
 
@@ -25,4 +26,22 @@ export function timeLeft(seconds: number): string {
   const minutes = Math.ceil(s / 60);
   if (minutes < 100) return `${minutes} min`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+const GB = 1e9;
+
+/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`; a slow one `200 kB/s, about 4 h 6 min left`. */
+export function progressMessage(progress: {
+  name: string;
+  revision: string;
+  bytesDone: number;
+  bytesTotal: number;
+  bytesPerSecond: number;
+}): string {
+  const done = (progress.bytesDone / GB).toFixed(1);
+  const total = (progress.bytesTotal / GB).toFixed(1);
+  const head = `model ${modelLabel(progress)}: ${done} of ${total} GB`;
+  if (progress.bytesPerSecond < 1) return head;
+  const left = Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond;
+  return `${head}, ${decimalSize(progress.bytesPerSecond)}/s, about ${timeLeft(left)} left`;
 }

@@ -7,7 +7,7 @@ import { envBoundProblem, resolvedEnvSize } from './env-bounds.js';
 import { imageNameProblem } from './image-name.js';
 import { jobsPathProblem, MAX_JOBS_PATH_LENGTH } from './jobs-path.js';
 import { inRange, type Limits, type Range } from './limits.js';
-import { MODEL_LIMITS, modelNameProblem, modelRevisionProblem } from './model-refs.js';
+import { MODEL_LIMITS, modelIssues, modelNameProblem } from './model-refs.js';
 import { mountPathProblem, normalMountPath } from './mount-path.js';
 import { openaiModelProblem } from './openai-model.js';
 import { secretReferences } from './secret-refs.js';
@@ -366,36 +366,14 @@ function validateModels(spec: EndpointSpec, catalog: ValidationCatalog, add: Add
   }
   const seen = new Set<string>();
   spec.models.forEach((model, index) => {
-    const field = `models.${index}`;
-    const invalid = (at: string, message: string) =>
-      add({ field: `${field}.${at}`, reason: 'INVALID_FIELD', message });
-    const nameProblem = modelNameProblem(model.name);
-    if (nameProblem)
-      invalid('name', `model name ${nameProblem}, got ${JSON.stringify(model.name.slice(0, 100))}`);
-    else if (seen.has(model.name)) invalid('name', `model ${model.name} is named twice`);
-    seen.add(model.name);
-    const revisionProblem = modelRevisionProblem(model.revision);
-    if (revisionProblem)
-      invalid(
-        'revision',
-        `model revision ${revisionProblem}, got ${JSON.stringify(model.revision.slice(0, 100))}`,
-      );
-    if (model.allowPatterns.length > L.allowPatterns)
-      invalid('allowPatterns', `at most ${L.allowPatterns} allowPatterns are allowed`);
-    else
-      model.allowPatterns.forEach((pattern, n) => {
-        if (pattern === '' || pattern.length > L.allowPatternLength)
-          invalid(`allowPatterns.${n}`, `a pattern must be 1 to ${L.allowPatternLength} characters`);
-      });
-    const secret = model.tokenSecret;
-    if (secret !== null && catalog.secretNames !== undefined && !catalog.secretNames.has(secret)) {
+    for (const issue of modelIssues(model, `models.${index}`, catalog.secretNames)) add(issue);
+    if (modelNameProblem(model.name) === undefined && seen.has(model.name))
       add({
-        field: `${field}.tokenSecret`,
-        reason: 'UNKNOWN_SECRET',
-        message: `model ${model.name} names secret "${secret}" as its token, which you do not have (save it first)`,
-        details: { model: model.name, secret },
+        field: `models.${index}.name`,
+        reason: 'INVALID_FIELD',
+        message: `model ${model.name} is named twice`,
       });
-    }
+    seen.add(model.name);
   });
 }
 

@@ -105,7 +105,8 @@ export const API_ERROR_CATALOGUE = {
   },
   UNKNOWN_SECRET: {
     status: 400,
-    description: 'An env value references {{ CORRAL_SECRET_name }} and you have no secret of that name.',
+    description:
+      "An env value references {{ CORRAL_SECRET_name }}, or a model's tokenSecret names a secret, and you have no secret of that name.",
   },
   // 403 as Kubernetes answers an exceeded ResourceQuota: the request is valid but not allowed to this owner, and
   // retrying cannot help (429 would invite one) until the owner frees some use or the operator raises the quota.
@@ -155,6 +156,20 @@ export const API_ERROR_CATALOGUE = {
   MODEL_HUB_UNREACHABLE: {
     status: 503,
     description: "The model hub (the server's models.hubUrl) did not answer the model's check; retry.",
+  },
+  MODEL_NOT_CACHED: {
+    status: 404,
+    description: "This machine's model cache holds no such model (or no such revision of it).",
+  },
+  MODEL_IN_USE: {
+    status: 409,
+    description:
+      'Endpoints name the model: it cannot be removed from the cache while they do (metadata.endpoints); change them first.',
+  },
+  // Refused rather than cancelled: the download may be shared with workers and other callers waiting on it.
+  MODEL_DOWNLOADING: {
+    status: 409,
+    description: 'The model is being downloaded into the cache; remove it once its download ends.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

@@ -1,7 +1,7 @@
 /**
  * The `Server-Timing` header of an answer that waited for a wake (docs/workers.md, Waking): the time it waited in
- * the queue, and the phases of the wake that brought its worker (`thaw` or `restore`; for a cold start `placement`,
- * `pull`, `create`, `ready`). Pure.
+ * the queue, and the phases of the wake that brought its worker (`thaw` or `restore`; for a cold start `model` when it
+ * waited for its models' download, `placement`, `pull`, `create`, `ready`). Pure.
  */
 import type { RoutableWorker, WakeReport } from '../ports/routing-view.js';
 

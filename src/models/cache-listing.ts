@@ -11,7 +11,7 @@ import { repoPaths } from './hub-layout.js';
 
 const REPO_FOLDER = /^models--(.+)--(.+)$/;
 
-async function entries(dir: string): Promise<Dirent[]> {
+export async function entries(dir: string): Promise<Dirent[]> {
   try {
     return await readdir(dir, { withFileTypes: true });
   } catch {
@@ -20,7 +20,7 @@ async function entries(dir: string): Promise<Dirent[]> {
 }
 
 /** Files under `dir`, by their path relative to it. */
-async function filesUnder(dir: string, root = dir): Promise<string[]> {
+export async function filesUnder(dir: string, root = dir): Promise<string[]> {
   const found: string[] = [];
   for (const entry of await entries(dir)) {
     const path = join(dir, entry.name);
@@ -43,7 +43,7 @@ async function sumSizes(paths: string[]): Promise<number> {
 }
 
 /** Revision -> commit, from `refs/` (`refs/pr/1` is a file in `refs/pr/`). */
-async function refsOf(refsDir: string): Promise<Map<string, string>> {
+export async function refsOf(refsDir: string): Promise<Map<string, string>> {
   const refs = new Map<string, string>();
   for (const path of await filesUnder(refsDir)) {
     refs.set(path.split('\\').join('/'), (await readFile(join(refsDir, path), 'utf8')).trim());

@@ -4,24 +4,28 @@
  * already a blob is downloaded once (blob-download.ts), and callers needing the same blob share its download; the
  * snapshot's links and the revision's ref are written atomically after. The hub is asked with the caller's token even
  * when every file is here, so a gated model fetched with one owner's token is never handed to an owner without access.
- * After each model is in place the cache is brought under its disk budget (eviction.ts).
+ * After each model is in place the cache is brought under its disk budget (eviction.ts). Models are removed by name
+ * or revision (cache-removal.ts), never while they are fetched, and whoever listens is told (the controller's fetches).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, readlink, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readlink, rename, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { ModelRef } from '../domain/models.js';
 import type { Clock } from '../ports/clock.js';
 import {
   type CachedModel,
+  type CheckedModel,
   type ModelCache,
   type ModelProgress,
   type ModelRefusal,
   ModelRefusedError,
+  type ModelRemoval,
   type ResolvedModel,
 } from '../ports/model-cache.js';
 import { downloadBlob } from './blob-download.js';
 import { listCachedModels } from './cache-listing.js';
+import { removeRepository, removeRevision } from './cache-removal.js';
 import { modelsToEvict } from './eviction.js';
 import type { HubClient, HubFileMetadata, HubTreeFile } from './hub-client.js';
 import { allowedBy, blobLinkTarget, isBlobName, isCommitHash, repoPaths } from './hub-layout.js';
@@ -54,12 +58,20 @@ interface BlobFlight {
   listeners: Set<(bytes: number, resumed: boolean) => void>;
 }
 
+/** A download under way: its progress, and what it fetches (listed before its snapshot is). */
+interface Download {
+  meter: ProgressMeter;
+  resolved: ResolvedModel;
+}
+
 const modelKey = (model: Pick<ModelRef, 'name' | 'revision'>): string => `${model.name}@${model.revision}`;
 
 export class HubModelCache implements ModelCache {
   readonly hubDir: string;
   private readonly blobFlights = new Map<string, BlobFlight>();
-  private readonly meters = new Map<string, ProgressMeter>();
+  /** Downloads under way by `name@revision`: their progress, and what they fetch (listed before their snapshot is). */
+  private readonly downloads = new Map<string, Download>();
+  private readonly removalListeners = new Set<(name: string) => void>();
   /** Models with an `ensure` under way, by name: not evicted meanwhile. */
   private readonly inUse = new Map<string, number>();
 
@@ -67,10 +79,13 @@ export class HubModelCache implements ModelCache {
     this.hubDir = options.hubDir;
   }
 
-  async check(model: ModelRef, token: string | null): Promise<ResolvedModel | ModelRefusal> {
+  async check(model: ModelRef, token: string | null): Promise<CheckedModel | ModelRefusal> {
     try {
-      const { wanted: _wanted, first: _first, ...resolved } = await this.resolve(model, token);
-      return resolved;
+      const { wanted, first: _first, ...resolved } = await this.resolve(model, token);
+      const paths = repoPaths(this.hubDir, model.name);
+      let bytesMissing = 0;
+      for (const file of wanted) if (!(await exists(paths.blob(blobName(file))))) bytesMissing += file.size;
+      return { ...resolved, bytesMissing };
     } catch (error) {
       if (error instanceof ModelRefusedError) return error.refusal;
       throw error;
@@ -104,13 +119,17 @@ export class HubModelCache implements ModelCache {
   ): Promise<CachedModel> {
     this.inUse.set(model.name, (this.inUse.get(model.name) ?? 0) + 1);
     let resolution: Resolution;
+    let download: Download | null = null;
     try {
       resolution = await this.resolve(model, token);
-      await this.fetchMissing(model, token, resolution, onProgress);
+      download = await this.fetchMissing(model, token, resolution, onProgress);
       await this.writeSnapshot(model, resolution);
       // While this model still counts as in use: a budget smaller than it must not evict it on its way in.
       await this.enforceBudget();
     } finally {
+      // Listed as downloading (and not removable) until its snapshot is written: then both end in one turn.
+      if (download && this.downloads.get(modelKey(model)) === download)
+        this.downloads.delete(modelKey(model));
       const left = (this.inUse.get(model.name) ?? 1) - 1;
       if (left === 0) this.inUse.delete(model.name);
       else this.inUse.set(model.name, left);
@@ -129,7 +148,7 @@ export class HubModelCache implements ModelCache {
     token: string | null,
     resolution: Resolution,
     onProgress: ((progress: ModelProgress) => void) | undefined,
-  ): Promise<void> {
+  ): Promise<Download | null> {
     const paths = repoPaths(this.hubDir, model.name);
     const missing: HubTreeFile[] = [];
     let present = 0;
@@ -137,14 +156,16 @@ export class HubModelCache implements ModelCache {
       if (await exists(paths.blob(blobName(file)))) present += file.size;
       else missing.push(file);
     }
-    if (missing.length === 0) return;
+    if (missing.length === 0) return null;
     const meter = new ProgressMeter({
       clock: this.options.clock,
       bytesTotal: resolution.bytes,
       bytesDone: present,
     });
     const key = modelKey(model);
-    this.meters.set(key, meter);
+    const { wanted: _wanted, first: _first, ...resolved } = resolution;
+    const download = { meter, resolved };
+    this.downloads.set(key, download);
     let reportedAt = Number.NEGATIVE_INFINITY;
     const report = (force: boolean): void => {
       const now = this.options.clock();
@@ -160,6 +181,7 @@ export class HubModelCache implements ModelCache {
       meter.add(bytes);
       report(false);
     };
+    report(true);
     try {
       // One file at a time: a model's files share one link, and a finished file is safe whatever happens next.
       for (const file of missing) {
@@ -180,8 +202,10 @@ export class HubModelCache implements ModelCache {
         }
       }
       report(true);
-    } finally {
-      if (this.meters.get(key) === meter) this.meters.delete(key);
+      return download;
+    } catch (error) {
+      if (this.downloads.get(key) === download) this.downloads.delete(key);
+      throw error;
     }
   }
 
@@ -259,25 +283,45 @@ export class HubModelCache implements ModelCache {
     };
   }
 
-  progress(model: Pick<ModelRef, 'name' | 'revision'>): ModelProgress | null {
-    const meter = this.meters.get(modelKey(model));
-    return meter ? this.progressOf(model, meter) : null;
+  progress(model: Pick<ModelRef, 'name' | 'revision'> & { commit?: string }): ModelProgress | null {
+    const download =
+      this.downloads.get(modelKey(model)) ??
+      [...this.downloads.values()].find(
+        ({ resolved }) => resolved.name === model.name && resolved.commit === model.commit,
+      );
+    return download ? this.progressOf(download.resolved, download.meter) : null;
   }
 
-  list(): Promise<CachedModel[]> {
-    return listCachedModels(this.hubDir);
+  async list(): Promise<CachedModel[]> {
+    const listed = await listCachedModels(this.hubDir);
+    const now = this.options.clock();
+    for (const { meter, resolved } of this.downloads.values()) {
+      if (listed.some((entry) => entry.name === resolved.name && entry.commit === resolved.commit)) continue;
+      // A first download of this revision: no snapshot yet, so it is listed from what is being fetched.
+      listed.push({
+        ...resolved,
+        repoDir: repoPaths(this.hubDir, resolved.name).repoDir,
+        lastUsedAt: now,
+        diskBytes: meter.bytesDone,
+      });
+    }
+    return listed;
   }
 
-  /** Removes a model's every revision from the cache; refused while it is being fetched. */
-  async remove(name: string): Promise<boolean> {
-    if (this.inUse.has(name)) throw new Error(`${name} is being fetched; remove it once its download ends`);
-    const { repoDir } = repoPaths(this.hubDir, name);
-    if (!(await exists(repoDir))) return false;
-    // Renamed away first, so no reader ever sees a half-removed repository.
-    const doomed = `${repoDir}.${randomUUID()}.removing`;
-    await rename(repoDir, doomed);
-    await rm(doomed, { recursive: true, force: true });
-    return true;
+  async remove(name: string, revision?: string): Promise<ModelRemoval> {
+    if (this.inUse.has(name)) return 'downloading';
+    const removed =
+      revision === undefined
+        ? await removeRepository(this.hubDir, name)
+        : await removeRevision(this.hubDir, name, revision);
+    if (!removed) return 'not_cached';
+    for (const listener of this.removalListeners) listener(name);
+    return 'removed';
+  }
+
+  onRemoved(listener: (name: string) => void): () => void {
+    this.removalListeners.add(listener);
+    return () => this.removalListeners.delete(listener);
   }
 
   /** Evicts the least recently used models no endpoint names until the cache is within its budget. */

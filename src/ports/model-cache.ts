@@ -1,8 +1,9 @@
 /**
  * `ModelCache`: the machine's cache of models in the Hugging Face hub's cache layout (issue 34), as the rest of
  * Corral uses it. Implemented in `models/` (the hub's HTTP protocol, the cache directory, downloads shared between
- * callers); read by the API (checks at create, `GET models`) and the controller (a worker waits in `downloading`
- * until its models are on its machine, then they are mounted).
+ * callers); read by the API (checks at create, `GET models`, `POST models` and `DELETE models/{org}/{name}`) and the
+ * controller (a worker waits in `downloading` until its models are on its machine, then they are mounted; a model
+ * removed from the cache is fetched again for the next worker that needs it).
  */
 import type { ModelRef } from '../domain/models.js';
 
@@ -20,7 +21,8 @@ export class ModelRefusedError extends Error {
   }
 }
 
-export const isModelRefusal = (value: ResolvedModel | ModelRefusal): value is ModelRefusal => 'code' in value;
+export const isModelRefusal = <T extends ResolvedModel>(value: T | ModelRefusal): value is ModelRefusal =>
+  'code' in value;
 
 /** What a model's files are, resolved on the hub. */
 export interface ResolvedModel {
@@ -31,6 +33,14 @@ export interface ResolvedModel {
   files: number;
   bytes: number;
 }
+
+/** A model resolved by `check`: with the bytes of its files not on this machine yet (0: every file is here). */
+export interface CheckedModel extends ResolvedModel {
+  bytesMissing: number;
+}
+
+/** What `remove` did: removed, found nothing of that name (and revision), or refused while a download of it runs. */
+export type ModelRemoval = 'removed' | 'not_cached' | 'downloading';
 
 /** A download in flight (or finished), as the API, the CLI and the dashboard show it. */
 export interface ModelProgress {
@@ -55,19 +65,30 @@ export interface ModelCache {
   /** The hub cache directory on this machine (holds `models--*` directories). */
   readonly hubDir: string;
   /** Resolves a model with the token: the refusal the hub gives, said at create rather than at start. */
-  check(model: ModelRef, token: string | null): Promise<ResolvedModel | ModelRefusal>;
+  check(model: ModelRef, token: string | null): Promise<CheckedModel | ModelRefusal>;
   /**
    * Makes the model's files present (each downloaded once, resumable, verified, written atomically; callers asking
    * for the same model share one download). Checks the token's access even when the files are already here, so a
-   * gated model is never handed to a caller without access.
+   * gated model is never handed to a caller without access. A download that starts reports its progress at once
+   * (the bytes already here, no rate), then as it goes.
    */
   ensure(
     model: ModelRef,
     token: string | null,
     onProgress?: (progress: ModelProgress) => void,
   ): Promise<CachedModel>;
-  /** The download of a model in flight, if any. */
-  progress(model: Pick<ModelRef, 'name' | 'revision'>): ModelProgress | null;
-  /** The models present on this machine. */
+  /**
+   * The download of a model in flight, if any: by its revision, or by its commit when one is given (a listed
+   * snapshot whose ref is not written yet is named by its commit).
+   */
+  progress(model: Pick<ModelRef, 'name' | 'revision'> & { commit?: string }): ModelProgress | null;
+  /** The models present on this machine, and those whose download is under way (with the bytes they have so far). */
   list(): Promise<CachedModel[]>;
+  /**
+   * Removes a model: one revision (a branch, tag or `refs/pr/N` in `refs/`, or a commit), or every revision when
+   * none is given. Blobs another revision still links stay. Refused (`downloading`) while the model is fetched.
+   */
+  remove(name: string, revision?: string): Promise<ModelRemoval>;
+  /** Tells `listener` the name of each model removed from here (by `remove` or eviction); returns its unsubscribe. */
+  onRemoved(listener: (name: string) => void): () => void;
 }

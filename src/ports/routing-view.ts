@@ -16,7 +16,7 @@ export interface RoutableWorker {
 /** A wake's tier and what each of its phases cost, for the `Server-Timing` of the requests that waited for it. */
 export interface WakeReport {
   tier: 'thaw' | 'restore' | 'cold';
-  /** `thaw` or `restore`; for a cold start `placement`, `pull`, `create`, `ready`. In milliseconds. */
+  /** `thaw` or `restore`; for a cold start (`model`,) `placement`, `pull`, `create`, `ready`. In milliseconds. */
   phases: { name: string; ms: number }[];
   /** When it became routable. */
   at: number;

@@ -6,7 +6,7 @@
 import { modelLabel } from '../domain/model-refs.js';
 import type { ModelRef } from '../domain/models.js';
 import { ApiError } from '../errors/api-catalogue.js';
-import { isModelRefusal, type ModelCache } from '../ports/model-cache.js';
+import { type CheckedModel, isModelRefusal, type ModelCache } from '../ports/model-cache.js';
 
 /** An owner's secret's value by name (the secret service). */
 export type SecretValue = (ownerId: string, name: string) => Promise<string | undefined>;
@@ -33,15 +33,20 @@ export class ModelAccess {
   async check(ownerId: string, models: readonly ModelRef[], before: readonly ModelRef[] = []): Promise<void> {
     const known = new Set(before.map((m) => JSON.stringify(m)));
     for (const [index, model] of models.entries()) {
-      if (known.has(JSON.stringify(model))) continue;
-      const verdict = await this.#o.cache.check(model, await this.tokenFor(ownerId, model));
-      if (isModelRefusal(verdict)) {
-        throw new ApiError(verdict.code, `model ${modelLabel(model)}: ${verdict.message}`, {
-          field: `models.${index}.name`,
-          model: model.name,
-          revision: model.revision,
-        });
-      }
+      if (!known.has(JSON.stringify(model))) await this.checkOne(ownerId, model, `models.${index}.name`);
     }
+  }
+
+  /** The model as the hub resolves it with the owner's token, or its refusal thrown naming `field`. */
+  async checkOne(ownerId: string, model: ModelRef, field: string): Promise<CheckedModel> {
+    const verdict = await this.#o.cache.check(model, await this.tokenFor(ownerId, model));
+    if (isModelRefusal(verdict)) {
+      throw new ApiError(verdict.code, `model ${modelLabel(model)}: ${verdict.message}`, {
+        field,
+        model: model.name,
+        revision: model.revision,
+      });
+    }
+    return verdict;
   }
 }

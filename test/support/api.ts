@@ -30,7 +30,12 @@ export interface TestApi {
   keyA: string;
   keyB: string;
   /** Sends a JSON request with owner A's key unless `key` says otherwise. */
-  call(method: 'GET' | 'POST', path: string, body?: unknown, key?: string | null): Promise<TestResponse>;
+  call(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    body?: unknown,
+    key?: string | null,
+  ): Promise<TestResponse>;
 }
 
 export interface TestResponse {

@@ -13,7 +13,7 @@ import {
 import type { InvokeKeyBody } from '../../contract/invoke-keys.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { ApiKeyService } from '../../service/api-key-service.js';
-import type { Principal } from '../../service/principal.js';
+import { requireAdmin } from '../../service/principal.js';
 
 export function registerApiKeyRoutes(api: FastifyInstance, keys: ApiKeyService): void {
   api.get('/apikeys', async (request) => {
@@ -47,11 +47,6 @@ export function registerApiKeyRoutes(api: FastifyInstance, keys: ApiKeyService):
     request.log.info({ apiKeyId: id }, 'API key revoked');
     return {};
   });
-}
-
-function requireAdmin(principal: Principal, operation: string): void {
-  if (!principal.admin)
-    throw new ApiError('ADMIN_REQUIRED', `${operation} needs an admin API key; this key is not one`);
 }
 
 function valid<T>(parsed: InvokeKeyBody<T>): T {

@@ -12,7 +12,7 @@ import { MAX_PAGE_SIZE } from '../query.js';
 import { ref, type Schema, str } from './schema.js';
 
 interface Operation {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'delete';
   path: string;
   operationId: string;
   summary: string;
@@ -25,7 +25,8 @@ interface Operation {
   parameters?: Schema[];
   /** Component schema name of the JSON body. */
   body?: string;
-  response: { description: string; schema: Schema; contentType?: string };
+  /** The success answer: 200 with a body unless `status` says otherwise (204: none, `schema` absent). */
+  response: { description: string; schema?: Schema; contentType?: string; status?: string };
   /** Another status answered with the same body (/readyz's 503). */
   sameBodyAlso?: { status: string; description: string };
   /** Reasons specific to this operation (auth, rate limit, database and internal errors are added for all). */
@@ -527,6 +528,59 @@ function operations(): Operation[] {
       response: json('Models', 'The cached models.'),
     },
     {
+      method: 'post',
+      path: v1('/models'),
+      operationId: 'pullModel',
+      summary: "Pull a model into this machine's cache",
+      description:
+        "Corral's own (docs/models.md). The body is one item of an endpoint's models, checked on the hub with your " +
+        'token (the value of your tokenSecret) as at create. 202 when a download began: it goes on after the answer, ' +
+        'and GET models shows its progress (to you too: a model you pulled is in your own GET models). 200 when ' +
+        'every file was already here.',
+      tag: 'Models',
+      auth: true,
+      body: 'ModelInput',
+      response: json('CachedModel', 'The model was already cached.'),
+      sameBodyAlso: { status: '202', description: 'A download began: the model with its download so far.' },
+      errors: [
+        'INVALID_FIELD',
+        'UNKNOWN_SECRET',
+        'MODEL_NOT_FOUND',
+        'MODEL_GATED',
+        'MODEL_UNAUTHORIZED',
+        'MODEL_HUB_UNREACHABLE',
+      ],
+    },
+    {
+      method: 'delete',
+      path: v1('/models/{org}/{name}'),
+      operationId: 'removeModel',
+      summary: "Remove a model from this machine's cache (admin keys only)",
+      description:
+        "Corral's own (docs/models.md). Every revision of the repository, or the one named; blobs another revision " +
+        'still links stay. Refused while an endpoint names the model (409 MODEL_IN_USE, metadata.endpoints) or ' +
+        'while it is being downloaded (409 MODEL_DOWNLOADING: not cancelled).',
+      tag: 'Models',
+      auth: true,
+      parameters: [
+        {
+          name: 'org',
+          in: 'path',
+          required: true,
+          description: 'The repository owner on the hub.',
+          schema: str(),
+        },
+        { name: 'name', in: 'path', required: true, description: 'The repository name.', schema: str() },
+        queryParameter(
+          'revision',
+          'A branch, tag or refs/pr/N (as refs/ holds it) or a commit; absent: every revision.',
+          str(),
+        ),
+      ],
+      response: { description: 'Removed.', status: '204' },
+      errors: ['ADMIN_REQUIRED', 'INVALID_FIELD', 'MODEL_IN_USE', 'MODEL_NOT_CACHED', 'MODEL_DOWNLOADING'],
+    },
+    {
       method: 'get',
       path: v1('/billing/endpoints'),
       operationId: 'getEndpointBilling',
@@ -719,9 +773,11 @@ function toOperationObject(op: Operation): Schema {
       ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } }
       : {}),
     responses: {
-      '200': {
+      [op.response.status ?? '200']: {
         description: op.response.description,
-        content: { [op.response.contentType ?? 'application/json']: { schema: op.response.schema } },
+        ...(op.response.schema
+          ? { content: { [op.response.contentType ?? 'application/json']: { schema: op.response.schema } } }
+          : {}),
       },
       ...(op.sameBodyAlso
         ? {

@@ -79,17 +79,26 @@ export interface Move {
   at?: number | undefined;
 }
 
-/** A cold start's phases (the gateway's Server-Timing): placement, pull, create, ready; undefined if not all seen. */
+/**
+ * A cold start's phases (the gateway's Server-Timing): `model` when it waited in `downloading` for its models (that
+ * wait is then not counted in placement), placement, pull, create, ready; undefined if not all seen.
+ */
 export function coldWake(
-  record: Pick<ManagedWorker, 'createdAt' | 'placedAt' | 'pulledAt' | 'startedAt'>,
+  record: Pick<
+    ManagedWorker,
+    'createdAt' | 'placedAt' | 'pulledAt' | 'startedAt' | 'downloadingAt' | 'downloadedAt'
+  >,
   readyAt: number,
 ): WakeReport | undefined {
-  const { createdAt, placedAt, pulledAt, startedAt } = record;
+  const { createdAt, placedAt, pulledAt, startedAt, downloadingAt, downloadedAt } = record;
   if (placedAt === undefined || pulledAt === undefined || startedAt === null) return undefined;
+  const modelMs =
+    downloadingAt !== undefined && downloadedAt !== undefined ? downloadedAt - downloadingAt : undefined;
   return {
     tier: 'cold',
     phases: [
-      { name: 'placement', ms: placedAt - createdAt },
+      ...(modelMs === undefined ? [] : [{ name: 'model', ms: modelMs }]),
+      { name: 'placement', ms: placedAt - createdAt - (modelMs ?? 0) },
       { name: 'pull', ms: pulledAt - placedAt },
       { name: 'create', ms: startedAt - pulledAt },
       { name: 'ready', ms: readyAt - startedAt },

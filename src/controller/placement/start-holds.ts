@@ -93,11 +93,15 @@ export class StartHolds {
       if (!endpoint || (endpoint.spec.models.length === 0 && !downloading)) continue;
       const verdict = fetcher.need(endpoint.ownerId, endpoint.spec.models, !downloading);
       if (verdict.ready) {
-        if (downloading)
+        if (downloading) {
+          // The end of its `model` phase (the Server-Timing of the requests that waited for this cold start).
+          record.downloadedAt = now;
           lifecycle.move(record, { state: 'pending', message: 'models ready; waiting for GPUs' });
+        }
       } else if (verdict.failed) {
         lifecycle.failByPlan(record, 'MODEL_DOWNLOAD_FAILED', verdict.message, now);
       } else {
+        record.downloadingAt ??= now;
         lifecycle.move(record, { state: 'downloading', message: verdict.message });
       }
       changed.add(record.endpointId);

@@ -61,6 +61,9 @@ export interface ManagedWorker {
   /** When placement gave it GPUs and when its image was present (a cold start's phases). */
   placedAt?: number;
   pulledAt?: number;
+  /** When it began waiting in `downloading` for its models, and when they were all here (a cold start's `model`). */
+  downloadingAt?: number;
+  downloadedAt?: number;
 }
 
 /** A worker resting in an idle tier, with no runtime call under way: one the plan may wake, move down or stop. */

@@ -2,16 +2,17 @@
  * `ModelFetcher`: makes an endpoint's models present on this machine before its workers are placed on GPUs
  * (issue 34). One fetch per owner and model (the cache shares the download between owners and checks each owner's
  * token itself), begun by the first worker that needs it; the workers wait in `downloading` with its progress as
- * their message. The owner's token is asked for at the start of each fetch and handed only to the cache.
+ * their message. The owner's token is asked for at the start of each fetch and handed only to the cache. A model
+ * removed from the cache (evicted, or `DELETE models`) is forgotten as ready, so the next worker fetches it again.
  */
 import { modelLabel } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
-import { decimalSize, timeLeft } from '../../domain/transfer-text.js';
+import { progressMessage } from '../../domain/transfer-text.js';
 import type { ModelCache, ModelProgress } from '../../ports/model-cache.js';
 import type { ControllerLogger } from '../controller-options.js';
 
 export interface ModelFetcherOptions {
-  cache: Pick<ModelCache, 'ensure'>;
+  cache: Pick<ModelCache, 'ensure' | 'onRemoved'>;
   /** The owner's hub token for the model (its tokenSecret's value), null for none. */
   token: (ownerId: string, model: ModelRef) => Promise<string | null>;
   clock: () => number;
@@ -20,10 +21,13 @@ export interface ModelFetcherOptions {
   onChange: (ownerId: string) => void;
 }
 
-type Fetch =
-  | { phase: 'fetching'; progress: ModelProgress | null; reportedAt: number }
+type Fetch = {
+  name: string;
+} /** `removedMeanwhile`: the model was removed as its fetch ended (after the cache let it go, before it was noted). */ & (
+  | { phase: 'fetching'; progress: ModelProgress | null; reportedAt: number; removedMeanwhile?: true }
   | { phase: 'ready' }
-  | { phase: 'failed'; message: string };
+  | { phase: 'failed'; message: string }
+);
 
 /** What the endpoint's workers wait for: nothing, the fetches under way (a message), or a failure. */
 export type ModelsVerdict =
@@ -39,6 +43,13 @@ export class ModelFetcher {
 
   constructor(options: ModelFetcherOptions) {
     this.#o = options;
+    options.cache.onRemoved((name) => {
+      for (const [key, fetch] of this.#fetches) {
+        if (fetch.name !== name) continue;
+        if (fetch.phase === 'ready') this.#fetches.delete(key);
+        else if (fetch.phase === 'fetching') fetch.removedMeanwhile = true;
+      }
+    });
   }
 
   /**
@@ -60,7 +71,12 @@ export class ModelFetcher {
   }
 
   #begin(key: string, ownerId: string, model: ModelRef): Fetch {
-    const fetch: Fetch = { phase: 'fetching', progress: null, reportedAt: 0 };
+    const fetch: Fetch & { phase: 'fetching' } = {
+      name: model.name,
+      phase: 'fetching',
+      progress: null,
+      reportedAt: 0,
+    };
     this.#fetches.set(key, fetch);
     const started = this.#o.clock();
     const onProgress = (progress: ModelProgress) => {
@@ -74,7 +90,8 @@ export class ModelFetcher {
       try {
         const token = await this.#o.token(ownerId, model);
         const cached = await this.#o.cache.ensure(model, token, onProgress);
-        this.#fetches.set(key, { phase: 'ready' });
+        if (fetch.removedMeanwhile) this.#fetches.delete(key);
+        else this.#fetches.set(key, { name: model.name, phase: 'ready' });
         this.#o.logger.info(
           {
             model: model.name,
@@ -86,7 +103,7 @@ export class ModelFetcher {
         );
       } catch (error) {
         const message = `model ${modelLabel(model)}: ${error instanceof Error ? error.message : String(error)}`;
-        this.#fetches.set(key, { phase: 'failed', message });
+        this.#fetches.set(key, { name: model.name, phase: 'failed', message });
         this.#o.logger.warn(
           { model: model.name, revision: model.revision, reason: message },
           'model fetch failed',
@@ -100,16 +117,4 @@ export class ModelFetcher {
 
 function keyOf(ownerId: string, model: ModelRef): string {
   return JSON.stringify([ownerId, model.name, model.revision, model.allowPatterns]);
-}
-
-const GB = 1e9;
-
-/** `model org/name: 3.2 of 14.9 GB, 410 MB/s, about 29 s left`; a slow one `200 kB/s, about 4 h 6 min left`. */
-export function progressMessage(progress: ModelProgress): string {
-  const done = (progress.bytesDone / GB).toFixed(1);
-  const total = (progress.bytesTotal / GB).toFixed(1);
-  const head = `model ${modelLabel(progress)}: ${done} of ${total} GB`;
-  if (progress.bytesPerSecond < 1) return head;
-  const left = Math.max(0, progress.bytesTotal - progress.bytesDone) / progress.bytesPerSecond;
-  return `${head}, ${decimalSize(progress.bytesPerSecond)}/s, about ${timeLeft(left)} left`;
 }
