@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint, sampleJob } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
+import { workerProtocolUrls } from '../contract/runpod-worker.js';
 import type { WorkerState } from '../domain/worker.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
@@ -14,7 +15,6 @@ import { JobEvents } from './job-events.js';
 import { Wakeups } from './wakeups.js';
 import { WorkerDirectory } from './worker-directory.js';
 import { WorkerJobs } from './worker-jobs.js';
-import { workerProtocolUrls } from './worker-protocol.js';
 import { workerRoutes } from './worker-routes.js';
 import { WorkerTokens } from './worker-tokens.js';
 

@@ -1,18 +1,23 @@
 /**
  * The worker protocol's routes as one request handler (mounted by app/ on the worker-facing listener): take and
- * batch take, result, stream, ping and the stop channel, at the URLs worker-protocol.ts builds. Every request
+ * batch take, result, stream, ping and the stop channel, at the URLs contract/runpod-worker.ts builds. Every request
  * carries the worker's own token (`RUNPOD_AI_API_KEY`, sent raw by the SDK) for the endpoint and worker its path
  * names, from a worker that has not ended (removed or failed); nothing else is answered.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseStreamChunk, parseWorkerResult } from '../contract/jobs.js';
+import {
+  parseWorkerPath,
+  readPingJobIds,
+  readTakeQuery,
+  type WorkerRoute,
+} from '../contract/runpod-worker.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
 import { abortOnClose, type JobsLogger, readBody, writeEmpty, writeError, writeJson } from './http-io.js';
 import type { WorkerCaller, WorkerJobs } from './worker-jobs.js';
-import { parseWorkerPath, type WorkerRoute } from './worker-protocol.js';
 import type { WorkerTokens } from './worker-tokens.js';
 
 /**
@@ -63,11 +68,10 @@ export function workerRoutes(
     const workers = options.workers;
     switch (route.kind) {
       case 'take': {
-        const batch = route.batch ? Number(url.searchParams.get('batch_size') ?? '1') : 1;
-        const progress = url.searchParams.get('job_in_progress');
+        const { batch, holding } = readTakeQuery(url.searchParams, route.batch);
         const jobs = await workers.take(caller, {
-          batch: Number.isInteger(batch) && batch > 0 ? batch : 1,
-          holding: progress === '0' ? false : progress === '1' ? true : undefined,
+          batch,
+          holding,
           holdMs: options.takeHoldMs,
           signal: abortOnClose(res),
         });
@@ -93,12 +97,7 @@ export function workerRoutes(
         return;
       }
       case 'ping': {
-        const listed = url.searchParams
-          .getAll('job_id')
-          .flatMap((value) => value.split(','))
-          .map((id) => id.trim())
-          .filter((id) => id !== '');
-        await workers.ping(caller, listed);
+        await workers.ping(caller, readPingJobIds(url.searchParams));
         writeJson(res, 200, '{}');
         return;
       }

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseWorkerPath, workerProtocolEnv, workerProtocolUrls } from './worker-protocol.js';
-import { isWorkerToken, WorkerTokens } from './worker-tokens.js';
+import {
+  parseWorkerPath,
+  readPingJobIds,
+  readTakeQuery,
+  workerProtocolEnv,
+  workerProtocolUrls,
+} from './runpod-worker.js';
 
 describe('the worker protocol URLs', () => {
   const urls = workerProtocolUrls('http://10.0.0.1:8082/', 'ep-1', 'w-1');
@@ -60,33 +65,21 @@ describe('the worker protocol URLs', () => {
   });
 });
 
-describe('worker tokens', () => {
-  const tokens = new WorkerTokens({ secret: 'server-secret' });
-
-  it("verify only for their own endpoint and worker, raw or Bearer, under the server's secret", () => {
-    const token = tokens.issue('ep-1', 'w-1');
-    expect(isWorkerToken(token)).toBe(true);
-    expect(tokens.verify(token, 'ep-1', 'w-1')).toBe(true);
-    expect(tokens.verify(`Bearer ${token}`, 'ep-1', 'w-1')).toBe(true);
-    expect(tokens.verify(token, 'ep-2', 'w-1')).toBe(false);
-    expect(tokens.verify(token, 'ep-1', 'w-2')).toBe(false);
-    expect(new WorkerTokens({ secret: 'other' }).verify(token, 'ep-1', 'w-1')).toBe(false);
-    expect(tokens.verify('sk_abcdefghijkl_ABCDEFGHIJKLMNOPQRSTUVWXYZ012345', 'ep-1', 'w-1')).toBe(false);
-    expect(tokens.verify(undefined, 'ep-1', 'w-1')).toBe(false);
+describe("the worker protocol's queries", () => {
+  it('take a batch size of at least 1 on a batch take only, and job_in_progress as 1 or 0', () => {
+    const read = (query: string, batch: boolean) => readTakeQuery(new URLSearchParams(query), batch);
+    expect(read('batch_size=8&job_in_progress=1', true)).toEqual({ batch: 8, holding: true });
+    expect(read('batch_size=8&job_in_progress=0', false)).toEqual({ batch: 1, holding: false });
+    for (const size of ['0', '-2', '2.5', 'x']) expect(read(`batch_size=${size}`, true).batch).toBe(1);
+    expect(read('job_in_progress=yes', true).holding).toBeUndefined();
   });
 
-  it('remember the tokens they verified, up to a bound, and still refuse one for another worker', () => {
-    const bounded = new WorkerTokens({ secret: 'server-secret', maxVerified: 2 });
-    const token = bounded.issue('ep-1', 'w-1');
-    expect(bounded.verify(token, 'ep-1', 'w-1')).toBe(true);
-    expect(bounded.verify(`Bearer ${token}`, 'ep-1', 'w-1')).toBe(true);
-    expect(bounded.remembered).toBe(1);
-    expect(bounded.verify(token, 'ep-1', 'w-2')).toBe(false);
-    expect(bounded.verify(token, 'ep-2', 'w-1')).toBe(false);
-    expect(bounded.verify(`${token}x`, 'ep-1', 'w-1')).toBe(false);
-    expect(bounded.remembered).toBe(1);
-    for (const w of ['w-2', 'w-3']) expect(bounded.verify(bounded.issue('ep-1', w), 'ep-1', w)).toBe(true);
-    expect(bounded.remembered).toBe(2);
-    expect(bounded.verify(token, 'ep-1', 'w-1')).toBe(true);
+  it("list a ping's jobs repeated, comma-separated or both, trimmed and none empty", () => {
+    expect(readPingJobIds(new URLSearchParams('job_id=a,%20b&job_id=c&job_id=&job_id=,d,'))).toEqual([
+      'a',
+      'b',
+      'c',
+      'd',
+    ]);
   });
 });

@@ -4,6 +4,8 @@
  * `?` query (the SDK appends `&job_in_progress=`, `&batch_size=`, `&isStream=`); the take URL holds the literal
  * `/job-take/` (the SDK makes `/job-take-batch/` and `/job-stop/` from it by string replacement); `$ID` is the job
  * id in the output and stream URLs (the SDK replaces `$ID` in the take URL with the worker id: none is left there).
+ * With the queries a take and a ping carry (`batch_size`, `job_in_progress`, `job_id`). In contract/ since issue 31:
+ * it is the protocol's wire; what a route does is jobs/worker-routes.ts's.
  */
 import type { EnvVar } from '../domain/endpoint.js';
 
@@ -91,4 +93,29 @@ export function parseWorkerPath(pathname: string): WorkerRoute | undefined {
         ? undefined
         : { kind: verb === 'job-done' ? 'done' : 'stream', endpointId, workerId, jobId };
   }
+}
+
+/**
+ * A take's query: `batch_size` for a batch take (a whole number of at least 1, else 1) and `job_in_progress` (`1`
+ * or `0`: whether the SDK still holds a job; undefined when it does not say).
+ */
+export function readTakeQuery(
+  query: URLSearchParams,
+  batch: boolean,
+): { batch: number; holding: boolean | undefined } {
+  const size = batch ? Number(query.get('batch_size') ?? '1') : 1;
+  const progress = query.get('job_in_progress');
+  return {
+    batch: Number.isInteger(size) && size > 0 ? size : 1,
+    holding: progress === '0' ? false : progress === '1' ? true : undefined,
+  };
+}
+
+/** The jobs a ping lists: `job_id` repeated, comma-separated or both, trimmed, none empty. */
+export function readPingJobIds(query: URLSearchParams): string[] {
+  return query
+    .getAll('job_id')
+    .flatMap((value) => value.split(','))
+    .map((id) => id.trim())
+    .filter((id) => id !== '');
 }
