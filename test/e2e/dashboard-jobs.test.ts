@@ -10,29 +10,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
-import { callJobs } from '../support/jobs-client.js';
 import {
-  callApi,
-  localRuntimeArgs,
-  printServeLog,
-  type ServeProcess,
-  startServe,
-} from '../support/process.js';
+  chromiumAvailable,
+  keepFailedTest,
+  openSuiteBrowser,
+  type SuiteBrowser,
+} from '../support/browser.js';
+import { callJobs } from '../support/jobs-client.js';
+import { callApi, localRuntimeArgs, type ServeProcess, startServe } from '../support/process.js';
 import { WORKER_SCRIPT } from '../support/test-image.js';
 
 const KEY = 'e2e-dashboard-jobs-operator-key-0123456789';
 const WORKER = fileURLToPath(new URL('../fixtures/worker/runpod-worker.mjs', import.meta.url));
-const FAILURES = fileURLToPath(new URL('../../test-results/dashboard-jobs/', import.meta.url));
 
 describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chromium", () => {
   let dataDir: string;
   let server: ServeProcess | undefined;
-  let browser: Browser;
+  let at: SuiteBrowser | undefined;
   let page: Page;
-  let consoleLog: () => string;
   let endpointId = '';
 
   const jobs = (method: string, path: string, body?: unknown) =>
@@ -49,20 +46,14 @@ describe.runIf(chromiumAvailable())("the dashboard's Jobs section in a real Chro
       CORRAL_DATA_DIR: dataDir,
       CORRAL_API_KEY: KEY,
     });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    consoleLog = watchConsole(page);
+    at = await openSuiteBrowser();
+    page = at.page;
   }, 60_000);
 
-  afterEach(async (test) => {
-    if (test.task.result?.state !== 'fail') return;
-    const shot = await saveFailure(page, consoleLog(), FAILURES, test.task.name);
-    process.stderr.write(`dashboard jobs test failed: screenshot ${shot}, console log beside it\n`);
-    printServeLog(server, 80);
-  });
+  afterEach((test) => keepFailedTest({ suite: 'dashboard-jobs', test, at, server }));
 
   afterAll(async () => {
-    await browser?.close();
+    await at?.browser.close();
     if (server) {
       await callApi(server, KEY, 'endpoint/delete', { id: endpointId }).catch(() => undefined);
       await server.stop();

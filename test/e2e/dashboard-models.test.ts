@@ -1,30 +1,17 @@
-/**
- * The dashboard's Models page in a real Chromium (issue 34): `corral serve` (the built binary) on the local runtime
- * with the hub stand-in (test/support/hub-stand-in.ts) as `models.hubUrl`, sending slowly enough to watch. An
- * endpoint names a model's small files (cached at once, so listed), another the whole model: while its worker
- * downloads the weights, the Endpoint page's worker list says the download's progress and the Models page shows a
- * bar with the bytes, rate and time left; then the page shows the cached model (its revision, short commit, files
- * and size) with both endpoints' names, linked to their pages. A second owner's key
- * sees no model there. Where the server has `POST models` and `DELETE models/{org}/{name}` (built in parallel), a
- * model is pulled in the form (a gated one refused beside the token field first), and removed after a confirmation
- * (one an endpoint names refused with the API's words); without them that test is skipped, saying why.
- */
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
-import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import {
-  callApi,
-  localRuntimeArgs,
-  printServeLog,
-  type ServeProcess,
-  startServeWithConfig,
-} from '../support/process.js';
+  chromiumAvailable,
+  keepFailedTest,
+  openSuiteBrowser,
+  type SuiteBrowser,
+  signIn,
+} from '../support/browser.js';
+import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
+import { callApi, localRuntimeArgs, type ServeProcess, startServeWithConfig } from '../support/process.js';
 import { localWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-dashboard-models-operator-key-00001';
-const FAILURES = fileURLToPath(new URL('../../test-results/dashboard-models/', import.meta.url));
 const MODEL = 'corral-test/tiny-llm';
 const SMALL = 'corral-test/small-llm';
 const GATED = 'corral-test/gated-llm';
@@ -34,17 +21,10 @@ describe.runIf(chromiumAvailable())("the dashboard's Models page in a real Chrom
   let hub: HubStandIn;
   let server: ServeProcess | undefined;
   let close: (() => Promise<void>) | undefined;
-  let browser: Browser;
+  let at: SuiteBrowser | undefined;
   let page: Page;
-  let consoleLog: () => string;
 
   const api = (path: string, body?: unknown, key = KEY) => callApi(server as ServeProcess, key, path, body);
-  const signIn = async (target: Page, key: string) => {
-    await target.goto(`${server?.apiUrl}/ui/`);
-    await target.getByLabel('API key').fill(key);
-    await target.getByRole('button', { name: 'Sign in' }).click();
-    await target.getByRole('heading', { name: 'Endpoints' }).waitFor();
-  };
 
   beforeAll(async () => {
     hub = await startHubStandIn({
@@ -64,26 +44,20 @@ describe.runIf(chromiumAvailable())("the dashboard's Models page in a real Chrom
     });
     server = started.server;
     close = started.close;
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    consoleLog = watchConsole(page);
+    at = await openSuiteBrowser();
+    page = at.page;
   }, 60_000);
 
-  afterEach(async (test) => {
-    if (test.task.result?.state !== 'fail') return;
-    const shot = await saveFailure(page, consoleLog(), FAILURES, test.task.name);
-    process.stderr.write(`dashboard models test failed: screenshot ${shot}, console log beside it\n`);
-    printServeLog(server, 80);
-  });
+  afterEach((test) => keepFailedTest({ suite: 'dashboard-models', test, at, server }));
 
   afterAll(async () => {
-    await browser?.close();
+    await at?.browser.close();
     await close?.();
     await hub?.close();
   }, 60_000);
 
   it('shows a download in flight on the Endpoint and Models pages, then the cached model with its endpoints', async () => {
-    await signIn(page, KEY);
+    await signIn(page, server?.apiUrl ?? '', KEY);
     await page.getByRole('link', { name: 'Models' }).click();
     await page.getByTestId('models-empty').waitFor();
 
@@ -206,9 +180,11 @@ describe.runIf(chromiumAvailable())("the dashboard's Models page in a real Chrom
     expect(listed.status, listed.text).toBe(200);
     expect(listed.body).toEqual({ scope: 'own', models: [] });
 
-    const other = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    const other = await (
+      await (at as SuiteBrowser).browser.newContext({ viewport: { width: 1280, height: 900 } })
+    ).newPage();
     try {
-      await signIn(other, made.body.key);
+      await signIn(other, server?.apiUrl ?? '', made.body.key);
       await other.getByRole('link', { name: 'Models' }).click();
       await other.getByTestId('models-empty').waitFor();
       expect(await other.locator(`[data-model="${MODEL}"]`).count()).toBe(0);

@@ -7,14 +7,18 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { chromiumAvailable, launchChromium, saveFailure, watchConsole } from '../support/browser.js';
+import {
+  chromiumAvailable,
+  keepFailedTest,
+  openSuiteBrowser,
+  type SuiteBrowser,
+  signIn,
+} from '../support/browser.js';
 import {
   callApi,
   localRuntimeArgs,
-  printServeLog,
   type ServeProcess,
   startServe,
   startServeWithConfig,
@@ -22,7 +26,6 @@ import {
 import { localWorkerEndpoint } from '../support/test-image.js';
 
 const KEY = 'e2e-dashboard-usage-operator-key-000001';
-const FAILURES = fileURLToPath(new URL('../../test-results/dashboard-usage/', import.meta.url));
 const PER_HOUR = 360;
 const PRICES = `usage:\n  currency: EUR\n  prices:\n    gpus:\n      h100-80g:\n        perHour: ${PER_HOUR}\n`;
 const DAY_MS = 86_400_000;
@@ -58,9 +61,8 @@ function expectedCells(rows: Row[], key: 'endpointId' | 'state'): Map<string, st
 describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banner in a real Chromium", () => {
   let server: ServeProcess | undefined;
   let dataDir = '';
-  let browser: Browser;
+  let at: SuiteBrowser | undefined;
   let page: Page;
-  let consoleLog: () => string;
   const serveArgs = localRuntimeArgs('h100-80g:2');
 
   const api = (path: string, body?: unknown) => callApi(server as ServeProcess, KEY, path, body);
@@ -80,12 +82,6 @@ describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banne
     );
     return new Map(cells.map((line) => [line[0] as string, line]));
   };
-  const signIn = async () => {
-    await page.goto(`${server?.apiUrl}/ui/`);
-    await page.getByLabel('API key').fill(KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
-  };
 
   beforeAll(async () => {
     const started = await startServeWithConfig({
@@ -96,20 +92,14 @@ describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banne
     });
     server = started.server;
     dataDir = started.dataDir;
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    consoleLog = watchConsole(page);
+    at = await openSuiteBrowser();
+    page = at.page;
   }, 60_000);
 
-  afterEach(async (test) => {
-    if (test.task.result?.state !== 'fail') return;
-    const shot = await saveFailure(page, consoleLog(), FAILURES, test.task.name);
-    process.stderr.write(`dashboard usage test failed: screenshot ${shot}, console log beside it\n`);
-    printServeLog(server, 80);
-  });
+  afterEach((test) => keepFailedTest({ suite: 'dashboard-usage', test, at, server }));
 
   afterAll(async () => {
-    await browser?.close();
+    await at?.browser.close();
     await server?.stop();
     if (dataDir !== '') rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
@@ -153,7 +143,7 @@ describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banne
     const byEndpoint = expectedCells(rows, 'endpointId');
     expect([...byEndpoint.keys()].sort()).toEqual([...ids].sort());
 
-    await signIn();
+    await signIn(page, server?.apiUrl ?? '', KEY);
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     await page.getByTestId('usage-table').waitFor();
@@ -222,7 +212,7 @@ describe.runIf(chromiumAvailable())("the dashboard's Usage page and budget banne
     });
     expect((await api('quota')).body.budget).toMatchObject({ state: 'warning', unit: 'GPU-hours', limit });
 
-    await signIn();
+    await signIn(page, server?.apiUrl ?? '', KEY);
     const banner = page.getByTestId('budget-banner');
     await banner.waitFor();
     expect(await banner.getAttribute('data-state')).toBe('warning');

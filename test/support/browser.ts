@@ -5,8 +5,10 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { integrationAvailable } from './integration.js';
+import { printServeLog, type ServeProcess } from './process.js';
 
 /** The browser binary: the one CORRAL_CHROMIUM names (if it exists), else the first usual path that exists. */
 export function chromiumPath(): string | undefined {
@@ -59,4 +61,45 @@ export async function saveFailure(
   await page.screenshot({ path: screenshot, fullPage: true }).catch(() => undefined);
   writeFileSync(join(dir, `${safe}.console.log`), `${page.url()}\n${consoleLog}\n`);
   return screenshot;
+}
+
+/** A dashboard suite's browser: Chromium, one page and what the page's console said. */
+export interface SuiteBrowser {
+  browser: Browser;
+  page: Page;
+  consoleLog: () => string;
+}
+
+/** Chromium with one page of 1280 by 900 (or `viewport`), its console watched from the start. */
+export async function openSuiteBrowser(viewport = { width: 1280, height: 900 }): Promise<SuiteBrowser> {
+  const browser = await launchChromium();
+  const page = await (await browser.newContext({ viewport })).newPage();
+  return { browser, page, consoleLog: watchConsole(page) };
+}
+
+/**
+ * What a failed dashboard test leaves to look at: the page's screenshot and console under
+ * test-results/{suite}/, named after the test, and `corral serve`'s last log lines (on stderr).
+ */
+export async function keepFailedTest(options: {
+  suite: string;
+  test: { task: { name: string; result?: { state?: string } } };
+  at: SuiteBrowser | undefined;
+  server: ServeProcess | undefined;
+  logLines?: number;
+}): Promise<void> {
+  const { suite, test, at, server } = options;
+  if (test.task.result?.state !== 'fail' || !at) return;
+  const dir = fileURLToPath(new URL(`../../test-results/${suite}/`, import.meta.url));
+  const shot = await saveFailure(at.page, at.consoleLog(), dir, test.task.name);
+  process.stderr.write(`${suite} test failed: screenshot ${shot}, console log beside it\n`);
+  printServeLog(server, options.logLines ?? 80);
+}
+
+/** Signs in to the dashboard at `apiUrl` with `key`, and waits for the Endpoints page. */
+export async function signIn(page: Page, apiUrl: string, key: string): Promise<void> {
+  await page.goto(`${apiUrl}/ui/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Endpoints' }).waitFor();
 }
