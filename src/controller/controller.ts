@@ -337,9 +337,9 @@ export class Controller {
     this.#forgetDeleted(this.#inScope(scope), live);
     const placed = this.#place(live, now);
     this.#tiers?.keepBudget([...this.#book.all()]);
-    if (whole) return this.#reportAndPublish(endpoints);
+    if (whole) return reportPass({ ...this.#reportParts(), endpoints });
     for (const other of placed) if (other !== scope.endpointId) this.pokeEndpoint(other);
-    await this.#reportEndpoint(scope.endpointId, endpoints[0]);
+    await reportEndpoint({ ...this.#reportParts(), endpointId: scope.endpointId, endpoint: endpoints[0] });
   }
 
   /** The workers the scope covers: the whole book's as it is when they are read, or the endpoint's now. */
@@ -375,7 +375,7 @@ export class Controller {
     const endpoints = await this.#snapshot.read();
     this.#endpoints = new Map(endpoints.map((e) => [e.id, e]));
     for (const record of this.#outage.note(this.#book.all())) this.#book.markDirty(record);
-    await this.#reportAndPublish(endpoints);
+    await reportPass({ ...this.#reportParts(), endpoints });
   }
 
   // ---- plan and apply ----
@@ -465,28 +465,14 @@ export class Controller {
 
   // ---- report ----
 
-  /** The pass's changes to the store, and what the gateway reads to the routing table (pass-report.ts). */
-  async #reportAndPublish(endpoints: Endpoint[]): Promise<void> {
-    const { store } = this.#o;
-    for (const [endpointId, event] of this.#lifecycle.takeEvents())
-      await store.events.append(endpointId, [event]);
-    await reportPass({ ...this.#reportParts(), endpoints });
-  }
-
-  /** One endpoint's reconcile's changes to the store (every worker row changed), and its entry in the table. */
-  async #reportEndpoint(endpointId: string, endpoint: Endpoint | undefined): Promise<void> {
-    const { store } = this.#o;
-    for (const [id, event] of this.#lifecycle.takeEvents()) await store.events.append(id, [event]);
-    await reportEndpoint({ ...this.#reportParts(), endpointId, endpoint });
-  }
-
-  /** What either report needs. */
+  /** What either report needs (pass-report.ts: the store's writes, then the routing table the gateway reads). */
   #reportParts(): Omit<PassReport, 'endpoints'> {
     const { store, routes, clock } = this.#o;
     return {
       store,
       routes,
       book: this.#book,
+      events: this.#lifecycle.takeEvents(),
       now: clock(),
       outage: this.#outage.text,
       fence: this.#o.fence,

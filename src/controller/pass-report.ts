@@ -1,10 +1,11 @@
 /**
- * The end of every pass, also of one that could not reach the runtime: the worker rows that changed and the
- * endpoint statuses that differ go to the store, then every endpoint with its routable workers and its condition
+ * The end of every pass, also of one that could not reach the runtime: the pass's events, the worker rows that
+ * changed and the endpoint statuses that differ go to the store, then every endpoint with its routable workers and its condition
  * (why it cannot get a worker, what its requests wait for) goes to the routing table, for the gateway. The end of
  * one endpoint's reconcile does the same for that endpoint alone.
  */
 import type { Endpoint, EndpointState, StateReport } from '../domain/endpoint.js';
+import type { NewEvent } from '../domain/records.js';
 import type { EndpointCondition } from '../ports/routing-view.js';
 import type { Store } from '../store/store.js';
 import type { WriteFence } from './controller-options.js';
@@ -18,6 +19,8 @@ export interface PassReport {
   store: Store;
   routes: RoutingTable;
   book: WorkerBook;
+  /** What the pass did to workers, by endpoint, for their event logs (the lifecycle's, taken for this report). */
+  events: [endpointId: string, event: NewEvent][];
   endpoints: Endpoint[];
   now: number;
   /** endpointStatus's answer for the endpoint, as the runtime was last seen. */
@@ -52,12 +55,13 @@ export async function reportEndpoint(
   );
 }
 
-/** The worker rows changed and the statuses of `endpoints`; their conditions. */
+/** The events, the worker rows changed and the statuses of `endpoints`; their conditions. */
 async function writeReport(
   report: Omit<PassReport, 'endpoints'>,
   endpoints: readonly Endpoint[],
 ): Promise<Map<string, EndpointCondition>> {
   const { store, book, now, outage, fence } = report;
+  for (const [endpointId, event] of report.events) await store.events.append(endpointId, [event]);
   await writeWorkers(store, book.dirty, (id) => book.get(id), now, fence);
   // The statuses and events are checked on this replica's clock only (the rows above, on the database).
   fence?.claim();
