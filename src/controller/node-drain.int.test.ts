@@ -116,19 +116,27 @@ describe('Controller: a node drained under a Kubernetes worker', () => {
     await h.close();
   });
 
+  const podOf = (workerId: string | undefined) =>
+    standIn.pods(NS).find((p) => p.metadata?.labels?.['corral.dev/worker'] === workerId);
+
+  /** An endpoint with one running worker: a reader of its running workers, the worker, its pod and that pod's node. */
+  const oneRunningWorker = async () => {
+    const endpoint = await h.create({
+      productIds: ['b200'],
+      workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 },
+    });
+    const running = async () =>
+      (await h.store.workers.listByEndpoint(endpoint.id)).filter((w) => w.status.state === 'running');
+    await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 10_000 });
+    const [first] = await running();
+    const pod = podOf(first?.id);
+    return { running, first, pod, drained: pod?.spec?.nodeName ?? '' };
+  };
+
   it.skipIf(noKubectl !== undefined)(
     'the real kubectl drain (no --force) evicts the worker, which is replaced on the other node',
     async () => {
-      const endpoint = await h.create({
-        productIds: ['b200'],
-        workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 },
-      });
-      const running = async () =>
-        (await h.store.workers.listByEndpoint(endpoint.id)).filter((w) => w.status.state === 'running');
-      await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 10_000 });
-      const [first] = await running();
-      const pod = standIn.pods(NS).find((p) => p.metadata?.labels?.['corral.dev/worker'] === first?.id);
-      const drained = pod?.spec?.nodeName ?? '';
+      const { running, first, pod, drained } = await oneRunningWorker();
 
       const { code, output } = await kubectlDrain(standIn, drained);
       expect(code, output).toBe(0);
@@ -139,9 +147,7 @@ describe('Controller: a node drained under a Kubernetes worker', () => {
         async () => {
           const now = await running();
           expect(now.map((w) => w.id)).not.toContain(first?.id);
-          const replacement = standIn
-            .pods(NS)
-            .find((p) => p.metadata?.labels?.['corral.dev/worker'] === now[0]?.id);
+          const replacement = podOf(now[0]?.id);
           expect(replacement?.spec?.nodeName).toBe(drained === 'gpu-a' ? 'gpu-b' : 'gpu-a');
         },
         { timeout: 15_000 },
@@ -150,16 +156,7 @@ describe('Controller: a node drained under a Kubernetes worker', () => {
   );
 
   it('an evicted worker ends at once and is replaced on another node', async () => {
-    const endpoint = await h.create({
-      productIds: ['b200'],
-      workers: { minWorkers: 1, maxWorkers: 1, gpusPerWorker: 1 },
-    });
-    const running = async () =>
-      (await h.store.workers.listByEndpoint(endpoint.id)).filter((w) => w.status.state === 'running');
-    await vi.waitFor(async () => expect(await running()).toHaveLength(1), { timeout: 10_000 });
-    const [first] = await running();
-    const pod = standIn.pods(NS).find((p) => p.metadata?.labels?.['corral.dev/worker'] === first?.id);
-    const drained = pod?.spec?.nodeName ?? '';
+    const { running, first, pod, drained } = await oneRunningWorker();
     expect(['gpu-a', 'gpu-b']).toContain(drained);
     // kubectl drain: it evicts only pods with a controller; Corral's has its env Secret.
     expect(pod?.metadata?.ownerReferences?.some((o) => o.controller === true)).toBe(true);
@@ -177,9 +174,7 @@ describe('Controller: a node drained under a Kubernetes worker', () => {
         const now = await running();
         expect(now.map((w) => w.id)).not.toContain(first?.id);
         expect(now).toHaveLength(1);
-        const replacement = standIn
-          .pods(NS)
-          .find((p) => p.metadata?.labels?.['corral.dev/worker'] === now[0]?.id);
+        const replacement = podOf(now[0]?.id);
         expect(replacement?.spec?.nodeName).toBe(drained === 'gpu-a' ? 'gpu-b' : 'gpu-a');
       },
       { timeout: 15_000 },
