@@ -56,12 +56,35 @@ export function podHierarchy(root: string, choice: CgroupVersionChoice): PodHier
   throw new Error(`no cgroup v2 (${root}/cgroup.controllers) or v1 freezer (${freezer}) under ${root}`);
 }
 
-/** The pod's cgroup in the hierarchy, or undefined where the kubelet made none for that UID (not on this node). */
+/**
+ * The pod's cgroup in the hierarchy, or undefined where the kubelet made none for that UID (not on this node). The
+ * kubelet's layout starts at the hierarchy's root, or one directory below it where the kubelet was given a
+ * `cgroupRoot` (several kubelets on one machine each have their own).
+ */
 export function findPodCgroup(hierarchy: PodHierarchy, uid: string): WorkerCgroup | undefined {
   if (!isPodUid(uid)) return undefined;
-  for (const candidate of podCgroupCandidates(uid)) {
-    const dir = path.join(hierarchy.root, candidate);
-    if (fs.existsSync(dir)) return { kind: hierarchy.kind, path: dir };
+  for (const root of kubeletRoots(hierarchy.root)) {
+    for (const candidate of podCgroupCandidates(uid)) {
+      const dir = path.join(root, candidate);
+      if (fs.existsSync(dir)) return { kind: hierarchy.kind, path: dir };
+    }
   }
   return undefined;
+}
+
+/** The hierarchy's root, then each directory right under it that holds a kubelet's `kubepods` (a `cgroupRoot`). */
+function kubeletRoots(root: string): string[] {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(root, { withFileTypes: true });
+  } catch {
+    return [root];
+  }
+  const nested = entries
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('kubepods'))
+    .map((entry) => path.join(root, entry.name))
+    .filter(
+      (dir) => fs.existsSync(path.join(dir, 'kubepods')) || fs.existsSync(path.join(dir, 'kubepods.slice')),
+    );
+  return [root, ...nested];
 }
