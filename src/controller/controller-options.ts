@@ -75,7 +75,7 @@ export type StartImageCheck = (request: {
 }) => Promise<{ allowed: true } | { allowed: false; message: string }>;
 
 export interface ControllerOptions {
-  store: Store;
+  store: Pick<Store, 'endpoints' | 'workers' | 'events' | 'leases'>;
   runtime: WorkerRuntime;
   /** Corral's GPU inventory, where the default placement (`inventoryPlacement`) hands out its GPUs. */
   gpus: Gpu[];

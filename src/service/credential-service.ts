@@ -18,7 +18,7 @@ export interface CredentialInput {
 }
 
 export interface CredentialServiceOptions {
-  store: Store;
+  store: Pick<Store, 'credentials' | 'endpoints'>;
   secrets: SecretBox;
   clock: Clock;
   ids: IdGenerator;

@@ -44,7 +44,7 @@ export type ImageAccessCheck = (request: {
 }) => Promise<{ allowed: true } | { allowed: false; cause: string; message: string }>;
 
 export interface EndpointServiceOptions {
-  store: Store;
+  store: Pick<Store, 'endpoints' | 'credentials' | 'secrets'>;
   catalog: ServerCatalog;
   clock: Clock;
   ids: IdGenerator;

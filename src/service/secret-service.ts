@@ -24,7 +24,7 @@ export interface SecretInput {
 }
 
 export interface SecretServiceOptions {
-  store: Store;
+  store: Pick<Store, 'secrets' | 'endpoints'>;
   secrets: SecretBox;
   clock: Clock;
   /** Per-owner quotas, checked in a save of a new secret's transaction; absent: none. */
