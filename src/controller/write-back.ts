@@ -4,7 +4,7 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Store } from '../store/store.js';
-import { WorkerRepository } from '../store/workers.js';
+import { WorkerRepository } from '../store/workers/workers.js';
 import type { WriteFence } from './controller-options.js';
 import { type ManagedWorker, toWorker } from './workers/managed-worker.js';
 

@@ -15,8 +15,8 @@
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import type { LiveJobs } from '../ports/traffic.js';
-import type { JobSignalStore } from '../store/job-roles.js';
-import type { JobQueueSignal } from '../store/jobs.js';
+import type { JobSignalStore } from '../store/jobs/job-roles.js';
+import type { JobQueueSignal } from '../store/jobs/jobs.js';
 import type { JobsLogger } from './http-io.js';
 import type { JobEvents } from './job-events.js';
 

@@ -6,7 +6,7 @@
  * update, so two sweeps at once change a job once.
  */
 import type { Clock, Timers } from '../ports/clock.js';
-import type { JobSweepStore } from '../store/job-roles.js';
+import type { JobSweepStore } from '../store/jobs/job-roles.js';
 import type { JobsLogger } from './http-io.js';
 import { announceEnded, announceRequeued } from './job-announcements.js';
 import type { JobEvents } from './job-events.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkerContactStore } from '../store/job-roles.js';
+import type { WorkerContactStore } from '../store/jobs/job-roles.js';
 import { WorkerContacts } from './worker-contacts.js';
 
 /** The `job_workers` rows in memory: all WorkerContacts takes of the store. */

@@ -4,7 +4,7 @@
  * is this: ready once it has polled, unhealthy once it has been silent for `silentAfterMs`.
  */
 import type { Clock } from '../ports/clock.js';
-import type { WorkerContactStore } from '../store/job-roles.js';
+import type { WorkerContactStore } from '../store/jobs/job-roles.js';
 import type { JobsLogger } from './http-io.js';
 
 /** A queue worker's health as its contacts say it. */

@@ -11,7 +11,7 @@ import { DEFAULT_JOB_STREAM_BOUNDS, type Job, type JobStreamBounds } from '../do
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
-import type { WorkerJobStore } from '../store/job-roles.js';
+import type { WorkerJobStore } from '../store/jobs/job-roles.js';
 import { announceEnded, announceRequeued } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';

@@ -14,7 +14,7 @@ import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../d
 import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { AuditEntry } from '../store/audit.js';
-import type { Admit, EndpointChange } from '../store/endpoints.js';
+import type { Admit, EndpointChange } from '../store/endpoints/endpoints.js';
 import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { IdGenerator } from './ids.js';

@@ -18,8 +18,8 @@ import {
 } from '../domain/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { BudgetStandings } from '../ports/budgets.js';
-import type { Admit } from '../store/endpoints.js';
-import type { JobUseStore } from '../store/job-roles.js';
+import type { Admit } from '../store/endpoints/endpoints.js';
+import type { JobUseStore } from '../store/jobs/job-roles.js';
 import type { CountAdmit } from '../store/owner-turn.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';

@@ -13,7 +13,7 @@ import {
 } from '../domain/secret-refs.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../ports/clock.js';
-import type { SecretSummary } from '../store/secrets.js';
+import type { SecretSummary } from '../store/keys/secrets.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
 import type { QuotaService } from './quota-service.js';

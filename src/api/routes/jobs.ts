@@ -23,7 +23,7 @@ import { JOB_DETAIL_BOUNDS } from '../../domain/job-detail.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { Clock } from '../../ports/clock.js';
 import type { JobActions } from '../../ports/job-actions.js';
-import type { JobReads } from '../../store/job-roles.js';
+import type { JobReads } from '../../store/jobs/job-roles.js';
 import type { AppOptions } from '../app.js';
 
 /** What the jobs routes read and do: the store's reads, and the jobs core's actions (absent: no cancel, no retry). */
