@@ -10,9 +10,9 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 /** Turns an Authorization header into the caller, or throws UNAUTHENTICATED. Keys never reach a log. */
 export class Authenticator {
-  readonly #o: { store: Store; clock: Clock };
+  readonly #o: { store: Pick<Store, 'apiKeys'>; clock: Clock };
 
-  constructor(options: { store: Store; clock: Clock }) {
+  constructor(options: { store: Pick<Store, 'apiKeys'>; clock: Clock }) {
     this.#o = options;
   }
 

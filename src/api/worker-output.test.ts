@@ -3,7 +3,7 @@ import { createTestApi, originalClientCreateBody, PREFIX, type TestApi } from '.
 import { storeTargets } from '../../test/support/stores.js';
 import type { Worker } from '../domain/worker.js';
 import type { Store } from '../store/store.js';
-import type { KeptOutput } from '../store/worker-outputs.js';
+import type { KeptOutput } from '../store/workers/worker-outputs.js';
 
 const ENDED_AT = Date.parse('2026-11-21T23:30:09.871Z');
 

@@ -8,7 +8,7 @@
 
 import type { Clock, Timers } from '../ports/clock.js';
 import type { AffineWait, EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
-import type { GatewaySignalRow } from '../store/gateway-signals.js';
+import type { GatewaySignalRow } from '../store/cluster/gateway-signals.js';
 
 interface RemoteSignal {
   /** Every request queued, strict ones too (the API's metrics). */

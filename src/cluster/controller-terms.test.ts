@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LeaseClaim } from '../store/leases.js';
+import type { LeaseClaim } from '../store/cluster/leases.js';
 import { ControllerTermSwitch, type TermController } from './controller-terms.js';
 import type { TermFence } from './elector.js';
 

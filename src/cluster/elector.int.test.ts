@@ -8,7 +8,7 @@ import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Timers } from '../ports/clock.js';
-import { LeaseLostError } from '../store/leases.js';
+import { LeaseLostError } from '../store/cluster/leases.js';
 import { connectPostgres } from '../store/postgres/connect.js';
 import type { Database } from '../store/schema.js';
 import { Store } from '../store/store.js';

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loopTurns, ManualTimers } from '../../test/support/manual-timers.js';
 import { storeTargets } from '../../test/support/stores.js';
 import type { Timers } from '../ports/clock.js';
-import { LeaseLostError, type LeaseRepository } from '../store/leases.js';
+import { LeaseLostError, type LeaseRepository } from '../store/cluster/leases.js';
 import type { Store } from '../store/store.js';
 import type { ElectionTiming } from './election.js';
 import { Elector, type TermFence } from './elector.js';

@@ -5,7 +5,7 @@
  * is over, even if this replica leads again later under a new token.
  */
 import type { Timers } from '../ports/clock.js';
-import { type LeaseClaim, LeaseLostError, type LeaseRepository } from '../store/leases.js';
+import { type LeaseClaim, LeaseLostError, type LeaseRepository } from '../store/cluster/leases.js';
 import {
   afterOutcome,
   atDeadline,

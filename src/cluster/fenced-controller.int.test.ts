@@ -14,7 +14,7 @@ import { RoutingTable } from '../controller/routing-table.js';
 import { simulatedInventory } from '../gpu/inventory.js';
 import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
 import { LABELS } from '../runtime/types.js';
-import { type LeaseClaim, LeaseLostError } from '../store/leases.js';
+import { type LeaseClaim, LeaseLostError } from '../store/cluster/leases.js';
 import type { Store } from '../store/store.js';
 import { FencedRuntime } from './fenced-runtime.js';
 

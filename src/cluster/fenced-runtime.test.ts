@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { testWorkerSpec } from '../../test/support/runtime-contract.js';
 import { FakeRuntime } from '../runtime/fake/fake-runtime.js';
-import { LeaseLostError } from '../store/leases.js';
+import { LeaseLostError } from '../store/cluster/leases.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
 import { FencedRuntime } from './fenced-runtime.js';

@@ -17,7 +17,7 @@ import type {
   WorkerSpec,
   WorkerStats,
 } from '../runtime/types.js';
-import { LeaseLostError, type LeaseRepository } from '../store/leases.js';
+import { LeaseLostError, type LeaseRepository } from '../store/cluster/leases.js';
 import type { TermFence } from './elector.js';
 
 export interface FencedRuntimeOptions {

@@ -6,7 +6,7 @@
 
 import type { ReplicaBeat } from '../domain/records.js';
 import type { Timers } from '../ports/clock.js';
-import type { ReplicaRepository } from '../store/replicas.js';
+import type { ReplicaRepository } from '../store/cluster/replicas.js';
 
 export interface HeartbeatOptions {
   replicas: Pick<ReplicaRepository, 'beat' | 'remove' | 'prune'>;

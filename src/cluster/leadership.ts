@@ -5,7 +5,7 @@
  */
 import { systemTimers } from '../ports/clock.js';
 import { CONTROLLER_LEASE } from '../service/cluster-service.js';
-import type { LeaseClaim } from '../store/leases.js';
+import type { LeaseClaim } from '../store/cluster/leases.js';
 import type { Store } from '../store/store.js';
 import { DEFAULT_ELECTION_TIMING } from './election.js';
 import { Elector, type ElectorLogger, type TermFence } from './elector.js';

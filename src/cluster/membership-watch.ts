@@ -10,7 +10,7 @@
  * rate limit), which stands unchanged while reads fail.
  */
 import type { Timers } from '../ports/clock.js';
-import type { ReplicaRepository } from '../store/replicas.js';
+import type { ReplicaRepository } from '../store/cluster/replicas.js';
 import { ALONE, type Membership, membershipOf } from './shares.js';
 import type { ShareSchedule } from './slot-shares.js';
 

@@ -9,7 +9,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Timers } from '../ports/clock.js';
 import type { EndpointCondition, RoutableWorker } from '../ports/routing-view.js';
-import type { RouteRepository } from '../store/routes.js';
+import type { RouteRepository } from '../store/cluster/routes.js';
 import { decodeRoute } from './route-codec.js';
 
 /** The routing table the feed fills (controller/routing-table.ts `RoutingTable`). */

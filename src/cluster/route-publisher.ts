@@ -9,8 +9,8 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { nextTurn, type Timers } from '../ports/clock.js';
 import type { EndpointCondition, RoutableWorker } from '../ports/routing-view.js';
-import { LeaseLostError, type LeaseRepository } from '../store/leases.js';
-import type { RouteChange, RouteRepository } from '../store/routes.js';
+import { LeaseLostError, type LeaseRepository } from '../store/cluster/leases.js';
+import type { RouteChange, RouteRepository } from '../store/cluster/routes.js';
 import type { TermFence } from './elector.js';
 import { encodeCondition, encodeEndpoint, encodeWorkers } from './route-codec.js';
 

@@ -5,7 +5,7 @@
  * notifies the leader, so that a wake from zero (or a scale-up) through any replica starts at once.
  */
 import { nextTurn, type Timers } from '../ports/clock.js';
-import type { GatewaySignalRepository, GatewaySignalWrite } from '../store/gateway-signals.js';
+import type { GatewaySignalRepository, GatewaySignalWrite } from '../store/cluster/gateway-signals.js';
 
 /** One endpoint's load on this gateway (gateway/endpoint-table.ts `GatewayEndpointLoad`). */
 export interface LocalEndpointLoad {

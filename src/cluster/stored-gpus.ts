@@ -7,7 +7,7 @@
  */
 import type { Timers } from '../ports/clock.js';
 import type { GpuInventorySource, GpuSnapshot, InventoryGpu, PlacedWorker } from '../service/gpu-report.js';
-import type { WorkerRepository } from '../store/workers.js';
+import type { WorkerRepository } from '../store/workers/workers.js';
 import { type GpuHolds, gpuHoldsOf, NO_GPU_HOLDS } from './gpu-holds.js';
 
 /** The rows are read this often: a follower's `gpusFree` lags them by at most this and one read. */

@@ -11,7 +11,7 @@ import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
 import type { ModelCache } from '../ports/model-cache.js';
 import type { WorkerUsageSink } from '../ports/usage.js';
 import type { WorkerRuntime } from '../runtime/types.js';
-import type { LeaseClaim } from '../store/leases.js';
+import type { LeaseClaim } from '../store/cluster/leases.js';
 import type { Store } from '../store/store.js';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './crashes/backoff.js';
 import type { HealthProbe } from './health/health-prober.js';
@@ -75,7 +75,7 @@ export type StartImageCheck = (request: {
 }) => Promise<{ allowed: true } | { allowed: false; message: string }>;
 
 export interface ControllerOptions {
-  store: Store;
+  store: Pick<Store, 'endpoints' | 'workers' | 'events' | 'leases'>;
   runtime: WorkerRuntime;
   /** Corral's GPU inventory, where the default placement (`inventoryPlacement`) hands out its GPUs. */
   gpus: Gpu[];

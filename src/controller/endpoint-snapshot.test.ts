@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { EndpointVersion, VersionedEndpoint } from '../store/endpoints.js';
+import type { EndpointVersion, VersionedEndpoint } from '../store/endpoints/endpoints.js';
 import { EndpointSnapshot, type EndpointSource } from './endpoint-snapshot.js';
 
 /** An endpoint table in memory, counting the rows it is asked to read in full. */

@@ -6,7 +6,7 @@
  * that row alone (`readOne`).
  */
 import type { Endpoint } from '../domain/endpoint.js';
-import type { EndpointVersion, VersionedEndpoint } from '../store/endpoints.js';
+import type { EndpointVersion, VersionedEndpoint } from '../store/endpoints/endpoints.js';
 
 /** The two reads the snapshot needs from the endpoint repository. */
 export interface EndpointSource {

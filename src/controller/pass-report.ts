@@ -16,7 +16,7 @@ import type { WorkerBook } from './workers/worker-book.js';
 import { writeStatuses, writeWorkers } from './write-back.js';
 
 export interface PassReport {
-  store: Store;
+  store: Pick<Store, 'events' | 'workers' | 'leases' | 'endpoints'>;
   routes: RoutingTable;
   book: WorkerBook;
   /** What the pass did to workers, by endpoint, for their event logs (the lifecycle's, taken for this report). */

@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { type ControllerHarness, controllerHarness } from '../../test/support/controller-harness.js';
-import { LeaseLostError } from '../store/leases.js';
+import { LeaseLostError } from '../store/cluster/leases.js';
 
 let h: ControllerHarness | undefined;
 afterEach(async () => {

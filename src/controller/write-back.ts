@@ -4,18 +4,21 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Store } from '../store/store.js';
-import { WorkerRepository } from '../store/workers.js';
+import { WorkerRepository } from '../store/workers/workers.js';
 import type { WriteFence } from './controller-options.js';
 import { type ManagedWorker, toWorker } from './workers/managed-worker.js';
 
 type Status = Endpoint['status'];
+
+/** What the worker rows' writes take of the store: the rows, and the leases that fence them. */
+export type WorkerRowStore = Pick<Store, 'workers' | 'leases'>;
 
 /**
  * Writes (or deletes) the row of every worker id in `dirty`, emptying it as it goes. Reconciles of several
  * endpoints report at once: an id another one took meanwhile is its to write.
  */
 export async function writeWorkers(
-  store: Store,
+  store: WorkerRowStore,
   dirty: Set<string>,
   recordOf: (workerId: string) => ManagedWorker | undefined,
   now: number,
@@ -37,7 +40,7 @@ export async function writeWorkers(
  * one transaction that the database refuses (LeaseLostError) once the term is over.
  */
 export async function fencedWorkerWrites(
-  store: Store,
+  store: WorkerRowStore,
   fence: WriteFence | undefined,
   write: (workers: WorkerRepository) => Promise<void>,
 ): Promise<void> {
@@ -47,7 +50,7 @@ export async function fencedWorkerWrites(
 
 /** Rows left by a previous run for workers the runtime no longer has (`observed`: what it has) are deleted. */
 export async function deleteStaleRows(
-  store: Store,
+  store: WorkerRowStore,
   fence: WriteFence | undefined,
   observed: readonly { workerId: string }[],
 ): Promise<void> {
@@ -61,7 +64,7 @@ export async function deleteStaleRows(
 
 /** Reports each endpoint's new status (`statusOf`) where it changed, with a `state` event naming it. */
 export async function writeStatuses(
-  store: Store,
+  store: Pick<Store, 'endpoints'>,
   endpoints: readonly Endpoint[],
   now: number,
   statusOf: (endpoint: Endpoint) => Status,

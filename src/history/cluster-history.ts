@@ -13,7 +13,7 @@ import type { HistorySample } from './history.js';
 import { decodeFigures, encodeFigures } from './history-codec.js';
 import { leaderDesired, mergeHistory, mergeRecent, type ReplicaSlot } from './history-merge.js';
 
-/** The store's `history_samples` (store/history-samples.ts), as this side uses it. */
+/** The store's `history_samples` (store/cluster/history-samples.ts), as this side uses it. */
 export interface SharedSamples {
   write(
     replicaId: string,

@@ -8,7 +8,7 @@
 import type { Endpoint } from '../domain/endpoint.js';
 import { type IdleDecision, type IdlePolicy, idleDecision, idleEventMessage } from '../domain/idle-policy.js';
 import type { Clock, Timers } from '../ports/clock.js';
-import type { EndpointActivity, EndpointActivityRepository } from '../store/endpoint-activity.js';
+import type { EndpointActivity, EndpointActivityRepository } from '../store/endpoints/endpoint-activity.js';
 
 /** What the pass asks of the endpoint's update path: `decide` is asked again of the endpoint as stored. */
 export type LowerMaxWorkers = (

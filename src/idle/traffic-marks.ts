@@ -5,7 +5,7 @@
  * `flushMs` of marks (the idle policies count in days). A flush that fails keeps its marks for the next one.
  */
 import type { Timers } from '../ports/clock.js';
-import type { EndpointActivityRepository } from '../store/endpoint-activity.js';
+import type { EndpointActivityRepository } from '../store/endpoints/endpoint-activity.js';
 
 export interface TrafficMarksOptions {
   activity: Pick<EndpointActivityRepository, 'recordTraffic'>;

@@ -22,7 +22,7 @@ import { JOB_LIMITS, type Job } from '../domain/job.js';
 import { jobsPathProblem } from '../domain/jobs-path.js';
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock, Timers } from '../ports/clock.js';
-import type { JobRepository } from '../store/jobs.js';
+import type { DeliveryJobStore } from '../store/jobs/job-roles.js';
 import type { JobsLogger } from './http-io.js';
 import { announceEnded } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
@@ -40,7 +40,7 @@ interface InFlight {
 }
 
 export interface HttpDeliveryOptions {
-  jobs: JobRepository;
+  jobs: DeliveryJobStore;
   events: JobEvents;
   wakeups: Wakeups;
   clock: Clock;

@@ -5,7 +5,7 @@
  * on `queued`, the metrics on `retried`).
  */
 import type { Job } from '../domain/job.js';
-import type { Requeued } from '../store/jobs.js';
+import type { Requeued } from '../store/jobs/jobs.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 

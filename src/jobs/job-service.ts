@@ -30,15 +30,16 @@ import {
 } from '../service/endpoint-access.js';
 import { ambiguousRefMessage, resolveEndpointRef } from '../service/endpoint-ref.js';
 import type { EndpointKeyGrant } from '../service/invoke-key-service.js';
-import type { EndpointReach } from '../store/endpoints.js';
-import type { JobAdmit, JobRepository } from '../store/jobs.js';
+import type { EndpointReach } from '../store/endpoints/endpoints.js';
+import type { ClientJobStore } from '../store/jobs/job-roles.js';
+import type { JobAdmit } from '../store/jobs/jobs.js';
 import { announceEnded } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 import { isWorkerToken } from './worker-tokens.js';
 
 export interface JobServiceOptions {
-  jobs: JobRepository;
+  jobs: ClientJobStore;
   clock: Clock;
   wakeups: Wakeups;
   events: JobEvents;

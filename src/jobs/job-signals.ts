@@ -15,12 +15,13 @@
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import type { LiveJobs } from '../ports/traffic.js';
-import type { JobQueueSignal, JobRepository } from '../store/jobs.js';
+import type { JobSignalStore } from '../store/jobs/job-roles.js';
+import type { JobQueueSignal } from '../store/jobs/jobs.js';
 import type { JobsLogger } from './http-io.js';
 import type { JobEvents } from './job-events.js';
 
 export interface JobSignalsOptions {
-  jobs: JobRepository;
+  jobs: JobSignalStore;
   events: JobEvents;
   clock: Clock;
   timers: Timers;

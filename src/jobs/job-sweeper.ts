@@ -6,14 +6,14 @@
  * update, so two sweeps at once change a job once.
  */
 import type { Clock, Timers } from '../ports/clock.js';
-import type { JobRepository } from '../store/jobs.js';
+import type { JobSweepStore } from '../store/jobs/job-roles.js';
 import type { JobsLogger } from './http-io.js';
 import { announceEnded, announceRequeued } from './job-announcements.js';
 import type { JobEvents } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
 
 export interface JobSweeperOptions {
-  jobs: JobRepository;
+  jobs: JobSweepStore;
   clock: Clock;
   timers: Timers;
   wakeups: Wakeups;

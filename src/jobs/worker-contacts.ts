@@ -4,7 +4,7 @@
  * is this: ready once it has polled, unhealthy once it has been silent for `silentAfterMs`.
  */
 import type { Clock } from '../ports/clock.js';
-import type { JobRepository } from '../store/jobs.js';
+import type { WorkerContactStore } from '../store/jobs/job-roles.js';
 import type { JobsLogger } from './http-io.js';
 
 /** A queue worker's health as its contacts say it. */
@@ -13,7 +13,7 @@ export type WorkerContactVerdict =
   | { healthy: false; reason: 'never-polled' | 'silent'; silentMs?: number };
 
 export interface WorkerContactsOptions {
-  jobs: JobRepository;
+  jobs: WorkerContactStore;
   clock: Clock;
   logger: JobsLogger;
   writeEveryMs: number;

@@ -11,7 +11,7 @@ import { DEFAULT_JOB_STREAM_BOUNDS, type Job, type JobStreamBounds } from '../do
 import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
-import type { JobRepository } from '../store/jobs.js';
+import type { WorkerJobStore } from '../store/jobs/job-roles.js';
 import { announceEnded, announceRequeued } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
@@ -20,7 +20,7 @@ import type { Wakeups } from './wakeups.js';
 export const STOP_RESEND_MS = 1_000;
 
 export interface WorkerJobsOptions {
-  jobs: JobRepository;
+  jobs: WorkerJobStore;
   clock: Clock;
   wakeups: Wakeups;
   events: JobEvents;

@@ -1,6 +1,6 @@
 /**
  * Worker tokens (`RUNPOD_AI_API_KEY`): an HMAC of the endpoint id and the worker id under a server secret that the
- * store keeps (store/server-secrets.ts), so that any replica verifies any worker's token without a lookup. A token
+ * store keeps (store/keys/server-secrets.ts), so that any replica verifies any worker's token without a lookup. A token
  * is good only for its own endpoint and worker; it is never an API key (its `cwt_` form is not one, and the client
  * routes refuse it), and an API key is never a worker token.
  */

@@ -9,9 +9,9 @@ export const MIN_OPERATOR_KEY_LENGTH = 16;
 
 /** Creates, lists and revokes API keys on the store (the `corral keys` commands, start-up and the key routes). */
 export class ApiKeyService {
-  readonly #o: { store: Store; clock: Clock };
+  readonly #o: { store: Pick<Store, 'apiKeys' | 'audit'>; clock: Clock };
 
-  constructor(options: { store: Store; clock: Clock }) {
+  constructor(options: { store: Pick<Store, 'apiKeys' | 'audit'>; clock: Clock }) {
     this.#o = options;
   }
 

@@ -5,7 +5,7 @@
  */
 
 import type { Replica } from '../domain/records.js';
-import type { Lease } from '../store/leases.js';
+import type { Lease } from '../store/cluster/leases.js';
 
 export interface ReplicaStatus extends Replica {
   alive: boolean;

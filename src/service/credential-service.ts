@@ -5,7 +5,7 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../ports/clock.js';
-import type { CredentialRecord } from '../store/credentials.js';
+import type { CredentialRecord } from '../store/keys/credentials.js';
 import type { Store } from '../store/store.js';
 import type { IdGenerator } from './ids.js';
 import type { Principal } from './principal.js';
@@ -18,7 +18,7 @@ export interface CredentialInput {
 }
 
 export interface CredentialServiceOptions {
-  store: Store;
+  store: Pick<Store, 'credentials' | 'endpoints'>;
   secrets: SecretBox;
   clock: Clock;
   ids: IdGenerator;

@@ -7,7 +7,7 @@
  * once for both (caller-keys.ts).
  */
 import type { Endpoint } from '../domain/endpoint.js';
-import type { EndpointReach } from '../store/endpoints.js';
+import type { EndpointReach } from '../store/endpoints/endpoints.js';
 import type { KeyGrant } from './caller-keys.js';
 import type { EndpointKeyGrant } from './invoke-key-service.js';
 

@@ -14,7 +14,7 @@ import { type ValidationCatalog, type ValidationIssue, validateSpec } from '../d
 import { ApiError, type ApiErrorReason } from '../errors/api-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { AuditEntry } from '../store/audit.js';
-import type { Admit, EndpointChange } from '../store/endpoints.js';
+import type { Admit, EndpointChange } from '../store/endpoints/endpoints.js';
 import { StoreError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { IdGenerator } from './ids.js';
@@ -44,7 +44,7 @@ export type ImageAccessCheck = (request: {
 }) => Promise<{ allowed: true } | { allowed: false; cause: string; message: string }>;
 
 export interface EndpointServiceOptions {
-  store: Store;
+  store: Pick<Store, 'endpoints' | 'credentials' | 'secrets'>;
   catalog: ServerCatalog;
   clock: Clock;
   ids: IdGenerator;

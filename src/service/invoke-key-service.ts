@@ -33,7 +33,7 @@ export interface EndpointKeyGrant {
 export type InvokeKeyInfo = Omit<InvokeKeyRecord, 'secretHash'>;
 
 export interface InvokeKeyServiceOptions {
-  store: Store;
+  store: Pick<Store, 'invokeKeys' | 'endpoints' | 'apiKeys' | 'audit'>;
   clock: Clock;
   /** Per-owner quotas (active keys over all the owner's endpoints), checked in a create's transaction; absent: none. */
   quotas?: QuotaService;

@@ -18,7 +18,8 @@ import {
 } from '../domain/quota.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { BudgetStandings } from '../ports/budgets.js';
-import type { Admit } from '../store/endpoints.js';
+import type { Admit } from '../store/endpoints/endpoints.js';
+import type { JobUseStore } from '../store/jobs/job-roles.js';
 import type { CountAdmit } from '../store/owner-turn.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
@@ -30,7 +31,9 @@ export interface QuotaReport extends OwnerQuota {
 }
 
 export interface QuotaServiceOptions {
-  store: Store;
+  store: Pick<Store, 'endpoints' | 'apiKeys' | 'credentials' | 'secrets' | 'invokeKeys'> & {
+    jobs: JobUseStore;
+  };
   /** An owner's quota; `operator`: whether it holds an admin key. */
   quotaFor: (ownerId: string, operator: boolean) => OwnerQuota;
   /** Owners' budgets (service/budget-service.ts); absent: none is reported. */

@@ -13,7 +13,7 @@ import {
 } from '../domain/secret-refs.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import type { Clock } from '../ports/clock.js';
-import type { SecretSummary } from '../store/secrets.js';
+import type { SecretSummary } from '../store/keys/secrets.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
 import type { QuotaService } from './quota-service.js';
@@ -24,7 +24,7 @@ export interface SecretInput {
 }
 
 export interface SecretServiceOptions {
-  store: Store;
+  store: Pick<Store, 'secrets' | 'endpoints'>;
   secrets: SecretBox;
   clock: Clock;
   /** Per-owner quotas, checked in a save of a new secret's transaction; absent: none. */

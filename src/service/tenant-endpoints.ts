@@ -4,7 +4,9 @@
  */
 import type { Store } from '../store/store.js';
 
-export async function endpointsOfNonAdminOwners(store: Store): Promise<{ id: string; ownerId: string }[]> {
+export async function endpointsOfNonAdminOwners(
+  store: Pick<Store, 'apiKeys' | 'endpoints'>,
+): Promise<{ id: string; ownerId: string }[]> {
   const admins = new Set(
     (await store.apiKeys.list()).filter((k) => k.admin && k.revokedAt === null).map((k) => k.ownerId),
   );

@@ -19,7 +19,7 @@ export interface WebhookSecretInfo {
 }
 
 export interface WebhookSecretServiceOptions {
-  store: Store;
+  store: Pick<Store, 'webhookSecrets' | 'endpoints' | 'audit'>;
   secrets: SecretBox;
   clock: Clock;
 }

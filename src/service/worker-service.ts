@@ -9,7 +9,7 @@ import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
 
 export interface WorkerServiceOptions {
-  store: Store;
+  store: Pick<Store, 'workers'>;
   clock: Clock;
   /** Told after every drain or undrain, so that the controller acts at once rather than at its next tick. */
   onChanged?: () => void;

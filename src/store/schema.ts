@@ -133,7 +133,7 @@ export interface WorkerOutputsTable {
   output: string;
 }
 
-/** A lease (the controller's: `controller`); times are the database's clock (store/leases.ts). */
+/** A lease (the controller's: `controller`); times are the database's clock (store/cluster/leases.ts). */
 export interface LeasesTable {
   name: string;
   holder: string;
@@ -144,7 +144,7 @@ export interface LeasesTable {
   expires_at: number;
 }
 
-/** A running `corral serve`'s heartbeat (store/replicas.ts); times are the database's clock. */
+/** A running `corral serve`'s heartbeat (store/cluster/replicas.ts); times are the database's clock. */
 export interface ReplicasTable {
   id: string;
   host: string;
@@ -161,7 +161,7 @@ export interface ReplicasTable {
   gateway_url: string | null;
 }
 
-/** What the leader's controller last published for one endpoint (store/routes.ts). */
+/** What the leader's controller last published for one endpoint (store/cluster/routes.ts). */
 export interface RoutesTable {
   endpoint_id: string;
   /** Grows with every change of any row: a reader re-reads the rows whose seq moved. */
@@ -174,7 +174,7 @@ export interface RoutesTable {
   condition: string | null;
 }
 
-/** One replica's gateway queue and worker load for one endpoint (store/gateway-signals.ts). */
+/** One replica's gateway queue and worker load for one endpoint (store/cluster/gateway-signals.ts). */
 export interface GatewaySignalsTable {
   replica_id: string;
   endpoint_id: string;
@@ -198,7 +198,7 @@ export interface HistorySamplesTable {
   payload: string;
 }
 
-/** One job of the jobs API (store/jobs.ts, migration 0015); JSON stays text. Times are epoch ms. */
+/** One job of the jobs API (store/jobs/jobs.ts, migration 0015); JSON stays text. Times are epoch ms. */
 export interface JobsTable {
   id: string;
   endpoint_id: string;

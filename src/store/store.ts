@@ -1,28 +1,28 @@
 /** `Store`: every repository over one database connection, with its ping, migration and close. */
 import { sql } from 'kysely';
-import { ApiKeyRepository } from './api-keys.js';
 import { AuditRepository } from './audit.js';
+import { GatewaySignalRepository } from './cluster/gateway-signals.js';
+import { HistorySampleRepository } from './cluster/history-samples.js';
+import { InstallationRepository } from './cluster/installation.js';
+import { LeaseRepository } from './cluster/leases.js';
+import { ReplicaRepository } from './cluster/replicas.js';
+import { RouteRepository } from './cluster/routes.js';
 import type { DatabaseConnection } from './connection.js';
-import { CredentialRepository } from './credentials.js';
-import { EndpointActivityRepository } from './endpoint-activity.js';
-import { EndpointRepository } from './endpoints.js';
-import { EventRepository } from './events.js';
-import { GatewaySignalRepository } from './gateway-signals.js';
-import { HistorySampleRepository } from './history-samples.js';
-import { InstallationRepository } from './installation.js';
-import { InvokeKeyRepository } from './invoke-keys.js';
-import { JobRepository } from './jobs.js';
-import { LeaseRepository } from './leases.js';
+import { EndpointActivityRepository } from './endpoints/endpoint-activity.js';
+import { EndpointRepository } from './endpoints/endpoints.js';
+import { EventRepository } from './endpoints/events.js';
+import { JobRepository } from './jobs/jobs.js';
+import { ApiKeyRepository } from './keys/api-keys.js';
+import { CredentialRepository } from './keys/credentials.js';
+import { InvokeKeyRepository } from './keys/invoke-keys.js';
+import { SecretRepository } from './keys/secrets.js';
+import { ServerSecretRepository } from './keys/server-secrets.js';
 import { migrateToLatest } from './migrations/index.js';
-import { ReplicaRepository } from './replicas.js';
-import { RouteRepository } from './routes.js';
-import { SecretRepository } from './secrets.js';
-import { ServerSecretRepository } from './server-secrets.js';
 import { UsageSegmentRepository } from './usage/usage-segments.js';
-import { WebhookDeliveryRepository } from './webhook-deliveries.js';
-import { WebhookSecretRepository } from './webhook-secrets.js';
-import { WorkerOutputRepository } from './worker-outputs.js';
-import { WorkerRepository } from './workers.js';
+import { WebhookDeliveryRepository } from './webhooks/webhook-deliveries.js';
+import { WebhookSecretRepository } from './webhooks/webhook-secrets.js';
+import { WorkerOutputRepository } from './workers/worker-outputs.js';
+import { WorkerRepository } from './workers/workers.js';
 
 /** Every repository over one database connection. */
 export class Store {

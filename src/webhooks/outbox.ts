@@ -9,7 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { webhookHeaders } from '../crypto/webhook-signature.js';
 import { type Clock, nextTurn, type Timers } from '../ports/clock.js';
 import type { JobWebhookRequest } from '../ports/job-webhooks.js';
-import type { WebhookDeliveryRecord, WebhookDeliveryRepository } from '../store/webhook-deliveries.js';
+import type {
+  WebhookDeliveryRecord,
+  WebhookDeliveryRepository,
+} from '../store/webhooks/webhook-deliveries.js';
 import { DEFAULT_RETRY_POLICY, nextAttemptAt, type RetryPolicy } from './backoff.js';
 import { type PostOutcome, pinnedPost } from './pinned-post.js';
 import { type LookupAll, resolveWebhookTarget, systemLookupAll, type TargetPolicy } from './target-guard.js';

@@ -23,12 +23,12 @@ import { JOB_DETAIL_BOUNDS } from '../../domain/job-detail.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { Clock } from '../../ports/clock.js';
 import type { JobActions } from '../../ports/job-actions.js';
-import type { JobRepository } from '../../store/jobs.js';
+import type { JobReads } from '../../store/jobs/job-roles.js';
 import type { AppOptions } from '../app.js';
 
 /** What the jobs routes read and do: the store's reads, and the jobs core's actions (absent: no cancel, no retry). */
 export interface OwnerJobs {
-  reads: Pick<JobRepository, 'counts' | 'list' | 'detail'>;
+  reads: JobReads;
   actions?: JobActions;
   clock: Clock;
 }

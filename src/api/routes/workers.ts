@@ -12,7 +12,7 @@ import type { WireEndedWorker, WireWorkerMetrics } from '../../contract/wire.js'
 import { parseDrainBody } from '../../contract/worker-drain.js';
 import { ApiError } from '../../errors/api-catalogue.js';
 import type { LogOptions, WorkerStats } from '../../runtime/types.js';
-import type { KeptOutput } from '../../store/worker-outputs.js';
+import type { KeptOutput } from '../../store/workers/worker-outputs.js';
 import type { AppOptions } from '../app.js';
 
 /** What the API may ask of the runtime about a worker: its output and its resource use, nothing else. */

@@ -7,7 +7,7 @@
 
 import type { Clock, Timers } from '../../ports/clock.js';
 import type { LogOptions } from '../../runtime/types.js';
-import type { EndedWorker, WorkerOutputRepository } from '../../store/worker-outputs.js';
+import type { EndedWorker, WorkerOutputRepository } from '../../store/workers/worker-outputs.js';
 import type { ControllerLogger } from '../controller-options.js';
 import { DEFAULT_OUTPUT_RETENTION, type OutputRetention, outputsToDrop } from './output-retention.js';
 import { DEFAULT_OUTPUT_LIMITS, type OutputLimits, OutputTail } from './output-tail.js';

@@ -6,7 +6,7 @@
  * with backoff.
  */
 import type { Timers } from '../../ports/clock.js';
-import { LeaseLostError } from '../../store/leases.js';
+import { LeaseLostError } from '../../store/cluster/leases.js';
 import type { ControllerLogger } from '../controller-options.js';
 import { type RetryPolicy, WorkQueue } from './work-queue.js';
 
