@@ -1,51 +1,39 @@
 /**
- * `corral serve`: checks the settings, opens the store, makes sure a key exists, builds the runtime, the traffic
- * side, the replica and the API, listens on both addresses, and starts the controller once the runtime is ready.
- * Everything it opened is closed in reverse order by `close`, or at once when a step fails.
+ * `corral serve`: checks the settings, opens the store, makes sure a key exists, and builds the parts in one order
+ * (the machine, the shared services, what later parts are reached through, the jobs side, the idle policies, the
+ * traffic side, the replica, the API), listens on both addresses, and starts the controller once the runtime is
+ * ready. Everything it opened is closed in reverse order by `close`, or at once when a step fails.
  */
 import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ControllerView } from '../cluster/controller-view.js';
 import { rateLimitShare } from '../cluster/shares.js';
 import { replicaGpus } from '../cluster/stored-gpus.js';
 import { type Config, formatHostPort } from '../config/config.js';
 import type { ListenerLimits } from '../config/connection-limits.js';
 import { listenError } from '../config/startup.js';
-import { SecretBox } from '../crypto/secret-box.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
-import { UnavailableCheckpointer } from '../gpu/checkpoint/unavailable-checkpointer.js';
-import type { Gpu } from '../gpu/inventory.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
-import type { GpuCheckpointer } from '../ports/gpu-checkpoint.js';
-import { idleTiersOff } from '../runtime/idle-tiers.js';
-import { runtimeReadiness, runtimeReady, selectRuntime } from '../runtime/select.js';
-import type { WorkerRuntime } from '../runtime/types.js';
-import { newInstallationId, newReplicaId } from '../service/ids.js';
-import { ModelAccess } from '../service/model-access.js';
+import { runtimeReadiness, runtimeReady } from '../runtime/select.js';
+import { newInstallationId } from '../service/ids.js';
 import type { Store } from '../store/store.js';
-import { LedgerReader } from '../usage/ledger-reader.js';
-import { type ApiServices, apiServices, buildApi } from './build-api.js';
+import { buildApi } from './build-api.js';
 import { buildIdlePolicies, type IdlePolicies } from './build-idle-policy.js';
 import { buildJobs, type Jobs, jobsForTraffic } from './build-jobs.js';
-import { buildModelCache } from './build-model-cache.js';
-import { buildReplica, type Replica, type SharedTrafficParts, sharedTrafficOf } from './build-replica.js';
+import { buildMachine, type Machine } from './build-machine.js';
+import { buildReplica, type Replica } from './build-replica.js';
+import { buildShared, type Shared } from './build-shared.js';
 import { buildTraffic, type Traffic, trafficServer } from './build-traffic.js';
-import { buildWebhooks } from './build-webhooks.js';
 import { connectionsUnderFileLimit, guardListener } from './connection-limits.js';
 import { ensureKeys } from './first-key.js';
-import { gpuCheckpointFor } from './gpu-checkpoint.js';
-import { imageAccessGuard, ownerIsAdmin } from './image-guard.js';
+import { ownerIsAdmin } from './image-guard.js';
 import { jobActionsOf } from './job-actions.js';
 import { boundPort, listen, listeningPort } from './listen.js';
 import { modelUsers } from './model-users.js';
 import { openServeStore, startupSettings } from './startup.js';
-import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 import { WorkerFacingListener } from './worker-facing-listener.js';
-import { kubernetesWorkersUnreachable } from './worker-facing-url.js';
 import { DEFAULT_WORKER_LISTENER_LIMITS } from './worker-listener.js';
-import { placeWorkerListener, type WorkerListenerPlace } from './worker-listener-place.js';
 
 export interface RunningServer {
   apiUrl: string;
@@ -205,125 +193,6 @@ async function storeReady(store: Store, config: Config, io: ServeIo, operatorKey
   const bannerUrl = config.apiAddr.port === 0 ? undefined : config.apiUrl;
   await ensureKeys(store, { ...io, operatorKey, apiUrl: bannerUrl });
   return installationId;
-}
-
-/** This machine: the GPU checkpointer, the runtime, the GPUs, and what the runtime cannot offer. */
-interface Machine {
-  installationId: string;
-  runtime: WorkerRuntime;
-  place: WorkerListenerPlace;
-  gpus: Gpu[];
-  /** Why the runtime has no idle tiers; undefined: it has them. */
-  tiersOff: string | undefined;
-  /** Why queue endpoints are refused (Kubernetes workers could not reach this replica); undefined: served. */
-  queueOff: string | undefined;
-}
-
-async function buildMachine(
-  config: Config,
-  store: Store,
-  installationId: string,
-  logger: Logger,
-  closers: Closers,
-): Promise<Machine> {
-  // Whether idle workers can be suspended on the GPU (issue 24), asked of the driver while the runtime starts.
-  const gpuCheckpoint = await gpuCheckpointFor({ gpus: config.gpus, runtime: config.runtime, logger });
-  const { availability } = gpuCheckpoint;
-  // Closed after the runtime (closers run in reverse): its helper process ends last.
-  closers.push(async () => gpuCheckpoint.close());
-  const checkpointer =
-    gpuCheckpoint.checkpointer ??
-    new UnavailableCheckpointer(availability.available ? 'no GPU checkpointer' : availability.reason);
-  // On Docker the worker-facing listener's port is fixed before the runtime opens the host guard's hole for it.
-  const place = await placeWorkerListener({ listen: config.workers.listen, runtimeChoice: config.runtime });
-  const runtime = await runtimeFor(config, installationId, logger, checkpointer, place);
-  closers.push(() => runtime.close());
-  // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
-  if (runtime.gpuScheduler && config.gpus.kind === 'simulated')
-    logger.warn("--gpus is ignored: the runtime's scheduler places workers on the cluster's GPUs");
-  const gpus = runtime.gpuScheduler ? [] : await inventoryFor(config, logger);
-  if (runtime.name === 'local') await warnOfTenantEndpoints(store, logger);
-  const tiersOff = idleTiersOff(runtime);
-  logIdleTiers(runtime, tiersOff, logger);
-  const queueOff = runtime.name === 'kubernetes' ? kubernetesWorkersUnreachable(config.workers) : undefined;
-  if (queueOff !== undefined) logger.warn({ reason: queueOff }, 'queue endpoints are refused');
-  return { installationId, runtime, place, gpus, tiersOff, queueOff };
-}
-
-/** The services the API, the jobs and the traffic side share, each built once, and this replica's own parts. */
-interface Shared {
-  secrets: SecretBox;
-  usage: LedgerReader;
-  services: ApiServices;
-  modelCache: ReturnType<typeof buildModelCache>;
-  modelAccess: ModelAccess;
-  /** One registry for every role of this process (`/metrics`). */
-  registry: Registry;
-  jobWebhooks: ReturnType<typeof buildWebhooks>;
-  imageGuard: ReturnType<typeof imageAccessGuard>;
-  replicaId: string;
-  /** Several replicas (PostgreSQL): the shared traffic and the parts it adds to the traffic side; else none. */
-  replicaParts: SharedTrafficParts | undefined;
-}
-
-function buildShared(options: {
-  config: Config;
-  store: Store;
-  machine: Machine;
-  secretKey: Buffer;
-  logger: Logger;
-}): Shared {
-  const { config, store, machine, logger } = options;
-  const secrets = new SecretBox({ key: options.secretKey });
-  // Budgets read the usage ledger (cached per owner for a few seconds); the reader prices its sums.
-  const usage = new LedgerReader({ segments: store.usageSegments, prices: config.usage, clock: systemClock });
-  const services = apiServices({
-    config,
-    store,
-    gpus: machine.gpus,
-    secrets,
-    gpuScheduler: machine.runtime.gpuScheduler,
-    usage,
-    onBudgetReadError: (error, ownerId) =>
-      logger.warn({ err: error, ownerId }, 'could not read an owner budget from the usage ledger'),
-  });
-  const { ownerSecrets } = services;
-  // The machine's model cache (issue 34): endpoints' models checked at create, fetched before a worker holds a GPU.
-  const modelCache = buildModelCache({
-    config,
-    logger,
-    namedModels: async () => new Set(modelUsers(await store.endpoints.listAll(), null).keys()),
-  });
-  const modelAccess = new ModelAccess({
-    cache: modelCache,
-    secretValue: (ownerId, name) => ownerSecrets.value(ownerId, name),
-  });
-  // Jobs' webhooks: `jobWebhooks.webhooks` (checkTarget, enqueue) is what the jobs core is handed.
-  const registry = new Registry();
-  const jobWebhooks = buildWebhooks({
-    config,
-    store,
-    secrets: services.webhookSecrets,
-    logger: logger.child({ part: 'webhooks' }),
-    registry,
-  });
-  const imageGuard = imageAccessGuard(machine.runtime, config, services.credentials);
-  const replicaId = newReplicaId();
-  const replicaParts = sharedTrafficOf({ store, replicaId, logger });
-  // The process's own memory, CPU, event-loop delay and GC, beside Corral's metrics.
-  collectDefaultMetrics({ register: registry });
-  return {
-    secrets,
-    usage,
-    services,
-    modelCache,
-    modelAccess,
-    registry,
-    jobWebhooks,
-    imageGuard,
-    replicaId,
-    replicaParts,
-  };
 }
 
 /** The jobs side: the gateway serves its client routes, the controller starts queue workers with its env. */
@@ -562,41 +431,4 @@ function loopbackOf(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
   if (host === '::' || host === '[::]') return '::1';
   return host;
-}
-
-/** The runtime the configuration chooses (docker, kubernetes, local), connected or waited for. */
-function runtimeFor(
-  config: Config,
-  installationId: string,
-  logger: Logger,
-  checkpointer: GpuCheckpointer,
-  place: WorkerListenerPlace,
-): Promise<WorkerRuntime> {
-  return selectRuntime({
-    installationId,
-    choice: config.runtime,
-    dataDir: config.dataDir,
-    logger,
-    simulatedGpus: config.gpus.kind === 'simulated',
-    sandbox: config.workers.sandbox,
-    checkpointer,
-    allowRoot: config.localAllowRoot,
-    workerListener: { port: place.port, onAddress: (address) => place.onAddress(address) },
-    kubernetes: {
-      ...(config.kubeconfig === undefined ? {} : { kubeconfig: config.kubeconfig }),
-      namespace: config.namespace,
-      products: config.products,
-      networkStorages: config.networkStorages,
-      gpuResource: config.kubernetes.gpuResource,
-      terminationGraceSeconds: config.kubernetes.terminationGraceSeconds,
-      ...(config.kubernetes.imagePullPolicy === undefined
-        ? {}
-        : { imagePullPolicy: config.kubernetes.imagePullPolicy }),
-      ...(config.workers.memoryGBPerGpu === undefined
-        ? {}
-        : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
-      capAdd: config.workers.sandbox.capAdd,
-      ...(config.kubernetes.nodeAgent === undefined ? {} : { nodeAgent: config.kubernetes.nodeAgent }),
-    },
-  });
 }
