@@ -136,7 +136,7 @@ export interface Traffic<M extends GatewayMetrics> {
  * worker before removing it).
  */
 export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: TrafficParts<M>): Traffic<M> {
-  const { config, store, runtime, logger, registry } = parts;
+  const { config, runtime, logger, registry } = parts;
   const clock = parts.clock ?? systemClock;
   const routes = new RoutingTable();
   // Corral places workers on its GPU inventory, unless the runtime's own scheduler places them (kubernetes).
