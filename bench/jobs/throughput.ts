@@ -67,9 +67,7 @@ async function startReplica(store: Store, replicaId: string) {
     logger,
     domain: 'localhost',
     verifyKey: async () => undefined,
-    get workersUrl() {
-      return url;
-    },
+    workersAddress: { url: () => url },
     replicaId,
     gatewayUrl: () => undefined,
   });

@@ -3,6 +3,7 @@
  * listen on port 0. `apiServices` builds the services the API shares with the traffic side.
  */
 
+import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -87,8 +88,11 @@ export interface ApiParts {
   registry?: Registry;
   /** Told after every endpoint change and worker drain (the controller's poke, in `corral serve`). */
   onEndpointsChanged?: (endpointId?: string) => void;
-  /** The bound addresses, once known (port 0 in the configuration means "any free port"). */
-  bound?: { apiUrl: () => string; gatewayPort: () => number };
+  /**
+   * The bound addresses, read when a link is made (port 0 in the configuration means "any free port"): the API's
+   * URL from its own server (listening or not yet), the gateway's port.
+   */
+  bound?: { apiUrl: (server: Server) => string; gatewayPort: () => number };
   /** Whether an owner may run an image, asked at create/update; none: the pull alone decides. */
   imageAccess?: ImageAccessCheck;
   /** Workers run as host processes (the local runtime): only admin keys may create or change endpoints. */
@@ -179,34 +183,13 @@ export function apiServices(options: {
 export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
   const { config, store, gpus, logger, secrets } = parts;
   const clock = parts.clock ?? systemClock;
-  const { gpuScheduler } = parts;
-  const inventoryLimits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
-  const networkStorages = new Map(config.networkStorages.map((s) => [s.id, s.clusterId]));
-  const storageOwners = new Map(config.networkStorages.map((s) => [s.id, s.owners]));
-  const products = gpuScheduler
-    ? () => scheduledCatalog(gpuScheduler.products(), config.products)
-    : () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
-  const catalog: ApiCatalog = {
-    limits: gpuScheduler
-      ? () => {
-          const scheduled = gpuScheduler.products();
-          return {
-            ...config.limits,
-            gpus: scheduledGpuRange(scheduled, config.limits.gpus),
-            cudaVersions: scheduledCudaVersions(scheduled, config.kubernetes.cudaVersion),
-          };
-        }
-      : () => inventoryLimits,
-    products,
-    productIds: () => new Set(products().map((p) => p.id)),
-    networkStorages,
-    storageOwners,
-    ...(parts.idleTiersOff === undefined ? {} : { idleTiersOff: parts.idleTiersOff }),
-    ...(parts.queueOff === undefined ? {} : { queueOff: parts.queueOff }),
-  };
-  const services = parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler });
+  const catalog = apiCatalog(parts);
+  const services =
+    parts.services ?? apiServices({ config, store, gpus, secrets, clock, gpuScheduler: parts.gpuScheduler });
   const { quotas } = services;
-  return buildApp({
+  const { bound } = parts;
+  // The links read the API's URL from its own server: with port 0, the port is known once it listens.
+  const app: FastifyInstance = await buildApp({
     logger,
     authenticator: new Authenticator({ store, clock }),
     rateLimiter: new RateLimiter({
@@ -217,26 +200,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     // At most 16 of one owner's creates and updates wait their turn; more are answered 429 at once.
     writeGate: new OwnerWriteGate({ maxWaiting: 16 }),
     refusedBodies: new RefusedBodyTarpit({ ...REFUSED_BODY_TARPIT, clock }),
-    endpoints: new EndpointService({
-      store,
-      catalog,
-      clock,
-      ids: randomIds,
-      toValidationError: validationError,
-      quotas,
-      ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
-      ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
-      ...(parts.singleTenant ? { singleTenant: true } : {}),
-      secretSizes: (ownerId, names) => services.ownerSecrets.sizes(ownerId, names),
-      ...(parts.modelCache
-        ? {
-            models: new ModelAccess({
-              cache: parts.modelCache,
-              secretValue: (ownerId, name) => services.ownerSecrets.value(ownerId, name),
-            }),
-          }
-        : {}),
-    }),
+    endpoints: endpointService(parts, services, catalog, clock),
     credentials: services.credentials,
     quotas,
     rates: {
@@ -267,9 +231,9 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     catalog,
     links: new EndpointLinks({
       domain: config.domain,
-      gatewayPort: parts.bound?.gatewayPort ?? (() => config.gatewayAddr.port),
+      gatewayPort: bound?.gatewayPort ?? (() => config.gatewayAddr.port),
       publicUrl: config.publicUrl,
-      apiUrl: parts.bound?.apiUrl ?? (() => config.apiUrl),
+      apiUrl: bound ? () => bound.apiUrl(app.server) : () => config.apiUrl,
     }),
     metrics: new ApiMetrics(parts.registry ? { registry: parts.registry } : {}),
     bodyLimitBytes: config.bodyLimitBytes,
@@ -279,16 +243,7 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ...(parts.databaseTookLastBeat ? { databaseTookLastBeat: parts.databaseTookLastBeat } : {}),
     specBodyLimitBytes: config.specBodyLimitBytes,
     ping: () => store.ping(),
-    ...(parts.replica
-      ? {
-          replica: parts.replica,
-          cluster: new ClusterService({
-            store,
-            self: parts.replica.id,
-            staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS,
-          }),
-        }
-      : {}),
+    ...(parts.replica ? { replica: parts.replica, cluster: clusterService(store, parts.replica.id) } : {}),
     dashboard: loadDashboard(parts.dashboardDir ?? DASHBOARD_DIR),
     gpus: new GpuReportService({
       source: parts.gpuInventory ?? { snapshot: () => ({ gpus, workers: [], held: new Map() }) },
@@ -298,6 +253,63 @@ export async function buildApi(parts: ApiParts): Promise<FastifyInstance> {
     ...(parts.models ? { models: withPulls(parts.models, parts.modelCache, services, clock, logger) } : {}),
     usage: parts.usage ?? new LedgerReader({ segments: store.usageSegments, prices: config.usage, clock }),
   });
+  return app;
+}
+
+/** The GPU products, limits and storages endpoints are checked against: the scheduler's, else the inventory's. */
+function apiCatalog(parts: ApiParts): ApiCatalog {
+  const { config, gpus, gpuScheduler } = parts;
+  const inventoryLimits = { ...config.limits, cudaVersions: supportedCudaVersions(gpus) };
+  const products = gpuScheduler
+    ? () => scheduledCatalog(gpuScheduler.products(), config.products)
+    : () => productCatalog(gpus, config.products, parts.busyGpus?.() ?? new Set());
+  return {
+    limits: gpuScheduler
+      ? () => {
+          const scheduled = gpuScheduler.products();
+          return {
+            ...config.limits,
+            gpus: scheduledGpuRange(scheduled, config.limits.gpus),
+            cudaVersions: scheduledCudaVersions(scheduled, config.kubernetes.cudaVersion),
+          };
+        }
+      : () => inventoryLimits,
+    products,
+    productIds: () => new Set(products().map((p) => p.id)),
+    networkStorages: new Map(config.networkStorages.map((s) => [s.id, s.clusterId])),
+    storageOwners: new Map(config.networkStorages.map((s) => [s.id, s.owners])),
+    ...(parts.idleTiersOff === undefined ? {} : { idleTiersOff: parts.idleTiersOff }),
+    ...(parts.queueOff === undefined ? {} : { queueOff: parts.queueOff }),
+  };
+}
+
+/** Endpoints' create, update and delete, with quotas, the image check, the models' check on the hub. */
+function endpointService(parts: ApiParts, services: ApiServices, catalog: ApiCatalog, clock: Clock) {
+  return new EndpointService({
+    store: parts.store,
+    catalog,
+    clock,
+    ids: randomIds,
+    toValidationError: validationError,
+    quotas: services.quotas,
+    ...(parts.onEndpointsChanged ? { onChanged: parts.onEndpointsChanged } : {}),
+    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+    ...(parts.singleTenant ? { singleTenant: true } : {}),
+    secretSizes: (ownerId, names) => services.ownerSecrets.sizes(ownerId, names),
+    ...(parts.modelCache
+      ? {
+          models: new ModelAccess({
+            cache: parts.modelCache,
+            secretValue: (ownerId, name) => services.ownerSecrets.value(ownerId, name),
+          }),
+        }
+      : {}),
+  });
+}
+
+/** The replicas as `GET cluster` lists them: one is stale after three missed heartbeats. */
+function clusterService(store: Store, self: string): ClusterService {
+  return new ClusterService({ store, self, staleAfterMs: 3 * HEARTBEAT_INTERVAL_MS });
 }
 
 /** `POST models` and `DELETE models/...` beside `GET models` when there is a cache to pull into (none: GET only). */

@@ -10,15 +10,14 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { RateLimiter } from '../api/rate-limit.js';
 import type { JobsSettings, RateLimit } from '../config/config.js';
-import { jobStatusBody } from '../contract/jobs.js';
 import { workerProtocolEnv } from '../contract/runpod-worker.js';
-import type { ProbeResult } from '../controller/health/probe-result.js';
+import { queueProbeResult } from '../controller/health/probe-result.js';
 import type { EnvVar } from '../domain/endpoint.js';
 import type { Quota } from '../domain/quota.js';
-import type { WorkerState } from '../domain/worker.js';
 import type { GatewayMetrics } from '../gateway/metrics.js';
 import { JobClientRoutes } from '../jobs/client-routes.js';
 import { cachedEndpoints } from '../jobs/endpoint-cache.js';
+import { sendFinishedToWebhooks } from '../jobs/finished-webhooks.js';
 import { HttpDelivery } from '../jobs/http-delivery.js';
 import { JobEvents } from '../jobs/job-events.js';
 import { JobMetrics } from '../jobs/job-metrics.js';
@@ -31,10 +30,16 @@ import { Wakeups } from '../jobs/wakeups.js';
 import { WorkerContacts } from '../jobs/worker-contacts.js';
 import { WorkerDirectory } from '../jobs/worker-directory.js';
 import { WorkerJobs } from '../jobs/worker-jobs.js';
+import { recycleOnRequest } from '../jobs/worker-recycle.js';
 import { workerRoutes } from '../jobs/worker-routes.js';
 import { WorkerTokens } from '../jobs/worker-tokens.js';
 import type { BudgetStandings } from '../ports/budgets.js';
 import type { Clock, Timers } from '../ports/clock.js';
+import type {
+  LiveWorkerDirectory,
+  ReconcileTrigger,
+  WorkerFacingAddress,
+} from '../ports/controller-ports.js';
 import type { JobWebhooks } from '../ports/job-webhooks.js';
 import { CallerKeys } from '../service/caller-keys.js';
 import { DeliveryKeys, withDeliveryKeys } from '../service/delivery-keys.js';
@@ -71,18 +76,17 @@ export interface JobsParts {
   domain: string;
   /** What a client key allows (the store's answer; the callers' cache and the delivery keys go in front). */
   verifyKey: (key: string) => Promise<EndpointKeyGrant | undefined>;
-  /** The worker-facing listener's URL as workers reach it. */
-  workersUrl: string;
+  /** The worker-facing listener's URL as workers reach it ('' until it listens). */
+  workersAddress: WorkerFacingAddress;
   /**
-   * The leading controller's record of a worker: its state (frozen or suspended: it takes no job until it runs
-   * again; draining: none more), null when it has none (its token no longer holds); undefined where this replica's
-   * controller does not lead (the store's row says). Absent: every worker with a good token is taken as serving.
+   * The leading controller's live workers: a worker's state (frozen or suspended: it takes no job until it runs
+   * again; draining: none more; null: its token no longer holds; undefined where this replica's controller does not
+   * lead: the store's row says), and the running ones for `health`. Absent: every worker with a good token is taken
+   * as serving, and `health` counts none.
    */
-  workerState?: (endpointId: string, workerId: string) => WorkerState | null | undefined;
-  /** The ids of the endpoint's running workers, for `health` (idle: those with no job in progress). */
-  runningWorkers?: (endpointId: string) => readonly string[];
+  directory?: LiveWorkerDirectory;
   /** Asks the controller for a pass (a worker to replace was marked). */
-  poke?: () => void;
+  trigger?: ReconcileTrigger;
   /** Jobs' webhooks (app/build-webhooks.ts): targets checked at `run`, a terminal status delivered. */
   webhooks?: JobWebhooks;
   /** This replica's part of the submission rate (several replicas split it); none: `settings.submissionRate`. */
@@ -131,54 +135,14 @@ export interface Jobs {
 }
 
 export async function buildJobs(parts: JobsParts): Promise<Jobs> {
-  const { store, settings, clock, timers } = parts;
+  const { store, settings, clock } = parts;
   const logger = parts.logger.child({ role: 'jobs' });
-  const secret = await store.serverSecrets.getOrCreate(
-    TOKEN_SECRET,
-    () => randomBytes(32).toString('base64url'),
-    clock(),
-  );
-  const tokens = new WorkerTokens({ secret });
-  const deliveryKeys = new DeliveryKeys({
-    secret: await store.serverSecrets.getOrCreate(
-      DELIVERY_SECRET,
-      () => randomBytes(32).toString('base64url'),
-      clock(),
-    ),
-  });
-  const callerKeys = callerKeyChecks({ deliveryKeys, verifyKey: parts.verifyKey, store, clock, timers });
-  const wakeups = new Wakeups({ timers, recheckMs: RECHECK_MS });
+  const { tokens, deliveryKeys, callerKeys } = await jobKeys(parts);
+  const wakeups = new Wakeups({ timers: parts.timers, recheckMs: RECHECK_MS });
   const events = new JobEvents();
-  const service = new JobService({
-    jobs: store.jobs,
-    clock,
-    wakeups,
-    events,
-    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
-    findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
-    keys: callerKeys,
-    retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
-    workerCounts: (endpointId) => {
-      const running = parts.runningWorkers?.(endpointId) ?? [];
-      const busy = signals.signal(endpointId, () => true)?.inProgress ?? {};
-      return { idle: running.filter((id) => !busy[id]).length, running: running.length };
-    },
-    ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
-    ...(parts.quotaOf ? { quotaOf: parts.quotaOf } : {}),
-    streamReadBytes: settings.stream.readBytes,
-  });
-  const { workerState } = parts;
-  const directory =
-    workerState &&
-    new WorkerDirectory({
-      controllerState: workerState,
-      storedWorker: async (workerId) => {
-        const worker = await store.workers.get(workerId);
-        return worker && { endpointId: worker.endpointId, state: worker.status.state };
-      },
-      clock,
-      storeCacheMs: DIRECTORY_CACHE_MS,
-    });
+  const { signals, metrics, contacts } = jobReadings(parts, events, logger);
+  const service = jobService(parts, { wakeups, events, signals, callerKeys });
+  const directory = parts.directory && workerDirectory(parts, parts.directory);
   const workers = new WorkerJobs({
     jobs: store.jobs,
     clock,
@@ -188,6 +152,85 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     ...(directory ? { standing: (endpointId, workerId) => directory.standing(endpointId, workerId) } : {}),
     stream: settings.stream,
   });
+  if (parts.webhooks) sendFinishedToWebhooks({ events, webhooks: parts.webhooks, clock, logger });
+  recycleOnRequest({ events, store, clock, trigger: parts.trigger, logger });
+  const background = jobsBackground(parts, { wakeups, events, deliveryKeys }, logger);
+  const runBodies = new RunBodyParser();
+  return {
+    service,
+    workers,
+    events,
+    tokens,
+    signals,
+    contacts,
+    metrics,
+    callerKeys,
+    clientRoute: clientRoutes(parts, service, runBodies, logger),
+    modelRoute: new ModelRouter({ service, domain: parts.domain, logger }),
+    workerHandler: workerRoutes({
+      workers,
+      tokens,
+      findEndpoint: cachedEndpoints(async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint, {
+        clock,
+        ttlMs: ENDPOINT_CACHE_MS,
+      }),
+      ...(directory ? { standing: (endpointId, workerId) => directory.check(endpointId, workerId) } : {}),
+      logger,
+      takeHoldMs: settings.takeHoldSeconds * 1000,
+      stopHoldMs: STOP_HOLD_MS,
+    }),
+    workerEnded: (workerId, reason) => {
+      void workers
+        .workerEnded(workerId, reason)
+        .catch((error: unknown) =>
+          logger.warn(
+            { workerId, err: error instanceof Error ? error.message : String(error) },
+            'jobs of an ended worker not returned',
+          ),
+        );
+    },
+    protocolEnv: (endpointId, workerId) =>
+      workerProtocolEnv({
+        base: parts.workersAddress.url(),
+        endpointId,
+        workerId,
+        token: tokens.issue(endpointId, workerId),
+      }),
+    start: () => {
+      background.sweeper.start();
+      signals.start();
+      background.delivery.start();
+    },
+    close: async () => {
+      await runBodies.close();
+      await background.delivery.close();
+      await background.sweeper.close();
+      await signals.close();
+      metrics.close();
+    },
+  };
+}
+
+/** The worker tokens' key and the delivery keys' secret, from the store (shared by replicas), and the callers' cache. */
+async function jobKeys(parts: JobsParts) {
+  const { store, clock } = parts;
+  const secretOf = (name: string) =>
+    store.serverSecrets.getOrCreate(name, () => randomBytes(32).toString('base64url'), clock());
+  const tokens = new WorkerTokens({ secret: await secretOf(TOKEN_SECRET) });
+  const deliveryKeys = new DeliveryKeys({ secret: await secretOf(DELIVERY_SECRET) });
+  const callerKeys = callerKeyChecks({
+    deliveryKeys,
+    verifyKey: parts.verifyKey,
+    store,
+    clock,
+    timers: parts.timers,
+  });
+  return { tokens, deliveryKeys, callerKeys };
+}
+
+/** What the jobs side reads of its queues: the autoscaler's signals, the metrics, the queue workers' contacts. */
+function jobReadings(parts: JobsParts, events: JobEvents, logger: Logger) {
+  const { store, clock, timers, settings } = parts;
   const signals = new JobSignals({
     jobs: store.jobs,
     events,
@@ -210,40 +253,75 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     silentAfterMs: settings.lostAfterSeconds * 1000,
   });
   events.on('contact', ({ endpointId, workerId }) => contacts.seen(endpointId, workerId));
-  // A terminal status goes to the job's webhook, once per finish (the id names the finish: a retried job's next
-  // finish is another delivery).
-  const { webhooks } = parts;
-  if (webhooks)
-    events.on('finished', ({ job }) => {
-      if (job.webhook === null) return;
-      void webhooks
-        .enqueue({
-          ownerId: job.ownerId,
-          endpointId: job.endpointId,
-          jobId: job.id,
-          url: job.webhook,
-          body: jobStatusBody(job, clock()),
-          id: `msg_${job.id}_${job.completedAt ?? 0}`,
-        })
-        .catch((error: unknown) =>
-          logger.warn(
-            { jobId: job.id, err: error instanceof Error ? error.message : String(error) },
-            'job webhook not queued',
-          ),
-        );
-    });
-  // A worker to replace is drained as its owner's drain would (the controller starts its successor).
-  events.on('recycle', ({ endpointId, workerId, reason }) => {
-    logger.info({ endpointId, workerId, reason }, 'queue worker to be replaced');
-    void recycle(store, clock, { endpointId, workerId, reason })
-      .then(() => parts.poke?.())
-      .catch((error: unknown) =>
-        logger.warn(
-          { workerId, err: error instanceof Error ? error.message : String(error) },
-          'worker not recycled',
-        ),
-      );
+  return { signals, metrics, contacts };
+}
+
+/** The job service: submissions, status, cancel, `health` (with the controller's running workers). */
+function jobService(
+  parts: JobsParts,
+  core: { wakeups: Wakeups; events: JobEvents; signals: JobSignals; callerKeys: CallerKeys },
+): JobService {
+  const { store, settings } = parts;
+  return new JobService({
+    jobs: store.jobs,
+    clock: parts.clock,
+    wakeups: core.wakeups,
+    events: core.events,
+    findEndpoints: (ref, reach, limit) => store.endpoints.matching(ref, reach, limit),
+    findModelEndpoints: (reach, limit) => store.endpoints.withOpenAIModel(reach, limit),
+    keys: core.callerKeys,
+    retention: { asyncMs: settings.retentionSeconds * 1000, syncMs: settings.syncRetentionSeconds * 1000 },
+    workerCounts: (endpointId) => {
+      const running = parts.directory?.runningWorkers(endpointId) ?? [];
+      const busy = core.signals.signal(endpointId, () => true)?.inProgress ?? {};
+      return { idle: running.filter((id) => !busy[id]).length, running: running.length };
+    },
+    ...(parts.webhooks ? { webhooks: parts.webhooks } : {}),
+    ...(parts.quotaOf ? { quotaOf: parts.quotaOf } : {}),
+    streamReadBytes: settings.stream.readBytes,
   });
+}
+
+/** Where a worker stands: the leading controller's word, else the store's row (cached briefly). */
+function workerDirectory(parts: JobsParts, live: LiveWorkerDirectory): WorkerDirectory {
+  const { store } = parts;
+  return new WorkerDirectory({
+    controllerState: (endpointId, workerId) => live.workerState(endpointId, workerId),
+    storedWorker: async (workerId) => {
+      const worker = await store.workers.get(workerId);
+      return worker && { endpointId: worker.endpointId, state: worker.status.state };
+    },
+    clock: parts.clock,
+    storeCacheMs: DIRECTORY_CACHE_MS,
+  });
+}
+
+/** The client routes (`/v2/...`), with the API's rate limiter over submissions (one cost rule), per owner. */
+function clientRoutes(parts: JobsParts, service: JobService, runBodies: RunBodyParser, logger: Logger) {
+  const { clock } = parts;
+  return new JobClientRoutes({
+    service,
+    clock,
+    domain: parts.domain,
+    logger,
+    ...(parts.budgets ? { budgets: parts.budgets } : {}),
+    submissions: new RateLimiter({
+      ...parts.settings.submissionRate,
+      clock,
+      ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
+    }),
+    runBodies,
+  });
+}
+
+/** What runs from `start`: http jobs' delivery through this replica's gateway, and the sweeper. */
+function jobsBackground(
+  parts: JobsParts,
+  core: { wakeups: Wakeups; events: JobEvents; deliveryKeys: DeliveryKeys },
+  logger: Logger,
+) {
+  const { store, settings, clock, timers } = parts;
+  const { wakeups, events, deliveryKeys } = core;
   const delivery = new HttpDelivery({
     jobs: store.jobs,
     events,
@@ -275,73 +353,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     stopGraceMs: settings.stopGraceSeconds * 1000,
     maxAttempts: settings.maxAttempts,
   });
-  const runBodies = new RunBodyParser();
-  return {
-    service,
-    workers,
-    events,
-    tokens,
-    signals,
-    contacts,
-    metrics,
-    callerKeys,
-    clientRoute: new JobClientRoutes({
-      service,
-      clock,
-      domain: parts.domain,
-      logger,
-      ...(parts.budgets ? { budgets: parts.budgets } : {}),
-      // The API's rate limiter (one cost rule), with the jobs' own budget, per owner.
-      submissions: new RateLimiter({
-        ...settings.submissionRate,
-        clock,
-        ...(parts.submissionRateShare ? { share: parts.submissionRateShare } : {}),
-      }),
-      runBodies,
-    }),
-    modelRoute: new ModelRouter({ service, domain: parts.domain, logger }),
-    workerHandler: workerRoutes({
-      workers,
-      tokens,
-      findEndpoint: cachedEndpoints(async (id) => (await store.endpoints.getMany([id]))[0]?.endpoint, {
-        clock,
-        ttlMs: ENDPOINT_CACHE_MS,
-      }),
-      ...(directory ? { standing: (endpointId, workerId) => directory.check(endpointId, workerId) } : {}),
-      logger,
-      takeHoldMs: settings.takeHoldSeconds * 1000,
-      stopHoldMs: STOP_HOLD_MS,
-    }),
-    workerEnded: (workerId, reason) => {
-      void workers
-        .workerEnded(workerId, reason)
-        .catch((error: unknown) =>
-          logger.warn(
-            { workerId, err: error instanceof Error ? error.message : String(error) },
-            'jobs of an ended worker not returned',
-          ),
-        );
-    },
-    protocolEnv: (endpointId, workerId) =>
-      workerProtocolEnv({
-        base: parts.workersUrl,
-        endpointId,
-        workerId,
-        token: tokens.issue(endpointId, workerId),
-      }),
-    start: () => {
-      sweeper.start();
-      signals.start();
-      delivery.start();
-    },
-    close: async () => {
-      await runBodies.close();
-      await delivery.close();
-      await sweeper.close();
-      await signals.close();
-      metrics.close();
-    },
-  };
+  return { delivery, sweeper };
 }
 
 /**
@@ -379,33 +391,6 @@ export function jobsForTraffic(jobs: Jobs): NonNullable<TrafficParts<GatewayMetr
       counters: (exists) => jobs.metrics.counters(exists),
       live: () => jobs.metrics.live(),
     },
-    queueProbe: async (_endpointId, workerId): Promise<ProbeResult> => {
-      const verdict = await jobs.contacts.verdict(workerId);
-      if (verdict.healthy) return { kind: 'answered', status: 200 };
-      return verdict.reason === 'never-polled'
-        ? { kind: 'error', code: 'NO_POLL', message: 'the worker has not polled for a job yet' }
-        : {
-            kind: 'error',
-            code: 'NO_PING',
-            message: `no poll or ping from the worker for ${Math.round((verdict.silentMs ?? 0) / 1000)} s`,
-          };
-    },
+    queueProbe: async (_endpointId, workerId) => queueProbeResult(await jobs.contacts.verdict(workerId)),
   };
-}
-
-async function recycle(
-  store: Store,
-  clock: Clock,
-  worker: { endpointId: string; workerId: string; reason: string },
-): Promise<void> {
-  const endpoint = (await store.endpoints.getMany([worker.endpointId]))[0]?.endpoint;
-  if (!endpoint) return;
-  await store.workers.requestDrain(endpoint.ownerId, worker.workerId, true, {
-    at: clock(),
-    ownerId: endpoint.ownerId,
-    actor: 'corral-jobs',
-    action: 'worker.recycle',
-    targetId: worker.workerId,
-    detail: { reason: worker.reason },
-  });
 }

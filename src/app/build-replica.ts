@@ -129,25 +129,7 @@ export function buildReplica(options: {
         clusterHistory.start();
         stops.push(() => clusterHistory.stop());
       } else traffic.history?.start();
-      const heartbeat = new Heartbeat({
-        replicas: store.replicas,
-        beat: () => ({
-          id: replicaId,
-          host: hostname(),
-          pid: process.pid,
-          apiUrl: bound.apiUrl(),
-          gatewayUrl: advertisedGatewayUrl(config, bound.gatewayPort(), hostname()),
-          ...gatewayLoad(traffic.gateway.stats()),
-          ...(shared ? { settled: shared.settled() } : {}),
-        }),
-        intervalMs: HEARTBEAT_INTERVAL_MS,
-        pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
-        timers: systemTimers,
-        logger,
-        onBeat: (accepted) => {
-          beats.accepted = accepted;
-        },
-      });
+      const heartbeat = heartbeatOf({ config, store, traffic, shared, replicaId, logger, bound, beats });
       await heartbeat.start();
       stops.push(() => heartbeat.stop());
       if (shared) {
@@ -159,4 +141,37 @@ export function buildReplica(options: {
       return stops;
     },
   };
+}
+
+/** This replica's heartbeat: its addresses and its gateway's load, each beat; `beats` says whether the last was taken. */
+function heartbeatOf(options: {
+  config: Config;
+  store: Store;
+  traffic: Traffic<GatewayMetrics>;
+  shared: SharedTraffic | undefined;
+  replicaId: string;
+  logger: Logger;
+  bound: { apiUrl: () => string; gatewayPort: () => number };
+  beats: { accepted: boolean };
+}): Heartbeat {
+  const { config, traffic, shared, bound, beats } = options;
+  return new Heartbeat({
+    replicas: options.store.replicas,
+    beat: () => ({
+      id: options.replicaId,
+      host: hostname(),
+      pid: process.pid,
+      apiUrl: bound.apiUrl(),
+      gatewayUrl: advertisedGatewayUrl(config, bound.gatewayPort(), hostname()),
+      ...gatewayLoad(traffic.gateway.stats()),
+      ...(shared ? { settled: shared.settled() } : {}),
+    }),
+    intervalMs: HEARTBEAT_INTERVAL_MS,
+    pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,
+    timers: systemTimers,
+    logger: options.logger,
+    onBeat: (accepted) => {
+      beats.accepted = accepted;
+    },
+  });
 }

@@ -16,14 +16,18 @@ import { Controller, type ControllerOptions } from '../controller/controller.js'
 import { httpProbe } from '../controller/health/http-probe.js';
 import { ControllerMetrics } from '../controller/metrics.js';
 import { OutputKeeper } from '../controller/output/output-keeper.js';
-import { inventoryPlacement, schedulerPlacement } from '../controller/placement/worker-placement.js';
+import {
+  inventoryPlacement,
+  schedulerPlacement,
+  type WorkerPlacement,
+} from '../controller/placement/worker-placement.js';
 import { RoutingTable } from '../controller/routing-table.js';
 import { workerMemoryGBPerGpu } from '../controller/workers/worker-spec.js';
 import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { WorkerPools } from '../gateway/pools.js';
 import type { GatewayRoute } from '../gateway/router.js';
-import { createGatewayServer } from '../gateway/server.js';
+import { gatewayServer, serveGateway } from '../gateway/server.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { type HistorySources, TrafficHistory } from '../history/history.js';
 import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
@@ -72,6 +76,8 @@ export interface TrafficParts<M extends GatewayMetrics> {
   remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
   /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
   forwarding?: Omit<GatewayForwarding, 'pools'>;
+  /** The gateway's server, created first (`trafficServer`: its address is read by parts built before this); absent: made here. */
+  server?: Server;
   /** Told of each request the gateway answers (the idle policies' last traffic; memory only). */
   onTraffic?: (endpointId: string, at: number) => void;
   /** The jobs side (app/build-jobs.ts): its client routes, queued jobs as signals, queue workers' env and health. */
@@ -130,9 +136,8 @@ export interface Traffic<M extends GatewayMetrics> {
  * worker before removing it).
  */
 export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: TrafficParts<M>): Traffic<M> {
-  const { config, store, runtime, logger, registry } = parts;
+  const { config, runtime, logger, registry } = parts;
   const clock = parts.clock ?? systemClock;
-  const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
   const routes = new RoutingTable();
   // Corral places workers on its GPU inventory, unless the runtime's own scheduler places them (kubernetes).
   const placement = runtime.gpuScheduler
@@ -141,46 +146,13 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const gatewayMetrics = parts.gatewayMetrics
     ? parts.gatewayMetrics({ registry })
     : (new GatewayMetrics({ registry }) as M);
-  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
-  const invokeKeys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
-  const peerPools =
-    parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
-  // The usage ledger: told by the leading controller and this replica's gateway, written while this replica leads.
-  const usage = new UsageRecorder({
-    segments: store.usageSegments,
+  const usage = usageRecorder(parts, clock);
+  const { gateway, pools, peerPools } = buildGateway(parts, {
+    routes,
+    placement,
+    gatewayMetrics,
+    usage,
     clock,
-    timers: systemTimers,
-    logger: logger.child({ role: 'usage' }),
-  });
-  registerUsageMetrics({
-    registry,
-    observed: (now) => usage.observed(now),
-    prices: config.usage ?? NO_PRICES,
-    clock,
-  });
-  const gateway = new Gateway({
-    onWorkerBusy: (workerId, busy, at) => usage.workerBusy(workerId, busy, at),
-    ...(parts.onTraffic ? { onTraffic: parts.onTraffic } : {}),
-    metrics: gatewayMetrics,
-    routing: parts.gatewayRoutes ?? routes,
-    pools,
-    domain: config.domain,
-    clock,
-    logger: logger.child({ role: 'gateway' }),
-    bodyLimitBytes: config.gateway.bodyLimitBytes,
-    maxQueueLength: config.gateway.maxQueueLength,
-    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
-    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
-    findWorker: async (workerId) => {
-      const worker = await store.workers.get(workerId);
-      return worker && { endpointId: worker.endpointId, state: worker.status.state };
-    },
-    neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
-    keys:
-      parts.jobs?.callerKeys ??
-      new CallerKeys({ verify: (key) => invokeKeys.grant(key), clock, timers: systemTimers }),
-    ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
-    ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
   });
   const gatewaySignals = parts.signals ? parts.signals(gateway) : gateway;
   const scaler = new Scaler({
@@ -189,102 +161,10 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
   });
-  const controllerMetrics = new ControllerMetrics({ registry, runtime: runtime.name });
-  // Configured, or each GPU's share of the machine; callers without a `workers` section keep no limit.
-  const memoryGBPerGpu =
-    config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
-  if (config.workers)
-    logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
-  // Kept in the store, which the API reads: a worker's last output outlives its container (docs/workers.md).
-  const outputs = new OutputKeeper({
-    logs: (workerId, options) => runtime.logs(workerId, options),
-    outputs: store.workerOutputs,
-    clock,
-    timers: systemTimers,
-    logger: logger.child({ role: 'controller' }),
-  });
-  const controllerOptions: ControllerOptions = {
-    store,
-    runtime,
-    gpus: parts.gpus,
-    placement,
-    probe: httpProbe,
-    logger: logger.child({ role: 'controller' }),
-    clock,
-    routes,
-    scaling: scaler,
-    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
-    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
-    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
-    revealCredentials: parts.revealCredentials ?? (async () => undefined),
-    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
-    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
-    ...(parts.budgets ? { budgets: parts.budgets } : {}),
-    ...(parts.models ? { models: parts.models } : {}),
-    ...(parts.jobs
-      ? {
-          protocolEnv: parts.jobs.protocolEnv,
-          queueProbe: parts.jobs.queueProbe,
-          onWorkerEnded: parts.jobs.workerEnded,
-        }
-      : {}),
-    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
-    crashResetMs: config.controller.crashResetSeconds * 1000,
-    unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,
-    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
-    ...(config.workers?.suspendedMemoryGB === undefined
-      ? {}
-      : { suspendBudgetBytes: Math.floor(config.workers.suspendedMemoryGB * 1e9) }),
-    intervalMs: config.controller.reconcileIntervalMs,
-    awaitDrained: async (endpointId, workerId) => {
-      await Promise.all([
-        gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
-        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
-      ]);
-    },
-    metrics: controllerMetrics,
-    outputs,
-    usage,
-  };
-  // One process: this controller always. Replicas: a fresh one per term, its runtime and store writes fenced.
-  const terms = new ControllerTermSwitch({
-    create: (fence?: TermFence) =>
-      new Controller(
-        fence
-          ? {
-              ...controllerOptions,
-              fence,
-              runtime: new FencedRuntime({ runtime, fence, leases: store.leases }),
-            }
-          : controllerOptions,
-      ),
-  });
-  controllerMetrics.readFrom({ workerStates: () => terms.controller.workers().map((w) => w.state) });
-  const history =
-    config.history && config.history.samples > 0
-      ? new TrafficHistory({
-          ...config.history,
-          sources: {
-            counters: () => gatewayMetrics.counters(),
-            load: () => gateway.stats(),
-            workers: () => terms.controller.workers(),
-            desired: (endpointId) => scaler.desired(endpointId),
-            // The gateway's table: a follower's controller publishes none, and its history must keep its traffic.
-            exists: (endpointId) => (parts.gatewayRoutes ?? routes).endpointById(endpointId) !== undefined,
-            ...(parts.jobs?.history
-              ? { jobs: parts.jobs.history.counters, liveJobs: parts.jobs.history.live }
-              : {}),
-          },
-          clock,
-          timers: systemTimers,
-        })
-      : undefined;
+  const { terms, outputs } = controllerTerms(parts, { placement, clock, routes, scaler, gateway, usage });
+  const history = trafficHistory(parts, { gatewayMetrics, gateway, terms, scaler, routes, clock });
   gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => terms.controller.workers() });
-  const server = createGatewayServer(gateway, {
-    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
-    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
-    ...(config.connections ? { limits: config.connections.gateway } : {}),
-  });
+  const server = serveGateway(parts.server ?? trafficServer(config), gateway);
   return {
     get controller() {
       return terms.controller;
@@ -321,4 +201,204 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       await peerPools?.close();
     },
   };
+}
+
+/**
+ * The controller's terms over its options (one process: this controller always; replicas: a fresh one per term, its
+ * runtime and store writes fenced), with its metrics, and the keeper of workers' last output it writes to.
+ */
+function controllerTerms(
+  parts: TrafficParts<GatewayMetrics>,
+  built: Pick<ControllerOptions, 'placement' | 'clock' | 'routes' | 'usage'> & {
+    scaler: Scaler;
+    gateway: Gateway;
+  },
+) {
+  const { store, runtime, registry } = parts;
+  const metrics = new ControllerMetrics({ registry, runtime: runtime.name });
+  // Kept in the store, which the API reads: a worker's last output outlives its container (docs/workers.md).
+  const outputs = new OutputKeeper({
+    logs: (workerId, options) => runtime.logs(workerId, options),
+    outputs: store.workerOutputs,
+    clock: built.clock,
+    timers: systemTimers,
+    logger: parts.logger.child({ role: 'controller' }),
+  });
+  const controllerOptions = controllerOptionsOf(parts, { ...built, metrics, outputs });
+  const terms = new ControllerTermSwitch({
+    create: (fence?: TermFence) =>
+      new Controller(
+        fence
+          ? {
+              ...controllerOptions,
+              fence,
+              runtime: new FencedRuntime({ runtime, fence, leases: store.leases }),
+            }
+          : controllerOptions,
+      ),
+  });
+  metrics.readFrom({ workerStates: () => terms.controller.workers().map((w) => w.state) });
+  return { terms, outputs };
+}
+
+/** The gateway's HTTP server with the configured deadlines, not serving yet: `buildTraffic` hands it the gateway. */
+export function trafficServer(
+  config: Pick<Config, 'gateway' | 'limits'> & Partial<Pick<Config, 'connections'>>,
+): Server {
+  return gatewayServer({
+    maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,
+    queueTimeoutSeconds: config.gateway.queueTimeoutSeconds,
+    ...(config.connections ? { limits: config.connections.gateway } : {}),
+  });
+}
+
+/** The usage ledger: told by the leading controller and this replica's gateway, written while this replica leads. */
+function usageRecorder(parts: TrafficParts<GatewayMetrics>, clock: Clock): UsageRecorder {
+  const { store, registry, config } = parts;
+  const usage = new UsageRecorder({
+    segments: store.usageSegments,
+    clock,
+    timers: systemTimers,
+    logger: parts.logger.child({ role: 'usage' }),
+  });
+  registerUsageMetrics({
+    registry,
+    observed: (now) => usage.observed(now),
+    prices: config.usage ?? NO_PRICES,
+    clock,
+  });
+  return usage;
+}
+
+/** The gateway over the routing table (the store's, with several replicas), its worker pools and its peers'. */
+function buildGateway<M extends GatewayMetrics>(
+  parts: TrafficParts<M>,
+  built: {
+    routes: RoutingTable;
+    placement: WorkerPlacement;
+    gatewayMetrics: M;
+    usage: UsageRecorder;
+    clock: Clock;
+  },
+) {
+  const { config, store } = parts;
+  const { usage, placement, clock } = built;
+  const pools = new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const invokeKeys = parts.invokeKeys ?? new InvokeKeyService({ store, clock });
+  const peerPools =
+    parts.forwarding && new WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
+  const gateway = new Gateway({
+    onWorkerBusy: (workerId, busy, at) => usage.workerBusy(workerId, busy, at),
+    ...(parts.onTraffic ? { onTraffic: parts.onTraffic } : {}),
+    metrics: built.gatewayMetrics,
+    routing: parts.gatewayRoutes ?? built.routes,
+    pools,
+    domain: config.domain,
+    clock,
+    logger: parts.logger.child({ role: 'gateway' }),
+    bodyLimitBytes: config.gateway.bodyLimitBytes,
+    maxQueueLength: config.gateway.maxQueueLength,
+    queueTimeoutMs: config.gateway.queueTimeoutSeconds * 1000,
+    findEndpoint: (appName) => store.endpoints.findByAppName(appName),
+    findWorker: async (workerId) => {
+      const worker = await store.workers.get(workerId);
+      return worker && { endpointId: worker.endpointId, state: worker.status.state };
+    },
+    neverPlaceable: (endpoint) => placement.whyNeverPlaceable(endpoint.spec),
+    keys:
+      parts.jobs?.callerKeys ??
+      new CallerKeys({ verify: (key) => invokeKeys.grant(key), clock, timers: systemTimers }),
+    ...(parts.jobs ? { routes: parts.jobs.routes } : {}),
+    ...(parts.forwarding && peerPools ? { forwarding: { ...parts.forwarding, pools: peerPools } } : {}),
+  });
+  return { gateway, pools, peerPools };
+}
+
+/** The controller's options: its parts, the jobs side's queue workers, the configured timings and limits. */
+function controllerOptionsOf(
+  parts: TrafficParts<GatewayMetrics>,
+  built: Pick<ControllerOptions, 'placement' | 'clock' | 'routes' | 'metrics' | 'outputs' | 'usage'> & {
+    scaler: Scaler;
+    gateway: Gateway;
+  },
+): ControllerOptions {
+  const { config, store, runtime, logger } = parts;
+  const drainTimeoutMs = config.limits.requestTimeoutSeconds.max * 1000;
+  // Configured, or each GPU's share of the machine; callers without a `workers` section keep no limit.
+  const memoryGBPerGpu =
+    config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
+  if (config.workers)
+    logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
+  const { scaler, gateway, ...own } = built;
+  return {
+    ...own,
+    store,
+    runtime,
+    gpus: parts.gpus,
+    probe: httpProbe,
+    logger: logger.child({ role: 'controller' }),
+    scaling: scaler,
+    storagePaths: new Map(config.networkStorages.map((s) => [s.id, s.hostPath])),
+    ...(parts.installationId === undefined ? {} : { installationId: parts.installationId }),
+    readOnlyStorages: new Set(config.networkStorages.filter((s) => s.readOnly).map((s) => s.id)),
+    revealCredentials: parts.revealCredentials ?? (async () => undefined),
+    ...(parts.imageAccess ? { imageAccess: parts.imageAccess } : {}),
+    ...(parts.resolveEnv ? { resolveEnv: parts.resolveEnv } : {}),
+    ...(parts.budgets ? { budgets: parts.budgets } : {}),
+    ...(parts.models ? { models: parts.models } : {}),
+    ...(parts.jobs
+      ? {
+          protocolEnv: parts.jobs.protocolEnv,
+          queueProbe: parts.jobs.queueProbe,
+          onWorkerEnded: parts.jobs.workerEnded,
+        }
+      : {}),
+    startupTimeoutMs: config.controller.startupTimeoutSeconds * 1000,
+    crashResetMs: config.controller.crashResetSeconds * 1000,
+    unhealthyTimeoutMs: config.controller.unhealthyTimeoutSeconds * 1000,
+    ...(memoryGBPerGpu === undefined ? {} : { memoryGBPerGpu }),
+    ...(config.workers?.suspendedMemoryGB === undefined
+      ? {}
+      : { suspendBudgetBytes: Math.floor(config.workers.suspendedMemoryGB * 1e9) }),
+    intervalMs: config.controller.reconcileIntervalMs,
+    awaitDrained: async (endpointId, workerId) => {
+      await Promise.all([
+        gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
+        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
+      ]);
+    },
+  };
+}
+
+/** Each endpoint's samples for the dashboard's charts; none where `config.history` keeps none. */
+function trafficHistory<M extends GatewayMetrics>(
+  parts: TrafficParts<M>,
+  built: {
+    gatewayMetrics: M;
+    gateway: Gateway;
+    terms: ControllerTermSwitch<Controller>;
+    scaler: Scaler;
+    routes: RoutingTable;
+    clock: Clock;
+  },
+): TrafficHistory | undefined {
+  const { history } = parts.config;
+  if (!history || history.samples <= 0) return undefined;
+  const { gatewayMetrics, gateway, terms, scaler } = built;
+  return new TrafficHistory({
+    ...history,
+    sources: {
+      counters: () => gatewayMetrics.counters(),
+      load: () => gateway.stats(),
+      workers: () => terms.controller.workers(),
+      desired: (endpointId) => scaler.desired(endpointId),
+      // The gateway's table: a follower's controller publishes none, and its history must keep its traffic.
+      exists: (endpointId) => (parts.gatewayRoutes ?? built.routes).endpointById(endpointId) !== undefined,
+      ...(parts.jobs?.history
+        ? { jobs: parts.jobs.history.counters, liveJobs: parts.jobs.history.live }
+        : {}),
+    },
+    clock: built.clock,
+    timers: systemTimers,
+  });
 }

@@ -17,3 +17,9 @@ export function listen(server: Server, address: { host: string; port: number }):
     });
   });
 }
+
+/** The port the server listens on; undefined while it does not (not yet, or closed). */
+export function boundPort(server: Server): number | undefined {
+  const address = server.address();
+  return typeof address === 'object' && address !== null ? address.port : undefined;
+}

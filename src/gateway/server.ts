@@ -49,17 +49,25 @@ const REQUEST_TIMEOUT_MARGIN_MS = 60_000;
  * a request that is no longer proxied.
  */
 export function createGatewayServer(handlers: GatewayHandlers, options: GatewayServerOptions): Server {
+  return serveGateway(gatewayServer(options), handlers);
+}
+
+/** The gateway's server with its deadlines, serving nothing yet (`serveGateway` hands it the gateway). */
+export function gatewayServer(options: GatewayServerOptions): Server {
   const limits = options.limits ?? DEFAULT_CLIENT_LIMITS;
-  const server = createServer(
-    {
-      requestTimeout: requestTimeoutMs(options),
-      headersTimeout: limits.headersTimeoutMs,
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-    },
-    handlers.handleRequest,
-  );
+  const server = createServer({
+    requestTimeout: requestTimeoutMs(options),
+    headersTimeout: limits.headersTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+  });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  return server;
+}
+
+/** The server serves the gateway's requests and upgrades (before it listens). */
+export function serveGateway(server: Server, handlers: GatewayHandlers): Server {
+  server.on('request', handlers.handleRequest);
   server.on('upgrade', handlers.handleUpgrade);
   return server;
 }

@@ -136,10 +136,8 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
       }).webhooks,
       gatewayUrl: () => undefined,
       registry,
-      // The URL is known once the listener is open; protocolEnv reads it through this getter.
-      get workersUrl() {
-        return workersUrl;
-      },
+      // The URL is known once the listener is open; protocolEnv reads it through this port.
+      workersAddress: { url: () => workersUrl },
     });
     ({ server: workersServer } = await startWorkerListener({
       address: placeholder,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ProbeResult, probeFailureCause, probePassed } from './probe-result.js';
+import { type ProbeResult, probeFailureCause, probePassed, queueProbeResult } from './probe-result.js';
 
 const context = { path: '/health', port: 8000, timeoutMs: 2000 };
 const error = (code: string, message = `${code} message`): ProbeResult => ({ kind: 'error', code, message });
@@ -36,5 +36,29 @@ describe('probeFailureCause', () => {
     expect(probeFailureCause({ kind: 'timeout' }, { ...context, timeoutMs: 500 })).toBe(
       'no answer from /health within 0.5 s',
     );
+  });
+});
+
+describe('queueProbeResult', () => {
+  it('a queue worker that polled lately passes', () => {
+    expect(probePassed(queueProbeResult({ healthy: true }))).toBe(true);
+  });
+
+  it('one that never polled fails, saying so', () => {
+    expect(queueProbeResult({ healthy: false, reason: 'never-polled' })).toEqual({
+      kind: 'error',
+      code: 'NO_POLL',
+      message: 'the worker has not polled for a job yet',
+    });
+  });
+
+  it('one silent too long fails, saying for how long in seconds', () => {
+    const result = queueProbeResult({ healthy: false, reason: 'silent', silentMs: 61_400 });
+    expect(probePassed(result)).toBe(false);
+    expect(result).toEqual({
+      kind: 'error',
+      code: 'NO_PING',
+      message: 'no poll or ping from the worker for 61 s',
+    });
   });
 });

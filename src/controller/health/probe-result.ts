@@ -77,3 +77,22 @@ function connectionCause(result: { code: string; message: string }, port: number
 function seconds(ms: number): string {
   return `${Number((ms / 1000).toFixed(3))} s`;
 }
+
+/** A queue worker's health as its contacts say it (the jobs side's verdict: it polled, or how long it is silent). */
+export interface QueueWorkerContacts {
+  healthy: boolean;
+  reason?: 'never-polled' | 'silent';
+  silentMs?: number;
+}
+
+/** A queue worker's probe: its contacts' verdict as a ProbeResult (a queue worker serves no health path). */
+export function queueProbeResult(contacts: QueueWorkerContacts): ProbeResult {
+  if (contacts.healthy) return { kind: 'answered', status: 200 };
+  return contacts.reason === 'never-polled'
+    ? { kind: 'error', code: 'NO_POLL', message: 'the worker has not polled for a job yet' }
+    : {
+        kind: 'error',
+        code: 'NO_PING',
+        message: `no poll or ping from the worker for ${Math.round((contacts.silentMs ?? 0) / 1000)} s`,
+      };
+}
