@@ -9,7 +9,9 @@
 #        scripts/kube-apiserver.sh stop [dir]
 # Needs: KUBE_APISERVER (default /work/k8s-bin/kube-apiserver, built from Kubernetes 1.28 with
 #   GOFLAGS=-mod=vendor go build -tags providerless,selinux,notest ./cmd/kube-apiserver), etcd and kubectl on PATH
-#   (KUBECTL to name another), openssl. Ports: ETCD_PORT (default 23790), APISERVER_PORT (default 26443).
+#   (KUBECTL to name another), openssl. Ports: ETCD_PORT (default 23790), APISERVER_PORT (default 26443);
+#   APISERVER_ADDRESS (default 127.0.0.1) is where it listens and what it advertises (scripts/kube-cluster.sh gives
+#   it one its pods can reach).
 # CI does not use this: it runs the suite on the in-process stand-in (test/support/kube-stand-in.ts).
 set -euo pipefail
 
@@ -19,6 +21,7 @@ apiserver="${KUBE_APISERVER:-/work/k8s-bin/kube-apiserver}"
 kubectl="${KUBECTL:-kubectl}"
 etcd_port="${ETCD_PORT:-23790}"
 api_port="${APISERVER_PORT:-26443}"
+api_address="${APISERVER_ADDRESS:-127.0.0.1}"
 namespace="${CORRAL_TEST_NAMESPACE:-corral-test}"
 
 log() { printf 'kube-apiserver.sh: %s\n' "$*" >&2; }
@@ -58,10 +61,11 @@ etcd --data-dir "$dir/etcd" \
   --listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))" >"$dir/etcd.log" 2>&1 &
 echo $! >"$dir/etcd.pid"
 
-log "starting kube-apiserver on https://127.0.0.1:$api_port"
+log "starting kube-apiserver on https://$api_address:$api_port"
 "$apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_port" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --bind-address "$api_address" --advertise-address "$api_address" --secure-port "$api_port" \
+  --allow-privileged=true --kubelet-preferred-address-types InternalIP \
   --cert-dir "$dir/certs" \
   --token-auth-file "$dir/tokens.csv" \
   --authorization-mode RBAC \
@@ -77,7 +81,7 @@ kind: Config
 clusters:
   - name: corral-test
     cluster:
-      server: https://127.0.0.1:$api_port
+      server: https://$api_address:$api_port
       insecure-skip-tls-verify: true
 users:
   - name: corral-test-admin

@@ -1,0 +1,322 @@
+/**
+ * Opt-in (CORRAL_TEST_KUBE_CLUSTER, a cluster scripts/kube-cluster.sh started): Corral deployed onto a real
+ * Kubernetes cluster by deploy/kubernetes, as docs/kubernetes.md tells an operator, then used as a user would through
+ * its Services: an http endpoint woken through the gateway on a pod the real scheduler placed; a queue endpoint whose
+ * worker pod takes jobs from the corral-workers Service by cluster DNS; no secret value in any pod's spec and an
+ * image only on the nodes running; an idle pod frozen by the node agent, thawed by a request, still holding its GPU,
+ * then deleted when its frozen time ends; the leading replica killed (kill -9) mid-traffic with no job lost and no
+ * failed request beyond those in flight on it; on two nodes, a `kubectl drain` of the node holding the workers
+ * moves them and loses no job. The figures are printed for docs/kubernetes.md.
+ */
+import { execFileSync } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { httpCall, REPO, RealCluster, realClusterDir } from '../support/real-cluster.js';
+import { RUNPOD_IMAGE, runpodImagePresent } from '../support/runpod-image.js';
+import { ensureTestImage } from '../support/test-image.js';
+
+const { dir, skip } = realClusterDir();
+const DOMAIN = 'run.example.com';
+const POSTGRES_ADDRESS = '10.250.0.10';
+const POD_NETWORK = '10.244.0.0/16';
+const WORKERS = 'corral-workers';
+/** Between one client's calls in the traffic: 4 clients, about 10 jobs and 10 requests a second in all. */
+const PAUSE_MS = 150;
+
+describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  const cluster = new RealCluster(dir ?? '');
+  let api: string;
+  let gateway: string;
+  let workerImage: string;
+  let runpodWorker: { image: string; command?: string };
+
+  const call = async (path: string, body?: unknown) => {
+    const answer = await httpCall(`${api}/gpu-instance/openapi/v1/${path}`, {
+      key: cluster.operatorKey,
+      body,
+    });
+    return {
+      status: answer.status,
+      body: answer.body ? JSON.parse(answer.body) : undefined,
+      text: answer.body,
+    };
+  };
+  const viaGateway = (app: string, path: string) =>
+    httpCall(`${gateway}${path}`, { host: `${app}.${DOMAIN}`, key: cluster.operatorKey });
+  const jobs = (endpoint: string, path: string, body?: unknown) =>
+    httpCall(`${gateway}/v2/${endpoint}/${path}`, {
+      key: cluster.operatorKey,
+      body,
+      method: body ? 'POST' : 'GET',
+    });
+  const podsOf = (endpointId: string): any[] =>
+    cluster.json(['-n', WORKERS, 'get', 'pods', '-l', `corral.dev/endpoint=${endpointId}`]).items;
+  const workersOf = async (id: string) =>
+    ((await call(`endpoint?id=${id}`)).body.endpoint.workers ?? []) as {
+      id: string;
+      state: { state: string; message: string };
+    }[];
+  /** Endpoints a test made, deleted after it whatever its outcome (a leftover would hold the cluster's GPUs). */
+  const made: string[] = [];
+  const create = async (endpoint: Record<string, unknown>) => {
+    const created = await call('endpoint/create', { endpoint });
+    expect(created.status, created.text).toBe(200);
+    made.push(created.body.id);
+    return created.body.id as string;
+  };
+  /** The jobs of `ids` not COMPLETED yet, with their status (asked 20 at a time, not all at once). */
+  const unfinished = async (endpoint: string, ids: string[]) => {
+    const left: string[] = [];
+    for (let at = 0; at < ids.length; at += 20) {
+      const answers = await Promise.all(ids.slice(at, at + 20).map((id) => jobs(endpoint, `status/${id}`)));
+      for (const [i, answer] of answers.entries()) {
+        const status = answer.status === 200 ? JSON.parse(answer.body).status : `HTTP ${answer.status}`;
+        if (status !== 'COMPLETED') left.push(`${ids[at + i]} ${status}`);
+      }
+    }
+    return left;
+  };
+  const remove = async (id: string) => {
+    await call('endpoint/delete', { id });
+    await vi.waitFor(() => expect(podsOf(id)).toEqual([]), { timeout: 60_000, interval: 500 });
+  };
+
+  beforeAll(async () => {
+    // Images only on the nodes (no registry serves them), with tags other than latest: IfNotPresent runs them.
+    const corralImage = 'corral:dev';
+    execFileSync(`${REPO}/scripts/build-corral-image.sh`, [corralImage], {
+      stdio: 'pipe',
+      timeout: 1_200_000,
+    });
+    execFileSync('docker', ['tag', await ensureTestImage(), 'corral-test-worker:kube']);
+    workerImage = 'corral-test-worker:kube';
+    const images = [corralImage, workerImage];
+    // The unmodified runpod-python worker where it was built here (scripts/build-runpod-image.sh), else the test
+    // image's RunPod protocol worker.
+    if (runpodImagePresent()) {
+      execFileSync('docker', ['tag', RUNPOD_IMAGE, 'corral-runpod-worker:kube']);
+      runpodWorker = { image: 'corral-runpod-worker:kube' };
+      images.push(runpodWorker.image);
+    } else runpodWorker = { image: workerImage, command: '/runpod-worker.mjs' };
+    cluster.loadImages(images);
+    await cluster.deploy({ image: corralImage, postgresAddress: POSTGRES_ADDRESS, podNetwork: POD_NETWORK });
+    api = cluster.serviceUrl('corral-api');
+    gateway = cluster.serviceUrl('corral-gateway');
+    await vi.waitFor(async () => expect((await call('products')).status).toBe(200), {
+      timeout: 60_000,
+      interval: 1_000,
+    });
+  }, 1_800_000);
+
+  afterEach(async () => {
+    for (const id of made.splice(0)) await remove(id);
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster.destroy();
+  }, 300_000);
+
+  it('serves an http endpoint through the gateway Service, woken on a pod the scheduler placed', async () => {
+    const id = await create({
+      appName: 'hello',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 4, freeTimeout: 300, gpuNum: 1 },
+    });
+    const first = await viaGateway('hello', '/work?ms=1');
+    expect(first.status, first.body).toBe(200);
+    const [pod] = podsOf(id);
+    expect(pod.spec.nodeName).toMatch(/^node-\d$/);
+    expect(pod.spec.containers[0].imagePullPolicy).toBe('IfNotPresent');
+    expect(pod.spec.containers[0].resources.limits['nvidia.com/gpu']).toBe('1');
+    console.log(`[real cluster] http cold start: ${first.headers['server-timing']}`);
+    // No secret value in the pod: the worker's env and job token are in a Secret the pod references.
+    const spec = cluster.kubectl(['-n', WORKERS, 'get', 'pod', pod.metadata.name, '-o', 'yaml']);
+    expect(spec).not.toContain(cluster.operatorKey);
+    expect(spec).not.toMatch(/RUNPOD_AI_API_KEY\s*\n\s*value:/);
+  }, 180_000);
+
+  it('runs a queue endpoint: its worker pod takes jobs from the corral-workers Service by cluster DNS', async () => {
+    const id = await create({
+      name: 'queue',
+      type: 'queue',
+      image: runpodWorker,
+      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+      envs: [{ key: 'RUNPOD_PING_INTERVAL', value: '1000' }],
+    });
+    const run = await jobs(id, 'run', { input: { n: 1, sleepMs: 10 } });
+    expect(run.status, run.body).toBe(200);
+    const jobId = JSON.parse(run.body).id;
+    await vi.waitFor(
+      async () => expect(JSON.parse((await jobs(id, `status/${jobId}`)).body).status).toBe('COMPLETED'),
+      { timeout: 120_000, interval: 500 },
+    );
+    const [pod] = podsOf(id);
+    // Every RUNPOD_* value comes from the worker's Secret (a job token among them), none is in the pod's spec.
+    const env: { name: string; value?: string; valueFrom?: any }[] = pod.spec.containers[0].env ?? [];
+    const fromSecret = env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name);
+    expect(fromSecret).toEqual(expect.arrayContaining(['RUNPOD_WEBHOOK_GET_JOB', 'RUNPOD_AI_API_KEY']));
+    expect(env.filter((e) => e.name.startsWith('RUNPOD_') && e.value !== undefined)).toEqual([]);
+    const secretName = env.find((e) => e.name === 'RUNPOD_WEBHOOK_GET_JOB')?.valueFrom.secretKeyRef.name;
+    const stored = cluster.json(['-n', WORKERS, 'get', 'secret', secretName]);
+    const plain = (key: string) => Buffer.from(String(stored.data[key]), 'base64').toString();
+    // The job URL names the corral-workers Service, resolved by the cluster's DNS in the worker's pod.
+    expect(plain('RUNPOD_WEBHOOK_GET_JOB')).toMatch(/^http:\/\/corral-workers\.corral\.svc:8082\//);
+    const spec = cluster.kubectl(['-n', WORKERS, 'get', 'pod', pod.metadata.name, '-o', 'yaml']);
+    expect(plain('RUNPOD_AI_API_KEY').length).toBeGreaterThanOrEqual(16);
+    expect(spec).not.toContain(plain('RUNPOD_AI_API_KEY'));
+  }, 240_000);
+
+  it('freezes an idle pod through the node agent, thaws it on a request with its GPU kept, deletes it when the frozen time ends', async () => {
+    const id = await create({
+      appName: 'frozen',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 2, gpuNum: 1, keepFrozen: 40 },
+      policy: { type: 'queue', value: 1 },
+    });
+    const cold = await viaGateway('frozen', '/work?ms=1');
+    expect(cold.status, cold.body).toBe(200);
+    const [pod] = podsOf(id);
+    await vi.waitFor(async () => expect((await workersOf(id))[0]?.state.state).toBe('frozen'), {
+      timeout: 60_000,
+      interval: 500,
+    });
+    // Still the same pod, still holding its GPU in the cluster's inventory.
+    expect(podsOf(id).map((p) => p.metadata.uid)).toEqual([pod.metadata.uid]);
+    const products = (await call('products')).body;
+    console.log(`[real cluster] products while frozen: ${JSON.stringify(products)}`);
+    const woken = await viaGateway('frozen', '/work?ms=1');
+    expect(woken.status, woken.body).toBe(200);
+    expect(String(woken.headers['server-timing'])).toMatch(/thaw;dur=[\d.]+/);
+    console.log(
+      `[real cluster] cold ${cold.headers['server-timing']}; thaw ${woken.headers['server-timing']}`,
+    );
+    expect(podsOf(id).map((p) => p.metadata.uid)).toEqual([pod.metadata.uid]);
+    // Idle again: frozen, then past keepFrozen the pod is deleted.
+    await vi.waitFor(async () => expect((await workersOf(id))[0]?.state.state).toBe('frozen'), {
+      timeout: 60_000,
+      interval: 500,
+    });
+    await vi.waitFor(() => expect(podsOf(id)).toEqual([]), { timeout: 120_000, interval: 1_000 });
+  }, 300_000);
+
+  it('loses no job and fails no request beyond those in flight when the leading replica is killed mid-traffic', async () => {
+    const queue = await create({
+      name: 'steady',
+      type: 'queue',
+      image: runpodWorker,
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 4, freeTimeout: 300, gpuNum: 1 },
+      envs: [
+        { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+        { key: 'CONCURRENCY', value: '4' },
+      ],
+    });
+    const http = await create({
+      appName: 'steady-http',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 8, freeTimeout: 300, gpuNum: 1 },
+    });
+    await vi.waitFor(async () => expect((await viaGateway('steady-http', '/work?ms=1')).status).toBe(200), {
+      timeout: 120_000,
+      interval: 1_000,
+    });
+    const accepted: string[] = [];
+    const failures: { at: number; ended: number; what: string }[] = [];
+    let refused = 0;
+    let stop = false;
+    let killedAt = 0;
+    const loop = async (
+      send: () => Promise<{ status: number; body: string; error?: string }>,
+      what: string,
+    ) => {
+      while (!stop) {
+        const started = Date.now();
+        const answer = await send();
+        // A refused connection sent nothing: the client tries again, as any client behind a Service does.
+        if (answer.error === 'ECONNREFUSED') {
+          refused += 1;
+          continue;
+        }
+        if (answer.status !== 200)
+          failures.push({
+            at: started,
+            ended: Date.now(),
+            what: `${what}: ${answer.status} ${answer.error ?? answer.body.slice(0, 120)}`,
+          });
+        else if (what === 'job') accepted.push(JSON.parse(answer.body).id);
+        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+      }
+    };
+    const loops = [
+      loop(() => jobs(queue, 'run', { input: { n: 1, sleepMs: 50 } }), 'job'),
+      loop(() => jobs(queue, 'run', { input: { n: 2, sleepMs: 50 } }), 'job'),
+      loop(() => viaGateway('steady-http', '/work?ms=100'), 'http'),
+      loop(() => viaGateway('steady-http', '/work?ms=100'), 'http'),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    const leader = (await cluster.replicas()).find((replica) => replica.leader);
+    expect(leader, 'a leading replica').toBeDefined();
+    killedAt = Date.now();
+    const killed = cluster.killPodProcesses(leader?.uid ?? '');
+    expect(killed).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 30_000));
+    stop = true;
+    await Promise.all(loops);
+    // Only requests in flight when the leader died may fail.
+    const afterKill = failures.filter((failure) => failure.at > killedAt + 100 || failure.ended < killedAt);
+    console.log(
+      `[real cluster] leader ${leader?.name} killed: ${accepted.length} jobs accepted, ${failures.length} failed (${JSON.stringify(failures.slice(0, 5))}), ${refused} connections refused and retried`,
+    );
+    expect(afterKill).toEqual([]);
+    await vi.waitFor(async () => expect(await unfinished(queue, accepted)).toEqual([]), {
+      timeout: 180_000,
+      interval: 2_000,
+    });
+  }, 600_000);
+
+  it('on two nodes, a kubectl drain of the node holding the workers moves them and loses no job', async () => {
+    const nodes = cluster.nodes();
+    if (nodes.length < 2) {
+      console.log('[real cluster] one node: the drain case needs two (scripts/kube-cluster.sh start 2)');
+      return;
+    }
+    const queue = await create({
+      name: 'drained',
+      type: 'queue',
+      image: runpodWorker,
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+      envs: [
+        { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+        { key: 'CONCURRENCY', value: '2' },
+      ],
+    });
+    await vi.waitFor(() => expect(podsOf(queue)[0]?.status.phase).toBe('Running'), {
+      timeout: 120_000,
+      interval: 500,
+    });
+    const node = podsOf(queue)[0].spec.nodeName as string;
+    const accepted: string[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const run = await jobs(queue, 'run', { input: { n: i, sleepMs: 500 } });
+      expect(run.status, run.body).toBe(200);
+      accepted.push(JSON.parse(run.body).id);
+    }
+    cluster.kubectl(['drain', node, '--ignore-daemonsets', '--timeout=120s']);
+    try {
+      await vi.waitFor(
+        () => {
+          const pods = podsOf(queue).filter((p) => !p.metadata.deletionTimestamp);
+          expect(pods.map((p) => p.spec.nodeName).filter((n) => n !== node).length).toBe(1);
+        },
+        { timeout: 120_000, interval: 1_000 },
+      );
+      await vi.waitFor(async () => expect(await unfinished(queue, accepted)).toEqual([]), {
+        timeout: 180_000,
+        interval: 2_000,
+      });
+    } finally {
+      cluster.kubectl(['uncordon', node]);
+    }
+  }, 600_000);
+});
