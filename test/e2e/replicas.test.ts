@@ -577,6 +577,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       })();
       await sleep(2_000);
       await killed(leader, 'SIGKILL');
+      const killedAt = performance.now();
       const observer = followers[0] as ServeProcess;
       const failover = await until(
         'a new leader',
@@ -585,8 +586,26 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
         10_000,
       );
       process.stdout.write(`new leader after the kill: ${Math.round(failover)} ms\n`);
-      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on.
-      await sleep(8_000);
+      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on: until both
+      // survivors count the killed one out and each has served 20 more requests since.
+      const deadId = leaderId ?? '';
+      for (const server of followers)
+        await until(
+          'the killed one not alive',
+          server,
+          (x) => x.replicas.every((r) => r.id !== deadId || !r.alive),
+          15_000,
+        );
+      const servedBefore = followers.map((server) => served.get(server) ?? 0);
+      const streamedOn = performance.now();
+      while (followers.some((server, i) => (served.get(server) ?? 0) < (servedBefore[i] ?? 0) + 20)) {
+        if (performance.now() - streamedOn > 30_000)
+          throw new Error('the survivors stopped serving the stream');
+        await sleep(100);
+      }
+      process.stdout.write(
+        `the killed one counted out ${Math.round(streamedOn - killedAt)} ms after the kill; 20 more served on each survivor in ${Math.round(performance.now() - streamedOn)} ms\n`,
+      );
       streaming = false;
       await stream;
       for (const server of followers) {
