@@ -91,7 +91,8 @@ describe.runIf(withDocker)(
       image = await ensureTestImage();
       ({ server, close } = await startServeWithConfig({
         dirPrefix: 'corral-e2e-health-',
-        configYaml: `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S} }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
+        // A reconcile pass every 200 ms (1 s by default): the deadlines are acted on sooner once they pass.
+        configYaml: `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S}, reconcileIntervalMs: 200 }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
         serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:4'],
         apiKey: KEY,
       }));
