@@ -123,7 +123,8 @@ describe.runIf(withDocker)(
       webhooks = await startWebhookReceiver();
       ({ server, close, dataDir } = await startServeWithConfig({
         dirPrefix: 'corral-docs-examples-serve-',
-        configYaml: 'webhooks:\n  allowPrivate: true\n',
+        // A reconcile pass every 200 ms (1 s by default): the pages' creates, waits and rollouts act sooner, as written.
+        configYaml: 'webhooks:\n  allowPrivate: true\ncontroller: { reconcileIntervalMs: 200 }\n',
         serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:2', '--webhook-allow-private'],
         apiKey: KEY,
       }));

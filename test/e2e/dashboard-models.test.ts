@@ -38,7 +38,8 @@ describe.runIf(chromiumAvailable())("the dashboard's Models page in a real Chrom
     });
     const started = await startServeWithConfig({
       dirPrefix: 'corral-e2e-dashboard-models-',
-      configYaml: `models:\n  hubUrl: ${hub.url}\n`,
+      // A reconcile pass every 200 ms (1 s by default): pulls and workers start sooner.
+      configYaml: `controller: { reconcileIntervalMs: 200 }\nmodels:\n  hubUrl: ${hub.url}\n`,
       serveArgs: localRuntimeArgs('h100-80g:2'),
       apiKey: KEY,
     });

@@ -14,7 +14,12 @@ import { dockerAvailable, ensureTestImage, testWorkerEndpoint } from '../support
 const KEY = 'e2e-health-causes-key-0123456789';
 /** The endpoints' probe period (the `healthy.period` default). */
 const PERIOD_MS = 2000;
-const STARTUP_TIMEOUT_S = 15;
+/**
+ * The startup deadline (controller.startupTimeoutSeconds): the 503 case waits it out twice. Past the queue timeout, so
+ * that the request that woke the worker has gone away before the deadline (the worker's count starts at its container's
+ * start, after the request came).
+ */
+const STARTUP_TIMEOUT_S = 10;
 const QUEUE_TIMEOUT_S = 8;
 const withDocker = integrationAvailable(
   'Docker',
@@ -86,7 +91,8 @@ describe.runIf(withDocker)(
       image = await ensureTestImage();
       ({ server, close } = await startServeWithConfig({
         dirPrefix: 'corral-e2e-health-',
-        configYaml: `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S} }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
+        // A reconcile pass every 200 ms (1 s by default): the deadlines are acted on sooner once they pass.
+        configYaml: `controller: { startupTimeoutSeconds: ${STARTUP_TIMEOUT_S}, reconcileIntervalMs: 200 }\ngateway: { queueTimeoutSeconds: ${QUEUE_TIMEOUT_S} }\n`,
         serveArgs: ['--runtime', 'docker', '--gpus', 'h100-80g:4'],
         apiKey: KEY,
       }));

@@ -9,12 +9,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type IncomingHttpHeaders, request } from 'node:http';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, runCorral, type ServeProcess, startServe } from '../support/process.js';
@@ -37,6 +38,9 @@ const withDocker =
   withPostgres &&
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)');
 const OPERATOR_KEY = `op-${randomBytes(16).toString('hex')}`;
+/** The reconcile period of the failover test's replicas, and how many of a new leader's passes it watches. */
+const PASS_MS = 200;
+const FIRST_PASSES = 20;
 
 /** Opens a WebSocket at the test worker's `/ws` through a gateway: the 101's headers and its socket, or the refusal. */
 function openSocket(
@@ -306,7 +310,19 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
     'Docker runtime: two failovers by kill -9 leave the containers as they were, none duplicated, none orphaned',
     async () => {
       const image = await ensureTestImage();
-      const docker = ['--runtime', 'docker', '--gpus', 'h100-80g:4'];
+      // A pass every 200 ms (the default is 1 s): a new leader's first passes, which would act on a wrong view of
+      // the containers, come five times as fast, so the watch below sees more of them in less time.
+      const configDir = mkdtempSync(join(tmpdir(), 'corral-replicas-config-'));
+      dirs.push(configDir);
+      writeFileSync(join(configDir, 'corral.yaml'), `controller: { reconcileIntervalMs: ${PASS_MS} }\n`);
+      const docker = [
+        '--runtime',
+        'docker',
+        '--gpus',
+        'h100-80g:4',
+        '--config',
+        join(configDir, 'corral.yaml'),
+      ];
       const replicas = [await replica(docker), await replica(docker), await replica(docker)];
       const first = replicas[0] as ServeProcess;
       const installationId = first.installationId;
@@ -342,13 +358,24 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
         alive = alive.filter((r) => r !== leader);
         const observer = alive[0] as ServeProcess;
         await killed(leader, 'SIGKILL');
-        // Through the failover and the new leader's first passes, the containers never change.
+        // Through the failover and the new leader's first passes (FIRST_PASSES of them, until it reports the same
+        // workers running and healthy), the containers never change.
         const failover = performance.now();
         let newLeader: string | undefined;
+        let electedAt = 0;
         while (performance.now() - failover < 15_000) {
           expect(containersOf(installationId), `round ${round}`).toEqual(containers);
+          if (
+            newLeader &&
+            performance.now() - electedAt >= FIRST_PASSES * PASS_MS &&
+            isDeepStrictEqual(await runningWorkers(observer), workers)
+          )
+            break;
           const now = await cluster(observer);
-          if (now.leader && now.leader.replica !== leaderId) newLeader ??= now.leader.replica;
+          if (now.leader && now.leader.replica !== leaderId && !newLeader) {
+            newLeader = now.leader.replica;
+            electedAt = performance.now();
+          }
           await sleep(250);
         }
         expect(newLeader, `round ${round}: a new leader`).toBeDefined();
@@ -550,6 +577,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
       })();
       await sleep(2_000);
       await killed(leader, 'SIGKILL');
+      const killedAt = performance.now();
       const observer = followers[0] as ServeProcess;
       const failover = await until(
         'a new leader',
@@ -558,8 +586,26 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL', () => {
         10_000,
       );
       process.stdout.write(`new leader after the kill: ${Math.round(failover)} ms\n`);
-      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on.
-      await sleep(8_000);
+      // Past the dead replica's lease and membership (6 s), the survivors' shares grow; the stream goes on: until both
+      // survivors count the killed one out and each has served 20 more requests since.
+      const deadId = leaderId ?? '';
+      for (const server of followers)
+        await until(
+          'the killed one not alive',
+          server,
+          (x) => x.replicas.every((r) => r.id !== deadId || !r.alive),
+          15_000,
+        );
+      const servedBefore = followers.map((server) => served.get(server) ?? 0);
+      const streamedOn = performance.now();
+      while (followers.some((server, i) => (served.get(server) ?? 0) < (servedBefore[i] ?? 0) + 20)) {
+        if (performance.now() - streamedOn > 30_000)
+          throw new Error('the survivors stopped serving the stream');
+        await sleep(100);
+      }
+      process.stdout.write(
+        `the killed one counted out ${Math.round(streamedOn - killedAt)} ms after the kill; 20 more served on each survivor in ${Math.round(performance.now() - streamedOn)} ms\n`,
+      );
       streaming = false;
       await stream;
       for (const server of followers) {

@@ -71,7 +71,8 @@ describe("a worker's jobs and token never outlive it", () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-departures-'));
     writeFileSync(
       join(dataDir, 'corral.yaml'),
-      `jobs:\n  lostAfterSeconds: ${LOST_AFTER_S}\n  takeHoldSeconds: 20\n`,
+      // A reconcile pass every 200 ms (1 s by default): scale-downs and replacements come sooner.
+      `controller: { reconcileIntervalMs: 200 }\njobs:\n  lostAfterSeconds: ${LOST_AFTER_S}\n  takeHoldSeconds: 20\n`,
     );
     await serve();
   }, 60_000);

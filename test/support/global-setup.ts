@@ -1,5 +1,6 @@
 /**
- * Vitest's global setup: after the whole run, removes what every `corral serve` the e2e suites started left on the
+ * Vitest's global setup: asks Docker once and builds the test worker image once for the whole run (test-image.ts);
+ * after the whole run, removes what every `corral serve` the e2e suites started left on the
  * Docker engine (containers, volumes, worker networks), whatever a suite's own cleanup missed. startServe records
  * each installation id in a file named by CORRAL_TEST_INSTALLATIONS; the worker processes inherit it from here.
  */
@@ -7,15 +8,33 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INSTALLATIONS_ENV } from './installations.js';
-import { removeInstallationResources } from './test-image.js';
+import {
+  DOCKER_ENV,
+  dockerAvailable,
+  ensureTestImage,
+  removeInstallationResources,
+  TEST_IMAGE_ENV,
+} from './test-image.js';
 
-export default function setup(): () => void {
+export default async function setup(): Promise<() => void> {
   // Both integration projects (`integration`, `integration-alone`) name this setup, and vitest runs it once for each in
   // its own process: the first one's file serves the whole run, and its teardown (after every file) cleans up.
   if (process.env[INSTALLATIONS_ENV]) return () => undefined;
   const dir = mkdtempSync(join(tmpdir(), 'corral-test-run-'));
   const file = join(dir, 'installations');
   process.env[INSTALLATIONS_ENV] = file;
+  // Docker asked once, and the test worker image built once, for every file of the run (test-image.ts).
+  const docker = dockerAvailable();
+  process.env[DOCKER_ENV] = docker ? '1' : '0';
+  if (docker) {
+    // A failed build is left to the files that need the image: each tries again and fails saying why.
+    await ensureTestImage().then(
+      (tag) => {
+        process.env[TEST_IMAGE_ENV] = tag;
+      },
+      () => undefined,
+    );
+  }
   return () => {
     const ids = new Set(readLines(file));
     for (const id of ids) removeInstallationResources(id);

@@ -1,6 +1,6 @@
 /** The stores each store suite runs on: SQLite always, PostgreSQL in a throwaway schema when it is configured. */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
@@ -40,14 +40,39 @@ const sqlite: StoreTarget = {
   },
 };
 
+/**
+ * A migrated SQLite database's bytes, made once per test process (the first time a test opens `sqliteThread`) and
+ * written out for each test, instead of running every migration again for every test.
+ */
+let migratedSqlite: Promise<Buffer> | undefined;
+function migratedSqliteBytes(): Promise<Buffer> {
+  migratedSqlite ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'corral-store-template-'));
+    try {
+      const file = join(dir, 'corral.db');
+      const store = new Store({ connection: connectSqlite(file, { queryThread: true }) });
+      await store.migrate();
+      await store.close();
+      // Closed, the database is whole in its file: no write-ahead log is left beside it.
+      if (existsSync(`${file}-wal`)) throw new Error('the migrated SQLite template kept a write-ahead log');
+      return readFileSync(file);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  })();
+  return migratedSqlite;
+}
+
 /** SQLite as `corral serve` opens it: a file, its queries on a thread of their own (store/sqlite/query-thread.ts). */
 const sqliteThread: StoreTarget = {
   name: 'sqlite-thread',
   async open() {
+    const migrated = await migratedSqliteBytes();
     const dir = mkdtempSync(join(tmpdir(), 'corral-store-'));
-    const connection = connectSqlite(join(dir, 'corral.db'), { queryThread: true });
+    const file = join(dir, 'corral.db');
+    writeFileSync(file, migrated);
+    const connection = connectSqlite(file, { queryThread: true });
     const store = new Store({ connection });
-    await store.migrate();
     return {
       store,
       db: connection.db,

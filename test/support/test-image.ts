@@ -14,10 +14,20 @@ export const BUILD_TEST_IMAGE_SCRIPT = fileURLToPath(
 /** Tag of the test worker image that ensureTestImage() builds. */
 export const TEST_IMAGE = 'corral-test-worker:latest';
 
+/**
+ * Set by the integration tier's global setup (global-setup.ts) for every test process of the run: `DOCKER_ENV` says
+ * whether the engine answered ('1' or '0'), `TEST_IMAGE_ENV` names the test worker image it built (or found up to
+ * date), so that each file does not ask again (`docker info` and the build script cost a second or so a file).
+ */
+export const DOCKER_ENV = 'CORRAL_TEST_DOCKER';
+export const TEST_IMAGE_ENV = 'CORRAL_TEST_IMAGE_BUILT';
+
 let dockerChecked: boolean | undefined;
 
-/** Whether the Docker engine answers (`docker info` exits 0). Checked once per process. */
+/** Whether the Docker engine answers (`docker info` exits 0). Checked once per run (or once per process). */
 export function dockerAvailable(): boolean {
+  const checked = process.env[DOCKER_ENV];
+  if (checked === '1' || checked === '0') return checked === '1';
   if (dockerChecked === undefined) {
     const result = spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 15_000 });
     dockerChecked = result.status === 0;
@@ -28,10 +38,13 @@ export function dockerAvailable(): boolean {
 let building: Promise<string> | undefined;
 
 /**
- * Builds the test worker image (or finds it up to date) and returns its tag. The build runs once per test
- * process; the script itself serialises parallel processes and skips the build when nothing changed.
+ * Builds the test worker image (or finds it up to date) and returns its tag. The build runs once per run (the global
+ * setup's, `TEST_IMAGE_ENV`), else once per test process; the script itself serialises parallel processes and skips
+ * the build when nothing changed.
  */
 export function ensureTestImage(): Promise<string> {
+  const built = process.env[TEST_IMAGE_ENV];
+  if (built) return Promise.resolve(built);
   building ??= new Promise<string>((resolve, reject) => {
     execFile(
       'bash',
