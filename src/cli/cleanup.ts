@@ -6,7 +6,6 @@
  */
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import { cleanUpInstallation } from '../app/cleanup.js';
 import { loadConfig } from '../config/config.js';
 import { databaseError } from '../config/startup.js';
 import { openStore, sqliteFileOf } from '../store/open.js';
@@ -49,6 +48,8 @@ export function makeCleanupCommand(io: CleanupIo): Command {
             `no database at ${file}: pass the --data-dir or --database-url that corral serve uses, or --installation`,
           );
         }
+        // Loaded only when cleaning up: the runtimes' clients are not wanted by every other command.
+        const { cleanUpInstallation } = await import('../app/cleanup.js');
         const report = await cleanUpInstallation({ installationId, dryRun: options.dryRun });
         const verb = options.dryRun ? 'would remove' : 'removed';
         io.stdout(`installation ${installationId}\n`);

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { serve } from '../app/serve.js';
+import type { serve } from '../app/serve.js';
 import { loadConfig } from '../config/config.js';
 import { SERVE_SETTINGS, type ServeSettingName } from '../config/settings.js';
 import { createLogger } from '../logger.js';
@@ -53,7 +53,9 @@ export function makeServeCommand(): Command {
     };
     process.on('SIGINT', () => shutdown('SIGINT'));
     process.on('SIGTERM', () => shutdown('SIGTERM'));
-    server = await serve(config, {
+    // Loaded here, not at the top: every other command (and `--help`) would load the whole server for nothing.
+    const { serve: start } = await import('../app/serve.js');
+    server = await start(config, {
       logger,
       env: process.env,
       stdout: (text) => process.stdout.write(text),
