@@ -99,6 +99,8 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
       images.push(runpodWorker.image);
     } else runpodWorker = { image: workerImage, command: '/runpod-worker.mjs' };
     cluster.loadImages(images);
+    // A run stopped mid-drain leaves its node cordoned.
+    for (const node of cluster.nodes()) cluster.kubectl(['uncordon', node]);
     await cluster.deploy({ image: corralImage, postgresAddress: POSTGRES_ADDRESS, podNetwork: POD_NETWORK });
     api = cluster.serviceUrl('corral-api');
     gateway = cluster.serviceUrl('corral-gateway');
@@ -300,10 +302,10 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
         expect(run.status, run.body).toBe(200);
         accepted.push(JSON.parse(run.body).id);
       }
-      // Corral's own replicas may be on that node: their data directory is an emptyDir that holds nothing to keep (the
-      // store is PostgreSQL), which drain deletes only when told (docs/kubernetes.md, "Draining a node").
-      cluster.kubectl(['drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=120s']);
       try {
+        // Corral's own replicas may be on that node: their data directory is an emptyDir that holds nothing to keep (the
+        // store is PostgreSQL), which drain deletes only when told (docs/kubernetes.md, "Draining a node").
+        cluster.kubectl(['drain', node, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=120s']);
         await vi.waitFor(
           () => {
             const pods = podsOf(queue).filter((p) => !p.metadata.deletionTimestamp);
