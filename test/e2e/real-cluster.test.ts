@@ -76,6 +76,18 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     }
     return left;
   };
+  /** A queue endpoint of the RunPod protocol worker, taking `concurrency` jobs at once. */
+  const createQueue = (name: string, minNum: number, concurrency: number) =>
+    create({
+      name,
+      type: 'queue',
+      image: runpodWorker,
+      workerConfig: { minNum, maxNum: 1, maxConcurrent: concurrency, freeTimeout: 300, gpuNum: 1 },
+      envs: [
+        { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+        { key: 'CONCURRENCY', value: String(concurrency) },
+      ],
+    });
   const remove = async (id: string) => {
     await call('endpoint/delete', { id });
     await vi.waitFor(() => expect(podsOf(id)).toEqual([]), { timeout: 60_000, interval: 500 });
@@ -139,13 +151,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   }, 180_000);
 
   it('runs a queue endpoint: its worker pod takes jobs from the corral-workers Service by cluster DNS', async () => {
-    const id = await create({
-      name: 'queue',
-      type: 'queue',
-      image: runpodWorker,
-      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
-      envs: [{ key: 'RUNPOD_PING_INTERVAL', value: '1000' }],
-    });
+    const id = await createQueue('queue', 0, 2);
     const run = await jobs(id, 'run', { input: { n: 1, sleepMs: 10 } });
     expect(run.status, run.body).toBe(200);
     const jobId = JSON.parse(run.body).id;
@@ -204,16 +210,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   }, 300_000);
 
   it('loses no job and fails no request beyond those in flight when the leading replica is killed mid-traffic', async () => {
-    const queue = await create({
-      name: 'steady',
-      type: 'queue',
-      image: runpodWorker,
-      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 4, freeTimeout: 300, gpuNum: 1 },
-      envs: [
-        { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
-        { key: 'CONCURRENCY', value: '4' },
-      ],
-    });
+    const queue = await createQueue('steady', 1, 4);
     await create({
       appName: 'steady-http',
       image: { image: workerImage },
@@ -281,16 +278,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   it.skipIf(nodeCount < 2)(
     'on two nodes, a kubectl drain of the node holding the workers moves them and loses no job (needs scripts/kube-cluster.sh start 2)',
     async () => {
-      const queue = await create({
-        name: 'drained',
-        type: 'queue',
-        image: runpodWorker,
-        workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
-        envs: [
-          { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
-          { key: 'CONCURRENCY', value: '2' },
-        ],
-      });
+      const queue = await createQueue('drained', 1, 2);
       await vi.waitFor(() => expect(podsOf(queue)[0]?.status.phase).toBe('Running'), {
         timeout: 120_000,
         interval: 500,
