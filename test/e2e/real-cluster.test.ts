@@ -85,7 +85,9 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
       workerConfig: { minNum, maxNum: 1, maxConcurrent: concurrency, freeTimeout: 300, gpuNum: 1 },
       envs: [
         { key: 'RUNPOD_PING_INTERVAL', value: '1000' },
+        // The test image's worker reads the first, the runpod-python image's handler the second.
         { key: 'CONCURRENCY', value: String(concurrency) },
+        { key: 'CORRAL_TEST_CONCURRENCY', value: String(concurrency) },
       ],
     });
   const remove = async (id: string) => {
