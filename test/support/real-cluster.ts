@@ -5,17 +5,36 @@
  * overlay that names the image (and, for the idle tiers, mounts the node agent's token as the docs say). Used by the
  * opt-in suite test/e2e/real-cluster.test.ts; nothing here runs in CI.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { OwnPostgres } from './own-postgres.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const CLUSTER_SCRIPT = join(REPO, 'scripts/kube-cluster.sh');
+const execFileAsync = promisify(execFile);
+
+/**
+ * A command that may take minutes (an image build, a rollout), run without blocking the event loop: a test worker
+ * blocked for a minute misses vitest's own messages ("Timeout calling onTaskUpdate").
+ */
+export async function runLong(
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
+  const { stdout } = await execFileAsync(file, args, {
+    env,
+    timeout: 1_200_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return stdout;
+}
 
 /** The cluster's directory (its kubeconfig inside), or why the suite cannot run here. */
 export function realClusterDir(): { dir?: string; skip?: string } {
@@ -44,6 +63,11 @@ export class RealCluster {
     });
   }
 
+  /** kubectl for what may take long (waits, drains, deletes), without blocking the event loop. */
+  kubectlLong(args: string[]): Promise<string> {
+    return runLong('kubectl', ['--kubeconfig', join(this.dir, 'kubeconfig'), ...args]);
+  }
+
   json(args: string[]): any {
     return JSON.parse(this.kubectl([...args, '-o', 'json']));
   }
@@ -54,12 +78,8 @@ export class RealCluster {
   }
 
   /** Docker images given to every node's containerd (an image only there, as no registry serves it). */
-  loadImages(images: string[]): void {
-    execFileSync(CLUSTER_SCRIPT, ['images', ...images], {
-      env: { ...process.env, CLUSTER_DIR: this.dir },
-      stdio: 'pipe',
-      timeout: 600_000,
-    });
+  async loadImages(images: string[]): Promise<void> {
+    await runLong(CLUSTER_SCRIPT, ['images', ...images], { ...process.env, CLUSTER_DIR: this.dir });
   }
 
   /**
@@ -122,8 +142,8 @@ export class RealCluster {
       ].join('\n'),
     );
     this.kubectl(['apply', '-k', this.#overlay]);
-    this.kubectl(['-n', 'corral', 'rollout', 'status', 'deployment/corral', '--timeout=240s']);
-    this.kubectl(['-n', 'corral', 'rollout', 'status', 'daemonset/corral-node', '--timeout=120s']);
+    await this.kubectlLong(['-n', 'corral', 'rollout', 'status', 'deployment/corral', '--timeout=240s']);
+    await this.kubectlLong(['-n', 'corral', 'rollout', 'status', 'daemonset/corral-node', '--timeout=120s']);
   }
 
   /** http://{ClusterIP}:{port} of a Service of Corral's (kube-proxy makes it reachable from the host). */
@@ -153,9 +173,9 @@ export class RealCluster {
 
   /**
    * `kill -9` of every process of a pod's containers, from the host (through the pod's cgroups, as the kernel
-   * sees them): its sandbox stays, so the kubelet restarts the container in the same pod.
+   * sees them): its sandbox stays, so the kubelet restarts the container in the same pod. The PIDs killed.
    */
-  killPodProcesses(uid: string): number {
+  killPodProcesses(uid: string): number[] {
     const pids = new Set<number>();
     for (const procs of podCgroupProcs(uid)) {
       for (const line of readFileSync(procs, 'utf8').split('\n')) if (line.trim()) pids.add(Number(line));
@@ -169,12 +189,12 @@ export class RealCluster {
         }
       }),
     );
-    let killed = 0;
+    const killed: number[] = [];
     for (const pid of pids) {
       if (pause.has(pid)) continue;
       try {
         process.kill(pid, 'SIGKILL');
-        killed += 1;
+        killed.push(pid);
       } catch {
         // Gone already.
       }
@@ -182,10 +202,21 @@ export class RealCluster {
     return killed;
   }
 
+  /** When every one of `pids` is gone from /proc (its sockets closed with it), polled every 10 ms. */
+  async whenGone(pids: number[], timeoutMs = 10_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (pids.some((pid) => existsSync(`/proc/${pid}`))) {
+      if (Date.now() > deadline)
+        throw new Error(`processes ${pids.join(', ')} still there after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return Date.now();
+  }
+
   async destroy(): Promise<void> {
     if (this.#overlay) {
       try {
-        this.kubectl(['delete', '-k', this.#overlay, '--wait=true', '--timeout=120s']);
+        await this.kubectlLong(['delete', '-k', this.#overlay, '--wait=true', '--timeout=120s']);
       } catch {
         // Already gone, or the cluster is.
       }
