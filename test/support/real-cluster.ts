@@ -7,12 +7,14 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { findPodCgroup } from '../../src/node/pod-cgroups.js';
+import { cgroupTreePids } from '../../src/runtime/cgroups/cgroup-freezer.js';
 import { OwnPostgres } from './own-postgres.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -176,10 +178,10 @@ export class RealCluster {
    * sees them): its sandbox stays, so the kubelet restarts the container in the same pod. The PIDs killed.
    */
   killPodProcesses(uid: string): number[] {
-    const pids = new Set<number>();
-    for (const procs of podCgroupProcs(uid)) {
-      for (const line of readFileSync(procs, 'utf8').split('\n')) if (line.trim()) pids.add(Number(line));
-    }
+    // The node agent's own lookup of a pod's cgroup (any kubelet cgroupRoot), in the freezer hierarchy (cgroup v1).
+    const cgroup = findPodCgroup({ kind: 'v1', root: '/sys/fs/cgroup/freezer' }, uid);
+    if (!cgroup) throw new Error(`no cgroup of pod ${uid} on this machine`);
+    const pids = new Set(cgroupTreePids(cgroup));
     const pause = new Set(
       [...pids].filter((pid) => {
         try {
@@ -224,27 +226,6 @@ export class RealCluster {
     }
     await this.#postgres?.destroy();
   }
-}
-
-/** Every `cgroup.procs` under the pod's cgroup in the pids hierarchy (cgroup v1, cgroupfs driver, any node root). */
-function podCgroupProcs(uid: string): string[] {
-  const found: string[] = [];
-  const walk = (dir: string, depth: number): void => {
-    if (depth > 6) return;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const path = join(dir, entry.name);
-      if (entry.name === `pod${uid}`) collect(path);
-      else walk(path, depth + 1);
-    }
-  };
-  const collect = (dir: string): void => {
-    found.push(join(dir, 'cgroup.procs'));
-    for (const entry of readdirSync(dir, { withFileTypes: true }))
-      if (entry.isDirectory()) collect(join(dir, entry.name));
-  };
-  walk('/sys/fs/cgroup/pids', 0);
-  return found;
 }
 
 /** One HTTP call with a Host header of our choosing (fetch would not let us set it). */
