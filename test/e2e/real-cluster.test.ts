@@ -5,14 +5,21 @@
  * worker pod takes jobs from the corral-workers Service by cluster DNS; no secret value in any pod's spec and an
  * image only on the nodes running; an idle pod frozen by the node agent, thawed by a request, still holding its GPU,
  * then deleted when its frozen time ends; the leading replica killed (kill -9) mid-traffic with no job lost and no
- * failed request beyond those in flight on it; on two nodes, a `kubectl drain` of the node holding the workers
- * moves them and loses no job. The figures are printed for docs/kubernetes.md.
+ * failed request beyond those in flight on it; that thaw against the Docker runtime's thaw of the same worker on this
+ * machine (a `corral serve --runtime docker` beside the cluster); on two nodes, one endpoint's workers spread over the
+ * nodes and other endpoints' packed beside them, and a `kubectl drain` of the node holding the workers moves them
+ * and loses no job. The figures are printed for docs/kubernetes.md.
  */
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { callGateway } from '../support/gateway-call.js';
+import { callApi, startServe } from '../support/process.js';
 import { httpCall, REPO, RealCluster, realClusterDir, runLong } from '../support/real-cluster.js';
 import { RUNPOD_IMAGE, runpodImagePresent } from '../support/runpod-image.js';
-import { ensureTestImage } from '../support/test-image.js';
+import { ensureTestImage, removeInstallationResources } from '../support/test-image.js';
 
 const { dir, skip } = realClusterDir();
 const DOMAIN = 'run.example.com';
@@ -21,6 +28,9 @@ const POD_NETWORK = '10.244.0.0/16';
 const WORKERS = 'corral-workers';
 /** Between one client's calls in the traffic: 4 clients, about 10 jobs and 10 requests a second in all. */
 const PAUSE_MS = 150;
+/** The Docker baseline's key, and its thaws (each side frozen and thawed this many times, alternating). */
+const THAW_KEY = 'real-cluster-docker-baseline-key-0123';
+const THAW_ROUNDS = 5;
 
 describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const cluster = new RealCluster(dir ?? '');
@@ -207,6 +217,125 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     });
     await vi.waitFor(() => expect(podsOf(id)).toEqual([]), { timeout: 120_000, interval: 1_000 });
   }, 300_000);
+
+  it('thaws a frozen pod within 1.5x of the Docker runtime thawing the same worker on this machine', async () => {
+    // The baseline: corral serve with the Docker runtime on this machine's Docker, the same image and idle tier.
+    const dataDir = mkdtempSync(join(tmpdir(), 'corral-real-cluster-docker-'));
+    writeFileSync(join(dataDir, 'corral.yaml'), 'controller: { reconcileIntervalMs: 200 }\n');
+    const local = await startServe(
+      ['--runtime', 'docker', '--gpus', 'h100-80g:1', '--config', join(dataDir, 'corral.yaml')],
+      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: THAW_KEY },
+    );
+    try {
+      const frozenEndpoint = {
+        image: { image: workerImage },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 2, gpuNum: 1, keepFrozen: 600 },
+        policy: { type: 'queue', value: 1 },
+      };
+      await create({ appName: 'thawed', ...frozenEndpoint });
+      const onDocker = await callApi(local, THAW_KEY, 'endpoint/create', {
+        endpoint: { appName: 'thawed', ...frozenEndpoint, image: { image: await ensureTestImage() } },
+      });
+      expect(onDocker.status, onDocker.text).toBe(200);
+      const sides = {
+        cluster: {
+          call: () => viaGateway('thawed', '/work?ms=1'),
+          state: async () => (await workersOf(made.at(-1) ?? ''))[0]?.state.state,
+        },
+        docker: {
+          call: () => callGateway(local, THAW_KEY, 'thawed', '/work?ms=1'),
+          state: async () =>
+            (await callApi(local, THAW_KEY, `endpoint?id=${onDocker.body.id}`)).body.endpoint.workers?.[0]
+              ?.state.state,
+        },
+      };
+      for (const side of Object.values(sides)) expect((await side.call()).status).toBe(200);
+      const thaws: Record<keyof typeof sides, { span: number; answer: number }[]> = {
+        cluster: [],
+        docker: [],
+      };
+      for (let round = 0; round < THAW_ROUNDS; round += 1) {
+        for (const side of Object.values(sides))
+          await vi.waitFor(async () => expect(await side.state()).toBe('frozen'), {
+            timeout: 60_000,
+            interval: 200,
+          });
+        // Alternating which side thaws first, so that neither always finds the machine quieter.
+        const order = round % 2 === 0 ? (['cluster', 'docker'] as const) : (['docker', 'cluster'] as const);
+        for (const name of order) {
+          const started = performance.now();
+          const answer = await sides[name].call();
+          const took = performance.now() - started;
+          expect(answer.status, answer.body).toBe(200);
+          const span = /thaw;dur=([\d.]+)/.exec(String(answer.headers['server-timing']))?.[1];
+          expect(span, `${name}: ${answer.headers['server-timing']}`).toBeDefined();
+          thaws[name].push({ span: Number(span), answer: took });
+        }
+      }
+      const median = (values: number[]) =>
+        [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+      const figures = Object.fromEntries(
+        Object.entries(thaws).map(([name, list]) => [
+          name,
+          { span: median(list.map((t) => t.span)), answer: median(list.map((t) => t.answer)), all: list },
+        ]),
+      );
+      const ratio = (figures.cluster?.span ?? NaN) / (figures.docker?.span ?? NaN);
+      console.log(
+        `[real cluster] thaw, ${THAW_ROUNDS} rounds (medians; load ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}): ${JSON.stringify(figures)}; cluster/docker thaw span ${ratio.toFixed(2)}`,
+      );
+      expect(ratio).toBeLessThanOrEqual(1.5);
+    } finally {
+      await local.stop();
+      removeInstallationResources(local.installationId);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  it.skipIf(nodeCount < 2)(
+    "on two nodes, spreads an endpoint's workers over the nodes and packs other endpoints' beside them",
+    async () => {
+      const nodesOf = (id: string) =>
+        podsOf(id)
+          .map((p) => p.spec.nodeName as string | undefined)
+          .filter((n) => n !== undefined);
+      const placed = async (id: string, count: number) => {
+        await vi.waitFor(() => expect(nodesOf(id)).toHaveLength(count), { timeout: 120_000, interval: 500 });
+        return nodesOf(id);
+      };
+      const idle = { image: { image: workerImage }, ports: [{ port: 8000 }] };
+      // Two workers of one endpoint: one per node, although either node has GPUs for both.
+      const spread = await create({
+        appName: 'spread',
+        ...idle,
+        workerConfig: { minNum: 2, maxNum: 2, maxConcurrent: 1, freeTimeout: 300, gpuNum: 1 },
+      });
+      const spreadNodes = await placed(spread, 2);
+      console.log(`[real cluster] placement: one endpoint's two workers on ${spreadNodes.join(', ')}`);
+      expect(new Set(spreadNodes).size).toBe(2);
+      await remove(spread);
+      made.splice(made.indexOf(spread), 1);
+      // One worker each of two endpoints: the second beside the first, leaving the other node's GPUs whole.
+      const first = await create({
+        appName: 'pack-a',
+        ...idle,
+        workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 1, freeTimeout: 300, gpuNum: 1 },
+      });
+      const [firstNode] = await placed(first, 1);
+      const second = await create({
+        appName: 'pack-b',
+        ...idle,
+        workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 1, freeTimeout: 300, gpuNum: 1 },
+      });
+      const [secondNode] = await placed(second, 1);
+      console.log(`[real cluster] placement: two endpoints' workers on ${firstNode} and ${secondNode}`);
+      expect(secondNode).toBe(firstNode);
+    },
+    600_000,
+  );
 
   it('loses no job and fails no request beyond those in flight when the leading replica is killed mid-traffic', async () => {
     const queue = await createQueue('steady', 1, 4);

@@ -95,7 +95,7 @@ describe("an endpoint's models in its workers", () => {
       mountPath: '/runpod-volume/huggingface-cache/hub/models--acme--tiny',
       readOnly: true,
     });
-    const terms = pod.spec.affinity?.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+    const terms = pod.spec.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
     expect(terms.map((t) => t.preference.matchExpressions)).toEqual([
       [{ key: 'models.corral.dev/models--acme--tiny', operator: 'Exists' }],
       [{ key: 'models.corral.dev/models--other--big-one', operator: 'Exists' }],

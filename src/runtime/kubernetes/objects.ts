@@ -100,6 +100,18 @@ export interface PreferredSchedulingTerm {
   preference: { matchExpressions: { key: string; operator: string; values?: string[] }[] };
 }
 
+/** A preferred pod term: the scheduler favours (or, in an anti-affinity, avoids) nodes whose pods match it. */
+export interface WeightedPodAffinityTerm {
+  weight: number;
+  podAffinityTerm: {
+    topologyKey: string;
+    labelSelector: {
+      matchLabels?: { [key: string]: string };
+      matchExpressions?: { key: string; operator: string; values?: string[] }[];
+    };
+  };
+}
+
 export interface Toleration {
   key?: string;
   operator?: string;
@@ -116,7 +128,11 @@ export interface PodSpec {
   /** Set by the scheduler's binding: the node the pod runs on. */
   nodeName?: string;
   tolerations?: Toleration[];
-  affinity?: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[] } };
+  affinity?: {
+    nodeAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[] };
+    podAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[] };
+    podAntiAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[] };
+  };
   volumes?: Volume[];
   imagePullSecrets?: { name: string }[];
   automountServiceAccountToken?: boolean;

@@ -25,6 +25,7 @@ import type {
   Volume,
   VolumeMount,
 } from './objects.js';
+import { placementAffinity } from './placement-affinity.js';
 import { bytesQuantity, gibQuantity } from './quantity.js';
 
 export const DEFAULT_GPU_RESOURCE = 'nvidia.com/gpu';
@@ -342,7 +343,7 @@ export function podSpec(
   const own = workerLabels({ ...spec, labels: { ...spec.labels, ...options.installationLabels } });
   const { volumes: podVolumes, mounts } = volumes(spec, options);
   const toleration = tolerations(placement, options);
-  const affinity = modelAffinity(spec);
+  const affinity = { ...modelAffinity(spec), ...placementAffinity(spec.endpointId) };
   const authId = placement.authId ?? '';
   const container: Container = {
     name: WORKER_CONTAINER,
@@ -384,7 +385,7 @@ export function podSpec(
       // No product (a worker without GPUs, of an endpoint that names none): any node.
       ...(placement.product === '' ? {} : { nodeSelector: productSelector(placement.product, options) }),
       ...(toleration.length > 0 ? { tolerations: toleration } : {}),
-      ...(affinity ? { affinity } : {}),
+      affinity,
       ...(podVolumes.length > 0 ? { volumes: podVolumes } : {}),
       ...(authId === '' ? {} : { imagePullSecrets: [{ name: pullSecretName(authId, options) }] }),
       // A worker is a tenant's code: no token for the cluster's API, no env for every Service in the namespace.
