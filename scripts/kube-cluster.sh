@@ -8,7 +8,8 @@
 #
 # Addresses live on a bridge of their own (corralk8s0, 10.250.0.0/24): the API server 10.250.0.10, DNS 10.250.0.53,
 # node i 10.250.0.{i}. No bridge here is named crl*: Corral's Docker runtime filters what those send to this machine.
-# Nothing listens outside this machine. Each node advertises nvidia.com/gpu (GPUS_PER_NODE, default 2) patched into
+# A registry (Debian's docker-registry) on 127.0.0.1:5050 (REGISTRY_PORT) that every node's containerd pulls from
+# over plain HTTP. Nothing listens outside this machine. Each node advertises nvidia.com/gpu (GPUS_PER_NODE, default 2) patched into
 # its status, with NVIDIA's product label, as a GPU node's device plugin and feature
 # discovery would; no device is handed to a pod.
 #
@@ -33,6 +34,9 @@ api_ip=10.250.0.10
 dns_ip=10.250.0.53
 api_port=26443
 pause_image=registry.k8s.io/pause:3.9
+# A registry the nodes pull from (plain HTTP, on this machine's loopback, which every node's containerd shares):
+# images pushed to it as 127.0.0.1:$registry_port/NAME:TAG are pulled by the kubelets as on a real cluster.
+registry_port="${REGISTRY_PORT:-5050}"
 
 log() { printf 'kube-cluster.sh: %s\n' "$*" >&2; }
 die() {
@@ -74,6 +78,7 @@ stop_cluster() {
   local dir="$1"
   stop_pid "$dir/dns-refresh.pid"
   stop_pid "$dir/dnsmasq.pid"
+  stop_pid "$dir/registry.pid"
   stop_pid "$dir/kube-proxy.pid"
   for node in $(node_dirs "$dir"); do
     stop_pid "$node/kubelet.pid"
@@ -125,7 +130,7 @@ dir="${3:-/var/lib/corral-cluster}"
 for tool in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
   [[ -x "$bin/$tool" ]] || die "no $tool in $bin (set K8S_BIN; docs/kubernetes.md says how to build it)"
 done
-for tool in etcd containerd ctr kubectl dnsmasq iptables gcc docker; do
+for tool in etcd containerd ctr kubectl dnsmasq iptables gcc docker docker-registry curl; do
   command -v "$tool" >/dev/null || die "$tool is not on PATH"
 done
 [[ -x /usr/lib/cni/bridge ]] || die "no CNI plugins in /usr/lib/cni (Debian: apt-get install containernetworking-plugins)"
@@ -149,6 +154,18 @@ modprobe br_netfilter 2>/dev/null || true
 
 APISERVER_ADDRESS="$api_ip" APISERVER_PORT="$api_port" KUBE_APISERVER="$bin/kube-apiserver" \
   "$here/kube-apiserver.sh" start "$dir" >/dev/null
+
+log "starting a registry on 127.0.0.1:$registry_port (docker-registry)"
+mkdir -p "$dir/registry"
+cat >"$dir/registry.yml" <<EOF
+version: 0.1
+log: { level: info, accesslog: { disabled: false } }
+storage: { filesystem: { rootdirectory: $dir/registry }, delete: { enabled: true } }
+http: { addr: "127.0.0.1:$registry_port" }
+EOF
+docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
+echo $! >"$dir/registry.pid"
+wait_for "the registry" 30 curl -fsS -o /dev/null "http://127.0.0.1:$registry_port/v2/"
 
 log "starting kube-controller-manager and kube-scheduler"
 "$bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" --authentication-kubeconfig "$dir/kubeconfig" \
@@ -196,6 +213,8 @@ state = "$node/containerd-state"
     conf_dir = "$node/cni"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:$registry_port"]
+    endpoint = ["http://127.0.0.1:$registry_port"]
 EOF
   cat >"$node/cni/10-corral.conflist" <<EOF
 {
