@@ -14,7 +14,7 @@ import { type ImageRequest, RuntimeError } from '../types.js';
 import { clientApi } from './client-api.js';
 import { KubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes-runtime.js';
 import type { Pod } from './objects.js';
-import { PREPULL_LABEL } from './prepull-pods.js';
+import { PREPULL_LABEL, prepullPod } from './prepull-pods.js';
 
 const NS = 'corral-workers';
 const IMAGE = 'ghcr.io/team/app:1';
@@ -24,6 +24,7 @@ let cluster: StandInCluster;
 let runtime: KubernetesRuntime | undefined;
 /** Every pod the API server was asked to create, as created. */
 let created: Pod[];
+let installationId = '';
 
 function gpuNode(name: string, product: string) {
   return {
@@ -34,10 +35,11 @@ function gpuNode(name: string, product: string) {
 }
 
 function start(namespace = NS, overrides: Partial<KubernetesRuntimeOptions> = {}): KubernetesRuntime {
+  installationId = `ip-${randomUUID().slice(0, 8)}`;
   runtime = new KubernetesRuntime({
     api: clientApi(cluster.config),
     namespace,
-    installationId: `ip-${randomUUID().slice(0, 8)}`,
+    installationId,
     logger: pino({ level: 'silent' }),
     products: ['h100'],
     pods: { terminationGraceSeconds: 2, products: { h100: { value: 'NVIDIA-H100' } } },
@@ -135,18 +137,32 @@ describe('KubernetesRuntime.prepareImage', () => {
     expect(cluster.standIn.secrets(NS).map((s) => s.metadata?.name)).not.toContain('corral-pull-cred-1');
   });
 
-  it('nodes that never say: RUNTIME_ERROR at the deadline (not the image failed), the pods deleted', async () => {
+  it('nodes that never say: RUNTIME_ERROR at the deadline (not the image failed), the pods deleted; one a stopped Corral left is swept', async () => {
     // No kubelet watches this namespace: the pods stay Pending.
     const timers = new ManualTimers(Date.now());
     cluster.standIn.addNode(gpuNode('h100-a', 'NVIDIA-H100'));
-    const outcome = start('elsewhere', { timers, prepullDeadlineMs: 60_000 })
-      .prepareImage(request())
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    await eventually(() => expect(prepullPods('elsewhere')).toHaveLength(1));
+    const kubernetes = start('elsewhere', { timers, clock: () => timers.now, prepullDeadlineMs: 60_000 });
+    const installationLabels = { 'corral.dev/installation': installationId };
+    const left = prepullPod(
+      { image: IMAGE, node: 'h100-a', runId: 'left0001', pullPolicy: 'IfNotPresent', deadlineSeconds: 60 },
+      { namespace: 'elsewhere', namePrefix: 'corral-', installationLabels },
+    );
+    await clientApi(cluster.config).createPod('elsewhere', left);
+    // Past its deadline and a minute: a pre-pull of this Corral's would have deleted it.
+    timers.now += 121_000;
+    const outcome = kubernetes.prepareImage(request()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // The one left is deleted; this pre-pull's own pod waits for its node.
+    await eventually(() => {
+      const names = prepullPods('elsewhere').map((p) => p.metadata?.name);
+      expect(names).toHaveLength(1);
+      expect(names).not.toContain(left.metadata.name);
+    });
     expect(prepullPods('elsewhere')[0]?.spec?.activeDeadlineSeconds).toBe(60);
+    // Not a worker: adoption does not see it.
+    expect(await kubernetes.list({})).toEqual([]);
     await timers.advanceSettling(60_000);
     expect(await outcome).toMatchObject({
       code: 'RUNTIME_ERROR',

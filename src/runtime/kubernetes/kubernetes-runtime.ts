@@ -56,6 +56,8 @@ export interface KubernetesRuntimeOptions {
   nodeAgent?: NodeAgentSettings;
   /** How long an image pre-pull waits for its nodes (image-prepull.ts); default 15 minutes. */
   prepullDeadlineMs?: number;
+  /** What time it is (epoch ms), for the age of pre-pull pods left behind; default Date.now. */
+  clock?: () => number;
 }
 
 export class KubernetesRuntime implements WorkerRuntime {
@@ -112,6 +114,7 @@ export class KubernetesRuntime implements WorkerRuntime {
       secrets: this.#pods.pullSecrets,
       workerPods: () => this.#pods.currentPods(),
       ...(options.prepullDeadlineMs === undefined ? {} : { deadlineMs: options.prepullDeadlineMs }),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     this.#tiers = options.nodeAgent
       ? new NodeAgentTiers({ ...options.nodeAgent, podOf: (id) => this.#pods.pod(id), logger })
