@@ -206,6 +206,19 @@ export interface ImageRequest {
   registryAuth?: () => Promise<RegistryAuth | undefined>;
   /** For logs: the worker the image is for, when a create prepares it. */
   workerId?: string;
+  /**
+   * Where a runtime whose scheduler places workers (Kubernetes) makes the image present, and how: the nodes of the
+   * endpoint's products (none named: every GPU node), pulled as its workers' pods pull (the owner's registry
+   * credential id, '' for a public image; the endpoint's pull policy and whether the image floats on `latest`, as in
+   * WorkerSpec.placement). Other runtimes ignore it.
+   */
+  endpoint?: {
+    ownerId: string;
+    authId: string;
+    productIds: readonly string[];
+    pullPolicy?: ImagePullPolicy;
+    latestTag?: boolean;
+  };
 }
 
 /** A GPU product as a runtime's own scheduler sees it (the kubernetes runtime: its nodes), as last seen. */

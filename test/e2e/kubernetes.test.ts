@@ -2,7 +2,8 @@
  * `corral serve --runtime kubernetes` as a process against the API stand-in, with the test as the kubelet and the
  * scheduler (on two GPU nodes, no `--gpus`): an endpoint gets a pod with its GPU limit and node selector, serves
  * through the gateway (the pod's loopback address is real), scales to zero (its pod deleted), wakes, and a kill -9
- * of corral serve followed by a restart adopts the running pod without a second one. GET products reports the
+ * of corral serve followed by a restart adopts the running pod without a second one. The endpoint's image is pulled
+ * onto its product's node at the create by a pre-pull pod, deleted afterwards. GET products reports the
  * nodes' GPUs (a product configured by its node label, one found from the nodes' labels alone), the limits their
  * CUDA version, and a pod asking for more GPUs than the cluster has waits with the scheduler's message.
  */
@@ -16,6 +17,7 @@ import type { Node } from '../../src/runtime/kubernetes/api.js';
 import { labelSelector } from '../../src/runtime/kubernetes/api.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 import type { Pod } from '../../src/runtime/kubernetes/objects.js';
+import { PREPULL_LABEL } from '../../src/runtime/kubernetes/prepull-pods.js';
 import { LABELS } from '../../src/runtime/types.js';
 import { KubeStandIn } from '../support/kube-stand-in.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
@@ -88,6 +90,12 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
   let server: ServeProcess | undefined;
   const podsOf = (endpointId: string): Pod[] =>
     standIn.pods(NS).filter((p) => p.metadata?.labels?.[LABELS.endpoint] === endpointId);
+  /** Image pre-pull pods as they are now, and every one ever made (node, image). */
+  const prepullPods = (): Pod[] =>
+    standIn.pods(NS).filter((p) => p.metadata?.labels?.[PREPULL_LABEL] !== undefined);
+  const prepulled: [string, string][] = [];
+  const podsOfWorkers = (): Pod[] =>
+    standIn.pods(NS).filter((p) => p.metadata?.labels?.[LABELS.worker] !== undefined);
 
   beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
@@ -115,6 +123,11 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
       scheduleOnNodes: { gpuResource: 'nvidia.com/gpu' },
     });
     await kubelet.start();
+    standIn.onChange((kind, type, object) => {
+      const pod = object as Pod;
+      if (kind === 'pods' && type === 'ADDED' && pod.metadata?.labels?.[PREPULL_LABEL] !== undefined)
+        prepulled.push([pod.spec?.nodeName ?? '', pod.spec?.containers[0]?.image ?? '']);
+    });
   });
 
   afterAll(async () => {
@@ -151,6 +164,11 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
     });
     expect(created.status, created.text).toBe(200);
     const id = created.body.id as string;
+    // Its image pulled onto its product's node at the create, before any request; the pre-pull pod deleted.
+    await until(() => {
+      expect(prepulled).toEqual([['gpu-h100-1', 'corral-test-worker:latest']]);
+      expect(prepullPods()).toEqual([]);
+    }, 30_000);
 
     // A request at zero wakes it: one pod, with the GPU limit and the product's node selector.
     const first = await viaGateway(server, 'kube', '/work?ms=1');
@@ -189,14 +207,16 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
     expect(afterRestart.headers['x-corral-worker']).toBe(woken?.metadata?.labels?.[LABELS.worker]);
     expect(podsOf(id).map((p) => p.metadata?.uid)).toEqual([woken?.metadata?.uid]);
     expect(podsOf(id)[0]?.spec?.nodeName).toBe('gpu-h100-1');
+    // The restarted corral made the image present again; no pre-pull pod is left.
+    await until(() => expect(prepullPods()).toEqual([]), 30_000);
   }, 120_000);
 
   it("reports the cluster's products and CUDA versions, and a pod too big for the cluster waits with the scheduler's words", async () => {
     server ??= await serve();
     // The first test's worker (1 GPU) may still run on the H100 node: what is free follows it.
-    const held = standIn
-      .pods(NS)
-      .filter((p) => p.spec?.nodeName === 'gpu-h100-1' && !p.metadata?.deletionTimestamp).length;
+    const held = podsOfWorkers().filter(
+      (p) => p.spec?.nodeName === 'gpu-h100-1' && !p.metadata?.deletionTimestamp,
+    ).length;
     const products = await callApi(server, KEY, 'products');
     expect(products.status, products.text).toBe(200);
     expect(products.body.products).toEqual([
@@ -229,6 +249,13 @@ describe('the kubernetes runtime under corral serve, on the API stand-in', () =>
     });
     expect(created.status, created.text).toBe(200);
     const id = created.body.id as string;
+    // Its image pulled onto its own product's node (not the H100 one again), its pre-pull pod deleted.
+    await until(() => {
+      expect(prepulled.filter(([node]) => node === 'gpu-l4-1')).toEqual([
+        ['gpu-l4-1', 'corral-test-worker:latest'],
+      ]);
+      expect(prepullPods()).toEqual([]);
+    }, 30_000);
     const why =
       "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector.";
     await until(async () => {

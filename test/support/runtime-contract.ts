@@ -21,8 +21,8 @@ export interface RuntimeCapabilities {
   /** Workers are real processes answering HTTP on their address. */
   realProcess: boolean;
   /**
-   * prepareImage pulls (default: as imagePull). Kubernetes: false, the kubelet pulls at the pod's start, so a missing
-   * image fails the create (IMAGE_PULL_FAILED) and not prepareImage.
+   * prepareImage pulls (default: as imagePull). Kubernetes: where the cluster has GPU nodes (pre-pull pods pull onto
+   * them); on a cluster without, prepareImage answers at once and a missing image fails the create.
    */
   prepareImage?: boolean;
   /**
@@ -279,7 +279,7 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeContra
         (e: unknown) => e,
       );
       if (!(ctx.capabilities.prepareImage ?? ctx.capabilities.imagePull)) {
-        // No images (local) or pulled by the node (kubernetes): nothing to make present, nothing that can fail.
+        // No images (local), or no node to pull onto (kubernetes without GPU nodes): nothing that can fail.
         expect(error).toBeUndefined();
         return;
       }

@@ -3,7 +3,7 @@
  * new pod of its selector to a node, starts the test worker as a process on the pod's own loopback address
  * (127.0.0.N, the pod IP) with the pod's env, and reports through `pods/status` (running, ErrImagePull for an image
  * it is told is missing, terminated with the exit code); a deleted pod's process gets SIGTERM, SIGKILL after the
- * grace period, and the deletion is confirmed with a delete of grace 0. Output and usage go to the stand-in's
+ * grace period, and the deletion is confirmed with a delete of grace 0 (a pod deleted at once has its process killed). Output and usage go to the stand-in's
  * pods/log and metrics where there is one. With `scheduleOnNodes` it plays the scheduler on the cluster's nodes
  * too: a pod goes to the first schedulable node its node selector matches with enough of the GPU resource left
  * (allocatable less what the pods bound there hold), or stays unscheduled with the scheduler's message; it does not
@@ -101,6 +101,8 @@ interface Running {
   startedAt: number;
   deleting: boolean;
   exited: boolean;
+  /** The pod is gone from the API server: no status is written for it. */
+  gone?: boolean;
 }
 
 let nextAddress = 2;
@@ -131,8 +133,9 @@ export class TestKubelet {
       labelSelector: options.labelSelector,
       logger: pino({ level: 'silent' }),
       backoff: { initialMs: 50, maxMs: 500 },
-      onChange: (_before, after) => {
+      onChange: (before, after) => {
         if (after) void this.#reconcile(after).catch((error: unknown) => this.#failed(error));
+        else if (before) this.#gone(before);
       },
     });
   }
@@ -169,6 +172,19 @@ export class TestKubelet {
       metadata: { name },
       target: { apiVersion: 'v1', kind: 'Node', name: node },
     });
+  }
+
+  /**
+   * A pod removed at once (a delete of grace 0, which a Corral makes of a pod that failed or a pre-pull pod): as a
+   * kubelet, its process is killed, not left running.
+   */
+  #gone(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    const running = this.#running.get(uid);
+    if (!running) return;
+    this.#running.delete(uid);
+    running.gone = true;
+    if (!running.exited) running.child.kill('SIGKILL');
   }
 
   async #reconcile(pod: Pod): Promise<void> {
@@ -351,6 +367,7 @@ export class TestKubelet {
     child.once('exit', (code, signal) => {
       running.exited = true;
       clearInterval(metrics);
+      if (running.gone) return;
       const exitCode = code ?? 128 + signalNumber(signal);
       void this.#status(name, {
         phase: exitCode === 0 ? 'Succeeded' : 'Failed',

@@ -182,6 +182,27 @@ describe('the controller prepares each endpoint image before any worker needs it
     expect(h.runtime.counters.prepares).toBe(0);
   });
 
+  it('the runtime is told whose image it is and how its workers pull it: owner, credential, products, pull policy', async () => {
+    h = await controllerHarness();
+    const prepare = vi.spyOn(h.runtime, 'prepareImage');
+    const endpoint = await h.create({
+      image: { ref: 'registry.example.com/team/app:latest', pullPolicy: 'Never' },
+    });
+    h.controller.start();
+    await h.eventually(async () => expect((await status(endpoint))?.message).toBe('1 running'));
+    expect(prepare).toHaveBeenCalledTimes(1);
+    expect(prepare.mock.calls[0]?.[0]).toEqual({
+      image: 'registry.example.com/team/app:latest',
+      endpoint: {
+        ownerId: endpoint.ownerId,
+        authId: '',
+        productIds: endpoint.spec.productIds,
+        pullPolicy: 'Never',
+        latestTag: true,
+      },
+    });
+  });
+
   it('registry credentials are revealed for the pull only, once', async () => {
     const reveal = vi.fn(async () => ({ username: 'bob', password: 's3cret' }));
     h = await controllerHarness({ revealCredentials: reveal });

@@ -5,8 +5,13 @@
  * want it; a worker start waits for the pull under way instead of pulling again. The decisions are image-state.ts's.
  */
 import type { Endpoint } from '../../domain/endpoint.js';
-import { imageNameProblem } from '../../domain/image-name.js';
-import { type PullProgress, RuntimeError, type WorkerRuntime } from '../../runtime/types.js';
+import { floatsOnLatest, imageNameProblem } from '../../domain/image-name.js';
+import {
+  type ImageRequest,
+  type PullProgress,
+  RuntimeError,
+  type WorkerRuntime,
+} from '../../runtime/types.js';
 import type { ControllerLogger, StartImageCheck } from '../controller-options.js';
 import type { BackoffPolicy } from '../crashes/backoff.js';
 import {
@@ -127,7 +132,20 @@ export class ImagePreparer {
       if (verdict && !verdict.allowed)
         return { ok: false, code: 'IMAGE_PULL_FAILED', message: verdict.message };
       const registryAuth = registryAuthFor(endpoint, this.#o.revealCredentials);
-      await this.#o.runtime.prepareImage({ image, ...(registryAuth ? { registryAuth } : {}) }, (progress) => {
+      const { pullPolicy } = endpoint.spec.image;
+      const request: ImageRequest = {
+        image,
+        ...(registryAuth ? { registryAuth } : {}),
+        // Where a scheduler places workers (Kubernetes): the nodes of its products, pulled as its workers pull.
+        endpoint: {
+          ownerId: endpoint.ownerId,
+          authId,
+          productIds: endpoint.spec.productIds,
+          ...(pullPolicy === undefined ? {} : { pullPolicy }),
+          latestTag: floatsOnLatest(image),
+        },
+      };
+      await this.#o.runtime.prepareImage(request, (progress) => {
         pull.progress = progress.message;
         for (const listener of pull.listeners) listener(progress);
       });

@@ -95,6 +95,17 @@ describe('when an endpoint image is prepared', () => {
     expect(imageKey(endpoint())).not.toBe(imageKey(endpoint({ ownerId: 'owner-b' })));
     expect(imageKey(endpoint())).not.toBe(imageKey(endpoint({}, 'ghcr.io/team/app:1', 'auth-1')));
   });
+
+  it('and how and where it is pulled: the pull policy, the products in any order (Kubernetes pulls onto their nodes)', () => {
+    const on = (productIds: string[], pullPolicy?: 'Always') => {
+      const base = endpoint();
+      const image = { ...base.spec.image, ...(pullPolicy ? { pullPolicy } : {}) };
+      return imageKey({ ...base, spec: { ...base.spec, productIds, image } });
+    };
+    expect(on(['h100', 'a100'])).toBe(on(['a100', 'h100']));
+    expect(on(['h100'])).not.toBe(on(['a100']));
+    expect(on(['h100'])).not.toBe(on(['h100'], 'Always'));
+  });
 });
 
 describe('what a try leaves', () => {

@@ -32,10 +32,14 @@ export interface ImageState {
   updatedAt: number;
 }
 
-/** Whose image, under which credentials: two endpoints with the same key share one pull. */
+/**
+ * Whose image, under which credentials, pulled how and where (the pull policy, and the products: a runtime whose
+ * scheduler places workers pulls onto their nodes): two endpoints with the same key share one pull.
+ */
 export function imageKey(endpoint: Pick<Endpoint, 'ownerId' | 'spec'>): string {
-  const { ref, authId } = endpoint.spec.image;
-  return [endpoint.ownerId, authId, ref].join('\0');
+  const { ref, authId, pullPolicy } = endpoint.spec.image;
+  const products = [...endpoint.spec.productIds].sort().join(',');
+  return [endpoint.ownerId, authId, ref, pullPolicy ?? '', products].join('\0');
 }
 
 /** Whether to begin preparing the endpoint's image now. */

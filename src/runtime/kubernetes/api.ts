@@ -40,11 +40,16 @@ export interface PersistentVolumeClaim {
   status?: { phase?: string };
 }
 
-/** A Node, as far as Corral reads it (products and allocatable GPUs). */
+/** A Node, as far as Corral reads it (products and allocatable GPUs, and whether it is ready for a pre-pull). */
 export interface Node {
   metadata?: { name?: string; labels?: { [key: string]: string }; resourceVersion?: string };
   spec?: { unschedulable?: boolean };
-  status?: { allocatable?: { [key: string]: string }; capacity?: { [key: string]: string } };
+  status?: {
+    allocatable?: { [key: string]: string };
+    capacity?: { [key: string]: string };
+    /** Ready, MemoryPressure, DiskPressure...: `status` 'True', 'False' or 'Unknown'. */
+    conditions?: { type: string; status: string }[];
+  };
 }
 
 /** Resource usage of a pod's containers (metrics.k8s.io PodMetrics): cpu and memory as quantities. */

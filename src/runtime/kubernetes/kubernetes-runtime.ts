@@ -5,29 +5,33 @@
  * (`gpuScheduler`): its products are the nodes' GPU models and allocatable GPUs less what Corral's pods hold, read
  * without an API call; a create selects its product's node label from the same catalogue. With the node agent
  * configured (`nodeAgent`), idle workers are frozen in place through the agent on their pod's node
- * (node-agent-tiers.ts), their pods and GPUs kept; after a restart the agents say which adopted pods they hold.
+ * (node-agent-tiers.ts), their pods and GPUs kept; after a restart the agents say which adopted pods they hold. An
+ * endpoint's image is pulled onto the nodes its workers could run on before any worker needs it (image-prepull.ts).
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../ports/clock.js';
 import type { IdleTiers } from '../idle-tiers.js';
-import type {
-  ImageRequest,
-  LogOptions,
-  PullProgress,
-  RuntimeEvent,
-  RuntimeWorker,
-  WorkerRuntime,
-  WorkerSpec,
-  WorkerStats,
+import {
+  type ImageRequest,
+  LABELS,
+  type LogOptions,
+  type PullProgress,
+  type RuntimeEvent,
+  type RuntimeWorker,
+  type WorkerRuntime,
+  type WorkerSpec,
+  type WorkerStats,
 } from '../types.js';
 import type { KubernetesApi, Node } from './api.js';
 import type { ProductCapacity } from './cluster-products.js';
+import { ImagePrepull } from './image-prepull.js';
 import { type NodeAgentSettings, NodeAgentTiers } from './node-agent-tiers.js';
 import { NodeCatalog } from './node-catalog.js';
 import type { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 import { PodAdapter, type PodAdapterPodOptions } from './pod-adapter.js';
 import type { PodView } from './pod-view.js';
+import { prepullNodes } from './prepull-pods.js';
 
 export interface KubernetesRuntimeOptions {
   api: KubernetesApi;
@@ -50,6 +54,10 @@ export interface KubernetesRuntimeOptions {
   maxWritesInFlight?: number;
   /** The node agents (`corral node`) that freeze idle pods; without them there are no idle tiers. */
   nodeAgent?: NodeAgentSettings;
+  /** How long an image pre-pull waits for its nodes (image-prepull.ts); default 15 minutes. */
+  prepullDeadlineMs?: number;
+  /** What time it is (epoch ms), for the age of pre-pull pods left behind; default Date.now. */
+  clock?: () => number;
 }
 
 export class KubernetesRuntime implements WorkerRuntime {
@@ -57,6 +65,8 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #pods: PodAdapter;
   readonly #nodes: NodeCatalog;
   readonly #tiers: NodeAgentTiers | undefined;
+  readonly #prepull: ImagePrepull;
+  readonly #gpuResource: string | undefined;
   /** The adopted pods' tiers, asked of the node agents once after the first listing (adoptTiers). */
   #tiersAdopted: Promise<void> | undefined;
   #closed = false;
@@ -88,6 +98,23 @@ export class KubernetesRuntime implements WorkerRuntime {
       ...(options.maxWritesInFlight === undefined ? {} : { maxWritesInFlight: options.maxWritesInFlight }),
       productSelectors: () => this.#nodes.selectors(),
       onPodsChanged: () => this.#nodes.podsChanged(),
+    });
+    this.#gpuResource = pods?.gpuResource;
+    this.#prepull = new ImagePrepull({
+      ...shared,
+      api: options.api,
+      podOptions: {
+        namespace: options.namespace,
+        namePrefix: options.namePrefix ?? 'corral-',
+        installationLabels:
+          options.installationId === undefined ? {} : { [LABELS.installation]: options.installationId },
+        ...(pods?.gpuResource === undefined ? {} : { gpuResource: pods.gpuResource }),
+        ...(pods?.imagePullPolicy === undefined ? {} : { imagePullPolicy: pods.imagePullPolicy }),
+      },
+      secrets: this.#pods.pullSecrets,
+      workerPods: () => this.#pods.currentPods(),
+      ...(options.prepullDeadlineMs === undefined ? {} : { deadlineMs: options.prepullDeadlineMs }),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     this.#tiers = options.nodeAgent
       ? new NodeAgentTiers({ ...options.nodeAgent, podOf: (id) => this.#pods.pod(id), logger })
@@ -128,10 +155,19 @@ export class KubernetesRuntime implements WorkerRuntime {
     await this.#nodes.start();
   }
 
-  async prepareImage(_request: ImageRequest): Promise<void> {
-    // The kubelet pulls on the node the scheduler picks, at the pod's start: nothing to make present here. A missing
-    // image shows at the create (ErrImagePull). An API server that cannot be reached fails as every call does.
+  /**
+   * Pulls the image onto every node a worker of the endpoint could run on (its products' nodes; none named: every
+   * GPU node), with one short-lived pod per node (image-prepull.ts); a cluster without such a node: at once. An API
+   * server that cannot be reached fails as every call does.
+   */
+  async prepareImage(request: ImageRequest, onProgress?: (progress: PullProgress) => void): Promise<void> {
     await this.#ready();
+    await this.#nodes.start();
+    const nodes = prepullNodes(this.#nodes.nodes(), request.endpoint?.productIds ?? [], {
+      selectors: this.#nodes.selectors(),
+      ...(this.#gpuResource === undefined ? {} : { gpuResource: this.#gpuResource }),
+    });
+    await this.#prepull.prepare(request, nodes, onProgress);
   }
 
   create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
@@ -186,6 +222,7 @@ export class KubernetesRuntime implements WorkerRuntime {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#prepull.close();
     this.#pods.close();
     this.#nodes.close();
   }

@@ -69,7 +69,8 @@ function contract(
       capabilities: {
         imagePull: true,
         realProcess: true,
-        prepareImage: false,
+        // Pulled onto the GPU nodes by pre-pull pods: the stand-in's node has GPUs; a real cluster's may not.
+        prepareImage: standIn !== undefined,
         ...(noLogsOrStats ? { noLogsOrStats } : {}),
       },
       unreachable: async () => {
@@ -113,8 +114,13 @@ function contract(
 contract('kubernetes (stand-in API server)', async () => {
   const standIn = new KubeStandIn();
   await standIn.start();
-  // The node the test kubelet binds pods to: a pod's log is its node's kubelet's, as on a real API server.
-  standIn.addNode({ metadata: { name: 'test-node-1' }, spec: {}, status: {} });
+  // The node the test kubelet binds pods to: a pod's log is its node's kubelet's, as on a real API server. Its GPU
+  // makes it a node prepareImage pulls onto.
+  standIn.addNode({
+    metadata: { name: 'test-node-1' },
+    spec: {},
+    status: { allocatable: { 'nvidia.com/gpu': '1' } },
+  });
   const config = new KubeConfig();
   config.loadFromString(standIn.kubeconfig());
   return { config, namespace: 'corral-workers', standIn };

@@ -89,6 +89,11 @@ export class NodeCatalog {
     return this.#selectors;
   }
 
+  /** The cluster's nodes as the watch last saw them (image-prepull.ts picks the nodes to pull onto). */
+  nodes(): Node[] {
+    return [...this.#nodes.current().values()];
+  }
+
   /** A pod of Corral's appeared, changed or went: the capacity is recomputed at the next ask. */
   podsChanged(): void {
     this.#catalog = undefined;

@@ -137,6 +137,8 @@ export interface PodSpec {
   imagePullSecrets?: { name: string }[];
   automountServiceAccountToken?: boolean;
   enableServiceLinks?: boolean;
+  /** The kubelet fails the pod this long after its start (a pre-pull pod's deadline). */
+  activeDeadlineSeconds?: number;
 }
 
 export interface PodCondition {

@@ -161,6 +161,11 @@ export class PodAdapter {
     return this.#o.api.server;
   }
 
+  /** The namespace's pull Secrets of this installation: pre-pull pods (image-prepull.ts) pull with them too. */
+  get pullSecrets(): PullSecrets {
+    return this.#secrets;
+  }
+
   /** The watch's counters (lists, watches opened, relists after 410 Gone, reconnects). */
   get watchStats(): PodView['stats'] {
     return this.#view.stats;
