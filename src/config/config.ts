@@ -143,7 +143,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     /** Every worker's pull policy unless its endpoint sets one; undefined: by the image's tag (docs/kubernetes.md). */
     imagePullPolicy?: ImagePullPolicy;
     /** The node agents that freeze idle pods (docs/kubernetes.md, Idle tiers); unset: no idle tiers. */
-    nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
+    nodeAgent?: {
+      tokenFile: string;
+      port?: number | undefined;
+      suspend?: boolean | undefined;
+      /** The nodes' hub cache the agents fill and the pods mount (docs/models.md); undefined: the default. */
+      modelCacheDir?: string | undefined;
+    };
   };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept

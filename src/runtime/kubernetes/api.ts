@@ -40,11 +40,15 @@ export interface PersistentVolumeClaim {
   status?: { phase?: string };
 }
 
-/** A Node, as far as Corral reads it (products and allocatable GPUs). */
+/** A Node, as far as Corral reads it (products and allocatable GPUs; its address, where its node agent listens). */
 export interface Node {
   metadata?: { name?: string; labels?: { [key: string]: string }; resourceVersion?: string };
   spec?: { unschedulable?: boolean };
-  status?: { allocatable?: { [key: string]: string }; capacity?: { [key: string]: string } };
+  status?: {
+    allocatable?: { [key: string]: string };
+    capacity?: { [key: string]: string };
+    addresses?: { type?: string; address?: string }[];
+  };
 }
 
 /** Resource usage of a pod's containers (metrics.k8s.io PodMetrics): cpu and memory as quantities. */
@@ -80,6 +84,11 @@ export interface KubernetesApi {
   listSecrets(namespace: string, labelSelector: string): Promise<ObjectList<Secret>>;
   readPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim>;
   listNodes(labelSelector?: string): Promise<ObjectList<Node>>;
+  /**
+   * Sets (a string) or removes (null) labels of a node, leaving its others (a JSON merge patch): the model cache's
+   * labels, which say the node's cache holds a model (node-model-cache.ts).
+   */
+  patchNodeLabels(name: string, labels: Record<string, string | null>): Promise<void>;
   /** Watches the cluster's nodes from `resourceVersion`, as watchPods does the namespace's pods. */
   watchNodes(
     options: { resourceVersion: string; signal: AbortSignal },

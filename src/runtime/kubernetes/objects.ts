@@ -95,9 +95,16 @@ export interface Volume {
 }
 
 /** A preferred node term: the scheduler favours nodes matching it by its weight, and may place elsewhere. */
+/** A node selector requirement: `key` with `operator` (In, NotIn, Exists, DoesNotExist...) on `values`. */
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+
 export interface PreferredSchedulingTerm {
   weight: number;
-  preference: { matchExpressions: { key: string; operator: string; values?: string[] }[] };
+  preference: { matchExpressions: NodeSelectorRequirement[] };
 }
 
 export interface Toleration {
@@ -116,7 +123,15 @@ export interface PodSpec {
   /** Set by the scheduler's binding: the node the pod runs on. */
   nodeName?: string;
   tolerations?: Toleration[];
-  affinity?: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[] } };
+  affinity?: {
+    nodeAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution?: PreferredSchedulingTerm[];
+      /** Every term is a choice; a node must meet every requirement of one of them. */
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        nodeSelectorTerms: { matchExpressions: NodeSelectorRequirement[] }[];
+      };
+    };
+  };
   volumes?: Volume[];
   imagePullSecrets?: { name: string }[];
   automountServiceAccountToken?: boolean;
