@@ -3,10 +3,12 @@
  * `corral serve` freezes, thaws, suspends and restores worker pods (docs/kubernetes.md, Idle tiers). Its token is
  * read from a file (the mounted Secret), never from a flag that `ps` would show; it closes on SIGINT or SIGTERM.
  */
+
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { DEFAULT_NODE_AGENT_PORT, DEFAULT_NODE_MODEL_CACHE_DIR, runNodeAgent } from '../app/node-agent.js';
 import { ConfigError } from '../config/settings.js';
+import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
 import { createLogger } from '../logger.js';
 import { parseCount } from './args.js';
 
@@ -91,7 +93,7 @@ export function makeNodeCommand(): Command {
         "the Hugging Face hub models are fetched from (corral serve's models.hubUrl)",
       )
         .env('HF_ENDPOINT')
-        .default('https://huggingface.co'),
+        .default(DEFAULT_HUB_URL),
     )
     .addOption(new Option('--log-level <level>', 'log level').default('info').env('CORRAL_LOG_LEVEL'));
   command.action(async (flags: NodeFlags) => {

@@ -3,6 +3,7 @@
  * (file.ts) and defaults (the listeners' connection limits: connection-limits.ts), parsed and its limits checked once
  * at start.
  */
+
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
@@ -11,6 +12,7 @@ import type { ImagePullPolicy } from '../domain/endpoint.js';
 import type { IdlePolicy, IdlePolicySettings } from '../domain/idle-policy.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
+import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
 import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
@@ -262,7 +264,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     connections,
     models: {
-      hubUrl: (file.models?.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, ''),
+      hubUrl: (file.models?.hubUrl ?? DEFAULT_HUB_URL).replace(/\/+$/, ''),
       diskBudgetBytes:
         file.models?.diskBudgetGB === undefined ? null : Math.round(file.models.diskBudgetGB * 1e9),
     },

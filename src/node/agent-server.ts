@@ -9,7 +9,11 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bearerMatches, tokenDigest } from '../crypto/bearer-token.js';
 import { NodeAgentError } from '../errors/node-agent-catalogue.js';
-import type { NodeAgentStatus, PodTierMove } from '../runtime/kubernetes/node-agent-protocol.js';
+import {
+  NODE_AGENT_PATHS,
+  type NodeAgentStatus,
+  type PodTierMove,
+} from '../runtime/kubernetes/node-agent-protocol.js';
 import { modelRoute, type NodeModels } from './model-routes.js';
 import type { PodTiers } from './pod-tiers.js';
 
@@ -86,7 +90,12 @@ export class NodeAgentServer {
       const known = error instanceof NodeAgentError;
       if (!known) this.#o.logger.error({ err: error, path: url.pathname }, 'node agent call failed');
       else if (error.status >= 500)
-        this.#o.logger.warn({ err: error, path: url.pathname }, 'pod tier move failed');
+        this.#o.logger.warn(
+          { err: error, path: url.pathname },
+          url.pathname.startsWith(NODE_AGENT_PATHS.models)
+            ? 'model fetch on this node failed'
+            : 'pod tier move failed',
+        );
       const failure = known ? error : new NodeAgentError('NODE_AGENT_FREEZER_FAILED', String(error));
       this.#send(response, failure.status, failure.toBody());
     }

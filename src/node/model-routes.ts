@@ -38,7 +38,10 @@ export async function modelRoute(
   if (path !== NODE_AGENT_PATHS.models && !path.startsWith(`${NODE_AGENT_PATHS.models}/`)) return undefined;
   if (models === undefined)
     throw new NodeAgentError('NODE_AGENT_NO_ROUTE', 'this agent keeps no model cache (--model-cache-dir)');
-  if (method === 'GET' && path === NODE_AGENT_PATHS.models) return models.cache.list();
+  if (method === 'GET' && path === NODE_AGENT_PATHS.models)
+    return models.cache.list().catch((error: unknown) => {
+      throw new NodeAgentError('NODE_AGENT_MODEL_FAILED', `cannot list the node's models: ${String(error)}`);
+    });
   if (method === 'GET' && path === NODE_AGENT_PATHS.modelProgress) {
     const name = url.searchParams.get('name') ?? '';
     const revision = url.searchParams.get('revision') ?? '';

@@ -4,9 +4,11 @@
  * reached or refuses to list the namespace's pods, stops start-up with one line naming the setting. The official
  * client is loaded only here, when this runtime is chosen.
  */
+
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { ConfigError, describeSetting } from '../../config/settings.js';
+import { DEFAULT_HUB_URL } from '../../domain/model-refs.js';
 import type { ImagePullPolicy } from '../types.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 import { isLabelValue } from './names.js';
@@ -123,7 +125,7 @@ export async function connectKubernetes(
     ...(settings.nodeAgent === undefined
       ? {}
       : {
-          nodeAgent: nodeAgentSettings(settings.nodeAgent, settings.modelsHubUrl ?? 'https://huggingface.co'),
+          nodeAgent: nodeAgentSettings(settings.nodeAgent, settings.modelsHubUrl ?? DEFAULT_HUB_URL),
         }),
     pods: {
       gpuResource: settings.gpuResource,
