@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { HubModelCache } from '../models/hub-cache.js';
 import { HubClient } from '../models/hub-client.js';
 import { NodeAgentServer } from '../node/agent-server.js';
+import { ModelLocks } from '../node/model-lock.js';
 import { type CgroupVersionChoice, podHierarchy } from '../node/pod-cgroups.js';
 import { PodTiers } from '../node/pod-tiers.js';
 import { systemClock } from '../ports/clock.js';
@@ -60,7 +61,7 @@ export async function runNodeAgent(config: NodeAgentConfig, logger: Logger): Pro
     tiers,
     token: config.token,
     logger,
-    models: { cache, hubUrl: config.hubUrl },
+    models: { cache, hubUrl: config.hubUrl, locks: new ModelLocks({ hubDir: config.modelCacheDir }) },
   });
   const address = await server.listen(config.host, config.port);
   logger.info(

@@ -4,6 +4,7 @@
  * `HubModelCache` on the node's directory: one downloader, the same as `corral serve`'s). An ensure's body carries the
  * owner's hub token: read here, bounded, checked, handed to the cache, and never logged or answered; the cache asks
  * the hub with it even when the files are on the node, so a gated model is never handed to a token without access.
+ * A fetch holds the model's lock (model-lock.ts), for agents that share one directory.
  */
 import type http from 'node:http';
 import { MODEL_LIMITS, modelNameProblem, modelRevisionProblem } from '../domain/model-refs.js';
@@ -15,11 +16,14 @@ import {
   type NodeModelEnsured,
   type NodeModelProgress,
 } from '../runtime/kubernetes/node-agent-protocol.js';
+import type { ModelLocks } from './model-lock.js';
 
 export interface NodeModels {
   cache: Pick<ModelCache, 'ensure' | 'progress' | 'list'>;
   /** The hub this agent fetches from (`--hub-url`): an ensure naming another is refused. */
   hubUrl: string;
+  /** One fetch of a model at a time in a cache directory other agents may share (model-lock.ts). */
+  locks: Pick<ModelLocks, 'hold'>;
 }
 
 /** An ensure's body is a model and a token: a few KiB at most. */
@@ -55,7 +59,8 @@ export async function modelRoute(
       throw bad(`this agent fetches from ${models.hubUrl} (--hub-url), not ${body.hubUrl} (models.hubUrl)`);
     const model = { ...body.model, tokenSecret: null };
     try {
-      const answer: NodeModelEnsured = { model: await models.cache.ensure(model, body.token) };
+      const cached = await models.locks.hold(model.name, () => models.cache.ensure(model, body.token));
+      const answer: NodeModelEnsured = { model: cached };
       return answer;
     } catch (error) {
       if (error instanceof ModelRefusedError) {

@@ -4,8 +4,10 @@
  * while the download runs, the node's models are listed, and a gated model the node already holds is refused to a
  * token without access. The owner's token never shows in the agent's log.
  */
+
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +25,8 @@ import {
 
 const TOKEN = `agent-${randomUUID()}`;
 const LARGE = 'corral-test/node-large';
+const SHARED = 'corral-test/node-shared';
+const STALE = 'corral-test/node-stale';
 const GATED = 'corral-test/node-gated';
 const GRANTED = `hf_granted_${randomUUID().slice(0, 8)}`;
 const NOT_GRANTED = 'hf_not_granted';
@@ -38,6 +42,7 @@ function ensure(
   name: string,
   token: string | null,
   overrides: Partial<NodeModelEnsure> = {},
+  port = agent.port,
 ): Promise<Response> {
   const body: NodeModelEnsure = {
     model: { name, revision: 'main', allowPatterns: [] },
@@ -45,7 +50,7 @@ function ensure(
     hubUrl: hub.url,
     ...overrides,
   };
-  return fetch(`${base()}${NODE_AGENT_PATHS.ensureModel}`, {
+  return fetch(`http://127.0.0.1:${port}${NODE_AGENT_PATHS.ensureModel}`, {
     method: 'POST',
     headers: { ...bearer(TOKEN), 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -68,6 +73,8 @@ beforeAll(async () => {
     models: [
       { name: LARGE, weightBytes: 40_000_000, shards: 2 },
       { name: GATED, weightBytes: 1_000_000, access: { kind: 'gated', tokens: [GRANTED] } },
+      { name: SHARED, weightBytes: 20_000_000 },
+      { name: STALE, weightBytes: 1_000_000 },
     ],
     tokens: [NOT_GRANTED],
   });
@@ -137,5 +144,39 @@ describe("the node agent's model cache", () => {
     expect(badName.status).toBe(400);
     const unauthenticated = await fetch(`${base()}${NODE_AGENT_PATHS.models}`);
     expect(unauthenticated.status).toBe(401);
+  });
+
+  it('lets two agents sharing one cache directory fetch a model at once: each file comes once, both hold it', async () => {
+    // Several kubelets on one machine (scripts/kube-cluster.sh) give their agents one hostPath.
+    const second = await startNodeAgent({ kind: 'v2', root }, TOKEN, {
+      args: ['--model-cache-dir', cacheDir, '--hub-url', hub.url],
+    });
+    try {
+      const before = hub.cdnBytesSent();
+      hub.setBytesPerSecond(20_000_000);
+      const answers = await Promise.all([ensure(SHARED, null), ensure(SHARED, null, {}, second.port)]);
+      hub.setBytesPerSecond(null);
+      const models = await Promise.all(
+        answers.map(async (a) => ((await a.json()) as { model: CachedModel }).model),
+      );
+      expect(answers.map((a) => a.status)).toEqual([200, 200]);
+      expect(models[0]?.commit).toBe(models[1]?.commit);
+      const weights = (await hub.describe(SHARED)).files.filter((f) => f.sha256 !== null);
+      const weightBytes = weights.reduce((sum, f) => sum + f.size, 0);
+      expect(hub.cdnBytesSent() - before).toBe(weightBytes);
+      expect(existsSync(path.join(cacheDir, '.corral-locks', modelRepoDir(SHARED)))).toBe(false);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('takes over a lock its holder left when it was killed (its PID gone)', async () => {
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const lock = path.join(cacheDir, '.corral-locks', modelRepoDir(STALE));
+    mkdirSync(path.dirname(lock), { recursive: true });
+    writeFileSync(lock, String(gone));
+    const answer = await ensure(STALE, null);
+    expect(answer.status).toBe(200);
+    expect(existsSync(lock)).toBe(false);
   });
 });
