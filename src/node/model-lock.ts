@@ -28,10 +28,19 @@ function processAlive(pid: number): boolean {
   }
 }
 
+interface Held {
+  /** This agent's callers holding the lock. */
+  holders: number;
+  /** The file's taking, shared by them. */
+  taken: Promise<void>;
+  /** Set when the last holder lets go: resolves once the file is gone (and the entry with it). */
+  released?: Promise<void>;
+}
+
 export class ModelLocks {
   readonly #o: ModelLocksOptions;
-  /** This agent's locks: the callers holding each, and the file's taking (shared by them). */
-  readonly #held = new Map<string, { holders: number; taken: Promise<void> }>();
+  /** This agent's locks, by file, from their taking until their file is removed. */
+  readonly #held = new Map<string, Held>();
 
   constructor(options: ModelLocksOptions) {
     this.#o = options;
@@ -41,6 +50,11 @@ export class ModelLocks {
   async hold<T>(name: string, work: () => Promise<T>): Promise<T> {
     const file = path.join(this.#o.hubDir, '.corral-locks', modelRepoDir(name));
     let held = this.#held.get(file);
+    // A lock being let go is gone before it is taken again, so no file this agent finds is one it still holds.
+    while (held?.released) {
+      await held.released;
+      held = this.#held.get(file);
+    }
     if (!held) {
       held = { holders: 0, taken: this.#take(file) };
       this.#held.set(file, held);
@@ -52,11 +66,16 @@ export class ModelLocks {
     } finally {
       held.holders -= 1;
       if (held.holders === 0) {
-        this.#held.delete(file);
-        await held.taken.then(
-          () => unlink(file).catch(() => undefined),
-          () => undefined,
-        );
+        const done = held;
+        done.released = done.taken
+          .then(
+            () => unlink(file).catch(() => undefined),
+            () => undefined,
+          )
+          .finally(() => {
+            if (this.#held.get(file) === done) this.#held.delete(file);
+          });
+        await done.released;
       }
     }
   }
@@ -73,8 +92,10 @@ export class ModelLocks {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      // A file being written (no PID yet) is someone's: look again. A holder gone leaves its lock to the next.
-      if (Number.isInteger(pid) && pid > 0 && !(this.#o.alive ?? processAlive)(pid)) {
+      // A file being written (no PID yet) is someone's: look again. A holder gone leaves its lock to the next, and
+      // so does this agent's own PID: a lock it holds is never taken again (hold), so that one is a past agent's.
+      const alive = this.#o.alive ?? processAlive;
+      if (Number.isInteger(pid) && pid > 0 && (pid === process.pid || !alive(pid))) {
         await unlink(file).catch(() => undefined);
         continue;
       }

@@ -170,13 +170,15 @@ describe("the node agent's model cache", () => {
     }
   });
 
-  it('takes over a lock its holder left when it was killed (its PID gone)', async () => {
+  it('takes over a lock its holder left when it was killed (its PID gone, or its own PID from before a restart)', async () => {
     const gone = spawnSync(process.execPath, ['-e', '']).pid;
     const lock = path.join(cacheDir, '.corral-locks', modelRepoDir(STALE));
     mkdirSync(path.dirname(lock), { recursive: true });
-    writeFileSync(lock, String(gone));
-    const answer = await ensure(STALE, null);
-    expect(answer.status).toBe(200);
-    expect(existsSync(lock)).toBe(false);
+    for (const pid of [gone, agent.child.pid]) {
+      writeFileSync(lock, String(pid));
+      const answer = await ensure(STALE, null);
+      expect(answer.status).toBe(200);
+      expect(existsSync(lock)).toBe(false);
+    }
   });
 });
