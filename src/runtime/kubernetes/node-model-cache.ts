@@ -202,7 +202,10 @@ function failed(message = 'not ended'): NodeFetch {
   return { phase: 'failed', message };
 }
 
-/** A JSON POST with the agent's token, answered whenever the agent is done (no timeout: the download's length). */
+/**
+ * A JSON POST with the agent's token, answered whenever the agent is done (no timeout: the download's length; the
+ * agent's server has read the body by then, so its request timeout does not cut the wait either).
+ */
 function post(url: string, agentToken: string, body: unknown): Promise<{ status: number; text: string }> {
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
@@ -226,6 +229,8 @@ function post(url: string, agentToken: string, body: unknown): Promise<{ status:
       },
     );
     request.on('error', reject);
+    // Quiet for as long as the download takes: TCP keep-alives tell a dead node from a slow one.
+    request.on('socket', (socket) => socket.setKeepAlive(true, 30_000));
     request.end(payload);
   });
 }
