@@ -93,6 +93,7 @@ function runtimeFor(
         : { memoryGBPerGpu: config.workers.memoryGBPerGpu }),
       capAdd: config.workers.sandbox.capAdd,
       ...(config.kubernetes.nodeAgent === undefined ? {} : { nodeAgent: config.kubernetes.nodeAgent }),
+      modelsHubUrl: config.models.hubUrl,
     },
   });
 }

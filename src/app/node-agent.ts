@@ -1,16 +1,23 @@
 /**
  * `corral node`, the node agent a DaemonSet runs on every Kubernetes node (docs/kubernetes.md, Idle tiers): the
  * pods' cgroup hierarchy found under the node's cgroup root, the GPU checkpointer where the node's driver has the
- * API (`--gpus auto`), and the agent's HTTP server on the node's address, behind the shared token.
+ * API (`--gpus auto`), the node's model cache (`HubModelCache` on the hostPath the worker pods mount, fetching from
+ * `--hub-url`; docs/models.md), and the agent's HTTP server on the node's address, behind the shared token.
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { HubModelCache } from '../models/hub-cache.js';
+import { HubClient } from '../models/hub-client.js';
 import { NodeAgentServer } from '../node/agent-server.js';
+import { ModelLocks } from '../node/model-lock.js';
 import { type CgroupVersionChoice, podHierarchy } from '../node/pod-cgroups.js';
 import { PodTiers } from '../node/pod-tiers.js';
 import { systemClock } from '../ports/clock.js';
 
-export { DEFAULT_NODE_AGENT_PORT } from '../runtime/kubernetes/node-agent-protocol.js';
+export {
+  DEFAULT_NODE_AGENT_PORT,
+  DEFAULT_NODE_MODEL_CACHE_DIR,
+} from '../runtime/kubernetes/node-agent-protocol.js';
 
 import { gpuCheckpointFor } from './gpu-checkpoint.js';
 
@@ -23,6 +30,10 @@ export interface NodeAgentConfig {
   cgroupVersion: CgroupVersionChoice;
   /** `auto`: ask the driver for its checkpoint API (the suspended tier); `none`: freeze only. */
   gpus: 'auto' | 'none';
+  /** The node's hub cache directory (the hostPath worker pods mount their models from). */
+  modelCacheDir: string;
+  /** The hub models are fetched from (`HF_ENDPOINT`; Corral's `models.hubUrl` must name the same). */
+  hubUrl: string;
 }
 
 export interface RunningNodeAgent {
@@ -37,7 +48,21 @@ export async function runNodeAgent(config: NodeAgentConfig, logger: Logger): Pro
       ? await gpuCheckpointFor({ gpus: { kind: 'auto' }, runtime: 'node', logger })
       : undefined;
   const tiers = new PodTiers({ hierarchy, checkpointer: gpu?.checkpointer, clock: systemClock, logger });
-  const server = new NodeAgentServer({ tiers, token: config.token, logger });
+  // No budget and no eviction on the node: what a node holds is what Corral asked it to fetch.
+  const cache = new HubModelCache({
+    hubDir: config.modelCacheDir,
+    client: new HubClient({ hubUrl: config.hubUrl }),
+    clock: systemClock,
+    logger: logger.child({ component: 'model-cache' }),
+    diskBudgetBytes: null,
+    namedModels: async () => new Set(),
+  });
+  const server = new NodeAgentServer({
+    tiers,
+    token: config.token,
+    logger,
+    models: { cache, hubUrl: config.hubUrl, locks: new ModelLocks({ hubDir: config.modelCacheDir }) },
+  });
   const address = await server.listen(config.host, config.port);
   logger.info(
     {
@@ -45,6 +70,8 @@ export async function runNodeAgent(config: NodeAgentConfig, logger: Logger): Pro
       cgroup: hierarchy.kind,
       cgroupRoot: hierarchy.root,
       suspend: tiers.suspendable.available ? 'available' : tiers.suspendable.reason,
+      modelCacheDir: config.modelCacheDir,
+      hubUrl: config.hubUrl,
     },
     'node agent listening',
   );

@@ -270,7 +270,8 @@ function buildServeTraffic(options: {
     resolveEnv: (ownerId, env) => services.ownerSecrets.resolveEnv(ownerId, env),
     ...(services.budgets ? { budgets: services.budgets } : {}),
     models: {
-      cache: shared.modelCache,
+      // On Kubernetes with node agents, the GPU nodes' caches, filled by their agents (docs/models.md).
+      cache: machine.runtime.modelCache ?? shared.modelCache,
       token: (ownerId, model) => shared.modelAccess.tokenFor(ownerId, model),
     },
     ...(shared.replicaParts?.parts ?? {}),

@@ -3,10 +3,12 @@
  * `corral serve` freezes, thaws, suspends and restores worker pods (docs/kubernetes.md, Idle tiers). Its token is
  * read from a file (the mounted Secret), never from a flag that `ps` would show; it closes on SIGINT or SIGTERM.
  */
+
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { DEFAULT_NODE_AGENT_PORT, runNodeAgent } from '../app/node-agent.js';
+import { DEFAULT_NODE_AGENT_PORT, DEFAULT_NODE_MODEL_CACHE_DIR, runNodeAgent } from '../app/node-agent.js';
 import { ConfigError } from '../config/settings.js';
+import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
 import { createLogger } from '../logger.js';
 import { parseCount } from './args.js';
 
@@ -17,6 +19,8 @@ interface NodeFlags {
   cgroupRoot: string;
   cgroupVersion: 'auto' | 'v1' | 'v2';
   gpus: 'auto' | 'none';
+  modelCacheDir: string;
+  hubUrl: string;
   logLevel: string;
 }
 
@@ -36,9 +40,23 @@ function readToken(file: string | undefined): string {
   return token;
 }
 
+function hubUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`invalid --hub-url: ${text} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('invalid --hub-url: it must be http or https');
+  return text.replace(/\/+$/, '');
+}
+
 export function makeNodeCommand(): Command {
   const command = new Command('node')
-    .description('run the node agent: freezes and thaws worker pods on this Kubernetes node for corral serve')
+    .description(
+      "run the node agent: freezes and thaws worker pods on this Kubernetes node for corral serve, and fills the node's model cache",
+    )
     .addOption(
       new Option('--listen <host>', 'address to listen on (the node IP, with hostNetwork)').default(
         '0.0.0.0',
@@ -63,6 +81,20 @@ export function makeNodeCommand(): Command {
         .choices(['auto', 'none'])
         .default('auto'),
     )
+    .addOption(
+      new Option(
+        '--model-cache-dir <dir>',
+        "the node's hub cache (the hostPath worker pods mount their models from)",
+      ).default(DEFAULT_NODE_MODEL_CACHE_DIR),
+    )
+    .addOption(
+      new Option(
+        '--hub-url <url>',
+        "the Hugging Face hub models are fetched from (corral serve's models.hubUrl)",
+      )
+        .env('HF_ENDPOINT')
+        .default(DEFAULT_HUB_URL),
+    )
     .addOption(new Option('--log-level <level>', 'log level').default('info').env('CORRAL_LOG_LEVEL'));
   command.action(async (flags: NodeFlags) => {
     const logger = createLogger({ level: flags.logLevel, format: 'json' }).child({ role: 'node-agent' });
@@ -77,6 +109,8 @@ export function makeNodeCommand(): Command {
         cgroupRoot: flags.cgroupRoot,
         cgroupVersion: flags.cgroupVersion,
         gpus: flags.gpus,
+        modelCacheDir: flags.modelCacheDir,
+        hubUrl: hubUrl(flags.hubUrl),
       },
       logger,
     );

@@ -3,6 +3,7 @@
  * (file.ts) and defaults (the listeners' connection limits: connection-limits.ts), parsed and its limits checked once
  * at start.
  */
+
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { applyWireLimits, WIRE_LIMIT_FIELDS } from '../contract/limits.js';
@@ -11,6 +12,7 @@ import type { ImagePullPolicy } from '../domain/endpoint.js';
 import type { IdlePolicy, IdlePolicySettings } from '../domain/idle-policy.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
+import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
 import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
@@ -143,7 +145,13 @@ export interface Config extends Omit<ServeSettings, 'dataDir' | 'publicApiUrl' |
     /** Every worker's pull policy unless its endpoint sets one; undefined: by the image's tag (docs/kubernetes.md). */
     imagePullPolicy?: ImagePullPolicy;
     /** The node agents that freeze idle pods (docs/kubernetes.md, Idle tiers); unset: no idle tiers. */
-    nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
+    nodeAgent?: {
+      tokenFile: string;
+      port?: number | undefined;
+      suspend?: boolean | undefined;
+      /** The nodes' hub cache the agents fill and the pods mount (docs/models.md); undefined: the default. */
+      modelCacheDir?: string | undefined;
+    };
   };
   /**
    * The history behind the dashboard's charts: a sample of each endpoint every intervalSeconds, `samples` kept
@@ -256,7 +264,7 @@ export function loadConfig(sources: ConfigSources): Config {
     },
     connections,
     models: {
-      hubUrl: (file.models?.hubUrl ?? 'https://huggingface.co').replace(/\/+$/, ''),
+      hubUrl: (file.models?.hubUrl ?? DEFAULT_HUB_URL).replace(/\/+$/, ''),
       diskBudgetBytes:
         file.models?.diskBudgetGB === undefined ? null : Math.round(file.models.diskBudgetGB * 1e9),
     },

@@ -204,6 +204,8 @@ const fileSchema = z.strictObject({
           port: z.int().min(1).max(65_535).optional(),
           /** Suspend frozen pods' GPU state through the agents (they keep their nvidia.com/gpu); default false. */
           suspend: z.boolean().optional(),
+          /** The nodes' model cache, which the agents fill (their --model-cache-dir); default /var/lib/corral/models/hub. */
+          modelCacheDir: z.string().startsWith('/').optional(),
         })
         .optional(),
     })

@@ -125,7 +125,10 @@ export interface ControllerOptions {
    * The machine's model cache and the owners' hub tokens (issue 34): a worker of an endpoint that names models waits
    * in `downloading`, holding no GPU, until they are here, and gets them mounted. Absent: no models.
    */
-  models?: { cache: ModelCache; token: (ownerId: string, model: ModelRef) => Promise<string | null> };
+  models?: {
+    cache: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'>;
+    token: (ownerId: string, model: ModelRef) => Promise<string | null>;
+  };
   /**
    * A `queue` endpoint's worker's health check in place of an HTTP probe: ready once it has polled for a job,
    * unhealthy once its polls and pings stop. Absent: queue workers are probed over HTTP like any other.

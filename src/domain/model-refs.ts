@@ -21,6 +21,9 @@ export const MODEL_LIMITS = {
 /** The revision a model names when it names none. */
 export const DEFAULT_MODEL_REVISION = 'main';
 
+/** The hub models are fetched from unless configured otherwise (`models.hubUrl`, the node agents' `--hub-url`). */
+export const DEFAULT_HUB_URL = 'https://huggingface.co';
+
 /** Where the hub's clients look in a worker: the RunPod cached-models path, also set as HF_HUB_CACHE. */
 export const WORKER_HUB_CACHE = '/runpod-volume/huggingface-cache/hub';
 

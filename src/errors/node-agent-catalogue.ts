@@ -19,7 +19,8 @@ export const NODE_AGENT_ERROR_CATALOGUE = {
   },
   NODE_AGENT_BAD_REQUEST: {
     status: 400,
-    description: 'A parameter is invalid (a deadline that is not a positive number).',
+    description:
+      "A parameter is invalid (a deadline that is not a positive number, a model's name or revision, an ensure's body, or a hub other than the agent's).",
   },
   NODE_AGENT_FREEZER_FAILED: {
     status: 500,
@@ -35,6 +36,11 @@ export const NODE_AGENT_ERROR_CATALOGUE = {
     status: 500,
     description:
       "A GPU checkpoint or restore of one of the pod's processes failed; the message names the driver's code (a failed restore is final).",
+  },
+  NODE_AGENT_MODEL_FAILED: {
+    status: 500,
+    description:
+      "A model could not be put in the node's cache (the hub cut the download, a file's bytes did not match, the node's disk); the message says why. The hub's refusal of the token is an answer, not this error.",
   },
 } as const;
 

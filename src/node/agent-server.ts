@@ -1,14 +1,20 @@
 /**
  * The node agent's HTTP server (`corral node`): the protocol of runtime/kubernetes/node-agent-protocol.ts over
- * pod-tiers.ts. Every call must carry the shared bearer token (compared in constant time, never logged); a pod is
- * named by its UID. Bodies are never read: every parameter is in the path or the query.
+ * pod-tiers.ts, and the node's model cache (model-routes.ts). Every call must carry the shared bearer token (compared
+ * in constant time, never logged); a pod is named by its UID. The one body read is a model ensure's (it carries the
+ * owner's hub token: model-routes.ts reads it, bounded); every other parameter is in the path or the query.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bearerMatches, tokenDigest } from '../crypto/bearer-token.js';
 import { NodeAgentError } from '../errors/node-agent-catalogue.js';
-import type { NodeAgentStatus, PodTierMove } from '../runtime/kubernetes/node-agent-protocol.js';
+import {
+  NODE_AGENT_PATHS,
+  type NodeAgentStatus,
+  type PodTierMove,
+} from '../runtime/kubernetes/node-agent-protocol.js';
+import { modelRoute, type NodeModels } from './model-routes.js';
 import type { PodTiers } from './pod-tiers.js';
 
 export interface NodeAgentServerOptions {
@@ -16,6 +22,8 @@ export interface NodeAgentServerOptions {
   /** The shared bearer token (the Secret both the agent and Corral mount). */
   token: string;
   logger: Logger;
+  /** The node's model cache; absent: the model calls answer NODE_AGENT_NO_ROUTE. */
+  models?: NodeModels;
 }
 
 const MOVES: readonly PodTierMove[] = ['freeze', 'thaw', 'suspend', 'restore'];
@@ -68,7 +76,9 @@ export class NodeAgentServer {
           'NODE_AGENT_UNAUTHENTICATED',
           'send "Authorization: Bearer <the agent token>"',
         );
-      const body = await this.#route(request.method ?? 'GET', url);
+      const method = request.method ?? 'GET';
+      const body =
+        (await modelRoute(this.#o.models, method, url, request)) ?? (await this.#route(method, url));
       this.#send(response, 200, body);
       const move = url.pathname.split('/')[4];
       if (move !== undefined)
@@ -80,7 +90,12 @@ export class NodeAgentServer {
       const known = error instanceof NodeAgentError;
       if (!known) this.#o.logger.error({ err: error, path: url.pathname }, 'node agent call failed');
       else if (error.status >= 500)
-        this.#o.logger.warn({ err: error, path: url.pathname }, 'pod tier move failed');
+        this.#o.logger.warn(
+          { err: error, path: url.pathname },
+          url.pathname.startsWith(NODE_AGENT_PATHS.models)
+            ? 'model fetch on this node failed'
+            : 'pod tier move failed',
+        );
       const failure = known ? error : new NodeAgentError('NODE_AGENT_FREEZER_FAILED', String(error));
       this.#send(response, failure.status, failure.toBody());
     }

@@ -3,6 +3,7 @@
  * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
  */
 import type { ImagePullPolicy } from '../domain/endpoint.js';
+import type { ModelCache } from '../ports/model-cache.js';
 import type { IdleTier, IdleTiers } from './idle-tiers.js';
 
 export const LABEL_PREFIX = 'corral.dev/';
@@ -255,6 +256,11 @@ export interface WorkerRuntime {
   readonly idleTiers?: IdleTiers;
   /** Present where the runtime's scheduler places workers on GPUs, not Corral's inventory (kubernetes). */
   readonly gpuScheduler?: GpuScheduler;
+  /**
+   * Present where the workers' machines keep their own model caches, filled by the runtime (kubernetes with node
+   * agents: each GPU node's cache); absent: the models are fetched into this machine's cache (docs/models.md).
+   */
+  readonly modelCache?: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> | undefined;
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
   localImage?(image: string): Promise<LocalImage | undefined>;
   /**

@@ -157,6 +157,7 @@ const PERMISSIONS: Record<string, { group: string; resource: string; verb: strin
     readPersistentVolumeClaim: { group: '', resource: 'persistentvolumeclaims', verb: 'get' },
     listNodes: { group: '', resource: 'nodes', verb: 'list', clusterWide: true },
     watchNodes: { group: '', resource: 'nodes', verb: 'watch', clusterWide: true },
+    patchNodeLabels: { group: '', resource: 'nodes', verb: 'patch', clusterWide: true },
   };
 
 interface Rule {
@@ -240,8 +241,12 @@ describe('deploy/kubernetes/node-agent.yaml', () => {
     };
   };
 
-  it('runs corral node on every node at the node IP, with the token Secret and the host cgroups, and nothing more', async () => {
-    const { runNodeAgent: _run, DEFAULT_NODE_AGENT_PORT } = await import('../../src/app/node-agent.js');
+  it('runs corral node on every node at the node IP, with the token Secret, the host cgroups and the model cache, and nothing more', async () => {
+    const {
+      runNodeAgent: _run,
+      DEFAULT_NODE_AGENT_PORT,
+      DEFAULT_NODE_MODEL_CACHE_DIR,
+    } = await import('../../src/app/node-agent.js');
     expect(daemonSet.metadata.namespace).toBe('corral');
     const pod = daemonSet.spec.template.spec;
     expect(pod).toMatchObject({ hostNetwork: true, hostPID: true, automountServiceAccountToken: false });
@@ -252,6 +257,7 @@ describe('deploy/kubernetes/node-agent.yaml', () => {
       `--port=${DEFAULT_NODE_AGENT_PORT}`,
       '--token-file=/var/run/secrets/corral-node/token',
       '--cgroup-root=/host/sys/fs/cgroup',
+      `--model-cache-dir=${DEFAULT_NODE_MODEL_CACHE_DIR}`,
     ]);
     expect(container?.securityContext).toMatchObject({
       privileged: false,
@@ -262,7 +268,13 @@ describe('deploy/kubernetes/node-agent.yaml', () => {
     expect(container?.securityContext).not.toHaveProperty('capabilities.add');
     expect(pod.volumes).toEqual([
       { name: 'cgroup', hostPath: { path: '/sys/fs/cgroup', type: 'Directory' } },
+      // The worker pods' hostPath (kubernetes.nodeAgent.modelCacheDir's default), mounted at the same path.
+      { name: 'models', hostPath: { path: DEFAULT_NODE_MODEL_CACHE_DIR, type: 'DirectoryOrCreate' } },
       { name: 'token', secret: { secretName: 'corral-node-token', defaultMode: 0o400 } },
     ]);
+    expect(container?.volumeMounts).toContainEqual({
+      name: 'models',
+      mountPath: DEFAULT_NODE_MODEL_CACHE_DIR,
+    });
   });
 });

@@ -1,6 +1,7 @@
 /**
  * `corral node` (the node agent) as a real process on loopback, over a test-owned cgroup hierarchy
- * (pod-cgroups.ts): started on any free port, awaited until its log says it listens, stopped with SIGTERM.
+ * (pod-cgroups.ts): started on any free port (or the one given, at the loopback address given: two agents as two
+ * nodes), with the flags given besides (its model cache), awaited until its log says it listens, stopped with SIGTERM.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,20 +18,26 @@ export interface NodeAgentProcess {
   stop(): Promise<void>;
 }
 
-export async function startNodeAgent(hierarchy: PodHierarchy, token: string): Promise<NodeAgentProcess> {
+export async function startNodeAgent(
+  hierarchy: PodHierarchy,
+  token: string,
+  options: { listen?: string; port?: number; args?: string[] } = {},
+): Promise<NodeAgentProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'corral-node-agent-'));
   const tokenFile = path.join(dir, 'token');
   writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
   const child = spawn(
     process.execPath,
-    [CORRAL_BIN, 'node', '--listen', '127.0.0.1', '--port', '0', '--token-file', tokenFile].concat([
-      '--cgroup-root',
-      hierarchy.root,
-      '--cgroup-version',
-      hierarchy.kind,
-      '--gpus',
-      'none',
-    ]),
+    [CORRAL_BIN, 'node', '--listen', options.listen ?? '127.0.0.1', '--port', String(options.port ?? 0)]
+      .concat([
+        '--token-file',
+        tokenFile,
+        '--cgroup-root',
+        hierarchy.root,
+        '--cgroup-version',
+        hierarchy.kind,
+      ])
+      .concat(['--gpus', 'none', ...(options.args ?? [])]),
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

@@ -73,7 +73,7 @@ describe("an endpoint's models in its workers", () => {
     ]);
   });
 
-  it("mounts the node's cache read-only on Kubernetes and prefers nodes labelled as holding the models", () => {
+  it("mounts the node's cache read-only on Kubernetes and, without node agents, prefers nodes labelled as holding the models", () => {
     const pod = podSpec(
       workerSpec(),
       { product: 'h100-80g', gpuNum: 1 },
@@ -100,8 +100,41 @@ describe("an endpoint's models in its workers", () => {
       [{ key: 'models.corral.dev/models--acme--tiny', operator: 'Exists' }],
       [{ key: 'models.corral.dev/models--other--big-one', operator: 'Exists' }],
     ]);
-    // A preference, never a requirement: a node without the model fetches it.
+    // Without node agents nothing fills or labels the nodes: a preference, never a requirement.
     expect(JSON.stringify(pod.spec)).not.toContain('requiredDuringScheduling');
+  });
+
+  it('requires nodes labelled as holding every model where the node agents fill the caches', () => {
+    const pod = podSpec(
+      workerSpec(),
+      { product: 'h100-80g', gpuNum: 1 },
+      {
+        namespace: 'corral',
+        namePrefix: 'corral-',
+        installationLabels: {},
+        terminationGraceSeconds: 30,
+        networkClaims: {},
+        nodeModelCacheDir: '/var/lib/corral/models/hub',
+        modelNodesRequired: true,
+      },
+    );
+    // One term with both requirements: a node must hold both models (terms are alternatives, requirements are not).
+    expect(pod.spec.affinity?.nodeAffinity).toEqual({
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [
+          {
+            matchExpressions: [
+              { key: 'models.corral.dev/models--acme--tiny', operator: 'Exists' },
+              { key: 'models.corral.dev/models--other--big-one', operator: 'Exists' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(pod.spec.volumes?.[1]).toEqual({
+      name: 'volume-1',
+      hostPath: { path: '/var/lib/corral/models/hub/models--other--big-one', type: 'Directory' },
+    });
   });
 
   it('folds a long repository name into a label key Kubernetes takes', () => {

@@ -40,7 +40,8 @@ export interface PersistentVolumeClaim {
   status?: { phase?: string };
 }
 
-/** A Node, as far as Corral reads it (products and allocatable GPUs, and whether it is ready for a pre-pull). */
+/** A Node, as far as Corral reads it (products and allocatable GPUs, whether it is ready for a pre-pull, and its
+ * addresses, where its node agent listens). */
 export interface Node {
   metadata?: { name?: string; labels?: { [key: string]: string }; resourceVersion?: string };
   spec?: { unschedulable?: boolean };
@@ -49,6 +50,7 @@ export interface Node {
     capacity?: { [key: string]: string };
     /** Ready, MemoryPressure, DiskPressure...: `status` 'True', 'False' or 'Unknown'. */
     conditions?: { type: string; status: string }[];
+    addresses?: { type?: string; address?: string }[];
   };
 }
 
@@ -85,6 +87,11 @@ export interface KubernetesApi {
   listSecrets(namespace: string, labelSelector: string): Promise<ObjectList<Secret>>;
   readPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim>;
   listNodes(labelSelector?: string): Promise<ObjectList<Node>>;
+  /**
+   * Sets (a string) or removes (null) labels of a node, leaving its others (a JSON merge patch): the model cache's
+   * labels, which say the node's cache holds a model (node-model-cache.ts).
+   */
+  patchNodeLabels(name: string, labels: Record<string, string | null>): Promise<void>;
   /** Watches the cluster's nodes from `resourceVersion`, as watchPods does the namespace's pods. */
   watchNodes(
     options: { resourceVersion: string; signal: AbortSignal },

@@ -13,6 +13,8 @@ import {
   CustomObjectsApi,
   KubeConfig,
   Log,
+  PatchStrategy,
+  setHeaderOptions,
   type V1Pod,
   type V1Secret,
   Watch,
@@ -227,6 +229,13 @@ export function clientApi(config: KubeConfig): KubernetesApi {
       call('cannot list nodes', async () =>
         listOf<Node>(await core.listNode(selector === undefined ? {} : { labelSelector: selector })),
       ),
+    patchNodeLabels: (name, labels) =>
+      call(`cannot label node ${name}`, async () => {
+        await core.patchNode(
+          { name, body: { metadata: { labels } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+      }),
     watchNodes: (options, onEvent, onEnd) =>
       watch<Node>(
         config,

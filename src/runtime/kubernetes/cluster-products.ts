@@ -75,6 +75,11 @@ function gpus(quantity: string | undefined): number {
   return value === undefined || value < 0 ? 0 : Math.floor(value);
 }
 
+/** The nodes that can take a worker with GPUs now: schedulable, with allocatable GPUs of the resource. */
+export function gpuNodes(nodes: readonly Node[], resource = DEFAULT_GPU_RESOURCE): Node[] {
+  return nodes.filter((n) => schedulable(n) && gpus(n.status?.allocatable?.[resource]) > 0);
+}
+
 function podGpus(pod: Pod, resource: string): number {
   let total = 0;
   for (const container of pod.spec?.containers ?? []) total += gpus(container.resources?.limits?.[resource]);

@@ -4,13 +4,15 @@
  * reached or refuses to list the namespace's pods, stops start-up with one line naming the setting. The official
  * client is loaded only here, when this runtime is chosen.
  */
+
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { ConfigError, describeSetting } from '../../config/settings.js';
+import { DEFAULT_HUB_URL } from '../../domain/model-refs.js';
 import type { ImagePullPolicy } from '../types.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 import { isLabelValue } from './names.js';
-import { DEFAULT_NODE_AGENT_PORT } from './node-agent-protocol.js';
+import { DEFAULT_NODE_AGENT_PORT, DEFAULT_NODE_MODEL_CACHE_DIR } from './node-agent-protocol.js';
 import type { NodeAgentSettings } from './node-agent-tiers.js';
 import type { ProductNodeLabel } from './pod-spec.js';
 
@@ -31,8 +33,18 @@ export interface KubernetesSettings {
   /** GiB per GPU; undefined or 0: no memory limit (the cluster's LimitRanges apply). */
   memoryGBPerGpu?: number;
   capAdd?: readonly string[];
-  /** The node agents that freeze idle pods: the token's file, their port, whether to suspend. */
-  nodeAgent?: { tokenFile: string; port?: number | undefined; suspend?: boolean | undefined };
+  /**
+   * The node agents that freeze idle pods and fill the GPU nodes' model caches: the token's file, their port,
+   * whether to suspend, the nodes' cache directory (default DEFAULT_NODE_MODEL_CACHE_DIR).
+   */
+  nodeAgent?: {
+    tokenFile: string;
+    port?: number | undefined;
+    suspend?: boolean | undefined;
+    modelCacheDir?: string | undefined;
+  };
+  /** The hub models are checked on (`models.hubUrl`): the agents must fetch from the same one. */
+  modelsHubUrl?: string;
 }
 
 /** Where the token file is set: the config file, or the setting that overrides it. */
@@ -40,7 +52,10 @@ const TOKEN_FILE_SETTING =
   'kubernetes.nodeAgent.tokenFile (--node-agent-token-file, CORRAL_NODE_AGENT_TOKEN_FILE)';
 
 /** The node agents' settings, with the token read from its file (the mounted Secret); a bad file stops start-up. */
-function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>): NodeAgentSettings {
+function nodeAgentSettings(
+  agent: NonNullable<KubernetesSettings['nodeAgent']>,
+  hubUrl: string,
+): NodeAgentSettings {
   let token: string;
   try {
     token = readFileSync(agent.tokenFile, 'utf8').trim();
@@ -48,7 +63,12 @@ function nodeAgentSettings(agent: NonNullable<KubernetesSettings['nodeAgent']>):
     throw new ConfigError(`invalid ${TOKEN_FILE_SETTING}: ${firstLine(error)}`);
   }
   if (token === '') throw new ConfigError(`invalid ${TOKEN_FILE_SETTING}: the file is empty`);
-  return { token, port: agent.port ?? DEFAULT_NODE_AGENT_PORT, suspend: agent.suspend ?? false };
+  return {
+    token,
+    port: agent.port ?? DEFAULT_NODE_AGENT_PORT,
+    suspend: agent.suspend ?? false,
+    models: { hubDir: agent.modelCacheDir ?? DEFAULT_NODE_MODEL_CACHE_DIR, hubUrl },
+  };
 }
 
 /** `label=value` -> {label, value}; a bare value is one of the default label (nvidia.com/gpu.product). */
@@ -102,7 +122,11 @@ export async function connectKubernetes(
     ...(context.installationId === undefined ? {} : { installationId: context.installationId }),
     logger: context.logger,
     products: settings.products.map((p) => p.id),
-    ...(settings.nodeAgent === undefined ? {} : { nodeAgent: nodeAgentSettings(settings.nodeAgent) }),
+    ...(settings.nodeAgent === undefined
+      ? {}
+      : {
+          nodeAgent: nodeAgentSettings(settings.nodeAgent, settings.modelsHubUrl ?? DEFAULT_HUB_URL),
+        }),
     pods: {
       gpuResource: settings.gpuResource,
       terminationGraceSeconds: settings.terminationGraceSeconds,

@@ -7,6 +7,8 @@
  * configured (`nodeAgent`), idle workers are frozen in place through the agent on their pod's node
  * (node-agent-tiers.ts), their pods and GPUs kept; after a restart the agents say which adopted pods they hold. An
  * endpoint's image is pulled onto the nodes its workers could run on before any worker needs it (image-prepull.ts).
+ * With the agents' model caches configured (`nodeAgent.models`), the agents fill the GPU nodes' caches
+ * (node-model-cache.ts, the runtime's `modelCache`) and the pods require a node labelled as holding their models.
  */
 import type { Logger } from 'pino';
 import type { Timers } from '../../ports/clock.js';
@@ -27,6 +29,7 @@ import type { ProductCapacity } from './cluster-products.js';
 import { ImagePrepull } from './image-prepull.js';
 import { type NodeAgentSettings, NodeAgentTiers } from './node-agent-tiers.js';
 import { NodeCatalog } from './node-catalog.js';
+import { NodeModelCache } from './node-model-cache.js';
 import type { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 import { PodAdapter, type PodAdapterPodOptions } from './pod-adapter.js';
@@ -67,6 +70,8 @@ export class KubernetesRuntime implements WorkerRuntime {
   readonly #tiers: NodeAgentTiers | undefined;
   readonly #prepull: ImagePrepull;
   readonly #gpuResource: string | undefined;
+  /** The GPU nodes' model caches, filled by their agents; absent without `nodeAgent.models`. */
+  readonly #models: NodeModelCache | undefined;
   /** The adopted pods' tiers, asked of the node agents once after the first listing (adoptTiers). */
   #tiersAdopted: Promise<void> | undefined;
   #closed = false;
@@ -78,7 +83,12 @@ export class KubernetesRuntime implements WorkerRuntime {
       ...(options.timers ? { timers: options.timers } : {}),
       ...(options.watchBackoff ? { watchBackoff: options.watchBackoff } : {}),
     };
-    const { pods, products } = options;
+    const { products } = options;
+    const agentModels = options.nodeAgent?.models;
+    // The pods mount the nodes' cache, and only on nodes whose agent has filled it with their models.
+    const pods = agentModels
+      ? { ...options.pods, nodeModelCacheDir: agentModels.hubDir, modelNodesRequired: true }
+      : options.pods;
     this.#nodes = new NodeCatalog({
       ...shared,
       api: options.api,
@@ -119,6 +129,26 @@ export class KubernetesRuntime implements WorkerRuntime {
     this.#tiers = options.nodeAgent
       ? new NodeAgentTiers({ ...options.nodeAgent, podOf: (id) => this.#pods.pod(id), logger })
       : undefined;
+    const agent = options.nodeAgent;
+    this.#models =
+      agent && agentModels
+        ? new NodeModelCache({
+            ...agentModels,
+            port: agent.port,
+            token: agent.token,
+            nodes: async () => {
+              await this.#nodes.start();
+              return this.#nodes.modelNodes();
+            },
+            labelNode: (name, labels) => options.api.patchNodeLabels(name, labels),
+            logger,
+          })
+        : undefined;
+  }
+
+  /** The GPU nodes' model caches, filled by their node agents; absent where none is configured. */
+  get modelCache(): NodeModelCache | undefined {
+    return this.#models;
   }
 
   /** Freezing (and, where turned on, suspending) through the node agents; absent where none is configured. */

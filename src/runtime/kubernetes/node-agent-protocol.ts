@@ -2,11 +2,21 @@
  * The HTTP protocol between the controller (node-agent-tiers.ts) and the node agent on each node (`corral node`,
  * src/node/): its paths, its bearer token header and the shapes of its answers, in one place for both sides. Every
  * call carries `Authorization: Bearer <token>` (the Secret both mount); an error answers the shape every Corral
- * error has (`reason`: a code of src/errors/node-agent-catalogue.ts).
+ * error has (`reason`: a code of src/errors/node-agent-catalogue.ts). The model calls fill the node's hub cache (the
+ * hostPath the worker pods mount; docs/models.md, On Kubernetes): the one body the agent reads is an ensure's, which
+ * carries the owner's hub token (never in a path or a query, never logged).
  */
+import type { ModelRef } from '../../domain/models.js';
+import type { CachedModel, ModelProgress, ModelRefusal } from '../../ports/model-cache.js';
 
 /** The port the agent listens on (hostNetwork) unless configured otherwise. */
 export const DEFAULT_NODE_AGENT_PORT = 9479;
+
+/**
+ * The node's hub cache unless configured otherwise: the agent's `--model-cache-dir` and the worker pods' hostPath
+ * (`kubernetes.nodeAgent.modelCacheDir`) must name the same directory, as the manifests do.
+ */
+export const DEFAULT_NODE_MODEL_CACHE_DIR = '/var/lib/corral/models/hub';
 
 export type PodTierMove = 'freeze' | 'thaw' | 'suspend' | 'restore';
 
@@ -20,7 +30,32 @@ export const NODE_AGENT_PATHS = {
   pod: (uid: string) => `/v1/pods/${encodeURIComponent(uid)}`,
   /** POST: a tier move of the pod; suspend and restore take `?deadlineMs=`. */
   move: (uid: string, move: PodTierMove) => `/v1/pods/${encodeURIComponent(uid)}/${move}`,
+  /** GET: the models in the node's cache (CachedModel[], those being downloaded too). */
+  models: '/v1/models',
+  /** POST: make a model present in the node's cache (NodeModelEnsure); answers when it is (NodeModelEnsured). */
+  ensureModel: '/v1/models/ensure',
+  /** GET `?name=&revision=`: the download of a model under way on the node (NodeModelProgress). */
+  modelProgress: '/v1/models/progress',
 } as const;
+
+/**
+ * The body of an ensure: the model, the owner's hub token (null: none), and the hub Corral checked it on (its
+ * `models.hubUrl`): an agent whose `--hub-url` differs refuses it (NODE_AGENT_BAD_REQUEST) rather than fetch from
+ * another hub than the one that answered at create.
+ */
+export interface NodeModelEnsure {
+  model: Pick<ModelRef, 'name' | 'revision' | 'allowPatterns'>;
+  token: string | null;
+  hubUrl: string;
+}
+
+/** An ensure's answer: the model present in the node's cache, or the hub's refusal of the token. */
+export type NodeModelEnsured = { model: CachedModel } | { refusal: ModelRefusal };
+
+/** A progress's answer: null when no download of that model is under way on the node. */
+export interface NodeModelProgress {
+  progress: ModelProgress | null;
+}
 
 /** What a GET of a pod, and every move, answers. */
 export interface PodTierState {

@@ -23,6 +23,11 @@ export interface NodeAgentSettings {
   suspend?: boolean;
   /** How long a freeze or a thaw may take, the agent's answer included; default 10 s. */
   callTimeoutMs?: number;
+  /**
+   * The agents fill the GPU nodes' model caches (node-model-cache.ts): the nodes' hub cache directory (the agents'
+   * `--model-cache-dir`, the pods' hostPath) and the hub Corral checks models on. Absent: models as without agents.
+   */
+  models?: { hubDir: string; hubUrl: string };
 }
 
 export interface NodeAgentTiersOptions extends NodeAgentSettings {

@@ -10,6 +10,7 @@ import type { Timers } from '../../ports/clock.js';
 import type { KubernetesApi, Node } from './api.js';
 import { kubernetesError } from './api-errors.js';
 import { type ClusterCatalog, clusterCatalog, type ProductCapacity } from './cluster-products.js';
+import { type ModelNode, modelNodes } from './node-models.js';
 import { ObjectView } from './object-view.js';
 import type { Pod } from './objects.js';
 import type { ProductNodeLabel } from './pod-spec.js';
@@ -92,6 +93,11 @@ export class NodeCatalog {
   /** The cluster's nodes as the watch last saw them (image-prepull.ts picks the nodes to pull onto). */
   nodes(): Node[] {
     return [...this.#nodes.current().values()];
+  }
+
+  /** The GPU nodes with their addresses, as the watch last saw them: where the node agents fill the model caches. */
+  modelNodes(): ModelNode[] {
+    return modelNodes([...this.#nodes.current().values()], this.#o.gpuResource);
   }
 
   /** A pod of Corral's appeared, changed or went: the capacity is recomputed at the next ask. */

@@ -95,9 +95,16 @@ export interface Volume {
 }
 
 /** A preferred node term: the scheduler favours nodes matching it by its weight, and may place elsewhere. */
+/** A node selector requirement: `key` with `operator` (In, NotIn, Exists, DoesNotExist...) on `values`. */
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+
 export interface PreferredSchedulingTerm {
   weight: number;
-  preference: { matchExpressions: { key: string; operator: string; values?: string[] }[] };
+  preference: { matchExpressions: NodeSelectorRequirement[] };
 }
 
 /** A preferred pod term: the scheduler favours (or, in an anti-affinity, avoids) nodes whose pods match it. */
@@ -129,7 +136,13 @@ export interface PodSpec {
   nodeName?: string;
   tolerations?: Toleration[];
   affinity?: {
-    nodeAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[] };
+    nodeAffinity?: {
+      preferredDuringSchedulingIgnoredDuringExecution?: PreferredSchedulingTerm[];
+      /** Every term is a choice; a node must meet every requirement of one of them. */
+      requiredDuringSchedulingIgnoredDuringExecution?: {
+        nodeSelectorTerms: { matchExpressions: NodeSelectorRequirement[] }[];
+      };
+    };
     podAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[] };
     podAntiAffinity?: { preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[] };
   };

@@ -86,6 +86,11 @@ export interface PodOptions {
   sandbox?: Pick<WorkerSandbox, 'capAdd'>;
   /** The hub cache directory on every node (a hostPath); undefined: the path the WorkerSpec's model volumes name. */
   nodeModelCacheDir?: string;
+  /**
+   * Whether a pod requires nodes labelled as holding its models (the node agents fill the nodes' caches and label
+   * them: a node without the label has an empty hostPath); false: it only prefers them.
+   */
+  modelNodesRequired?: boolean;
 }
 
 /** The node label that says a node's cache holds a model: `models.corral.dev/{models--org--name, folded to fit}`. */
@@ -93,10 +98,28 @@ export function modelNodeLabel(repoDir: string): string {
   return `models.${LABEL_PREFIX}${labelValue(repoDir)}`;
 }
 
-/** Nodes whose cache holds the pod's models are preferred (never required: any node can fetch them). */
-function modelAffinity(spec: WorkerSpec): PodSpec['affinity'] | undefined {
+/**
+ * Nodes whose cache holds the pod's models: required where the node agents fill the caches (a node without the
+ * model would mount an empty directory), else preferred (the cache is not the nodes', nothing labels them).
+ */
+function modelAffinity(spec: WorkerSpec, required: boolean): PodSpec['affinity'] | undefined {
   const models = spec.volumes.filter((v) => v.type === 'model');
   if (models.length === 0) return undefined;
+  if (required)
+    return {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: models.map((model) => ({
+                key: modelNodeLabel(model.repoDir),
+                operator: 'Exists',
+              })),
+            },
+          ],
+        },
+      },
+    };
   return {
     nodeAffinity: {
       preferredDuringSchedulingIgnoredDuringExecution: models.map((model) => ({
@@ -343,7 +366,10 @@ export function podSpec(
   const own = workerLabels({ ...spec, labels: { ...spec.labels, ...options.installationLabels } });
   const { volumes: podVolumes, mounts } = volumes(spec, options);
   const toleration = tolerations(placement, options);
-  const affinity = { ...modelAffinity(spec), ...placementAffinity(spec.endpointId) };
+  const affinity = {
+    ...modelAffinity(spec, options.modelNodesRequired === true),
+    ...placementAffinity(spec.endpointId),
+  };
   const authId = placement.authId ?? '';
   const container: Container = {
     name: WORKER_CONTAINER,

@@ -1,0 +1,105 @@
+/**
+ * One fetch of a model at a time in a model cache directory that several node agents share (several kubelets on one
+ * machine, as scripts/kube-cluster.sh runs them, or a cache on a shared mount): the model cache shares a download
+ * between the callers of one process only, and two processes appending to one `blobs/{etag}.incomplete` would spoil
+ * it. A lock file per repository (`{hubDir}/.corral-locks/models--{org}--{name}`, created exclusively, holding the
+ * holder's PID) is held while this agent fetches; the callers within this agent share it. Another agent's lock is
+ * waited for, and taken over once its PID is gone (an agent killed mid-fetch; the agents run with hostPID, so PIDs
+ * are the machine's).
+ */
+import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { modelRepoDir } from '../domain/model-refs.js';
+
+export interface ModelLocksOptions {
+  hubDir: string;
+  /** How long between two looks at another agent's lock; default 250 ms. */
+  retryMs?: number;
+  /** Whether a process of that PID runs; default `process.kill(pid, 0)`. */
+  alive?: (pid: number) => boolean;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+interface Held {
+  /** This agent's callers holding the lock. */
+  holders: number;
+  /** The file's taking, shared by them. */
+  taken: Promise<void>;
+  /** Set when the last holder lets go: resolves once the file is gone (and the entry with it). */
+  released?: Promise<void>;
+}
+
+export class ModelLocks {
+  readonly #o: ModelLocksOptions;
+  /** This agent's locks, by file, from their taking until their file is removed. */
+  readonly #held = new Map<string, Held>();
+
+  constructor(options: ModelLocksOptions) {
+    this.#o = options;
+  }
+
+  /** Runs `work` while this agent holds the model's lock (taken, or waited for, first). */
+  async hold<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const file = path.join(this.#o.hubDir, '.corral-locks', modelRepoDir(name));
+    let held = this.#held.get(file);
+    // A lock being let go is gone before it is taken again, so no file this agent finds is one it still holds.
+    while (held?.released) {
+      await held.released;
+      held = this.#held.get(file);
+    }
+    if (!held) {
+      held = { holders: 0, taken: this.#take(file) };
+      this.#held.set(file, held);
+    }
+    held.holders += 1;
+    try {
+      await held.taken;
+      return await work();
+    } finally {
+      held.holders -= 1;
+      if (held.holders === 0) {
+        const done = held;
+        done.released = done.taken
+          .then(
+            () => unlink(file).catch(() => undefined),
+            () => undefined,
+          )
+          .finally(() => {
+            if (this.#held.get(file) === done) this.#held.delete(file);
+          });
+        await done.released;
+      }
+    }
+  }
+
+  async #take(file: string): Promise<void> {
+    await mkdir(path.dirname(file), { recursive: true });
+    for (;;) {
+      try {
+        const handle = await open(file, 'wx');
+        await handle.writeFile(String(process.pid));
+        await handle.close();
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+      // A file being written (no PID yet) is someone's: look again. A holder gone leaves its lock to the next, and
+      // so does this agent's own PID: a lock it holds is never taken again (hold), so that one is a past agent's.
+      const alive = this.#o.alive ?? processAlive;
+      if (Number.isInteger(pid) && pid > 0 && (pid === process.pid || !alive(pid))) {
+        await unlink(file).catch(() => undefined);
+        continue;
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.#o.retryMs ?? 250));
+    }
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * The controller's model cache on Kubernetes with node agents (docs/models.md, On Kubernetes): what `ModelFetcher`
+ * needs of a `ModelCache` (`ensure`, `onRemoved`, the nodes' `hubDir`), done by the agents of the GPU nodes. An
+ * ensure asks every GPU node's agent to fetch the model into its node's cache (the hostPath the pods mount), with the
+ * owner's token in the body; reads their progress each second and reports it summed (node-models.ts); when every
+ * node has ended, labels the nodes that hold it (`modelNodeLabel`, which the pods require) and unlabels those that
+ * failed. The hub's refusal on any node is the owner's: the ensure throws it, so a gated model is never mounted for
+ * an owner without access even where the node has its files. Nothing is removed from the nodes' caches by Corral, so
+ * `onRemoved` never tells.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { modelRepoDir } from '../../domain/model-refs.js';
+import type { ModelRef } from '../../domain/models.js';
+import {
+  type CachedModel,
+  type ModelCache,
+  type ModelProgress,
+  ModelRefusedError,
+} from '../../ports/model-cache.js';
+import {
+  bearer,
+  NODE_AGENT_PATHS,
+  type NodeModelEnsure,
+  type NodeModelEnsured,
+  type NodeModelProgress,
+} from './node-agent-protocol.js';
+import { type ModelNode, type NodeFetch, nodeFetchVerdict, summedProgress } from './node-models.js';
+import { modelNodeLabel } from './pod-spec.js';
+
+export interface NodeModelCacheOptions {
+  /** The hub cache directory on every node (the agents' `--model-cache-dir`, the pods' hostPath). */
+  hubDir: string;
+  /** Corral's `models.hubUrl`: sent with each ensure, which an agent fetching from another hub refuses. */
+  hubUrl: string;
+  /** The agents' port at each node's address, and their shared token (never logged). */
+  port: number;
+  token: string;
+  /** The GPU nodes the runtime knows now (node-catalog.ts, once its first listing is done). */
+  nodes: () => Promise<ModelNode[]>;
+  /** Sets (a string) or removes (null) a node's labels. */
+  labelNode: (name: string, labels: Record<string, string | null>) => Promise<void>;
+  logger: Logger;
+  /** How often the agents' progress is read while they fetch; default 1 s. */
+  progressEveryMs?: number;
+}
+
+/** The value of a node's model label: the label's presence is what the pods require. */
+const HELD = 'true';
+
+export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> {
+  readonly hubDir: string;
+  readonly #o: NodeModelCacheOptions;
+
+  constructor(options: NodeModelCacheOptions) {
+    this.#o = options;
+    this.hubDir = options.hubDir;
+  }
+
+  async ensure(
+    model: ModelRef,
+    token: string | null,
+    onProgress?: (progress: ModelProgress) => void,
+  ): Promise<CachedModel> {
+    const nodes = await this.#o.nodes();
+    if (nodes.length === 0)
+      throw new Error(
+        'no GPU node to fetch it on (no schedulable node with allocatable GPUs and an address)',
+      );
+    const fetches = new Map<string, NodeFetch>(
+      nodes.map((n) => [n.name, { phase: 'fetching', progress: null }]),
+    );
+    const report = () => {
+      const sum = summedProgress(model, [...fetches.values()]);
+      if (sum && onProgress) onProgress(sum);
+    };
+    let reading = false;
+    const timer = setInterval(() => {
+      if (reading) return;
+      reading = true;
+      void this.#readProgress(model, nodes, fetches)
+        .then(report)
+        .finally(() => {
+          reading = false;
+        });
+    }, this.#o.progressEveryMs ?? 1_000);
+    try {
+      await Promise.all(
+        nodes.map(async (node) => {
+          fetches.set(node.name, await this.#ensureOn(node, model, token));
+          report();
+        }),
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    const verdict = nodeFetchVerdict(
+      nodes.map((n) => ({ node: n.name, fetch: fetches.get(n.name) ?? failed() })),
+    );
+    if (verdict.kind === 'refused') throw new ModelRefusedError(verdict.refusal);
+    if (verdict.kind === 'failed') throw new Error(verdict.message);
+    const label = modelNodeLabel(modelRepoDir(model.name));
+    const labelled = await this.#label(verdict.label, label, HELD);
+    await this.#label(verdict.unlabel, label, null);
+    if (labelled.length === 0)
+      throw new Error(
+        `the nodes that hold it could not be labelled ${label} (Corral's ClusterRole needs patch on nodes)`,
+      );
+    this.#o.logger.info(
+      { model: model.name, revision: model.revision, nodes: labelled, failed: verdict.unlabel },
+      "model in the GPU nodes' caches",
+    );
+    return { ...verdict.model, repoDir: path.join(this.hubDir, modelRepoDir(model.name)) };
+  }
+
+  onRemoved(_listener: (name: string) => void): () => void {
+    return () => undefined;
+  }
+
+  /** Sets (or removes) the label on each node; answers the nodes done. A failure is logged, not thrown. */
+  async #label(nodes: readonly string[], label: string, value: string | null): Promise<string[]> {
+    const done: string[] = [];
+    await Promise.all(
+      nodes.map(async (node) => {
+        try {
+          await this.#o.labelNode(node, { [label]: value });
+          done.push(node);
+        } catch (error) {
+          this.#o.logger.warn(
+            { node, label, err: error instanceof Error ? error.message : String(error) },
+            value === null
+              ? 'cannot remove a model label from a node'
+              : 'cannot label a node as holding a model',
+          );
+        }
+      }),
+    );
+    return done;
+  }
+
+  /** The progress of each node still fetching, as its agent says it now; a node that does not answer keeps its last. */
+  async #readProgress(
+    model: ModelRef,
+    nodes: readonly ModelNode[],
+    fetches: Map<string, NodeFetch>,
+  ): Promise<void> {
+    const query = new URLSearchParams({ name: model.name, revision: model.revision });
+    await Promise.all(
+      nodes.map(async (node) => {
+        if (fetches.get(node.name)?.phase !== 'fetching') return;
+        try {
+          const answer = await fetch(`${this.#base(node)}${NODE_AGENT_PATHS.modelProgress}?${query}`, {
+            headers: bearer(this.#o.token),
+            signal: AbortSignal.timeout(5_000),
+          });
+          if (!answer.ok) return;
+          const { progress } = (await answer.json()) as NodeModelProgress;
+          if (fetches.get(node.name)?.phase === 'fetching')
+            fetches.set(node.name, { phase: 'fetching', progress });
+        } catch {
+          // The ensure's own answer says whether the agent is there.
+        }
+      }),
+    );
+  }
+
+  /**
+   * One node's ensure: a request held open until the agent's cache has the model (a multi-GB download takes longer
+   * than fetch's own header timeout, so plain http, without one).
+   */
+  async #ensureOn(node: ModelNode, model: ModelRef, token: string | null): Promise<NodeFetch> {
+    const body: NodeModelEnsure = {
+      model: { name: model.name, revision: model.revision, allowPatterns: model.allowPatterns },
+      token,
+      hubUrl: this.#o.hubUrl,
+    };
+    try {
+      const { status, text } = await post(
+        `${this.#base(node)}${NODE_AGENT_PATHS.ensureModel}`,
+        this.#o.token,
+        body,
+      );
+      const answer = JSON.parse(text) as NodeModelEnsured & { reason?: string; message?: string };
+      if (status === 200 && 'model' in answer) return { phase: 'ready', model: answer.model };
+      if (status === 200 && 'refusal' in answer) return { phase: 'refused', refusal: answer.refusal };
+      return failed(`the node agent answered ${status} ${answer.reason ?? ''}: ${answer.message ?? text}`);
+    } catch (error) {
+      return failed(
+        `no node agent answers at ${node.address}:${this.#o.port} (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+  }
+
+  #base(node: ModelNode): string {
+    const host = node.address.includes(':') ? `[${node.address}]` : node.address;
+    return `http://${host}:${this.#o.port}`;
+  }
+}
+
+function failed(message = 'not ended'): NodeFetch {
+  return { phase: 'failed', message };
+}
+
+/**
+ * A JSON POST with the agent's token, answered whenever the agent is done (no timeout: the download's length; the
+ * agent's server has read the body by then, so its request timeout does not cut the wait either).
+ */
+function post(url: string, agentToken: string, body: unknown): Promise<{ status: number; text: string }> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          ...bearer(agentToken),
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        response.on('error', reject);
+      },
+    );
+    request.on('error', reject);
+    // Quiet for as long as the download takes: TCP keep-alives tell a dead node from a slow one.
+    request.on('socket', (socket) => socket.setKeepAlive(true, 30_000));
+    request.end(payload);
+  });
+}

@@ -1,0 +1,173 @@
+/**
+ * `corral serve --runtime kubernetes` with node agents, against the API stand-in (the test as the kubelet and the
+ * scheduler), two real `corral node` processes as the agents of two GPU nodes (127.0.0.1 and 127.0.0.2, one port),
+ * and the hub stand-in: a worker of an endpoint that names a model waits in `downloading` with the bytes of both
+ * nodes summed while their agents fetch it into their nodes' caches, both nodes are labelled as holding it, and only
+ * then is its pod made, requiring that label and mounting the model from the nodes' cache directory.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { modelRepoDir } from '../../src/domain/model-refs.js';
+import { labelSelector, type Node } from '../../src/runtime/kubernetes/api.js';
+import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
+import { modelNodeLabel } from '../../src/runtime/kubernetes/pod-spec.js';
+import { LABELS } from '../../src/runtime/types.js';
+import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
+import { KubeStandIn } from '../support/kube-stand-in.js';
+import { type NodeAgentProcess, startNodeAgent } from '../support/node-agent-process.js';
+import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { TestKubelet } from '../support/test-kubelet.js';
+
+const KEY = 'e2e-models-kubernetes-operator-0123';
+const NS = 'corral-workers';
+const MODEL = 'corral-test/kube-llm';
+const AGENT_TOKEN = `agent-${randomUUID()}`;
+const NODES = [
+  { name: 'gpu-a', address: '127.0.0.1' },
+  { name: 'gpu-b', address: '127.0.0.2' },
+];
+
+function gpuNode(name: string, address: string): Node {
+  return {
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name, 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' },
+    },
+    spec: {},
+    status: {
+      capacity: { cpu: '64', 'nvidia.com/gpu': '1', pods: '110' },
+      allocatable: { cpu: '63', 'nvidia.com/gpu': '1', pods: '110' },
+      addresses: [{ type: 'InternalIP', address }],
+    },
+  };
+}
+
+describe('models on the kubernetes runtime with node agents, under corral serve', () => {
+  let dataDir: string;
+  let hub: HubStandIn;
+  let standIn: KubeStandIn;
+  let kubelet: TestKubelet;
+  const agents: NodeAgentProcess[] = [];
+  let server: ServeProcess | undefined;
+
+  beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-k8s-models-'));
+    hub = await startHubStandIn({ models: [{ name: MODEL, weightBytes: 100_000_000 }] });
+    standIn = new KubeStandIn();
+    await standIn.start();
+    let port = 0;
+    for (const node of NODES) {
+      standIn.addNode(gpuNode(node.name, node.address));
+      const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
+        listen: node.address,
+        port,
+        args: ['--model-cache-dir', join(dataDir, node.name), '--hub-url', hub.url],
+      });
+      port = agent.port;
+      agents.push(agent);
+    }
+    writeFileSync(join(dataDir, 'kubeconfig'), standIn.kubeconfig());
+    writeFileSync(join(dataDir, 'agent-token'), AGENT_TOKEN);
+    writeFileSync(
+      join(dataDir, 'corral.yaml'),
+      `models:\n  hubUrl: ${hub.url}\n` +
+        'controller: { reconcileIntervalMs: 200 }\nquotas: { minGpus: unlimited, maxGpus: unlimited }\n' +
+        'products: [{ id: h100-80g, nodeLabel: "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" }]\n' +
+        `kubernetes:\n  nodeAgent: { tokenFile: ${join(dataDir, 'agent-token')}, port: ${port} }\n`,
+    );
+    const config = new KubeConfig();
+    config.loadFromString(standIn.kubeconfig());
+    kubelet = new TestKubelet({
+      api: clientApi(config),
+      config,
+      namespace: NS,
+      labelSelector: labelSelector({ [LABELS.managed]: 'true' }),
+      missingImages: new Set(),
+      standIn,
+      scheduleOnNodes: { gpuResource: 'nvidia.com/gpu' },
+    });
+    await kubelet.start();
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await kubelet?.stop();
+    for (const agent of agents) await agent.stop();
+    await standIn?.close();
+    await hub?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("waits in downloading with both nodes' bytes summed, labels both nodes, then makes a pod that requires them", async () => {
+    hub.setBytesPerSecond(5_000_000);
+    server = await startServe(
+      [
+        '--runtime',
+        'kubernetes',
+        '--kubeconfig',
+        join(dataDir, 'kubeconfig'),
+        '--config',
+        join(dataDir, 'corral.yaml'),
+      ],
+      { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
+    );
+    const created = await callApi(server, KEY, 'endpoint/create', {
+      endpoint: {
+        appName: 'kube-models',
+        image: { image: 'corral-test-worker:latest' },
+        ports: [{ port: 8000 }],
+        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
+        healthy: { path: '/health' },
+        products: [{ id: 'h100-80g' }],
+        models: [{ name: MODEL }],
+      },
+    });
+    expect(created.status, created.text).toBe(200);
+    const id = created.body.id as string;
+    const workers = async () =>
+      (await callApi(server as ServeProcess, KEY, `endpoint?id=${id}`)).body.endpoint.workers as {
+        state: { state: string; message: string };
+      }[];
+    const podsOf = () => standIn.pods(NS).filter((p) => p.metadata?.labels?.[LABELS.endpoint] === id);
+
+    const { files } = await hub.describe(MODEL);
+    const bytes = files.reduce((sum, f) => sum + f.size, 0);
+    const waiting = await vi.waitFor(
+      async () => {
+        const worker = (await workers()).find(
+          (w) => w.state.state === 'downloading' && / of /.test(w.state.message),
+        );
+        expect(worker).toBeDefined();
+        return worker?.state.message ?? '';
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    // Both nodes' copies: the total is twice the model's bytes (0.2 GB, where one node's would read 0.1 GB).
+    expect(waiting).toContain(` of ${((2 * bytes) / 1e9).toFixed(1)} GB`);
+    expect(((2 * bytes) / 1e9).toFixed(1)).not.toBe((bytes / 1e9).toFixed(1));
+    expect(podsOf()).toEqual([]);
+    hub.setBytesPerSecond(null);
+
+    await vi.waitFor(() => expect(podsOf()).toHaveLength(1), { timeout: 30_000, interval: 100 });
+    const label = modelNodeLabel(modelRepoDir(MODEL));
+    for (const node of NODES) {
+      const labels = standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels;
+      expect(labels?.[label]).toBe('true');
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(MODEL), 'refs', 'main'))).toBe(true);
+    }
+    const pod = podsOf()[0];
+    expect(pod?.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution).toEqual({
+      nodeSelectorTerms: [{ matchExpressions: [{ key: label, operator: 'Exists' }] }],
+    });
+    expect(pod?.spec?.volumes).toContainEqual({
+      name: 'volume-0',
+      hostPath: { path: `/var/lib/corral/models/hub/${modelRepoDir(MODEL)}`, type: 'Directory' },
+    });
+  });
+});
