@@ -7,7 +7,7 @@
  * waited for, and taken over once its PID is gone (an agent killed mid-fetch; the agents run with hostPID, so PIDs
  * are the machine's).
  */
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { modelRepoDir } from '../domain/model-refs.js';
 
@@ -17,7 +17,15 @@ export interface ModelLocksOptions {
   retryMs?: number;
   /** Whether a process of that PID runs; default `process.kill(pid, 0)`. */
   alive?: (pid: number) => boolean;
+  /** The wall clock the lock files' times are compared with; default Date.now. */
+  now?: () => number;
 }
+
+/**
+ * A lock file still without a PID this long after it was made is an agent's that was killed between creating it and
+ * writing its PID (which takes microseconds): it is taken over, rather than waited for forever.
+ */
+export const UNWRITTEN_LOCK_MS = 10_000;
 
 function processAlive(pid: number): boolean {
   try {
@@ -91,15 +99,25 @@ export class ModelLocks {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      // A file being written (no PID yet) is someone's: look again. A holder gone leaves its lock to the next, and
-      // so does this agent's own PID: a lock it holds is never taken again (hold), so that one is a past agent's.
-      const alive = this.#o.alive ?? processAlive;
-      if (Number.isInteger(pid) && pid > 0 && (pid === process.pid || !alive(pid))) {
+      if (await this.#abandoned(file)) {
         await unlink(file).catch(() => undefined);
         continue;
       }
       await new Promise((resolve) => setTimeout(resolve, this.#o.retryMs ?? 250));
     }
+  }
+
+  /**
+   * Whether another's lock file may be taken over: its holder is gone, or it is this agent's own PID (a lock it holds
+   * is never taken again, see hold, so that one is a past agent's), or it never got a PID. A file being written (no
+   * PID yet, and young) is someone's: look again.
+   */
+  async #abandoned(file: string): Promise<boolean> {
+    const content = await readFile(file, 'utf8').catch(() => null);
+    if (content === null) return false;
+    const pid = Number(content.trim());
+    if (Number.isInteger(pid) && pid > 0) return pid === process.pid || !(this.#o.alive ?? processAlive)(pid);
+    const made = await stat(file).catch(() => null);
+    return made !== null && (this.#o.now ?? Date.now)() - made.mtimeMs > UNWRITTEN_LOCK_MS;
   }
 }
