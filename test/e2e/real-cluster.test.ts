@@ -3,7 +3,9 @@
  * Kubernetes cluster by deploy/kubernetes, as docs/kubernetes.md tells an operator, then used as a user would through
  * its Services: an http endpoint woken through the gateway on a pod the real scheduler placed; a queue endpoint whose
  * worker pod takes jobs from the corral-workers Service by cluster DNS; no secret value in any pod's spec and an
- * image only on the nodes running; an idle pod frozen by the node agent, thawed by a request, still holding its GPU,
+ * image only on the nodes running; an endpoint's image pulled onto the nodes from a registry at its create, and one
+ * the registry lacks failing the endpoint at once; a model fetched into every GPU node's cache by the node agents
+ * while its worker waits holding no GPU, the worker then reading it on a node labelled as holding it; an idle pod frozen by the node agent, thawed by a request, still holding its GPU,
  * then deleted when its frozen time ends; the leading replica killed (kill -9) mid-traffic with no job lost and no
  * failed request beyond those in flight on it; that thaw against the Docker runtime's thaw of the same worker on this
  * machine (a `corral serve --runtime docker` beside the cluster); on two nodes, one endpoint's workers spread over the
@@ -15,7 +17,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { modelNodeLabel } from '../../src/runtime/kubernetes/pod-spec.js';
+import { PREPULL_LABEL } from '../../src/runtime/kubernetes/prepull-pods.js';
 import { callGateway } from '../support/gateway-call.js';
+import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import { callApi, startServe } from '../support/process.js';
 import { httpCall, REPO, RealCluster, realClusterDir, runLong } from '../support/real-cluster.js';
 import { RUNPOD_IMAGE, runpodImagePresent } from '../support/runpod-image.js';
@@ -31,6 +36,11 @@ const PAUSE_MS = 150;
 /** The Docker baseline's key, and its thaws (each side frozen and thawed this many times, alternating). */
 const THAW_KEY = 'real-cluster-docker-baseline-key-0123';
 const THAW_ROUNDS = 5;
+/** A model the hub stand-in serves to the node agents (on the cluster's bridge, which pods and nodes reach). */
+const MODEL = 'corral-test/cluster-llm';
+const MB = 1_000_000;
+/** The cluster's registry (scripts/kube-cluster.sh), which the nodes' containerd pulls from. */
+const REGISTRY = `127.0.0.1:${process.env.REGISTRY_PORT ?? '5050'}`;
 
 describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skipped: ${skip})` : ''}`, () => {
   const cluster = new RealCluster(dir ?? '');
@@ -39,6 +49,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   let gateway: string;
   let workerImage: string;
   let runpodWorker: { image: string; command?: string };
+  let hub: HubStandIn;
 
   const call = async (path: string, body?: unknown) => {
     const answer = await httpCall(`${api}/gpu-instance/openapi/v1/${path}`, {
@@ -61,6 +72,11 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     });
   const podsOf = (endpointId: string): any[] =>
     cluster.json(['-n', WORKERS, 'get', 'pods', '-l', `corral.dev/endpoint=${endpointId}`]).items;
+  /** The images a node's containerd holds (the kubelet's namespace). */
+  const nodeImages = (node: string) =>
+    execFileSync('ctr', ['-a', `${dir}/${node}/containerd.sock`, '-n', 'k8s.io', 'images', 'ls', '-q'], {
+      encoding: 'utf8',
+    }).split('\n');
   const workersOf = async (id: string) =>
     ((await call(`endpoint?id=${id}`)).body.endpoint.workers ?? []) as {
       id: string;
@@ -122,7 +138,19 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     await cluster.loadImages(images);
     // A run stopped mid-drain leaves its node cordoned.
     for (const node of cluster.nodes()) cluster.kubectl(['uncordon', node]);
-    await cluster.deploy({ image: corralImage, postgresAddress: POSTGRES_ADDRESS, podNetwork: POD_NETWORK });
+    // The hub's stand-in where Corral's pods (the create's check) and the node agents (the download) reach it.
+    hub = await startHubStandIn({
+      models: [{ name: MODEL, weightBytes: 64 * MB, shards: 2 }],
+      bytesPerSecond: 16 * MB,
+      host: POSTGRES_ADDRESS,
+    });
+    await cluster.deploy({
+      image: corralImage,
+      postgresAddress: POSTGRES_ADDRESS,
+      podNetwork: POD_NETWORK,
+      configYaml: `models:\n  hubUrl: ${hub.url}\n`,
+      nodeAgentEnv: { HF_ENDPOINT: hub.url },
+    });
     api = cluster.serviceUrl('corral-api');
     gateway = cluster.serviceUrl('corral-gateway');
     await vi.waitFor(async () => expect((await call('products')).status).toBe(200), {
@@ -136,6 +164,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   }, 120_000);
 
   afterAll(async () => {
+    await hub?.close();
     await cluster.destroy();
   }, 300_000);
 
@@ -183,6 +212,126 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     expect(plain('RUNPOD_AI_API_KEY').length).toBeGreaterThanOrEqual(16);
     expect(spec).not.toContain(plain('RUNPOD_AI_API_KEY'));
   }, 240_000);
+
+  it("pulls an endpoint's image onto the nodes at its create, so that its first request waits for no pull; an image the registry lacks fails it at once", async () => {
+    // A tag no node has: pushed to the cluster's registry (scripts/kube-cluster.sh), pulled by the nodes' containerd.
+    const image = `${REGISTRY}/corral-prepull:${Date.now().toString(36)}`;
+    execFileSync('docker', ['tag', workerImage, image]);
+    await runLong('docker', ['push', image]);
+    execFileSync('docker', ['rmi', image]);
+    const onNodes = () => cluster.nodes().filter((node) => nodeImages(node).includes(image));
+    expect(onNodes()).toEqual([]);
+    const id = await create({
+      appName: 'prepulled',
+      image: { image },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+    });
+    const created = performance.now();
+    await vi.waitFor(() => expect(onNodes()).toEqual(cluster.nodes()), { timeout: 180_000, interval: 500 });
+    const pulledMs = performance.now() - created;
+    // The pre-pull ends when every node's pod has said so and is deleted; no worker was started for it meanwhile.
+    await vi.waitFor(
+      () => expect(cluster.json(['-n', WORKERS, 'get', 'pods', '-l', PREPULL_LABEL]).items).toEqual([]),
+      { timeout: 60_000, interval: 500 },
+    );
+    expect(await workersOf(id)).toEqual([]);
+    const first = await viaGateway('prepulled', '/work?ms=1');
+    expect(first.status, first.body).toBe(200);
+    // The image is on the node the worker runs on: its cold start waited for no pull.
+    expect(Number(/pull;dur=([\d.]+)/.exec(String(first.headers['server-timing']))?.[1])).toBeLessThan(500);
+    console.log(
+      `[real cluster] image on ${cluster.nodes().length} node(s) ${Math.round(pulledMs)} ms after the create; first request: ${first.headers['server-timing']}`,
+    );
+
+    const missing = `${REGISTRY}/corral-prepull-missing:${Date.now().toString(36)}`;
+    const failing = await create({
+      appName: 'unpullable',
+      image: { image: missing },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 0, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+    });
+    await vi.waitFor(
+      async () => {
+        const answer = await viaGateway('unpullable', '/work?ms=1');
+        expect(answer.status, answer.body).toBe(503);
+        expect(JSON.parse(answer.body)).toMatchObject({
+          reason: 'ENDPOINT_FAILED',
+          metadata: { endpointError: 'IMAGE_PULL_FAILED' },
+        });
+      },
+      { timeout: 120_000, interval: 1_000 },
+    );
+    expect(podsOf(failing).filter((p) => !p.metadata.deletionTimestamp)).toEqual([]);
+  }, 600_000);
+
+  it("fills every GPU node's model cache through its agent while the worker waits holding no GPU, then runs it on a node that holds the model", async () => {
+    const id = await create({
+      appName: 'modelled',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      models: [{ name: MODEL }],
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+    });
+    const waits: string[] = [];
+    await vi.waitFor(
+      async () => {
+        const [worker] = await workersOf(id);
+        if (worker?.state.state === 'downloading') waits.push(worker.state.message);
+        expect(worker?.state.message).toMatch(
+          /^model corral-test\/cluster-llm: [\d.]+ of [\d.]+ GB, \d+ MB\/s/,
+        );
+      },
+      { timeout: 60_000, interval: 200 },
+    );
+    // Downloading holds no GPU of the cluster's.
+    const { products } = (await call('products')).body;
+    expect(products[0].gpusFree).toBe(products[0].gpusTotal);
+    await vi.waitFor(async () => expect((await workersOf(id))[0]?.state.state).toBe('running'), {
+      timeout: 180_000,
+      interval: 500,
+    });
+    const { commit, files } = await hub.describe(MODEL);
+    const lfs = files.filter((file) => file.sha256 !== null);
+    const lfsBytes = lfs.reduce((sum, file) => sum + file.size, 0);
+    // Every GPU node fetched it once, and says so by its label; the pod could only go to such a node.
+    const label = modelNodeLabel('models--corral-test--cluster-llm');
+    const labelled = cluster.json(['get', 'nodes', '-l', label]).items.map((n: any) => n.metadata.name);
+    expect(labelled.sort()).toEqual(cluster.nodes().sort());
+    // This machine's nodes share one host directory (one filesystem under every kubelet), which their agents fill
+    // one at a time: the model's bytes came once, or at most once per node.
+    const sent = hub.cdnBytesSent();
+    expect(sent).toBeGreaterThanOrEqual(lfsBytes);
+    expect(sent).toBeLessThanOrEqual(lfsBytes * cluster.nodes().length);
+    const [pod] = podsOf(id);
+    expect(
+      JSON.stringify(pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution),
+    ).toContain(label);
+    // The worker reads the shard at HF_HUB_CACHE, byte for byte the hub's.
+    const shard = lfs[0];
+    const read = await viaGateway(
+      'modelled',
+      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/models--corral-test--cluster-llm/snapshots/${commit}/${shard?.path}`)}`,
+    );
+    expect(read.status, read.body).toBe(200);
+    expect(JSON.parse(read.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
+    console.log(
+      `[real cluster] model of ${lfsBytes} bytes on ${labelled.length} node(s), ${sent} bytes from the CDN; waits seen: ${JSON.stringify([waits[0], waits.at(-1)])}`,
+    );
+    // A second endpoint naming the model starts with nothing more from the hub's CDN.
+    const again = await create({
+      appName: 'modelled-again',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      models: [{ name: MODEL }],
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+    });
+    await vi.waitFor(async () => expect((await workersOf(again))[0]?.state.state).toBe('running'), {
+      timeout: 120_000,
+      interval: 500,
+    });
+    expect(hub.cdnBytesSent()).toBe(sent);
+  }, 600_000);
 
   it('freezes an idle pod through the node agent, thaws it on a request with its GPU kept, deletes it when the frozen time ends', async () => {
     const id = await create({

@@ -45,6 +45,8 @@ export interface HubStandInOptions {
   tokens?: string[];
   /** Bytes per second the CDN sends each body at; unlimited when absent. */
   bytesPerSecond?: number;
+  /** The address both servers listen on; 127.0.0.1 when absent (a cluster's pods need one of its bridges). */
+  host?: string;
 }
 
 export interface HubStandIn {
@@ -324,8 +326,8 @@ export async function startHubStandIn(options: HubStandInOptions): Promise<HubSt
     }),
   );
   const cdn = createServer(handler('cdn', serveLfs));
-  const hubUrl = await listen(hub);
-  const cdnUrl = await listen(cdn);
+  const hubUrl = await listen(hub, options.host);
+  const cdnUrl = await listen(cdn, options.host);
 
   return {
     url: hubUrl,
@@ -397,8 +399,8 @@ function sendJson(response: ServerResponse, body: unknown): void {
   response.end(text);
 }
 
-async function listen(server: Server): Promise<string> {
-  server.listen(0, '127.0.0.1');
+async function listen(server: Server, host = '127.0.0.1'): Promise<string> {
+  server.listen(0, host);
   await once(server, 'listening');
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `http://${host}:${(server.address() as AddressInfo).port}`;
 }

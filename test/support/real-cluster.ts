@@ -89,7 +89,15 @@ export class RealCluster {
    * key, the node agents' token), then `kubectl apply -k` of an overlay of deploy/kubernetes that names the image and
    * mounts the node agents' token in Corral's pod; waits for the rollout.
    */
-  async deploy(options: { image: string; postgresAddress: string; podNetwork: string }): Promise<void> {
+  async deploy(options: {
+    image: string;
+    postgresAddress: string;
+    podNetwork: string;
+    /** Corral's config file (a ConfigMap named by CORRAL_CONFIG), if the test needs one. */
+    configYaml?: string;
+    /** Envs of the node agents (the DaemonSet's container), if the test needs any. */
+    nodeAgentEnv?: Record<string, string>;
+  }): Promise<void> {
     this.#postgres = await OwnPostgres.create({
       address: options.postgresAddress,
       clients: options.podNetwork,
@@ -119,8 +127,65 @@ export class RealCluster {
     this.#overlay = mkdtempSync(join(tmpdir(), 'corral-overlay-'));
     writeFileSync(
       join(this.#overlay, 'kustomization.yaml'),
-      `resources:\n  - ${relative(this.#overlay, join(REPO, 'deploy/kubernetes'))}\nimages:\n  - name: corral\n    newName: ${name}\n    newTag: ${tag}\npatches:\n  - path: node-agent-token.yaml\n`,
+      `resources:\n  - ${relative(this.#overlay, join(REPO, 'deploy/kubernetes'))}\nimages:\n  - name: corral\n    newName: ${name}\n    newTag: ${tag}\npatches:\n  - path: node-agent-token.yaml\n${options.configYaml ? '  - path: config.yaml\n' : ''}${options.nodeAgentEnv ? '  - path: node-agent-env.yaml\n' : ''}`,
     );
+    if (options.configYaml) {
+      this.kubectl(
+        ['apply', '-f', '-'],
+        this.kubectl([
+          '-n',
+          'corral',
+          'create',
+          'configmap',
+          'corral-config',
+          `--from-literal=corral.yaml=${options.configYaml}`,
+          '--dry-run=client',
+          '-o',
+          'yaml',
+        ]),
+      );
+      writeFileSync(
+        join(this.#overlay, 'config.yaml'),
+        [
+          'apiVersion: apps/v1',
+          'kind: Deployment',
+          'metadata: { name: corral, namespace: corral }',
+          'spec:',
+          '  template:',
+          '    spec:',
+          '      containers:',
+          '        - name: corral',
+          '          env:',
+          '            - { name: CORRAL_CONFIG, value: /etc/corral/corral.yaml }',
+          '          volumeMounts:',
+          '            - { name: config, mountPath: /etc/corral, readOnly: true }',
+          '      volumes:',
+          '        - name: config',
+          '          configMap: { name: corral-config }',
+          '',
+        ].join('\n'),
+      );
+    }
+    if (options.nodeAgentEnv) {
+      writeFileSync(
+        join(this.#overlay, 'node-agent-env.yaml'),
+        [
+          'apiVersion: apps/v1',
+          'kind: DaemonSet',
+          'metadata: { name: corral-node, namespace: corral }',
+          'spec:',
+          '  template:',
+          '    spec:',
+          '      containers:',
+          '        - name: corral-node',
+          '          env:',
+          ...Object.entries(options.nodeAgentEnv).map(
+            ([key, value]) => `            - { name: ${key}, value: ${JSON.stringify(value)} }`,
+          ),
+          '',
+        ].join('\n'),
+      );
+    }
     // docs/kubernetes.md, "Turning it on": the Secret mounted in Corral's pod and its file named to Corral.
     writeFileSync(
       join(this.#overlay, 'node-agent-token.yaml'),
