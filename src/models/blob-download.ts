@@ -16,7 +16,7 @@ import type { HubClient, HubFileMetadata } from './hub-client.js';
 
 /**
  * Bytes gathered before one write: fewer writes than undici's 64 KiB chunks. 1 MiB rather than 4: 4 MiB batches cost
- * 0.8 to 1.4 s of system CPU per 500 MB here, 1 MiB ones 0.36 to 0.5 s (docs/performance.md, issue 34's download
+ * 0.8 to 1.6 s of system CPU per 500 MB here, 1 MiB ones 0.36 to 0.56 s (docs/performance.md, issue 34's download
  * rate; why is not shown: a smaller batch is likelier to be in the CPU's caches still when it is copied and hashed).
  */
 const WRITE_BATCH = 1 << 20;
