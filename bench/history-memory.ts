@@ -6,20 +6,14 @@
  * An hour of samples is taken in a moment here: a collection every 10 samples stands for the collections that the
  * 10 s between samples bring in `corral serve`, without which the sampling's short-lived garbage would pile up.
  */
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { Registry } from 'prom-client';
 import { GatewayMetrics } from '../src/gateway/metrics.js';
 import { TrafficHistory } from '../src/history/history.js';
 import type { EndpointWorker } from '../src/ports/traffic.js';
+import { collectGarbage } from './support.js';
 
 const MIB = 1024 * 1024;
-
-/** A full collection, without starting node with --expose-gc. */
-function collect(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-}
 
 export interface HistoryAtBound {
   endpoints: number;
@@ -39,7 +33,7 @@ export function measureHistoryAtBound(options = { endpoints: 500, samples: 360, 
   const workers: EndpointWorker[] = ids.map((endpointId) => ({ endpointId, state: 'running' }));
   const live = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
   const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
-  collect();
+  collectGarbage();
   const before = { live: live(), rss: process.memoryUsage().rss, young: young() };
   const history = new TrafficHistory({
     sources: {
@@ -60,9 +54,9 @@ export function measureHistoryAtBound(options = { endpoints: 500, samples: 360, 
     for (const id of ids) metrics.observeRequest(id, s % 7 === 0 ? 503 : 200, 5 + (s % 40), 0);
     now += options.intervalSeconds * 1000;
     history.sample();
-    if (s % 10 === 9) collect();
+    if (s % 10 === 9) collectGarbage();
   }
-  collect();
+  collectGarbage();
   const after = { live: live(), rss: process.memoryUsage().rss, young: young() };
   const usage = history.usage();
   if (usage.endpoints !== options.endpoints)

@@ -3,9 +3,15 @@
  * (issue 34's target: 0.9x). The stand-in runs in its own process (test/support/hub-stand-in.ts, a generated
  * safetensors model of CORRAL_BENCH_MODEL_BYTES, 500 MB by default); rounds alternate a plain undici read of the
  * same bytes (each large file's signed URL, read and dropped) with `HubModelCache.ensure` into an empty cache (HEADs,
- * the download, sha256 as written, flushed to disk, renamed, linked). Prints each round, the medians and the load.
+ * the download, sha256 as written, flushed to disk, renamed, linked). One untimed round of each side first (both
+ * processes' code warm), then the timed rounds, raw first in odd rounds and the cache first in even ones, so neither
+ * side always follows the other's work (the cache's files removed, the kernel's flushes). Prints each round with the
+ * CPU seconds this process and the stand-in's spent on it, the medians and the load. A full collection before each
+ * timed side, outside its time.
  */
+
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +20,7 @@ import { pino } from 'pino';
 import { request } from 'undici';
 import { HubModelCache } from '../src/models/hub-cache.js';
 import { HubClient } from '../src/models/hub-client.js';
-import { loadAverage, table } from './support.js';
+import { collectGarbage, loadAverage, table } from './support.js';
 
 const MODEL = 'corral-bench/model';
 const ROUNDS = Number(process.env.CORRAL_BENCH_ROUNDS ?? 3);
@@ -26,7 +32,7 @@ const ROUNDS = Number(process.env.CORRAL_BENCH_ROUNDS ?? 3);
 export async function startStandIn(
   weightBytes: number,
   model = MODEL,
-): Promise<{ url: string; stop: () => void }> {
+): Promise<{ url: string; pid: number; stop: () => void }> {
   const script = `
     import { startHubStandIn } from ${JSON.stringify(new URL('../test/support/hub-stand-in.ts', import.meta.url).href)};
     const hub = await startHubStandIn({ models: [{ name: ${JSON.stringify(model)}, weightBytes: ${weightBytes}, shards: 2 }] });
@@ -41,7 +47,41 @@ export async function startStandIn(
     child.stdout.once('data', (data: Buffer) => resolve(data.toString().trim()));
     child.once('exit', (code) => reject(new Error(`the hub stand-in exited (${code})`)));
   });
-  return { url, stop: () => child.kill('SIGTERM') };
+  return { url, pid: child.pid ?? 0, stop: () => child.kill('SIGTERM') };
+}
+
+/** CPU seconds (user and system) a process has spent, from `/proc/{pid}/stat`; 0 where there is no such file. */
+function processCpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime, fields 14 and 15 of the line (11 and 12 after the command's closing parenthesis), in ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** What one side of a round took: bytes per second, and CPU seconds here and in the stand-in. */
+interface Side {
+  rate: number;
+  cpu: string;
+}
+
+async function timed(standInPid: number, run: () => Promise<number>): Promise<Side> {
+  // Neither side pays for the other's garbage (the cache's batches outlive young collections): with 1 MiB batches the
+  // raw read spent 1.2 to 2.9 s of CPU per 500 MB without this, 0.7 to 1.4 s with it (docs/performance.md).
+  collectGarbage();
+  const cpu = process.cpuUsage();
+  const standIn = processCpuSeconds(standInPid);
+  const began = performance.now();
+  const bytes = await run();
+  const seconds = (performance.now() - began) / 1000;
+  const own = process.cpuUsage(cpu);
+  const here = (own.user + own.system) / 1e6;
+  return {
+    rate: bytes / seconds,
+    cpu: `${here.toFixed(2)} / ${(processCpuSeconds(standInPid) - standIn).toFixed(2)}`,
+  };
 }
 
 /** The raw rate: every file's bytes read from where the hub sends them (the client's HEAD says), dropped as they arrive. */
@@ -69,32 +109,48 @@ export async function runModelDownloadBench(): Promise<void> {
     const rows: string[][] = [];
     const raw: number[] = [];
     const cached: number[] = [];
+    /** Each round's own ratio: its two sides ran one after the other, under about the same load. */
+    const ratios: number[] = [];
+    const rawSide = () => timed(hub.pid, () => rawRead(client, commit, paths));
+    const cacheSide = (dir: string) =>
+      timed(hub.pid, async () => {
+        const cache = new HubModelCache({
+          hubDir: join(root, dir),
+          client,
+          clock: Date.now,
+          logger: pino({ level: 'silent' }),
+          diskBudgetBytes: null,
+          namedModels: async () => new Set(),
+        });
+        const model = await cache.ensure(
+          { name: MODEL, revision: 'main', allowPatterns: [], tokenSecret: null },
+          null,
+        );
+        return model.bytes;
+      }).finally(() => rm(join(root, dir), { recursive: true, force: true }));
+    await rawSide();
+    await cacheSide('warm-up');
     for (let round = 1; round <= ROUNDS; round += 1) {
-      let began = performance.now();
-      const rawBytes = await rawRead(client, commit, paths);
-      const rawRate = rawBytes / ((performance.now() - began) / 1000);
-      const cache = new HubModelCache({
-        hubDir: join(root, String(round)),
-        client,
-        clock: Date.now,
-        logger: pino({ level: 'silent' }),
-        diskBudgetBytes: null,
-        namedModels: async () => new Set(),
-      });
-      began = performance.now();
-      const model = await cache.ensure(
-        { name: MODEL, revision: 'main', allowPatterns: [], tokenSecret: null },
-        null,
-      );
-      const cacheRate = model.bytes / ((performance.now() - began) / 1000);
-      await rm(join(root, String(round)), { recursive: true, force: true });
-      raw.push(rawRate);
-      cached.push(cacheRate);
+      let rawRound: Side;
+      let cacheRound: Side;
+      if (round % 2 === 1) {
+        rawRound = await rawSide();
+        cacheRound = await cacheSide(String(round));
+      } else {
+        cacheRound = await cacheSide(String(round));
+        rawRound = await rawSide();
+      }
+      raw.push(rawRound.rate);
+      cached.push(cacheRound.rate);
+      ratios.push(cacheRound.rate / rawRound.rate);
       rows.push([
         String(round),
-        mbps(rawRate),
-        mbps(cacheRate),
-        (cacheRate / rawRate).toFixed(2),
+        round % 2 === 1 ? 'raw' : 'cache',
+        mbps(rawRound.rate),
+        mbps(cacheRound.rate),
+        (cacheRound.rate / rawRound.rate).toFixed(2),
+        rawRound.cpu,
+        cacheRound.cpu,
         loadAverage(),
       ]);
     }
@@ -102,12 +158,29 @@ export async function runModelDownloadBench(): Promise<void> {
       [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
     rows.push([
       'median',
+      '',
       mbps(median(raw)),
       mbps(median(cached)),
-      (median(cached) / median(raw)).toFixed(2),
+      `${(median(cached) / median(raw)).toFixed(2)} (of rounds ${median(ratios).toFixed(2)})`,
+      '',
+      '',
       '',
     ]);
-    console.log(table(['round', 'raw read', 'cache download', 'ratio', 'load'], rows));
+    console.log(
+      table(
+        [
+          'round',
+          'first',
+          'raw read',
+          'cache download',
+          'ratio',
+          'raw CPU s (here / stand-in)',
+          'cache CPU s (here / stand-in)',
+          'load',
+        ],
+        rows,
+      ),
+    );
   } finally {
     hub.stop();
     await rm(root, { recursive: true, force: true });

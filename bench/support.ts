@@ -3,6 +3,8 @@ import { Agent, request } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 export interface HttpAnswer {
   status: number;
@@ -185,4 +187,10 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** A full collection, without starting node with --expose-gc. */
+export function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
