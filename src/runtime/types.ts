@@ -261,6 +261,13 @@ export interface WorkerRuntime {
    * agents: each GPU node's cache); absent: the models are fetched into this machine's cache (docs/models.md).
    */
   readonly modelCache?: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> | undefined;
+  /**
+   * True where `create` makes the image present on the machine the worker runs on by itself, sharing a pull under way
+   * there (kubernetes: the kubelet pulls through the node's containerd): a worker start need not wait for the
+   * endpoint's prepareImage, which then only fails a missing image early. Absent: a start waits for it (Docker: one
+   * pull for all the workers of the machine).
+   */
+  readonly createPullsWhereItRuns?: boolean;
   /** The image under that name, or undefined when the engine has none; only runtimes that hold images have it. */
   localImage?(image: string): Promise<LocalImage | undefined>;
   /**

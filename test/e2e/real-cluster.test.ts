@@ -215,8 +215,13 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
 
   it("pulls an endpoint's image onto the nodes at its create, so that its first request waits for no pull; an image the registry lacks fails it at once", async () => {
     // A tag no node has: pushed to the cluster's registry (scripts/kube-cluster.sh), pulled by the nodes' containerd.
-    const image = `${REGISTRY}/corral-prepull:${Date.now().toString(36)}`;
-    execFileSync('docker', ['tag', workerImage, image]);
+    // An image of its own (the test image and a label), so that no other image gains this registry's digest: Corral
+    // would then refuse that one as a loopback registry's (IMAGE_ACCESS_DENIED) on the Docker runtime.
+    const tag = Date.now().toString(36);
+    const image = `${REGISTRY}/corral-prepull:${tag}`;
+    execFileSync('docker', ['build', '-q', '-t', image, '-'], {
+      input: `FROM ${workerImage}\nLABEL dev.corral.test.prepull=${tag}\n`,
+    });
     await runLong('docker', ['push', image]);
     execFileSync('docker', ['rmi', image]);
     const onNodes = () => cluster.nodes().filter((node) => nodeImages(node).includes(image));

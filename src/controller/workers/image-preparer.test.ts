@@ -105,6 +105,20 @@ describe('the controller prepares each endpoint image before any worker needs it
     expect(h.runtime.counters.prepares).toBe(1);
   });
 
+  it("workers of a runtime whose create pulls where it runs (kubernetes) start at once, the endpoint's pull going on beside them", async () => {
+    h = await controllerHarness();
+    h.runtime.pullDelayMs = 5_000;
+    h.runtime.createPullsWhereItRuns = true;
+    const endpoint = await h.create({ workers: { minWorkers: 2, maxWorkers: 2, gpusPerWorker: 1 } });
+    h.controller.start();
+    await h.flush();
+    // Both created before the endpoint's pull has ended, each pulling where it runs.
+    expect(h.runtime.counters.creates).toBe(2);
+    expect(h.runtime.counters.prepares).toBe(1);
+    await h.timers.advanceSettling(5_000);
+    await h.eventually(async () => expect((await status(endpoint))?.message).toBe('2 running'));
+  });
+
   it('an engine that cannot be asked is retried with backoff, and the endpoint is not failed meanwhile', async () => {
     h = await controllerHarness();
     const prepare = vi

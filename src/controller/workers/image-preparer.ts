@@ -91,6 +91,8 @@ export class ImagePreparer {
       }
     }
     pull ??= this.#begin(endpoint);
+    // The runtime's create pulls where the worker runs (sharing this pull there): the start need not wait for it.
+    if (this.#o.runtime.createPullsWhereItRuns) return;
     if (pull.progress !== '') onProgress({ message: pull.progress });
     pull.listeners.add(onProgress);
     try {

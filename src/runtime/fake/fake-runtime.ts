@@ -67,6 +67,8 @@ export class FakeRuntime implements WorkerRuntime {
   readonly counters: FakeCounters = { creates: 0, createFailures: 0, removes: 0, pulls: 0, prepares: 0 };
   startDelayMs: number;
   pullDelayMs: number;
+  /** As the kubernetes runtime: a worker start does not wait for the endpoint's prepareImage (types.ts). */
+  createPullsWhereItRuns = false;
   readonly idleTiers: FakeIdleTiers;
 
   readonly #clock: () => number;

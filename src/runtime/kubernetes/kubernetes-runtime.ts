@@ -65,6 +65,8 @@ export interface KubernetesRuntimeOptions {
 
 export class KubernetesRuntime implements WorkerRuntime {
   readonly name = 'kubernetes' as const;
+  /** The kubelet pulls at the pod's start on its node, sharing the pre-pull under way there (prepareImage). */
+  readonly createPullsWhereItRuns = true;
   readonly #pods: PodAdapter;
   readonly #nodes: NodeCatalog;
   readonly #tiers: NodeAgentTiers | undefined;
