@@ -21,6 +21,15 @@ describe("a leader's fenced runtime (several replicas)", () => {
     await store.close();
   });
 
+  it("says what the runtime says of its pulls: a kubernetes leader's starts do not wait for the pre-pull", async () => {
+    const claim = await store.leases.tryAcquire('controller', 'rep-a', 60_000);
+    if (!claim) throw new Error('not acquired');
+    const fenced = new FencedRuntime({ runtime, fence: { claim: () => claim }, leases: store.leases });
+    expect(fenced.createPullsWhereItRuns).toBe(false);
+    runtime.createPullsWhereItRuns = true;
+    expect(fenced.createPullsWhereItRuns).toBe(true);
+  });
+
   it("has the runtime's idle tiers while its term holds, and a deposed leader's tier calls are refused", async () => {
     const claim = await store.leases.tryAcquire('controller', 'rep-a', 60_000);
     if (!claim) throw new Error('not acquired');

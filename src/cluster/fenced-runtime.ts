@@ -70,6 +70,11 @@ export class FencedRuntime implements WorkerRuntime {
     return this.#runtime.name;
   }
 
+  /** As the runtime says: whether a start may go on without waiting for the endpoint's pre-pull (kubernetes). */
+  get createPullsWhereItRuns(): boolean {
+    return this.#runtime.createPullsWhereItRuns === true;
+  }
+
   async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     await this.#check();
     return this.#runtime.create(spec, onProgress);

@@ -36,8 +36,13 @@ const PAUSE_MS = 150;
 /** The Docker baseline's key, and its thaws (each side frozen and thawed this many times, alternating). */
 const THAW_KEY = 'real-cluster-docker-baseline-key-0123';
 const THAW_ROUNDS = 5;
-/** A model the hub stand-in serves to the node agents (on the cluster's bridge, which pods and nodes reach). */
-const MODEL = 'corral-test/cluster-llm';
+/**
+ * A model the hub stand-in serves to the node agents (on the cluster's bridge, which pods and nodes reach), named
+ * for this run: the nodes' caches are this machine's directory, which outlives a run.
+ */
+const MODEL = `corral-test/cluster-llm-${Date.now().toString(36)}`;
+/** Where this machine's nodes keep their model caches (deploy/kubernetes/node-agent.yaml's hostPath). */
+const NODE_MODEL_CACHE = '/var/lib/corral/models/hub';
 const MB = 1_000_000;
 /** The cluster's registry (scripts/kube-cluster.sh), which the nodes' containerd pulls from. */
 const REGISTRY = `127.0.0.1:${process.env.REGISTRY_PORT ?? '5050'}`;
@@ -96,8 +101,11 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     for (let at = 0; at < ids.length; at += 20) {
       const answers = await Promise.all(ids.slice(at, at + 20).map((id) => jobs(endpoint, `status/${id}`)));
       for (const [i, answer] of answers.entries()) {
-        const status = answer.status === 200 ? JSON.parse(answer.body).status : `HTTP ${answer.status}`;
-        if (status !== 'COMPLETED') left.push(`${ids[at + i]} ${status}`);
+        const body = answer.status === 200 ? JSON.parse(answer.body) : undefined;
+        const status = body ? body.status : `HTTP ${answer.status}`;
+        // A job that ended otherwise says why (its error), for the run's record.
+        if (status !== 'COMPLETED')
+          left.push(`${ids[at + i]} ${status}${body?.error ? ` (${JSON.stringify(body.error)})` : ''}`);
       }
     }
     return left;
@@ -165,6 +173,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
 
   afterAll(async () => {
     await hub?.close();
+    rmSync(join(NODE_MODEL_CACHE, `models--${MODEL.replace('/', '--')}`), { recursive: true, force: true });
     await cluster.destroy();
   }, 300_000);
 
@@ -284,7 +293,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
         const [worker] = await workersOf(id);
         if (worker?.state.state === 'downloading') waits.push(worker.state.message);
         expect(worker?.state.message).toMatch(
-          /^model corral-test\/cluster-llm: [\d.]+ of [\d.]+ GB, \d+ MB\/s/,
+          new RegExp(`^model ${MODEL}: [\\d.]+ of [\\d.]+ GB, \\d+ MB/s`),
         );
       },
       { timeout: 60_000, interval: 200 },
@@ -300,7 +309,8 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     const lfs = files.filter((file) => file.sha256 !== null);
     const lfsBytes = lfs.reduce((sum, file) => sum + file.size, 0);
     // Every GPU node fetched it once, and says so by its label; the pod could only go to such a node.
-    const label = modelNodeLabel('models--corral-test--cluster-llm');
+    const repoDir = `models--${MODEL.replace('/', '--')}`;
+    const label = modelNodeLabel(repoDir);
     const labelled = cluster.json(['get', 'nodes', '-l', label]).items.map((n: any) => n.metadata.name);
     expect(labelled.sort()).toEqual(cluster.nodes().sort());
     // This machine's nodes share one host directory (one filesystem under every kubelet), which their agents fill
@@ -316,7 +326,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     const shard = lfs[0];
     const read = await viaGateway(
       'modelled',
-      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/models--corral-test--cluster-llm/snapshots/${commit}/${shard?.path}`)}`,
+      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/${repoDir}/snapshots/${commit}/${shard?.path}`)}`,
     );
     expect(read.status, read.body).toBe(200);
     expect(JSON.parse(read.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
