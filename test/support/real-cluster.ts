@@ -146,67 +146,33 @@ export class RealCluster {
       );
       writeFileSync(
         join(this.#overlay, 'config.yaml'),
-        [
-          'apiVersion: apps/v1',
-          'kind: Deployment',
-          'metadata: { name: corral, namespace: corral }',
-          'spec:',
-          '  template:',
-          '    spec:',
-          '      containers:',
-          '        - name: corral',
-          '          env:',
-          '            - { name: CORRAL_CONFIG, value: /etc/corral/corral.yaml }',
-          '          volumeMounts:',
-          '            - { name: config, mountPath: /etc/corral, readOnly: true }',
-          '      volumes:',
-          '        - name: config',
-          '          configMap: { name: corral-config }',
-          '',
-        ].join('\n'),
+        podPatch({
+          kind: 'Deployment',
+          name: 'corral',
+          env: { CORRAL_CONFIG: '/etc/corral/corral.yaml' },
+          mount: { name: 'config', path: '/etc/corral', volume: 'configMap: { name: corral-config }' },
+        }),
       );
     }
     if (options.nodeAgentEnv) {
       writeFileSync(
         join(this.#overlay, 'node-agent-env.yaml'),
-        [
-          'apiVersion: apps/v1',
-          'kind: DaemonSet',
-          'metadata: { name: corral-node, namespace: corral }',
-          'spec:',
-          '  template:',
-          '    spec:',
-          '      containers:',
-          '        - name: corral-node',
-          '          env:',
-          ...Object.entries(options.nodeAgentEnv).map(
-            ([key, value]) => `            - { name: ${key}, value: ${JSON.stringify(value)} }`,
-          ),
-          '',
-        ].join('\n'),
+        podPatch({ kind: 'DaemonSet', name: 'corral-node', env: options.nodeAgentEnv }),
       );
     }
     // docs/kubernetes.md, "Turning it on": the Secret mounted in Corral's pod and its file named to Corral.
     writeFileSync(
       join(this.#overlay, 'node-agent-token.yaml'),
-      [
-        'apiVersion: apps/v1',
-        'kind: Deployment',
-        'metadata: { name: corral, namespace: corral }',
-        'spec:',
-        '  template:',
-        '    spec:',
-        '      containers:',
-        '        - name: corral',
-        '          env:',
-        '            - { name: CORRAL_NODE_AGENT_TOKEN_FILE, value: /var/run/secrets/corral-node/token }',
-        '          volumeMounts:',
-        '            - { name: node-token, mountPath: /var/run/secrets/corral-node, readOnly: true }',
-        '      volumes:',
-        '        - name: node-token',
-        '          secret: { secretName: corral-node-token, defaultMode: 0444 }',
-        '',
-      ].join('\n'),
+      podPatch({
+        kind: 'Deployment',
+        name: 'corral',
+        env: { CORRAL_NODE_AGENT_TOKEN_FILE: '/var/run/secrets/corral-node/token' },
+        mount: {
+          name: 'node-token',
+          path: '/var/run/secrets/corral-node',
+          volume: 'secret: { secretName: corral-node-token, defaultMode: 0444 }',
+        },
+      }),
     );
     this.kubectl(['apply', '-k', this.#overlay]);
     await this.kubectlLong(['-n', 'corral', 'rollout', 'status', 'deployment/corral', '--timeout=240s']);
@@ -329,4 +295,41 @@ export function httpCall(
     );
     req.end(body);
   });
+}
+
+/**
+ * A kustomize patch (strategic merge) of one of Corral's workloads in the `corral` namespace: envs added to its
+ * container (named as the workload), and a volume mounted read-only in it.
+ */
+function podPatch(patch: {
+  kind: 'Deployment' | 'DaemonSet';
+  name: string;
+  env: Record<string, string>;
+  mount?: { name: string; path: string; volume: string };
+}): string {
+  const { mount } = patch;
+  return [
+    'apiVersion: apps/v1',
+    `kind: ${patch.kind}`,
+    `metadata: { name: ${patch.name}, namespace: corral }`,
+    'spec:',
+    '  template:',
+    '    spec:',
+    '      containers:',
+    `        - name: ${patch.name}`,
+    '          env:',
+    ...Object.entries(patch.env).map(
+      ([key, value]) => `            - { name: ${key}, value: ${JSON.stringify(value)} }`,
+    ),
+    ...(mount
+      ? [
+          '          volumeMounts:',
+          `            - { name: ${mount.name}, mountPath: ${mount.path}, readOnly: true }`,
+          '      volumes:',
+          `        - name: ${mount.name}`,
+          `          ${mount.volume}`,
+        ]
+      : []),
+    '',
+  ].join('\n');
 }

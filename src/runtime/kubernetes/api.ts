@@ -43,7 +43,7 @@ export interface PersistentVolumeClaim {
 /** A Node, as far as Corral reads it (products and allocatable GPUs, whether it is ready for a pre-pull, and its
  * addresses, where its node agent listens). */
 export interface Node {
-  metadata?: { name?: string; labels?: { [key: string]: string }; resourceVersion?: string };
+  metadata?: { name?: string; uid?: string; labels?: { [key: string]: string }; resourceVersion?: string };
   spec?: { unschedulable?: boolean };
   status?: {
     allocatable?: { [key: string]: string };

@@ -38,6 +38,8 @@ export interface ImagePrepullOptions {
   secrets: PullSecrets;
   /** The installation's worker pods now (the pull Secrets' prune keeps those they name). */
   workerPods: () => Pod[];
+  /** A node's uid as the catalogue last saw it (the pre-pull pod's controller), if it knows the node. */
+  nodeUid?: (node: string) => string | undefined;
   /** Past it the nodes still pulling count as not reached; default DEFAULT_PREPULL_DEADLINE_MS. */
   deadlineMs?: number;
   logger: Logger;
@@ -110,8 +112,9 @@ export class ImagePrepull {
       },
       podOptions,
     );
-    const pods = nodes.map((node) =>
-      prepullPod(
+    const pods = nodes.map((node) => {
+      const nodeUid = this.#o.nodeUid?.(node);
+      return prepullPod(
         {
           image,
           node,
@@ -119,10 +122,11 @@ export class ImagePrepull {
           pullPolicy,
           deadlineSeconds,
           ...(secret === undefined ? {} : { pullSecret: secret }),
+          ...(nodeUid === undefined ? {} : { nodeUid }),
         },
         podOptions,
-      ),
-    );
+      );
+    });
     const nodeOf = new Map(pods.map((pod) => [pod.metadata.name, pod.spec.nodeName ?? '']));
     const verdicts = new Map<string, PrepullVerdict>(nodes.map((node) => [node, { kind: 'pending' }]));
     let creating: Promise<unknown> = Promise.resolve();

@@ -125,6 +125,7 @@ export class KubernetesRuntime implements WorkerRuntime {
       },
       secrets: this.#pods.pullSecrets,
       workerPods: () => this.#pods.currentPods(),
+      nodeUid: (name) => this.#nodes.nodes().find((node) => node.metadata?.name === name)?.metadata?.uid,
       ...(options.prepullDeadlineMs === undefined ? {} : { deadlineMs: options.prepullDeadlineMs }),
       ...(options.clock ? { clock: options.clock } : {}),
     });

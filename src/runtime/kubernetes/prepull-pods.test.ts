@@ -106,6 +106,24 @@ describe('prepullPod', () => {
     expect(Object.keys(container?.resources?.limits ?? {})).toEqual(['cpu', 'memory']);
   });
 
+  it("is its node's to drain: the node is its controller, so kubectl drain evicts it rather than refuse it", () => {
+    const pod = prepullPod(
+      {
+        image: 'app:1',
+        node: 'gpu-1',
+        runId: 'r',
+        pullPolicy: 'IfNotPresent',
+        deadlineSeconds: 60,
+        nodeUid: 'u-1',
+      },
+      options,
+    );
+    // kubectl drain refuses a pod whose metadata names no controller ("declare no controller", seen on a real cluster).
+    expect(pod.metadata.ownerReferences?.filter((owner) => owner.controller)).toEqual([
+      { apiVersion: 'v1', kind: 'Node', name: 'gpu-1', uid: 'u-1', controller: true },
+    ]);
+  });
+
   it('a public image names no pull Secret', () => {
     const pod = prepullPod(
       { image: 'app:1', node: 'n', runId: 'r', pullPolicy: 'Always', deadlineSeconds: 60 },

@@ -63,6 +63,11 @@ export interface PrepullPodInput {
   pullSecret?: string;
   /** The kubelet ends the pod after this (activeDeadlineSeconds), even with no Corral left to delete it. */
   deadlineSeconds: number;
+  /**
+   * The node's uid: the node is then the pod's controller (an owner reference), so that `kubectl drain` evicts a
+   * pre-pull under way instead of refusing a pod without a controller, and a node deleted takes its pods along.
+   */
+  nodeUid?: string;
 }
 
 /**
@@ -88,6 +93,13 @@ export function prepullPod(
       namespace: options.namespace,
       labels: { ...installation, [LABELS.managed]: 'true', [PREPULL_LABEL]: labelValue(input.runId) },
       annotations: {},
+      ...(input.nodeUid === undefined
+        ? {}
+        : {
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'Node', name: input.node, uid: input.nodeUid, controller: true },
+            ],
+          }),
     },
     spec: {
       nodeName: input.node,
