@@ -103,15 +103,15 @@ export class RealCluster {
       clients: options.podNetwork,
     });
     this.kubectl(['apply', '-f', join(REPO, 'deploy/kubernetes/namespaces.yaml')]);
-    const secret = (name: string, key: string, value: string) =>
+    // `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`: made, or updated when it exists.
+    const made = (kind: string[], name: string, key: string, value: string) =>
       this.kubectl(
         ['apply', '-f', '-'],
         this.kubectl([
           '-n',
           'corral',
           'create',
-          'secret',
-          'generic',
+          ...kind,
           name,
           `--from-literal=${key}=${value}`,
           '--dry-run=client',
@@ -119,6 +119,8 @@ export class RealCluster {
           'yaml',
         ]),
       );
+    const secret = (name: string, key: string, value: string) =>
+      made(['secret', 'generic'], name, key, value);
     secret('corral-database', 'url', this.#postgres.reachUrl ?? '');
     secret('corral-secret-key', 'key', randomBytes(32).toString('base64'));
     secret('corral-operator-key', 'key', this.operatorKey);
@@ -130,20 +132,7 @@ export class RealCluster {
       `resources:\n  - ${relative(this.#overlay, join(REPO, 'deploy/kubernetes'))}\nimages:\n  - name: corral\n    newName: ${name}\n    newTag: ${tag}\npatches:\n  - path: node-agent-token.yaml\n${options.configYaml ? '  - path: config.yaml\n' : ''}${options.nodeAgentEnv ? '  - path: node-agent-env.yaml\n' : ''}`,
     );
     if (options.configYaml) {
-      this.kubectl(
-        ['apply', '-f', '-'],
-        this.kubectl([
-          '-n',
-          'corral',
-          'create',
-          'configmap',
-          'corral-config',
-          `--from-literal=corral.yaml=${options.configYaml}`,
-          '--dry-run=client',
-          '-o',
-          'yaml',
-        ]),
-      );
+      made(['configmap'], 'corral-config', 'corral.yaml', options.configYaml);
       writeFileSync(
         join(this.#overlay, 'config.yaml'),
         podPatch({

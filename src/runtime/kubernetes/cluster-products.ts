@@ -118,7 +118,8 @@ function memoryGB(model: string, node: Node): number | undefined {
   return Number.isFinite(mib) && mib > 0 ? marketedMemoryGB(model, mib) : undefined;
 }
 
-const schedulable = (node: Node) => node.spec?.unschedulable !== true;
+/** A node the scheduler may place a new pod on (not cordoned). */
+export const schedulable = (node: Node) => node.spec?.unschedulable !== true;
 
 /**
  * Products of GPU models the nodes carry (DEFAULT_PRODUCT_LABEL) that no configured product claims: the id Corral

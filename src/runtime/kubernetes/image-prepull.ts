@@ -12,7 +12,7 @@ import { type ImageRequest, LABELS, type PullProgress, RuntimeError } from '../t
 import { type KubernetesApi, labelSelector } from './api.js';
 import { isApiNotFound, kubernetesError } from './api-errors.js';
 import type { Pod } from './objects.js';
-import { imagePullPolicy, type PodOptions } from './pod-spec.js';
+import { imagePullPolicy, type PodOptions, podLabels } from './pod-spec.js';
 import { PodView } from './pod-view.js';
 import {
   PREPULL_LABEL,
@@ -91,7 +91,8 @@ export class ImagePrepull {
     await this.#sweep(view, deadlineSeconds);
 
     const runId = randomBytes(4).toString('hex');
-    const started = Date.now();
+    const clock = this.#o.clock ?? Date.now;
+    const started = clock();
     const authId = endpoint?.authId ?? '';
     const secret =
       authId === ''
@@ -179,10 +180,7 @@ export class ImagePrepull {
           'the image did not reach every node: a worker placed there pulls it at its start',
         );
       }
-      logger.info(
-        { image, nodes: nodes.length, ms: Date.now() - started },
-        'image pre-pulled onto the nodes',
-      );
+      logger.info({ image, nodes: nodes.length, ms: clock() - started }, 'image pre-pulled onto the nodes');
     } finally {
       this.#runs.delete(runId);
       if (timer !== undefined) this.#timers.clearTimeout(timer);
@@ -211,7 +209,7 @@ export class ImagePrepull {
     this.#view ??= new PodView({
       api,
       namespace: podOptions.namespace,
-      labelSelector: `${labelSelector({ [LABELS.managed]: 'true', ...podOptions.installationLabels })},${PREPULL_LABEL}`,
+      labelSelector: `${labelSelector({ [LABELS.managed]: 'true', ...podLabels(podOptions.installationLabels) })},${PREPULL_LABEL}`,
       logger: this.#o.logger,
       ...(this.#o.timers ? { timers: this.#o.timers } : {}),
       ...(this.#o.watchBackoff ? { backoff: this.#o.watchBackoff } : {}),

@@ -83,6 +83,11 @@ export interface NodeAgentStatus {
   held: HeldPod[];
 }
 
+/** The agent on a node: `http://{address}:{port}` (an IPv6 address in brackets). */
+export function agentBase(address: string, port: number): string {
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
 /** The header every call carries. */
 export function bearer(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}` };

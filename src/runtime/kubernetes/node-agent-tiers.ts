@@ -11,7 +11,13 @@
 import type { Logger } from 'pino';
 import type { IdleTier, IdleTiers, SuspendedState, TierSupport } from '../idle-tiers.js';
 import { RuntimeError } from '../types.js';
-import { bearer, NODE_AGENT_PATHS, type PodTierMove, type PodTierState } from './node-agent-protocol.js';
+import {
+  agentBase,
+  bearer,
+  NODE_AGENT_PATHS,
+  type PodTierMove,
+  type PodTierState,
+} from './node-agent-protocol.js';
 import type { Pod } from './objects.js';
 
 export interface NodeAgentSettings {
@@ -156,10 +162,9 @@ export class NodeAgentTiers implements IdleTiers {
         'UNAVAILABLE',
         `the pod of worker ${workerId} has no host IP yet: no node agent to ask`,
       );
-    const host = hostIP.includes(':') ? `[${hostIP}]` : hostIP;
     const query = deadlineMs === undefined ? '' : `?deadlineMs=${deadlineMs}`;
     const path = move === 'read' ? NODE_AGENT_PATHS.pod(uid) : NODE_AGENT_PATHS.move(uid, move);
-    const url = `http://${host}:${this.#o.port}${path}${query}`;
+    const url = `${agentBase(hostIP, this.#o.port)}${path}${query}`;
     let answer: Response;
     try {
       answer = await fetch(url, {
@@ -170,7 +175,7 @@ export class NodeAgentTiers implements IdleTiers {
     } catch (error) {
       throw new RuntimeError(
         'UNAVAILABLE',
-        `no node agent answers on node ${node} (${host}:${this.#o.port}): ${message(error)}`,
+        `no node agent answers on node ${node} (${hostIP}:${this.#o.port}): ${message(error)}`,
         { cause: error },
       );
     }

@@ -20,6 +20,7 @@ import {
   ModelRefusedError,
 } from '../../ports/model-cache.js';
 import {
+  agentBase,
   bearer,
   NODE_AGENT_PATHS,
   type NodeModelEnsure,
@@ -193,8 +194,7 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
   }
 
   #base(node: ModelNode): string {
-    const host = node.address.includes(':') ? `[${node.address}]` : node.address;
-    return `http://${host}:${this.#o.port}`;
+    return agentBase(node.address, this.#o.port);
   }
 }
 

@@ -184,7 +184,7 @@ export function productSelector(
 }
 
 /** Labels as the pod carries them: keys Kubernetes refuses are left to the annotation, values are folded to fit. */
-function podLabels(labels: Record<string, string>): Record<string, string> {
+export function podLabels(labels: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(labels)
       .filter(([key]) => isLabelKey(key))

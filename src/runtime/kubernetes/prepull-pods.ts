@@ -5,11 +5,17 @@
  */
 import { type ImagePullPolicy, LABEL_PREFIX, LABELS, type RuntimeErrorCode } from '../types.js';
 import type { Node } from './api.js';
-import { dnsName, isLabelKey, labelValue } from './names.js';
+import { gpuNodes, schedulable } from './cluster-products.js';
+import { dnsName, labelValue } from './names.js';
 import type { Pod, PodManifest } from './objects.js';
-import { DEFAULT_GPU_RESOURCE, type PodOptions, type ProductNodeLabel, productSelector } from './pod-spec.js';
+import {
+  DEFAULT_GPU_RESOURCE,
+  type PodOptions,
+  type ProductNodeLabel,
+  podLabels,
+  productSelector,
+} from './pod-spec.js';
 import { CREATE_FAILURE_REASONS, IMAGE_PULL_REASONS } from './pod-state.js';
-import { parseQuantity } from './quantity.js';
 
 /** On a pre-pull pod: the id of its pre-pull (one per prepareImage), so that its pods are found and swept. */
 export const PREPULL_LABEL = `${LABEL_PREFIX}prepull`;
@@ -32,16 +38,17 @@ export function prepullNodes(
   productIds: readonly string[],
   options: { selectors: Readonly<Record<string, ProductNodeLabel>>; gpuResource?: string },
 ): string[] {
-  const resource = options.gpuResource ?? DEFAULT_GPU_RESOURCE;
   const labels = productIds.map(
     (id) => Object.entries(productSelector(id, { products: options.selectors }))[0],
   );
-  const wanted = (node: Node): boolean => {
-    if (labels.length === 0) return (parseQuantity(node.status?.allocatable?.[resource] ?? '0') ?? 0) > 0;
-    return labels.some((entry) => entry !== undefined && node.metadata?.labels?.[entry[0]] === entry[1]);
-  };
-  return nodes
-    .filter((node) => node.spec?.unschedulable !== true && ready(node) && wanted(node))
+  const onProduct = (node: Node): boolean =>
+    labels.some((entry) => entry !== undefined && node.metadata?.labels?.[entry[0]] === entry[1]);
+  const candidates =
+    labels.length === 0
+      ? gpuNodes(nodes, options.gpuResource)
+      : nodes.filter((node) => schedulable(node) && onProduct(node));
+  return candidates
+    .filter(ready)
     .map((node) => node.metadata?.name ?? '')
     .filter((name) => name !== '')
     .sort();
@@ -80,11 +87,7 @@ export function prepullPod(
   input: PrepullPodInput,
   options: Pick<PodOptions, 'namespace' | 'namePrefix' | 'installationLabels' | 'gpuResource'>,
 ): PodManifest {
-  const installation = Object.fromEntries(
-    Object.entries(options.installationLabels)
-      .filter(([key]) => isLabelKey(key))
-      .map(([key, value]) => [key, labelValue(value)]),
-  );
+  const installation = podLabels(options.installationLabels);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
