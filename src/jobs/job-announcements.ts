@@ -26,15 +26,16 @@ export function announceEnded(to: JobListeners, job: Job, stopWorker = false): v
 }
 
 /**
- * Jobs went back to the queue (those at the attempt limit FAILED, and ended). `attempted: false`: the worker never
- * got them (its take was not answered), so they are queued again but not counted as retried.
+ * Jobs went back to the queue (those at the attempt limit FAILED, and ended). Those whose take was not counted as an
+ * attempt (the worker never had them) are queued again but not counted as retried.
  */
-export function announceRequeued(to: JobListeners, result: Requeued, attempted = true): void {
+export function announceRequeued(to: JobListeners, result: Requeued): void {
   for (const job of result.failed) announceEnded(to, job);
   for (const id of result.requeued) to.wakeups.wake(wakeKey.job(id));
   for (const endpointId of result.endpoints) {
     to.wakeups.wake(wakeKey.queue(endpointId));
     to.events.emit('queued', { endpointId, lowPriority: false });
-    if (attempted) to.events.emit('retried', { endpointId, count: result.perEndpoint[endpointId] ?? 0 });
+    const count = result.retried[endpointId] ?? 0;
+    if (count > 0) to.events.emit('retried', { endpointId, count });
   }
 }

@@ -117,10 +117,75 @@ describe('a frozen or suspended worker (issue 24)', () => {
       await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0, signal: left.signal }),
     ).toEqual([]);
     expect(retried).toEqual([]);
-    // Taken again, then the worker says it holds nothing (job_in_progress=0): both were attempted, both retried.
+    // Taken again, then the worker says it holds nothing (job_in_progress=0): the job its ping listed was attempted
+    // and is retried; the one it never showed it had is not.
     expect(await workers.take(caller, { batch: 2, holding: undefined, holdMs: 0 })).toHaveLength(2);
+    timers.advance(1_000);
+    await workers.ping(caller, ['j-1']);
     await workers.take(caller, { batch: 2, holding: false, holdMs: 0 });
-    expect(retried).toEqual([2]);
+    expect(retried).toEqual([1]);
+    // The same poll took both again: j-1's return counted, j-2's did not (the take the test requeued counted for both,
+    // the unanswered one for neither).
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'IN_PROGRESS', attempts: 3 });
+    expect(await store.jobs.get(endpoint.id, 'j-2')).toMatchObject({ status: 'IN_PROGRESS', attempts: 2 });
+    await store.close();
+  });
+});
+
+describe('a take that never reached its worker (issue 33: a replica killed mid-take)', () => {
+  /**
+   * After `shown` (the worker showing it has the job, or not), the worker polls again saying it holds nothing
+   * (`job_in_progress=0`): what it held goes back to the queue, and the same poll takes the job again.
+   */
+  async function pollHoldingNothing(
+    workers: WorkerJobs,
+    timers: ManualTimers,
+    caller: { endpoint: ReturnType<typeof sampleEndpoint>; workerId: string },
+    shown: () => Promise<void>,
+  ): Promise<void> {
+    timers.advance(1_000);
+    await shown();
+    await workers.take(caller, { batch: 1, holding: false, holdMs: 0 });
+  }
+
+  it('does not count it as an attempt when the worker never showed it had the job, up to the attempt limit of such returns', async () => {
+    const timers = new ManualTimers(1_000);
+    const { store, workers, endpoint } = await oneQueuedJob(timers, { recheckMs: 500 });
+    const caller = { endpoint, workerId: 'w-1' };
+    expect(await workers.take(caller, { batch: 1, holding: undefined, holdMs: 0 })).toHaveLength(1);
+    for (let lost = 1; lost <= 5; lost += 1) {
+      await pollHoldingNothing(workers, timers, caller, async () => {});
+      // Taken again at once; the first three returns took back their attempt, the next ones counted.
+      expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+        status: 'IN_PROGRESS',
+        attempts: 1 + Math.max(0, lost - 3),
+      });
+    }
+    // A worker that loses every job it is handed still ends it: three returns spared, then three attempts.
+    await pollHoldingNothing(workers, timers, caller, async () => {});
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'FAILED',
+      error: 'the worker said it holds no job (taken 3 times)',
+    });
+    await store.close();
+  });
+
+  it('counts it when the worker showed it had the job: a ping naming it, a progress update or a streamed chunk', async () => {
+    const timers = new ManualTimers(1_000);
+    const { store, workers, endpoint } = await oneQueuedJob(timers, { recheckMs: 500 });
+    const caller = { endpoint, workerId: 'w-1' };
+    expect(await workers.take(caller, { batch: 1, holding: undefined, holdMs: 0 })).toHaveLength(1);
+    await pollHoldingNothing(workers, timers, caller, () => workers.ping(caller, ['j-1']));
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'IN_PROGRESS', attempts: 2 });
+    await pollHoldingNothing(workers, timers, caller, () =>
+      workers.result(caller, 'j-1', { kind: 'progress', output: '"half"' }),
+    );
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({ status: 'IN_PROGRESS', attempts: 3 });
+    await pollHoldingNothing(workers, timers, caller, () => workers.streamChunk(caller, 'j-1', '"a chunk"'));
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'FAILED',
+      error: 'the worker said it holds no job (taken 3 times)',
+    });
     await store.close();
   });
 });

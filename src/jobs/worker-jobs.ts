@@ -228,7 +228,12 @@ export class WorkerJobs {
     announceRequeued(this.#o, requeued);
   }
 
-  /** The worker no longer holds its jobs (all, or `jobs` it never got): back to the queue, FAILED at the limit. */
+  /**
+   * The worker no longer holds its jobs: all it held (it said so), or `jobs` it never got. Back to the queue, FAILED
+   * at the limit; a job it never got, or never showed it had, is not counted as an attempt (a take answered by a
+   * replica that died, or lost on its way back, is Corral's fault, not the job's), up to the attempt limit of such
+   * returns.
+   */
   async #returnHeld(caller: WorkerCaller, cause: string, jobs?: readonly Job[]): Promise<void> {
     const options = { maxAttempts: this.#o.maxAttempts, now: this.#o.clock() };
     const requeued = jobs
@@ -237,9 +242,8 @@ export class WorkerJobs {
           cause,
           { ...options, untaken: true },
         )
-      : await this.#o.jobs.requeueWorker(caller.workerId, cause, options);
-    // Jobs it never got (its take was not answered) were not attempted: only those it held are retried.
-    announceRequeued(this.#o, requeued, jobs === undefined);
+      : await this.#o.jobs.requeueWorker(caller.workerId, cause, { ...options, unseenUncounted: true });
+    announceRequeued(this.#o, requeued);
   }
 }
 

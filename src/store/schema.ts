@@ -237,6 +237,8 @@ export interface JobsTable {
   /** Chunks and bytes it has streamed in all, read or not: its stream's bound. */
   stream_bytes: Generated<number>;
   stream_chunks: Generated<number>;
+  /** Returns from a worker that never showed it had the job, not counted as attempts (migration 0023). */
+  unseen_returns: Generated<number>;
 }
 
 /** A chunk a worker streamed, until a client reads it. */

@@ -153,6 +153,7 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
       failed: [],
       endpoints: [],
       perEndpoint: {},
+      retried: {},
     });
     expect(await take('w-3')).toEqual([]);
   });
@@ -240,6 +241,32 @@ describe.each(storeTargets())('the jobs store on $name', (target) => {
     expect(failed.map((j) => [j.id, j.status, j.error])).toEqual([
       ['j-1', 'FAILED', 'worker died (taken 3 times)'],
     ]);
+  });
+
+  it('takes back the attempt of a job its worker never showed it had, when the worker says it holds nothing (issue 33)', async () => {
+    await enqueue(newJob('j-1'), newJob('j-2'), newJob('j-3'));
+    await take('w-1', 3);
+    await store.jobs.heartbeat('w-1', ['j-2'], 2_500);
+    await store.jobs.progress('j-3', 'w-1', '"half"', 2_600);
+    const back = await store.jobs.requeueWorker('w-1', 'holds nothing', {
+      maxAttempts: 3,
+      now: 3_000,
+      unseenUncounted: true,
+    });
+    expect(back.requeued.sort()).toEqual(['j-1', 'j-2', 'j-3']);
+    expect(back.retried).toEqual({ 'ep-1': 2 });
+    const attempts = async (id: string) => (await store.jobs.get('ep-1', id))?.attempts;
+    expect([await attempts('j-1'), await attempts('j-2'), await attempts('j-3')]).toEqual([0, 1, 1]);
+    // Spared up to the attempt limit of such returns, then counted.
+    for (let lost = 2; lost <= 4; lost += 1) {
+      await take('w-1', 3);
+      await store.jobs.requeueWorker('w-1', 'holds nothing', {
+        maxAttempts: 3,
+        now: 3_000,
+        unseenUncounted: true,
+      });
+    }
+    expect(await attempts('j-1')).toBe(1);
   });
 
   it('keeps jobs a worker says it still holds, and requeues jobs no ping has shown for a while', async () => {

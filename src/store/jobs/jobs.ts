@@ -34,7 +34,7 @@ import {
   queuedEndpoints,
   RUNNING,
 } from './job-reads.js';
-import { nothingRequeued, type Requeued, requeueIds } from './job-requeue.js';
+import { nothingRequeued, type Requeued, requeueIds, takeBackAttempts } from './job-requeue.js';
 import { requeueFinished } from './job-retry.js';
 import { appendChunk, type ChunkFit, type ChunkKept, chunkFit, takeChunks } from './job-stream.js';
 import { applyResult, type Completed, type JobResult, takeJobs } from './job-writes.js';
@@ -278,30 +278,43 @@ export class JobRepository {
   /**
    * The worker no longer holds its jobs (it died, was removed, or said it holds nothing): each goes back to the
    * queue, or is FAILED naming `cause` once it has been taken `maxAttempts` times. `except`: jobs it still holds.
+   * `unseenUncounted` (the worker says it holds nothing): a job it never showed it had (no ping listed it, no progress
+   * or chunk came for it since its take) most likely never reached it, and its take is not counted as an attempt.
    */
   async requeueWorker(
     workerId: string,
     cause: string,
-    options: { maxAttempts: number; now: number; except?: readonly string[] },
+    options: { maxAttempts: number; now: number; except?: readonly string[]; unseenUncounted?: boolean },
   ): Promise<Requeued> {
     const held = (db: Kysely<Database>) =>
       db
         .selectFrom('jobs')
         .select('id')
+        .select(
+          // The take sets seen_at to started_at; a ping, a progress update or a chunk moves it on.
+          sql<number>`case when seen_at = started_at and output is null and stream_chunks = 0 then 1 else 0 end`.as(
+            'unseen',
+          ),
+        )
         .where('worker_id', '=', workerId)
         .where('status', '=', RUNNING)
         .$if((options.except ?? []).length > 0, (q) => q.where('id', 'not in', options.except ?? []))
         .execute();
     // Most calls find nothing held (every take with `job_in_progress=0` asks): one read then, no transaction.
     if ((await held(this.#db)).length === 0) return nothingRequeued();
-    return this.#db.transaction().execute(async (trx) =>
-      requeueIds(
+    return this.#db.transaction().execute(async (trx) => {
+      const jobs = await held(trx);
+      const unseen = options.unseenUncounted
+        ? jobs.filter((j) => Number(j.unseen) === 1).map((j) => j.id)
+        : [];
+      const spared = await takeBackAttempts(trx, unseen, options.maxAttempts);
+      return requeueIds(
         trx,
-        (await held(trx)).map((h) => h.id),
+        jobs.map((j) => j.id),
         cause,
-        options,
-      ),
-    );
+        { ...options, spared },
+      );
+    });
   }
 
   /**
@@ -315,14 +328,8 @@ export class JobRepository {
   ): Promise<Requeued> {
     if (ids.length === 0) return nothingRequeued();
     return this.#db.transaction().execute(async (trx) => {
-      if (options.untaken)
-        await trx
-          .updateTable('jobs')
-          .set({ attempts: sql`attempts - 1` })
-          .where('id', 'in', ids)
-          .where('status', '=', RUNNING)
-          .execute();
-      return requeueIds(trx, ids, cause, options);
+      const spared = options.untaken ? await takeBackAttempts(trx, ids, options.maxAttempts) : [];
+      return requeueIds(trx, ids, cause, { ...options, spared });
     });
   }
 

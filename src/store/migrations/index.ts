@@ -23,6 +23,7 @@ import * as openaiModels from './0019-openai-models.js';
 import * as usageSegmentsOwner from './0020-usage-segments-owner.js';
 import * as usageDaily from './0021-usage-daily.js';
 import * as endpointActivity from './0022-endpoint-activity.js';
+import * as jobReturns from './0023-job-returns.js';
 
 type VersionedMigration = (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
 
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, VersionedMigration> = {
   '0020-usage-segments-owner': (db) => usageSegmentsOwner.up(db),
   '0021-usage-daily': (db, dialect) => usageDaily.up(db, dialect),
   '0022-endpoint-activity': (db) => endpointActivity.up(db),
+  '0023-job-returns': (db) => jobReturns.up(db),
 };
 
 export async function migrateToLatest(
