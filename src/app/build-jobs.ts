@@ -151,6 +151,7 @@ export async function buildJobs(parts: JobsParts): Promise<Jobs> {
     maxAttempts: settings.maxAttempts,
     ...(directory ? { standing: (endpointId, workerId) => directory.standing(endpointId, workerId) } : {}),
     stream: settings.stream,
+    logger,
   });
   if (parts.webhooks) sendFinishedToWebhooks({ events, webhooks: parts.webhooks, clock, logger });
   recycleOnRequest({ events, store, clock, trigger: parts.trigger, logger });

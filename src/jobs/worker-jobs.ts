@@ -12,6 +12,7 @@ import { JobError } from '../errors/jobs-catalogue.js';
 import type { Clock } from '../ports/clock.js';
 import type { WorkerStanding } from '../ports/worker-standing.js';
 import type { WorkerJobStore } from '../store/jobs/job-roles.js';
+import type { JobsLogger } from './http-io.js';
 import { announceEnded, announceRequeued } from './job-announcements.js';
 import { type JobEvents, wakeKey } from './job-events.js';
 import type { Wakeups } from './wakeups.js';
@@ -35,6 +36,8 @@ export interface WorkerJobsOptions {
   standing?: (endpointId: string, workerId: string) => WorkerStanding;
   /** What bounds a job's stream; none: the defaults. */
   stream?: JobStreamBounds;
+  /** Says when jobs Corral thought a worker held go back to the queue because the worker says it holds none. */
+  logger?: JobsLogger;
 }
 
 /** Who is asking: a verified worker of a live endpoint. */
@@ -244,6 +247,19 @@ export class WorkerJobs {
         )
       : await this.#o.jobs.requeueWorker(caller.workerId, cause, { ...options, unseenUncounted: true });
     announceRequeued(this.#o, requeued);
+    if (jobs === undefined && requeued.requeued.length + requeued.failed.length > 0) {
+      const retried = Object.values(requeued.retried).reduce((sum, n) => sum + n, 0);
+      this.#o.logger?.warn(
+        {
+          endpointId: caller.endpoint.id,
+          workerId: caller.workerId,
+          requeued: requeued.requeued.length,
+          notCounted: requeued.requeued.length - retried,
+          failed: requeued.failed.map((job) => job.id),
+        },
+        'jobs went back to the queue: the worker said it holds none (those it never showed it had are not counted as attempts)',
+      );
+    }
   }
 }
 
