@@ -46,6 +46,7 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
   printf 'nodedir=/usr/local\n' >"$work/rootfs/usr/local/etc/npmrc"
   cafile="$(npm config get cafile 2>/dev/null || true)"
   if [[ -n "$cafile" && "$cafile" != null && -f "$cafile" ]]; then
+    mkdir -p "$work/rootfs/etc/ssl/certs" # minbase has no ca-certificates, so no such directory
     cp "$cafile" "$work/rootfs/etc/ssl/certs/corral-build-ca.crt"
     printf 'cafile=/etc/ssl/certs/corral-build-ca.crt\n' >>"$work/rootfs/usr/local/etc/npmrc"
   fi
