@@ -3,8 +3,11 @@
  * scheduler), two real `corral node` processes as the agents of two GPU nodes (127.0.0.1 and 127.0.0.2, one port),
  * and the hub stand-in: a worker of an endpoint that names a model waits in `downloading` with the bytes of both
  * nodes summed while their agents fetch it into their nodes' caches, both nodes are labelled as holding it, and only
- * then is its pod made, requiring that label and mounting the model from the nodes' cache directory.
+ * then is its pod made, requiring that label and mounting the model from the nodes' cache directory. `GET models` and
+ * `corral models list` then show the model on each node, with the endpoint naming it; `DELETE models/...` is refused
+ * while the endpoint names it, and once it is deleted removes the model from both nodes and their labels.
  */
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +22,7 @@ import { LABELS } from '../../src/runtime/types.js';
 import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import { KubeStandIn } from '../support/kube-stand-in.js';
 import { type NodeAgentProcess, startNodeAgent } from '../support/node-agent-process.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { CORRAL_BIN, callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { TestKubelet } from '../support/test-kubelet.js';
 
 const KEY = 'e2e-models-kubernetes-operator-0123';
@@ -169,5 +172,43 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       name: 'volume-0',
       hostPath: { path: `/var/lib/corral/models/hub/${modelRepoDir(MODEL)}`, type: 'Directory' },
     });
+  });
+
+  it('lists the model on each node with its endpoint, and removes it from every node once no endpoint names it', async () => {
+    const running = server as ServeProcess;
+    const listing = await callApi(running, KEY, 'models');
+    expect(listing.status, listing.text).toBe(200);
+    const onNodes = (
+      listing.body.models as { name: string; machine: string | null; endpoints: unknown[] }[]
+    ).filter((m) => m.name === MODEL && m.machine !== null);
+    expect(onNodes.map((m) => m.machine).sort()).toEqual(NODES.map((n) => n.name));
+    expect(onNodes.every((m) => m.endpoints.length === 1)).toBe(true);
+    const cli = spawnSync(process.execPath, [CORRAL_BIN, 'models', 'list', '--api-url', running.apiUrl], {
+      env: { ...process.env, CORRAL_API_KEY: KEY },
+      encoding: 'utf8',
+    });
+    expect(cli.stdout).toMatch(/^MACHINE +MODEL/);
+    for (const node of NODES) expect(cli.stdout).toMatch(new RegExp(`^${node.name} +${MODEL} +main`, 'm'));
+
+    const remove = () =>
+      fetch(`${running.apiUrl}/gpu-instance/openapi/v1/models/${MODEL}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+    const named = await remove();
+    expect(named.status).toBe(409);
+    expect(((await named.json()) as { reason: string }).reason).toBe('MODEL_IN_USE');
+    const endpoints = (await callApi(running, KEY, 'endpoints')).body.endpoints as { id: string }[];
+    for (const { id } of endpoints) await callApi(running, KEY, 'endpoint/delete', { id });
+    expect((await remove()).status).toBe(204);
+    const label = modelNodeLabel(modelRepoDir(MODEL));
+    for (const node of NODES) {
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(MODEL)))).toBe(false);
+      expect(
+        standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+      ).toBeUndefined();
+    }
+    const after = await callApi(running, KEY, 'models');
+    expect((after.body.models as { name: string }[]).filter((m) => m.name === MODEL)).toEqual([]);
   });
 });
