@@ -3,8 +3,9 @@
  * scheduler), two real `corral node` processes as the agents of two GPU nodes (127.0.0.1 and 127.0.0.2, one port),
  * and the hub stand-in: a worker of an endpoint that names a model waits in `downloading` with the bytes of both
  * nodes summed while their agents fetch it into their nodes' caches, both nodes are labelled as holding it, and only
- * then is its pod made, requiring that label and mounting the model from the nodes' cache directory. `GET models` and
- * `corral models list` then show the model on each node, with the endpoint naming it; `DELETE models/...` is refused
+ * then is its pod made, requiring that label and mounting the model from the nodes' cache directory. `GET models`,
+ * `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each node, with the
+ * endpoint naming it; `DELETE models/...` is refused
  * while the endpoint names it, and once it is deleted removes the model from both nodes and their labels.
  */
 import { spawnSync } from 'node:child_process';
@@ -19,6 +20,7 @@ import { labelSelector, type Node } from '../../src/runtime/kubernetes/api.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 import { modelNodeLabel } from '../../src/runtime/kubernetes/pod-spec.js';
 import { LABELS } from '../../src/runtime/types.js';
+import { chromiumAvailable, openSuiteBrowser, signIn } from '../support/browser.js';
 import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import { KubeStandIn } from '../support/kube-stand-in.js';
 import { type NodeAgentProcess, startNodeAgent } from '../support/node-agent-process.js';
@@ -173,6 +175,23 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       hostPath: { path: `/var/lib/corral/models/hub/${modelRepoDir(MODEL)}`, type: 'Directory' },
     });
   });
+
+  it.runIf(chromiumAvailable())(
+    "shows each node's copy in the dashboard's Models page, a Machine column",
+    async () => {
+      const at = await openSuiteBrowser();
+      try {
+        await signIn(at.page, (server as ServeProcess).apiUrl, KEY);
+        await at.page.getByRole('link', { name: 'Models' }).click();
+        await at.page.getByTestId('models-table').waitFor();
+        await expect(at.page.getByRole('columnheader', { name: 'Machine' }).count()).resolves.toBe(1);
+        const machines = await at.page.getByTestId('model-machine').allTextContents();
+        expect(machines.sort()).toEqual(NODES.map((n) => n.name));
+      } finally {
+        await at.browser.close();
+      }
+    },
+  );
 
   it('lists the model on each node with its endpoint, and removes it from every node once no endpoint names it', async () => {
     const running = server as ServeProcess;
