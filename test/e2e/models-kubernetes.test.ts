@@ -54,6 +54,21 @@ function gpuNode(name: string, address: string): Node {
   };
 }
 
+/** An endpoint of one worker of one GPU whose workers load `model`. */
+function modelEndpoint(appName: string, model: string) {
+  return {
+    endpoint: {
+      appName,
+      image: { image: 'corral-test-worker:latest' },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
+      healthy: { path: '/health' },
+      products: [{ id: 'h100-80g' }],
+      models: [{ name: model }],
+    },
+  };
+}
+
 describe('models on the kubernetes runtime with node agents, under corral serve', () => {
   let dataDir: string;
   let hub: HubStandIn;
@@ -137,17 +152,7 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
     );
-    const created = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        appName: 'kube-models',
-        image: { image: 'corral-test-worker:latest' },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
-        models: [{ name: MODEL }],
-      },
-    });
+    const created = await callApi(server, KEY, 'endpoint/create', modelEndpoint('kube-models', MODEL));
     expect(created.status, created.text).toBe(200);
     const id = created.body.id as string;
     const workers = async () =>
@@ -193,17 +198,7 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
 
   it("keeps within the nodes' disk budgets the model an endpoint names, as the store says (it is the older one)", async () => {
     const running = server as ServeProcess;
-    const other = await callApi(running, KEY, 'endpoint/create', {
-      endpoint: {
-        appName: 'kube-other',
-        image: { image: 'corral-test-worker:latest' },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
-        models: [{ name: OTHER }],
-      },
-    });
+    const other = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-other', OTHER));
     expect(other.status, other.text).toBe(200);
     const labelOf = (name: string, node: string) =>
       standIn.nodes().find((n) => n.metadata?.name === node)?.metadata?.labels?.[
