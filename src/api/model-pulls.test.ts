@@ -2,7 +2,8 @@
  * `POST models` and `DELETE models/{org}/{name}` over an in-memory cache: a pull with the caller's own token
  * answers 202 with the download's progress (then 200 once cached), refuses as a create does, and shows the model in
  * the puller's own `GET models`; a removal is an admin key's, refused while an endpoint names the model or while it
- * is downloaded.
+ * is downloaded; on Kubernetes with node agents it is from every GPU node too (the nodes' answers given here as
+ * `NodeModelCache` says them; its calls to real agents are src/runtime/kubernetes/node-model-cache.int.test.ts's).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
@@ -10,6 +11,7 @@ import { MemoryModelCache } from '../../test/support/memory-model-cache.js';
 import { type Document, problemsIn, responseSchemaIn } from '../../test/support/openapi.js';
 import { openApiDocument } from '../contract/openapi/document.js';
 import { API_PREFIX } from '../contract/paths.js';
+import type { MachineRemoval } from '../ports/model-cache.js';
 import { ApiKeyService } from '../service/api-key-service.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
@@ -139,5 +141,67 @@ describe('POST models and DELETE models', () => {
     const gone = await api.call('DELETE', 'models/acme/named', undefined, adminKey);
     expect(gone.status).toBe(404);
     expect(gone.body.reason).toBe('MODEL_NOT_CACHED');
+  });
+});
+
+describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
+  let api: TestApi;
+  let adminKey: string;
+  let close: () => Promise<void>;
+  let onNodes: MachineRemoval = { removal: 'removed', unreachable: [] };
+  const asked: string[] = [];
+
+  beforeAll(async () => {
+    const store = new Store({ connection: connectSqlite(':memory:') });
+    await store.migrate();
+    close = () => store.close();
+    const cache = new MemoryModelCache({
+      hubDir: '/cache/hub',
+      models: [{ name: 'acme/tiny', bytes: 1_000 }],
+    });
+    api = await createTestApi(store, {
+      modelCache: cache,
+      models: {
+        cache,
+        machines: {
+          listMachines: async () => [],
+          removeEverywhere: async (name) => {
+            asked.push(name);
+            return onNodes;
+          },
+        },
+        users: async () => new Map(),
+      },
+    });
+    adminKey = (
+      await new ApiKeyService({ store, clock: Date.now }).create({ ownerId: 'ops', name: 'o', admin: true })
+    ).key;
+  });
+  afterAll(async () => {
+    await api.app.close();
+    await close();
+  });
+
+  it("removes a model only the nodes hold, and says which node's agent did not answer, or that one fetches it", async () => {
+    expect((await api.call('DELETE', 'models/acme/on-nodes', undefined, adminKey)).status).toBe(204);
+    expect(asked).toEqual(['acme/on-nodes']);
+
+    onNodes = { removal: 'removed', unreachable: [{ machine: 'gpu-b', message: 'connect ECONNREFUSED' }] };
+    const unreachable = await api.call('DELETE', 'models/acme/on-nodes', undefined, adminKey);
+    expect(unreachable.status).toBe(503);
+    expect(unreachable.body).toMatchObject({
+      reason: 'MODEL_NODE_UNREACHABLE',
+      metadata: { model: 'acme/on-nodes', nodes: ['gpu-b'] },
+    });
+    expect(unreachable.body.message).toContain('gpu-b (connect ECONNREFUSED)');
+
+    onNodes = { removal: 'downloading', unreachable: [] };
+    expect((await api.call('DELETE', 'models/acme/on-nodes', undefined, adminKey)).body.reason).toBe(
+      'MODEL_DOWNLOADING',
+    );
+    onNodes = { removal: 'not_cached', unreachable: [] };
+    expect((await api.call('DELETE', 'models/acme/on-nodes', undefined, adminKey)).body.reason).toBe(
+      'MODEL_NOT_CACHED',
+    );
   });
 });

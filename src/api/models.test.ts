@@ -1,6 +1,8 @@
 /**
  * `GET models`: the models in the machine's cache (a real `HubModelCache` filled from the hub stand-in), each with
- * the endpoints naming it; an admin key sees every cached model, an owner only those its endpoints name.
+ * the endpoints naming it, and a GPU node's copies (the same cache's listing as node `gpu-a` says it; the agents'
+ * own are in test/e2e/models-kubernetes.test.ts); an admin key sees every cached model, an owner only those its
+ * endpoints name, on every machine.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -57,6 +59,11 @@ describe('GET models', () => {
     api = await createTestApi(opened.store, {
       models: {
         cache,
+        machines: {
+          listMachines: async () =>
+            (await cache.list()).map((model) => ({ ...model, machine: 'gpu-a', download: null })),
+          removeEverywhere: async () => ({ removal: 'not_cached', unreachable: [] }),
+        },
         users: async (ownerId) =>
           ownerId === null ? new Map([...usersOfA, ...usersOfB]) : (users[ownerId] ?? new Map()),
       },
@@ -80,20 +87,23 @@ describe('GET models', () => {
     const answer = await api.call('GET', 'models');
     expect(answer.status).toBe(200);
     const { commit, files } = await hub.describe(MINE);
+    const mine = {
+      name: MINE,
+      revision: 'main',
+      commit,
+      files: files.length,
+      bytes: files.reduce((sum, file) => sum + file.size, 0),
+      diskBytes: files.reduce((sum, file) => sum + file.size, 0),
+      lastUsedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      endpoints: [{ endpointId: 'ep-a', endpointName: 'a' }],
+      download: null,
+    };
+    // The server's own copy, then the node's: the other owner's model on the node is not shown either.
     expect(answer.body).toEqual({
       scope: 'own',
       models: [
-        {
-          name: MINE,
-          revision: 'main',
-          commit,
-          files: files.length,
-          bytes: files.reduce((sum, file) => sum + file.size, 0),
-          diskBytes: files.reduce((sum, file) => sum + file.size, 0),
-          lastUsedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-          endpoints: [{ endpointId: 'ep-a', endpointName: 'a' }],
-          download: null,
-        },
+        { ...mine, machine: null },
+        { ...mine, machine: 'gpu-a' },
       ],
     });
     const doc = openApiDocument({ serverUrl: 'http://127.0.0.1:8080' }) as Document;
@@ -103,7 +113,12 @@ describe('GET models', () => {
   it("shows an admin every cached model and every owner's endpoints naming it", async () => {
     const answer = await api.call('GET', 'models', undefined, adminKey);
     expect(answer.body.scope).toBe('all');
-    expect(answer.body.models.map((model: { name: string }) => model.name).sort()).toEqual([MINE, THEIRS]);
+    expect(
+      answer.body.models.map(
+        (model: { name: string; machine: string | null }) => `${model.name} ${model.machine}`,
+      ),
+    ).toEqual(expect.arrayContaining([`${MINE} null`, `${THEIRS} null`, `${MINE} gpu-a`, `${THEIRS} gpu-a`]));
+    expect(answer.body.models).toHaveLength(4);
     expect(answer.body.models.find((model: { name: string }) => model.name === THEIRS).endpoints).toEqual([
       { endpointId: 'ep-b', endpointName: 'b' },
     ]);

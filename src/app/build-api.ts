@@ -323,6 +323,7 @@ function withPulls(
   if (!cache) return report;
   const pulls = new ModelPulls({
     cache,
+    machines: report.machines,
     secretValue: (ownerId, name) => services.ownerSecrets.value(ownerId, name),
     users: () => report.users(null),
     toValidationError: (issues) => validationError(issues, (field) => field),

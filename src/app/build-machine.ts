@@ -13,6 +13,7 @@ import { selectRuntime } from '../runtime/select.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { Store } from '../store/store.js';
 import { gpuCheckpointFor } from './gpu-checkpoint.js';
+import { namedModels } from './model-users.js';
 import { inventoryFor, logIdleTiers, warnOfTenantEndpoints } from './startup-checks.js';
 import { kubernetesWorkersUnreachable } from './worker-facing-url.js';
 import { placeWorkerListener, type WorkerListenerPlace } from './worker-listener-place.js';
@@ -46,7 +47,7 @@ export async function buildMachine(
     new UnavailableCheckpointer(availability.available ? 'no GPU checkpointer' : availability.reason);
   // On Docker the worker-facing listener's port is fixed before the runtime opens the host guard's hole for it.
   const place = await placeWorkerListener({ listen: config.workers.listen, runtimeChoice: config.runtime });
-  const runtime = await runtimeFor(config, installationId, logger, checkpointer, place);
+  const runtime = await runtimeFor(config, installationId, logger, checkpointer, place, store);
   closers.push(() => runtime.close());
   // Where the runtime's scheduler places workers, Corral keeps no GPU inventory of its own.
   if (runtime.gpuScheduler && config.gpus.kind === 'simulated')
@@ -67,6 +68,7 @@ function runtimeFor(
   logger: Logger,
   checkpointer: GpuCheckpointer,
   place: WorkerListenerPlace,
+  store: Store,
 ): Promise<WorkerRuntime> {
   return selectRuntime({
     installationId,
@@ -94,6 +96,7 @@ function runtimeFor(
       capAdd: config.workers.sandbox.capAdd,
       ...(config.kubernetes.nodeAgent === undefined ? {} : { nodeAgent: config.kubernetes.nodeAgent }),
       modelsHubUrl: config.models.hubUrl,
+      namedModels: () => namedModels(store),
     },
   });
 }

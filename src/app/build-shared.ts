@@ -19,7 +19,7 @@ import { buildModelCache } from './build-model-cache.js';
 import { type SharedTrafficParts, sharedTrafficOf } from './build-replica.js';
 import { buildWebhooks } from './build-webhooks.js';
 import { imageAccessGuard } from './image-guard.js';
-import { modelUsers } from './model-users.js';
+import { namedModels } from './model-users.js';
 
 /** The services the API, the jobs and the traffic side share, each built once, and this replica's own parts. */
 export interface Shared {
@@ -63,7 +63,7 @@ export function buildShared(options: {
   const modelCache = buildModelCache({
     config,
     logger,
-    namedModels: async () => new Set(modelUsers(await store.endpoints.listAll(), null).keys()),
+    namedModels: () => namedModels(store),
   });
   const modelAccess = new ModelAccess({
     cache: modelCache,

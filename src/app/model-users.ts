@@ -1,9 +1,16 @@
 /**
- * Which endpoints name which models, read from the store's endpoints (issue 34): the models the cache keeps from
- * eviction, and the endpoints `GET models` shows beside each cached model.
+ * Which endpoints name which models, read from the store's endpoints (issue 34): the models the caches keep from
+ * eviction (this machine's, and the GPU nodes' through their agents), and the endpoints `GET models` shows beside each
+ * cached model.
  */
 import type { ModelUser } from '../api/routes/models.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { Store } from '../store/store.js';
+
+/** The models (`org/name`) any endpoint names, every owner's: never evicted. */
+export async function namedModels(store: Pick<Store, 'endpoints'>): Promise<ReadonlySet<string>> {
+  return new Set(modelUsers(await store.endpoints.listAll(), null).keys());
+}
 
 /** Model name -> the endpoints naming it, of one owner, or (null) of every owner. */
 export function modelUsers(

@@ -2,7 +2,8 @@
  * `corral node`, the node agent a DaemonSet runs on every Kubernetes node (docs/kubernetes.md, Idle tiers): the
  * pods' cgroup hierarchy found under the node's cgroup root, the GPU checkpointer where the node's driver has the
  * API (`--gpus auto`), the node's model cache (`HubModelCache` on the hostPath the worker pods mount, fetching from
- * `--hub-url`; docs/models.md), and the agent's HTTP server on the node's address, behind the shared token.
+ * `--hub-url`, within `--model-disk-budget-gb`; docs/models.md), and the agent's HTTP server on the node's address,
+ * behind the shared token.
  */
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -34,6 +35,8 @@ export interface NodeAgentConfig {
   modelCacheDir: string;
   /** The hub models are fetched from (`HF_ENDPOINT`; Corral's `models.hubUrl` must name the same). */
   hubUrl: string;
+  /** Bytes the node's cache may hold before it evicts models no endpoint names; null: no budget. */
+  modelDiskBudgetBytes: number | null;
 }
 
 export interface RunningNodeAgent {
@@ -48,20 +51,31 @@ export async function runNodeAgent(config: NodeAgentConfig, logger: Logger): Pro
       ? await gpuCheckpointFor({ gpus: { kind: 'auto' }, runtime: 'node', logger })
       : undefined;
   const tiers = new PodTiers({ hierarchy, checkpointer: gpu?.checkpointer, clock: systemClock, logger });
-  // No budget and no eviction on the node: what a node holds is what Corral asked it to fetch.
+  const locks = new ModelLocks({ hubDir: config.modelCacheDir });
+  // The models endpoints name, as Corral's latest ensure said them (the agent cannot read Corral's store): the
+  // budget's eviction runs only at the end of an ensure, so it always has a set sent with one.
+  let named: ReadonlySet<string> = new Set();
   const cache = new HubModelCache({
     hubDir: config.modelCacheDir,
     client: new HubClient({ hubUrl: config.hubUrl }),
     clock: systemClock,
     logger: logger.child({ component: 'model-cache' }),
-    diskBudgetBytes: null,
-    namedModels: async () => new Set(),
+    diskBudgetBytes: config.modelDiskBudgetBytes,
+    namedModels: async () => named,
+    removing: (name, removal) => locks.tryHold(name, removal),
   });
   const server = new NodeAgentServer({
     tiers,
     token: config.token,
     logger,
-    models: { cache, hubUrl: config.hubUrl, locks: new ModelLocks({ hubDir: config.modelCacheDir }) },
+    models: {
+      cache,
+      hubUrl: config.hubUrl,
+      locks,
+      tellNamed: (names) => {
+        named = names;
+      },
+    },
   });
   const address = await server.listen(config.host, config.port);
   logger.info(
@@ -71,6 +85,7 @@ export async function runNodeAgent(config: NodeAgentConfig, logger: Logger): Pro
       cgroupRoot: hierarchy.root,
       suspend: tiers.suspendable.available ? 'available' : tiers.suspendable.reason,
       modelCacheDir: config.modelCacheDir,
+      modelDiskBudgetBytes: config.modelDiskBudgetBytes,
       hubUrl: config.hubUrl,
     },
     'node agent listening',

@@ -12,6 +12,7 @@ const answer: WireModels = {
   models: [
     {
       name: 'meta-llama/Llama-3.1-8B',
+      machine: null,
       revision: 'main',
       commit: 'd04e592bb4f6aa9cfee91e2e20afa771667e1d4b',
       files: 7,
@@ -26,6 +27,7 @@ const answer: WireModels = {
     },
     {
       name: 'org/new',
+      machine: null,
       revision: 'refs/pr/1',
       commit: '0123456789abcdef0123456789abcdef01234567',
       files: 3,
@@ -53,6 +55,26 @@ describe('corral models list', () => {
     );
   });
 
+  it("adds a MACHINE column where GPU nodes' caches are listed, the server's own cache named as such", async () => {
+    const [llama] = answer.models;
+    if (!llama) throw new Error('no model');
+    const nodes: WireModels = {
+      scope: 'all',
+      models: [llama, { ...llama, machine: 'gpu-a' }, { ...llama, machine: 'gpu-b', endpoints: [] }],
+    };
+    const h = makeHarness({ routes: { 'GET models': { body: nodes } } });
+    await runCommand(makeModelsCommand(h.deps), ['list']);
+    expect(h.out()).toBe(
+      [
+        'MACHINE   MODEL                    REVISION  COMMIT           SIZE  LAST USED            ENDPOINTS',
+        '(server)  meta-llama/Llama-3.1-8B  main      d04e592bb4f6  16.1 GB  2026-11-29 13:30:05  llm, llm-canary',
+        'gpu-a     meta-llama/Llama-3.1-8B  main      d04e592bb4f6  16.1 GB  2026-11-29 13:30:05  llm, llm-canary',
+        'gpu-b     meta-llama/Llama-3.1-8B  main      d04e592bb4f6  16.1 GB  2026-11-29 13:30:05  -',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('prints the answer with --json', async () => {
     const h = makeHarness({ routes: { 'GET models': { body: answer } } });
     await runCommand(makeModelsCommand(h.deps), ['list', '--json']);
@@ -62,6 +84,7 @@ describe('corral models list', () => {
 
 const pulled = (download: WireCachedModel['download']): WireCachedModel => ({
   name: 'org/new',
+  machine: null,
   revision: 'main',
   commit: '0123456789abcdef0123456789abcdef01234567',
   files: 3,

@@ -1,5 +1,6 @@
 /**
- * `corral models list|pull|rm`: the Hugging Face models in the server's cache (docs/models.md), over `GET models`,
+ * `corral models list|pull|rm`: the Hugging Face models in the server's cache and, on Kubernetes with node agents,
+ * each GPU node's (a MACHINE column then; docs/models.md), over `GET models`,
  * `POST models` (a pull, followed until its download ends: one line redrawn on a terminal, a line every 10 s
  * otherwise) and `DELETE models/{org}/{name}`.
  */
@@ -30,7 +31,7 @@ export function makeModelsCommand(deps: CliDeps): Command {
   models.addCommand(
     addClientOptions(
       newCommand('list', deps).description(
-        'the cached models (an admin key: all; any other: those your endpoints name or you pulled), size, last use, users',
+        'the cached models (an admin key: all; any other: those your endpoints name or you pulled), machine, size, last use, users',
       ),
     ).action((_opts, command: Command) =>
       runWithClient(deps, command, async ({ client, output }) => {
@@ -77,7 +78,9 @@ export function makeModelsCommand(deps: CliDeps): Command {
   models.addCommand(
     addClientOptions(
       newCommand('rm', deps)
-        .description("remove a model from the server's cache (admin keys; not one an endpoint names)")
+        .description(
+          "remove a model from the server's cache and every GPU node's (admin keys; not one an endpoint names)",
+        )
         .argument('<model>', 'org/name')
         .option(
           '--revision <revision>',
@@ -121,7 +124,8 @@ async function follow(
       show({ ...current, download: current.download });
       await deps.sleep(POLL_INTERVAL_MS);
       const found = (await client.listModels()).models.find(
-        (model) => model.name === pulled.name && model.commit === pulled.commit,
+        (model) =>
+          model.name === pulled.name && model.commit === pulled.commit && model.machine === pulled.machine,
       );
       if (found) {
         current = found;
@@ -143,11 +147,26 @@ function cachedLine(model: WireCachedModel): string {
   return `${model.revision} (${model.commit.slice(0, 12)}), ${model.files} files, ${gigabytes(model.bytes)}`;
 }
 
+/** What the MACHINE column says of Corral's own cache (a null machine). */
+const SERVER_MACHINE = '(server)';
+
+/** The table; with a MACHINE column first where a GPU node's cache is listed (Kubernetes with node agents). */
 function formatModels(models: readonly WireCachedModel[]): string {
   if (models.length === 0) return 'No cached models.\n';
+  // A server older than the machine field answers none: undefined, as null, is its own cache.
+  const perMachine = models.some((model) => (model.machine ?? null) !== null);
   return formatTable(
-    ['MODEL', 'REVISION', 'COMMIT', { header: 'SIZE', align: 'right' }, 'LAST USED', 'ENDPOINTS'],
+    [
+      ...(perMachine ? ['MACHINE'] : []),
+      'MODEL',
+      'REVISION',
+      'COMMIT',
+      { header: 'SIZE', align: 'right' },
+      'LAST USED',
+      'ENDPOINTS',
+    ],
     models.map((model) => [
+      ...(perMachine ? [model.machine ?? SERVER_MACHINE] : []),
       model.name,
       model.revision,
       model.commit.slice(0, 12),

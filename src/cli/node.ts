@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { DEFAULT_NODE_AGENT_PORT, DEFAULT_NODE_MODEL_CACHE_DIR, runNodeAgent } from '../app/node-agent.js';
 import { ConfigError } from '../config/settings.js';
-import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
+import { DEFAULT_HUB_URL, modelDiskBudgetBytes } from '../domain/model-refs.js';
 import { createLogger } from '../logger.js';
 import { parseCount } from './args.js';
 
@@ -21,6 +21,7 @@ interface NodeFlags {
   gpus: 'auto' | 'none';
   modelCacheDir: string;
   hubUrl: string;
+  modelDiskBudgetGb?: string;
   logLevel: string;
 }
 
@@ -50,6 +51,15 @@ function hubUrl(text: string): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new ConfigError('invalid --hub-url: it must be http or https');
   return text.replace(/\/+$/, '');
+}
+
+/** `--model-disk-budget-gb`: a positive number of GB, as corral serve's `models.diskBudgetGB`. */
+function diskBudget(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const gigabytes = Number(text);
+  if (text.trim() === '' || !Number.isFinite(gigabytes) || gigabytes <= 0)
+    throw new ConfigError(`invalid --model-disk-budget-gb: ${text} is not a positive number of GB`);
+  return modelDiskBudgetBytes(gigabytes);
 }
 
 export function makeNodeCommand(): Command {
@@ -95,6 +105,12 @@ export function makeNodeCommand(): Command {
         .env('HF_ENDPOINT')
         .default(DEFAULT_HUB_URL),
     )
+    .addOption(
+      new Option(
+        '--model-disk-budget-gb <GB>',
+        "the node's model cache size past which the least recently used model no endpoint names is evicted (default: no budget)",
+      ).env('CORRAL_NODE_MODEL_DISK_BUDGET_GB'),
+    )
     .addOption(new Option('--log-level <level>', 'log level').default('info').env('CORRAL_LOG_LEVEL'));
   command.action(async (flags: NodeFlags) => {
     const logger = createLogger({ level: flags.logLevel, format: 'json' }).child({ role: 'node-agent' });
@@ -111,6 +127,7 @@ export function makeNodeCommand(): Command {
         gpus: flags.gpus,
         modelCacheDir: flags.modelCacheDir,
         hubUrl: hubUrl(flags.hubUrl),
+        modelDiskBudgetBytes: diskBudget(flags.modelDiskBudgetGb),
       },
       logger,
     );

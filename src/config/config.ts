@@ -12,7 +12,7 @@ import type { ImagePullPolicy } from '../domain/endpoint.js';
 import type { IdlePolicy, IdlePolicySettings } from '../domain/idle-policy.js';
 import { DEFAULT_JOB_STREAM_BOUNDS, type JobStreamBounds } from '../domain/job.js';
 import { DEFAULT_LIMITS, type Limits } from '../domain/limits.js';
-import { DEFAULT_HUB_URL } from '../domain/model-refs.js';
+import { DEFAULT_HUB_URL, modelDiskBudgetBytes } from '../domain/model-refs.js';
 import { type Quota, type QuotaSettings, UNLIMITED } from '../domain/quota.js';
 import type { ConfiguredProduct } from '../gpu/products.js';
 import { DEFAULT_STATE_FACTORS, type UsagePrices } from '../ports/usage.js';
@@ -265,8 +265,7 @@ export function loadConfig(sources: ConfigSources): Config {
     connections,
     models: {
       hubUrl: (file.models?.hubUrl ?? DEFAULT_HUB_URL).replace(/\/+$/, ''),
-      diskBudgetBytes:
-        file.models?.diskBudgetGB === undefined ? null : Math.round(file.models.diskBudgetGB * 1e9),
+      diskBudgetBytes: modelDiskBudgetBytes(file.models?.diskBudgetGB),
     },
     webhooks: {
       allowPrivate: webhookAllowPrivate(settings.webhookAllowPrivate, file.webhooks?.allowPrivate),

@@ -1,6 +1,7 @@
 /**
- * `GET models`' wire body (Corral's own, issue 34): the models in this machine's cache; times as ISO 8601. `POST
- * models` answers one `WireCachedModel` and takes a `WireModelPull` (one item of an endpoint's `models`).
+ * `GET models`' wire body (Corral's own, issue 34): the models in Corral's machine's cache and, on Kubernetes with
+ * node agents, in each GPU node's, one entry per revision per machine; times as ISO 8601. `POST models` answers one
+ * `WireCachedModel` and takes a `WireModelPull` (one item of an endpoint's `models`).
  */
 import type { WireModel } from './wire.js';
 
@@ -15,6 +16,8 @@ export interface WireModelUser {
 export interface WireCachedModel {
   /** `org/name`, as on the hub. */
   name: string;
+  /** The GPU node whose cache holds this copy (Kubernetes with node agents); null: Corral's own machine's cache. */
+  machine: string | null;
   /** The branch, tag or `refs/pr/N` that points to the commit here (the commit itself when none does). */
   revision: string;
   commit: string;

@@ -3,7 +3,7 @@
  * a model lives in the hub's cache layout and in a worker. A name and a revision become directories on the machine
  * (`models--{org}--{name}`, `refs/{revision}`), so no `.` or `..` segment, no empty one, and no `--` in a name
  * (the layout's separator, which the hub refuses in repository ids too); one model's problems as validation issues
- * (an endpoint's `models.N`, the body of `POST models`). Pure.
+ * (an endpoint's `models.N`, the body of `POST models`); a cache's disk budget in bytes. Pure.
  */
 import type { ModelRef } from './models.js';
 import type { ValidationIssue } from './validate.js';
@@ -23,6 +23,11 @@ export const DEFAULT_MODEL_REVISION = 'main';
 
 /** The hub models are fetched from unless configured otherwise (`models.hubUrl`, the node agents' `--hub-url`). */
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
+
+/** A model cache's disk budget in bytes from its setting in GB (decimal, as sizes are shown); undefined: none. */
+export function modelDiskBudgetBytes(gigabytes: number | undefined): number | null {
+  return gigabytes === undefined ? null : Math.round(gigabytes * 1e9);
+}
 
 /** Where the hub's clients look in a worker: the RunPod cached-models path, also set as HF_HUB_CACHE. */
 export const WORKER_HUB_CACHE = '/runpod-volume/huggingface-cache/hub';

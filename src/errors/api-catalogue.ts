@@ -171,6 +171,11 @@ export const API_ERROR_CATALOGUE = {
     status: 409,
     description: 'The model is being downloaded into the cache; remove it once its download ends.',
   },
+  MODEL_NODE_UNREACHABLE: {
+    status: 503,
+    description:
+      "A GPU node's agent did not answer a model's removal (metadata.nodes); it was removed from the machines that answered; retry.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ApiErrorReason = keyof typeof API_ERROR_CATALOGUE;

@@ -42,6 +42,11 @@ export interface HubModelCacheOptions {
   namedModels: () => Promise<ReadonlySet<string>>;
   /** Milliseconds between two progress reports to a caller. */
   progressEveryMs?: number;
+  /**
+   * Where other processes fetch into the same directory (node agents sharing a hostPath): runs a removal holding the
+   * model's lock, or answers undefined when another process holds it (it is fetching: not removed). Default: runs it.
+   */
+  removing?: <T>(name: string, removal: () => Promise<T>) => Promise<T | undefined>;
 }
 
 interface Resolution extends ResolvedModel {
@@ -310,10 +315,13 @@ export class HubModelCache implements ModelCache {
 
   async remove(name: string, revision?: string): Promise<ModelRemoval> {
     if (this.inUse.has(name)) return 'downloading';
-    const removed =
+    const removing = this.options.removing ?? ((_name, removal) => removal());
+    const removed = await removing(name, () =>
       revision === undefined
-        ? await removeRepository(this.hubDir, name)
-        : await removeRevision(this.hubDir, name, revision);
+        ? removeRepository(this.hubDir, name)
+        : removeRevision(this.hubDir, name, revision),
+    );
+    if (removed === undefined) return 'downloading';
     if (!removed) return 'not_cached';
     for (const listener of this.removalListeners) listener(name);
     return 'removed';
@@ -336,14 +344,17 @@ export class HubModelCache implements ModelCache {
       budget,
       (name) => named.has(name) || this.inUse.has(name),
     );
+    const removed: string[] = [];
     for (const model of evicted) {
-      await this.remove(model.name);
+      // Another agent fetching it into a shared directory keeps it (this time).
+      if ((await this.remove(model.name)) !== 'removed') continue;
+      removed.push(model.name);
       this.options.logger.info(
         { model: model.name, bytes: model.diskBytes, budgetBytes: budget },
         'evicted a model no endpoint names to keep the model cache within its disk budget',
       );
     }
-    return evicted.map((model) => model.name);
+    return removed;
   }
 }
 

@@ -80,7 +80,7 @@ export class NodeAgentServer {
       const body =
         (await modelRoute(this.#o.models, method, url, request)) ?? (await this.#route(method, url));
       this.#send(response, 200, body);
-      const move = url.pathname.split('/')[4];
+      const move = url.pathname.startsWith('/v1/pods/') ? url.pathname.split('/')[4] : undefined;
       if (move !== undefined)
         this.#o.logger.info(
           { path: url.pathname, ms: Math.round((performance.now() - started) * 10) / 10 },

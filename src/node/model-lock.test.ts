@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ModelLocks, UNWRITTEN_LOCK_MS } from './model-lock.js';
 
 describe("a model's lock in a cache directory several agents share", () => {
@@ -52,5 +52,40 @@ describe("a model's lock in a cache directory several agents share", () => {
     });
     await expect(running.hold('acme/tiny', async () => 'fetched')).resolves.toBe('fetched');
     expect(looks).toBe(3);
+  });
+
+  it("tries the lock without waiting: refused while another agent's live process or this agent's fetch holds it", async () => {
+    writeFileSync(lockFile, '4242');
+    const locks = new ModelLocks({ hubDir, retryMs: 0, alive: () => true });
+    await expect(locks.tryHold('acme/tiny', async () => 'removed')).resolves.toBeUndefined();
+    // The other agent's file is left as it was.
+    expect(readFileSync(lockFile, 'utf8')).toBe('4242');
+
+    rmSync(lockFile);
+    let release: () => void = () => {};
+    const fetching = locks.hold(
+      'acme/tiny',
+      () =>
+        new Promise<string>((resolve) => {
+          release = () => resolve('fetched');
+        }),
+    );
+    await vi.waitFor(() => expect(existsSync(lockFile)).toBe(true));
+    await expect(locks.tryHold('acme/tiny', async () => 'removed')).resolves.toBeUndefined();
+    release();
+    await expect(fetching).resolves.toBe('fetched');
+    await expect(locks.tryHold('acme/tiny', async () => 'removed')).resolves.toBe('removed');
+    expect(existsSync(lockFile)).toBe(false);
+  });
+
+  it('lets a fetch that joined a refused try take the lock once it is free', async () => {
+    writeFileSync(lockFile, '4242');
+    let holderAlive = true;
+    const locks = new ModelLocks({ hubDir, retryMs: 0, alive: () => holderAlive });
+    const tried = locks.tryHold('acme/tiny', async () => 'removed');
+    const fetching = locks.hold('acme/tiny', async () => 'fetched');
+    await expect(tried).resolves.toBeUndefined();
+    holderAlive = false;
+    await expect(fetching).resolves.toBe('fetched');
   });
 });

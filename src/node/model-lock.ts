@@ -5,7 +5,7 @@
  * it. A lock file per repository (`{hubDir}/.corral-locks/models--{org}--{name}`, created exclusively, holding the
  * holder's PID) is held while this agent fetches; the callers within this agent share it. Another agent's lock is
  * waited for, and taken over once its PID is gone (an agent killed mid-fetch; the agents run with hostPID, so PIDs
- * are the machine's).
+ * are the machine's). A removal (or an eviction) only tries the lock: a model another agent is fetching is left.
  */
 import { mkdir, open, readFile, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -39,11 +39,14 @@ function processAlive(pid: number): boolean {
 interface Held {
   /** This agent's callers holding the lock. */
   holders: number;
-  /** The file's taking, shared by them. */
-  taken: Promise<void>;
+  /** The file's taking, shared by them: false when it was tried once and another holds it (tryHold). */
+  taken: Promise<boolean>;
   /** Set when the last holder lets go: resolves once the file is gone (and the entry with it). */
   released?: Promise<void>;
 }
+
+/** What a try that found the lock held answers. */
+const BUSY = Symbol('busy');
 
 export class ModelLocks {
   readonly #o: ModelLocksOptions;
@@ -56,6 +59,23 @@ export class ModelLocks {
 
   /** Runs `work` while this agent holds the model's lock (taken, or waited for, first). */
   async hold<T>(name: string, work: () => Promise<T>): Promise<T> {
+    for (;;) {
+      // BUSY only when this caller joined another's try that failed: the lock is then looked at again.
+      const done = await this.#run(name, work, true);
+      if (done !== BUSY) return done;
+    }
+  }
+
+  /**
+   * Runs `work` holding the model's lock when no one holds it now, this agent or another; else answers undefined at
+   * once (a removal or an eviction, which must not wait behind a fetch, nor remove a model being fetched).
+   */
+  async tryHold<T>(name: string, work: () => Promise<T>): Promise<T | undefined> {
+    const done = await this.#run(name, work, false);
+    return done === BUSY ? undefined : done;
+  }
+
+  async #run<T>(name: string, work: () => Promise<T>, wait: boolean): Promise<T | typeof BUSY> {
     const file = path.join(this.#o.hubDir, '.corral-locks', modelRepoDir(name));
     let held = this.#held.get(file);
     // A lock being let go is gone before it is taken again, so no file this agent finds is one it still holds.
@@ -63,13 +83,14 @@ export class ModelLocks {
       await held.released;
       held = this.#held.get(file);
     }
+    if (held && !wait) return BUSY;
     if (!held) {
-      held = { holders: 0, taken: this.#take(file) };
+      held = { holders: 0, taken: this.#take(file, wait) };
       this.#held.set(file, held);
     }
     held.holders += 1;
     try {
-      await held.taken;
+      if (!(await held.taken)) return BUSY;
       return await work();
     } finally {
       held.holders -= 1;
@@ -77,7 +98,7 @@ export class ModelLocks {
         const done = held;
         done.released = done.taken
           .then(
-            () => unlink(file).catch(() => undefined),
+            (took) => (took ? unlink(file).catch(() => undefined) : undefined),
             () => undefined,
           )
           .finally(() => {
@@ -88,14 +109,15 @@ export class ModelLocks {
     }
   }
 
-  async #take(file: string): Promise<void> {
+  /** Takes the lock file: true once taken; false when `wait` is not set and another holds it. */
+  async #take(file: string, wait: boolean): Promise<boolean> {
     await mkdir(path.dirname(file), { recursive: true });
     for (;;) {
       try {
         const handle = await open(file, 'wx');
         await handle.writeFile(String(process.pid));
         await handle.close();
-        return;
+        return true;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
@@ -103,6 +125,7 @@ export class ModelLocks {
         await unlink(file).catch(() => undefined);
         continue;
       }
+      if (!wait) return false;
       await new Promise((resolve) => setTimeout(resolve, this.#o.retryMs ?? 250));
     }
   }

@@ -2,7 +2,9 @@
  * The node agent's model calls through a real `corral node` process (built in dist/) against the hub stand-in: an
  * ensure fills the node's cache in the hub's layout with the owner's token from the body, its progress is readable
  * while the download runs, the node's models are listed, and a gated model the node already holds is refused to a
- * token without access. The owner's token never shows in the agent's log.
+ * token without access. The owner's token never shows in the agent's log. With `--model-disk-budget-gb`, an ensure
+ * evicts the least recently used model no endpoint names (as the ensure says them) and its answer names it; a model
+ * is removed on request, and one another agent is fetching into the shared directory is not.
  */
 
 import { spawnSync } from 'node:child_process';
@@ -18,9 +20,11 @@ import type { CachedModel } from '../ports/model-cache.js';
 import {
   bearer,
   NODE_AGENT_PATHS,
+  type NodeCachedModel,
   type NodeModelEnsure,
   type NodeModelEnsured,
   type NodeModelProgress,
+  type NodeModelRemoved,
 } from '../runtime/kubernetes/node-agent-protocol.js';
 
 const TOKEN = `agent-${randomUUID()}`;
@@ -28,6 +32,10 @@ const LARGE = 'corral-test/node-large';
 const SHARED = 'corral-test/node-shared';
 const STALE = 'corral-test/node-stale';
 const GATED = 'corral-test/node-gated';
+/** Three models of 1 MB for a budget of 2.5 MB: the third one's fetch evicts one. */
+const KEPT = 'corral-test/budget-kept';
+const OLDEST = 'corral-test/budget-oldest';
+const NEWEST = 'corral-test/budget-newest';
 const GRANTED = `hf_granted_${randomUUID().slice(0, 8)}`;
 const NOT_GRANTED = 'hf_not_granted';
 
@@ -48,6 +56,7 @@ function ensure(
     model: { name, revision: 'main', allowPatterns: [] },
     token,
     hubUrl: hub.url,
+    named: [],
     ...overrides,
   };
   return fetch(`http://127.0.0.1:${port}${NODE_AGENT_PATHS.ensureModel}`, {
@@ -75,6 +84,7 @@ beforeAll(async () => {
       { name: GATED, weightBytes: 1_000_000, access: { kind: 'gated', tokens: [GRANTED] } },
       { name: SHARED, weightBytes: 20_000_000 },
       { name: STALE, weightBytes: 1_000_000 },
+      ...[KEPT, OLDEST, NEWEST].map((name) => ({ name, weightBytes: 1_000_000 })),
     ],
     tokens: [NOT_GRANTED],
   });
@@ -181,4 +191,57 @@ describe("the node agent's model cache", () => {
       expect(existsSync(lock)).toBe(false);
     }
   });
+
+  it('evicts within its disk budget the least recently used model no endpoint names, and says so', async () => {
+    const budgetDir = path.join(root, 'budget-hub');
+    const budgeted = await startNodeAgent({ kind: 'v2', root }, TOKEN, {
+      args: ['--model-cache-dir', budgetDir, '--hub-url', hub.url, '--model-disk-budget-gb', '0.0025'],
+    });
+    try {
+      const answers: NodeModelEnsured[] = [];
+      for (const name of [KEPT, OLDEST, NEWEST]) {
+        // KEPT is named by an endpoint (so the ensures say), and the oldest: OLDEST is the one to go.
+        const answer = await ensure(name, null, { named: [KEPT] }, budgeted.port);
+        expect(answer.status).toBe(200);
+        answers.push((await answer.json()) as NodeModelEnsured);
+      }
+      expect(answers.map((a) => ('evicted' in a ? a.evicted : a))).toEqual([[], [], [OLDEST]]);
+      const listed = await call<NodeCachedModel[]>(budgeted.port, 'GET', NODE_AGENT_PATHS.models);
+      expect(listed.map((m) => m.name).sort()).toEqual([KEPT, NEWEST]);
+      expect(listed.every((m) => m.download === null)).toBe(true);
+      expect(existsSync(path.join(budgetDir, modelRepoDir(OLDEST)))).toBe(false);
+      expect(budgeted.output()).toContain('evicted a model no endpoint names');
+    } finally {
+      await budgeted.stop();
+    }
+  });
+
+  it('removes a model on request, but not one another agent is fetching into the shared directory', async () => {
+    const lock = path.join(cacheDir, '.corral-locks', modelRepoDir(STALE));
+    // A live process other than this agent holds the model's lock: another agent fetching it.
+    writeFileSync(lock, String(process.pid));
+    try {
+      expect(await call<NodeModelRemoved>(agent.port, 'DELETE', NODE_AGENT_PATHS.model(STALE))).toEqual({
+        removal: 'downloading',
+        held: true,
+      });
+    } finally {
+      rmSync(lock, { force: true });
+    }
+    expect(await call<NodeModelRemoved>(agent.port, 'DELETE', NODE_AGENT_PATHS.model(STALE))).toEqual({
+      removal: 'removed',
+      held: false,
+    });
+    expect(existsSync(path.join(cacheDir, modelRepoDir(STALE)))).toBe(false);
+    expect(await call<NodeModelRemoved>(agent.port, 'DELETE', NODE_AGENT_PATHS.model(STALE))).toEqual({
+      removal: 'not_cached',
+      held: false,
+    });
+  });
 });
+
+async function call<T>(port: number, method: string, path: string): Promise<T> {
+  const answer = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: bearer(TOKEN) });
+  expect(answer.status).toBe(200);
+  return (await answer.json()) as T;
+}

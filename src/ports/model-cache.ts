@@ -3,7 +3,8 @@
  * Corral uses it. Implemented in `models/` (the hub's HTTP protocol, the cache directory, downloads shared between
  * callers); read by the API (checks at create, `GET models`, `POST models` and `DELETE models/{org}/{name}`) and the
  * controller (a worker waits in `downloading` until its models are on its machine, then they are mounted; a model
- * removed from the cache is fetched again for the next worker that needs it).
+ * removed from the cache is fetched again for the next worker that needs it). `MachineModelCaches`: the workers'
+ * machines' own caches, where the runtime keeps them (the GPU nodes', on Kubernetes with node agents).
  */
 import type { ModelRef } from '../domain/models.js';
 
@@ -41,6 +42,12 @@ export interface CheckedModel extends ResolvedModel {
 
 /** What `remove` did: removed, found nothing of that name (and revision), or refused while a download of it runs. */
 export type ModelRemoval = 'removed' | 'not_cached' | 'downloading';
+
+/** Several caches' removals as one: refused where any refused (a download), else removed where any removed. */
+export function combinedRemoval(removals: readonly ModelRemoval[]): ModelRemoval {
+  if (removals.includes('downloading')) return 'downloading';
+  return removals.includes('removed') ? 'removed' : 'not_cached';
+}
 
 /** A download in flight (or finished), as the API, the CLI and the dashboard show it. */
 export interface ModelProgress {
@@ -91,4 +98,29 @@ export interface ModelCache {
   remove(name: string, revision?: string): Promise<ModelRemoval>;
   /** Tells `listener` the name of each model removed from here (by `remove` or eviction); returns its unsubscribe. */
   onRemoved(listener: (name: string) => void): () => void;
+}
+
+/** A model in the cache of one of the machines workers run on (a GPU node's, on Kubernetes with node agents). */
+export interface MachineModel extends CachedModel {
+  /** The machine (the node's name). */
+  machine: string;
+  download: ModelProgress | null;
+}
+
+/** A removal from every machine: what it did, and the machines that did not answer (nothing known there). */
+export interface MachineRemoval {
+  removal: ModelRemoval;
+  unreachable: { machine: string; message: string }[];
+}
+
+/**
+ * The caches of the machines workers run on, where each keeps its own and the runtime fills them (Kubernetes with
+ * node agents: each GPU node's): the controller fetches through them, `GET models` lists them per machine, and
+ * `DELETE models/{org}/{name}` removes from every one. A model removed from any of them is told to `onRemoved`.
+ */
+export interface MachineModelCaches extends Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> {
+  /** Every machine's models; a machine that does not answer is left out (and logged). */
+  listMachines(): Promise<MachineModel[]>;
+  /** Removes a model (one revision, or every one) from every machine. */
+  removeEverywhere(name: string, revision?: string): Promise<MachineRemoval>;
 }

@@ -3,7 +3,7 @@
  * only ever talks to this. A worker is one container / process / pod running one endpoint revision.
  */
 import type { ImagePullPolicy } from '../domain/endpoint.js';
-import type { ModelCache } from '../ports/model-cache.js';
+import type { MachineModelCaches } from '../ports/model-cache.js';
 import type { IdleTier, IdleTiers } from './idle-tiers.js';
 
 export const LABEL_PREFIX = 'corral.dev/';
@@ -260,7 +260,7 @@ export interface WorkerRuntime {
    * Present where the workers' machines keep their own model caches, filled by the runtime (kubernetes with node
    * agents: each GPU node's cache); absent: the models are fetched into this machine's cache (docs/models.md).
    */
-  readonly modelCache?: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> | undefined;
+  readonly modelCache?: MachineModelCaches | undefined;
   /**
    * True where `create` makes the image present on the machine the worker runs on by itself, sharing a pull under way
    * there (kubernetes: the kubelet pulls through the node's containerd): a worker start need not wait for the

@@ -1,8 +1,8 @@
 /**
  * An operator's hand on the machine's model cache (issue 34, docs/models.md): `POST models` pulls a model with the
  * caller's own token (validated and checked on the hub as one item of an endpoint's `models` is, then downloaded
- * after the answer), and `DELETE models/{org}/{name}` removes one (refused while an endpoint names it or while it is
- * downloaded). Who pulled which model is remembered in this process, so an owner's `GET models` shows what it pulled.
+ * after the answer), and `DELETE models/{org}/{name}` removes one from this machine's cache and every workers'
+ * machine's (the GPU nodes', through their agents): refused while an endpoint names it or while it is downloaded. Who pulled which model is remembered in this process, so an owner's `GET models` shows what it pulled.
  */
 import { modelIssues, modelLabel, modelNameProblem, modelRevisionProblem } from '../domain/model-refs.js';
 import type { ModelRef } from '../domain/models.js';
@@ -10,6 +10,8 @@ import type { ValidationIssue } from '../domain/validate.js';
 import { ApiError } from '../errors/api-catalogue.js';
 import {
   type CachedModel,
+  combinedRemoval,
+  type MachineModelCaches,
   type ModelCache,
   type ModelProgress,
   ModelRefusedError,
@@ -18,6 +20,8 @@ import { ModelAccess, type SecretValue } from './model-access.js';
 
 export interface ModelPullsOptions {
   cache: Pick<ModelCache, 'check' | 'ensure' | 'list' | 'progress' | 'remove'>;
+  /** The workers' machines' own caches (the GPU nodes'): a removal is from them too. */
+  machines?: Pick<MachineModelCaches, 'removeEverywhere'> | undefined;
   secretValue: SecretValue;
   /** Model name -> the endpoints naming it, of every owner. */
   users: () => Promise<ReadonlyMap<string, readonly { endpointId: string; endpointName: string }[]>>;
@@ -139,11 +143,25 @@ export class ModelPulls {
         { model: name, endpoints: users.map((user) => ({ ...user })) },
       );
     }
-    const removal = await this.#o.cache.remove(name, revision);
+    const [own, machines] = await Promise.all([
+      this.#o.cache.remove(name, revision),
+      this.#o.machines?.removeEverywhere(name, revision),
+    ]);
+    const removal = combinedRemoval(machines ? [own, machines.removal] : [own]);
+    if (removal !== 'downloading' && machines && machines.unreachable.length > 0)
+      throw new ApiError(
+        'MODEL_NODE_UNREACHABLE',
+        `model ${label} could not be removed from ${machines.unreachable.map((m) => `${m.machine} (${m.message})`).join(', ')}; removed from the machines that answered; retry`,
+        { model: name, nodes: machines.unreachable.map((m) => m.machine) },
+      );
     if (removal === 'not_cached')
-      throw new ApiError('MODEL_NOT_CACHED', `model ${label} is not in this machine's cache`, {
-        model: name,
-      });
+      throw new ApiError(
+        'MODEL_NOT_CACHED',
+        `model ${label} is not in ${machines ? 'any' : 'this'} machine's cache`,
+        {
+          model: name,
+        },
+      );
     if (removal === 'downloading')
       throw new ApiError('MODEL_DOWNLOADING', `model ${name} is being downloaded; remove it once that ends`, {
         model: name,

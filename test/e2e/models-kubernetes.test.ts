@@ -3,8 +3,13 @@
  * scheduler), two real `corral node` processes as the agents of two GPU nodes (127.0.0.1 and 127.0.0.2, one port),
  * and the hub stand-in: a worker of an endpoint that names a model waits in `downloading` with the bytes of both
  * nodes summed while their agents fetch it into their nodes' caches, both nodes are labelled as holding it, and only
- * then is its pod made, requiring that label and mounting the model from the nodes' cache directory.
+ * then is its pod made, requiring that label and mounting the model from the nodes' cache directory. With the agents
+ * over their disk budget, the model an endpoint names is kept (the store's named models sent with each fetch).
+ * `GET models`, `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each
+ * node, with the endpoint naming it; `DELETE models/...` is refused while the endpoint names it, and once it is
+ * deleted removes the model from both nodes and their labels.
  */
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,15 +21,18 @@ import { labelSelector, type Node } from '../../src/runtime/kubernetes/api.js';
 import { clientApi } from '../../src/runtime/kubernetes/client-api.js';
 import { modelNodeLabel } from '../../src/runtime/kubernetes/pod-spec.js';
 import { LABELS } from '../../src/runtime/types.js';
+import { chromiumAvailable, openSuiteBrowser, signIn } from '../support/browser.js';
 import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import { KubeStandIn } from '../support/kube-stand-in.js';
 import { type NodeAgentProcess, startNodeAgent } from '../support/node-agent-process.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import { CORRAL_BIN, callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { TestKubelet } from '../support/test-kubelet.js';
 
 const KEY = 'e2e-models-kubernetes-operator-0123';
 const NS = 'corral-workers';
 const MODEL = 'corral-test/kube-llm';
+/** 60 MB: with MODEL's 100 MB over the agents' budget of 150 MB, so its fetch runs the nodes' eviction. */
+const OTHER = 'corral-test/kube-other';
 const AGENT_TOKEN = `agent-${randomUUID()}`;
 const NODES = [
   { name: 'gpu-a', address: '127.0.0.1' },
@@ -46,6 +54,21 @@ function gpuNode(name: string, address: string): Node {
   };
 }
 
+/** An endpoint of one worker of one GPU whose workers load `model`. */
+function modelEndpoint(appName: string, model: string) {
+  return {
+    endpoint: {
+      appName,
+      image: { image: 'corral-test-worker:latest' },
+      ports: [{ port: 8000 }],
+      workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
+      healthy: { path: '/health' },
+      products: [{ id: 'h100-80g' }],
+      models: [{ name: model }],
+    },
+  };
+}
+
 describe('models on the kubernetes runtime with node agents, under corral serve', () => {
   let dataDir: string;
   let hub: HubStandIn;
@@ -58,7 +81,12 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-k8s-models-'));
-    hub = await startHubStandIn({ models: [{ name: MODEL, weightBytes: 100_000_000 }] });
+    hub = await startHubStandIn({
+      models: [
+        { name: MODEL, weightBytes: 100_000_000 },
+        { name: OTHER, weightBytes: 60_000_000 },
+      ],
+    });
     standIn = new KubeStandIn();
     await standIn.start();
     let port = 0;
@@ -67,7 +95,14 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
         listen: node.address,
         port,
-        args: ['--model-cache-dir', join(dataDir, node.name), '--hub-url', hub.url],
+        args: [
+          '--model-cache-dir',
+          join(dataDir, node.name),
+          '--hub-url',
+          hub.url,
+          '--model-disk-budget-gb',
+          '0.15',
+        ],
       });
       port = agent.port;
       agents.push(agent);
@@ -117,17 +152,7 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       ],
       { CORRAL_DATA_DIR: dataDir, CORRAL_API_KEY: KEY },
     );
-    const created = await callApi(server, KEY, 'endpoint/create', {
-      endpoint: {
-        appName: 'kube-models',
-        image: { image: 'corral-test-worker:latest' },
-        ports: [{ port: 8000 }],
-        workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1 },
-        healthy: { path: '/health' },
-        products: [{ id: 'h100-80g' }],
-        models: [{ name: MODEL }],
-      },
-    });
+    const created = await callApi(server, KEY, 'endpoint/create', modelEndpoint('kube-models', MODEL));
     expect(created.status, created.text).toBe(200);
     const id = created.body.id as string;
     const workers = async () =>
@@ -169,5 +194,83 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       name: 'volume-0',
       hostPath: { path: `/var/lib/corral/models/hub/${modelRepoDir(MODEL)}`, type: 'Directory' },
     });
+  });
+
+  it("keeps within the nodes' disk budgets the model an endpoint names, as the store says (it is the older one)", async () => {
+    const running = server as ServeProcess;
+    const other = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-other', OTHER));
+    expect(other.status, other.text).toBe(200);
+    const labelOf = (name: string, node: string) =>
+      standIn.nodes().find((n) => n.metadata?.name === node)?.metadata?.labels?.[
+        modelNodeLabel(modelRepoDir(name))
+      ];
+    await vi.waitFor(() => expect(NODES.map((n) => labelOf(OTHER, n.name))).toEqual(['true', 'true']), {
+      timeout: 30_000,
+      interval: 100,
+    });
+    // Both nodes are over their budget (160 MB of 150), and the only model to evict is the one the first endpoint
+    // names: Corral sent the store's named models with the fetch, so it stays, on disk and labelled.
+    for (const node of NODES) {
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(MODEL), 'refs', 'main'))).toBe(true);
+      expect(labelOf(MODEL, node.name)).toBe('true');
+    }
+    await callApi(running, KEY, 'endpoint/delete', { id: other.body.id });
+  });
+
+  it.runIf(chromiumAvailable())(
+    "shows each node's copy in the dashboard's Models page, a Machine column",
+    async () => {
+      const at = await openSuiteBrowser();
+      try {
+        await signIn(at.page, (server as ServeProcess).apiUrl, KEY);
+        await at.page.getByRole('link', { name: 'Models', exact: true }).click();
+        await at.page.getByTestId('models-table').waitFor();
+        await expect(at.page.getByRole('columnheader', { name: 'Machine' }).count()).resolves.toBe(1);
+        const machines = await at.page
+          .locator(`tr[data-model="${MODEL}"] [data-testid="model-machine"]`)
+          .allTextContents();
+        expect(machines.sort()).toEqual(NODES.map((n) => n.name));
+      } finally {
+        await at.browser.close();
+      }
+    },
+  );
+
+  it('lists the model on each node with its endpoint, and removes it from every node once no endpoint names it', async () => {
+    const running = server as ServeProcess;
+    const listing = await callApi(running, KEY, 'models');
+    expect(listing.status, listing.text).toBe(200);
+    const onNodes = (
+      listing.body.models as { name: string; machine: string | null; endpoints: unknown[] }[]
+    ).filter((m) => m.name === MODEL && m.machine !== null);
+    expect(onNodes.map((m) => m.machine).sort()).toEqual(NODES.map((n) => n.name));
+    expect(onNodes.every((m) => m.endpoints.length === 1)).toBe(true);
+    const cli = spawnSync(process.execPath, [CORRAL_BIN, 'models', 'list', '--api-url', running.apiUrl], {
+      env: { ...process.env, CORRAL_API_KEY: KEY },
+      encoding: 'utf8',
+    });
+    expect(cli.stdout).toMatch(/^MACHINE +MODEL/);
+    for (const node of NODES) expect(cli.stdout).toMatch(new RegExp(`^${node.name} +${MODEL} +main`, 'm'));
+
+    const remove = () =>
+      fetch(`${running.apiUrl}/gpu-instance/openapi/v1/models/${MODEL}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+    const named = await remove();
+    expect(named.status).toBe(409);
+    expect(((await named.json()) as { reason: string }).reason).toBe('MODEL_IN_USE');
+    const endpoints = (await callApi(running, KEY, 'endpoints')).body.endpoints as { id: string }[];
+    for (const { id } of endpoints) await callApi(running, KEY, 'endpoint/delete', { id });
+    expect((await remove()).status).toBe(204);
+    const label = modelNodeLabel(modelRepoDir(MODEL));
+    for (const node of NODES) {
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(MODEL)))).toBe(false);
+      expect(
+        standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+      ).toBeUndefined();
+    }
+    const after = await callApi(running, KEY, 'models');
+    expect((after.body.models as { name: string }[]).filter((m) => m.name === MODEL)).toEqual([]);
   });
 });

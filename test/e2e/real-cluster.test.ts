@@ -315,6 +315,15 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     const label = modelNodeLabel(repoDir);
     const labelled = cluster.json(['get', 'nodes', '-l', label]).items.map((n: any) => n.metadata.name);
     expect(labelled.sort()).toEqual(cluster.nodes().sort());
+    // GET models lists the model in every GPU node's cache, by the node's name, with the endpoint naming it.
+    const listed = (await call('models')).body.models as {
+      name: string;
+      machine: string | null;
+      endpoints: { endpointId: string }[];
+    }[];
+    const onNodes = listed.filter((m) => m.name === MODEL && m.machine !== null);
+    expect(onNodes.map((m) => m.machine).sort()).toEqual(cluster.nodes().sort());
+    expect(onNodes.every((m) => m.endpoints.some((e) => e.endpointId === id))).toBe(true);
     // This machine's nodes share one host directory (one filesystem under every kubelet), which their agents fill
     // one at a time: the model's bytes came once, or at most once per node.
     const sent = hub.cdnBytesSent();

@@ -8,12 +8,14 @@ import {
   nextReadMs,
   pullBody,
   pullErrorField,
+  showsMachines,
 } from './models-view.js';
 
 const NOW = Date.parse('2026-11-29T12:00:00.000Z');
 
 const model = (over: Partial<WireCachedModel> = {}): WireCachedModel => ({
   name: 'acme/tiny-llm',
+  machine: null,
   revision: 'main',
   commit: '0123456789abcdef0123456789abcdef01234567',
   files: 4,
@@ -30,6 +32,7 @@ describe('a cached model’s row', () => {
     expect(modelRows([model()], NOW)).toEqual([
       {
         key: 'acme/tiny-llm@main',
+        machine: null,
         name: 'acme/tiny-llm',
         revision: 'main',
         commitShort: '0123456789ab',
@@ -50,6 +53,17 @@ describe('a cached model’s row', () => {
   it('keeps two revisions of one repository apart', () => {
     const keys = modelRows([model(), model({ revision: 'refs/pr/1' })], NOW).map((r) => r.key);
     expect(keys).toEqual(['acme/tiny-llm@main', 'acme/tiny-llm@refs/pr/1']);
+  });
+
+  it('keeps the copies of GPU nodes apart and shows the Machine column only when a node is listed', () => {
+    const rows = modelRows([model(), model({ machine: 'gpu-a' }), model({ machine: 'gpu-b' })], NOW);
+    expect(rows.map((r) => [r.key, r.machine])).toEqual([
+      ['acme/tiny-llm@main', null],
+      ['acme/tiny-llm@main on gpu-a', 'gpu-a'],
+      ['acme/tiny-llm@main on gpu-b', 'gpu-b'],
+    ]);
+    expect(showsMachines(rows)).toBe(true);
+    expect(showsMachines(modelRows([model()], NOW))).toBe(false);
   });
 });
 

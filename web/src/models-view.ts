@@ -1,5 +1,6 @@
 /**
- * The Models page's view (pure, tested): each cached model's row (sizes, commit, last use), a download's progress
+ * The Models page's view (pure, tested): each cached model's row (its machine, sizes, commit, last use), a download's
+ * progress
  * in the words of the worker's `downloading` message (domain/transfer-text.ts, through the client), how often to
  * read again (while a download runs, never otherwise), the Pull form's request body, and beside which field an
  * API error is shown.
@@ -28,8 +29,10 @@ export interface DownloadView {
 }
 
 export interface ModelRow {
-  /** `org/name@revision`: unique in a listing. */
+  /** `org/name@revision`, and ` on {node}` for a GPU node's copy: unique in a listing. */
   key: string;
+  /** The GPU node whose cache holds it (Kubernetes with node agents); null: the server's own cache. */
+  machine: string | null;
   name: string;
   revision: string;
   /** The commit's first 12 characters, as the hub's pages show it. */
@@ -57,7 +60,9 @@ export function downloadView(download: NonNullable<WireCachedModel['download']>)
 
 export function modelRows(models: readonly WireCachedModel[], nowMs: number): ModelRow[] {
   return models.map((m) => ({
-    key: `${m.name}@${m.revision}`,
+    key: `${m.name}@${m.revision}${m.machine ? ` on ${m.machine}` : ''}`,
+    // A server older than the machine field answers none: its own cache.
+    machine: m.machine ?? null,
     name: m.name,
     revision: m.revision,
     commitShort: m.commit.slice(0, 12),
@@ -68,6 +73,11 @@ export function modelRows(models: readonly WireCachedModel[], nowMs: number): Mo
     endpoints: m.endpoints,
     download: m.download === null ? null : downloadView(m.download),
   }));
+}
+
+/** Whether the table has a Machine column: where a GPU node's cache is listed (Kubernetes with node agents). */
+export function showsMachines(rows: readonly ModelRow[]): boolean {
+  return rows.some((row) => row.machine !== null);
 }
 
 /** The next read's delay: every second while a model downloads; none (the page stops reading) otherwise. */

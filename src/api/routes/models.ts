@@ -1,7 +1,8 @@
 /**
  * `GET models`, `POST models` and `DELETE models/{org}/{name}` (Corral's own, issue 34): the models in this
- * machine's cache (docs/models.md), with their size, last use and the endpoints that name them; a pull with the
- * caller's token; a removal. An admin key sees every cached model and every owner's endpoints; any other key sees
+ * machine's cache and in the workers' machines' own (the GPU nodes', on Kubernetes with node agents; docs/models.md),
+ * each entry naming its machine, with their size, last use and the endpoints that name them; a pull with the
+ * caller's token; a removal (from every machine). An admin key sees every cached model and every owner's endpoints; any other key sees
  * only the models its own endpoints name or it pulled (which models other owners cache is theirs to know). Only an
  * admin key removes a model: the cache is shared between owners (docs/security.md).
  */
@@ -9,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { parseModelBody } from '../../contract/endpoint-input.js';
 import { validationError } from '../../contract/errors.js';
 import type { WireCachedModel, WireModels, WireModelUser } from '../../contract/models.js';
-import type { CachedModel, ModelCache, ModelProgress } from '../../ports/model-cache.js';
+import type { CachedModel, MachineModelCaches, ModelCache, ModelProgress } from '../../ports/model-cache.js';
 import type { ModelPulls } from '../../service/model-pulls.js';
 import { requireAdmin } from '../../service/principal.js';
 
@@ -18,6 +19,8 @@ export type ModelUser = WireModelUser;
 
 export interface ModelsReport {
   cache: Pick<ModelCache, 'list' | 'progress'>;
+  /** The workers' machines' own caches, where the runtime keeps them (the GPU nodes'): listed, removed from. */
+  machines?: Pick<MachineModelCaches, 'listMachines' | 'removeEverywhere'> | undefined;
   /** Model name -> the endpoints naming it: one owner's, or (null) every owner's. */
   users(ownerId: string | null): Promise<ReadonlyMap<string, ModelUser[]>>;
   /** Pulls and removals; absent: `GET models` only. */
@@ -28,9 +31,11 @@ function wireModel(
   model: CachedModel,
   download: ModelProgress | null,
   users: ReadonlyMap<string, ModelUser[]>,
+  machine: string | null = null,
 ): WireCachedModel {
   return {
     name: model.name,
+    machine,
     revision: model.revision,
     commit: model.commit,
     files: model.files,
@@ -50,14 +55,18 @@ export function registerModelRoutes(api: FastifyInstance, report: ModelsReport):
   api.get('/models', async (request): Promise<WireModels> => {
     const { admin, ownerId } = request.principal;
     const users = await report.users(admin ? null : ownerId);
-    const cached = await report.cache.list();
+    const visible = (model: CachedModel) =>
+      admin || users.has(model.name) || report.pulls?.pulledBy(ownerId, model.name) === true;
+    const [cached, onMachines] = await Promise.all([
+      report.cache.list(),
+      report.machines?.listMachines() ?? Promise.resolve([]),
+    ]);
     return {
       scope: admin ? 'all' : 'own',
-      models: cached
-        .filter(
-          (model) => admin || users.has(model.name) || report.pulls?.pulledBy(ownerId, model.name) === true,
-        )
-        .map((model) => wireModel(model, report.cache.progress(model), users)),
+      models: [
+        ...cached.filter(visible).map((model) => wireModel(model, report.cache.progress(model), users)),
+        ...onMachines.filter(visible).map((model) => wireModel(model, model.download, users, model.machine)),
+      ],
     };
   });
 

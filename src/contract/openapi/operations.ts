@@ -519,10 +519,11 @@ function operations(): Operation[] {
       method: 'get',
       path: v1('/models'),
       operationId: 'getModels',
-      summary: "List the models in this machine's cache",
+      summary: "List the models in this machine's cache and the GPU nodes'",
       description:
         "Corral's own (docs/models.md). An admin key sees every cached model; any other key only the models its " +
-        'endpoints name. Each with its size, last use and the endpoints naming it.',
+        'endpoints name. Each with its machine (a GPU node on Kubernetes with node agents; null: this machine), ' +
+        'its size, last use and the endpoints naming it.',
       tag: 'Models',
       auth: true,
       response: json('Models', 'The cached models.'),
@@ -555,11 +556,12 @@ function operations(): Operation[] {
       method: 'delete',
       path: v1('/models/{org}/{name}'),
       operationId: 'removeModel',
-      summary: "Remove a model from this machine's cache (admin keys only)",
+      summary: "Remove a model from this machine's cache and the GPU nodes' (admin keys only)",
       description:
         "Corral's own (docs/models.md). Every revision of the repository, or the one named; blobs another revision " +
         'still links stay. Refused while an endpoint names the model (409 MODEL_IN_USE, metadata.endpoints) or ' +
-        'while it is being downloaded (409 MODEL_DOWNLOADING: not cancelled).',
+        'while it is being downloaded (409 MODEL_DOWNLOADING: not cancelled). On Kubernetes with node agents, from ' +
+        'every GPU node too (503 MODEL_NODE_UNREACHABLE when an agent does not answer).',
       tag: 'Models',
       auth: true,
       parameters: [
@@ -578,7 +580,14 @@ function operations(): Operation[] {
         ),
       ],
       response: { description: 'Removed.', status: '204' },
-      errors: ['ADMIN_REQUIRED', 'INVALID_FIELD', 'MODEL_IN_USE', 'MODEL_NOT_CACHED', 'MODEL_DOWNLOADING'],
+      errors: [
+        'ADMIN_REQUIRED',
+        'INVALID_FIELD',
+        'MODEL_IN_USE',
+        'MODEL_NOT_CACHED',
+        'MODEL_DOWNLOADING',
+        'MODEL_NODE_UNREACHABLE',
+      ],
     },
     {
       method: 'get',

@@ -592,10 +592,18 @@ export function responseSchemas(): Record<string, Schema> {
       scope: str('all: an admin key sees every cached model; own: the models your endpoints name.', {
         enum: ['all', 'own'],
       }),
-      models: arrayOf(ref('CachedModel'), 'By name, one entry per cached revision.'),
+      models: arrayOf(
+        ref('CachedModel'),
+        "One entry per cached revision per machine: this machine's cache first, then each GPU node's.",
+      ),
     }),
     CachedModel: object({
       name: str('org/name, as on the hub.'),
+      machine: {
+        anyOf: [str(), { type: 'null' }],
+        description:
+          "The GPU node whose cache holds this copy (Kubernetes with node agents); null: this machine's own cache.",
+      },
       revision: str(
         'The branch, tag or refs/pr/N that points to the commit here (the commit when none does).',
       ),

@@ -45,6 +45,8 @@ export interface KubernetesSettings {
   };
   /** The hub models are checked on (`models.hubUrl`): the agents must fetch from the same one. */
   modelsHubUrl?: string;
+  /** The models endpoints name (the store's): sent to the node agents, whose disk budgets never evict them. */
+  namedModels?: () => Promise<ReadonlySet<string>>;
 }
 
 /** Where the token file is set: the config file, or the setting that overrides it. */
@@ -122,6 +124,7 @@ export async function connectKubernetes(
     ...(context.installationId === undefined ? {} : { installationId: context.installationId }),
     logger: context.logger,
     products: settings.products.map((p) => p.id),
+    ...(settings.namedModels ? { namedModels: settings.namedModels } : {}),
     ...(settings.nodeAgent === undefined
       ? {}
       : {

@@ -57,6 +57,8 @@ export interface KubernetesRuntimeOptions {
   maxWritesInFlight?: number;
   /** The node agents (`corral node`) that freeze idle pods; without them there are no idle tiers. */
   nodeAgent?: NodeAgentSettings;
+  /** The models endpoints name, sent to the node agents (their disk budgets never evict them); default none. */
+  namedModels?: () => Promise<ReadonlySet<string>>;
   /** How long an image pre-pull waits for its nodes (image-prepull.ts); default 15 minutes. */
   prepullDeadlineMs?: number;
   /** What time it is (epoch ms), for the age of pre-pull pods left behind; default Date.now. */
@@ -144,6 +146,7 @@ export class KubernetesRuntime implements WorkerRuntime {
               return this.#nodes.modelNodes();
             },
             labelNode: (name, labels) => options.api.patchNodeLabels(name, labels),
+            namedModels: options.namedModels ?? (async () => new Set()),
             logger,
           })
         : undefined;

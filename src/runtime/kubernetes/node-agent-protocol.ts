@@ -3,11 +3,12 @@
  * src/node/): its paths, its bearer token header and the shapes of its answers, in one place for both sides. Every
  * call carries `Authorization: Bearer <token>` (the Secret both mount); an error answers the shape every Corral
  * error has (`reason`: a code of src/errors/node-agent-catalogue.ts). The model calls fill the node's hub cache (the
- * hostPath the worker pods mount; docs/models.md, On Kubernetes): the one body the agent reads is an ensure's, which
- * carries the owner's hub token (never in a path or a query, never logged).
+ * hostPath the worker pods mount; docs/models.md, On Kubernetes), list it and remove from it: the one body the agent
+ * reads is an ensure's, which carries the owner's hub token (never in a path or a query, never logged) and the models
+ * endpoints name (which the node's disk budget never evicts: the agent cannot read Corral's store).
  */
 import type { ModelRef } from '../../domain/models.js';
-import type { CachedModel, ModelProgress, ModelRefusal } from '../../ports/model-cache.js';
+import type { CachedModel, ModelProgress, ModelRefusal, ModelRemoval } from '../../ports/model-cache.js';
 
 /** The port the agent listens on (hostNetwork) unless configured otherwise. */
 export const DEFAULT_NODE_AGENT_PORT = 9479;
@@ -30,8 +31,10 @@ export const NODE_AGENT_PATHS = {
   pod: (uid: string) => `/v1/pods/${encodeURIComponent(uid)}`,
   /** POST: a tier move of the pod; suspend and restore take `?deadlineMs=`. */
   move: (uid: string, move: PodTierMove) => `/v1/pods/${encodeURIComponent(uid)}/${move}`,
-  /** GET: the models in the node's cache (CachedModel[], those being downloaded too). */
+  /** GET: the models in the node's cache (NodeCachedModel[], those being downloaded too). */
   models: '/v1/models',
+  /** DELETE, `?revision=` for one revision: remove a model from the node's cache (NodeModelRemoved). */
+  model: (name: string) => `/v1/models/${name.split('/').map(encodeURIComponent).join('/')}`,
   /** POST: make a model present in the node's cache (NodeModelEnsure); answers when it is (NodeModelEnsured). */
   ensureModel: '/v1/models/ensure',
   /** GET `?name=&revision=`: the download of a model under way on the node (NodeModelProgress). */
@@ -47,10 +50,29 @@ export interface NodeModelEnsure {
   model: Pick<ModelRef, 'name' | 'revision' | 'allowPatterns'>;
   token: string | null;
   hubUrl: string;
+  /**
+   * The models (`org/name`) endpoints name now, every owner's: the node's disk budget (`--model-disk-budget-gb`)
+   * never evicts them. Eviction runs only at the end of an ensure, so the set the latest ensure carried is current.
+   */
+  named: string[];
 }
 
-/** An ensure's answer: the model present in the node's cache, or the hub's refusal of the token. */
-export type NodeModelEnsured = { model: CachedModel } | { refusal: ModelRefusal };
+/**
+ * An ensure's answer: the model present in the node's cache (with the models removed from the node while it ran,
+ * evicted by its disk budget: their node labels go), or the hub's refusal of the token.
+ */
+export type NodeModelEnsured = { model: CachedModel; evicted: string[] } | { refusal: ModelRefusal };
+
+/** A model in the node's cache as the listing says it: with its download under way, if any. */
+export interface NodeCachedModel extends CachedModel {
+  download: ModelProgress | null;
+}
+
+/** A removal's answer: what it did, and whether the node still holds a revision of the model (its label stays). */
+export interface NodeModelRemoved {
+  removal: ModelRemoval;
+  held: boolean;
+}
 
 /** A progress's answer: null when no download of that model is under way on the node. */
 export interface NodeModelProgress {

@@ -2,8 +2,10 @@
  * The Kubernetes runtime's model cache (node-model-cache.ts) over the API stand-in, with two real node agents
  * (`corral node`, built in dist/) as two GPU nodes (127.0.0.1 and 127.0.0.2, one port, as hostNetwork agents are)
  * and the hub stand-in: an ensure fills both nodes' caches, reports their bytes summed while it runs, and labels both
- * nodes as holding the model; a gated model the nodes hold is refused to a token without access; a node whose agent
- * does not answer is unlabelled while the other takes the model.
+ * nodes as holding the model; a gated model the nodes hold is refused to a token without access; the agents' disk
+ * budgets evict a model no endpoint names (the runtime's named models sent with each ensure), which is unlabelled and
+ * told as removed; each node's models are listed by node; a removal empties and unlabels every node; a node whose
+ * agent does not answer is unlabelled while the other takes the model, and named by a removal as unreachable.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +28,8 @@ const TOKEN = `agent-${randomUUID()}`;
 const LARGE = 'corral-test/cluster-large';
 const GATED = 'corral-test/cluster-gated';
 const LONE = 'corral-test/cluster-lone';
+/** 10 MB: with LARGE (30 MB) and GATED (1 MB) over the agents' budget of 35 MB. */
+const EVICTOR = 'corral-test/cluster-evictor';
 const GRANTED = `hf_granted_${randomUUID().slice(0, 8)}`;
 const NOT_GRANTED = 'hf_not_granted';
 const NODES = [
@@ -40,6 +44,9 @@ let cluster: StandInCluster;
 let root: string;
 let runtime: KubernetesRuntime;
 const agents: NodeAgentProcess[] = [];
+/** The models endpoints name, as the runtime's store would say them. */
+let named = new Set<string>();
+const removed: string[] = [];
 
 const cacheOf = (node: string) => path.join(root, node, 'hub');
 const labelsOf = (node: string) =>
@@ -52,6 +59,7 @@ beforeAll(async () => {
       { name: LARGE, weightBytes: 30_000_000, shards: 2 },
       { name: GATED, weightBytes: 1_000_000, access: { kind: 'gated', tokens: [GRANTED] } },
       { name: LONE, weightBytes: 1_000_000 },
+      { name: EVICTOR, weightBytes: 10_000_000 },
     ],
     tokens: [NOT_GRANTED],
   });
@@ -68,7 +76,14 @@ beforeAll(async () => {
     const agent = await startNodeAgent({ kind: 'v2', root }, TOKEN, {
       listen: node.address,
       port,
-      args: ['--model-cache-dir', cacheOf(node.name), '--hub-url', hub.url],
+      args: [
+        '--model-cache-dir',
+        cacheOf(node.name),
+        '--hub-url',
+        hub.url,
+        '--model-disk-budget-gb',
+        '0.035',
+      ],
     });
     port = agent.port;
     agents.push(agent);
@@ -82,8 +97,10 @@ beforeAll(async () => {
     pods: { terminationGraceSeconds: 1 },
     watchBackoff: { initialMs: 20, maxMs: 100 },
     nodeAgent: { port, token: TOKEN, models: { hubDir: '/var/lib/corral/models/hub', hubUrl: hub.url } },
+    namedModels: async () => named,
   });
   await runtime.start();
+  runtime.modelCache?.onRemoved((name) => removed.push(name));
 });
 
 afterAll(async () => {
@@ -128,6 +145,39 @@ describe("the GPU nodes' model caches through their node agents", () => {
     }
   });
 
+  it("evicts by the nodes' budgets a model no endpoint names, unlabels it and tells it; lists each node's models", async () => {
+    const cache = runtime.modelCache;
+    if (!cache) throw new Error('the runtime has no node model cache');
+    // LARGE is the least recently used, but named; GATED is the next one and is not.
+    named = new Set([LARGE]);
+    await cache.ensure(ref(EVICTOR), null);
+    const gated = modelNodeLabel(modelRepoDir(GATED));
+    for (const node of NODES) {
+      expect(existsSync(path.join(cacheOf(node.name), modelRepoDir(GATED)))).toBe(false);
+      expect(labelsOf(node.name)?.[gated]).toBeUndefined();
+      expect(labelsOf(node.name)).toMatchObject({ [modelNodeLabel(modelRepoDir(LARGE))]: 'true' });
+    }
+    expect(removed).toContain(GATED);
+    const listed = await cache.listMachines();
+    expect(listed.map((m) => `${m.machine} ${m.name}`).sort()).toEqual(
+      NODES.flatMap((n) => [`${n.name} ${EVICTOR}`, `${n.name} ${LARGE}`]).sort(),
+    );
+  });
+
+  it('removes a model from every node and unlabels them', async () => {
+    const cache = runtime.modelCache;
+    if (!cache) throw new Error('the runtime has no node model cache');
+    removed.length = 0;
+    expect(await cache.removeEverywhere(EVICTOR)).toEqual({ removal: 'removed', unreachable: [] });
+    const label = modelNodeLabel(modelRepoDir(EVICTOR));
+    for (const node of NODES) {
+      expect(existsSync(path.join(cacheOf(node.name), modelRepoDir(EVICTOR)))).toBe(false);
+      expect(labelsOf(node.name)?.[label]).toBeUndefined();
+    }
+    expect(removed).toContain(EVICTOR);
+    expect(await cache.removeEverywhere(EVICTOR)).toEqual({ removal: 'not_cached', unreachable: [] });
+  });
+
   it('takes the model on the nodes whose agent answers, and unlabels the others', async () => {
     const cache = runtime.modelCache;
     if (!cache) throw new Error('the runtime has no node model cache');
@@ -139,5 +189,8 @@ describe("the GPU nodes' model caches through their node agents", () => {
     expect(cached.name).toBe(LONE);
     expect(labelsOf('gpu-a')).toMatchObject({ [label]: 'true' });
     expect(labelsOf('gpu-b')?.[label]).toBeUndefined();
+    const removal = await cache.removeEverywhere(LONE);
+    expect(removal.removal).toBe('removed');
+    expect(removal.unreachable.map((u) => u.machine)).toEqual(['gpu-b']);
   });
 });

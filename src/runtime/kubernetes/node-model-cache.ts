@@ -1,12 +1,14 @@
 /**
- * The controller's model cache on Kubernetes with node agents (docs/models.md, On Kubernetes): what `ModelFetcher`
- * needs of a `ModelCache` (`ensure`, `onRemoved`, the nodes' `hubDir`), done by the agents of the GPU nodes. An
- * ensure asks every GPU node's agent to fetch the model into its node's cache (the hostPath the pods mount), with the
- * owner's token in the body; reads their progress each second and reports it summed (node-models.ts); when every
- * node has ended, labels the nodes that hold it (`modelNodeLabel`, which the pods require) and unlabels those that
- * failed. The hub's refusal on any node is the owner's: the ensure throws it, so a gated model is never mounted for
- * an owner without access even where the node has its files. Nothing is removed from the nodes' caches by Corral, so
- * `onRemoved` never tells.
+ * The GPU nodes' model caches on Kubernetes with node agents (docs/models.md, On Kubernetes), as `MachineModelCaches`:
+ * what `ModelFetcher` needs of a `ModelCache` (`ensure`, `onRemoved`, the nodes' `hubDir`), each node's listing for
+ * `GET models`, and a removal from every node for `DELETE models`, done by the agents of the GPU nodes. An ensure
+ * asks every GPU node's agent to fetch the model into its node's cache (the hostPath the pods mount), with the
+ * owner's token and the models endpoints name (which the node's disk budget keeps) in the body; reads their progress
+ * each second and reports it summed (node-models.ts); when every node has ended, labels the nodes that hold it
+ * (`modelNodeLabel`, which the pods require) and unlabels those that failed. The hub's refusal on any node is the
+ * owner's: the ensure throws it, so a gated model is never mounted for an owner without access even where the node
+ * has its files. A model that leaves a node (evicted by its budget, as an ensure's answer says, or removed) is
+ * unlabelled there when no revision of it is left, and told to `onRemoved`: the controller fetches it again.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -15,7 +17,10 @@ import { modelRepoDir } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
 import {
   type CachedModel,
-  type ModelCache,
+  combinedRemoval,
+  type MachineModel,
+  type MachineModelCaches,
+  type MachineRemoval,
   type ModelProgress,
   ModelRefusedError,
 } from '../../ports/model-cache.js';
@@ -23,9 +28,11 @@ import {
   agentBase,
   bearer,
   NODE_AGENT_PATHS,
+  type NodeCachedModel,
   type NodeModelEnsure,
   type NodeModelEnsured,
   type NodeModelProgress,
+  type NodeModelRemoved,
 } from './node-agent-protocol.js';
 import { type ModelNode, type NodeFetch, nodeFetchVerdict, summedProgress } from './node-models.js';
 import { modelNodeLabel } from './pod-spec.js';
@@ -42,6 +49,8 @@ export interface NodeModelCacheOptions {
   nodes: () => Promise<ModelNode[]>;
   /** Sets (a string) or removes (null) a node's labels. */
   labelNode: (name: string, labels: Record<string, string | null>) => Promise<void>;
+  /** The models (`org/name`) endpoints name, every owner's: sent with each ensure, the nodes' budgets keep them. */
+  namedModels: () => Promise<ReadonlySet<string>>;
   logger: Logger;
   /** How often the agents' progress is read while they fetch; default 1 s. */
   progressEveryMs?: number;
@@ -49,10 +58,13 @@ export interface NodeModelCacheOptions {
 
 /** The value of a node's model label: the label's presence is what the pods require. */
 const HELD = 'true';
+/** How long a listing or a removal waits for an agent (a removal never waits for a download: it is refused). */
+const AGENT_CALL_TIMEOUT_MS = 30_000;
 
-export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> {
+export class NodeModelCache implements MachineModelCaches {
   readonly hubDir: string;
   readonly #o: NodeModelCacheOptions;
+  readonly #removalListeners = new Set<(name: string) => void>();
 
   constructor(options: NodeModelCacheOptions) {
     this.#o = options;
@@ -69,6 +81,8 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
       throw new Error(
         'no GPU node to fetch it on (no schedulable node with allocatable GPUs and an address)',
       );
+    // Read before any node is asked: what the nodes' budgets keep is what endpoints name now.
+    const named = [...(await this.#o.namedModels())];
     const fetches = new Map<string, NodeFetch>(
       nodes.map((n) => [n.name, { phase: 'fetching', progress: null }]),
     );
@@ -89,7 +103,7 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
     try {
       await Promise.all(
         nodes.map(async (node) => {
-          fetches.set(node.name, await this.#ensureOn(node, model, token));
+          fetches.set(node.name, await this.#ensureOn(node, model, token, named));
           report();
         }),
       );
@@ -115,8 +129,84 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
     return { ...verdict.model, repoDir: path.join(this.hubDir, modelRepoDir(model.name)) };
   }
 
-  onRemoved(_listener: (name: string) => void): () => void {
-    return () => undefined;
+  onRemoved(listener: (name: string) => void): () => void {
+    this.#removalListeners.add(listener);
+    return () => this.#removalListeners.delete(listener);
+  }
+
+  /** Each GPU node's models, as its agent lists them; a node whose agent does not answer is logged and left out. */
+  async listMachines(): Promise<MachineModel[]> {
+    const listings = await Promise.all(
+      (await this.#o.nodes()).map(async (node) => {
+        try {
+          const models = (await this.#call(node, 'GET', NODE_AGENT_PATHS.models)) as NodeCachedModel[];
+          return models.map((model): MachineModel => ({ ...model, machine: node.name }));
+        } catch (error) {
+          this.#o.logger.warn(
+            { node: node.name, err: error instanceof Error ? error.message : String(error) },
+            "cannot list a GPU node's models",
+          );
+          return [];
+        }
+      }),
+    );
+    return listings.flat();
+  }
+
+  /**
+   * Removes the model (one revision, or every one) from every GPU node: a node left with no revision of it is
+   * unlabelled. Refused (`downloading`) on a node where it is being fetched; the others remove it all the same.
+   */
+  async removeEverywhere(name: string, revision?: string): Promise<MachineRemoval> {
+    const query = revision === undefined ? '' : `?${new URLSearchParams({ revision })}`;
+    const unreachable: MachineRemoval['unreachable'] = [];
+    const removals = await Promise.all(
+      (await this.#o.nodes()).map(async (node) => {
+        try {
+          const answer = (await this.#call(
+            node,
+            'DELETE',
+            `${NODE_AGENT_PATHS.model(name)}${query}`,
+          )) as NodeModelRemoved;
+          if (answer.removal === 'removed' && !answer.held) await this.#removedFrom(node.name, [name]);
+          else if (answer.removal === 'removed') this.#tellRemoved(name);
+          return answer.removal;
+        } catch (error) {
+          unreachable.push({
+            machine: node.name,
+            message: error instanceof Error ? error.message : String(error),
+          });
+          return 'not_cached' as const;
+        }
+      }),
+    );
+    return { removal: combinedRemoval(removals), unreachable };
+  }
+
+  /** Models gone from a node's cache: its labels for them removed, and the controller told (it fetches them again). */
+  async #removedFrom(node: string, names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      await this.#label([node], modelNodeLabel(modelRepoDir(name)), null);
+      this.#o.logger.info({ node, model: name }, "model gone from a GPU node's cache; its label removed");
+      this.#tellRemoved(name);
+    }
+  }
+
+  #tellRemoved(name: string): void {
+    for (const listener of this.#removalListeners) listener(name);
+  }
+
+  /** A short call to a node's agent: its JSON answer, or an error naming its status and reason. */
+  async #call(node: ModelNode, method: 'GET' | 'DELETE', path: string): Promise<unknown> {
+    const answer = await fetch(`${this.#base(node)}${path}`, {
+      method,
+      headers: bearer(this.#o.token),
+      signal: AbortSignal.timeout(AGENT_CALL_TIMEOUT_MS),
+    });
+    const body = (await answer.json()) as { reason?: string; message?: string };
+    if (!answer.ok)
+      throw new Error(`the node agent answered ${answer.status} ${body.reason ?? ''}: ${body.message ?? ''}`);
+    return body;
   }
 
   /** Sets (or removes) the label on each node; answers the nodes done. A failure is logged, not thrown. */
@@ -170,11 +260,17 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
    * One node's ensure: a request held open until the agent's cache has the model (a multi-GB download takes longer
    * than fetch's own header timeout, so plain http, without one).
    */
-  async #ensureOn(node: ModelNode, model: ModelRef, token: string | null): Promise<NodeFetch> {
+  async #ensureOn(
+    node: ModelNode,
+    model: ModelRef,
+    token: string | null,
+    named: string[],
+  ): Promise<NodeFetch> {
     const body: NodeModelEnsure = {
       model: { name: model.name, revision: model.revision, allowPatterns: model.allowPatterns },
       token,
       hubUrl: this.#o.hubUrl,
+      named,
     };
     try {
       const { status, text } = await post(
@@ -183,7 +279,10 @@ export class NodeModelCache implements Pick<ModelCache, 'hubDir' | 'ensure' | 'o
         body,
       );
       const answer = JSON.parse(text) as NodeModelEnsured & { reason?: string; message?: string };
-      if (status === 200 && 'model' in answer) return { phase: 'ready', model: answer.model };
+      if (status === 200 && 'model' in answer) {
+        await this.#removedFrom(node.name, answer.evicted);
+        return { phase: 'ready', model: answer.model };
+      }
       if (status === 200 && 'refusal' in answer) return { phase: 'refused', refusal: answer.refusal };
       return failed(`the node agent answered ${status} ${answer.reason ?? ''}: ${answer.message ?? text}`);
     } catch (error) {

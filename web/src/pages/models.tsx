@@ -1,6 +1,7 @@
 /**
- * The Models page (issue 34): the models in this machine's cache that the key may see (`GET models`: name, revision,
- * commit, files, sizes, last use, the endpoints naming each, linked), a download in flight with its progress (read
+ * The Models page (issue 34): the models in this machine's cache, and each GPU node's on Kubernetes with node agents
+ * (a Machine column then), that the key may see (`GET models`: name, revision, commit, files, sizes, last use, the
+ * endpoints naming each, linked), a download in flight with its progress (read
  * every second while one runs, not at all otherwise), a Pull form (`POST models`, the token from one of the owner's
  * secrets) and Remove after a confirmation (`DELETE models/{org}/{name}?revision=`). The figures are models-view.ts's.
  */
@@ -17,6 +18,7 @@ import {
   pullBody,
   pullErrorField,
   scopeLine,
+  showsMachines,
 } from '../models-view.js';
 import { usePoll } from '../poll.js';
 import { href } from '../route.js';
@@ -30,6 +32,7 @@ export function ModelsPage() {
   const [removeError, setRemoveError] = useState<string | undefined>(undefined);
   const data = list.data;
   const rows = data ? modelRows(data.models, Date.now()) : [];
+  const perMachine = showsMachines(rows);
 
   const remove = async (row: ModelRow) => {
     setRemoving(undefined);
@@ -51,8 +54,9 @@ export function ModelsPage() {
         </button>
       </div>
       <p class="muted">
-        Hugging Face models in this machine's cache: fetched once, before a worker is given a GPU, and mounted
-        read-only into every worker that names them. {data ? scopeLine(data.scope) : ''}
+        Hugging Face models in this machine's cache (and each GPU node's, on Kubernetes with node agents):
+        fetched once per machine, before a worker is given a GPU, and mounted read-only into every worker that
+        names them. {data ? scopeLine(data.scope) : ''}
       </p>
       {list.error ? <Notice kind="error">Could not read the models: {list.error}</Notice> : null}
       {removeError ? <Notice kind="error">{removeError}</Notice> : null}
@@ -62,6 +66,7 @@ export function ModelsPage() {
         <table class="cards" aria-label="Cached models" data-testid="models-table">
           <thead>
             <tr>
+              {perMachine ? <th scope="col">Machine</th> : null}
               <th scope="col">Model</th>
               <th scope="col">Commit</th>
               <th scope="col" class="number">
@@ -83,6 +88,11 @@ export function ModelsPage() {
           <tbody>
             {rows.map((row) => (
               <tr key={row.key} data-model={row.name} data-revision={row.revision}>
+                {perMachine ? (
+                  <td data-label="Machine" data-testid="model-machine">
+                    {row.machine ?? <span class="muted">this server</span>}
+                  </td>
+                ) : null}
                 <td data-label="Model">
                   <span>
                     <strong class="wrap">{row.name}</strong> <span class="muted">{row.revision}</span>
