@@ -62,6 +62,22 @@ async function idle(port: number, from = '127.0.0.1'): Promise<Socket> {
   return socket;
 }
 
+/** A keep-alive connection from `from` that was answered once and stays open, waiting for its next request. */
+async function answeredOnce(port: number, from = '127.0.0.1'): Promise<Socket> {
+  const socket = connect({ port, host: '127.0.0.1', localAddress: from });
+  open.push(socket);
+  socket.on('error', () => {});
+  socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+  await new Promise<void>((resolve) => {
+    let text = '';
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.includes('ok')) resolve();
+    });
+  });
+  return socket;
+}
+
 const connections = (server: Server) =>
   new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 
@@ -77,6 +93,27 @@ describe('guardConnections', () => {
     open[0]?.destroy();
     await vi.waitFor(() => expect(g.guard.clients().get('127.0.0.1')).toBe(2));
     expect(await served(g.port)).toBe(true);
+  });
+
+  it("closes a client's longest-idle keep-alive connection for its new one, never one in the middle of a request", async () => {
+    const g = await guarded(100, 3);
+    const first = await answeredOnce(g.port);
+    const second = await answeredOnce(g.port);
+    const halfWay = await idle(g.port);
+    await vi.waitFor(() => expect(g.guard.clients().get('127.0.0.1')).toBe(3));
+    const closed = (socket: Socket) => socket.destroyed || socket.readyState === 'closed';
+    const firstClosed = once(first, 'close');
+    expect(await served(g.port)).toBe(true);
+    await firstClosed;
+    expect([closed(second), closed(halfWay)]).toEqual([false, false]);
+    expect(g.guard.idleClosed()).toBe(1);
+    // Used again, the second is no longer idle the longest: the next new connection takes the place of the one
+    // the previous test request left idle, and the half-sent request is never cut.
+    second.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await once(second, 'data');
+    expect(await served(g.port)).toBe(true);
+    expect([closed(second), closed(halfWay)]).toEqual([false, false]);
+    expect(g.guard.refused()).toEqual({ overListener: 0, overClient: 0 });
   });
 
   it("refuses connections over the listener's cap at accept, whoever they are from", async () => {

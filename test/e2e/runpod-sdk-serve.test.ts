@@ -14,7 +14,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { guardedDockerAvailable } from '../support/host-guard.js';
 import { callJobs } from '../support/jobs-client.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import {
+  callApi,
+  serveLogLines as logLines,
+  printServeLog,
+  type ServeProcess,
+  startServe,
+} from '../support/process.js';
 import { RUNPOD_IMAGE, runpodImagePresent, runpodJobLoopRuns } from '../support/runpod-image.js';
 import { removeInstallationResources } from '../support/test-image.js';
 
@@ -45,7 +51,12 @@ function containerLogs(container: string): string {
 describe.runIf(runs)('the runpod-python SDK through corral serve', () => {
   let dataDir: string;
   let server: ServeProcess | undefined;
-  const ids: Record<'echo' | 'stream' | 'batch', string> = { echo: '', stream: '', batch: '' };
+  const ids: Record<'echo' | 'stream' | 'batch' | 'load', string> = {
+    echo: '',
+    stream: '',
+    batch: '',
+    load: '',
+  };
   beforeEach(({ onTestFailed }) => onTestFailed(() => server && printServeLog(server)));
 
   const jobs = (endpoint: keyof typeof ids, method: string, path: string, body?: unknown) =>
@@ -86,6 +97,7 @@ describe.runIf(runs)('the runpod-python SDK through corral serve', () => {
       echo: queueEndpoint('runpod-sdk-echo', []),
       stream: queueEndpoint('runpod-sdk-stream', [{ key: 'CORRAL_TEST_HANDLER', value: 'stream' }]),
       batch: queueEndpoint('runpod-sdk-batch', [{ key: 'CORRAL_TEST_CONCURRENCY', value: '2' }], 2),
+      load: queueEndpoint('runpod-sdk-load', [{ key: 'CORRAL_TEST_CONCURRENCY', value: '4' }], 4),
     };
     for (const [key, endpoint] of Object.entries(bodies)) {
       const created = await callApi(server, KEY, 'endpoint/create', { endpoint });
@@ -161,6 +173,37 @@ describe.runIf(runs)('the runpod-python SDK through corral serve', () => {
     expect(logs).toMatch(/\/job-take-batch\/[^ ]*&batch_size=2/);
     for (const id of pair) await reaches('batch', id, 'COMPLETED');
   }, 180_000);
+
+  it("answers every job of a steady stream on a worker of concurrency 4, past its client's connection cap", async () => {
+    // The SDK's aiohttp opens about one new connection per job and keeps each idle for 15 s: at ~4 jobs a second a
+    // worker holds more than the worker-facing listener's 64 per client. Corral closes its longest-idle ones then;
+    // when it refused the new ones instead, results were lost ("Failed to return job results") and jobs ran again.
+    await reaches('load', await run('load', { warm: true }), 'COMPLETED');
+    const ids: string[] = [];
+    for (let i = 0; i < 120; i++) {
+      ids.push(await run('load', { sleep: 0.2, n: i }));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    const outcomes = await vi.waitFor(
+      async () => {
+        const statuses = await Promise.all(
+          ids.map(async (id) => (await jobs('load', 'GET', `status/${id}`)).body),
+        );
+        for (const body of statuses) expect(['IN_QUEUE', 'IN_PROGRESS']).not.toContain(body.status);
+        return statuses;
+      },
+      { timeout: 120_000, interval: 1_000 },
+    );
+    expect(outcomes.filter((body) => body.status !== 'COMPLETED')).toEqual([]);
+    const worker = outcomes[0]?.workerId;
+    expect(containerLogs(containerOf(server?.installationId ?? '', worker))).not.toContain(
+      'Failed to return job results',
+    );
+    const caps = server ? logLines(server).filter((line) => line.listener === 'workers') : [];
+    expect(caps.filter((line) => Number(line.overClient) > 0)).toEqual([]);
+    // The stream did reach the cap: idle connections were closed for new ones.
+    expect(caps.some((line) => Number(line.idleClosed) > 0)).toBe(true);
+  }, 240_000);
 
   it('a cancel of a running job reaches the SDK, which stops the handler and takes the next job', async () => {
     const id = await run('echo', { sleep: 120 });
