@@ -7,7 +7,8 @@
  * over their disk budget, the model an endpoint names is kept (the store's named models sent with each fetch).
  * `GET models`, `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each
  * node, with the endpoint naming it; `DELETE models/...` is refused while the endpoint names it, and once it is
- * deleted removes the model from both nodes and their labels.
+ * deleted removes the model from both nodes and their labels. `POST models` of a model no endpoint names fills both
+ * nodes' caches and labels them (and Corral's own cache).
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +34,8 @@ const NS = 'corral-workers';
 const MODEL = 'corral-test/kube-llm';
 /** 60 MB: with MODEL's 100 MB over the agents' budget of 150 MB, so its fetch runs the nodes' eviction. */
 const OTHER = 'corral-test/kube-other';
+/** Pulled with `POST models`, named by no endpoint: 30 MB, within the budget beside OTHER's 60 MB left on the nodes. */
+const PULLED = 'corral-test/kube-pulled';
 const AGENT_TOKEN = `agent-${randomUUID()}`;
 const NODES = [
   { name: 'gpu-a', address: '127.0.0.1' },
@@ -85,6 +88,7 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       models: [
         { name: MODEL, weightBytes: 100_000_000 },
         { name: OTHER, weightBytes: 60_000_000 },
+        { name: PULLED, weightBytes: 30_000_000 },
       ],
     });
     standIn = new KubeStandIn();
@@ -272,5 +276,28 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
     }
     const after = await callApi(running, KEY, 'models');
     expect((after.body.models as { name: string }[]).filter((m) => m.name === MODEL)).toEqual([]);
+  });
+
+  it("pulls a model no endpoint names into both nodes' caches, labelled, listed on each node", async () => {
+    const running = server as ServeProcess;
+    const pulled = await callApi(running, KEY, 'models', { name: PULLED });
+    expect(pulled.status, pulled.text).toBe(202);
+    const label = modelNodeLabel(modelRepoDir(PULLED));
+    await vi.waitFor(
+      () =>
+        expect(
+          NODES.map(
+            (node) => standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+          ),
+        ).toEqual(['true', 'true']),
+      { timeout: 15_000, interval: 100 },
+    );
+    for (const node of NODES)
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(PULLED), 'refs', 'main'))).toBe(true);
+    const listing = await callApi(running, KEY, 'models');
+    const machines = (listing.body.models as { name: string; machine: string | null }[])
+      .filter((m) => m.name === PULLED)
+      .map((m) => m.machine);
+    expect(machines.sort()).toEqual([...NODES.map((n) => n.name), null].sort());
   });
 });
