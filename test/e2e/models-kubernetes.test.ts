@@ -8,7 +8,8 @@
  * `GET models`, `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each
  * node, with the endpoint naming it; `DELETE models/...` is refused while the endpoint names it, and once it is
  * deleted removes the model from both nodes and their labels. `POST models` of a model no endpoint names fills both
- * nodes' caches and labels them (and Corral's own cache).
+ * nodes' caches and labels them (and Corral's own cache); a GPU node that joins after a model was ready gets it when
+ * the model's next worker starts.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -82,6 +83,24 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
 
   beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
+  /** A GPU node in the API stand-in and its agent (the first agent's port: they listen on one port, as a DaemonSet's). */
+  async function addNode(node: { name: string; address: string }): Promise<void> {
+    standIn.addNode(gpuNode(node.name, node.address));
+    const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
+      listen: node.address,
+      port: agents[0]?.port ?? 0,
+      args: [
+        '--model-cache-dir',
+        join(dataDir, node.name),
+        '--hub-url',
+        hub.url,
+        '--model-disk-budget-gb',
+        '0.15',
+      ],
+    });
+    agents.push(agent);
+  }
+
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-k8s-models-'));
     hub = await startHubStandIn({
@@ -93,24 +112,8 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
     });
     standIn = new KubeStandIn();
     await standIn.start();
-    let port = 0;
-    for (const node of NODES) {
-      standIn.addNode(gpuNode(node.name, node.address));
-      const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
-        listen: node.address,
-        port,
-        args: [
-          '--model-cache-dir',
-          join(dataDir, node.name),
-          '--hub-url',
-          hub.url,
-          '--model-disk-budget-gb',
-          '0.15',
-        ],
-      });
-      port = agent.port;
-      agents.push(agent);
-    }
+    for (const node of NODES) await addNode(node);
+    const port = agents[0]?.port;
     writeFileSync(join(dataDir, 'kubeconfig'), standIn.kubeconfig());
     writeFileSync(join(dataDir, 'agent-token'), AGENT_TOKEN);
     writeFileSync(
@@ -299,5 +302,25 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       .filter((m) => m.name === PULLED)
       .map((m) => m.machine);
     expect(machines.sort()).toEqual([...NODES.map((n) => n.name), null].sort());
+  });
+
+  it('fetches a model on a GPU node that joined after the model was ready when its next worker starts', async () => {
+    const running = server as ServeProcess;
+    // OTHER was fetched (and is still held, labelled) on gpu-a and gpu-b for the second case's endpoint.
+    const late = { name: 'gpu-c', address: '127.0.0.3' };
+    await addNode(late);
+    const created = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-late', OTHER));
+    expect(created.status, created.text).toBe(200);
+    const label = modelNodeLabel(modelRepoDir(OTHER));
+    await vi.waitFor(
+      () =>
+        expect(
+          [...NODES, late].map(
+            (node) => standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+          ),
+        ).toEqual(['true', 'true', 'true']),
+      { timeout: 15_000, interval: 100 },
+    );
+    expect(existsSync(join(dataDir, late.name, modelRepoDir(OTHER), 'refs', 'main'))).toBe(true);
   });
 });
