@@ -2,8 +2,8 @@
  * `POST models` and `DELETE models/{org}/{name}` over an in-memory cache: a pull with the caller's own token
  * answers 202 with the download's progress (then 200 once cached), refuses as a create does, and shows the model in
  * the puller's own `GET models`; a removal is an admin key's, refused while an endpoint names the model or while it
- * is downloaded; on Kubernetes with node agents it is from every GPU node too (the nodes' answers given here as
- * `NodeModelCache` says them; its calls to real agents are src/runtime/kubernetes/node-model-cache.int.test.ts's).
+ * is downloaded; on Kubernetes with node agents a pull fills every GPU node's cache too (with the caller's token) and
+ * a removal is from every GPU node too (the nodes' answers given here as `NodeModelCache` says them; its calls to real agents are src/runtime/kubernetes/node-model-cache.int.test.ts's).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApi, type TestApi } from '../../test/support/api.js';
@@ -150,6 +150,7 @@ describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
   let close: () => Promise<void>;
   let onNodes: MachineRemoval = { removal: 'removed', unreachable: [] };
   const asked: string[] = [];
+  const pulledOnNodes: { name: string; token: string | null }[] = [];
 
   beforeAll(async () => {
     const store = new Store({ connection: connectSqlite(':memory:') });
@@ -165,6 +166,18 @@ describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
         cache,
         machines: {
           listMachines: async () => [],
+          ensure: async (model, token) => {
+            pulledOnNodes.push({ name: model.name, token });
+            return {
+              ...model,
+              commit: 'c0ffee',
+              files: 1,
+              bytes: 1_000,
+              repoDir: '',
+              lastUsedAt: 0,
+              diskBytes: 1_000,
+            };
+          },
           removeEverywhere: async (name) => {
             asked.push(name);
             return onNodes;
@@ -180,6 +193,13 @@ describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
   afterAll(async () => {
     await api.app.close();
     await close();
+  });
+
+  it("pulls a model into the nodes' caches too, with the caller's token", async () => {
+    expect((await api.call('POST', 'secret/save', { name: 'hf-token', value: TOKEN })).status).toBe(200);
+    const pulled = await api.call('POST', 'models', { name: 'acme/tiny', tokenSecret: 'hf-token' });
+    expect(pulled.status).toBe(202);
+    expect(pulledOnNodes).toEqual([{ name: 'acme/tiny', token: TOKEN }]);
   });
 
   it("removes a model only the nodes hold, and says which node's agent did not answer, or that one fetches it", async () => {

@@ -62,6 +62,7 @@ describe('GET models', () => {
         machines: {
           listMachines: async () =>
             (await cache.list()).map((model) => ({ ...model, machine: 'gpu-a', download: null })),
+          ensure: (model, token) => cache.ensure(model, token),
           removeEverywhere: async () => ({ removal: 'not_cached', unreachable: [] }),
         },
         users: async (ownerId) =>

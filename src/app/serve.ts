@@ -304,7 +304,7 @@ function buildServeApi(options: {
     modelCache,
     models: {
       cache: modelCache,
-      // On Kubernetes with node agents, each GPU node's cache too: listed per node, removed from every node.
+      // On Kubernetes with node agents, each GPU node's cache too: listed per node, pulled into and removed from every node.
       machines: runtime.modelCache,
       users: async (ownerId) => modelUsers(await store.endpoints.listAll(), ownerId),
     },

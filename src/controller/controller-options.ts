@@ -8,7 +8,7 @@ import type { ModelRef } from '../domain/models.js';
 import type { Gpu } from '../gpu/inventory.js';
 import type { BudgetStandings } from '../ports/budgets.js';
 import { type Clock, systemTimers, type Timers } from '../ports/clock.js';
-import type { ModelCache } from '../ports/model-cache.js';
+import type { MachineModelCaches, ModelCache } from '../ports/model-cache.js';
 import type { WorkerUsageSink } from '../ports/usage.js';
 import type { WorkerRuntime } from '../runtime/types.js';
 import type { LeaseClaim } from '../store/cluster/leases.js';
@@ -126,7 +126,7 @@ export interface ControllerOptions {
    * in `downloading`, holding no GPU, until they are here, and gets them mounted. Absent: no models.
    */
   models?: {
-    cache: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'>;
+    cache: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> & Partial<Pick<MachineModelCaches, 'lacking'>>;
     token: (ownerId: string, model: ModelRef) => Promise<string | null>;
   };
   /**

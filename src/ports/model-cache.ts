@@ -123,4 +123,9 @@ export interface MachineModelCaches extends Pick<ModelCache, 'hubDir' | 'ensure'
   listMachines(): Promise<MachineModel[]>;
   /** Removes a model (one revision, or every one) from every machine. */
   removeEverywhere(name: string, revision?: string): Promise<MachineRemoval>;
+  /**
+   * Whether a machine workers can run on lacks the model now (a GPU node that joined since it was fetched, or whose
+   * fetch failed), as the runtime last saw them: the controller fetches it again for the model's next worker.
+   */
+  lacking(model: Pick<ModelRef, 'name'>): boolean;
 }

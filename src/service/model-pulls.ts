@@ -1,7 +1,8 @@
 /**
  * An operator's hand on the machine's model cache (issue 34, docs/models.md): `POST models` pulls a model with the
  * caller's own token (validated and checked on the hub as one item of an endpoint's `models` is, then downloaded
- * after the answer), and `DELETE models/{org}/{name}` removes one from this machine's cache and every workers'
+ * after the answer, into this machine's cache and, where the runtime keeps them, the workers' machines' own: the GPU
+ * nodes', through the ensure a worker's start uses), and `DELETE models/{org}/{name}` removes one from this machine's cache and every workers'
  * machine's (the GPU nodes', through their agents): refused while an endpoint names it or while it is downloaded. Who pulled which model is remembered in this process, so an owner's `GET models` shows what it pulled.
  */
 import { modelIssues, modelLabel, modelNameProblem, modelRevisionProblem } from '../domain/model-refs.js';
@@ -20,8 +21,8 @@ import { ModelAccess, type SecretValue } from './model-access.js';
 
 export interface ModelPullsOptions {
   cache: Pick<ModelCache, 'check' | 'ensure' | 'list' | 'progress' | 'remove'>;
-  /** The workers' machines' own caches (the GPU nodes'): a removal is from them too. */
-  machines?: Pick<MachineModelCaches, 'removeEverywhere'> | undefined;
+  /** The workers' machines' own caches (the GPU nodes'): a pull fills them too, a removal is from them too. */
+  machines?: Pick<MachineModelCaches, 'ensure' | 'removeEverywhere'> | undefined;
   secretValue: SecretValue;
   /** Model name -> the endpoints naming it, of every owner. */
   users: () => Promise<ReadonlyMap<string, readonly { endpointId: string; endpointName: string }[]>>;
@@ -71,6 +72,9 @@ export class ModelPulls {
     const owners = this.#pulledBy.get(model.name) ?? new Set<string>();
     owners.add(ownerId);
     this.#pulledBy.set(model.name, owners);
+    // Where workers mount models from (each GPU node, labelled as holding it): there before any endpoint names it.
+    if (this.#o.machines)
+      this.#logEnd(ownerId, model, "the workers' machines", this.#o.machines.ensure(model, token));
     if (checked.bytesMissing === 0) {
       // Every file is here: ensure only links this revision's snapshot (and checks the token once more).
       return {
@@ -83,20 +87,8 @@ export class ModelPulls {
     const reported = new Promise<void>((resolve) => {
       begun = resolve;
     });
-    const started = this.#o.clock();
     const download = this.#o.cache.ensure(model, token, () => begun());
-    download.then(
-      (cached) =>
-        this.#o.logger.info(
-          { ownerId, model: model.name, commit: cached.commit, ms: this.#o.clock() - started },
-          'pulled model ready',
-        ),
-      (error: unknown) =>
-        this.#o.logger.warn(
-          { ownerId, model: model.name, revision: model.revision, err: error },
-          'model pull failed',
-        ),
-    );
+    this.#logEnd(ownerId, model, 'this machine', download);
     // The answer waits for the download to be under way (listed with its progress), or for its end if it ends first.
     await this.#ensured(Promise.race([reported, download]));
     const { bytesMissing, ...resolved } = checked;
@@ -113,6 +105,23 @@ export class ModelPulls {
       },
       download: this.#o.cache.progress(model),
     };
+  }
+
+  /** Logs the end of a pull's download into one place's cache (the answer does not wait for it). */
+  #logEnd(ownerId: string, model: ModelRef, where: string, download: Promise<CachedModel>): void {
+    const started = this.#o.clock();
+    download.then(
+      (cached) =>
+        this.#o.logger.info(
+          { ownerId, model: model.name, commit: cached.commit, where, ms: this.#o.clock() - started },
+          'pulled model ready',
+        ),
+      (error: unknown) =>
+        this.#o.logger.warn(
+          { ownerId, model: model.name, revision: model.revision, where, err: error },
+          'model pull failed',
+        ),
+    );
   }
 
   /** A refusal the hub gave the download itself (after the check) as the API says refusals. */

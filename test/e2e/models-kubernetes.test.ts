@@ -7,7 +7,9 @@
  * over their disk budget, the model an endpoint names is kept (the store's named models sent with each fetch).
  * `GET models`, `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each
  * node, with the endpoint naming it; `DELETE models/...` is refused while the endpoint names it, and once it is
- * deleted removes the model from both nodes and their labels.
+ * deleted removes the model from both nodes and their labels. `POST models` of a model no endpoint names fills both
+ * nodes' caches and labels them (and Corral's own cache); a GPU node that joins after a model was ready gets it when
+ * the model's next worker starts.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +35,8 @@ const NS = 'corral-workers';
 const MODEL = 'corral-test/kube-llm';
 /** 60 MB: with MODEL's 100 MB over the agents' budget of 150 MB, so its fetch runs the nodes' eviction. */
 const OTHER = 'corral-test/kube-other';
+/** Pulled with `POST models`, named by no endpoint: 30 MB, within the budget beside OTHER's 60 MB left on the nodes. */
+const PULLED = 'corral-test/kube-pulled';
 const AGENT_TOKEN = `agent-${randomUUID()}`;
 const NODES = [
   { name: 'gpu-a', address: '127.0.0.1' },
@@ -79,34 +83,37 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
 
   beforeEach(({ onTestFailed }) => onTestFailed(() => printServeLog(server)));
 
+  /** A GPU node in the API stand-in and its agent (the first agent's port: they listen on one port, as a DaemonSet's). */
+  async function addNode(node: { name: string; address: string }): Promise<void> {
+    standIn.addNode(gpuNode(node.name, node.address));
+    const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
+      listen: node.address,
+      port: agents[0]?.port ?? 0,
+      args: [
+        '--model-cache-dir',
+        join(dataDir, node.name),
+        '--hub-url',
+        hub.url,
+        '--model-disk-budget-gb',
+        '0.15',
+      ],
+    });
+    agents.push(agent);
+  }
+
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'corral-e2e-k8s-models-'));
     hub = await startHubStandIn({
       models: [
         { name: MODEL, weightBytes: 100_000_000 },
         { name: OTHER, weightBytes: 60_000_000 },
+        { name: PULLED, weightBytes: 30_000_000 },
       ],
     });
     standIn = new KubeStandIn();
     await standIn.start();
-    let port = 0;
-    for (const node of NODES) {
-      standIn.addNode(gpuNode(node.name, node.address));
-      const agent = await startNodeAgent({ kind: 'v2', root: dataDir }, AGENT_TOKEN, {
-        listen: node.address,
-        port,
-        args: [
-          '--model-cache-dir',
-          join(dataDir, node.name),
-          '--hub-url',
-          hub.url,
-          '--model-disk-budget-gb',
-          '0.15',
-        ],
-      });
-      port = agent.port;
-      agents.push(agent);
-    }
+    for (const node of NODES) await addNode(node);
+    const port = agents[0]?.port;
     writeFileSync(join(dataDir, 'kubeconfig'), standIn.kubeconfig());
     writeFileSync(join(dataDir, 'agent-token'), AGENT_TOKEN);
     writeFileSync(
@@ -272,5 +279,48 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
     }
     const after = await callApi(running, KEY, 'models');
     expect((after.body.models as { name: string }[]).filter((m) => m.name === MODEL)).toEqual([]);
+  });
+
+  it("pulls a model no endpoint names into both nodes' caches, labelled, listed on each node", async () => {
+    const running = server as ServeProcess;
+    const pulled = await callApi(running, KEY, 'models', { name: PULLED });
+    expect(pulled.status, pulled.text).toBe(202);
+    const label = modelNodeLabel(modelRepoDir(PULLED));
+    await vi.waitFor(
+      () =>
+        expect(
+          NODES.map(
+            (node) => standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+          ),
+        ).toEqual(['true', 'true']),
+      { timeout: 15_000, interval: 100 },
+    );
+    for (const node of NODES)
+      expect(existsSync(join(dataDir, node.name, modelRepoDir(PULLED), 'refs', 'main'))).toBe(true);
+    const listing = await callApi(running, KEY, 'models');
+    const machines = (listing.body.models as { name: string; machine: string | null }[])
+      .filter((m) => m.name === PULLED)
+      .map((m) => m.machine);
+    expect(machines.sort()).toEqual([...NODES.map((n) => n.name), null].sort());
+  });
+
+  it('fetches a model on a GPU node that joined after the model was ready when its next worker starts', async () => {
+    const running = server as ServeProcess;
+    // OTHER was fetched (and is still held, labelled) on gpu-a and gpu-b for the second case's endpoint.
+    const late = { name: 'gpu-c', address: '127.0.0.3' };
+    await addNode(late);
+    const created = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-late', OTHER));
+    expect(created.status, created.text).toBe(200);
+    const label = modelNodeLabel(modelRepoDir(OTHER));
+    await vi.waitFor(
+      () =>
+        expect(
+          [...NODES, late].map(
+            (node) => standIn.nodes().find((n) => n.metadata?.name === node.name)?.metadata?.labels?.[label],
+          ),
+        ).toEqual(['true', 'true', 'true']),
+      { timeout: 15_000, interval: 100 },
+    );
+    expect(existsSync(join(dataDir, late.name, modelRepoDir(OTHER), 'refs', 'main'))).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
  * `GET models`, `POST models` and `DELETE models/{org}/{name}` (Corral's own, issue 34): the models in this
  * machine's cache and in the workers' machines' own (the GPU nodes', on Kubernetes with node agents; docs/models.md),
  * each entry naming its machine, with their size, last use and the endpoints that name them; a pull with the
- * caller's token; a removal (from every machine). An admin key sees every cached model and every owner's endpoints; any other key sees
+ * caller's token (into every machine's cache); a removal (from every machine). An admin key sees every cached model and every owner's endpoints; any other key sees
  * only the models its own endpoints name or it pulled (which models other owners cache is theirs to know). Only an
  * admin key removes a model: the cache is shared between owners (docs/security.md).
  */
@@ -19,8 +19,8 @@ export type ModelUser = WireModelUser;
 
 export interface ModelsReport {
   cache: Pick<ModelCache, 'list' | 'progress'>;
-  /** The workers' machines' own caches, where the runtime keeps them (the GPU nodes'): listed, removed from. */
-  machines?: Pick<MachineModelCaches, 'listMachines' | 'removeEverywhere'> | undefined;
+  /** The workers' machines' own caches, where the runtime keeps them (the GPU nodes'): listed, pulled into, removed from. */
+  machines?: Pick<MachineModelCaches, 'listMachines' | 'ensure' | 'removeEverywhere'> | undefined;
   /** Model name -> the endpoints naming it: one owner's, or (null) every owner's. */
   users(ownerId: string | null): Promise<ReadonlyMap<string, ModelUser[]>>;
   /** Pulls and removals; absent: `GET models` only. */

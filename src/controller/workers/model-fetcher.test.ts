@@ -1,6 +1,7 @@
 /**
  * The fetcher of an endpoint's models (model-fetcher.ts) over an in-memory cache: a model removed from the cache
- * after it was ready (evicted, or `DELETE models`) is fetched again for the next worker, not taken as still here.
+ * after it was ready (evicted, or `DELETE models`) is fetched again for the next worker, not taken as still here;
+ * a ready model a machine lacks (a GPU node that joined later) is fetched again there, the workers not waiting.
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -38,5 +39,50 @@ describe('ModelFetcher', () => {
     cache.finish(TINY);
     await settled();
     expect(fetcher.need('owner-a', [TINY])).toEqual({ ready: true });
+  });
+
+  it('fetches a ready model again where a machine lacks it, at most once a minute, while the workers go on', async () => {
+    const cache = new MemoryModelCache({ hubDir: '/cache/hub', models: [{ name: 'acme/tiny', bytes: 1e9 }] });
+    let lacking = false;
+    let ensures = 0;
+    let now = 0;
+    const fetcher = new ModelFetcher({
+      cache: {
+        ensure: (model, token, onProgress) => {
+          ensures++;
+          return cache.ensure(model, token, onProgress);
+        },
+        onRemoved: (listener) => cache.onRemoved(listener),
+        lacking: () => lacking,
+      },
+      token: async () => null,
+      clock: () => now,
+      logger: pino({ level: 'silent' }),
+      onChange: () => {},
+    });
+    fetcher.need('owner-a', [TINY]);
+    await settled();
+    cache.finish(TINY);
+    await settled();
+    expect(fetcher.need('owner-a', [TINY])).toEqual({ ready: true });
+    expect(ensures).toBe(1);
+
+    lacking = true; // a GPU node joined without the model
+    expect(fetcher.need('owner-a', [TINY])).toEqual({ ready: true });
+    await settled();
+    expect(ensures).toBe(2);
+    now += 30_000;
+    expect(fetcher.need('owner-a', [TINY])).toEqual({ ready: true });
+    await settled();
+    expect(ensures).toBe(2);
+    now += 30_000;
+    fetcher.need('owner-a', [TINY]);
+    await settled();
+    expect(ensures).toBe(3);
+    lacking = false;
+    now += 60_000;
+    fetcher.need('owner-a', [TINY]);
+    await settled();
+    expect(ensures).toBe(3);
   });
 });

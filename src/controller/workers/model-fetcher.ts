@@ -4,15 +4,18 @@
  * token itself), begun by the first worker that needs it; the workers wait in `downloading` with its progress as
  * their message. The owner's token is asked for at the start of each fetch and handed only to the cache. A model
  * removed from the cache (evicted, or `DELETE models`) is forgotten as ready, so the next worker fetches it again.
+ * A ready model that a machine workers can run on lacks (a GPU node that joined later, or whose fetch failed) is
+ * fetched again when a worker needs it, at most once a minute, without the workers waiting: they go to the machines
+ * that hold it meanwhile.
  */
 import { modelLabel } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
 import { progressMessage } from '../../domain/transfer-text.js';
-import type { ModelCache, ModelProgress } from '../../ports/model-cache.js';
+import type { MachineModelCaches, ModelCache, ModelProgress } from '../../ports/model-cache.js';
 import type { ControllerLogger } from '../controller-options.js';
 
 export interface ModelFetcherOptions {
-  cache: Pick<ModelCache, 'ensure' | 'onRemoved'>;
+  cache: Pick<ModelCache, 'ensure' | 'onRemoved'> & Partial<Pick<MachineModelCaches, 'lacking'>>;
   /** The owner's hub token for the model (its tokenSecret's value), null for none. */
   token: (ownerId: string, model: ModelRef) => Promise<string | null>;
   clock: () => number;
@@ -25,7 +28,8 @@ type Fetch = {
   name: string;
 } /** `removedMeanwhile`: the model was removed as its fetch ended (after the cache let it go, before it was noted). */ & (
   | { phase: 'fetching'; progress: ModelProgress | null; reportedAt: number; removedMeanwhile?: true }
-  | { phase: 'ready' }
+  /** `refreshedAt`: when it was last fetched again where a machine lacked it. */
+  | { phase: 'ready'; refreshedAt?: number }
   | { phase: 'failed'; message: string }
 );
 
@@ -36,6 +40,8 @@ export type ModelsVerdict =
   | { ready: false; failed: true; message: string };
 
 const PROGRESS_EVERY_MS = 1_000;
+/** How often a ready model is fetched again where a machine lacks it (a node that keeps failing is not hammered). */
+const REFRESH_EVERY_MS = 60_000;
 
 export class ModelFetcher {
   readonly #o: ModelFetcherOptions;
@@ -64,10 +70,37 @@ export class ModelFetcher {
       if (fetch === undefined || (retry && fetch.phase === 'failed'))
         fetch = this.#begin(key, ownerId, model);
       if (fetch.phase === 'failed') return { ready: false, failed: true, message: fetch.message };
+      if (fetch.phase === 'ready') this.#refreshWhereLacking(fetch, ownerId, model);
       if (fetch.phase === 'fetching')
         waiting ??= fetch.progress ? progressMessage(fetch.progress) : `model ${modelLabel(model)}: starting`;
     }
     return waiting === undefined ? { ready: true } : { ready: false, failed: false, message: waiting };
+  }
+
+  /** Fetches a ready model again, in the background, where a machine lacks it now; the workers do not wait. */
+  #refreshWhereLacking(fetch: Fetch & { phase: 'ready' }, ownerId: string, model: ModelRef): void {
+    const now = this.#o.clock();
+    if (!this.#o.cache.lacking?.(model)) return;
+    if (fetch.refreshedAt !== undefined && now - fetch.refreshedAt < REFRESH_EVERY_MS) return;
+    fetch.refreshedAt = now;
+    void (async () => {
+      try {
+        const cached = await this.#o.cache.ensure(model, await this.#o.token(ownerId, model));
+        this.#o.logger.info(
+          { model: model.name, revision: model.revision, commit: cached.commit },
+          'model fetched again where a machine lacked it',
+        );
+      } catch (error) {
+        this.#o.logger.warn(
+          {
+            model: model.name,
+            revision: model.revision,
+            reason: error instanceof Error ? error.message : String(error),
+          },
+          'model fetch again where a machine lacked it failed',
+        );
+      }
+    })();
   }
 
   #begin(key: string, ownerId: string, model: ModelRef): Fetch {

@@ -145,6 +145,7 @@ export class KubernetesRuntime implements WorkerRuntime {
               await this.#nodes.start();
               return this.#nodes.modelNodes();
             },
+            nodesNow: () => this.#nodes.modelNodes(),
             labelNode: (name, labels) => options.api.patchNodeLabels(name, labels),
             namedModels: options.namedModels ?? (async () => new Set()),
             logger,

@@ -8,7 +8,8 @@
  * (`modelNodeLabel`, which the pods require) and unlabels those that failed. The hub's refusal on any node is the
  * owner's: the ensure throws it, so a gated model is never mounted for an owner without access even where the node
  * has its files. A model that leaves a node (evicted by its budget, as an ensure's answer says, or removed) is
- * unlabelled there when no revision of it is left, and told to `onRemoved`: the controller fetches it again.
+ * unlabelled there when no revision of it is left, and told to `onRemoved`: the controller fetches it again. A GPU
+ * node without a model's label (`lacking`: joined later, or its fetch failed) gets it at the next worker's start.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -34,7 +35,13 @@ import {
   type NodeModelProgress,
   type NodeModelRemoved,
 } from './node-agent-protocol.js';
-import { type ModelNode, type NodeFetch, nodeFetchVerdict, summedProgress } from './node-models.js';
+import {
+  type ModelNode,
+  type NodeFetch,
+  nodeFetchVerdict,
+  someNodeLacks,
+  summedProgress,
+} from './node-models.js';
 import { modelNodeLabel } from './pod-spec.js';
 
 export interface NodeModelCacheOptions {
@@ -47,6 +54,8 @@ export interface NodeModelCacheOptions {
   token: string;
   /** The GPU nodes the runtime knows now (node-catalog.ts, once its first listing is done). */
   nodes: () => Promise<ModelNode[]>;
+  /** The GPU nodes, with their labels, as the runtime's watch last saw them (none before its first listing). */
+  nodesNow: () => ModelNode[];
   /** Sets (a string) or removes (null) a node's labels. */
   labelNode: (name: string, labels: Record<string, string | null>) => Promise<void>;
   /** The models (`org/name`) endpoints name, every owner's: sent with each ensure, the nodes' budgets keep them. */
@@ -127,6 +136,11 @@ export class NodeModelCache implements MachineModelCaches {
       "model in the GPU nodes' caches",
     );
     return { ...verdict.model, repoDir: path.join(this.hubDir, modelRepoDir(model.name)) };
+  }
+
+  /** Whether a GPU node seen now lacks the model's label (joined later, its fetch failed, or its agent lost it). */
+  lacking(model: Pick<ModelRef, 'name'>): boolean {
+    return someNodeLacks(this.#o.nodesNow(), modelNodeLabel(modelRepoDir(model.name)));
   }
 
   onRemoved(listener: (name: string) => void): () => void {

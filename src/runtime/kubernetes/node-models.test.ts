@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { CachedModel, ModelProgress } from '../../ports/model-cache.js';
 import type { Node } from './api.js';
-import { modelNodes, type NodeFetch, nodeFetchVerdict, summedProgress } from './node-models.js';
+import {
+  modelNodes,
+  type NodeFetch,
+  nodeFetchVerdict,
+  someNodeLacks,
+  summedProgress,
+} from './node-models.js';
 
 const MODEL = { name: 'acme/tiny', revision: 'main' };
 const GB = 1_000_000_000;
@@ -50,7 +56,7 @@ describe('the nodes whose agents fill the model cache', () => {
         node('gpu-cordoned', { gpus: '8', cordoned: true }),
         node('gpu-empty', { gpus: '0' }),
       ]),
-    ).toEqual([{ name: 'gpu-1', address: '10.0.0.5' }]);
+    ).toEqual([{ name: 'gpu-1', address: '10.0.0.5', labels: {} }]);
   });
 
   it('take the first address where a node has no InternalIP, and leave out a node with none', () => {
@@ -59,7 +65,7 @@ describe('the nodes whose agents fill the model cache', () => {
       addresses: { addresses: [{ type: 'ExternalIP', address: '1.2.3.4' }] },
     });
     const bare = node('gpu-3', { gpus: '1', addresses: { addresses: [] } });
-    expect(modelNodes([external, bare])).toEqual([{ name: 'gpu-2', address: '1.2.3.4' }]);
+    expect(modelNodes([external, bare])).toEqual([{ name: 'gpu-2', address: '1.2.3.4', labels: {} }]);
   });
 
   it('count the configured GPU resource', () => {
@@ -68,7 +74,20 @@ describe('the nodes whose agents fill the model cache', () => {
       status: { ...node('amd-1').status, allocatable: { 'amd.com/gpu': '2' } },
     };
     expect(modelNodes([amd])).toEqual([]);
-    expect(modelNodes([amd], 'amd.com/gpu')).toEqual([{ name: 'amd-1', address: '10.0.0.5' }]);
+    expect(modelNodes([amd], 'amd.com/gpu')).toEqual([{ name: 'amd-1', address: '10.0.0.5', labels: {} }]);
+  });
+});
+
+describe('a node lacking a model', () => {
+  it("is a GPU node without the model's label, as one that joined after the fetch is", () => {
+    const label = 'models.corral.dev/models--acme--tiny';
+    const held = {
+      ...node('gpu-1', { gpus: '1' }),
+      metadata: { name: 'gpu-1', labels: { [label]: 'true' } },
+    };
+    expect(someNodeLacks(modelNodes([held]), label)).toBe(false);
+    expect(someNodeLacks(modelNodes([held, node('gpu-22', { gpus: '1' })]), label)).toBe(true);
+    expect(someNodeLacks([], label)).toBe(false);
   });
 });
 

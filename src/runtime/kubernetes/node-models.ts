@@ -13,6 +13,8 @@ import { gpuNodes } from './cluster-products.js';
 export interface ModelNode {
   name: string;
   address: string;
+  /** The node's labels as last seen: which models it holds (`modelNodeLabel`). */
+  labels: Readonly<Record<string, string>>;
 }
 
 /**
@@ -25,9 +27,15 @@ export function modelNodes(nodes: readonly Node[], gpuResource?: string): ModelN
     const name = node.metadata?.name;
     const addresses = node.status?.addresses ?? [];
     const address = (addresses.find((a) => a.type === 'InternalIP') ?? addresses[0])?.address;
-    if (name !== undefined && address !== undefined && address !== '') found.push({ name, address });
+    if (name !== undefined && address !== undefined && address !== '')
+      found.push({ name, address, labels: node.metadata?.labels ?? {} });
   }
   return found;
+}
+
+/** Whether a GPU node lacks a model's label (`modelNodeLabel`): it joined since the model was fetched, or failed it. */
+export function someNodeLacks(nodes: readonly ModelNode[], label: string): boolean {
+  return nodes.some((node) => node.labels[label] === undefined);
 }
 
 /** One node's fetch as it stands: under way (with its agent's last progress, if any), ended, or failed. */
