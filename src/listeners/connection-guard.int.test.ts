@@ -36,13 +36,13 @@ async function guarded(maxConnections: number, maxConnectionsPerClient: number) 
   return { server, guard, warnings, port, advance: (ms: number) => (now += ms) };
 }
 
-/** A connection from `from`, resolved once it answers a request (true) or is closed without an answer (false). */
-async function served(port: number, from = '127.0.0.1'): Promise<boolean> {
+/** A connection from `from` sending one request: its socket, and whether it was answered (false: closed unanswered). */
+function oneRequest(port: number, from: string): { socket: Socket; answered: Promise<boolean> } {
   const socket = connect({ port, host: '127.0.0.1', localAddress: from });
   open.push(socket);
   socket.on('error', () => {});
   socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-  return new Promise<boolean>((resolve) => {
+  const answered = new Promise<boolean>((resolve) => {
     let text = '';
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString();
@@ -50,7 +50,11 @@ async function served(port: number, from = '127.0.0.1'): Promise<boolean> {
     });
     socket.on('close', () => resolve(text.includes('ok')));
   });
+  return { socket, answered };
 }
+
+/** A connection from `from`, resolved once it answers a request (true) or is closed without an answer (false). */
+const served = (port: number, from = '127.0.0.1') => oneRequest(port, from).answered;
 
 /** An idle connection from `from` that has sent half a request head, once the server has seen it. */
 async function idle(port: number, from = '127.0.0.1'): Promise<Socket> {
@@ -64,17 +68,8 @@ async function idle(port: number, from = '127.0.0.1'): Promise<Socket> {
 
 /** A keep-alive connection from `from` that was answered once and stays open, waiting for its next request. */
 async function answeredOnce(port: number, from = '127.0.0.1'): Promise<Socket> {
-  const socket = connect({ port, host: '127.0.0.1', localAddress: from });
-  open.push(socket);
-  socket.on('error', () => {});
-  socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-  await new Promise<void>((resolve) => {
-    let text = '';
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      if (text.includes('ok')) resolve();
-    });
-  });
+  const { socket, answered } = oneRequest(port, from);
+  expect(await answered).toBe(true);
   return socket;
 }
 
