@@ -168,6 +168,24 @@ export class WorkerJobs {
       });
   }
 
+  /**
+   * The worker's result for a job it holds was refused as too large (`why`): the job FAILS now, saying so. Left
+   * running, the SDK would drop the job, say it holds none, and the job would run again to the same end.
+   */
+  async resultTooLarge(caller: WorkerCaller, jobId: string, why: string): Promise<void> {
+    const error = `the worker's result was refused: ${why}`;
+    await this.result(caller, jobId, {
+      kind: 'final',
+      status: 'FAILED',
+      output: null,
+      error,
+      stopPod: false,
+    }).catch((refused: unknown) => {
+      // Not the worker's job (or ended already): the 413 alone answers.
+      if (!(refused instanceof JobError && refused.code === 'RESULT_REFUSED')) throw refused;
+    });
+  }
+
   /** A chunk the worker streamed for a job it holds, within the job's stream bounds. */
   async streamChunk(caller: WorkerCaller, jobId: string, chunk: string): Promise<void> {
     const bounds = this.#streamBounds();

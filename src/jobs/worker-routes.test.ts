@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sampleEndpoint, sampleJob } from '../../test/support/fixtures.js';
 import { ManualTimers } from '../../test/support/manual-timers.js';
 import { workerProtocolUrls } from '../contract/runpod-worker.js';
+import { JOB_LIMITS } from '../domain/job.js';
 import type { WorkerState } from '../domain/worker.js';
 import { connectSqlite } from '../store/sqlite/connect.js';
 import { Store } from '../store/store.js';
@@ -84,7 +85,7 @@ describe('the worker routes once a worker is removed', () => {
           await fetch(urls.postOutput.replace('$ID', jobId), {
             method: 'POST',
             headers,
-            body: JSON.stringify({ output }),
+            body: typeof output === 'string' && output.startsWith('{') ? output : JSON.stringify({ output }),
           }),
         ),
       stream: async (jobId: string) =>
@@ -140,5 +141,22 @@ describe('the worker routes once a worker is removed', () => {
       workerId: 'w-2',
       output: JSON.stringify('from the next run'),
     });
+  });
+
+  it('fails a job at once whose result is over the limit, saying so, rather than leaving it to run again', async () => {
+    await store.jobs.enqueue(sampleJob('j-1', endpoint.id, { ownerId: endpoint.ownerId }), 60_000);
+    const w1 = as('w-1');
+    expect((await w1.take()).status).toBe(200);
+    const huge = await w1.done('j-1', JSON.stringify({ output: 'x'.repeat(JOB_LIMITS.resultBytes) }));
+    expect(huge.status).toBe(413);
+    expect(await store.jobs.get(endpoint.id, 'j-1')).toMatchObject({
+      status: 'FAILED',
+      error: `the worker's result was refused: a result is larger than ${JOB_LIMITS.resultBytes} bytes, the limit`,
+    });
+    // Another worker's result over the limit changes nothing but its answer.
+    expect(
+      (await as('w-2').done('j-1', JSON.stringify({ output: 'y'.repeat(JOB_LIMITS.resultBytes) }))).status,
+    ).toBe(413);
+    expect((await store.jobs.get(endpoint.id, 'j-1'))?.status).toBe('FAILED');
   });
 });

@@ -80,7 +80,12 @@ export function workerRoutes(
         return;
       }
       case 'done': {
-        const parsed = parseWorkerResult(await readBody(req, JOB_LIMITS.resultBytes, 'a result'));
+        const body = await readBody(req, JOB_LIMITS.resultBytes, 'a result').catch(async (error: unknown) => {
+          if (error instanceof JobError && error.code === 'BODY_TOO_LARGE')
+            await workers.resultTooLarge(caller, route.jobId, error.message);
+          throw error;
+        });
+        const parsed = parseWorkerResult(body);
         if (!parsed.ok) throw new JobError('INVALID_JOB_REQUEST', parsed.problem);
         await workers.result(caller, route.jobId, parsed.value);
         writeJson(res, 200, '{}');
