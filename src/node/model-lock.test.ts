@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ModelLocks, UNWRITTEN_LOCK_MS } from './model-lock.js';
 
 describe("a model's lock in a cache directory several agents share", () => {
@@ -63,14 +63,19 @@ describe("a model's lock in a cache directory several agents share", () => {
 
     rmSync(lockFile);
     let release: () => void = () => {};
-    const fetching = locks.hold(
-      'acme/tiny',
-      () =>
-        new Promise<string>((resolve) => {
-          release = () => resolve('fetched');
-        }),
-    );
-    await vi.waitFor(() => expect(existsSync(lockFile)).toBe(true));
+    let started: () => void = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const fetching = locks.hold('acme/tiny', () => {
+      started();
+      return new Promise<string>((resolve) => {
+        release = () => resolve('fetched');
+      });
+    });
+    // The fetch runs only once its lock file is taken.
+    await running;
+    expect(existsSync(lockFile)).toBe(true);
     await expect(locks.tryHold('acme/tiny', async () => 'removed')).resolves.toBeUndefined();
     release();
     await expect(fetching).resolves.toBe('fetched');
