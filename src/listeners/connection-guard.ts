@@ -34,8 +34,11 @@ export interface ConnectionGuard {
 }
 
 export function guardConnections(server: Server, options: ConnectionGuardOptions): ConnectionGuard {
-  const perClient = new Map<string, number>();
-  const idle = new IdleConnections();
+  /** Each client's open connections. */
+  const byClient = new Map<string, Set<Socket>>();
+  /** When each connection began to wait between requests (an order, not a time); absent while in a request. */
+  const waitingSince = new WeakMap<Socket, number>();
+  let waits = 0;
   const refused = { overListener: 0, overClient: 0 };
   let idleClosed = 0;
   const logged = { overListener: 0, overClient: 0, idleClosed: 0, at: Number.NEGATIVE_INFINITY };
@@ -59,6 +62,16 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
     );
     Object.assign(logged, refused, { idleClosed, at: now });
   };
+  /** The client's connection that has waited longest between requests, if one waits. */
+  const longestWaiting = (sockets: Set<Socket>): Socket | undefined => {
+    let oldest: Socket | undefined;
+    for (const socket of sockets) {
+      const since = waitingSince.get(socket);
+      if (since !== undefined && (oldest === undefined || since < (waitingSince.get(oldest) ?? since)))
+        oldest = socket;
+    }
+    return oldest;
+  };
   server.maxConnections = options.maxConnections;
   server.on('drop', () => {
     refused.overListener += 1;
@@ -66,60 +79,38 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
   });
   server.on('connection', (socket: Socket) => {
     const client = clientKey(socket.remoteAddress);
-    const open = perClient.get(client) ?? 0;
-    if (open >= options.maxConnectionsPerClient) {
-      const oldest = idle.oldest(client);
+    const sockets = byClient.get(client) ?? new Set<Socket>();
+    if (sockets.size >= options.maxConnectionsPerClient) {
+      const oldest = longestWaiting(sockets);
       if (oldest === undefined) {
         refused.overClient += 1;
         socket.destroy();
         note();
         return;
       }
-      idle.busy(client, oldest);
+      sockets.delete(oldest);
       oldest.destroy();
       idleClosed += 1;
       note();
     }
-    perClient.set(client, open + 1);
+    sockets.add(socket);
+    byClient.set(client, sockets);
     socket.once('close', () => {
-      idle.busy(client, socket);
-      const left = (perClient.get(client) ?? 1) - 1;
-      if (left <= 0) perClient.delete(client);
-      else perClient.set(client, left);
+      sockets.delete(socket);
+      if (sockets.size === 0 && byClient.get(client) === sockets) byClient.delete(client);
     });
   });
-  // An HTTP server's connection is idle from the end of a response to its next request.
+  // An HTTP server's connection waits from the end of a response to its next request.
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
-    const client = clientKey(socket.remoteAddress);
-    idle.busy(client, socket);
-    response.once('finish', () => {
-      if (!socket.destroyed) idle.waiting(client, socket);
-    });
+    waitingSince.delete(socket);
+    response.once('finish', () => waitingSince.set(socket, ++waits));
   });
-  return { refused: () => ({ ...refused }), idleClosed: () => idleClosed, clients: () => perClient };
-}
-
-/** Each client's connections that wait between requests, in the order they began to wait. */
-class IdleConnections {
-  readonly #byClient = new Map<string, Set<Socket>>();
-
-  waiting(client: string, socket: Socket): void {
-    const sockets = this.#byClient.get(client) ?? new Set<Socket>();
-    sockets.delete(socket);
-    sockets.add(socket);
-    this.#byClient.set(client, sockets);
-  }
-
-  busy(client: string, socket: Socket): void {
-    const sockets = this.#byClient.get(client);
-    if (!sockets?.delete(socket) || sockets.size > 0) return;
-    this.#byClient.delete(client);
-  }
-
-  oldest(client: string): Socket | undefined {
-    return this.#byClient.get(client)?.values().next().value;
-  }
+  return {
+    refused: () => ({ ...refused }),
+    idleClosed: () => idleClosed,
+    clients: () => new Map([...byClient].map(([client, sockets]) => [client, sockets.size])),
+  };
 }
 
 /** The key a client's connections are counted under: its IPv4 address, or the /64 of its IPv6 address. */
