@@ -151,32 +151,25 @@ describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
   let onNodes: MachineRemoval = { removal: 'removed', unreachable: [] };
   const asked: string[] = [];
   const pulledOnNodes: { name: string; token: string | null }[] = [];
+  let cache: MemoryModelCache;
+  /** The GPU nodes' caches, as one: their download a test advances by hand. */
+  let nodes: MemoryModelCache;
 
   beforeAll(async () => {
     const store = new Store({ connection: connectSqlite(':memory:') });
     await store.migrate();
     close = () => store.close();
-    const cache = new MemoryModelCache({
-      hubDir: '/cache/hub',
-      models: [{ name: 'acme/tiny', bytes: 1_000 }],
-    });
+    cache = new MemoryModelCache({ hubDir: '/cache/hub', models: [{ name: 'acme/tiny', bytes: 1_000 }] });
+    nodes = new MemoryModelCache({ hubDir: '/nodes/hub', models: [{ name: 'acme/tiny', bytes: 1_000 }] });
     api = await createTestApi(store, {
       modelCache: cache,
       models: {
         cache,
         machines: {
           listMachines: async () => [],
-          ensure: async (model, token) => {
+          ensure: (model, token, onProgress) => {
             pulledOnNodes.push({ name: model.name, token });
-            return {
-              ...model,
-              commit: 'c0ffee',
-              files: 1,
-              bytes: 1_000,
-              repoDir: '',
-              lastUsedAt: 0,
-              diskBytes: 1_000,
-            };
+            return nodes.ensure(model, token, onProgress);
           },
           removeEverywhere: async (name) => {
             asked.push(name);
@@ -195,11 +188,24 @@ describe('DELETE models with GPU nodes (Kubernetes with node agents)', () => {
     await close();
   });
 
-  it("pulls a model into the nodes' caches too, with the caller's token", async () => {
+  it("pulls a model into the nodes' caches only, with the caller's token, answering with their download", async () => {
     expect((await api.call('POST', 'secret/save', { name: 'hf-token', value: TOKEN })).status).toBe(200);
     const pulled = await api.call('POST', 'models', { name: 'acme/tiny', tokenSecret: 'hf-token' });
     expect(pulled.status).toBe(202);
+    expect(pulled.body).toMatchObject({
+      name: 'acme/tiny',
+      machine: null,
+      download: { bytesDone: 0, bytesTotal: 1_000 },
+    });
     expect(pulledOnNodes).toEqual([{ name: 'acme/tiny', token: TOKEN }]);
+    // No worker mounts Corral's own cache where the nodes have theirs: nothing fetched into it.
+    expect(await cache.list()).toEqual([]);
+    expect(cache.downloading({ name: 'acme/tiny', revision: 'main' })).toBe(false);
+
+    nodes.finish({ name: 'acme/tiny', revision: 'main' });
+    const again = await api.call('POST', 'models', { name: 'acme/tiny', tokenSecret: 'hf-token' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ name: 'acme/tiny', download: null });
   });
 
   it("removes a model only the nodes hold, and says which node's agent did not answer, or that one fetches it", async () => {

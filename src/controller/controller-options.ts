@@ -126,7 +126,8 @@ export interface ControllerOptions {
    * in `downloading`, holding no GPU, until they are here, and gets them mounted. Absent: no models.
    */
   models?: {
-    cache: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> & Partial<Pick<MachineModelCaches, 'lacking'>>;
+    cache: Pick<ModelCache, 'hubDir' | 'ensure' | 'onRemoved'> &
+      Partial<Pick<MachineModelCaches, 'lacking' | 'fillLacking'>>;
     token: (ownerId: string, model: ModelRef) => Promise<string | null>;
   };
   /**

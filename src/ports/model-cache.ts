@@ -128,4 +128,6 @@ export interface MachineModelCaches extends Pick<ModelCache, 'hubDir' | 'ensure'
    * fetch failed), as the runtime last saw them: the controller fetches it again for the model's next worker.
    */
   lacking(model: Pick<ModelRef, 'name'>): boolean;
+  /** Fetches the model on the machines that lack it only (`lacking`); resolves to the machines asked. */
+  fillLacking(model: ModelRef, token: string | null): Promise<string[]>;
 }

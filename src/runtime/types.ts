@@ -40,10 +40,10 @@ export type RuntimeVolume =
   | { type: 'local'; name: string; sizeGB: number; mountPath: string }
   | { type: 'network'; hostPath: string; mountPath: string; readOnly?: boolean }
   /**
-   * A model of the endpoint (issue 34): its repository directory in the machine's hub cache (`repoDir`, as
+   * A model of the endpoint (issue 34), by its `name` (`org/name`): its repository directory in the machine's hub cache (`repoDir`, as
    * `models--org--name`, under `hostPath`'s parent), mounted read-only; only the models named, never the whole cache.
    */
-  | { type: 'model'; hostPath: string; repoDir: string; mountPath: string };
+  | { type: 'model'; name: string; hostPath: string; repoDir: string; mountPath: string };
 
 export interface RegistryAuth {
   username: string;

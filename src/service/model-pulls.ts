@@ -1,8 +1,8 @@
 /**
  * An operator's hand on the machine's model cache (issue 34, docs/models.md): `POST models` pulls a model with the
  * caller's own token (validated and checked on the hub as one item of an endpoint's `models` is, then downloaded
- * after the answer, into this machine's cache and, where the runtime keeps them, the workers' machines' own: the GPU
- * nodes', through the ensure a worker's start uses), and `DELETE models/{org}/{name}` removes one from this machine's cache and every workers'
+ * after the answer where workers mount models from: this machine's cache, or, where the runtime keeps them, the
+ * workers' machines' own instead (the GPU nodes', through the ensure a worker's start uses)), and `DELETE models/{org}/{name}` removes one from this machine's cache and every workers'
  * machine's (the GPU nodes', through their agents): refused while an endpoint names it or while it is downloaded. Who pulled which model is remembered in this process, so an owner's `GET models` shows what it pulled.
  */
 import { modelIssues, modelLabel, modelNameProblem, modelRevisionProblem } from '../domain/model-refs.js';
@@ -16,6 +16,7 @@ import {
   type ModelCache,
   type ModelProgress,
   ModelRefusedError,
+  type ResolvedModel,
 } from '../ports/model-cache.js';
 import { ModelAccess, type SecretValue } from './model-access.js';
 
@@ -72,10 +73,11 @@ export class ModelPulls {
     const owners = this.#pulledBy.get(model.name) ?? new Set<string>();
     owners.add(ownerId);
     this.#pulledBy.set(model.name, owners);
-    // Where workers mount models from (each GPU node, labelled as holding it): there before any endpoint names it.
-    if (this.#o.machines)
-      this.#logEnd(ownerId, model, "the workers' machines", this.#o.machines.ensure(model, token));
-    if (checked.bytesMissing === 0) {
+    const { bytesMissing, ...resolved } = checked;
+    // Where workers mount models from (each GPU node, labelled as holding it), and only there: no worker mounts
+    // this machine's cache when the runtime keeps the workers' machines' own.
+    if (this.#o.machines) return this.#pullOnMachines(ownerId, model, token, resolved, this.#o.machines);
+    if (bytesMissing === 0) {
       // Every file is here: ensure only links this revision's snapshot (and checks the token once more).
       return {
         started: false,
@@ -91,7 +93,6 @@ export class ModelPulls {
     this.#logEnd(ownerId, model, 'this machine', download);
     // The answer waits for the download to be under way (listed with its progress), or for its end if it ends first.
     await this.#ensured(Promise.race([reported, download]));
-    const { bytesMissing, ...resolved } = checked;
     const listed = (await this.#o.cache.list()).find(
       (entry) => entry.name === model.name && entry.commit === checked.commit,
     );
@@ -104,6 +105,34 @@ export class ModelPulls {
         diskBytes: resolved.bytes - bytesMissing,
       },
       download: this.#o.cache.progress(model),
+    };
+  }
+
+  /**
+   * A pull into the workers' machines' caches: answered once their download is under way (with its progress summed
+   * over the machines, as a waiting worker shows it), or once it ended if it ends first (every machine held it).
+   */
+  async #pullOnMachines(
+    ownerId: string,
+    model: ModelRef,
+    token: string | null,
+    resolved: ResolvedModel,
+    machines: Pick<MachineModelCaches, 'ensure'>,
+  ): Promise<PulledModel> {
+    let begun: (progress: ModelProgress) => void = () => {};
+    const reported = new Promise<ModelProgress>((resolve) => {
+      begun = resolve;
+    });
+    const download = machines.ensure(model, token, (progress) => begun(progress));
+    this.#logEnd(ownerId, model, "the workers' machines", download);
+    const first = await this.#ensured(
+      Promise.race([reported.then((progress) => ({ progress })), download.then((ended) => ({ ended }))]),
+    );
+    if ('ended' in first) return { started: false, model: first.ended, download: null };
+    return {
+      started: true,
+      model: { ...resolved, repoDir: '', lastUsedAt: this.#o.clock(), diskBytes: first.progress.bytesDone },
+      download: first.progress,
     };
   }
 

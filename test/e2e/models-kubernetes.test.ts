@@ -8,8 +8,9 @@
  * `GET models`, `corral models list` and the dashboard's Models page (where Chromium is) then show the model on each
  * node, with the endpoint naming it; `DELETE models/...` is refused while the endpoint names it, and once it is
  * deleted removes the model from both nodes and their labels. `POST models` of a model no endpoint names fills both
- * nodes' caches and labels them (and Corral's own cache); a GPU node that joins after a model was ready gets it when
- * the model's next worker starts.
+ * nodes' caches and labels them (and not Corral's own cache, which no worker mounts here); a GPU node that joins after
+ * a model was ready gets it when the model's next worker starts (the nodes that hold it not asked); nodes whose
+ * caches were emptied while they kept their labels are unlabelled before a pod goes there, and the model fetched again.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -27,7 +28,14 @@ import { chromiumAvailable, openSuiteBrowser, signIn } from '../support/browser.
 import { type HubStandIn, startHubStandIn } from '../support/hub-stand-in.js';
 import { KubeStandIn } from '../support/kube-stand-in.js';
 import { type NodeAgentProcess, startNodeAgent } from '../support/node-agent-process.js';
-import { CORRAL_BIN, callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
+import {
+  CORRAL_BIN,
+  callApi,
+  printServeLog,
+  type ServeProcess,
+  serveLogLines,
+  startServe,
+} from '../support/process.js';
 import { TestKubelet } from '../support/test-kubelet.js';
 
 const KEY = 'e2e-models-kubernetes-operator-0123';
@@ -301,7 +309,9 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
     const machines = (listing.body.models as { name: string; machine: string | null }[])
       .filter((m) => m.name === PULLED)
       .map((m) => m.machine);
-    expect(machines.sort()).toEqual([...NODES.map((n) => n.name), null].sort());
+    // On the nodes only: no worker mounts Corral's own cache here, so the pull made no copy there.
+    expect(machines.sort()).toEqual(NODES.map((n) => n.name));
+    expect(existsSync(join(dataDir, 'models', 'hub', modelRepoDir(PULLED)))).toBe(false);
   });
 
   it('fetches a model on a GPU node that joined after the model was ready when its next worker starts', async () => {
@@ -309,6 +319,9 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
     // OTHER was fetched (and is still held, labelled) on gpu-a and gpu-b for the second case's endpoint.
     const late = { name: 'gpu-c', address: '127.0.0.3' };
     await addNode(late);
+    const resolutionsBefore = hub.requests.filter(
+      (r) => r.server === 'hub' && r.path.startsWith(`/api/models/${OTHER}/revision/`),
+    ).length;
     const created = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-late', OTHER));
     expect(created.status, created.text).toBe(200);
     const label = modelNodeLabel(modelRepoDir(OTHER));
@@ -322,5 +335,43 @@ describe('models on the kubernetes runtime with node agents, under corral serve'
       { timeout: 15_000, interval: 100 },
     );
     expect(existsSync(join(dataDir, late.name, modelRepoDir(OTHER), 'refs', 'main'))).toBe(true);
+    // gpu-a and gpu-b hold it: only gpu-c's agent was asked. Two resolutions of the model on the hub: Corral's check
+    // at the endpoint's create, and gpu-c's fetch (asking every node made four).
+    expect(
+      hub.requests.filter((r) => r.server === 'hub' && r.path.startsWith(`/api/models/${OTHER}/revision/`))
+        .length,
+    ).toBe(resolutionsBefore + 2);
+  });
+
+  it("fetches a model again when every labelled node's cache lost it, rather than start a worker where it is not", async () => {
+    const running = server as ServeProcess;
+    const label = modelNodeLabel(modelRepoDir(OTHER));
+    const nodes = [...NODES.map((n) => n.name), 'gpu-c'];
+    // The agents restarted on emptied disks: the nodes keep their labels.
+    for (const node of nodes)
+      rmSync(join(dataDir, node, modelRepoDir(OTHER)), { recursive: true, force: true });
+    // The last confirmation of OTHER on the nodes (the previous case's worker) stands 2 s.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const sent = hub.cdnBytesSent();
+    const created = await callApi(running, KEY, 'endpoint/create', modelEndpoint('kube-lost', OTHER));
+    expect(created.status, created.text).toBe(200);
+    const id = created.body.id as string;
+    const podsOf = () => standIn.pods(NS).filter((p) => p.metadata?.labels?.[LABELS.endpoint] === id);
+    await vi.waitFor(() => expect(podsOf()).toHaveLength(1), { timeout: 30_000, interval: 100 });
+    for (const node of nodes) {
+      expect(existsSync(join(dataDir, node, modelRepoDir(OTHER), 'refs', 'main'))).toBe(true);
+      expect(standIn.nodes().find((n) => n.metadata?.name === node)?.metadata?.labels?.[label]).toBe('true');
+    }
+    // Fetched again on the three nodes: 3 copies of its 60 MB.
+    expect(hub.cdnBytesSent() - sent).toBeGreaterThanOrEqual(3 * 60_000_000);
+    const gone = serveLogLines(running).filter(
+      (line) => line.msg === "model gone from a GPU node's cache; its label removed" && line.model === OTHER,
+    );
+    expect(gone.map((line) => line.node).sort()).toEqual(nodes.sort());
+    // One worker was refused its pod, saying why; the one after it waited for the fetch and runs.
+    const refused = serveLogLines(running).filter(
+      (line) => line.endpointId === id && /no longer in any GPU node's cache/.test(String(line.reason)),
+    );
+    expect(refused).toHaveLength(1);
   });
 });

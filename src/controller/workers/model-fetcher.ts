@@ -15,7 +15,8 @@ import type { MachineModelCaches, ModelCache, ModelProgress } from '../../ports/
 import type { ControllerLogger } from '../controller-options.js';
 
 export interface ModelFetcherOptions {
-  cache: Pick<ModelCache, 'ensure' | 'onRemoved'> & Partial<Pick<MachineModelCaches, 'lacking'>>;
+  cache: Pick<ModelCache, 'ensure' | 'onRemoved'> &
+    Partial<Pick<MachineModelCaches, 'lacking' | 'fillLacking'>>;
   /** The owner's hub token for the model (its tokenSecret's value), null for none. */
   token: (ownerId: string, model: ModelRef) => Promise<string | null>;
   clock: () => number;
@@ -77,17 +78,18 @@ export class ModelFetcher {
     return waiting === undefined ? { ready: true } : { ready: false, failed: false, message: waiting };
   }
 
-  /** Fetches a ready model again, in the background, where a machine lacks it now; the workers do not wait. */
+  /** Fetches a ready model, in the background, on the machines that lack it now; the workers do not wait. */
   #refreshWhereLacking(fetch: Fetch & { phase: 'ready' }, ownerId: string, model: ModelRef): void {
     const now = this.#o.clock();
-    if (!this.#o.cache.lacking?.(model)) return;
+    const { cache } = this.#o;
+    if (!cache.fillLacking || !cache.lacking?.(model)) return;
     if (fetch.refreshedAt !== undefined && now - fetch.refreshedAt < REFRESH_EVERY_MS) return;
     fetch.refreshedAt = now;
     void (async () => {
       try {
-        const cached = await this.#o.cache.ensure(model, await this.#o.token(ownerId, model));
+        const machines = await cache.fillLacking?.(model, await this.#o.token(ownerId, model));
         this.#o.logger.info(
-          { model: model.name, revision: model.revision, commit: cached.commit },
+          { model: model.name, revision: model.revision, machines },
           'model fetched again where a machine lacked it',
         );
       } catch (error) {

@@ -24,12 +24,14 @@ describe("an endpoint's models in its workers", () => {
     expect(spec.volumes).toEqual([
       {
         type: 'model',
+        name: 'acme/tiny',
         hostPath: '/var/corral/hub/models--acme--tiny',
         repoDir: 'models--acme--tiny',
         mountPath: '/runpod-volume/huggingface-cache/hub/models--acme--tiny',
       },
       {
         type: 'model',
+        name: 'other/big-one',
         hostPath: '/var/corral/hub/models--other--big-one',
         repoDir: 'models--other--big-one',
         mountPath: '/runpod-volume/huggingface-cache/hub/models--other--big-one',

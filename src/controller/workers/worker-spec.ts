@@ -157,6 +157,7 @@ function modelVolumes(models: readonly ModelRef[], hubDir: string | undefined): 
     const repoDir = modelRepoDir(model.name);
     return {
       type: 'model',
+      name: model.name,
       hostPath: path.join(hubDir, repoDir),
       repoDir,
       mountPath: workerModelPath(model.name),

@@ -207,8 +207,10 @@ export class KubernetesRuntime implements WorkerRuntime {
     await this.#prepull.prepare(request, nodes, onProgress);
   }
 
-  create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
+  async create(spec: WorkerSpec, onProgress?: (progress: PullProgress) => void): Promise<RuntimeWorker> {
     this.#startNodes();
+    // The pod requires a node labelled as holding its models: first, that those labels are still true.
+    await this.#models?.confirmHeld(spec.volumes.flatMap((v) => (v.type === 'model' ? [v.name] : [])));
     return this.#pods.create(spec, onProgress);
   }
 

@@ -12,13 +12,14 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type HubStandIn, startHubStandIn } from '../../../test/support/hub-stand-in.js';
 import { type StandInCluster, standInCluster } from '../../../test/support/kube-cluster.js';
 import { type NodeAgentProcess, startNodeAgent } from '../../../test/support/node-agent-process.js';
 import { modelRepoDir } from '../../domain/model-refs.js';
 import type { ModelRef } from '../../domain/models.js';
 import { type ModelProgress, ModelRefusedError } from '../../ports/model-cache.js';
+import { RuntimeError } from '../types.js';
 import { clientApi } from './client-api.js';
 import { KubernetesRuntime } from './kubernetes-runtime.js';
 import { modelNodeLabel } from './pod-spec.js';
@@ -30,6 +31,8 @@ const GATED = 'corral-test/cluster-gated';
 const LONE = 'corral-test/cluster-lone';
 /** 10 MB: with LARGE (30 MB) and GATED (1 MB) over the agents' budget of 35 MB. */
 const EVICTOR = 'corral-test/cluster-evictor';
+/** 1 MB: emptied from both nodes' caches while they keep its label. */
+const LOST = 'corral-test/cluster-lost';
 const GRANTED = `hf_granted_${randomUUID().slice(0, 8)}`;
 const NOT_GRANTED = 'hf_not_granted';
 const NODES = [
@@ -60,6 +63,7 @@ beforeAll(async () => {
       { name: GATED, weightBytes: 1_000_000, access: { kind: 'gated', tokens: [GRANTED] } },
       { name: LONE, weightBytes: 1_000_000 },
       { name: EVICTOR, weightBytes: 10_000_000 },
+      { name: LOST, weightBytes: 1_000_000 },
     ],
     tokens: [NOT_GRANTED],
   });
@@ -176,6 +180,49 @@ describe("the GPU nodes' model caches through their node agents", () => {
     }
     expect(removed).toContain(EVICTOR);
     expect(await cache.removeEverywhere(EVICTOR)).toEqual({ removal: 'not_cached', unreachable: [] });
+  });
+
+  it('finds a node whose cache lost a model it is labelled for, unlabels it, and fills only that node', async () => {
+    const cache = runtime.modelCache;
+    if (!cache) throw new Error('the runtime has no node model cache');
+    const label = modelNodeLabel(modelRepoDir(LARGE));
+    removed.length = 0;
+    // gpu-a's agent restarted on an emptied disk: its node keeps the label.
+    rmSync(path.join(cacheOf('gpu-a'), modelRepoDir(LARGE)), { recursive: true, force: true });
+    expect(labelsOf('gpu-a')).toMatchObject({ [label]: 'true' });
+    await cache.confirmHeld([LARGE]);
+    expect(labelsOf('gpu-a')?.[label]).toBeUndefined();
+    expect(labelsOf('gpu-b')).toMatchObject({ [label]: 'true' });
+    expect(removed).toEqual([LARGE]);
+    await vi.waitFor(() => expect(cache.lacking({ name: LARGE })).toBe(true), { timeout: 5_000 });
+    const modelInfos = () =>
+      hub.requests.filter((r) => r.server === 'hub' && r.path.startsWith(`/api/models/${LARGE}/revision/`))
+        .length;
+    const before = modelInfos();
+    expect(await cache.fillLacking(ref(LARGE), null)).toEqual(['gpu-a']);
+    expect(existsSync(path.join(cacheOf('gpu-a'), modelRepoDir(LARGE), 'refs', 'main'))).toBe(true);
+    expect(labelsOf('gpu-a')).toMatchObject({ [label]: 'true' });
+    // gpu-b, which holds it, was not asked: one agent resolved the model on the hub.
+    expect(modelInfos() - before).toBe(1);
+  });
+
+  it('refuses to make a pod for a model that every labelled node lost, and unlabels them', async () => {
+    const cache = runtime.modelCache;
+    if (!cache) throw new Error('the runtime has no node model cache');
+    await cache.ensure(ref(LOST), null);
+    const label = modelNodeLabel(modelRepoDir(LOST));
+    await vi.waitFor(() => expect(cache.lacking({ name: LOST })).toBe(false), { timeout: 5_000 });
+    removed.length = 0;
+    for (const node of NODES)
+      rmSync(path.join(cacheOf(node.name), modelRepoDir(LOST)), { recursive: true, force: true });
+    const refused = await cache.confirmHeld([LARGE, LOST]).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RuntimeError);
+    expect((refused as RuntimeError).message).toContain(`model ${LOST} is no longer in any GPU node's cache`);
+    for (const node of NODES) {
+      expect(labelsOf(node.name)?.[label]).toBeUndefined();
+      expect(labelsOf(node.name)).toMatchObject({ [modelNodeLabel(modelRepoDir(LARGE))]: 'true' });
+    }
+    expect(removed).toEqual([LOST, LOST]);
   });
 
   it('takes the model on the nodes whose agent answers, and unlabels the others', async () => {

@@ -9,7 +9,10 @@
  * owner's: the ensure throws it, so a gated model is never mounted for an owner without access even where the node
  * has its files. A model that leaves a node (evicted by its budget, as an ensure's answer says, or removed) is
  * unlabelled there when no revision of it is left, and told to `onRemoved`: the controller fetches it again. A GPU
- * node without a model's label (`lacking`: joined later, or its fetch failed) gets it at the next worker's start.
+ * node without a model's label (`lacking`: joined later, or its fetch failed) gets it at the next worker's start
+ * (`fillLacking`: only those nodes are asked). Before a worker's pod is made, the nodes labelled as holding its models
+ * are asked whether their caches still do (`confirmHeld`): a node whose cache was emptied while it kept its labels (its
+ * agent restarted on an empty disk) is unlabelled, and the model told removed, as if it had been evicted there.
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -25,6 +28,7 @@ import {
   type ModelProgress,
   ModelRefusedError,
 } from '../../ports/model-cache.js';
+import { RuntimeError } from '../types.js';
 import {
   agentBase,
   bearer,
@@ -36,11 +40,13 @@ import {
   type NodeModelRemoved,
 } from './node-agent-protocol.js';
 import {
+  byModelLabel,
   type ModelNode,
   type NodeFetch,
   nodeFetchVerdict,
-  someNodeLacks,
   summedProgress,
+  type WrittenLabels,
+  withWrittenLabels,
 } from './node-models.js';
 import { modelNodeLabel } from './pod-spec.js';
 
@@ -63,33 +69,74 @@ export interface NodeModelCacheOptions {
   logger: Logger;
   /** How often the agents' progress is read while they fetch; default 1 s. */
   progressEveryMs?: number;
+  /**
+   * How long a confirmation that the labelled nodes hold a model stands for the pods made after it (a burst of pods
+   * shares one round of listings); default 2 s.
+   */
+  confirmEveryMs?: number;
+  clock?: () => number;
+}
+
+/** A confirmation that the nodes labelled as holding a model do: when it began, and the nodes found holding it. */
+interface Confirmation {
+  at: number;
+  /** Null: no GPU node was labelled as holding it (nothing to confirm: the scheduler waits for a label). */
+  holding: Promise<string[] | null>;
 }
 
 /** The value of a node's model label: the label's presence is what the pods require. */
 const HELD = 'true';
 /** How long a listing or a removal waits for an agent (a removal never waits for a download: it is refused). */
 const AGENT_CALL_TIMEOUT_MS = 30_000;
+/** How long a pod's creation waits for an agent to list its cache: an agent that does not answer keeps its labels. */
+const CONFIRM_TIMEOUT_MS = 5_000;
+const CONFIRM_EVERY_MS = 2_000;
 
 export class NodeModelCache implements MachineModelCaches {
   readonly hubDir: string;
   readonly #o: NodeModelCacheOptions;
   readonly #removalListeners = new Set<(name: string) => void>();
+  /** Model name -> its latest confirmation on the labelled nodes (`confirmHeld`). */
+  readonly #confirmations = new Map<string, Confirmation>();
+  /** The labels this process set or removed, until the node watch shows them. */
+  readonly #written: WrittenLabels = new Map();
 
   constructor(options: NodeModelCacheOptions) {
     this.#o = options;
     this.hubDir = options.hubDir;
   }
 
+  /** Fetches the model on every GPU node (docs/models.md, On Kubernetes); see the file's comment. */
   async ensure(
     model: ModelRef,
     token: string | null,
     onProgress?: (progress: ModelProgress) => void,
   ): Promise<CachedModel> {
-    const nodes = await this.#o.nodes();
+    const nodes = await this.#nodes();
     if (nodes.length === 0)
       throw new Error(
         'no GPU node to fetch it on (no schedulable node with allocatable GPUs and an address)',
       );
+    return this.#fill(nodes, model, token, onProgress);
+  }
+
+  /**
+   * Fetches a model on the GPU nodes that lack its label only (joined since it was fetched, or their fetch failed,
+   * or their cache lost it); the nodes that hold it are not asked. Resolves to the nodes asked (none: nothing to do).
+   */
+  async fillLacking(model: ModelRef, token: string | null): Promise<string[]> {
+    const { lacking } = byModelLabel(await this.#nodes(), modelNodeLabel(modelRepoDir(model.name)));
+    if (lacking.length > 0) await this.#fill(lacking, model, token);
+    return lacking.map((node) => node.name);
+  }
+
+  /** Asks each of `nodes` to fetch the model, reports their progress summed, and labels those that hold it after. */
+  async #fill(
+    nodes: readonly ModelNode[],
+    model: ModelRef,
+    token: string | null,
+    onProgress?: (progress: ModelProgress) => void,
+  ): Promise<CachedModel> {
     // Read before any node is asked: what the nodes' budgets keep is what endpoints name now.
     const named = [...(await this.#o.namedModels())];
     const fetches = new Map<string, NodeFetch>(
@@ -127,6 +174,8 @@ export class NodeModelCache implements MachineModelCaches {
     const label = modelNodeLabel(modelRepoDir(model.name));
     const labelled = await this.#label(verdict.label, label, HELD);
     await this.#label(verdict.unlabel, label, null);
+    // The nodes just fetched it: a confirmation made before (one that found it gone, say) is no longer true.
+    this.#confirmations.delete(model.name);
     if (labelled.length === 0)
       throw new Error(
         `the nodes that hold it could not be labelled ${label} (Corral's ClusterRole needs patch on nodes)`,
@@ -140,7 +189,63 @@ export class NodeModelCache implements MachineModelCaches {
 
   /** Whether a GPU node seen now lacks the model's label (joined later, its fetch failed, or its agent lost it). */
   lacking(model: Pick<ModelRef, 'name'>): boolean {
-    return someNodeLacks(this.#o.nodesNow(), modelNodeLabel(modelRepoDir(model.name)));
+    return byModelLabel(this.#nodesNow(), modelNodeLabel(modelRepoDir(model.name))).lacking.length > 0;
+  }
+
+  /**
+   * Before a pod that mounts these models is made: asks the agent of each GPU node labelled as holding one whether
+   * its cache does (at most once per `confirmEveryMs` per model; the pods made meanwhile share the answer). A node
+   * whose cache lacks it is unlabelled and the model told removed, so the pod goes to a node that holds it and the
+   * controller fetches it again. Throws when every labelled node lacked one of them: the pod would have nowhere to go,
+   * and the worker that replaces it waits for the fetch. An agent that does not answer keeps its node's labels.
+   */
+  async confirmHeld(names: readonly string[]): Promise<void> {
+    const found = await Promise.all(
+      names.map(async (name) => ({ name, holding: await this.#confirmed(name) })),
+    );
+    const gone = found.filter((f) => f.holding !== null && f.holding.length === 0).map((f) => f.name);
+    if (gone.length > 0)
+      throw new RuntimeError(
+        'RUNTIME_ERROR',
+        `model ${gone.join(', ')} is no longer in any GPU node's cache (a node's cache was emptied since it was fetched): it is fetched again for the next worker`,
+      );
+  }
+
+  #confirmed(name: string): Promise<string[] | null> {
+    const now = (this.#o.clock ?? Date.now)();
+    const last = this.#confirmations.get(name);
+    if (last && now - last.at < (this.#o.confirmEveryMs ?? CONFIRM_EVERY_MS)) return last.holding;
+    const holding = this.#confirm(name);
+    this.#confirmations.set(name, { at: now, holding });
+    return holding;
+  }
+
+  /** The labelled nodes whose agent lists the model (or does not answer); the others are unlabelled. */
+  async #confirm(name: string): Promise<string[] | null> {
+    const { labelled } = byModelLabel(this.#nodesNow(), modelNodeLabel(modelRepoDir(name)));
+    if (labelled.length === 0) return null;
+    const held = await Promise.all(
+      labelled.map(async (node) => {
+        try {
+          const models = (await this.#call(
+            node,
+            'GET',
+            NODE_AGENT_PATHS.models,
+            CONFIRM_TIMEOUT_MS,
+          )) as NodeCachedModel[];
+          if (models.some((model) => model.name === name)) return true;
+          await this.#removedFrom(node.name, [name]);
+          return false;
+        } catch (error) {
+          this.#o.logger.warn(
+            { node: node.name, model: name, err: error instanceof Error ? error.message : String(error) },
+            "cannot confirm that a GPU node's cache holds a model; its label stays",
+          );
+          return true;
+        }
+      }),
+    );
+    return labelled.filter((_, n) => held[n]).map((node) => node.name);
   }
 
   onRemoved(listener: (name: string) => void): () => void {
@@ -151,7 +256,7 @@ export class NodeModelCache implements MachineModelCaches {
   /** Each GPU node's models, as its agent lists them; a node whose agent does not answer is logged and left out. */
   async listMachines(): Promise<MachineModel[]> {
     const listings = await Promise.all(
-      (await this.#o.nodes()).map(async (node) => {
+      (await this.#nodes()).map(async (node) => {
         try {
           const models = (await this.#call(node, 'GET', NODE_AGENT_PATHS.models)) as NodeCachedModel[];
           return models.map((model): MachineModel => ({ ...model, machine: node.name }));
@@ -175,7 +280,7 @@ export class NodeModelCache implements MachineModelCaches {
     const query = revision === undefined ? '' : `?${new URLSearchParams({ revision })}`;
     const unreachable: MachineRemoval['unreachable'] = [];
     const removals = await Promise.all(
-      (await this.#o.nodes()).map(async (node) => {
+      (await this.#nodes()).map(async (node) => {
         try {
           const answer = (await this.#call(
             node,
@@ -206,16 +311,30 @@ export class NodeModelCache implements MachineModelCaches {
     }
   }
 
+  /** The GPU nodes, with the labels this process wrote laid over what the watch saw (it trails a patch). */
+  async #nodes(): Promise<ModelNode[]> {
+    return withWrittenLabels(await this.#o.nodes(), this.#written);
+  }
+
+  #nodesNow(): ModelNode[] {
+    return withWrittenLabels(this.#o.nodesNow(), this.#written);
+  }
+
   #tellRemoved(name: string): void {
     for (const listener of this.#removalListeners) listener(name);
   }
 
   /** A short call to a node's agent: its JSON answer, or an error naming its status and reason. */
-  async #call(node: ModelNode, method: 'GET' | 'DELETE', path: string): Promise<unknown> {
+  async #call(
+    node: ModelNode,
+    method: 'GET' | 'DELETE',
+    path: string,
+    timeoutMs = AGENT_CALL_TIMEOUT_MS,
+  ): Promise<unknown> {
     const answer = await fetch(`${this.#base(node)}${path}`, {
       method,
       headers: bearer(this.#o.token),
-      signal: AbortSignal.timeout(AGENT_CALL_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const body = (await answer.json()) as { reason?: string; message?: string };
     if (!answer.ok)
@@ -230,6 +349,8 @@ export class NodeModelCache implements MachineModelCaches {
       nodes.map(async (node) => {
         try {
           await this.#o.labelNode(node, { [label]: value });
+          const written = this.#written.get(node) ?? new Map<string, string | null>();
+          this.#written.set(node, written.set(label, value));
           done.push(node);
         } catch (error) {
           this.#o.logger.warn(

@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { CachedModel, ModelProgress } from '../../ports/model-cache.js';
 import type { Node } from './api.js';
 import {
+  byModelLabel,
   modelNodes,
   type NodeFetch,
   nodeFetchVerdict,
-  someNodeLacks,
   summedProgress,
+  type WrittenLabels,
+  withWrittenLabels,
 } from './node-models.js';
 
 const MODEL = { name: 'acme/tiny', revision: 'main' };
@@ -85,9 +87,11 @@ describe('a node lacking a model', () => {
       ...node('gpu-1', { gpus: '1' }),
       metadata: { name: 'gpu-1', labels: { [label]: 'true' } },
     };
-    expect(someNodeLacks(modelNodes([held]), label)).toBe(false);
-    expect(someNodeLacks(modelNodes([held, node('gpu-22', { gpus: '1' })]), label)).toBe(true);
-    expect(someNodeLacks([], label)).toBe(false);
+    expect(byModelLabel(modelNodes([held]), label).lacking).toEqual([]);
+    const both = byModelLabel(modelNodes([held, node('gpu-22', { gpus: '1' })]), label);
+    expect(both.lacking.map((n) => n.name)).toEqual(['gpu-22']);
+    expect(both.labelled.map((n) => n.name)).toEqual(['gpu-1']);
+    expect(byModelLabel([], label)).toEqual({ labelled: [], lacking: [] });
   });
 });
 
@@ -144,5 +148,27 @@ describe("a model's verdict once every node has ended", () => {
       kind: 'failed',
       message: 'no node could fetch it (gpu-1: no node agent answers; gpu-2: disk full)',
     });
+  });
+});
+
+describe('the labels Corral wrote, before the node watch shows them', () => {
+  const label = 'models.corral.dev/models--acme--tiny';
+  const seen = (labels: Record<string, string>) => [{ name: 'gpu-1', address: '10.0.0.1', labels }];
+
+  it('lays them over the watch until it shows them, then leaves the watch the word', () => {
+    const written: WrittenLabels = new Map([['gpu-1', new Map([[label, 'true']])]]);
+    // The watch has not seen the patch yet: the node holds the model all the same.
+    expect(byModelLabel(withWrittenLabels(seen({}), written), label).lacking).toEqual([]);
+    // The watch shows it: forgotten, so a removal by anyone else counts from then on.
+    withWrittenLabels(seen({ [label]: 'true' }), written);
+    expect(written.size).toBe(0);
+    expect(byModelLabel(withWrittenLabels(seen({}), written), label).lacking).toHaveLength(1);
+  });
+
+  it('keeps a node just unlabelled from counting as holding the model', () => {
+    const written: WrittenLabels = new Map([['gpu-1', new Map([[label, null]])]]);
+    expect(byModelLabel(withWrittenLabels(seen({ [label]: 'true' }), written), label).labelled).toEqual([]);
+    withWrittenLabels(seen({}), written);
+    expect(written.size).toBe(0);
   });
 });

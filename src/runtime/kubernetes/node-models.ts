@@ -33,9 +33,41 @@ export function modelNodes(nodes: readonly Node[], gpuResource?: string): ModelN
   return found;
 }
 
-/** Whether a GPU node lacks a model's label (`modelNodeLabel`): it joined since the model was fetched, or failed it. */
-export function someNodeLacks(nodes: readonly ModelNode[], label: string): boolean {
-  return nodes.some((node) => node.labels[label] === undefined);
+/**
+ * The GPU nodes by a model's label (`modelNodeLabel`): those labelled as holding it, and those lacking it (joined
+ * since the model was fetched, or their fetch failed, or their cache lost it).
+ */
+export function byModelLabel(
+  nodes: readonly ModelNode[],
+  label: string,
+): { labelled: ModelNode[]; lacking: ModelNode[] } {
+  const labelled: ModelNode[] = [];
+  const lacking: ModelNode[] = [];
+  for (const node of nodes) (node.labels[label] === undefined ? lacking : labelled).push(node);
+  return { labelled, lacking };
+}
+
+/** Labels this process wrote to nodes (node -> label -> value; null: removed), kept until the node watch shows them. */
+export type WrittenLabels = Map<string, Map<string, string | null>>;
+
+/**
+ * The nodes as the watch saw them, with the labels this process wrote since laid over them: the watch trails a patch
+ * by a moment, and a node just labelled must not count as lacking its model (nor one just unlabelled as holding it).
+ * A written label the watch now shows is forgotten (`written` is pruned), so a later change by anyone else counts.
+ */
+export function withWrittenLabels(nodes: readonly ModelNode[], written: WrittenLabels): ModelNode[] {
+  return nodes.map((node) => {
+    const mine = written.get(node.name);
+    if (mine === undefined) return node;
+    const labels: Record<string, string> = { ...node.labels };
+    for (const [label, value] of mine) {
+      if ((node.labels[label] ?? null) === value) mine.delete(label);
+      else if (value === null) delete labels[label];
+      else labels[label] = value;
+    }
+    if (mine.size === 0) written.delete(node.name);
+    return { ...node, labels };
+  });
 }
 
 /** One node's fetch as it stands: under way (with its agent's last progress, if any), ended, or failed. */
