@@ -357,6 +357,40 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
       interval: 500,
     });
     expect(hub.cdnBytesSent()).toBe(sent);
+
+    // The nodes' cache emptied while they keep their labels (an agent restarted on an emptied disk): the next worker
+    // is not sent where its files are not; the model is fetched again, and the worker reads it.
+    await remove(again);
+    rmSync(join(NODE_MODEL_CACHE, repoDir), { recursive: true, force: true });
+    // The check of the nodes' caches made for the last pod stands 2 s for the pods made after it.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const lost = await create({
+      appName: 'modelled-lost',
+      image: { image: workerImage },
+      ports: [{ port: 8000 }],
+      models: [{ name: MODEL }],
+      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+    });
+    await vi.waitFor(
+      async () => expect((await workersOf(lost)).map((w) => w.state.state)).toContain('running'),
+      { timeout: 180_000, interval: 500 },
+    );
+    // Its first worker was refused a pod, saying why; the one after it waited for the fetch.
+    const refused = (await workersOf(lost)).filter((w) => w.state.state === 'failed');
+    expect(refused.map((w) => w.state.message)).toEqual([
+      expect.stringContaining(`model ${MODEL} is no longer in any GPU node's cache`),
+    ]);
+    expect(hub.cdnBytesSent()).toBeGreaterThanOrEqual(sent + lfsBytes);
+    expect(cluster.json(['get', 'nodes', '-l', label]).items).toHaveLength(cluster.nodes().length);
+    const reread = await viaGateway(
+      'modelled-lost',
+      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/${repoDir}/snapshots/${commit}/${shard?.path}`)}`,
+    );
+    expect(reread.status, reread.body).toBe(200);
+    expect(JSON.parse(reread.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
+    console.log(
+      `[real cluster] the nodes' cache emptied under their labels: fetched again (${hub.cdnBytesSent() - sent} bytes from the CDN), the worker read the shard`,
+    );
   }, 600_000);
 
   it('freezes an idle pod through the node agent, thaws it on a request with its GPU kept, deletes it when the frozen time ends', async () => {
