@@ -282,13 +282,16 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
   }, 600_000);
 
   it("fills every GPU node's model cache through its agent while the worker waits holding no GPU, then runs it on a node that holds the model", async () => {
-    const id = await create({
-      appName: 'modelled',
-      image: { image: workerImage },
-      ports: [{ port: 8000 }],
-      models: [{ name: MODEL }],
-      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
-    });
+    /** An endpoint of one worker that names MODEL. */
+    const createModelled = (appName: string) =>
+      create({
+        appName,
+        image: { image: workerImage },
+        ports: [{ port: 8000 }],
+        models: [{ name: MODEL }],
+        workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
+      });
+    const id = await createModelled('modelled');
     const waits: string[] = [];
     await vi.waitFor(
       async () => {
@@ -335,23 +338,20 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     ).toContain(label);
     // The worker reads the shard at HF_HUB_CACHE, byte for byte the hub's.
     const shard = lfs[0];
-    const read = await viaGateway(
-      'modelled',
-      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/${repoDir}/snapshots/${commit}/${shard?.path}`)}`,
-    );
-    expect(read.status, read.body).toBe(200);
-    expect(JSON.parse(read.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
+    const readsShard = async (appName: string) => {
+      const read = await viaGateway(
+        appName,
+        `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/${repoDir}/snapshots/${commit}/${shard?.path}`)}`,
+      );
+      expect(read.status, read.body).toBe(200);
+      expect(JSON.parse(read.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
+    };
+    await readsShard('modelled');
     console.log(
       `[real cluster] model of ${lfsBytes} bytes on ${labelled.length} node(s), ${sent} bytes from the CDN; waits seen: ${JSON.stringify([waits[0], waits.at(-1)])}`,
     );
     // A second endpoint naming the model starts with nothing more from the hub's CDN.
-    const again = await create({
-      appName: 'modelled-again',
-      image: { image: workerImage },
-      ports: [{ port: 8000 }],
-      models: [{ name: MODEL }],
-      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
-    });
+    const again = await createModelled('modelled-again');
     await vi.waitFor(async () => expect((await workersOf(again))[0]?.state.state).toBe('running'), {
       timeout: 120_000,
       interval: 500,
@@ -364,13 +364,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     rmSync(join(NODE_MODEL_CACHE, repoDir), { recursive: true, force: true });
     // The check of the nodes' caches made for the last pod stands 2 s for the pods made after it.
     await new Promise((resolve) => setTimeout(resolve, 2_100));
-    const lost = await create({
-      appName: 'modelled-lost',
-      image: { image: workerImage },
-      ports: [{ port: 8000 }],
-      models: [{ name: MODEL }],
-      workerConfig: { minNum: 1, maxNum: 1, maxConcurrent: 2, freeTimeout: 300, gpuNum: 1 },
-    });
+    const lost = await createModelled('modelled-lost');
     await vi.waitFor(
       async () => expect((await workersOf(lost)).map((w) => w.state.state)).toContain('running'),
       { timeout: 180_000, interval: 500 },
@@ -382,12 +376,7 @@ describe.skipIf(!dir)(`Corral on a real cluster by its manifests${skip ? ` (skip
     ]);
     expect(hub.cdnBytesSent()).toBeGreaterThanOrEqual(sent + lfsBytes);
     expect(cluster.json(['get', 'nodes', '-l', label]).items).toHaveLength(cluster.nodes().length);
-    const reread = await viaGateway(
-      'modelled-lost',
-      `/sha256?path=${encodeURIComponent(`/runpod-volume/huggingface-cache/hub/${repoDir}/snapshots/${commit}/${shard?.path}`)}`,
-    );
-    expect(reread.status, reread.body).toBe(200);
-    expect(JSON.parse(reread.body)).toMatchObject({ size: shard?.size, sha256: shard?.sha256 });
+    await readsShard('modelled-lost');
     console.log(
       `[real cluster] the nodes' cache emptied under their labels: fetched again (${hub.cdnBytesSent() - sent} bytes from the CDN), the worker read the shard`,
     );
