@@ -85,14 +85,10 @@ export class ModelPulls {
         download: null,
       };
     }
-    let begun: () => void = () => {};
-    const reported = new Promise<void>((resolve) => {
-      begun = resolve;
-    });
-    const download = this.#o.cache.ensure(model, token, () => begun());
-    this.#logEnd(ownerId, model, 'this machine', download);
     // The answer waits for the download to be under way (listed with its progress), or for its end if it ends first.
-    await this.#ensured(Promise.race([reported, download]));
+    await this.#underWay(ownerId, model, 'this machine', (onProgress) =>
+      this.#o.cache.ensure(model, token, onProgress),
+    );
     const listed = (await this.#o.cache.list()).find(
       (entry) => entry.name === model.name && entry.commit === checked.commit,
     );
@@ -119,14 +115,8 @@ export class ModelPulls {
     resolved: ResolvedModel,
     machines: Pick<MachineModelCaches, 'ensure'>,
   ): Promise<PulledModel> {
-    let begun: (progress: ModelProgress) => void = () => {};
-    const reported = new Promise<ModelProgress>((resolve) => {
-      begun = resolve;
-    });
-    const download = machines.ensure(model, token, (progress) => begun(progress));
-    this.#logEnd(ownerId, model, "the workers' machines", download);
-    const first = await this.#ensured(
-      Promise.race([reported.then((progress) => ({ progress })), download.then((ended) => ({ ended }))]),
+    const first = await this.#underWay(ownerId, model, "the workers' machines", (onProgress) =>
+      machines.ensure(model, token, onProgress),
     );
     if ('ended' in first) return { started: false, model: first.ended, download: null };
     return {
@@ -134,6 +124,27 @@ export class ModelPulls {
       model: { ...resolved, repoDir: '', lastUsedAt: this.#o.clock(), diskBytes: first.progress.bytesDone },
       download: first.progress,
     };
+  }
+
+  /**
+   * Starts a pull's download into one place's cache (its end logged, not awaited) and waits for its first progress,
+   * or for its end if it ends first (nothing was missing).
+   */
+  async #underWay(
+    ownerId: string,
+    model: ModelRef,
+    where: string,
+    start: (onProgress: (progress: ModelProgress) => void) => Promise<CachedModel>,
+  ): Promise<{ progress: ModelProgress } | { ended: CachedModel }> {
+    let begun: (progress: ModelProgress) => void = () => {};
+    const reported = new Promise<ModelProgress>((resolve) => {
+      begun = resolve;
+    });
+    const download = start((progress) => begun(progress));
+    this.#logEnd(ownerId, model, where, download);
+    return this.#ensured(
+      Promise.race([reported.then((progress) => ({ progress })), download.then((ended) => ({ ended }))]),
+    );
   }
 
   /** Logs the end of a pull's download into one place's cache (the answer does not wait for it). */

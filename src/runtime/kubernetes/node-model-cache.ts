@@ -90,6 +90,7 @@ const HELD = 'true';
 const AGENT_CALL_TIMEOUT_MS = 30_000;
 /** How long a pod's creation waits for an agent to list its cache: an agent that does not answer keeps its labels. */
 const CONFIRM_TIMEOUT_MS = 5_000;
+/** How long a confirmation stands by default (`confirmEveryMs`). */
 const CONFIRM_EVERY_MS = 2_000;
 
 export class NodeModelCache implements MachineModelCaches {
