@@ -73,8 +73,8 @@ export const POSTGRES_RERUN = [
 ];
 
 /**
- * How many integration files run at once (vitest.config.ts's maxWorkers; `npm test` runs the unit tier and the store
- * rerun in a run of their own, on every core): two by default (one on a one-core machine), `CORRAL_TEST_FILES_AT_ONCE`
+ * How many integration files run at once (vitest.config.ts's maxWorkers; `npm test` runs the unit tier in a run of its own,
+ * on every core): two by default (one on a one-core machine), `CORRAL_TEST_FILES_AT_ONCE`
  * sets another count. Most integration files wait on Docker, child processes and timers rather than on the CPU: two
  * at once on the quiet 2-core CI machine ran the `integration` project's 93 files in 626 s, every one passing, against
  * about 1,150 s one at a time (2026-11-30, load 1.7 to 3). Three at once (2026-11-29, load 23 to 25 from other work on
