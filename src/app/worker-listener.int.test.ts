@@ -9,6 +9,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardedDockerAvailable } from '../../test/support/host-guard.js';
 import { ensureTestImage } from '../../test/support/test-image.js';
+import { closeServer } from '../../test/support/test-servers.js';
 import { createWorkerNetwork, fromWorker, removeNetworks } from '../../test/support/worker-network.js';
 import { HostGuard } from '../runtime/docker/host-guard.js';
 import { ensureListenerNetwork, listenerNetworkName } from '../runtime/docker/listener-network.js';
@@ -56,7 +57,7 @@ describe.skipIf(!available)('the worker-facing listener on Docker, behind the ho
     // This listener's hole goes with it; other installations' stay.
     await guarded?.release();
     await listener?.close();
-    await new Promise((resolve) => hostService?.close(resolve));
+    await closeServer(hostService);
     await removeNetworks(docker, [workerNetwork, listenerNetworkName(installationId)]);
   });
 

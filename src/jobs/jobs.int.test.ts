@@ -16,11 +16,11 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sampleEndpoint } from '../../test/support/fixtures.js';
 import { type Document, problemsIn, responseSchemaIn } from '../../test/support/openapi.js';
+import { closeServer } from '../../test/support/test-servers.js';
 import { buildJobs, type Jobs } from '../app/build-jobs.js';
 import { buildWebhooks } from '../app/build-webhooks.js';
 import { startWorkerListener } from '../app/worker-listener.js';
 import { openApiDocument } from '../contract/openapi/document.js';
-
 import type { Endpoint } from '../domain/endpoint.js';
 import { DEFAULT_JOB_STREAM_BOUNDS } from '../domain/job.js';
 import { systemClock, systemTimers } from '../ports/clock.js';
@@ -159,8 +159,8 @@ describe('the jobs API over HTTP with the RunPod protocol test worker', () => {
     await jobs?.close();
     client?.closeAllConnections();
     workersServer?.closeAllConnections();
-    await new Promise((resolve) => client?.close(resolve));
-    await new Promise((resolve) => workersServer?.close(resolve));
+    await closeServer(client);
+    await closeServer(workersServer);
     await store?.close();
     rmSync(scratch, { recursive: true, force: true });
   });

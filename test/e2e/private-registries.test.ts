@@ -14,6 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
 import { dockerAvailable, removeInstallationResources, testWorkerEndpoint } from '../support/test-image.js';
+import { closeServer } from '../support/test-servers.js';
 
 const KEY = 'e2e-private-registries-key-0123456789';
 const SECRET = 'secret-TOKEN-7f3a9c';
@@ -87,7 +88,7 @@ describe.runIf(withDocker)('registries on private addresses, with corral serve o
       );
       for (const id of ids.split('\n').filter(Boolean)) execFileSync('docker', ['rm', '-f', '-v', id]);
     }
-    await new Promise((resolve) => talkative?.close(resolve));
+    await closeServer(talkative);
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -23,6 +23,7 @@ import {
   removeInstallationResources,
   testWorkerEndpoint,
 } from '../support/test-image.js';
+import { closeServer } from '../support/test-servers.js';
 
 const KEY = 'e2e-operator-key-0123456789';
 const PREFIX = '/gpu-instance/openapi/v1';
@@ -84,7 +85,7 @@ describe.runIf(withDocker)(
         .split('\n')
         .filter((line) => line !== '');
       if (left.length > 0) execFileSync('docker', ['rm', '-f', '-v', ...left], { stdio: 'ignore' });
-      await new Promise((resolve) => probe?.close(resolve));
+      await closeServer(probe);
       rmSync(dataDir, { recursive: true, force: true });
     });
 

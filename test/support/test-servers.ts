@@ -35,3 +35,9 @@ export function testServers(): TestServers {
     },
   };
 }
+
+/** Closes a server an `afterAll` may find never made (its `beforeAll` failed first): resolves at once then. */
+export async function closeServer(server: Pick<Server, 'close'> | undefined): Promise<void> {
+  if (!server) return;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}

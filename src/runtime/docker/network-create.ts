@@ -14,8 +14,14 @@ import { firstFreeSubnet, firstHost } from './subnet-pool.js';
 /** Where new networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
 export type SubnetPool = { pool: string; prefixLength: number } | undefined;
 
-/** How many times a network is created again with another subnet after a clash with one made meanwhile. */
-const SUBNET_ATTEMPTS = 8;
+/**
+ * How many times a network is created again with another subnet after a clash with one made meanwhile, and the
+ * waits between: the clashing network is in no listing until the engine has made its bridge (hundreds of
+ * milliseconds under load), and a larger one (another installation's /24 over this one's /28 blocks) clashes with
+ * every block taken inside it until then. About 6 s in all.
+ */
+const SUBNET_ATTEMPTS = 10;
+const CLASH_WAITS_MS = [50, 100, 200, 400, 800, 1000];
 
 export interface NetworkCreation {
   docker: Dockerode;
@@ -27,6 +33,8 @@ export interface NetworkCreation {
   withGateway?: boolean;
   /** What the network is for, in the error when the pool is full. */
   purpose: string;
+  /** Waits between attempts after a clash; tests give their own. */
+  sleep?: (ms: number) => Promise<unknown>;
 }
 
 /**
@@ -38,6 +46,7 @@ export async function createNetworkOnFreeSubnet(
 ): Promise<{ outcome: 'made'; subnet: string | undefined } | { outcome: 'existing' }> {
   const { docker, network, subnets } = options;
   const claimed = options.claimed ?? new Set<string>();
+  const wait = options.sleep ?? sleep;
   // True when made here; false when one of that name was made meanwhile and is there now; undefined when the engine
   // said so but none is there (still being made, or removed since): created again.
   const create = async (subnet: string | undefined): Promise<boolean | undefined> => {
@@ -73,13 +82,32 @@ export async function createNetworkOnFreeSubnet(
           `the Docker network ${network.Name} was removed while it was made`,
         );
     } catch (error) {
-      // A network made on that subnet since the listing (by another process on the engine): take the next one.
-      if (subnet === undefined || !isPoolOverlap(error) || attempt >= SUBNET_ATTEMPTS) throw error;
+      // A network made over that subnet since the listing (by another process on the engine): the next listing
+      // shows it once it is made, and a block clear of it is taken then.
+      if (subnet === undefined || subnets === undefined || !isPoolOverlap(error)) throw error;
       clashed.push(subnet);
+      if (attempt >= SUBNET_ATTEMPTS) throw stillClashing(network.Name, subnets, clashed, error);
     } finally {
       if (subnet !== undefined) claimed.delete(subnet);
     }
+    await wait(CLASH_WAITS_MS[Math.min(attempt, CLASH_WAITS_MS.length) - 1] ?? 0);
   }
+}
+
+function stillClashing(
+  name: string,
+  subnets: NonNullable<SubnetPool>,
+  clashed: readonly string[],
+  cause: unknown,
+): RuntimeError {
+  return new RuntimeError(
+    'RUNTIME_ERROR',
+    `the Docker network ${name} could not be made: each of ${clashed.length} subnets tried in ${subnets.pool} ` +
+      `(${clashed.join(', ')}) overlapped a network the engine holds but does not list (${
+        cause instanceof Error ? cause.message : String(cause)
+      }); restarting the engine frees pools it kept for removed networks`,
+    { cause },
+  );
 }
 
 /**
