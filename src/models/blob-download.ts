@@ -69,65 +69,71 @@ class DiskFlushError extends Error {
  */
 class HashingFile {
   written = 0;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private writing: Promise<void> = Promise.resolve();
-  private syncing: Promise<void> | null = null;
-  private unsynced = 0;
-  private syncFailure: DiskFlushError | null = null;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #writing: Promise<void> = Promise.resolve();
+  #syncing: Promise<void> | null = null;
+  #unsynced = 0;
+  #syncFailure: DiskFlushError | null = null;
+
+  readonly #handle: FileHandle;
+  readonly #onBytes: (bytes: number) => void;
 
   constructor(
-    private readonly handle: FileHandle,
+    handle: FileHandle,
     readonly hash: Hash,
-    private readonly onBytes: (bytes: number) => void,
-  ) {}
+    onBytes: (bytes: number) => void,
+  ) {
+    this.#handle = handle;
+    this.#onBytes = onBytes;
+  }
 
   /** Resolves as soon as the chunk is taken: it waits only when a batch is ready and the previous write is not done. */
   async add(chunk: Buffer): Promise<void> {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    if (this.pendingBytes >= WRITE_BATCH) await this.startWrite();
+    this.#pending.push(chunk);
+    this.#pendingBytes += chunk.length;
+    if (this.#pendingBytes >= WRITE_BATCH) await this.#startWrite();
   }
 
   /** Writes what is pending and waits for every write and flush started: then `written` is final. */
   async flush(): Promise<void> {
     try {
-      await this.startWrite();
-      await this.writing;
+      await this.#startWrite();
+      await this.#writing;
     } finally {
-      await this.syncing;
+      await this.#syncing;
     }
-    if (this.syncFailure) throw this.syncFailure;
+    if (this.#syncFailure) throw this.#syncFailure;
   }
 
-  private async startWrite(): Promise<void> {
+  async #startWrite(): Promise<void> {
     // A failed write rejects here (or in `flush`), before anything more is written after it.
-    await this.writing;
-    if (this.pendingBytes === 0) return;
-    const chunks = this.pending;
-    const bytes = this.pendingBytes;
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.writing = this.handle.writev(chunks).then(() => {
+    await this.#writing;
+    if (this.#pendingBytes === 0) return;
+    const chunks = this.#pending;
+    const bytes = this.#pendingBytes;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#writing = this.#handle.writev(chunks).then(() => {
       for (const chunk of chunks) this.hash.update(chunk);
       this.written += bytes;
-      this.onBytes(bytes);
-      this.unsynced += bytes;
-      if (this.unsynced >= SYNC_EVERY && this.syncing === null) this.startSync();
+      this.#onBytes(bytes);
+      this.#unsynced += bytes;
+      if (this.#unsynced >= SYNC_EVERY && this.#syncing === null) this.#startSync();
     });
     // Seen by whoever awaits it next; until then a failure is no unhandled rejection.
-    this.writing.catch(() => {});
+    this.#writing.catch(() => {});
   }
 
-  private startSync(): void {
-    this.unsynced = 0;
-    this.syncing = this.handle.datasync().then(
+  #startSync(): void {
+    this.#unsynced = 0;
+    this.#syncing = this.#handle.datasync().then(
       () => {
-        this.syncing = null;
+        this.#syncing = null;
       },
       (error: Error) => {
-        this.syncFailure ??= new DiskFlushError(error);
-        this.syncing = null;
+        this.#syncFailure ??= new DiskFlushError(error);
+        this.#syncing = null;
       },
     );
   }

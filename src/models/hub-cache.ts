@@ -73,20 +73,23 @@ const modelKey = (model: Pick<ModelRef, 'name' | 'revision'>): string => `${mode
 
 export class HubModelCache implements ModelCache {
   readonly hubDir: string;
-  private readonly blobFlights = new Map<string, BlobFlight>();
+  readonly #blobFlights = new Map<string, BlobFlight>();
   /** Downloads under way by `name@revision`: their progress, and what they fetch (listed before their snapshot is). */
-  private readonly downloads = new Map<string, Download>();
-  private readonly removalListeners = new Set<(name: string) => void>();
+  readonly #downloads = new Map<string, Download>();
+  readonly #removalListeners = new Set<(name: string) => void>();
   /** Models with an `ensure` under way, by name: not evicted meanwhile. */
-  private readonly inUse = new Map<string, number>();
+  readonly #inUse = new Map<string, number>();
 
-  constructor(private readonly options: HubModelCacheOptions) {
+  readonly #options: HubModelCacheOptions;
+
+  constructor(options: HubModelCacheOptions) {
+    this.#options = options;
     this.hubDir = options.hubDir;
   }
 
   async check(model: ModelRef, token: string | null): Promise<CheckedModel | ModelRefusal> {
     try {
-      const { wanted, first: _first, ...resolved } = await this.resolve(model, token);
+      const { wanted, first: _first, ...resolved } = await this.#resolve(model, token);
       const paths = repoPaths(this.hubDir, model.name);
       let bytesMissing = 0;
       for (const file of wanted) if (!(await exists(paths.blob(blobName(file))))) bytesMissing += file.size;
@@ -97,8 +100,8 @@ export class HubModelCache implements ModelCache {
     }
   }
 
-  private async resolve(model: ModelRef, token: string | null): Promise<Resolution> {
-    const { client } = this.options;
+  async #resolve(model: ModelRef, token: string | null): Promise<Resolution> {
+    const { client } = this.#options;
     const commit = isCommitHash(model.revision)
       ? model.revision
       : await client.resolveCommit(model.name, model.revision, token);
@@ -122,22 +125,22 @@ export class HubModelCache implements ModelCache {
     token: string | null,
     onProgress?: (progress: ModelProgress) => void,
   ): Promise<CachedModel> {
-    this.inUse.set(model.name, (this.inUse.get(model.name) ?? 0) + 1);
+    this.#inUse.set(model.name, (this.#inUse.get(model.name) ?? 0) + 1);
     let resolution: Resolution;
     let download: Download | null = null;
     try {
-      resolution = await this.resolve(model, token);
-      download = await this.fetchMissing(model, token, resolution, onProgress);
-      await this.writeSnapshot(model, resolution);
+      resolution = await this.#resolve(model, token);
+      download = await this.#fetchMissing(model, token, resolution, onProgress);
+      await this.#writeSnapshot(model, resolution);
       // While this model still counts as in use: a budget smaller than it must not evict it on its way in.
       await this.enforceBudget();
     } finally {
       // Listed as downloading (and not removable) until its snapshot is written: then both end in one turn.
-      if (download && this.downloads.get(modelKey(model)) === download)
-        this.downloads.delete(modelKey(model));
-      const left = (this.inUse.get(model.name) ?? 1) - 1;
-      if (left === 0) this.inUse.delete(model.name);
-      else this.inUse.set(model.name, left);
+      if (download && this.#downloads.get(modelKey(model)) === download)
+        this.#downloads.delete(modelKey(model));
+      const left = (this.#inUse.get(model.name) ?? 1) - 1;
+      if (left === 0) this.#inUse.delete(model.name);
+      else this.#inUse.set(model.name, left);
     }
     const { wanted: _wanted, first: _first, ...resolved } = resolution;
     const snapshot = (await listCachedModels(this.hubDir)).find(
@@ -148,7 +151,7 @@ export class HubModelCache implements ModelCache {
     return { ...snapshot, ...resolved };
   }
 
-  private async fetchMissing(
+  async #fetchMissing(
     model: ModelRef,
     token: string | null,
     resolution: Resolution,
@@ -163,20 +166,20 @@ export class HubModelCache implements ModelCache {
     }
     if (missing.length === 0) return null;
     const meter = new ProgressMeter({
-      clock: this.options.clock,
+      clock: this.#options.clock,
       bytesTotal: resolution.bytes,
       bytesDone: present,
     });
     const key = modelKey(model);
     const { wanted: _wanted, first: _first, ...resolved } = resolution;
     const download = { meter, resolved };
-    this.downloads.set(key, download);
+    this.#downloads.set(key, download);
     let reportedAt = Number.NEGATIVE_INFINITY;
     const report = (force: boolean): void => {
-      const now = this.options.clock();
-      if (!onProgress || (!force && now - reportedAt < (this.options.progressEveryMs ?? 500))) return;
+      const now = this.#options.clock();
+      if (!onProgress || (!force && now - reportedAt < (this.#options.progressEveryMs ?? 500))) return;
       reportedAt = now;
-      onProgress(this.progressOf(model, meter));
+      onProgress(this.#progressOf(model, meter));
     };
     const listener = (bytes: number, resumed: boolean): void => {
       if (resumed) {
@@ -191,14 +194,14 @@ export class HubModelCache implements ModelCache {
       // One file at a time: a model's files share one link, and a finished file is safe whatever happens next.
       for (const file of missing) {
         const blobPath = paths.blob(blobName(file));
-        if (!this.blobFlights.has(blobPath) && (await exists(blobPath))) {
+        if (!this.#blobFlights.has(blobPath) && (await exists(blobPath))) {
           // Another caller's download of this file ended since this one listed what was missing.
           meter.resumed(file.size);
           continue;
         }
-        let flight = this.blobFlights.get(blobPath);
+        let flight = this.#blobFlights.get(blobPath);
         if (flight) meter.resumed(flight.bytes);
-        else flight = this.startBlob(model, token, resolution, file, blobPath);
+        else flight = this.#startBlob(model, token, resolution, file, blobPath);
         flight.listeners.add(listener);
         try {
           await flight.done;
@@ -209,12 +212,12 @@ export class HubModelCache implements ModelCache {
       report(true);
       return download;
     } catch (error) {
-      if (this.downloads.get(key) === download) this.downloads.delete(key);
+      if (this.#downloads.get(key) === download) this.#downloads.delete(key);
       throw error;
     }
   }
 
-  private startBlob(
+  #startBlob(
     model: ModelRef,
     token: string | null,
     resolution: Resolution,
@@ -230,31 +233,31 @@ export class HubModelCache implements ModelCache {
       const metadata =
         file.path === resolution.wanted[0]?.path
           ? resolution.first
-          : await this.options.client.fileMetadata(model.name, resolution.commit, file.path, token);
+          : await this.#options.client.fileMetadata(model.name, resolution.commit, file.path, token);
       if (metadata.etag !== blobName(file) || !isBlobName(metadata.etag)) {
         throw new Error(
           `${model.name}/${file.path}: the hub's ETag ${metadata.etag} differs from its tree's`,
         );
       }
-      this.options.logger.info(
+      this.#options.logger.info(
         { model: model.name, file: file.path, bytes: metadata.size },
         'downloading a model file into the cache',
       );
       await downloadBlob({
-        client: this.options.client,
+        client: this.#options.client,
         metadata,
         token,
         blobPath,
         onResumed: (bytes) => tell(bytes, true),
         onBytes: (bytes) => tell(bytes, false),
       });
-    })().finally(() => this.blobFlights.delete(blobPath));
-    this.blobFlights.set(blobPath, flight);
+    })().finally(() => this.#blobFlights.delete(blobPath));
+    this.#blobFlights.set(blobPath, flight);
     return flight;
   }
 
   /** Links `snapshots/{commit}/{path}` to each blob and points `refs/{revision}` at the commit (no newline). */
-  private async writeSnapshot(model: ModelRef, resolution: Resolution): Promise<void> {
+  async #writeSnapshot(model: ModelRef, resolution: Resolution): Promise<void> {
     const paths = repoPaths(this.hubDir, model.name);
     for (const file of resolution.wanted) {
       const link = paths.snapshot(resolution.commit, file.path);
@@ -274,11 +277,11 @@ export class HubModelCache implements ModelCache {
         await rename(temporary, ref);
       }
     }
-    const now = new Date(this.options.clock());
+    const now = new Date(this.#options.clock());
     await utimes(paths.repoDir, now, now);
   }
 
-  private progressOf(model: Pick<ModelRef, 'name' | 'revision'>, meter: ProgressMeter): ModelProgress {
+  #progressOf(model: Pick<ModelRef, 'name' | 'revision'>, meter: ProgressMeter): ModelProgress {
     return {
       name: model.name,
       revision: model.revision,
@@ -290,17 +293,17 @@ export class HubModelCache implements ModelCache {
 
   progress(model: Pick<ModelRef, 'name' | 'revision'> & { commit?: string }): ModelProgress | null {
     const download =
-      this.downloads.get(modelKey(model)) ??
-      [...this.downloads.values()].find(
+      this.#downloads.get(modelKey(model)) ??
+      [...this.#downloads.values()].find(
         ({ resolved }) => resolved.name === model.name && resolved.commit === model.commit,
       );
-    return download ? this.progressOf(download.resolved, download.meter) : null;
+    return download ? this.#progressOf(download.resolved, download.meter) : null;
   }
 
   async list(): Promise<CachedModel[]> {
     const listed = await listCachedModels(this.hubDir);
-    const now = this.options.clock();
-    for (const { meter, resolved } of this.downloads.values()) {
+    const now = this.#options.clock();
+    for (const { meter, resolved } of this.#downloads.values()) {
       if (listed.some((entry) => entry.name === resolved.name && entry.commit === resolved.commit)) continue;
       // A first download of this revision: no snapshot yet, so it is listed from what is being fetched.
       listed.push({
@@ -314,8 +317,8 @@ export class HubModelCache implements ModelCache {
   }
 
   async remove(name: string, revision?: string): Promise<ModelRemoval> {
-    if (this.inUse.has(name)) return 'downloading';
-    const removing = this.options.removing ?? ((_name, removal) => removal());
+    if (this.#inUse.has(name)) return 'downloading';
+    const removing = this.#options.removing ?? ((_name, removal) => removal());
     const removed = await removing(name, () =>
       revision === undefined
         ? removeRepository(this.hubDir, name)
@@ -323,33 +326,33 @@ export class HubModelCache implements ModelCache {
     );
     if (removed === undefined) return 'downloading';
     if (!removed) return 'not_cached';
-    for (const listener of this.removalListeners) listener(name);
+    for (const listener of this.#removalListeners) listener(name);
     return 'removed';
   }
 
   onRemoved(listener: (name: string) => void): () => void {
-    this.removalListeners.add(listener);
-    return () => this.removalListeners.delete(listener);
+    this.#removalListeners.add(listener);
+    return () => this.#removalListeners.delete(listener);
   }
 
   /** Evicts the least recently used models no endpoint names until the cache is within its budget. */
   async enforceBudget(): Promise<string[]> {
-    const budget = this.options.diskBudgetBytes;
+    const budget = this.#options.diskBudgetBytes;
     if (budget === null) return [];
     const byName = new Map<string, CachedModel>();
     for (const model of await listCachedModels(this.hubDir)) byName.set(model.name, model);
-    const named = await this.options.namedModels();
+    const named = await this.#options.namedModels();
     const evicted = modelsToEvict(
       [...byName.values()],
       budget,
-      (name) => named.has(name) || this.inUse.has(name),
+      (name) => named.has(name) || this.#inUse.has(name),
     );
     const removed: string[] = [];
     for (const model of evicted) {
       // Another agent fetching it into a shared directory keeps it (this time).
       if ((await this.remove(model.name)) !== 'removed') continue;
       removed.push(model.name);
-      this.options.logger.info(
+      this.#options.logger.info(
         { model: model.name, bytes: model.diskBytes, budgetBytes: budget },
         'evicted a model no endpoint names to keep the model cache within its disk budget',
       );

@@ -67,13 +67,17 @@ export function refusalOf(status: number, headers: Headers, what: string): Model
 }
 
 export class HubClient {
-  constructor(private readonly options: HubClientOptions) {}
+  readonly #options: HubClientOptions;
 
-  get hubUrl(): string {
-    return this.options.hubUrl;
+  constructor(options: HubClientOptions) {
+    this.#options = options;
   }
 
-  private async call(
+  get hubUrl(): string {
+    return this.#options.hubUrl;
+  }
+
+  async #call(
     url: string,
     method: 'GET' | 'HEAD',
     token: string | null,
@@ -84,13 +88,13 @@ export class HubClient {
       response = await request(url, {
         method,
         headers: { 'accept-encoding': 'identity', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        headersTimeout: this.options.metadataTimeoutMs ?? 10_000,
-        ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
+        headersTimeout: this.#options.metadataTimeoutMs ?? 10_000,
+        ...(this.#options.dispatcher ? { dispatcher: this.#options.dispatcher } : {}),
       });
     } catch (error) {
       throw new ModelRefusedError({
         code: 'MODEL_HUB_UNREACHABLE',
-        message: `the hub at ${this.options.hubUrl} cannot be reached for ${what}: ${(error as Error).message}`,
+        message: `the hub at ${this.#options.hubUrl} cannot be reached for ${what}: ${(error as Error).message}`,
       });
     }
     if (response.statusCode >= 300 && !(method === 'HEAD' && response.statusCode < 400)) {
@@ -103,8 +107,8 @@ export class HubClient {
   /** The commit a revision points to (a commit hash resolves to itself, as the hub answers). */
   async resolveCommit(name: string, revision: string, token: string | null): Promise<string> {
     const what = `model ${name} at ${revision}`;
-    const { body } = await this.call(
-      apiUrl(this.options.hubUrl, name, 'revision', revision),
+    const { body } = await this.#call(
+      apiUrl(this.#options.hubUrl, name, 'revision', revision),
       'GET',
       token,
       what,
@@ -122,9 +126,9 @@ export class HubClient {
   /** Every file of a commit, through all pages of the recursive tree. */
   async listFiles(name: string, commit: string, token: string | null): Promise<HubTreeFile[]> {
     const files: HubTreeFile[] = [];
-    let next: string | null = `${apiUrl(this.options.hubUrl, name, 'tree', commit)}?recursive=true`;
+    let next: string | null = `${apiUrl(this.#options.hubUrl, name, 'tree', commit)}?recursive=true`;
     while (next !== null) {
-      const { headers, body } = await this.call(next, 'GET', token, `the files of ${name}`);
+      const { headers, body } = await this.#call(next, 'GET', token, `the files of ${name}`);
       const entries = (await body.json()) as {
         type?: string;
         path?: string;
@@ -161,9 +165,9 @@ export class HubClient {
     path: string,
     token: string | null,
   ): Promise<HubFileMetadata> {
-    const url = fileUrl(this.options.hubUrl, name, commit, path);
+    const url = fileUrl(this.#options.hubUrl, name, commit, path);
     const what = `${name}/${path}`;
-    const { headers, body } = await this.call(url, 'HEAD', token, what);
+    const { headers, body } = await this.#call(url, 'HEAD', token, what);
     await body.dump();
     const etag = normalizeEtag(header(headers, 'x-linked-etag') ?? header(headers, 'etag'));
     const size = Number(header(headers, 'x-linked-size') ?? header(headers, 'content-length'));
@@ -187,14 +191,14 @@ export class HubClient {
     token: string | null,
     start: number,
   ): Promise<{ body: Dispatcher.ResponseData['body']; partial: boolean }> {
-    const sameHost = new URL(metadata.location).host === new URL(this.options.hubUrl).host;
+    const sameHost = new URL(metadata.location).host === new URL(this.#options.hubUrl).host;
     const response = await request(metadata.location, {
       method: 'GET',
       headers: {
         ...(sameHost && token ? { authorization: `Bearer ${token}` } : {}),
         ...(start > 0 ? { range: `bytes=${start}-` } : {}),
       },
-      ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
+      ...(this.#options.dispatcher ? { dispatcher: this.#options.dispatcher } : {}),
     });
     if (response.statusCode !== 200 && response.statusCode !== 206) {
       await response.body.dump();
