@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { integrationAvailable } from '../support/integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from '../support/process.js';
-import { dockerAvailable, ensureTestImage, removeInstallationResources } from '../support/test-image.js';
+import {
+  dockerAvailable,
+  ensureTestImage,
+  pushTestImageCopy,
+  removeInstallationResources,
+} from '../support/test-image.js';
 import { REGISTRY_BIN, type TestRegistry, testRegistry } from '../support/test-registry.js';
 
 const KEY = 'e2e-pull-on-create-operator-key-01234';
@@ -85,10 +90,7 @@ describe.runIf(withRegistry)('images pulled at create, with corral serve on Dock
     await registry.start();
     // The test worker on the registry under a name of this run, absent from the engine under that name: a pull
     // must fetch it (its layers are the test image's, so it is quick).
-    pushed = `${registry.address}/pull-on-create/worker:${run}`;
-    execFileSync('docker', ['tag', base, pushed]);
-    execFileSync('docker', ['push', '-q', pushed], { stdio: 'ignore' });
-    execFileSync('docker', ['rmi', pushed], { stdio: 'ignore' });
+    pushed = await pushTestImageCopy(`${registry.address}/pull-on-create/worker:${run}`);
     pushedPulls = registry.enginePulls();
     // The registry is on loopback: only a listed one may be pulled from (docs/security.md, Registries).
     writeFileSync(

@@ -1,5 +1,7 @@
 /** The test worker (its script and `FROM scratch` image) and the cleanup of labelled Docker containers. */
+
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 
@@ -185,6 +187,22 @@ export async function ensureStandInImage(tag: string, lines: string[]): Promise<
     stdio: ['pipe', 'ignore', 'inherit'],
   });
   return tag;
+}
+
+/**
+ * Pushes a copy of the test image to `reference` (a registry on 127.0.0.1) and leaves nothing of it on the engine:
+ * a copy with an image id of its own (a label), since a push or a pull gives the image pushed a RepoDigest, and
+ * the image guard of every `corral serve` beside it would then check the shared test image against that registry.
+ */
+export async function pushTestImageCopy(reference: string): Promise<string> {
+  const copy = await ensureStandInImage(`corral-test-pushed:${randomUUID().slice(0, 8)}`, [
+    `LABEL corral.test.pushed="${reference}"`,
+  ]);
+  execFileSync('docker', ['tag', copy, reference]);
+  execFileSync('docker', ['push', '-q', reference], { stdio: 'ignore' });
+  // Gone under both names (its layers stay, as the test image's): a start must pull it.
+  execFileSync('docker', ['rmi', copy, reference], { stdio: 'ignore' });
+  return reference;
 }
 
 /** The stand-in for `nginx:latest`: serves `/` and answers 404 on `/health`, as stock nginx does. */

@@ -11,6 +11,7 @@ import { runtimeContract, testWorkerSpec } from '../../../test/support/runtime-c
 import {
   dockerAvailable,
   ensureTestImage,
+  pushTestImageCopy,
   removeLabelled,
   TEST_IMAGE,
 } from '../../../test/support/test-image.js';
@@ -62,11 +63,8 @@ if (withDocker) {
               registryDir = mkdtempSync(join(tmpdir(), 'corral-ct-registry-'));
               registry = await testRegistry(registryDir);
               await registry.start();
-              pushed = `${registry.address}/contract/worker:${run}`;
-              execFileSync('docker', ['tag', image, pushed]);
-              execFileSync('docker', ['push', '-q', pushed], { stdio: 'ignore' });
-              // Gone under that name (its layers stay, as the test image's): prepareImage must pull it.
-              execFileSync('docker', ['rmi', pushed], { stdio: 'ignore' });
+              // Absent from the engine: prepareImage must pull it.
+              pushed = await pushTestImageCopy(`${registry.address}/contract/worker:${run}`);
               const pulls = async () => registry?.enginePulls() ?? 0;
               return { image: pushed, pulls };
             },
