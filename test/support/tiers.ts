@@ -74,16 +74,18 @@ export const POSTGRES_RERUN = [
 
 /**
  * How many integration files run at once (vitest.config.ts's maxWorkers; `npm test` runs the unit tier in a run of its own,
- * on every core): two by default (one on a one-core machine), `CORRAL_TEST_FILES_AT_ONCE`
- * sets another count. Most integration files wait on Docker, child processes and timers rather than on the CPU: two
- * at once on the quiet 2-core CI machine ran the `integration` project's 93 files in 626 s, every one passing, against
- * about 1,150 s one at a time (2026-11-30, load 1.7 to 3). Three at once (2026-11-29, load 23 to 25 from other work on
- * the machine) failed four files on their real-time bounds; those four now run alone (INTEGRATION_ALONE).
+ * on every core): three by default (one on a one-core machine), `CORRAL_TEST_FILES_AT_ONCE` sets another count.
+ * Most integration files wait on Docker, child processes and timers rather than on the CPU. On the quiet 2-core
+ * machine (2026-11-30) the store rerun and the integration projects took 868 s two at a time, in a clean-clone CI
+ * run, and 716 s three at a time (load up to 5.7), every file passing but one, whose failure was another file's
+ * push of the shared test image (fixed: test-image.ts pushTestImageCopy). Three at once at load 23 to 25 from other
+ * work on the machine (2026-11-29) failed four files on their real-time bounds; those four now run alone
+ * (INTEGRATION_ALONE).
  */
 export const FILES_AT_ONCE = filesAtOnce(process.env.CORRAL_TEST_FILES_AT_ONCE);
 
 function filesAtOnce(setting: string | undefined): number {
-  if (setting === undefined || setting === '') return Math.min(2, availableParallelism());
+  if (setting === undefined || setting === '') return availableParallelism() > 1 ? 3 : 1;
   const count = Number(setting);
   if (!Number.isInteger(count) || count < 1 || count > 16)
     throw new Error(`CORRAL_TEST_FILES_AT_ONCE must be a whole number from 1 to 16, got "${setting}"`);
