@@ -133,6 +133,7 @@ export class Controller {
       crashes: this.#crashes,
       logger: o.logger,
       clock: o.clock,
+      listings: () => this.#listings,
       endpoints: () => this.#endpoints,
       poke,
       failedKept: o.failedKept,

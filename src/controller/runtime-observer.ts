@@ -1,6 +1,6 @@
 /**
  * The observe step of a reconcile: what the runtime's listing says of the controller's workers. A container it does
- * not know is adopted; a started worker whose container exited or vanished dies (unless its engine was told to stop
+ * not know is adopted (unless it was removed after the listing began); a started worker whose container exited or vanished dies (unless its engine was told to stop
  * it a moment ago); one that runs at another address is followed there. The listing is the whole runtime's (the
  * whole pass) or one endpoint's (that endpoint's reconcile): only the records it covers can have vanished from it.
  */
@@ -45,6 +45,8 @@ export class RuntimeObserver {
       if (gpus.isReleasing(container.workerId)) continue;
       const record = book.get(container.workerId);
       if (!record) {
+        // Removed and forgotten after this listing began: the listing is older than the removal.
+        if (lifecycle.forgottenSinceListing(container.workerId, listing.number)) continue;
         lifecycle.adopt(container, live.get(container.endpointId), now);
       } else if (container.phase === 'exited' && (isPresent(record.state) || this.follows(record))) {
         if (mayBeRestarting(record, now, this.#o.restartGraceMs)) continue;

@@ -8,6 +8,7 @@ import { HealthProber } from '../health/health-prober.js';
 import { answered } from '../health/probe-result.js';
 import { GpuLedger } from '../placement/gpu-ledger.js';
 import { RoutingTable } from '../routing-table.js';
+import { RuntimeObserver } from '../runtime-observer.js';
 import { RuntimeOutage } from '../runtime-outage.js';
 import { ImagePreparer } from '../workers/image-preparer.js';
 import { type ManagedWorker, pendingRecord } from '../workers/managed-worker.js';
@@ -37,6 +38,8 @@ function setUp(awaitDrained?: () => Promise<void>) {
     logged.push({ level, fields, message });
   const logger = { info: log('info'), warn: log('warn'), error: log('error') };
   let probes = 0;
+  /** Runtime listings begun (a test begins one by adding to it). */
+  const listings = { begun: 0 };
   let lifecycle: WorkerLifecycle | undefined;
   const prober = new HealthProber({
     probe: async () => {
@@ -62,6 +65,7 @@ function setUp(awaitDrained?: () => Promise<void>) {
     crashes: new CrashLedger({ policy: { baseMs: 10, capMs: 50, crashLoopAfter: 3 } }),
     logger,
     clock,
+    listings: () => listings.begun,
     endpoints: () => endpoints,
     poke: () => {},
     failedKept: 1,
@@ -127,6 +131,7 @@ function setUp(awaitDrained?: () => Promise<void>) {
     prober,
     started,
     ended,
+    listings,
     probes: () => probes,
   };
 }
@@ -223,6 +228,27 @@ describe('WorkerLifecycle', () => {
     expect(gpus.held(book.all()).size).toBe(0);
     expect(runtime.counters.removes).toBe(1);
     expect(logged.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
+  it('a listing begun before a worker was removed does not adopt it again; one begun after would', async () => {
+    const { endpoint, book, gpus, runtime, lifecycle, started, listings, logged } = setUp();
+    const record = await started();
+    lifecycle.probed(record.id, true, true, undefined);
+    const observer = new RuntimeObserver({ book, gpus, lifecycle, restartGraceMs: 1_000 });
+    // A pass lists the runtime (the container is there), then the worker is removed before the pass reads it.
+    listings.begun += 1;
+    const before = { number: listings.begun, workers: await runtime.list({}), scope: [] };
+    lifecycle.drainAndRemove(record, 'replaced by a new revision');
+    await settle();
+    expect(book.has(record.id)).toBe(false);
+
+    observer.observe(before, new Map([[endpoint.id, endpoint]]), 0);
+    expect(book.has(record.id)).toBe(false);
+    expect(logged.filter((l) => l.message.includes('adopted'))).toEqual([]);
+    // A listing begun after the removal that still showed the container would be a container to adopt.
+    listings.begun += 1;
+    observer.observe({ ...before, number: listings.begun }, new Map([[endpoint.id, endpoint]]), 0);
+    expect(book.has(record.id)).toBe(true);
   });
 
   it('fails a worker whose removal failed; its GPUs stay held until its container is no longer listed', async () => {

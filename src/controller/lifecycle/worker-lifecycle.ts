@@ -43,6 +43,8 @@ export interface WorkerLifecycleOptions {
   crashes: CrashLedger;
   logger: ControllerLogger;
   clock: Clock;
+  /** Runtime listings begun so far (a worker forgotten after a listing began may still be in it). */
+  listings: () => number;
   /** The live endpoints as of the last pass (health settings are read here). */
   endpoints: () => ReadonlyMap<string, Endpoint>;
   /** Asks for a reconcile of the endpoint (undefined: of every endpoint, the whole pass). */
@@ -107,6 +109,9 @@ export function coldWake(
   };
 }
 
+/** How long a forgotten worker is remembered, so that a listing begun before its removal does not adopt it. */
+const FORGOTTEN_KEPT_MS = 60_000;
+
 export class WorkerLifecycle {
   readonly #o: WorkerLifecycleOptions;
   /** The lines a person reads about the workers (worker-log.ts); the starter writes its own through it. */
@@ -118,6 +123,11 @@ export class WorkerLifecycle {
   readonly #adoptedIds = new Set<string>();
   /** Worker id -> the runtime listings begun when its create completed (runtime-observer.ts: #listedSinceCreated). */
   readonly #createdAtListing = new Map<string, number>();
+  /**
+   * Worker id -> the runtime listings begun when it was forgotten, and when (oldest first): a listing begun before
+   * its container was removed still shows the container, which is not a worker to adopt.
+   */
+  readonly #forgottenAtListing = new Map<string, { listing: number; at: number }>();
   /** Events of this pass for the endpoints' logs (workers that exited), written with the statuses. */
   readonly #events: [endpointId: string, event: NewEvent][] = [];
 
@@ -195,6 +205,12 @@ export class WorkerLifecycle {
 
   createdAtListing(workerId: string): number {
     return this.#createdAtListing.get(workerId) ?? 0;
+  }
+
+  /** Whether the worker was forgotten (its container removed) after this listing began. */
+  forgottenSinceListing(workerId: string, listing: number): boolean {
+    const forgotten = this.#forgottenAtListing.get(workerId);
+    return forgotten !== undefined && forgotten.listing >= listing;
   }
 
   // ---- failures ----
@@ -396,6 +412,18 @@ export class WorkerLifecycle {
     this.#causesTold.forget(record.id);
     this.#createdAtListing.delete(record.id);
     this.#adoptedIds.delete(record.id);
+    this.#rememberForgotten(record.id);
+  }
+
+  #rememberForgotten(workerId: string): void {
+    const now = this.#o.clock();
+    // A listing is observed within seconds of its start: after a minute no listing begun before can be in flight.
+    for (const [id, { at }] of this.#forgottenAtListing) {
+      if (now - at < FORGOTTEN_KEPT_MS) break;
+      this.#forgottenAtListing.delete(id);
+    }
+    this.#forgottenAtListing.delete(workerId);
+    this.#forgottenAtListing.set(workerId, { listing: this.#o.listings(), at: now });
   }
 
   /** Keeps the newest failed records of an endpoint, for the API to show why. */
