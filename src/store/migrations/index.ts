@@ -75,8 +75,25 @@ export async function migrateToLatest(
         ),
     },
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error)
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (attempt < MIGRATION_ATTEMPTS && otherSchemaDropped(error, schema ?? 'public')) continue;
     throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`);
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+}
+
+/** How many times a migration is tried when another schema of the database was dropped under it. */
+const MIGRATION_ATTEMPTS = 10;
+
+/**
+ * Whether the migrator failed because a schema other than Corral's was dropped while it looked for its own tables:
+ * Kysely's PostgreSQL introspection reads every schema's tables (`pg_get_serial_sequence` of each), and a schema
+ * dropped meanwhile by another user of the database fails it with invalid_schema_name. Nothing was applied then
+ * (each migration runs in a transaction, after that look), so the migration is tried again.
+ */
+function otherSchemaDropped(error: unknown, ownSchema: string): boolean {
+  if (!(error instanceof Error) || (error as { code?: unknown }).code !== '3F000') return false;
+  const dropped = /schema "([^"]+)" does not exist/.exec(error.message)?.[1];
+  return dropped !== undefined && dropped !== ownSchema;
 }
