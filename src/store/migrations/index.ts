@@ -86,14 +86,23 @@ export async function migrateToLatest(
 /** How many times a migration is tried when another schema of the database was dropped under it. */
 const MIGRATION_ATTEMPTS = 10;
 
+/** What a look at every schema's tables answers when one of them, or a table or column in it, is dropped meanwhile. */
+const DROPPED_MEANWHILE = new Set(['3F000', '42P01', '42703']);
+
 /**
- * Whether the migrator failed because a schema other than Corral's was dropped while it looked for its own tables:
- * Kysely's PostgreSQL introspection reads every schema's tables (`pg_get_serial_sequence` of each), and a schema
- * dropped meanwhile by another user of the database fails it with invalid_schema_name. Nothing was applied then
- * (each migration runs in a transaction, after that look), so the migration is tried again.
+ * Whether the migrator may have failed because a schema other than Corral's, or a table in one, was dropped while it
+ * looked for its own tables: Kysely's PostgreSQL introspection reads every schema's tables (`pg_get_serial_sequence`
+ * of each column), and what another user of the database drops meanwhile fails it with invalid_schema_name
+ * (`schema "x" does not exist`), undefined_table (`relation "x.t" does not exist`) or undefined_column (`column "c"
+ * of relation "t" does not exist`, no schema said). Nothing was applied then (each migration runs in a transaction,
+ * after that look), so it is tried again, unless the error names Corral's own schema. A migration's own such error
+ * fails each time, and is said after the last.
  */
 function otherSchemaDropped(error: unknown, ownSchema: string): boolean {
-  if (!(error instanceof Error) || (error as { code?: unknown }).code !== '3F000') return false;
-  const dropped = /schema "([^"]+)" does not exist/.exec(error.message)?.[1];
-  return dropped !== undefined && dropped !== ownSchema;
+  if (!(error instanceof Error) || !DROPPED_MEANWHILE.has(String((error as { code?: unknown }).code)))
+    return false;
+  const named =
+    /schema "([^"]+)" does not exist/.exec(error.message)?.[1] ??
+    /relation "([^".]+)\.[^"]+"/.exec(error.message)?.[1];
+  return named !== ownSchema;
 }
