@@ -51,7 +51,8 @@ export async function gatewayChild(): Promise<void> {
   };
   const compiled = await compiledGatewayModules();
   const registry = new Registry();
-  const metrics = new compiled.GatewayMetrics({ registry });
+  // Its load is read at scrape time, from the gateway made next.
+  const metrics = new compiled.GatewayMetrics({ registry, load: () => gateway.stats() });
   const pools = new compiled.WorkerPools({ keepAliveTimeoutMs: config.gateway.workerKeepAliveMs });
   const gateway: Gateway = new compiled.Gateway({
     routing,
@@ -69,7 +70,6 @@ export async function gatewayChild(): Promise<void> {
       clock: systemClock,
     }),
   });
-  metrics.readFrom({ load: () => gateway.stats() });
   const started = gateway;
   const server = compiled.createGatewayServer(gateway, {
     maxRequestTimeoutSeconds: config.limits.requestTimeoutSeconds.max,

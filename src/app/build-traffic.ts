@@ -24,7 +24,7 @@ import {
 import { RoutingTable } from '../controller/routing-table.js';
 import { workerMemoryGBPerGpu } from '../controller/workers/worker-spec.js';
 import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
-import { GatewayMetrics } from '../gateway/metrics.js';
+import { GatewayMetrics, type GatewayMetricsSources } from '../gateway/metrics.js';
 import { WorkerPools } from '../gateway/pools.js';
 import type { GatewayRoute } from '../gateway/router.js';
 import { gatewayServer, serveGateway } from '../gateway/server.js';
@@ -65,7 +65,7 @@ export interface TrafficParts<M extends GatewayMetrics> {
   /** The model cache and the owners' hub tokens: workers of endpoints naming models wait in `downloading`. */
   models?: ControllerOptions['models'];
   /** The gateway's metrics object (a benchmark records more than `GatewayMetrics` does). */
-  gatewayMetrics?: (options: { registry: Registry }) => M;
+  gatewayMetrics?: (options: { registry: Registry } & GatewayMetricsSources) => M;
   /** The autoscaler's metrics object (a benchmark records each decision). */
   scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
   /** Several replicas: the table the gateway routes by, filled from the store (none: the controller's own). */
@@ -143,9 +143,14 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   const placement = runtime.gpuScheduler
     ? schedulerPlacement(runtime.gpuScheduler)
     : inventoryPlacement(parts.gpus);
+  // Read at scrape time, once the gateway and the controller's terms below exist.
+  const sources: GatewayMetricsSources = {
+    load: () => gateway.stats(),
+    workers: () => terms.controller.workers(),
+  };
   const gatewayMetrics = parts.gatewayMetrics
-    ? parts.gatewayMetrics({ registry })
-    : (new GatewayMetrics({ registry }) as M);
+    ? parts.gatewayMetrics({ registry, ...sources })
+    : (new GatewayMetrics({ registry, ...sources }) as M);
   const usage = usageRecorder(parts, clock);
   const { gateway, pools, peerPools } = buildGateway(parts, {
     routes,
@@ -163,7 +168,6 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
   });
   const { terms, outputs } = controllerTerms(parts, { placement, clock, routes, scaler, gateway, usage });
   const history = trafficHistory(parts, { gatewayMetrics, gateway, terms, scaler, routes, clock });
-  gatewayMetrics.readFrom({ load: () => gateway.stats(), workers: () => terms.controller.workers() });
   const server = serveGateway(parts.server ?? trafficServer(config), gateway);
   return {
     get controller() {
@@ -215,7 +219,12 @@ function controllerTerms(
   },
 ) {
   const { store, runtime, registry } = parts;
-  const metrics = new ControllerMetrics({ registry, runtime: runtime.name });
+  const metrics = new ControllerMetrics({
+    registry,
+    runtime: runtime.name,
+    // Read at scrape time, once the terms below exist.
+    workerStates: () => terms.controller.workers().map((w) => w.state),
+  });
   // Kept in the store, which the API reads: a worker's last output outlives its container (docs/workers.md).
   const outputs = new OutputKeeper({
     logs: (workerId, options) => runtime.logs(workerId, options),
@@ -237,7 +246,6 @@ function controllerTerms(
           : controllerOptions,
       ),
   });
-  metrics.readFrom({ workerStates: () => terms.controller.workers().map((w) => w.state) });
   return { terms, outputs };
 }
 

@@ -8,12 +8,10 @@ export class ControllerMetrics {
   readonly failures: Counter<'code'>;
   readonly timeToReady: Histogram;
 
-  #workerStates: () => Iterable<WorkerState>;
-
+  /** `workerStates`: read at scrape time for corral_workers (none: every count 0). */
   constructor(options: { registry: Registry; runtime: string; workerStates?: () => Iterable<WorkerState> }) {
     const registers = [options.registry];
-    this.#workerStates = options.workerStates ?? (() => []);
-    const workerStates = () => this.#workerStates();
+    const workerStates = options.workerStates ?? (() => []);
     new Gauge({
       name: 'corral_workers',
       help: 'Workers by state',
@@ -44,10 +42,5 @@ export class ControllerMetrics {
       registers,
     });
     this.starts.inc({ runtime: options.runtime }, 0);
-  }
-
-  /** Where corral_workers reads the workers' states at scrape time (given once the controller exists). */
-  readFrom(sources: { workerStates: () => Iterable<WorkerState> }): void {
-    this.#workerStates = sources.workerStates;
   }
 }

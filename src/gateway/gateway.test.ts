@@ -213,8 +213,11 @@ async function startGateway(
   let keyQueries = 0;
   const keyStore: Harness['keyStore'] = { answer: async (key) => keys.get(key) };
   const pools = new WorkerPools({ connectTimeoutMs: 1_000 });
-  const metrics = options.registry ? new GatewayMetrics({ registry: options.registry }) : undefined;
-  const gateway = new Gateway({
+  // Its load is read at scrape time, from the gateway made next.
+  const metrics = options.registry
+    ? new GatewayMetrics({ registry: options.registry, load: () => gateway.stats() })
+    : undefined;
+  const gateway: Gateway = new Gateway({
     metrics,
     routing,
     pools,
@@ -237,7 +240,6 @@ async function startGateway(
     ...(options.neverPlaceable ? { neverPlaceable: options.neverPlaceable } : {}),
     ...(options.findWorker ? { findWorker: options.findWorker } : {}),
   });
-  metrics?.readFrom({ load: () => gateway.stats() });
   const queued: string[] = [];
   const queuedTally = new Tally();
   gateway.onQueued((endpointId) => {

@@ -73,8 +73,7 @@ export class GatewayMetrics {
   readonly #wakes: Histogram<'endpoint' | 'tier'>;
   /** Per endpoint and tier: the wakes and their durations (s), for the history and the summary. */
   readonly #wakeTotals = new Map<string, Record<WakeTier, WakeTotal>>();
-  #load: () => EndpointLoad[];
-  #workers: (() => Iterable<EndpointWorker>) | undefined;
+  readonly #load: () => EndpointLoad[];
   readonly #endpoints = new Map<string, EndpointSeries>();
   readonly #clock: () => number;
   readonly #since: number;
@@ -126,8 +125,7 @@ export class GatewayMetrics {
       registers,
     });
     this.#load = options.load ?? (() => []);
-    this.#workers = options.workers;
-    const load = () => this.#load();
+    const load = this.#load;
     new Gauge({
       name: 'corral_gateway_queue_depth',
       help: 'Requests waiting for a worker slot',
@@ -148,7 +146,7 @@ export class GatewayMetrics {
         for (const s of load()) this.set({ endpoint: s.endpointId }, s.inFlight);
       },
     });
-    const workers = () => this.#workers?.() ?? [];
+    const workers = options.workers ?? (() => []);
     new Gauge({
       name: 'corral_endpoint_workers',
       help: "Workers by endpoint and state (states an endpoint has no worker in are left out); corral_workers is every endpoint's",
@@ -159,15 +157,6 @@ export class GatewayMetrics {
         for (const w of workers()) this.inc({ endpoint: w.endpointId, state: w.state });
       },
     });
-  }
-
-  /**
-   * Where the gauges read the gateway's load and the controller's workers at scrape time; given once both parts
-   * exist (the metrics object is built before them).
-   */
-  readFrom(sources: Partial<GatewayMetricsSources>): void {
-    if (sources.load) this.#load = sources.load;
-    if (sources.workers) this.#workers = sources.workers;
   }
 
   observeRequest(endpoint: string, status: number, durationMs: number, queueMs: number): void {
