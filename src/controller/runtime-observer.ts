@@ -1,8 +1,9 @@
 /**
  * The observe step of a reconcile: what the runtime's listing says of the controller's workers. A container it does
- * not know is adopted (unless it was removed after the listing began); a started worker whose container exited or vanished dies (unless its engine was told to stop
- * it a moment ago); one that runs at another address is followed there. The listing is the whole runtime's (the
- * whole pass) or one endpoint's (that endpoint's reconcile): only the records it covers can have vanished from it.
+ * not know is adopted (unless its worker was removed after the listing began); a started worker whose container
+ * exited or vanished dies (unless its engine was told to stop it a moment ago); one that runs at another address is
+ * followed there. The listing is the whole runtime's (the whole pass) or one endpoint's (that endpoint's reconcile):
+ * only the records it covers can have vanished from it.
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import type { RuntimeWorker } from '../runtime/types.js';
