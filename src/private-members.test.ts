@@ -1,22 +1,15 @@
 /** Keeps the house rule of one private-member style: `#name`, never TypeScript's `private` keyword. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { REPOSITORY_ROOT as ROOT, sourceFiles } from '../test/support/source-files.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /**
  * A member or a constructor's parameter property declared with the keyword, at the start of its line. A private
  * constructor (a factory's class) has no `#` form and is left to the keyword.
  */
 const PRIVATE_KEYWORD =
   /^\s*(?:constructor\()?\s*private\s+(?:readonly\s+|async\s+|static\s+)*(?!constructor\b)[\w$]+/m;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
-    .filter((path) => /\.tsx?$/.test(path))
-    .map((path) => `${dir}/${path.replaceAll('\\', '/')}`);
-}
 
 describe('private members', () => {
   it('the pattern finds the keyword, and not the word in a string or a comment', () => {
@@ -29,9 +22,9 @@ describe('private members', () => {
   });
 
   it('no source file declares one with the `private` keyword', () => {
-    const offenders = ['src', 'web', 'bench', 'test']
-      .flatMap(sourceFiles)
-      .filter((file) => PRIVATE_KEYWORD.test(readFileSync(join(ROOT, file), 'utf8')));
+    const offenders = sourceFiles({ withTests: true }).filter((file) =>
+      PRIVATE_KEYWORD.test(readFileSync(join(ROOT, file), 'utf8')),
+    );
     expect(offenders, 'write these members as #name').toEqual([]);
   });
 });

@@ -6,15 +6,13 @@ import type Dockerode from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { createNetworkOnFreeSubnet } from './network-create.js';
 import { corralBridge } from './sandbox.js';
-import { parseIpv4Cidr } from './subnet-pool.js';
+import { overlaps, parseIpv4Cidr } from './subnet-pool.js';
 
 const OVERLAP = '(HTTP code 403) unexpected - Pool overlaps with other one on this address space';
 
 function overlap(a: string, b: string): boolean {
   const [x, y] = [parseIpv4Cidr(a), parseIpv4Cidr(b)];
-  if (!x || !y) return false;
-  const end = (block: typeof x) => block.start + 2 ** (32 - block.prefixLength);
-  return x.start < end(y) && y.start < end(x);
+  return x !== undefined && y !== undefined && overlaps(x, y);
 }
 
 /** An engine holding `unlisted` (being made by another process) until `listedAfterMs` of waiting have passed. */

@@ -32,7 +32,8 @@ function blockSize(prefixLength: number): number {
   return 2 ** (32 - prefixLength);
 }
 
-function overlaps(a: Ipv4Block, b: Ipv4Block): boolean {
+/** Whether two blocks share an address. */
+export function overlaps(a: Ipv4Block, b: Ipv4Block): boolean {
   return a.start < b.start + blockSize(b.prefixLength) && b.start < a.start + blockSize(a.prefixLength);
 }
 

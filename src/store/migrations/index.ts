@@ -78,7 +78,7 @@ export async function migrateToLatest(
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-    if (attempt < MIGRATION_ATTEMPTS && otherSchemaDropped(error, schema ?? 'public')) continue;
+    if (attempt < MIGRATION_ATTEMPTS && mayBeADropElsewhere(error, schema ?? 'public')) continue;
     throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
@@ -98,7 +98,7 @@ const DROPPED_MEANWHILE = new Set(['3F000', '42P01', '42703']);
  * after that look), so it is tried again, unless the error names Corral's own schema. A migration's own such error
  * fails each time, and is said after the last.
  */
-function otherSchemaDropped(error: unknown, ownSchema: string): boolean {
+function mayBeADropElsewhere(error: unknown, ownSchema: string): boolean {
   if (!(error instanceof Error) || !DROPPED_MEANWHILE.has(String((error as { code?: unknown }).code)))
     return false;
   const named =
