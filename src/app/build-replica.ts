@@ -13,6 +13,7 @@ import {
   Heartbeat,
 } from '../cluster/heartbeat.js';
 import { type Leadership, leadershipOf } from '../cluster/leadership.js';
+import { SharedPublishers } from '../cluster/shared-publishers.js';
 import { SharedTraffic } from '../cluster/shared-traffic.js';
 import { STORED_GPUS_INTERVAL_MS, StoredGpus } from '../cluster/stored-gpus.js';
 import { advertisedGatewayUrl, type Config } from '../config/config.js';
@@ -27,7 +28,7 @@ import type { Traffic, TrafficParts } from './build-traffic.js';
 /** The traffic parts a replica among several adds to `buildTraffic`'s, and the shared traffic behind them. */
 export interface SharedTrafficParts {
   shared: SharedTraffic;
-  parts: Pick<TrafficParts<GatewayMetrics>, 'gatewayRoutes' | 'signals' | 'remoteDrained' | 'forwarding'>;
+  parts: Pick<TrafficParts<GatewayMetrics>, 'gatewayRoutes' | 'signals' | 'forwarding'>;
 }
 
 /** Several replicas (a store with a change feed: PostgreSQL): the gateway routes from the store; else none. */
@@ -49,9 +50,7 @@ export function sharedTrafficOf(options: {
     shared,
     parts: {
       gatewayRoutes,
-      signals: (local) => shared.signalsOf(local),
-      remoteDrained: (endpointId, workerId, timeoutMs) =>
-        shared.awaitRemoteDrained(endpointId, workerId, timeoutMs),
+      signals: (local) => shared.clusterSignals(local),
       forwarding: {
         self: replicaId,
         target: (workers, capacity) => shared.forwardTarget(workers, capacity),
@@ -83,10 +82,10 @@ export function buildReplica(options: {
   logger: Logger;
 }): Replica {
   const { config, store, traffic, shared, gpus, replicaId, logger } = options;
-  shared?.attach({ gateway: traffic.gateway, controllerRoutes: traffic.routes, poke: () => traffic.poke() });
+  const publishers = shared && publishersOf({ store, traffic, shared, replicaId, logger });
   const leadership = leadershipOf({
     store,
-    terms: shared ? shared.terms(traffic) : traffic,
+    terms: publishers ? publishers.terms(traffic) : traffic,
     replicaId,
     logger: logger.child({ role: 'election', replicaId }),
   });
@@ -103,12 +102,12 @@ export function buildReplica(options: {
       : undefined;
   // Several replicas: the history answered is every replica's, merged from the store (docs/operations.md).
   const clusterHistory =
-    shared && traffic.history && config.history
+    publishers && traffic.history && config.history
       ? new ClusterHistory({
           replicaId,
           history: traffic.history,
           samples: store.historySamples,
-          term: () => shared.term(),
+          term: () => publishers.term(),
           localDesired: (endpointId) => traffic.scaler.desired(endpointId),
           clock: systemClock,
           timers: systemTimers,
@@ -129,12 +128,16 @@ export function buildReplica(options: {
         clusterHistory.start();
         stops.push(() => clusterHistory.stop());
       } else traffic.history?.start();
-      const heartbeat = heartbeatOf({ config, store, traffic, shared, replicaId, logger, bound, beats });
+      const heartbeat = heartbeatOf({ config, store, traffic, publishers, replicaId, logger, bound, beats });
       await heartbeat.start();
       stops.push(() => heartbeat.stop());
-      if (shared) {
+      if (shared && publishers) {
         await shared.start();
-        stops.push(() => shared.close());
+        publishers.start();
+        stops.push(async () => {
+          await publishers.close();
+          await shared.close();
+        });
       }
       // At a stop the leader steps down first and releases its lease: another replica takes over at once.
       stops.push(() => leadership.end());
@@ -143,18 +146,42 @@ export function buildReplica(options: {
   };
 }
 
+/** The publishers of this gateway's queues and of the controller's routes, over the shared traffic built first. */
+function publishersOf(options: {
+  store: Store;
+  traffic: Traffic<GatewayMetrics>;
+  shared: SharedTraffic;
+  replicaId: string;
+  logger: Logger;
+}): SharedPublishers {
+  const { traffic, replicaId } = options;
+  const signals = traffic.clusterSignals;
+  if (!signals) throw new Error("the shared traffic's signals were not given to the traffic side");
+  return new SharedPublishers({
+    shared: options.shared,
+    store: options.store,
+    replicaId,
+    gateway: traffic.gateway,
+    controllerRoutes: traffic.routes,
+    signals,
+    poke: () => traffic.poke(),
+    timers: systemTimers,
+    logger: options.logger.child({ role: 'cluster', replicaId }),
+  });
+}
+
 /** This replica's heartbeat: its addresses and its gateway's load, each beat; `beats` says whether the last was taken. */
 function heartbeatOf(options: {
   config: Config;
   store: Store;
   traffic: Traffic<GatewayMetrics>;
-  shared: SharedTraffic | undefined;
+  publishers: SharedPublishers | undefined;
   replicaId: string;
   logger: Logger;
   bound: { apiUrl: () => string; gatewayPort: () => number };
   beats: { accepted: boolean };
 }): Heartbeat {
-  const { config, traffic, shared, bound, beats } = options;
+  const { config, traffic, publishers, bound, beats } = options;
   return new Heartbeat({
     replicas: options.store.replicas,
     beat: () => ({
@@ -164,7 +191,7 @@ function heartbeatOf(options: {
       apiUrl: bound.apiUrl(),
       gatewayUrl: advertisedGatewayUrl(config, bound.gatewayPort(), hostname()),
       ...gatewayLoad(traffic.gateway.stats()),
-      ...(shared ? { settled: shared.settled() } : {}),
+      ...(publishers ? { settled: publishers.settled() } : {}),
     }),
     intervalMs: HEARTBEAT_INTERVAL_MS,
     pruneAfterMs: HEARTBEAT_PRUNE_AFTER_MS,

@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ScalerMetrics } from '../autoscaler/metrics.js';
 import { Scaler } from '../autoscaler/scaler.js';
-import { ControllerTermSwitch } from '../cluster/controller-terms.js';
+import type { ClusterSignals } from '../cluster/cluster-signals.js';
+import { ControllerTermSwitch, type TermObserver } from '../cluster/controller-terms.js';
 import type { TermFence } from '../cluster/elector.js';
 import { FencedRuntime } from '../cluster/fenced-runtime.js';
 import type { Config } from '../config/config.js';
@@ -70,12 +71,15 @@ export interface TrafficParts<M extends GatewayMetrics> {
   scalerMetrics?: (options: { registry: Registry }) => ScalerMetrics;
   /** Several replicas: the table the gateway routes by, filled from the store (none: the controller's own). */
   gatewayRoutes?: RoutingTable;
-  /** Several replicas: the scaler's signals over this gateway's (none: this gateway's alone). */
-  signals?: (local: QueueSignals) => QueueSignals;
-  /** Several replicas: also waits for the other gateways' requests on a worker before its removal. */
-  remoteDrained?: (endpointId: string, workerId: string, timeoutMs: number) => Promise<void>;
+  /**
+   * Several replicas: the scaler's signals over this gateway's and every other replica's (none: this gateway's
+   * alone); the controller also waits for the other gateways' requests on a worker before its removal.
+   */
+  signals?: (local: QueueSignals) => ClusterSignals;
   /** Several replicas: where the gateway forwards what it holds no slot for (its own pools to the others). */
   forwarding?: Omit<GatewayForwarding, 'pools'>;
+  /** Told of each controller term's switch (`corral serve`: the controller as the parts built before it see it). */
+  termObserver?: TermObserver<Controller>;
   /** The gateway's server, created first (`trafficServer`: its address is read by parts built before this); absent: made here. */
   server?: Server;
   /** Told of each request the gateway answers (the idle policies' last traffic; memory only). */
@@ -111,6 +115,8 @@ export interface Traffic<M extends GatewayMetrics> {
   gatewayMetrics: M;
   /** Each endpoint's samples for the dashboard's charts; none where `config.history` is absent or keeps none. */
   history: TrafficHistory | undefined;
+  /** Several replicas: the scaler's signals over every replica's queues (`parts.signals`); else none. */
+  clusterSignals: ClusterSignals | undefined;
   /** The gateway's HTTP server (requests and upgrades), not listening: the caller picks the address. */
   server: Server;
   /** Starts the controller's loop (one process: it always leads). */
@@ -159,14 +165,16 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     usage,
     clock,
   });
-  const gatewaySignals = parts.signals ? parts.signals(gateway) : gateway;
+  const clusterSignals = parts.signals?.(gateway);
+  const gatewaySignals = clusterSignals ?? gateway;
   const scaler = new Scaler({
     signals: parts.jobs ? parts.jobs.signals(gatewaySignals) : gatewaySignals,
     clock,
     timers: systemTimers,
     metrics: parts.scalerMetrics ? parts.scalerMetrics({ registry }) : new ScalerMetrics({ registry }),
   });
-  const { terms, outputs } = controllerTerms(parts, { placement, clock, routes, scaler, gateway, usage });
+  const built = { placement, clock, routes, scaler, gateway, clusterSignals, usage };
+  const { terms, outputs } = controllerTerms(parts, built);
   const history = trafficHistory(parts, { gatewayMetrics, gateway, terms, scaler, routes, clock });
   const server = serveGateway(parts.server ?? trafficServer(config), gateway);
   return {
@@ -178,6 +186,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
     routes,
     gatewayMetrics,
     history,
+    clusterSignals,
     server,
     start: () => {
       void usage.start().catch((err: unknown) => logger.error({ err }, 'cannot read the usage ledger'));
@@ -216,6 +225,7 @@ function controllerTerms(
   built: Pick<ControllerOptions, 'placement' | 'clock' | 'routes' | 'usage'> & {
     scaler: Scaler;
     gateway: Gateway;
+    clusterSignals: ClusterSignals | undefined;
   },
 ) {
   const { store, runtime, registry } = parts;
@@ -235,6 +245,7 @@ function controllerTerms(
   });
   const controllerOptions = controllerOptionsOf(parts, { ...built, metrics, outputs });
   const terms = new ControllerTermSwitch({
+    ...(parts.termObserver ? { observer: parts.termObserver } : {}),
     create: (fence?: TermFence) =>
       new Controller(
         fence
@@ -328,6 +339,7 @@ function controllerOptionsOf(
   built: Pick<ControllerOptions, 'placement' | 'clock' | 'routes' | 'metrics' | 'outputs' | 'usage'> & {
     scaler: Scaler;
     gateway: Gateway;
+    clusterSignals: ClusterSignals | undefined;
   },
 ): ControllerOptions {
   const { config, store, runtime, logger } = parts;
@@ -337,7 +349,7 @@ function controllerOptionsOf(
     config.workers && workerMemoryGBPerGpu(config.workers.memoryGBPerGpu, totalmem(), parts.gpus.length);
   if (config.workers)
     logger.info({ memoryGBPerGpu: memoryGBPerGpu ?? 'none' }, 'worker memory limit per GPU');
-  const { scaler, gateway, ...own } = built;
+  const { scaler, gateway, clusterSignals, ...own } = built;
   return {
     ...own,
     store,
@@ -372,7 +384,7 @@ function controllerOptionsOf(
     awaitDrained: async (endpointId, workerId) => {
       await Promise.all([
         gateway.awaitDrained(endpointId, workerId, drainTimeoutMs),
-        parts.remoteDrained?.(endpointId, workerId, drainTimeoutMs),
+        clusterSignals?.awaitDrained(endpointId, workerId, drainTimeoutMs),
       ]);
     },
   };

@@ -76,6 +76,7 @@ export async function serve(configured: Config, io: ServeIo): Promise<RunningSer
       shared,
       jobs,
       idle,
+      controller,
       gatewayServer: ahead.gatewayServer,
     });
     const replica = buildReplica({
@@ -85,7 +86,6 @@ export async function serve(configured: Config, io: ServeIo): Promise<RunningSer
       gpus: machine.gpus,
       replicaId: shared.replicaId,
     });
-    controller.connect(traffic, () => replica.leadership.leading());
     idle.start();
     const { storedGpus } = replica;
     if (storedGpus) {
@@ -247,6 +247,7 @@ function buildServeTraffic(options: {
   shared: Shared;
   jobs: Jobs;
   idle: IdlePolicies;
+  controller: ControllerView;
   gatewayServer: Server;
 }): Traffic<GatewayMetrics> {
   const { config, store, machine, shared, idle } = options;
@@ -277,6 +278,7 @@ function buildServeTraffic(options: {
     ...(shared.replicaParts?.parts ?? {}),
     jobs: jobsForTraffic(options.jobs),
     onTraffic: (endpointId, at) => idle.mark(endpointId, at),
+    termObserver: options.controller,
     server: options.gatewayServer,
   });
 }
@@ -296,6 +298,7 @@ function buildServeApi(options: {
   const { gpus, runtime, gpuScheduler } = { ...machine, gpuScheduler: machine.runtime.gpuScheduler };
   const { leadership, storedGpus, clusterHistory } = replica;
   const others = shared.replicaParts?.shared;
+  const { clusterSignals } = traffic;
   const { imageGuard, modelCache, replicaId } = shared;
   return buildApi({
     config,
@@ -329,7 +332,9 @@ function buildServeApi(options: {
     },
     traffic: (endpointId) => traffic.gatewayMetrics.summary(endpointId),
     // Several replicas: queued and in flight now are every live replica's (docs/operations.md).
-    ...(others ? { otherReplicas: { replicaId, load: (id: string) => others.othersLoad(id) } } : {}),
+    ...(clusterSignals
+      ? { otherReplicas: { replicaId, load: (id: string) => clusterSignals.othersLoad(id) } }
+      : {}),
     ...((clusterHistory ?? traffic.history) ? { history: clusterHistory ?? traffic.history } : {}),
     desiredWorkers: clusterHistory
       ? (endpointId) => clusterHistory.desired(endpointId)

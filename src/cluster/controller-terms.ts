@@ -15,16 +15,27 @@ export interface TermController {
   pokeEndpoint(endpointId: string): void;
 }
 
+/** Told of every switch, from the switch's construction on: the controller now current, and whether it runs. */
+export interface TermObserver<C> {
+  switched(controller: C, running: boolean): void;
+}
+
 export class ControllerTermSwitch<C extends TermController> implements ControllerTerms {
   readonly #create: (fence?: TermFence) => C;
+  readonly #observer: TermObserver<C> | undefined;
   #controller: C;
   #running = false;
   #turns: Promise<void> = Promise.resolve();
 
-  /** `create` makes a controller: unfenced for one process (or an idle follower), fenced for a term. */
-  constructor(options: { create: (fence?: TermFence) => C }) {
+  /**
+   * `create` makes a controller: unfenced for one process (or an idle follower), fenced for a term. `observer`:
+   * the parts built before the controller (the jobs side, the idle policies) see each switch through it.
+   */
+  constructor(options: { create: (fence?: TermFence) => C; observer?: TermObserver<C> }) {
     this.#create = options.create;
+    this.#observer = options.observer;
     this.#controller = this.#create();
+    this.#switched();
   }
 
   /** The controller of the term under way (a follower's: idle, never started). */
@@ -35,6 +46,7 @@ export class ControllerTermSwitch<C extends TermController> implements Controlle
   start(): void {
     this.#running = true;
     this.#controller.start();
+    this.#switched();
   }
 
   /**
@@ -49,30 +61,42 @@ export class ControllerTermSwitch<C extends TermController> implements Controlle
 
   lead(fence: TermFence): Promise<void> {
     return this.#inTurn(async () => {
-      this.#running = false;
+      this.#stopping();
       await this.#controller.stop();
       this.#controller = this.#create(fence);
       this.#running = true;
       this.#controller.start();
+      this.#switched();
     });
   }
 
   stepDown(): Promise<void> {
     return this.#inTurn(async () => {
-      this.#running = false;
+      this.#stopping();
       await this.#controller.stop();
       // Followers show no workers of their own (metrics, held GPUs); the next term starts afresh.
       this.#controller = this.#create();
+      this.#switched();
     });
   }
 
   /** Waits for the switch under way, then stops the controller. */
   async close(): Promise<void> {
-    this.#running = false;
+    this.#stopping();
     await this.#turns;
     // A term that began meanwhile started its controller: it is the one stopped now.
-    this.#running = false;
+    this.#stopping();
     await this.#controller.stop();
+  }
+
+  /** The current controller runs no more from now on: no poke reaches it, the observer sees it stopped. */
+  #stopping(): void {
+    this.#running = false;
+    this.#switched();
+  }
+
+  #switched(): void {
+    this.#observer?.switched(this.#controller, this.#running);
   }
 
   #inTurn(step: () => Promise<void>): Promise<void> {

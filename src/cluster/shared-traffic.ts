@@ -1,11 +1,12 @@
 /**
  * `SharedTraffic`: what makes every replica's gateway route every endpoint (several replicas on PostgreSQL,
- * docs/operations.md). It owns this replica's change feed (LISTEN on two channels: `routes`, which the leader's
- * writes notify, and `leader`, on which any replica asks the leader for a pass or tells it a request queued), the
- * route feed that fills the gateway's routing table, the membership watch and share schedule that split each
- * worker's slots, the publisher of this gateway's queues, and, during a term, the publisher of the controller's
- * routes and the sum of every replica's queues for the scaler. `app/build-replica.ts` builds it only on PostgreSQL: with one
- * process the gateway reads the controller's table in process, as before.
+ * docs/operations.md), built before the gateway. It owns this replica's change feed (LISTEN on two channels:
+ * `routes`, which the leader's writes notify, and `leader`, on which any replica asks the leader for a pass or tells
+ * it a request queued; the leader's messages go to whoever subscribed), the route feed that fills the gateway's
+ * routing table, and the membership watch and share schedule that split each worker's slots. The publishers of
+ * this gateway's queues and of the controller's routes come with the gateway (shared-publishers.ts).
+ * `app/build-replica.ts` builds it only on PostgreSQL: with one process the gateway reads the controller's table in
+ * process, as before.
  */
 
 import type { Endpoint } from '../domain/endpoint.js';
@@ -14,25 +15,17 @@ import type { QueueSignals } from '../ports/queue-signals.js';
 import { ChangeFeed } from '../store/postgres/change-feed.js';
 import type { Store } from '../store/store.js';
 import { ClusterSignals } from './cluster-signals.js';
-import type { TermFence } from './elector.js';
 import { type ForwardTarget, forwardTarget } from './forwarding.js';
-import type { ControllerTerms } from './leadership.js';
 import { MembershipWatch } from './membership-watch.js';
 import { RouteFeed, type RouteSink } from './route-feed.js';
-import { type PublishedRoutes, RoutePublisher } from './route-publisher.js';
 import type { Membership } from './shares.js';
-import { type LocalEndpointLoad, SignalPublisher } from './signal-publisher.js';
+import type { LocalEndpointLoad } from './signal-publisher.js';
 import { ShareSchedule } from './slot-shares.js';
 
 /** The gateway's routing table (controller/routing-table.ts `RoutingTable`), which the route feed fills. */
 export interface GatewayRoutes extends RouteSink {
   endpointById(endpointId: string): Endpoint | undefined;
   onRefreshRequested(listener: () => void): () => void;
-}
-
-/** What is shared of this replica's gateway (gateway/gateway.ts `Gateway`). */
-export interface SharedGateway extends QueueSignals {
-  loads(): readonly LocalEndpointLoad[];
 }
 
 export interface SharedTrafficTiming {
@@ -73,15 +66,6 @@ export interface SharedTrafficOptions {
   logger: { info(fields: object, message: string): void; warn(fields: object, message: string): void };
 }
 
-/** What `attach` connects once the traffic side is built. */
-export interface TrafficSide {
-  gateway: SharedGateway;
-  /** The table the controller publishes to. */
-  controllerRoutes: PublishedRoutes;
-  /** Asks this replica's controller for a pass (nothing while it does not lead). */
-  poke: () => void;
-}
-
 export class SharedTraffic {
   readonly #o: SharedTrafficOptions;
   readonly #timing: SharedTrafficTiming;
@@ -91,12 +75,7 @@ export class SharedTraffic {
   readonly #feed: RouteFeed;
   readonly #membership: MembershipWatch;
   readonly #changes: ChangeFeed;
-  #signals: ClusterSignals | undefined;
-  #side: TrafficSide | undefined;
-  #publisher: RoutePublisher | undefined;
-  #signalPublisher: SignalPublisher | undefined;
-  #leading = false;
-  #term: TermFence | undefined;
+  readonly #leaderListeners = new Set<(message: string) => void>();
   #pokeSent = Number.NEGATIVE_INFINITY;
 
   constructor(options: SharedTrafficOptions) {
@@ -140,7 +119,7 @@ export class SharedTraffic {
       channels: [this.#channels.routes, this.#channels.leader],
       onNotification: (channel, payload) => {
         if (channel === this.#channels.routes) void this.#feed.refresh();
-        else this.#toLeader(payload);
+        else for (const hear of this.#leaderListeners) hear(payload);
       },
       onState: (up) => this.#feed.feedState(up),
       timers: this.#timers,
@@ -152,14 +131,19 @@ export class SharedTraffic {
     });
   }
 
+  /** The timings this replica's shared traffic keeps (its publishers' too). */
+  get timing(): SharedTrafficTiming {
+    return this.#timing;
+  }
+
   /** The live replicas' count and this one's rank, for the limits split between replicas (the API's rate limit). */
   split(): Membership {
     return this.#membership.split;
   }
 
-  /** The scaler's signals: this gateway's queues plus every other live replica's. */
-  signalsOf(local: QueueSignals): QueueSignals {
-    this.#signals = new ClusterSignals({
+  /** The scaler's signals: this gateway's queues plus every other live replica's (read while this replica leads). */
+  clusterSignals(local: QueueSignals): ClusterSignals {
+    return new ClusterSignals({
       local,
       read: (ids, endpointId) => this.#o.store.gatewaySignals.read(ids, endpointId),
       others: () => this.#membership.others,
@@ -168,65 +152,22 @@ export class SharedTraffic {
       pollMs: this.#timing.signalsMs,
       logger: this.#o.logger,
     });
-    return this.#signals;
   }
 
-  /** The endpoint's requests queued and in flight on the other live replicas' gateways (cluster-signals.ts). */
-  async othersLoad(endpointId: string): Promise<{ queueLength: number; inFlight: number }> {
-    return (await this.#signals?.othersLoad(endpointId)) ?? { queueLength: 0, inFlight: 0 };
+  /** The channel the leader listens on, for a message to it (`queued:<endpointId>`, `poke`). */
+  get leaderChannel(): string {
+    return this.#channels.leader;
   }
 
-  /** Connects the built traffic side: the controller's routes are published during terms, the gateway's queues always. */
-  attach(side: TrafficSide): void {
-    this.#side = side;
-    this.#publisher = new RoutePublisher({
-      table: side.controllerRoutes,
-      store: this.#o.store,
-      channel: this.#channels.routes,
-      timers: this.#timers,
-      logger: this.#o.logger,
-    });
-    this.#signalPublisher = new SignalPublisher({
-      replicaId: this.#o.replicaId,
-      loads: () => side.gateway.loads(),
-      onQueued: (listener) => side.gateway.onQueued(listener),
-      signals: this.#o.store.gatewaySignals,
-      notifyLeader: (endpointId) => this.#o.store.notify(this.#channels.leader, `queued:${endpointId}`),
-      clock: systemClock,
-      timers: this.#timers,
-      everyMs: this.#timing.signalsMs,
-      minGapMs: this.#timing.signalsMinGapMs,
-      logger: this.#o.logger,
-    });
+  /** The channel the controller's route writes are announced on. */
+  get routesChannel(): string {
+    return this.#channels.routes;
   }
 
-  /** Leadership's terms around the traffic side's: a term also publishes the routes and sums the queues. */
-  terms(inner: ControllerTerms): ControllerTerms {
-    return {
-      start: () => inner.start(),
-      lead: async (fence: TermFence) => {
-        this.#leading = true;
-        this.#term = fence;
-        this.#publisher?.begin(fence);
-        // The controller's first pass must see the other replicas' traffic: a worker only they use is not idle.
-        await this.#signals?.start();
-        // Deposed during that read: the step-down came first, and no controller starts for the term.
-        if (this.#term !== fence) return;
-        await inner.lead(fence);
-      },
-      stepDown: async () => {
-        this.#leading = false;
-        this.#term = undefined;
-        this.#publisher?.end();
-        this.#signals?.stop();
-        await inner.stepDown();
-      },
-    };
-  }
-
-  /** The fencing token of the term this replica leads now; null while it does not (the history's leader rows). */
-  term(): number | null {
-    return this.#term?.claim().token ?? null;
+  /** Every message sent to the leader, from any replica (this one's too), until unsubscribed. */
+  onLeaderMessage(listener: (message: string) => void): () => void {
+    this.#leaderListeners.add(listener);
+    return () => this.#leaderListeners.delete(listener);
   }
 
   /** Listens, reads the routes and the membership once, then keeps them current. */
@@ -234,7 +175,6 @@ export class SharedTraffic {
     this.#changes.start();
     await this.#feed.start();
     await this.#membership.start();
-    this.#signalPublisher?.start();
   }
 
   /** Asks the leader (whichever replica it is) for a controller pass: an endpoint changed, or a route is missing. */
@@ -243,11 +183,6 @@ export class SharedTraffic {
     if (now - this.#pokeSent < 50) return;
     this.#pokeSent = now;
     void this.#o.store.notify(this.#channels.leader, 'poke').catch(() => undefined);
-  }
-
-  /** Resolves once no other replica's gateway has a request in flight on the worker (or after `timeoutMs`). */
-  async awaitRemoteDrained(endpointId: string, workerId: string, timeoutMs: number): Promise<void> {
-    await this.#signals?.awaitDrained(endpointId, workerId, timeoutMs);
   }
 
   /**
@@ -267,12 +202,10 @@ export class SharedTraffic {
     });
   }
 
-  /** The membership this replica keeps within its shares for (its heartbeat row says it), or null. */
-  settled(): string | null {
-    const gateway = this.#side?.gateway;
-    if (!gateway) return null;
+  /** The membership this replica keeps within its shares for, given its gateway's load (its heartbeat row says it). */
+  settledFor(loads: readonly LocalEndpointLoad[]): string | null {
     const load: { workerId: string; capacity: number; inFlight: number }[] = [];
-    for (const endpoint of gateway.loads()) {
+    for (const endpoint of loads) {
       const capacity = this.#o.gatewayRoutes.endpointById(endpoint.endpointId)?.spec.workers.maxConcurrent;
       if (capacity === undefined) continue;
       for (const w of endpoint.workers) load.push({ workerId: w.id, capacity, inFlight: w.inFlight });
@@ -281,17 +214,8 @@ export class SharedTraffic {
   }
 
   async close(): Promise<void> {
-    this.#publisher?.end();
-    this.#signals?.stop();
-    await this.#signalPublisher?.close();
     await this.#membership.stop();
     this.#feed.close();
     await this.#changes.close();
-  }
-
-  #toLeader(payload: string): void {
-    if (!this.#leading) return;
-    if (payload.startsWith('queued:')) void this.#signals?.remoteQueued(payload.slice('queued:'.length));
-    else this.#side?.poke();
   }
 }
