@@ -2,10 +2,12 @@
  * Vitest's projects, one per test tier (test/support/tiers.ts, docs/contributing.md): `unit` (SQLite, manual time, no
  * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) with `integration-alone` (its files
  * that must not share the machine) and `store-rerun` (the unit tier's per-store suites again, on PostgreSQL and on SQLite's
- * query thread: part of the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit tier and the PostgreSQL
- * rerun, then the integration files side by side, then the files that run alone, one after another in one process.
+ * query thread: part of the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit
+ * tier, then the PostgreSQL rerun and the integration files side by side (the slowest known first:
+ * test/support/slowest-first.ts), then the files that run alone, one after another in one process.
  */
 import { defineConfig } from 'vitest/config';
+import { SlowestFirstSequencer } from './test/support/slowest-first.js';
 import {
   FILES_AT_ONCE,
   INTEGRATION_ALONE,
@@ -26,6 +28,7 @@ export default defineConfig({
     minWorkers: 1,
     hookTimeout: 60_000,
     reporters: ['default'],
+    sequence: { sequencer: SlowestFirstSequencer },
     projects: [
       {
         extends: true,
@@ -66,7 +69,7 @@ export default defineConfig({
                 name: 'store-rerun',
                 include: POSTGRES_RERUN,
                 env: { [STORES_ENV]: 'rerun' },
-                sequence: { groupOrder: 0 },
+                sequence: { groupOrder: 1 },
               },
             },
           ]

@@ -2,7 +2,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { INTEGRATION_ALONE, POSTGRES_RERUN, TEST_ROOTS, tierOf, unitTierViolations } from './tiers.js';
+import {
+  INTEGRATION_ALONE,
+  POSTGRES_RERUN,
+  SLOWEST_FIRST,
+  TEST_ROOTS,
+  tierOf,
+  unitTierViolations,
+} from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -48,6 +55,14 @@ describe('the test tiers', () => {
   it('runs alone only integration-tier files that exist', () => {
     const integration = files.filter((file) => tierOf(file) === 'integration');
     expect(INTEGRATION_ALONE.filter((file) => !integration.includes(file))).toEqual([]);
+  });
+
+  it('starts first only files that exist and run side by side (integration files, or reruns on PostgreSQL)', () => {
+    const sideBySide = [
+      ...files.filter((file) => tierOf(file) === 'integration' && !INTEGRATION_ALONE.includes(file)),
+      ...POSTGRES_RERUN,
+    ];
+    expect(SLOWEST_FIRST.filter((file) => !sideBySide.includes(file))).toEqual([]);
   });
 });
 

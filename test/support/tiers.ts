@@ -93,6 +93,32 @@ function filesAtOnce(setting: string | undefined): number {
 }
 
 /**
+ * The integration files that took 20 s or more side by side in a clean-clone CI run (2026-11-30, `.ci/run` at
+ * 0c67d1b, three at a time), slowest first: they start first (test/support/slowest-first.ts), so that none starts
+ * last and runs on alone while the other workers wait. A file missing here only starts later; tiers.test.ts checks
+ * that each one exists and runs side by side.
+ */
+export const SLOWEST_FIRST = [
+  'test/e2e/installations.test.ts',
+  'test/e2e/runpod-sdk-serve.test.ts',
+  'test/e2e/serve.test.ts',
+  'test/e2e/serve-terminal-log.test.ts',
+  'test/e2e/fail-fast.test.ts',
+  'test/e2e/gateway.test.ts',
+  'test/e2e/replicas-start-together.test.ts',
+  'test/e2e/workers.test.ts',
+  'test/e2e/usage-replicas.test.ts',
+  'test/e2e/replica-faults.test.ts',
+  'test/e2e/dashboard.test.ts',
+  'src/runtime/docker/docker.contract.int.test.ts',
+  'test/e2e/worker-departures.test.ts',
+  'test/e2e/idle-tiers.test.ts',
+  'test/e2e/dashboard-models.test.ts',
+  'test/e2e/host-safety.test.ts',
+  'src/api/endpoints.test.ts',
+];
+
+/**
  * Integration-tier files that run alone, one after another, once every other file is done (the `integration-alone`
  * project): their assertions bound real time to a second or two on a path that a loaded CPU stretches (a lease's
  * hand-over, a route's propagation, a socket's close, a cgroup freeze, a health probe's period), or they load the
