@@ -1,16 +1,18 @@
 /**
  * Vitest's projects, one per test tier (test/support/tiers.ts, docs/contributing.md): `unit` (SQLite, manual time, no
- * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) with `integration-alone` (its files
- * that must not share the machine) and `store-rerun` (the unit tier's per-store suites again, on PostgreSQL and on SQLite's
- * query thread: part of the integration tier). `vitest run` runs them all, in three steps (`groupOrder`): the unit
- * tier, then the PostgreSQL rerun and the integration files side by side (the slowest known first:
- * test/support/slowest-first.ts), then the files that run alone, one after another in one process.
+ * services), `integration` (Docker, PostgreSQL, Chromium, a real `corral serve`) with `integration-quiet` (its files
+ * that run away from the heavier ones) and `integration-alone` (its files that must not share the machine), and
+ * `store-rerun` (the unit tier's per-store suites again, on PostgreSQL and on SQLite's query thread: part of the
+ * integration tier). `vitest run` runs them all, in four steps (`groupOrder`): the unit tier; the PostgreSQL rerun
+ * and the integration files side by side (the slowest known first: test/support/slowest-first.ts); the quiet files
+ * beside one another only; then the files that run alone, one after another in one process.
  */
 import { defineConfig } from 'vitest/config';
 import { SlowestFirstSequencer } from './test/support/slowest-first.js';
 import {
   FILES_AT_ONCE,
   INTEGRATION_ALONE,
+  INTEGRATION_QUIET,
   integrationGlobs,
   POSTGRES_RERUN,
   STORES_ENV,
@@ -45,9 +47,18 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: integrationGlobs(),
-          exclude: ['**/node_modules/**', ...INTEGRATION_ALONE],
+          exclude: ['**/node_modules/**', ...INTEGRATION_QUIET, ...INTEGRATION_ALONE],
           globalSetup: ['test/support/global-setup.ts'],
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration-quiet',
+          include: INTEGRATION_QUIET,
+          globalSetup: ['test/support/global-setup.ts'],
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -56,7 +67,7 @@ export default defineConfig({
           name: 'integration-alone',
           include: INTEGRATION_ALONE,
           globalSetup: ['test/support/global-setup.ts'],
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           // One fork runs the files one after another (modules reset between files), with nothing else running.
           poolOptions: { forks: { singleFork: true } },
         },

@@ -17,8 +17,9 @@ import {
 } from './test-image.js';
 
 export default async function setup(): Promise<() => void> {
-  // Both integration projects (`integration`, `integration-alone`) name this setup, and vitest runs it once for each in
-  // its own process: the first one's file serves the whole run, and its teardown (after every file) cleans up.
+  // The integration projects (`integration`, `integration-quiet`, `integration-alone`) name this setup, and vitest
+  // runs it once for each in its own process: the first one's file serves the whole run, and its teardown (after
+  // every file) cleans up.
   if (process.env[INSTALLATIONS_ENV]) return () => undefined;
   const dir = mkdtempSync(join(tmpdir(), 'corral-test-run-'));
   const file = join(dir, 'installations');

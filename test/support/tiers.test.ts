@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   INTEGRATION_ALONE,
+  INTEGRATION_QUIET,
   POSTGRES_RERUN,
   SLOWEST_FIRST,
   TEST_ROOTS,
@@ -52,12 +53,14 @@ describe('the test tiers', () => {
     expect(perStore).toEqual([...POSTGRES_RERUN].sort());
   });
 
-  it('runs alone only integration-tier files that exist', () => {
+  it('runs alone or away from the heavier files only integration-tier files that exist, each in one list', () => {
     const integration = files.filter((file) => tierOf(file) === 'integration');
-    expect(INTEGRATION_ALONE.filter((file) => !integration.includes(file))).toEqual([]);
+    const apart = [...INTEGRATION_ALONE, ...INTEGRATION_QUIET];
+    expect(apart.filter((file) => !integration.includes(file))).toEqual([]);
+    expect(new Set(apart).size).toBe(apart.length);
   });
 
-  it('starts first only files that exist and run side by side (integration files, or reruns on PostgreSQL)', () => {
+  it('starts first only files that exist and run beside others (integration files not alone, or reruns on PostgreSQL)', () => {
     const sideBySide = [
       ...files.filter((file) => tierOf(file) === 'integration' && !INTEGRATION_ALONE.includes(file)),
       ...POSTGRES_RERUN,

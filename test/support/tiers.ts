@@ -79,8 +79,8 @@ export const POSTGRES_RERUN = [
  * machine (2026-11-30) the store rerun and the integration projects took 868 s two at a time, in a clean-clone CI
  * run, and 716 s three at a time (load up to 5.7), every file passing but one, whose failure was another file's
  * push of the shared test image (fixed: test-image.ts pushTestImageCopy). Three at once at load 23 to 25 from other
- * work on the machine (2026-11-29) failed four files on their real-time bounds; those four now run alone
- * (INTEGRATION_ALONE).
+ * work on the machine (2026-11-29) failed four files on their real-time bounds; those four now run away from the
+ * heavier files (INTEGRATION_QUIET).
  */
 export const FILES_AT_ONCE = filesAtOnce(process.env.CORRAL_TEST_FILES_AT_ONCE);
 
@@ -93,12 +93,13 @@ function filesAtOnce(setting: string | undefined): number {
 }
 
 /**
- * The integration files that took 20 s or more side by side in a clean-clone CI run (2026-11-30, `.ci/run` at
- * 0c67d1b, three at a time), slowest first: they start first (test/support/slowest-first.ts), so that none starts
- * last and runs on alone while the other workers wait. A file missing here only starts later; tiers.test.ts checks
- * that each one exists and runs side by side.
+ * The integration files that took 20 s or more in a clean-clone CI run (2026-11-30, `.ci/run` at 0c67d1b, three at
+ * a time), slowest first: each starts before the other files of its step (test/support/slowest-first.ts), so that
+ * none starts last and runs on alone while the other workers wait. A file missing here only starts later;
+ * tiers.test.ts checks that each one exists and runs beside others.
  */
 export const SLOWEST_FIRST = [
+  'test/e2e/replicas.test.ts',
   'test/e2e/installations.test.ts',
   'test/e2e/runpod-sdk-serve.test.ts',
   'test/e2e/serve.test.ts',
@@ -109,25 +110,30 @@ export const SLOWEST_FIRST = [
   'test/e2e/workers.test.ts',
   'test/e2e/usage-replicas.test.ts',
   'test/e2e/replica-faults.test.ts',
+  'test/e2e/out-of-memory.test.ts',
   'test/e2e/dashboard.test.ts',
   'src/runtime/docker/docker.contract.int.test.ts',
   'test/e2e/worker-departures.test.ts',
   'test/e2e/idle-tiers.test.ts',
+  'test/e2e/health-causes.test.ts',
   'test/e2e/dashboard-models.test.ts',
+  'test/docs-examples/docs-examples.int.test.ts',
   'test/e2e/host-safety.test.ts',
   'src/api/endpoints.test.ts',
 ];
 
 /**
- * Integration-tier files that run alone, one after another, once every other file is done (the `integration-alone`
- * project): their assertions bound real time to a second or two on a path that a loaded CPU stretches (a lease's
- * hand-over, a route's propagation, a socket's close, a cgroup freeze, a health probe's period), or they load the
- * machine for the files beside them (a connection flood), or they failed beside others and passed alone at the same
- * load (jobs.int.test.ts: its 10 MiB body refused with 413 came back as ECONNRESET, twice in two trials three at a
- * time, at load 23-25; and the four that failed three at a time on 2026-11-29: the sandbox's read-only storage, the
- * docs' gateway example, out-of-memory, the SQLite lease in real time). Every other integration file runs side by side.
+ * Integration-tier files that run once every other file is done, beside one another only (the `integration-quiet`
+ * project, FILES_AT_ONCE at a time): their assertions bound real time to a second or two on a path that a loaded
+ * CPU stretches (a lease's hand-over, a route's propagation, a socket's close, a cgroup freeze, a health probe's
+ * period), or they failed beside the heavier files and passed away from them at the same load (jobs.int.test.ts: its
+ * 10 MiB body refused with 413 came back as ECONNRESET, twice in two trials three at a time, at load 23-25; and the
+ * four that failed three at a time on 2026-11-29: the sandbox's read-only storage, the docs' gateway example,
+ * out-of-memory, the SQLite lease in real time). Until 2026-11-30 they ran alone, one after another (252 s of the
+ * clean-clone CI run at 0c67d1b); beside one another they load the machine far less than the end-to-end files do,
+ * and `replicas.test.ts` (111 s) starts first. Every other integration file runs side by side with the rest.
  */
-export const INTEGRATION_ALONE = [
+export const INTEGRATION_QUIET = [
   'src/cluster/elector.int.test.ts',
   'src/cluster/queue-sharing.int.test.ts',
   'src/cluster/route-propagation.int.test.ts',
@@ -138,12 +144,17 @@ export const INTEGRATION_ALONE = [
   'src/runtime/local/local-freezer.int.test.ts',
   'src/store/cluster/leases.int.test.ts',
   'test/docs-examples/docs-examples.int.test.ts',
-  'test/e2e/connection-flood.test.ts',
   'test/e2e/health-causes.test.ts',
   'test/e2e/out-of-memory.test.ts',
   'test/e2e/replicas.test.ts',
   'test/e2e/sandbox.test.ts',
 ];
+
+/**
+ * Integration-tier files that run alone, after every other file (the `integration-alone` project, one process): they
+ * load the machine for any file beside them (a connection flood).
+ */
+export const INTEGRATION_ALONE = ['test/e2e/connection-flood.test.ts'];
 
 /** The tier of a test file, by its path from the repository root. */
 export function tierOf(path: string): Tier {
