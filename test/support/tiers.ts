@@ -100,6 +100,7 @@ function filesAtOnce(setting: string | undefined): number {
  */
 export const SLOWEST_FIRST = [
   'test/e2e/replicas.test.ts',
+  'test/e2e/replicas-failover-workers.test.ts',
   'test/e2e/installations.test.ts',
   'test/e2e/runpod-sdk-serve.test.ts',
   'test/e2e/serve.test.ts',
@@ -131,7 +132,8 @@ export const SLOWEST_FIRST = [
  * four that failed three at a time on 2026-11-29: the sandbox's read-only storage, the docs' gateway example,
  * out-of-memory, the SQLite lease in real time). Until 2026-11-30 they ran alone, one after another (252 s of the
  * clean-clone CI run at 0c67d1b); beside one another they load the machine far less than the end-to-end files do,
- * and `replicas.test.ts` (111 s) starts first. Every other integration file runs side by side with the rest.
+ * and the replicas' two files (111 s as one file) start first. Every other integration file runs side by side with
+ * the rest.
  */
 export const INTEGRATION_QUIET = [
   'src/cluster/elector.int.test.ts',
@@ -146,6 +148,7 @@ export const INTEGRATION_QUIET = [
   'test/docs-examples/docs-examples.int.test.ts',
   'test/e2e/health-causes.test.ts',
   'test/e2e/out-of-memory.test.ts',
+  'test/e2e/replicas-failover-workers.test.ts',
   'test/e2e/replicas.test.ts',
   'test/e2e/sandbox.test.ts',
 ];
