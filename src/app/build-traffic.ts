@@ -28,7 +28,7 @@ import { Gateway, type GatewayForwarding } from '../gateway/gateway.js';
 import { GatewayMetrics, type GatewayMetricsSources } from '../gateway/metrics.js';
 import { WorkerPools } from '../gateway/pools.js';
 import type { GatewayRoute } from '../gateway/router.js';
-import { gatewayServer, serveGateway } from '../gateway/server.js';
+import { closeGatewayServer, gatewayServer, SHUTDOWN_GRACE_MS, serveGateway } from '../gateway/server.js';
 import type { Gpu } from '../gpu/inventory.js';
 import { type HistorySources, TrafficHistory } from '../history/history.js';
 import { type Clock, systemClock, systemTimers } from '../ports/clock.js';
@@ -208,8 +208,7 @@ export function buildTraffic<M extends GatewayMetrics = GatewayMetrics>(parts: T
       await outputs.close();
       scaler.close();
       gateway.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      await closeGatewayServer(server, { graceMs: SHUTDOWN_GRACE_MS, timers: systemTimers });
       await pools.close();
       await peerPools?.close();
     },

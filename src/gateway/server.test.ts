@@ -1,9 +1,16 @@
 import { once } from 'node:events';
+import { request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { msUntilHalfHeadClosed } from '../../test/support/half-head.js';
+import { ManualTimers } from '../../test/support/manual-timers.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
-import { createGatewayServer, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from './server.js';
+import {
+  closeGatewayServer,
+  createGatewayServer,
+  HEADERS_TIMEOUT_MS,
+  KEEP_ALIVE_TIMEOUT_MS,
+} from './server.js';
 
 describe('createGatewayServer', () => {
   const handlers = { handleRequest: () => {}, handleUpgrade: () => {} };
@@ -66,5 +73,59 @@ describe('createGatewayServer', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('closeGatewayServer', () => {
+  /** A gateway server on a loopback port whose requests to `/hold` are never answered, and to `/` at once. */
+  async function serverHolding(): Promise<{ server: Server; port: number }> {
+    const server = createGatewayServer(
+      {
+        handleRequest: (req, res) => {
+          if (req.url !== '/hold') res.end('ok');
+        },
+        handleUpgrade: () => {},
+      },
+      { maxRequestTimeoutSeconds: 60, queueTimeoutSeconds: 10 },
+    );
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return { server, port: (server.address() as AddressInfo).port };
+  }
+  /** Sends a request; resolves with its response, or with the error that ended it. */
+  const send = (port: number, path: string) =>
+    new Promise<IncomingMessage | Error>((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path });
+      req.on('response', resolve);
+      req.on('error', resolve);
+      req.end();
+    });
+
+  it('closes a connection whose request is never answered once the grace has passed, and not before', async () => {
+    const { server, port } = await serverHolding();
+    const arrived = once(server, 'request');
+    const held = send(port, '/hold');
+    await arrived;
+    const timers = new ManualTimers(0);
+    let closed = false;
+    const closing = closeGatewayServer(server, { graceMs: 10_000, timers }).then(() => {
+      closed = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    timers.advance(9_999);
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(false);
+    timers.advance(1);
+    await closing;
+    expect(await held).toBeInstanceOf(Error);
+  });
+
+  it('resolves without waiting for the grace when nothing is in flight', async () => {
+    const { server, port } = await serverHolding();
+    const answered = await send(port, '/');
+    (answered as IncomingMessage).resume();
+    await once(answered as IncomingMessage, 'end');
+    await closeGatewayServer(server, { graceMs: 10_000, timers: new ManualTimers(0) });
+    expect(server.listening).toBe(false);
   });
 });

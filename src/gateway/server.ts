@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ClientDeadlines, CONNECTIONS_CHECKING_INTERVAL_MS } from '../listeners/client-deadlines.js';
+import type { Timers } from '../ports/clock.js';
 
 export interface GatewayHandlers {
   handleRequest(req: IncomingMessage, res: ServerResponse): void;
@@ -75,4 +76,30 @@ export function serveGateway(server: Server, handlers: GatewayHandlers): Server 
 /** node's whole-request deadline: above the longest wait plus the longest request at a worker. */
 export function requestTimeoutMs(options: GatewayServerOptions): number {
   return (options.queueTimeoutSeconds + options.maxRequestTimeoutSeconds) * 1000 + REQUEST_TIMEOUT_MARGIN_MS;
+}
+
+/**
+ * How long the requests in flight get to finish once the gateway stops (its queued ones are answered 503 at once):
+ * past it their connections close, so that a request held by a worker that never answers (a frozen one, say) cannot
+ * hold the process's shutdown forever.
+ */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Stops the gateway's server: no new connection, the idle ones closed at once, the requests in flight given
+ * `graceMs` to finish before their connections are closed too. Resolves once every connection is gone.
+ */
+export function closeGatewayServer(
+  server: Server,
+  options: { graceMs: number; timers: Timers },
+): Promise<void> {
+  const { graceMs, timers } = options;
+  return new Promise((resolve) => {
+    const deadline = timers.setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      timers.clearTimeout(deadline);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }
