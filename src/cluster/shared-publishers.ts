@@ -42,7 +42,6 @@ export class SharedPublishers {
   readonly #routes: RoutePublisher;
   readonly #queues: SignalPublisher;
   readonly #unsubscribe: () => void;
-  #leading = false;
   #term: TermFence | undefined;
 
   constructor(options: SharedPublishersOptions) {
@@ -75,7 +74,6 @@ export class SharedPublishers {
     return {
       start: () => inner.start(),
       lead: async (fence: TermFence) => {
-        this.#leading = true;
         this.#term = fence;
         this.#routes.begin(fence);
         // The controller's first pass must see the other replicas' traffic: a worker only they use is not idle.
@@ -85,7 +83,6 @@ export class SharedPublishers {
         await inner.lead(fence);
       },
       stepDown: async () => {
-        this.#leading = false;
         this.#term = undefined;
         this.#routes.end();
         this.#o.signals.stop();
@@ -117,7 +114,7 @@ export class SharedPublishers {
   }
 
   #toLeader(message: string): void {
-    if (!this.#leading) return;
+    if (this.#term === undefined) return;
     if (message.startsWith('queued:')) void this.#o.signals.remoteQueued(message.slice('queued:'.length));
     else this.#o.poke();
   }

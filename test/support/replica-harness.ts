@@ -13,25 +13,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { integrationAvailable } from './integration.js';
 import { callApi, printServeLog, type ServeProcess, startServe } from './process.js';
+import { type ClusterView, withPostgres } from './replica-set.js';
 import { ScratchDatabases } from './scratch-databases.js';
 import { dockerAvailable, removeInstallationResources } from './test-image.js';
 
 const baseUrl = process.env.CORRAL_TEST_DATABASE_URL;
-export const withPostgres = integrationAvailable(
-  'PostgreSQL',
-  Boolean(baseUrl),
-  'set CORRAL_TEST_DATABASE_URL (scripts/provision.sh prints it)',
-);
+
+export { withPostgres };
 export const withDocker =
   withPostgres &&
   integrationAvailable('Docker', dockerAvailable(), 'start dockerd (scripts/provision.sh does)');
-
-/** What `GET cluster` says. */
-export interface Cluster {
-  self: string;
-  leader: { replica: string; since: string; token: number } | null;
-  replicas: { id: string; alive: boolean; leader: boolean }[];
-}
 
 export interface ReplicaHarness {
   /** A replica on `runtime` (default: the fake runtime with two GPUs) and the file's database (or `url`). */
@@ -41,12 +32,12 @@ export interface ReplicaHarness {
   /** A directory of its own (its name starts with `prefix`): removed at the end. */
   directory(prefix: string): string;
   /** What `server` says of the cluster. */
-  cluster(server: ServeProcess): Promise<Cluster>;
+  cluster(server: ServeProcess): Promise<ClusterView>;
   /** Polls `server` every 50 ms until `check` holds; returns the milliseconds it took. */
   until(
     what: string,
     server: ServeProcess,
-    check: (c: Cluster) => boolean,
+    check: (c: ClusterView) => boolean,
     withinMs: number,
   ): Promise<number>;
   /** Sends `signal` to `server`; resolves once it has exited. */
@@ -89,10 +80,10 @@ export function replicaHarness(options: { operatorKey: string }): ReplicaHarness
     dirs.push(dir);
     return dir;
   };
-  const cluster = async (server: ServeProcess): Promise<Cluster> => {
+  const cluster = async (server: ServeProcess): Promise<ClusterView> => {
     const answer = await callApi(server, operatorKey, 'cluster');
     expect(answer.status).toBe(200);
-    return answer.body as Cluster;
+    return answer.body as ClusterView;
   };
   return {
     directory,

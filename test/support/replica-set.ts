@@ -47,8 +47,8 @@ export interface ReplicaSet {
 /** What `GET cluster` says of the replicas. */
 export interface ClusterView {
   self: string;
-  leader: { replica: string } | null;
-  replicas: { alive: boolean }[];
+  leader: { replica: string; since: string; token: number } | null;
+  replicas: { id: string; alive: boolean; leader: boolean }[];
 }
 
 export const clusterOf = async (server: ServeProcess, apiKey: string): Promise<ClusterView> =>
