@@ -6,7 +6,12 @@ import type { TermFence } from './elector.js';
 import type { ControllerTerms } from './leadership.js';
 import type { PublishedRoutes } from './route-publisher.js';
 import { SharedPublishers, type SharedPublishersOptions } from './shared-publishers.js';
-import { DEFAULT_SHARED_TIMING } from './shared-traffic.js';
+import {
+  DEFAULT_SHARED_TIMING,
+  type LeaderMessage,
+  leaderMessageOf,
+  leaderMessageText,
+} from './shared-traffic.js';
 
 const fence = (token: number): TermFence => ({ claim: () => ({ token }) as unknown as LeaseClaim });
 const quiet = { info: () => {}, warn: () => {} };
@@ -14,10 +19,10 @@ const quiet = { info: () => {}, warn: () => {} };
 /** Publishers over stand-ins that record what reaches them: the leader's messages, the controller's passes. */
 function publishers() {
   const seen: string[] = [];
-  let hear: ((message: string) => void) | undefined;
+  let hear: ((message: LeaderMessage) => void) | undefined;
   const shared: SharedPublishersOptions['shared'] = {
-    leaderChannel: 'leader',
     routesChannel: 'routes',
+    tellLeaderQueued: async () => {},
     timing: DEFAULT_SHARED_TIMING,
     settledFor: () => null,
     onLeaderMessage: (listener) => {
@@ -65,7 +70,7 @@ function publishers() {
     built,
     terms: built.terms(inner),
     seen,
-    send: (message: string) => hear?.(message),
+    send: (message: LeaderMessage) => hear?.(message),
     heard: () => hear,
   };
 }
@@ -73,14 +78,14 @@ function publishers() {
 describe('SharedPublishers', () => {
   it("takes the leader's messages only during a term of its own: a pass asked for, a request queued elsewhere", async () => {
     const { terms, seen, send } = publishers();
-    send('poke');
-    send('queued:e1');
+    send({ kind: 'pass' });
+    send({ kind: 'queued', endpointId: 'e1' });
     expect(seen).toEqual([]);
     await terms.lead(fence(4));
-    send('poke');
-    send('queued:e1');
+    send({ kind: 'pass' });
+    send({ kind: 'queued', endpointId: 'e1' });
     await terms.stepDown();
-    send('poke');
+    send({ kind: 'pass' });
     expect(seen).toEqual([
       'signals read',
       'controller leads',
@@ -105,5 +110,14 @@ describe('SharedPublishers', () => {
     expect(heard()).toBeDefined();
     await built.close();
     expect(heard()).toBeUndefined();
+  });
+});
+
+describe('leader messages', () => {
+  it('read back as they were sent, and ask for a pass when they are not a queued request', () => {
+    const queued: LeaderMessage = { kind: 'queued', endpointId: 'e1' };
+    expect(leaderMessageOf(leaderMessageText(queued))).toEqual(queued);
+    expect(leaderMessageOf(leaderMessageText({ kind: 'pass' }))).toEqual({ kind: 'pass' });
+    expect(leaderMessageOf('poke')).toEqual({ kind: 'pass' });
   });
 });

@@ -11,7 +11,7 @@ import type { ClusterSignals } from './cluster-signals.js';
 import type { TermFence } from './elector.js';
 import type { ControllerTerms } from './leadership.js';
 import { type PublishedRoutes, RoutePublisher } from './route-publisher.js';
-import type { SharedTraffic } from './shared-traffic.js';
+import type { LeaderMessage, SharedTraffic } from './shared-traffic.js';
 import { type LocalEndpointLoad, SignalPublisher } from './signal-publisher.js';
 
 /** What is shared of this replica's gateway (gateway/gateway.ts `Gateway`). */
@@ -22,9 +22,9 @@ export interface SharedGateway extends QueueSignals {
 export interface SharedPublishersOptions {
   shared: Pick<
     SharedTraffic,
-    'leaderChannel' | 'routesChannel' | 'onLeaderMessage' | 'settledFor' | 'timing'
+    'routesChannel' | 'tellLeaderQueued' | 'onLeaderMessage' | 'settledFor' | 'timing'
   >;
-  store: Pick<Store, 'routes' | 'leases' | 'gatewaySignals' | 'notify'>;
+  store: Pick<Store, 'routes' | 'leases' | 'gatewaySignals'>;
   replicaId: string;
   gateway: SharedGateway;
   /** The table the controller publishes to. */
@@ -59,7 +59,7 @@ export class SharedPublishers {
       loads: () => gateway.loads(),
       onQueued: (listener) => gateway.onQueued(listener),
       signals: store.gatewaySignals,
-      notifyLeader: (endpointId) => store.notify(shared.leaderChannel, `queued:${endpointId}`),
+      notifyLeader: (endpointId) => shared.tellLeaderQueued(endpointId),
       clock: systemClock,
       timers,
       everyMs: shared.timing.signalsMs,
@@ -113,9 +113,9 @@ export class SharedPublishers {
     await this.#queues.close();
   }
 
-  #toLeader(message: string): void {
+  #toLeader(message: LeaderMessage): void {
     if (this.#term === undefined) return;
-    if (message.startsWith('queued:')) void this.#o.signals.remoteQueued(message.slice('queued:'.length));
+    if (message.kind === 'queued') void this.#o.signals.remoteQueued(message.endpointId);
     else this.#o.poke();
   }
 }

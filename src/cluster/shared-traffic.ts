@@ -28,6 +28,21 @@ export interface GatewayRoutes extends RouteSink {
   onRefreshRequested(listener: () => void): () => void;
 }
 
+/** What any replica sends the leader: a pass asked for, or a request queued on its gateway for an endpoint. */
+export type LeaderMessage = { kind: 'pass' } | { kind: 'queued'; endpointId: string };
+
+/** A leader message as the `leader` channel carries it (`poke`, `queued:<endpointId>`). */
+export function leaderMessageText(message: LeaderMessage): string {
+  return message.kind === 'queued' ? `queued:${message.endpointId}` : 'poke';
+}
+
+/** A leader message read from the channel; anything but a queued request asks for a pass. */
+export function leaderMessageOf(text: string): LeaderMessage {
+  return text.startsWith('queued:')
+    ? { kind: 'queued', endpointId: text.slice('queued:'.length) }
+    : { kind: 'pass' };
+}
+
 export interface SharedTrafficTiming {
   /** Routes re-read this often while the change feed is down. */
   pollMs: number;
@@ -75,7 +90,7 @@ export class SharedTraffic {
   readonly #feed: RouteFeed;
   readonly #membership: MembershipWatch;
   readonly #changes: ChangeFeed;
-  readonly #leaderListeners = new Set<(message: string) => void>();
+  readonly #leaderListeners = new Set<(message: LeaderMessage) => void>();
   #pokeSent = Number.NEGATIVE_INFINITY;
 
   constructor(options: SharedTrafficOptions) {
@@ -119,7 +134,10 @@ export class SharedTraffic {
       channels: [this.#channels.routes, this.#channels.leader],
       onNotification: (channel, payload) => {
         if (channel === this.#channels.routes) void this.#feed.refresh();
-        else for (const hear of this.#leaderListeners) hear(payload);
+        else {
+          const message = leaderMessageOf(payload);
+          for (const hear of this.#leaderListeners) hear(message);
+        }
       },
       onState: (up) => this.#feed.feedState(up),
       timers: this.#timers,
@@ -154,18 +172,18 @@ export class SharedTraffic {
     });
   }
 
-  /** The channel the leader listens on, for a message to it (`queued:<endpointId>`, `poke`). */
-  get leaderChannel(): string {
-    return this.#channels.leader;
-  }
-
   /** The channel the controller's route writes are announced on. */
   get routesChannel(): string {
     return this.#channels.routes;
   }
 
+  /** Tells the leader (whichever replica it is) that a request queued on this gateway for the endpoint. */
+  tellLeaderQueued(endpointId: string): Promise<void> {
+    return this.#o.store.notify(this.#channels.leader, leaderMessageText({ kind: 'queued', endpointId }));
+  }
+
   /** Every message sent to the leader, from any replica (this one's too), until unsubscribed. */
-  onLeaderMessage(listener: (message: string) => void): () => void {
+  onLeaderMessage(listener: (message: LeaderMessage) => void): () => void {
     this.#leaderListeners.add(listener);
     return () => this.#leaderListeners.delete(listener);
   }
@@ -182,7 +200,9 @@ export class SharedTraffic {
     const now = performance.now();
     if (now - this.#pokeSent < 50) return;
     this.#pokeSent = now;
-    void this.#o.store.notify(this.#channels.leader, 'poke').catch(() => undefined);
+    void this.#o.store
+      .notify(this.#channels.leader, leaderMessageText({ kind: 'pass' }))
+      .catch(() => undefined);
   }
 
   /**
