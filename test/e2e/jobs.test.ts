@@ -111,10 +111,16 @@ describe('jobs on a queue endpoint, end to end', () => {
         interval: 250,
       });
       expect((await jobs('POST', `cancel/${long.body.id}`)).body).toMatchObject({ status: 'CANCELLED' });
-      const health = await jobs('GET', 'health');
-      expect(health.body.jobs).toMatchObject({ completed: 4, inProgress: 0, inQueue: 0 });
-      expect(health.body.workers.running).toBeGreaterThanOrEqual(1);
-      expect(health.body.workers.idle).toBe(health.body.workers.running);
+      // The cancelled job's worker is idle once it has heard of the cancel (its next poll), not at the answer.
+      await vi.waitFor(
+        async () => {
+          const health = await jobs('GET', 'health');
+          expect(health.body.jobs).toMatchObject({ completed: 4, inProgress: 0, inQueue: 0 });
+          expect(health.body.workers.running).toBeGreaterThanOrEqual(1);
+          expect(health.body.workers.idle).toBe(health.body.workers.running);
+        },
+        { timeout: 10_000, interval: 250 },
+      );
       // Ready by its polls (no HTTP probe: the protocol worker serves none).
       const got = await callApi(server, KEY, `endpoint?id=${endpointId}`);
       expect(got.body.endpoint.workers).toContainEqual(
