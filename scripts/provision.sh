@@ -28,6 +28,8 @@ command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
 command -v docker-registry >/dev/null 2>&1 || need_packages+=(docker-registry)
 command -v htpasswd >/dev/null 2>&1 || need_packages+=(apache2-utils)
 command -v chromium >/dev/null 2>&1 || need_packages+=(chromium)
+# A network suite makes a bridge outside Docker to check that a subnet the host routes is passed over.
+command -v ip >/dev/null 2>&1 || need_packages+=(iproute2)
 if [ "${#need_packages[@]}" -gt 0 ]; then
   log "installing ${need_packages[*]}"
   as_root apt-get update -qq

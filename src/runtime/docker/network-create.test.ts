@@ -45,6 +45,21 @@ const network = corralBridge('corral-owner-test', {});
 const subnets = { pool: '172.31.0.0/16', prefixLength: 28 };
 
 describe('createNetworkOnFreeSubnet', () => {
+  it('skips a block the host routes elsewhere, which the engine would give without a word', async () => {
+    // The engine holds nothing; a bridge it left behind still routes 172.31.0.0/28 (and a VPN the next block).
+    const fake = engine({ unlisted: '10.0.0.0/8', listedAfterMs: 0 });
+    const made = await createNetworkOnFreeSubnet({
+      docker: fake.docker,
+      network,
+      subnets,
+      purpose: 'a worker network',
+      sleep: fake.sleep,
+      routes: async () => ['172.31.0.0/28', '172.31.0.16/30'],
+    });
+    expect(made).toEqual({ outcome: 'made', subnet: '172.31.0.32/28' });
+    expect(fake.tried).toEqual(['172.31.0.32/28']);
+  });
+
   it("waits out another process's larger network over the first blocks, then takes the block after it", async () => {
     // Another installation's /24 is being made over the first sixteen /28 blocks, and is listed after 700 ms.
     const fake = engine({ unlisted: '172.31.0.0/24', listedAfterMs: 700 });
@@ -54,6 +69,7 @@ describe('createNetworkOnFreeSubnet', () => {
       subnets,
       purpose: 'a worker network',
       sleep: fake.sleep,
+      routes: async () => [],
     });
     expect(made).toEqual({ outcome: 'made', subnet: '172.31.1.0/28' });
     // Four clashes inside the /24, with waits of 50, 100, 200 and 400 ms; then the listing shows it.
@@ -75,6 +91,7 @@ describe('createNetworkOnFreeSubnet', () => {
       subnets,
       purpose: 'a worker network',
       sleep: fake.sleep,
+      routes: async () => [],
     });
     await expect(creation).rejects.toThrow(
       /corral-owner-test could not be made: each of 10 subnets tried in 172\.31\.0\.0\/16 \(172\.31\.0\.0\/28, .*\) overlapped .*Pool overlaps.*restarting the engine/,

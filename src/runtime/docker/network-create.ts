@@ -1,15 +1,18 @@
 /**
  * Creating one of Corral's bridge networks (a worker network, an installation's listener network) so that several
- * processes on one engine may do it at once: the subnet is the first free block of the pool, taken again after a
+ * processes on one engine may do it at once: the subnet is the first block of the pool that no network of the
+ * engine and no route of the host holds (subnet-pool.ts routedSubnets), taken again after a
  * clash with one made meanwhile by another process (the engine answers a pool overlap), and a network of the same
  * name made meanwhile is taken as it is. I/O only; the arithmetic is subnet-pool.ts.
  */
+import { readFile } from 'node:fs/promises';
+import { endianness } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Dockerode from 'dockerode';
 import { RuntimeError } from '../types.js';
 import { isNotFound, statusOf } from './engine-errors.js';
 import type { WorkerNetwork } from './sandbox.js';
-import { firstFreeSubnet, firstHost } from './subnet-pool.js';
+import { firstFreeSubnet, firstHost, routedSubnets } from './subnet-pool.js';
 
 /** Where new networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
 export type SubnetPool = { pool: string; prefixLength: number } | undefined;
@@ -35,6 +38,17 @@ export interface NetworkCreation {
   purpose: string;
   /** Waits between attempts after a clash; tests give their own. */
   sleep?: (ms: number) => Promise<unknown>;
+  /** The host's routed subnets (hostRoutes: the kernel's table); tests give their own. */
+  routes?: () => Promise<readonly string[]>;
+}
+
+/**
+ * The subnets the host routes (the kernel's IPv4 table), none where it cannot be read (not Linux): the engine runs
+ * on this host, as the workers' ports are published on its loopback address.
+ */
+export async function hostRoutes(): Promise<string[]> {
+  const table = await readFile('/proc/net/route', 'utf8').catch(() => '');
+  return routedSubnets(table, endianness() === 'LE');
 }
 
 /**
@@ -47,6 +61,7 @@ export async function createNetworkOnFreeSubnet(
   const { docker, network, subnets } = options;
   const claimed = options.claimed ?? new Set<string>();
   const wait = options.sleep ?? sleep;
+  const routes = options.routes ?? hostRoutes;
   // True when made here; false when one of that name was made meanwhile and is there now; undefined when the engine
   // said so but none is there (still being made, or removed since): created again.
   const create = async (subnet: string | undefined): Promise<boolean | undefined> => {
@@ -70,7 +85,9 @@ export async function createNetworkOnFreeSubnet(
   };
   const clashed: string[] = [];
   for (let attempt = 1; ; attempt++) {
-    const subnet = subnets && (await freeSubnet(docker, subnets, [...claimed, ...clashed], options.purpose));
+    const subnet =
+      subnets &&
+      (await freeSubnet(docker, subnets, [...claimed, ...clashed, ...(await routes())], options.purpose));
     if (subnet !== undefined) claimed.add(subnet);
     try {
       const made = await create(subnet);
@@ -145,7 +162,8 @@ async function freeSubnet(
     throw new RuntimeError(
       'RUNTIME_ERROR',
       `no /${subnets.prefixLength} subnet left for ${purpose} in ${subnets.pool}: every one overlaps a ` +
-        'network the engine has; remove unused networks (corral cleanup) or set a larger workers.sandbox.network.subnetPool',
+        "network the engine has or a route of the host's (ip route); remove unused networks (corral cleanup) or " +
+        'set a larger workers.sandbox.network.subnetPool',
     );
   }
   return subnet;

@@ -1,6 +1,6 @@
 /** The worker network subnet chosen from the pool, by table. */
 import { describe, expect, it } from 'vitest';
-import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr } from './subnet-pool.js';
+import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr, routedSubnets } from './subnet-pool.js';
 
 describe('parseIpv4Cidr', () => {
   it.each([
@@ -53,5 +53,48 @@ describe('firstFreeSubnet', () => {
     ['blocks too small for a gateway and a worker', '172.31.0.0/16', 31],
   ])('%s gives nothing', (_case, badPool, prefixLength) => {
     expect(firstFreeSubnet(badPool, prefixLength, [])).toBeUndefined();
+  });
+});
+
+describe('routedSubnets', () => {
+  // The kernel's table as this project's test machine printed it (x86, little-endian), with a bridge Docker had
+  // left behind (crl472943bca507) holding a /24 of the pool that Docker then gave a new network.
+  const table = [
+    'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT',
+    'eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0',
+    'corralk8snode1\t0001F40A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0',
+    'docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0',
+    'crl472943bca507\t00071FAC\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0',
+    'eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0',
+    'tun0\t0A000A0A\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0',
+    '',
+  ].join('\n');
+
+  it('reads each route but the default one as a CIDR', () => {
+    expect(routedSubnets(table, true)).toEqual([
+      '10.244.1.0/24',
+      '172.17.0.0/16',
+      '172.31.7.0/24',
+      '192.0.2.0/24',
+      '10.10.0.10/32',
+    ]);
+  });
+
+  it("reads a big-endian host's table the other way round", () => {
+    const bigEndian =
+      'Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\nbr0\tAC1F0700\t00000000\t0001\t0\t0\t0\tFFFFFF00';
+    expect(routedSubnets(bigEndian, false)).toEqual(['172.31.7.0/24']);
+  });
+
+  it('skips what is not a route: a short line, a mask that is not a prefix, an empty table', () => {
+    expect(routedSubnets('Iface\tDestination\nbr0\tzz\n', true)).toEqual([]);
+    expect(routedSubnets('h\nbr0\t00071FAC\t0\t0\t0\t0\t0\t00FF00FF', true)).toEqual([]);
+    expect(routedSubnets('', true)).toEqual([]);
+  });
+
+  it('a routed block of the pool is not given to a new network', () => {
+    const taken = ['172.31.0.0/24', ...routedSubnets(table, true)];
+    expect(firstFreeSubnet('172.31.0.0/16', 24, taken)).toBe('172.31.1.0/24');
+    expect(firstFreeSubnet('172.31.7.0/24', 24, taken)).toBeUndefined();
   });
 });

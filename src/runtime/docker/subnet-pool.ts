@@ -1,6 +1,6 @@
 /**
  * Which subnet a new worker network gets: the first block of the configured pool that overlaps no network the
- * engine already has. Docker's own default pools hold about 30 networks, fewer than the owners (or endpoints) one
+ * engine already has and no route of the host (routedSubnets). Docker's own default pools hold about 30 networks, fewer than the owners (or endpoints) one
  * engine serves; a pool of /24 blocks holds hundreds. Pure: IPv4 CIDR arithmetic, tested by tables.
  */
 
@@ -66,4 +66,32 @@ export function firstHost(subnet: string): string | undefined {
   const block = parseIpv4Cidr(subnet);
   if (!block || block.prefixLength > 30) return undefined;
   return formatIpv4Block({ start: block.start + 1, prefixLength: 32 }).replace(/\/32$/, '');
+}
+
+/**
+ * The destinations of the host's IPv4 routes, as CIDR texts, from the kernel's table (`/proc/net/route`), the
+ * default route left out. A network Docker is given a subnet for is checked against its own networks only, never
+ * against the host's routes (it does that only for subnets it picks itself): a bridge the engine left behind when it
+ * removed a network (seen on Docker 20.10 in this project's test runs, cause unknown), a VPN, or a LAN inside the pool
+ * keeps its route, the kernel sends the new network's traffic there, and its workers cannot be reached. The table
+ * prints each address as the host's 32-bit integer in hex: `littleEndian` is `os.endianness() === 'LE'`.
+ */
+export function routedSubnets(table: string, littleEndian: boolean): string[] {
+  const toAddress = (hex: string): number | undefined => {
+    if (!/^[0-9A-Fa-f]{8}$/.test(hex)) return undefined;
+    const bytes = Buffer.from(hex, 'hex');
+    return littleEndian ? bytes.readUInt32LE(0) : bytes.readUInt32BE(0);
+  };
+  return table
+    .split('\n')
+    .slice(1)
+    .flatMap((line) => {
+      const fields = line.trim().split(/\s+/);
+      const destination = toAddress(fields[1] ?? '');
+      const mask = toAddress(fields[7] ?? '');
+      if (destination === undefined || mask === undefined || mask === 0) return [];
+      const prefixLength = 32 - Math.log2(2 ** 32 - mask);
+      if (!Number.isInteger(prefixLength)) return [];
+      return [formatIpv4Block({ start: destination, prefixLength })];
+    });
 }
