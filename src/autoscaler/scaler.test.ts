@@ -87,6 +87,23 @@ describe('Scaler', () => {
     expect(advice.victims).toEqual(['w-3']);
   });
 
+  it('wakes a frozen or suspended worker a request is in flight on (one that reached it before its freeze)', () => {
+    // Another replica's gateway sent it a request just before the leader froze it: the count the drain had read was
+    // 0, and the request waits inside the paused process until a thaw.
+    const h = harness();
+    const e = endpoint();
+    h.signals.queues.set(e.id, { length: 0, oldestEnqueuedAt: null });
+    h.signals.load.set('w-frozen', { inFlight: 1, lastBusyAt: 0 });
+    h.signals.load.set('w-suspended', { inFlight: 2, lastBusyAt: 0 });
+    h.signals.load.set('w-idle', { inFlight: 0, lastBusyAt: 0 });
+    const frozen = { ...running('w-frozen', e.revision), state: 'frozen' as const };
+    const suspended = { ...running('w-suspended', e.revision), state: 'suspended' as const };
+    const idle = { ...running('w-idle', e.revision), state: 'frozen' as const };
+    const advice = h.scaler.advise(e, [frozen, suspended, idle]);
+    expect(advice.wake.sort()).toEqual(['w-frozen', 'w-suspended']);
+    expect(advice.busy.sort()).toEqual(['w-frozen', 'w-suspended']);
+  });
+
   it('asks for minNum and names no victim for an endpoint no request has reached', () => {
     const h = harness();
     const e = sampleEndpoint({ patch: { workers: { minWorkers: 2, maxWorkers: 4 } } });

@@ -6,7 +6,7 @@
  * a request queues (a wake from zero starts at once) and when such a timer fires.
  */
 import type { Endpoint } from '../domain/endpoint.js';
-import type { WorkerState } from '../domain/worker.js';
+import { isInTier, type WorkerState } from '../domain/worker.js';
 import type { Clock, Timers } from '../ports/clock.js';
 import type { EndpointQueueSignal, QueueSignals } from '../ports/queue-signals.js';
 import { decideScale, nextCheckAt, type ScalingDecision, type ScalingInput } from './autoscaler.js';
@@ -31,7 +31,10 @@ export interface ScalingAdvice {
    * (gateway/affinity.ts): no scale-down may pick them, nor move them down an idle tier.
    */
   busy: string[];
-  /** Frozen or suspended workers strict-resume requests wait for: woken for them (the planner's wakeResting). */
+  /**
+   * Frozen or suspended workers that strict-resume requests wait for, or that a request is in flight on: woken for
+   * them (the planner's wakeResting).
+   */
   wake: string[];
 }
 
@@ -87,11 +90,13 @@ export class Scaler {
     const decision = decideScale(input);
     this.#o.metrics?.observeScaleDecision(endpoint.id, decision, input.now);
     const busy = input.workers.filter((w) => w.inFlight > 0).map((w) => w.id);
-    const wake: string[] = [];
+    // A request in flight on a frozen or suspended worker reached it before its freeze: through another replica's
+    // gateway, whose count the drain before the freeze had not read yet. It waits inside the paused process: woken.
+    const wake = input.workers.filter((w) => w.inFlight > 0 && isInTier(w.state)).map((w) => w.id);
     for (const w of workers) {
       const awaited = signal.awaited?.(w.id);
       if (awaited && !busy.includes(w.id)) busy.push(w.id);
-      if (awaited === 'resume') wake.push(w.id);
+      if (awaited === 'resume' && !wake.includes(w.id)) wake.push(w.id);
     }
     return this.#advised(endpoint, { desired: decision.desired, victims: decision.victims, busy, wake });
   }

@@ -5,11 +5,11 @@
  */
 import type { Endpoint } from '../domain/endpoint.js';
 import { healthCheckLabel } from '../domain/health-path.js';
-import { SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
+import { isInTier, SCALE_DOWN_RANK, type WorkerErrorCode } from '../domain/worker.js';
 import { budgetHolds } from './budget-holds.js';
 import type { CrashRecord } from './crashes/backoff.js';
 import { notFoundFailure } from './health/not-found-verdict.js';
-import { isActive, isInTier, isResting, type ManagedWorker } from './workers/managed-worker.js';
+import { isActive, isResting, type ManagedWorker } from './workers/managed-worker.js';
 
 /** A frozen or suspended worker with a runtime call under way (tier-moves.ts). */
 function inTierCall(worker: ManagedWorker): boolean {

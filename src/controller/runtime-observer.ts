@@ -6,12 +6,13 @@
  * only the records it covers can have vanished from it.
  */
 import type { Endpoint } from '../domain/endpoint.js';
+import { isInTier } from '../domain/worker.js';
 import type { RuntimeWorker } from '../runtime/types.js';
 import { mayBeRestarting, movedAddress } from './container-changes.js';
 import type { WorkerLifecycle } from './lifecycle/worker-lifecycle.js';
 import type { GpuLedger } from './placement/gpu-ledger.js';
 import { followsRuntime } from './runtime-wait.js';
-import { isInTier, isStarted, type ManagedWorker } from './workers/managed-worker.js';
+import { isStarted, type ManagedWorker } from './workers/managed-worker.js';
 import type { WorkerBook } from './workers/worker-book.js';
 
 export interface RuntimeObserverOptions {

@@ -19,6 +19,11 @@ export const WORKER_STATES = [
 
 export type WorkerState = (typeof WORKER_STATES)[number];
 
+/** Whether the worker is in an idle tier (its container present, stopped). */
+export function isInTier(state: WorkerState): boolean {
+  return state === 'frozen' || state === 'suspended';
+}
+
 /** Stable codes in a failed worker's `error`. */
 export type WorkerErrorCode =
   | 'IMAGE_PULL_FAILED'

@@ -135,8 +135,9 @@ export const SLOWEST_FIRST = [
  * 10 MiB body refused with 413 came back as ECONNRESET, twice in two trials three at a time, at load 23-25; and the
  * four that failed three at a time on 2026-11-29: the sandbox's read-only storage, the docs' gateway example,
  * out-of-memory, the SQLite lease in real time; and replica-wake.test.ts, whose request at the follower went
- * unanswered for its 150 s twice in six clean-clone runs at load up to 5.8, the worker frozen by then: a product bug
- * of its own, not yet found). Until 2026-11-30 they ran alone, one after another (252 s of the clean-clone CI run at
+ * unanswered for its 150 s twice in six clean-clone runs at load up to 5.8, the worker frozen by then: the request
+ * likely reached the worker after the leader's drain had read the follower's count, and nothing woke the worker;
+ * since 2026-11-30 a request in flight on a resting worker wakes it, autoscaler/scaler.ts). Until 2026-11-30 they ran alone, one after another (252 s of the clean-clone CI run at
  * 0c67d1b); beside one another they load the machine far less than the end-to-end files do, and the replicas' two
  * files (111 s as one file) start first. Every other integration file runs side by side with the rest.
  */

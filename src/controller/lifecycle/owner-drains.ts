@@ -2,8 +2,10 @@
  * Owners' drains (`POST endpoint/worker/drain`): the workers their owners drained since the last pass are drained
  * through the worker lifecycle, and those undrained before their removal began are put back as they were.
  */
+
+import { isInTier } from '../../domain/worker.js';
 import type { ControllerLogger } from '../controller-options.js';
-import { isActive, isInTier } from '../workers/managed-worker.js';
+import { isActive } from '../workers/managed-worker.js';
 import type { WorkerBook } from '../workers/worker-book.js';
 import type { WorkerLifecycle } from './worker-lifecycle.js';
 

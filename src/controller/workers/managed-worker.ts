@@ -204,11 +204,6 @@ function recordedGpuState(container: RuntimeWorker): string {
   return `; its GPU state ${(bytes / 1e9).toFixed(2)} GB`;
 }
 
-/** Whether the worker is in an idle tier (its container present, stopped). */
-export function isInTier(state: WorkerState): boolean {
-  return state === 'frozen' || state === 'suspended';
-}
-
 /** The store's row of a worker. */
 export function toWorker(record: ManagedWorker, now: number): Worker {
   return {
