@@ -1,7 +1,7 @@
 /**
  * Creating one of Corral's bridge networks (a worker network, an installation's listener network) so that several
  * processes on one engine may do it at once: the subnet is the first block of the pool that no network of the
- * engine and no route of the host holds (subnet-pool.ts routedSubnets), taken again after a
+ * engine holds and no route of the host would take traffic from (subnet-pool.ts shadowingRoutes), taken again after a
  * clash with one made meanwhile by another process (the engine answers a pool overlap), and a network of the same
  * name made meanwhile is taken as it is. I/O only; the arithmetic is subnet-pool.ts.
  */
@@ -12,7 +12,7 @@ import type Dockerode from 'dockerode';
 import { RuntimeError } from '../types.js';
 import { isNotFound, statusOf } from './engine-errors.js';
 import type { WorkerNetwork } from './sandbox.js';
-import { firstFreeSubnet, firstHost, routedSubnets } from './subnet-pool.js';
+import { firstFreeSubnet, firstHost, routedSubnets, shadowingRoutes } from './subnet-pool.js';
 
 /** Where new networks take their subnets (WorkerSandbox.subnets); undefined: Docker chooses. */
 export type SubnetPool = { pool: string; prefixLength: number } | undefined;
@@ -87,7 +87,12 @@ export async function createNetworkOnFreeSubnet(
   for (let attempt = 1; ; attempt++) {
     const subnet =
       subnets &&
-      (await freeSubnet(docker, subnets, [...claimed, ...clashed, ...(await routes())], options.purpose));
+      (await freeSubnet(
+        docker,
+        subnets,
+        [...claimed, ...clashed, ...shadowingRoutes(await routes(), subnets.prefixLength)],
+        options.purpose,
+      ));
     if (subnet !== undefined) claimed.add(subnet);
     try {
       const made = await create(subnet);

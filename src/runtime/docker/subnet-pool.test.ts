@@ -1,6 +1,12 @@
 /** The worker network subnet chosen from the pool, by table. */
 import { describe, expect, it } from 'vitest';
-import { firstFreeSubnet, formatIpv4Block, parseIpv4Cidr, routedSubnets } from './subnet-pool.js';
+import {
+  firstFreeSubnet,
+  formatIpv4Block,
+  parseIpv4Cidr,
+  routedSubnets,
+  shadowingRoutes,
+} from './subnet-pool.js';
 
 describe('parseIpv4Cidr', () => {
   it.each([
@@ -93,8 +99,34 @@ describe('routedSubnets', () => {
   });
 
   it('a routed block of the pool is not given to a new network', () => {
-    const taken = ['172.31.0.0/24', ...routedSubnets(table, true)];
+    const taken = ['172.31.0.0/24', ...shadowingRoutes(routedSubnets(table, true), 24)];
     expect(firstFreeSubnet('172.31.0.0/16', 24, taken)).toBe('172.31.1.0/24');
     expect(firstFreeSubnet('172.31.7.0/24', 24, taken)).toBeUndefined();
+  });
+});
+
+describe('shadowingRoutes', () => {
+  it.each<[string, string[], number, string[]]>([
+    [
+      'a route as long as the block takes its traffic (the older wins)',
+      ['172.31.7.0/24'],
+      24,
+      ['172.31.7.0/24'],
+    ],
+    [
+      'a longer one takes part of it',
+      ['172.31.7.16/28', '10.10.0.10/32'],
+      24,
+      ['172.31.7.16/28', '10.10.0.10/32'],
+    ],
+    [
+      "a broader one (a VPN over the pool) loses to the network's own",
+      ['172.16.0.0/12', '172.31.0.0/16'],
+      24,
+      [],
+    ],
+    ['against /28 blocks a /24 is broader', ['172.31.7.0/24'], 28, []],
+  ])('%s', (_case, routes, prefixLength, expected) => {
+    expect(shadowingRoutes(routes, prefixLength)).toEqual(expected);
   });
 });

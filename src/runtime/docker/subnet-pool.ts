@@ -95,3 +95,12 @@ export function routedSubnets(table: string, littleEndian: boolean): string[] {
       return [formatIpv4Block({ start: destination, prefixLength })];
     });
 }
+
+/**
+ * Of the host's routed subnets, those that would take traffic from a new `/prefixLength` network's own route: the
+ * kernel sends a packet by the longest matching route, and of two as long by the older. A broader route (a LAN or
+ * VPN over the whole pool) loses to the network's route and is no clash here; one as long or longer is.
+ */
+export function shadowingRoutes(routes: readonly string[], prefixLength: number): string[] {
+  return routes.filter((route) => (parseIpv4Cidr(route)?.prefixLength ?? -1) >= prefixLength);
+}
