@@ -44,18 +44,23 @@ function engine(options: { unlisted: string; listedAfterMs: number }) {
 const network = corralBridge('corral-owner-test', {});
 const subnets = { pool: '172.31.0.0/16', prefixLength: 28 };
 
+/** A worker network made on the stand-in engine, the host routing `routes` (none by default). */
+function create(fake: ReturnType<typeof engine>, routes: string[] = []) {
+  return createNetworkOnFreeSubnet({
+    docker: fake.docker,
+    network,
+    subnets,
+    purpose: 'a worker network',
+    sleep: fake.sleep,
+    routes: async () => routes,
+  });
+}
+
 describe('createNetworkOnFreeSubnet', () => {
   it('skips a block the host routes elsewhere, which the engine would give without a word', async () => {
     // The engine holds nothing; a bridge it left behind still routes 172.31.0.0/28 (and a VPN the next block).
     const fake = engine({ unlisted: '10.0.0.0/8', listedAfterMs: 0 });
-    const made = await createNetworkOnFreeSubnet({
-      docker: fake.docker,
-      network,
-      subnets,
-      purpose: 'a worker network',
-      sleep: fake.sleep,
-      routes: async () => ['172.31.0.0/28', '172.31.0.16/30'],
-    });
+    const made = await create(fake, ['172.31.0.0/28', '172.31.0.16/30']);
     expect(made).toEqual({ outcome: 'made', subnet: '172.31.0.32/28' });
     expect(fake.tried).toEqual(['172.31.0.32/28']);
   });
@@ -63,14 +68,7 @@ describe('createNetworkOnFreeSubnet', () => {
   it("waits out another process's larger network over the first blocks, then takes the block after it", async () => {
     // Another installation's /24 is being made over the first sixteen /28 blocks, and is listed after 700 ms.
     const fake = engine({ unlisted: '172.31.0.0/24', listedAfterMs: 700 });
-    const made = await createNetworkOnFreeSubnet({
-      docker: fake.docker,
-      network,
-      subnets,
-      purpose: 'a worker network',
-      sleep: fake.sleep,
-      routes: async () => [],
-    });
+    const made = await create(fake);
     expect(made).toEqual({ outcome: 'made', subnet: '172.31.1.0/28' });
     // Four clashes inside the /24, with waits of 50, 100, 200 and 400 ms; then the listing shows it.
     expect(fake.tried).toEqual([
@@ -85,14 +83,7 @@ describe('createNetworkOnFreeSubnet', () => {
 
   it('a pool the engine keeps and never lists fails after ten tries, naming them and what frees it', async () => {
     const fake = engine({ unlisted: '172.31.0.0/16', listedAfterMs: Number.POSITIVE_INFINITY });
-    const creation = createNetworkOnFreeSubnet({
-      docker: fake.docker,
-      network,
-      subnets,
-      purpose: 'a worker network',
-      sleep: fake.sleep,
-      routes: async () => [],
-    });
+    const creation = create(fake);
     await expect(creation).rejects.toThrow(
       /corral-owner-test could not be made: each of 10 subnets tried in 172\.31\.0\.0\/16 \(172\.31\.0\.0\/28, .*\) overlapped .*Pool overlaps.*restarting the engine/,
     );

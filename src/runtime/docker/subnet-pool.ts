@@ -1,7 +1,8 @@
 /**
  * Which subnet a new worker network gets: the first block of the configured pool that overlaps no network the
- * engine already has and no route of the host (routedSubnets). Docker's own default pools hold about 30 networks, fewer than the owners (or endpoints) one
- * engine serves; a pool of /24 blocks holds hundreds. Pure: IPv4 CIDR arithmetic, tested by tables.
+ * engine already has and no route of the host that would take its traffic (shadowingRoutes). Docker's own default
+ * pools hold about 30 networks, fewer than the owners (or endpoints) one engine serves; a pool of /24 blocks holds
+ * hundreds. Pure: IPv4 CIDR arithmetic and the kernel's route table, tested by tables.
  */
 
 export interface Ipv4Block {
@@ -72,9 +73,9 @@ export function firstHost(subnet: string): string | undefined {
  * The destinations of the host's IPv4 routes, as CIDR texts, from the kernel's table (`/proc/net/route`), the
  * default route left out. A network Docker is given a subnet for is checked against its own networks only, never
  * against the host's routes (it does that only for subnets it picks itself): a bridge the engine left behind when it
- * removed a network (seen on Docker 20.10 in this project's test runs, cause unknown), a VPN, or a LAN inside the pool
- * keeps its route, the kernel sends the new network's traffic there, and its workers cannot be reached. The table
- * prints each address as the host's 32-bit integer in hex: `littleEndian` is `os.endianness() === 'LE'`.
+ * removed a network (seen on Docker 20.10 in this project's test runs, cause unknown) keeps its route, the kernel
+ * sends the new network's traffic there, and its workers cannot be reached. The table prints each address as the
+ * host's 32-bit integer in hex: `littleEndian` is `os.endianness() === 'LE'`.
  */
 export function routedSubnets(table: string, littleEndian: boolean): string[] {
   const toAddress = (hex: string): number | undefined => {
