@@ -4,6 +4,7 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
+import { FIREWALL_CHAIN, installationRuleRemovals } from '../../src/runtime/docker/firewall-rules.js';
 
 /** The test worker program; the `local` runtime runs it with the host's node and the worker's env. */
 export const WORKER_SCRIPT = fileURLToPath(new URL('../fixtures/worker/worker.mjs', import.meta.url));
@@ -119,9 +120,11 @@ export function containersOf(installationId: string, endpointId?: string): strin
 
 /**
  * Removes what one `corral serve` installation left on the engine after its test: its containers (and their
- * volumes), then its worker networks, never those of other suites running beside it. Networks matter: Docker's
- * default address pools hold about 30, and a run of the suites that left each installation's behind ran out of
- * them. Never throws: it runs in cleanup, also where there is no Docker at all.
+ * volumes), then its worker networks, then its holes in the host guard's chain, never those of other suites running
+ * beside it. Networks matter: Docker's default address pools hold about 30, and a run of the suites that left each
+ * installation's behind ran out of them. Holes: a serve killed with SIGKILL leaves its own (267 had piled up in
+ * CORRAL-WORKERS on the development machine over a day of runs). Never throws: it runs in cleanup, also where there is no
+ * Docker or iptables at all.
  */
 export function removeInstallationResources(installationId: string): void {
   const filter = `label=corral.dev/installation=${installationId}`;
@@ -133,6 +136,10 @@ export function removeInstallationResources(installationId: string): void {
   if (containers.length > 0) spawnSync('docker', ['rm', '-f', '-v', ...containers], { stdio: 'ignore' });
   const networks = listed('network', 'ls');
   if (networks.length > 0) spawnSync('docker', ['network', 'rm', ...networks], { stdio: 'ignore' });
+  const chain = spawnSync('iptables', ['-w', '-S', FIREWALL_CHAIN], { encoding: 'utf8' });
+  if (chain.status !== 0) return;
+  for (const args of installationRuleRemovals(chain.stdout, installationId))
+    spawnSync('iptables', args, { stdio: 'ignore' });
 }
 
 /**
