@@ -1,13 +1,16 @@
 /**
  * Vitest's global setup: asks Docker once and builds the test worker image once for the whole run (test-image.ts);
  * after the whole run, removes what every `corral serve` the e2e suites started left on the
- * Docker engine (containers, volumes, worker networks), whatever a suite's own cleanup missed. startServe records
- * each installation id in a file named by CORRAL_TEST_INSTALLATIONS; the worker processes inherit it from here.
+ * Docker engine (containers, volumes, worker networks, holes in the host guard's chain), whatever a suite's own
+ * cleanup missed, and kills the processes of the run still alive (run-processes.ts: local-runtime workers outlive
+ * their serve). startServe records each installation id in a file named by CORRAL_TEST_INSTALLATIONS, which the test
+ * files inherit from here, as every process of the run inherits the run's mark (RUN_MARK_ENV).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INSTALLATIONS_ENV } from './installations.js';
+import { killMarkedOrphans, RUN_MARK_ENV } from './run-processes.js';
 import {
   DOCKER_ENV,
   dockerAvailable,
@@ -24,6 +27,7 @@ export default async function setup(): Promise<() => void> {
   const dir = mkdtempSync(join(tmpdir(), 'corral-test-run-'));
   const file = join(dir, 'installations');
   process.env[INSTALLATIONS_ENV] = file;
+  process.env[RUN_MARK_ENV] = dir;
   // Docker asked once, and the test worker image built once, for every file of the run (test-image.ts).
   const docker = dockerAvailable();
   process.env[DOCKER_ENV] = docker ? '1' : '0';
@@ -37,6 +41,8 @@ export default async function setup(): Promise<() => void> {
     );
   }
   return () => {
+    const killed = killMarkedOrphans(`${RUN_MARK_ENV}=${dir}`);
+    if (killed > 0) process.stderr.write(`killed ${killed} process(es) the run left running\n`);
     const ids = new Set(readLines(file));
     for (const id of ids) removeInstallationResources(id);
     rmSync(dir, { recursive: true, force: true });
