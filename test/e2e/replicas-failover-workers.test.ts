@@ -189,35 +189,45 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL, their workers across fai
       const baselineId = baseline.body.id as string;
       const work = (server: ServeProcess, endpointId: string, ms: number) =>
         fetch(`${server.gatewayUrl}/e/${endpointId}/work?ms=${ms}`, { headers: auth });
+      /** Waits until every gateway answers the endpoint as `served` says, 90 s at most; how long that took. */
+      const servedEverywhere = async (endpointId: string, served: (answer: Response) => boolean) => {
+        const since = performance.now();
+        for (const server of replicas) {
+          for (;;) {
+            const answer = await work(server, endpointId, 0).catch(() => undefined);
+            if (answer && served(answer)) break;
+            await answer?.arrayBuffer();
+            if (performance.now() - since > 90_000)
+              throw new Error(`endpoint ${endpointId} is not served through every gateway`);
+            await sleep(200);
+          }
+        }
+        return Math.round(performance.now() - since);
+      };
+      /** `perGateway` requests of `ms` through each gateway at once: all must be 200; the worker's peak in flight. */
+      const burstPeak = async (endpointId: string, perGateway: number, ms: number) => {
+        const burst = await Promise.all(
+          replicas.flatMap((server) =>
+            Array.from({ length: perGateway }, async () => {
+              const answer = await work(server, endpointId, ms);
+              return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
+            }),
+          ),
+        );
+        expect(burst.map((b) => b.status)).toEqual(burst.map(() => 200));
+        return Math.max(...burst.map((b) => b.body.inFlight ?? 0));
+      };
 
       // Routable on every gateway, each with its own share of the worker's slots (until then it forwards to a
       // replica that has one, and the answer says so).
-      const ready = performance.now();
-      for (const server of replicas) {
-        for (;;) {
-          const answer = await work(server, capped, 0).catch(() => undefined);
-          if (answer?.status === 200 && !answer.headers.has('x-corral-forwarded-to')) break;
-          await answer?.arrayBuffer();
-          if (performance.now() - ready > 90_000)
-            throw new Error('the worker did not become routable everywhere');
-          await sleep(200);
-        }
-      }
-      process.stdout.write(
-        `routable through all three gateways after ${Math.round(performance.now() - ready)} ms\n`,
+      const routableAfter = await servedEverywhere(
+        capped,
+        (answer) => answer.status === 200 && !answer.headers.has('x-corral-forwarded-to'),
       );
+      process.stdout.write(`routable through all three gateways after ${routableAfter} ms\n`);
 
       // A burst of 30 requests of 300 ms, 10 through each gateway at once: the worker never holds more than 3.
-      const burst = await Promise.all(
-        replicas.flatMap((server) =>
-          Array.from({ length: 10 }, async () => {
-            const answer = await work(server, capped, 300);
-            return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
-          }),
-        ),
-      );
-      expect(burst.map((b) => b.status)).toEqual(burst.map(() => 200));
-      const peak = Math.max(...burst.map((b) => b.body.inFlight ?? 0));
+      const peak = await burstPeak(capped, 10, 300);
       process.stdout.write(`burst of 30 over three gateways: peak in flight on the worker ${peak} (cap 3)\n`);
       expect(peak).toBeLessThanOrEqual(3);
       expect(peak).toBeGreaterThanOrEqual(2);
@@ -232,27 +242,8 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL, their workers across fai
       });
       expect(single.status, JSON.stringify(single.body)).toBe(200);
       const singleId = single.body.id as string;
-      const singleReady = performance.now();
-      for (const server of replicas) {
-        for (;;) {
-          const answer = await work(server, singleId, 0).catch(() => undefined);
-          if (answer?.status === 200) break;
-          await answer?.arrayBuffer();
-          if (performance.now() - singleReady > 90_000)
-            throw new Error('the one-slot worker is not served everywhere');
-          await sleep(200);
-        }
-      }
-      const oneSlot = await Promise.all(
-        replicas.flatMap((server) =>
-          Array.from({ length: 4 }, async () => {
-            const answer = await work(server, singleId, 200);
-            return { status: answer.status, body: (await answer.json()) as { inFlight?: number } };
-          }),
-        ),
-      );
-      expect(oneSlot.map((b) => b.status)).toEqual(oneSlot.map(() => 200));
-      const onePeak = Math.max(...oneSlot.map((b) => b.body.inFlight ?? 0));
+      await servedEverywhere(singleId, (answer) => answer.status === 200);
+      const onePeak = await burstPeak(singleId, 4, 200);
       process.stdout.write(`12 requests over three gateways, maxConcurrent 1: peak in flight ${onePeak}\n`);
       expect(onePeak).toBe(1);
 

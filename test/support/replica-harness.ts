@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { integrationAvailable } from './integration.js';
-import { callApi, printServeLog, type ServeProcess, startServe } from './process.js';
-import { type ClusterView, withPostgres } from './replica-set.js';
+import { printServeLog, type ServeProcess, startServe } from './process.js';
+import { type ClusterView, clusterOf, withPostgres } from './replica-set.js';
 import { ScratchDatabases } from './scratch-databases.js';
 import { dockerAvailable, removeInstallationResources } from './test-image.js';
 
@@ -80,11 +80,7 @@ export function replicaHarness(options: { operatorKey: string }): ReplicaHarness
     dirs.push(dir);
     return dir;
   };
-  const cluster = async (server: ServeProcess): Promise<ClusterView> => {
-    const answer = await callApi(server, operatorKey, 'cluster');
-    expect(answer.status).toBe(200);
-    return answer.body as ClusterView;
-  };
+  const cluster = (server: ServeProcess) => clusterOf(server, operatorKey);
   return {
     directory,
     cluster,
