@@ -165,15 +165,19 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL, their workers across fai
       const followers = replicas.filter((r) => r !== leader);
       if (!leader) throw new Error('no leader');
       const auth = { authorization: `Bearer ${OPERATOR_KEY}` };
+      /** An endpoint of one warm worker taking `maxConcurrent` requests at a time, created through `server`. */
+      const oneWorker = async (server: ServeProcess, maxConcurrent: number) => {
+        const created = await callApi(server, OPERATOR_KEY, 'endpoint/create', {
+          endpoint: {
+            ...testWorkerEndpoint(image),
+            workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent },
+          },
+        });
+        expect(created.status, JSON.stringify(created.body)).toBe(200);
+        return created.body.id as string;
+      };
       // One worker that takes 3 requests at a time; another endpoint with none until a request comes.
-      const created = await callApi(first, OPERATOR_KEY, 'endpoint/create', {
-        endpoint: {
-          ...testWorkerEndpoint(image),
-          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 3 },
-        },
-      });
-      expect(created.status, JSON.stringify(created.body)).toBe(200);
-      const capped = created.body.id as string;
+      const capped = await oneWorker(first, 3);
       // maxConcurrent at least the number of replicas: each gateway owns a slot of the one worker (operations.md).
       const sleepyBody = {
         endpoint: {
@@ -234,14 +238,7 @@ describe.skipIf(!withPostgres)('replicas on PostgreSQL, their workers across fai
 
       // One slot (maxConcurrent 1, the default) for three replicas: the two gateways without it forward to the one
       // with it (operations.md), so every gateway answers 200 and the worker still holds one request at a time.
-      const single = await callApi(leader, OPERATOR_KEY, 'endpoint/create', {
-        endpoint: {
-          ...testWorkerEndpoint(image),
-          workerConfig: { minNum: 1, maxNum: 1, gpuNum: 1, maxConcurrent: 1 },
-        },
-      });
-      expect(single.status, JSON.stringify(single.body)).toBe(200);
-      const singleId = single.body.id as string;
+      const singleId = await oneWorker(leader, 1);
       await servedEverywhere(singleId, (answer) => answer.status === 200);
       const onePeak = await burstPeak(singleId, 4, 200);
       process.stdout.write(`12 requests over three gateways, maxConcurrent 1: peak in flight ${onePeak}\n`);
